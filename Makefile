@@ -1,0 +1,100 @@
+# greenreplay - deterministic trace-and-replay tests for greenlets and profilers.
+# `make help` lists the targets.
+
+PYTHON    ?= /usr/bin/python3
+CC        ?= cc
+BUILD     ?= build
+CFLAGS    ?= -O2 -g
+WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CPPFLAGS  += -Itracer -Ireplay
+LDLIBS    := -lz -ljansson
+
+# Replayer (pure C, no Python).
+FORMAT_SRC := tracer/format.c tracer/writer.c
+REPLAY_SRC := $(filter-out replay/main.c,$(wildcard replay/*.c))
+REPLAY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
+CLI        := $(BUILD)/greenreplay
+
+# Recorder extension, built for $(PYTHON).  Several interpreters can share
+# $(BUILD)/python/greenreplay: each gets its own EXT_SUFFIX.
+PY_INC     := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
+PKG_DIR    := $(BUILD)/python/greenreplay
+EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
+
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+.PHONY: all cli ext setup demo test unit integration valgrind bench clean help
+all: cli ext
+
+help:
+	@echo "greenreplay make targets:"
+	@echo "  make              build $(CLI) and the recorder for PYTHON=$(PYTHON)"
+	@echo "  make demo         install what is missing, build, record and check every fixture"
+	@echo "  make test         install what is missing, build, run unit and integration tests"
+	@echo "  make unit         cmocka unit tests of the format and the checker"
+	@echo "  make integration  record every fixture and compare with its golden dump"
+	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
+	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
+	@echo "  make bench        recorder cost per profile event (prints figures)"
+	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
+	@echo "  make clean        remove $(BUILD)/"
+	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc"
+
+cli: $(CLI)
+ext: $(EXT) $(PKG_PY)
+
+$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
+
+$(CLI): $(BUILD)/obj/replay/main.o $(REPLAY_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
+	@test -n "$(PY_INC)" || { echo "error: $(PYTHON) is not a usable Python interpreter" >&2; exit 2; }
+	@test -f "$(PY_INC)/Python.h" || { echo "error: Python.h missing in $(PY_INC) (install the interpreter's -dev package)" >&2; exit 2; }
+	@mkdir -p $(PKG_DIR)
+	$(CC) $(CPPFLAGS) -I$(PY_INC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
+	    -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+
+$(PKG_DIR)/%.py: tracer/greenreplay/%.py
+	@mkdir -p $(PKG_DIR)
+	cp $< $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS) -lcmocka
+
+setup:
+	ci/setup.sh
+
+demo: setup
+	$(MAKE) all
+	ci/demo.sh --python $(PYTHON)
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+integration: all
+	tests/integration/run.sh --python $(PYTHON)
+
+golden: all
+	tests/integration/run.sh --python $(PYTHON) --update
+
+test: setup
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) integration
+
+valgrind: all $(UNIT_BIN)
+	tests/valgrind.sh $(UNIT_BIN)
+
+bench: all
+	bench/profile_cost.sh --python $(PYTHON)
+
+clean:
+	rm -rf $(BUILD)

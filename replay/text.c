@@ -1,0 +1,200 @@
+/* text.c - growable text buffers, escaping and checked allocation (text.h). */
+#include "text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void out_of_memory(void)
+{
+    fputs("greenreplay: out of memory\n", stderr);
+    exit(2);
+}
+
+void *gr_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        out_of_memory();
+    return q;
+}
+
+void *gr_xgrow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 8;
+    while (c < need) {
+        if (c > SIZE_MAX / 2)
+            out_of_memory();
+        c *= 2;
+    }
+    if (size && c > SIZE_MAX / size)
+        out_of_memory();
+    p = gr_xrealloc(p, c * size);
+    *cap = c;
+    return p;
+}
+
+char *gr_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = gr_xrealloc(NULL, n);
+    memcpy(d, s, n);
+    return d;
+}
+
+void gr_sb_init(gr_sb *sb)
+{
+    sb->s = NULL;
+    sb->len = sb->cap = 0;
+}
+
+void gr_sb_free(gr_sb *sb)
+{
+    free(sb->s);
+    gr_sb_init(sb);
+}
+
+void gr_sb_reset(gr_sb *sb)
+{
+    sb->len = 0;
+    if (sb->s)
+        sb->s[0] = '\0';
+}
+
+/* Make room for n more bytes plus the NUL. */
+static void reserve(gr_sb *sb, size_t n)
+{
+    if (n > SIZE_MAX - sb->len - 1)
+        out_of_memory();
+    sb->s = gr_xgrow(sb->s, &sb->cap, sb->len + n + 1, 1);
+}
+
+void gr_sb_put(gr_sb *sb, const char *s, size_t n)
+{
+    reserve(sb, n);
+    if (n)
+        memcpy(sb->s + sb->len, s, n);
+    sb->len += n;
+    sb->s[sb->len] = '\0';
+}
+
+void gr_sb_puts(gr_sb *sb, const char *s)
+{
+    gr_sb_put(sb, s, strlen(s));
+}
+
+void gr_sb_putc(gr_sb *sb, char c)
+{
+    reserve(sb, 1);
+    sb->s[sb->len++] = c;
+    sb->s[sb->len] = '\0';
+}
+
+void gr_sb_vprintf(gr_sb *sb, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap2);
+    va_end(ap2);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        gr_sb_put(sb, small, (size_t)n);
+        return;
+    }
+    reserve(sb, (size_t)n);
+    vsnprintf(sb->s + sb->len, (size_t)n + 1, fmt, ap);
+    sb->len += (size_t)n;
+}
+
+void gr_sb_printf(gr_sb *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gr_sb_vprintf(sb, fmt, ap);
+    va_end(ap);
+}
+
+const char *gr_sb_str(const gr_sb *sb)
+{
+    return sb->s ? sb->s : "";
+}
+
+char *gr_sb_take(gr_sb *sb)
+{
+    char *s = sb->s ? sb->s : gr_xstrdup("");
+    gr_sb_init(sb);
+    return s;
+}
+
+size_t gr_utf8_len(const uint8_t *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    uint8_t c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else
+        return 0;
+    if (n < need)
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return need;
+}
+
+void gr_sb_escape(gr_sb *sb, const void *src, size_t n, int quote)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *s = src;
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i; /* copy plain runs in one go */
+        for (;;) {
+            if (run >= n)
+                break;
+            uint8_t c = s[run];
+            if (c < 0x20 || c == 0x7f || c == '\\' || (quote && c == '"'))
+                break;
+            size_t k = gr_utf8_len(s + run, n - run);
+            if (k == 0)
+                break;
+            run += k;
+        }
+        if (run > i) {
+            gr_sb_put(sb, (const char *)s + i, run - i);
+            i = run;
+            continue;
+        }
+        uint8_t c = s[i++];
+        if (c == '\\' || (quote && c == '"')) {
+            char e[2] = {'\\', (char)c};
+            gr_sb_put(sb, e, 2);
+        } else {
+            char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+            gr_sb_put(sb, e, 4);
+        }
+    }
+}

@@ -1,0 +1,108 @@
+/* compat.h - every CPython-version difference the recorder depends on.
+ *
+ * Each entry names the CPython (or greenlet) change behind it.  Nothing
+ * outside this header tests PY_VERSION_HEX.
+ */
+#ifndef GR_COMPAT_H
+#define GR_COMPAT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+/* Code object of a frame, borrowed (the frame keeps it alive).
+ * 3.11 made PyFrameObject opaque (bpo-46836); PyFrame_GetCode (3.9+,
+ * bpo-40421) returns a new reference there. */
+static inline PyCodeObject *gr_frame_code(PyFrameObject *f)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyCodeObject *co = PyFrame_GetCode(f);
+    Py_DECREF(co);
+    return co;
+#else
+    return f->f_code;
+#endif
+}
+
+/* Qualified name of a code object, borrowed.  co_qualname is new in 3.11
+ * (bpo-44530); earlier versions only have co_name. */
+static inline PyObject *gr_code_qualname(PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return co->co_qualname;
+#else
+    return co->co_name;
+#endif
+}
+
+/* The thread's re-entrancy depth of trace/profile callbacks.  Present as
+ * tstate->tracing in every supported version. */
+static inline int gr_tstate_tracing(PyThreadState *ts)
+{
+    return ts->tracing;
+}
+
+/* Whether the version keeps a per-thread (and so, with greenlet, per
+ * greenlet) "use_tracing" flag that gates profile events:
+ *  - 3.9: tstate->use_tracing;
+ *  - 3.10/3.11: tstate->cframe->use_tracing (CPython PR 25276, bpo-43760);
+ *  - 3.12+: none; legacy profiling runs on sys.monitoring (PEP 669). */
+#if PY_VERSION_HEX < 0x030C0000
+#define GR_HAVE_USE_TRACING 1
+#else
+#define GR_HAVE_USE_TRACING 0
+#endif
+
+/* use_tracing that the target greenlet resumes with after a greenlet trace
+ * callback returns.  greenlet calls the callback inside a tracing guard
+ * (greenlet 0.4/1.x g_calltrace; 2.0+ TracingGuard with
+ * PyThreadState_EnterTracing/LeaveTracing), which zeroes the flag during the
+ * callback and recomputes it on the way out:
+ *  - 3.9/3.10 (greenlet's own code): tracing <= 0 after the decrement and a
+ *    trace or profile function set;
+ *  - 3.11 (PyThreadState_LeaveTracing -> _PyThreadState_ResumeTracing):
+ *    255 if a trace or profile function is set, else 0.
+ * So the value read inside the callback is always 0; this returns the value
+ * the target runs with once the callback is done.  0 on 3.12+. */
+static inline int gr_resume_use_tracing(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    (void)ts;
+    return 0;
+#elif PY_VERSION_HEX >= 0x030B0000
+    return (ts->c_tracefunc || ts->c_profilefunc) ? 255 : 0;
+#else
+    return (ts->tracing - 1 <= 0 && (ts->c_tracefunc || ts->c_profilefunc)) ? 1 : 0;
+#endif
+}
+
+/* Set or clear the C profile function of another thread.
+ * _PyEval_SetProfile(tstate, ...) is exported on 3.9-3.13 (added as the
+ * per-tstate variant in bpo-39947 for 3.9); 3.12 also added
+ * PyEval_SetProfileAllThreads, which we do not use because it would replace
+ * other tools' profilers on threads that are not ours. */
+static inline int gr_set_profile_for(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
+{
+    return _PyEval_SetProfile(ts, fn, arg);
+}
+
+/* Current frame of a thread, new reference or NULL.  PyThreadState_GetFrame
+ * is public from 3.9 (bpo-39947). */
+static inline PyFrameObject *gr_tstate_frame(PyThreadState *ts)
+{
+    return PyThreadState_GetFrame(ts);
+}
+
+/* Save and restore the thread's pending exception around work that may
+ * fail and clear errors.  PyErr_Fetch/PyErr_Restore are deprecated from 3.12
+ * (gh-101578) in favour of PyErr_GetRaisedException/SetRaisedException. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define GR_EXC_SAVE(name) PyObject *name = PyErr_GetRaisedException()
+#define GR_EXC_RESTORE(name) PyErr_SetRaisedException(name)
+#else
+#define GR_EXC_SAVE(name) PyObject *name##_t, *name##_v, *name##_tb; \
+    PyErr_Fetch(&name##_t, &name##_v, &name##_tb)
+#define GR_EXC_RESTORE(name) PyErr_Restore(name##_t, name##_v, name##_tb)
+#endif
+
+#endif

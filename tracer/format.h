@@ -1,0 +1,150 @@
+/* format.h - constants and varint coding of the greenreplay trace format.
+ *
+ * Shared by the recorder (tracer/) and the replayer (replay/); pure C, no
+ * Python.  The format itself is specified in docs/FORMAT.md; every constant
+ * here names the section it comes from.
+ */
+#ifndef GR_FORMAT_H
+#define GR_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* §1 file header */
+#define GR_MAGIC "GRRPLY\r\n"
+#define GR_MAGIC_LEN 8
+#define GR_HEADER_LEN 16
+#define GR_VERSION_MAJOR 1
+#define GR_VERSION_MINOR 0
+#define GR_STREAM_CANONICAL 'C'
+#define GR_STREAM_SIDE 'S'
+
+/* §2 chunks */
+#define GR_CHUNK_HEADER_LEN 9
+#define GR_CHUNK_MAX (16u * 1024u * 1024u) /* bytes of payload */
+#define GR_CHUNK_RECORDS 'E'
+#define GR_CHUNK_TIMES 'T'
+#define GR_CHUNK_TRAILER 'Z'
+
+/* §2 trailer: reason recording ended */
+enum gr_stop_reason {
+    GR_STOP_CALLED = 1,
+    GR_STOP_EXIT = 2,
+    GR_STOP_WRITE_ERROR = 3,
+};
+
+/* §3 definitions and §4 indexed records */
+enum gr_tag {
+    GR_STRING = 0x01,
+    GR_CODE = 0x02,
+    GR_META = 0x03,
+
+    GR_FIRST_INDEXED = 0x10,
+    GR_THREAD = 0x10,
+    GR_GREENLET = 0x11,
+    GR_CALL = 0x12,
+    GR_RETURN = 0x13,
+    GR_C_CALL = 0x14,
+    GR_C_RETURN = 0x15,
+    GR_C_EXCEPTION = 0x16,
+    GR_SWITCH = 0x17,
+    GR_THROW = 0x18,
+    GR_MARK = 0x19,
+    GR_DEAD = 0x1A,
+    GR_START = 0x1B,
+    GR_STOP = 0x1C,
+    GR_STACK = 0x1D,
+    GR_LAST_INDEXED = 0x1D,
+};
+
+/* §3 CODE kind */
+#define GR_CODE_PY 0
+#define GR_CODE_C 1
+
+/* §4 GREENLET flags */
+#define GR_GL_MAIN 0x1u
+#define GR_GL_SUSPENDED 0x2u
+#define GR_GL_CUT 0x4u
+
+/* §4 SWITCH/THROW state flags */
+#define GR_SW_PROFILE_OURS 0x1u
+#define GR_SW_PROFILE_SET 0x2u
+#define GR_SW_USE_TRACING_KNOWN 0x4u
+#define GR_SW_ORIGIN_DEAD 0x8u
+
+/* §4 MARK flags */
+#define GR_MARK_CUT 0x1u
+#define GR_MARK_PROFILE_OURS 0x2u
+
+/* §4 STACK flags */
+#define GR_STACK_RUNNING 0x1u
+#define GR_STACK_CUT 0x2u
+
+/* Depth cap for every recorded stack (GREENLET seed, MARK, STACK). */
+#define GR_STACK_CAP 128
+
+/* Longest encoding of one varint, bytes. */
+#define GR_VARINT_MAX 10
+
+/* Encode v as LEB128 at p; returns the byte after the last one written.
+ * The caller guarantees GR_VARINT_MAX bytes of room. */
+static inline uint8_t *gr_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Decode one varint from *p, reading no byte at or past end.
+ * On success stores the value in *out, advances *p, returns 0.
+ * Returns -1 if the input ends inside the varint, -2 if it is longer than
+ * GR_VARINT_MAX bytes or overflows 64 bits; *p is left unchanged then. */
+static inline int gr_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *q = *p;
+    uint64_t v = 0;
+    for (unsigned shift = 0, i = 0; i < GR_VARINT_MAX; i++, shift += 7) {
+        if (q >= end)
+            return -1;
+        uint8_t b = *q++;
+        if (i == GR_VARINT_MAX - 1 && b > 1)
+            return -2;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            *p = q;
+            return 0;
+        }
+    }
+    return -2;
+}
+
+/* Little-endian fixed-width helpers for headers. */
+static inline void gr_put_u32le(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline uint32_t gr_get_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void gr_put_u16le(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+}
+static inline uint16_t gr_get_u16le(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* Name of an indexed record kind for text output ("CALL"), or NULL. */
+const char *gr_tag_name(int tag);
+
+/* Fill the 16-byte file header for the given stream kind into out. */
+void gr_format_header(uint8_t out[GR_HEADER_LEN], char stream);
+
+#endif

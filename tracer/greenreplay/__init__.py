@@ -1,0 +1,102 @@
+"""greenreplay recorder: record profile events and greenlet switches.
+
+    import greenreplay
+    greenreplay.start("run.grt")   # profile function + greenlet callback on
+    ...
+    greenreplay.mark("here")       # ground truth: the real Python stack
+    greenreplay.stop()
+
+The trace format is specified in docs/FORMAT.md; `greenreplay check`,
+`dump` and `stats` (the C command-line tool) read it.
+"""
+import os
+import site
+import sys
+import sysconfig
+import threading
+
+from . import _greenreplay
+
+__all__ = ["start", "stop", "mark", "is_recording"]
+
+#: mark(label) -> None.  Writes a MARK record with the real Python stack.
+#: A C function, so a working profiler sees c_call/c_return of it.
+mark = _greenreplay.mark
+is_recording = _greenreplay.is_recording
+
+
+def _path_rules(root):
+    """(prefix, replacement) pairs that make code file names portable.
+
+    Longest prefix first: the recording root becomes "", this package
+    "<greenreplay>/", site and dist-packages "<site>/", the stdlib
+    "<stdlib>/" (docs/FORMAT.md section 3)."""
+    pairs = {}
+
+    def add(path, replacement):
+        if not path:
+            return
+        for p in {os.path.abspath(path), os.path.realpath(path)}:
+            pairs.setdefault(p.rstrip(os.sep) + os.sep, replacement)
+
+    add(os.path.dirname(os.path.abspath(__file__)), "<greenreplay>/")
+    if root:
+        add(root, "")
+    sites = list(getattr(site, "getsitepackages", lambda: [])())
+    sites += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    for p in sites:
+        add(p, "<site>/")
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib"):
+        add(paths.get(key), "<stdlib>/")
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def _thread_bootstrap(frame, event, arg):
+    # threading.setprofile hook: first event of a thread started after
+    # start(); hands over to the C profile function.
+    _greenreplay._thread_start(frame, event, arg)
+
+
+def start(path=None, *, root=None, times=None, chunk=0):
+    """Start recording this process.
+
+    path: trace file to write (created or truncated); default: the
+        GREENREPLAY_OUTPUT environment variable (set by `greenreplay record`).
+    root: directory that code file names are written relative to; default
+        GREENREPLAY_ROOT, else the current directory.
+    times: also write timestamps to PATH.times (the side channel);
+        default: GREENREPLAY_TIMES=1.
+    chunk: chunk size in bytes (0: 64 KiB).
+
+    Installs the C profile function on every thread (threads started later
+    included) and the C greenlet trace callback, chained in front of any
+    callback already installed.  Raises RuntimeError when already recording,
+    ValueError without a path, OSError when the file cannot be written."""
+    if path is None:
+        path = os.environ.get("GREENREPLAY_OUTPUT")
+        if not path:
+            raise ValueError("greenreplay.start: no path given and GREENREPLAY_OUTPUT is not set")
+    if root is None:
+        root = os.environ.get("GREENREPLAY_ROOT") or os.getcwd()
+    if times is None:
+        times = os.environ.get("GREENREPLAY_TIMES") == "1"
+    rules = _path_rules(root)
+    threading.setprofile(_thread_bootstrap)
+    try:
+        _greenreplay.start(os.fspath(path), rules, bool(times), chunk)
+    except BaseException:
+        threading.setprofile(None)
+        raise
+
+
+def stop(reason=1):
+    """Stop recording and close the trace.
+
+    reason: 1 stop() called (default), 2 interpreter exit; goes into the
+        trailer.
+    Returns the number of indexed records written, or None if not recording.
+    Raises OSError if the trace could not be written completely."""
+    n = _greenreplay.stop(reason)
+    threading.setprofile(None)
+    return n

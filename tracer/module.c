@@ -1,0 +1,488 @@
+/* module.c - the _greenreplay extension module: start, stop, mark.
+ *
+ * The public Python API is in greenreplay/__init__.py; these functions are
+ * its C side.  start() and stop() are called deliberately by the user and
+ * raise on bad arguments or an unwritable file; nothing called from inside
+ * the recorded program's execution (profile function, greenlet callback,
+ * mark) ever raises.
+ */
+#include "recorder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t next_gen;
+
+/* ---- recorder lifetime ------------------------------------------------- */
+
+static void recorder_free(gr_recorder *r)
+{
+    if (!r)
+        return;
+    gr_writer_abandon(r->w);
+    gr_writer_abandon(r->tw);
+    gr_ptrmap_free(&r->codes);
+    gr_ptrmap_free(&r->greenlets);
+    gr_ptrmap_free(&r->weakrefs);
+    Py_XDECREF(r->strings);
+    Py_XDECREF(r->identities);
+    Py_XDECREF(r->keep);
+    Py_XDECREF(r->threads);
+    Py_XDECREF(r->gl_refs);
+    PyMem_Free(r->gl_addr);
+    Py_XDECREF(r->forget);
+    for (size_t i = 0; i < r->nrules; i++) {
+        free(r->rules[i].prefix);
+        free(r->rules[i].replacement);
+    }
+    free(r->rules);
+    Py_XDECREF(r->greenlet_mod);
+    Py_XDECREF(r->getcurrent);
+    Py_XDECREF(r->settrace);
+    Py_XDECREF(r->str_parent);
+    Py_XDECREF(r->str_dead);
+    Py_XDECREF(r->str_gr_frame);
+    free(r);
+}
+
+/* Parse rules: a sequence of (prefix, replacement) str pairs. */
+static int parse_rules(gr_recorder *r, PyObject *rules)
+{
+    PyObject *seq = PySequence_Fast(rules, "rules must be a sequence of (prefix, replacement) pairs");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    r->rules = calloc((size_t)n + 1, sizeof *r->rules);
+    if (!r->rules) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *pre, *rep;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss", &pre, &rep)) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        gr_path_rule *rule = &r->rules[r->nrules++];
+        rule->prefix = strdup(pre);
+        rule->replacement = strdup(rep);
+        rule->prefix_len = strlen(pre);
+        if (!rule->prefix || !rule->replacement) {
+            Py_DECREF(seq);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static void emit_meta(gr_recorder *r, const char *key, const char *value)
+{
+    uint64_t f[2] = {gr_string_id(r, key), gr_string_id(r, value)};
+    gr_emit(r, GR_META, 2, f);
+}
+
+/* Import greenlet if it can be imported; r->greenlet_mod stays NULL if not. */
+static void import_greenlet(gr_recorder *r)
+{
+    r->greenlet_mod = PyImport_ImportModule("greenlet");
+    if (!r->greenlet_mod) {
+        PyErr_Clear();
+        return;
+    }
+    r->getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
+    r->settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
+    if (!r->getcurrent || !r->settrace) {
+        PyErr_Clear();
+        Py_CLEAR(r->getcurrent);
+        Py_CLEAR(r->settrace);
+    }
+}
+
+/* ---- start ---------------------------------------------------------------- */
+
+PyDoc_STRVAR(start_doc,
+"start(path, rules=(), times=False, chunk=0)\n--\n\n"
+"Start recording this process to the trace file `path` (created or\n"
+"truncated).  `rules` is a sequence of (prefix, replacement) pairs that\n"
+"rewrite code file names (docs/FORMAT.md section 3).  With `times`, also\n"
+"write monotonic timestamps to `path + '.times'`.  `chunk` is the chunk\n"
+"size in bytes (0: 64 KiB).  Raises RuntimeError if already recording and\n"
+"OSError if a file cannot be written.");
+
+static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"path", "rules", "times", "chunk", NULL};
+    PyObject *path_obj, *rules = NULL;
+    int times = 0;
+    Py_ssize_t chunk = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opn:start", kwlist,
+                                     PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk))
+        return NULL;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    if (gr_active) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_RuntimeError, "greenreplay is already recording");
+        return NULL;
+    }
+    if (chunk < 0 || (size_t)chunk > GR_CHUNK_MAX) {
+        Py_DECREF(path_obj);
+        PyErr_Format(PyExc_ValueError, "chunk must be between 0 and %u bytes", GR_CHUNK_MAX);
+        return NULL;
+    }
+    gr_recorder *r = calloc(1, sizeof *r);
+    if (!r) {
+        Py_DECREF(path_obj);
+        return PyErr_NoMemory();
+    }
+    gr_ptrmap_init(&r->codes);
+    gr_ptrmap_init(&r->greenlets);
+    gr_ptrmap_init(&r->weakrefs);
+    r->strings = PyDict_New();
+    r->identities = PyDict_New();
+    r->keep = PyList_New(0);
+    r->threads = PyList_New(0);
+    r->gl_refs = PyList_New(0);
+    r->forget = PyObject_GetAttrString(module, "_forget");
+    r->str_parent = PyUnicode_InternFromString("parent");
+    r->str_dead = PyUnicode_InternFromString("dead");
+    r->str_gr_frame = PyUnicode_InternFromString("gr_frame");
+    if (!r->strings || !r->identities || !r->keep || !r->threads || !r->gl_refs || !r->forget ||
+        !r->str_parent || !r->str_dead || !r->str_gr_frame)
+        goto fail;
+    if (rules && rules != Py_None && parse_rules(r, rules) < 0)
+        goto fail;
+
+    r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+    if (!r->w) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyTuple_GET_ITEM(args, 0));
+        goto fail;
+    }
+    if (times) {
+        PyObject *tp = PyBytes_FromFormat("%s.times", path);
+        if (!tp)
+            goto fail;
+        r->tw = gr_writer_open(PyBytes_AS_STRING(tp), GR_STREAM_SIDE, (size_t)chunk);
+        if (!r->tw) {
+            PyErr_SetFromErrnoWithFilename(PyExc_OSError, PyBytes_AS_STRING(tp));
+            Py_DECREF(tp);
+            goto fail;
+        }
+        Py_DECREF(tp);
+    }
+    Py_CLEAR(path_obj);
+    import_greenlet(r);
+
+    /* Environment first: META records hold no paths and no times. */
+    char version[32];
+    snprintf(version, sizeof version, "%s", Py_GetVersion());
+    version[strcspn(version, " ")] = '\0';
+    emit_meta(r, "python", version);
+    emit_meta(r, "implementation", "cpython");
+    const char *glv = "none";
+    PyObject *glv_obj = NULL;
+    if (r->greenlet_mod) {
+        glv_obj = PyObject_GetAttrString(r->greenlet_mod, "__version__");
+        glv = glv_obj && PyUnicode_Check(glv_obj) ? PyUnicode_AsUTF8(glv_obj) : "unknown";
+        if (!glv) {
+            PyErr_Clear();
+            glv = "unknown";
+        }
+        PyErr_Clear();
+    }
+    emit_meta(r, "greenlet", glv);
+    Py_XDECREF(glv_obj);
+
+    const char *names[2] = {"mark", "stop"};
+    uint32_t *ids[2] = {&r->mark_code, &r->stop_code};
+    for (int i = 0; i < 2; i++) {
+        PyObject *fn = PyObject_GetAttrString(module, names[i]);
+        if (!fn)
+            goto fail;
+        *ids[i] = gr_cfunc_id(r, fn);
+        Py_DECREF(fn);
+    }
+
+    r->gen = ++next_gen;
+    gr_active = r;
+    clock_gettime(CLOCK_MONOTONIC, &r->last);
+
+    /* The calling thread: its Python stack now.  This C function is not in
+     * the seed: its c_call was not seen, and CPython does not report the
+     * c_return of a call that began while profiling was off. */
+    PyThreadState *me = PyThreadState_Get();
+    gr_thread *t = gr_thread_current(r);
+    if (!t) {
+        gr_active = NULL;
+        goto fail;
+    }
+    gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    uint64_t f[2] = {t->tid, t->cur_gid};
+    gr_emit(r, GR_START, 2, f);
+
+    /* Threads that already exist: each is seen at its first event. */
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts == me)
+            continue;
+        gr_thread *o = gr_thread_new(r, ts);
+        if (o) {
+            if (gr_set_profile_for(ts, gr_profile, (PyObject *)o) < 0)
+                gr_swallow(r);
+            Py_DECREF(o);
+        }
+    }
+    PyEval_SetProfile(gr_profile, (PyObject *)t);
+    Py_RETURN_NONE;
+
+fail:
+    Py_XDECREF(path_obj);
+    recorder_free(r);
+    return NULL;
+}
+
+/* ---- stop ------------------------------------------------------------------ */
+
+/* One STACK record per live greenlet seen, in gid order; with greenlet
+ * missing, one per thread (gid 0). */
+static void emit_live_stacks(gr_recorder *r, gr_thread *me)
+{
+    Py_ssize_t nthreads = PyList_GET_SIZE(r->threads);
+    if (!r->greenlet_mod) {
+        for (Py_ssize_t i = 0; i < nthreads; i++) {
+            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+            if (!t->tid)
+                continue;
+            PyFrameObject *top = t == me ? PyEval_GetFrame() : NULL;
+            PyFrameObject *other = t == me ? NULL : gr_tstate_frame(t->tstate);
+            uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? r->stop_code : 0);
+            Py_XDECREF(other);
+        }
+        return;
+    }
+    for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
+        if (!r->gl_addr[gid])
+            continue;
+        PyObject *g = PyWeakref_GetObject(PyList_GET_ITEM(r->gl_refs, gid - 1));
+        if (!g || g == Py_None)
+            continue;
+        Py_INCREF(g);
+        gr_thread *runner = NULL;
+        for (Py_ssize_t i = 0; i < nthreads; i++) {
+            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+            if (t->tid && t->cur_gid == gid)
+                runner = t;
+        }
+        PyObject *d = PyObject_GetAttr(g, r->str_dead);
+        int dead = d ? PyObject_IsTrue(d) == 1 : 0;
+        Py_XDECREF(d);
+        PyErr_Clear();
+        if (dead) {
+            Py_DECREF(g);
+            continue;
+        }
+        if (runner) {
+            PyFrameObject *other = runner == me ? NULL : gr_tstate_frame(runner->tstate);
+            uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                          runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
+            Py_XDECREF(other);
+        } else {
+            PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
+            if (!fr)
+                PyErr_Clear();
+            uint64_t f[3] = {me->tid, gid, 0};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                          fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
+            Py_XDECREF(fr);
+        }
+        Py_DECREF(g);
+    }
+}
+
+PyDoc_STRVAR(stop_doc,
+"stop(reason=1)\n--\n\n"
+"Stop recording: write STOP and the live greenlets' stacks, remove the\n"
+"profile function from every thread where it is ours, put back the\n"
+"greenlet trace callback this thread had, write the trailer and close the\n"
+"file.  `reason` goes into the trailer (1 stop() called, 2 interpreter\n"
+"exit).  Returns the number of indexed records written, or None when not\n"
+"recording.  Raises OSError if the trace could not be written completely.");
+
+static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"reason", NULL};
+    int reason = GR_STOP_CALLED;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:stop", kwlist, &reason))
+        return NULL;
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    GR_EXC_SAVE(saved);
+    gr_thread *me = gr_thread_current(r);
+    if (me && !me->tid) /* stop() on a thread never seen */
+        gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code);
+    if (me) {
+        uint64_t f[2] = {me->tid, me->cur_gid};
+        gr_emit(r, GR_STOP, 2, f);
+        emit_live_stacks(r, me);
+    }
+
+    /* Uninstall: the profile function wherever it is ours. */
+    PyThreadState *cur = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts->c_profilefunc != gr_profile)
+            continue;
+        if (ts == cur)
+            PyEval_SetProfile(NULL, NULL);
+        else if (gr_set_profile_for(ts, NULL, NULL) < 0)
+            PyErr_Clear();
+    }
+    /* The greenlet callback of this thread, if it is still ours. Other
+     * threads' callbacks see the generation change and only chain. */
+    if (me && r->settrace && me->tid) {
+        PyObject *prev = me->prev_trace ? me->prev_trace : Py_None;
+        PyObject *was = PyObject_CallOneArg(r->settrace, prev);
+        if (was && was != (PyObject *)me) {
+            /* Someone replaced ours meanwhile: leave theirs in place. */
+            PyObject *back = PyObject_CallOneArg(r->settrace, was);
+            Py_XDECREF(back);
+        }
+        Py_XDECREF(was);
+        PyErr_Clear();
+    }
+    gr_active = NULL;
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+
+    uint64_t dropped = r->w->dropped;
+    int werr = r->w->error;
+    uint64_t trailer[4] = {r->nevents, dropped, r->errors, (uint64_t)reason};
+    int rc = gr_writer_finish(r->w, trailer, 4);
+    r->w = NULL;
+    if (r->tw) {
+        uint64_t tt[1] = {r->nevents};
+        if (gr_writer_finish(r->tw, tt, 1) < 0)
+            rc = -1;
+        r->tw = NULL;
+    }
+    uint64_t n = r->nevents;
+    recorder_free(r);
+    if (rc < 0) {
+        errno = werr ? werr : errno;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+/* ---- mark ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(mark_doc,
+"mark(label)\n--\n\n"
+"Write a MARK record carrying `label` (any object; str() of it) and the\n"
+"interpreter's real Python stack here, innermost 128 frames.  It is the\n"
+"ground truth the checker compares the profile events with.  Does nothing\n"
+"when not recording; never raises.");
+
+static PyObject *mod_mark(PyObject *module, PyObject *label)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    GR_EXC_SAVE(saved);
+    PyThreadState *ts = PyThreadState_Get();
+    gr_thread *t = gr_thread_current(r);
+    if (t) {
+        PyFrameObject *top = PyEval_GetFrame();
+        if (!t->tid)
+            gr_thread_first_sight(r, t, top, 0);
+        PyObject *s = PyObject_Str(label);
+        const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (!text)
+            gr_swallow(r);
+        uint64_t flags = ts->c_profilefunc == gr_profile && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
+        uint64_t f[5] = {t->tid, t->cur_gid, gr_string_id(r, text ? text : "?"), r->mark_code, flags};
+        gr_emit_stack(r, GR_MARK, 5, f, 4, GR_MARK_CUT, top, 0);
+        Py_XDECREF(s);
+    }
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+    Py_RETURN_NONE;
+}
+
+/* ---- helpers for the Python package --------------------------------------- */
+
+PyDoc_STRVAR(thread_start_doc,
+"_thread_start(frame, event, arg)\n--\n\n"
+"Profile function body for a thread started after start(): installs the C\n"
+"profile function on this thread and records this first event.  Used by\n"
+"greenreplay's threading.setprofile hook; never raises.");
+
+static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gr_recorder *r = gr_active;
+    if (!r || nargs != 3)
+        Py_RETURN_NONE;
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts->c_profilefunc == gr_profile)
+        Py_RETURN_NONE;
+    GR_EXC_SAVE(saved);
+    gr_thread *t = gr_thread_current(r);
+    if (t) {
+        PyEval_SetProfile(gr_profile, (PyObject *)t);
+        static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
+        PyObject *frame = args[0];
+        int what = -1;
+        if (PyUnicode_Check(args[1]))
+            for (int i = 0; i < 7; i++)
+                if (PyUnicode_CompareWithASCIIString(args[1], events[i]) == 0)
+                    what = i;
+        if (what >= 0 && PyFrame_Check(frame))
+            gr_profile((PyObject *)t, (PyFrameObject *)frame, what, args[2]);
+    }
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_forget(PyObject *module, PyObject *wr)
+{
+    if (gr_active)
+        gr_greenlet_forget(gr_active, wr);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(gr_active != NULL);
+}
+
+static PyMethodDef methods[] = {
+    {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
+    {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
+    {"mark", mod_mark, METH_O, mark_doc},
+    {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
+    {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
+    {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "greenreplay._greenreplay",
+    .m_doc = "C side of the greenreplay recorder (see the greenreplay package).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__greenreplay(void)
+{
+    if (PyType_Ready(&gr_thread_type) < 0)
+        return NULL;
+    return PyModule_Create(&moduledef);
+}

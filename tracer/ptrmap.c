@@ -1,0 +1,93 @@
+/* ptrmap.c - open-addressing address-pair map (see ptrmap.h). */
+#include "ptrmap.h"
+
+#include <stdlib.h>
+
+#define TOMB 1u
+
+static size_t slot_of(size_t cap, uintptr_t a, uintptr_t b)
+{
+    return (size_t)((a >> 4) ^ (a >> 17) ^ (b * 0x9E3779B97F4A7C15ull)) & (cap - 1);
+}
+
+void gr_ptrmap_init(gr_ptrmap *m)
+{
+    m->slots = NULL;
+    m->cap = 0;
+    m->used = 0;
+}
+
+void gr_ptrmap_free(gr_ptrmap *m)
+{
+    free(m->slots);
+    gr_ptrmap_init(m);
+}
+
+static int grow(gr_ptrmap *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 256;
+    gr_ptrmap_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    size_t used = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        gr_ptrmap_slot *s = &m->slots[i];
+        if (s->a <= TOMB)
+            continue;
+        size_t j = slot_of(ncap, s->a, s->b);
+        while (ns[j].a)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = *s;
+        used++;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    m->used = used;
+    return 0;
+}
+
+int gr_ptrmap_put(gr_ptrmap *m, uintptr_t a, uintptr_t b, uint32_t value)
+{
+    if ((m->used + 1) * 4 >= m->cap * 3 && grow(m) < 0)
+        return -1;
+    size_t mask = m->cap - 1, i = slot_of(m->cap, a, b);
+    gr_ptrmap_slot *tomb = NULL;
+    for (;; i = (i + 1) & mask) {
+        gr_ptrmap_slot *s = &m->slots[i];
+        if (s->a == a && s->b == b) {
+            s->value = value;
+            return 0;
+        }
+        if (s->a == TOMB && !tomb)
+            tomb = s;
+        if (s->a == 0) {
+            if (tomb)
+                s = tomb;
+            else
+                m->used++;
+            s->a = a;
+            s->b = b;
+            s->value = value;
+            return 0;
+        }
+    }
+}
+
+void gr_ptrmap_del(gr_ptrmap *m, uintptr_t a, uintptr_t b)
+{
+    if (!m->cap)
+        return;
+    size_t mask = m->cap - 1, i = slot_of(m->cap, a, b);
+    for (;; i = (i + 1) & mask) {
+        gr_ptrmap_slot *s = &m->slots[i];
+        if (s->a == a && s->b == b) {
+            s->a = TOMB;
+            s->b = 0;
+            s->value = 0;
+            return;
+        }
+        if (s->a == 0)
+            return;
+    }
+}

@@ -1,0 +1,393 @@
+/* recorder.c - identities (strings, code objects, C functions, greenlets)
+ * and the records of one recording (docs/FORMAT.md §3-4). */
+#include "recorder.h"
+
+#include <string.h>
+
+gr_recorder *gr_active;
+
+void gr_swallow(gr_recorder *r)
+{
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    r->errors++;
+}
+
+/* ---- side channel ---------------------------------------------------- */
+
+void gr_times_entry(gr_recorder *r)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t d = (int64_t)(now.tv_sec - r->last.tv_sec) * 1000000000 + (now.tv_nsec - r->last.tv_nsec);
+    r->last = now;
+    uint8_t *p = gr_writer_reserve(r->tw, GR_VARINT_MAX);
+    if (!p) {
+        gr_writer_drop(r->tw);
+        return;
+    }
+    gr_writer_commit(r->tw, gr_put_varint(p, d < 0 ? 0 : (uint64_t)d));
+}
+
+/* ---- records --------------------------------------------------------- */
+
+void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
+{
+    uint8_t *p = gr_writer_reserve(r->w, 1 + (size_t)n * GR_VARINT_MAX);
+    if (!p) {
+        gr_writer_drop(r->w);
+        return;
+    }
+    *p++ = (uint8_t)tag;
+    for (int i = 0; i < n; i++)
+        p = gr_put_varint(p, fields[i]);
+    gr_writer_commit(r->w, p);
+    if (tag >= GR_FIRST_INDEXED) {
+        r->nevents++;
+        if (r->tw)
+            gr_times_entry(r);
+    }
+}
+
+/* Collect up to GR_STACK_CAP code ids from `top` outwards into ids[],
+ * innermost first.  Returns the count; *cut = 1 if frames were left out. */
+static int collect_stack(gr_recorder *r, PyFrameObject *top, uint32_t *ids, int *cut)
+{
+    int n = 0;
+    *cut = 0;
+    if (!top)
+        return 0;
+    PyFrameObject *f = top;
+    Py_INCREF(f);
+    while (f) {
+        if (n == GR_STACK_CAP) {
+            *cut = 1;
+            Py_DECREF(f);
+            break;
+        }
+        ids[n++] = gr_code_id(r, gr_frame_code(f));
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    return n;
+}
+
+void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_field,
+                   uint64_t cut_bit, PyFrameObject *top, uint32_t extra_c)
+{
+    uint32_t ids[GR_STACK_CAP + 1];
+    int cut = 0;
+    int depth = collect_stack(r, top, ids, &cut);
+    if (cut)
+        fields[flag_field] |= cut_bit;
+    /* collect_stack may have defined codes: reserve only now. */
+    size_t need = 1 + (size_t)(n + 2 + depth) * GR_VARINT_MAX;
+    uint8_t *p = gr_writer_reserve(r->w, need);
+    if (!p) {
+        gr_writer_drop(r->w);
+        return;
+    }
+    *p++ = (uint8_t)tag;
+    for (int i = 0; i < n; i++)
+        p = gr_put_varint(p, fields[i]);
+    p = gr_put_varint(p, (uint64_t)depth + (extra_c ? 1 : 0));
+    for (int i = depth - 1; i >= 0; i--)
+        p = gr_put_varint(p, ids[i]);
+    if (extra_c)
+        p = gr_put_varint(p, extra_c);
+    gr_writer_commit(r->w, p);
+    r->nevents++;
+    if (r->tw)
+        gr_times_entry(r);
+}
+
+/* ---- strings ---------------------------------------------------------- */
+
+static uint32_t string_id_obj(gr_recorder *r, PyObject *s)
+{
+    PyObject *v = PyDict_GetItemWithError(r->strings, s);
+    if (v)
+        return (uint32_t)PyLong_AsUnsignedLong(v);
+    if (PyErr_Occurred())
+        goto fail;
+    Py_ssize_t len;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(s, &len);
+    if (!utf8)
+        goto fail;
+    uint32_t id = r->nstrings + 1;
+    PyObject *idobj = PyLong_FromUnsignedLong(id);
+    if (!idobj || PyDict_SetItem(r->strings, s, idobj) < 0) {
+        Py_XDECREF(idobj);
+        goto fail;
+    }
+    Py_DECREF(idobj);
+    r->nstrings = id;
+    size_t need = 1 + GR_VARINT_MAX + (size_t)len;
+    uint8_t *p = gr_writer_reserve(r->w, need);
+    if (!p) {
+        gr_writer_drop(r->w);
+        return id;
+    }
+    *p++ = GR_STRING;
+    p = gr_put_varint(p, (uint64_t)len);
+    memcpy(p, utf8, (size_t)len);
+    gr_writer_commit(r->w, p + len);
+    return id;
+fail:
+    gr_swallow(r);
+    return 0;
+}
+
+uint32_t gr_string_id(gr_recorder *r, const char *s)
+{
+    PyObject *o = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+    if (!o) {
+        gr_swallow(r);
+        return 0;
+    }
+    uint32_t id = string_id_obj(r, o);
+    Py_DECREF(o);
+    return id;
+}
+
+/* ---- code identities -------------------------------------------------- */
+
+/* Define (or find) the identity (kind, qualname, file, line); returns its
+ * code id or 0. */
+static uint32_t identity_id(gr_recorder *r, int kind, PyObject *qualname, PyObject *file, long line)
+{
+    PyObject *key = Py_BuildValue("(iOOl)", kind, qualname, file, line);
+    if (!key)
+        goto fail;
+    PyObject *v = PyDict_GetItemWithError(r->identities, key);
+    if (v) {
+        Py_DECREF(key);
+        return (uint32_t)PyLong_AsUnsignedLong(v);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        goto fail;
+    }
+    uint32_t qs = string_id_obj(r, qualname);
+    uint32_t fs = kind == GR_CODE_PY ? string_id_obj(r, file) : 0;
+    uint32_t id = r->ncodes + 1;
+    PyObject *idobj = PyLong_FromUnsignedLong(id);
+    if (!idobj || PyDict_SetItem(r->identities, key, idobj) < 0) {
+        Py_XDECREF(idobj);
+        Py_DECREF(key);
+        goto fail;
+    }
+    Py_DECREF(idobj);
+    Py_DECREF(key);
+    r->ncodes = id;
+    uint64_t f[4] = {(uint64_t)kind, qs, fs, (uint64_t)(line < 0 ? 0 : line)};
+    gr_emit(r, GR_CODE, 4, f);
+    return id;
+fail:
+    gr_swallow(r);
+    return 0;
+}
+
+/* co_filename rewritten by the recording's path rules, new reference. */
+static PyObject *rewrite_path(gr_recorder *r, PyObject *filename)
+{
+    const char *s = PyUnicode_AsUTF8(filename);
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < r->nrules; i++) {
+        const gr_path_rule *rule = &r->rules[i];
+        if (strncmp(s, rule->prefix, rule->prefix_len) == 0)
+            return PyUnicode_FromFormat("%s%s", rule->replacement, s + rule->prefix_len);
+    }
+    Py_INCREF(filename);
+    return filename;
+}
+
+static uint32_t code_id_slow(gr_recorder *r, PyCodeObject *co)
+{
+    PyObject *file = rewrite_path(r, co->co_filename);
+    if (!file) {
+        gr_swallow(r);
+        return 0;
+    }
+    uint32_t id = identity_id(r, GR_CODE_PY, gr_code_qualname(co), file, co->co_firstlineno);
+    Py_DECREF(file);
+    /* Keep the code object alive so its address is not reused by another
+     * code object while this recording maps it. */
+    if (id && PyList_Append(r->keep, (PyObject *)co) == 0 &&
+        gr_ptrmap_put(&r->codes, (uintptr_t)co, 0, id) == 0)
+        return id;
+    if (id)
+        gr_swallow(r);
+    return id;
+}
+
+uint32_t gr_code_id_slow(gr_recorder *r, PyCodeObject *co)
+{
+    GR_EXC_SAVE(saved);
+    uint32_t id = code_id_slow(r, co);
+    GR_EXC_RESTORE(saved);
+    return id;
+}
+
+static uint32_t cfunc_id_slow(gr_recorder *r, PyObject *fn)
+{
+    uintptr_t a, b = 0;
+    PyObject *name = NULL, *owner = NULL;
+    if (PyCFunction_Check(fn)) {
+        PyCFunctionObject *f = (PyCFunctionObject *)fn;
+        a = (uintptr_t)f->m_ml;
+        if (f->m_self && !PyModule_Check(f->m_self)) {
+            PyTypeObject *tp = Py_TYPE(f->m_self);
+            b = (uintptr_t)tp;
+            owner = (PyObject *)tp;
+            name = PyUnicode_FromFormat("%s.%s", tp->tp_name, f->m_ml->ml_name);
+        } else if (f->m_module && PyUnicode_Check(f->m_module)) {
+            name = PyUnicode_FromFormat("%U.%s", f->m_module, f->m_ml->ml_name);
+        } else {
+            name = PyUnicode_FromString(f->m_ml->ml_name);
+        }
+    } else {
+        PyTypeObject *tp = Py_TYPE(fn);
+        a = (uintptr_t)tp;
+        b = 1;
+        owner = (PyObject *)tp;
+        name = PyUnicode_FromString(tp->tp_name);
+    }
+    if (!name) {
+        gr_swallow(r);
+        return 0;
+    }
+    uint32_t id = identity_id(r, GR_CODE_C, name, Py_None, 0);
+    Py_DECREF(name);
+    if (!id)
+        return 0;
+    /* A heap type could be freed and its address reused: keep it. */
+    if ((owner && PyList_Append(r->keep, owner) < 0) || gr_ptrmap_put(&r->codes, a, b, id) < 0)
+        gr_swallow(r);
+    return id;
+}
+
+uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
+{
+    GR_EXC_SAVE(saved);
+    uint32_t id = cfunc_id_slow(r, fn);
+    GR_EXC_RESTORE(saved);
+    return id;
+}
+
+/* ---- greenlets -------------------------------------------------------- */
+
+/* Give greenlet g the next gid and remember its address until it is
+ * freed (the weakref callback r->forget removes it).  0 on failure. */
+static uint32_t register_greenlet(gr_recorder *r, PyObject *g)
+{
+    uint32_t gid = r->ngreenlets + 1;
+    uintptr_t *addr = PyMem_Realloc(r->gl_addr, (gid + 1) * sizeof *addr);
+    if (!addr)
+        goto fail;
+    r->gl_addr = addr;
+    PyObject *wr = PyWeakref_NewRef(g, r->forget);
+    if (!wr)
+        goto fail;
+    if (PyList_Append(r->gl_refs, wr) < 0 ||
+        gr_ptrmap_put(&r->greenlets, (uintptr_t)g, 0, gid) < 0 ||
+        gr_ptrmap_put(&r->weakrefs, (uintptr_t)wr, 0, gid) < 0) {
+        Py_DECREF(wr);
+        goto fail;
+    }
+    Py_DECREF(wr);
+    addr[gid] = (uintptr_t)g;
+    r->ngreenlets = gid;
+    return gid;
+fail:
+    gr_swallow(r);
+    return 0;
+}
+
+void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
+{
+    uint32_t gid = gr_ptrmap_get(&r->weakrefs, (uintptr_t)wr, 0);
+    if (!gid)
+        return;
+    gr_ptrmap_del(&r->weakrefs, (uintptr_t)wr, 0);
+    if (gr_ptrmap_get(&r->greenlets, r->gl_addr[gid], 0) == gid)
+        gr_ptrmap_del(&r->greenlets, r->gl_addr[gid], 0);
+    r->gl_addr[gid] = 0;
+}
+
+uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top,
+                            uint32_t extra_c, uint64_t flags)
+{
+    /* Parent first, so its GREENLET record comes first. */
+    PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+    uint32_t pgid = 0;
+    if (parent) {
+        pgid = gr_greenlet_id(r, t, parent);
+        Py_DECREF(parent);
+    } else {
+        gr_swallow(r);
+    }
+    uint32_t gid = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
+    if (!gid && !(gid = register_greenlet(r, g)))
+        return 0;
+    if (!pgid)
+        flags |= GR_GL_MAIN;
+    uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
+    gr_emit_stack(r, GR_GREENLET, 4, f, 3, GR_GL_CUT, top, extra_c);
+    return gid;
+}
+
+uint32_t gr_greenlet_id(gr_recorder *r, gr_thread *t, PyObject *g)
+{
+    if (!g || g == Py_None)
+        return 0;
+    uint32_t gid = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
+    if (gid)
+        return gid;
+    /* Not running: if it has frames they are in gr_frame, and it is
+     * suspended inside a C call (switch) that we did not see. */
+    PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
+    if (!fr)
+        gr_swallow(r);
+    PyFrameObject *top = fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL;
+    gid = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
+    Py_XDECREF(fr);
+    return gid;
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c)
+{
+    t->tid = ++r->nthreads;
+    uint64_t f[1] = {t->tid};
+    gr_emit(r, GR_THREAD, 1, f);
+
+    PyObject *cur = NULL;
+    if (r->getcurrent) {
+        cur = PyObject_CallNoArgs(r->getcurrent);
+        if (!cur)
+            gr_swallow(r);
+    }
+    if (cur) {
+        t->cur_gid = gr_greenlet_define(r, t, cur, top, extra_c, 0);
+    } else {
+        t->cur_gid = 0;
+        uint64_t g[4] = {t->tid, 0, 0, GR_GL_MAIN};
+        gr_emit_stack(r, GR_GREENLET, 4, g, 3, GR_GL_CUT, top, extra_c);
+    }
+
+    /* Chain in front of any callback installed before us on this thread. */
+    if (cur && r->settrace) {
+        PyObject *prev = PyObject_CallOneArg(r->settrace, (PyObject *)t);
+        if (!prev)
+            gr_swallow(r);
+        else if (prev == Py_None)
+            Py_DECREF(prev);
+        else
+            t->prev_trace = prev;
+    }
+    Py_XDECREF(cur);
+}

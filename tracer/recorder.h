@@ -1,0 +1,187 @@
+/* recorder.h - state of one recording and the records it writes.
+ *
+ * One recording runs between greenreplay.start() and stop(); at most one at
+ * a time per process.  All functions here run with the GIL held.  None of
+ * them raises: failures are counted in gr_recorder.errors, which the trace
+ * trailer reports (docs/FORMAT.md §2), and any Python error they meet is
+ * cleared.
+ */
+#ifndef GR_RECORDER_H
+#define GR_RECORDER_H
+
+#include "compat.h"
+#include "format.h"
+#include "ptrmap.h"
+#include "writer.h"
+
+#include <stdint.h>
+#include <time.h>
+
+/* A rule rewriting a code object's file name: a path starting with
+ * `prefix` becomes `replacement` + the rest (docs/FORMAT.md §3). */
+typedef struct {
+    char *prefix;      /* owned */
+    size_t prefix_len;
+    char *replacement; /* owned */
+} gr_path_rule;
+
+/* Per-thread recording state.  A Python object so that CPython owns it as
+ * the profile function's `arg` (c_profileobj) and greenlet owns it as the
+ * thread's trace callback: it is callable as greenlet's
+ * callback(event, (origin, target)). */
+typedef struct gr_thread {
+    PyObject_HEAD
+    uint64_t gen;           /* recording generation it belongs to */
+    uint32_t tid;           /* 0 until the thread is first seen */
+    uint32_t cur_gid;       /* greenlet running on this thread (0: none) */
+    PyThreadState *tstate;  /* borrowed; the thread it was made for */
+    PyObject *prev_trace;   /* owned; greenlet trace callback we replaced */
+} gr_thread;
+
+typedef struct gr_recorder {
+    uint64_t gen;           /* generation, bumped by every start() */
+    gr_writer *w;           /* canonical stream, owned */
+    gr_writer *tw;          /* side channel (timestamps), owned, or NULL */
+    struct timespec last;   /* time of the previous indexed record */
+
+    uint64_t nevents;       /* indexed records written */
+    uint64_t errors;        /* swallowed internal failures */
+
+    uint32_t nthreads, ngreenlets, nstrings, ncodes;
+    gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
+    gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
+    gr_ptrmap weakrefs;     /* weakref address -> gid */
+    PyObject *strings;      /* dict str -> id (definitions) */
+    PyObject *identities;   /* dict (kind, qualname, file, line) -> code id */
+    PyObject *keep;         /* list: code objects and types kept alive so
+                               their addresses stay unique while recording */
+    PyObject *threads;      /* list of gr_thread */
+    PyObject *gl_refs;      /* list: weakref per gid - 1 */
+    uintptr_t *gl_addr;     /* PyMem; address per gid (0 once freed) */
+    PyObject *forget;       /* weakref callback (module function) */
+
+    gr_path_rule *rules;    /* owned array */
+    size_t nrules;
+
+    PyObject *greenlet_mod;  /* owned, or NULL when greenlet is missing */
+    PyObject *getcurrent;    /* owned greenlet.getcurrent, or NULL */
+    PyObject *settrace;      /* owned greenlet.settrace, or NULL */
+    PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
+
+    uint32_t mark_code, stop_code; /* code ids of our C functions */
+} gr_recorder;
+
+/* The one active recording, or NULL. */
+extern gr_recorder *gr_active;
+
+/* ---- identities (recorder.c) --------------------------------------- */
+
+/* Code id of a Python code object, defining it on first sight. 0 on
+ * failure (counted in errors). */
+uint32_t gr_code_id_slow(gr_recorder *r, PyCodeObject *co);
+
+static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
+{
+    uint32_t id = gr_ptrmap_get(&r->codes, (uintptr_t)co, 0);
+    return id ? id : gr_code_id_slow(r, co);
+}
+
+/* Code id of a C callable (the `arg` of c_call/c_return/c_exception),
+ * defining it on first sight.  0 on failure. */
+uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn);
+
+static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
+{
+    uintptr_t a, b = 0;
+    if (PyCFunction_Check(fn)) {
+        PyCFunctionObject *f = (PyCFunctionObject *)fn;
+        a = (uintptr_t)f->m_ml;
+        if (f->m_self && !PyModule_Check(f->m_self))
+            b = (uintptr_t)Py_TYPE(f->m_self);
+    } else {
+        a = (uintptr_t)Py_TYPE(fn);
+        b = 1;
+    }
+    uint32_t id = gr_ptrmap_get(&r->codes, a, b);
+    return id ? id : gr_cfunc_id_slow(r, fn);
+}
+
+/* String id of a UTF-8 string, defining it on first sight.  0 on failure. */
+uint32_t gr_string_id(gr_recorder *r, const char *s);
+
+/* gid of a greenlet object, defining it (GREENLET record, with its parent
+ * first and, if it is suspended, its stack) on first sight.  0 for None or
+ * on failure. */
+uint32_t gr_greenlet_id(gr_recorder *r, gr_thread *t, PyObject *g);
+
+/* Define greenlet g (first sight or re-seed): its parent first, then a
+ * GREENLET record whose seed stack is `top` outwards (borrowed, may be
+ * NULL) plus the C function extra_c (0 none), with `flags` (GR_GL_*;
+ * GR_GL_MAIN is added when it has no parent).  Returns its gid or 0. */
+uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top,
+                            uint32_t extra_c, uint64_t flags);
+
+/* Weakref callback body: greenlet behind weakref wr was freed; forget its
+ * address so a new object there gets a new gid. */
+void gr_greenlet_forget(gr_recorder *r, PyObject *wr);
+
+/* ---- records (recorder.c) ------------------------------------------ */
+
+/* Write the side-channel entry for the indexed record just written. */
+void gr_times_entry(gr_recorder *r);
+
+/* Write a record of `tag` with n varint fields (n <= 8). */
+void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields);
+
+/* Hot path: indexed record of three varints (CALL, RETURN, C_*). */
+static inline void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint8_t *p = gr_writer_reserve(r->w, 1 + 3 * GR_VARINT_MAX);
+    if (!p) {
+        gr_writer_drop(r->w);
+        return;
+    }
+    *p++ = (uint8_t)tag;
+    p = gr_put_varint(p, a);
+    p = gr_put_varint(p, b);
+    p = gr_put_varint(p, c);
+    gr_writer_commit(r->w, p);
+    r->nevents++;
+    if (r->tw)
+        gr_times_entry(r);
+}
+
+/* Write a record of `tag`: the n varint fields, then a stack of code ids
+ * (count then ids, outermost first) walked from frame `top` outwards
+ * (borrowed, may be NULL), with the C function `extra_c` (code id, 0 for
+ * none) as its innermost entry.  Stacks deeper than GR_STACK_CAP keep the
+ * innermost frames and OR `cut_bit` into fields[flag_field] (flag_field < n). */
+void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_field,
+                   uint64_t cut_bit, PyFrameObject *top, uint32_t extra_c);
+
+/* First sight of thread t: THREAD and GREENLET records.  `top` is the
+ * innermost frame already on its stack (borrowed, may be NULL) and
+ * `extra_c` a C function in progress (code id or 0).  Also installs the
+ * greenlet trace callback for this thread. */
+void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c);
+
+/* Record the current Python error as a swallowed failure and clear it. */
+void gr_swallow(gr_recorder *r);
+
+/* ---- hooks (hooks.c) ----------------------------------------------- */
+
+extern PyTypeObject gr_thread_type;
+
+/* The C profile function installed with PyEval_SetProfile; obj is the
+ * thread's gr_thread.  Never raises; returns 0. */
+int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* New gr_thread for the calling thread (tstate set), registered in
+ * r->threads.  Returns a new reference, or NULL (error swallowed). */
+gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts);
+
+/* The gr_thread of the calling thread for recording r, creating it (not
+ * yet seen) when missing.  Borrowed, or NULL on failure. */
+gr_thread *gr_thread_current(gr_recorder *r);
+
+#endif
