@@ -94,7 +94,7 @@ valgrind: all $(UNIT_BIN)
 	tests/valgrind.sh $(UNIT_BIN)
 
 bench: all
-	bench/profile_cost.sh --python $(PYTHON)
+	tests/bench/run.sh --python $(PYTHON)
 
 clean:
 	rm -rf $(BUILD)

@@ -16,7 +16,13 @@ def _usage():
 
 
 def main():
-    import greenreplay
+    try:
+        import greenreplay
+    except ImportError as e:
+        sys.stderr.write(
+            "greenreplay: the recorder is not built for %s (Python %d.%d): %s; "
+            "run `make PYTHON=%s`\n" % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))
+        sys.exit(2)
 
     args = sys.argv[1:]
     if not args:

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh --python PY: build the empty-profile baseline for PY and
+# run the profile-event cost benchmark.  Prints figures; asserts nothing.
+set -euo pipefail
+PY=/usr/bin/python3
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) PY=$2; shift 2 ;;
+        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
+    esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=${BUILD:-$top/build}
+out=$build/bench
+mkdir -p "$out"
+inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$out/emptyprof$suffix" "$here/emptyprof.c"
+PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" "$@"
