@@ -105,4 +105,27 @@ static inline PyFrameObject *gr_tstate_frame(PyThreadState *ts)
 #define GR_EXC_RESTORE(name) PyErr_Restore(name##_t, name##_v, name##_tb)
 #endif
 
+/* Referent of a weakref, new reference, or NULL when it is gone (no error
+ * set).  PyWeakref_GetObject (borrowed) is deprecated from 3.13 and removed
+ * in 3.15 (gh-105927); PyWeakref_GetRef is new in 3.13. */
+static inline PyObject *gr_weakref_get(PyObject *wr)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(wr, &o) < 0)
+        PyErr_Clear();
+    return o;
+#else
+    PyObject *o = PyWeakref_GetObject(wr);
+    if (!o) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (o == Py_None)
+        return NULL;
+    Py_INCREF(o);
+    return o;
+#endif
+}
+
 #endif

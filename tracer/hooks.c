@@ -120,6 +120,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->tid = 0;
     t->cur_gid = 0;
     t->tstate = ts;
+    t->thread_id = ts->thread_id;
     t->prev_trace = NULL;
     if (PyList_Append(r->threads, (PyObject *)t) < 0) {
         Py_DECREF(t);

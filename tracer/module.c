@@ -244,6 +244,21 @@ fail:
 
 /* ---- stop ------------------------------------------------------------------ */
 
+/* Current frame of thread t if its thread state still exists (threads that
+ * ended freed theirs), new reference or NULL. */
+static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
+{
+    *alive = 0;
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts == t->tstate && ts->thread_id == t->thread_id) {
+            *alive = 1;
+            return gr_tstate_frame(ts);
+        }
+    }
+    return NULL;
+}
+
 /* One STACK record per live greenlet seen, in gid order; with greenlet
  * missing, one per thread (gid 0). */
 static void emit_live_stacks(gr_recorder *r, gr_thread *me)
@@ -254,8 +269,11 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
             if (!t->tid)
                 continue;
+            int alive = 1;
             PyFrameObject *top = t == me ? PyEval_GetFrame() : NULL;
-            PyFrameObject *other = t == me ? NULL : gr_tstate_frame(t->tstate);
+            PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
+            if (!alive)
+                continue;
             uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? r->stop_code : 0);
             Py_XDECREF(other);
@@ -265,10 +283,9 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
     for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
         if (!r->gl_addr[gid])
             continue;
-        PyObject *g = PyWeakref_GetObject(PyList_GET_ITEM(r->gl_refs, gid - 1));
-        if (!g || g == Py_None)
+        PyObject *g = gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1));
+        if (!g)
             continue;
-        Py_INCREF(g);
         gr_thread *runner = NULL;
         for (Py_ssize_t i = 0; i < nthreads; i++) {
             gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
@@ -283,8 +300,13 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             Py_DECREF(g);
             continue;
         }
+        int alive = 1;
+        PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
+        if (runner && !alive) {
+            Py_DECREF(g);
+            continue;
+        }
         if (runner) {
-            PyFrameObject *other = runner == me ? NULL : gr_tstate_frame(runner->tstate);
             uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
@@ -457,6 +479,22 @@ static PyObject *mod_forget(PyObject *module, PyObject *wr)
     Py_RETURN_NONE;
 }
 
+/* os.register_at_fork(after_in_child=...): the child must not write into
+ * the parent's trace.  Recording ends in the child, silently. */
+static PyObject *mod_forked(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    gr_active = NULL;
+    gr_writer_discard(r->w);
+    gr_writer_discard(r->tw);
+    r->w = r->tw = NULL;
+    PyEval_SetProfile(NULL, NULL);
+    recorder_free(r);
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
 {
     return PyBool_FromLong(gr_active != NULL);
@@ -468,6 +506,7 @@ static PyMethodDef methods[] = {
     {"mark", mod_mark, METH_O, mark_doc},
     {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
     {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
+    {"_forked", mod_forked, METH_NOARGS, "After fork, in the child: end recording without writing."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
     {NULL, NULL, 0, NULL},
 };

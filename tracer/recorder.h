@@ -34,7 +34,9 @@ typedef struct gr_thread {
     uint64_t gen;           /* recording generation it belongs to */
     uint32_t tid;           /* 0 until the thread is first seen */
     uint32_t cur_gid;       /* greenlet running on this thread (0: none) */
-    PyThreadState *tstate;  /* borrowed; the thread it was made for */
+    PyThreadState *tstate;  /* borrowed, may be freed once the thread ends:
+                               compare thread_id before use */
+    unsigned long thread_id; /* tstate->thread_id when made */
     PyObject *prev_trace;   /* owned; greenlet trace callback we replaced */
 } gr_thread;
 

@@ -139,3 +139,12 @@ void gr_writer_abandon(gr_writer *w)
     free(w->buf);
     free(w);
 }
+
+void gr_writer_discard(gr_writer *w)
+{
+    if (!w)
+        return;
+    close(w->fd);
+    free(w->buf);
+    free(w);
+}

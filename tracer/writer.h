@@ -68,4 +68,8 @@ int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n);
  * truncated).  w may be NULL. */
 void gr_writer_abandon(gr_writer *w);
 
+/* Close and free without writing anything more: for a forked child, whose
+ * buffered records belong to the parent.  w may be NULL. */
+void gr_writer_discard(gr_writer *w);
+
 #endif

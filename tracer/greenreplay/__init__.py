@@ -52,6 +52,10 @@ def _path_rules(root):
     return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
 
 
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_greenreplay._forked)
+
+
 def _thread_bootstrap(frame, event, arg):
     # threading.setprofile hook: first event of a thread started after
     # start(); hands over to the C profile function.
