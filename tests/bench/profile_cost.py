@@ -38,6 +38,17 @@ def workload(scale):
     return total
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def timed(fn):
     t0 = time.perf_counter_ns()
     fn()
@@ -86,7 +97,8 @@ def main():
     events = empty.events
     base = best["no profiler"]
 
-    print("profile-event cost: Python %s, %s, %s" % (platform.python_version(), platform.machine(), platform.processor() or "?"))
+    print("profile-event cost: Python %s (%s), %s, %s, %d CPUs" % (
+        platform.python_version(), sys.executable, platform.machine(), cpu_name(), os.cpu_count() or 0))
     print("workload: scale %d, %d profile events per run, best of %d runs" % (args.scale, events, args.repeat))
     print()
     print("| mode | wall ms | overhead ns/event | vs empty C profile |")

@@ -2,11 +2,14 @@
 # tests/bench/run.sh --python PY: build the empty-profile baseline for PY and
 # run the profile-event cost benchmark.  Prints figures; asserts nothing.
 set -euo pipefail
+# Other arguments (--repeat N, --scale N) go to profile_cost.py.
 PY=/usr/bin/python3
+args=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY=$2; shift 2 ;;
-        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
+        -h|--help) echo "usage: $0 [--python PY] [--repeat N] [--scale N]"; exit 0 ;;
+        *) args+=("$1"); shift ;;
     esac
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,4 +20,4 @@ mkdir -p "$out"
 inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 ${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$out/emptyprof$suffix" "$here/emptyprof.c"
-PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" "$@"
+PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" "${args[@]}"
