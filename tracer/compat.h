@@ -77,10 +77,15 @@ static inline int gr_resume_use_tracing(PyThreadState *ts)
 }
 
 /* Set or clear the C profile function of another thread.
- * _PyEval_SetProfile(tstate, ...) is exported on 3.9-3.13 (added as the
- * per-tstate variant in bpo-39947 for 3.9); 3.12 also added
+ * _PyEval_SetProfile(tstate, ...) is exported on 3.9-3.13 (the per-tstate
+ * variant, bpo-39947 in 3.9); 3.12 also added
  * PyEval_SetProfileAllThreads, which we do not use because it would replace
  * other tools' profilers on threads that are not ours. */
+#if PY_VERSION_HEX >= 0x030D0000
+/* 3.13 moved the declaration to internal/pycore_ceval.h (still PyAPI_FUNC,
+ * so still exported): declare it here rather than pull in Py_BUILD_CORE. */
+PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyObject *arg);
+#endif
 static inline int gr_set_profile_for(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
 {
     return _PyEval_SetProfile(ts, fn, arg);
