@@ -1,0 +1,671 @@
+/* check.c - replay a trace against shadow stacks and report rule
+ * violations (check.h; the rules are specified in docs/FORMAT.md §7). */
+#include "check.h"
+
+#include "dump.h"
+#include "idmap.h"
+#include "text.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gr_rule_name(enum gr_rule rule)
+{
+    switch (rule) {
+    case GR_RULE_IMBALANCE: return "imbalance";
+    case GR_RULE_BLIND_SPOT: return "blind_spot";
+    case GR_RULE_SWITCH_CONSISTENCY: return "switch_consistency";
+    case GR_RULE_PROPAGATION: return "propagation";
+    default: return "?";
+    }
+}
+
+/* One shadow-stack entry. */
+typedef struct entry {
+    uint32_t code;
+    uint8_t is_c;   /* pushed by C_CALL (or a C code id in a seed) */
+    uint8_t seed;   /* came from the GREENLET record's seed */
+    uint8_t gap_ok; /* seed entry: one unmatched C_RETURN/C_EXCEPTION is
+                       tolerated while it is the top (a C call we never saw) */
+} entry;
+
+/* Shadow stack of one (thread, greenlet). */
+typedef struct shadow {
+    uint64_t tid, gid;
+    entry *e;
+    size_t n, cap;
+    int base_unknown;   /* frames below e[0] unknown (seed cut, or never seeded) */
+    int dead;
+    uint64_t dead_index;
+    int stack_seen;     /* a STACK record was compared */
+} shadow;
+
+#define RECENT 3
+
+/* Per-thread state. */
+typedef struct thread {
+    uint64_t tid;
+    int has_current;
+    uint64_t current;       /* gid of the greenlet running on the thread */
+    int expect_greenlet;    /* THREAD seen, its GREENLET not yet */
+    size_t recent[RECENT];  /* last records of this thread, oldest first */
+    int nrecent;
+    int pending_mark;       /* a bracketed MARK waits for its C_RETURN */
+    size_t mark_index;
+    uint32_t mark_code;
+    size_t mark_ctx[GR_CONTEXT_MAX];
+    int mark_nctx;
+    int skip_mark_return;   /* MARK without c_call already reported: accept
+                               the C_RETURN of mark that follows */
+    uint32_t skip_code;
+} thread;
+
+typedef struct ck {
+    const gr_trace *t;
+    gr_check_result *res;
+    shadow *sh;
+    size_t nsh, cap_sh;
+    gr_idmap shmap;
+    thread *th;
+    size_t nth, cap_th;
+    gr_idmap thmap;
+    gr_sb msg;              /* scratch for messages */
+    uint32_t *fa, *fb;      /* scratch stacks for comparisons */
+    size_t cap_fa, cap_fb;
+    int stopped;
+    size_t stop_index;
+    size_t stop_ctx[GR_CONTEXT_MAX];
+    int stop_nctx;
+    size_t seq;
+} ck;
+
+/* ------------------------------------------------------------ helpers */
+
+static thread *get_thread(ck *c, uint64_t tid)
+{
+    size_t i;
+    if (!gr_idmap_get(&c->thmap, tid, 0, &i)) {
+        c->th = gr_xgrow(c->th, &c->cap_th, c->nth + 1, sizeof *c->th);
+        i = c->nth++;
+        memset(&c->th[i], 0, sizeof c->th[i]);
+        c->th[i].tid = tid;
+        gr_idmap_put(&c->thmap, tid, 0, i);
+    }
+    return &c->th[i];
+}
+
+/* Index of the shadow of (tid, gid), created empty with an unknown base
+ * when new.  Indices stay valid; pointers only until the next call. */
+static size_t get_shadow(ck *c, uint64_t tid, uint64_t gid)
+{
+    size_t i;
+    if (!gr_idmap_get(&c->shmap, tid, gid, &i)) {
+        c->sh = gr_xgrow(c->sh, &c->cap_sh, c->nsh + 1, sizeof *c->sh);
+        i = c->nsh++;
+        memset(&c->sh[i], 0, sizeof c->sh[i]);
+        c->sh[i].tid = tid;
+        c->sh[i].gid = gid;
+        c->sh[i].base_unknown = 1;
+        gr_idmap_put(&c->shmap, tid, gid, i);
+    }
+    return i;
+}
+
+static void push(shadow *s, uint32_t code, int is_c)
+{
+    s->e = gr_xgrow(s->e, &s->cap, s->n + 1, sizeof *s->e);
+    s->e[s->n++] = (entry){.code = code, .is_c = (uint8_t)is_c};
+}
+
+/* Context of record index i on thread th: its recent records, then i. */
+static int make_ctx(const thread *th, size_t i, size_t ctx[GR_CONTEXT_MAX])
+{
+    int n = 0;
+    for (int k = 0; k < th->nrecent; k++)
+        ctx[n++] = th->recent[k];
+    ctx[n++] = i;
+    return n;
+}
+
+static void remember(thread *th, size_t i)
+{
+    if (th->nrecent == RECENT) {
+        memmove(th->recent, th->recent + 1, (RECENT - 1) * sizeof th->recent[0]);
+        th->nrecent--;
+    }
+    th->recent[th->nrecent++] = i;
+}
+
+/* Record a violation whose message is in c->msg (which is then reset). */
+static void violate_ctx(ck *c, enum gr_rule rule, uint64_t index, uint64_t tid, uint64_t gid,
+                        const size_t *ctx, int nctx)
+{
+    gr_check_result *res = c->res;
+    res->v = gr_xgrow(res->v, &res->cap_v, res->nv + 1, sizeof *res->v);
+    gr_violation *v = &res->v[res->nv++];
+    memset(v, 0, sizeof *v);
+    v->rule = rule;
+    v->index = index;
+    v->tid = tid;
+    v->gid = gid;
+    v->message = gr_sb_take(&c->msg);
+    for (int k = 0; k < nctx && k < GR_CONTEXT_MAX; k++)
+        v->ctx[v->nctx++] = ctx[k];
+    v->seq = c->seq++;
+    res->counts[rule]++;
+}
+
+/* Violation at record r of thread th (context: th's recent records + r). */
+static void violate(ck *c, enum gr_rule rule, const gr_record *r, const thread *th, uint64_t gid)
+{
+    size_t ctx[GR_CONTEXT_MAX];
+    int n = make_ctx(th, (size_t)r->index, ctx);
+    violate_ctx(c, rule, r->index, r->tid, gid, ctx, n);
+}
+
+static void code_name(ck *c, uint32_t code)
+{
+    gr_dump_code(&c->msg, c->t, code);
+}
+
+/* Append shadow entries [from, to) of s as "a > b". */
+static void entries(ck *c, const shadow *s, size_t from, size_t to)
+{
+    for (size_t k = from; k < to; k++) {
+        if (k > from)
+            gr_sb_puts(&c->msg, " > ");
+        code_name(c, s->e[k].code);
+    }
+}
+
+static void add_note(ck *c, enum gr_note_kind kind, const shadow *s)
+{
+    gr_check_result *res = c->res;
+    gr_sb_reset(&c->msg);
+    entries(c, s, 0, s->n);
+    res->notes = gr_xgrow(res->notes, &res->cap_notes, res->nnotes + 1, sizeof *res->notes);
+    gr_note *nt = &res->notes[res->nnotes++];
+    nt->kind = kind;
+    nt->tid = s->tid;
+    nt->gid = s->gid;
+    nt->frames = gr_sb_take(&c->msg);
+}
+
+static void add_warning(ck *c)
+{
+    gr_check_result *res = c->res;
+    res->warnings = gr_xgrow(res->warnings, &res->cap_warnings, res->nwarnings + 1,
+                             sizeof *res->warnings);
+    res->warnings[res->nwarnings++] = gr_sb_take(&c->msg);
+}
+
+static const char *kind_name(const gr_record *r)
+{
+    const char *k = gr_tag_name(r->tag);
+    return k ? k : "?";
+}
+
+static int code_is_c(const gr_trace *t, uint32_t code)
+{
+    const gr_code *cd = gr_trace_code(t, code);
+    return cd && cd->kind == GR_CODE_C;
+}
+
+/* A record attributed to a dead greenlet: report once, then treat the
+ * greenlet as alive again so one bad DEAD gives one violation. */
+static void check_alive(ck *c, const gr_record *r, const thread *th, size_t si, uint64_t gid)
+{
+    shadow *s = &c->sh[si];
+    if (!s->dead)
+        return;
+    gr_sb_printf(&c->msg, "%s record for g%" PRIu64 " after its DEAD at event %" PRIu64,
+                 kind_name(r), gid, s->dead_index);
+    s->dead = 0;
+    violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, gid);
+}
+
+/* A CALL/RETURN/C_ * /MARK must come from the running greenlet.  On a
+ * mismatch, report and adopt the record's greenlet (a switch was missed). */
+static void check_running(ck *c, const gr_record *r, thread *th)
+{
+    if (!th->has_current) {
+        th->has_current = 1;
+        th->current = r->gid;
+        return;
+    }
+    if (r->gid == th->current)
+        return;
+    gr_sb_printf(&c->msg,
+                 "%s in g%" PRIu64 " but g%" PRIu64 " is running on t%" PRIu64
+                 " (no SWITCH to g%" PRIu64 " seen)",
+                 kind_name(r), r->gid, th->current, r->tid, r->gid);
+    violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->gid);
+    th->current = r->gid;
+}
+
+/* ----------------------------------------------------------- records */
+
+static void on_greenlet(ck *c, const gr_record *r, thread *th)
+{
+    size_t si = get_shadow(c, r->tid, r->gid);
+    check_alive(c, r, th, si, r->gid);
+    shadow *s = &c->sh[si];
+    const uint32_t *ids = gr_record_stack(c->t, r);
+    s->n = 0;
+    for (uint32_t k = 0; k < r->depth; k++)
+        push(s, ids[k], code_is_c(c->t, ids[k]));
+    for (uint32_t k = 0; k < r->depth; k++) {
+        entry *e = &s->e[k];
+        e->seed = 1;
+        if (k + 1 == r->depth) /* top: suspended inside a C call (switch) */
+            e->gap_ok = (r->flags & GR_GL_SUSPENDED) != 0;
+        else /* a C call between this frame and the next is invisible */
+            e->gap_ok = !e->is_c && !s->e[k + 1].is_c;
+    }
+    s->base_unknown = (r->flags & GR_GL_CUT) != 0;
+    if (th->expect_greenlet) {
+        th->expect_greenlet = 0;
+        th->has_current = 1;
+        th->current = r->gid;
+    }
+}
+
+static const char *call_kind(int is_c)
+{
+    return is_c ? "C_CALL" : "CALL";
+}
+
+/* RETURN / C_RETURN / C_EXCEPTION: pop the matching entry or resync. */
+static void on_return(ck *c, const gr_record *r, thread *th, int is_c)
+{
+    size_t si = get_shadow(c, r->tid, r->gid);
+    shadow *s = &c->sh[si];
+    entry *top = s->n ? &s->e[s->n - 1] : NULL;
+    if (top && top->code == r->code && top->is_c == is_c) {
+        s->n--;
+        return;
+    }
+    if (is_c && top && top->seed && top->gap_ok) {
+        top->gap_ok = 0; /* the C call the seed's frame was inside */
+        return;
+    }
+    if (!top && s->base_unknown)
+        return; /* returns below the known part of the stack */
+    size_t k = s->n;
+    while (k > 0 && !(s->e[k - 1].code == r->code && s->e[k - 1].is_c == is_c))
+        k--;
+    gr_sb_printf(&c->msg, "%s of ", kind_name(r));
+    code_name(c, r->code);
+    if (k > 0) {
+        /* the entry is deeper: the returns above it were lost */
+        gr_sb_puts(&c->msg, " but the shadow top is ");
+        code_name(c, top->code);
+        gr_sb_puts(&c->msg, ": profiler missed the return of ");
+        entries(c, s, k, s->n);
+        gr_sb_printf(&c->msg, "; resynced by popping %zu entr%s", s->n - (k - 1),
+                     s->n - (k - 1) == 1 ? "y" : "ies");
+        s->n = k - 1;
+    } else {
+        gr_sb_printf(&c->msg, " without a matching %s (shadow top: ", call_kind(is_c));
+        if (top)
+            code_name(c, top->code);
+        else
+            gr_sb_puts(&c->msg, "empty");
+        gr_sb_puts(&c->msg, ")");
+        if (is_c)
+            gr_sb_puts(&c->msg, "; a c_return without its c_call is the CPython issue "
+                                "122029 class (c_call not reported to the profiler)");
+        gr_sb_puts(&c->msg, "; ignored");
+    }
+    violate(c, GR_RULE_IMBALANCE, r, th, r->gid);
+}
+
+/* Python frames of shadow s into c->fa; returns how many. */
+static size_t shadow_py(ck *c, const shadow *s)
+{
+    c->fa = gr_xgrow(c->fa, &c->cap_fa, s->n + 1, sizeof *c->fa);
+    size_t n = 0;
+    for (size_t k = 0; k < s->n; k++)
+        if (!s->e[k].is_c)
+            c->fa[n++] = s->e[k].code;
+    return n;
+}
+
+/* Python frames of a record's stack into c->fb; returns how many. */
+static size_t record_py(ck *c, const gr_record *r)
+{
+    c->fb = gr_xgrow(c->fb, &c->cap_fb, (size_t)r->depth + 1, sizeof *c->fb);
+    const uint32_t *ids = gr_record_stack(c->t, r);
+    size_t n = 0;
+    for (uint32_t k = 0; k < r->depth; k++)
+        if (!code_is_c(c->t, ids[k]))
+            c->fb[n++] = ids[k];
+    return n;
+}
+
+/* Compare shadow Python frames (c->fa, na) with the real ones (c->fb, nb),
+ * outermost first.  real_cut: only the innermost real frames are listed;
+ * base_unknown: only the innermost shadow frames are known.  On a
+ * difference, appends to c->msg what the profiler missed and returns 1. */
+static int compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+{
+    const uint32_t *a = c->fa, *b = c->fb;
+    if (real_cut && na > nb) {
+        a += na - nb;
+        na = nb;
+    }
+    if (base_unknown && nb > na) {
+        b += nb - na;
+        nb = na;
+    }
+    size_t p = 0;
+    while (p < na && p < nb && a[p] == b[p])
+        p++;
+    if (p == na && p == nb)
+        return 0;
+    size_t s = 0;
+    while (s < na - p && s < nb - p && a[na - 1 - s] == b[nb - 1 - s])
+        s++;
+    int first = 1;
+    for (size_t k = p; k < na - s; k++) { /* in the shadow, not real */
+        gr_sb_puts(&c->msg, first ? "profiler missed return of " : ", return of ");
+        code_name(c, a[k]);
+        first = 0;
+    }
+    for (size_t k = p; k < nb - s; k++) { /* real, not in the shadow */
+        gr_sb_puts(&c->msg, first ? "profiler missed call of " : ", call of ");
+        code_name(c, b[k]);
+        first = 0;
+    }
+    gr_sb_puts(&c->msg, "; real stack: ");
+    gr_dump_stack(&c->msg, c->t, b, nb);
+    gr_sb_puts(&c->msg, "; shadow: ");
+    gr_dump_stack(&c->msg, c->t, a, na);
+    return 1;
+}
+
+static void on_mark(ck *c, const gr_record *r, thread *th)
+{
+    size_t si = get_shadow(c, r->tid, r->gid);
+    const shadow *s = &c->sh[si];
+    size_t na = shadow_py(c, s), nb = record_py(c, r);
+    gr_sb_puts(&c->msg, "stack at MARK differs from the profile events: ");
+    if (compare(c, na, nb, (r->flags & GR_MARK_CUT) != 0, s->base_unknown))
+        violate(c, GR_RULE_BLIND_SPOT, r, th, r->gid);
+    else
+        gr_sb_reset(&c->msg);
+    if (!(r->flags & GR_MARK_PROFILE_OURS))
+        return;
+    const entry *top = s->n ? &s->e[s->n - 1] : NULL;
+    if (top && top->is_c && top->code == r->code) {
+        th->pending_mark = 1; /* the next record of th must be its C_RETURN */
+        th->mark_index = (size_t)r->index;
+        th->mark_code = r->code;
+        th->mark_nctx = make_ctx(th, (size_t)r->index, th->mark_ctx);
+        return;
+    }
+    gr_sb_puts(&c->msg, "mark not bracketed by c_call/c_return of mark: no C_CALL of ");
+    code_name(c, r->code);
+    gr_sb_puts(&c->msg, " before it (shadow top: ");
+    if (top)
+        code_name(c, top->code);
+    else
+        gr_sb_puts(&c->msg, "empty");
+    gr_sb_puts(&c->msg, ")");
+    violate(c, GR_RULE_BLIND_SPOT, r, th, r->gid);
+    th->skip_mark_return = 1;
+    th->skip_code = r->code;
+}
+
+/* The record after a bracketed MARK on the same thread. */
+static void resolve_mark(ck *c, const gr_record *next, thread *th)
+{
+    th->pending_mark = 0;
+    if (next && next->tag == GR_C_RETURN && next->code == th->mark_code)
+        return;
+    const gr_record *m = &c->t->recs[th->mark_index];
+    gr_sb_puts(&c->msg, "mark not bracketed by c_call/c_return of mark: ");
+    if (next)
+        gr_sb_printf(&c->msg, "the next record of t%" PRIu64 " is %s at event %" PRIu64
+                              ", not the C_RETURN of ",
+                     th->tid, kind_name(next), next->index);
+    else
+        gr_sb_puts(&c->msg, "the trace ends before the C_RETURN of ");
+    code_name(c, th->mark_code);
+    violate_ctx(c, GR_RULE_BLIND_SPOT, m->index, m->tid, m->gid, th->mark_ctx, th->mark_nctx);
+}
+
+static void on_switch(ck *c, const gr_record *r, thread *th)
+{
+    size_t so = get_shadow(c, r->tid, r->gid);
+    size_t st = get_shadow(c, r->tid, r->target);
+    const char *k = kind_name(r);
+    if (th->has_current && th->current != r->gid) {
+        gr_sb_printf(&c->msg, "%s from g%" PRIu64 " but g%" PRIu64 " is running on t%" PRIu64,
+                     k, r->gid, th->current, r->tid);
+        violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->gid);
+    }
+    check_alive(c, r, th, so, r->gid);
+    if (c->sh[st].dead) {
+        gr_sb_printf(&c->msg, "%s to g%" PRIu64 " after its DEAD at event %" PRIu64, k, r->target,
+                     c->sh[st].dead_index);
+        c->sh[st].dead = 0;
+        violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->target);
+    }
+    uint64_t need = GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN;
+    if ((r->flags & need) == need && r->use_tracing == 0 && r->tracing == 0) {
+        gr_sb_printf(&c->msg,
+                     "profiling is on for t%" PRIu64 " but g%" PRIu64
+                     " resumes with use_tracing=0: it will produce no profile events "
+                     "(greenlet issue 256 / CPython PR 25276 class)",
+                     r->tid, r->target);
+        violate(c, GR_RULE_PROPAGATION, r, th, r->target);
+    }
+    th->has_current = 1;
+    th->current = r->target;
+}
+
+static void on_dead(ck *c, const gr_record *r, thread *th)
+{
+    size_t si = get_shadow(c, r->tid, r->gid);
+    check_alive(c, r, th, si, r->gid);
+    shadow *s = &c->sh[si];
+    if (s->n) {
+        gr_sb_printf(&c->msg, "g%" PRIu64 " died with %zu open shadow entr%s: ", r->gid, s->n,
+                     s->n == 1 ? "y" : "ies");
+        entries(c, s, 0, s->n);
+        violate(c, GR_RULE_IMBALANCE, r, th, r->gid);
+    }
+    s->n = 0;
+    s->dead = 1;
+    s->dead_index = r->index;
+}
+
+static void on_stack(ck *c, const gr_record *r, thread *th)
+{
+    size_t si = get_shadow(c, r->tid, r->gid);
+    check_alive(c, r, th, si, r->gid);
+    shadow *s = &c->sh[si];
+    s->stack_seen = 1;
+    size_t na = shadow_py(c, s), nb = record_py(c, r);
+    gr_sb_printf(&c->msg, "g%" PRIu64 " at stop: open frames differ from its real stack: ",
+                 r->gid);
+    if (compare(c, na, nb, (r->flags & GR_STACK_CUT) != 0, s->base_unknown)) {
+        violate(c, GR_RULE_IMBALANCE, r, th, r->gid);
+        return;
+    }
+    gr_sb_reset(&c->msg);
+    if (s->n)
+        add_note(c, GR_NOTE_OPEN_AT_STOP, s);
+}
+
+static void one_record(ck *c, const gr_record *r)
+{
+    thread *th = get_thread(c, r->tid);
+    if (th->pending_mark)
+        resolve_mark(c, r, th);
+    int skip = th->skip_mark_return && r->tag == GR_C_RETURN && r->code == th->skip_code;
+    th->skip_mark_return = 0;
+    switch (r->tag) {
+    case GR_THREAD:
+        th->expect_greenlet = 1;
+        break;
+    case GR_GREENLET:
+        on_greenlet(c, r, th);
+        break;
+    case GR_CALL:
+    case GR_C_CALL: {
+        check_running(c, r, th);
+        size_t si = get_shadow(c, r->tid, r->gid);
+        check_alive(c, r, th, si, r->gid);
+        push(&c->sh[si], r->code, r->tag == GR_C_CALL);
+        break;
+    }
+    case GR_RETURN:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION: {
+        check_running(c, r, th);
+        size_t si = get_shadow(c, r->tid, r->gid);
+        check_alive(c, r, th, si, r->gid);
+        if (!skip)
+            on_return(c, r, th, r->tag != GR_RETURN);
+        break;
+    }
+    case GR_SWITCH:
+    case GR_THROW:
+        on_switch(c, r, th);
+        break;
+    case GR_MARK: {
+        check_running(c, r, th);
+        check_alive(c, r, th, get_shadow(c, r->tid, r->gid), r->gid);
+        on_mark(c, r, th);
+        break;
+    }
+    case GR_DEAD:
+        on_dead(c, r, th);
+        break;
+    case GR_START:
+        check_alive(c, r, th, get_shadow(c, r->tid, r->gid), r->gid);
+        break;
+    case GR_STOP:
+        check_alive(c, r, th, get_shadow(c, r->tid, r->gid), r->gid);
+        c->stopped = 1;
+        c->stop_index = (size_t)r->index;
+        c->stop_nctx = make_ctx(th, (size_t)r->index, c->stop_ctx);
+        break;
+    case GR_STACK:
+        on_stack(c, r, th);
+        break;
+    default:
+        break;
+    }
+    remember(th, (size_t)r->index);
+}
+
+static void finish(ck *c)
+{
+    const gr_trace *t = c->t;
+    for (size_t i = 0; i < c->nth; i++) {
+        thread *th = &c->th[i];
+        if (th->pending_mark) {
+            if (t->truncated) /* its C_RETURN may be in the lost part */
+                th->pending_mark = 0;
+            else
+                resolve_mark(c, NULL, th);
+        }
+    }
+    for (size_t i = 0; i < c->nsh; i++) {
+        shadow *s = &c->sh[i];
+        if (s->dead || s->n == 0)
+            continue;
+        if (c->stopped) {
+            if (s->stack_seen)
+                continue;
+            const gr_record *stop = &t->recs[c->stop_index];
+            gr_sb_printf(&c->msg,
+                         "g%" PRIu64 " on t%" PRIu64 " has %zu open shadow entr%s at STOP but "
+                         "no STACK record: ",
+                         s->gid, s->tid, s->n, s->n == 1 ? "y" : "ies");
+            entries(c, s, 0, s->n);
+            violate_ctx(c, GR_RULE_IMBALANCE, stop->index, s->tid, s->gid, c->stop_ctx,
+                        c->stop_nctx);
+        } else {
+            add_note(c, t->truncated ? GR_NOTE_OPEN_AT_TRUNCATION : GR_NOTE_OPEN_AT_END, s);
+        }
+    }
+    if (t->has_trailer) {
+        const gr_trailer *tr = &t->trailer;
+        if (tr->dropped) {
+            gr_sb_printf(&c->msg, "trailer reports %" PRIu64 " dropped record%s: the recording "
+                                  "is incomplete and violations may come from the loss",
+                         tr->dropped, tr->dropped == 1 ? "" : "s");
+            add_warning(c);
+        }
+        if (tr->errors) {
+            gr_sb_printf(&c->msg, "trailer reports %" PRIu64 " internal recorder error%s",
+                         tr->errors, tr->errors == 1 ? "" : "s");
+            add_warning(c);
+        }
+        if (tr->reason == GR_STOP_WRITE_ERROR) {
+            gr_sb_puts(&c->msg, "recording ended by a write error");
+            add_warning(c);
+        } else if (!gr_reason_name(tr->reason)) {
+            gr_sb_printf(&c->msg, "trailer has an unknown reason %" PRIu64, tr->reason);
+            add_warning(c);
+        }
+        if (tr->events != t->nrecs) {
+            gr_sb_printf(&c->msg, "trailer counts %" PRIu64 " events but the trace holds %zu "
+                                  "records",
+                         tr->events, t->nrecs);
+            add_warning(c);
+        }
+    }
+}
+
+static int by_index(const void *pa, const void *pb)
+{
+    const gr_violation *a = pa, *b = pb;
+    if (a->index != b->index)
+        return a->index < b->index ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+size_t gr_check_run(const gr_trace *t, gr_check_result *res)
+{
+    memset(res, 0, sizeof *res);
+    ck c;
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    c.res = res;
+    gr_sb_init(&c.msg);
+    for (size_t i = 0; i < t->nrecs; i++)
+        one_record(&c, &t->recs[i]);
+    finish(&c);
+    if (res->nv > 1)
+        qsort(res->v, res->nv, sizeof *res->v, by_index);
+    for (size_t i = 0; i < c.nsh; i++)
+        free(c.sh[i].e);
+    free(c.sh);
+    free(c.th);
+    gr_idmap_free(&c.shmap);
+    gr_idmap_free(&c.thmap);
+    gr_sb_free(&c.msg);
+    free(c.fa);
+    free(c.fb);
+    return res->nv;
+}
+
+void gr_check_result_free(gr_check_result *res)
+{
+    for (size_t i = 0; i < res->nv; i++)
+        free(res->v[i].message);
+    free(res->v);
+    for (size_t i = 0; i < res->nnotes; i++)
+        free(res->notes[i].frames);
+    free(res->notes);
+    for (size_t i = 0; i < res->nwarnings; i++)
+        free(res->warnings[i]);
+    free(res->warnings);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,201 @@
+/* dump.c - the text form of a trace (dump.h, docs/FORMAT.md §6). */
+#include "dump.h"
+
+#include <inttypes.h>
+
+static void put_string(gr_sb *sb, const gr_trace *t, uint64_t id, int quote)
+{
+    size_t n;
+    const uint8_t *s = gr_trace_string(t, id, &n);
+    if (!s) {
+        gr_sb_printf(sb, "?string=%" PRIu64, id);
+        return;
+    }
+    if (quote)
+        gr_sb_putc(sb, '"');
+    gr_sb_escape(sb, s, n, quote);
+    if (quote)
+        gr_sb_putc(sb, '"');
+}
+
+void gr_dump_code(gr_sb *sb, const gr_trace *t, uint64_t code)
+{
+    const gr_code *c = gr_trace_code(t, code);
+    if (!c) {
+        gr_sb_printf(sb, "?code=%" PRIu64, code);
+        return;
+    }
+    put_string(sb, t, c->qualname, 0);
+    if (c->kind == GR_CODE_C)
+        return;
+    gr_sb_puts(sb, " (");
+    if (c->file)
+        put_string(sb, t, c->file, 0);
+    else
+        gr_sb_putc(sb, '?');
+    gr_sb_printf(sb, ":%" PRIu64 ")", c->line);
+}
+
+void gr_dump_stack(gr_sb *sb, const gr_trace *t, const uint32_t *ids, size_t n)
+{
+    if (n == 0) {
+        gr_sb_putc(sb, '-');
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            gr_sb_puts(sb, " > ");
+        gr_dump_code(sb, t, ids[i]);
+    }
+}
+
+/* "flags=a,b,0xNN" with the names of known bits, "-" when 0. */
+static void put_flags(gr_sb *sb, uint64_t flags, const char *const names[], int nnames)
+{
+    gr_sb_puts(sb, " flags=");
+    if (flags == 0) {
+        gr_sb_putc(sb, '-');
+        return;
+    }
+    int first = 1;
+    for (int i = 0; i < nnames; i++) {
+        if (flags & (UINT64_C(1) << i)) {
+            gr_sb_printf(sb, "%s%s", first ? "" : ",", names[i]);
+            first = 0;
+        }
+    }
+    uint64_t rest = flags & ~((UINT64_C(1) << nnames) - 1);
+    if (rest)
+        gr_sb_printf(sb, "%s0x%" PRIx64, first ? "" : ",", rest);
+}
+
+static void put_gid(gr_sb *sb, const char *key, uint64_t gid)
+{
+    if (gid)
+        gr_sb_printf(sb, " %s=g%" PRIu64, key, gid);
+    else
+        gr_sb_printf(sb, " %s=none", key);
+}
+
+static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r)
+{
+    gr_sb_printf(sb, " depth=%" PRIu32 " stack=", r->depth);
+    gr_dump_stack(sb, t, gr_record_stack(t, r), r->depth);
+}
+
+static const char *const greenlet_flags[] = {"main", "suspended", "cut"};
+static const char *const mark_flags[] = {"cut", "ours"};
+static const char *const stack_flags[] = {"running", "cut"};
+
+void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
+{
+    const char *kind = gr_tag_name(r->tag);
+    gr_sb_printf(sb, "%6" PRIu64 " %-11s t%" PRIu64, r->index, kind ? kind : "?", r->tid);
+    switch (r->tag) {
+    case GR_THREAD:
+        break;
+    case GR_GREENLET:
+        gr_sb_printf(sb, " g%" PRIu64, r->gid);
+        put_gid(sb, "parent", r->parent);
+        put_flags(sb, r->flags, greenlet_flags, 3);
+        put_stack(sb, t, r);
+        break;
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
+        gr_dump_code(sb, t, r->code);
+        break;
+    case GR_SWITCH:
+    case GR_THROW: {
+        gr_sb_printf(sb, " g%" PRIu64 "->g%" PRIu64, r->gid, r->target);
+        put_gid(sb, "parent", r->parent);
+        const char *prof = (r->flags & GR_SW_PROFILE_OURS)  ? "ours"
+                           : (r->flags & GR_SW_PROFILE_SET) ? "other"
+                                                            : "none";
+        gr_sb_printf(sb, " prof=%s tracing=%" PRIu64, prof, r->tracing);
+        if (r->flags & GR_SW_USE_TRACING_KNOWN)
+            gr_sb_printf(sb, " use_tracing=%" PRIu64, r->use_tracing);
+        else
+            gr_sb_puts(sb, " use_tracing=n/a");
+        if (r->flags & GR_SW_ORIGIN_DEAD)
+            gr_sb_puts(sb, " origin_dead");
+        uint64_t rest = r->flags & ~UINT64_C(0xf);
+        if (rest)
+            gr_sb_printf(sb, " flags=0x%" PRIx64, rest);
+        break;
+    }
+    case GR_MARK:
+        gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
+        put_string(sb, t, r->label, 1);
+        put_flags(sb, r->flags, mark_flags, 2);
+        put_stack(sb, t, r);
+        break;
+    case GR_DEAD:
+    case GR_START:
+    case GR_STOP:
+        gr_sb_printf(sb, " g%" PRIu64, r->gid);
+        break;
+    case GR_STACK:
+        gr_sb_printf(sb, " g%" PRIu64, r->gid);
+        put_flags(sb, r->flags, stack_flags, 2);
+        put_stack(sb, t, r);
+        break;
+    default:
+        break;
+    }
+}
+
+const char *gr_reason_name(uint64_t reason)
+{
+    switch (reason) {
+    case GR_STOP_CALLED: return "stop";
+    case GR_STOP_EXIT: return "exit";
+    case GR_STOP_WRITE_ERROR: return "write-error";
+    default: return NULL;
+    }
+}
+
+int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        gr_sb_puts(&sb, "# ");
+        put_string(&sb, t, t->metas[i].key, 0);
+        gr_sb_puts(&sb, ": ");
+        put_string(&sb, t, t->metas[i].value, 0);
+        gr_sb_putc(&sb, '\n');
+    }
+    fwrite(sb.s ? sb.s : "", 1, sb.len, out);
+    for (size_t i = 0; i < t->nrecs; i++) {
+        gr_sb_reset(&sb);
+        gr_dump_record(&sb, t, &t->recs[i]);
+        if (times) {
+            if (i < times->n)
+                gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
+            else
+                gr_sb_puts(&sb, " dt=?");
+        }
+        gr_sb_putc(&sb, '\n');
+        fwrite(sb.s, 1, sb.len, out);
+    }
+    gr_sb_reset(&sb);
+    if (t->has_trailer) {
+        const char *why = gr_reason_name(t->trailer.reason);
+        gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,
+                     t->trailer.events, t->trailer.dropped, t->trailer.errors);
+        if (why)
+            gr_sb_printf(&sb, " reason=%s\n", why);
+        else
+            gr_sb_printf(&sb, " reason=%" PRIu64 "\n", t->trailer.reason);
+    } else {
+        gr_sb_printf(&sb, "# truncated at byte %" PRIu64 "\n", t->truncated_at);
+    }
+    fwrite(sb.s, 1, sb.len, out);
+    gr_sb_free(&sb);
+    fflush(out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,35 @@
+/* dump.h - the text form of a trace (`greenreplay dump`, docs/FORMAT.md §6):
+ * META lines, one line per indexed record, then the trailer or truncation
+ * line.  Output is deterministic: goldens compare it byte for byte.
+ */
+#ifndef GR_DUMP_H
+#define GR_DUMP_H
+
+#include "reader.h"
+#include "text.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Append the display form of code id `code`: "qualname (file:line)" for
+ * Python code ("?" for a missing file), "qualname" for C, "?code=N" for an
+ * id that is not defined.  Strings are escaped (gr_sb_escape). */
+void gr_dump_code(gr_sb *sb, const gr_trace *t, uint64_t code);
+
+/* Append n code ids (outermost first) joined by " > ", or "-" if n == 0. */
+void gr_dump_stack(gr_sb *sb, const gr_trace *t, const uint32_t *ids, size_t n);
+
+/* Append the dump line of record r, without newline (and without the
+ * side-channel time). */
+void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r);
+
+/* Name of a trailer reason (§2): "stop", "exit", "write-error", or NULL
+ * for an unknown value. */
+const char *gr_reason_name(uint64_t reason);
+
+/* Write the whole text form of t to out.  times may be NULL; otherwise each
+ * record line ends with " dt=Nns" (" dt=?" when the side channel has no
+ * entry for it).  Returns 0, or -1 if writing to out failed. */
+int gr_dump(FILE *out, const gr_trace *t, const gr_times *times);
+
+#endif

@@ -1,0 +1,76 @@
+/* edit.c - rewrite a trace without some indexed records (edit.h). */
+#include "edit.h"
+
+#include "encode.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gr_edit_drop(const gr_trace *t, const uint64_t *drop, size_t ndrop, const char *path,
+                 char *err, size_t errlen)
+{
+    for (size_t i = 0; i < ndrop; i++) {
+        if (drop[i] >= t->nrecs) {
+            snprintf(err, errlen, "record %" PRIu64 " does not exist (the trace has %zu records)",
+                     drop[i], t->nrecs);
+            return -1;
+        }
+    }
+    uint8_t *gone = calloc(t->nrecs ? t->nrecs : 1, 1);
+    if (!gone) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < ndrop; i++)
+        gone[drop[i]] = 1;
+    /* A chunk must hold the longest string definition. */
+    size_t cap = 64u * 1024u;
+    for (size_t i = 1; i <= t->nstrings; i++) {
+        size_t need = (size_t)t->strings[i].len + 1 + GR_VARINT_MAX;
+        if (need > cap)
+            cap = need;
+    }
+    if (cap > GR_CHUNK_MAX)
+        cap = GR_CHUNK_MAX;
+    gr_writer *w = gr_writer_open(path, GR_STREAM_CANONICAL, cap);
+    if (!w) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        free(gone);
+        return -1;
+    }
+    for (size_t i = 1; i <= t->nstrings; i++)
+        gr_emit_string(w, t->strings[i].p, t->strings[i].len);
+    for (size_t i = 1; i <= t->ncodes; i++)
+        gr_emit_code(w, &t->codes[i]);
+    for (size_t i = 0; i < t->nmetas; i++)
+        gr_emit_meta(w, t->metas[i].key, t->metas[i].value);
+    uint64_t written = 0;
+    for (size_t i = 0; i < t->nrecs; i++) {
+        if (gone[i])
+            continue;
+        gr_emit_record(w, &t->recs[i], gr_record_stack(t, &t->recs[i]));
+        written++;
+    }
+    free(gone);
+    int failed = w->dropped != 0 || w->error != 0;
+    int e = w->error;
+    int rc;
+    if (t->has_trailer) {
+        uint64_t tr[4] = {written, t->trailer.dropped, t->trailer.errors, t->trailer.reason};
+        rc = gr_writer_finish(w, tr, 4);
+    } else {
+        rc = gr_writer_flush(w);
+        gr_writer_abandon(w);
+    }
+    if (failed || rc < 0) {
+        if (!e)
+            e = errno ? errno : EIO;
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}

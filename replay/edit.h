@@ -1,0 +1,24 @@
+/* edit.h - rewrite a trace without some indexed records (`greenreplay
+ * edit`), to build test cases and bug reports.  All definitions are kept.
+ */
+#ifndef GR_EDIT_H
+#define GR_EDIT_H
+
+#include "reader.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Write t to path, leaving out the indexed records whose indices are in
+ * drop[0..ndrop-1] (any order, duplicates allowed).  The output holds every
+ * STRING, CODE and META definition first (same ids), then the remaining
+ * indexed records in order (so the records after a dropped one get indices
+ * one lower).  If t has a trailer, the output gets one with the same
+ * dropped, errors and reason and events = records written; a truncated t
+ * gives an output without trailer (truncated as well).
+ * Returns 0; or -1 with a message in err (errlen bytes) if an index is out
+ * of range or the file could not be written. */
+int gr_edit_drop(const gr_trace *t, const uint64_t *drop, size_t ndrop, const char *path,
+                 char *err, size_t errlen);
+
+#endif

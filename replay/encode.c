@@ -1,0 +1,117 @@
+/* encode.c - encode definitions and indexed records into a writer (encode.h). */
+#include "encode.h"
+
+#include <string.h>
+
+size_t gr_encode_record(uint8_t *out, const gr_record *r, const uint32_t *stack)
+{
+    uint8_t *p = out;
+    int has_stack = 0;
+    if (r->depth > GR_STACK_CAP)
+        return 0;
+    *p++ = r->tag;
+    p = gr_put_varint(p, r->tid);
+    switch (r->tag) {
+    case GR_THREAD:
+        break;
+    case GR_GREENLET:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->parent);
+        p = gr_put_varint(p, r->flags);
+        has_stack = 1;
+        break;
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->code);
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->target);
+        p = gr_put_varint(p, r->parent);
+        p = gr_put_varint(p, r->flags);
+        p = gr_put_varint(p, r->tracing);
+        p = gr_put_varint(p, r->use_tracing);
+        break;
+    case GR_MARK:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->label);
+        p = gr_put_varint(p, r->code);
+        p = gr_put_varint(p, r->flags);
+        has_stack = 1;
+        break;
+    case GR_DEAD:
+    case GR_START:
+    case GR_STOP:
+        p = gr_put_varint(p, r->gid);
+        break;
+    case GR_STACK:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->flags);
+        has_stack = 1;
+        break;
+    default:
+        return 0;
+    }
+    if (has_stack) {
+        p = gr_put_varint(p, r->depth);
+        for (uint32_t i = 0; i < r->depth; i++)
+            p = gr_put_varint(p, stack[i]);
+    }
+    return (size_t)(p - out);
+}
+
+int gr_emit_string(gr_writer *w, const void *s, size_t n)
+{
+    if (n > SIZE_MAX - 1 - GR_VARINT_MAX) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    uint8_t *p = gr_writer_reserve(w, 1 + GR_VARINT_MAX + n);
+    if (!p) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    uint8_t *q = p;
+    *q++ = GR_STRING;
+    q = gr_put_varint(q, n);
+    if (n)
+        memcpy(q, s, n);
+    gr_writer_commit(w, q + n);
+    return 0;
+}
+
+int gr_emit_code(gr_writer *w, const gr_code *c)
+{
+    uint8_t buf[1 + 4 * GR_VARINT_MAX], *p = buf;
+    *p++ = GR_CODE;
+    p = gr_put_varint(p, c->kind);
+    p = gr_put_varint(p, c->qualname);
+    p = gr_put_varint(p, c->file);
+    p = gr_put_varint(p, c->line);
+    return gr_writer_append(w, buf, (size_t)(p - buf));
+}
+
+int gr_emit_meta(gr_writer *w, uint32_t key, uint32_t value)
+{
+    uint8_t buf[1 + 2 * GR_VARINT_MAX], *p = buf;
+    *p++ = GR_META;
+    p = gr_put_varint(p, key);
+    p = gr_put_varint(p, value);
+    return gr_writer_append(w, buf, (size_t)(p - buf));
+}
+
+int gr_emit_record(gr_writer *w, const gr_record *r, const uint32_t *stack)
+{
+    uint8_t buf[GR_RECORD_MAX];
+    size_t n = gr_encode_record(buf, r, stack);
+    if (n == 0) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    return gr_writer_append(w, buf, n);
+}

@@ -1,0 +1,39 @@
+/* encode.h - encode definitions and indexed records (docs/FORMAT.md §3-4)
+ * and append them to a chunked writer (tracer/writer.h).  Used by `edit`
+ * to rewrite a trace and by the unit tests to build traces.
+ */
+#ifndef GR_ENCODE_H
+#define GR_ENCODE_H
+
+#include "reader.h"
+#include "writer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Upper bound, in bytes, of one encoded indexed record: tag, at most seven
+ * varint fields and GR_STACK_CAP code ids. */
+#define GR_RECORD_MAX (1 + 7 * GR_VARINT_MAX + GR_STACK_CAP * GR_VARINT_MAX)
+
+/* Encode the indexed record r (its tag and the fields that kind has; see
+ * gr_record) into out, which must hold GR_RECORD_MAX bytes.  stack holds
+ * r->depth code ids for GREENLET, MARK and STACK (may be NULL otherwise).
+ * Returns the number of bytes written, or 0 if r->tag is not an indexed
+ * kind or r->depth is over GR_STACK_CAP.  No validation of ids. */
+size_t gr_encode_record(uint8_t *out, const gr_record *r, const uint32_t *stack);
+
+/* Append a STRING definition of n bytes at s to w.  Returns 0, or -1 if the
+ * writer dropped it (write error, or larger than the chunk capacity). */
+int gr_emit_string(gr_writer *w, const void *s, size_t n);
+
+/* Append a CODE definition.  Returns 0 or -1 (dropped). */
+int gr_emit_code(gr_writer *w, const gr_code *c);
+
+/* Append a META definition (string ids).  Returns 0 or -1 (dropped). */
+int gr_emit_meta(gr_writer *w, uint32_t key, uint32_t value);
+
+/* Append one indexed record (see gr_encode_record).  Returns 0, or -1 if it
+ * could not be encoded or was dropped. */
+int gr_emit_record(gr_writer *w, const gr_record *r, const uint32_t *stack);
+
+#endif

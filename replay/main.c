@@ -1,0 +1,422 @@
+/* main.c - the `greenreplay` command line: dispatch to record (recorder),
+ * check, dump, stats and edit (replayer, pure C). */
+#include "check.h"
+#include "dump.h"
+#include "edit.h"
+#include "reader.h"
+#include "record.h"
+#include "report.h"
+#include "stats.h"
+#include "text.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GR_TOOL_VERSION "0.1.0"
+
+static const char usage_main[] =
+    "usage: greenreplay COMMAND [ARGS...]\n"
+    "       greenreplay --help | --version\n"
+    "\n"
+    "Deterministic trace-and-replay tests for greenlets and Python profilers.\n"
+    "\n"
+    "commands:\n"
+    "  record ...     run a Python program under the recorder, writing a trace\n"
+    "  check FILE...  replay traces against shadow stacks and report violations\n"
+    "  dump FILE      print a trace in its text form (one line per record)\n"
+    "  stats FILE     event counts per kind, thread and greenlet\n"
+    "  edit           rewrite a trace without some records\n"
+    "  help [COMMAND] show this help, or a command's\n"
+    "\n"
+    "`greenreplay COMMAND --help` describes a command.  Exit status: 0 success\n"
+    "(check: clean), 1 check found violations, 2 unusable input or bad usage.\n";
+
+static const char usage_check[] =
+    "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
+    "\n"
+    "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
+    "and report violations of the rules imbalance, blind_spot,\n"
+    "switch_consistency and propagation (docs/FORMAT.md section 7).\n"
+    "\n"
+    "options:\n"
+    "  --format text  (default) per file: warnings, counts per rule, each\n"
+    "                 violation with the dump lines of up to 3 preceding records\n"
+    "                 of its thread, informational notes, a result line\n"
+    "  --format json  one JSON document on stdout for all files\n"
+    "  --junit OUT    also write a JUnit XML report to OUT: one testsuite per\n"
+    "                 trace, one testcase per rule\n"
+    "  -h, --help     show this help\n"
+    "\n"
+    "A truncated trace (killed recorder) is checked up to its last complete\n"
+    "chunk; truncation alone is not a failure.  Frames open at stop that match\n"
+    "the STACK records are listed apart and are not violations.\n"
+    "\n"
+    "exit status: 0 every trace clean, 1 violations found, 2 a file is missing\n"
+    "or corrupt, or bad usage (corrupt: one line with the byte offset on stderr).\n";
+
+static const char usage_dump[] =
+    "usage: greenreplay dump FILE [--times]\n"
+    "\n"
+    "Print the text form of trace FILE on stdout: `# key: value` META lines,\n"
+    "one line per indexed record (`INDEX KIND tTID gGID ...`, docs/FORMAT.md\n"
+    "section 6), then `# trailer: ...` or `# truncated at byte N`.\n"
+    "\n"
+    "options:\n"
+    "  --times     append ` dt=Nns` to each line, from the side channel\n"
+    "              FILE.times (nanoseconds since the previous record)\n"
+    "  -h, --help  show this help\n"
+    "\n"
+    "exit status: 0 ok, 2 missing or corrupt file, or bad usage.\n";
+
+static const char usage_stats[] =
+    "usage: greenreplay stats FILE [--format text|json]\n"
+    "\n"
+    "Count the records of trace FILE per kind, per thread and per greenlet\n"
+    "(SWITCH/THROW count for their target greenlet).\n"
+    "\n"
+    "options:\n"
+    "  --format text|json  output form (default text)\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "exit status: 0 ok, 2 missing or corrupt file, or bad usage.\n";
+
+static const char usage_edit[] =
+    "usage: greenreplay edit --drop N[,N...] -o OUT IN\n"
+    "\n"
+    "Write trace IN to OUT without the indexed records N (indices as printed\n"
+    "by `dump`; --drop may be repeated).  Definitions are kept; later records\n"
+    "are renumbered.  Use it to build test cases, e.g. drop a CALL to check\n"
+    "that `check` reports the blind spot.\n"
+    "\n"
+    "options:\n"
+    "  --drop N[,N...]  indices to leave out\n"
+    "  -o, --output OUT output file (required)\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "exit status: 0 ok, 2 missing or corrupt input, bad index, write error or\n"
+    "bad usage.\n";
+
+static int bad_usage(const char *usage, const char *fmt, const char *arg)
+{
+    fputs("greenreplay: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\n", stderr);
+    fputs(usage, stderr);
+    return 2;
+}
+
+/* getopt_long error for argv's current option. */
+static int option_error(const char *usage, int c, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    if (c == ':')
+        return bad_usage(usage, "option %s needs an argument", opt);
+    return bad_usage(usage, "unknown option %s", opt);
+}
+
+/* Load a trace; on failure print the one-line error and return non-zero. */
+static int load(gr_trace *t, const char *path)
+{
+    if (gr_trace_load(t, path) == GR_READ_OK)
+        return 0;
+    fprintf(stderr, "greenreplay: %s\n", t->err.msg);
+    return 1;
+}
+
+static int parse_format(const char *s, int *json)
+{
+    if (strcmp(s, "text") == 0)
+        *json = 0;
+    else if (strcmp(s, "json") == 0)
+        *json = 1;
+    else
+        return -1;
+    return 0;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"junit", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c;
+    const char *junit = NULL;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (parse_format(optarg, &json) < 0)
+                return bad_usage(usage_check, "unknown format '%s' (text or json)", optarg);
+            break;
+        case 'j': junit = optarg; break;
+        case 'h': fputs(usage_check, stdout); return 0;
+        default: return option_error(usage_check, c, argv);
+        }
+    }
+    if (optind >= argc)
+        return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
+    int status = GR_CHECK_CLEAN;
+    size_t total = 0;
+    json_t *jtraces = json ? json_array() : NULL;
+    gr_junit ju;
+    gr_junit_init(&ju);
+    for (int i = optind; i < argc; i++) {
+        gr_trace t;
+        if (load(&t, argv[i])) {
+            if (jtraces)
+                json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
+            gr_junit_add_unusable(&ju, argv[i], t.err.msg);
+            gr_trace_free(&t);
+            status = GR_CHECK_UNUSABLE;
+            continue;
+        }
+        gr_check_result res;
+        size_t nv = gr_check_run(&t, &res);
+        total += nv;
+        if (nv && status < GR_CHECK_VIOLATIONS)
+            status = GR_CHECK_VIOLATIONS;
+        if (jtraces)
+            json_array_append_new(jtraces, gr_report_json_trace(&t, &res));
+        else {
+            if (i > optind)
+                fputc('\n', stdout);
+            gr_report_text(stdout, &t, &res);
+        }
+        gr_junit_add_trace(&ju, &t, &res);
+        gr_check_result_free(&res);
+        gr_trace_free(&t);
+    }
+    if (jtraces) {
+        json_t *doc = json_object();
+        json_object_set_new(doc, "traces", jtraces);
+        json_object_set_new(doc, "violations", gr_json_u64(total));
+        json_object_set_new(doc, "exit_code", json_integer(status));
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+        json_decref(doc);
+    }
+    if (junit && gr_junit_write(&ju, junit) < 0) {
+        fprintf(stderr, "greenreplay: %s: %s\n", junit, strerror(errno));
+        status = GR_CHECK_UNUSABLE;
+    }
+    gr_junit_free(&ju);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "greenreplay: writing the report failed\n");
+        return 2;
+    }
+    return status;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"times", no_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int times = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': times = 1; break;
+        case 'h': fputs(usage_dump, stdout); return 0;
+        default: return option_error(usage_dump, c, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return bad_usage(usage_dump, "%s", "dump needs exactly one trace FILE");
+    const char *path = argv[optind];
+    gr_trace t;
+    if (load(&t, path)) {
+        gr_trace_free(&t);
+        return 2;
+    }
+    gr_times tm;
+    memset(&tm, 0, sizeof tm);
+    if (times) {
+        gr_sb side;
+        gr_sb_init(&side);
+        gr_sb_printf(&side, "%s.times", path);
+        int rc = gr_times_load(&tm, gr_sb_str(&side));
+        gr_sb_free(&side);
+        if (rc != GR_READ_OK) {
+            fprintf(stderr, "greenreplay: %s\n", tm.err.msg);
+            gr_times_free(&tm);
+            gr_trace_free(&t);
+            return 2;
+        }
+    }
+    int rc = gr_dump(stdout, &t, times ? &tm : NULL);
+    gr_times_free(&tm);
+    gr_trace_free(&t);
+    if (rc < 0) {
+        fprintf(stderr, "greenreplay: writing the dump failed\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (parse_format(optarg, &json) < 0)
+                return bad_usage(usage_stats, "unknown format '%s' (text or json)", optarg);
+            break;
+        case 'h': fputs(usage_stats, stdout); return 0;
+        default: return option_error(usage_stats, c, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return bad_usage(usage_stats, "%s", "stats needs exactly one trace FILE");
+    gr_trace t;
+    if (load(&t, argv[optind])) {
+        gr_trace_free(&t);
+        return 2;
+    }
+    gr_stats s;
+    gr_stats_compute(&t, &s);
+    int rc = json ? gr_stats_print_json(stdout, &t, &s) : gr_stats_print_text(stdout, &t, &s);
+    gr_stats_free(&s);
+    gr_trace_free(&t);
+    if (rc < 0) {
+        fprintf(stderr, "greenreplay: writing the statistics failed\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* Parse "N[,N...]" into *drop (grown as needed).  Returns 0 or -1. */
+static int parse_drop(const char *s, uint64_t **drop, size_t *n, size_t *cap)
+{
+    const char *p = s;
+    for (;;) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno)
+            return -1;
+        *drop = gr_xgrow(*drop, cap, *n + 1, sizeof **drop);
+        (*drop)[(*n)++] = v;
+        if (*end == '\0')
+            return 0;
+        if (*end != ',')
+            return -1;
+        p = end + 1;
+    }
+}
+
+static int cmd_edit(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"drop", required_argument, NULL, 'd'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t *drop = NULL;
+    size_t ndrop = 0, cap = 0;
+    const char *out = NULL;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            if (parse_drop(optarg, &drop, &ndrop, &cap) < 0) {
+                free(drop);
+                return bad_usage(usage_edit, "bad --drop list '%s' (want N[,N...])", optarg);
+            }
+            break;
+        case 'o': out = optarg; break;
+        case 'h': free(drop); fputs(usage_edit, stdout); return 0;
+        default: free(drop); return option_error(usage_edit, c, argv);
+        }
+    }
+    if (!out || argc - optind != 1) {
+        free(drop);
+        return bad_usage(usage_edit, "%s", "edit needs -o OUT and exactly one input trace IN");
+    }
+    gr_trace t;
+    if (load(&t, argv[optind])) {
+        gr_trace_free(&t);
+        free(drop);
+        return 2;
+    }
+    char err[512];
+    int rc = gr_edit_drop(&t, drop, ndrop, out, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "greenreplay: edit: %s\n", err);
+    gr_trace_free(&t);
+    free(drop);
+    return rc < 0 ? 2 : 0;
+}
+
+static const char *command_usage(const char *cmd)
+{
+    if (strcmp(cmd, "check") == 0) return usage_check;
+    if (strcmp(cmd, "dump") == 0) return usage_dump;
+    if (strcmp(cmd, "stats") == 0) return usage_stats;
+    if (strcmp(cmd, "edit") == 0) return usage_edit;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return bad_usage(usage_main, "%s", "missing COMMAND");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("greenreplay %s (trace format %d.%d)\n", GR_TOOL_VERSION, GR_VERSION_MAJOR,
+               GR_VERSION_MINOR);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc == 2) {
+            fputs(usage_main, stdout);
+            return 0;
+        }
+        if (strcmp(argv[2], "record") == 0) {
+            char *args[] = {argv[2], (char *)"--help", NULL};
+            return gr_cmd_record(2, args);
+        }
+        const char *u = command_usage(argv[2]);
+        if (!u)
+            return bad_usage(usage_main, "unknown command '%s'", argv[2]);
+        fputs(u, stdout);
+        return 0;
+    }
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    if (strcmp(cmd, "record") == 0)
+        return gr_cmd_record(sub_argc, sub_argv);
+    if (strcmp(cmd, "check") == 0)
+        return cmd_check(sub_argc, sub_argv);
+    if (strcmp(cmd, "dump") == 0)
+        return cmd_dump(sub_argc, sub_argv);
+    if (strcmp(cmd, "stats") == 0)
+        return cmd_stats(sub_argc, sub_argv);
+    if (strcmp(cmd, "edit") == 0)
+        return cmd_edit(sub_argc, sub_argv);
+    return bad_usage(usage_main, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,622 @@
+/* reader.c - decode a greenreplay trace or side-channel file (reader.h,
+ * docs/FORMAT.md §1-5). */
+#include "reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* ---------------------------------------------------------------- errors */
+
+__attribute__((format(printf, 5, 6)))
+static int fail(gr_error *e, const char *name, enum gr_err_kind kind, uint64_t off,
+                const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    e->kind = kind;
+    e->offset = off;
+    e->status = (kind == GR_E_IO || kind == GR_E_NOMEM) ? GR_READ_IO : GR_READ_CORRUPT;
+    if (off == GR_NO_OFFSET)
+        snprintf(e->msg, sizeof e->msg, "%s: %s", name, what);
+    else
+        snprintf(e->msg, sizeof e->msg, "%s: offset %llu: %s", name,
+                 (unsigned long long)off, what);
+    return e->status;
+}
+
+static int no_memory(gr_error *e, const char *name)
+{
+    return fail(e, name, GR_E_NOMEM, GR_NO_OFFSET, "out of memory");
+}
+
+/* Grow *p (an array of *cap elements of size bytes) to hold need elements.
+ * Returns 0, or -1 on overflow / out of memory (*p unchanged). */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2)
+            return -1;
+        c *= 2;
+    }
+    if (c > SIZE_MAX / size)
+        return -1;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Read a whole file.  Returns 0 with *data (malloc'd, caller frees) and *n,
+ * or a status with e set. */
+static int slurp(const char *path, uint8_t **data, size_t *n, gr_error *e)
+{
+    *data = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(e, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno));
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (grow((void **)&buf, &cap, len + 65536, 1) < 0) {
+            free(buf);
+            fclose(f);
+            return no_memory(e, path);
+        }
+        size_t k = fread(buf + len, 1, cap - len, f);
+        len += k;
+        if (k == 0) {
+            if (ferror(f)) {
+                int err = errno;
+                free(buf);
+                fclose(f);
+                return fail(e, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(err ? err : EIO));
+            }
+            break;
+        }
+    }
+    fclose(f);
+    *data = buf;
+    *n = len;
+    return 0;
+}
+
+/* -------------------------------------------------------- header, chunks */
+
+enum { CH_OK, CH_END, CH_TRUNC, CH_BAD };
+
+/* Check the 16-byte header.  Returns CH_OK (header complete and valid),
+ * CH_TRUNC (the file is a prefix of a valid header), or CH_BAD (e set). */
+static int check_header(const uint8_t *d, size_t n, char stream, uint16_t *minor,
+                        gr_error *e, const char *name)
+{
+    size_t k = n < GR_MAGIC_LEN ? n : GR_MAGIC_LEN;
+    if (k > 0 && memcmp(d, GR_MAGIC, k) != 0)
+        return fail(e, name, GR_E_MAGIC, 0, "bad magic (not a greenreplay trace)"), CH_BAD;
+    if (n >= 10 && gr_get_u16le(d + 8) != GR_VERSION_MAJOR)
+        return fail(e, name, GR_E_MAJOR, 8, "unknown major version %u (this reader knows %u)",
+                    gr_get_u16le(d + 8), GR_VERSION_MAJOR), CH_BAD;
+    if (n >= 13 && d[12] != (uint8_t)stream)
+        return fail(e, name, GR_E_STREAM, 12, "stream kind 0x%02x, expected '%c' (%s)", d[12],
+                    stream, stream == GR_STREAM_SIDE ? "side channel" : "canonical trace"), CH_BAD;
+    if (n < GR_HEADER_LEN)
+        return CH_TRUNC;
+    *minor = gr_get_u16le(d + 10);
+    return CH_OK;
+}
+
+struct chunk {
+    char tag;
+    size_t off;        /* file offset of the chunk header */
+    const uint8_t *p;  /* payload */
+    size_t len;
+};
+
+/* Frame the chunk starting at pos.  tags lists the chunk tags allowed. */
+static int next_chunk(const uint8_t *d, size_t n, size_t pos, const char *tags,
+                      struct chunk *c, gr_error *e, const char *name)
+{
+    if (pos >= n)
+        return CH_END;
+    size_t avail = n - pos;
+    uint8_t tag = d[pos];
+    if (tag == 0 || !strchr(tags, tag))
+        return fail(e, name, GR_E_CHUNK_TAG, pos, "unknown chunk tag 0x%02x", tag), CH_BAD;
+    if (avail < 5)
+        return CH_TRUNC;
+    uint32_t len = gr_get_u32le(d + pos + 1);
+    if (len > GR_CHUNK_MAX)
+        return fail(e, name, GR_E_CHUNK_LEN, pos, "chunk length %lu over the limit of %u bytes",
+                    (unsigned long)len, GR_CHUNK_MAX), CH_BAD;
+    if (avail < GR_CHUNK_HEADER_LEN || avail - GR_CHUNK_HEADER_LEN < len)
+        return CH_TRUNC;
+    const uint8_t *p = d + pos + GR_CHUNK_HEADER_LEN;
+    uint32_t want = gr_get_u32le(d + pos + 5);
+    uint32_t got = (uint32_t)crc32(0L, p, (uInt)len);
+    if (want != got)
+        return fail(e, name, GR_E_CRC, pos, "chunk checksum mismatch"), CH_BAD;
+    c->tag = (char)tag;
+    c->off = pos;
+    c->p = p;
+    c->len = len;
+    return CH_OK;
+}
+
+/* Decode the trailer's varints into out[0..want-1]. */
+static int read_trailer(const struct chunk *c, uint64_t *out, size_t want, gr_error *e,
+                        const char *name)
+{
+    const uint8_t *p = c->p, *end = c->p + c->len;
+    for (size_t i = 0; i < want; i++) {
+        int rc = gr_get_varint(&p, end, &out[i]);
+        if (rc == -1)
+            return fail(e, name, GR_E_TRAILER, c->off, "trailer too short (%zu of %zu fields)", i,
+                        want);
+        if (rc < 0)
+            return fail(e, name, GR_E_VARINT, c->off, "varint longer than 10 bytes in trailer");
+    }
+    /* Extra varints may come from a newer minor version; ignore them. */
+    return 0;
+}
+
+/* ------------------------------------------------------ record decoding */
+
+struct dec {
+    gr_trace *t;
+    const uint8_t *p, *end; /* cursor in the payload */
+    const uint8_t *base;    /* payload start */
+    size_t chunk_data;      /* file offset of the payload */
+    uint64_t roff;          /* file offset of the current record */
+};
+
+static int dfail(struct dec *d, enum gr_err_kind kind, const char *what)
+{
+    return fail(&d->t->err, d->t->name, kind, d->roff, "%s", what);
+}
+
+static int get(struct dec *d, uint64_t *v)
+{
+    int rc = gr_get_varint(&d->p, d->end, v);
+    if (rc == 0)
+        return 0;
+    if (rc == -1)
+        return dfail(d, GR_E_PAST_CHUNK, "record runs past the end of its chunk");
+    return dfail(d, GR_E_VARINT, "varint longer than 10 bytes or over 64 bits");
+}
+
+static int get_tid(struct dec *d, uint64_t *v)
+{
+    int rc = get(d, v);
+    if (rc)
+        return rc;
+    if (*v == 0)
+        return dfail(d, GR_E_VALUE, "thread id 0");
+    return 0;
+}
+
+static int get_id(struct dec *d, uint32_t *out, size_t defined, const char *what)
+{
+    uint64_t v;
+    int rc = get(d, &v);
+    if (rc)
+        return rc;
+    if (v == 0 || v > defined) {
+        char m[96];
+        if (v == 0)
+            snprintf(m, sizeof m, "%s id 0", what);
+        else
+            snprintf(m, sizeof m, "%s id %llu used before its definition", what,
+                     (unsigned long long)v);
+        return dfail(d, GR_E_UNDEFINED, m);
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int get_code(struct dec *d, uint32_t *out)
+{
+    return get_id(d, out, d->t->ncodes, "code");
+}
+
+static int get_string(struct dec *d, uint32_t *out)
+{
+    return get_id(d, out, d->t->nstrings, "string");
+}
+
+/* depth then depth code ids into the stack pool. */
+static int get_stack(struct dec *d, gr_record *r)
+{
+    uint64_t depth;
+    int rc = get(d, &depth);
+    if (rc)
+        return rc;
+    if (depth > GR_STACK_CAP) {
+        char m[80];
+        snprintf(m, sizeof m, "stack depth %llu over the cap of %d", (unsigned long long)depth,
+                 GR_STACK_CAP);
+        return dfail(d, GR_E_VALUE, m);
+    }
+    gr_trace *t = d->t;
+    if (grow((void **)&t->stacks, &t->cap_stacks, t->nstacks + depth, sizeof *t->stacks) < 0)
+        return no_memory(&t->err, t->name);
+    r->depth = (uint32_t)depth;
+    r->stack = t->nstacks;
+    for (uint64_t i = 0; i < depth; i++) {
+        if ((rc = get_code(d, &t->stacks[t->nstacks + i])))
+            return rc;
+    }
+    t->nstacks += depth;
+    return 0;
+}
+
+#define TRY(x)                \
+    do {                      \
+        int rc_ = (x);        \
+        if (rc_)              \
+            return rc_;       \
+    } while (0)
+
+static int def_string(struct dec *d)
+{
+    gr_trace *t = d->t;
+    uint64_t len;
+    TRY(get(d, &len));
+    if (len > (uint64_t)(d->end - d->p))
+        return dfail(d, GR_E_PAST_CHUNK, "string runs past the end of its chunk");
+    if (t->nstrings >= UINT32_MAX - 1)
+        return dfail(d, GR_E_VALUE, "too many strings");
+    if (grow((void **)&t->strings, &t->cap_strings, t->nstrings + 2, sizeof *t->strings) < 0)
+        return no_memory(&t->err, t->name);
+    gr_str *s = &t->strings[++t->nstrings];
+    s->p = d->p;
+    s->len = (uint32_t)len;
+    d->p += len;
+    return 0;
+}
+
+static int def_code(struct dec *d)
+{
+    gr_trace *t = d->t;
+    uint64_t kind, file, line;
+    uint32_t qual;
+    TRY(get(d, &kind));
+    if (kind != GR_CODE_PY && kind != GR_CODE_C)
+        return dfail(d, GR_E_VALUE, "unknown code kind");
+    TRY(get_string(d, &qual));
+    TRY(get(d, &file));
+    if (file > t->nstrings)
+        return dfail(d, GR_E_UNDEFINED, "string id used before its definition (code file)");
+    TRY(get(d, &line));
+    if (t->ncodes >= UINT32_MAX - 1)
+        return dfail(d, GR_E_VALUE, "too many code identities");
+    if (grow((void **)&t->codes, &t->cap_codes, t->ncodes + 2, sizeof *t->codes) < 0)
+        return no_memory(&t->err, t->name);
+    gr_code *c = &t->codes[++t->ncodes];
+    c->kind = (uint8_t)kind;
+    c->qualname = qual;
+    c->file = (uint32_t)file;
+    c->line = line;
+    return 0;
+}
+
+static int def_meta(struct dec *d)
+{
+    gr_trace *t = d->t;
+    uint32_t k, v;
+    TRY(get_string(d, &k));
+    TRY(get_string(d, &v));
+    if (grow((void **)&t->metas, &t->cap_metas, t->nmetas + 1, sizeof *t->metas) < 0)
+        return no_memory(&t->err, t->name);
+    t->metas[t->nmetas].key = k;
+    t->metas[t->nmetas].value = v;
+    t->nmetas++;
+    return 0;
+}
+
+/* Decode the fields of an indexed record whose tag is already consumed. */
+static int indexed(struct dec *d, uint8_t tag, gr_record *r)
+{
+    TRY(get_tid(d, &r->tid));
+    switch (tag) {
+    case GR_THREAD:
+        return 0;
+    case GR_GREENLET:
+        TRY(get(d, &r->gid));
+        TRY(get(d, &r->parent));
+        TRY(get(d, &r->flags));
+        return get_stack(d, r);
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        TRY(get(d, &r->gid));
+        return get_code(d, &r->code);
+    case GR_SWITCH:
+    case GR_THROW:
+        TRY(get(d, &r->gid));
+        TRY(get(d, &r->target));
+        TRY(get(d, &r->parent));
+        TRY(get(d, &r->flags));
+        TRY(get(d, &r->tracing));
+        return get(d, &r->use_tracing);
+    case GR_MARK:
+        TRY(get(d, &r->gid));
+        TRY(get_string(d, &r->label));
+        TRY(get_code(d, &r->code));
+        TRY(get(d, &r->flags));
+        return get_stack(d, r);
+    case GR_DEAD:
+    case GR_START:
+    case GR_STOP:
+        return get(d, &r->gid);
+    case GR_STACK:
+        TRY(get(d, &r->gid));
+        TRY(get(d, &r->flags));
+        return get_stack(d, r);
+    default:
+        return dfail(d, GR_E_RECORD_TAG, "unknown record tag");
+    }
+}
+
+/* Decode every record of one 'E' chunk payload. */
+static int read_records(gr_trace *t, const struct chunk *c)
+{
+    struct dec d = {
+        .t = t, .p = c->p, .end = c->p + c->len, .base = c->p,
+        .chunk_data = c->off + GR_CHUNK_HEADER_LEN,
+    };
+    while (d.p < d.end) {
+        const uint8_t *start = d.p;
+        d.roff = d.chunk_data + (size_t)(start - d.base);
+        uint8_t tag = *d.p++;
+        if (tag == GR_STRING)
+            TRY(def_string(&d));
+        else if (tag == GR_CODE)
+            TRY(def_code(&d));
+        else if (tag == GR_META)
+            TRY(def_meta(&d));
+        else if (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) {
+            if (grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
+                return no_memory(&t->err, t->name);
+            gr_record *r = &t->recs[t->nrecs];
+            memset(r, 0, sizeof *r);
+            r->tag = tag;
+            r->index = t->nrecs;
+            r->offset = d.roff;
+            TRY(indexed(&d, tag, r));
+            r->len = (uint32_t)(d.p - start);
+            t->nrecs++;
+        } else {
+            char m[96];
+            snprintf(m, sizeof m, "unknown record tag 0x%02x%s", tag,
+                     t->minor > GR_VERSION_MINOR ? " (written by a newer minor version)" : "");
+            return dfail(&d, GR_E_RECORD_TAG, m);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ traces */
+
+static int parse_owned(gr_trace *t)
+{
+    gr_error *e = &t->err;
+    int h = check_header(t->data, t->size, GR_STREAM_CANONICAL, &t->minor, e, t->name);
+    if (h == CH_BAD)
+        return e->status;
+    if (h == CH_TRUNC) {
+        t->truncated = 1;
+        t->truncated_at = 0;
+        return GR_READ_OK;
+    }
+    /* Slot 0 of the id tables is unused; allocate it up front. */
+    if (grow((void **)&t->strings, &t->cap_strings, 1, sizeof *t->strings) < 0 ||
+        grow((void **)&t->codes, &t->cap_codes, 1, sizeof *t->codes) < 0)
+        return no_memory(e, t->name);
+    memset(&t->strings[0], 0, sizeof t->strings[0]);
+    memset(&t->codes[0], 0, sizeof t->codes[0]);
+    size_t pos = GR_HEADER_LEN;
+    static const char tags[] = {GR_CHUNK_RECORDS, GR_CHUNK_TRAILER, 0};
+    for (;;) {
+        if (t->has_trailer) {
+            if (pos < t->size)
+                return fail(e, t->name, GR_E_TRAILER, pos, "data after the trailer");
+            return GR_READ_OK;
+        }
+        struct chunk c;
+        int k = next_chunk(t->data, t->size, pos, tags, &c, e, t->name);
+        if (k == CH_BAD)
+            return e->status;
+        if (k != CH_OK) { /* end without trailer, or incomplete chunk */
+            t->truncated = 1;
+            t->truncated_at = pos;
+            return GR_READ_OK;
+        }
+        if (c.tag == GR_CHUNK_TRAILER) {
+            uint64_t f[4];
+            if (read_trailer(&c, f, 4, e, t->name))
+                return e->status;
+            t->trailer.events = f[0];
+            t->trailer.dropped = f[1];
+            t->trailer.errors = f[2];
+            t->trailer.reason = f[3];
+            t->has_trailer = 1;
+        } else {
+            int rc = read_records(t, &c);
+            if (rc)
+                return rc;
+        }
+        pos += GR_CHUNK_HEADER_LEN + c.len;
+    }
+}
+
+static int start_trace(gr_trace *t, const char *name)
+{
+    memset(t, 0, sizeof *t);
+    t->err.offset = GR_NO_OFFSET;
+    t->name = strdup(name);
+    if (!t->name)
+        return no_memory(&t->err, name);
+    return 0;
+}
+
+int gr_trace_load(gr_trace *t, const char *path)
+{
+    int rc = start_trace(t, path);
+    if (rc)
+        return rc;
+    if ((rc = slurp(path, &t->data, &t->size, &t->err)))
+        return rc;
+    return parse_owned(t);
+}
+
+int gr_trace_parse(gr_trace *t, const char *name, const void *data, size_t n)
+{
+    int rc = start_trace(t, name);
+    if (rc)
+        return rc;
+    t->data = malloc(n ? n : 1);
+    if (!t->data)
+        return no_memory(&t->err, name);
+    if (n)
+        memcpy(t->data, data, n);
+    t->size = n;
+    return parse_owned(t);
+}
+
+void gr_trace_free(gr_trace *t)
+{
+    free(t->name);
+    free(t->data);
+    free(t->strings);
+    free(t->codes);
+    free(t->metas);
+    free(t->recs);
+    free(t->stacks);
+    memset(t, 0, sizeof *t);
+}
+
+const uint8_t *gr_trace_string(const gr_trace *t, uint64_t id, size_t *len)
+{
+    if (id == 0 || id > t->nstrings) {
+        *len = 0;
+        return NULL;
+    }
+    *len = t->strings[id].len;
+    return t->strings[id].p;
+}
+
+const gr_code *gr_trace_code(const gr_trace *t, uint64_t id)
+{
+    if (id == 0 || id > t->ncodes)
+        return NULL;
+    return &t->codes[id];
+}
+
+/* ------------------------------------------------------- side channel */
+
+static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
+{
+    gr_error *e = &tm->err;
+    uint16_t minor;
+    int h = check_header(data, size, GR_STREAM_SIDE, &minor, e, tm->name);
+    if (h == CH_BAD)
+        return e->status;
+    if (h == CH_TRUNC) {
+        tm->truncated = 1;
+        return GR_READ_OK;
+    }
+    size_t pos = GR_HEADER_LEN;
+    static const char tags[] = {GR_CHUNK_TIMES, GR_CHUNK_TRAILER, 0};
+    for (;;) {
+        if (tm->has_trailer) {
+            if (pos < size)
+                return fail(e, tm->name, GR_E_TRAILER, pos, "data after the trailer");
+            return GR_READ_OK;
+        }
+        struct chunk c;
+        int k = next_chunk(data, size, pos, tags, &c, e, tm->name);
+        if (k == CH_BAD)
+            return e->status;
+        if (k != CH_OK) {
+            tm->truncated = 1;
+            tm->truncated_at = pos;
+            return GR_READ_OK;
+        }
+        if (c.tag == GR_CHUNK_TRAILER) {
+            if (read_trailer(&c, &tm->count, 1, e, tm->name))
+                return e->status;
+            tm->has_trailer = 1;
+        } else {
+            const uint8_t *p = c.p, *end = c.p + c.len;
+            while (p < end) {
+                const uint8_t *at = p;
+                uint64_t v;
+                int rc = gr_get_varint(&p, end, &v);
+                uint64_t off = c.off + GR_CHUNK_HEADER_LEN + (size_t)(at - c.p);
+                if (rc == -1)
+                    return fail(e, tm->name, GR_E_PAST_CHUNK, off,
+                                "entry runs past the end of its chunk");
+                if (rc < 0)
+                    return fail(e, tm->name, GR_E_VARINT, off,
+                                "varint longer than 10 bytes or over 64 bits");
+                if (grow((void **)&tm->dt, &tm->cap, tm->n + 1, sizeof *tm->dt) < 0)
+                    return no_memory(e, tm->name);
+                tm->dt[tm->n++] = v;
+            }
+        }
+        pos += GR_CHUNK_HEADER_LEN + c.len;
+    }
+}
+
+static int start_times(gr_times *tm, const char *name)
+{
+    memset(tm, 0, sizeof *tm);
+    tm->err.offset = GR_NO_OFFSET;
+    tm->name = strdup(name);
+    if (!tm->name)
+        return no_memory(&tm->err, name);
+    return 0;
+}
+
+int gr_times_load(gr_times *tm, const char *path)
+{
+    int rc = start_times(tm, path);
+    if (rc)
+        return rc;
+    uint8_t *data;
+    size_t n;
+    if ((rc = slurp(path, &data, &n, &tm->err)))
+        return rc;
+    rc = times_decode(tm, data, n);
+    free(data);
+    return rc;
+}
+
+int gr_times_parse(gr_times *tm, const char *name, const void *data, size_t n)
+{
+    int rc = start_times(tm, name);
+    if (rc)
+        return rc;
+    return times_decode(tm, data, n);
+}
+
+void gr_times_free(gr_times *tm)
+{
+    free(tm->name);
+    free(tm->dt);
+    memset(tm, 0, sizeof *tm);
+}

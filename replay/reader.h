@@ -1,0 +1,181 @@
+/* reader.h - read a greenreplay trace file (docs/FORMAT.md) into memory and
+ * decode it: header, chunks (CRC-checked), definitions, indexed records and
+ * trailer; and the optional side channel (`X.grt.times`).
+ *
+ * Two kinds of bad input are distinguished:
+ *   - corrupt (bad magic, unknown major, CRC mismatch, unknown chunk or
+ *     record tag, oversize chunk, varint over 10 bytes, undefined id, tid 0,
+ *     depth over the cap, record past its chunk end, data after the
+ *     trailer): reading fails with GR_READ_CORRUPT and a one-line message
+ *     naming the file and the byte offset of the offending chunk or record;
+ *   - truncated (the file ends inside a chunk, or there is no 'Z' trailer):
+ *     not an error; every record of the complete chunks is returned and
+ *     `truncated_at` is the byte offset where the valid part ends.
+ * The reader never reads out of bounds and frees everything in
+ * gr_trace_free whatever the outcome.
+ */
+#ifndef GR_READER_H
+#define GR_READER_H
+
+#include "format.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Outcome of reading a file. */
+enum gr_read_status {
+    GR_READ_OK = 0,      /* complete or truncated */
+    GR_READ_CORRUPT = 1, /* the file is not a valid trace */
+    GR_READ_IO = 2,      /* could not read the file, or out of memory */
+};
+
+/* What exactly was wrong (err.kind), for callers and tests. */
+enum gr_err_kind {
+    GR_E_NONE = 0,
+    GR_E_IO,          /* open/read failed (errno text in the message) */
+    GR_E_NOMEM,       /* out of memory while decoding */
+    GR_E_MAGIC,       /* bad magic (offset 0) */
+    GR_E_MAJOR,       /* unknown major version (offset 8) */
+    GR_E_STREAM,      /* wrong stream kind for this reader (offset 12) */
+    GR_E_CHUNK_TAG,   /* unknown chunk tag (offset of the chunk) */
+    GR_E_CHUNK_LEN,   /* payload length over GR_CHUNK_MAX (chunk) */
+    GR_E_CRC,         /* checksum mismatch (chunk) */
+    GR_E_RECORD_TAG,  /* unknown record tag (record) */
+    GR_E_VARINT,      /* varint longer than 10 bytes or over 64 bits (record) */
+    GR_E_PAST_CHUNK,  /* record or string runs past the end of its chunk (record) */
+    GR_E_UNDEFINED,   /* string/code id 0, or not defined yet (record) */
+    GR_E_VALUE,       /* impossible value: tid 0, depth over the cap, code kind (record) */
+    GR_E_TRAILER,     /* malformed trailer, or data after it (chunk / offset) */
+};
+
+/* Error of a failed read.  offset is GR_NO_OFFSET when not applicable. */
+#define GR_NO_OFFSET UINT64_MAX
+typedef struct gr_error {
+    int status;            /* enum gr_read_status */
+    enum gr_err_kind kind;
+    uint64_t offset;       /* byte offset in the file */
+    char msg[400];         /* one line, no newline: "NAME: offset N: what" */
+} gr_error;
+
+/* A STRING definition: bytes inside the trace's file buffer (not
+ * NUL-terminated, may contain any byte). */
+typedef struct gr_str {
+    const uint8_t *p;
+    uint32_t len;
+} gr_str;
+
+/* A CODE definition (§3). */
+typedef struct gr_code {
+    uint8_t kind;      /* GR_CODE_PY or GR_CODE_C */
+    uint32_t qualname; /* string id, >= 1 */
+    uint32_t file;     /* string id, 0 none */
+    uint64_t line;     /* firstlineno, 0 for C */
+} gr_code;
+
+/* A META definition (§3): string ids. */
+typedef struct gr_meta {
+    uint32_t key, value;
+} gr_meta;
+
+/* One decoded indexed record (§4).  Fields a kind does not have are 0. */
+typedef struct gr_record {
+    uint64_t index;       /* 0-based index among indexed records */
+    uint64_t offset;      /* file offset of its tag byte */
+    uint64_t tid;         /* thread id, >= 1 */
+    uint64_t gid;         /* greenlet id; SWITCH/THROW: origin */
+    uint64_t target;      /* SWITCH/THROW: target gid */
+    uint64_t parent;      /* GREENLET: parent; SWITCH/THROW: parent of target */
+    uint64_t flags;       /* GREENLET, SWITCH/THROW state, MARK, STACK */
+    uint64_t tracing;     /* SWITCH/THROW */
+    uint64_t use_tracing; /* SWITCH/THROW */
+    uint32_t code;        /* CALL..C_EXCEPTION; MARK: the `mark` code id */
+    uint32_t label;       /* MARK: string id */
+    uint32_t depth;       /* GREENLET, MARK, STACK: number of code ids */
+    uint32_t len;         /* encoded size in bytes */
+    size_t stack;         /* index of the first code id in gr_trace.stacks */
+    uint8_t tag;          /* enum gr_tag, GR_THREAD..GR_STACK */
+} gr_record;
+
+/* The trailer (§2). */
+typedef struct gr_trailer {
+    uint64_t events, dropped, errors, reason;
+} gr_trailer;
+
+/* A decoded trace.  Everything is owned by the struct and released by
+ * gr_trace_free.  Ids index the tables directly: strings[id] for id in
+ * 1..nstrings (entry 0 is unused), likewise codes. */
+typedef struct gr_trace {
+    char *name;           /* file name used in messages */
+    uint8_t *data;        /* the whole file */
+    size_t size;          /* its size in bytes */
+    uint16_t minor;       /* minor version from the header */
+    gr_str *strings;      /* [nstrings + 1] */
+    size_t nstrings;
+    gr_code *codes;       /* [ncodes + 1] */
+    size_t ncodes;
+    gr_meta *metas;       /* in file order */
+    size_t nmetas;
+    gr_record *recs;      /* indexed records, recs[i].index == i */
+    size_t nrecs;
+    uint32_t *stacks;     /* pool of code ids referenced by records */
+    size_t nstacks;
+    int has_trailer;      /* a 'Z' chunk was read */
+    gr_trailer trailer;
+    int truncated;        /* file ends inside a chunk or lacks a trailer */
+    uint64_t truncated_at; /* byte offset where the valid part ends */
+    gr_error err;         /* set when a read fails */
+    /* capacities (internal) */
+    size_t cap_strings, cap_codes, cap_metas, cap_recs, cap_stacks;
+} gr_trace;
+
+/* Read and decode the trace file at path into *t (which need not be
+ * initialised).  Returns GR_READ_OK (t->truncated tells whether the file
+ * was cut short), GR_READ_CORRUPT or GR_READ_IO; on failure t->err holds
+ * the message and the records decoded before the problem stay in t.  The
+ * caller must call gr_trace_free(t) in every case. */
+int gr_trace_load(gr_trace *t, const char *path);
+
+/* Same, decoding n bytes at data (copied; the caller keeps its buffer);
+ * name is used in messages. */
+int gr_trace_parse(gr_trace *t, const char *name, const void *data, size_t n);
+
+/* Release everything *t owns and zero it.  Safe on a zeroed struct. */
+void gr_trace_free(gr_trace *t);
+
+/* The code ids of r's stack (r->depth of them, outermost first). */
+static inline const uint32_t *gr_record_stack(const gr_trace *t, const gr_record *r)
+{
+    return t->stacks + r->stack;
+}
+
+/* String id -> bytes and length; NULL (and *len = 0) for an id out of range. */
+const uint8_t *gr_trace_string(const gr_trace *t, uint64_t id, size_t *len);
+
+/* Code id -> definition; NULL for an id out of range. */
+const gr_code *gr_trace_code(const gr_trace *t, uint64_t id);
+
+/* The side channel (§5): one nanosecond delta per indexed record. */
+typedef struct gr_times {
+    char *name;
+    uint64_t *dt;         /* [n] ns since the previous indexed record */
+    size_t n;
+    size_t cap;           /* internal */
+    int has_trailer;
+    uint64_t count;       /* trailer's entry count (when has_trailer) */
+    int truncated;
+    uint64_t truncated_at;
+    gr_error err;
+} gr_times;
+
+/* Read a side-channel file (stream 'S', 'T' chunks, trailer with the entry
+ * count) into *tm.  Same status and truncation rules as gr_trace_load; the
+ * caller must call gr_times_free(tm) in every case. */
+int gr_times_load(gr_times *tm, const char *path);
+
+/* Same from n bytes at data (copied). */
+int gr_times_parse(gr_times *tm, const char *name, const void *data, size_t n);
+
+/* Release everything *tm owns and zero it. */
+void gr_times_free(gr_times *tm);
+
+#endif

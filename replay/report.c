@@ -1,0 +1,342 @@
+/* report.c - text, JSON and JUnit output of checker results (report.h). */
+#include "report.h"
+
+#include "dump.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *note_title(enum gr_note_kind k)
+{
+    switch (k) {
+    case GR_NOTE_OPEN_AT_STOP: return "open at stop";
+    case GR_NOTE_OPEN_AT_TRUNCATION: return "open at end of truncated trace";
+    default: return "open at end of trace (no STOP record)";
+    }
+}
+
+static const char *note_key(enum gr_note_kind k)
+{
+    switch (k) {
+    case GR_NOTE_OPEN_AT_STOP: return "open_at_stop";
+    case GR_NOTE_OPEN_AT_TRUNCATION: return "open_at_truncation";
+    default: return "open_at_end";
+    }
+}
+
+/* "trace ends at byte N ..." for a truncated trace. */
+static void truncation_line(gr_sb *sb, const gr_trace *t)
+{
+    gr_sb_printf(sb, "trace ends at byte %" PRIu64 " without a trailer (recording cut short); ",
+                 t->truncated_at);
+    if (t->nrecs)
+        gr_sb_printf(sb, "checked records 0..%zu", t->nrecs - 1);
+    else
+        gr_sb_puts(sb, "no complete record to check");
+}
+
+/* Dump line of record i, for context. */
+static void context_line(gr_sb *sb, const gr_trace *t, size_t i)
+{
+    if (i < t->nrecs)
+        gr_dump_record(sb, t, &t->recs[i]);
+    else
+        gr_sb_printf(sb, "%6zu ?", i);
+}
+
+void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_sb_printf(&sb, "== %s: %zu records", t->name, t->nrecs);
+    if (t->has_trailer) {
+        const char *why = gr_reason_name(t->trailer.reason);
+        gr_sb_printf(&sb, ", trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,
+                     t->trailer.events, t->trailer.dropped, t->trailer.errors);
+        if (why)
+            gr_sb_printf(&sb, " reason=%s\n", why);
+        else
+            gr_sb_printf(&sb, " reason=%" PRIu64 "\n", t->trailer.reason);
+    } else {
+        gr_sb_putc(&sb, '\n');
+        truncation_line(&sb, t);
+        gr_sb_putc(&sb, '\n');
+    }
+    for (size_t i = 0; i < r->nwarnings; i++)
+        gr_sb_printf(&sb, "warning: %s\n", r->warnings[i]);
+    for (int k = 0; k < GR_NRULES; k++)
+        gr_sb_printf(&sb, "  %-20s %zu\n", gr_rule_name((enum gr_rule)k), r->counts[k]);
+    for (size_t i = 0; i < r->nv; i++) {
+        const gr_violation *v = &r->v[i];
+        gr_sb_printf(&sb, "\n%s at event %" PRIu64 " (t%" PRIu64 " g%" PRIu64 "): %s\n",
+                     gr_rule_name(v->rule), v->index, v->tid, v->gid, v->message);
+        for (int k = 0; k < v->nctx; k++) {
+            gr_sb_puts(&sb, v->ctx[k] == v->index ? "  > " : "    ");
+            context_line(&sb, t, v->ctx[k]);
+            gr_sb_putc(&sb, '\n');
+        }
+    }
+    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_OPEN_AT_END; kind++) {
+        int shown = 0;
+        for (size_t i = 0; i < r->nnotes; i++) {
+            const gr_note *n = &r->notes[i];
+            if ((int)n->kind != kind)
+                continue;
+            if (!shown)
+                gr_sb_printf(&sb, "\n%s (informational, not violations):\n",
+                             note_title((enum gr_note_kind)kind));
+            shown = 1;
+            gr_sb_printf(&sb, "  t%" PRIu64 " g%" PRIu64 ": %s\n", n->tid, n->gid, n->frames);
+        }
+    }
+    if (r->nv)
+        gr_sb_printf(&sb, "\nresult: %zu violation%s\n", r->nv, r->nv == 1 ? "" : "s");
+    else
+        gr_sb_puts(&sb, "\nresult: clean\n");
+    fwrite(sb.s, 1, sb.len, out);
+    gr_sb_free(&sb);
+}
+
+json_t *gr_json_u64(uint64_t v)
+{
+    if (v <= (uint64_t)LLONG_MAX)
+        return json_integer((json_int_t)v);
+    char b[32];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    return json_string(b);
+}
+
+json_t *gr_json_str(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_sb_escape(&sb, s, strlen(s), 0);
+    j = json_string(gr_sb_str(&sb));
+    gr_sb_free(&sb);
+    return j;
+}
+
+static json_t *trailer_json(const gr_trace *t)
+{
+    if (!t->has_trailer)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "events", gr_json_u64(t->trailer.events));
+    json_object_set_new(o, "dropped", gr_json_u64(t->trailer.dropped));
+    json_object_set_new(o, "errors", gr_json_u64(t->trailer.errors));
+    const char *why = gr_reason_name(t->trailer.reason);
+    json_object_set_new(o, "reason", why ? json_string(why) : gr_json_u64(t->trailer.reason));
+    return o;
+}
+
+json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    json_t *o = json_object();
+    json_object_set_new(o, "file", gr_json_str(t->name));
+    json_object_set_new(o, "status", json_string(r->nv ? "violations" : "clean"));
+    json_object_set_new(o, "records", gr_json_u64(t->nrecs));
+    json_object_set_new(o, "trailer", trailer_json(t));
+    json_object_set_new(o, "truncated_at", t->has_trailer ? json_null()
+                                                          : gr_json_u64(t->truncated_at));
+    json_t *w = json_array();
+    if (!t->has_trailer) {
+        truncation_line(&sb, t);
+        json_array_append_new(w, gr_json_str(gr_sb_str(&sb)));
+        gr_sb_reset(&sb);
+    }
+    for (size_t i = 0; i < r->nwarnings; i++)
+        json_array_append_new(w, gr_json_str(r->warnings[i]));
+    json_object_set_new(o, "warnings", w);
+    json_t *counts = json_object();
+    for (int k = 0; k < GR_NRULES; k++)
+        json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));
+    json_object_set_new(o, "counts", counts);
+    json_t *vs = json_array();
+    for (size_t i = 0; i < r->nv; i++) {
+        const gr_violation *v = &r->v[i];
+        json_t *jv = json_object();
+        json_object_set_new(jv, "rule", json_string(gr_rule_name(v->rule)));
+        json_object_set_new(jv, "index", gr_json_u64(v->index));
+        json_object_set_new(jv, "tid", gr_json_u64(v->tid));
+        json_object_set_new(jv, "gid", gr_json_u64(v->gid));
+        json_object_set_new(jv, "message", gr_json_str(v->message));
+        json_t *ctx = json_array();
+        for (int k = 0; k < v->nctx; k++) {
+            gr_sb_reset(&sb);
+            context_line(&sb, t, v->ctx[k]);
+            json_array_append_new(ctx, gr_json_str(gr_sb_str(&sb)));
+        }
+        json_object_set_new(jv, "context", ctx);
+        json_array_append_new(vs, jv);
+    }
+    json_object_set_new(o, "violations", vs);
+    json_t *notes = json_array();
+    for (size_t i = 0; i < r->nnotes; i++) {
+        const gr_note *n = &r->notes[i];
+        json_t *jn = json_object();
+        json_object_set_new(jn, "kind", json_string(note_key(n->kind)));
+        json_object_set_new(jn, "tid", gr_json_u64(n->tid));
+        json_object_set_new(jn, "gid", gr_json_u64(n->gid));
+        json_object_set_new(jn, "frames", gr_json_str(n->frames));
+        json_array_append_new(notes, jn);
+    }
+    json_object_set_new(o, "notes", notes);
+    gr_sb_free(&sb);
+    return o;
+}
+
+json_t *gr_report_json_unusable(const char *file, const char *error)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "file", gr_json_str(file));
+    json_object_set_new(o, "status", json_string("unusable"));
+    json_object_set_new(o, "error", gr_json_str(error));
+    return o;
+}
+
+/* ---------------------------------------------------------------- JUnit */
+
+void gr_xml_escape(gr_sb *sb, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        uint8_t c = (uint8_t)s[i];
+        switch (c) {
+        case '&': gr_sb_puts(sb, "&amp;"); i++; continue;
+        case '<': gr_sb_puts(sb, "&lt;"); i++; continue;
+        case '>': gr_sb_puts(sb, "&gt;"); i++; continue;
+        case '"': gr_sb_puts(sb, "&quot;"); i++; continue;
+        case '\'': gr_sb_puts(sb, "&apos;"); i++; continue;
+        case '\n': case '\t': gr_sb_putc(sb, (char)c); i++; continue;
+        default: break;
+        }
+        size_t k = (c < 0x20 || c == 0x7f) ? 0 : gr_utf8_len((const uint8_t *)s + i, n - i);
+        if (k == 0) {
+            char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+            gr_sb_put(sb, e, 4);
+            i++;
+        } else {
+            gr_sb_put(sb, s + i, k);
+            i += k;
+        }
+    }
+}
+
+void gr_junit_init(gr_junit *j)
+{
+    memset(j, 0, sizeof *j);
+    gr_sb_init(&j->body);
+}
+
+static void attr(gr_sb *sb, const char *key, const char *value)
+{
+    gr_sb_printf(sb, " %s=\"", key);
+    gr_xml_escape(sb, value);
+    gr_sb_putc(sb, '"');
+}
+
+void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r)
+{
+    gr_sb *b = &j->body, tmp;
+    gr_sb_init(&tmp);
+    size_t failing = 0;
+    for (int k = 0; k < GR_NRULES; k++)
+        failing += r->counts[k] != 0;
+    gr_sb_puts(b, "  <testsuite");
+    attr(b, "name", t->name);
+    gr_sb_printf(b, " tests=\"%d\" failures=\"%zu\" errors=\"0\">\n", GR_NRULES, failing);
+    for (int k = 0; k < GR_NRULES; k++) {
+        const char *rule = gr_rule_name((enum gr_rule)k);
+        gr_sb_puts(b, "    <testcase");
+        attr(b, "classname", t->name);
+        attr(b, "name", rule);
+        if (!r->counts[k]) {
+            gr_sb_puts(b, "/>\n");
+            continue;
+        }
+        gr_sb_printf(b, ">\n      <failure type=\"%s\" message=\"%zu violation%s\">", rule,
+                     r->counts[k], r->counts[k] == 1 ? "" : "s");
+        for (size_t i = 0; i < r->nv; i++) {
+            const gr_violation *v = &r->v[i];
+            if ((int)v->rule != k)
+                continue;
+            gr_sb_reset(&tmp);
+            gr_sb_printf(&tmp, "event %" PRIu64 " (t%" PRIu64 " g%" PRIu64 "): %s\n", v->index,
+                         v->tid, v->gid, v->message);
+            for (int c = 0; c < v->nctx; c++) {
+                gr_sb_puts(&tmp, v->ctx[c] == v->index ? "  > " : "    ");
+                context_line(&tmp, t, v->ctx[c]);
+                gr_sb_putc(&tmp, '\n');
+            }
+            gr_xml_escape(b, gr_sb_str(&tmp));
+        }
+        gr_sb_puts(b, "</failure>\n    </testcase>\n");
+    }
+    gr_sb_reset(&tmp);
+    if (!t->has_trailer) {
+        truncation_line(&tmp, t);
+        gr_sb_putc(&tmp, '\n');
+    }
+    for (size_t i = 0; i < r->nwarnings; i++)
+        gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->nnotes; i++)
+        gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
+                     r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
+    if (tmp.len) {
+        gr_sb_puts(b, "    <system-out>");
+        gr_xml_escape(b, gr_sb_str(&tmp));
+        gr_sb_puts(b, "</system-out>\n");
+    }
+    gr_sb_puts(b, "  </testsuite>\n");
+    gr_sb_free(&tmp);
+    j->tests += GR_NRULES;
+    j->failures += failing;
+}
+
+void gr_junit_add_unusable(gr_junit *j, const char *file, const char *error)
+{
+    gr_sb *b = &j->body;
+    gr_sb_puts(b, "  <testsuite");
+    attr(b, "name", file);
+    gr_sb_puts(b, " tests=\"1\" failures=\"0\" errors=\"1\">\n    <testcase");
+    attr(b, "classname", file);
+    gr_sb_puts(b, " name=\"read\">\n      <error type=\"unusable\"");
+    attr(b, "message", error);
+    gr_sb_puts(b, "/>\n    </testcase>\n  </testsuite>\n");
+    j->tests++;
+    j->errors++;
+}
+
+int gr_junit_write(const gr_junit *j, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f, "<testsuites name=\"greenreplay check\" tests=\"%zu\" failures=\"%zu\" "
+               "errors=\"%zu\">\n",
+            j->tests, j->failures, j->errors);
+    fwrite(gr_sb_str(&j->body), 1, j->body.len, f);
+    fprintf(f, "</testsuites>\n");
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        if (!errno)
+            errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+void gr_junit_free(gr_junit *j)
+{
+    gr_sb_free(&j->body);
+}

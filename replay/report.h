@@ -1,0 +1,71 @@
+/* report.h - output of checker results (`greenreplay check`): text, JSON
+ * (jansson) and JUnit XML.  The formats are described in docs/FORMAT.md §7.
+ */
+#ifndef GR_REPORT_H
+#define GR_REPORT_H
+
+#include "check.h"
+#include "reader.h"
+#include "text.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* Status of one checked file, also its contribution to the exit code. */
+enum gr_check_status {
+    GR_CHECK_CLEAN = 0,      /* no violation (truncation alone is fine) */
+    GR_CHECK_VIOLATIONS = 1, /* at least one violation */
+    GR_CHECK_UNUSABLE = 2,   /* missing, unreadable or corrupt file */
+};
+
+/* Write the text report of one checked trace to out: warnings, the
+ * truncation line, a count per rule, each violation with its context dump
+ * lines, the informational notes, and a result line. */
+void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r);
+
+/* The JSON object describing one checked trace (new reference). */
+json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r);
+
+/* The JSON object for a file that could not be used; error is the reader's
+ * one-line message (new reference). */
+json_t *gr_report_json_unusable(const char *file, const char *error);
+
+/* JUnit XML being built: testsuite elements and totals. */
+typedef struct gr_junit {
+    gr_sb body;          /* the <testsuite> elements */
+    size_t tests, failures, errors;
+} gr_junit;
+
+/* Start an empty report (*j need not be initialised). */
+void gr_junit_init(gr_junit *j);
+
+/* Add a testsuite for a checked trace: one testcase per rule, with a
+ * failure element listing that rule's violations; warnings and notes go to
+ * system-out. */
+void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r);
+
+/* Add a testsuite for an unusable file: one testcase "read" with an error
+ * element holding the message. */
+void gr_junit_add_unusable(gr_junit *j, const char *file, const char *error);
+
+/* Write the complete document to path.  Returns 0, or -1 with errno set if
+ * the file could not be written. */
+int gr_junit_write(const gr_junit *j, const char *path);
+
+/* Release the report's memory. */
+void gr_junit_free(gr_junit *j);
+
+/* Append s to sb escaped for XML text or attribute values: & < > " ' become
+ * entities, valid UTF-8 is kept, and bytes that XML 1.0 cannot hold
+ * (control characters other than tab and newline, invalid UTF-8) become
+ * the text "\xHH". */
+void gr_xml_escape(gr_sb *sb, const char *s);
+
+/* json_string that never fails on bad UTF-8: such input is escaped as in
+ * gr_sb_escape (new reference). */
+json_t *gr_json_str(const char *s);
+
+/* uint64 as a JSON integer, or as a decimal string above LLONG_MAX (json_int_t is long long). */
+json_t *gr_json_u64(uint64_t v);
+
+#endif

@@ -1,0 +1,48 @@
+/* stats.h - event counts of a trace (`greenreplay stats`): per record kind,
+ * per thread and per greenlet, as a text table or JSON.
+ */
+#ifndef GR_STATS_H
+#define GR_STATS_H
+
+#include "reader.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define GR_NKINDS (GR_LAST_INDEXED - GR_FIRST_INDEXED + 1)
+
+/* Counts for one thread or greenlet. */
+typedef struct gr_stats_row {
+    uint64_t id;               /* tid or gid */
+    uint64_t tid;              /* greenlets: thread of its first record */
+    uint64_t total;            /* records attributed to it */
+    uint64_t kinds[GR_NKINDS]; /* by kind, index tag - GR_FIRST_INDEXED */
+} gr_stats_row;
+
+/* Counts of a whole trace.  A record counts for its tid's thread and its
+ * gid's greenlet; SWITCH/THROW count for the target greenlet (they are
+ * written in it), THREAD for no greenlet. */
+typedef struct gr_stats {
+    uint64_t total;
+    uint64_t kinds[GR_NKINDS];
+    gr_stats_row *threads;   /* owned, sorted by tid */
+    size_t nthreads;
+    gr_stats_row *greenlets; /* owned, sorted by gid */
+    size_t ngreenlets;
+} gr_stats;
+
+/* Count the records of t into *s (need not be initialised).  Exits(2) on
+ * out of memory.  Free with gr_stats_free. */
+void gr_stats_compute(const gr_trace *t, gr_stats *s);
+
+/* Release what *s owns and zero it. */
+void gr_stats_free(gr_stats *s);
+
+/* Write the text tables.  Returns 0, or -1 if writing failed. */
+int gr_stats_print_text(FILE *out, const gr_trace *t, const gr_stats *s);
+
+/* Write the JSON form (one object, see docs/FORMAT.md §7).  Returns 0, or
+ * -1 if writing failed. */
+int gr_stats_print_json(FILE *out, const gr_trace *t, const gr_stats *s);
+
+#endif
