@@ -1,0 +1,763 @@
+/* test_check.c - replay/check.c: for every rule, traces that must pass and
+ * traces that must be flagged, asserting the rule name and event index. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "check.h"
+#include "edit.h"
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A trace under construction with the usual code identities, thread 1
+ * started in g1 whose shadow is [mod, main] after record 3. */
+typedef struct fx {
+    tb b;
+    uint32_t mod, main, x, y, sw, mk, start, stop, len, label;
+    gr_trace t;
+    gr_check_result res;
+    int loaded;
+} fx;
+
+#define OURS_KNOWN (GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN)
+
+static void begin(fx *f)
+{
+    memset(f, 0, sizeof *f);
+    tb_open(&f->b, 0);
+    f->mod = tb_py(&f->b, "<module>", "seed.py", 1);
+    f->main = tb_py(&f->b, "main", "seed.py", 18);
+    f->x = tb_py(&f->b, "x", "seed.py", 14);
+    f->y = tb_py(&f->b, "y", "seed.py", 30);
+    f->sw = tb_c(&f->b, "greenlet.switch");
+    f->mk = tb_c(&f->b, "greenreplay.mark");
+    f->start = tb_c(&f->b, "greenreplay.start");
+    f->stop = tb_c(&f->b, "greenreplay.stop");
+    f->len = tb_c(&f->b, "builtins.len");
+    f->label = tb_str(&f->b, "in x");
+    tb_thread(&f->b, 1);                                                  /* 0 */
+    tb_greenlet(&f->b, 1, 1, 0, GR_GL_MAIN, 3, f->mod, f->main, f->start); /* 1 */
+    tb_simple(&f->b, GR_START, 1, 1);                                     /* 2 */
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->start);                            /* 3 */
+}
+
+/* MARK bracketed by c_call/c_return of mark, with the given stack. */
+static uint64_t mark_in(fx *f, uint64_t gid, int n, uint32_t a, uint32_t b, uint32_t c)
+{
+    tb_ev(&f->b, GR_C_CALL, 1, gid, f->mk);
+    uint64_t i;
+    if (n == 1)
+        i = tb_mark(&f->b, 1, gid, f->label, f->mk, GR_MARK_PROFILE_OURS, 1, a);
+    else if (n == 2)
+        i = tb_mark(&f->b, 1, gid, f->label, f->mk, GR_MARK_PROFILE_OURS, 2, a, b);
+    else
+        i = tb_mark(&f->b, 1, gid, f->label, f->mk, GR_MARK_PROFILE_OURS, 3, a, b, c);
+    tb_ev(&f->b, GR_C_RETURN, 1, gid, f->mk);
+    return i;
+}
+
+/* g1 calls stop: C_CALL stop, STOP, STACK of g1 [mod main stop]. */
+static uint64_t stop_g1(fx *f)
+{
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->stop);
+    uint64_t i = tb_simple(&f->b, GR_STOP, 1, 1);
+    tb_stack(&f->b, 1, 1, GR_STACK_RUNNING, 3, f->mod, f->main, f->stop);
+    return i;
+}
+
+static void load_check(fx *f, int finish)
+{
+    if (finish)
+        tb_finish(&f->b);
+    else
+        tb_abandon(&f->b);
+    assert_int_equal(tb_load(&f->b, &f->t), GR_READ_OK);
+    gr_check_run(&f->t, &f->res);
+    f->loaded = 1;
+}
+
+static void end(fx *f)
+{
+    if (f->loaded) {
+        gr_check_result_free(&f->res);
+        gr_trace_free(&f->t);
+    }
+    tb_cleanup(&f->b);
+}
+
+static size_t count(const fx *f, enum gr_rule rule)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->res.nv; i++)
+        n += f->res.v[i].rule == rule;
+    assert_int_equal(n, f->res.counts[rule]);
+    return n;
+}
+
+/* The violation of `rule` at `index`; fails the test if absent. */
+static const gr_violation *expect(const fx *f, enum gr_rule rule, uint64_t index,
+                                  const char *phrase)
+{
+    for (size_t i = 0; i < f->res.nv; i++) {
+        const gr_violation *v = &f->res.v[i];
+        if (v->rule == rule && v->index == index) {
+            if (phrase && !strstr(v->message, phrase))
+                fail_msg("%s at %llu: message '%s' lacks '%s'", gr_rule_name(rule),
+                         (unsigned long long)index, v->message, phrase);
+            return v;
+        }
+    }
+    for (size_t i = 0; i < f->res.nv; i++)
+        print_message("  have %s at %llu: %s\n", gr_rule_name(f->res.v[i].rule),
+                      (unsigned long long)f->res.v[i].index, f->res.v[i].message);
+    fail_msg("no %s violation at event %llu", gr_rule_name(rule), (unsigned long long)index);
+    return NULL;
+}
+
+static void expect_clean(const fx *f)
+{
+    for (size_t i = 0; i < f->res.nv; i++)
+        print_message("  unexpected %s at %llu: %s\n", gr_rule_name(f->res.v[i].rule),
+                      (unsigned long long)f->res.v[i].index, f->res.v[i].message);
+    assert_int_equal(f->res.nv, 0);
+}
+
+/* The seed scenario: x() in g1, then greenlet(x).switch(). */
+struct seed_idx {
+    uint64_t mark1, greenlet2, switch_in, call_x2, mark2, ret_x2, switch_out, dead, stop;
+};
+
+static void seed_scenario(fx *f, struct seed_idx *s, uint64_t switch_flags, uint64_t use_tracing)
+{
+    begin(f);
+    tb_ev(&f->b, GR_CALL, 1, 1, f->x);                                   /* 4 */
+    s->mark1 = mark_in(f, 1, 3, f->mod, f->main, f->x);                  /* 5 6 7 */
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->x);                                 /* 8 */
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                /* 9 */
+    s->greenlet2 = tb_greenlet(&f->b, 1, 2, 1, 0, 0);                    /* 10 */
+    s->switch_in = tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, switch_flags, 0, use_tracing);
+    s->call_x2 = tb_ev(&f->b, GR_CALL, 1, 2, f->x);                      /* 12 */
+    s->mark2 = mark_in(f, 2, 1, f->x, 0, 0);                             /* 13 14 15 */
+    s->ret_x2 = tb_ev(&f->b, GR_RETURN, 1, 2, f->x);                     /* 16 */
+    s->switch_out = tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0,
+                              switch_flags | GR_SW_ORIGIN_DEAD, 0, use_tracing);
+    s->dead = tb_simple(&f->b, GR_DEAD, 1, 2);                           /* 18 */
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);                              /* 19 */
+    s->stop = stop_g1(f);                                                /* 20 21 22 */
+}
+
+/* ------------------------------------------------------------ clean */
+
+static void test_seed_clean(void **state)
+{
+    (void)state;
+    fx f;
+    struct seed_idx s;
+    seed_scenario(&f, &s, OURS_KNOWN, 1);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_int_equal(s.mark2, 14);
+    /* g1 is open at stop: informational, not a violation */
+    assert_int_equal(f.res.nnotes, 1);
+    assert_int_equal(f.res.notes[0].kind, GR_NOTE_OPEN_AT_STOP);
+    assert_int_equal(f.res.notes[0].gid, 1);
+    assert_string_equal(f.res.notes[0].frames,
+                        "<module> (seed.py:1) > main (seed.py:18) > greenreplay.stop");
+    assert_int_equal(f.res.nwarnings, 0);
+    end(&f);
+}
+
+/* The "Done when" case: edit out the CALL inside the new greenlet. */
+static void test_dropped_call_in_new_greenlet_is_blind_spot(void **state)
+{
+    (void)state;
+    fx f;
+    struct seed_idx s;
+    seed_scenario(&f, &s, OURS_KNOWN, 1);
+    tb_finish(&f.b);
+    gr_trace orig;
+    assert_int_equal(tb_load(&f.b, &orig), GR_READ_OK);
+    char out[] = "/tmp/gr-unit-edit-XXXXXX";
+    int fd = mkstemp(out);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[256];
+    uint64_t drop = s.call_x2;
+    assert_int_equal(gr_edit_drop(&orig, &drop, 1, out, err, sizeof err), 0);
+    gr_trace_free(&orig);
+    assert_int_equal(gr_trace_load(&f.t, out), GR_READ_OK);
+    assert_int_equal(f.t.nrecs, 22);
+    gr_check_run(&f.t, &f.res);
+    f.loaded = 1;
+    /* the MARK moved from 14 to 13 */
+    const gr_violation *v =
+        expect(&f, GR_RULE_BLIND_SPOT, s.mark2 - 1, "profiler missed call of x (seed.py:14)");
+    assert_int_equal(v->tid, 1);
+    assert_int_equal(v->gid, 2);
+    assert_int_equal(count(&f, GR_RULE_BLIND_SPOT), 1);
+    /* context: up to 3 earlier records of t1, then the MARK itself */
+    assert_int_equal(v->nctx, 4);
+    assert_int_equal(v->ctx[3], s.mark2 - 1);
+    assert_int_equal(v->ctx[0], s.mark2 - 4);
+    /* the unmatched RETURN of x that follows is the only other finding */
+    expect(&f, GR_RULE_IMBALANCE, s.ret_x2 - 1, "RETURN of x (seed.py:14) without");
+    assert_int_equal(f.res.nv, 2);
+    unlink(out);
+    end(&f);
+}
+
+static void test_blind_spot_missed_return(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                 /* 4 */
+    /* y returned but the profiler never saw its RETURN: shadow [mod main x y] */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);                 /* 5 */
+    uint64_t m = mark_in(&f, 1, 3, f.mod, f.main, f.x); /* 6 7 8 */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "profiler missed return of y (seed.py:30)");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_blind_spot_cut_mark(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x); /* 4; shadow [mod main x] */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);
+    /* cut: only the innermost frames are listed; they match */
+    tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS | GR_MARK_CUT, 2, f.main, f.x); /* 6 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);
+    /* cut, innermost differ */
+    uint64_t bad = tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS | GR_MARK_CUT, 2,
+                           f.main, f.y); /* 9 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, bad, "missed return of x");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+/* --------------------------------------------------------- imbalance */
+
+static void test_return_mismatch_resyncs(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                  /* 4 */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);                  /* 5 */
+    uint64_t r = tb_ev(&f.b, GR_RETURN, 1, 1, f.x);   /* 6: RETURN of y lost */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                  /* 7 */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);                /* 8 */
+    mark_in(&f, 1, 2, f.mod, f.main, 0);              /* 9 10 11: in sync again */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_IMBALANCE, r, "profiler missed the return of y (seed.py:30)");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_c_return_without_c_call(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                        /* 4 */
+    uint64_t r = tb_ev(&f.b, GR_C_RETURN, 1, 1, f.len);     /* 5: no C_CALL of len */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.len);                    /* 6 */
+    uint64_t e = tb_ev(&f.b, GR_C_EXCEPTION, 1, 1, f.sw);   /* 7: wrong code */
+    tb_ev(&f.b, GR_C_EXCEPTION, 1, 1, f.len);               /* 8: ok */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);                      /* 9 */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_IMBALANCE, r, "122029");
+    expect(&f, GR_RULE_IMBALANCE, r, "C_RETURN of builtins.len without a matching C_CALL");
+    expect(&f, GR_RULE_IMBALANCE, e, "C_EXCEPTION of greenlet.switch");
+    assert_int_equal(f.res.nv, 2);
+    end(&f);
+}
+
+static void test_balanced_c_calls_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.len);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x); /* a Python callback inside the C call */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.len);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.len);
+    tb_ev(&f.b, GR_C_EXCEPTION, 1, 1, f.len);
+    /* main returns, then the module: leaving the seed is fine */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.main);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.mod);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_int_equal(f.res.nnotes, 0);
+    end(&f);
+}
+
+static void test_suspended_seed_tolerates_one_c_return(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);                                         /* 4 */
+    tb_greenlet(&f.b, 1, 3, 1, GR_GL_SUSPENDED, 2, f.main, f.x);                /* 5 */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 3, 1, OURS_KNOWN, 0, 1);                   /* 6 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 3, f.sw);   /* 7: the switch it was inside: ok */
+    uint64_t second = tb_ev(&f.b, GR_C_RETURN, 1, 3, f.sw); /* 8: one too many */
+    tb_ev(&f.b, GR_RETURN, 1, 3, f.x);                                          /* 9 */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_IMBALANCE, second, "C_RETURN of greenlet.switch without");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_unsuspended_seed_flags_c_return(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 3, 1, 0, 2, f.main, f.x); /* not suspended */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 3, 1, OURS_KNOWN, 0, 1);
+    uint64_t r = tb_ev(&f.b, GR_C_RETURN, 1, 3, f.sw); /* 7 */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_IMBALANCE, r, "without a matching C_CALL");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_dead_with_open_frames(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);                                 /* 4 */
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                                   /* 5 */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);           /* 6 */
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);                                    /* 7 */
+    tb_ev(&f.b, GR_CALL, 1, 2, f.y);                                    /* 8 */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.y);                                  /* 9: x's RETURN lost */
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1); /* 10 */
+    uint64_t d = tb_simple(&f.b, GR_DEAD, 1, 2);                        /* 11 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_IMBALANCE, d, "g2 died with 1 open shadow entry: x (seed.py:14)");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_dead_clean(void **state)
+{
+    (void)state;
+    fx f;
+    struct seed_idx s;
+    seed_scenario(&f, &s, OURS_KNOWN, 1);
+    load_check(&f, 1);
+    expect_clean(&f); /* g2 died with an empty shadow */
+    end(&f);
+}
+
+static void test_open_at_stop_matches(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);  /* 4: x still open at stop */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.stop);
+    tb_simple(&f.b, GR_STOP, 1, 1);
+    tb_stack(&f.b, 1, 1, GR_STACK_RUNNING, 4, f.mod, f.main, f.x, f.stop);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_int_equal(f.res.nnotes, 1);
+    assert_int_equal(f.res.notes[0].kind, GR_NOTE_OPEN_AT_STOP);
+    assert_non_null(strstr(f.res.notes[0].frames, "x (seed.py:14) > greenreplay.stop"));
+    end(&f);
+}
+
+static void test_open_at_stop_differs(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);  /* 4 */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.stop);
+    tb_simple(&f.b, GR_STOP, 1, 1);
+    /* real stack has no x: its RETURN was lost */
+    uint64_t st = tb_stack(&f.b, 1, 1, GR_STACK_RUNNING, 3, f.mod, f.main, f.stop); /* 7 */
+    load_check(&f, 1);
+    expect(&f, GR_RULE_IMBALANCE, st, "profiler missed return of x (seed.py:14)");
+    assert_int_equal(f.res.nv, 1);
+    assert_int_equal(f.res.nnotes, 0);
+    end(&f);
+}
+
+static void test_open_frames_without_stack_record(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);                       /* 4 */
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                         /* 5 */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1); /* 6 */
+    tb_ev(&f.b, GR_CALL, 1, 2, f.y);                          /* 7 */
+    tb_ev(&f.b, GR_C_CALL, 1, 2, f.sw);                       /* 8 */
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1); /* 9 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);                     /* 10 */
+    uint64_t stop = stop_g1(&f);                              /* 11 12 13: no STACK of g2 */
+    load_check(&f, 1);
+    const gr_violation *v =
+        expect(&f, GR_RULE_IMBALANCE, stop, "g2 on t1 has 2 open shadow entries at STOP but no "
+                                            "STACK record: y (seed.py:30) > greenlet.switch");
+    assert_int_equal(v->gid, 2);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_truncated_open_frames_informational(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);
+    load_check(&f, 0); /* no trailer, no STOP */
+    expect_clean(&f);
+    assert_int_equal(f.res.nnotes, 1);
+    assert_int_equal(f.res.notes[0].kind, GR_NOTE_OPEN_AT_TRUNCATION);
+    assert_true(f.t.truncated);
+    end(&f);
+}
+
+static void test_exit_without_stop_informational(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_finish_with(&f.b, 5, 0, 0, GR_STOP_EXIT);
+    assert_int_equal(tb_load(&f.b, &f.t), GR_READ_OK);
+    gr_check_run(&f.t, &f.res);
+    f.loaded = 1;
+    expect_clean(&f);
+    assert_int_equal(f.res.nnotes, 1);
+    assert_int_equal(f.res.notes[0].kind, GR_NOTE_OPEN_AT_END);
+    end(&f);
+}
+
+/* ------------------------------------------------ switch_consistency */
+
+static void test_switch_from_wrong_origin(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                                    /* 4 */
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0);                                    /* 5 */
+    /* g1 is running, but the switch claims to come from g3 */
+    uint64_t s = tb_switch(&f.b, GR_SWITCH, 1, 3, 2, 1, OURS_KNOWN, 0, 1); /* 6 */
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);                                     /* 7: g2 runs: ok */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s, "SWITCH from g3 but g1 is running on t1");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_throw_from_right_origin_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_THROW, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+static void test_event_of_not_running_greenlet(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                    /* 4 */
+    uint64_t c = tb_ev(&f.b, GR_CALL, 1, 2, f.x);        /* 5: no switch to g2 */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);                   /* 6: adopted, no repeat */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, c, "CALL in g2 but g1 is running on t1");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_event_in_dead_greenlet(void **state)
+{
+    (void)state;
+    fx f;
+    struct seed_idx s;
+    seed_scenario(&f, &s, OURS_KNOWN, 1);
+    /* after stop's STACK: a record of g2, dead at 18 */
+    uint64_t late = tb_simple(&f.b, GR_START, 1, 2); /* 23 */
+    load_check(&f, 1);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, late, "START record for g2 after its DEAD at event 18");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_switch_to_dead_greenlet(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                                          /* 4 */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);                  /* 5 */
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1); /* 6 */
+    tb_simple(&f.b, GR_DEAD, 1, 2);                                            /* 7 */
+    uint64_t s = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);     /* 8 */
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s, "SWITCH to g2 after its DEAD at event 7");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+/* ------------------------------------------------------- propagation */
+
+static void test_propagation_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    struct seed_idx s;
+    seed_scenario(&f, &s, OURS_KNOWN, 0); /* use_tracing 0 in the target */
+    load_check(&f, 1);
+    const gr_violation *v = expect(&f, GR_RULE_PROPAGATION, s.switch_in, "greenlet issue 256");
+    assert_int_equal(v->gid, 2);
+    expect(&f, GR_RULE_PROPAGATION, s.switch_out, "CPython PR 25276");
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 2);
+    end(&f);
+}
+
+static void test_propagation_not_flagged(void **state)
+{
+    (void)state;
+    /* use_tracing not known (3.12+), profile not ours, or tracing set */
+    uint64_t flags[3] = {GR_SW_PROFILE_OURS, GR_SW_PROFILE_SET | GR_SW_USE_TRACING_KNOWN,
+                         OURS_KNOWN};
+    uint64_t tracing[3] = {0, 0, 1};
+    for (int k = 0; k < 3; k++) {
+        fx f;
+        begin(&f);
+        tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+        tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, flags[k], tracing[k], 0);
+        load_check(&f, 0);
+        assert_int_equal(count(&f, GR_RULE_PROPAGATION), 0);
+        end(&f);
+    }
+}
+
+/* ------------------------------------------------------------ marks */
+
+static void test_mark_not_bracketed_no_c_call(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                                                /* 4 */
+    uint64_t m = tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS, 3, f.mod, f.main,
+                         f.x);                                                      /* 5 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk); /* 6: not reported a second time */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "mark not bracketed by c_call/c_return of mark");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_mark_not_bracketed_no_c_return(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                                                /* 4 */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);                                             /* 5 */
+    uint64_t m = tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS, 3, f.mod, f.main,
+                         f.x);                                                      /* 6 */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);       /* 7: not the C_RETURN of mark */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.y);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk);
+    load_check(&f, 0);
+    const gr_violation *v =
+        expect(&f, GR_RULE_BLIND_SPOT, m, "mark not bracketed by c_call/c_return of mark");
+    assert_non_null(strstr(v->message, "the next record of t1 is CALL at event 7"));
+    assert_int_equal(v->ctx[v->nctx - 1], m);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_mark_bracket_at_end_of_trace(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);
+    uint64_t m = tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS, 2, f.mod, f.main);
+    load_check(&f, 1); /* complete trace ends after the MARK */
+    expect(&f, GR_RULE_BLIND_SPOT, m, "the trace ends before the C_RETURN");
+    end(&f);
+    /* a truncated one may have lost the C_RETURN: not flagged */
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);
+    tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS, 2, f.mod, f.main);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+static void test_mark_without_our_profile_needs_no_bracket(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_mark(&f.b, 1, 1, f.label, f.mk, 0, 2, f.mod, f.main);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 1);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* interleaved threads: each has its own shadows and context */
+static void test_two_threads(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_thread(&f.b, 2);                                      /* 4 */
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 1, f.mod);        /* 5 */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                         /* 6 */
+    tb_ev(&f.b, GR_CALL, 2, 5, f.y);                         /* 7 */
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);                       /* 8 */
+    uint64_t bad = tb_ev(&f.b, GR_RETURN, 2, 5, f.x);        /* 9: t2 never called x */
+    load_check(&f, 0);
+    const gr_violation *v = expect(&f, GR_RULE_IMBALANCE, bad, "RETURN of x");
+    assert_int_equal(v->tid, 2);
+    assert_int_equal(v->nctx, 4);
+    assert_int_equal(v->ctx[0], 4); /* records of t2 only */
+    assert_int_equal(v->ctx[1], 5);
+    assert_int_equal(v->ctx[2], 7);
+    assert_int_equal(v->ctx[3], 9);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+/* greenlet not importable: gid 0 everywhere, one shadow per thread */
+static void test_gid_zero(void **state)
+{
+    (void)state;
+    fx f;
+    memset(&f, 0, sizeof f);
+    tb_open(&f.b, 0);
+    uint32_t mod = tb_py(&f.b, "<module>", "a.py", 1), x = tb_py(&f.b, "x", "a.py", 3);
+    uint32_t mk = tb_c(&f.b, "greenreplay.mark"), label = tb_str(&f.b, "m");
+    tb_thread(&f.b, 1);
+    tb_greenlet(&f.b, 1, 0, 0, GR_GL_MAIN, 1, mod);
+    tb_ev(&f.b, GR_CALL, 1, 0, x);
+    tb_ev(&f.b, GR_C_CALL, 1, 0, mk);
+    tb_mark(&f.b, 1, 0, label, mk, GR_MARK_PROFILE_OURS, 2, mod, x);
+    tb_ev(&f.b, GR_C_RETURN, 1, 0, mk);
+    tb_ev(&f.b, GR_RETURN, 1, 0, x);
+    tb_thread(&f.b, 2);
+    tb_greenlet(&f.b, 2, 0, 0, GR_GL_MAIN, 0);
+    tb_ev(&f.b, GR_CALL, 2, 0, x);
+    tb_ev(&f.b, GR_RETURN, 2, 0, x);
+    load_check(&f, 1);
+    expect_clean(&f);
+    end(&f);
+}
+
+static void test_cut_seed_base_unknown(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    /* seed cut at the cap: only [x] known; returns below it are fine */
+    tb_greenlet(&f.b, 1, 4, 1, GR_GL_SUSPENDED | GR_GL_CUT, 1, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 4, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_C_RETURN, 1, 4, f.sw);
+    tb_ev(&f.b, GR_C_CALL, 1, 4, f.mk);
+    tb_mark(&f.b, 1, 4, f.label, f.mk, GR_MARK_PROFILE_OURS, 3, f.mod, f.main, f.x);
+    tb_ev(&f.b, GR_C_RETURN, 1, 4, f.mk);
+    tb_ev(&f.b, GR_RETURN, 1, 4, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 4, f.main);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+static void test_trailer_warnings(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_finish_with(&f.b, 4, 3, 1, GR_STOP_CALLED);
+    assert_int_equal(tb_load(&f.b, &f.t), GR_READ_OK);
+    gr_check_run(&f.t, &f.res);
+    f.loaded = 1;
+    expect_clean(&f);
+    assert_int_equal(f.res.nwarnings, 2);
+    assert_non_null(strstr(f.res.warnings[0], "3 dropped records"));
+    assert_non_null(strstr(f.res.warnings[1], "1 internal recorder error"));
+    end(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seed_clean),
+        cmocka_unit_test(test_dropped_call_in_new_greenlet_is_blind_spot),
+        cmocka_unit_test(test_blind_spot_missed_return),
+        cmocka_unit_test(test_blind_spot_cut_mark),
+        cmocka_unit_test(test_return_mismatch_resyncs),
+        cmocka_unit_test(test_c_return_without_c_call),
+        cmocka_unit_test(test_balanced_c_calls_clean),
+        cmocka_unit_test(test_suspended_seed_tolerates_one_c_return),
+        cmocka_unit_test(test_unsuspended_seed_flags_c_return),
+        cmocka_unit_test(test_dead_with_open_frames),
+        cmocka_unit_test(test_dead_clean),
+        cmocka_unit_test(test_open_at_stop_matches),
+        cmocka_unit_test(test_open_at_stop_differs),
+        cmocka_unit_test(test_open_frames_without_stack_record),
+        cmocka_unit_test(test_truncated_open_frames_informational),
+        cmocka_unit_test(test_exit_without_stop_informational),
+        cmocka_unit_test(test_switch_from_wrong_origin),
+        cmocka_unit_test(test_throw_from_right_origin_clean),
+        cmocka_unit_test(test_event_of_not_running_greenlet),
+        cmocka_unit_test(test_event_in_dead_greenlet),
+        cmocka_unit_test(test_switch_to_dead_greenlet),
+        cmocka_unit_test(test_propagation_flagged),
+        cmocka_unit_test(test_propagation_not_flagged),
+        cmocka_unit_test(test_mark_not_bracketed_no_c_call),
+        cmocka_unit_test(test_mark_not_bracketed_no_c_return),
+        cmocka_unit_test(test_mark_bracket_at_end_of_trace),
+        cmocka_unit_test(test_mark_without_our_profile_needs_no_bracket),
+        cmocka_unit_test(test_two_threads),
+        cmocka_unit_test(test_gid_zero),
+        cmocka_unit_test(test_cut_seed_base_unknown),
+        cmocka_unit_test(test_trailer_warnings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,697 @@
+/* test_reader.c - replay/reader.c: write-then-read round trip of every
+ * record kind, hand-made bytes, every corrupt case with its byte offset,
+ * truncation at every offset, the side channel, and random mutations
+ * (must never crash or leak; run under valgrind by tests/valgrind.sh). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ helpers */
+
+static int str_is(const gr_trace *t, uint64_t id, const char *want)
+{
+    size_t n;
+    const uint8_t *s = gr_trace_string(t, id, &n);
+    return s && n == strlen(want) && memcmp(s, want, n) == 0;
+}
+
+/* Parse n bytes; assert corrupt with the given kind and offset, and that the
+ * message is "NAME: offset OFF: ..." containing `phrase`. */
+static void expect_corrupt(const uint8_t *d, size_t n, enum gr_err_kind kind, uint64_t off,
+                           const char *phrase)
+{
+    gr_trace t;
+    int rc = gr_trace_parse(&t, "x.grt", d, n);
+    if (rc != GR_READ_CORRUPT)
+        fail_msg("expected corrupt (%s), got status %d: %s", phrase, rc, t.err.msg);
+    assert_int_equal(t.err.kind, kind);
+    assert_true(t.err.offset == off);
+    char head[64];
+    snprintf(head, sizeof head, "x.grt: offset %llu: ", (unsigned long long)off);
+    if (strncmp(t.err.msg, head, strlen(head)) != 0 || !strstr(t.err.msg, phrase))
+        fail_msg("message '%s' lacks '%s' / '%s'", t.err.msg, head, phrase);
+    assert_null(strchr(t.err.msg, '\n'));
+    gr_trace_free(&t);
+}
+
+/* Payload of one 'E' chunk from a list of bytes. */
+#define BYTES(...) ((const uint8_t[]){__VA_ARGS__}), sizeof((const uint8_t[]){__VA_ARGS__})
+
+static void corrupt_payload(const uint8_t *payload, size_t len, enum gr_err_kind kind,
+                            uint64_t off, const char *phrase)
+{
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, payload, len, 1, &n);
+    expect_corrupt(d, n, kind, off, phrase);
+    free(d);
+}
+
+/* file offset of byte i of the first chunk's payload */
+#define P0 (GR_HEADER_LEN + GR_CHUNK_HEADER_LEN)
+
+/* ------------------------------------------------------- round trips */
+
+/* A trace with every record kind; fills ids for the checks. */
+struct ids {
+    uint32_t f, g, sw, mk, label;
+};
+
+static void build_all_kinds(tb *b, struct ids *id, size_t chunk_cap, int finish)
+{
+    tb_open(b, chunk_cap);
+    tb_meta(b, "python", "3.11.7");
+    id->f = tb_py(b, "f", "seed.py", 14);
+    id->g = tb_py(b, "Cls.g", "<stdlib>/x.py", 200);
+    id->sw = tb_c(b, "greenlet.switch");
+    id->mk = tb_c(b, "greenreplay.mark");
+    id->label = tb_str(b, "in f");
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 1, id->f);
+    tb_simple(b, GR_START, 1, 1);
+    tb_ev(b, GR_CALL, 1, 1, id->g);
+    tb_ev(b, GR_C_CALL, 1, 1, id->sw);
+    tb_switch(b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN, 0, 255);
+    tb_greenlet(b, 1, 2, 1, GR_GL_SUSPENDED | GR_GL_CUT, 2, id->f, id->g);
+    tb_ev(b, GR_C_RETURN, 1, 2, id->sw);
+    tb_mark(b, 1, 2, id->label, id->mk, GR_MARK_PROFILE_OURS, 2, id->f, id->g);
+    tb_ev(b, GR_C_EXCEPTION, 1, 2, id->mk);
+    tb_ev(b, GR_RETURN, 1, 2, id->g);
+    tb_switch(b, GR_THROW, 1, 2, 1, 0, GR_SW_ORIGIN_DEAD, 3, UINT64_MAX);
+    tb_simple(b, GR_DEAD, 1, 2);
+    tb_simple(b, GR_STOP, 1, 1);
+    tb_stack(b, 1, 1, GR_STACK_RUNNING, 2, id->f, id->g);
+    if (finish)
+        tb_finish(b);
+}
+
+static void check_all_kinds(const gr_trace *t, const struct ids *id)
+{
+    assert_int_equal(t->nrecs, 16);
+    assert_int_equal(t->nmetas, 1);
+    assert_true(str_is(t, t->metas[0].key, "python"));
+    assert_true(str_is(t, t->metas[0].value, "3.11.7"));
+    const gr_code *f = gr_trace_code(t, id->f);
+    assert_non_null(f);
+    assert_int_equal(f->kind, GR_CODE_PY);
+    assert_true(str_is(t, f->qualname, "f"));
+    assert_true(str_is(t, f->file, "seed.py"));
+    assert_int_equal(f->line, 14);
+    const gr_code *sw = gr_trace_code(t, id->sw);
+    assert_int_equal(sw->kind, GR_CODE_C);
+    assert_int_equal(sw->file, 0);
+    assert_null(gr_trace_code(t, 0));
+    assert_null(gr_trace_code(t, 99));
+
+    const gr_record *r = t->recs;
+    for (size_t i = 0; i < t->nrecs; i++) {
+        assert_int_equal(r[i].index, i);
+        assert_true(r[i].offset >= GR_HEADER_LEN + GR_CHUNK_HEADER_LEN);
+        assert_true(r[i].offset < t->size);
+        assert_int_equal(r[i].tid, 1);
+    }
+    assert_int_equal(r[0].tag, GR_THREAD);
+    assert_int_equal(r[1].tag, GR_GREENLET);
+    assert_int_equal(r[1].gid, 1);
+    assert_int_equal(r[1].parent, 0);
+    assert_int_equal(r[1].flags, GR_GL_MAIN);
+    assert_int_equal(r[1].depth, 1);
+    assert_int_equal(gr_record_stack(t, &r[1])[0], id->f);
+    assert_int_equal(r[2].tag, GR_START);
+    assert_int_equal(r[2].gid, 1);
+    assert_int_equal(r[3].tag, GR_CALL);
+    assert_int_equal(r[3].code, id->g);
+    assert_int_equal(r[4].tag, GR_C_CALL);
+    assert_int_equal(r[4].code, id->sw);
+    assert_int_equal(r[5].tag, GR_SWITCH);
+    assert_int_equal(r[5].gid, 1);
+    assert_int_equal(r[5].target, 2);
+    assert_int_equal(r[5].parent, 1);
+    assert_int_equal(r[5].flags, GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN);
+    assert_int_equal(r[5].tracing, 0);
+    assert_int_equal(r[5].use_tracing, 255);
+    assert_int_equal(r[6].tag, GR_GREENLET);
+    assert_int_equal(r[6].flags, GR_GL_SUSPENDED | GR_GL_CUT);
+    assert_int_equal(r[6].depth, 2);
+    assert_int_equal(gr_record_stack(t, &r[6])[0], id->f);
+    assert_int_equal(gr_record_stack(t, &r[6])[1], id->g);
+    assert_int_equal(r[7].tag, GR_C_RETURN);
+    assert_int_equal(r[7].gid, 2);
+    assert_int_equal(r[8].tag, GR_MARK);
+    assert_int_equal(r[8].label, id->label);
+    assert_int_equal(r[8].code, id->mk);
+    assert_int_equal(r[8].flags, GR_MARK_PROFILE_OURS);
+    assert_int_equal(r[8].depth, 2);
+    assert_int_equal(gr_record_stack(t, &r[8])[1], id->g);
+    assert_int_equal(r[9].tag, GR_C_EXCEPTION);
+    assert_int_equal(r[10].tag, GR_RETURN);
+    assert_int_equal(r[11].tag, GR_THROW);
+    assert_int_equal(r[11].gid, 2);
+    assert_int_equal(r[11].target, 1);
+    assert_int_equal(r[11].flags, GR_SW_ORIGIN_DEAD);
+    assert_int_equal(r[11].tracing, 3);
+    assert_true(r[11].use_tracing == UINT64_MAX);
+    assert_int_equal(r[12].tag, GR_DEAD);
+    assert_int_equal(r[12].gid, 2);
+    assert_int_equal(r[13].tag, GR_STOP);
+    assert_int_equal(r[14].tag, GR_STACK);
+    assert_int_equal(r[14].flags, GR_STACK_RUNNING);
+    assert_int_equal(r[14].depth, 2);
+    assert_int_equal(r[15].tag, GR_STACK);
+}
+
+static void test_round_trip_every_kind(void **state)
+{
+    (void)state;
+    tb b;
+    struct ids id;
+    build_all_kinds(&b, &id, 0, 0);
+    tb_stack(&b, 1, 3, 0, 0); /* empty stack */
+    tb_finish(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    check_all_kinds(&t, &id);
+    assert_int_equal(t.recs[15].depth, 0);
+    assert_int_equal(t.recs[15].gid, 3);
+    assert_true(t.has_trailer);
+    assert_false(t.truncated);
+    assert_int_equal(t.trailer.events, 16);
+    assert_int_equal(t.trailer.dropped, 0);
+    assert_int_equal(t.trailer.reason, GR_STOP_CALLED);
+    assert_int_equal(t.err.kind, GR_E_NONE);
+    /* the first record starts right after the definitions of chunk 1 */
+    assert_int_equal(t.recs[0].tag, GR_THREAD);
+    assert_int_equal(t.data[t.recs[0].offset], GR_THREAD);
+    assert_int_equal(t.data[t.recs[5].offset], GR_SWITCH);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+static void test_round_trip_small_chunks(void **state)
+{
+    (void)state;
+    tb b;
+    struct ids id;
+    /* 48-byte chunks: definitions and records spread over many chunks */
+    build_all_kinds(&b, &id, 48, 0);
+    tb_stack(&b, 1, 3, 0, 0);
+    tb_finish(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    check_all_kinds(&t, &id);
+    for (size_t i = 0; i < t.nrecs; i++)
+        assert_int_equal(t.data[t.recs[i].offset], t.recs[i].tag);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* A file assembled byte by byte, independent of the encoder. */
+static void test_hand_made_bytes(void **state)
+{
+    (void)state;
+    const uint8_t payload[] = {
+        GR_STRING, 1, 'x',                 /* string 1 "x" */
+        GR_STRING, 7, 's', 'e', 'e', 'd', '.', 'p', 'y', /* string 2 */
+        GR_CODE, 0, 1, 2, 14,              /* code 1: x (seed.py:14) */
+        GR_THREAD, 1,                      /* index 0 at payload offset 17 */
+        GR_GREENLET, 1, 1, 0, 1, 0,        /* index 1 */
+        GR_CALL, 1, 1, 1,                  /* index 2 */
+        GR_SWITCH, 1, 0x80, 0x01, 2, 0, 0x05, 0, 0xff, 0x01, /* g128->g2, use_tracing 255 */
+    };
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, payload, sizeof payload, 1, &n);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "hand.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 4);
+    assert_int_equal(t.recs[0].offset, P0 + 17);
+    assert_int_equal(t.recs[1].offset, P0 + 19);
+    assert_int_equal(t.recs[2].offset, P0 + 25);
+    assert_int_equal(t.recs[2].code, 1);
+    assert_int_equal(t.recs[3].gid, 128);
+    assert_int_equal(t.recs[3].target, 2);
+    assert_int_equal(t.recs[3].flags, 5);
+    assert_int_equal(t.recs[3].use_tracing, 255);
+    assert_int_equal(t.recs[3].len, 10);
+    assert_true(t.has_trailer);
+    assert_true(str_is(&t, 2, "seed.py"));
+    gr_trace_free(&t);
+    free(d);
+}
+
+/* ------------------------------------------------------------ corrupt */
+
+static void test_bad_magic(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    d[3] ^= 0x20;
+    expect_corrupt(d, n, GR_E_MAGIC, 0, "bad magic");
+    /* a short file that is not a header prefix is corrupt too */
+    expect_corrupt((const uint8_t *)"PK\x03\x04", 4, GR_E_MAGIC, 0, "bad magic");
+    free(d);
+}
+
+static void test_bad_major(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    gr_put_u16le(d + 8, 2);
+    expect_corrupt(d, n, GR_E_MAJOR, 8, "unknown major version 2");
+    /* any minor is accepted */
+    gr_put_u16le(d + 8, 1);
+    gr_put_u16le(d + 10, 7);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "x.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.minor, 7);
+    gr_trace_free(&t);
+    free(d);
+}
+
+static void test_wrong_stream(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    d[12] = GR_STREAM_SIDE;
+    expect_corrupt(d, n, GR_E_STREAM, 12, "expected 'C'");
+    free(d);
+}
+
+static void test_bad_crc(void **state)
+{
+    (void)state;
+    tb b;
+    struct ids id;
+    build_all_kinds(&b, &id, 64, 1);
+    size_t n;
+    uint8_t *d = tb_bytes(&b, &n);
+    /* find the third chunk and flip a payload byte */
+    size_t off = GR_HEADER_LEN;
+    for (int k = 0; k < 2; k++)
+        off += GR_CHUNK_HEADER_LEN + gr_get_u32le(d + off + 1);
+    assert_int_equal(d[off], GR_CHUNK_RECORDS);
+    d[off + GR_CHUNK_HEADER_LEN + 1] ^= 0x01;
+    expect_corrupt(d, n, GR_E_CRC, off, "chunk checksum mismatch");
+    /* a bad stored CRC in the first chunk */
+    d[off + GR_CHUNK_HEADER_LEN + 1] ^= 0x01;
+    d[GR_HEADER_LEN + 5] ^= 0xff;
+    expect_corrupt(d, n, GR_E_CRC, GR_HEADER_LEN, "chunk checksum mismatch");
+    free(d);
+    tb_cleanup(&b);
+}
+
+static void test_unknown_chunk_tag(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    size_t second = GR_HEADER_LEN + GR_CHUNK_HEADER_LEN + 2;
+    assert_int_equal(d[second], GR_CHUNK_TRAILER);
+    d[second] = 'Q';
+    expect_corrupt(d, n, GR_E_CHUNK_TAG, second, "unknown chunk tag 0x51");
+    /* 'T' (side channel) is not valid in a canonical trace */
+    d[second] = GR_CHUNK_TIMES;
+    expect_corrupt(d, n, GR_E_CHUNK_TAG, second, "unknown chunk tag");
+    free(d);
+}
+
+static void test_oversize_chunk(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    gr_put_u32le(d + GR_HEADER_LEN + 1, GR_CHUNK_MAX + 1);
+    expect_corrupt(d, n, GR_E_CHUNK_LEN, GR_HEADER_LEN, "over the limit");
+    gr_put_u32le(d + GR_HEADER_LEN + 1, UINT32_MAX);
+    expect_corrupt(d, n, GR_E_CHUNK_LEN, GR_HEADER_LEN, "over the limit");
+    free(d);
+}
+
+static void test_unknown_record_tag(void **state)
+{
+    (void)state;
+    corrupt_payload(BYTES(GR_THREAD, 1, 0x7f, 1), GR_E_RECORD_TAG, P0 + 2,
+                    "unknown record tag 0x7f");
+    corrupt_payload(BYTES(0x00), GR_E_RECORD_TAG, P0, "unknown record tag 0x00");
+    corrupt_payload(BYTES(GR_THREAD, 1, GR_LAST_INDEXED + 1, 1), GR_E_RECORD_TAG, P0 + 2,
+                    "unknown record tag 0x1e");
+    corrupt_payload(BYTES(0x04, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x04");
+}
+
+static void test_id_before_definition(void **state)
+{
+    (void)state;
+    /* CALL of code 2 when only code 1 exists */
+    corrupt_payload(BYTES(GR_STRING, 1, 'f', GR_CODE, 1, 1, 0, 0, GR_THREAD, 1,
+                          GR_CALL, 1, 1, 2),
+                    GR_E_UNDEFINED, P0 + 10, "code id 2 used before its definition");
+    /* a code naming string 3 when one string exists */
+    corrupt_payload(BYTES(GR_STRING, 1, 'f', GR_CODE, 0, 3, 0, 0), GR_E_UNDEFINED, P0 + 3,
+                    "string id 3 used before its definition");
+    /* code id 0 in a stack */
+    corrupt_payload(BYTES(GR_STRING, 1, 'f', GR_CODE, 1, 1, 0, 0,
+                          GR_STACK, 1, 1, 0, 2, 1, 0),
+                    GR_E_UNDEFINED, P0 + 8, "code id 0");
+    /* META of undefined strings */
+    corrupt_payload(BYTES(GR_META, 1, 1), GR_E_UNDEFINED, P0, "string id 1");
+    /* MARK label undefined */
+    corrupt_payload(BYTES(GR_STRING, 1, 'm', GR_CODE, 1, 1, 0, 0, GR_MARK, 1, 1, 9, 1, 0, 0),
+                    GR_E_UNDEFINED, P0 + 8, "string id 9");
+}
+
+static void test_string_past_chunk(void **state)
+{
+    (void)state;
+    corrupt_payload(BYTES(GR_THREAD, 1, GR_STRING, 100, 'a', 'b', 'c'), GR_E_PAST_CHUNK,
+                    P0 + 2, "string runs past the end of its chunk");
+    /* huge length varint */
+    corrupt_payload(BYTES(GR_STRING, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'), GR_E_PAST_CHUNK, P0,
+                    "string runs past");
+}
+
+static void test_overlong_varint(void **state)
+{
+    (void)state;
+    corrupt_payload(BYTES(GR_THREAD, 1, GR_THREAD, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                          0x80, 0x80, 0x80, 0x01),
+                    GR_E_VARINT, P0 + 2, "varint longer than 10 bytes");
+    /* 10 bytes but over 64 bits */
+    corrupt_payload(BYTES(GR_THREAD, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                          0x7f),
+                    GR_E_VARINT, P0, "varint");
+}
+
+static void test_impossible_values(void **state)
+{
+    (void)state;
+    corrupt_payload(BYTES(GR_THREAD, 0), GR_E_VALUE, P0, "thread id 0");
+    corrupt_payload(BYTES(GR_THREAD, 1, GR_DEAD, 0, 1), GR_E_VALUE, P0 + 2, "thread id 0");
+    /* depth over the cap of 128 */
+    corrupt_payload(BYTES(GR_STACK, 1, 1, 0, 0x81, 0x01), GR_E_VALUE, P0, "stack depth 129");
+    corrupt_payload(BYTES(GR_STACK, 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f), GR_E_VALUE, P0,
+                    "over the cap");
+    /* code kind 2 */
+    corrupt_payload(BYTES(GR_STRING, 1, 'f', GR_CODE, 2, 1, 0, 0), GR_E_VALUE, P0 + 3,
+                    "unknown code kind");
+}
+
+static void test_record_past_chunk(void **state)
+{
+    (void)state;
+    /* a CALL cut by the end of its chunk, though the file goes on */
+    corrupt_payload(BYTES(GR_STRING, 1, 'f', GR_CODE, 1, 1, 0, 0, GR_CALL, 1, 1),
+                    GR_E_PAST_CHUNK, P0 + 8, "record runs past the end of its chunk");
+    corrupt_payload(BYTES(GR_THREAD), GR_E_PAST_CHUNK, P0, "record runs past");
+    /* a stack longer than the chunk */
+    corrupt_payload(BYTES(GR_STRING, 1, 'f', GR_CODE, 1, 1, 0, 0, GR_STACK, 1, 1, 0, 3, 1),
+                    GR_E_PAST_CHUNK, P0 + 8, "record runs past");
+}
+
+static void test_trailer_problems(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    /* data after the trailer */
+    uint8_t *e = malloc(n + 3);
+    memcpy(e, d, n);
+    memcpy(e + n, "abc", 3);
+    expect_corrupt(e, n + 3, GR_E_TRAILER, n, "data after the trailer");
+    free(e);
+    /* a trailer with 3 fields */
+    size_t toff = GR_HEADER_LEN + GR_CHUNK_HEADER_LEN + 2;
+    gr_put_u32le(d + toff + 1, 3);
+    tb_fix_crc(d, toff);
+    expect_corrupt(d, n - 1, GR_E_TRAILER, toff, "trailer too short");
+    free(d);
+}
+
+/* --------------------------------------------------------- truncation */
+
+/* Build a multi-chunk trace; return its bytes and the chunk ends. */
+static uint8_t *multi_chunk(size_t *n, size_t *ends, size_t *nends, int trailer)
+{
+    tb b;
+    struct ids id;
+    build_all_kinds(&b, &id, 40, 0);
+    if (trailer)
+        tb_finish(&b);
+    else
+        tb_abandon(&b);
+    uint8_t *d = tb_bytes(&b, n);
+    tb_cleanup(&b);
+    *nends = 0;
+    for (size_t off = GR_HEADER_LEN; off < *n;) {
+        off += GR_CHUNK_HEADER_LEN + gr_get_u32le(d + off + 1);
+        ends[(*nends)++] = off;
+    }
+    assert_true(*nends > 4);
+    return d;
+}
+
+static void test_truncated_everywhere(void **state)
+{
+    (void)state;
+    size_t n, ends[256], nends;
+    uint8_t *d = multi_chunk(&n, ends, &nends, 1);
+    gr_trace full;
+    assert_int_equal(gr_trace_parse(&full, "full.grt", d, n), GR_READ_OK);
+    assert_int_equal(full.nrecs, 15);
+    for (size_t cut = 0; cut < n; cut++) {
+        gr_trace t;
+        int rc = gr_trace_parse(&t, "cut.grt", d, cut);
+        if (rc != GR_READ_OK)
+            fail_msg("cut at %zu: %s", cut, t.err.msg);
+        assert_true(t.truncated);
+        assert_false(t.has_trailer);
+        /* valid part: the last chunk end <= cut (or 0 / the header) */
+        uint64_t want = cut < GR_HEADER_LEN ? 0 : GR_HEADER_LEN;
+        for (size_t k = 0; k < nends; k++)
+            if (ends[k] <= cut)
+                want = ends[k];
+        assert_true(t.truncated_at == want);
+        /* every record of the complete chunks, and no other */
+        size_t nrec = 0;
+        for (size_t i = 0; i < full.nrecs; i++)
+            if (full.recs[i].offset + full.recs[i].len <= want)
+                nrec++;
+        assert_int_equal(t.nrecs, nrec);
+        for (size_t i = 0; i < t.nrecs; i++) {
+            assert_int_equal(t.recs[i].tag, full.recs[i].tag);
+            assert_true(t.recs[i].offset == full.recs[i].offset);
+        }
+        gr_trace_free(&t);
+    }
+    gr_trace_free(&full);
+    free(d);
+}
+
+static void test_truncated_specific(void **state)
+{
+    (void)state;
+    size_t n, ends[256], nends;
+    uint8_t *d = multi_chunk(&n, ends, &nends, 1);
+    gr_trace t;
+    /* mid chunk header: 4 bytes into the 3rd chunk */
+    assert_int_equal(gr_trace_parse(&t, "x", d, ends[1] + 4), GR_READ_OK);
+    assert_true(t.truncated);
+    assert_true(t.truncated_at == ends[1]);
+    gr_trace_free(&t);
+    /* mid payload */
+    assert_int_equal(gr_trace_parse(&t, "x", d, ends[2] + GR_CHUNK_HEADER_LEN + 2), GR_READ_OK);
+    assert_true(t.truncated_at == ends[2]);
+    gr_trace_free(&t);
+    /* inside the file header, and an empty file */
+    assert_int_equal(gr_trace_parse(&t, "x", d, 10), GR_READ_OK);
+    assert_true(t.truncated);
+    assert_int_equal(t.nrecs, 0);
+    assert_true(t.truncated_at == 0);
+    gr_trace_free(&t);
+    assert_int_equal(gr_trace_parse(&t, "x", d, 0), GR_READ_OK);
+    assert_true(t.truncated);
+    gr_trace_free(&t);
+    /* just the header */
+    assert_int_equal(gr_trace_parse(&t, "x", d, GR_HEADER_LEN), GR_READ_OK);
+    assert_true(t.truncated_at == GR_HEADER_LEN);
+    gr_trace_free(&t);
+    free(d);
+}
+
+static void test_missing_trailer(void **state)
+{
+    (void)state;
+    size_t n, ends[256], nends;
+    uint8_t *d = multi_chunk(&n, ends, &nends, 0);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "x", d, n), GR_READ_OK);
+    assert_true(t.truncated);
+    assert_false(t.has_trailer);
+    assert_true(t.truncated_at == n);
+    assert_int_equal(t.nrecs, 15);
+    gr_trace_free(&t);
+    free(d);
+}
+
+static void test_missing_file(void **state)
+{
+    (void)state;
+    gr_trace t;
+    assert_int_equal(gr_trace_load(&t, "/nonexistent/dir/x.grt"), GR_READ_IO);
+    assert_int_equal(t.err.kind, GR_E_IO);
+    assert_non_null(strstr(t.err.msg, "/nonexistent/dir/x.grt: "));
+    gr_trace_free(&t);
+}
+
+/* ------------------------------------------------------- side channel */
+
+static void test_side_channel(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gr-unit-times-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    gr_writer *w = gr_writer_open(path, GR_STREAM_SIDE, 16);
+    assert_non_null(w);
+    uint64_t vals[6] = {0, 1, 127, 128, 1000000000, UINT64_MAX};
+    for (int i = 0; i < 6; i++) {
+        uint8_t buf[GR_VARINT_MAX];
+        uint8_t *e = gr_put_varint(buf, vals[i]);
+        assert_int_equal(gr_writer_append(w, buf, (size_t)(e - buf)), 0);
+    }
+    uint64_t count = 6;
+    assert_int_equal(gr_writer_finish(w, &count, 1), 0);
+    gr_times tm;
+    assert_int_equal(gr_times_load(&tm, path), GR_READ_OK);
+    assert_int_equal(tm.n, 6);
+    for (int i = 0; i < 6; i++)
+        assert_true(tm.dt[i] == vals[i]);
+    assert_true(tm.has_trailer);
+    assert_int_equal(tm.count, 6);
+    gr_times_free(&tm);
+    /* a canonical trace is refused as a side channel and vice versa */
+    gr_trace t;
+    assert_int_equal(gr_trace_load(&t, path), GR_READ_CORRUPT);
+    assert_int_equal(t.err.kind, GR_E_STREAM);
+    gr_trace_free(&t);
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1), 1, &n);
+    assert_int_equal(gr_times_parse(&tm, "c", d, n), GR_READ_CORRUPT);
+    assert_int_equal(tm.err.kind, GR_E_STREAM);
+    gr_times_free(&tm);
+    free(d);
+    unlink(path);
+}
+
+/* ------------------------------------------------------------- fuzzing */
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint64_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void test_random_mutations(void **state)
+{
+    (void)state;
+    tb b;
+    struct ids id;
+    build_all_kinds(&b, &id, 60, 1);
+    size_t n;
+    uint8_t *orig = tb_bytes(&b, &n);
+    tb_cleanup(&b);
+    uint8_t *d = malloc(n);
+    size_t corrupt = 0, ok = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(d, orig, n);
+        int flips = 1 + (int)(next_rand() % 4);
+        for (int k = 0; k < flips; k++) {
+            size_t at = (size_t)(next_rand() % n);
+            d[at] = (uint8_t)next_rand();
+        }
+        size_t len = (iter % 3 == 0) ? (size_t)(next_rand() % (n + 1)) : n;
+        if (iter % 2 == 0) { /* fix every CRC so record decoding is exercised */
+            for (size_t off = GR_HEADER_LEN; off + GR_CHUNK_HEADER_LEN <= len;) {
+                uint32_t cl = gr_get_u32le(d + off + 1);
+                if (cl > len - off - GR_CHUNK_HEADER_LEN)
+                    break;
+                tb_fix_crc(d, off);
+                off += GR_CHUNK_HEADER_LEN + cl;
+            }
+        }
+        gr_trace t;
+        int rc = gr_trace_parse(&t, "fuzz", d, len);
+        assert_true(rc == GR_READ_OK || rc == GR_READ_CORRUPT);
+        if (rc == GR_READ_OK) {
+            ok++;
+            for (size_t i = 0; i < t.nrecs; i++) {
+                assert_true(t.recs[i].tid != 0);
+                assert_true(t.recs[i].depth <= GR_STACK_CAP);
+                const uint32_t *s = gr_record_stack(&t, &t.recs[i]);
+                for (uint32_t k = 0; k < t.recs[i].depth; k++)
+                    assert_true(s[k] >= 1 && s[k] <= t.ncodes);
+            }
+        } else {
+            corrupt++;
+            assert_true(t.err.offset < len || t.err.offset == 0);
+        }
+        gr_trace_free(&t);
+    }
+    assert_true(corrupt > 100);
+    assert_true(ok > 10);
+    /* pure garbage after a valid header */
+    for (int iter = 0; iter < 500; iter++) {
+        size_t len = GR_HEADER_LEN + (size_t)(next_rand() % 200);
+        uint8_t *g = malloc(len);
+        gr_format_header(g, GR_STREAM_CANONICAL);
+        for (size_t k = GR_HEADER_LEN; k < len; k++)
+            g[k] = (uint8_t)next_rand();
+        gr_trace t;
+        int rc = gr_trace_parse(&t, "garbage", g, len);
+        assert_true(rc == GR_READ_OK || rc == GR_READ_CORRUPT);
+        gr_trace_free(&t);
+        free(g);
+    }
+    free(d);
+    free(orig);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_every_kind),
+        cmocka_unit_test(test_round_trip_small_chunks),
+        cmocka_unit_test(test_hand_made_bytes),
+        cmocka_unit_test(test_bad_magic),
+        cmocka_unit_test(test_bad_major),
+        cmocka_unit_test(test_wrong_stream),
+        cmocka_unit_test(test_bad_crc),
+        cmocka_unit_test(test_unknown_chunk_tag),
+        cmocka_unit_test(test_oversize_chunk),
+        cmocka_unit_test(test_unknown_record_tag),
+        cmocka_unit_test(test_id_before_definition),
+        cmocka_unit_test(test_string_past_chunk),
+        cmocka_unit_test(test_overlong_varint),
+        cmocka_unit_test(test_impossible_values),
+        cmocka_unit_test(test_record_past_chunk),
+        cmocka_unit_test(test_trailer_problems),
+        cmocka_unit_test(test_truncated_everywhere),
+        cmocka_unit_test(test_truncated_specific),
+        cmocka_unit_test(test_missing_trailer),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_side_channel),
+        cmocka_unit_test(test_random_mutations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
