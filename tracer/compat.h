@@ -6,6 +6,13 @@
 #ifndef GR_COMPAT_H
 #define GR_COMPAT_H
 
+/* A translation unit that reads frames without the GIL (unwind.c) defines
+ * GR_COMPAT_FRAMES first: it needs CPython's internal frame layout, which
+ * only Py_BUILD_CORE_MODULE exposes. */
+#if defined(GR_COMPAT_FRAMES) && !defined(Py_BUILD_CORE_MODULE)
+#define Py_BUILD_CORE_MODULE
+#endif
+
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
@@ -132,5 +139,63 @@ static inline PyObject *gr_weakref_get(PyObject *wr)
     return o;
 #endif
 }
+
+#ifdef GR_COMPAT_FRAMES
+/* Where a suspended greenlet's frames are, for a reader without the GIL.
+ * Offsets come from the headers the recorder is built against:
+ *  - 3.9/3.10: a chain of PyFrameObject (f_back, f_code);
+ *  - 3.11+: PyFrameObject.f_frame points at a _PyInterpreterFrame; frames
+ *    chain through `previous` (3.11, bpo-44590 "lazy frame objects");
+ *  - code object field: f_code (3.11/3.12), f_executable (3.13,
+ *    gh-117045), a tagged _PyStackRef f_executable (3.14, gh-118926: mask
+ *    the tag bits);
+ *  - frames owned by the C stack (entry shims, owner >= 3 from 3.12,
+ *    gh-104584; 3.14 renamed it FRAME_OWNED_BY_INTERPRETER) are skipped. */
+#if PY_VERSION_HEX >= 0x030B0000
+#include <internal/pycore_frame.h>
+#endif
+
+typedef struct {
+    int interp_frames;      /* 1: 3.11+ _PyInterpreterFrame chain */
+    size_t fo_size;         /* bytes of PyFrameObject to read */
+    size_t fo_back;         /* PyFrameObject.f_back (<= 3.10) */
+    size_t fo_code;         /* PyFrameObject.f_code (<= 3.10) */
+    size_t fo_frame;        /* PyFrameObject.f_frame (3.11+) */
+    size_t if_size;         /* bytes of _PyInterpreterFrame to read */
+    size_t if_code;         /* its code object field */
+    size_t if_previous;     /* its link to the calling frame */
+    size_t if_owner;        /* its owner byte */
+    int shim_owner;         /* owner values >= this are not Python frames; 0 none */
+    uintptr_t code_mask;    /* mask applied to the code field */
+} gr_frame_layout;
+
+static inline void gr_frame_layout_get(gr_frame_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->fo_size = sizeof(PyFrameObject);
+    l->code_mask = ~(uintptr_t)0;
+#if PY_VERSION_HEX >= 0x030B0000
+    l->interp_frames = 1;
+    l->fo_frame = offsetof(PyFrameObject, f_frame);
+    l->if_size = offsetof(_PyInterpreterFrame, owner) + 1;
+    l->if_previous = offsetof(_PyInterpreterFrame, previous);
+    l->if_owner = offsetof(_PyInterpreterFrame, owner);
+#if PY_VERSION_HEX >= 0x030D0000
+    l->if_code = offsetof(_PyInterpreterFrame, f_executable);
+#else
+    l->if_code = offsetof(_PyInterpreterFrame, f_code);
+#endif
+#if PY_VERSION_HEX >= 0x030E0000
+    l->code_mask = ~(uintptr_t)Py_TAG_BITS;
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+    l->shim_owner = 3;
+#endif
+#else
+    l->fo_back = offsetof(PyFrameObject, f_back);
+    l->fo_code = offsetof(PyFrameObject, f_code);
+#endif
+}
+#endif /* GR_COMPAT_FRAMES */
 
 #endif

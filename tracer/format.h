@@ -24,6 +24,8 @@
 #define GR_CHUNK_MAX (16u * 1024u * 1024u) /* bytes of payload */
 #define GR_CHUNK_RECORDS 'E'
 #define GR_CHUNK_TIMES 'T'
+#define GR_CHUNK_SWITCHES 'W' /* side channel: per-switch lock waits */
+#define GR_CHUNK_SAMPLES 'P'  /* side channel: sampler samples */
 #define GR_CHUNK_TRAILER 'Z'
 
 /* §2 trailer: reason recording ended */

@@ -32,6 +32,7 @@ static void record_switch(gr_recorder *r, gr_thread *t, PyObject *event, PyObjec
     }
     PyObject *origin = PyTuple_GET_ITEM(pair, 0), *target = PyTuple_GET_ITEM(pair, 1);
     PyThreadState *ts = PyThreadState_Get();
+    uint64_t t0 = r->reg ? gr_now_ns() : 0;
 
     uint32_t og = gr_greenlet_id(r, t, origin);
     uint32_t tg = gr_ptrmap_get(&r->greenlets, (uintptr_t)target, 0);
@@ -72,12 +73,33 @@ static void record_switch(gr_recorder *r, gr_thread *t, PyObject *event, PyObjec
     uint64_t f[7] = {t->tid, og, tg, pg, flags, (uint64_t)(tracing < 0 ? 0 : tracing),
                      (uint64_t)gr_resume_use_tracing(ts)};
     int is_throw = PyUnicode_Check(event) && PyUnicode_CompareWithASCIIString(event, "throw") == 0;
+    uint64_t wait = 0;
+    int contended = 0;
+    if (r->reg) {
+        /* The sampler's registry: origin suspended at its top frame (the
+         * address only; the sampler reads it without the GIL), target
+         * running.  Updated before the record is counted, so a sample
+         * stamped with N records never predates the registry it saw. */
+        uintptr_t frame = 0;
+        if (!dead) {
+            PyObject *fr = PyObject_GetAttr(origin, r->str_gr_frame);
+            if (fr && PyFrame_Check(fr))
+                frame = (uintptr_t)fr; /* kept alive by the suspended greenlet */
+            if (!fr)
+                gr_swallow(r);
+            Py_XDECREF(fr);
+        }
+        contended = gr_registry_switch(r->reg, og, frame, dead, tg, pg, &wait);
+    }
+    uint64_t index = atomic_load_explicit(&r->nevents, memory_order_relaxed);
     gr_emit(r, is_throw ? GR_THROW : GR_SWITCH, 7, f);
     if (dead) {
         uint64_t g[2] = {t->tid, og};
         gr_emit(r, GR_DEAD, 2, g);
     }
     t->cur_gid = tg;
+    if (r->reg)
+        gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
 }
 
 /* greenlet calls this as callback(event, (origin, target)).  It records,

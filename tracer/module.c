@@ -19,6 +19,9 @@ static void recorder_free(gr_recorder *r)
 {
     if (!r)
         return;
+    gr_sampler_free(r->sampler);
+    gr_registry_free(r->reg);
+    PyMem_RawFree(r->sw);
     gr_writer_abandon(r->w);
     gr_writer_abandon(r->tw);
     gr_ptrmap_free(&r->codes);
@@ -104,23 +107,45 @@ static void import_greenlet(gr_recorder *r)
 /* ---- start ---------------------------------------------------------------- */
 
 PyDoc_STRVAR(start_doc,
-"start(path, rules=(), times=False, chunk=0)\n--\n\n"
+"start(path, rules=(), times=False, chunk=0, sampler=None, interval_us=5000,\n"
+"      keep=64, max_greenlets=65536)\n--\n\n"
 "Start recording this process to the trace file `path` (created or\n"
 "truncated).  `rules` is a sequence of (prefix, replacement) pairs that\n"
 "rewrite code file names (docs/FORMAT.md section 3).  With `times`, also\n"
 "write monotonic timestamps to `path + '.times'`.  `chunk` is the chunk\n"
-"size in bytes (0: 64 KiB).  Raises RuntimeError if already recording and\n"
-"OSError if a file cannot be written.");
+"size in bytes (0: 64 KiB).\n\n"
+"`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
+"greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
+"`max_greenlets` greenlets and storing `keep` stacks per sample; its data go\n"
+"to the side channel, which it turns on.  Raises RuntimeError if already\n"
+"recording, ValueError on bad arguments, OSError if a file cannot be written.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"path", "rules", "times", "chunk", NULL};
+    static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
+                             "max_greenlets", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opn:start", kwlist,
-                                     PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk))
+    const char *sampler = NULL;
+    unsigned long long interval_us = 5000;
+    unsigned int keep = 64, max_greenlets = 65536;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KII:start", kwlist,
+                                     PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
+                                     &sampler, &interval_us, &keep, &max_greenlets))
         return NULL;
+    int mode = -1;
+    if (sampler) {
+        mode = gr_sampler_mode(sampler);
+        if (mode < 0 || interval_us < 100 || max_greenlets < 2) {
+            Py_DECREF(path_obj);
+            PyErr_SetString(PyExc_ValueError,
+                            "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
+                            "max_greenlets >= 2");
+            return NULL;
+        }
+        times = 1;
+    }
     const char *path = PyBytes_AS_STRING(path_obj);
     if (gr_active) {
         Py_DECREF(path_obj);
@@ -194,6 +219,18 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     emit_meta(r, "greenlet", glv);
     Py_XDECREF(glv_obj);
+    if (mode >= 0) {
+        char iv[32];
+        snprintf(iv, sizeof iv, "%llu", interval_us);
+        emit_meta(r, "sampler", gr_sampler_mode_name(mode));
+        emit_meta(r, "sampler_interval_us", iv);
+        r->reg = gr_registry_new((enum gr_reg_mode)mode, max_greenlets);
+        if (!r->reg) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        gr_unwind_init();
+    }
 
     const char *names[2] = {"mark", "stop"};
     uint32_t *ids[2] = {&r->mark_code, &r->stop_code};
@@ -234,6 +271,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         }
     }
     PyEval_SetProfile(gr_profile, (PyObject *)t);
+    if (r->reg) {
+        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
+        if (!r->sampler)
+            gr_swallow(r); /* recording goes on without samples */
+    }
     Py_RETURN_NONE;
 
 fail:
@@ -324,6 +366,60 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
     }
 }
 
+/* Side channel: the per-switch figures ('W' chunks) and the samples ('P'
+ * chunks), code addresses turned into code ids (0 for a code object the
+ * profile function never saw).  docs/FORMAT.md §5. */
+static void write_sampler_data(gr_recorder *r)
+{
+    gr_writer *w = r->tw;
+    gr_writer_set_chunk_tag(w, GR_CHUNK_SWITCHES);
+    const unsigned char *p = r->sw, *end = r->sw + r->sw_len;
+    while (p < end) {
+        const unsigned char *q = p;
+        uint64_t v;
+        for (int i = 0; i < 4; i++)
+            gr_get_varint(&q, end, &v);
+        if (gr_writer_append(w, p, (size_t)(q - p)) < 0)
+            break;
+        p = q;
+    }
+    gr_writer_set_chunk_tag(w, GR_CHUNK_SAMPLES);
+    gr_sampler *s = r->sampler;
+    if (!s)
+        return;
+    p = s->out;
+    end = s->out + s->out_len;
+    uint64_t codes[GR_SAMPLE_DEPTH];
+    for (uint64_t k = 0; k < s->nsamples && p < end; k++) {
+        uint64_t h[10];
+        for (int i = 0; i < 10; i++)
+            if (gr_get_varint(&p, end, &h[i]) < 0)
+                return;
+        uint8_t *o = gr_writer_reserve(w, 10 * GR_VARINT_MAX);
+        if (!o)
+            return;
+        for (int i = 0; i < 10; i++)
+            o = gr_put_varint(o, h[i]);
+        gr_writer_commit(w, o);
+        for (uint64_t j = 0; j < h[9]; j++) {
+            uint64_t gid, depth;
+            if (gr_get_varint(&p, end, &gid) < 0 || gr_get_varint(&p, end, &depth) < 0 || depth > GR_SAMPLE_DEPTH)
+                return;
+            for (uint64_t i = 0; i < depth; i++)
+                if (gr_get_varint(&p, end, &codes[i]) < 0)
+                    return;
+            o = gr_writer_reserve(w, (size_t)(2 + depth) * GR_VARINT_MAX);
+            if (!o)
+                return;
+            o = gr_put_varint(o, gid);
+            o = gr_put_varint(o, depth);
+            for (uint64_t i = depth; i-- > 0;) /* outermost first */
+                o = gr_put_varint(o, gr_ptrmap_get(&r->codes, (uintptr_t)codes[i], 0));
+            gr_writer_commit(w, o);
+        }
+    }
+}
+
 PyDoc_STRVAR(stop_doc,
 "stop(reason=1)\n--\n\n"
 "Stop recording: write STOP and the live greenlets' stacks, remove the\n"
@@ -343,6 +439,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!r)
         Py_RETURN_NONE;
     GR_EXC_SAVE(saved);
+    gr_sampler_stop(r->sampler); /* joins; the thread never takes the GIL */
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
         gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code);
@@ -380,18 +477,21 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
 
+    if (r->tw && r->reg)
+        write_sampler_data(r);
     uint64_t dropped = r->w->dropped;
     int werr = r->w->error;
-    uint64_t trailer[4] = {r->nevents, dropped, r->errors, (uint64_t)reason};
+    uint64_t nev = atomic_load(&r->nevents);
+    uint64_t trailer[4] = {nev, dropped, r->errors, (uint64_t)reason};
     int rc = gr_writer_finish(r->w, trailer, 4);
     r->w = NULL;
     if (r->tw) {
-        uint64_t tt[1] = {r->nevents};
-        if (gr_writer_finish(r->tw, tt, 1) < 0)
+        uint64_t tt[3] = {nev, r->nswitches, r->sampler ? r->sampler->nsamples : 0};
+        if (gr_writer_finish(r->tw, tt, r->reg ? 3 : 1) < 0)
             rc = -1;
         r->tw = NULL;
     }
-    uint64_t n = r->nevents;
+    uint64_t n = nev;
     recorder_free(r);
     if (rc < 0) {
         errno = werr ? werr : errno;

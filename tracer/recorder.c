@@ -29,6 +29,27 @@ void gr_times_entry(gr_recorder *r)
     gr_writer_commit(r->tw, gr_put_varint(p, d < 0 ? 0 : (uint64_t)d));
 }
 
+void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t callback_ns, int contended)
+{
+    if (r->sw_cap - r->sw_len < 4 * GR_VARINT_MAX) {
+        size_t cap = r->sw_cap ? r->sw_cap * 2 : 1 << 16;
+        unsigned char *p = PyMem_RawRealloc(r->sw, cap);
+        if (!p) {
+            r->errors++;
+            return;
+        }
+        r->sw = p;
+        r->sw_cap = cap;
+    }
+    unsigned char *p = r->sw + r->sw_len;
+    p = gr_put_varint(p, index);
+    p = gr_put_varint(p, wait_ns);
+    p = gr_put_varint(p, callback_ns);
+    p = gr_put_varint(p, (uint64_t)contended);
+    r->sw_len = (size_t)(p - r->sw);
+    r->nswitches++;
+}
+
 /* ---- records --------------------------------------------------------- */
 
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
@@ -42,11 +63,8 @@ void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
     for (int i = 0; i < n; i++)
         p = gr_put_varint(p, fields[i]);
     gr_writer_commit(r->w, p);
-    if (tag >= GR_FIRST_INDEXED) {
-        r->nevents++;
-        if (r->tw)
-            gr_times_entry(r);
-    }
+    if (tag >= GR_FIRST_INDEXED)
+        gr_count_record(r);
 }
 
 /* Collect up to GR_STACK_CAP code ids from `top` outwards into ids[],
@@ -97,9 +115,7 @@ void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_fi
     if (extra_c)
         p = gr_put_varint(p, extra_c);
     gr_writer_commit(r->w, p);
-    r->nevents++;
-    if (r->tw)
-        gr_times_entry(r);
+    gr_count_record(r);
 }
 
 /* ---- strings ---------------------------------------------------------- */
@@ -317,6 +333,23 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     r->gl_addr[gid] = 0;
 }
 
+/* String id of a greenlet's name for the sampler's registry: the
+ * qualified name of its run callable, else its type's name. */
+static uint32_t greenlet_name(gr_recorder *r, PyObject *g)
+{
+    PyObject *run = PyObject_GetAttrString(g, "run");
+    PyObject *name = run ? PyObject_GetAttrString(run, "__qualname__") : NULL;
+    Py_XDECREF(run);
+    PyErr_Clear();
+    uint32_t id;
+    if (name && PyUnicode_Check(name))
+        id = string_id_obj(r, name);
+    else
+        id = gr_string_id(r, Py_TYPE(g)->tp_name);
+    Py_XDECREF(name);
+    return id;
+}
+
 uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top,
                             uint32_t extra_c, uint64_t flags)
 {
@@ -336,6 +369,8 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
         flags |= GR_GL_MAIN;
     uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
     gr_emit_stack(r, GR_GREENLET, 4, f, 3, GR_GL_CUT, top, extra_c);
+    if (r->reg)
+        gr_registry_add(r->reg, gid, pgid, greenlet_name(r, g));
     return gid;
 }
 

@@ -14,6 +14,10 @@
 #include "ptrmap.h"
 #include "writer.h"
 
+#include "registry.h"
+#include "sampler.h"
+
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -46,7 +50,9 @@ typedef struct gr_recorder {
     gr_writer *tw;          /* side channel (timestamps), owned, or NULL */
     struct timespec last;   /* time of the previous indexed record */
 
-    uint64_t nevents;       /* indexed records written */
+    _Atomic uint64_t nevents; /* indexed records written; written only with
+                               the GIL (relaxed load + store, a plain move),
+                               read by the sampler thread */
     uint64_t errors;        /* swallowed internal failures */
 
     uint32_t nthreads, ngreenlets, nstrings, ncodes;
@@ -71,6 +77,14 @@ typedef struct gr_recorder {
     PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
 
     uint32_t mark_code, stop_code; /* code ids of our C functions */
+
+    /* Sampler (issue: sampling never stalls switches); NULL when off. */
+    gr_registry *reg;       /* owned */
+    gr_sampler *sampler;    /* owned */
+    unsigned char *sw;      /* owned: per switch varints idx wait_ns
+                               callback_ns contended (side channel 'W') */
+    size_t sw_len, sw_cap;
+    uint64_t nswitches;
 } gr_recorder;
 
 /* The one active recording, or NULL. */
@@ -135,6 +149,15 @@ void gr_times_entry(gr_recorder *r);
 /* Write a record of `tag` with n varint fields (n <= 8). */
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields);
 
+/* Count one indexed record written and stamp the side channel. */
+static inline void gr_count_record(gr_recorder *r)
+{
+    atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    if (r->tw)
+        gr_times_entry(r);
+}
+
 /* Hot path: indexed record of three varints (CALL, RETURN, C_*). */
 static inline void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
 {
@@ -148,9 +171,7 @@ static inline void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uin
     p = gr_put_varint(p, b);
     p = gr_put_varint(p, c);
     gr_writer_commit(r->w, p);
-    r->nevents++;
-    if (r->tw)
-        gr_times_entry(r);
+    gr_count_record(r);
 }
 
 /* Write a record of `tag`: the n varint fields, then a stack of code ids
@@ -166,6 +187,10 @@ void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_fi
  * `extra_c` a C function in progress (code id or 0).  Also installs the
  * greenlet trace callback for this thread. */
 void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c);
+
+/* Keep the side-channel figures of one switch (sampler on): the SWITCH
+ * record's index, lock wait and callback time in ns, contended 0/1. */
+void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t callback_ns, int contended);
 
 /* Record the current Python error as a swallowed failure and clear it. */
 void gr_swallow(gr_recorder *r);

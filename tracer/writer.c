@@ -91,6 +91,13 @@ int gr_writer_flush(gr_writer *w)
     return rc;
 }
 
+int gr_writer_set_chunk_tag(gr_writer *w, char tag)
+{
+    int rc = gr_writer_flush(w);
+    w->chunk_tag = tag;
+    return rc;
+}
+
 uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
 {
     if (w->error || n > w->cap)

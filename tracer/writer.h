@@ -48,6 +48,11 @@ static inline void gr_writer_commit(gr_writer *w, uint8_t *end)
     w->len = (size_t)(end - (w->buf + GR_CHUNK_HEADER_LEN));
 }
 
+/* Flush the current chunk and frame the following ones with `tag` (side
+ * channel: GR_CHUNK_TIMES, GR_CHUNK_SWITCHES, GR_CHUNK_SAMPLES).  Returns
+ * 0, or -1 if the flush failed. */
+int gr_writer_set_chunk_tag(gr_writer *w, char tag);
+
 /* Count one record lost (see gr_writer_reserve). */
 static inline void gr_writer_drop(gr_writer *w) { w->dropped++; }
 

@@ -62,7 +62,8 @@ def _thread_bootstrap(frame, event, arg):
     _greenreplay._thread_start(frame, event, arg)
 
 
-def start(path=None, *, root=None, times=None, chunk=0):
+def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
+          interval_us=5000, keep=64, max_greenlets=65536):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -72,6 +73,12 @@ def start(path=None, *, root=None, times=None, chunk=0):
     times: also write timestamps to PATH.times (the side channel);
         default: GREENREPLAY_TIMES=1.
     chunk: chunk size in bytes (0: 64 KiB).
+    sampler: also run the reference greenlet sampler: "two-phase" (the fixed
+        design), "hold-lock" (the design that stalled switches) or
+        "seqlock"; default GREENREPLAY_SAMPLER, else none.  It samples every
+        tracked greenlet every interval_us microseconds (>= 100), stores
+        `keep` stacks per sample and tracks up to max_greenlets greenlets.
+        Its figures go to the side channel PATH.times, which it turns on.
 
     Installs the C profile function on every thread (threads started later
     included) and the C greenlet trace callback, chained in front of any
@@ -85,10 +92,13 @@ def start(path=None, *, root=None, times=None, chunk=0):
         root = os.environ.get("GREENREPLAY_ROOT") or os.getcwd()
     if times is None:
         times = os.environ.get("GREENREPLAY_TIMES") == "1"
+    if sampler is None:
+        sampler = os.environ.get("GREENREPLAY_SAMPLER") or None
     rules = _path_rules(root)
     threading.setprofile(_thread_bootstrap)
     try:
-        _greenreplay.start(os.fspath(path), rules, bool(times), chunk)
+        _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
+                           interval_us=interval_us, keep=keep, max_greenlets=max_greenlets)
     except BaseException:
         threading.setprofile(None)
         raise

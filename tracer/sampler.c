@@ -1,0 +1,223 @@
+/* sampler.c - the reference greenlet sampler thread (see sampler.h). */
+#include "sampler.h"
+
+#include "format.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int gr_sampler_mode(const char *name)
+{
+    if (!strcmp(name, "two-phase"))
+        return GR_REG_TWO_PHASE;
+    if (!strcmp(name, "hold-lock"))
+        return GR_REG_HOLD_LOCK;
+    if (!strcmp(name, "seqlock"))
+        return GR_REG_SEQLOCK;
+    return -1;
+}
+
+const char *gr_sampler_mode_name(int mode)
+{
+    switch (mode) {
+    case GR_REG_TWO_PHASE: return "two-phase";
+    case GR_REG_HOLD_LOCK: return "hold-lock";
+    case GR_REG_SEQLOCK: return "seqlock";
+    default: return "?";
+    }
+}
+
+/* Make room for n more bytes of output; 0 or -1.  Runs with no lock held. */
+static int reserve(gr_sampler *s, size_t n)
+{
+    if (s->out_cap - s->out_len >= n)
+        return 0;
+    size_t cap = s->out_cap ? s->out_cap : 1 << 16;
+    while (cap - s->out_len < n)
+        cap *= 2;
+    unsigned char *p = realloc(s->out, cap);
+    if (!p)
+        return -1;
+    s->out = p;
+    s->out_cap = cap;
+    return 0;
+}
+
+static void put(gr_sampler *s, uint64_t v)
+{
+    s->out_len = (size_t)(gr_put_varint(s->out + s->out_len, v) - s->out);
+}
+
+/* Unwind the suspended greenlets of snap[0..n): count everything, store
+ * the stacks of at most `keep` (round robin) into `stacks` (no lock held)
+ * or only count (lock held: storing could allocate). */
+typedef struct {
+    uint64_t frames, failed;
+    uint32_t nstacks;
+} unwind_totals;
+
+static void unwind_all(gr_sampler *s, uint32_t n, unwind_totals *tot, int store)
+{
+    gr_unwind_stats st = {0, 0};
+    uint32_t start = n ? s->rr % n : 0;
+    for (uint32_t k = 0; k < n; k++) {
+        gr_reg_entry *e = &s->snap[(start + k) % n];
+        if (e->state != GR_REG_SUSPENDED || !e->frame)
+            continue;
+        int depth = gr_unwind(e->frame, s->codes, GR_SAMPLE_DEPTH, &st);
+        if (depth < 0)
+            continue;
+        tot->frames += (uint64_t)depth;
+        if (store && tot->nstacks < s->keep &&
+            reserve(s, (size_t)(2 + depth) * GR_VARINT_MAX) == 0) {
+            put(s, e->gid);
+            put(s, (uint64_t)depth);
+            for (int i = 0; i < depth; i++)
+                put(s, s->codes[i]);
+            tot->nstacks++;
+        }
+    }
+    tot->failed += st.failed;
+    s->rr += s->keep;
+}
+
+static void take_sample(gr_sampler *s)
+{
+    gr_registry *reg = s->reg;
+    uint64_t idx_begin, hold, torn = 0, under = 0;
+    uint32_t n;
+    unwind_totals tot = {0, 0, 0};
+
+    /* Header reserved now, outside any lock; patched below. */
+    size_t hdr_max = 10 * GR_VARINT_MAX;
+    if (reserve(s, hdr_max) < 0) {
+        s->out_of_memory++;
+        return;
+    }
+    unsigned char hdr[10 * GR_VARINT_MAX];
+    size_t body_at = s->out_len;
+
+    if (reg->mode == GR_REG_SEQLOCK) {
+        idx_begin = atomic_load_explicit(s->events, memory_order_relaxed);
+        uint64_t t1 = gr_now_ns();
+        n = gr_registry_copy(reg, s->snap, reg->cap, &torn);
+        hold = gr_now_ns() - t1;
+        unwind_all(s, n, &tot, 1);
+    } else if (reg->mode == GR_REG_HOLD_LOCK) {
+        gr_registry_lock(reg);
+        uint64_t t1 = gr_now_ns();
+        idx_begin = atomic_load_explicit(s->events, memory_order_relaxed);
+        n = gr_registry_copy(reg, s->snap, reg->cap, &torn);
+        /* The stall of the seed: every read of foreign memory happens here,
+         * with every switch waiting.  Stacks are stored (output was
+         * reserved before taking the lock only for the header, so this may
+         * allocate: one more thing the fixed design avoids). */
+        unwind_all(s, n, &tot, 1);
+        under = tot.frames;
+        hold = gr_now_ns() - t1;
+        gr_registry_unlock(reg);
+    } else {
+        /* Phase 1: a flat copy of the slots, nothing else. */
+        gr_registry_lock(reg);
+        uint64_t t1 = gr_now_ns();
+        idx_begin = atomic_load_explicit(s->events, memory_order_relaxed);
+        n = gr_registry_copy(reg, s->snap, reg->cap, &torn);
+        hold = gr_now_ns() - t1;
+        gr_registry_unlock(reg);
+        /* Phase 2: unwind with the lock released. */
+        unwind_all(s, n, &tot, 1);
+    }
+    uint64_t idx_end = atomic_load_explicit(s->events, memory_order_relaxed);
+
+    /* Move the stacks behind the header. */
+    unsigned char *h = hdr;
+    uint64_t fields[10] = {idx_begin, idx_end, gr_now_ns() - s->t0, hold, n, tot.frames,
+                           under, tot.failed, torn, tot.nstacks};
+    for (int i = 0; i < 10; i++)
+        h = gr_put_varint(h, fields[i]);
+    size_t hl = (size_t)(h - hdr), body = s->out_len - body_at;
+    if (reserve(s, hl) < 0) {
+        s->out_len = body_at;
+        s->out_of_memory++;
+        return;
+    }
+    memmove(s->out + body_at + hl, s->out + body_at, body);
+    memcpy(s->out + body_at, hdr, hl);
+    s->out_len += hl;
+    s->nsamples++;
+}
+
+static void *sampler_main(void *arg)
+{
+    gr_sampler *s = arg;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        uint64_t ns = (uint64_t)next.tv_nsec + s->interval_ns;
+        next.tv_sec += (time_t)(ns / 1000000000u);
+        next.tv_nsec = (long)(ns % 1000000000u);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+            next = now; /* behind: do not try to catch up */
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+            ;
+        if (atomic_load_explicit(&s->stop, memory_order_acquire))
+            break;
+        take_sample(s);
+    }
+    return NULL;
+}
+
+gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
+                             uint64_t interval_ns, uint32_t keep)
+{
+    if (interval_ns < 100000) {
+        errno = EINVAL;
+        return NULL;
+    }
+    gr_sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->reg = reg;
+    s->events = events;
+    s->interval_ns = interval_ns;
+    s->keep = keep;
+    s->t0 = gr_now_ns();
+    s->snap = calloc(reg->cap, sizeof *s->snap);
+    s->codes = calloc(GR_SAMPLE_DEPTH, sizeof *s->codes);
+    if (!s->snap || !s->codes || reserve(s, 1 << 16) < 0)
+        goto fail;
+    int rc = pthread_create(&s->thread, NULL, sampler_main, s);
+    if (rc) {
+        errno = rc;
+        goto fail;
+    }
+    s->running = 1;
+    return s;
+fail:
+    gr_sampler_free(s);
+    return NULL;
+}
+
+void gr_sampler_stop(gr_sampler *s)
+{
+    if (!s || !s->running)
+        return;
+    atomic_store_explicit(&s->stop, 1, memory_order_release);
+    pthread_join(s->thread, NULL);
+    s->running = 0;
+}
+
+void gr_sampler_free(gr_sampler *s)
+{
+    if (!s)
+        return;
+    gr_sampler_stop(s);
+    free(s->snap);
+    free(s->codes);
+    free(s->out);
+    free(s);
+}

@@ -1,0 +1,80 @@
+/* sampler.h - reference greenlet sampler: a native thread that samples every
+ * tracked greenlet's stack at a fixed interval.
+ *
+ * It reproduces the design of the second seed document (dd-trace-py's stack
+ * profiler for gevent) so that its failure can be replayed and checked:
+ * the switch path writes a registry (registry.h) under a lock that the
+ * sampler also takes.  The sampler thread never takes the GIL; it reads
+ * frames through unwind.h.  Pure C apart from what unwind.c reads.
+ *
+ * Modes (enum gr_reg_mode):
+ *  - two-phase (default, the fix of dd-trace-py PR #16657): phase 1 copies
+ *    the slots under the lock (no system call, no allocation, no foreign
+ *    memory read); phase 2 unwinds with the lock released;
+ *  - hold-lock: unwinds while holding the lock (the design before the fix);
+ *  - seqlock: no lock at all; the writer bumps a per-slot sequence counter.
+ */
+#ifndef GR_SAMPLER_H
+#define GR_SAMPLER_H
+
+#include "registry.h"
+#include "unwind.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Greatest depth read per greenlet stack. */
+#define GR_SAMPLE_DEPTH 256
+
+typedef struct {
+    gr_registry *reg;           /* borrowed; outlives the sampler */
+    const _Atomic uint64_t *events; /* borrowed: count of indexed records */
+    uint64_t interval_ns;       /* sampling period */
+    uint32_t keep;              /* stacks stored per sample (others only counted) */
+    uint64_t t0;                /* start time, ns */
+
+    pthread_t thread;
+    _Atomic int stop;
+    int running;
+
+    /* Owned by the sampler thread until gr_sampler_stop returns. */
+    gr_reg_entry *snap;         /* phase-1 copy, reg->cap entries */
+    uintptr_t *codes;           /* GR_SAMPLE_DEPTH code addresses */
+    unsigned char *out;         /* encoded samples (see gr_sampler_stop) */
+    size_t out_len, out_cap;
+    uint64_t nsamples;
+    uint64_t out_of_memory;     /* samples lost for lack of memory */
+    uint32_t rr;                /* round-robin start for stored stacks */
+} gr_sampler;
+
+/* Start a sampler thread over `reg`, sampling every interval_ns (>= 100
+ * µs), storing at most `keep` stacks per sample.  `events` is read
+ * (relaxed) to stamp each sample with the trace's record count.  Returns
+ * a new sampler owned by the caller, or NULL (errno set). */
+gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
+                             uint64_t interval_ns, uint32_t keep);
+
+/* Stop and join the thread.  Then s->out holds s->nsamples samples, each
+ * a sequence of varints:
+ *   idx_begin idx_end t_ns hold_ns greenlets frames frames_under_lock
+ *   failed torn nstacks { gid depth code_address... (innermost first) }
+ * where idx_begin/idx_end are the record counts at the start of phase 1
+ * and after phase 2, t_ns the time since start, hold_ns how long the lock
+ * was held (seqlock: the copy), greenlets the slots copied, frames the
+ * frames read, frames_under_lock those read while holding the lock,
+ * failed the failed reads, torn the torn seqlock copies.  The caller
+ * frees the sampler with gr_sampler_free. */
+void gr_sampler_stop(gr_sampler *s);
+
+/* Free a stopped sampler.  s may be NULL. */
+void gr_sampler_free(gr_sampler *s);
+
+/* Parse "two-phase", "hold-lock" or "seqlock"; -1 if unknown. */
+int gr_sampler_mode(const char *name);
+
+/* Name of a mode. */
+const char *gr_sampler_mode_name(int mode);
+
+#endif
