@@ -1,0 +1,140 @@
+# tests/integration/lib.sh - helpers shared by tests/integration/run.sh and
+# ci/demo.sh: fixture headers, recording a fixture, the environment name of
+# a trace, and the outcome of `greenreplay check`.  Source it (bash); it
+# sets no options of its own.
+#
+# Needs: GR_ROOT (repository root), GR_CLI (the greenreplay executable) and
+# GR_PY (the interpreter under test).
+
+# Fixture header lines are "# KEY: VALUE" among the first 40 lines.
+# gr_header FILE KEY: prints VALUE (trimmed), nothing when absent.
+gr_header() {
+    sed -n '1,40p' "$1" | sed -n "s/^# *$2: *//p" | head -n 1 | sed 's/[[:space:]]*$//'
+}
+
+# gr_header_present FILE KEY: status 0 if the header line exists (even empty).
+gr_header_present() {
+    sed -n '1,40p' "$1" | grep -q "^# *$2:"
+}
+
+# gr_missing_requirement PY FILE: prints the first module of the fixture's
+# "# requires:" line that PY cannot import, with the reason, and returns 1;
+# returns 0 when every requirement imports.
+gr_missing_requirement() {
+    local py=$1 file=$2 mod err
+    for mod in $(gr_header "$file" requires | tr ',' ' '); do
+        if ! err=$("$py" -c "import $mod" 2>&1); then
+            err=$(printf '%s\n' "$err" | tail -n 1)
+            printf 'requires %s, not importable by %s (%s)\n' "$mod" "$py" "${err:-import failed}"
+            return 1
+        fi
+    done
+    return 0
+}
+
+# gr_env_of_python PY: environment name from the interpreter itself, for
+# traces without META (a crash before the first chunk) and skipped fixtures.
+gr_env_of_python() {
+    "$1" - <<'EOF' 2>/dev/null
+import sys
+try:
+    import greenlet
+    v = greenlet.__version__
+except Exception:
+    v = "none"
+print("# python: %s" % sys.version.split()[0])
+print("# greenlet: %s" % v)
+EOF
+}
+
+# gr_env_from_meta: reads dump text (its "# python: X" and "# greenlet: Y"
+# META lines) on stdin and prints the environment name, e.g.
+# py3.11-greenlet2.0 (major.minor of each); "greenlet-none" when greenlet
+# was not importable.  Prints nothing without a python META line.
+gr_env_from_meta() {
+    awk '
+        /^# python: / { py = $3 }
+        /^# greenlet: / { gl = $3 }
+        /^ *[0-9]/ { exit }
+        END {
+            if (py == "") exit 1
+            split(py, p, ".")
+            env = "py" p[1] "." p[2]
+            if (gl ~ /^[0-9]+\.[0-9]+/) { split(gl, g, "."); env = env "-greenlet" g[1] "." g[2] }
+            else if (gl == "") env = env "-greenlet-unknown"
+            else env = env "-greenlet-" gl
+            print env
+        }'
+}
+
+# gr_record PY SCRIPT OUT LOG [TIMEOUT]: record SCRIPT with PY in a fresh
+# process (`greenreplay record --manual`, code paths relative to GR_ROOT),
+# stdout and stderr of the run into LOG.  Returns record's exit status
+# (124 on timeout, 128+N when the program was killed by signal N).
+gr_record() {
+    local py=$1 script=$2 out=$3 log=$4 limit=${5:-300}
+    rm -f "$out"
+    (cd "$GR_ROOT" && timeout --kill-after=10 "$limit" \
+        "$GR_CLI" record --manual --root "$GR_ROOT" -o "$out" -- "$py" "$script") >"$log" 2>&1
+}
+
+# The JSON report of `check --format json` is read with the interpreter
+# under test (GR_PY), so the harness needs no JSON tool of its own.  Every
+# object with a string member "rule", anywhere in the report, is a violation.
+_gr_json() {
+    "$GR_PY" -c '
+import json, sys
+mode, path = sys.argv[1], sys.argv[2]
+arg = sys.argv[3] if len(sys.argv) > 3 else None
+with open(path) as f:
+    doc = json.load(f)
+found = []
+def walk(o):
+    if isinstance(o, dict):
+        if isinstance(o.get("rule"), str):
+            found.append(o)
+        for v in o.values():
+            walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            walk(v)
+walk(doc)
+if mode == "rules":
+    print(",".join(sorted({v["rule"] for v in found})))
+elif mode == "indices":
+    for v in found:
+        if v["rule"] == arg:
+            print(v.get("index"))
+elif mode == "summary":
+    counts = {}
+    for v in found:
+        counts[v["rule"]] = counts.get(v["rule"], 0) + 1
+    print(" ".join("%s=%d" % kv for kv in sorted(counts.items())))
+' "$@"
+}
+
+# gr_json_rules JSONFILE: sorted, comma-separated rule names ("" when none).
+gr_json_rules() { _gr_json rules "$1"; }
+
+# gr_json_indices JSONFILE RULE: event indices of RULE's violations, one a line.
+gr_json_indices() { _gr_json indices "$1" "$2"; }
+
+# gr_json_summary JSONFILE: "rule=count ..." ("" when clean).
+gr_json_summary() { _gr_json summary "$1"; }
+
+# gr_normalize_expect TEXT: "crash" and rule names, sorted, comma-separated;
+# "clean" contributes nothing.  E.g. "blind_spot, crash" -> "blind_spot,crash".
+gr_normalize_expect() {
+    printf '%s\n' "$1" | tr ', ' '\n\n' | sed '/^$/d; /^clean$/d' | sort -u | paste -sd, -
+}
+
+# gr_describe RULES CRASHED: human form of an outcome: "clean",
+# "violations: a,b", "crashed", "crashed, violations: a".
+gr_describe() {
+    local rules=$1 crashed=$2 s=""
+    [ "$crashed" = 1 ] && s="crashed"
+    if [ -n "$rules" ]; then
+        s="${s:+$s, }violations: $rules"
+    fi
+    printf '%s\n' "${s:-clean}"
+}
