@@ -151,8 +151,15 @@ static inline PyObject *gr_weakref_get(PyObject *wr)
  *    the tag bits);
  *  - frames owned by the C stack (entry shims, owner >= 3 from 3.12,
  *    gh-104584; 3.14 renamed it FRAME_OWNED_BY_INTERPRETER) are skipped. */
+#include <stddef.h>   /* offsetof */
 #if PY_VERSION_HEX >= 0x030B0000
 #include <internal/pycore_frame.h>
+#endif
+#if PY_VERSION_HEX >= 0x030E0000
+/* 3.14 moved struct _PyInterpreterFrame out of pycore_frame.h into
+ * pycore_interpframe_structs.h; pycore_interpframe.h includes it together
+ * with pycore_stackref.h, which defines Py_TAG_BITS (gh-130931). */
+#include <internal/pycore_interpframe.h>
 #endif
 
 typedef struct {
