@@ -1,0 +1,120 @@
+/* test_edit.c - replay/edit.c: dropping records keeps definitions, renumbers
+ * the rest, keeps the trailer (or its absence), rejects bad indices. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "edit.h"
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void tmp_path(char *p)
+{
+    int fd = mkstemp(p);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+static void test_drop_keeps_rest(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    tb_meta(&b, "python", "3.12.1");
+    uint32_t x = tb_py(&b, "x", "a.py", 5), y = tb_py(&b, "y", "a.py", 9);
+    uint32_t big = tb_str(&b, "long"); /* and a string used by nothing */
+    (void)big;
+    tb_thread(&b, 1);                                   /* 0 */
+    tb_greenlet(&b, 1, 1, 0, GR_GL_MAIN, 2, x, y);      /* 1 */
+    tb_ev(&b, GR_CALL, 1, 1, x);                        /* 2 */
+    tb_ev(&b, GR_CALL, 1, 1, y);                        /* 3 */
+    tb_ev(&b, GR_RETURN, 1, 1, y);                      /* 4 */
+    tb_switch(&b, GR_SWITCH, 1, 1, 2, 1, 5, 0, 255);    /* 5 */
+    tb_finish_with(&b, 6, 1, 2, GR_STOP_EXIT);
+    gr_trace in, out;
+    assert_int_equal(tb_load(&b, &in), GR_READ_OK);
+    char path[] = "/tmp/gr-unit-edit-XXXXXX";
+    tmp_path(path);
+    char err[256];
+    uint64_t drop[3] = {4, 2, 4};
+    assert_int_equal(gr_edit_drop(&in, drop, 3, path, err, sizeof err), 0);
+    assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+    assert_int_equal(out.nrecs, 4);
+    assert_int_equal(out.nstrings, in.nstrings);
+    assert_int_equal(out.ncodes, in.ncodes);
+    assert_int_equal(out.nmetas, 1);
+    assert_int_equal(out.recs[0].tag, GR_THREAD);
+    assert_int_equal(out.recs[1].tag, GR_GREENLET);
+    assert_int_equal(out.recs[1].depth, 2);
+    assert_int_equal(gr_record_stack(&out, &out.recs[1])[1], y);
+    assert_int_equal(out.recs[2].tag, GR_CALL);
+    assert_int_equal(out.recs[2].code, y);
+    assert_int_equal(out.recs[2].index, 2);
+    assert_int_equal(out.recs[3].tag, GR_SWITCH);
+    assert_int_equal(out.recs[3].use_tracing, 255);
+    assert_true(out.has_trailer);
+    assert_int_equal(out.trailer.events, 4);
+    assert_int_equal(out.trailer.dropped, 1);
+    assert_int_equal(out.trailer.errors, 2);
+    assert_int_equal(out.trailer.reason, GR_STOP_EXIT);
+    gr_trace_free(&out);
+    /* dropping nothing reproduces every record */
+    assert_int_equal(gr_edit_drop(&in, NULL, 0, path, err, sizeof err), 0);
+    assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+    assert_int_equal(out.nrecs, in.nrecs);
+    for (size_t i = 0; i < in.nrecs; i++) {
+        assert_int_equal(out.recs[i].tag, in.recs[i].tag);
+        assert_int_equal(out.recs[i].len, in.recs[i].len);
+    }
+    gr_trace_free(&out);
+    /* an index out of range */
+    uint64_t bad = 6;
+    assert_int_equal(gr_edit_drop(&in, &bad, 1, path, err, sizeof err), -1);
+    assert_string_equal(err, "record 6 does not exist (the trace has 6 records)");
+    gr_trace_free(&in);
+    unlink(path);
+    tb_cleanup(&b);
+}
+
+static void test_truncated_stays_truncated(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    tb_thread(&b, 1);
+    tb_thread(&b, 2);
+    tb_abandon(&b);
+    gr_trace in, out;
+    assert_int_equal(tb_load(&b, &in), GR_READ_OK);
+    char path[] = "/tmp/gr-unit-edit-XXXXXX";
+    tmp_path(path);
+    char err[256];
+    uint64_t drop = 0;
+    assert_int_equal(gr_edit_drop(&in, &drop, 1, path, err, sizeof err), 0);
+    assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+    assert_true(out.truncated);
+    assert_int_equal(out.nrecs, 1);
+    assert_int_equal(out.recs[0].tid, 2);
+    gr_trace_free(&out);
+    gr_trace_free(&in);
+    /* unwritable output */
+    assert_int_equal(gr_trace_load(&in, b.path), GR_READ_OK);
+    assert_int_equal(gr_edit_drop(&in, NULL, 0, "/nonexistent/dir/o.grt", err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/dir/o.grt: "));
+    gr_trace_free(&in);
+    unlink(path);
+    tb_cleanup(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_drop_keeps_rest),
+        cmocka_unit_test(test_truncated_stays_truncated),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

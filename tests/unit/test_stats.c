@@ -1,0 +1,111 @@
+/* test_stats.c - replay/stats.c: counts per kind, thread and greenlet, and
+ * the JSON form. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "stats.h"
+#include "trace_builder.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#define K(tag) ((tag) - GR_FIRST_INDEXED)
+
+static void build(tb *b)
+{
+    tb_open(b, 0);
+    uint32_t x = tb_py(b, "x", "a.py", 1), sw = tb_c(b, "greenlet.switch");
+    tb_thread(b, 2);
+    tb_greenlet(b, 2, 7, 0, GR_GL_MAIN, 0);
+    tb_ev(b, GR_CALL, 2, 7, x);
+    tb_ev(b, GR_C_CALL, 2, 7, sw);
+    tb_switch(b, GR_SWITCH, 2, 7, 3, 7, 0, 0, 0); /* counts for g3 */
+    tb_ev(b, GR_CALL, 2, 3, x);
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_ev(b, GR_CALL, 1, 1, x);
+    tb_finish(b);
+}
+
+static void test_counts(void **state)
+{
+    (void)state;
+    tb b;
+    build(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_stats s;
+    gr_stats_compute(&t, &s);
+    assert_int_equal(s.total, 9);
+    assert_int_equal(s.kinds[K(GR_CALL)], 3);
+    assert_int_equal(s.kinds[K(GR_THREAD)], 2);
+    assert_int_equal(s.kinds[K(GR_SWITCH)], 1);
+    assert_int_equal(s.kinds[K(GR_STACK)], 0);
+    assert_int_equal(s.nthreads, 2);
+    assert_int_equal(s.threads[0].id, 1); /* sorted */
+    assert_int_equal(s.threads[0].total, 3);
+    assert_int_equal(s.threads[1].id, 2);
+    assert_int_equal(s.threads[1].total, 6);
+    assert_int_equal(s.ngreenlets, 3);
+    assert_int_equal(s.greenlets[0].id, 1);
+    assert_int_equal(s.greenlets[1].id, 3);
+    assert_int_equal(s.greenlets[1].total, 2); /* SWITCH into it + its CALL */
+    assert_int_equal(s.greenlets[1].kinds[K(GR_SWITCH)], 1);
+    assert_int_equal(s.greenlets[1].tid, 2);
+    assert_int_equal(s.greenlets[2].id, 7);
+    assert_int_equal(s.greenlets[2].total, 3);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(gr_stats_print_json(f, &t, &s), 0);
+    fclose(f);
+    json_error_t err;
+    json_t *o = json_loads(buf, 0, &err);
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "records")), 9);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(o, "kinds"), "CALL")), 3);
+    json_t *g = json_array_get(json_object_get(o, "greenlets"), 1);
+    assert_int_equal(json_integer_value(json_object_get(g, "gid")), 3);
+    assert_int_equal(json_integer_value(json_object_get(g, "records")), 2);
+    json_decref(o);
+    free(buf);
+
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_int_equal(gr_stats_print_text(f, &t, &s), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "\nCALL                  3\n"));
+    assert_non_null(strstr(buf, "\ntotal                 9\n"));
+    assert_non_null(strstr(buf, "\ng3         t2              2          1          0          1"));
+    free(buf);
+    gr_stats_free(&s);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+static void test_empty(void **state)
+{
+    (void)state;
+    gr_trace t;
+    memset(&t, 0, sizeof t);
+    gr_stats s;
+    gr_stats_compute(&t, &s);
+    assert_int_equal(s.total, 0);
+    assert_int_equal(s.nthreads, 0);
+    gr_stats_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_empty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

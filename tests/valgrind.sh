@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# tests/valgrind.sh - run the unit tests and the replayer on every recorded
+# trace under valgrind memcheck; fail on any memory error or definite leak.
+#
+# usage: tests/valgrind.sh [UNIT_TEST_BINARY...]
+#
+# Each BINARY (normally build/tests/test_*) runs under
+#   valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+# Then `greenreplay check` and `greenreplay dump` run, under the same
+# valgrind, on every *.grt below BUILD/traces/ (BUILD: the directory above
+# the binaries' tests/ directory, else $BUILD, else build).  Their own exit
+# statuses are fine as long as they are documented ones (check 0/1/2, dump
+# 0/2); valgrind errors (status 99), crashes and other statuses fail.
+# Exit status: 0 all clean, 1 something failed, 2 valgrind or the CLI missing.
+set -u
+
+VG=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "valgrind.sh: valgrind is not installed (apt-get install valgrind)" >&2
+    exit 2
+fi
+
+build=${BUILD:-build}
+if [ $# -gt 0 ]; then
+    d=$(dirname "$(dirname "$1")")
+    [ -d "$d" ] && build=$d
+fi
+cli=$build/greenreplay
+
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/gr-valgrind.XXXXXX")
+trap 'rm -rf "$logdir"' EXIT
+
+runs=0
+failures=()
+
+# run NAME ALLOWED_STATUSES CMD...: run CMD under valgrind, quietly; on a
+# bad status show valgrind's log and remember the failure.
+run() {
+    local name=$1 allowed=$2
+    shift 2
+    local log=$logdir/run.$runs.log st
+    runs=$((runs + 1))
+    "${VG[@]}" --log-file="$log" "$@" >/dev/null 2>"$log.err"
+    st=$?
+    case " $allowed " in
+    *" $st "*)
+        if [ -s "$log" ]; then # errors below the error-exitcode radar
+            echo "FAIL $name: valgrind reported problems"
+            sed 's/^/    /' "$log"
+            failures+=("$name")
+        else
+            echo "ok   $name (exit $st)"
+        fi
+        ;;
+    *)
+        if [ "$st" -eq 99 ]; then
+            echo "FAIL $name: memory errors or definite leaks"
+        else
+            echo "FAIL $name: exit status $st"
+        fi
+        sed 's/^/    /' "$log" "$log.err" | tail -n 60
+        failures+=("$name")
+        ;;
+    esac
+}
+
+nunit=$#
+for bin in "$@"; do
+    if [ ! -x "$bin" ]; then
+        echo "FAIL $bin: not an executable"
+        failures+=("$bin")
+        continue
+    fi
+    run "$bin" "0" "$bin"
+done
+
+ntraces=0
+if [ -d "$build/traces" ]; then
+    mapfile -t traces < <(find "$build/traces" -name '*.grt' -type f | sort)
+    ntraces=${#traces[@]}
+fi
+echo "valgrind.sh: $nunit unit test binaries, $ntraces traces under $build/traces/"
+if [ "$ntraces" -gt 0 ]; then
+    if [ ! -x "$cli" ]; then
+        echo "valgrind.sh: $cli is missing (make cli)" >&2
+        exit 2
+    fi
+    for t in "${traces[@]}"; do
+        run "check $t" "0 1 2" "$cli" check "$t"
+        run "dump $t" "0 2" "$cli" dump "$t"
+    done
+fi
+
+echo "valgrind.sh: $runs runs, ${#failures[@]} failed"
+if [ ${#failures[@]} -gt 0 ]; then
+    printf '  failed: %s\n' "${failures[@]}"
+    exit 1
+fi
+exit 0
