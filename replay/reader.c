@@ -540,7 +540,8 @@ static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
         return GR_READ_OK;
     }
     size_t pos = GR_HEADER_LEN;
-    static const char tags[] = {GR_CHUNK_TIMES, GR_CHUNK_TRAILER, 0};
+    static const char tags[] = {GR_CHUNK_TIMES, GR_CHUNK_SWITCHES, GR_CHUNK_SAMPLES,
+                                GR_CHUNK_TRAILER, 0};
     for (;;) {
         if (tm->has_trailer) {
             if (pos < size)
@@ -560,6 +561,8 @@ static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
             if (read_trailer(&c, &tm->count, 1, e, tm->name))
                 return e->status;
             tm->has_trailer = 1;
+        } else if (c.tag != GR_CHUNK_TIMES) {
+            tm->skipped_chunks++; /* sampler data ('W', 'P'): checked, not decoded */
         } else {
             const uint8_t *p = c.p, *end = c.p + c.len;
             while (p < end) {

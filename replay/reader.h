@@ -154,14 +154,17 @@ const uint8_t *gr_trace_string(const gr_trace *t, uint64_t id, size_t *len);
 /* Code id -> definition; NULL for an id out of range. */
 const gr_code *gr_trace_code(const gr_trace *t, uint64_t id);
 
-/* The side channel (§5): one nanosecond delta per indexed record. */
+/* The side channel (§5): one nanosecond delta per indexed record, from
+ * its 'T' chunks.  The sampler's 'W' and 'P' chunks are framed and
+ * CRC-checked but not decoded. */
 typedef struct gr_times {
     char *name;
     uint64_t *dt;         /* [n] ns since the previous indexed record */
     size_t n;
     size_t cap;           /* internal */
+    size_t skipped_chunks; /* 'W' and 'P' chunks seen */
     int has_trailer;
-    uint64_t count;       /* trailer's entry count (when has_trailer) */
+    uint64_t count;       /* trailer's first field: number of 'T' entries */
     int truncated;
     uint64_t truncated_at;
     gr_error err;
@@ -172,7 +175,7 @@ typedef struct gr_times {
  * caller must call gr_times_free(tm) in every case. */
 int gr_times_load(gr_times *tm, const char *path);
 
-/* Same from n bytes at data (copied). */
+/* Same from n bytes at data (not kept). */
 int gr_times_parse(gr_times *tm, const char *name, const void *data, size_t n);
 
 /* Release everything *tm owns and zero it. */

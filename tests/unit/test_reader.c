@@ -567,8 +567,13 @@ static void test_side_channel(void **state)
         uint8_t *e = gr_put_varint(buf, vals[i]);
         assert_int_equal(gr_writer_append(w, buf, (size_t)(e - buf)), 0);
     }
-    uint64_t count = 6;
-    assert_int_equal(gr_writer_finish(w, &count, 1), 0);
+    /* sampler chunks follow the 'T' ones; they are checked and skipped */
+    assert_int_equal(gr_writer_set_chunk_tag(w, GR_CHUNK_SWITCHES), 0);
+    assert_int_equal(gr_writer_append(w, "\x05\x00\x07\x00", 4), 0);
+    assert_int_equal(gr_writer_set_chunk_tag(w, GR_CHUNK_SAMPLES), 0);
+    assert_int_equal(gr_writer_append(w, "\x01\x02", 2), 0);
+    uint64_t count[3] = {6, 1, 1};
+    assert_int_equal(gr_writer_finish(w, count, 3), 0);
     gr_times tm;
     assert_int_equal(gr_times_load(&tm, path), GR_READ_OK);
     assert_int_equal(tm.n, 6);
@@ -576,7 +581,28 @@ static void test_side_channel(void **state)
         assert_true(tm.dt[i] == vals[i]);
     assert_true(tm.has_trailer);
     assert_int_equal(tm.count, 6);
+    assert_int_equal(tm.skipped_chunks, 2);
     gr_times_free(&tm);
+    /* an 'E' chunk has no place in a side channel */
+    size_t sn;
+    uint8_t *sd = tb_memfile(GR_CHUNK_RECORDS, BYTES(1, 2), 0, &sn);
+    sd[12] = GR_STREAM_SIDE;
+    assert_int_equal(gr_times_parse(&tm, "s", sd, sn), GR_READ_CORRUPT);
+    assert_int_equal(tm.err.kind, GR_E_CHUNK_TAG);
+    assert_true(tm.err.offset == GR_HEADER_LEN);
+    gr_times_free(&tm);
+    /* a 'T' chunk cut inside a varint is corrupt; a cut file is truncated */
+    sd[GR_HEADER_LEN] = GR_CHUNK_TIMES;
+    sd[GR_HEADER_LEN + GR_CHUNK_HEADER_LEN + 1] = 0x80;
+    tb_fix_crc(sd, GR_HEADER_LEN);
+    assert_int_equal(gr_times_parse(&tm, "s", sd, sn), GR_READ_CORRUPT);
+    assert_int_equal(tm.err.kind, GR_E_PAST_CHUNK);
+    gr_times_free(&tm);
+    assert_int_equal(gr_times_parse(&tm, "s", sd, sn - 1), GR_READ_OK);
+    assert_true(tm.truncated);
+    assert_true(tm.truncated_at == GR_HEADER_LEN);
+    gr_times_free(&tm);
+    free(sd);
     /* a canonical trace is refused as a side channel and vice versa */
     gr_trace t;
     assert_int_equal(gr_trace_load(&t, path), GR_READ_CORRUPT);
