@@ -148,8 +148,9 @@ run_fixture() {
     if [ -n "$problem" ]; then
         fail "check $name: $problem"
         tail -n 15 "$dir/$name.log" | detail
-    elif [ "$rules" != "$want_rules" ]; then
+    elif [ "$rules" != "$want_rules" ] || [ "$crashed" != "$want_crash" ]; then
         fail "check $name: got $got, expected $(gr_describe "$want_rules" "$want_crash") [$env]"
+        [ "$crashed" = 1 ] && tail -n 5 "$dir/$name.log" | detail
         "$GR_CLI" check "$trace" 2>&1 | detail 40
     else
         pass "check $name: $got, as expected [$env]"

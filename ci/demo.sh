@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# ci/demo.sh - the demo behind `make demo`: record every fixture, check
+# every trace, one line per fixture, then a summary.
+#
+# usage: ci/demo.sh --python PY
+#
+# Each fixtures/NAME.py is recorded in a fresh process with
+# `greenreplay record --manual` into build/traces/ENV/NAME.grt (ENV from the
+# trace's META, e.g. py3.11-greenlet2.0) and checked with `greenreplay
+# check`.  The line of a fixture shows its record, greenlet and thread
+# counts, the outcome (clean, violations per rule, crashed, skipped) and
+# whether that is what its "# expect:" header line says.  A fixture that
+# crashes is reported as crashed and the others still run.
+#
+# Exit status: 0 every fixture behaved as expected (skips are listed but do
+# not fail the demo), 1 something unexpected happened, 2 bad usage or the
+# tools are not built.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GR_ROOT=$ROOT
+GR_CLI=${GREENREPLAY_CLI:-$ROOT/build/greenreplay}
+# shellcheck source=../tests/integration/lib.sh
+. "$ROOT/tests/integration/lib.sh"
+
+usage() {
+    echo "usage: ci/demo.sh --python PY" >&2
+    exit 2
+}
+GR_PY=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --python) [ $# -ge 2 ] || usage; GR_PY=$2; shift 2 ;;
+        --python=*) GR_PY=${1#--python=}; shift ;;
+        -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) usage ;;
+    esac
+done
+[ -n "$GR_PY" ] || usage
+if [ ! -x "$GR_CLI" ]; then
+    echo "demo: $GR_CLI is missing; build it first (make)" >&2
+    exit 2
+fi
+if ! "$GR_PY" -c 'import sys' 2>/dev/null; then
+    echo "demo: $GR_PY is not a usable Python interpreter" >&2
+    exit 2
+fi
+
+TRACES=$ROOT/build/traces
+WORK=$TRACES/.work
+mkdir -p "$WORK"
+fixtures=()
+for f in "$ROOT"/fixtures/*.py; do [ -f "$f" ] && fixtures+=("$f"); done
+N=${#fixtures[@]}
+if [ "$N" -eq 0 ]; then
+    echo "demo: no fixtures in $ROOT/fixtures" >&2
+    exit 2
+fi
+
+probe_env=$(gr_env_of_python "$GR_PY" | gr_env_from_meta)
+pyver=$("$GR_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
+echo "greenreplay demo: $GR_PY (Python $pyver, env ${probe_env:-unknown}), $N fixtures, traces in build/traces/"
+printf '%-8s %-24s %8s %6s %4s  %-44s %s\n' "" fixture records glets thr outcome expectation
+
+n_ok=0 n_bad=0 n_skip=0 n_crash=0 n_known=0
+declare -A rule_total
+unexpected=()
+i=0
+for f in "${fixtures[@]}"; do
+    i=$((i + 1))
+    name=$(basename "$f" .py)
+    # Progress: the fixture's name first, the rest when its run is done.
+    printf '[%2d/%2d]  %-24s ' "$i" "$N" "$name"
+
+    if ! gr_header_present "$f" expect; then
+        printf '%8s %6s %4s  %-44s %s\n' - - - "not run" "UNEXPECTED: no '# expect:' line"
+        n_bad=$((n_bad + 1)); unexpected+=("$name: no '# expect:' header line")
+        continue
+    fi
+    want=$(gr_normalize_expect "$(gr_header "$f" expect)")
+    want_crash=0
+    case ",$want," in *,crash,*) want_crash=1 ;; esac
+    want_rules=$(printf '%s\n' "$want" | tr ',' '\n' | sed '/^crash$/d; /^$/d' | paste -sd, -)
+    known=""
+    grep -q '^# BUG:' "$f" && known=" (known bug, see fixture)"
+
+    if ! reason=$(gr_missing_requirement "$GR_PY" "$f"); then
+        printf '%8s %6s %4s  %-44s %s\n' - - - "skipped" "$reason"
+        n_skip=$((n_skip + 1))
+        continue
+    fi
+
+    tmp=$WORK/$name.demo.grt log=$WORK/$name.demo.log
+    gr_record "$GR_PY" "fixtures/$name.py" "$tmp" "$log"
+    rc=$?
+    dump=$WORK/$name.demo.txt
+    "$GR_CLI" dump "$tmp" >"$dump" 2>/dev/null
+    env=$(gr_env_from_meta <"$dump") || env=$probe_env
+    env=${env:-unknown}
+    mkdir -p "$TRACES/$env"
+    trace=$TRACES/$env/$name.grt
+    rm -f "$trace"
+    [ -f "$tmp" ] && mv "$tmp" "$trace"
+    mv "$log" "$TRACES/$env/$name.log"
+    log=$TRACES/$env/$name.log
+
+    nrec=$(grep -c '^ *[0-9]' "$dump")
+    nglet=$(awk '$2 == "GREENLET" && $4 != "g0"' "$dump" | wc -l)
+    nthr=$(awk '$2 == "THREAD"' "$dump" | wc -l)
+
+    crashed=0 problem="" rules="" summary=""
+    if [ "$rc" -eq 124 ]; then
+        problem="timed out"
+    elif [ "$rc" -ge 128 ]; then
+        crashed=1
+        n_crash=$((n_crash + 1))
+    elif [ "$rc" -ne 0 ]; then
+        problem="program exited with status $rc"
+    fi
+    if [ -z "$problem" ] && [ ! -f "$trace" ]; then
+        problem="no trace written"
+    fi
+    if [ -z "$problem" ]; then
+        json=$TRACES/$env/$name.check.json
+        "$GR_CLI" check --format json "$trace" >"$json" 2>"$WORK/$name.check.err"
+        crc=$?
+        if [ "$crc" -eq 2 ]; then
+            problem="trace unusable: $(head -n 1 "$WORK/$name.check.err")"
+        elif [ "$crc" -gt 2 ]; then
+            problem="check exited with status $crc"
+        else
+            rules=$(gr_json_rules "$json")
+            summary=$(gr_json_summary "$json")
+            for kv in $summary; do
+                r=${kv%%=*}
+                rule_total[$r]=$(( ${rule_total[$r]:-0} + ${kv#*=} ))
+            done
+        fi
+    fi
+
+    if [ -n "$problem" ]; then
+        outcome=$problem
+    else
+        outcome=""
+        if [ "$crashed" = 1 ]; then
+            sig=$(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))
+            outcome="crashed (SIG$sig)"
+        fi
+        if [ -n "$summary" ]; then
+            outcome="${outcome:+$outcome, }violations: $summary"
+        elif [ "$crashed" = 0 ]; then
+            outcome="clean"
+        fi
+    fi
+    if [ -z "$problem" ] && [ "$crashed" = "$want_crash" ] && [ "$rules" = "$want_rules" ]; then
+        verdict="as expected$known"
+        n_ok=$((n_ok + 1))
+        [ -n "$known" ] && n_known=$((n_known + 1))
+    else
+        verdict="UNEXPECTED: expected $(gr_describe "$want_rules" "$want_crash")"
+        n_bad=$((n_bad + 1))
+        unexpected+=("$name: got ${outcome}, expected $(gr_describe "$want_rules" "$want_crash") (trace build/traces/$env/$name.grt, log build/traces/$env/$name.log)")
+    fi
+    printf '%8s %6s %4s  %-44s %s\n' "$nrec" "$nglet" "$nthr" "$outcome" "$verdict"
+    if [ -n "$problem" ]; then
+        tail -n 5 "$log" | sed 's/^/           | /'
+    fi
+    rm -f "$dump" "$WORK/$name.check.err"
+done
+
+echo
+totals=""
+for r in imbalance blind_spot switch_consistency propagation; do
+    [ -n "${rule_total[$r]:-}" ] && totals="$totals $r=${rule_total[$r]}"
+done
+line="summary: $N fixtures, $n_ok as expected"
+[ "$n_known" -gt 0 ] && line="$line ($n_known of them only because of a known bug)"
+line="$line, $n_bad unexpected, $n_skip skipped, $n_crash crashed"
+echo "$line"
+echo "violations found in all traces:${totals:- none}"
+if [ "$n_bad" -gt 0 ]; then
+    echo "unexpected:"
+    printf '  %s\n' "${unexpected[@]}"
+    echo "demo: FAILED"
+    exit 1
+fi
+echo "demo: OK"
+exit 0
