@@ -41,7 +41,8 @@ void gr_stats_free(gr_stats *s);
 /* Write the text tables.  Returns 0, or -1 if writing failed. */
 int gr_stats_print_text(FILE *out, const gr_trace *t, const gr_stats *s);
 
-/* Write the JSON form (one object, see docs/FORMAT.md §7).  Returns 0, or
+/* Write the JSON form: one object with file, records, trailer,
+ * truncated_at, kinds, threads and greenlets (each with its kinds).  Returns 0, or
  * -1 if writing failed. */
 int gr_stats_print_json(FILE *out, const gr_trace *t, const gr_stats *s);
 
