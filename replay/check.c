@@ -169,13 +169,44 @@ static void code_name(ck *c, uint32_t code)
     gr_dump_code(&c->msg, c->t, code);
 }
 
-/* Append shadow entries [from, to) of s as "a > b". */
+/* Long stacks in messages show their first SHOW_HEAD and last SHOW_TAIL
+ * entries around "... (N more) ...". */
+#define SHOW_HEAD 4
+#define SHOW_TAIL 8
+
+/* Append code ids (outermost first) as "a > b", eliding the middle of long
+ * stacks; "-" when n == 0. */
+static void codes(ck *c, const uint32_t *ids, size_t n)
+{
+    if (n == 0) {
+        gr_sb_putc(&c->msg, '-');
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (n > SHOW_HEAD + SHOW_TAIL + 1 && k == SHOW_HEAD) {
+            gr_sb_printf(&c->msg, " > ... (%zu more) ...", n - SHOW_HEAD - SHOW_TAIL);
+            k = n - SHOW_TAIL - 1;
+            continue;
+        }
+        if (k)
+            gr_sb_puts(&c->msg, " > ");
+        code_name(c, ids[k]);
+    }
+}
+
+/* Append shadow entries [from, to) of s like codes(). */
 static void entries(ck *c, const shadow *s, size_t from, size_t to)
 {
-    for (size_t k = from; k < to; k++) {
-        if (k > from)
+    size_t n = to - from;
+    for (size_t k = 0; k < n; k++) {
+        if (n > SHOW_HEAD + SHOW_TAIL + 1 && k == SHOW_HEAD) {
+            gr_sb_printf(&c->msg, " > ... (%zu more) ...", n - SHOW_HEAD - SHOW_TAIL);
+            k = n - SHOW_TAIL - 1;
+            continue;
+        }
+        if (k)
             gr_sb_puts(&c->msg, " > ");
-        code_name(c, s->e[k].code);
+        code_name(c, s->e[from + k].code);
     }
 }
 
@@ -344,6 +375,22 @@ static size_t record_py(ck *c, const gr_record *r)
     return n;
 }
 
+/* Append "profiler missed WHAT of x, WHAT of y" for n frames (at most
+ * SHOW_TAIL named); first: no "; " separator before it. */
+static void missed(ck *c, const char *what, const uint32_t *ids, size_t n, int first)
+{
+    if (n == 0)
+        return;
+    gr_sb_printf(&c->msg, "%sprofiler missed %s of ", first ? "" : "; ", what);
+    for (size_t k = 0; k < n && k < SHOW_TAIL; k++) {
+        if (k)
+            gr_sb_printf(&c->msg, ", %s of ", what);
+        code_name(c, ids[k]);
+    }
+    if (n > SHOW_TAIL)
+        gr_sb_printf(&c->msg, " and %zu more", n - SHOW_TAIL);
+}
+
 /* Compare shadow Python frames (c->fa, na) with the real ones (c->fb, nb),
  * outermost first.  real_cut: only the innermost real frames are listed;
  * base_unknown: only the innermost shadow frames are known.  On a
@@ -367,21 +414,12 @@ static int compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
     size_t s = 0;
     while (s < na - p && s < nb - p && a[na - 1 - s] == b[nb - 1 - s])
         s++;
-    int first = 1;
-    for (size_t k = p; k < na - s; k++) { /* in the shadow, not real */
-        gr_sb_puts(&c->msg, first ? "profiler missed return of " : ", return of ");
-        code_name(c, a[k]);
-        first = 0;
-    }
-    for (size_t k = p; k < nb - s; k++) { /* real, not in the shadow */
-        gr_sb_puts(&c->msg, first ? "profiler missed call of " : ", call of ");
-        code_name(c, b[k]);
-        first = 0;
-    }
+    missed(c, "return", a + p, na - s - p, 1);
+    missed(c, "call", b + p, nb - s - p, na - s - p == 0);
     gr_sb_puts(&c->msg, "; real stack: ");
-    gr_dump_stack(&c->msg, c->t, b, nb);
+    codes(c, b, nb);
     gr_sb_puts(&c->msg, "; shadow: ");
-    gr_dump_stack(&c->msg, c->t, a, na);
+    codes(c, a, na);
     return 1;
 }
 
