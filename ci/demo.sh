@@ -60,7 +60,12 @@ fi
 probe_env=$(gr_env_of_python "$GR_PY" | gr_env_from_meta)
 pyver=$("$GR_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)
 echo "greenreplay demo: $GR_PY (Python $pyver, env ${probe_env:-unknown}), $N fixtures, traces in build/traces/"
-printf '%-8s %-24s %8s %6s %4s  %-44s %s\n' "" fixture records glets thr outcome expectation
+W=7
+for f in "${fixtures[@]}"; do
+    n=$(basename "$f" .py)
+    [ ${#n} -gt "$W" ] && W=${#n}
+done
+printf '%-8s %-*s %8s %6s %4s  %-44s %s\n' "" "$W" fixture records glets thr outcome expectation
 
 n_ok=0 n_bad=0 n_skip=0 n_crash=0 n_known=0
 declare -A rule_total
@@ -70,7 +75,7 @@ for f in "${fixtures[@]}"; do
     i=$((i + 1))
     name=$(basename "$f" .py)
     # Progress: the fixture's name first, the rest when its run is done.
-    printf '[%2d/%2d]  %-24s ' "$i" "$N" "$name"
+    printf '[%2d/%2d]  %-*s ' "$i" "$N" "$W" "$name"
 
     if ! gr_header_present "$f" expect; then
         printf '%8s %6s %4s  %-44s %s\n' - - - "not run" "UNEXPECTED: no '# expect:' line"
@@ -108,7 +113,7 @@ for f in "${fixtures[@]}"; do
     nglet=$(awk '$2 == "GREENLET" && $4 != "g0"' "$dump" | wc -l)
     nthr=$(awk '$2 == "THREAD"' "$dump" | wc -l)
 
-    crashed=0 problem="" rules="" summary=""
+    crashed=0 problem="" rules="" summary="" cut=""
     if [ "$rc" -eq 124 ]; then
         problem="timed out"
     elif [ "$rc" -ge 128 ]; then
@@ -131,6 +136,7 @@ for f in "${fixtures[@]}"; do
         else
             rules=$(gr_json_rules "$json")
             summary=$(gr_json_summary "$json")
+            cut=$(gr_json_truncated "$json")
             for kv in $summary; do
                 r=${kv%%=*}
                 rule_total[$r]=$(( ${rule_total[$r]:-0} + ${kv#*=} ))
@@ -151,6 +157,7 @@ for f in "${fixtures[@]}"; do
         elif [ "$crashed" = 0 ]; then
             outcome="clean"
         fi
+        [ -n "$cut" ] && outcome="$outcome, cut at byte $cut"
     fi
     if [ -z "$problem" ] && [ "$crashed" = "$want_crash" ] && [ "$rules" = "$want_rules" ]; then
         verdict="as expected$known"

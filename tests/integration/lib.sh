@@ -105,6 +105,9 @@ elif mode == "indices":
     for v in found:
         if v["rule"] == arg:
             print(v.get("index"))
+elif mode == "truncated":
+    ends = [t.get("truncated_at") for t in doc.get("traces", []) if isinstance(t, dict)]
+    print(",".join(str(e) for e in ends if e is not None))
 elif mode == "summary":
     counts = {}
     for v in found:
@@ -118,6 +121,10 @@ gr_json_rules() { _gr_json rules "$1"; }
 
 # gr_json_indices JSONFILE RULE: event indices of RULE's violations, one a line.
 gr_json_indices() { _gr_json indices "$1" "$2"; }
+
+# gr_json_truncated JSONFILE: byte offset where a truncated trace ends
+# ("" when the trace is complete).
+gr_json_truncated() { _gr_json truncated "$1"; }
 
 # gr_json_summary JSONFILE: "rule=count ..." ("" when clean).
 gr_json_summary() { _gr_json summary "$1"; }
