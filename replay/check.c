@@ -460,7 +460,8 @@ static void on_mark(ck *c, const gr_record *r, thread *th)
 static void resolve_mark(ck *c, const gr_record *next, thread *th)
 {
     th->pending_mark = 0;
-    if (next && next->tag == GR_C_RETURN && next->code == th->mark_code)
+    if (next && (next->tag == GR_C_RETURN || next->tag == GR_C_EXCEPTION) &&
+        next->code == th->mark_code)
         return;
     const gr_record *m = &c->t->recs[th->mark_index];
     gr_sb_puts(&c->msg, "mark not bracketed by c_call/c_return of mark: ");
@@ -543,7 +544,8 @@ static void one_record(ck *c, const gr_record *r)
     thread *th = get_thread(c, r->tid);
     if (th->pending_mark)
         resolve_mark(c, r, th);
-    int skip = th->skip_mark_return && r->tag == GR_C_RETURN && r->code == th->skip_code;
+    int skip = th->skip_mark_return && (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) &&
+               r->code == th->skip_code;
     th->skip_mark_return = 0;
     switch (r->tag) {
     case GR_THREAD:

@@ -1,6 +1,7 @@
 /* stats.c - event counts per kind, thread and greenlet (stats.h). */
 #include "stats.h"
 
+#include "dump.h"
 #include "idmap.h"
 #include "text.h"
 
@@ -153,7 +154,8 @@ int gr_stats_print_json(FILE *out, const gr_trace *t, const gr_stats *s)
         json_object_set_new(tr, "events", ju64(t->trailer.events));
         json_object_set_new(tr, "dropped", ju64(t->trailer.dropped));
         json_object_set_new(tr, "errors", ju64(t->trailer.errors));
-        json_object_set_new(tr, "reason", ju64(t->trailer.reason));
+        const char *why = gr_reason_name(t->trailer.reason);
+        json_object_set_new(tr, "reason", why ? json_string(why) : ju64(t->trailer.reason));
         json_object_set_new(o, "trailer", tr);
         json_object_set_new(o, "truncated_at", json_null());
     } else {
