@@ -15,8 +15,10 @@
 # ENV comes from the trace's META records: python and greenlet major.minor,
 # e.g. py3.11-greenlet2.0.  A fixture whose "# requires:" modules PY cannot
 # import is skipped with the reason.  Then the tests of damaged input:
-# an edited seed trace (blind spot), truncated and killed recordings, a
-# corrupt trace and a missing interpreter.
+# seed traces edited with `greenreplay edit --drop` (a lost CALL must give a
+# blind_spot at the MARK, a lost RETURN an imbalance, a lost SWITCH a
+# switch_consistency violation, at indices taken from the dumps), truncated
+# and killed recordings, a corrupt trace and a missing interpreter.
 #
 # --update rewrites the golden dumps instead of comparing them (`make
 # golden`); review `git diff fixtures/golden` before committing.
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
         --python) [ $# -ge 2 ] || usage; GR_PY=$2; shift 2 ;;
         --python=*) GR_PY=${1#--python=}; shift ;;
         --update) UPDATE=1; shift ;;
-        -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; usage ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -294,6 +296,49 @@ test_seed_edit() {
     fi
 }
 
+# edit_expect NAME RULE DROP_AWK WANT_AWK: drop from the seed trace the
+# record that DROP_AWK prints the index of (run on the seed dump, with the
+# gid of the new greenlet in g), and require a RULE violation at the index
+# WANT_AWK prints (run on the edited dump).  Shows that `check` flags what
+# a profiler that lost that event would have missed.
+edit_expect() {
+    local name=$1 rule=$2 drop_awk=$3 want_awk=$4
+    local env=${ENV_OF[seed]:-}
+    if [ -z "$env" ] || [ ! -f "$TRACES/$env/seed.grt" ]; then
+        skip "$name (no seed trace: fixture skipped or failed)"
+        return
+    fi
+    local src=$TRACES/$env/seed.grt dump=$TRACES/$env/seed.txt gid drop
+    gid=$(awk '$2 == "GREENLET" && $4 != "g1" { print $4; exit }' "$dump")
+    drop=$(awk -v g="$gid" "$drop_awk" "$dump")
+    if [ -z "$gid" ] || [ -z "$drop" ]; then
+        fail "$name: record to drop not found in $dump"
+        return
+    fi
+    local base=$WORK/seed-drop-$drop
+    if ! "$GR_CLI" edit --drop "$drop" -o "$base.grt" "$src" 2>"$base.err"; then
+        fail "$name: edit --drop $drop failed: $(head -n 1 "$base.err")"
+        return
+    fi
+    "$GR_CLI" dump "$base.grt" >"$base.txt" 2>/dev/null
+    local want got crc
+    want=$(awk -v g="$gid" "$want_awk" "$base.txt")
+    "$GR_CLI" check --format json "$base.grt" >"$base.json" 2>"$base.err"
+    crc=$?
+    got=$(gr_json_indices "$base.json" "$rule" 2>/dev/null | paste -sd, -)
+    if [ -z "$want" ]; then
+        fail "$name: expected record not found in the edited dump $base.txt"
+    elif [ "$crc" -ne 1 ]; then
+        fail "$name: check exited $crc, expected 1"
+        "$GR_CLI" check "$base.grt" 2>&1 | detail
+    elif ! printf '%s\n' "$got" | tr ',' '\n' | grep -qx "$want"; then
+        fail "$name: $rule at [${got:-none}], expected at $want (dropped $drop)"
+        "$GR_CLI" check "$base.grt" 2>&1 | detail
+    else
+        pass "$name (dropped $drop; $rule at $want)"
+    fi
+}
+
 # A multi-chunk trace made with 4 KiB chunks by tests/integration/loop.py.
 LONG=$WORK/long.grt
 make_long_trace() {
@@ -435,6 +480,16 @@ test_missing_python() {
 }
 
 test_seed_edit
+# Without the RETURN of x in the new greenlet, it dies with x still open.
+edit_expect "edit: seed without RETURN x in the new greenlet -> imbalance at its DEAD" imbalance \
+    '$2 == "RETURN" && $4 == g && $5 == "x" { print $1; exit }' \
+    '$2 == "DEAD" && $4 == g { print $1; exit }'
+# Without the SWITCH into the new greenlet, its first event comes from a
+# greenlet that is not running.
+edit_expect "edit: seed without the SWITCH into the new greenlet -> switch_consistency at its CALL" \
+    switch_consistency \
+    '$2 == "SWITCH" && $3 == "t1" && $4 ~ ("->" g "$") { print $1; exit }' \
+    '$2 == "CALL" && $4 == g { print $1; exit }'
 if make_long_trace; then
     test_truncated mid-payload
     test_truncated mid-header
