@@ -47,8 +47,10 @@ if ! "$GR_PY" -c 'import sys' 2>/dev/null; then
 fi
 
 TRACES=$ROOT/build/traces
-WORK=$TRACES/.work
+WORK=$TRACES/.work/demo.$$          # scratch files of this run
+rm -rf "$WORK"
 mkdir -p "$WORK"
+trap 'rm -rf "$WORK"' EXIT
 fixtures=()
 for f in "$ROOT"/fixtures/*.py; do [ -f "$f" ] && fixtures+=("$f"); done
 N=${#fixtures[@]}

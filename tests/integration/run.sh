@@ -63,7 +63,9 @@ if ! "$GR_PY" -c 'import sys' 2>/dev/null; then
 fi
 
 TRACES=$ROOT/build/traces
-WORK=$TRACES/.work
+# Scratch files of this run; removed at the end unless a test failed.
+WORK=$TRACES/.work/run.$$
+rm -rf "$WORK"
 mkdir -p "$WORK"
 NPASS=0 NFAIL=0 NSKIP=0
 
@@ -222,6 +224,7 @@ done
 
 # With NAMEs given, only those fixtures run.
 if [ ${#ONLY[@]} -gt 0 ]; then
+    [ "$NFAIL" -eq 0 ] && rm -rf "$WORK"
     echo "$NPASS passed, $NFAIL failed$([ "$NSKIP" -gt 0 ] && echo ", $NSKIP skipped")"
     [ "$NFAIL" -eq 0 ]
     exit
@@ -501,6 +504,11 @@ fi
 test_killed
 test_missing_python
 
+if [ "$NFAIL" -eq 0 ]; then
+    rm -rf "$WORK"
+else
+    echo "(scratch files of the failed tests kept in ${WORK#"$ROOT"/})"
+fi
 summary="$NPASS passed, $NFAIL failed"
 [ "$NSKIP" -gt 0 ] && summary="$summary, $NSKIP skipped"
 echo "$summary"
