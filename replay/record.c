@@ -130,7 +130,10 @@ int gr_cmd_record(int argc, char **argv)
             perror("greenreplay: record: getcwd");
             return 2;
         }
-        snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
+        if ((size_t)snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output) >= sizeof out_abs) {
+            fprintf(stderr, "greenreplay: record: output path too long: %s\n", output);
+            return 2;
+        }
     }
     const char *old = getenv("PYTHONPATH");
     char *pythonpath = malloc(strlen(pkg) + (old ? strlen(old) : 0) + 2);

@@ -19,6 +19,7 @@ static _Thread_local uint64_t tls_gen;
 static void thread_dealloc(gr_thread *t)
 {
     Py_CLEAR(t->prev_trace);
+    Py_CLEAR(t->settrace);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -102,6 +103,28 @@ static void record_switch(gr_recorder *r, gr_thread *t, PyObject *event, PyObjec
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
 }
 
+/* The recording this callback belongs to has ended, but stop() ran on
+ * another thread and could not put back this thread's previous greenlet
+ * callback (greenlet.settrace is per thread).  Do it now, on the first
+ * switch after stop, if ours is still the installed one; this call still
+ * chains to the previous callback. */
+static void restore_after_stop(gr_thread *t)
+{
+    if (!t->settrace)
+        return;
+    GR_EXC_SAVE(saved);
+    PyObject *was = PyObject_CallOneArg(t->settrace, t->prev_trace ? t->prev_trace : Py_None);
+    if (was && was != (PyObject *)t) {
+        /* Someone replaced ours meanwhile: leave theirs in place. */
+        PyObject *back = PyObject_CallOneArg(t->settrace, was);
+        Py_XDECREF(back);
+    }
+    Py_XDECREF(was);
+    PyErr_Clear();
+    Py_CLEAR(t->settrace); /* done once */
+    GR_EXC_RESTORE(saved);
+}
+
 /* greenlet calls this as callback(event, (origin, target)).  It records,
  * then chains to the callback installed before ours; an error raised by
  * that callback propagates, as it would have without us. */
@@ -116,6 +139,8 @@ static PyObject *thread_call(PyObject *self, PyObject *args, PyObject *kwargs)
             gr_swallow(r);
         GR_EXC_RESTORE(saved);
     }
+    else if (!r || t->gen != r->gen)
+        restore_after_stop(t);
     if (t->prev_trace)
         return PyObject_Call(t->prev_trace, args, kwargs);
     Py_RETURN_NONE;
@@ -144,6 +169,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->tstate = ts;
     t->thread_id = ts->thread_id;
     t->prev_trace = NULL;
+    t->settrace = NULL;
     if (PyList_Append(r->threads, (PyObject *)t) < 0) {
         Py_DECREF(t);
         gr_swallow(r);

@@ -63,7 +63,8 @@ static int parse_rules(gr_recorder *r, PyObject *rules)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *pre, *rep;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss", &pre, &rep)) {
+        int keep_line = 1;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss|p", &pre, &rep, &keep_line)) {
             Py_DECREF(seq);
             return -1;
         }
@@ -71,6 +72,7 @@ static int parse_rules(gr_recorder *r, PyObject *rules)
         rule->prefix = strdup(pre);
         rule->replacement = strdup(rep);
         rule->prefix_len = strlen(pre);
+        rule->keep_line = keep_line;
         if (!rule->prefix || !rule->replacement) {
             Py_DECREF(seq);
             PyErr_NoMemory();
@@ -110,8 +112,9 @@ PyDoc_STRVAR(start_doc,
 "start(path, rules=(), times=False, chunk=0, sampler=None, interval_us=5000,\n"
 "      keep=64, max_greenlets=65536)\n--\n\n"
 "Start recording this process to the trace file `path` (created or\n"
-"truncated).  `rules` is a sequence of (prefix, replacement) pairs that\n"
-"rewrite code file names (docs/FORMAT.md section 3).  With `times`, also\n"
+"truncated).  `rules` is a sequence of (prefix, replacement[, keep_line])\n"
+"tuples that rewrite code file names (docs/FORMAT.md section 3); with\n"
+"keep_line false, first line numbers under that prefix are recorded as 0.  With `times`, also\n"
 "write monotonic timestamps to `path + '.times'`.  `chunk` is the chunk\n"
 "size in bytes (0: 64 KiB).\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
@@ -461,16 +464,17 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     /* The greenlet callback of this thread, if it is still ours. Other
      * threads' callbacks see the generation change and only chain. */
-    if (me && r->settrace && me->tid) {
+    if (me && me->settrace) {
         PyObject *prev = me->prev_trace ? me->prev_trace : Py_None;
-        PyObject *was = PyObject_CallOneArg(r->settrace, prev);
+        PyObject *was = PyObject_CallOneArg(me->settrace, prev);
         if (was && was != (PyObject *)me) {
             /* Someone replaced ours meanwhile: leave theirs in place. */
-            PyObject *back = PyObject_CallOneArg(r->settrace, was);
+            PyObject *back = PyObject_CallOneArg(me->settrace, was);
             Py_XDECREF(back);
         }
         Py_XDECREF(was);
         PyErr_Clear();
+        Py_CLEAR(me->settrace);
     }
     gr_active = NULL;
     if (PyErr_Occurred())

@@ -205,16 +205,21 @@ fail:
     return 0;
 }
 
-/* co_filename rewritten by the recording's path rules, new reference. */
-static PyObject *rewrite_path(gr_recorder *r, PyObject *filename)
+/* co_filename rewritten by the recording's path rules, new reference.
+ * *keep_line is cleared when the rule says line numbers under its prefix
+ * are not part of the identity. */
+static PyObject *rewrite_path(gr_recorder *r, PyObject *filename, int *keep_line)
 {
+    *keep_line = 1;
     const char *s = PyUnicode_AsUTF8(filename);
     if (!s)
         return NULL;
     for (size_t i = 0; i < r->nrules; i++) {
         const gr_path_rule *rule = &r->rules[i];
-        if (strncmp(s, rule->prefix, rule->prefix_len) == 0)
+        if (strncmp(s, rule->prefix, rule->prefix_len) == 0) {
+            *keep_line = rule->keep_line;
             return PyUnicode_FromFormat("%s%s", rule->replacement, s + rule->prefix_len);
+        }
     }
     Py_INCREF(filename);
     return filename;
@@ -222,12 +227,14 @@ static PyObject *rewrite_path(gr_recorder *r, PyObject *filename)
 
 static uint32_t code_id_slow(gr_recorder *r, PyCodeObject *co)
 {
-    PyObject *file = rewrite_path(r, co->co_filename);
+    int keep_line;
+    PyObject *file = rewrite_path(r, co->co_filename, &keep_line);
     if (!file) {
         gr_swallow(r);
         return 0;
     }
-    uint32_t id = identity_id(r, GR_CODE_PY, gr_code_qualname(co), file, co->co_firstlineno);
+    uint32_t id = identity_id(r, GR_CODE_PY, gr_code_qualname(co), file,
+                              keep_line ? co->co_firstlineno : 0);
     Py_DECREF(file);
     /* Keep the code object alive so its address is not reused by another
      * code object while this recording maps it. */
@@ -333,6 +340,8 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     r->gl_addr[gid] = 0;
 }
 
+static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g);
+
 /* String id of a greenlet's name for the sampler's registry: the
  * qualified name of its run callable, else its type's name. */
 static uint32_t greenlet_name(gr_recorder *r, PyObject *g)
@@ -353,24 +362,45 @@ static uint32_t greenlet_name(gr_recorder *r, PyObject *g)
 uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top,
                             uint32_t extra_c, uint64_t flags)
 {
-    /* Parent first, so its GREENLET record comes first. */
-    PyObject *parent = PyObject_GetAttr(g, r->str_parent);
-    uint32_t pgid = 0;
-    if (parent) {
-        pgid = gr_greenlet_id(r, t, parent);
-        Py_DECREF(parent);
-    } else {
-        gr_swallow(r);
-    }
     uint32_t gid = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
     if (!gid && !(gid = register_greenlet(r, g)))
         return 0;
+    /* The parent gets its gid now but its GREENLET record after this one,
+     * so that the record after THREAD is the running greenlet's
+     * (docs/FORMAT.md §4). */
+    PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+    uint32_t pgid = 0;
+    int define_parent = 0;
+    if (!parent) {
+        gr_swallow(r);
+    } else if (parent != Py_None) {
+        pgid = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
+        if (!pgid && (pgid = register_greenlet(r, parent)))
+            define_parent = 1;
+    }
     if (!pgid)
         flags |= GR_GL_MAIN;
     uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
     gr_emit_stack(r, GR_GREENLET, 4, f, 3, GR_GL_CUT, top, extra_c);
     if (r->reg)
         gr_registry_add(r->reg, gid, pgid, greenlet_name(r, g));
+    if (define_parent)
+        define_suspended(r, t, parent);
+    Py_XDECREF(parent);
+    return gid;
+}
+
+/* GREENLET record of a greenlet that is not running: if it has frames they
+ * are in gr_frame, and it is suspended inside a C call (switch) that we did
+ * not see.  Returns its gid. */
+static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g)
+{
+    PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
+    if (!fr)
+        gr_swallow(r);
+    PyFrameObject *top = fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL;
+    uint32_t gid = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
+    Py_XDECREF(fr);
     return gid;
 }
 
@@ -379,17 +409,7 @@ uint32_t gr_greenlet_id(gr_recorder *r, gr_thread *t, PyObject *g)
     if (!g || g == Py_None)
         return 0;
     uint32_t gid = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
-    if (gid)
-        return gid;
-    /* Not running: if it has frames they are in gr_frame, and it is
-     * suspended inside a C call (switch) that we did not see. */
-    PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
-    if (!fr)
-        gr_swallow(r);
-    PyFrameObject *top = fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL;
-    gid = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
-    Py_XDECREF(fr);
-    return gid;
+    return gid ? gid : define_suspended(r, t, g);
 }
 
 /* ---- threads ---------------------------------------------------------- */
@@ -417,12 +437,16 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
     /* Chain in front of any callback installed before us on this thread. */
     if (cur && r->settrace) {
         PyObject *prev = PyObject_CallOneArg(r->settrace, (PyObject *)t);
-        if (!prev)
+        if (!prev) {
             gr_swallow(r);
-        else if (prev == Py_None)
-            Py_DECREF(prev);
-        else
-            t->prev_trace = prev;
+        } else {
+            if (prev == Py_None)
+                Py_DECREF(prev);
+            else
+                t->prev_trace = prev;
+            Py_INCREF(r->settrace);
+            t->settrace = r->settrace;
+        }
     }
     Py_XDECREF(cur);
 }

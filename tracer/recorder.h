@@ -27,6 +27,7 @@ typedef struct {
     char *prefix;      /* owned */
     size_t prefix_len;
     char *replacement; /* owned */
+    int keep_line;     /* 0: record firstlineno as 0 under this prefix */
 } gr_path_rule;
 
 /* Per-thread recording state.  A Python object so that CPython owns it as
@@ -42,6 +43,9 @@ typedef struct gr_thread {
                                compare thread_id before use */
     unsigned long thread_id; /* tstate->thread_id when made */
     PyObject *prev_trace;   /* owned; greenlet trace callback we replaced */
+    PyObject *settrace;     /* owned greenlet.settrace once ours is
+                               installed on this thread; cleared when the
+                               previous callback has been put back */
 } gr_thread;
 
 typedef struct gr_recorder {

@@ -9,6 +9,7 @@
 The trace format is specified in docs/FORMAT.md; `greenreplay check`,
 `dump` and `stats` (the C command-line tool) read it.
 """
+import atexit
 import os
 import site
 import sys
@@ -26,20 +27,21 @@ is_recording = _greenreplay.is_recording
 
 
 def _path_rules(root):
-    """(prefix, replacement) pairs that make code file names portable.
+    """(prefix, replacement, keep_line) rules that make code file names portable.
 
     Longest prefix first: the recording root becomes "", this package
-    "<greenreplay>/", site and dist-packages "<site>/", the stdlib
-    "<stdlib>/" (docs/FORMAT.md section 3)."""
-    pairs = {}
+    "<greenreplay>/" (with line numbers 0, so that traces do not change
+    when this package is edited), site and dist-packages "<site>/", the
+    stdlib "<stdlib>/" (docs/FORMAT.md section 3)."""
+    rules = {}
 
-    def add(path, replacement):
+    def add(path, replacement, keep_line=True):
         if not path:
             return
         for p in {os.path.abspath(path), os.path.realpath(path)}:
-            pairs.setdefault(p.rstrip(os.sep) + os.sep, replacement)
+            rules.setdefault(p.rstrip(os.sep) + os.sep, (replacement, keep_line))
 
-    add(os.path.dirname(os.path.abspath(__file__)), "<greenreplay>/")
+    add(os.path.dirname(os.path.abspath(__file__)), "<greenreplay>/", False)
     if root:
         add(root, "")
     sites = list(getattr(site, "getsitepackages", lambda: [])())
@@ -49,11 +51,21 @@ def _path_rules(root):
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib"):
         add(paths.get(key), "<stdlib>/")
-    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+    return [(prefix, rep, keep) for prefix, (rep, keep) in sorted(rules.items(), key=lambda kv: -len(kv[0]))]
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_greenreplay._forked)
+
+
+def _stop_at_exit():
+    # A recording still running when the interpreter exits ends here, after
+    # the non-daemon threads were joined, with reason 2 (exit) in the trailer.
+    if _greenreplay.is_recording():
+        stop(2)
+
+
+atexit.register(_stop_at_exit)
 
 
 def _thread_bootstrap(frame, event, arg):
