@@ -90,7 +90,9 @@ test: setup
 	$(MAKE) unit
 	$(MAKE) integration
 
+# The fixture traces come from the demo run (recorded if missing).
 valgrind: all $(UNIT_BIN)
+	@ls $(BUILD)/traces/*/*.grt >/dev/null 2>&1 || ci/demo.sh --python $(PYTHON) >/dev/null || true
 	tests/valgrind.sh $(UNIT_BIN)
 
 bench: all
