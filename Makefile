@@ -27,7 +27,7 @@ PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/gre
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind bench clean help
+.PHONY: all cli ext setup demo test unit integration valgrind bench stall clean help
 all: cli ext
 
 help:
@@ -40,6 +40,7 @@ help:
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make bench        recorder cost per profile event (prints figures)"
+	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc"
@@ -97,6 +98,9 @@ valgrind: all $(UNIT_BIN)
 
 bench: all
 	tests/bench/run.sh --python $(PYTHON)
+
+stall: all
+	ci/stall.sh --python $(PYTHON)
 
 clean:
 	rm -rf $(BUILD)

@@ -120,22 +120,25 @@ PyDoc_STRVAR(start_doc,
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
 "`max_greenlets` greenlets and storing `keep` stacks per sample; its data go\n"
-"to the side channel, which it turns on.  Raises RuntimeError if already\n"
+"to the side channel, which it turns on.  With `profile` false no profile\n"
+"function is installed: only the greenlet callback of this thread records\n"
+"(for measuring the switch path alone).  Raises RuntimeError if already\n"
 "recording, ValueError on bad arguments, OSError if a file cannot be written.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", NULL};
+                             "max_greenlets", "profile", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
     const char *sampler = NULL;
     unsigned long long interval_us = 5000;
     unsigned int keep = 64, max_greenlets = 65536;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KII:start", kwlist,
+    int profile = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIp:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
-                                     &sampler, &interval_us, &keep, &max_greenlets))
+                                     &sampler, &interval_us, &keep, &max_greenlets, &profile))
         return NULL;
     int mode = -1;
     if (sampler) {
@@ -263,7 +266,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_emit(r, GR_START, 2, f);
 
     /* Threads that already exist: each is seen at its first event. */
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {
         if (ts == me)
             continue;
         gr_thread *o = gr_thread_new(r, ts);
@@ -273,7 +276,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             Py_DECREF(o);
         }
     }
-    PyEval_SetProfile(gr_profile, (PyObject *)t);
+    if (profile)
+        PyEval_SetProfile(gr_profile, (PyObject *)t);
     if (r->reg) {
         r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
         if (!r->sampler)

@@ -75,7 +75,7 @@ def _thread_bootstrap(frame, event, arg):
 
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
-          interval_us=5000, keep=64, max_greenlets=65536):
+          interval_us=5000, keep=64, max_greenlets=65536, profile=True):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -91,6 +91,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         tracked greenlet every interval_us microseconds (>= 100), stores
         `keep` stacks per sample and tracks up to max_greenlets greenlets.
         Its figures go to the side channel PATH.times, which it turns on.
+    profile: install the profile function (default).  False records only
+        the greenlet switches of the calling thread: the switch path alone,
+        for benchmarks.
 
     Installs the C profile function on every thread (threads started later
     included) and the C greenlet trace callback, chained in front of any
@@ -107,10 +110,12 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     if sampler is None:
         sampler = os.environ.get("GREENREPLAY_SAMPLER") or None
     rules = _path_rules(root)
-    threading.setprofile(_thread_bootstrap)
+    if profile:
+        threading.setprofile(_thread_bootstrap)
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
-                           interval_us=interval_us, keep=keep, max_greenlets=max_greenlets)
+                           interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
+                           profile=bool(profile))
     except BaseException:
         threading.setprofile(None)
         raise
