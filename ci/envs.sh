@@ -490,9 +490,14 @@ user_probe() {
         WHY="interpreter failed (\`${UCMD[$id]}\` exit $rc): $(printf '%s' "$out" | tail -n 1)"
         PROBED[$id]=bad; PROBED[$id.why]=$WHY; return 1
     fi
-    PROBED[$id]=ok
     PROBED[$id.info]=$out
     PYV[$id]=$(printf '%s\n' "$out" | sed -n 's/^python=\([0-9]*\.[0-9]*\).*/\1/p')
+    local minor=${PYV[$id]#3.}
+    if [ "${PYV[$id]%%.*}" != 3 ] || ! [ "$minor" -ge 9 ] 2>/dev/null; then
+        WHY="Python ${PYV[$id]:-?} is not supported (the recorder needs CPython 3.9 or later)"
+        PROBED[$id]=bad; PROBED[$id.why]=$WHY; return 1
+    fi
+    PROBED[$id]=ok
     return 0
 }
 
