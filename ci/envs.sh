@@ -755,7 +755,7 @@ root_ensure() {
     fi
     local pk cmd rc=1
     mapfile -t pk < <(root_packages "$s")
-    if once "apt:$s" "$id" "apt lists of $s" "$log" --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-get update" -- suite_update "$s" &&
+    if once "apt:$s" "$id" "apt lists of $s" "$log" --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-get update --error-on=any" -- suite_update "$s" &&
        once "names:$s" "$id" "package names in $s" "$log" \
             --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-cache policy ${pk[*]}" -- suite_check_packages "$s" "${pk[@]}"; then
         cmd=(true)
@@ -783,7 +783,7 @@ suite_update() {
     d=$(aptdir "$s")
     suite_apt_config "$s" || return 1
     [ -f "$d/updated" ] && { say "lists of $s already fetched"; return 0; }
-    suite_apt "$s" apt-get update -q || return 1
+    suite_apt "$s" apt-get update -q --error-on=any || return 1
     date -u +%FT%TZ > "$d/updated"
 }
 
@@ -854,7 +854,7 @@ prepare_env() {
     if [ -n "$s" ]; then
         if [ ! -f "$CACHE/greenlet/$s.stamp" ]; then
             once "apt:$s" "$id" "apt lists of $s" "$LOGS/greenlet-$s.log" \
-                --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-get update" -- suite_update "$s" || return 1
+                --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-get update --error-on=any" -- suite_update "$s" || return 1
             once "deb:$s" "$id" "greenlet from $s (apt-get download, dpkg -x)" "$LOGS/greenlet-$s.log" \
                 --show "$(greenlet_extract_show "$s")" -- greenlet_extract "$s" || return 1
         else
