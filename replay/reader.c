@@ -528,6 +528,178 @@ const gr_code *gr_trace_code(const gr_trace *t, uint64_t id)
 
 /* ------------------------------------------------------- side channel */
 
+/* Cursor over one side-channel chunk payload. */
+struct scur {
+    gr_times *tm;
+    const struct chunk *c;
+    const uint8_t *p, *end;
+    uint64_t at;            /* file offset of the current entry */
+};
+
+static uint64_t scur_off(const struct scur *s, const uint8_t *p)
+{
+    return s->c->off + GR_CHUNK_HEADER_LEN + (uint64_t)(p - s->c->p);
+}
+
+/* Next varint of the current entry. */
+static int sget(struct scur *s, uint64_t *v)
+{
+    int rc = gr_get_varint(&s->p, s->end, v);
+    if (rc == 0)
+        return 0;
+    if (rc == -1)
+        return fail(&s->tm->err, s->tm->name, GR_E_PAST_CHUNK, s->at,
+                    "entry runs past the end of its chunk");
+    return fail(&s->tm->err, s->tm->name, GR_E_VARINT, s->at,
+                "varint longer than 10 bytes or over 64 bits");
+}
+
+static int sbad(struct scur *s, const char *what)
+{
+    return fail(&s->tm->err, s->tm->name, GR_E_VALUE, s->at, "%s", what);
+}
+
+static int read_deltas(struct scur *s)
+{
+    gr_times *tm = s->tm;
+    while (s->p < s->end) {
+        s->at = scur_off(s, s->p);
+        uint64_t v;
+        TRY(sget(s, &v));
+        if (grow((void **)&tm->dt, &tm->cap, tm->n + 1, sizeof *tm->dt) < 0)
+            return no_memory(&tm->err, tm->name);
+        tm->dt[tm->n++] = v;
+    }
+    return 0;
+}
+
+static int read_waits(struct scur *s)
+{
+    gr_times *tm = s->tm;
+    while (s->p < s->end) {
+        s->at = scur_off(s, s->p);
+        uint64_t f[4];
+        for (int i = 0; i < 4; i++)
+            TRY(sget(s, &f[i]));
+        if (f[3] > 1)
+            return sbad(s, "switch entry: contended is neither 0 nor 1");
+        if (grow((void **)&tm->waits, &tm->cap_waits, tm->nwaits + 1, sizeof *tm->waits) < 0)
+            return no_memory(&tm->err, tm->name);
+        gr_switch_wait *w = &tm->waits[tm->nwaits++];
+        w->index = f[0];
+        w->wait_ns = f[1];
+        w->callback_ns = f[2];
+        w->contended = (uint8_t)f[3];
+        w->offset = s->at;
+    }
+    return 0;
+}
+
+/* One stack of the last sample. */
+static int read_stack(struct scur *s)
+{
+    gr_times *tm = s->tm;
+    uint64_t gid, depth;
+    TRY(sget(s, &gid));
+    TRY(sget(s, &depth));
+    if (gid == 0)
+        return sbad(s, "sample stack of greenlet id 0");
+    if (depth > (uint64_t)(s->end - s->p)) /* each code id takes a byte at least */
+        return fail(&tm->err, tm->name, GR_E_PAST_CHUNK, s->at,
+                    "sample stack runs past the end of its chunk");
+    if (grow((void **)&tm->codes, &tm->cap_codes, tm->ncodes + (size_t)depth,
+             sizeof *tm->codes) < 0 ||
+        grow((void **)&tm->stacks, &tm->cap_stacks, tm->nstacks + 1, sizeof *tm->stacks) < 0)
+        return no_memory(&tm->err, tm->name);
+    for (uint64_t i = 0; i < depth; i++) {
+        uint64_t v;
+        TRY(sget(s, &v));
+        if (v > UINT32_MAX)
+            return sbad(s, "sample stack: code id over 2^32-1");
+        tm->codes[tm->ncodes + i] = (uint32_t)v;
+    }
+    gr_sample_stack *st = &tm->stacks[tm->nstacks++];
+    st->gid = gid;
+    st->depth = (uint32_t)depth;
+    st->codes = tm->ncodes;
+    st->offset = s->at;
+    tm->ncodes += (size_t)depth;
+    tm->samples[tm->nsamples - 1].got++;
+    return 0;
+}
+
+/* Whether the last sample still waits for stacks. */
+static int sample_pending(const gr_times *tm)
+{
+    return tm->nsamples && tm->samples[tm->nsamples - 1].got < tm->samples[tm->nsamples - 1].nstacks;
+}
+
+static int read_samples(struct scur *s)
+{
+    gr_times *tm = s->tm;
+    while (s->p < s->end) {
+        s->at = scur_off(s, s->p);
+        if (sample_pending(tm)) {
+            TRY(read_stack(s));
+            continue;
+        }
+        uint64_t f[10];
+        for (int i = 0; i < 10; i++)
+            TRY(sget(s, &f[i]));
+        if (f[0] > f[1])
+            return sbad(s, "sample: idx_begin above idx_end");
+        if (f[6] > f[5])
+            return sbad(s, "sample: frames_under_lock above frames");
+        if (f[9] > f[4])
+            return sbad(s, "sample: more stacks than greenlets");
+        if (grow((void **)&tm->samples, &tm->cap_samples, tm->nsamples + 1,
+                 sizeof *tm->samples) < 0)
+            return no_memory(&tm->err, tm->name);
+        gr_sample *sm = &tm->samples[tm->nsamples++];
+        sm->idx_begin = f[0];
+        sm->idx_end = f[1];
+        sm->t_ns = f[2];
+        sm->hold_ns = f[3];
+        sm->greenlets = f[4];
+        sm->frames = f[5];
+        sm->frames_under_lock = f[6];
+        sm->failed = f[7];
+        sm->torn = f[8];
+        sm->nstacks = f[9];
+        sm->got = 0;
+        sm->stack = tm->nstacks;
+        sm->offset = s->at;
+    }
+    return 0;
+}
+
+/* The side channel's trailer: entries [switches samples]. */
+static int read_side_trailer(gr_times *tm, const struct chunk *c)
+{
+    const uint8_t *p = c->p, *end = c->p + c->len;
+    uint64_t f[3];
+    size_t n = 0;
+    while (n < 3 && p < end) {
+        if (gr_get_varint(&p, end, &f[n]) < 0)
+            return fail(&tm->err, tm->name, GR_E_VARINT, c->off,
+                        "varint longer than 10 bytes in trailer");
+        n++;
+    }
+    if (n == 0)
+        return fail(&tm->err, tm->name, GR_E_TRAILER, c->off, "trailer too short (0 of 1 fields)");
+    if (n == 2)
+        return fail(&tm->err, tm->name, GR_E_TRAILER, c->off,
+                    "trailer has the sampler's switch count but not its sample count");
+    /* Extra varints may come from a newer minor version; ignore them. */
+    tm->count = f[0];
+    if (n == 3) {
+        tm->has_sampler_trailer = 1;
+        tm->trailer_switches = f[1];
+        tm->trailer_samples = f[2];
+    }
+    return 0;
+}
+
 static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
 {
     gr_error *e = &tm->err;
@@ -557,30 +729,45 @@ static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
             tm->truncated_at = pos;
             return GR_READ_OK;
         }
-        if (c.tag == GR_CHUNK_TRAILER) {
-            if (read_trailer(&c, &tm->count, 1, e, tm->name))
-                return e->status;
-            tm->has_trailer = 1;
-        } else if (c.tag != GR_CHUNK_TIMES) {
-            tm->skipped_chunks++; /* sampler data ('W', 'P'): checked, not decoded */
-        } else {
-            const uint8_t *p = c.p, *end = c.p + c.len;
-            while (p < end) {
-                const uint8_t *at = p;
-                uint64_t v;
-                int rc = gr_get_varint(&p, end, &v);
-                uint64_t off = c.off + GR_CHUNK_HEADER_LEN + (size_t)(at - c.p);
-                if (rc == -1)
-                    return fail(e, tm->name, GR_E_PAST_CHUNK, off,
-                                "entry runs past the end of its chunk");
-                if (rc < 0)
-                    return fail(e, tm->name, GR_E_VARINT, off,
-                                "varint longer than 10 bytes or over 64 bits");
-                if (grow((void **)&tm->dt, &tm->cap, tm->n + 1, sizeof *tm->dt) < 0)
-                    return no_memory(e, tm->name);
-                tm->dt[tm->n++] = v;
-            }
+        if (sample_pending(tm) && c.tag != GR_CHUNK_SAMPLES) {
+            const gr_sample *sm = &tm->samples[tm->nsamples - 1];
+            return fail(e, tm->name, c.tag == GR_CHUNK_TRAILER ? GR_E_TRAILER : GR_E_VALUE, pos,
+                        "%s before the last %llu of the %llu stacks of the sample at offset "
+                        "%llu",
+                        c.tag == GR_CHUNK_TRAILER ? "trailer" : "chunk",
+                        (unsigned long long)(sm->nstacks - sm->got),
+                        (unsigned long long)sm->nstacks, (unsigned long long)sm->offset);
         }
+        struct scur s = {.tm = tm, .c = &c, .p = c.p, .end = c.p + c.len};
+        int phase = c.tag == GR_CHUNK_TIMES ? 0 : c.tag == GR_CHUNK_SWITCHES ? 1 : 2;
+        if (c.tag != GR_CHUNK_TRAILER) {
+            if (phase < tm->phase)
+                return fail(e, tm->name, GR_E_VALUE, pos,
+                            "'%c' chunk after %s chunks (the order is 'T', 'W', 'P')", c.tag,
+                            tm->phase == 2 ? "sample ('P')" : "switch ('W')");
+            tm->phase = phase;
+        }
+        int rc = 0;
+        switch (c.tag) {
+        case GR_CHUNK_TRAILER:
+            rc = read_side_trailer(tm, &c);
+            if (!rc)
+                tm->has_trailer = 1;
+            break;
+        case GR_CHUNK_TIMES:
+            rc = read_deltas(&s);
+            break;
+        case GR_CHUNK_SWITCHES:
+            tm->sampler_chunks++;
+            rc = read_waits(&s);
+            break;
+        default:
+            tm->sampler_chunks++;
+            rc = read_samples(&s);
+            break;
+        }
+        if (rc)
+            return rc;
         pos += GR_CHUNK_HEADER_LEN + c.len;
     }
 }
@@ -621,5 +808,9 @@ void gr_times_free(gr_times *tm)
 {
     free(tm->name);
     free(tm->dt);
+    free(tm->waits);
+    free(tm->samples);
+    free(tm->stacks);
+    free(tm->codes);
     memset(tm, 0, sizeof *tm);
 }

@@ -154,24 +154,101 @@ const uint8_t *gr_trace_string(const gr_trace *t, uint64_t id, size_t *len);
 /* Code id -> definition; NULL for an id out of range. */
 const gr_code *gr_trace_code(const gr_trace *t, uint64_t id);
 
-/* The side channel (§5): one nanosecond delta per indexed record, from
- * its 'T' chunks.  The sampler's 'W' and 'P' chunks are framed and
- * CRC-checked but not decoded. */
+/* The side channel (§5).  'T': one nanosecond delta per indexed record.
+ * With the reference sampler (§5, 'W' and 'P' chunks, written at stop()):
+ * one gr_switch_wait per SWITCH/THROW record and one gr_sample per
+ * sample, each sample owning `got` consecutive gr_sample_stack entries in
+ * `stacks`, each stack owning `depth` consecutive code ids in `codes`.
+ *
+ * Corrupt (GR_READ_CORRUPT, offset of the entry): an entry that runs past
+ * the end of its chunk (a 'W' entry, a sample header and each sample stack
+ * are written whole into one chunk; a sample's stacks may continue in the
+ * next 'P' chunk), a varint over 10 bytes, chunks out of the order
+ * 'T'* 'W'* 'P'*, a sample's stacks interrupted by another chunk kind or
+ * by the trailer, and impossible values: contended above 1, idx_begin
+ * above idx_end, frames_under_lock above frames, nstacks above greenlets,
+ * a stack's gid 0, a code id above 2^32-1, a trailer with exactly two
+ * fields.  Truncated (file cut inside a chunk, no trailer): everything
+ * before is kept; the last sample may have fewer stacks than announced
+ * (got < nstacks).  Ids are not checked against the trace here (the
+ * reader of the side channel does not know it): see stall.h. */
+
+/* One 'W' entry: the sampler registry update of a SWITCH/THROW record. */
+typedef struct gr_switch_wait {
+    uint64_t index;       /* index of the SWITCH/THROW record */
+    uint64_t wait_ns;     /* time the callback waited for the registry lock */
+    uint64_t callback_ns; /* the switch callback's total time */
+    uint64_t offset;      /* file offset of the entry */
+    uint8_t contended;    /* 1 if the lock was busy */
+} gr_switch_wait;
+
+/* One stack of a sample: a suspended greenlet as the sampler read it. */
+typedef struct gr_sample_stack {
+    uint64_t gid;
+    uint32_t depth;       /* code ids, outermost first; 0 = code never seen */
+    size_t codes;         /* index of the first one in gr_times.codes */
+    uint64_t offset;      /* file offset of the stack */
+} gr_sample_stack;
+
+/* One 'P' entry (the ten header fields of §5, then its stacks). */
+typedef struct gr_sample {
+    uint64_t idx_begin;   /* records written when phase 1 began */
+    uint64_t idx_end;     /* records written when unwinding ended */
+    uint64_t t_ns;        /* ns since start() */
+    uint64_t hold_ns;     /* registry lock hold (seqlock: the copy) */
+    uint64_t greenlets;   /* registry slots copied */
+    uint64_t frames;      /* frames read */
+    uint64_t frames_under_lock; /* frames read while holding the lock */
+    uint64_t failed;      /* failed reads (stale pointers) */
+    uint64_t torn;        /* seqlock copies retried */
+    uint64_t nstacks;     /* stacks announced */
+    uint64_t got;         /* stacks present (< nstacks only when truncated) */
+    size_t stack;         /* index of the first one in gr_times.stacks */
+    uint64_t offset;      /* file offset of the sample header */
+} gr_sample;
+
 typedef struct gr_times {
     char *name;
     uint64_t *dt;         /* [n] ns since the previous indexed record */
     size_t n;
     size_t cap;           /* internal */
-    size_t skipped_chunks; /* 'W' and 'P' chunks seen */
+    gr_switch_wait *waits; /* [nwaits] 'W' entries in file order */
+    size_t nwaits;
+    gr_sample *samples;   /* [nsamples] 'P' entries in file order */
+    size_t nsamples;
+    gr_sample_stack *stacks; /* [nstacks] pool of the samples' stacks */
+    size_t nstacks;
+    uint32_t *codes;      /* [ncodes] pool of the stacks' code ids */
+    size_t ncodes;
+    size_t sampler_chunks; /* 'W' and 'P' chunks read */
     int has_trailer;
     uint64_t count;       /* trailer's first field: number of 'T' entries */
+    int has_sampler_trailer; /* the trailer has the two sampler fields */
+    uint64_t trailer_switches, trailer_samples; /* and their values */
     int truncated;
     uint64_t truncated_at;
     gr_error err;
+    /* capacities (internal) */
+    size_t cap_waits, cap_samples, cap_stacks, cap_codes;
+    int phase;            /* internal: last chunk kind ('T' 0, 'W' 1, 'P' 2) */
 } gr_times;
 
-/* Read a side-channel file (stream 'S', 'T' chunks, trailer with the entry
- * count) into *tm.  Same status and truncation rules as gr_trace_load; the
+/* Whether tm holds data of the sampler: 'W'/'P' chunks or a trailer with
+ * the sampler's counts. */
+static inline int gr_times_has_sampler(const gr_times *tm)
+{
+    return tm->sampler_chunks > 0 || tm->has_sampler_trailer;
+}
+
+/* The code ids of stack s (s->depth of them, outermost first). */
+static inline const uint32_t *gr_sample_codes(const gr_times *tm, const gr_sample_stack *s)
+{
+    return tm->codes + s->codes;
+}
+
+/* Read a side-channel file (stream 'S'; 'T', 'W', 'P' chunks; trailer
+ * with the entry count and, with the sampler, the switch and sample
+ * counts) into *tm.  Same status and truncation rules as gr_trace_load; the
  * caller must call gr_times_free(tm) in every case. */
 int gr_times_load(gr_times *tm, const char *path);
 

@@ -571,7 +571,7 @@ static void test_side_channel(void **state)
     assert_int_equal(gr_writer_set_chunk_tag(w, GR_CHUNK_SWITCHES), 0);
     assert_int_equal(gr_writer_append(w, "\x05\x00\x07\x00", 4), 0);
     assert_int_equal(gr_writer_set_chunk_tag(w, GR_CHUNK_SAMPLES), 0);
-    assert_int_equal(gr_writer_append(w, "\x01\x02", 2), 0);
+    assert_int_equal(gr_writer_append(w, "\x01\x02\x03\x04\x01\x00\x00\x00\x00\x00", 10), 0);
     uint64_t count[3] = {6, 1, 1};
     assert_int_equal(gr_writer_finish(w, count, 3), 0);
     gr_times tm;
@@ -581,7 +581,12 @@ static void test_side_channel(void **state)
         assert_true(tm.dt[i] == vals[i]);
     assert_true(tm.has_trailer);
     assert_int_equal(tm.count, 6);
-    assert_int_equal(tm.skipped_chunks, 2);
+    assert_int_equal(tm.sampler_chunks, 2);
+    assert_true(gr_times_has_sampler(&tm));
+    assert_int_equal(tm.nwaits, 1);
+    assert_int_equal(tm.nsamples, 1);
+    assert_true(tm.has_sampler_trailer);
+    assert_true(tm.trailer_switches == 1 && tm.trailer_samples == 1);
     gr_times_free(&tm);
     /* an 'E' chunk has no place in a side channel */
     size_t sn;
@@ -615,6 +620,193 @@ static void test_side_channel(void **state)
     gr_times_free(&tm);
     free(d);
     unlink(path);
+}
+
+/* Every field of 'W' and 'P' entries, with samples whose stacks continue
+ * in the next chunk (chunks of 24 bytes). */
+static void test_side_channel_sampler(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    tside sd;
+    ts_open(&sd, &b, 24);
+    ts_deltas(&sd, 3);
+    ts_wait(&sd, 5, 0, 300, 0);
+    ts_wait(&sd, 9, 1500000, 1600000, 1);
+    ts_sample(&sd, 6, 8, 4000, 3, 5, 0, 1, 2, 2);
+    ts_stack(&sd, 2, 3, 1u, 2u, 3u);
+    ts_stack(&sd, 3, 2, 4u, 0u);
+    ts_sample(&sd, 8, 8, 5000, 1, 0, 0, 0, 0, 0);
+    ts_sample(&sd, 9, 12, 6000, 2, 7, 7, 0, 0, 1);
+    ts_stack(&sd, 200, 7, 1u, 2u, 3u, 4u, 5u, 6u, 300u);
+    ts_finish(&sd);
+    gr_times tm;
+    assert_int_equal(gr_times_load(&tm, sd.path), GR_READ_OK);
+    assert_false(tm.truncated);
+    assert_true(tm.sampler_chunks > 3); /* 24-byte chunks: several of each kind */
+    assert_int_equal(tm.n, 3);
+    assert_int_equal(tm.count, 3);
+    assert_true(tm.has_sampler_trailer && tm.trailer_switches == 2 && tm.trailer_samples == 3);
+    assert_int_equal(tm.nwaits, 2);
+    assert_true(tm.waits[0].index == 5 && tm.waits[0].wait_ns == 0 &&
+                tm.waits[0].callback_ns == 300 && tm.waits[0].contended == 0);
+    assert_true(tm.waits[1].index == 9 && tm.waits[1].wait_ns == 1500000 &&
+                tm.waits[1].callback_ns == 1600000 && tm.waits[1].contended == 1);
+    assert_int_equal(tm.nsamples, 3);
+    const gr_sample *s0 = &tm.samples[0], *s2 = &tm.samples[2];
+    assert_true(s0->idx_begin == 6 && s0->idx_end == 8 && s0->t_ns == 1000 &&
+                s0->hold_ns == 4000 && s0->greenlets == 3 && s0->frames == 5 &&
+                s0->frames_under_lock == 0 && s0->failed == 1 && s0->torn == 2 &&
+                s0->nstacks == 2 && s0->got == 2);
+    assert_true(tm.samples[1].nstacks == 0 && tm.samples[1].got == 0);
+    assert_true(s2->frames_under_lock == 7 && s2->got == 1);
+    assert_int_equal(tm.nstacks, 3);
+    const gr_sample_stack *a = &tm.stacks[s0->stack], *c = &tm.stacks[s2->stack];
+    assert_true(a[0].gid == 2 && a[0].depth == 3 && a[1].gid == 3 && a[1].depth == 2);
+    assert_int_equal(gr_sample_codes(&tm, &a[0])[2], 3);
+    assert_int_equal(gr_sample_codes(&tm, &a[1])[1], 0);
+    assert_true(c->gid == 200 && c->depth == 7 && gr_sample_codes(&tm, c)[6] == 300);
+    /* entry offsets point into the file */
+    assert_true(tm.waits[0].offset >= GR_HEADER_LEN + GR_CHUNK_HEADER_LEN);
+    assert_true(a[1].offset > a[0].offset && s2->offset > a[1].offset);
+    gr_times_free(&tm);
+
+    /* cut anywhere: never corrupt, and what is there is kept */
+    size_t n;
+    FILE *f = fopen(sd.path, "rb");
+    assert_non_null(f);
+    uint8_t buf[4096];
+    n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    for (size_t cut = 0; cut < n; cut++) {
+        assert_int_equal(gr_times_parse(&tm, "cut", buf, cut), GR_READ_OK);
+        assert_true(tm.truncated);
+        for (size_t k = 0; k < tm.nsamples; k++)
+            assert_true(tm.samples[k].got <= tm.samples[k].nstacks);
+        gr_times_free(&tm);
+    }
+    ts_cleanup(&sd);
+    tb_cleanup(&b);
+}
+
+/* A side channel in memory: header, then chunks given as (tag, bytes,
+ * length) triples ending with tag 0. */
+static uint8_t *side_file(size_t *n, ...)
+{
+    uint8_t *d = malloc(GR_HEADER_LEN);
+    assert_non_null(d);
+    gr_format_header(d, GR_STREAM_SIDE);
+    size_t len = GR_HEADER_LEN;
+    va_list ap;
+    va_start(ap, n);
+    for (;;) {
+        int tag = va_arg(ap, int);
+        if (!tag)
+            break;
+        const uint8_t *p = va_arg(ap, const uint8_t *);
+        size_t pl = va_arg(ap, size_t);
+        d = realloc(d, len + GR_CHUNK_HEADER_LEN + pl);
+        assert_non_null(d);
+        d[len] = (uint8_t)tag;
+        gr_put_u32le(d + len + 1, (uint32_t)pl);
+        memcpy(d + len + GR_CHUNK_HEADER_LEN, p, pl);
+        tb_fix_crc(d, len);
+        len += GR_CHUNK_HEADER_LEN + pl;
+    }
+    va_end(ap);
+    *n = len;
+    return d;
+}
+
+#define C1 (GR_HEADER_LEN)                      /* first chunk */
+#define E1 (GR_HEADER_LEN + GR_CHUNK_HEADER_LEN) /* its first entry */
+
+static void side_corrupt(uint8_t *d, size_t n, enum gr_err_kind kind, uint64_t off,
+                         const char *what)
+{
+    gr_times tm;
+    assert_int_equal(gr_times_parse(&tm, "s.times", d, n), GR_READ_CORRUPT);
+    assert_int_equal(tm.err.kind, kind);
+    if (off != GR_NO_OFFSET)
+        assert_true(tm.err.offset == off);
+    if (!strstr(tm.err.msg, what))
+        fail_msg("message '%s' lacks '%s'", tm.err.msg, what);
+    gr_times_free(&tm);
+    free(d);
+}
+
+#define TR1 BYTES(0)          /* trailer: entries only */
+#define TR3 BYTES(0, 0, 0)    /* trailer with the sampler's counts */
+
+static void test_side_channel_corrupt(void **state)
+{
+    (void)state;
+    size_t n;
+    /* 'W': cut entry, contended 2, overlong varint */
+    uint8_t *d = side_file(&n, 'W', BYTES(5, 0, 7), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_PAST_CHUNK, E1, "past the end of its chunk");
+    d = side_file(&n, 'W', BYTES(5, 0, 7, 0, 6, 0, 7, 2), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1 + 4, "contended");
+    d = side_file(&n, 'W', BYTES(0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1,
+                                 0, 0, 0), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VARINT, E1, "varint");
+    /* 'P': impossible header values */
+    d = side_file(&n, 'P', BYTES(5, 4, 0, 0, 0, 0, 0, 0, 0, 0), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1, "idx_begin above idx_end");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 1, 2, 0, 0, 0), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1, "frames_under_lock above frames");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 0, 0, 0, 0, 2), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1, "more stacks than greenlets");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 0, 0, 0, 0), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_PAST_CHUNK, E1, "past the end");
+    /* stacks: gid 0, depth past the chunk, code id over 32 bits */
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 1, 0, 0, 0, 1, 0, 1, 5), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1 + 10, "greenlet id 0");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 1, 0, 0, 0, 1, 1, 5, 1), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_PAST_CHUNK, E1 + 10, "sample stack runs past");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0x80, 0x80, 0x80, 0x80,
+                                 0x10), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1 + 10, "code id over 2^32-1");
+    /* order of chunk kinds */
+    d = side_file(&n, 'W', BYTES(5, 0, 7, 0), 'T', BYTES(1), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1 + 4, "'T' chunk after switch ('W') chunks");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 0, 0, 0, 0, 0, 0), 'W', BYTES(5, 0, 7, 0), 'Z',
+                  TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1 + 10, "'W' chunk after sample ('P') chunks");
+    /* a sample's stacks cut by the trailer or by another kind of chunk */
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 2, 1, 0, 0, 0, 2, 1, 1, 7), 'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_TRAILER, E1 + 13, "trailer before the last 1 of the 2 stacks");
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 2, 1, 0, 0, 0, 2, 1, 1, 7), 'W', BYTES(5, 0, 7, 0),
+                  'Z', TR3, 0);
+    side_corrupt(d, n, GR_E_VALUE, E1 + 13, "chunk before the last 1 of the 2 stacks");
+    /* trailer with two fields; data after the trailer */
+    d = side_file(&n, 'T', BYTES(1), 'Z', BYTES(1, 0), 0);
+    side_corrupt(d, n, GR_E_TRAILER, GR_NO_OFFSET, "switch count but not its sample count");
+    d = side_file(&n, 'Z', TR1, 'P', BYTES(1, 2, 0, 0, 0, 0, 0, 0, 0, 0), 0);
+    side_corrupt(d, n, GR_E_TRAILER, GR_NO_OFFSET, "data after the trailer");
+
+    /* valid: a sample's stacks continue in the next 'P' chunk */
+    gr_times tm;
+    d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 2, 1, 0, 0, 0, 2, 1, 1, 7), 'P', BYTES(2, 0), 'Z',
+                  TR3, 0);
+    assert_int_equal(gr_times_parse(&tm, "s", d, n), GR_READ_OK);
+    assert_true(tm.nsamples == 1 && tm.samples[0].got == 2 && tm.nstacks == 2);
+    assert_true(tm.stacks[1].gid == 2 && tm.stacks[1].depth == 0);
+    gr_times_free(&tm);
+    /* truncated inside the second chunk: the sample keeps one stack */
+    assert_int_equal(gr_times_parse(&tm, "s", d, n - 14), GR_READ_OK);
+    assert_true(tm.truncated && tm.nsamples == 1 && tm.samples[0].got == 1 &&
+                tm.samples[0].nstacks == 2);
+    gr_times_free(&tm);
+    free(d);
+    /* a side channel without the sampler */
+    d = side_file(&n, 'T', BYTES(1, 2), 'Z', BYTES(2), 0);
+    assert_int_equal(gr_times_parse(&tm, "s", d, n), GR_READ_OK);
+    assert_false(gr_times_has_sampler(&tm));
+    assert_int_equal(tm.n, 2);
+    gr_times_free(&tm);
+    free(d);
 }
 
 /* ------------------------------------------------------------- fuzzing */
@@ -697,6 +889,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_kind),
+        cmocka_unit_test(test_side_channel_sampler),
+        cmocka_unit_test(test_side_channel_corrupt),
         cmocka_unit_test(test_round_trip_small_chunks),
         cmocka_unit_test(test_hand_made_bytes),
         cmocka_unit_test(test_bad_magic),

@@ -278,4 +278,128 @@ static inline uint8_t *tb_memfile(char tag, const void *payload, size_t len, int
     return d;
 }
 
+/* ---- side channel (docs/FORMAT.md §5) ---------------------------------- */
+
+/* A side channel being built next to a trace: path is TRACE.times. */
+typedef struct tside {
+    gr_writer *w;
+    char path[80];
+    char tag;          /* chunk kind being written */
+    uint64_t ndt, nw, np;
+} tside;
+
+/* Start TRACE.times for the trace being built in b (chunk_cap as for
+ * gr_writer_open; small values split samples across chunks). */
+static inline void ts_open(tside *s, const tb *b, size_t chunk_cap)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s.times", b->path);
+    s->w = gr_writer_open(s->path, GR_STREAM_SIDE, chunk_cap);
+    if (!s->w)
+        abort();
+    s->tag = GR_CHUNK_TIMES;
+}
+
+static inline void ts_tag(tside *s, char tag)
+{
+    if (s->tag != tag && gr_writer_set_chunk_tag(s->w, tag) < 0)
+        abort();
+    s->tag = tag;
+}
+
+/* Append n varints as one entry (one gr_writer_append). */
+static inline void ts_entry(tside *s, int n, const uint64_t *v)
+{
+    uint8_t buf[64 * GR_VARINT_MAX], *p = buf;
+    if (n > 64)
+        abort();
+    for (int i = 0; i < n; i++)
+        p = gr_put_varint(p, v[i]);
+    if (gr_writer_append(s->w, buf, (size_t)(p - buf)) < 0)
+        abort();
+}
+
+/* n 'T' deltas of 1000 ns. */
+static inline void ts_deltas(tside *s, uint64_t n)
+{
+    ts_tag(s, GR_CHUNK_TIMES);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t v = 1000;
+        ts_entry(s, 1, &v);
+    }
+    s->ndt += n;
+}
+
+/* One 'W' entry. */
+static inline void ts_wait(tside *s, uint64_t index, uint64_t wait_ns, uint64_t callback_ns,
+                           uint64_t contended)
+{
+    ts_tag(s, GR_CHUNK_SWITCHES);
+    uint64_t v[4] = {index, wait_ns, callback_ns, contended};
+    ts_entry(s, 4, v);
+    s->nw++;
+}
+
+/* A 'P' sample header; nstacks ts_stack calls must follow. */
+static inline void ts_sample(tside *s, uint64_t idx_begin, uint64_t idx_end, uint64_t hold_ns,
+                             uint64_t greenlets, uint64_t frames, uint64_t under,
+                             uint64_t failed, uint64_t torn, uint64_t nstacks)
+{
+    ts_tag(s, GR_CHUNK_SAMPLES);
+    uint64_t v[10] = {idx_begin, idx_end, 1000 * (s->np + 1), hold_ns, greenlets, frames,
+                      under, failed, torn, nstacks};
+    ts_entry(s, 10, v);
+    s->np++;
+}
+
+/* One stack of the current sample: gid, then n code ids (outermost first)
+ * as uint32_t varargs. */
+static inline void ts_stack(tside *s, uint64_t gid, int n, ...)
+{
+    uint64_t v[64];
+    va_list ap;
+    if (n > 62)
+        abort();
+    v[0] = gid;
+    v[1] = (uint64_t)n;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        v[2 + i] = va_arg(ap, uint32_t);
+    va_end(ap);
+    ts_entry(s, 2 + n, v);
+}
+
+/* Trailer with the sampler's counts (entries, switches, samples). */
+static inline void ts_finish(tside *s)
+{
+    uint64_t tr[3] = {s->ndt, s->nw, s->np};
+    if (gr_writer_finish(s->w, tr, 3) < 0)
+        abort();
+    s->w = NULL;
+}
+
+/* Trailer with the entry count only (no sampler). */
+static inline void ts_finish_plain(tside *s)
+{
+    uint64_t tr[1] = {s->ndt};
+    if (gr_writer_finish(s->w, tr, 1) < 0)
+        abort();
+    s->w = NULL;
+}
+
+/* Close without a trailer (truncated). */
+static inline void ts_abandon(tside *s)
+{
+    gr_writer_abandon(s->w);
+    s->w = NULL;
+}
+
+static inline void ts_cleanup(tside *s)
+{
+    if (s->w)
+        gr_writer_abandon(s->w);
+    s->w = NULL;
+    unlink(s->path);
+}
+
 #endif
