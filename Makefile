@@ -7,7 +7,7 @@ BUILD     ?= build
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CPPFLAGS  += -Itracer -Ireplay
-LDLIBS    := -lz -ljansson
+LDLIBS    := -lz -ljansson -lm
 
 # Replayer (pure C, no Python).
 FORMAT_SRC := tracer/format.c tracer/writer.c

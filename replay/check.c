@@ -17,6 +17,9 @@ const char *gr_rule_name(enum gr_rule rule)
     case GR_RULE_BLIND_SPOT: return "blind_spot";
     case GR_RULE_SWITCH_CONSISTENCY: return "switch_consistency";
     case GR_RULE_PROPAGATION: return "propagation";
+    case GR_RULE_STALL_WAIT: return "stall_wait";
+    case GR_RULE_STALL_DEPTH: return "stall_depth";
+    case GR_RULE_SAMPLE: return "sample";
     default: return "?";
     }
 }
@@ -61,12 +64,14 @@ typedef struct thread {
     uint32_t skip_code;
 } thread;
 
-typedef struct ck {
+typedef struct gr_checker {
     const gr_trace *t;
     gr_check_result *res;
+    size_t pos;             /* records replayed so far */
     shadow *sh;
     size_t nsh, cap_sh;
     gr_idmap shmap;
+    gr_idmap glmap;         /* (gid, 0) -> first shadow of that gid */
     thread *th;
     size_t nth, cap_th;
     gr_idmap thmap;
@@ -77,7 +82,6 @@ typedef struct ck {
     size_t stop_index;
     size_t stop_ctx[GR_CONTEXT_MAX];
     int stop_nctx;
-    size_t seq;
 } ck;
 
 /* ------------------------------------------------------------ helpers */
@@ -108,6 +112,9 @@ static size_t get_shadow(ck *c, uint64_t tid, uint64_t gid)
         c->sh[i].gid = gid;
         c->sh[i].base_unknown = 1;
         gr_idmap_put(&c->shmap, tid, gid, i);
+        size_t first;
+        if (!gr_idmap_get(&c->glmap, gid, 0, &first))
+            gr_idmap_put(&c->glmap, gid, 0, i);
     }
     return i;
 }
@@ -137,23 +144,37 @@ static void remember(thread *th, size_t i)
     th->recent[th->nrecent++] = i;
 }
 
-/* Record a violation whose message is in c->msg (which is then reset). */
-static void violate_ctx(ck *c, enum gr_rule rule, uint64_t index, uint64_t tid, uint64_t gid,
-                        const size_t *ctx, int nctx)
+void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t index,
+                            uint64_t tid, uint64_t gid, char *message, const size_t *ctx,
+                            int nctx)
 {
-    gr_check_result *res = c->res;
     res->v = gr_xgrow(res->v, &res->cap_v, res->nv + 1, sizeof *res->v);
-    gr_violation *v = &res->v[res->nv++];
+    gr_violation *v = &res->v[res->nv];
     memset(v, 0, sizeof *v);
     v->rule = rule;
     v->index = index;
     v->tid = tid;
     v->gid = gid;
-    v->message = gr_sb_take(&c->msg);
+    v->message = message;
     for (int k = 0; k < nctx && k < GR_CONTEXT_MAX; k++)
         v->ctx[v->nctx++] = ctx[k];
-    v->seq = c->seq++;
-    res->counts[rule]++;
+    v->seq = res->nv++;
+    if ((int)rule >= 0 && rule < GR_NRULES)
+        res->counts[rule]++;
+}
+
+void gr_check_add_warning(gr_check_result *res, char *message)
+{
+    res->warnings = gr_xgrow(res->warnings, &res->cap_warnings, res->nwarnings + 1,
+                             sizeof *res->warnings);
+    res->warnings[res->nwarnings++] = message;
+}
+
+/* Record a violation whose message is in c->msg (which is then reset). */
+static void violate_ctx(ck *c, enum gr_rule rule, uint64_t index, uint64_t tid, uint64_t gid,
+                        const size_t *ctx, int nctx)
+{
+    gr_check_add_violation(c->res, rule, index, tid, gid, gr_sb_take(&c->msg), ctx, nctx);
 }
 
 /* Violation at record r of thread th (context: th's recent records + r). */
@@ -225,10 +246,7 @@ static void add_note(ck *c, enum gr_note_kind kind, const shadow *s)
 
 static void add_warning(ck *c)
 {
-    gr_check_result *res = c->res;
-    res->warnings = gr_xgrow(res->warnings, &res->cap_warnings, res->nwarnings + 1,
-                             sizeof *res->warnings);
-    res->warnings[res->nwarnings++] = gr_sb_take(&c->msg);
+    gr_check_add_warning(c->res, gr_sb_take(&c->msg));
 }
 
 static const char *kind_name(const gr_record *r)
@@ -671,29 +689,120 @@ static int by_index(const void *pa, const void *pb)
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-size_t gr_check_run(const gr_trace *t, gr_check_result *res)
+void gr_check_sort(gr_check_result *res)
 {
-    memset(res, 0, sizeof *res);
-    ck c;
-    memset(&c, 0, sizeof c);
-    c.t = t;
-    c.res = res;
-    gr_sb_init(&c.msg);
-    for (size_t i = 0; i < t->nrecs; i++)
-        one_record(&c, &t->recs[i]);
-    finish(&c);
     if (res->nv > 1)
         qsort(res->v, res->nv, sizeof *res->v, by_index);
-    for (size_t i = 0; i < c.nsh; i++)
-        free(c.sh[i].e);
-    free(c.sh);
-    free(c.th);
-    gr_idmap_free(&c.shmap);
-    gr_idmap_free(&c.thmap);
-    gr_sb_free(&c.msg);
-    free(c.fa);
-    free(c.fb);
+}
+
+/* ------------------------------------------------------- step by step */
+
+gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->nrules = GR_NRULES_CHECK;
+    ck *c = gr_xrealloc(NULL, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->t = t;
+    c->res = res;
+    gr_sb_init(&c->msg);
+    return c;
+}
+
+void gr_checker_advance(gr_checker *c, size_t end)
+{
+    if (end > c->t->nrecs)
+        end = c->t->nrecs;
+    while (c->pos < end)
+        one_record(c, &c->t->recs[c->pos++]);
+}
+
+size_t gr_checker_position(const gr_checker *c)
+{
+    return c->pos;
+}
+
+/* Index of gid's first shadow, or SIZE_MAX. */
+static size_t shadow_of(const ck *c, uint64_t gid)
+{
+    size_t i;
+    return gr_idmap_get(&c->glmap, gid, 0, &i) ? i : SIZE_MAX;
+}
+
+enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint64_t *tid)
+{
+    size_t i = shadow_of(c, gid);
+    *tid = 0;
+    if (i == SIZE_MAX)
+        return GR_SHADOW_UNSEEN;
+    const shadow *s = &c->sh[i];
+    *tid = s->tid;
+    if (s->dead)
+        return GR_SHADOW_DEAD;
+    size_t ti;
+    if (gr_idmap_get(&c->thmap, s->tid, 0, &ti) && c->th[ti].has_current &&
+        c->th[ti].current == gid)
+        return GR_SHADOW_RUNNING;
+    return GR_SHADOW_IDLE;
+}
+
+int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
+                       char **diff)
+{
+    size_t i = shadow_of(c, gid);
+    static const shadow none = {.base_unknown = 0};
+    const shadow *s = i == SIZE_MAX ? &none : &c->sh[i];
+    size_t na = shadow_py(c, s);
+    c->fb = gr_xgrow(c->fb, &c->cap_fb, n + 1, sizeof *c->fb);
+    size_t nb = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!code_is_c(c->t, ids[k]))
+            c->fb[nb++] = ids[k];
+    gr_sb_reset(&c->msg);
+    if (!compare(c, na, nb, cut, s->base_unknown))
+        return 0;
+    if (diff)
+        *diff = gr_sb_take(&c->msg);
+    else
+        gr_sb_reset(&c->msg);
+    return 1;
+}
+
+int gr_checker_context(const gr_checker *c, uint64_t tid, size_t ctx[GR_CONTEXT_MAX])
+{
+    size_t ti;
+    if (!gr_idmap_get(&c->thmap, tid, 0, &ti))
+        return 0;
+    const thread *th = &c->th[ti];
+    int n = 0;
+    for (int k = 0; k < th->nrecent && n < GR_CONTEXT_MAX - 1; k++)
+        ctx[n++] = th->recent[k];
+    return n;
+}
+
+size_t gr_checker_finish(gr_checker *c)
+{
+    gr_check_result *res = c->res;
+    gr_checker_advance(c, c->t->nrecs);
+    finish(c);
+    gr_check_sort(res);
+    for (size_t i = 0; i < c->nsh; i++)
+        free(c->sh[i].e);
+    free(c->sh);
+    free(c->th);
+    gr_idmap_free(&c->shmap);
+    gr_idmap_free(&c->glmap);
+    gr_idmap_free(&c->thmap);
+    gr_sb_free(&c->msg);
+    free(c->fa);
+    free(c->fb);
+    free(c);
     return res->nv;
+}
+
+size_t gr_check_run(const gr_trace *t, gr_check_result *res)
+{
+    return gr_checker_finish(gr_checker_new(t, res));
 }
 
 void gr_check_result_free(gr_check_result *res)
@@ -707,5 +816,6 @@ void gr_check_result_free(gr_check_result *res)
     for (size_t i = 0; i < res->nwarnings; i++)
         free(res->warnings[i]);
     free(res->warnings);
+    free(res->summary);
     memset(res, 0, sizeof *res);
 }

@@ -3,7 +3,10 @@
  * blind_spot, switch_consistency and propagation (docs/FORMAT.md §7).
  *
  * The checker is pure: it reads a gr_trace and fills a gr_check_result;
- * report.h turns results into text, JSON or JUnit XML.
+ * report.h turns results into text, JSON or JUnit XML.  gr_check_run does
+ * it in one call; the gr_checker functions do it step by step so that
+ * other checks (stall.h) can look at the shadow stacks at any record
+ * index, and add violations of their own rules to the same result.
  */
 #ifndef GR_CHECK_H
 #define GR_CHECK_H
@@ -18,10 +21,17 @@ enum gr_rule {
     GR_RULE_BLIND_SPOT,
     GR_RULE_SWITCH_CONSISTENCY,
     GR_RULE_PROPAGATION,
+    GR_RULE_STALL_WAIT,  /* stall.h: a switch waited too long for the sampler lock */
+    GR_RULE_STALL_DEPTH, /* stall.h: the sampler read frames holding the lock */
+    GR_RULE_SAMPLE,      /* stall.h: a sampled stack differs from the shadow */
     GR_NRULES,
 };
 
-/* "imbalance", "blind_spot", "switch_consistency", "propagation". */
+/* Rules of plain `check` (the first ones of enum gr_rule). */
+#define GR_NRULES_CHECK (GR_RULE_PROPAGATION + 1)
+
+/* "imbalance", "blind_spot", "switch_consistency", "propagation",
+ * "stall_wait", "stall_depth", "sample". */
 const char *gr_rule_name(enum gr_rule rule);
 
 /* Most context records kept per violation: 3 before, plus the record. */
@@ -31,7 +41,7 @@ const char *gr_rule_name(enum gr_rule rule);
 typedef struct gr_violation {
     enum gr_rule rule;
     uint64_t index;      /* event index (record index) it is reported at */
-    uint64_t tid, gid;
+    uint64_t tid, gid;   /* tid 0: not about one thread (stall rules) */
     char *message;       /* owned, one line, escaped (valid UTF-8) */
     size_t ctx[GR_CONTEXT_MAX]; /* record indices, oldest first; the last one
                                    is `index` unless the violation is about
@@ -58,11 +68,15 @@ typedef struct gr_note {
 typedef struct gr_check_result {
     gr_violation *v;     /* sorted by index, then detection order */
     size_t nv, cap_v;
+    int nrules;          /* rules checked: the first nrules of enum gr_rule
+                            (GR_NRULES_CHECK, or GR_NRULES with --stall) */
     size_t counts[GR_NRULES];
     gr_note *notes;      /* in order of first sight of the greenlet */
     size_t nnotes, cap_notes;
     char **warnings;     /* owned lines (trailer drops/errors, truncation) */
     size_t nwarnings, cap_warnings;
+    char *summary;       /* owned figures of extra checks (stall.h), lines
+                            ending in newlines; NULL when none */
 } gr_check_result;
 
 /* Check every record of t (a successfully read trace, complete or
@@ -72,5 +86,68 @@ size_t gr_check_run(const gr_trace *t, gr_check_result *res);
 
 /* Release what *res owns and zero it. */
 void gr_check_result_free(gr_check_result *res);
+
+/* ---- step by step --------------------------------------------------- */
+
+/* A check in progress: the shadow stacks after the records replayed so
+ * far.  Opaque. */
+typedef struct gr_checker gr_checker;
+
+/* Start checking t into *res (need not be initialised; res->nrules is
+ * set to GR_NRULES_CHECK).  No record is replayed yet.  Exits(2) on out
+ * of memory.  Free with gr_checker_finish. */
+gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res);
+
+/* Replay the records from the current position up to, not including,
+ * index `end` (clamped to the number of records); a smaller `end` does
+ * nothing.  Afterwards the shadows reflect records 0..end-1. */
+void gr_checker_advance(gr_checker *c, size_t end);
+
+/* Number of records replayed so far. */
+size_t gr_checker_position(const gr_checker *c);
+
+/* State of a greenlet at the current position. */
+enum gr_shadow_state {
+    GR_SHADOW_UNSEEN = 0, /* no record of this gid replayed yet */
+    GR_SHADOW_RUNNING,    /* the running greenlet of its thread */
+    GR_SHADOW_IDLE,       /* not running: suspended, or not started */
+    GR_SHADOW_DEAD,       /* after its DEAD record */
+};
+
+/* State of greenlet gid (> 0); *tid receives the thread of its shadow (the
+ * first thread it was seen on), 0 when unseen. */
+enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint64_t *tid);
+
+/* Compare the Python frames of gid's shadow (C entries left out) with
+ * ids[0..n) (outermost first; C code ids are left out too).  cut: ids are
+ * only the innermost frames of the real stack, so a shadow with more
+ * frames outside them still matches.  A shadow whose base is unknown (seed
+ * cut at the cap) is compared on its known innermost frames.  Returns 0
+ * when equal; 1 when they differ, and then *diff (if diff is not NULL)
+ * receives an owned one-line description ("profiler missed ...; real
+ * stack: ...; shadow: ..."). */
+int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
+                       char **diff);
+
+/* Up to GR_CONTEXT_MAX - 1 most recent records of thread tid replayed so
+ * far, oldest first, into ctx; returns how many. */
+int gr_checker_context(const gr_checker *c, uint64_t tid, size_t ctx[GR_CONTEXT_MAX]);
+
+/* Replay the remaining records, run the end-of-trace checks, sort the
+ * violations and free c.  Returns the number of violations in *res. */
+size_t gr_checker_finish(gr_checker *c);
+
+/* Add a violation to res: message is taken over (owned by res from now
+ * on), ctx[0..nctx) are record indices (at most GR_CONTEXT_MAX kept).
+ * Results are sorted by gr_checker_finish (or gr_check_sort). */
+void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t index,
+                            uint64_t tid, uint64_t gid, char *message, const size_t *ctx,
+                            int nctx);
+
+/* Add a warning line to res (taken over). */
+void gr_check_add_warning(gr_check_result *res, char *message);
+
+/* Sort res's violations by index, then order of detection. */
+void gr_check_sort(gr_check_result *res);
 
 #endif

@@ -1,6 +1,8 @@
 /* dump.c - the text form of a trace (dump.h, docs/FORMAT.md §6). */
 #include "dump.h"
 
+#include "idmap.h"
+
 #include <inttypes.h>
 
 static void put_string(gr_sb *sb, const gr_trace *t, uint64_t id, int quote)
@@ -170,6 +172,13 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
         gr_sb_putc(&sb, '\n');
     }
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
+    /* Sampler switch entries by record index (first entry wins). */
+    gr_idmap waits = {0};
+    for (size_t k = 0; times && k < times->nwaits; k++) {
+        size_t have;
+        if (!gr_idmap_get(&waits, times->waits[k].index, 0, &have))
+            gr_idmap_put(&waits, times->waits[k].index, 0, k);
+    }
     for (size_t i = 0; i < t->nrecs; i++) {
         gr_sb_reset(&sb);
         gr_dump_record(&sb, t, &t->recs[i]);
@@ -178,6 +187,13 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
                 gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
             else
                 gr_sb_puts(&sb, " dt=?");
+            size_t k;
+            if ((t->recs[i].tag == GR_SWITCH || t->recs[i].tag == GR_THROW) &&
+                gr_idmap_get(&waits, i, 0, &k)) {
+                const gr_switch_wait *w = &times->waits[k];
+                gr_sb_printf(&sb, " wait=%" PRIu64 "ns cb=%" PRIu64 "ns%s", w->wait_ns,
+                             w->callback_ns, w->contended ? " contended" : "");
+            }
         }
         gr_sb_putc(&sb, '\n');
         fwrite(sb.s, 1, sb.len, out);
@@ -196,6 +212,7 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
     }
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);
+    gr_idmap_free(&waits);
     fflush(out);
     return ferror(out) ? -1 : 0;
 }

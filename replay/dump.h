@@ -29,7 +29,9 @@ const char *gr_reason_name(uint64_t reason);
 
 /* Write the whole text form of t to out.  times may be NULL; otherwise each
  * record line ends with " dt=Nns" (" dt=?" when the side channel has no
- * entry for it).  Returns 0, or -1 if writing to out failed. */
+ * entry for it), and a SWITCH/THROW line that has a sampler switch entry
+ * ('W') further with " wait=Nns cb=Nns" and " contended" if the lock was
+ * busy.  Returns 0, or -1 if writing to out failed. */
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times);
 
 #endif

@@ -6,6 +6,7 @@
 #include "reader.h"
 #include "record.h"
 #include "report.h"
+#include "stall.h"
 #include "stats.h"
 #include "text.h"
 
@@ -27,6 +28,7 @@ static const char usage_main[] =
     "commands:\n"
     "  record ...     run a Python program under the recorder, writing a trace\n"
     "  check FILE...  replay traces against shadow stacks and report violations\n"
+    "                 (--stall: also the greenlet sampler's lock waits and samples)\n"
     "  dump FILE      print a trace in its text form (one line per record)\n"
     "  stats FILE     event counts per kind, thread and greenlet\n"
     "  edit           rewrite a trace without some records\n"
@@ -37,10 +39,24 @@ static const char usage_main[] =
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
+    "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
     "and report violations of the rules imbalance, blind_spot,\n"
     "switch_consistency and propagation (docs/FORMAT.md section 7).\n"
+    "\n"
+    "With --stall, also read the side channel FILE.times of a recording made\n"
+    "with the greenlet sampler (start(sampler=...)) and report the sampler mode\n"
+    "and interval, the lock wait per switch (max, sum, contended count), the\n"
+    "callback time, the lock hold per sample against greenlets and frames read,\n"
+    "frames read under the lock, failed reads and torn copies, and check the\n"
+    "rules (docs/FORMAT.md section 7.1):\n"
+    "  stall_wait   the longest lock wait of a switch exceeds --max-wait-us\n"
+    "  stall_depth  a sample read frames while holding the lock, so its hold\n"
+    "               time grows with greenlets x stack depth\n"
+    "  sample       a sampled stack of a suspended greenlet differs from its\n"
+    "               shadow stack (not when the greenlet switched during the\n"
+    "               sample: counted as torn; code never seen: counted unknown)\n"
     "\n"
     "options:\n"
     "  --format text  (default) per file: warnings, counts per rule, each\n"
@@ -49,6 +65,9 @@ static const char usage_check[] =
     "  --format json  one JSON document on stdout for all files\n"
     "  --junit OUT    also write a JUnit XML report to OUT: one testsuite per\n"
     "                 trace, one testcase per rule\n"
+    "  --stall        also check the sampler data of FILE.times (see above)\n"
+    "  --max-wait-us N  stall_wait threshold in microseconds (default 1000;\n"
+    "                 needs --stall)\n"
     "  -h, --help     show this help\n"
     "\n"
     "A truncated trace (killed recorder) is checked up to its last complete\n"
@@ -56,7 +75,9 @@ static const char usage_check[] =
     "the STACK records are listed apart and are not violations.\n"
     "\n"
     "exit status: 0 every trace clean, 1 violations found, 2 a file is missing\n"
-    "or corrupt, or bad usage (corrupt: one line with the byte offset on stderr).\n";
+    "or corrupt (with --stall also: FILE.times missing, corrupt or without\n"
+    "sampler data), or bad usage (corrupt: one line with the byte offset on\n"
+    "stderr).\n";
 
 static const char usage_dump[] =
     "usage: greenreplay dump FILE [--times]\n"
@@ -138,15 +159,55 @@ static int parse_format(const char *s, int *json)
     return 0;
 }
 
+/* Load FILE.times for --stall.  Returns 0, or non-zero after putting the
+ * one-line reason in *err (owned). */
+static int load_side(gr_times *tm, const char *trace, char **err)
+{
+    gr_sb path;
+    gr_sb_init(&path);
+    gr_sb_printf(&path, "%s.times", trace);
+    int rc = gr_times_load(tm, gr_sb_str(&path));
+    if (rc != GR_READ_OK) {
+        *err = gr_xstrdup(tm->err.msg);
+    } else if (!gr_times_has_sampler(tm)) {
+        gr_sb msg;
+        gr_sb_init(&msg);
+        gr_sb_printf(&msg, "%s: no sampler data (record with start(sampler=...); the sampler "
+                           "data are written at stop())",
+                     gr_sb_str(&path));
+        *err = gr_sb_take(&msg);
+        rc = GR_READ_CORRUPT;
+    }
+    gr_sb_free(&path);
+    return rc;
+}
+
+/* Parse --max-wait-us N (decimal microseconds) into ns. */
+static int parse_wait(const char *s, uint64_t *ns)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > UINT64_MAX / 1000)
+        return -1;
+    *ns = (uint64_t)v * 1000;
+    return 0;
+}
+
 static int cmd_check(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'},
         {"junit", required_argument, NULL, 'j'},
+        {"stall", no_argument, NULL, 's'},
+        {"max-wait-us", required_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, c;
+    int json = 0, stall = 0, wait_set = 0, c;
+    uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
     const char *junit = NULL;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -156,12 +217,20 @@ static int cmd_check(int argc, char **argv)
                 return bad_usage(usage_check, "unknown format '%s' (text or json)", optarg);
             break;
         case 'j': junit = optarg; break;
+        case 's': stall = 1; break;
+        case 'w':
+            if (parse_wait(optarg, &max_wait) < 0)
+                return bad_usage(usage_check, "bad --max-wait-us '%s' (microseconds)", optarg);
+            wait_set = 1;
+            break;
         case 'h': fputs(usage_check, stdout); return 0;
         default: return option_error(usage_check, c, argv);
         }
     }
     if (optind >= argc)
         return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
+    if (wait_set && !stall)
+        return bad_usage(usage_check, "%s", "--max-wait-us needs --stall");
     int status = GR_CHECK_CLEAN;
     size_t total = 0;
     json_t *jtraces = json ? json_array() : NULL;
@@ -177,20 +246,43 @@ static int cmd_check(int argc, char **argv)
             status = GR_CHECK_UNUSABLE;
             continue;
         }
+        gr_times tm;
+        gr_stall st;
+        memset(&tm, 0, sizeof tm);
+        memset(&st, 0, sizeof st);
+        if (stall) {
+            char *err = NULL;
+            if (load_side(&tm, argv[i], &err)) {
+                fprintf(stderr, "greenreplay: %s\n", err);
+                if (jtraces)
+                    json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
+                gr_junit_add_unusable(&ju, argv[i], err);
+                free(err);
+                gr_times_free(&tm);
+                gr_trace_free(&t);
+                status = GR_CHECK_UNUSABLE;
+                continue;
+            }
+        }
         gr_check_result res;
-        size_t nv = gr_check_run(&t, &res);
+        size_t nv = stall ? gr_stall_run(&t, &tm, max_wait, &st, &res) : gr_check_run(&t, &res);
         total += nv;
         if (nv && status < GR_CHECK_VIOLATIONS)
             status = GR_CHECK_VIOLATIONS;
-        if (jtraces)
-            json_array_append_new(jtraces, gr_report_json_trace(&t, &res));
-        else {
+        if (jtraces) {
+            json_t *jt = gr_report_json_trace(&t, &res);
+            if (stall)
+                json_object_set_new(jt, "stall", gr_stall_json(&st));
+            json_array_append_new(jtraces, jt);
+        } else {
             if (i > optind)
                 fputc('\n', stdout);
             gr_report_text(stdout, &t, &res);
         }
         gr_junit_add_trace(&ju, &t, &res);
         gr_check_result_free(&res);
+        gr_stall_free(&st);
+        gr_times_free(&tm);
         gr_trace_free(&t);
     }
     if (jtraces) {

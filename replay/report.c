@@ -27,6 +27,19 @@ static const char *note_key(enum gr_note_kind k)
     }
 }
 
+/* Number of rules the result covers (GR_NRULES_CHECK if not set). */
+static int rules_of(const gr_check_result *r)
+{
+    return r->nrules > 0 && r->nrules <= GR_NRULES ? r->nrules : GR_NRULES_CHECK;
+}
+
+/* " (tTID gGID)" of a violation about one thread; nothing for tid 0. */
+static void where(gr_sb *sb, const gr_violation *v)
+{
+    if (v->tid)
+        gr_sb_printf(sb, " (t%" PRIu64 " g%" PRIu64 ")", v->tid, v->gid);
+}
+
 /* "trace ends at byte N ..." for a truncated trace. */
 static void truncation_line(gr_sb *sb, const gr_trace *t)
 {
@@ -67,12 +80,15 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
     }
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&sb, "warning: %s\n", r->warnings[i]);
-    for (int k = 0; k < GR_NRULES; k++)
+    if (r->summary)
+        gr_sb_puts(&sb, r->summary);
+    for (int k = 0; k < rules_of(r); k++)
         gr_sb_printf(&sb, "  %-20s %zu\n", gr_rule_name((enum gr_rule)k), r->counts[k]);
     for (size_t i = 0; i < r->nv; i++) {
         const gr_violation *v = &r->v[i];
-        gr_sb_printf(&sb, "\n%s at event %" PRIu64 " (t%" PRIu64 " g%" PRIu64 "): %s\n",
-                     gr_rule_name(v->rule), v->index, v->tid, v->gid, v->message);
+        gr_sb_printf(&sb, "\n%s at event %" PRIu64, gr_rule_name(v->rule), v->index);
+        where(&sb, v);
+        gr_sb_printf(&sb, ": %s\n", v->message);
         for (int k = 0; k < v->nctx; k++) {
             gr_sb_puts(&sb, v->ctx[k] == v->index ? "  > " : "    ");
             context_line(&sb, t, v->ctx[k]);
@@ -156,7 +172,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_array_append_new(w, gr_json_str(r->warnings[i]));
     json_object_set_new(o, "warnings", w);
     json_t *counts = json_object();
-    for (int k = 0; k < GR_NRULES; k++)
+    for (int k = 0; k < rules_of(r); k++)
         json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));
     json_object_set_new(o, "counts", counts);
     json_t *vs = json_array();
@@ -249,12 +265,13 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     gr_sb *b = &j->body, tmp;
     gr_sb_init(&tmp);
     size_t failing = 0;
-    for (int k = 0; k < GR_NRULES; k++)
+    int nrules = rules_of(r);
+    for (int k = 0; k < nrules; k++)
         failing += r->counts[k] != 0;
     gr_sb_puts(b, "  <testsuite");
     attr(b, "name", t->name);
-    gr_sb_printf(b, " tests=\"%d\" failures=\"%zu\" errors=\"0\">\n", GR_NRULES, failing);
-    for (int k = 0; k < GR_NRULES; k++) {
+    gr_sb_printf(b, " tests=\"%d\" failures=\"%zu\" errors=\"0\">\n", nrules, failing);
+    for (int k = 0; k < nrules; k++) {
         const char *rule = gr_rule_name((enum gr_rule)k);
         gr_sb_puts(b, "    <testcase");
         attr(b, "classname", t->name);
@@ -270,8 +287,9 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
             if ((int)v->rule != k)
                 continue;
             gr_sb_reset(&tmp);
-            gr_sb_printf(&tmp, "event %" PRIu64 " (t%" PRIu64 " g%" PRIu64 "): %s\n", v->index,
-                         v->tid, v->gid, v->message);
+            gr_sb_printf(&tmp, "event %" PRIu64, v->index);
+            where(&tmp, v);
+            gr_sb_printf(&tmp, ": %s\n", v->message);
             for (int c = 0; c < v->nctx; c++) {
                 gr_sb_puts(&tmp, v->ctx[c] == v->index ? "  > " : "    ");
                 context_line(&tmp, t, v->ctx[c]);
@@ -286,6 +304,8 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
         truncation_line(&tmp, t);
         gr_sb_putc(&tmp, '\n');
     }
+    if (r->summary)
+        gr_sb_puts(&tmp, r->summary);
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
     for (size_t i = 0; i < r->nnotes; i++)
@@ -298,7 +318,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     }
     gr_sb_puts(b, "  </testsuite>\n");
     gr_sb_free(&tmp);
-    j->tests += GR_NRULES;
+    j->tests += (size_t)nrules;
     j->failures += failing;
 }
 

@@ -18,9 +18,11 @@ enum gr_check_status {
     GR_CHECK_UNUSABLE = 2,   /* missing, unreadable or corrupt file */
 };
 
-/* Write the text report of one checked trace to out: warnings, the
- * truncation line, a count per rule, each violation with its context dump
- * lines, the informational notes, and a result line. */
+/* Write the text report of one checked trace to out: the truncation line,
+ * warnings, r->summary (if any), a count per rule checked (r->nrules),
+ * each violation with its context dump lines, the informational notes,
+ * and a result line.  The JSON and JUnit forms below also cover
+ * r->nrules rules; JUnit puts r->summary into system-out. */
 void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r);
 
 /* The JSON object describing one checked trace (new reference). */

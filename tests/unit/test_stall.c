@@ -1,0 +1,458 @@
+/* test_stall.c - replay/stall.c (`check --stall`): for every stall rule a
+ * trace with a side channel that must pass and one that must be flagged,
+ * and the figures of the report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "report.h"
+#include "stall.h"
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The trace of every test (indices on the right):
+ *
+ *   0 THREAD t1                         10 C_RETURN g1 switch
+ *   1 GREENLET g1 main [mod, main]      11 CALL g1 x
+ *   2 START g1                          12 RETURN g1 x
+ *   3 C_CALL g1 switch                  13 C_CALL g1 switch
+ *   4 GREENLET g2 parent g1             14 SWITCH g1->g2        (W)
+ *   5 SWITCH g1->g2            (W)      15 C_RETURN g2 switch
+ *   6 CALL g2 f                         16 RETURN g2 h
+ *   7 CALL g2 h                         17 C_CALL g2 switch
+ *   8 C_CALL g2 switch                  18 SWITCH g2->g1        (W)
+ *   9 SWITCH g2->g1            (W)      19 C_RETURN g1 switch
+ *
+ * From record 10 to 14, g2 is suspended with Python frames [f, h]; from
+ * 19 on, with [f].  The side channel has a 'T' entry per record and a 'W'
+ * entry per switch; tests add samples. */
+typedef struct fx {
+    tb b;
+    tside s;
+    uint32_t mod, main, x, f, h, sw;
+    gr_trace t;
+    gr_times tm;
+    gr_stall st;
+    gr_check_result res;
+    int ran;
+} fx;
+
+#define OURS_KNOWN (GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN)
+
+static void begin(fx *x, const char *mode)
+{
+    memset(x, 0, sizeof *x);
+    tb_open(&x->b, 0);
+    if (mode) {
+        tb_meta(&x->b, "sampler", mode);
+        tb_meta(&x->b, "sampler_interval_us", "5000");
+    }
+    x->mod = tb_py(&x->b, "<module>", "s.py", 1);
+    x->main = tb_py(&x->b, "main", "s.py", 10);
+    x->x = tb_py(&x->b, "x", "s.py", 20);
+    x->f = tb_py(&x->b, "f", "s.py", 30);
+    x->h = tb_py(&x->b, "h", "s.py", 40);
+    x->sw = tb_c(&x->b, "greenlet.switch");
+    tb *b = &x->b;
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 2, x->mod, x->main);
+    tb_simple(b, GR_START, 1, 1);
+    tb_ev(b, GR_C_CALL, 1, 1, x->sw);
+    tb_greenlet(b, 1, 2, 1, 0, 0);
+    tb_switch(b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_ev(b, GR_CALL, 1, 2, x->f);
+    tb_ev(b, GR_CALL, 1, 2, x->h);
+    tb_ev(b, GR_C_CALL, 1, 2, x->sw);
+    tb_switch(b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
+    tb_ev(b, GR_C_RETURN, 1, 1, x->sw);
+    tb_ev(b, GR_CALL, 1, 1, x->x);
+    tb_ev(b, GR_RETURN, 1, 1, x->x);
+    tb_ev(b, GR_C_CALL, 1, 1, x->sw);
+    tb_switch(b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_ev(b, GR_C_RETURN, 1, 2, x->sw);
+    tb_ev(b, GR_RETURN, 1, 2, x->h);
+    tb_ev(b, GR_C_CALL, 1, 2, x->sw);
+    tb_switch(b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
+    tb_ev(b, GR_C_RETURN, 1, 1, x->sw);
+    tb_finish(b);
+    ts_open(&x->s, b, 0);
+    ts_deltas(&x->s, b->nrec);
+}
+
+/* The four 'W' entries, the one of `index` with wait_ns (contended). */
+static void waits(fx *x, uint64_t index, uint64_t wait_ns)
+{
+    static const uint64_t sw[4] = {5, 9, 14, 18};
+    for (int i = 0; i < 4; i++) {
+        uint64_t w = sw[i] == index ? wait_ns : 0;
+        ts_wait(&x->s, sw[i], w, w + 500, w != 0);
+    }
+}
+
+/* Finish the side channel, read both files, run the stall check. */
+static size_t run_max(fx *x, uint64_t max_wait_ns)
+{
+    ts_finish(&x->s);
+    assert_int_equal(tb_load(&x->b, &x->t), GR_READ_OK);
+    assert_int_equal(gr_times_load(&x->tm, x->s.path), GR_READ_OK);
+    assert_true(gr_times_has_sampler(&x->tm));
+    x->ran = 1;
+    size_t nv = gr_stall_run(&x->t, &x->tm, max_wait_ns, &x->st, &x->res);
+    size_t sum = 0;
+    for (int k = 0; k < GR_NRULES; k++)
+        sum += x->res.counts[k];
+    assert_int_equal(sum, nv);
+    assert_int_equal(x->res.nrules, GR_NRULES);
+    assert_non_null(x->res.summary);
+    const gr_stall *st = &x->st;
+    assert_int_equal(st->stacks, st->stacks_equal + st->stacks_partial + st->stacks_torn +
+                                     st->stacks_unknown + st->stacks_mismatched +
+                                     st->stacks_unusable);
+    assert_int_equal(st->stacks_mismatched, x->res.counts[GR_RULE_SAMPLE]);
+    return nv;
+}
+
+static size_t run(fx *x)
+{
+    return run_max(x, GR_STALL_MAX_WAIT_NS);
+}
+
+static void end(fx *x)
+{
+    if (x->ran) {
+        gr_check_result_free(&x->res);
+        gr_stall_free(&x->st);
+        gr_times_free(&x->tm);
+        gr_trace_free(&x->t);
+    }
+    ts_cleanup(&x->s);
+    tb_cleanup(&x->b);
+}
+
+static const gr_violation *only(fx *x, enum gr_rule rule)
+{
+    assert_int_equal(x->res.nv, 1);
+    assert_int_equal(x->res.v[0].rule, rule);
+    return &x->res.v[0];
+}
+
+/* ------------------------------------------------------------ stall_wait */
+
+static void test_wait_under_threshold_passes(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 14, GR_STALL_MAX_WAIT_NS); /* exactly the threshold: not over it */
+    ts_sample(&x.s, 11, 11, 800, 2, 2, 0, 0, 0, 0);
+    assert_int_equal(run(&x), 0);
+    assert_int_equal(x.st.switches, 4);
+    assert_true(x.st.wait_max_ns == GR_STALL_MAX_WAIT_NS && x.st.wait_max_index == 14);
+    assert_true(x.st.wait_sum_ns == GR_STALL_MAX_WAIT_NS);
+    assert_int_equal(x.st.contended, 1);
+    assert_int_equal(x.st.over_threshold, 0);
+    assert_true(x.st.callback_max_ns == GR_STALL_MAX_WAIT_NS + 500);
+    assert_non_null(strstr(x.res.summary, "sampler: two-phase, interval 5000 us; 4 switches, "
+                                          "1 samples\n"));
+    assert_non_null(strstr(x.res.summary, "lock wait per switch: max 1.0 ms (event 14), sum "
+                                          "1.0 ms, contended 1, over 1.0 ms: 0\n"));
+    end(&x);
+}
+
+static void test_wait_over_threshold_flagged(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "hold-lock");
+    waits(&x, 14, 2500000);
+    assert_int_equal(run(&x), 1);
+    const gr_violation *v = only(&x, GR_RULE_STALL_WAIT);
+    assert_int_equal(v->index, 14);
+    assert_int_equal(v->tid, 1);
+    assert_int_equal(v->gid, 2); /* the switch's target: the callback runs there */
+    assert_non_null(strstr(v->message, "a switch waited 2.5 ms for the sampler's registry "
+                                       "lock, over the threshold of 1.0 ms; 1 of 4 switches"));
+    assert_int_equal(v->ctx[v->nctx - 1], 14);
+    assert_int_equal(x.st.over_threshold, 1);
+    end(&x);
+    /* a higher threshold lets it pass */
+    begin(&x, "hold-lock");
+    waits(&x, 14, 2500000);
+    assert_int_equal(run_max(&x, 3000000), 0);
+    end(&x);
+}
+
+/* ----------------------------------------------------------- stall_depth */
+
+static void test_no_frames_under_lock_passes(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 11, 11, 900, 2, 2, 0, 0, 0, 0);
+    ts_sample(&x.s, 15, 15, 1100, 2, 60, 0, 0, 0, 0);
+    assert_int_equal(run(&x), 0);
+    assert_int_equal(x.st.samples, 2);
+    assert_true(x.st.hold_min_ns == 900 && x.st.hold_max_ns == 1100 &&
+                x.st.hold_median_ns == 900 && x.st.hold_sum_ns == 2000);
+    assert_true(x.st.frames_sum == 62 && x.st.frames_under_lock_sum == 0);
+    assert_int_equal(x.st.nbuckets, 2);
+    assert_true(x.st.buckets[0].frames_min == 2 && x.st.buckets[1].frames_max == 60);
+    end(&x);
+}
+
+static void test_frames_under_lock_flagged(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "hold-lock");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 11, 11, 900, 2, 2, 0, 0, 0, 0);
+    ts_sample(&x.s, 15, 15, 90000, 2, 2, 2, 0, 0, 0);
+    ts_sample(&x.s, 19, 19, 95000, 2, 3, 3, 0, 0, 0);
+    assert_int_equal(run(&x), 1);
+    const gr_violation *v = only(&x, GR_RULE_STALL_DEPTH);
+    assert_int_equal(v->index, 15);
+    assert_int_equal(v->tid, 0);
+    assert_non_null(strstr(v->message, "sample 1 (taken after event 14) read 2 of its 2 frames "
+                                       "while holding the registry lock (hold 90.0 us)"));
+    assert_non_null(strstr(v->message, "2 of 3 samples read frames under the lock (5 frames"));
+    assert_true(v->nctx >= 1 && v->ctx[v->nctx - 1] == 14);
+    assert_int_equal(x.st.samples_under_lock, 2);
+    assert_true(x.st.has_correlation && x.st.hold_frames_r > 0.5);
+    end(&x);
+}
+
+/* ---------------------------------------------------------------- sample */
+
+static void test_sample_matches(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 11, 11, 800, 2, 2, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 2, x.f, x.h);
+    ts_sample(&x.s, 20, 20, 800, 2, 2, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 1, x.f);
+    /* the main greenlet: SWITCH 14 may have updated the registry before
+     * the sampler read 14 records; its shadow (C entry left out) matches */
+    ts_sample(&x.s, 14, 14, 800, 2, 2, 0, 0, 0, 1);
+    ts_stack(&x.s, 1, 2, x.mod, x.main);
+    assert_int_equal(run(&x), 0);
+    assert_int_equal(x.st.stacks, 3);
+    assert_int_equal(x.st.stacks_equal, 3);
+    end(&x);
+}
+
+static void test_sample_mismatch_flagged(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 12, 12, 800, 2, 2, 0, 0, 0, 0);
+    ts_sample(&x.s, 11, 12, 800, 2, 1, 0, 0, 0, 1); /* no switch of g2 in [10, 12] */
+    ts_stack(&x.s, 2, 1, x.f);                       /* h is missing */
+    assert_int_equal(run(&x), 1);
+    const gr_violation *v = only(&x, GR_RULE_SAMPLE);
+    assert_int_equal(v->index, 11);
+    assert_true(v->tid == 1 && v->gid == 2);
+    assert_non_null(strstr(v->message, "sample 1 (taken after event 10): sampled stack of "
+                                       "suspended g2 differs from its shadow stack: "
+                                       "profiler missed return of h (s.py:40)"));
+    assert_non_null(strstr(v->message, "real stack: f (s.py:30); shadow: f (s.py:30) > h "
+                                       "(s.py:40)"));
+    assert_true(v->nctx == 3 && v->ctx[2] == 10);
+    assert_int_equal(x.st.stacks_mismatched, 1);
+    end(&x);
+}
+
+static void test_sample_torn_by_switch(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "seqlock");
+    waits(&x, 0, 0);
+    /* g2 was resumed by SWITCH 14 while the sample was taken */
+    ts_sample(&x.s, 12, 15, 800, 2, 1, 0, 0, 3, 1);
+    ts_stack(&x.s, 2, 1, x.f);
+    /* running at 15 per the trace, but SWITCH 14 is in [14, 15] */
+    ts_sample(&x.s, 15, 15, 800, 2, 1, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 1, x.f);
+    /* the window reaches one record back: SWITCH 18 for a sample at 19 */
+    ts_sample(&x.s, 19, 19, 800, 2, 1, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 2, x.f, x.h);
+    assert_int_equal(run(&x), 0);
+    assert_int_equal(x.st.stacks_torn, 3);
+    assert_true(x.st.torn_sum == 3); /* the sampler's own seqlock retries */
+    end(&x);
+}
+
+static void test_sample_running_flagged(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 7, 7, 800, 2, 1, 0, 0, 0, 1); /* g2 runs from 5 to 9 */
+    ts_stack(&x.s, 2, 1, x.f);
+    ts_sample(&x.s, 11, 11, 800, 3, 1, 0, 0, 0, 1); /* g3 never appears */
+    ts_stack(&x.s, 3, 1, x.f);
+    assert_int_equal(run(&x), 2);
+    assert_int_equal(x.res.v[0].rule, GR_RULE_SAMPLE);
+    assert_non_null(strstr(x.res.v[0].message, "g2 was sampled as suspended but is the running "
+                                               "greenlet of its thread"));
+    assert_non_null(strstr(x.res.v[1].message, "g3 was sampled as suspended but has no record "
+                                               "before it"));
+    assert_int_equal(x.res.v[1].tid, 0);
+    end(&x);
+}
+
+static void test_sample_unknown_and_partial(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 11, 11, 800, 2, 2, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 3, 0u, x.f, x.h); /* a frame the profiler never saw */
+    ts_sample(&x.s, 11, 11, 800, 2, 1, 0, 1, 0, 1);
+    ts_stack(&x.s, 2, 1, x.h);          /* a failed read cut f off */
+    ts_sample(&x.s, 11, 11, 800, 2, 1, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 1, x.h);          /* same without a failed read: mismatch */
+    assert_int_equal(run(&x), 1);
+    assert_int_equal(x.st.stacks_unknown, 1);
+    assert_int_equal(x.st.stacks_partial, 1);
+    assert_int_equal(x.st.stacks_mismatched, 1);
+    assert_non_null(strstr(x.res.summary, "sampled stacks: 3: 0 equal, 1 partial, 0 torn by a "
+                                          "switch, 1 with unknown code, 1 mismatched\n"));
+    end(&x);
+}
+
+/* ---------------------------------------------------- mismatched files */
+
+static void test_side_channel_does_not_fit(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, NULL); /* no sampler META */
+    ts_wait(&x.s, 3, 0, 100, 0); /* record 3 is a C_CALL */
+    ts_sample(&x.s, 40, 41, 800, 2, 1, 0, 0, 0, 1); /* after the end */
+    ts_stack(&x.s, 2, 1, x.f);
+    ts_sample(&x.s, 11, 11, 800, 2, 1, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 1, 99u); /* undefined code id */
+    assert_int_equal(run(&x), 0);
+    assert_int_equal(x.st.stacks_unusable, 2);
+    int seen = 0;
+    for (size_t i = 0; i < x.res.nwarnings; i++) {
+        const char *w = x.res.warnings[i];
+        seen |= strstr(w, "no `sampler` META") ? 1 : 0;
+        seen |= strstr(w, "name no SWITCH/THROW record") ? 2 : 0;
+        seen |= strstr(w, "4 SWITCH/THROW records but the side channel 1") ? 4 : 0;
+        seen |= strstr(w, "1 sample was taken after the last record") ? 8 : 0;
+        seen |= strstr(w, "code ids the trace does not define") ? 16 : 0;
+    }
+    assert_int_equal(seen, 31);
+    end(&x);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void test_reports(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "hold-lock");
+    waits(&x, 9, 5000000);
+    ts_sample(&x.s, 11, 11, 3000000, 2, 2, 2, 0, 0, 1);
+    ts_stack(&x.s, 2, 1, x.f);
+    assert_int_equal(run(&x), 3);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gr_report_text(f, &x.t, &x.res);
+    fclose(f);
+    assert_non_null(strstr(text, "  stall_wait           1\n  stall_depth          1\n"
+                                 "  sample               1\n"));
+    assert_non_null(strstr(text, "\nstall_depth at event 11: sample 0"));
+    assert_non_null(strstr(text, "\nstall_wait at event 9 (t1 g1): "));
+    assert_non_null(strstr(text, "\nsample at event 11 (t1 g2): "));
+    assert_non_null(strstr(text, "lock hold per sample: min 3.0 ms"));
+    free(text);
+
+    json_t *j = gr_report_json_trace(&x.t, &x.res);
+    json_object_set_new(j, "stall", gr_stall_json(&x.st));
+    json_t *counts = json_object_get(j, "counts");
+    assert_int_equal(json_object_size(counts), GR_NRULES);
+    assert_int_equal(json_integer_value(json_object_get(counts, "stall_wait")), 1);
+    json_t *st = json_object_get(j, "stall");
+    assert_string_equal(json_string_value(json_object_get(st, "sampler")), "hold-lock");
+    assert_int_equal(json_integer_value(json_object_get(st, "interval_us")), 5000);
+    json_t *w = json_object_get(st, "wait");
+    assert_int_equal(json_integer_value(json_object_get(w, "max_ns")), 5000000);
+    assert_int_equal(json_integer_value(json_object_get(w, "max_index")), 9);
+    assert_int_equal(json_integer_value(json_object_get(st, "frames_under_lock")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "stacks"),
+                                                        "mismatched")), 1);
+    char *dump = json_dumps(j, 0);
+    assert_non_null(dump);
+    free(dump);
+    json_decref(j);
+
+    gr_junit ju;
+    gr_junit_init(&ju);
+    gr_junit_add_trace(&ju, &x.t, &x.res);
+    assert_int_equal(ju.tests, GR_NRULES);
+    assert_int_equal(ju.failures, 3);
+    assert_non_null(strstr(gr_sb_str(&ju.body), "<testcase classname"));
+    assert_non_null(strstr(gr_sb_str(&ju.body), "name=\"stall_depth\">"));
+    assert_non_null(strstr(gr_sb_str(&ju.body), "sampler: hold-lock, interval 5000 us"));
+    gr_junit_free(&ju);
+    end(&x);
+}
+
+/* Plain `check` results keep the four rules of before. */
+static void test_plain_check_unchanged(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    ts_finish(&x.s);
+    assert_int_equal(tb_load(&x.b, &x.t), GR_READ_OK);
+    gr_check_result r;
+    assert_int_equal(gr_check_run(&x.t, &r), 0);
+    assert_int_equal(r.nrules, GR_NRULES_CHECK);
+    assert_null(r.summary);
+    json_t *j = gr_report_json_trace(&x.t, &r);
+    assert_int_equal(json_object_size(json_object_get(j, "counts")), GR_NRULES_CHECK);
+    json_decref(j);
+    gr_check_result_free(&r);
+    gr_trace_free(&x.t);
+    ts_cleanup(&x.s);
+    tb_cleanup(&x.b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wait_under_threshold_passes),
+        cmocka_unit_test(test_wait_over_threshold_flagged),
+        cmocka_unit_test(test_no_frames_under_lock_passes),
+        cmocka_unit_test(test_frames_under_lock_flagged),
+        cmocka_unit_test(test_sample_matches),
+        cmocka_unit_test(test_sample_mismatch_flagged),
+        cmocka_unit_test(test_sample_torn_by_switch),
+        cmocka_unit_test(test_sample_running_flagged),
+        cmocka_unit_test(test_sample_unknown_and_partial),
+        cmocka_unit_test(test_side_channel_does_not_fit),
+        cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_plain_check_unchanged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
