@@ -256,6 +256,10 @@ APT::Sandbox::User "root";
 Acquire::Check-Valid-Until "false";
 Acquire::Check-Date "false";
 Acquire::Languages "none";
+Acquire::GzipIndexes "true";
+Acquire::CompressionTypes::Order:: "gz";
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
 EOF
 }
 
@@ -265,9 +269,11 @@ suite_apt() { local s=$1; shift; APT_CONFIG="$(aptdir "$s")/apt.conf" "$@"; }
 # Check that SUITE has every package (apt-cache against the suite's lists).
 suite_check_packages() {
     local s=$1; shift
-    local p v missing=()
+    local p v missing=() pol
+    pol=$(suite_apt "$s" apt-cache policy "$@" 2>/dev/null |
+          awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^  Candidate:/ { print p, $2 }')
     for p in "$@"; do
-        v=$(suite_apt "$s" apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ { print $2 }')
+        v=$(printf '%s\n' "$pol" | awk -v p="$p" '$1 == p { print $2; exit }')
         if [ -z "$v" ] || [ "$v" = "(none)" ]; then missing+=("$p"); v=MISSING; fi
         printf '  %-24s %s\n' "$p" "$v"
     done
