@@ -27,7 +27,7 @@ PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/gre
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind bench stall clean help
+.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help
 all: cli ext
 
 help:
