@@ -85,7 +85,7 @@ add_user_env() {    # NAME COMMAND...
     local id=$1; shift
     if [ -n "${KIND[$id]:-}" ]; then
         if [ "${KIND[$id]}" = user ]; then
-            UCMD[$id]="$*"      # a later definition wins (--env over the file)
+            UCMD[$id]="$*" WHERE[$id]="$*"   # a later definition wins (--env over the file)
             return
         fi
         BADDEF[$id]="user environment $id clashes with a built-in environment; rename it"
