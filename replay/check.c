@@ -768,18 +768,6 @@ int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t 
     return 1;
 }
 
-int gr_checker_context(const gr_checker *c, uint64_t tid, size_t ctx[GR_CONTEXT_MAX])
-{
-    size_t ti;
-    if (!gr_idmap_get(&c->thmap, tid, 0, &ti))
-        return 0;
-    const thread *th = &c->th[ti];
-    int n = 0;
-    for (int k = 0; k < th->nrecent && n < GR_CONTEXT_MAX - 1; k++)
-        ctx[n++] = th->recent[k];
-    return n;
-}
-
 size_t gr_checker_finish(gr_checker *c)
 {
     gr_check_result *res = c->res;

@@ -129,10 +129,6 @@ enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint
 int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
                        char **diff);
 
-/* Up to GR_CONTEXT_MAX - 1 most recent records of thread tid replayed so
- * far, oldest first, into ctx; returns how many. */
-int gr_checker_context(const gr_checker *c, uint64_t tid, size_t ctx[GR_CONTEXT_MAX]);
-
 /* Replay the remaining records, run the end-of-trace checks, sort the
  * violations and free c.  Returns the number of violations in *res. */
 size_t gr_checker_finish(gr_checker *c);

@@ -168,7 +168,13 @@ static int load_side(gr_times *tm, const char *trace, char **err)
     gr_sb_printf(&path, "%s.times", trace);
     int rc = gr_times_load(tm, gr_sb_str(&path));
     if (rc != GR_READ_OK) {
-        *err = gr_xstrdup(tm->err.msg);
+        gr_sb msg;
+        gr_sb_init(&msg);
+        gr_sb_puts(&msg, tm->err.msg);
+        if (tm->err.kind == GR_E_IO)
+            gr_sb_puts(&msg, " (check --stall reads the side channel of a recording made "
+                             "with start(sampler=...))");
+        *err = gr_sb_take(&msg);
     } else if (!gr_times_has_sampler(tm)) {
         gr_sb msg;
         gr_sb_init(&msg);
