@@ -17,7 +17,7 @@ REPOKEY="$(basename "$REPO")-$(printf '%s' "$REPO" | md5sum | cut -c1-8)"
 WORK=$CACHE/work/$REPOKEY
 ROOTS=$CACHE/roots
 SMOKE=$REPO/ci/envs-smoke.py
-CLI=$REPO/build/greenreplay
+CLI=${GREENREPLAY_CLI:-$REPO/build/greenreplay}   # the C CLI, run on the host only
 HOST_PY=/usr/bin/python3            # runs envs-smoke.py check on the host
 INNER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Packages every Debian root gets, besides python3.X and python3.X-dev.
@@ -315,13 +315,14 @@ root_state() {
 # paths, /proc and /dev, then chroot.  Nothing leaks to the host's mounts;
 # the namespace ends with the command.
 # --------------------------------------------------------------------------
-# Directories never bound from the host (the root has its own).
+# Directories never bound from the host: the root has its own system trees
+# (a clone or cache under, say, /var/lib/ci or /opt is bound as usual).
 system_dir() {
     case "$1" in
-        /|/usr|/usr/*|/bin|/bin/*|/sbin|/sbin/*|/lib|/lib/*|/lib32*|/lib64*|/libx32*|/etc|/etc/*) return 0 ;;
-        /proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run|/run/*|/boot|/boot/*) return 0 ;;
-        /var/tmp|/var/tmp/*) return 1 ;;
-        /var|/var/*) return 0 ;;
+        /|/usr|/usr/*|/etc|/etc/*|/bin|/bin/*|/sbin|/sbin/*|/lib|/lib/*|/lib32|/lib32/*) return 0 ;;
+        /lib64|/lib64/*|/libx32|/libx32/*|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*) return 0 ;;
+        /run|/run/*|/boot|/boot/*|/var|/var/lib|/var/lib/dpkg|/var/lib/dpkg/*) return 0 ;;
+        /var/lib/apt|/var/lib/apt/*|/var/cache|/var/cache/apt|/var/cache/apt/*|/var/log) return 0 ;;
     esac
     return 1
 }
