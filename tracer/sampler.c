@@ -149,12 +149,26 @@ static void take_sample(gr_sampler *s)
     s->nsamples++;
 }
 
+/* Sleep until `next` (CLOCK_MONOTONIC) or until gr_sampler_stop wakes us.
+ * Returns 1 when stopping. */
+static int sleep_until(gr_sampler *s, const struct timespec *next)
+{
+    pthread_mutex_lock(&s->wake_lock);
+    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        int rc = pthread_cond_timedwait(&s->wake, &s->wake_lock, next);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&s->wake_lock);
+    return atomic_load_explicit(&s->stop, memory_order_acquire);
+}
+
 static void *sampler_main(void *arg)
 {
     gr_sampler *s = arg;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+    for (;;) {
         uint64_t ns = (uint64_t)next.tv_nsec + s->interval_ns;
         next.tv_sec += (time_t)(ns / 1000000000u);
         next.tv_nsec = (long)(ns % 1000000000u);
@@ -162,9 +176,7 @@ static void *sampler_main(void *arg)
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
             next = now; /* behind: do not try to catch up */
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
-            ;
-        if (atomic_load_explicit(&s->stop, memory_order_acquire))
+        if (sleep_until(s, &next))
             break;
         take_sample(s);
     }
@@ -186,6 +198,12 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->interval_ns = interval_ns;
     s->keep = keep;
     s->t0 = gr_now_ns();
+    pthread_mutex_init(&s->wake_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &ca);
+    pthread_condattr_destroy(&ca);
     s->snap = calloc(reg->cap, sizeof *s->snap);
     s->codes = calloc(GR_SAMPLE_DEPTH, sizeof *s->codes);
     if (!s->snap || !s->codes || reserve(s, 1 << 16) < 0)
@@ -206,7 +224,10 @@ void gr_sampler_stop(gr_sampler *s)
 {
     if (!s || !s->running)
         return;
+    pthread_mutex_lock(&s->wake_lock);
     atomic_store_explicit(&s->stop, 1, memory_order_release);
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->wake_lock);
     pthread_join(s->thread, NULL);
     s->running = 0;
 }
@@ -216,6 +237,8 @@ void gr_sampler_free(gr_sampler *s)
     if (!s)
         return;
     gr_sampler_stop(s);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->wake_lock);
     free(s->snap);
     free(s->codes);
     free(s->out);

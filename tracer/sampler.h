@@ -37,6 +37,8 @@ typedef struct {
 
     pthread_t thread;
     _Atomic int stop;
+    pthread_mutex_t wake_lock;  /* with `wake`: lets stop() cut a sleep short */
+    pthread_cond_t wake;
     int running;
 
     /* Owned by the sampler thread until gr_sampler_stop returns. */

@@ -1,0 +1,123 @@
+"""Benchmark: the cost of the switch path, and the sampler's lock hold time.
+
+Part 1 times round trips between two greenlets (two switches each, best of
+--repeat runs) with: no tracer; greenreplay's C greenlet callback recording
+switches (profile function off); plus the sampler registry updated on every
+switch (sampler thread asleep); plus the sampler running every 5 ms in each
+mode.  Part 2 runs the sampler every 5 ms over N idle greenlets D frames
+deep and reports the lock hold time per sample from `greenreplay check
+--stall --format json`.  Prints figures; asserts nothing.
+
+usage: python switch_cost.py --cli build/greenreplay [--repeat N] [--switches N] [--out DIR]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import greenlet
+
+import greenreplay
+
+MODES = ["two-phase", "hold-lock", "seqlock"]
+
+
+def ping(n):
+    main = greenlet.getcurrent().parent
+    for _ in range(n):
+        main.switch()
+
+
+def round_trips(n):
+    g = greenlet.greenlet(ping)
+    g.switch(n)
+    t0 = time.perf_counter_ns()
+    for _ in range(n - 1):
+        g.switch()
+    dt = time.perf_counter_ns() - t0
+    g.switch()
+    return dt / (2 * (n - 1))
+
+
+def deep(d):
+    if d > 1:
+        return deep(d - 1)
+    greenlet.getcurrent().parent.switch()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cli", required=True, help="path of build/greenreplay")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--switches", type=int, default=100000)
+    ap.add_argument("--out", default=tempfile.gettempdir())
+    a = ap.parse_args()
+    trace = os.path.join(a.out, "bench-switch.grt")
+    sys.setrecursionlimit(1000)
+
+    def best(setup):
+        vals = []
+        for _ in range(a.repeat):
+            if setup:
+                greenreplay.start(trace, **setup)
+            try:
+                vals.append(round_trips(a.switches))
+            finally:
+                if setup:
+                    greenreplay.stop()
+        return min(vals)
+
+    configs = [("no tracer", None),
+               ("C switch callback (recording switches)", dict(profile=False)),
+               ("+ sampler registry updates (sampler asleep)",
+                dict(profile=False, sampler="two-phase", interval_us=10 ** 9))]
+    configs += [("+ sampler every 5 ms, %s" % m, dict(profile=False, sampler=m, interval_us=5000)) for m in MODES]
+    print("switch cost: Python %s (%s), greenlet %s, %s, %d CPUs" % (
+        platform.python_version(), sys.executable, greenlet.__version__, platform.machine(), os.cpu_count() or 0))
+    print("%d switches per run, best of %d runs; one switch = half a round trip" % (2 * a.switches, a.repeat))
+    print()
+    print("| configuration | ns per switch |")
+    print("|---|---:|")
+    for name, setup in configs:
+        print("| %s | %.0f |" % (name, best(setup)))
+
+    print()
+    print("lock hold per sample (sampler every 5 ms over N idle greenlets D frames deep, 20000 switches):")
+    print()
+    print("| mode | N | D | samples | hold median us | hold max us | frames read under lock | max wait per switch us |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in MODES:
+        for n, d in [(200, 10), (200, 50), (2000, 10), (2000, 50)]:
+            greenreplay.start(trace, profile=False, sampler=mode, interval_us=5000, max_greenlets=n + 64)
+            idle = [greenlet.greenlet(deep) for _ in range(n)]
+            for g in idle:
+                g.switch(d)
+            round_trips(10000)
+            greenreplay.stop()
+            del idle
+            out = subprocess.run([a.cli, "check", "--stall", "--format", "json", trace],
+                                 capture_output=True, text=True)
+            try:
+                s = json.loads(out.stdout)
+                s = s[0] if isinstance(s, list) else s
+                st = s.get("stall", s)
+                print("| %s | %d | %d | %s | %s | %s | %s | %s |" % (
+                    mode, n, d, st.get("samples"), _us(st.get("hold_ns_median")), _us(st.get("hold_ns_max")),
+                    st.get("frames_under_lock"), _us(st.get("wait_ns_max"))))
+            except (ValueError, AttributeError, IndexError):
+                print("| %s | %d | %d | (check --stall gave no JSON: %s) | | | | |" % (mode, n, d, out.stderr.strip()[:60]))
+    for f in (trace, trace + ".times"):
+        if os.path.exists(f):
+            os.unlink(f)
+
+
+def _us(ns):
+    return "" if ns is None else "%.1f" % (ns / 1000.0)
+
+
+if __name__ == "__main__":
+    main()
