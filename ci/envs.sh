@@ -878,15 +878,23 @@ build_env() {   # ID: build, wrapper, probe
     local id=$1 d c
     d=$(envdir "$id")
     mkdir -p "$d"
-    rm -f "$d/ready"
     if [ "$(cat "$d/definition" 2>/dev/null)" != "$(definition "$id")" ]; then
-        rm -rf "$d/build"
+        rm -rf "$d/build" "$d/ready"
         definition "$id" > "$d/definition"
     fi
     mapfile -t c < <(build_cmd "$id")
-    step "$id" "build recorder" "$LOGS/$id.log" -- "${c[@]}" || return 1
+    # A failed build or probe takes the environment out of "ready".
+    step "$id" "build recorder" "$LOGS/$id.log" -- "${c[@]}" || { rm -f "$d/ready"; return 1; }
     write_wrapper "$id"
-    step "$id" "probe" "$LOGS/$id.log" --show "$d/bin/python $SMOKE probe" -- probe_env "$id" || return 1
+    step "$id" "probe" "$LOGS/$id.log" --show "$d/bin/python $SMOKE probe" -- probe_env "$id" ||
+        { rm -f "$d/ready"; return 1; }
+}
+
+# The environment passed its smoke test with the current build.
+mark_ready() {
+    local d
+    d=$(envdir "$1")
+    { cat "$d/info"; printf 'provisioned=%s\n' "$(date -u +%FT%TZ)"; } > "$d/ready"
 }
 
 # --------------------------------------------------------------------------
@@ -909,7 +917,7 @@ provision_one() {
     if ! check_available "$id"; then RESULT_UNAV+=("$id: $WHY"); return; fi
     if prepare_env "$id" && build_env "$id" &&
        step "$id" "smoke test" "$LOGS/$id.log" --show "ci/envs.sh smoke $id" -- smoke_env "$id"; then
-        { cat "$d/info"; printf 'provisioned=%s\n' "$(date -u +%FT%TZ)"; } > "$d/ready"
+        mark_ready "$id"
         printf '[%s] ready (%ds): %s\n' "$id" $((SECONDS - t0)) "$(cat "$d/smoke.txt" 2>/dev/null)"
         RESULT_OK+=("$id")
     else
@@ -986,7 +994,10 @@ cmd_smoke() {
     for id in "$@"; do
         need_prepared "$id"
         [ -x "$(envdir "$id")/bin/python" ] && [ -f "$(envdir "$id")/info" ] || build_env "$id" || { rc=$EX_FAIL; continue; }
-        step "$id" "smoke test" "$LOGS/$id.log" --show "ci/envs.sh smoke $id" -- smoke_env "$id" || { rc=$EX_FAIL; continue; }
+        step "$id" "smoke test" "$LOGS/$id.log" --show "ci/envs.sh smoke $id" -- smoke_env "$id" ||
+            { rm -f "$(envdir "$id")/ready"; rc=$EX_FAIL; continue; }
+        env_status "$id"
+        [ "$WHY" = "recorder not built and smoke-tested for this clone" ] && mark_ready "$id"
         printf '[%s] %s\n' "$id" "$(cat "$(envdir "$id")/smoke.txt")"
     done
     exit $rc
