@@ -139,20 +139,20 @@ uint32_t gr_registry_copy(gr_registry *r, gr_reg_entry *out, uint32_t max, uint6
         if (r->mode != GR_REG_SEQLOCK) {
             read_slot(s, e);
         } else {
-            int tries = 0;
-            for (;;) {
+            int tries = 0, ok = 0;
+            while (!ok && tries < 4) {
                 uint32_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
                 read_slot(s, e);
                 atomic_thread_fence(memory_order_acquire);
                 uint32_t s2 = atomic_load_explicit(&s->seq, RELAXED);
-                if (s1 == s2 && !(s1 & 1))
-                    break;
-                (*torn)++;
-                if (++tries == 4) {
+                ok = s1 == s2 && !(s1 & 1);
+                if (!ok) {
                     (*torn)++;
-                    break;
+                    tries++;
                 }
             }
+            if (!ok)
+                continue; /* still being written: leave it out of this sample */
         }
         if (e->state == GR_REG_EMPTY || e->state == GR_REG_DEAD)
             continue;

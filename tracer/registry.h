@@ -83,8 +83,9 @@ int gr_registry_switch(gr_registry *r, uint32_t origin, uintptr_t origin_frame, 
 /* Reader: copy every registered slot into out[0..max) (gid order) and
  * return the count.  In lock modes the caller must hold r->lock (see
  * gr_registry_lock); in seqlock mode no lock is taken and *torn counts the
- * copies that had to be retried (a slot still torn after 4 tries is copied
- * as it is and counted twice).  No allocation, no system call. */
+ * copies that had to be retried, one per retry; a slot still being written
+ * after 4 tries is left out of the copy (it costs 4).  No allocation, no
+ * system call. */
 uint32_t gr_registry_copy(gr_registry *r, gr_reg_entry *out, uint32_t max, uint64_t *torn);
 
 /* Reader: take and release the lock (lock modes). */
