@@ -133,6 +133,7 @@ load_envs() {
     elif [ -f "$REPO/ci/matrix.conf" ]; then
         load_user_file "$REPO/ci/matrix.conf"
     fi
+    pyenv_root > /dev/null    # once here: later calls run in subshells
     local e
     for e in "${ENV_OPTS[@]}"; do
         case "$e" in
