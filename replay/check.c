@@ -62,7 +62,23 @@ typedef struct thread {
     int skip_mark_return;   /* MARK without c_call already reported: accept
                                the C_RETURN of mark that follows */
     uint32_t skip_code;
+    int sw_profiled;        /* the last SWITCH/THROW of th had our profile
+                               function on with tracing 0 */
+    size_t sw_index;
+    size_t sw_ctx[GR_CONTEXT_MAX]; /* its context, when sw_profiled */
+    int sw_nctx;
 } thread;
+
+/* A predicted blind spot (3.12+): a switch with profiling on landed in a
+ * greenlet whose frames are not instrumented at the current version.  The
+ * next MARK in that greenlet confirms or refutes it. */
+typedef struct prediction {
+    uint64_t tid, gid, version, frames, stale;
+    size_t switch_index;
+    size_t ctx[GR_CONTEXT_MAX];
+    int nctx;
+    int open;               /* waiting for a mark or a switch away */
+} prediction;
 
 typedef struct gr_checker {
     const gr_trace *t;
@@ -78,6 +94,8 @@ typedef struct gr_checker {
     gr_sb msg;              /* scratch for messages */
     uint32_t *fa, *fb;      /* scratch stacks for comparisons */
     size_t cap_fa, cap_fb;
+    prediction *pred;
+    size_t npred, cap_pred;
     int stopped;
     size_t stop_index;
     size_t stop_ctx[GR_CONTEXT_MAX];
@@ -441,20 +459,79 @@ static int compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
     return 1;
 }
 
+/* Settle the open prediction of (tid, gid), if any: `mark` is the MARK
+ * that decides it (NULL: the greenlet switched away or the trace ended
+ * without one), `blind` whether that MARK was a blind spot. */
+static void settle(ck *c, uint64_t tid, uint64_t gid, const gr_record *mark, int blind)
+{
+    for (size_t i = 0; i < c->npred; i++) {
+        prediction *p = &c->pred[i];
+        if (!p->open || p->tid != tid || p->gid != gid)
+            continue;
+        p->open = 0;
+        gr_sb_printf(&c->msg,
+                     "predicted blind spot: profiling is on for t%" PRIu64 " but %" PRIu64 " of the %"
+                     PRIu64 " frames of g%" PRIu64 " are not instrumented at monitoring version %" PRIu64
+                     " (they will report no events of their own when resumed; CPython 3.12+ "
+                     "sys.monitoring re-instruments only the current frame chain)",
+                     tid, p->stale, p->frames, gid, p->version);
+        if (mark && !blind) {
+            gr_sb_printf(&c->msg, "; refuted by the MARK at event %" PRIu64 ", which matched",
+                         mark->index);
+            add_warning(c);
+            continue;
+        }
+        if (mark)
+            gr_sb_printf(&c->msg, "; confirmed by the blind spot at MARK %" PRIu64, mark->index);
+        else
+            gr_sb_puts(&c->msg, "; not confirmed: no MARK ran in that greenlet before it switched "
+                                "away");
+        violate_ctx(c, GR_RULE_PROPAGATION, p->switch_index, tid, gid, p->ctx, p->nctx);
+    }
+}
+
+static void on_instr(ck *c, const gr_record *r, thread *th)
+{
+    if (!r->use_tracing || !th->sw_profiled || th->sw_index + 1 != r->index)
+        return;
+    if (c->npred == c->cap_pred) {
+        size_t n = c->cap_pred ? 2 * c->cap_pred : 8;
+        prediction *p = realloc(c->pred, n * sizeof *p);
+        if (!p)
+            return;
+        c->pred = p;
+        c->cap_pred = n;
+    }
+    prediction *p = &c->pred[c->npred++];
+    p->tid = r->tid;
+    p->gid = r->gid;
+    p->version = r->tracing;
+    p->frames = r->parent;
+    p->stale = r->use_tracing;
+    p->switch_index = th->sw_index;
+    memcpy(p->ctx, th->sw_ctx, sizeof p->ctx);
+    p->nctx = th->sw_nctx;
+    p->open = 1;
+}
+
 static void on_mark(ck *c, const gr_record *r, thread *th)
 {
     size_t si = get_shadow(c, r->tid, r->gid);
     const shadow *s = &c->sh[si];
     size_t na = shadow_py(c, s), nb = record_py(c, r);
     gr_sb_puts(&c->msg, "stack at MARK differs from the profile events: ");
-    if (compare(c, na, nb, (r->flags & GR_MARK_CUT) != 0, s->base_unknown))
+    int blind = compare(c, na, nb, (r->flags & GR_MARK_CUT) != 0, s->base_unknown);
+    if (blind)
         violate(c, GR_RULE_BLIND_SPOT, r, th, r->gid);
     else
         gr_sb_reset(&c->msg);
+    const entry *top = s->n ? &s->e[s->n - 1] : NULL;
+    int bracketed = top && top->is_c && top->code == r->code;
+    if (c->npred)
+        settle(c, r->tid, r->gid, r, blind || ((r->flags & GR_MARK_PROFILE_OURS) && !bracketed));
     if (!(r->flags & GR_MARK_PROFILE_OURS))
         return;
-    const entry *top = s->n ? &s->e[s->n - 1] : NULL;
-    if (top && top->is_c && top->code == r->code) {
+    if (bracketed) {
         th->pending_mark = 1; /* the next record of th must be its C_RETURN */
         th->mark_index = (size_t)r->index;
         th->mark_code = r->code;
@@ -519,6 +596,12 @@ static void on_switch(ck *c, const gr_record *r, thread *th)
                      r->tid, r->target);
         violate(c, GR_RULE_PROPAGATION, r, th, r->target);
     }
+    if (c->npred)
+        settle(c, r->tid, r->gid, NULL, 0);
+    th->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
+    th->sw_index = (size_t)r->index;
+    if (th->sw_profiled)
+        th->sw_nctx = make_ctx(th, (size_t)r->index, th->sw_ctx);
     th->has_current = 1;
     th->current = r->target;
 }
@@ -615,6 +698,9 @@ static void one_record(ck *c, const gr_record *r)
     case GR_STACK:
         on_stack(c, r, th);
         break;
+    case GR_INSTR:
+        on_instr(c, r, th);
+        break;
     default:
         break;
     }
@@ -624,6 +710,9 @@ static void one_record(ck *c, const gr_record *r)
 static void finish(ck *c)
 {
     const gr_trace *t = c->t;
+    for (size_t i = 0; i < c->npred; i++)
+        if (c->pred[i].open)
+            settle(c, c->pred[i].tid, c->pred[i].gid, NULL, 0);
     for (size_t i = 0; i < c->nth; i++) {
         thread *th = &c->th[i];
         if (th->pending_mark) {
@@ -784,6 +873,7 @@ size_t gr_checker_finish(gr_checker *c)
     gr_sb_free(&c->msg);
     free(c->fa);
     free(c->fb);
+    free(c->pred);
     free(c);
     return res->nv;
 }

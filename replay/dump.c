@@ -145,6 +145,10 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         put_flags(sb, r->flags, stack_flags, 2);
         put_stack(sb, t, r);
         break;
+    case GR_INSTR:
+        gr_sb_printf(sb, " g%" PRIu64 " version=%" PRIu64 " frames=%" PRIu64 " stale=%" PRIu64,
+                     r->gid, r->tracing, r->parent, r->use_tracing);
+        break;
     default:
         break;
     }

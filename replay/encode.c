@@ -54,6 +54,12 @@ size_t gr_encode_record(uint8_t *out, const gr_record *r, const uint32_t *stack)
         p = gr_put_varint(p, r->flags);
         has_stack = 1;
         break;
+    case GR_INSTR:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->tracing);
+        p = gr_put_varint(p, r->parent);
+        p = gr_put_varint(p, r->use_tracing);
+        break;
     default:
         return 0;
     }

@@ -366,6 +366,14 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
         TRY(get(d, &r->gid));
         TRY(get(d, &r->flags));
         return get_stack(d, r);
+    case GR_INSTR:
+        TRY(get(d, &r->gid));
+        TRY(get(d, &r->tracing));
+        TRY(get(d, &r->parent));
+        TRY(get(d, &r->use_tracing));
+        if (r->use_tracing > r->parent)
+            return dfail(d, GR_E_VALUE, "more stale frames than frames");
+        return 0;
     default:
         return dfail(d, GR_E_RECORD_TAG, "unknown record tag");
     }

@@ -84,10 +84,11 @@ typedef struct gr_record {
     uint64_t tid;         /* thread id, >= 1 */
     uint64_t gid;         /* greenlet id; SWITCH/THROW: origin */
     uint64_t target;      /* SWITCH/THROW: target gid */
-    uint64_t parent;      /* GREENLET: parent; SWITCH/THROW: parent of target */
+    uint64_t parent;      /* GREENLET: parent; SWITCH/THROW: parent of target;
+                             INSTR: frames walked */
     uint64_t flags;       /* GREENLET, SWITCH/THROW state, MARK, STACK */
-    uint64_t tracing;     /* SWITCH/THROW */
-    uint64_t use_tracing; /* SWITCH/THROW */
+    uint64_t tracing;     /* SWITCH/THROW; INSTR: instrumentation version */
+    uint64_t use_tracing; /* SWITCH/THROW; INSTR: stale frames */
     uint32_t code;        /* CALL..C_EXCEPTION; MARK: the `mark` code id */
     uint32_t label;       /* MARK: string id */
     uint32_t depth;       /* GREENLET, MARK, STACK: number of code ids */

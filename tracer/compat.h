@@ -205,4 +205,50 @@ static inline void gr_frame_layout_get(gr_frame_layout *l)
 }
 #endif /* GR_COMPAT_FRAMES */
 
+#ifdef GR_COMPAT_FRAMES
+/* Instrumentation state on 3.12+ (PEP 669, gh-103082): legacy profiling
+ * runs on sys.monitoring; enabling it bumps the interpreter's version and
+ * re-instruments only the code on each thread's current frame chain.  A
+ * frame whose code object's _co_instrumentation_version lags the
+ * interpreter's fires no events of its own when it resumes.
+ *  - 3.12: interp->monitoring_version (internal/pycore_interp.h);
+ *  - 3.13+: interp->ceval.instrumentation_version, whose low 8 bits
+ *    (_PY_EVAL_EVENTS_MASK) are eval-breaker flags (gh-116098); 3.14 moved
+ *    the struct to internal/pycore_interp_structs.h, still included by
+ *    internal/pycore_interp.h.
+ * Both return the version without flag bits, comparable with the code
+ * object's (whose flag bits are zero). */
+#if PY_VERSION_HEX >= 0x030C0000
+#include <internal/pycore_interp.h>
+#define GR_HAVE_INSTRUMENTATION 1
+static inline uint64_t gr_interp_instr_version(PyInterpreterState *interp)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return (uint64_t)(interp->ceval.instrumentation_version & ~(uintptr_t)0xFF);
+#else
+    return interp->monitoring_version;
+#endif
+}
+static inline uint64_t gr_code_instr_version(PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return (uint64_t)(co->_co_instrumentation_version & ~(uintptr_t)0xFF);
+#else
+    return co->_co_instrumentation_version;
+#endif
+}
+/* The version as a small counter for traces: 3.13+ counts in steps of 256. */
+static inline uint64_t gr_instr_version_number(uint64_t v)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return v >> 8;
+#else
+    return v;
+#endif
+}
+#else
+#define GR_HAVE_INSTRUMENTATION 0
+#endif
+#endif /* GR_COMPAT_FRAMES */
+
 #endif

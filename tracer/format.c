@@ -20,6 +20,7 @@ const char *gr_tag_name(int tag)
     case GR_START: return "START";
     case GR_STOP: return "STOP";
     case GR_STACK: return "STACK";
+    case GR_INSTR: return "INSTR";
     default: return NULL;
     }
 }

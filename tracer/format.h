@@ -56,7 +56,8 @@ enum gr_tag {
     GR_START = 0x1B,
     GR_STOP = 0x1C,
     GR_STACK = 0x1D,
-    GR_LAST_INDEXED = 0x1D,
+    GR_INSTR = 0x1E,
+    GR_LAST_INDEXED = 0x1E,
 };
 
 /* §3 CODE kind */

@@ -7,6 +7,8 @@
  */
 #include "recorder.h"
 
+#include "instr.h"
+
 #include <string.h>
 
 /* Per-OS-thread cache of the calling thread's gr_thread for mark() and
@@ -94,6 +96,13 @@ static void record_switch(gr_recorder *r, gr_thread *t, PyObject *event, PyObjec
     }
     uint64_t index = atomic_load_explicit(&r->nevents, memory_order_relaxed);
     gr_emit(r, is_throw ? GR_THROW : GR_SWITCH, 7, f);
+    uint64_t iv;
+    uint32_t nframes, nstale;
+    if (gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
+        /* 3.12+: whether the target's frames will report events. */
+        uint64_t g[5] = {t->tid, tg, iv, nframes, nstale};
+        gr_emit(r, GR_INSTR, 5, g);
+    }
     if (dead) {
         uint64_t g[2] = {t->tid, og};
         gr_emit(r, GR_DEAD, 2, g);

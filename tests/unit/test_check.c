@@ -568,6 +568,81 @@ static void test_propagation_not_flagged(void **state)
     }
 }
 
+/* ------------------------------------- predicted blind spots (3.12+) */
+
+/* g2, first seen suspended inside switch() with frame x, is switched to
+ * with our profile function on; INSTR says its frames are `stale` of 1. */
+static uint64_t switch_to_stale(fx *f, uint64_t stale, uint64_t flags)
+{
+    tb_greenlet(&f->b, 1, 2, 1, GR_GL_SUSPENDED, 1, f->x);                     /* 4 */
+    uint64_t sw = tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, flags, 0, 0);       /* 5 */
+    gr_record r = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 1,
+                   .use_tracing = stale};
+    tb_rec(&f->b, &r, NULL);                                                  /* 6 */
+    return sw;
+}
+
+static void test_predicted_blind_spot_confirmed(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t sw = switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
+    /* The stale frame x calls mark: no C_CALL of mark is reported. */
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_PROFILE_OURS, 1, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "mark not bracketed");
+    const gr_violation *v = expect(&f, GR_RULE_PROPAGATION, sw, "confirmed by the blind spot at MARK");
+    assert_int_equal(v->gid, 2);
+    assert_non_null(strstr(v->message, "1 of the 1 frames of g2 are not instrumented at monitoring version 3"));
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    end(&f);
+}
+
+static void test_predicted_blind_spot_refuted(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
+    mark_in(&f, 2, 1, f.x, 0, 0); /* bracketed and equal: the prediction was wrong */
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 0);
+    assert_int_equal(f.res.nwarnings, 1);
+    assert_non_null(strstr(f.res.warnings[0], "refuted by the MARK"));
+    end(&f);
+}
+
+static void test_predicted_blind_spot_unconfirmed(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t sw = switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_PROPAGATION, sw, "not confirmed: no MARK ran");
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    end(&f);
+}
+
+static void test_no_prediction(void **state)
+{
+    (void)state;
+    /* nothing stale; or the profile function is not ours */
+    uint64_t stale[2] = {0, 1}, flags[2] = {GR_SW_PROFILE_OURS, GR_SW_PROFILE_SET};
+    for (int k = 0; k < 2; k++) {
+        fx f;
+        begin(&f);
+        switch_to_stale(&f, stale[k], flags[k]);
+        tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, flags[k], 0, 0);
+        load_check(&f, 0);
+        assert_int_equal(count(&f, GR_RULE_PROPAGATION), 0);
+        assert_int_equal(f.res.nwarnings, 0);
+        end(&f);
+    }
+}
+
 /* ------------------------------------------------------------ marks */
 
 static void test_mark_not_bracketed_no_c_call(void **state)
@@ -750,6 +825,10 @@ int main(void)
         cmocka_unit_test(test_switch_to_dead_greenlet),
         cmocka_unit_test(test_propagation_flagged),
         cmocka_unit_test(test_propagation_not_flagged),
+        cmocka_unit_test(test_predicted_blind_spot_confirmed),
+        cmocka_unit_test(test_predicted_blind_spot_refuted),
+        cmocka_unit_test(test_predicted_blind_spot_unconfirmed),
+        cmocka_unit_test(test_no_prediction),
         cmocka_unit_test(test_mark_not_bracketed_no_c_call),
         cmocka_unit_test(test_mark_not_bracketed_no_c_return),
         cmocka_unit_test(test_mark_bracket_at_end_of_trace),

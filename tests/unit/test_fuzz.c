@@ -99,6 +99,8 @@ static void test_random_records(void **state)
                            .code = code, .label = label, .depth = depth};
             if (rnd(50) == 0)
                 r.gid = UINT64_MAX - rnd(2);
+            if (r.tag == GR_INSTR && r.use_tracing > r.parent)
+                r.use_tracing = r.parent; /* stale frames <= frames, or corrupt */
             tb_rec(&b, &r, st);
         }
         if (rnd(3))

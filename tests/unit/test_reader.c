@@ -342,8 +342,15 @@ static void test_unknown_record_tag(void **state)
                     "unknown record tag 0x7f");
     corrupt_payload(BYTES(0x00), GR_E_RECORD_TAG, P0, "unknown record tag 0x00");
     corrupt_payload(BYTES(GR_THREAD, 1, GR_LAST_INDEXED + 1, 1), GR_E_RECORD_TAG, P0 + 2,
-                    "unknown record tag 0x1e");
+                    "unknown record tag 0x1f");
     corrupt_payload(BYTES(0x04, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x04");
+}
+
+/* INSTR (3.12+ instrumentation state): more stale frames than frames. */
+static void test_instr_values(void **state)
+{
+    (void)state;
+    corrupt_payload(BYTES(GR_INSTR, 1, 2, 1, 3, 4), GR_E_VALUE, P0, "more stale frames than frames");
 }
 
 static void test_id_before_definition(void **state)
@@ -900,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_unknown_chunk_tag),
         cmocka_unit_test(test_oversize_chunk),
         cmocka_unit_test(test_unknown_record_tag),
+        cmocka_unit_test(test_instr_values),
         cmocka_unit_test(test_id_before_definition),
         cmocka_unit_test(test_string_past_chunk),
         cmocka_unit_test(test_overlong_varint),
