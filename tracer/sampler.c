@@ -174,8 +174,14 @@ static void *sampler_main(void *arg)
         next.tv_nsec = (long)(ns % 1000000000u);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
-            next = now; /* behind: do not try to catch up */
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec)) {
+            /* Behind (the last sample took longer than the interval): wait
+             * a full interval from now rather than sample back to back, as
+             * dd-trace-py's sampler does (sleep_until(now + interval)). */
+            ns = (uint64_t)now.tv_nsec + s->interval_ns;
+            next.tv_sec = now.tv_sec + (time_t)(ns / 1000000000u);
+            next.tv_nsec = (long)(ns % 1000000000u);
+        }
         if (sleep_until(s, &next))
             break;
         take_sample(s);
