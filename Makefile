@@ -97,6 +97,7 @@ unit: $(UNIT_BIN)
 
 integration: all
 	tests/integration/run.sh --python $(PYTHON)
+	tests/integration/record_modes.sh --python $(PYTHON)
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update

@@ -741,6 +741,12 @@ static void finish(ck *c)
             add_note(c, t->truncated ? GR_NOTE_OPEN_AT_TRUNCATION : GR_NOTE_OPEN_AT_END, s);
         }
     }
+    if (t->gap) {
+        gr_sb_printf(&c->msg, "ring mode: %" PRIu64 " earlier records were dropped; greenlets "
+                              "first seen before them start with unknown stacks",
+                     t->gap);
+        add_warning(c);
+    }
     if (t->has_trailer) {
         const gr_trailer *tr = &t->trailer;
         if (tr->dropped) {
@@ -756,6 +762,9 @@ static void finish(ck *c)
         }
         if (tr->reason == GR_STOP_WRITE_ERROR) {
             gr_sb_puts(&c->msg, "recording ended by a write error");
+            add_warning(c);
+        } else if (tr->reason == GR_STOP_SIZE_CAP) {
+            gr_sb_puts(&c->msg, "the trace reached its size cap: later records were dropped");
             add_warning(c);
         } else if (!gr_reason_name(tr->reason)) {
             gr_sb_printf(&c->msg, "trailer has an unknown reason %" PRIu64, tr->reason);

@@ -160,6 +160,8 @@ const char *gr_reason_name(uint64_t reason)
     case GR_STOP_CALLED: return "stop";
     case GR_STOP_EXIT: return "exit";
     case GR_STOP_WRITE_ERROR: return "write-error";
+    case GR_STOP_SIZE_CAP: return "size-cap";
+    case GR_STOP_SNAPSHOT: return "snapshot";
     default: return NULL;
     }
 }
@@ -175,6 +177,8 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
         put_string(&sb, t, t->metas[i].value, 0);
         gr_sb_putc(&sb, '\n');
     }
+    if (t->gap)
+        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap);
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
     /* Sampler switch entries by record index (first entry wins). */
     gr_idmap waits = {0};

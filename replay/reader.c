@@ -396,6 +396,11 @@ static int read_records(gr_trace *t, const struct chunk *c)
             TRY(def_code(&d));
         else if (tag == GR_META)
             TRY(def_meta(&d));
+        else if (tag == GR_GAP) {
+            uint64_t n;
+            TRY(get(&d, &n));
+            t->gap += n;
+        }
         else if (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) {
             if (grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);

@@ -116,6 +116,8 @@ typedef struct gr_trace {
     size_t ncodes;
     gr_meta *metas;       /* in file order */
     size_t nmetas;
+    uint64_t gap;         /* records dropped before these by ring mode
+                             (sum of GAP definitions, §3) */
     gr_record *recs;      /* indexed records, recs[i].index == i */
     size_t nrecs;
     uint32_t *stacks;     /* pool of code ids referenced by records */

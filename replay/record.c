@@ -31,6 +31,12 @@ static void record_usage(FILE *out)
           "  --times            also write timestamps to FILE.times (side channel)\n"
           "  --root DIR         code file names are written relative to DIR\n"
           "                     (default: the script's directory, or the current one)\n"
+          "  --max-size SIZE    cap the trace at SIZE bytes (suffix k, M, G); records\n"
+          "                     past it are dropped and counted (trailer: size-cap)\n"
+          "  --ring N           keep only the last N records (at least; whole chunks)\n"
+          "                     in memory; the file is written at exit and on flush\n"
+          "  --flush-signal SIG flush the trace on signal SIG (USR1, USR2, ...) without\n"
+          "                     stopping; in ring mode this writes the file\n"
           "  --manual           do not start recording; only make `import greenreplay`\n"
           "                     work, so the script calls greenreplay.start()/stop()\n"
           "                     itself (start() with no path writes FILE)\n"
@@ -87,10 +93,13 @@ int gr_cmd_record(int argc, char **argv)
         {"times", no_argument, NULL, 't'},
         {"root", required_argument, NULL, 'r'},
         {"manual", no_argument, NULL, 'M'},
+        {"max-size", required_argument, NULL, 'S'},
+        {"ring", required_argument, NULL, 'R'},
+        {"flush-signal", required_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL, *root = NULL;
+    const char *output = NULL, *root = NULL, *max_size = NULL, *ring = NULL, *flush_signal = NULL;
     int times = 0, manual = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
@@ -99,6 +108,9 @@ int gr_cmd_record(int argc, char **argv)
         case 't': times = 1; break;
         case 'r': root = optarg; break;
         case 'M': manual = 1; break;
+        case 'S': max_size = optarg; break;
+        case 'R': ring = optarg; break;
+        case 'F': flush_signal = optarg; break;
         case 'h': record_usage(stdout); return 0;
         default: record_usage(stderr); return 2;
         }
@@ -146,6 +158,12 @@ int gr_cmd_record(int argc, char **argv)
     setenv("GREENREPLAY_TIMES", times ? "1" : "0", 1);
     if (root)
         setenv("GREENREPLAY_ROOT", root, 1);
+    if (max_size)
+        setenv("GREENREPLAY_MAX_SIZE", max_size, 1);
+    if (ring)
+        setenv("GREENREPLAY_RING", ring, 1);
+    if (flush_signal)
+        setenv("GREENREPLAY_FLUSH_SIGNAL", flush_signal, 1);
     setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
 
     /* argv for the child: PYTHON [-m greenreplay] PROGRAM... */

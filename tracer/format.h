@@ -33,6 +33,8 @@ enum gr_stop_reason {
     GR_STOP_CALLED = 1,
     GR_STOP_EXIT = 2,
     GR_STOP_WRITE_ERROR = 3,
+    GR_STOP_SIZE_CAP = 4,  /* records past the size cap were dropped */
+    GR_STOP_SNAPSHOT = 5,  /* written while recording went on (flush) */
 };
 
 /* §3 definitions and §4 indexed records */
@@ -40,6 +42,7 @@ enum gr_tag {
     GR_STRING = 0x01,
     GR_CODE = 0x02,
     GR_META = 0x03,
+    GR_GAP = 0x04,
 
     GR_FIRST_INDEXED = 0x10,
     GR_THREAD = 0x10,

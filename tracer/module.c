@@ -22,8 +22,11 @@ static void recorder_free(gr_recorder *r)
     gr_sampler_free(r->sampler);
     gr_registry_free(r->reg);
     PyMem_RawFree(r->sw);
+    if (r->dw != r->w)
+        gr_writer_abandon(r->dw);
     gr_writer_abandon(r->w);
     gr_writer_abandon(r->tw);
+    free(r->path);
     gr_ptrmap_free(&r->codes);
     gr_ptrmap_free(&r->greenlets);
     gr_ptrmap_free(&r->weakrefs);
@@ -116,7 +119,10 @@ PyDoc_STRVAR(start_doc,
 "tuples that rewrite code file names (docs/FORMAT.md section 3); with\n"
 "keep_line false, first line numbers under that prefix are recorded as 0.  With `times`, also\n"
 "write monotonic timestamps to `path + '.times'`.  `chunk` is the chunk\n"
-"size in bytes (0: 64 KiB).\n\n"
+"size in bytes (0: 64 KiB).  `max_size` caps the trace file in bytes: the\n"
+"records past it are dropped and counted (trailer reason 4).  `ring` keeps\n"
+"only the last `ring` records (at least; whole chunks) in memory and writes\n"
+"the file at stop() and flush(), with a GAP record counting the others.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
 "`max_greenlets` greenlets and storing `keep` stacks per sample; its data go\n"
@@ -128,7 +134,7 @@ PyDoc_STRVAR(start_doc,
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -136,10 +142,18 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned long long interval_us = 5000;
     unsigned int keep = 64, max_greenlets = 65536;
     int profile = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIp:start", kwlist,
+    unsigned long long max_size = 0, ring = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKK:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
-                                     &sampler, &interval_us, &keep, &max_greenlets, &profile))
+                                     &sampler, &interval_us, &keep, &max_greenlets, &profile,
+                                     &max_size, &ring))
         return NULL;
+    if (ring && (times || sampler || max_size)) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_ValueError, "ring mode keeps the trace in memory: it cannot be combined "
+                                          "with times, a sampler or max_size");
+        return NULL;
+    }
     int mode = -1;
     if (sampler) {
         mode = gr_sampler_mode(sampler);
@@ -186,10 +200,40 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (rules && rules != Py_None && parse_rules(r, rules) < 0)
         goto fail;
 
-    r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
-    if (!r->w) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyTuple_GET_ITEM(args, 0));
+    r->path = strdup(path);
+    if (!r->path) {
+        PyErr_NoMemory();
         goto fail;
+    }
+    if (ring) {
+        /* Check now that the file can be written; it is written at stop. */
+        gr_writer *probe = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+        if (!probe) {
+            PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+            goto fail;
+        }
+        gr_writer_discard(probe);
+        /* Smaller chunks keep the ring closer to `ring` records (it keeps
+         * whole chunks): 4 KiB holds about a thousand. */
+        r->w = gr_writer_open_memory(GR_STREAM_CANONICAL, chunk ? (size_t)chunk : 4096, ring);
+        r->dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)chunk, 0);
+        if (!r->w || !r->dw) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    } else {
+        /* Under a size cap, chunks of an eighth of it (1-64 KiB) lose
+         * little at the cap: a chunk that does not fit is dropped whole. */
+        if (max_size && !chunk)
+            chunk = (Py_ssize_t)(max_size / 8 < 1024 ? 1024 : max_size / 8 > 65536 ? 65536 : max_size / 8);
+        r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+        if (!r->w) {
+            PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+            goto fail;
+        }
+        r->dw = r->w;
+        if (max_size)
+            gr_writer_set_limit(r->w, max_size);
     }
     if (times) {
         PyObject *tp = PyBytes_FromFormat("%s.times", path);
@@ -427,6 +471,65 @@ static void write_sampler_data(gr_recorder *r)
     }
 }
 
+/* Ring mode: write the trace file from memory (a temporary file renamed
+ * over it, so readers never see half of it): header, every definition, a
+ * GAP record counting the records the ring dropped, the records it holds,
+ * trailer.  Returns 0 or -1 (errno set). */
+static int write_ring(gr_recorder *r, int reason)
+{
+    size_t n = strlen(r->path);
+    char *tmp = malloc(n + 8);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, n + 8, "%s.tmp", r->path);
+    gr_writer *f = gr_writer_open(tmp, GR_STREAM_CANONICAL, 0);
+    if (!f) {
+        free(tmp);
+        return -1;
+    }
+    int rc = gr_writer_copy_chunks(f, r->dw);
+    uint8_t gap[1 + GR_VARINT_MAX], *q = gap;
+    *q++ = GR_GAP;
+    q = gr_put_varint(q, r->w->evicted);
+    if (rc == 0 && r->w->evicted)
+        rc = gr_writer_append(f, gap, (size_t)(q - gap));
+    if (rc == 0)
+        rc = gr_writer_copy_chunks(f, r->w);
+    uint64_t trailer[4] = {r->w->held + r->w->records, r->w->dropped + r->dw->dropped, r->errors,
+                           (uint64_t)reason};
+    if (gr_writer_finish(f, trailer, 4) < 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, r->path) < 0)
+        rc = -1;
+    if (rc < 0)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+PyDoc_STRVAR(flush_doc,
+"flush()\n--\n\n"
+"Make the trace file current without stopping: write the buffered chunk\n"
+"(and the side channel's); in ring mode, write the whole file from memory\n"
+"(trailer reason 5, snapshot).  Returns the number of indexed records\n"
+"recorded so far, or None when not recording.  Never raises.");
+
+static PyObject *mod_flush(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    if (r->dw != r->w) {
+        if (write_ring(r, GR_STOP_SNAPSHOT) < 0)
+            r->errors++;
+    } else {
+        gr_writer_flush(r->w);
+        if (r->tw)
+            gr_writer_flush(r->tw);
+    }
+    return PyLong_FromUnsignedLongLong(atomic_load(&r->nevents));
+}
+
 PyDoc_STRVAR(stop_doc,
 "stop(reason=1)\n--\n\n"
 "Stop recording: write STOP and the live greenlets' stacks, remove the\n"
@@ -487,12 +590,22 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
 
     if (r->tw && r->reg)
         write_sampler_data(r);
-    uint64_t dropped = r->w->dropped;
-    int werr = r->w->error;
     uint64_t nev = atomic_load(&r->nevents);
-    uint64_t trailer[4] = {nev, dropped, r->errors, (uint64_t)reason};
-    int rc = gr_writer_finish(r->w, trailer, 4);
-    r->w = NULL;
+    int werr = r->w->error, rc;
+    if (r->dw != r->w) {
+        rc = write_ring(r, reason);
+        nev = r->w->held + r->w->records;
+    } else {
+        if (r->w->capped)
+            reason = GR_STOP_SIZE_CAP;
+        uint64_t trailer[4] = {nev, r->w->dropped, r->errors, (uint64_t)reason};
+        if (r->w->capped) { /* the records in the file are fewer */
+            gr_writer_flush(r->w);
+            trailer[0] = nev = r->w->indexed_written;
+        }
+        rc = gr_writer_finish(r->w, trailer, 4);
+        r->w = r->dw = NULL;
+    }
     if (r->tw) {
         uint64_t tt[3] = {nev, r->nswitches, r->sampler ? r->sampler->nsamples : 0};
         if (gr_writer_finish(r->tw, tt, r->reg ? 3 : 1) < 0)
@@ -595,9 +708,11 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     if (!r)
         Py_RETURN_NONE;
     gr_active = NULL;
+    if (r->dw != r->w)
+        gr_writer_discard(r->dw);
     gr_writer_discard(r->w);
     gr_writer_discard(r->tw);
-    r->w = r->tw = NULL;
+    r->w = r->dw = r->tw = NULL;
     PyEval_SetProfile(NULL, NULL);
     recorder_free(r);
     Py_RETURN_NONE;
@@ -612,6 +727,7 @@ static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
     {"mark", mod_mark, METH_O, mark_doc},
+    {"flush", mod_flush, METH_NOARGS, flush_doc},
     {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
     {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
     {"_forked", mod_forked, METH_NOARGS, "After fork, in the child: end recording without writing."},

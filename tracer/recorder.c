@@ -54,15 +54,16 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
 
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
 {
-    uint8_t *p = gr_writer_reserve(r->w, 1 + (size_t)n * GR_VARINT_MAX);
+    gr_writer *w = tag >= GR_FIRST_INDEXED ? r->w : r->dw;
+    uint8_t *p = gr_writer_reserve(w, 1 + (size_t)n * GR_VARINT_MAX);
     if (!p) {
-        gr_writer_drop(r->w);
+        gr_writer_drop(w);
         return;
     }
     *p++ = (uint8_t)tag;
     for (int i = 0; i < n; i++)
         p = gr_put_varint(p, fields[i]);
-    gr_writer_commit(r->w, p);
+    gr_writer_commit(w, p);
     if (tag >= GR_FIRST_INDEXED)
         gr_count_record(r);
 }
@@ -140,15 +141,15 @@ static uint32_t string_id_obj(gr_recorder *r, PyObject *s)
     Py_DECREF(idobj);
     r->nstrings = id;
     size_t need = 1 + GR_VARINT_MAX + (size_t)len;
-    uint8_t *p = gr_writer_reserve(r->w, need);
+    uint8_t *p = gr_writer_reserve(r->dw, need);
     if (!p) {
-        gr_writer_drop(r->w);
+        gr_writer_drop(r->dw);
         return id;
     }
     *p++ = GR_STRING;
     p = gr_put_varint(p, (uint64_t)len);
     memcpy(p, utf8, (size_t)len);
-    gr_writer_commit(r->w, p + len);
+    gr_writer_commit(r->dw, p + len);
     return id;
 fail:
     gr_swallow(r);

@@ -50,7 +50,12 @@ typedef struct gr_thread {
 
 typedef struct gr_recorder {
     uint64_t gen;           /* generation, bumped by every start() */
-    gr_writer *w;           /* canonical stream, owned */
+    gr_writer *w;           /* canonical stream's indexed records, owned */
+    gr_writer *dw;          /* its definitions: == w, except in ring mode,
+                               where both are memory writers and dw keeps
+                               every definition; owned when != w */
+    char *path;             /* owned: the trace file (ring mode writes it
+                               at stop and at each flush) */
     gr_writer *tw;          /* side channel (timestamps), owned, or NULL */
     struct timespec last;   /* time of the previous indexed record */
 
@@ -158,6 +163,7 @@ static inline void gr_count_record(gr_recorder *r)
 {
     atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 1,
                           memory_order_relaxed);
+    r->w->indexed++;
     if (r->tw)
         gr_times_entry(r);
 }

@@ -28,7 +28,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-gr_writer *gr_writer_open(const char *path, char stream, size_t chunk_cap)
+static gr_writer *writer_new(char stream, size_t chunk_cap)
 {
     if (chunk_cap == 0)
         chunk_cap = DEFAULT_CAP;
@@ -44,50 +44,130 @@ gr_writer *gr_writer_open(const char *path, char stream, size_t chunk_cap)
         free(w);
         return NULL;
     }
+    w->fd = -1;
     w->cap = chunk_cap;
     w->stream = stream;
     w->chunk_tag = stream == GR_STREAM_SIDE ? GR_CHUNK_TIMES : GR_CHUNK_RECORDS;
+    return w;
+}
+
+static void writer_free(gr_writer *w)
+{
+    for (gr_chunkbuf *c = w->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    if (w->fd >= 0)
+        close(w->fd);
+    free(w->buf);
+    free(w);
+}
+
+gr_writer *gr_writer_open(const char *path, char stream, size_t chunk_cap)
+{
+    gr_writer *w = writer_new(stream, chunk_cap);
+    if (!w)
+        return NULL;
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0)
-        goto fail;
     uint8_t hdr[GR_HEADER_LEN];
     gr_format_header(hdr, stream);
-    if (write_all(w->fd, hdr, sizeof hdr) < 0)
-        goto fail;
-    return w;
-fail: {
+    if (w->fd < 0 || write_all(w->fd, hdr, sizeof hdr) < 0) {
         int e = errno;
-        if (w->fd >= 0)
-            close(w->fd);
-        free(w->buf);
-        free(w);
+        writer_free(w);
         errno = e;
         return NULL;
     }
+    w->written = GR_HEADER_LEN;
+    return w;
 }
 
-static int emit_chunk(gr_writer *w, char tag, size_t len)
+gr_writer *gr_writer_open_memory(char stream, size_t chunk_cap, uint64_t keep)
 {
-    uint8_t *h = w->buf;
+    gr_writer *w = writer_new(stream, chunk_cap);
+    if (w) {
+        w->memory = 1;
+        w->keep = keep;
+    }
+    return w;
+}
+
+void gr_writer_set_limit(gr_writer *w, uint64_t bytes)
+{
+    w->limit = bytes;
+}
+
+/* Frame and write one chunk of `len` payload bytes at `payload` (which must
+ * have GR_CHUNK_HEADER_LEN bytes of room before it when from w->buf; here
+ * the header is written separately). */
+static int write_chunk(gr_writer *w, char tag, const uint8_t *payload, size_t len)
+{
+    uint8_t h[GR_CHUNK_HEADER_LEN];
     h[0] = (uint8_t)tag;
     gr_put_u32le(h + 1, (uint32_t)len);
-    gr_put_u32le(h + 5, (uint32_t)crc32(0L, h + GR_CHUNK_HEADER_LEN, (uInt)len));
-    if (write_all(w->fd, h, GR_CHUNK_HEADER_LEN + len) < 0) {
+    gr_put_u32le(h + 5, (uint32_t)crc32(0L, payload, (uInt)len));
+    if (write_all(w->fd, h, sizeof h) < 0 || write_all(w->fd, payload, len) < 0) {
         if (!w->error)
             w->error = errno ? errno : EIO;
+        w->blocked = 1;
         return -1;
+    }
+    w->written += GR_CHUNK_HEADER_LEN + len;
+    return 0;
+}
+
+/* Memory mode: keep the current chunk, then trim the ring. */
+static int keep_chunk(gr_writer *w)
+{
+    gr_chunkbuf *c = malloc(sizeof *c + w->len);
+    if (!c) {
+        w->dropped += w->records;
+        return -1;
+    }
+    c->next = NULL;
+    c->len = w->len;
+    c->records = w->records;
+    c->tag = w->chunk_tag;
+    memcpy(c->payload, w->buf + GR_CHUNK_HEADER_LEN, w->len);
+    if (w->tail)
+        w->tail->next = c;
+    else
+        w->head = c;
+    w->tail = c;
+    w->held += c->records;
+    while (w->keep && w->head != w->tail && w->held - w->head->records >= w->keep) {
+        gr_chunkbuf *old = w->head;
+        w->head = old->next;
+        w->held -= old->records;
+        w->evicted += old->records;
+        free(old);
     }
     return 0;
 }
 
 int gr_writer_flush(gr_writer *w)
 {
-    if (w->error)
+    if (w->blocked)
         return -1;
     if (w->len == 0)
         return 0;
-    int rc = emit_chunk(w, w->chunk_tag, w->len);
+    int rc;
+    if (w->memory) {
+        rc = keep_chunk(w);
+    } else if (w->limit && w->written + GR_CHUNK_HEADER_LEN + w->len > w->limit) {
+        w->capped = 1;
+        w->blocked = 1;
+        w->dropped += w->records;
+        rc = -1;
+    } else {
+        rc = write_chunk(w, w->chunk_tag, w->buf + GR_CHUNK_HEADER_LEN, w->len);
+        if (rc < 0)
+            w->dropped += w->records;
+    }
+    if (rc == 0)
+        w->indexed_written += w->indexed;
     w->len = 0;
+    w->records = 0;
+    w->indexed = 0;
     return rc;
 }
 
@@ -98,11 +178,11 @@ int gr_writer_set_chunk_tag(gr_writer *w, char tag)
     return rc;
 }
 
-uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
+uint8_t *gr_writer_reserve_slow(gr_writer *w, size_t n)
 {
-    if (w->error || n > w->cap)
+    if (w->blocked || n > w->cap)
         return NULL;
-    if (w->cap - w->len < n && gr_writer_flush(w) < 0)
+    if (w->cap - w->len < n && gr_writer_flush(w) < 0 && w->blocked)
         return NULL;
     return w->buf + GR_CHUNK_HEADER_LEN + w->len;
 }
@@ -119,21 +199,41 @@ int gr_writer_append(gr_writer *w, const void *rec, size_t n)
     return 0;
 }
 
+int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem)
+{
+    if (gr_writer_flush(to) < 0)
+        return -1;
+    for (const gr_chunkbuf *c = mem->head; c; c = c->next)
+        if (write_chunk(to, c->tag, c->payload, c->len) < 0)
+            return -1;
+    if (mem->len && write_chunk(to, mem->chunk_tag, mem->buf + GR_CHUNK_HEADER_LEN, mem->len) < 0)
+        return -1;
+    return 0;
+}
+
 int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n)
 {
     if (!w)
         return 0;
-    int rc = gr_writer_flush(w);
-    if (rc == 0) {
-        uint8_t *p = w->buf + GR_CHUNK_HEADER_LEN, *q = p;
-        for (size_t i = 0; i < n && (size_t)(q - p) + GR_VARINT_MAX <= w->cap; i++)
+    if (w->memory) {
+        writer_free(w);
+        return 0;
+    }
+    /* A cap stops records, not the trailer that says so. */
+    int rc = gr_writer_flush(w) < 0 && !w->capped ? -1 : 0;
+    if (!w->error) {
+        uint8_t t[16 * GR_VARINT_MAX], *q = t;
+        for (size_t i = 0; i < n && i < 16; i++)
             q = gr_put_varint(q, trailer[i]);
-        rc = emit_chunk(w, GR_CHUNK_TRAILER, (size_t)(q - p));
+        if (write_chunk(w, GR_CHUNK_TRAILER, t, (size_t)(q - t)) < 0)
+            rc = -1;
+    } else {
+        rc = -1;
     }
     if (close(w->fd) < 0 && rc == 0)
         rc = -1;
-    free(w->buf);
-    free(w);
+    w->fd = -1;
+    writer_free(w);
     return rc;
 }
 
@@ -141,17 +241,13 @@ void gr_writer_abandon(gr_writer *w)
 {
     if (!w)
         return;
-    gr_writer_flush(w);
-    close(w->fd);
-    free(w->buf);
-    free(w);
+    if (!w->memory)
+        gr_writer_flush(w);
+    writer_free(w);
 }
 
 void gr_writer_discard(gr_writer *w)
 {
-    if (!w)
-        return;
-    close(w->fd);
-    free(w->buf);
-    free(w);
+    if (w)
+        writer_free(w);
 }

@@ -6,8 +6,13 @@
  * with a single write(2), so a killed process leaves only whole chunks
  * behind, except perhaps the last.
  *
+ * A writer can also keep its chunks in memory instead (gr_writer_open_memory):
+ * all of them, or, as a ring, only enough of the newest to hold the last N
+ * records.  gr_writer_copy_chunks writes them out into a file writer.
+ *
  * Errors never propagate as exceptions: a failed write sets a sticky error
- * (gr_writer_failed) and later records are counted as dropped.
+ * (w->error) and later records are counted as dropped; so are the records
+ * past a size cap (w->capped).
  */
 #ifndef GR_WRITER_H
 #define GR_WRITER_H
@@ -17,15 +22,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One chunk kept in memory: its payload and how many records it holds. */
+typedef struct gr_chunkbuf {
+    struct gr_chunkbuf *next;
+    size_t len;
+    uint64_t records;
+    char tag;
+    uint8_t payload[];
+} gr_chunkbuf;
+
 typedef struct gr_writer {
-    int fd;               /* owned; -1 after close */
+    int fd;               /* owned; -1 in memory mode or after close */
     char stream;          /* GR_STREAM_CANONICAL or GR_STREAM_SIDE */
-    char chunk_tag;       /* GR_CHUNK_RECORDS or GR_CHUNK_TIMES */
+    char chunk_tag;       /* GR_CHUNK_RECORDS or GR_CHUNK_TIMES, ... */
     uint8_t *buf;         /* owned; GR_CHUNK_HEADER_LEN + cap bytes */
     size_t cap;           /* payload capacity of one chunk, bytes */
     size_t len;           /* payload bytes used in the current chunk */
-    uint64_t dropped;     /* records lost after a write error */
+    uint64_t records;     /* records committed to the current chunk */
+    uint64_t indexed;     /* of which indexed (counted by the recorder) */
+    uint64_t indexed_written; /* indexed records in chunks written or kept */
+    int blocked;          /* error or capped: nothing more is accepted */
+    uint64_t dropped;     /* records lost (write error, size cap) */
     int error;            /* errno of the first failed write, 0 if none */
+    /* File mode. */
+    uint64_t limit;       /* size cap in bytes (0: none) */
+    uint64_t written;     /* bytes written so far, header included */
+    int capped;           /* the size cap was reached */
+    /* Memory mode. */
+    int memory;
+    uint64_t keep;        /* ring: keep at least the last `keep` records (0: all) */
+    gr_chunkbuf *head, *tail; /* owned, oldest first */
+    uint64_t held;        /* records in the kept chunks */
+    uint64_t evicted;     /* records dropped from the ring's old end */
 } gr_writer;
 
 /* Open path for writing (created or truncated, mode 0644) and write the
@@ -35,17 +63,39 @@ typedef struct gr_writer {
  * errno set (open/write failure or no memory). */
 gr_writer *gr_writer_open(const char *path, char stream, size_t chunk_cap);
 
+/* A writer that keeps its chunks in memory, writes no file and no header.
+ * keep = 0 keeps every chunk; keep > 0 makes it a ring that drops its
+ * oldest chunks while the rest still hold at least `keep` records (so it
+ * holds between keep and keep + one chunk of records).  NULL if memory
+ * runs out. */
+gr_writer *gr_writer_open_memory(char stream, size_t chunk_cap, uint64_t keep);
+
+/* Stop accepting records once the file would exceed `bytes` (0: no cap).
+ * The records past it are counted in w->dropped and w->capped is set; the
+ * trailer is still written at finish. */
+void gr_writer_set_limit(gr_writer *w, uint64_t bytes);
+
+/* Slow path of gr_writer_reserve. */
+uint8_t *gr_writer_reserve_slow(gr_writer *w, size_t n);
+
 /* Return a pointer to at least n free bytes in the current chunk, flushing
  * it first if needed.  n must be <= the chunk capacity.  Returns NULL if n is
- * too large or the writer has failed; the caller then drops the record and
- * calls gr_writer_drop().  The memory belongs to the writer. */
-uint8_t *gr_writer_reserve(gr_writer *w, size_t n);
+ * too large or the writer is blocked (error, size cap); the caller then
+ * drops the record and calls gr_writer_drop().  The memory belongs to the
+ * writer. */
+static inline uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
+{
+    if (!w->blocked && w->cap - w->len >= n)
+        return w->buf + GR_CHUNK_HEADER_LEN + w->len;
+    return gr_writer_reserve_slow(w, n);
+}
 
 /* Mark the bytes up to `end` (a pointer into the last reserved area) as one
  * complete record. */
 static inline void gr_writer_commit(gr_writer *w, uint8_t *end)
 {
     w->len = (size_t)(end - (w->buf + GR_CHUNK_HEADER_LEN));
+    w->records++;
 }
 
 /* Flush the current chunk and frame the following ones with `tag` (side
@@ -60,13 +110,19 @@ static inline void gr_writer_drop(gr_writer *w) { w->dropped++; }
  * dropped. */
 int gr_writer_append(gr_writer *w, const void *rec, size_t n);
 
-/* Write out the current chunk, if it holds anything.  Returns 0, or -1 with
- * the error kept in w->error. */
+/* Write out (file) or keep (memory) the current chunk, if it holds
+ * anything.  Returns 0, or -1 with the error kept in w->error. */
 int gr_writer_flush(gr_writer *w);
+
+/* Write the chunks a memory writer holds, then its current chunk, into the
+ * file writer `to` (flushing `to` first), without changing `mem`.
+ * Returns 0, or -1 if a write failed. */
+int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem);
 
 /* Flush, write a trailer chunk holding the n varints in trailer[], close the
  * file and free the writer.  Returns 0, or -1 if any write failed (the file
- * is closed and the writer freed either way).  w may be NULL. */
+ * is closed and the writer freed either way).  w may be NULL.  A memory
+ * writer is only freed. */
 int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n);
 
 /* Close and free without writing a trailer (the file then reads as

@@ -343,7 +343,7 @@ static void test_unknown_record_tag(void **state)
     corrupt_payload(BYTES(0x00), GR_E_RECORD_TAG, P0, "unknown record tag 0x00");
     corrupt_payload(BYTES(GR_THREAD, 1, GR_LAST_INDEXED + 1, 1), GR_E_RECORD_TAG, P0 + 2,
                     "unknown record tag 0x1f");
-    corrupt_payload(BYTES(0x04, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x04");
+    corrupt_payload(BYTES(0x05, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x05");
 }
 
 /* INSTR (3.12+ instrumentation state): more stale frames than frames. */

@@ -11,6 +11,7 @@ The trace format is specified in docs/FORMAT.md; `greenreplay check`,
 """
 import atexit
 import os
+import signal
 import site
 import sys
 import sysconfig
@@ -18,12 +19,16 @@ import threading
 
 from . import _greenreplay
 
-__all__ = ["start", "stop", "mark", "is_recording"]
+__all__ = ["start", "stop", "mark", "flush", "is_recording"]
 
 #: mark(label) -> None.  Writes a MARK record with the real Python stack.
 #: A C function, so a working profiler sees c_call/c_return of it.
 mark = _greenreplay.mark
 is_recording = _greenreplay.is_recording
+#: flush() -> int | None.  Make the trace file current without stopping.
+flush = _greenreplay.flush
+
+_flush_signal = None  # (signum, previous handler) while ours is installed
 
 
 def _path_rules(root):
@@ -74,8 +79,35 @@ def _thread_bootstrap(frame, event, arg):
     _greenreplay._thread_start(frame, event, arg)
 
 
+def _on_flush_signal(signum, frame):
+    # Flush, then chain to the handler the program had.
+    _greenreplay.flush()
+    prev = _flush_signal[1] if _flush_signal else None
+    if callable(prev):
+        prev(signum, frame)
+
+
+def _signal_number(sig):
+    if isinstance(sig, int):
+        return sig
+    name = str(sig).upper()
+    if name.isdigit():
+        return int(name)
+    return int(getattr(signal, name if name.startswith("SIG") else "SIG" + name))
+
+
+def _size(text):
+    # "1000", "64k", "10M", "2G" -> bytes
+    text = str(text).strip()
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    if text and text[-1].lower() in units:
+        return int(float(text[:-1]) * units[text[-1].lower()])
+    return int(text)
+
+
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
-          interval_us=5000, keep=64, max_greenlets=65536, profile=True):
+          interval_us=5000, keep=64, max_greenlets=65536, profile=True,
+          max_size=None, ring=None, flush_signal=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -94,6 +126,16 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     profile: install the profile function (default).  False records only
         the greenlet switches of the calling thread: the switch path alone,
         for benchmarks.
+    max_size: cap the trace file at this many bytes (int, or "64k", "10M",
+        "2G"); later records are dropped and counted, the trailer says so
+        (reason size-cap).  Default GREENREPLAY_MAX_SIZE, else no cap.
+    ring: keep only the last `ring` records in memory (at least that many:
+        whole chunks are kept) and write the file at stop() and flush(), for
+        long-running services.  Default GREENREPLAY_RING, else off.
+    flush_signal: a signal ("USR1", "SIGUSR2" or a number) on which the trace
+        is flushed without stopping (in ring mode: written from memory).  The
+        program's own handler for it, if any, still runs after.  Main thread
+        only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
 
     Installs the C profile function on every thread (threads started later
     included) and the C greenlet trace callback, chained in front of any
@@ -109,16 +151,27 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         times = os.environ.get("GREENREPLAY_TIMES") == "1"
     if sampler is None:
         sampler = os.environ.get("GREENREPLAY_SAMPLER") or None
+    if max_size is None:
+        max_size = os.environ.get("GREENREPLAY_MAX_SIZE") or 0
+    if ring is None:
+        ring = os.environ.get("GREENREPLAY_RING") or 0
+    if flush_signal is None:
+        flush_signal = os.environ.get("GREENREPLAY_FLUSH_SIGNAL") or None
+    max_size, ring = _size(max_size), int(ring)
+    signum = _signal_number(flush_signal) if flush_signal else None
     rules = _path_rules(root)
     if profile:
         threading.setprofile(_thread_bootstrap)
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
-                           profile=bool(profile))
+                           profile=bool(profile), max_size=max_size, ring=ring)
     except BaseException:
         threading.setprofile(None)
         raise
+    if signum is not None:
+        global _flush_signal
+        _flush_signal = (signum, signal.signal(signum, _on_flush_signal))
 
 
 def stop(reason=1):
@@ -128,6 +181,15 @@ def stop(reason=1):
         trailer.
     Returns the number of indexed records written, or None if not recording.
     Raises OSError if the trace could not be written completely."""
+    global _flush_signal
     n = _greenreplay.stop(reason)
     threading.setprofile(None)
+    if _flush_signal is not None:
+        signum, prev = _flush_signal
+        _flush_signal = None
+        try:
+            if signal.getsignal(signum) is _on_flush_signal:
+                signal.signal(signum, prev if prev is not None else signal.SIG_DFL)
+        except ValueError:  # not in the main thread
+            pass
     return n
