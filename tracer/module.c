@@ -269,6 +269,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     emit_meta(r, "greenlet", glv);
     Py_XDECREF(glv_obj);
+    if (!profile)
+        emit_meta(r, "profile", "off");
     if (mode >= 0) {
         char iv[32];
         snprintf(iv, sizeof iv, "%llu", interval_us);

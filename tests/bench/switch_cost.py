@@ -102,13 +102,11 @@ def main():
             out = subprocess.run([a.cli, "check", "--stall", "--format", "json", trace],
                                  capture_output=True, text=True)
             try:
-                s = json.loads(out.stdout)
-                s = s[0] if isinstance(s, list) else s
-                st = s.get("stall", s)
+                st = json.loads(out.stdout)["traces"][0]["stall"]
                 print("| %s | %d | %d | %s | %s | %s | %s | %s |" % (
-                    mode, n, d, st.get("samples"), _us(st.get("hold_ns_median")), _us(st.get("hold_ns_max")),
-                    st.get("frames_under_lock"), _us(st.get("wait_ns_max"))))
-            except (ValueError, AttributeError, IndexError):
+                    mode, n, d, st["samples"], _us(st["hold"]["median_ns"]), _us(st["hold"]["max_ns"]),
+                    st["frames_under_lock"], _us(st["wait"]["max_ns"])))
+            except (ValueError, KeyError, IndexError, TypeError):
                 print("| %s | %d | %d | (check --stall gave no JSON: %s) | | | | |" % (mode, n, d, out.stderr.strip()[:60]))
     for f in (trace, trace + ".times"):
         if os.path.exists(f):
