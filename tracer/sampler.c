@@ -50,36 +50,41 @@ static void put(gr_sampler *s, uint64_t v)
     s->out_len = (size_t)(gr_put_varint(s->out + s->out_len, v) - s->out);
 }
 
-/* Unwind the suspended greenlets of snap[0..n): count everything, store
- * the stacks of at most `keep` (round robin) into `stacks` (no lock held)
- * or only count (lock held: storing could allocate). */
+/* Unwind the suspended greenlets of snap[0..n) (see gr_unwind_many):
+ * count everything; store the stacks of at most `keep` of them (round
+ * robin over samples) into the output. */
 typedef struct {
     uint64_t frames, failed;
     uint32_t nstacks;
 } unwind_totals;
 
-static void unwind_all(gr_sampler *s, uint32_t n, unwind_totals *tot, int store)
+static void unwind_all(gr_sampler *s, uint32_t n, unwind_totals *tot)
 {
     gr_unwind_stats st = {0, 0};
-    uint32_t start = n ? s->rr % n : 0;
+    uint32_t start = n ? s->rr % n : 0, m = 0, kept = 0;
     for (uint32_t k = 0; k < n; k++) {
         gr_reg_entry *e = &s->snap[(start + k) % n];
         if (e->state != GR_REG_SUSPENDED || !e->frame)
             continue;
-        int depth = gr_unwind(e->frame, s->codes, GR_SAMPLE_DEPTH, &st);
-        if (depth < 0)
-            continue;
-        tot->frames += (uint64_t)depth;
-        if (store && tot->nstacks < s->keep &&
-            reserve(s, (size_t)(2 + depth) * GR_VARINT_MAX) == 0) {
-            put(s, e->gid);
-            put(s, (uint64_t)depth);
-            for (int i = 0; i < depth; i++)
-                put(s, s->codes[i]);
-            tot->nstacks++;
-        }
+        gr_unwind_job *j = &s->jobs[m++];
+        j->frame = e->frame;
+        j->max = GR_SAMPLE_DEPTH;
+        j->codes = kept < s->keep ? s->codes + (size_t)kept++ * GR_SAMPLE_DEPTH : NULL;
+        s->gids[m - 1] = e->gid;
     }
+    tot->frames += gr_unwind_many(s->jobs, m, &st);
     tot->failed += st.failed;
+    for (uint32_t i = 0; i < m; i++) {
+        gr_unwind_job *j = &s->jobs[i];
+        if (!j->codes || j->depth < 0 ||
+            reserve(s, (size_t)(2 + j->depth) * GR_VARINT_MAX) < 0)
+            continue;
+        put(s, s->gids[i]);
+        put(s, (uint64_t)j->depth);
+        for (int d = 0; d < j->depth; d++)
+            put(s, j->codes[d]);
+        tot->nstacks++;
+    }
     s->rr += s->keep;
 }
 
@@ -104,7 +109,7 @@ static void take_sample(gr_sampler *s)
         uint64_t t1 = gr_now_ns();
         n = gr_registry_copy(reg, s->snap, reg->cap, &torn);
         hold = gr_now_ns() - t1;
-        unwind_all(s, n, &tot, 1);
+        unwind_all(s, n, &tot);
     } else if (reg->mode == GR_REG_HOLD_LOCK) {
         gr_registry_lock(reg);
         uint64_t t1 = gr_now_ns();
@@ -114,7 +119,7 @@ static void take_sample(gr_sampler *s)
          * with every switch waiting.  Stacks are stored (output was
          * reserved before taking the lock only for the header, so this may
          * allocate: one more thing the fixed design avoids). */
-        unwind_all(s, n, &tot, 1);
+        unwind_all(s, n, &tot);
         under = tot.frames;
         hold = gr_now_ns() - t1;
         gr_registry_unlock(reg);
@@ -127,7 +132,7 @@ static void take_sample(gr_sampler *s)
         hold = gr_now_ns() - t1;
         gr_registry_unlock(reg);
         /* Phase 2: unwind with the lock released. */
-        unwind_all(s, n, &tot, 1);
+        unwind_all(s, n, &tot);
     }
     uint64_t idx_end = atomic_load_explicit(s->events, memory_order_relaxed);
 
@@ -211,8 +216,10 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     pthread_cond_init(&s->wake, &ca);
     pthread_condattr_destroy(&ca);
     s->snap = calloc(reg->cap, sizeof *s->snap);
-    s->codes = calloc(GR_SAMPLE_DEPTH, sizeof *s->codes);
-    if (!s->snap || !s->codes || reserve(s, 1 << 16) < 0)
+    s->codes = calloc((size_t)(keep ? keep : 1) * GR_SAMPLE_DEPTH, sizeof *s->codes);
+    s->jobs = calloc(reg->cap, sizeof *s->jobs);
+    s->gids = calloc(reg->cap, sizeof *s->gids);
+    if (!s->snap || !s->codes || !s->jobs || !s->gids || reserve(s, 1 << 16) < 0)
         goto fail;
     int rc = pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc) {
@@ -247,6 +254,8 @@ void gr_sampler_free(gr_sampler *s)
     pthread_mutex_destroy(&s->wake_lock);
     free(s->snap);
     free(s->codes);
+    free(s->jobs);
+    free(s->gids);
     free(s->out);
     free(s);
 }

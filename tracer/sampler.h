@@ -43,7 +43,9 @@ typedef struct {
 
     /* Owned by the sampler thread until gr_sampler_stop returns. */
     gr_reg_entry *snap;         /* phase-1 copy, reg->cap entries */
-    uintptr_t *codes;           /* GR_SAMPLE_DEPTH code addresses */
+    uintptr_t *codes;           /* keep x GR_SAMPLE_DEPTH code addresses */
+    gr_unwind_job *jobs;        /* reg->cap unwind jobs */
+    uint32_t *gids;             /* gid of each job */
     unsigned char *out;         /* encoded samples (see gr_sampler_stop) */
     size_t out_len, out_cap;
     uint64_t nsamples;

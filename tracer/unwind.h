@@ -16,18 +16,35 @@
 /* Counters of one unwind, added to by gr_unwind. */
 typedef struct {
     uint64_t reads;   /* process_vm_readv calls */
-    uint64_t failed;  /* reads that failed or found no frame/code object */
+    uint64_t failed;  /* stacks ended by a read that failed or found no
+                         frame or code object (stale pointers) */
 } gr_unwind_stats;
 
 /* Prepare (once, with the GIL held): record the frame layout of the
  * running CPython and the addresses of PyFrame_Type and PyCode_Type. */
 void gr_unwind_init(void);
 
-/* Read the stack whose top PyFrameObject is at address `frame`.  Stores up
- * to `max` code object addresses, innermost first, in codes[] and returns
- * how many; returns -1 if the first read fails (stale pointer), and stops
- * early at a failed read further down (counted in st->failed). */
-int gr_unwind(uintptr_t frame, uintptr_t *codes, int max, gr_unwind_stats *st);
+/* One stack to read: set `frame` (address of the top PyFrameObject) and
+ * `codes`/`max` (where to store code object addresses, innermost first;
+ * codes may be NULL to only count); gr_unwind_many fills the rest. */
+typedef struct {
+    uintptr_t frame;  /* in: top PyFrameObject address */
+    uintptr_t *codes; /* in: room for `max` addresses, or NULL */
+    int max;          /* in: depth limit */
+    int depth;        /* out: frames read; -1 if the first read failed */
+    /* internal */
+    uintptr_t next;   /* address to read next */
+    int stage;        /* 0 frame object, 1 interpreter frame, 2 done */
+    uintptr_t code;   /* code address waiting for its type check */
+} gr_unwind_job;
+
+/* Read the n stacks of jobs[] in lock step: each round reads the next
+ * frame of every stack still going with one process_vm_readv per 1024
+ * stacks, then checks the code objects' types the same way, so the number
+ * of system calls grows with depth, not with n x depth.  A failed or
+ * implausible read ends that stack (counted in st->failed).  Returns the
+ * total number of frames read. */
+uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st);
 
 /* Copy n bytes at address `addr` of this process into dst without
  * faulting.  Returns 0, or -1 if any byte is unreadable. */
