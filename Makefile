@@ -27,7 +27,8 @@ PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/gre
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help
+.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
+        matrix matrix-golden matrix-screenshot
 all: cli ext
 
 help:
@@ -43,9 +44,14 @@ help:
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event (prints figures)"
 	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
+	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
+	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
+	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
+	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
-	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc"
+	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
+	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
@@ -122,6 +128,19 @@ valgrind: all $(UNIT_BIN)
 
 bench: all
 	tests/bench/run.sh --python $(PYTHON)
+
+# The compatibility matrix (docs/matrix.md): ci/matrix.sh --help.
+MATRIX_ARGS ?=
+matrix: setup
+	$(MAKE) all
+	ci/matrix.sh $(MATRIX_ARGS)
+
+matrix-golden: setup
+	$(MAKE) all
+	ci/matrix.sh --update-goldens $(MATRIX_ARGS)
+
+matrix-screenshot:
+	ci/matrix-screenshot.sh
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
