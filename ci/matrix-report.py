@@ -781,7 +781,66 @@ def render_md(doc):
         for c in fails:
             w("- `%s` / `%s`: %s" % (c["env"], c["fixture"], c["reason"]))
     w("")
+    w(HOWTO.strip())
+    w("")
     return "\n".join(out)
+
+
+HOWTO = """
+## Running it
+
+```sh
+make matrix                                   # everything (provisions first: docs/ENVIRONMENTS.md)
+ci/matrix.sh --envs 'sid-*,host-3.11' --fixtures seed,generators   # a part
+ci/matrix.sh --env gl31=/path/to/venv/bin/python --envs gl31       # your own interpreter
+ci/matrix.sh --matrix-file my-envs.conf       # user environments, one "NAME COMMAND..." a line
+ci/matrix.sh list                             # what a run would cover
+ci/matrix.sh known                            # check and list fixtures/known-issues.ini
+make matrix-golden                            # goldens of every environment (see below)
+make matrix-screenshot                        # headless Chromium screenshot of the HTML page
+```
+
+Every cell runs in a fresh process: `greenreplay record --manual` with the
+environment's interpreter (`ci/envs.sh python ID`), `greenreplay dump` and
+`greenreplay check --format json` on the host. A fixture whose `# requires:`
+modules the environment cannot import is `skip` with the import error. One
+progress line per cell (environment, fixture n/N, outcome, time, elapsed).
+`ci/matrix.sh --help` lists every option; `make matrix MATRIX_ARGS='...'`
+passes them. Exit status 0 unless a cell is `fail` (`--strict`: 3 when an
+environment could not run).
+
+**Environments.** Those of `ci/envs.sh list` (docs/ENVIRONMENTS.md), user
+environments (`--env`, `--matrix-file`, default `ci/matrix.conf`) and the
+ones of `ci/matrix-greenlet.conf`: no Debian suite builds greenlet for
+CPython 3.10 or 3.12 and no Python package index is reachable here, but
+Debian's `python3-greenlet` ships greenlet's C++ sources, so
+`ci/matrix-greenlet.sh` compiles them (release build, `-DNDEBUG`) for the
+pyenv interpreters into venvs in the cache; they join as user environments.
+An environment whose provisioning or build fails, or a user interpreter
+that is missing or broken, is an `error` column (the failed step and the
+command to retry; its cells `skip`); the other columns still run.
+
+**Known issues** (`fixtures/known-issues.ini`): a cell whose outcome differs
+from the fixture's `# expect:` line is `known` when every unexpected
+violation (rule, and message pattern if the entry has one) and every missing
+expected rule is explained by an entry whose Python and greenlet versions
+and fixtures match the cell. A cell that matches `# expect:` although an
+entry naming its fixture applies is `xpass`.
+
+**Goldens.** When `fixtures/golden/ENV/NAME.txt` exists for the dump's Python
+and greenlet versions (ENV `py3.X-greenletA.B`, or `py3.X.Y-greenletA.B.C`
+when two environments share the short name, e.g. pyenv 3.11.7 beside
+Debian's 3.11.2), the dump must equal it. `ci/matrix.sh --update-goldens`
+records each cell twice and writes the golden only when both traces are
+byte-identical; review `git diff fixtures/golden` before committing.
+
+**Scale-out.** `ci/matrix-workflow.yml` (GitHub Actions) runs one job per
+environment and a job per pip-installed greenlet version, uploads each
+job's `build/matrix/`, and merges them:
+`ci/matrix.sh merge A/matrix.json B/matrix.json ... -o build/matrix/matrix.json`
+(then `matrix.md`, `index.html`, `junit.xml` are regenerated from it;
+`ci/matrix.sh report MATRIX.json` does only that).
+"""
 
 
 CSS = """
