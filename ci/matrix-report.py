@@ -288,11 +288,11 @@ def check_violations(path):
 
 def short_skip(reason):
     r = reason or ""
-    m = re.match(r"^(\w+) (unavailable|broken)", r)
+    if r.startswith("environment "):
+        return "env error" if "could not run" in r.split(":")[0] else "env unavailable"
+    m = re.match(r"^(\w+) (unavailable|broken) in this environment", r)
     if m:
         return "no %s" % m.group(1) if m.group(2) == "unavailable" else "%s broken" % m.group(1)
-    if r.startswith("environment"):
-        return "env"
     return "skip"
 
 
@@ -436,9 +436,10 @@ def cmd_envs(args):
     envs = list(load_envs(path).values())
     ids = {e["id"] for e in envs}
     for x in extra:
-        if x not in ids:
-            envs.append({"id": x, "kind": "user", "status": "pending", "python": "?"})
-            ids.add(x)
+        name, _, pyv = x.partition("=")
+        if name not in ids:
+            envs.append({"id": name, "kind": "user", "status": "not built", "python": pyv or "?"})
+            ids.add(name)
     envs.sort(key=env_sort_key)
     if sel:
         chosen = []
@@ -714,8 +715,9 @@ def render_md(doc):
     w("the known issue ID explains; `XPASS: ID` a known issue that should affect")
     w("the cell did not show; `FAIL` anything else (an unexplained violation, a")
     w("missing one, a crash, a dump that differs from its golden); `skip (why)`:")
-    w("not run (`no greenlet`, `gevent broken`, `env`: the environment could not")
-    w("run). `make matrix` exits non-zero on any `FAIL`.")
+    w("not run (`no greenlet`, `gevent broken`; `env error`: the environment")
+    w("could not run, `env unavailable`: this machine lacks it). `make matrix`")
+    w("exits non-zero on any `FAIL`.")
     w("")
     tot = s["outcomes"]
     w("**Result:** %d cells: %s." % (sum(tot.values()),

@@ -139,12 +139,12 @@ mkdir -p "$OUT/logs" || die 2 "cannot create $OUT"
 ENVS_JSON=$OUT/envs.json
 
 # The greenlet-from-source environments (ci/matrix-greenlet.conf).
-declare -A GB_NEEDS=()
+declare -A GB_NEEDS=() GB_PY=()
 GB_NAMES=()
 if [ $GREENLET_BUILDS = 1 ]; then
-    while read -r n _ _ needs; do
+    while read -r n pv _ needs; do
         [ -n "$n" ] || continue
-        GB_NAMES+=("$n"); GB_NEEDS[$n]=$needs
+        GB_NAMES+=("$n"); GB_NEEDS[$n]=$needs GB_PY[$n]=$pv
     done < <("$GBUILD" list)
 fi
 
@@ -158,7 +158,7 @@ envs_list() {   # list --json into ENVS_JSON
 # selection: ID KIND STATUS COMMAND PYVER GREENLET GEVENT REASON, in matrix order
 envs_select() {
     local extra=() n
-    for n in "${GB_NAMES[@]}"; do extra+=(--extra "$n"); done
+    for n in "${GB_NAMES[@]}"; do extra+=(--extra "$n=${GB_PY[$n]}"); done
     "$HOST_PY" "$REPORT" envs "$ENVS_JSON" "${extra[@]}" "${SEL_ENVS[@]}"
 }
 
@@ -196,9 +196,13 @@ provision() {
     while IFS= read -r line; do
         rest=${line#  FAILED       }
         id=${rest%%: *}
+        rest=${rest#*: }
         COL_STATUS[$id]=error
-        COL_REASON[$id]="provisioning failed: ${rest#*: }"
-        COL_RETRY[$id]="ci/envs.sh provision $id"
+        COL_REASON[$id]="provisioning failed: ${rest%; retry: *}"
+        case $rest in
+            *"; retry: "*) COL_RETRY[$id]=${rest##*; retry: } ;;
+            *) COL_RETRY[$id]="ci/envs.sh provision $id" ;;
+        esac
     done < <(grep '^  FAILED       ' "$OUT/logs/provision.log")
 }
 
@@ -460,7 +464,8 @@ while IFS=$'\t' read -r id kind status command pyver greenlet gevent reason; do
     fi
     if [ -n "$st" ]; then
         say "[$ei/$NE $id] $st: $why${retry:+ (retry: $retry)}"
-        skip_cells "$id" "environment $id is $st: $why"
+        if [ "$st" = error ]; then skip_cells "$id" "environment $id could not run: $why"
+        else skip_cells "$id" "environment $id unavailable: $why"; fi
         printf 'status=%s\nreason=%s\nretry=%s\nelapsed=0\norder=%d\n' "$st" "$why" "$retry" "$ei" >"$dir/_env"
         continue
     fi
