@@ -257,27 +257,20 @@ uint32_t gr_code_id_slow(gr_recorder *r, PyCodeObject *co)
 
 static uint32_t cfunc_id_slow(gr_recorder *r, PyObject *fn)
 {
-    uintptr_t a, b = 0;
-    PyObject *name = NULL, *owner = NULL;
-    if (PyCFunction_Check(fn)) {
-        PyCFunctionObject *f = (PyCFunctionObject *)fn;
-        a = (uintptr_t)f->m_ml;
-        if (f->m_self && !PyModule_Check(f->m_self)) {
-            PyTypeObject *tp = Py_TYPE(f->m_self);
-            b = (uintptr_t)tp;
-            owner = (PyObject *)tp;
-            name = PyUnicode_FromFormat("%s.%s", tp->tp_name, f->m_ml->ml_name);
-        } else if (f->m_module && PyUnicode_Check(f->m_module)) {
-            name = PyUnicode_FromFormat("%U.%s", f->m_module, f->m_ml->ml_name);
-        } else {
-            name = PyUnicode_FromString(f->m_ml->ml_name);
-        }
+    uintptr_t a, b;
+    gr_cfunc_key(fn, &a, &b);
+    PyObject *name, *owner = b ? (PyObject *)Py_TYPE(PyCFunction_Check(fn) ?
+                                                     ((PyCFunctionObject *)fn)->m_self : fn) : NULL;
+    if (!PyCFunction_Check(fn)) {
+        name = PyUnicode_FromString(Py_TYPE(fn)->tp_name);
     } else {
-        PyTypeObject *tp = Py_TYPE(fn);
-        a = (uintptr_t)tp;
-        b = 1;
-        owner = (PyObject *)tp;
-        name = PyUnicode_FromString(tp->tp_name);
+        PyCFunctionObject *f = (PyCFunctionObject *)fn;
+        if (owner)
+            name = PyUnicode_FromFormat("%s.%s", ((PyTypeObject *)owner)->tp_name, f->m_ml->ml_name);
+        else if (f->m_module && PyUnicode_Check(f->m_module))
+            name = PyUnicode_FromFormat("%U.%s", f->m_module, f->m_ml->ml_name);
+        else
+            name = PyUnicode_FromString(f->m_ml->ml_name);
     }
     if (!name) {
         gr_swallow(r);

@@ -115,18 +115,27 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
  * defining it on first sight.  0 on failure. */
 uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn);
 
-static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
+/* Key of a C callable in r->codes: (PyMethodDef, type of the bound
+ * instance or 0 for a module function), or (its type, 1) for any other
+ * callable. */
+static inline void gr_cfunc_key(PyObject *fn, uintptr_t *a, uintptr_t *b)
 {
-    uintptr_t a, b = 0;
+    *b = 0;
     if (PyCFunction_Check(fn)) {
         PyCFunctionObject *f = (PyCFunctionObject *)fn;
-        a = (uintptr_t)f->m_ml;
+        *a = (uintptr_t)f->m_ml;
         if (f->m_self && !PyModule_Check(f->m_self))
-            b = (uintptr_t)Py_TYPE(f->m_self);
+            *b = (uintptr_t)Py_TYPE(f->m_self);
     } else {
-        a = (uintptr_t)Py_TYPE(fn);
-        b = 1;
+        *a = (uintptr_t)Py_TYPE(fn);
+        *b = 1;
     }
+}
+
+static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
+{
+    uintptr_t a, b;
+    gr_cfunc_key(fn, &a, &b);
     uint32_t id = gr_ptrmap_get(&r->codes, a, b);
     return id ? id : gr_cfunc_id_slow(r, fn);
 }
