@@ -1,11 +1,14 @@
 /* main.c - the `greenreplay` command line: dispatch to record (recorder),
  * check, dump, stats and edit (replayer, pure C). */
 #include "check.h"
+#include "diff.h"
+#include "diff_ignore.h"
 #include "dump.h"
 #include "edit.h"
 #include "reader.h"
 #include "record.h"
 #include "report.h"
+#include "script.h"
 #include "stall.h"
 #include "stats.h"
 #include "text.h"
@@ -32,10 +35,14 @@ static const char usage_main[] =
     "  dump FILE      print a trace in its text form (one line per record)\n"
     "  stats FILE     event counts per kind, thread and greenlet\n"
     "  edit           rewrite a trace without some records\n"
+    "  script TRACE   write a Python program that acts out the trace's greenlets,\n"
+    "                 calls, switches and marks (a bug reproduction)\n"
+    "  diff A B       align two traces by structure and show where they diverge\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
     "`greenreplay COMMAND --help` describes a command.  Exit status: 0 success\n"
-    "(check: clean), 1 check found violations, 2 unusable input or bad usage.\n";
+    "(check: clean; diff: same structure), 1 check found violations or diff\n"
+    "found differences, 2 unusable input or bad usage.\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
@@ -120,6 +127,75 @@ static const char usage_edit[] =
     "\n"
     "exit status: 0 ok, 2 missing or corrupt input, bad index, write error or\n"
     "bad usage.\n";
+
+static const char usage_script[] =
+    "usage: greenreplay script TRACE [--anonymize] [-o OUT.py]\n"
+    "\n"
+    "Write a standalone Python program (needs greenlet and `import greenreplay`)\n"
+    "that acts out the structure of trace TRACE: its greenlets (creation order,\n"
+    "parents and their changes, the order of switches and throws, deaths), the\n"
+    "nesting of calls inside each greenlet between switches, with functions of\n"
+    "the recorded qualnames, C calls (the same builtin where one is known, else\n"
+    "a neutral C call), marks, and start()/stop() where the trace has them.\n"
+    "Values passed by switches, files and line numbers are not reproduced.\n"
+    "Record it with\n"
+    "  greenreplay record --manual -o repro.grt -- python3 OUT.py\n"
+    "and compare with the original (docs/WORKFLOW.md):\n"
+    "  greenreplay diff --c-names script TRACE repro.grt\n"
+    "\n"
+    "What the program cannot reproduce (events of several threads inside one\n"
+    "blocking call, C code the profiler does not see, frames that existed before\n"
+    "start() below a greenlet's seed, ...) is listed in its header comment and\n"
+    "on stderr (`greenreplay: script: note: ...`); the rest is produced.\n"
+    "\n"
+    "options:\n"
+    "  --anonymize     neutral names: functions f1, f2, ..., mark labels m1, m2,\n"
+    "                  ...; no file names, no strings of the trace, no names of C\n"
+    "                  functions (C calls neutral, except sys.settrace and\n"
+    "                  sys.setprofile, whose effect the reproduction needs)\n"
+    "  -o, --output OUT  write the program to OUT (default: stdout)\n"
+    "  -q, --quiet     no notes on stderr\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
+    "error or bad usage.\n";
+
+static const char usage_diff[] =
+    "usage: greenreplay diff A B [--ignore KNOWN_ISSUES_FILE|ID,...] [--context N]\n"
+    "                            [--max N] [--c-names exact|script|any] [--files]\n"
+    "                            [--rename]\n"
+    "\n"
+    "Align traces A and B by structure and print the first divergences in a\n"
+    "unified-diff style: `-` records only in A, `+` only in B, with up to N\n"
+    "records of context and, per hunk, the greenlet and its stack just before\n"
+    "the first divergent record.  Records are compared, not by index, but as\n"
+    "tokens: kind, thread and greenlet by order of first sight, code by qualname\n"
+    "(not file and line), C functions by name, mark labels and flags, seed and\n"
+    "real stacks, switch state (prof, tracing, use_tracing when both traces\n"
+    "know it); INSTR records only when both traces have them.\n"
+    "\n"
+    "options:\n"
+    "  --ignore ARG     skip known version differences: ARG is a known-issues file\n"
+    "                   (fixtures/known-issues.ini: sections [ID]) or ids:\n"
+    "                   gen-finalize (cpython-113728, cpython-140373): call/return\n"
+    "                   pairs of generators finalized unfinished (3.9-3.12 only);\n"
+    "                   c-return-without-c-call (cpython-122029): c_return with no\n"
+    "                   c_call (3.12.0-3.12.4).  May be repeated.\n"
+    "  --context N      records of context around a divergence (default 3)\n"
+    "  --max N          hunks printed (default 3; 0: all)\n"
+    "  --c-names MODE   exact (default): C functions by name; script: as a script\n"
+    "                   of `greenreplay script` reproduces them (names it calls\n"
+    "                   by name, every other C call is just a C call): compare\n"
+    "                   a recording of a script with its original trace; any:\n"
+    "                   not by name\n"
+    "  --files          also compare code files and first lines\n"
+    "  --rename         compare qualnames and mark labels up to a consistent\n"
+    "                   renaming (for scripts made with --anonymize)\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
+    "(one line with file and byte offset), traces of different format versions,\n"
+    "or bad usage.\n";
 
 static int bad_usage(const char *usage, const char *fmt, const char *arg)
 {
@@ -466,12 +542,181 @@ static int cmd_edit(int argc, char **argv)
     return rc < 0 ? 2 : 0;
 }
 
+static int cmd_script(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"anonymize", no_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    gr_script_opts o = {0};
+    const char *out = NULL;
+    int quiet = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:q", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': o.anonymize = 1; break;
+        case 'o': out = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage_script, stdout); return 0;
+        default: return option_error(usage_script, c, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return bad_usage(usage_script, "%s", "script needs exactly one TRACE");
+    gr_trace t;
+    if (load(&t, argv[optind])) {
+        gr_trace_free(&t);
+        return 2;
+    }
+    o.source = argv[optind];
+    gr_sb prog, notes;
+    gr_sb_init(&prog);
+    gr_sb_init(&notes);
+    gr_script_write(&t, &o, &prog, &notes);
+    gr_trace_free(&t);
+    if (!quiet && notes.len) {
+        const char *p = notes.s;
+        while (*p) {
+            const char *e = strchr(p, '\n');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            fprintf(stderr, "greenreplay: script: note: %.*s\n", (int)n, p);
+            p += n + (e ? 1 : 0);
+        }
+    }
+    int rc = 0;
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "greenreplay: %s: %s\n", out, strerror(errno));
+        rc = 2;
+    } else {
+        if (fwrite(prog.s ? prog.s : "", 1, prog.len, f) != prog.len || fflush(f) != 0)
+            rc = 2;
+        if (out && fclose(f) != 0)
+            rc = 2;
+        if (rc)
+            fprintf(stderr, "greenreplay: %s: writing the script failed\n", out ? out : "stdout");
+    }
+    gr_sb_free(&prog);
+    gr_sb_free(&notes);
+    return rc;
+}
+
+/* Parse a non-negative decimal int option. */
+static int parse_count(const char *s, int *out)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v > 1000000000L)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"ignore", required_argument, NULL, 'i'},
+        {"context", required_argument, NULL, 'C'},
+        {"max", required_argument, NULL, 'm'},
+        {"c-names", required_argument, NULL, 'n'},
+        {"files", no_argument, NULL, 'f'},
+        {"rename", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    gr_sb skipped;
+    gr_sb_init(&skipped);
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        char err[512];
+        switch (c) {
+        case 'i':
+            if (gr_ignore_parse(optarg, &o.ignore, &skipped, err, sizeof err) < 0) {
+                gr_sb_free(&skipped);
+                fprintf(stderr, "greenreplay: diff: --ignore: %s\n", err);
+                return 2;
+            }
+            break;
+        case 'C':
+            if (parse_count(optarg, &o.context) < 0)
+                return bad_usage(usage_diff, "bad --context '%s' (a number)", optarg);
+            break;
+        case 'm':
+            if (parse_count(optarg, &o.max_hunks) < 0)
+                return bad_usage(usage_diff, "bad --max '%s' (a number)", optarg);
+            break;
+        case 'n':
+            if (strcmp(optarg, "exact") == 0)
+                o.c_names = GR_CNAMES_EXACT;
+            else if (strcmp(optarg, "script") == 0)
+                o.c_names = GR_CNAMES_SCRIPT;
+            else if (strcmp(optarg, "any") == 0)
+                o.c_names = GR_CNAMES_ANY;
+            else
+                return bad_usage(usage_diff, "unknown --c-names '%s' (exact, script or any)",
+                                 optarg);
+            break;
+        case 'f': o.files = 1; break;
+        case 'r': o.rename = 1; break;
+        case 'h': gr_sb_free(&skipped); fputs(usage_diff, stdout); return 0;
+        default: gr_sb_free(&skipped); return option_error(usage_diff, c, argv);
+        }
+    }
+    if (argc - optind != 2) {
+        gr_sb_free(&skipped);
+        return bad_usage(usage_diff, "%s", "diff needs exactly two traces A and B");
+    }
+    gr_trace a, b;
+    memset(&b, 0, sizeof b);
+    int rc = 2;
+    if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
+        goto done;
+    if (a.minor != b.minor) {
+        fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
+                        "different format versions are not compared (record both with the same "
+                        "greenreplay)\n",
+                argv[optind], GR_VERSION_MAJOR, a.minor, argv[optind + 1], GR_VERSION_MAJOR,
+                b.minor);
+        goto done;
+    }
+    if (skipped.len) {
+        const char *p = skipped.s;
+        while (*p) {
+            const char *e = strchr(p, '\n');
+            printf("# --ignore: %.*s is not a structural difference (no normalization)\n",
+                   (int)(e - p), p);
+            p = e + 1;
+        }
+    }
+    rc = gr_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "greenreplay: writing the report failed\n");
+        rc = 2;
+    }
+done:
+    gr_trace_free(&a);
+    gr_trace_free(&b);
+    gr_sb_free(&skipped);
+    return rc;
+}
+
 static const char *command_usage(const char *cmd)
 {
     if (strcmp(cmd, "check") == 0) return usage_check;
     if (strcmp(cmd, "dump") == 0) return usage_dump;
     if (strcmp(cmd, "stats") == 0) return usage_stats;
     if (strcmp(cmd, "edit") == 0) return usage_edit;
+    if (strcmp(cmd, "script") == 0) return usage_script;
+    if (strcmp(cmd, "diff") == 0) return usage_diff;
     return NULL;
 }
 
@@ -516,5 +761,9 @@ int main(int argc, char **argv)
         return cmd_stats(sub_argc, sub_argv);
     if (strcmp(cmd, "edit") == 0)
         return cmd_edit(sub_argc, sub_argv);
+    if (strcmp(cmd, "script") == 0)
+        return cmd_script(sub_argc, sub_argv);
+    if (strcmp(cmd, "diff") == 0)
+        return cmd_diff(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }

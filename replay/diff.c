@@ -1,0 +1,574 @@
+/* diff.c - structural comparison of two traces (diff.h). */
+#include "diff.h"
+
+#include "diff_align.h"
+#include "diff_ignore.h"
+#include "dump.h"
+#include "idmap.h"
+#include "script_shape.h"
+#include "text.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BUDGET 200000000ull
+
+void gr_diff_defaults(gr_diff_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->context = 3;
+    o->max_hunks = 3;
+}
+
+/* ---- token strings, interned -------------------------------------------- */
+
+typedef struct interner {
+    gr_idmap map;   /* (hash, len) -> first id with that key; chained by next[] */
+    char **str;
+    size_t *len;
+    uint32_t *next; /* next id with the same key + 1, 0 none */
+    size_t n, cap, cap_len, cap_next;
+} interner;
+
+static uint64_t fnv(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (uint8_t)p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint32_t intern(interner *in, const char *s, size_t n)
+{
+    uint64_t h = fnv(s, n);
+    size_t id;
+    if (gr_idmap_get(&in->map, h, n, &id)) {
+        for (;;) {
+            if (in->len[id] == n && memcmp(in->str[id], s, n) == 0)
+                return (uint32_t)id;
+            if (!in->next[id])
+                break;
+            id = in->next[id] - 1;
+        }
+    }
+    in->str = gr_xgrow(in->str, &in->cap, in->n + 1, sizeof *in->str);
+    in->len = gr_xgrow(in->len, &in->cap_len, in->n + 1, sizeof *in->len);
+    in->next = gr_xgrow(in->next, &in->cap_next, in->n + 1, sizeof *in->next);
+    size_t nid = in->n++;
+    in->str[nid] = gr_xrealloc(NULL, n + 1);
+    memcpy(in->str[nid], s, n);
+    in->str[nid][n] = '\0';
+    in->len[nid] = n;
+    in->next[nid] = 0;
+    if (gr_idmap_get(&in->map, h, n, &id))
+        in->next[nid] = (uint32_t)id + 1; /* new head of the chain */
+    gr_idmap_put(&in->map, h, n, nid);
+    return (uint32_t)nid;
+}
+
+static void interner_free(interner *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        free(in->str[i]);
+    free(in->str);
+    free(in->len);
+    free(in->next);
+    gr_idmap_free(&in->map);
+}
+
+/* ---- one side ----------------------------------------------------------- */
+
+typedef struct side {
+    const gr_trace *t;
+    uint8_t *keep;     /* [nrecs] record compared */
+    size_t *idx;       /* kept record indices */
+    uint32_t *tok;     /* their tokens */
+    size_t n;
+    size_t ignored[GR_IGNORE_COUNT];
+    gr_shape shape;    /* --c-names script */
+    int has_shape;
+    gr_idmap granks, tranks, qranks, lranks;
+    uint64_t ng, nt, nq, nl;
+    int has_instr, knows_ut;
+} side;
+
+typedef struct ctx {
+    const gr_diff_opts *o;
+    int cmp_instr, cmp_ut;
+    interner in;
+} ctx;
+
+static uint64_t rank(gr_idmap *m, uint64_t *counter, uint64_t a, uint64_t b)
+{
+    size_t v;
+    if (gr_idmap_get(m, a, b, &v))
+        return v;
+    gr_idmap_put(m, a, b, (size_t)++*counter);
+    return *counter;
+}
+
+static void put_g(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)
+{
+    if (!gid)
+        gr_sb_puts(sb, "g0");
+    else
+        gr_sb_printf(sb, "g%" PRIu64, rank(&s->granks, &s->ng, tid, gid));
+}
+
+static void put_name(ctx *c, side *s, gr_sb *sb, uint32_t code, size_t rec, int in_stack)
+{
+    const gr_trace *t = s->t;
+    const gr_code *cd = gr_trace_code(t, code);
+    if (!cd) {
+        gr_sb_printf(sb, "?code=%" PRIu32, code);
+        return;
+    }
+    size_t n;
+    const uint8_t *q = gr_trace_string(t, cd->qualname, &n);
+    if (cd->kind == GR_CODE_C) {
+        int named;
+        if (c->o->c_names == GR_CNAMES_ANY)
+            named = 0;
+        else if (c->o->c_names == GR_CNAMES_SCRIPT && !in_stack)
+            named = s->has_shape && rec < t->nrecs ? s->shape.ckeep[rec] : 1;
+        else
+            named = 1;
+        if (named)
+            gr_sb_escape(sb, q, n, 0);
+        else
+            gr_sb_puts(sb, "<C>");
+        return;
+    }
+    if (c->o->rename && !gr_shape_is_recorder_code(t, code)) {
+        gr_sb_printf(sb, "#%" PRIu64, rank(&s->qranks, &s->nq, fnv((const char *)q, n), n));
+    } else {
+        gr_sb_escape(sb, q, n, 0);
+    }
+    if (c->o->files) {
+        size_t fn;
+        const uint8_t *f = cd->file ? gr_trace_string(t, cd->file, &fn) : NULL;
+        gr_sb_puts(sb, " (");
+        if (f)
+            gr_sb_escape(sb, f, fn, 0);
+        else
+            gr_sb_putc(sb, '?');
+        gr_sb_printf(sb, ":%" PRIu64 ")", cd->line);
+    }
+}
+
+static void put_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
+{
+    const uint32_t *ids = gr_record_stack(s->t, r);
+    gr_sb_puts(sb, " stack=");
+    if (!r->depth)
+        gr_sb_putc(sb, '-');
+    for (uint32_t i = 0; i < r->depth; i++) {
+        if (i)
+            gr_sb_puts(sb, " > ");
+        put_name(c, s, sb, ids[i], GR_NONE, 1);
+    }
+}
+
+static const char *const kinds[] = {"THREAD", "GREENLET", "CALL",  "RETURN", "C_CALL",
+                                    "C_RETURN", "C_EXCEPTION", "SWITCH", "THROW", "MARK",
+                                    "DEAD", "START", "STOP", "STACK", "INSTR"};
+
+/* The token text of record i of side s (appended to sb); 0 if the record
+ * is not compared. */
+static int token(ctx *c, side *s, size_t i, gr_sb *sb)
+{
+    const gr_record *r = &s->t->recs[i];
+    if (r->tag == GR_INSTR && !c->cmp_instr)
+        return 0;
+    gr_sb_printf(sb, "%s t%" PRIu64, kinds[r->tag - GR_FIRST_INDEXED],
+                 rank(&s->tranks, &s->nt, r->tid, 0));
+    if (r->tag == GR_THREAD)
+        return 1;
+    gr_sb_putc(sb, ' ');
+    put_g(s, sb, r->tid, r->gid);
+    switch (r->tag) {
+    case GR_GREENLET:
+        gr_sb_puts(sb, " parent=");
+        put_g(s, sb, r->tid, r->parent);
+        gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
+        put_stack(c, s, sb, r);
+        break;
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        gr_sb_putc(sb, ' ');
+        put_name(c, s, sb, r->code, i, 0);
+        break;
+    case GR_SWITCH:
+    case GR_THROW: {
+        gr_sb_puts(sb, "->");
+        put_g(s, sb, r->tid, r->target);
+        gr_sb_puts(sb, " parent=");
+        put_g(s, sb, r->tid, r->parent);
+        const char *prof = (r->flags & GR_SW_PROFILE_OURS)  ? "ours"
+                           : (r->flags & GR_SW_PROFILE_SET) ? "other"
+                                                            : "none";
+        gr_sb_printf(sb, " prof=%s tracing=%" PRIu64, prof, r->tracing);
+        if (c->cmp_ut)
+            gr_sb_printf(sb, " use_tracing=%s",
+                         !(r->flags & GR_SW_USE_TRACING_KNOWN) ? "n/a"
+                         : r->use_tracing                      ? "on"
+                                                               : "0");
+        if (r->flags & GR_SW_ORIGIN_DEAD)
+            gr_sb_puts(sb, " origin_dead");
+        break;
+    }
+    case GR_MARK: {
+        size_t n;
+        const uint8_t *l = gr_trace_string(s->t, r->label, &n);
+        if (c->o->rename)
+            gr_sb_printf(sb, " L%" PRIu64, rank(&s->lranks, &s->nl, fnv((const char *)l, n), n));
+        else {
+            gr_sb_putc(sb, '"');
+            gr_sb_escape(sb, l, n, 1);
+            gr_sb_putc(sb, '"');
+        }
+        gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
+        put_stack(c, s, sb, r);
+        break;
+    }
+    case GR_STACK:
+        gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
+        put_stack(c, s, sb, r);
+        break;
+    case GR_INSTR:
+        gr_sb_printf(sb, " frames=%" PRIu64 " stale=%" PRIu64, r->parent, r->use_tracing);
+        break;
+    default: break; /* DEAD, START, STOP */
+    }
+    return 1;
+}
+
+static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
+{
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->keep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
+    memset(s->keep, 1, t->nrecs ? t->nrecs : 1);
+    gr_ignore_apply(t, o->ignore, s->keep, s->ignored);
+    if (o->c_names == GR_CNAMES_SCRIPT) {
+        gr_shape_build(&s->shape, t, o->rename);
+        s->has_shape = 1;
+    }
+    for (size_t i = 0; i < t->nrecs; i++) {
+        const gr_record *r = &t->recs[i];
+        if (r->tag == GR_INSTR)
+            s->has_instr = 1;
+        if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_USE_TRACING_KNOWN))
+            s->knows_ut = 1;
+    }
+}
+
+static void side_tokens(ctx *c, side *s)
+{
+    const gr_trace *t = s->t;
+    s->idx = gr_xrealloc(NULL, (t->nrecs + 1) * sizeof *s->idx);
+    s->tok = gr_xrealloc(NULL, (t->nrecs + 1) * sizeof *s->tok);
+    gr_sb sb;
+    gr_sb_init(&sb);
+    for (size_t i = 0; i < t->nrecs; i++) {
+        if (!s->keep[i])
+            continue;
+        gr_sb_reset(&sb);
+        if (!token(c, s, i, &sb))
+            continue;
+        s->idx[s->n] = i;
+        s->tok[s->n] = intern(&c->in, sb.s, sb.len);
+        s->n++;
+    }
+    gr_sb_free(&sb);
+}
+
+static void side_free(side *s)
+{
+    free(s->keep);
+    free(s->idx);
+    free(s->tok);
+    if (s->has_shape)
+        gr_shape_free(&s->shape);
+    gr_idmap_free(&s->granks);
+    gr_idmap_free(&s->tranks);
+    gr_idmap_free(&s->qranks);
+    gr_idmap_free(&s->lranks);
+}
+
+/* ---- report ------------------------------------------------------------- */
+
+static void meta_of(const gr_trace *t, const char *key, gr_sb *sb)
+{
+    size_t kn = strlen(key);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t n, vn;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &n);
+        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vn);
+        if (k && v && n == kn && memcmp(k, key, n) == 0) {
+            gr_sb_escape(sb, v, vn, 0);
+            return;
+        }
+    }
+    gr_sb_putc(sb, '?');
+}
+
+static void header_line(FILE *out, char sign, const char *name, const gr_trace *t)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_sb_printf(&sb, "%c%c%c ", sign, sign, sign);
+    gr_sb_escape(&sb, name, strlen(name), 0);
+    gr_sb_puts(&sb, "  (python ");
+    meta_of(t, "python", &sb);
+    gr_sb_puts(&sb, ", greenlet ");
+    meta_of(t, "greenlet", &sb);
+    gr_sb_printf(&sb, "; %zu records", t->nrecs);
+    if (t->truncated)
+        gr_sb_printf(&sb, ", truncated at byte %" PRIu64, t->truncated_at);
+    gr_sb_puts(&sb, ")\n");
+    fputs(sb.s, out);
+    gr_sb_free(&sb);
+}
+
+/* The shadow stack of (tid, gid) in t just before record `upto`
+ * (qualnames, " > "), at most the innermost 6 entries. */
+static void shadow_before(const gr_trace *t, size_t upto, uint64_t tid, uint64_t gid, gr_sb *out)
+{
+    uint32_t *st = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < upto && i < t->nrecs; i++) {
+        const gr_record *r = &t->recs[i];
+        if (r->tid != tid || r->gid != gid)
+            continue;
+        switch (r->tag) {
+        case GR_GREENLET: {
+            const uint32_t *ids = gr_record_stack(t, r);
+            n = 0;
+            for (uint32_t k = 0; k < r->depth; k++) {
+                st = gr_xgrow(st, &cap, n + 1, sizeof *st);
+                st[n++] = ids[k];
+            }
+            break;
+        }
+        case GR_CALL:
+        case GR_C_CALL:
+            st = gr_xgrow(st, &cap, n + 1, sizeof *st);
+            st[n++] = r->code;
+            break;
+        case GR_RETURN:
+        case GR_C_RETURN:
+        case GR_C_EXCEPTION: {
+            size_t k = n;
+            while (k > 0 && st[k - 1] != r->code)
+                k--;
+            if (k > 0)
+                n = k - 1;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (n == 0)
+        gr_sb_putc(out, '-');
+    size_t from = n > 6 ? n - 6 : 0;
+    if (from)
+        gr_sb_puts(out, "... > ");
+    for (size_t i = from; i < n; i++) {
+        const gr_code *c = gr_trace_code(t, st[i]);
+        size_t qn;
+        const uint8_t *q = c ? gr_trace_string(t, c->qualname, &qn) : NULL;
+        if (i > from)
+            gr_sb_puts(out, " > ");
+        if (q)
+            gr_sb_escape(out, q, qn, 0);
+        else
+            gr_sb_putc(out, '?');
+    }
+    free(st);
+}
+
+static void dump_line(FILE *out, char sign, const gr_trace *t, size_t rec)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_dump_record(&sb, t, &t->recs[rec]);
+    fprintf(out, "%c%s\n", sign, gr_sb_str(&sb));
+    gr_sb_free(&sb);
+}
+
+/* Record index of position p of a side (its n when p is past the end). */
+static size_t rec_at(const side *s, size_t p)
+{
+    return p < s->n ? s->idx[p] : s->t->nrecs;
+}
+
+/* Print the hunk of runs[r0..r1) (r0 and r1 - 1 are changes) with up to
+ * `context` equal records before and after. */
+static void print_hunk(FILE *out, const side *A, const side *B, const gr_edit *runs, size_t nruns,
+                       size_t r0, size_t r1, int context)
+{
+    size_t nctx = context > 0 ? (size_t)context : 0;
+    size_t pre = r0 > 0 && runs[r0 - 1].op == '=' ? runs[r0 - 1].n : 0;
+    size_t post = r1 < nruns && runs[r1].op == '=' ? runs[r1].n : 0;
+    pre = pre < nctx ? pre : nctx;
+    post = post < nctx ? post : nctx;
+    size_t a_from = runs[r0].a - pre, b_from = runs[r0].b - pre;
+    size_t a_n = pre + post, b_n = pre + post;
+    for (size_t k = r0; k < r1; k++) {
+        if (runs[k].op != '+')
+            a_n += runs[k].n;
+        if (runs[k].op != '-')
+            b_n += runs[k].n;
+    }
+    /* The first divergent record and its greenlet. */
+    const gr_edit *first = &runs[r0];
+    const side *fs = first->op == '+' ? B : A;
+    size_t frec = rec_at(fs, first->op == '+' ? first->b : first->a);
+    gr_sb hdr;
+    gr_sb_init(&hdr);
+    gr_sb_printf(&hdr, "@@ -%zu,%zu +%zu,%zu @@", rec_at(A, a_from), a_n, rec_at(B, b_from), b_n);
+    if (frec < fs->t->nrecs) {
+        const gr_record *r = &fs->t->recs[frec];
+        gr_sb_printf(&hdr, " t%" PRIu64 " g%" PRIu64 " in %s: ", r->tid, r->gid,
+                     fs == A ? "A" : "B");
+        shadow_before(fs->t, frec, r->tid, r->gid, &hdr);
+    }
+    fprintf(out, "%s\n", gr_sb_str(&hdr));
+    gr_sb_free(&hdr);
+    for (size_t p = 0; p < pre; p++)
+        dump_line(out, ' ', A->t, rec_at(A, a_from + p));
+    for (size_t k = r0; k < r1; k++) {
+        const gr_edit *e = &runs[k];
+        for (size_t p = 0; p < e->n; p++) {
+            if (e->op == '=')
+                dump_line(out, ' ', A->t, rec_at(A, e->a + p));
+            else if (e->op == '-')
+                dump_line(out, '-', A->t, rec_at(A, e->a + p));
+            else
+                dump_line(out, '+', B->t, rec_at(B, e->b + p));
+        }
+    }
+    for (size_t p = 0; p < post; p++)
+        dump_line(out, ' ', A->t, rec_at(A, runs[r1].a + p));
+}
+
+int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
+            const char *name_b, const gr_diff_opts *o)
+{
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    side A, B;
+    side_init(&A, a, o);
+    side_init(&B, b, o);
+    c.cmp_instr = A.has_instr && B.has_instr;
+    c.cmp_ut = A.knows_ut && B.knows_ut;
+    side_tokens(&c, &A);
+    side_tokens(&c, &B);
+
+    header_line(out, '-', name_a, a);
+    header_line(out, '+', name_b, b);
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_sb_printf(&sb, "# compared: %zu and %zu records; Python code by %s%s; C functions %s", A.n,
+                 B.n, o->rename ? "qualname up to renaming" : "qualname",
+                 o->files ? ", file and first line" : "",
+                 o->c_names == GR_CNAMES_EXACT    ? "by name"
+                 : o->c_names == GR_CNAMES_SCRIPT ? "by the names a script reproduces"
+                                                  : "not by name");
+    if (o->rename)
+        gr_sb_puts(&sb, "; mark labels up to renaming");
+    fprintf(out, "%s\n", sb.s);
+    gr_sb_reset(&sb);
+    if (!c.cmp_instr && (A.has_instr || B.has_instr))
+        gr_sb_printf(&sb, "INSTR records (only %s has them: CPython 3.12+)",
+                     A.has_instr ? "A" : "B");
+    if (!c.cmp_ut && (A.knows_ut || B.knows_ut))
+        gr_sb_printf(&sb, "%suse_tracing (only %s knows it: CPython 3.9-3.11)", sb.len ? "; " : "",
+                     A.knows_ut ? "A" : "B");
+    if (sb.len)
+        fprintf(out, "# not compared: %s\n", sb.s);
+    for (int i = 0; i < GR_IGNORE_COUNT; i++)
+        if (o->ignore & (1u << i))
+            fprintf(out, "# ignored (--ignore %s): %zu records of A, %zu of B\n", gr_ignore_name(i),
+                    A.ignored[i], B.ignored[i]);
+    gr_sb_free(&sb);
+
+    gr_edit *runs = NULL;
+    int exhausted = 0;
+    size_t nruns = gr_align(A.tok, A.n, B.tok, B.n, o->budget ? o->budget : DEFAULT_BUDGET, &runs,
+                            &exhausted);
+    /* A trace cut short: what the other has past its end is not a
+     * divergence. */
+    size_t tail_a = 0, tail_b = 0;
+    if (nruns && runs[nruns - 1].op == '+' && a->truncated && runs[nruns - 1].a == A.n) {
+        tail_b = runs[--nruns].n;
+    } else if (nruns && runs[nruns - 1].op == '-' && b->truncated &&
+               runs[nruns - 1].b == B.n) {
+        tail_a = runs[--nruns].n;
+    }
+    size_t only_a = 0, only_b = 0, nhunks = 0;
+    for (size_t i = 0; i < nruns; i++) {
+        if (runs[i].op == '-')
+            only_a += runs[i].n;
+        else if (runs[i].op == '+')
+            only_b += runs[i].n;
+    }
+    /* Hunks: changes separated by at most 2 * context equal records. */
+    size_t shown = 0;
+    size_t i = 0;
+    while (i < nruns) {
+        if (runs[i].op == '=') {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < nruns) {
+            if (runs[j].op == '=' &&
+                (j + 1 >= nruns || runs[j].n > 2 * (size_t)o->context))
+                break;
+            j++;
+        }
+        nhunks++;
+        if (!o->max_hunks || shown < (size_t)o->max_hunks) {
+            print_hunk(out, &A, &B, runs, nruns, i, j, o->context);
+            shown++;
+        }
+        i = j;
+    }
+    if (tail_b)
+        fprintf(out, "# A ends early (truncated at byte %" PRIu64 "): the last %zu records of B "
+                     "are not compared\n",
+                a->truncated_at, tail_b);
+    if (tail_a)
+        fprintf(out, "# B ends early (truncated at byte %" PRIu64 "): the last %zu records of A "
+                     "are not compared\n",
+                b->truncated_at, tail_a);
+    if (exhausted)
+        fprintf(out, "# the traces differ too much to align in full: a part is shown as "
+                     "replaced as a whole\n");
+    int rc;
+    if (nhunks == 0) {
+        fprintf(out, "same structure (%zu records of A, %zu of B compared)\n", A.n, B.n);
+        rc = 0;
+    } else {
+        fprintf(out, "%zu difference%s: %zu records only in A, %zu only in B", nhunks,
+                nhunks == 1 ? "" : "s", only_a, only_b);
+        if (shown < nhunks)
+            fprintf(out, " (first %zu shown; --max 0 shows all)", shown);
+        fputc('\n', out);
+        rc = 1;
+    }
+    free(runs);
+    side_free(&A);
+    side_free(&B);
+    interner_free(&c.in);
+    return rc;
+}

@@ -1,0 +1,1034 @@
+/* script.c - render a trace's shape as a Python program (script.h). */
+#include "script.h"
+
+#include "idmap.h"
+#include "script_builtins.h"
+#include "script_shape.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Statements of a body are kept as one string: each statement starts with
+ * STMT, its lines are separated by '\n' and indented relative to the body
+ * (4 spaces per level). */
+#define STMT '\x01'
+
+/* What the prelude must define. */
+enum {
+    U_X = 1u << 0,      /* _X = collections.deque: calls from C */
+    U_Q = 1u << 1,      /* _Q: call a function object from C */
+    U_D = 1u << 2,      /* _D: the neutral C call */
+    U_SW = 1u << 3,     /* _SW = greenlet.greenlet.switch */
+    U_TH = 1u << 4,     /* _TH = greenlet.greenlet.throw */
+    U_THROWN = 1u << 5, /* class _Thrown */
+    U_FAIL = 1u << 6,   /* class _Fail */
+    U_GEN = 1u << 7,    /* _gen() */
+    U_TRACE = 1u << 8,  /* _T, _A */
+    U_PROF = 1u << 9,   /* _P */
+    U_FUNCTOOLS = 1u << 10,
+    U_OS = 1u << 11,
+    U_THREADS = 1u << 12, /* _L, _PK */
+};
+
+typedef struct variant {
+    uint32_t code;
+    char *body; /* owned: statements */
+    size_t body_len;
+} variant;
+
+typedef struct render {
+    const gr_shape *s;
+    const gr_trace *t;
+    const gr_script_opts *o;
+    size_t *var_of;   /* [nframes]: variant index + 1, 0 not rendered */
+    variant *vars;
+    size_t nvars, cap_vars;
+    gr_idmap dedup;   /* (hash, code) -> variant index */
+    unsigned need;    /* gr_builtin_need bits */
+    unsigned use;     /* U_* bits */
+    uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code */
+    size_t line;      /* lines written so far */
+    size_t unit;      /* last unit tag given */
+    size_t bad_utf8;  /* invalid bytes replaced in literals */
+} render;
+
+/* ---- literals ----------------------------------------------------------- */
+
+size_t gr_script_pystr(gr_sb *sb, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    size_t bad = 0;
+    gr_sb_putc(sb, '\'');
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        if (c >= 0x20 && c < 0x7f) {
+            if (c == '\\' || c == '\'')
+                gr_sb_putc(sb, '\\');
+            gr_sb_putc(sb, (char)c);
+            i++;
+            continue;
+        }
+        size_t k = gr_utf8_len(s + i, n - i);
+        uint32_t cp;
+        if (k == 0) {
+            cp = 0xFFFD;
+            bad++;
+            k = 1;
+        } else if (k == 1) {
+            cp = c;
+        } else if (k == 2) {
+            cp = (uint32_t)(c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+        } else if (k == 3) {
+            cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+        } else {
+            cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 |
+                 (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
+        }
+        i += k;
+        if (cp < 0x100)
+            gr_sb_printf(sb, "\\x%02x", cp);
+        else if (cp < 0x10000)
+            gr_sb_printf(sb, "\\u%04x", cp);
+        else
+            gr_sb_printf(sb, "\\U%08x", cp);
+    }
+    gr_sb_putc(sb, '\'');
+    return bad;
+}
+
+static void lit_code(render *R, gr_sb *sb, uint32_t code)
+{
+    gr_sb name;
+    gr_sb_init(&name);
+    gr_shape_name(R->s, &name, code);
+    R->bad_utf8 += gr_script_pystr(sb, name.s ? name.s : "", name.len);
+    gr_sb_free(&name);
+}
+
+static void lit_label(render *R, gr_sb *sb, uint64_t label)
+{
+    gr_sb name;
+    gr_sb_init(&name);
+    gr_shape_label(R->s, &name, label);
+    R->bad_utf8 += gr_script_pystr(sb, name.s ? name.s : "", name.len);
+    gr_sb_free(&name);
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+static const gr_green *green(const render *R, uint64_t tid, uint64_t gid)
+{
+    for (size_t i = 0; i < R->s->ngreens; i++)
+        if (R->s->greens[i].tid == tid && R->s->greens[i].gid == gid)
+            return &R->s->greens[i];
+    return NULL;
+}
+
+static const gr_sthread *thread(const render *R, uint64_t tid)
+{
+    for (size_t i = 0; i < R->s->nthreads; i++)
+        if (R->s->threads[i].tid == tid)
+            return &R->s->threads[i];
+    return NULL;
+}
+
+/* The exception a throw into greenlet (tid, gid) carries: GreenletExit when
+ * it kills a greenlet that had not started and that dies normally, else the
+ * script's own exception (the target catches it where it resumes). */
+static const char *throw_exc(render *R, uint64_t tid, uint64_t gid)
+{
+    const gr_green *g = green(R, tid, gid);
+    if (g && g->thrown_unstarted && !g->dies_throw)
+        return "greenlet.GreenletExit";
+    R->use |= U_THROWN;
+    return "_Thrown";
+}
+
+static size_t variant_of(render *R, size_t frame);
+
+/* Whether code id `code` is a module's top-level code ("<module>"). */
+static int qual_is_module(const gr_shape *s, uint32_t code)
+{
+    const gr_code *c = gr_trace_code(s->t, code);
+    size_t n;
+    const uint8_t *q = c ? gr_trace_string(s->t, c->qualname, &n) : NULL;
+    return q && c->kind == GR_CODE_PY && n == 8 && memcmp(q, "<module>", 8) == 0;
+}
+
+/* Turn "a, b, " (k items, each followed by ", ") into a tuple "(a, b)" or
+ * "(a,)", appended to dst. */
+static void tuple_of(gr_sb *dst, const char *items, size_t len, size_t k)
+{
+    gr_sb_putc(dst, '(');
+    if (k == 0) {
+        gr_sb_putc(dst, ')');
+        return;
+    }
+    gr_sb_put(dst, items, len >= 2 ? len - 2 : len);
+    gr_sb_puts(dst, k == 1 ? ",)" : ")");
+}
+
+/* Wrap stmt (lines) in try/except BaseException. */
+static void wrap_try(gr_sb *out, const char *stmt)
+{
+    gr_sb_puts(out, "try:\n");
+    const char *p = stmt;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        gr_sb_puts(out, "    ");
+        gr_sb_put(out, p, n);
+        gr_sb_putc(out, '\n');
+        p += n + (e ? 1 : 0);
+    }
+    gr_sb_puts(out, "except BaseException:\n    pass");
+}
+
+/* The callables a neutral C call makes from C, for act a (appended to out,
+ * each followed by ", "); returns how many (0: a cannot be made from C). */
+static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
+{
+    switch (a->kind) {
+    case GR_ACT_CALL:
+        gr_sb_printf(out, "_v%zu, ", variant_of(R, a->frame));
+        return 1;
+    case GR_ACT_MARK:
+        R->use |= U_FUNCTOOLS;
+        R->need |= GR_NEED_GREENREPLAY;
+        gr_sb_puts(out, "functools.partial(greenreplay.mark, ");
+        lit_label(R, out, a->label);
+        gr_sb_puts(out, "), ");
+        return 1;
+    case GR_ACT_SWITCH:
+        gr_sb_printf(out, "G[%" PRIu64 "].switch, ", a->gid);
+        return 1;
+    case GR_ACT_THROW:
+        R->use |= U_FUNCTOOLS;
+        gr_sb_printf(out, "functools.partial(G[%" PRIu64 "].throw, %s), ", a->gid,
+                     throw_exc(R, tid, a->gid));
+        return 1;
+    case GR_ACT_PARENT:
+        if (!a->gid2)
+            return 1;
+        R->use |= U_FUNCTOOLS;
+        gr_sb_printf(out, "functools.partial(setattr, G[%" PRIu64 "], 'parent', G[%" PRIu64 "]), ",
+                     a->gid, a->gid2);
+        return 1;
+    case GR_ACT_HANDOVER:
+        R->use |= U_THREADS;
+        gr_sb_printf(out, "_L[%" PRIu64 "].release, ", a->tid2);
+        if (!a->block)
+            return 1;
+        gr_sb_printf(out, "_L[%" PRIu64 "].acquire, ", a->tid);
+        return 2;
+    default: return 0;
+    }
+}
+
+/* The statement for C frame f (an act CCALL). */
+static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
+{
+    const gr_shape *s = R->s;
+    const gr_frame *f = &s->frames[a->frame];
+    gr_sb st;
+    gr_sb_init(&st);
+    if (f->keep) {
+        const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
+        const gr_code *c = gr_trace_code(R->t, f->code);
+        size_t n;
+        const uint8_t *q = gr_trace_string(R->t, c->qualname, &n);
+        const gr_builtin *b = gr_builtin_find((const char *)q, n);
+        if (a0 && a0->kind == GR_ACT_MARK) {
+            R->need |= GR_NEED_GREENREPLAY;
+            gr_sb_puts(&st, "greenreplay.mark(");
+            lit_label(R, &st, a0->label);
+            gr_sb_putc(&st, ')');
+        } else if (a0 && a0->kind == GR_ACT_SWITCH) {
+            gr_sb_printf(&st, "G[%" PRIu64 "].switch()", a0->gid);
+        } else if (a0 && a0->kind == GR_ACT_THROW) {
+            gr_sb_printf(&st, "G[%" PRIu64 "].throw(%s)", a0->gid, throw_exc(R, f->tid, a0->gid));
+        } else if (f->gen != GR_NONE) {
+            R->use |= U_GEN;
+            gr_sb_printf(&st, "_GZ[%zu].close()", f->gen);
+        } else if (b && b->kind == GR_BUILTIN_SETTRACE) {
+            R->need |= GR_NEED_SYS;
+            if (f->settrace_on) {
+                R->use |= U_TRACE;
+                gr_sb_puts(&st, "sys.settrace(_T)");
+            } else {
+                gr_sb_puts(&st, "sys.settrace(None)");
+            }
+        } else if (b && b->kind == GR_BUILTIN_SETPROFILE) {
+            R->need |= GR_NEED_SYS;
+            R->use |= U_PROF;
+            gr_sb_puts(&st, "sys.setprofile(_P)");
+        } else if (b) {
+            R->need |= b->need;
+            gr_sb_puts(&st, b->expr);
+        } else {
+            gr_sb_puts(&st, "_D.extend(())");
+            R->use |= U_D;
+        }
+    } else {
+        R->use |= U_D;
+        gr_sb items;
+        gr_sb_init(&items);
+        size_t k = 0;
+        for (size_t i = 0; i < f->nacts; i++)
+            k += (size_t)callables(R, f->tid, &s->acts[f->acts[i]], &items);
+        if (f->end == GR_END_EXCEPTION) {
+            gr_sb_puts(&items, "{}.popitem, ");
+            k++;
+        }
+        if (k == 0) {
+            gr_sb_puts(&st, "_D.extend(())");
+        } else {
+            R->use |= U_Q;
+            gr_sb_puts(&st, "_D.extend(map(_Q, ");
+            tuple_of(&st, items.s, items.len, k);
+            gr_sb_puts(&st, "))");
+        }
+        gr_sb_free(&items);
+    }
+    if (f->end == GR_END_EXCEPTION)
+        wrap_try(out, gr_sb_str(&st));
+    else
+        gr_sb_puts(out, gr_sb_str(&st));
+    gr_sb_free(&st);
+}
+
+/* Target of a SUSPEND act of greenlet (tid, gid). */
+static void suspend_target(render *R, const gr_act *a, uint64_t tid, gr_sb *out)
+{
+    const gr_green *g = green(R, tid, a->gid);
+    const gr_sthread *th = thread(R, tid);
+    if (g && g->root && th && th->has_first && th->first != g->gid)
+        gr_sb_printf(out, "G[%" PRIu64 "]", th->first);
+    else
+        gr_sb_printf(out, "_R[%" PRIu64 "]", tid);
+}
+
+/* Statement for act a of Python frame `frame`, appended to out (without the
+ * leading STMT).  Returns 0 when the act makes no statement. */
+static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
+{
+    const gr_shape *s = R->s;
+    uint64_t tid = s->frames[frame].tid;
+    gr_sb st;
+    gr_sb_init(&st);
+    int catch_ = a->catch_;
+    switch (a->kind) {
+    case GR_ACT_CALL: {
+        size_t v = variant_of(R, a->frame);
+        if (a->arm != GR_NONE) {
+            const gr_act *sw = &s->acts[a->arm];
+            R->use |= U_TRACE;
+            R->need |= GR_NEED_SYS;
+            gr_sb_puts(&st, "_A[0] = ");
+            if (sw->kind == GR_ACT_THROW) {
+                R->use |= U_FUNCTOOLS;
+                gr_sb_printf(&st, "functools.partial(G[%" PRIu64 "].throw, %s)", sw->gid,
+                             throw_exc(R, tid, sw->gid));
+            } else {
+                gr_sb_printf(&st, "G[%" PRIu64 "].switch", sw->gid);
+            }
+            gr_sb_puts(&st, "  # made inside the trace function at the next call\n");
+            if (a->hidden_install) {
+                R->use |= U_X;
+                gr_sb_puts(&st, "_A[1] = 1\n_X(map(sys.settrace, (_T,)), 0)\n");
+            }
+        }
+        gr_sb_printf(&st, "_v%zu()", v);
+        break;
+    }
+    case GR_ACT_CCALL: c_call_stmt(R, a, &st); break;
+    case GR_ACT_MARK:
+        R->need |= GR_NEED_GREENREPLAY;
+        gr_sb_puts(&st, "greenreplay.mark(");
+        lit_label(R, &st, a->label);
+        gr_sb_putc(&st, ')');
+        break;
+    case GR_ACT_SWITCH:
+        if (a->armed) {
+            gr_sb_free(&st);
+            return 0;
+        }
+        R->use |= U_X | U_SW;
+        gr_sb_printf(&st, "_X(map(_SW, (G[%" PRIu64 "],)), 0)", a->gid);
+        break;
+    case GR_ACT_THROW:
+        if (a->armed) {
+            gr_sb_free(&st);
+            return 0;
+        }
+        R->use |= U_X | U_TH;
+        gr_sb_printf(&st, "_X(map(_TH, (G[%" PRIu64 "],), (%s,)), 0)", a->gid,
+                     throw_exc(R, tid, a->gid));
+        break;
+    case GR_ACT_PARENT:
+        if (!a->gid2) {
+            gr_sb_free(&st);
+            return 0;
+        }
+        gr_sb_printf(&st, "G[%" PRIu64 "].parent = G[%" PRIu64 "]", a->gid, a->gid2);
+        break;
+    case GR_ACT_START:
+        R->need |= GR_NEED_GREENREPLAY;
+        gr_sb_puts(&st, "greenreplay.start()");
+        break;
+    case GR_ACT_STOP:
+        R->need |= GR_NEED_GREENREPLAY;
+        R->use |= U_OS;
+        gr_sb_puts(&st, "greenreplay.stop()\nos._exit(0)");
+        break;
+    case GR_ACT_SUSPEND:
+        if (a->visible) {
+            suspend_target(R, a, tid, &st);
+            gr_sb_puts(&st, ".switch()");
+        } else {
+            R->use |= U_X | U_SW;
+            gr_sb_puts(&st, "_X(map(_SW, (");
+            suspend_target(R, a, tid, &st);
+            gr_sb_puts(&st, ",)), 0)");
+        }
+        break;
+    case GR_ACT_PARK:
+        R->use |= U_X | U_Q | U_THREADS;
+        gr_sb_printf(&st, "_X(map(_Q, (_PK[%" PRIu64 "].release, _L[%" PRIu64 "].acquire)), 0)",
+                     a->tid, a->tid);
+        break;
+    case GR_ACT_HANDOVER:
+        R->use |= U_X | U_Q | U_THREADS;
+        if (a->block)
+            gr_sb_printf(&st, "_X(map(_Q, (_L[%" PRIu64 "].release, _L[%" PRIu64 "].acquire)), 0)",
+                         a->tid2, a->tid);
+        else
+            gr_sb_printf(&st, "_X(map(_Q, (_L[%" PRIu64 "].release,)), 0)", a->tid2);
+        break;
+    case GR_ACT_GENLOCAL:
+        R->use |= U_GEN;
+        gr_sb_printf(&st, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", a->gen, a->gen, a->gen);
+        break;
+    case GR_ACT_RAISE:
+        R->use |= U_FAIL;
+        gr_sb_puts(&st, "raise _Fail()");
+        catch_ = 0;
+        break;
+    default:
+        gr_sb_free(&st);
+        return 0;
+    }
+    if (catch_ && a->kind != GR_ACT_CCALL)
+        wrap_try(out, gr_sb_str(&st));
+    else
+        gr_sb_puts(out, gr_sb_str(&st));
+    gr_sb_free(&st);
+    return 1;
+}
+
+/* Statements of frame f's acts. */
+static void body_of(render *R, size_t frame, gr_sb *body)
+{
+    const gr_frame *f = &R->s->frames[frame];
+    for (size_t i = 0; i < f->nacts; i++) {
+        size_t mark = body->len;
+        gr_sb_putc(body, STMT);
+        if (!act_stmt(R, frame, &R->s->acts[f->acts[i]], body)) {
+            body->len = mark;
+            if (body->s)
+                body->s[mark] = '\0';
+        }
+    }
+}
+
+static uint64_t hash_key(uint32_t code, const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull ^ code;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (uint8_t)p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* The variant (a Python function) acting out frame: identical bodies of
+ * the same code share one. */
+static size_t variant_of(render *R, size_t frame)
+{
+    if (R->var_of[frame])
+        return R->var_of[frame] - 1;
+    gr_sb body;
+    gr_sb_init(&body);
+    body_of(R, frame, &body);
+    uint32_t code = R->s->frames[frame].code;
+    uint64_t h = hash_key(code, body.s ? body.s : "", body.len);
+    size_t v;
+    /* Chained on hash collisions: probe (h, code), (h+1, code), ... */
+    for (uint64_t k = h;; k++) {
+        if (!gr_idmap_get(&R->dedup, k, code, &v)) {
+            R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
+            v = R->nvars++;
+            R->vars[v].code = code;
+            R->vars[v].body_len = body.len;
+            R->vars[v].body = gr_sb_take(&body);
+            gr_idmap_put(&R->dedup, k, code, v);
+            break;
+        }
+        if (R->vars[v].body_len == body.len &&
+            memcmp(R->vars[v].body, body.s ? body.s : "", body.len) == 0) {
+            gr_sb_free(&body);
+            break;
+        }
+    }
+    R->var_of[frame] = v + 1;
+    return v;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void line(render *R, gr_sb *out, int indent, const char *text, size_t n, const char *tag)
+{
+    for (int i = 0; i < indent; i++)
+        gr_sb_puts(out, "    ");
+    gr_sb_put(out, text, n);
+    if (tag)
+        gr_sb_printf(out, "  %s", tag);
+    gr_sb_putc(out, '\n');
+    R->line++;
+}
+
+/* Write a statement (lines separated by '\n') as one unit. */
+static void unit(render *R, gr_sb *out, int indent, const char *stmt, size_t n)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "#@%zu", ++R->unit);
+    const char *p = stmt, *end = stmt + n;
+    while (p < end) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        size_t k = e ? (size_t)(e - p) : (size_t)(end - p);
+        line(R, out, indent, p, k, tag);
+        p += k + (e ? 1 : 0);
+    }
+}
+
+static void unit_str(render *R, gr_sb *out, int indent, const char *stmt)
+{
+    unit(R, out, indent, stmt, strlen(stmt));
+}
+
+/* Write a body's statements, each a unit. */
+static void body_units(render *R, gr_sb *out, int indent, const char *body, size_t n)
+{
+    const char *p = body, *end = body + n;
+    while (p < end) {
+        if (*p == STMT)
+            p++;
+        const char *e = memchr(p, STMT, (size_t)(end - p));
+        size_t k = e ? (size_t)(e - p) : (size_t)(end - p);
+        unit(R, out, indent, p, k);
+        p += k;
+    }
+}
+
+static void write_defs(render *R, gr_sb *out)
+{
+    for (size_t v = 0; v < R->nvars; v++) {
+        const variant *va = &R->vars[v];
+        char tag[32];
+        snprintf(tag, sizeof tag, "#@d%zu", v);
+        gr_sb hdr;
+        gr_sb_init(&hdr);
+        gr_sb_printf(&hdr, "def _v%zu():", v);
+        if (!R->o->anonymize) {
+            gr_sb esc, nm;
+            gr_sb_init(&esc);
+            gr_sb_init(&nm);
+            gr_shape_name(R->s, &nm, va->code);
+            gr_sb_escape(&esc, nm.s ? nm.s : "", nm.len, 0);
+            gr_sb_printf(&hdr, "  # %s", gr_sb_str(&esc));
+            gr_sb_free(&esc);
+            gr_sb_free(&nm);
+        }
+        uint64_t def_line = R->line + 1;
+        line(R, out, 0, hdr.s, hdr.len, tag);
+        body_units(R, out, 1, va->body, va->body_len);
+        line(R, out, 1, "return", 6, NULL);
+        if (va->code <= R->t->ncodes && !R->code_line[va->code])
+            R->code_line[va->code] = def_line;
+        gr_sb_reset(&hdr);
+        gr_sb_printf(&hdr, "_fn(_v%zu, ", v);
+        lit_code(R, &hdr, va->code);
+        gr_sb_printf(&hdr, ", %" PRIu64 ")", va->code <= R->t->ncodes ? R->code_line[va->code] : 0);
+        line(R, out, 0, hdr.s, hdr.len, tag);
+        gr_sb_free(&hdr);
+    }
+}
+
+/* The Python expression of greenlet g's run function. */
+static void run_expr(render *R, const gr_green *g, gr_sb *out)
+{
+    if (g->run != GR_NONE && !R->s->frames[g->run].external)
+        gr_sb_printf(out, "_v%zu", variant_of(R, g->run));
+    else if (g->dies_throw)
+        gr_sb_puts(out, "{}.popitem");
+    else
+        gr_sb_puts(out, "int");
+}
+
+/* Statements creating thread tid's greenlets (besides its root) and
+ * setting their parents, at indent. */
+static void create_greenlets(render *R, gr_sb *out, int indent, uint64_t tid)
+{
+    const gr_shape *s = R->s;
+    const gr_sthread *th = thread(R, tid);
+    gr_sb st;
+    gr_sb_init(&st);
+    gr_sb_printf(&st, "_R[%" PRIu64 "] = greenlet.getcurrent()", tid);
+    unit_str(R, out, indent, gr_sb_str(&st));
+    if (th && th->root) {
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "G[%" PRIu64 "] = _R[%" PRIu64 "]", th->root, tid);
+        unit_str(R, out, indent, gr_sb_str(&st));
+    }
+    /* Parent of each greenlet as the script sets it, to refuse cycles. */
+    uint64_t *par = gr_xrealloc(NULL, (s->ngreens + 1) * sizeof *par);
+    for (size_t i = 0; i < s->ngreens; i++) {
+        const gr_green *g = &s->greens[i];
+        par[i] = th ? th->root : 0;
+        if (g->tid != tid || g->root || !g->gid)
+            continue;
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "G[%" PRIu64 "] = greenlet.greenlet(", g->gid);
+        run_expr(R, g, &st);
+        gr_sb_putc(&st, ')');
+        unit_str(R, out, indent, gr_sb_str(&st));
+    }
+    for (size_t i = 0; i < s->ngreens; i++) {
+        const gr_green *g = &s->greens[i];
+        if (g->tid != tid || g->root || !g->gid || !g->parent_first ||
+            (th && g->parent_first == th->root))
+            continue;
+        /* Would g -> parent_first make a cycle? */
+        int cycle = 0;
+        uint64_t p = g->parent_first;
+        for (size_t hops = 0; p && hops <= s->ngreens; hops++) {
+            if (p == g->gid) {
+                cycle = 1;
+                break;
+            }
+            size_t j = 0;
+            while (j < s->ngreens && !(s->greens[j].gid == p && s->greens[j].tid == tid))
+                j++;
+            if (j == s->ngreens || s->greens[j].root)
+                break;
+            p = par[j];
+        }
+        if (cycle)
+            continue;
+        par[i] = g->parent_first;
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "G[%" PRIu64 "].parent = G[%" PRIu64 "]", g->gid, g->parent_first);
+        unit_str(R, out, indent, gr_sb_str(&st));
+    }
+    free(par);
+    /* Seeded greenlets suspended at first sight: start them now, each stops
+     * in its innermost seed frame and comes back. */
+    for (size_t i = 0; i < s->ngreens; i++) {
+        const gr_green *g = &s->greens[i];
+        if (g->tid != tid || g->root || !g->idle_seed)
+            continue;
+        R->use |= U_X | U_SW;
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "_X(map(_SW, (G[%" PRIu64 "],)), 0)", g->gid);
+        unit_str(R, out, indent, gr_sb_str(&st));
+    }
+    gr_sb_free(&st);
+}
+
+/* The callables of thread th's entry (what its script thread calls, from
+ * C, after its setup function), each followed by ", ", appended to out.
+ * Returns how many. */
+static size_t thread_entry(render *R, const gr_sthread *th, gr_sb *out)
+{
+    size_t k = 0;
+    const gr_green *root = th->root ? green(R, th->tid, th->root) : NULL;
+    const gr_green *first = th->has_first ? green(R, th->tid, th->first) : NULL;
+    if (th->park_first) {
+        gr_sb_printf(out, "_PK[%" PRIu64 "].release, _L[%" PRIu64 "].acquire, ", th->tid, th->tid);
+        k += 2;
+    }
+    if (root && root->run != GR_NONE && !R->s->frames[root->run].external) {
+        gr_sb_printf(out, "_v%zu, ", variant_of(R, root->run));
+        k++;
+    } else if (first && first != root && first->gid) {
+        gr_sb_printf(out, "G[%" PRIu64 "].switch, ", first->gid);
+        k++;
+    } else if (first && first->run != GR_NONE && !R->s->frames[first->run].external) {
+        gr_sb_printf(out, "_v%zu, ", variant_of(R, first->run));
+        k++;
+    }
+    if (th->next_tid) {
+        gr_sb_printf(out, "_L[%" PRIu64 "].release, ", th->next_tid);
+        k++;
+    }
+    return k;
+}
+
+static void write_prelude(render *R, gr_sb *out)
+{
+    const gr_shape *s = R->s;
+    unsigned u = R->use, need = R->need;
+    /* Dependencies between helpers. */
+    if (u & U_THREADS)
+        need |= GR_NEED_THREAD;
+    if (u & (U_X | U_D))
+        need |= GR_NEED_COLLECTIONS;
+    if (u & (U_SW | U_TH))
+        need |= GR_NEED_GREENLET;
+    if (u & U_TRACE)
+        need |= GR_NEED_SYS;
+    if (s->uses_greenlet)
+        need |= GR_NEED_GREENLET;
+    if (need & GR_NEED_COLLECTIONS)
+        unit_str(R, out, 0, "import collections");
+    if (u & U_FUNCTOOLS)
+        unit_str(R, out, 0, "import functools");
+    if (u & U_Q)
+        unit_str(R, out, 0, "import operator");
+    if (u & U_OS)
+        unit_str(R, out, 0, "import os");
+    if (need & GR_NEED_SYS)
+        unit_str(R, out, 0, "import sys");
+    if (need & GR_NEED_TIME)
+        unit_str(R, out, 0, "import time");
+    if (need & GR_NEED_THREAD)
+        unit_str(R, out, 0, "import _thread");
+    line(R, out, 0, "", 0, NULL);
+    if (need & GR_NEED_GREENLET)
+        line(R, out, 0, "import greenlet", 15, NULL);
+    line(R, out, 0, "import greenreplay", 18, NULL);
+    line(R, out, 0, "", 0, NULL);
+    if (u & U_X)
+        unit_str(R, out, 0, "_X = collections.deque  # _X(map(f, args), 0): f(*args) from C, no "
+                            "profile event");
+    if (u & U_Q)
+        unit_str(R, out, 0, "_Q = operator.methodcaller('__call__')  # map(_Q, fs): call each f "
+                            "from C");
+    if (u & U_D)
+        unit_str(R, out, 0, "_D = collections.deque(maxlen=0)  # _D.extend(...): the neutral C "
+                            "call");
+    if (u & U_SW)
+        unit_str(R, out, 0, "_SW = greenlet.greenlet.switch");
+    if (u & U_TH)
+        unit_str(R, out, 0, "_TH = greenlet.greenlet.throw");
+    if (u & U_THROWN)
+        unit_str(R, out, 0, "class _Thrown(Exception):\n    pass");
+    if (u & U_FAIL)
+        unit_str(R, out, 0, "class _Fail(Exception):\n    pass");
+    unit_str(R, out, 0,
+             "def _fn(f, qual, line):\n"
+             "    # give f's code the recorded name (co_qualname exists on 3.11+)\n"
+             "    c = f.__code__\n"
+             "    kw = {'co_name': qual.rpartition('.')[2]}\n"
+             "    if hasattr(c, 'co_qualname'):\n"
+             "        kw['co_qualname'] = qual\n"
+             "    if line:\n"
+             "        kw['co_firstlineno'] = line\n"
+             "    f.__code__ = c.replace(**kw)");
+    if (u & U_GEN)
+        unit_str(R, out, 0,
+                 "def _gen(qual, line):\n"
+                 "    # a generator suspended at its first yield, to be finalized\n"
+                 "    def g():\n"
+                 "        yield\n"
+                 "    _fn(g, qual, line)\n"
+                 "    it = g()\n"
+                 "    next(it)\n"
+                 "    return it");
+    if (u & U_TRACE) {
+        unit_str(R, out, 0, "_A = [None, 0]  # what the trace function does at the next call");
+        unit_str(R, out, 0,
+                 "def _T(frame, event, arg):\n"
+                 "    # trace function: what it does is invisible to profilers\n"
+                 "    a = _A[0]\n"
+                 "    if a is not None:\n"
+                 "        _A[0] = None\n"
+                 "        if _A[1]:\n"
+                 "            _A[1] = 0\n"
+                 "            sys.settrace(None)\n"
+                 "        a()\n"
+                 "    return None");
+    }
+    if (u & U_PROF)
+        unit_str(R, out, 0, "def _P(frame, event, arg):\n"
+                            "    # another profiler, which replaces greenreplay's\n"
+                            "    return None");
+    if (s->uses_greenlet) {
+        unit_str(R, out, 0, "G = {}  # greenlets by the trace's gid");
+        unit_str(R, out, 0, "_R = {}  # the root greenlet of each thread");
+    }
+    if (u & U_THREADS) {
+        unit_str(R, out, 0, "_L = {}  # per thread: acquired while the thread waits for its turn");
+        unit_str(R, out, 0, "_PK = {}  # per thread: released once it waits for its first turn");
+    }
+}
+
+static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnotes)
+{
+    const gr_trace *t = R->t;
+    gr_sb h;
+    gr_sb_init(&h);
+    line(R, out, 0, "#!/usr/bin/env python3", 22, NULL);
+    gr_sb_printf(&h, "# Made by `greenreplay script` from a trace of %zu records", t->nrecs);
+    const char *py = NULL, *gl = NULL;
+    size_t npy = 0, ngl = 0;
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t kn, vn;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kn);
+        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vn);
+        if (k && v && kn == 6 && memcmp(k, "python", 6) == 0)
+            py = (const char *)v, npy = vn;
+        if (k && v && kn == 8 && memcmp(k, "greenlet", 8) == 0)
+            gl = (const char *)v, ngl = vn;
+    }
+    if (R->o->source && !R->o->anonymize) {
+        gr_sb_puts(&h, " (");
+        gr_sb_escape(&h, R->o->source, strlen(R->o->source), 0);
+        gr_sb_putc(&h, ')');
+    }
+    line(R, out, 0, h.s, h.len, NULL);
+    gr_sb_reset(&h);
+    if (py || gl) {
+        gr_sb_puts(&h, "# recorded with");
+        if (py) {
+            gr_sb_puts(&h, " python ");
+            gr_sb_escape(&h, py, npy, 0);
+        }
+        if (gl) {
+            gr_sb_puts(&h, py ? ", greenlet " : " greenlet ");
+            gr_sb_escape(&h, gl, ngl, 0);
+        }
+        gr_sb_putc(&h, '.');
+        line(R, out, 0, h.s, h.len, NULL);
+    }
+    static const char *const text[] = {
+        "#",
+        "# Record it:  greenreplay record --manual -o repro.grt -- python3 THIS_FILE",
+        "# Compare:    greenreplay diff --c-names script ORIGINAL.grt repro.grt",
+        "#",
+        "# It acts out the greenlets of the trace (creation, parents, the order of",
+        "# switches, throws and deaths; not the values they pass), the calls in",
+        "# each greenlet with functions of the recorded names, C calls (the same",
+        "# builtin where known, else a neutral C call), marks, and start()/stop()",
+        "# where the trace has them.  Lines ending in #@N are units that",
+        "# `greenreplay reduce` may remove.",
+    };
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        line(R, out, 0, text[i], strlen(text[i]), NULL);
+    if (nnotes) {
+        line(R, out, 0, "#", 1, NULL);
+        line(R, out, 0, "# Not reproduced:", 17, NULL);
+        const char *p = notes->s;
+        for (size_t i = 0; i < nnotes && p; i++) {
+            const char *e = strchr(p, '\n');
+            gr_sb_reset(&h);
+            gr_sb_puts(&h, "#   - ");
+            gr_sb_put(&h, p, e ? (size_t)(e - p) : strlen(p));
+            line(R, out, 0, h.s, h.len, NULL);
+            p = e ? e + 1 : NULL;
+        }
+    }
+    line(R, out, 0, "", 0, NULL);
+    gr_sb_free(&h);
+}
+
+size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes_out)
+{
+    gr_shape shape;
+    gr_shape_build(&shape, t, o->anonymize);
+    render R;
+    memset(&R, 0, sizeof R);
+    R.s = &shape;
+    R.t = t;
+    R.o = o;
+    R.var_of = gr_xrealloc(NULL, (shape.nframes + 1) * sizeof *R.var_of);
+    memset(R.var_of, 0, (shape.nframes + 1) * sizeof *R.var_of);
+    R.code_line = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.code_line);
+    memset(R.code_line, 0, (t->ncodes + 1) * sizeof *R.code_line);
+
+    /* Render the module-level body and the setup first (into `main`), so
+     * that every variant they need exists; then write everything in
+     * order: header, prelude, defs, setup, body.  Line numbers of defs are
+     * only known while writing, so the parts are rendered into separate
+     * buffers and concatenated. */
+    const gr_sthread *mt = thread(&R, shape.module_tid);
+    const gr_green *root = mt && mt->root ? green(&R, mt->tid, mt->root) : NULL;
+    const gr_green *first = mt && mt->has_first ? green(&R, mt->tid, mt->first) : NULL;
+    size_t module_frame = GR_NONE;
+    if (root && root->run != GR_NONE && !shape.frames[root->run].external &&
+        qual_is_module(&shape, shape.frames[root->run].code))
+        module_frame = root->run;
+    gr_sb body;
+    gr_sb_init(&body);
+    if (module_frame != GR_NONE) {
+        body_of(&R, module_frame, &body);
+    } else if (root && root->run != GR_NONE && !shape.frames[root->run].external) {
+        gr_sb_printf(&body, "%c_v%zu()", STMT, variant_of(&R, root->run));
+    } else if (first && first->gid && (!root || first != root)) {
+        R.use |= U_X | U_SW;
+        gr_sb_printf(&body, "%c_X(map(_SW, (G[%" PRIu64 "],)), 0)", STMT, first->gid);
+    } else if (first && first->run != GR_NONE && !shape.frames[first->run].external) {
+        gr_sb_printf(&body, "%c_v%zu()", STMT, variant_of(&R, first->run));
+    }
+    if (!shape.has_start) {
+        gr_sb pre;
+        gr_sb_init(&pre);
+        R.need |= GR_NEED_GREENREPLAY;
+        gr_sb_printf(&pre, "%cgreenreplay.start()", STMT);
+        gr_sb_put(&pre, body.s ? body.s : "", body.len);
+        gr_sb_free(&body);
+        body = pre;
+    }
+    /* Thread entries (variants they need are rendered now). */
+    gr_sb entries;
+    gr_sb_init(&entries);
+    for (size_t i = 0; i < shape.nthreads; i++) {
+        const gr_sthread *th = &shape.threads[i];
+        if (th->module)
+            continue;
+        R.use |= U_X | U_Q | U_THREADS;
+        gr_sb items;
+        gr_sb_init(&items);
+        size_t k = thread_entry(&R, th, &items);
+        gr_sb_printf(&entries, "%" PRIu64 " %zu ", th->tid, k + 1);
+        gr_sb_puts(&entries, gr_sb_str(&items));
+        gr_sb_putc(&entries, '\n');
+        gr_sb_free(&items);
+    }
+    /* Greenlet run functions (render their variants now). */
+    for (size_t i = 0; i < shape.ngreens; i++) {
+        const gr_green *g = &shape.greens[i];
+        if (g->run != GR_NONE && !shape.frames[g->run].external && g->run != module_frame)
+            (void)variant_of(&R, g->run);
+    }
+    if (shape.nthreads > 1 || (mt && !mt->module))
+        R.use |= U_THREADS;
+    for (size_t i = 0; i < shape.ngreens; i++)
+        if (shape.greens[i].idle_seed && !shape.greens[i].root)
+            R.use |= U_X | U_SW;
+    if (shape.ngens)
+        R.use |= U_GEN;
+
+    /* Notes. */
+    gr_sb notes;
+    gr_sb_init(&notes);
+    for (size_t i = 0; i < shape.nnotes; i++) {
+        gr_sb_puts(&notes, shape.notes[i].text);
+        if (shape.notes[i].count > 1)
+            gr_sb_printf(&notes, " (%zu times)", shape.notes[i].count);
+        if (shape.notes[i].first_rec != GR_NONE && !o->anonymize)
+            gr_sb_printf(&notes, " [record %" PRIu64 "]", shape.notes[i].first_rec);
+        gr_sb_putc(&notes, '\n');
+    }
+    size_t nnotes = shape.nnotes;
+    if (R.bad_utf8) {
+        gr_sb_printf(&notes, "%zu bytes of names or labels that are not valid UTF-8: replaced "
+                             "by U+FFFD\n",
+                     R.bad_utf8);
+        nnotes++;
+    }
+
+    /* Write. */
+    write_header(&R, out, &notes, nnotes);
+    write_prelude(&R, out);
+    line(&R, out, 0, "", 0, NULL);
+    write_defs(&R, out);
+    line(&R, out, 0, "", 0, NULL);
+    if (shape.ngens) {
+        gr_sb st;
+        gr_sb_init(&st);
+        gr_sb_puts(&st, "_GZ = [");
+        for (size_t i = 0; i < shape.ngens; i++) {
+            uint32_t c = shape.gens[i].code;
+            if (i)
+                gr_sb_puts(&st, ", ");
+            gr_sb_puts(&st, "_gen(");
+            if (c)
+                lit_code(&R, &st, c);
+            else
+                gr_sb_puts(&st, "'_g'");
+            gr_sb_printf(&st, ", %" PRIu64 ")", c && c <= t->ncodes ? R.code_line[c] : 0);
+        }
+        gr_sb_puts(&st, "]  # generators the trace finalizes");
+        unit_str(&R, out, 0, gr_sb_str(&st));
+        gr_sb_free(&st);
+    }
+    if (shape.uses_greenlet && mt)
+        create_greenlets(&R, out, 0, mt->tid);
+    /* Other threads: each created now, waits for its first turn. */
+    if (entries.len) {
+        gr_sb st;
+        gr_sb_init(&st);
+        for (size_t i = 0; i < shape.nthreads; i++) {
+            const gr_sthread *th = &shape.threads[i];
+            gr_sb_reset(&st);
+            gr_sb_printf(&st, "_L[%" PRIu64 "] = _thread.allocate_lock()\n_L[%" PRIu64
+                              "].acquire()",
+                         th->tid, th->tid);
+            unit_str(&R, out, 0, gr_sb_str(&st));
+        }
+        const char *p = entries.s;
+        while (p && *p) {
+            char *e;
+            uint64_t tid = strtoull(p, &e, 10);
+            size_t k = (size_t)strtoull(e, &e, 10);
+            const char *nl = strchr(e, '\n');
+            const char *calls = e + 1;
+            size_t ncalls = (size_t)(nl - calls);
+            /* the setup function of the thread */
+            gr_sb_reset(&st);
+            gr_sb_printf(&st, "def _s%" PRIu64 "():  # thread t%" PRIu64 ", before start()", tid,
+                         tid);
+            char tag[32];
+            snprintf(tag, sizeof tag, "#@ds%" PRIu64, tid);
+            line(&R, out, 0, st.s, st.len, tag);
+            if (shape.uses_greenlet)
+                create_greenlets(&R, out, 1, tid);
+            line(&R, out, 1, "return", 6, NULL);
+            gr_sb_reset(&st);
+            gr_sb_printf(&st, "_PK[%" PRIu64 "] = _thread.allocate_lock()\n_PK[%" PRIu64
+                              "].acquire()\n_thread.start_new_thread(_X, (map(_Q, ",
+                         tid, tid);
+            gr_sb items;
+            gr_sb_init(&items);
+            gr_sb_printf(&items, "_s%" PRIu64 ", ", tid);
+            gr_sb_put(&items, calls, ncalls);
+            tuple_of(&st, items.s, items.len, k);
+            gr_sb_free(&items);
+            gr_sb_printf(&st, "), 0))\n_PK[%" PRIu64 "].acquire()  # until it waits for its turn",
+                         tid);
+            unit_str(&R, out, 0, gr_sb_str(&st));
+            p = nl + 1;
+        }
+        gr_sb_free(&st);
+    }
+    if (shape.uses_greenlet || entries.len)
+        line(&R, out, 0, "", 0, NULL);
+    body_units(&R, out, 0, body.s ? body.s : "", body.len);
+
+    if (notes_out)
+        gr_sb_put(notes_out, notes.s ? notes.s : "", notes.len);
+    gr_sb_free(&notes);
+    gr_sb_free(&entries);
+    gr_sb_free(&body);
+    for (size_t i = 0; i < R.nvars; i++)
+        free(R.vars[i].body);
+    free(R.vars);
+    free(R.var_of);
+    free(R.code_line);
+    gr_idmap_free(&R.dedup);
+    gr_shape_free(&shape);
+    return nnotes;
+}

@@ -1,0 +1,1147 @@
+/* script_shape.c - the structure of a trace as the script acts it out
+ * (script_shape.h). */
+#include "script_shape.h"
+
+#include "dump.h"
+#include "idmap.h"
+#include "script_builtins.h"
+#include "text.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lookup tables (gr_shape.internal). */
+typedef struct shape_maps {
+    gr_idmap greens;  /* (tid, gid) -> index in greens */
+    gr_idmap threads; /* (tid, 0) -> index in threads */
+    gr_idmap notes;   /* (hash, len) -> index in notes */
+    gr_idmap quals;   /* (hash, len) of a qualname -> number */
+    gr_idmap labels;  /* (hash, len) of a label -> number */
+    gr_idmap gencode; /* (code, 0) -> 1: code known to run as a generator */
+    uint64_t nquals, nlabels;
+} shape_maps;
+
+static shape_maps *maps(const gr_shape *s) { return (shape_maps *)s->internal; }
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+int gr_shape_is_recorder_code(const gr_trace *t, uint32_t code)
+{
+    const gr_code *c = gr_trace_code(t, code);
+    if (!c || c->kind != GR_CODE_PY || !c->file)
+        return 0;
+    size_t n;
+    const uint8_t *f = gr_trace_string(t, c->file, &n);
+    static const char pre[] = "<greenreplay>/";
+    return f && n >= sizeof pre - 1 && memcmp(f, pre, sizeof pre - 1) == 0;
+}
+
+static int qual_is(const gr_trace *t, uint32_t code, const char *name, int suffix)
+{
+    const gr_code *c = gr_trace_code(t, code);
+    if (!c)
+        return 0;
+    size_t n, k = strlen(name);
+    const uint8_t *q = gr_trace_string(t, c->qualname, &n);
+    if (!q)
+        return 0;
+    if (n == k && memcmp(q, name, k) == 0)
+        return 1;
+    return suffix && n > k && q[n - k - 1] == '.' && memcmp(q + n - k, name, k) == 0;
+}
+
+int gr_shape_c_named(const gr_trace *t, uint32_t code, const char *name, int suffix)
+{
+    const gr_code *c = gr_trace_code(t, code);
+    return c && c->kind == GR_CODE_C && qual_is(t, code, name, suffix);
+}
+
+static int is_c(const gr_trace *t, uint32_t code)
+{
+    const gr_code *c = gr_trace_code(t, code);
+    return c && c->kind == GR_CODE_C;
+}
+
+/* The C function of greenlet's switch/throw methods ("greenlet.greenlet.switch"
+ * on every greenlet version seen; any "*greenlet*.switch" is accepted). */
+static int is_greenlet_method(const gr_trace *t, uint32_t code, const char *method)
+{
+    if (!gr_shape_c_named(t, code, method, 1))
+        return 0;
+    size_t n;
+    const gr_code *c = gr_trace_code(t, code);
+    const uint8_t *q = gr_trace_string(t, c->qualname, &n);
+    for (size_t i = 0; i + 8 <= n; i++)
+        if (memcmp(q + i, "greenlet", 8) == 0)
+            return 1;
+    return 0;
+}
+
+static uint64_t number_of(gr_idmap *m, uint64_t *counter, const uint8_t *p, size_t n)
+{
+    size_t v;
+    uint64_t h = hash_bytes(p, n);
+    if (gr_idmap_get(m, h, n, &v))
+        return v;
+    gr_idmap_put(m, h, n, (size_t)++*counter);
+    return *counter;
+}
+
+/* Number the qualname of a Python code (anonymize), in order of first use. */
+static void number_code(gr_shape *s, uint32_t code)
+{
+    const gr_code *c = gr_trace_code(s->t, code);
+    if (!c || c->kind != GR_CODE_PY || s->qual_ids[c->qualname])
+        return;
+    size_t n;
+    const uint8_t *q = gr_trace_string(s->t, c->qualname, &n);
+    s->qual_ids[c->qualname] = number_of(&maps(s)->quals, &maps(s)->nquals, q, n);
+}
+
+static void number_label(gr_shape *s, uint64_t label)
+{
+    if (label > s->t->nstrings || s->label_ids[label])
+        return;
+    size_t n;
+    const uint8_t *q = gr_trace_string(s->t, label, &n);
+    s->label_ids[label] = number_of(&maps(s)->labels, &maps(s)->nlabels, q, n);
+}
+
+void gr_shape_name(const gr_shape *s, gr_sb *sb, uint32_t code)
+{
+    const gr_code *c = gr_trace_code(s->t, code);
+    if (!c) {
+        gr_sb_printf(sb, "?code=%" PRIu32, code);
+        return;
+    }
+    if (s->anonymize && c->kind == GR_CODE_PY && !gr_shape_is_recorder_code(s->t, code)) {
+        uint64_t k = c->qualname <= s->t->nstrings ? s->qual_ids[c->qualname] : 0;
+        gr_sb_printf(sb, "f%" PRIu64, k);
+        return;
+    }
+    size_t n;
+    const uint8_t *q = gr_trace_string(s->t, c->qualname, &n);
+    gr_sb_put(sb, (const char *)q, n);
+}
+
+void gr_shape_label(const gr_shape *s, gr_sb *sb, uint64_t label)
+{
+    if (s->anonymize) {
+        uint64_t k = label <= s->t->nstrings ? s->label_ids[label] : 0;
+        gr_sb_printf(sb, "m%" PRIu64, k);
+        return;
+    }
+    size_t n;
+    const uint8_t *q = gr_trace_string(s->t, label, &n);
+    gr_sb_put(sb, (const char *)q, n);
+}
+
+/* ---- notes -------------------------------------------------------------- */
+
+static void note(gr_shape *s, uint64_t rec, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note(gr_shape *s, uint64_t rec, const char *fmt, ...)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    gr_sb_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    size_t i;
+    uint64_t h = hash_bytes((const uint8_t *)gr_sb_str(&sb), sb.len);
+    if (gr_idmap_get(&maps(s)->notes, h, sb.len, &i)) {
+        s->notes[i].count++;
+        gr_sb_free(&sb);
+        return;
+    }
+    s->notes = gr_xgrow(s->notes, &s->cap_notes, s->nnotes + 1, sizeof *s->notes);
+    i = s->nnotes++;
+    s->notes[i].text = gr_sb_take(&sb);
+    s->notes[i].count = 1;
+    s->notes[i].first_rec = rec;
+    gr_idmap_put(&maps(s)->notes, h, strlen(s->notes[i].text), i);
+}
+
+/* Name of code id for a note (anonymized like the script).  Owned by the
+ * caller's buffer; returned string valid until the buffer changes. */
+static const char *nm(const gr_shape *s, gr_sb *sb, uint32_t code)
+{
+    gr_sb tmp;
+    gr_sb_init(&tmp);
+    gr_shape_name(s, &tmp, code);
+    gr_sb_reset(sb);
+    gr_sb_escape(sb, tmp.s ? tmp.s : "", tmp.len, 0);
+    gr_sb_free(&tmp);
+    return gr_sb_str(sb);
+}
+
+/* ---- building blocks ---------------------------------------------------- */
+
+static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid, uint64_t gid)
+{
+    s->frames = gr_xgrow(s->frames, &s->cap_frames, s->nframes + 1, sizeof *s->frames);
+    gr_frame *f = &s->frames[s->nframes];
+    memset(f, 0, sizeof *f);
+    f->code = code;
+    f->is_c = (uint8_t)is_c(s->t, code);
+    f->tid = tid;
+    f->gid = gid;
+    f->call_rec = GR_NONE;
+    f->end_rec = GR_NONE;
+    f->gen = GR_NONE;
+    number_code(s, code);
+    return s->nframes++;
+}
+
+static size_t new_act(gr_shape *s, int kind, uint64_t rec)
+{
+    s->acts = gr_xgrow(s->acts, &s->cap_acts, s->nacts + 1, sizeof *s->acts);
+    gr_act *a = &s->acts[s->nacts];
+    memset(a, 0, sizeof *a);
+    a->kind = (uint8_t)kind;
+    a->frame = GR_NONE;
+    a->arm = GR_NONE;
+    a->gen = GR_NONE;
+    a->rec = rec;
+    return s->nacts++;
+}
+
+static void frame_add(gr_shape *s, size_t frame, size_t act)
+{
+    gr_frame *f = &s->frames[frame];
+    f->acts = gr_xgrow(f->acts, &f->cap_acts, f->nacts + 1, sizeof *f->acts);
+    f->acts[f->nacts++] = act;
+}
+
+/* Insert act before position pos of frame's acts. */
+static void frame_insert(gr_shape *s, size_t frame, size_t pos, size_t act)
+{
+    gr_frame *f = &s->frames[frame];
+    f->acts = gr_xgrow(f->acts, &f->cap_acts, f->nacts + 1, sizeof *f->acts);
+    memmove(f->acts + pos + 1, f->acts + pos, (f->nacts - pos) * sizeof *f->acts);
+    f->acts[pos] = act;
+    f->nacts++;
+}
+
+static size_t new_gen(gr_shape *s, uint32_t code)
+{
+    s->gens = gr_xgrow(s->gens, &s->cap_gens, s->ngens + 1, sizeof *s->gens);
+    s->gens[s->ngens].code = code;
+    return s->ngens++;
+}
+
+static gr_sthread *thread_of(gr_shape *s, uint64_t tid, int create)
+{
+    size_t i;
+    if (gr_idmap_get(&maps(s)->threads, tid, 0, &i))
+        return &s->threads[i];
+    if (!create)
+        return NULL;
+    s->threads = gr_xgrow(s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
+    i = s->nthreads++;
+    gr_sthread *th = &s->threads[i];
+    memset(th, 0, sizeof *th);
+    th->tid = tid;
+    th->last_settrace = GR_NONE;
+    gr_idmap_put(&maps(s)->threads, tid, 0, i);
+    return th;
+}
+
+static gr_green *green_of(gr_shape *s, uint64_t tid, uint64_t gid)
+{
+    size_t i;
+    if (gr_idmap_get(&maps(s)->greens, tid, gid, &i))
+        return &s->greens[i];
+    return NULL;
+}
+
+static gr_green *new_green(gr_shape *s, uint64_t tid, uint64_t gid, uint64_t rec)
+{
+    s->greens = gr_xgrow(s->greens, &s->cap_greens, s->ngreens + 1, sizeof *s->greens);
+    size_t i = s->ngreens++;
+    gr_green *g = &s->greens[i];
+    memset(g, 0, sizeof *g);
+    g->tid = tid;
+    g->gid = gid;
+    g->first_rec = rec;
+    g->run = GR_NONE;
+    g->seed_top = GR_NONE;
+    g->resume_act = g->resume_cframe = g->pending_arm = g->last_returned = GR_NONE;
+    if (gid)
+        s->uses_greenlet = 1;
+    gr_idmap_put(&maps(s)->greens, tid, gid, i);
+    return g;
+}
+
+/* The greenlet a record of (tid, gid) belongs to: created on the fly (a
+ * record before the greenlet's GREENLET record, gid 0 traces). */
+static gr_green *green_for(gr_shape *s, uint64_t tid, uint64_t gid, uint64_t rec)
+{
+    gr_green *g = green_of(s, tid, gid);
+    if (g)
+        return g;
+    g = new_green(s, tid, gid, rec);
+    if (gid)
+        note(s, rec, "greenlet g%" PRIu64 " has records before its GREENLET record", gid);
+    return g;
+}
+
+static size_t top(const gr_green *g) { return g->depth ? g->stack[g->depth - 1] : GR_NONE; }
+
+static void push(gr_green *g, size_t frame)
+{
+    g->stack = gr_xgrow(g->stack, &g->cap, g->depth + 1, sizeof *g->stack);
+    g->stack[g->depth++] = frame;
+}
+
+/* The frame an action of g goes into: its top frame. */
+static size_t container(gr_shape *s, gr_green *g, uint64_t rec, const char *what)
+{
+    size_t f = top(g);
+    if (f == GR_NONE)
+        note(s, rec, "%s at the top level of a greenlet (no frame open): not reproduced", what);
+    return f;
+}
+
+/* Is this greenlet the thread's running one?  If not, a switch was lost:
+ * follow the records (like the checker). */
+static gr_green *running(gr_shape *s, gr_sthread *th, uint64_t gid, uint64_t rec)
+{
+    gr_green *g = green_for(s, th->tid, gid, rec);
+    if (th->running != gid && th->has_first) {
+        note(s, rec, "events of a greenlet that is not the running one (a switch the "
+                     "recorder did not see): reproduced as if it ran");
+        th->running = gid;
+    }
+    g->fresh = 0;
+    return g;
+}
+
+/* Pop the top frame, recording how it ended. */
+static size_t pop(gr_shape *s, gr_green *g, int end, uint64_t rec)
+{
+    size_t f = g->stack[--g->depth];
+    if (end) {
+        s->frames[f].end = (uint8_t)end;
+        s->frames[f].end_rec = rec;
+    }
+    return f;
+}
+
+/* Pop frames above position keep (keep stays), as returns the profiler did
+ * not see. */
+static void pop_lost(gr_shape *s, gr_green *g, size_t keep, uint64_t rec)
+{
+    int lost_py = 0;
+    while (g->depth > keep) {
+        size_t f = pop(s, g, 0, rec);
+        if (!s->frames[f].is_c && !s->frames[f].external)
+            lost_py++;
+    }
+    if (lost_py)
+        note(s, rec, "returns the profiler did not see: in the script those frames return "
+                     "normally (seen unless the condition that hid them is reproduced)");
+}
+
+/* Python code ids of a real stack (C entries dropped). */
+static size_t py_ids(const gr_trace *t, const uint32_t *ids, size_t n, uint32_t *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_c(t, ids[i]))
+            out[k++] = ids[i];
+    return k;
+}
+
+/* Make g's open Python frames equal the real stack ids[0..n) (outermost
+ * first; cut: only the innermost frames).  Frames above the common part are
+ * closed (returns not seen), missing ones opened (calls not seen). */
+static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n_in, int cut,
+                      uint64_t rec)
+{
+    uint32_t ids[GR_STACK_CAP];
+    size_t n = py_ids(s->t, ids_in, n_in > GR_STACK_CAP ? GR_STACK_CAP : n_in, ids);
+    /* Stack positions of g's open Python frames, outermost first. */
+    size_t *pos = gr_xrealloc(NULL, (g->depth + 1) * sizeof *pos), np = 0;
+    for (size_t i = 0; i < g->depth; i++)
+        if (!s->frames[g->stack[i]].is_c)
+            pos[np++] = i;
+    if (cut) {
+        /* Only the innermost frames are known: compare those. */
+        int same = np >= n;
+        for (size_t i = 0; i < n && same; i++)
+            same = s->frames[g->stack[pos[np - n + i]]].code == ids[i];
+        if (!same)
+            note(s, rec, "a real stack cut at the depth cap differs from the calls seen: not "
+                         "rebuilt");
+        free(pos);
+        return;
+    }
+    size_t common = 0;
+    while (common < np && common < n && s->frames[g->stack[pos[common]]].code == ids[common])
+        common++;
+    if (common == np && common == n) {
+        free(pos);
+        return;
+    }
+    if (common == 0 && g->run != GR_NONE && n > 0) {
+        note(s, rec, "a real stack does not hold the greenlet's outermost frame: not rebuilt");
+        free(pos);
+        return;
+    }
+    size_t keep = common ? pos[common - 1] + 1 : 0;
+    free(pos);
+    pop_lost(s, g, keep, rec);
+    if (common < n)
+        note(s, rec, "calls the profiler did not see (rebuilt from a mark's real stack): the "
+                     "script makes them");
+    for (size_t i = common; i < n; i++) {
+        size_t f = new_frame(s, ids[i], g->tid, g->gid);
+        s->frames[f].invisible = 1;
+        size_t c = top(g);
+        if (c == GR_NONE) {
+            if (g->run == GR_NONE)
+                g->run = f;
+        } else {
+            size_t a = new_act(s, GR_ACT_CALL, rec);
+            s->acts[a].frame = f;
+            frame_add(s, c, a);
+        }
+        push(g, f);
+    }
+}
+
+/* The next record of the same thread after i, or NULL. */
+static const gr_record *next_in_thread(const gr_trace *t, size_t i)
+{
+    for (size_t j = i + 1; j < t->nrecs; j++)
+        if (t->recs[j].tid == t->recs[i].tid)
+            return &t->recs[j];
+    return NULL;
+}
+
+/* ---- record handlers ---------------------------------------------------- */
+
+static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    if (green_of(s, r->tid, r->gid)) {
+        note(s, r->index, "a second GREENLET record for greenlet g%" PRIu64 ": ignored", r->gid);
+        return;
+    }
+    gr_green *g = new_green(s, r->tid, r->gid, r->index);
+    g->parent_first = g->parent_now = r->parent;
+    g->flags = r->flags;
+    if (r->flags & GR_GL_MAIN) {
+        g->root = 1;
+        th->root = r->gid;
+    }
+    if (th->expect_first) {
+        th->first = r->gid;
+        th->has_first = 1;
+        th->running = r->gid;
+        th->expect_first = 0;
+        g->running = 1;
+        g->based = 1; /* runs at tracing level 0 */
+    }
+    if (r->flags & GR_GL_CUT)
+        note(s, r->index, "a greenlet's frames go deeper than the recorder's cap of %d: the "
+                          "outer ones are unknown and not made",
+             GR_STACK_CAP);
+    const uint32_t *ids = gr_record_stack(s->t, r);
+    size_t prev = GR_NONE;
+    for (uint32_t k = 0; k < r->depth; k++) {
+        if (is_c(s->t, ids[k])) {
+            note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
+            continue;
+        }
+        size_t f = new_frame(s, ids[k], r->tid, r->gid);
+        gr_frame *fr = &s->frames[f];
+        fr->seed = 1;
+        fr->external = (uint8_t)(gr_shape_is_recorder_code(s->t, ids[k]) ||
+                                 (prev != GR_NONE && s->frames[prev].external));
+        if (prev == GR_NONE)
+            g->run = f;
+        else if (!fr->external) {
+            size_t a = new_act(s, GR_ACT_CALL, GR_NONE);
+            s->acts[a].frame = f;
+            frame_add(s, prev, a);
+        }
+        push(g, f);
+        prev = f;
+    }
+    g->seeded = g->depth > 0;
+    g->seed_top = top(g);
+    if (g->seeded && !g->running) {
+        g->idle_seed = 1;
+        size_t c = top(g);
+        if (s->frames[c].external)
+            note(s, r->index, "a greenlet suspended inside greenreplay's own code: not "
+                              "reproduced");
+        else {
+            size_t a = new_act(s, GR_ACT_SUSPEND, r->index);
+            s->acts[a].gid = r->gid;
+            frame_add(s, c, a);
+            g->resume_act = a;
+        }
+    }
+}
+
+static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    gr_green *g = running(s, th, r->gid, r->index);
+    size_t t0 = top(g);
+    int ext = gr_shape_is_recorder_code(s->t, r->code) ||
+              (t0 != GR_NONE && s->frames[t0].external);
+    size_t f = new_frame(s, r->code, r->tid, r->gid);
+    s->frames[f].call_rec = r->index;
+    s->frames[f].external = (uint8_t)ext;
+    if (ext) {
+        push(g, f);
+        return;
+    }
+    const gr_record *nx = next_in_thread(s->t, r->index);
+    int pair = nx && nx->tag == GR_RETURN && nx->gid == r->gid && nx->code == r->code;
+    size_t lr = g->last_returned;
+    size_t dummy;
+    int genlike = gr_idmap_get(&maps(s)->gencode, r->code, 0, &dummy);
+    if (t0 == GR_NONE) {
+        if (g->run == GR_NONE) {
+            g->run = f;
+        } else if (pair && lr == g->run) {
+            /* A generator finalized after the run function returned (its
+             * frame held the last reference): hold one in that frame. */
+            size_t a = new_act(s, GR_ACT_GENLOCAL, r->index);
+            s->acts[a].gen = new_gen(s, r->code);
+            frame_add(s, lr, a);
+            s->frames[f].finalizer = 1;
+        } else {
+            note(s, r->index, "a call after the greenlet's outermost frame returned: not "
+                              "reproduced");
+            s->frames[f].external = 1;
+        }
+    } else if (pair && lr != GR_NONE && genlike && !s->frames[lr].is_c) {
+        /* A generator finalized when the frame that held it returned. */
+        size_t a = new_act(s, GR_ACT_GENLOCAL, r->index);
+        s->acts[a].gen = new_gen(s, r->code);
+        frame_add(s, lr, a);
+        s->frames[f].finalizer = 1;
+    } else {
+        size_t a = new_act(s, GR_ACT_CALL, r->index);
+        s->acts[a].frame = f;
+        if (g->pending_arm != GR_NONE) {
+            if (s->frames[t0].is_c)
+                note(s, r->index, "a switch made inside a trace function, followed by a call "
+                                  "from C: reproduced without the trace function");
+            else {
+                s->acts[a].arm = g->pending_arm;
+                if (th->last_settrace != GR_NONE)
+                    s->frames[th->last_settrace].settrace_on = 1;
+                else
+                    s->acts[a].hidden_install = 1;
+            }
+            g->pending_arm = GR_NONE;
+        }
+        frame_add(s, t0, a);
+        /* A Python frame called directly from a C function that resumes
+         * generators: its code runs as a generator. */
+        if (s->frames[t0].is_c) {
+            uint32_t cc = s->frames[t0].code;
+            if (gr_shape_c_named(s->t, cc, "builtins.next", 0) ||
+                gr_shape_c_named(s->t, cc, "generator.send", 0) ||
+                gr_shape_c_named(s->t, cc, "generator.throw", 0) ||
+                gr_shape_c_named(s->t, cc, "generator.close", 0))
+                gr_idmap_put(&maps(s)->gencode, r->code, 0, 1);
+        }
+    }
+    g->last_returned = GR_NONE;
+    push(g, f);
+}
+
+static void on_return(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    gr_green *g = running(s, th, r->gid, r->index);
+    size_t k = g->depth;
+    while (k > 0) {
+        const gr_frame *f = &s->frames[g->stack[k - 1]];
+        if (!f->is_c && f->code == r->code)
+            break;
+        k--;
+    }
+    if (k == 0) {
+        gr_sb b;
+        gr_sb_init(&b);
+        note(s, r->index, "a return of %s without its call: not reproduced", nm(s, &b, r->code));
+        gr_sb_free(&b);
+        return;
+    }
+    pop_lost(s, g, k, r->index);
+    size_t f = pop(s, g, GR_END_RETURN, r->index);
+    g->last_returned = f;
+    if (g->depth == 0 && f == g->run && g->root && th->module)
+        th->shutdown = 1;
+}
+
+static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    gr_green *g = running(s, th, r->gid, r->index);
+    size_t t0 = top(g);
+    size_t f = new_frame(s, r->code, r->tid, r->gid);
+    s->frames[f].call_rec = r->index;
+    g->last_returned = GR_NONE;
+    if ((t0 != GR_NONE && s->frames[t0].external) ||
+        gr_shape_c_named(s->t, r->code, "_greenreplay.stop", 1)) {
+        s->frames[f].external = 1;
+        push(g, f);
+        return;
+    }
+    if (t0 == GR_NONE) {
+        note(s, r->index, "a C call at the top level of a greenlet (no Python frame open): not "
+                          "reproduced");
+        s->frames[f].external = 1;
+    } else if (s->frames[t0].is_c) {
+        note(s, r->index, "a C call inside a C call (a return the profiler did not see): not "
+                          "reproduced");
+        s->frames[f].external = 1;
+    } else {
+        size_t a = new_act(s, GR_ACT_CCALL, r->index);
+        s->acts[a].frame = f;
+        frame_add(s, t0, a);
+        if (gr_shape_c_named(s->t, r->code, "sys.settrace", 0))
+            th->last_settrace = f;
+    }
+    push(g, f);
+}
+
+static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    gr_green *g = green_for(s, th->tid, r->gid, r->index);
+    int fresh = g->fresh;
+    g = running(s, th, r->gid, r->index);
+    g->last_returned = GR_NONE;
+    size_t k = g->depth;
+    while (k > 0) {
+        const gr_frame *f = &s->frames[g->stack[k - 1]];
+        if (f->is_c && f->code == r->code)
+            break;
+        if (!f->is_c && !f->external) {
+            k = 0; /* not across a Python frame */
+            break;
+        }
+        k--;
+    }
+    int end = r->tag == GR_C_EXCEPTION ? GR_END_EXCEPTION : GR_END_RETURN;
+    if (k > 0) {
+        pop_lost(s, g, k, r->index);
+        pop(s, g, end, r->index);
+        return;
+    }
+    s->ckeep[r->index] = 1;
+    if (fresh && g->idle_seed && g->resumes == 1 && g->resume_act == GR_NONE &&
+        (is_greenlet_method(s->t, r->code, "switch") || is_greenlet_method(s->t, r->code, "throw"))) {
+        /* The greenlet was suspended inside a switch() call before start:
+         * its c_return shows, so make that switch a visible call. */
+        for (size_t i = 0; i < s->nacts; i++)
+            if (s->acts[i].kind == GR_ACT_SUSPEND && s->acts[i].gid == g->gid) {
+                s->acts[i].visible = 1;
+                break;
+            }
+        return;
+    }
+    gr_sb b;
+    gr_sb_init(&b);
+    note(s, r->index, "a c_return of %s without its c_call (CPython issue 122029 class, or a "
+                      "call the profiler did not see): not reproduced",
+         nm(s, &b, r->code));
+    gr_sb_free(&b);
+}
+
+static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    gr_green *g = running(s, th, r->gid, r->index);
+    number_label(s, r->label);
+    g->last_returned = GR_NONE;
+    /* A bracketing C call of mark stays on top while the frames below are
+     * made equal to the real stack. */
+    size_t t0 = top(g), bracket = GR_NONE;
+    if (t0 != GR_NONE && s->frames[t0].is_c && s->frames[t0].code == r->code &&
+        s->frames[t0].nacts == 0 && !s->frames[t0].external)
+        bracket = t0;
+    if (bracket != GR_NONE)
+        g->depth--;
+    size_t before = top(g);
+    reconcile(s, g, gr_record_stack(s->t, r), r->depth, (r->flags & GR_MARK_CUT) != 0, r->index);
+    if (bracket != GR_NONE) {
+        size_t now = top(g);
+        if (now != before && before != GR_NONE) {
+            /* Move the C call of mark into the new top frame. */
+            gr_frame *b = &s->frames[before];
+            for (size_t i = b->nacts; i-- > 0;) {
+                const gr_act *a = &s->acts[b->acts[i]];
+                if (a->kind == GR_ACT_CCALL && a->frame == bracket) {
+                    size_t ai = b->acts[i];
+                    memmove(b->acts + i, b->acts + i + 1, (b->nacts - i - 1) * sizeof *b->acts);
+                    b->nacts--;
+                    if (now != GR_NONE)
+                        frame_add(s, now, ai);
+                    break;
+                }
+            }
+        }
+        push(g, bracket);
+        size_t a = new_act(s, GR_ACT_MARK, r->index);
+        s->acts[a].label = r->label;
+        frame_add(s, bracket, a);
+        return;
+    }
+    size_t c = container(s, g, r->index, "a mark");
+    if (c == GR_NONE)
+        return;
+    size_t a = new_act(s, GR_ACT_MARK, r->index);
+    s->acts[a].label = r->label;
+    frame_add(s, c, a);
+}
+
+/* Does the record at index i lie inside greenreplay's atexit handler? */
+static int in_exit_handler(const gr_shape *s, const gr_green *g)
+{
+    for (size_t i = 0; i < g->depth; i++) {
+        const gr_frame *f = &s->frames[g->stack[i]];
+        if (!f->is_c && gr_shape_is_recorder_code(s->t, f->code) &&
+            !qual_is(s->t, f->code, "stop", 0))
+            return 1;
+    }
+    return 0;
+}
+
+static void on_stop(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    gr_green *g = running(s, th, r->gid, r->index);
+    s->has_stop = 1;
+    if (th->shutdown || in_exit_handler(s, g)) {
+        s->stop_at_exit = 1;
+        return;
+    }
+    /* The real stack of the stopping greenlet (its STACK record, running
+     * bit) without greenreplay's own frames on top. */
+    for (size_t j = r->index + 1; j < s->t->nrecs; j++) {
+        const gr_record *q = &s->t->recs[j];
+        if (q->tag != GR_STACK)
+            break;
+        if (q->gid != r->gid || q->tid != r->tid || !(q->flags & GR_STACK_RUNNING))
+            continue;
+        const uint32_t *ids = gr_record_stack(s->t, q);
+        size_t n = q->depth;
+        while (n > 0 && (is_c(s->t, ids[n - 1]) || gr_shape_is_recorder_code(s->t, ids[n - 1])))
+            n--;
+        /* Leave the stop wrapper's frames alone while reconciling. */
+        size_t keep = g->depth;
+        while (keep > 0 && s->frames[g->stack[keep - 1]].external)
+            keep--;
+        size_t saved = g->depth;
+        size_t *ext = NULL;
+        size_t next = saved - keep;
+        if (next) {
+            ext = gr_xrealloc(NULL, next * sizeof *ext);
+            memcpy(ext, g->stack + keep, next * sizeof *ext);
+            g->depth = keep;
+        }
+        reconcile(s, g, ids, n, (q->flags & GR_STACK_CUT) != 0, r->index);
+        for (size_t i = 0; i < next; i++)
+            push(g, ext[i]);
+        free(ext);
+        break;
+    }
+    size_t k = g->depth;
+    while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
+        k--;
+    if (k == 0) {
+        note(s, r->index, "stop() called with no frame of the program open: not reproduced");
+        return;
+    }
+    size_t a = new_act(s, GR_ACT_STOP, r->index);
+    frame_add(s, g->stack[k - 1], a);
+}
+
+static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    int throw = r->tag == GR_THROW;
+    int dying = (r->flags & GR_SW_ORIGIN_DEAD) != 0;
+    gr_green *go = running(s, th, r->gid, r->index);
+    gr_green *gt = green_for(s, r->tid, r->target, r->index);
+    go = green_of(s, r->tid, r->gid); /* green_for may have moved the array */
+    go->last_returned = GR_NONE;
+    if (dying) {
+        if (go->depth) {
+            size_t py = 0;
+            for (size_t i = 0; i < go->depth; i++)
+                py += !s->frames[go->stack[i]].is_c && !s->frames[go->stack[i]].external;
+            if (py)
+                note(s, r->index, "a greenlet dies with frames whose return the profiler did "
+                                  "not see: in the script they return normally");
+            pop_lost(s, go, 0, r->index);
+        }
+        if (go->run != GR_NONE && !s->frames[go->run].is_c) {
+            if (go->parent_now != r->target && r->target) {
+                size_t a = new_act(s, GR_ACT_PARENT, r->index);
+                s->acts[a].gid = go->gid;
+                s->acts[a].gid2 = r->target;
+                frame_add(s, go->run, a);
+                go->parent_now = r->target;
+            }
+            if (throw)
+                frame_add(s, go->run, new_act(s, GR_ACT_RAISE, r->index));
+        } else if (go->parent_now != r->target) {
+            note(s, r->index, "a greenlet that ran no visible code dies into a greenlet other "
+                              "than its parent: not reproduced");
+        }
+        go->dead = 1;
+        go->dies_throw = (uint8_t)throw;
+        go->running = 0;
+    } else {
+        size_t t0 = top(go);
+        size_t a = new_act(s, throw ? GR_ACT_THROW : GR_ACT_SWITCH, r->index);
+        s->acts[a].gid = r->target;
+        if (t0 == GR_NONE || s->frames[t0].external) {
+            note(s, r->index, "a greenlet switches away with no frame of the program open: not "
+                              "reproduced");
+        } else {
+            gr_frame *tf = &s->frames[t0];
+            int visible = tf->is_c && tf->nacts == 0 &&
+                          is_greenlet_method(s->t, tf->code, throw ? "throw" : "switch");
+            /* Where a parent change goes: before the C call for a visible
+             * switch, else right before the switch. */
+            size_t pc = t0, ppos = tf->nacts;
+            if (visible) {
+                size_t below = go->depth >= 2 ? go->stack[go->depth - 2] : GR_NONE;
+                pc = below;
+                if (below != GR_NONE) {
+                    gr_frame *bf = &s->frames[below];
+                    ppos = bf->nacts;
+                    for (size_t i = bf->nacts; i-- > 0;)
+                        if (s->acts[bf->acts[i]].frame == t0) {
+                            ppos = i;
+                            break;
+                        }
+                }
+            }
+            if (r->parent && gt->parent_now != r->parent && !gt->root && pc != GR_NONE) {
+                size_t p = new_act(s, GR_ACT_PARENT, r->index);
+                s->acts[p].gid = r->target;
+                s->acts[p].gid2 = r->parent;
+                frame_insert(s, pc, ppos, p);
+                gt->parent_now = r->parent;
+            }
+            frame_add(s, t0, a);
+            if (visible) {
+                go->resume_cframe = t0;
+                go->resume_act = GR_NONE;
+            } else {
+                go->resume_act = a;
+                go->resume_cframe = GR_NONE;
+            }
+            if (r->tracing > go->resumed_tracing) {
+                if (tf->is_c)
+                    note(s, r->index, "a switch made inside a trace function from inside a C "
+                                      "call: reproduced without the trace function");
+                else {
+                    s->acts[a].armed = 1;
+                    go->pending_arm = a;
+                }
+            }
+            if (throw && gt->run == GR_NONE && !gt->seeded)
+                s->acts[a].unstarted = 1;
+        }
+        go->running = 0;
+    }
+    if (gt->dead)
+        note(s, r->index, "a switch to a dead greenlet: not reproduced");
+    if (throw && gt->run == GR_NONE && !gt->seeded)
+        gt->thrown_unstarted = 1;
+    if (throw) {
+        if (gt->resume_act != GR_NONE)
+            s->acts[gt->resume_act].catch_ = 1;
+    }
+    gt->resume_act = GR_NONE;
+    gt->resume_cframe = GR_NONE;
+    gt->running = 1;
+    gt->resumes++;
+    gt->fresh = 1;
+    if (!gt->based) {
+        /* The tracing level it runs at: that of the switch that started it
+         * (a greenlet started from a trace function runs inside it). */
+        gt->resumed_tracing = r->tracing;
+        gt->based = 1;
+    }
+    th->running = r->target;
+}
+
+static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec)
+{
+    gr_green *g = green_of(s, from->tid, from->running);
+    size_t c = g ? top(g) : GR_NONE;
+    if (c == GR_NONE || s->frames[c].external) {
+        /* The thread has no frame open: it has ended (or only greenreplay's
+         * code runs); the next thread runs after it. */
+        if (!from->ended) {
+            from->ended = 1;
+            from->next_tid = to->tid;
+        }
+        return;
+    }
+    if (from->ended)
+        note(s, rec, "a thread has records after its frames all returned: not reproduced");
+    size_t a = new_act(s, GR_ACT_HANDOVER, rec);
+    s->acts[a].tid = from->tid;
+    s->acts[a].tid2 = to->tid;
+    s->acts[a].block = 1;
+    frame_add(s, c, a);
+}
+
+/* ---- the C calls the script keeps by name ------------------------------- */
+
+static int keep_c(gr_shape *s, gr_frame *f)
+{
+    const gr_trace *t = s->t;
+    if (f->external)
+        return 1;
+    const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
+    if (f->nacts == 1 && a0->kind == GR_ACT_MARK && gr_shape_c_named(t, f->code, "mark", 1))
+        return 1;
+    if (f->nacts == 1 && !a0->armed && a0->kind == GR_ACT_SWITCH &&
+        is_greenlet_method(t, f->code, "switch"))
+        return 1;
+    if (f->nacts == 1 && !a0->armed && a0->kind == GR_ACT_THROW &&
+        is_greenlet_method(t, f->code, "throw"))
+        return 1;
+    if (gr_shape_c_named(t, f->code, "generator.close", 0) && f->end != GR_END_EXCEPTION) {
+        if (f->nacts == 0) {
+            f->gen = new_gen(s, 0);
+            return 1;
+        }
+        if (f->nacts == 1 && a0->kind == GR_ACT_CALL) {
+            gr_frame *g = &s->frames[a0->frame];
+            if (g->nacts == 0 && g->end == GR_END_RETURN && !g->invisible && a0->arm == GR_NONE) {
+                g->finalizer = 1;
+                f->gen = new_gen(s, g->code);
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (f->nacts || f->end == GR_END_EXCEPTION)
+        return 0;
+    const gr_code *c = gr_trace_code(t, f->code);
+    size_t n;
+    const uint8_t *q = gr_trace_string(t, c->qualname, &n);
+    const gr_builtin *b = gr_builtin_find((const char *)q, n);
+    if (!b)
+        return 0;
+    return !s->anonymize || gr_builtin_keep_anonymized(b);
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
+{
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->anonymize = anonymize;
+    s->internal = gr_xrealloc(NULL, sizeof(shape_maps));
+    memset(s->internal, 0, sizeof(shape_maps));
+    s->ckeep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
+    memset(s->ckeep, 0, t->nrecs ? t->nrecs : 1);
+    s->qual_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->qual_ids);
+    memset(s->qual_ids, 0, (t->nstrings + 1) * sizeof *s->qual_ids);
+    s->label_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->label_ids);
+    memset(s->label_ids, 0, (t->nstrings + 1) * sizeof *s->label_ids);
+
+    /* The thread the script's main thread acts out: the one start() was
+     * called in (its root greenlet's outermost frame is the module). */
+    for (size_t i = 0; i < t->nrecs; i++)
+        if (t->recs[i].tag == GR_START) {
+            s->start_tid = t->recs[i].tid;
+            s->start_gid = t->recs[i].gid;
+            s->has_start = 1;
+            break;
+        }
+    s->module_tid = s->has_start ? s->start_tid : (t->nrecs ? t->recs[0].tid : 1);
+
+    int stopped = 0;
+    uint64_t last_tid = 0;
+    for (size_t i = 0; i < t->nrecs && !stopped; i++) {
+        const gr_record *r = &t->recs[i];
+        gr_sthread *th = thread_of(s, r->tid, 1);
+        if (r->tid == s->module_tid)
+            th->module = 1;
+        if (last_tid && r->tid != last_tid && r->tag != GR_STACK) {
+            gr_sthread *from = thread_of(s, last_tid, 0);
+            th = thread_of(s, r->tid, 0);
+            if (!th->shutdown)
+                handover(s, from, th, i);
+        }
+        last_tid = r->tid;
+        if (r->tag != GR_THREAD && r->tag != GR_GREENLET && !th->has_first) {
+            /* No GREENLET record (greenlet not importable: gid 0). */
+            th->has_first = 1;
+            th->first = r->gid;
+            th->running = r->gid;
+            th->expect_first = 0;
+            gr_green *g = green_for(s, r->tid, r->gid, i);
+            g->running = 1;
+            g->based = 1;
+        }
+        if (th->shutdown && r->tag != GR_STOP && r->tag != GR_STACK)
+            continue; /* interpreter exit: the script's own exit makes these */
+        switch (r->tag) {
+        case GR_THREAD:
+            if (th->has_first)
+                note(s, i, "a second THREAD record for thread t%" PRIu64 ": ignored", r->tid);
+            else
+                th->expect_first = 1;
+            break;
+        case GR_GREENLET: on_greenlet(s, th, r); break;
+        case GR_START: {
+            gr_green *g = running(s, th, r->gid, i);
+            g->starting = 1;
+            size_t k = g->depth;
+            while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
+                k--;
+            if (k == 0) {
+                note(s, i, "start() called with no frame of the program open: the script calls "
+                           "it at its top level");
+            } else {
+                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
+            }
+            break;
+        }
+        case GR_CALL: on_call(s, th, r); break;
+        case GR_RETURN: on_return(s, th, r); break;
+        case GR_C_CALL: on_c_call(s, th, r); break;
+        case GR_C_RETURN:
+        case GR_C_EXCEPTION: on_c_return(s, th, r); break;
+        case GR_MARK: on_mark(s, th, r); break;
+        case GR_SWITCH:
+        case GR_THROW: on_switch(s, th, r); break;
+        case GR_DEAD: {
+            gr_green *g = green_for(s, r->tid, r->gid, i);
+            g->dead = 1;
+            break;
+        }
+        case GR_STOP:
+            on_stop(s, th, r);
+            stopped = 1;
+            break;
+        default: break; /* INSTR, STACK: state, not structure */
+        }
+    }
+    if (!s->has_start)
+        note(s, GR_NONE, "the trace has no START record: the script starts recording before "
+                         "its first action");
+    if (!stopped) {
+        if (t->has_trailer && t->trailer.reason == GR_STOP_EXIT) {
+            s->stop_at_exit = 1;
+        } else {
+            if (t->truncated)
+                note(s, GR_NONE, "the trace ends at byte %" PRIu64 " without a trailer (the "
+                                 "recording was cut short): the script stops recording after "
+                                 "the last record it has",
+                     t->truncated_at);
+            else
+                note(s, GR_NONE, "the trace has no STOP record: the script stops recording "
+                                 "after its last record");
+            /* stop() in the last running greenlet of the last thread seen. */
+            gr_sthread *th = last_tid ? thread_of(s, last_tid, 0) : NULL;
+            gr_green *g = th ? green_of(s, th->tid, th->running) : NULL;
+            size_t k = g ? g->depth : 0;
+            while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
+                k--;
+            if (k > 0)
+                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_STOP, GR_NONE));
+        }
+    }
+    if (s->nthreads > 1)
+        note(s, GR_NONE, "%zu threads: the script runs one thread at a time, handing over where "
+                         "the trace goes from one thread to another (scheduling inside "
+                         "blocking calls is not reproduced)",
+             s->nthreads);
+    for (size_t i = 0; i < s->nthreads; i++) {
+        gr_sthread *th = &s->threads[i];
+        gr_green *r = green_of(s, th->tid, th->root);
+        if (th->module && (!r || r->run == GR_NONE || !qual_is(t, s->frames[r->run].code, "<module>", 0)) &&
+            th->root)
+            note(s, GR_NONE, "the thread that called start() does not run the module frame at "
+                             "its bottom: the script's module frame is below its frames");
+    }
+    /* Threads other than the script's main one wait for their first turn
+     * in their first greenlet's innermost seed frame, or before anything. */
+    for (size_t i = 0; i < s->nthreads; i++) {
+        gr_sthread *th = &s->threads[i];
+        if (th->module)
+            continue;
+        gr_green *fg = th->has_first ? green_of(s, th->tid, th->first) : NULL;
+        if (fg && fg->seed_top != GR_NONE && !s->frames[fg->seed_top].external) {
+            size_t a = new_act(s, GR_ACT_PARK, GR_NONE);
+            s->acts[a].tid = th->tid;
+            frame_insert(s, fg->seed_top, 0, a);
+        } else {
+            th->park_first = 1;
+        }
+    }
+    /* Decide the C calls kept by name. */
+    for (size_t i = 0; i < s->nframes; i++) {
+        gr_frame *f = &s->frames[i];
+        if (!f->is_c)
+            continue;
+        f->keep = (uint8_t)keep_c(s, f);
+        if (f->call_rec != GR_NONE && f->call_rec < t->nrecs)
+            s->ckeep[f->call_rec] = f->keep;
+        if (f->end_rec != GR_NONE && f->end_rec < t->nrecs)
+            s->ckeep[f->end_rec] = f->keep;
+    }
+    return 0;
+}
+
+void gr_shape_free(gr_shape *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nframes; i++)
+        free(s->frames[i].acts);
+    free(s->frames);
+    free(s->acts);
+    for (size_t i = 0; i < s->ngreens; i++)
+        free(s->greens[i].stack);
+    free(s->greens);
+    free(s->threads);
+    free(s->gens);
+    free(s->ckeep);
+    for (size_t i = 0; i < s->nnotes; i++)
+        free(s->notes[i].text);
+    free(s->notes);
+    free(s->qual_ids);
+    free(s->label_ids);
+    shape_maps *m = maps(s);
+    if (m) {
+        gr_idmap_free(&m->greens);
+        gr_idmap_free(&m->threads);
+        gr_idmap_free(&m->notes);
+        gr_idmap_free(&m->quals);
+        gr_idmap_free(&m->labels);
+        gr_idmap_free(&m->gencode);
+        free(m);
+    }
+    memset(s, 0, sizeof *s);
+}

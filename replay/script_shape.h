@@ -1,0 +1,221 @@
+/* script_shape.h - the structure of a trace that `greenreplay script`
+ * reproduces: threads, greenlets (creation, parents, seeds, switches,
+ * throws, deaths), and inside each greenlet the tree of frames (Python and
+ * C) with, in each frame, the actions it performs in order (calls, C calls,
+ * marks, switches, start, stop...).
+ *
+ * gr_shape_build replays the records once, the way the script will have
+ * to act them out: a CALL opens a frame inside the current one, a RETURN
+ * closes it, a SWITCH is an action of the origin's current frame and
+ * resumes the target where it left off.  Ground truth corrects the profile
+ * events: a MARK's real stack (or the STACK record at stop) that holds
+ * frames the profile events did not show opens them (calls the profiler
+ * missed, rebuilt), and closes frames it no longer holds (returns the
+ * profiler missed).  What the script cannot act out becomes a note.
+ *
+ * The result also says, for every C call record, whether the script
+ * reproduces it by name (gr_shape.ckeep): `diff --c-names script` compares
+ * C calls on exactly those names, so that a recording of the script can be
+ * compared with the original trace.
+ *
+ * Everything here is pure (no I/O); script.h renders a shape as Python.
+ */
+#ifndef GR_SCRIPT_SHAPE_H
+#define GR_SCRIPT_SHAPE_H
+
+#include "reader.h"
+#include "text.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "no frame / act / record" */
+#define GR_NONE SIZE_MAX
+
+/* What an action does (gr_act.kind). */
+enum gr_act_kind {
+    GR_ACT_CALL = 1, /* call Python frame `frame` (rebuilt when frames[frame].invisible) */
+    GR_ACT_CCALL,    /* make C call `frame` (a C frame; its own acts run inside it) */
+    GR_ACT_MARK,     /* greenreplay.mark(label) outside a bracketing C call of mark */
+    GR_ACT_SWITCH,   /* switch to greenlet gid */
+    GR_ACT_THROW,    /* throw into greenlet gid */
+    GR_ACT_PARENT,   /* set the parent of greenlet gid to gid2 */
+    GR_ACT_START,    /* greenreplay.start() */
+    GR_ACT_STOP,     /* greenreplay.stop(), then end the process */
+    GR_ACT_SUSPEND,  /* before start: a seeded greenlet switches to gid2 (0: its
+                        thread's root greenlet) and stays there until resumed */
+    GR_ACT_PARK,     /* before start: thread tid waits for its first turn */
+    GR_ACT_HANDOVER, /* let thread tid2 run; then wait for this thread's next
+                        turn (block) or end (not block) */
+    GR_ACT_GENLOCAL, /* keep generator gen in a local: the generator is
+                        finalized when the frame returns */
+    GR_ACT_RAISE,    /* raise: the greenlet dies with an exception */
+};
+
+/* How a frame ended (gr_frame.end). */
+enum gr_frame_end {
+    GR_END_OPEN = 0,   /* no return seen (open at stop, or lost) */
+    GR_END_RETURN,     /* RETURN / C_RETURN */
+    GR_END_EXCEPTION,  /* C_EXCEPTION */
+};
+
+/* One action of a frame. */
+typedef struct gr_act {
+    uint8_t kind;        /* enum gr_act_kind */
+    uint8_t catch_;      /* SWITCH, THROW, SUSPEND, HANDOVER: resumed by a throw:
+                            the script catches the exception here */
+    uint8_t visible;     /* SUSPEND: by a visible switch() call (its c_return
+                            is in the trace) */
+    uint8_t armed;       /* SWITCH/THROW made inside a trace function: acted
+                            out at the next CALL (gr_act.arm of that CALL) */
+    uint8_t block;       /* HANDOVER: wait for the next turn */
+    uint8_t hidden_install; /* CALL with arm: install the trace function
+                               without a visible C call (and remove it after) */
+    uint8_t unstarted;   /* THROW: the target had not started (the exception
+                            kind decides whether it dies normally) */
+    size_t frame;        /* CALL, CCALL */
+    size_t arm;          /* CALL: act index of the switch to make inside the
+                            trace function before the call, GR_NONE */
+    size_t gen;          /* GENLOCAL: index into gr_shape.gens */
+    uint64_t tid, tid2;  /* PARK: tid; HANDOVER: from tid to tid2 */
+    uint64_t gid, gid2;  /* SWITCH/THROW: target; PARENT: gid, new parent gid2;
+                            SUSPEND: target gid2 (0: thread root) */
+    uint64_t label;      /* MARK: string id */
+    uint64_t rec;        /* record it comes from, GR_NONE if synthetic */
+} gr_act;
+
+/* One frame: a Python function invocation or a C call. */
+typedef struct gr_frame {
+    uint32_t code;       /* code id in the trace */
+    uint8_t is_c;
+    uint8_t seed;        /* open before start (from a GREENLET seed) */
+    uint8_t external;    /* greenreplay's own code (start/stop wrappers) or
+                            a frame inside it: never generated */
+    uint8_t invisible;   /* rebuilt from a real stack: the profiler did not
+                            see its call */
+    uint8_t finalizer;   /* Python: a generator finalized (GENLOCAL or
+                            generator.close), not a call of its own */
+    uint8_t end;         /* enum gr_frame_end */
+    uint8_t keep;        /* C: reproduced by name (see gr_shape.ckeep) */
+    uint8_t settrace_on; /* C sys.settrace: installs the script's trace function */
+    size_t gen;          /* C generator.close kept: index into gens, else GR_NONE */
+    uint64_t tid, gid;
+    uint64_t call_rec;   /* CALL/C_CALL record, GR_NONE for seed and rebuilt frames */
+    uint64_t end_rec;    /* RETURN/C_RETURN/C_EXCEPTION record, GR_NONE */
+    size_t *acts;        /* owned: indices into gr_shape.acts, in order */
+    size_t nacts, cap_acts;
+} gr_frame;
+
+/* One greenlet (or, without greenlet, one thread's only "greenlet", gid 0). */
+typedef struct gr_green {
+    uint64_t tid, gid;
+    uint64_t parent_first; /* parent at first sight (GREENLET record), 0 none */
+    uint64_t flags;        /* GREENLET flags */
+    uint64_t first_rec;    /* its GREENLET record */
+    uint8_t root;          /* main greenlet of its thread */
+    uint8_t seeded;        /* its GREENLET record has a seed stack */
+    uint8_t idle_seed;     /* seeded and not running at first sight: the
+                              script suspends it before start */
+    uint8_t starting;      /* start() was called in it */
+    uint8_t dead;
+    uint8_t dies_throw;    /* died with an exception (THROW record) */
+    uint8_t thrown_unstarted; /* killed by a throw before it ran */
+    size_t run;            /* outermost frame, GR_NONE: the script uses a run
+                              function that does nothing */
+    size_t seed_top;       /* innermost seed frame, GR_NONE */
+    /* state while building (internal) */
+    size_t *stack;         /* open frames, outermost first */
+    size_t depth, cap;
+    uint64_t parent_now;
+    uint64_t resumed_tracing; /* tracing level it runs at (set when it starts) */
+    size_t resume_act, resume_cframe, pending_arm, last_returned;
+    int running, resumes, fresh, based;
+} gr_green;
+
+/* One thread. */
+typedef struct gr_sthread {
+    uint64_t tid;
+    uint64_t root;        /* gid of its main greenlet, 0 if not seen */
+    uint64_t first;       /* gid of the greenlet running when first seen */
+    int has_first;
+    uint64_t next_tid;    /* thread to let run once this one has ended, 0 */
+    uint8_t module;       /* runs in the script's main thread */
+    uint8_t park_first;   /* waits for its first turn before its first
+                             greenlet's outermost call (no seed to park in) */
+    /* internal */
+    uint64_t running;
+    size_t last_settrace;
+    int shutdown, expect_first, ended;
+} gr_sthread;
+
+/* A real generator the script creates (for finalizations). */
+typedef struct gr_gen {
+    uint32_t code;        /* Python code whose frame it finalizes, 0 unknown */
+} gr_gen;
+
+/* A note: something the script cannot act out. */
+typedef struct gr_note_s {
+    char *text;           /* owned, one line */
+    size_t count;         /* how many times it happened */
+    uint64_t first_rec;   /* record of the first time, GR_NONE */
+} gr_snote;
+
+/* The shape of a trace.  Owns everything but `t`; free with
+ * gr_shape_free. */
+typedef struct gr_shape {
+    const gr_trace *t;    /* borrowed; must outlive the shape */
+    int anonymize;        /* names: f1, f2, ... and m1, m2, ... */
+    gr_frame *frames;
+    size_t nframes, cap_frames;
+    gr_act *acts;
+    size_t nacts, cap_acts;
+    gr_green *greens;     /* in order of first sight */
+    size_t ngreens, cap_greens;
+    gr_sthread *threads;  /* in order of first sight */
+    size_t nthreads, cap_threads;
+    gr_gen *gens;
+    size_t ngens, cap_gens;
+    uint8_t *ckeep;       /* [t->nrecs]: for C_CALL, C_RETURN, C_EXCEPTION
+                             records, 1 when the script reproduces the call by
+                             its recorded name, 0 when by the neutral C call */
+    uint64_t start_tid, start_gid;
+    int has_start, has_stop;
+    int stop_at_exit;     /* recording ended at interpreter exit: no explicit stop */
+    uint64_t module_tid;  /* thread acted out by the script's main thread */
+    int uses_greenlet;    /* some gid is non-zero */
+    gr_snote *notes;      /* in order of first occurrence */
+    size_t nnotes, cap_notes;
+    /* name numbering (anonymize) */
+    uint64_t *qual_ids;   /* [t->nstrings + 1]: 1-based number of a qualname, 0 none */
+    uint64_t *label_ids;  /* [t->nstrings + 1]: 1-based number of a label, 0 none */
+    void *internal;       /* owned: lookup tables */
+} gr_shape;
+
+/* Build the shape of t (a trace read successfully, complete or truncated)
+ * into *s (need not be initialised).  anonymize: number qualnames and
+ * labels for gr_shape_name/gr_shape_label, and reproduce only the C calls
+ * an anonymized script keeps by name (script_builtins.h).  Exits(2) on
+ * out of memory.  Returns 0. */
+int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize);
+
+/* Release what *s owns and zero it (t is not freed). */
+void gr_shape_free(gr_shape *s);
+
+/* Append the name the script gives code id `code`: its qualname, or "fN"
+ * when anonymizing (Python code; C code keeps its name, which an
+ * anonymized script never prints).  Raw bytes, not escaped. */
+void gr_shape_name(const gr_shape *s, gr_sb *sb, uint32_t code);
+
+/* Append the text of label string id `label`: raw, or "mN" when
+ * anonymizing. */
+void gr_shape_label(const gr_shape *s, gr_sb *sb, uint64_t label);
+
+/* Whether code id `code` is greenreplay's own Python code (file under
+ * "<greenreplay>/"). */
+int gr_shape_is_recorder_code(const gr_trace *t, uint32_t code);
+
+/* Whether C code id `code` is named NAME (NUL-terminated) exactly, or ends
+ * with "." NAME when suffix is non-zero. */
+int gr_shape_c_named(const gr_trace *t, uint32_t code, const char *name, int suffix);
+
+#endif
