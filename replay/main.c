@@ -7,6 +7,7 @@
 #include "edit.h"
 #include "reader.h"
 #include "record.h"
+#include "reduce.h"
 #include "report.h"
 #include "script.h"
 #include "stall.h"
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GR_TOOL_VERSION "0.1.0"
 
@@ -38,6 +40,7 @@ static const char usage_main[] =
     "  script TRACE   write a Python program that acts out the trace's greenlets,\n"
     "                 calls, switches and marks (a bug reproduction)\n"
     "  diff A B       align two traces by structure and show where they diverge\n"
+    "  reduce SCRIPT  shrink a failing script of `script` while the failure persists\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
     "`greenreplay COMMAND --help` describes a command.  Exit status: 0 success\n"
@@ -196,6 +199,33 @@ static const char usage_diff[] =
     "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
     "(one line with file and byte offset), traces of different format versions,\n"
     "or bad usage.\n";
+
+static const char usage_reduce[] =
+    "usage: greenreplay reduce SCRIPT --python PY --rule RULE [-o OUT.py]\n"
+    "                          [--timeout S] [--max-runs N] [--workdir DIR] [-q]\n"
+    "\n"
+    "Shrink SCRIPT, a program written by `greenreplay script` that fails, for as\n"
+    "long as the failure persists: delta debugging (ddmin) over its units (the\n"
+    "lines tagged #@N: calls, C calls, marks, switches, greenlet creations,\n"
+    "helpers), then dropping the definitions nothing calls any more.  Each\n"
+    "candidate is recorded with `greenreplay record --manual -- PY CANDIDATE`\n"
+    "and checked: it still fails when the recording exits with the same status\n"
+    "as the original's and `check` reports at least one violation of RULE\n"
+    "(imbalance, blind_spot, switch_consistency or propagation).  Progress goes\n"
+    "to stderr, one line per run.\n"
+    "\n"
+    "options:\n"
+    "  --python PY      interpreter to record with (e.g. `ci/envs.sh python ENV`)\n"
+    "  --rule RULE      the rule that must keep firing\n"
+    "  -o, --output OUT write the reduced script to OUT (default: stdout)\n"
+    "  --timeout S      seconds per run before it counts as not failing (60)\n"
+    "  --max-runs N     stop after N runs with the smallest script so far (0: none)\n"
+    "  --workdir DIR    where the scratch directory goes ($TMPDIR or /tmp)\n"
+    "  -q, --quiet      no progress\n"
+    "  -h, --help       show this help\n"
+    "\n"
+    "exit status: 0 reduced script written, 1 SCRIPT does not fail that way\n"
+    "(nothing written), 2 bad input or usage, I/O error.\n";
 
 static int bad_usage(const char *usage, const char *fmt, const char *arg)
 {
@@ -709,6 +739,63 @@ done:
     return rc;
 }
 
+static int cmd_reduce(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"python", required_argument, NULL, 'p'},
+        {"rule", required_argument, NULL, 'r'},
+        {"output", required_argument, NULL, 'o'},
+        {"timeout", required_argument, NULL, 't'},
+        {"max-runs", required_argument, NULL, 'm'},
+        {"workdir", required_argument, NULL, 'w'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    gr_reduce_opts o;
+    memset(&o, 0, sizeof o);
+    o.log = stderr;
+    int c, v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:q", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': o.python = optarg; break;
+        case 'r': o.rule = optarg; break;
+        case 'o': o.output = optarg; break;
+        case 't':
+            if (parse_count(optarg, &v) < 0 || v == 0)
+                return bad_usage(usage_reduce, "bad --timeout '%s' (seconds)", optarg);
+            o.timeout_s = (unsigned)v;
+            break;
+        case 'm':
+            if (parse_count(optarg, &v) < 0)
+                return bad_usage(usage_reduce, "bad --max-runs '%s' (a number)", optarg);
+            o.max_runs = (size_t)v;
+            break;
+        case 'w': o.workdir = optarg; break;
+        case 'q': o.log = NULL; break;
+        case 'h': fputs(usage_reduce, stdout); return 0;
+        default: return option_error(usage_reduce, c, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return bad_usage(usage_reduce, "%s", "reduce needs exactly one SCRIPT");
+    if (!o.python || !o.rule)
+        return bad_usage(usage_reduce, "%s", "reduce needs --python PY and --rule RULE");
+    o.script = argv[optind];
+    static char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "greenreplay: reduce: cannot find the greenreplay executable "
+                        "(/proc/self/exe): %s\n",
+                strerror(errno));
+        return 2;
+    }
+    self[n] = '\0';
+    o.self = self;
+    return gr_reduce(&o);
+}
+
 static const char *command_usage(const char *cmd)
 {
     if (strcmp(cmd, "check") == 0) return usage_check;
@@ -717,6 +804,7 @@ static const char *command_usage(const char *cmd)
     if (strcmp(cmd, "edit") == 0) return usage_edit;
     if (strcmp(cmd, "script") == 0) return usage_script;
     if (strcmp(cmd, "diff") == 0) return usage_diff;
+    if (strcmp(cmd, "reduce") == 0) return usage_reduce;
     return NULL;
 }
 
@@ -765,5 +853,7 @@ int main(int argc, char **argv)
         return cmd_script(sub_argc, sub_argv);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(sub_argc, sub_argv);
+    if (strcmp(cmd, "reduce") == 0)
+        return cmd_reduce(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }

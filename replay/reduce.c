@@ -1,0 +1,661 @@
+/* reduce.c - delta debugging of a failing script (reduce.h). */
+#include "reduce.h"
+
+#include "check.h"
+#include "idmap.h"
+#include "reader.h"
+#include "text.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- units --------------------------------------------------------------- */
+
+static int is_ident(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The tag at the end of line p[0..n): "#@" followed by non-space
+ * characters, preceded by two spaces.  Returns its start (after "#@") and
+ * length, or NULL. */
+static const char *tag_of(const char *p, size_t n, size_t *tn)
+{
+    size_t e = n;
+    while (e > 0 && (p[e - 1] == ' ' || p[e - 1] == '\r'))
+        e--;
+    size_t s = e;
+    while (s > 0 && p[s - 1] != ' ')
+        s--;
+    /* p[s..e) is the last word: "#@TAG", preceded by two spaces */
+    if (e - s < 3 || p[s] != '#' || p[s + 1] != '@' || s < 2 || p[s - 2] != ' ')
+        return NULL;
+    *tn = e - s - 2;
+    return p + s + 2;
+}
+
+size_t gr_units_parse(gr_units *u, const char *text, size_t n)
+{
+    memset(u, 0, sizeof *u);
+    u->text = gr_xrealloc(NULL, n + 1);
+    memcpy(u->text, text, n);
+    u->text[n] = '\0';
+    size_t cap = 0, cap_names = 0;
+    gr_idmap units = {0}, defs = {0};
+    size_t cur_def = GR_UNIT_NONE;
+    int in_header = 1;
+    const char *p = u->text, *end = u->text + n;
+    while (p < end) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        size_t len = e ? (size_t)(e - p) : (size_t)(end - p);
+        u->lines = gr_xgrow(u->lines, &cap, u->nlines + 1, sizeof *u->lines);
+        gr_uline *l = &u->lines[u->nlines++];
+        l->text = p;
+        l->len = len;
+        l->unit = l->def = GR_UNIT_NONE;
+        if (in_header && (len == 0 || p[0] != '#'))
+            in_header = 0;
+        if (in_header)
+            u->header++;
+        int indented = len > 0 && (p[0] == ' ' || p[0] == '\t');
+        if (!indented)
+            cur_def = GR_UNIT_NONE;
+        size_t tn;
+        const char *tag = in_header ? NULL : tag_of(p, len, &tn);
+        uint64_t key = 1469598103934665603ull;
+        if (tag) {
+            for (size_t i = 0; i < tn; i++) {
+                key ^= (uint8_t)tag[i];
+                key *= 1099511628211ull;
+            }
+        }
+        if (tag && tag[0] == 'd') {
+            size_t d;
+            if (!gr_idmap_get(&defs, key, tn, &d)) {
+                d = u->ndefs++;
+                gr_idmap_put(&defs, key, tn, d);
+                u->def_names = gr_xgrow(u->def_names, &cap_names, u->ndefs, sizeof *u->def_names);
+                u->def_names[d] = NULL;
+            }
+            l->def = d;
+            if (!indented && len > 4 && memcmp(p, "def ", 4) == 0) {
+                cur_def = d;
+                size_t k = 4;
+                while (k < len && is_ident(p[k]))
+                    k++;
+                free(u->def_names[d]);
+                u->def_names[d] = gr_xrealloc(NULL, k - 4 + 1);
+                memcpy(u->def_names[d], p + 4, k - 4);
+                u->def_names[d][k - 4] = '\0';
+            }
+        } else {
+            if (indented && cur_def != GR_UNIT_NONE)
+                l->def = cur_def;
+            if (tag) {
+                size_t id;
+                if (!gr_idmap_get(&units, key, tn, &id)) {
+                    id = u->nunits++;
+                    gr_idmap_put(&units, key, tn, id);
+                }
+                l->unit = id;
+            }
+        }
+        p += len + (e ? 1 : 0);
+    }
+    for (size_t d = 0; d < u->ndefs; d++)
+        if (!u->def_names[d])
+            u->def_names[d] = gr_xstrdup("");
+    gr_idmap_free(&units);
+    gr_idmap_free(&defs);
+    return u->nunits;
+}
+
+void gr_units_free(gr_units *u)
+{
+    free(u->text);
+    free(u->lines);
+    for (size_t d = 0; d < u->ndefs; d++)
+        free(u->def_names[d]);
+    free(u->def_names);
+    memset(u, 0, sizeof *u);
+}
+
+static int line_kept(const gr_uline *l, const uint8_t *keep, const uint8_t *def_keep)
+{
+    if (l->def != GR_UNIT_NONE && def_keep && !def_keep[l->def])
+        return 0;
+    return l->unit == GR_UNIT_NONE || !keep || keep[l->unit];
+}
+
+char *gr_units_render(const gr_units *u, const uint8_t *keep, const uint8_t *def_keep,
+                      int drop_header, size_t *len)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    for (size_t i = drop_header ? u->header : 0; i < u->nlines; i++) {
+        const gr_uline *l = &u->lines[i];
+        if (!line_kept(l, keep, def_keep))
+            continue;
+        gr_sb_put(&sb, l->text, l->len);
+        gr_sb_putc(&sb, '\n');
+    }
+    *len = sb.len;
+    return gr_sb_take(&sb);
+}
+
+/* Does word w (n bytes) occur as a whole identifier in p[0..len)? */
+static int has_word(const char *p, size_t len, const char *w, size_t n)
+{
+    if (n == 0 || n > len)
+        return 0;
+    for (size_t i = 0; i + n <= len; i++) {
+        if (p[i] == w[0] && memcmp(p + i, w, n) == 0 && (i == 0 || !is_ident(p[i - 1])) &&
+            (i + n == len || !is_ident(p[i + n])))
+            return 1;
+    }
+    return 0;
+}
+
+/* The name a column-0 line defines, or 0 (name in w, length returned). */
+static size_t defined_name(const gr_uline *l, const char **w)
+{
+    const char *p = l->text;
+    size_t n = l->len, k = 0;
+    if (n && (p[0] == ' ' || p[0] == '\t' || p[0] == '#'))
+        return 0;
+    if (n > 4 && memcmp(p, "def ", 4) == 0)
+        k = 4;
+    else if (n > 6 && memcmp(p, "class ", 6) == 0)
+        k = 6;
+    else if (n > 7 && memcmp(p, "import ", 7) == 0)
+        k = 7;
+    size_t s = k;
+    while (k < n && is_ident(p[k]))
+        k++;
+    if (k == s)
+        return 0;
+    if (s == 0) { /* NAME = ... */
+        size_t j = k;
+        while (j < n && p[j] == ' ')
+            j++;
+        if (j + 1 >= n || p[j] != '=' || p[j + 1] == '=')
+            return 0;
+    }
+    *w = p + s;
+    return k - s;
+}
+
+/* Is name w mentioned by a kept line outside unit `unit` / def `def`? */
+static int referenced(const gr_units *u, const uint8_t *keep, const uint8_t *def_keep,
+                      const char *w, size_t n, size_t unit, size_t def)
+{
+    for (size_t i = u->header; i < u->nlines; i++) {
+        const gr_uline *l = &u->lines[i];
+        if (!line_kept(l, keep, def_keep))
+            continue;
+        if ((unit != GR_UNIT_NONE && l->unit == unit) || (def != GR_UNIT_NONE && l->def == def))
+            continue;
+        if (has_word(l->text, l->len, w, n))
+            return 1;
+    }
+    return 0;
+}
+
+size_t gr_units_cleanup(const gr_units *u, uint8_t *keep, uint8_t *def_keep)
+{
+    size_t dropped = 0;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t d = 0; d < u->ndefs; d++) {
+            const char *name = u->def_names[d];
+            if (!def_keep[d] || !name[0])
+                continue;
+            if (!referenced(u, keep, def_keep, name, strlen(name), GR_UNIT_NONE, d)) {
+                def_keep[d] = 0;
+                dropped++;
+                changed = 1;
+            }
+        }
+        for (size_t i = u->header; i < u->nlines; i++) {
+            const gr_uline *l = &u->lines[i];
+            if (l->unit == GR_UNIT_NONE || !keep[l->unit] || !line_kept(l, keep, def_keep) ||
+                (i > 0 && u->lines[i - 1].unit == l->unit))
+                continue; /* only the first line of a kept unit */
+            const char *w;
+            size_t n = defined_name(l, &w);
+            if (n && !referenced(u, keep, def_keep, w, n, l->unit, GR_UNIT_NONE)) {
+                keep[l->unit] = 0;
+                dropped++;
+                changed = 1;
+            }
+        }
+    }
+    return dropped;
+}
+
+/* ---- ddmin --------------------------------------------------------------- */
+
+typedef struct dd {
+    size_t n;
+    gr_ddmin_test test;
+    gr_ddmin_progress progress;
+    void *ctx;
+    size_t tests, max_tests;
+    gr_idmap seen; /* hash of a tested configuration -> result + 1 */
+    uint8_t *cfg;
+} dd;
+
+static uint64_t cfg_hash(const uint8_t *keep, size_t n, uint64_t *count)
+{
+    uint64_t h = 1469598103934665603ull, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!keep[i])
+            continue;
+        k++;
+        uint64_t x = i + 0x9e3779b97f4a7c15ull;
+        x ^= x >> 31;
+        x *= 0xbf58476d1ce4e5b9ull;
+        h ^= x;
+        h *= 1099511628211ull;
+    }
+    *count = k;
+    return h;
+}
+
+/* Test configuration keep (cached).  Returns 1 fails, 0 passes, -1 out of
+ * tests. */
+static int dd_test(dd *d, const uint8_t *keep, size_t current)
+{
+    uint64_t count;
+    uint64_t h = cfg_hash(keep, d->n, &count);
+    size_t v;
+    if (gr_idmap_get(&d->seen, h, count, &v))
+        return (int)v - 1;
+    if (d->max_tests && d->tests >= d->max_tests)
+        return -1;
+    d->tests++;
+    int r = d->test(d->ctx, keep, d->n) ? 1 : 0;
+    gr_idmap_put(&d->seen, h, count, (size_t)r + 1);
+    if (d->progress)
+        d->progress(d->ctx, (size_t)count, r, r ? (size_t)count : current);
+    return r;
+}
+
+size_t gr_ddmin(size_t n, uint8_t *keep, gr_ddmin_test test, gr_ddmin_progress progress,
+                void *ctx, size_t max_tests)
+{
+    dd d;
+    memset(&d, 0, sizeof d);
+    d.n = n;
+    d.test = test;
+    d.progress = progress;
+    d.ctx = ctx;
+    d.max_tests = max_tests;
+    d.cfg = gr_xrealloc(NULL, n ? n : 1);
+    size_t *items = gr_xrealloc(NULL, (n ? n : 1) * sizeof *items);
+    size_t nitems = 0;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i])
+            items[nitems++] = i;
+    size_t parts = 2;
+    int out_of_tests = 0;
+    while (nitems >= 2 && !out_of_tests) {
+        if (parts > nitems)
+            parts = nitems;
+        int reduced = 0;
+        /* Try each chunk alone (only with two chunks), then each
+         * complement. */
+        for (int pass = 0; pass < 2 && !reduced && !out_of_tests; pass++) {
+            if (pass == 0 && parts != 2)
+                continue;
+            for (size_t c = 0; c < parts && !reduced; c++) {
+                size_t lo = nitems * c / parts, hi = nitems * (c + 1) / parts;
+                memset(d.cfg, 0, n);
+                for (size_t i = 0; i < nitems; i++) {
+                    int in = i >= lo && i < hi;
+                    if (pass == 0 ? in : !in)
+                        d.cfg[items[i]] = 1;
+                }
+                int r = dd_test(&d, d.cfg, nitems);
+                if (r < 0) {
+                    out_of_tests = 1;
+                    break;
+                }
+                if (r == 1) {
+                    size_t k = 0;
+                    for (size_t i = 0; i < nitems; i++) {
+                        int in = i >= lo && i < hi;
+                        if (pass == 0 ? in : !in)
+                            items[k++] = items[i];
+                    }
+                    nitems = k;
+                    parts = pass == 0 ? 2 : (parts > 2 ? parts - 1 : 2);
+                    reduced = 1;
+                }
+            }
+        }
+        if (!reduced && !out_of_tests) {
+            if (parts >= nitems)
+                break; /* 1-minimal */
+            parts = parts * 2 < nitems ? parts * 2 : nitems;
+        }
+    }
+    memset(keep, 0, n);
+    for (size_t i = 0; i < nitems; i++)
+        keep[items[i]] = 1;
+    free(items);
+    free(d.cfg);
+    gr_idmap_free(&d.seen);
+    return d.tests;
+}
+
+/* ---- running a candidate ------------------------------------------------- */
+
+typedef struct rctx {
+    const gr_reduce_opts *o;
+    const gr_units *u;
+    int rule;
+    int status;          /* exit status of the original's recording */
+    char dir[4096];
+    char py[4200], grt[4200], log[4200];
+    size_t runs;
+    double t0;
+    uint8_t *def_keep;
+} rctx;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int write_file(const char *path, const char *text, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, text + off, n - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return close(fd);
+}
+
+/* Record script c->py into c->grt.  Returns the exit status (128+N for a
+ * signal, 124 on timeout), -1 if it could not start. */
+static int record(rctx *c)
+{
+    unlink(c->grt);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        int fd = open(c->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int nul = open("/dev/null", O_RDONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        if (nul >= 0)
+            dup2(nul, 0);
+        execl(c->o->self, "greenreplay", "record", "--manual", "-o", c->grt, "--", c->o->python,
+              c->py, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    double deadline = now() + (c->o->timeout_s ? c->o->timeout_s : 60);
+    int st;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        if (now() > deadline) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return 124;
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WEXITSTATUS(st);
+}
+
+/* Violations of the rule in c->grt; -1 if the trace cannot be read. */
+static long rule_count(rctx *c)
+{
+    gr_trace t;
+    if (gr_trace_load(&t, c->grt) != GR_READ_OK) {
+        gr_trace_free(&t);
+        return -1;
+    }
+    gr_check_result res;
+    gr_check_run(&t, &res);
+    long k = (long)res.counts[c->rule];
+    gr_check_result_free(&res);
+    gr_trace_free(&t);
+    return k;
+}
+
+/* Run text; *status and *count receive the outcome.  Returns 1 when it
+ * fails the same way. */
+static int try_text(rctx *c, const char *text, size_t n, int *status, long *count)
+{
+    c->runs++;
+    *status = -1;
+    *count = -1;
+    if (write_file(c->py, text, n) < 0)
+        return 0;
+    *status = record(c);
+    *count = *status < 0 ? -1 : rule_count(c);
+    return *status == c->status && *count > 0;
+}
+
+static int test_cfg(void *ctx, const uint8_t *keep, size_t n)
+{
+    (void)n;
+    rctx *c = ctx;
+    size_t len;
+    char *text = gr_units_render(c->u, keep, c->def_keep, 0, &len);
+    int st;
+    long k;
+    int r = try_text(c, text, len, &st, &k);
+    free(text);
+    return r;
+}
+
+static void progress(void *ctx, size_t tested, int fails, size_t current)
+{
+    rctx *c = ctx;
+    if (c->o->log)
+        fprintf(c->o->log, "reduce: run %zu: %zu units: %s; now %zu of %zu units [%.1f s]\n",
+                c->runs, tested, fails ? "still fails" : "passes", current, c->u->nunits,
+                now() - c->t0);
+}
+
+static int read_file(const char *path, char **text, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    gr_sb sb;
+    gr_sb_init(&sb);
+    char buf[65536];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        gr_sb_put(&sb, buf, k);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        gr_sb_free(&sb);
+        return -1;
+    }
+    *n = sb.len;
+    *text = gr_sb_take(&sb);
+    return 0;
+}
+
+int gr_reduce(const gr_reduce_opts *o)
+{
+    int rule = -1;
+    for (int i = 0; i < GR_NRULES_CHECK; i++)
+        if (strcmp(o->rule, gr_rule_name((enum gr_rule)i)) == 0)
+            rule = i;
+    if (rule < 0) {
+        fprintf(stderr, "greenreplay: reduce: unknown rule '%s' (imbalance, blind_spot, "
+                        "switch_consistency or propagation)\n",
+                o->rule);
+        return 2;
+    }
+    char *src;
+    size_t nsrc;
+    if (read_file(o->script, &src, &nsrc) < 0) {
+        fprintf(stderr, "greenreplay: %s: %s\n", o->script, strerror(errno));
+        return 2;
+    }
+    gr_units u;
+    if (gr_units_parse(&u, src, nsrc) == 0) {
+        fprintf(stderr, "greenreplay: reduce: %s has no units (lines tagged #@N): reduce works on "
+                        "scripts made by `greenreplay script`\n",
+                o->script);
+        gr_units_free(&u);
+        free(src);
+        return 2;
+    }
+    rctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.u = &u;
+    c.rule = rule;
+    c.t0 = now();
+    const char *base = o->workdir ? o->workdir : getenv("TMPDIR");
+    snprintf(c.dir, sizeof c.dir, "%s/greenreplay-reduce.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(c.dir)) {
+        fprintf(stderr, "greenreplay: reduce: %s: %s\n", c.dir, strerror(errno));
+        gr_units_free(&u);
+        free(src);
+        return 2;
+    }
+    snprintf(c.py, sizeof c.py, "%s/candidate.py", c.dir);
+    snprintf(c.grt, sizeof c.grt, "%s/candidate.grt", c.dir);
+    snprintf(c.log, sizeof c.log, "%s/candidate.log", c.dir);
+    c.def_keep = gr_xrealloc(NULL, u.ndefs + 1);
+    memset(c.def_keep, 1, u.ndefs + 1);
+    uint8_t *keep = gr_xrealloc(NULL, u.nunits);
+    memset(keep, 1, u.nunits);
+    int rc = 2;
+    FILE *log = o->log;
+    if (log)
+        fprintf(log, "reduce: %s: %zu units, %zu definitions, %zu bytes; rule %s; python %s\n",
+                o->script, u.nunits, u.ndefs, nsrc, o->rule, o->python);
+
+    /* The original must fail that way. */
+    c.status = -2; /* accept any status for the first run */
+    int st;
+    long k;
+    c.runs++;
+    if (write_file(c.py, src, nsrc) < 0) {
+        fprintf(stderr, "greenreplay: reduce: %s: %s\n", c.py, strerror(errno));
+        goto out;
+    }
+    st = record(&c);
+    k = st < 0 ? -1 : rule_count(&c);
+    if (st < 0) {
+        fprintf(stderr, "greenreplay: reduce: could not run %s\n", o->self);
+        goto out;
+    }
+    if (log)
+        fprintf(log, "reduce: original: record exit %d, %ld %s violation%s [%.1f s]\n", st,
+                k < 0 ? 0 : k, o->rule, k == 1 ? "" : "s", now() - c.t0);
+    if (k <= 0) {
+        fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit %d%s; "
+                        "its output: %s): nothing to reduce\n",
+                o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "", c.log);
+        rc = 1;
+        goto keep_dir;
+    }
+    c.status = st;
+
+    gr_ddmin(u.nunits, keep, test_cfg, log ? progress : NULL, &c, o->max_runs);
+
+    /* Drop what nothing refers to any more, and the header; check again. */
+    uint8_t *keep2 = gr_xrealloc(NULL, u.nunits);
+    uint8_t *def2 = gr_xrealloc(NULL, u.ndefs + 1);
+    memcpy(keep2, keep, u.nunits);
+    memcpy(def2, c.def_keep, u.ndefs + 1);
+    size_t dropped = gr_units_cleanup(&u, keep2, def2);
+    size_t blen;
+    char *body = gr_units_render(&u, keep2, def2, 1, &blen);
+    if (!try_text(&c, body, blen, &st, &k)) {
+        free(body);
+        body = gr_units_render(&u, keep, c.def_keep, 1, &blen);
+        dropped = 0;
+        if (!try_text(&c, body, blen, &st, &k)) {
+            free(body);
+            body = gr_units_render(&u, keep, c.def_keep, 0, &blen);
+        }
+    } else {
+        memcpy(keep, keep2, u.nunits);
+    }
+    free(keep2);
+    free(def2);
+    size_t kept = 0;
+    for (size_t i = 0; i < u.nunits; i++)
+        kept += keep[i];
+    gr_sb res;
+    gr_sb_init(&res);
+    gr_sb_puts(&res, "#!/usr/bin/env python3\n");
+    gr_sb_printf(&res, "# Reduced by `greenreplay reduce` (%zu of %zu units kept): recording it\n"
+                       "# still gives %s violations.\n"
+                       "# Record it:  greenreplay record --manual -o repro.grt -- python3 "
+                       "THIS_FILE\n",
+                 kept, u.nunits, o->rule);
+    gr_sb_put(&res, body, blen);
+    free(body);
+    if (log)
+        fprintf(log, "reduce: done: %zu of %zu units kept (%zu unreferenced definitions and "
+                     "helpers dropped); %zu of %zu bytes (%.1f%%); %zu runs in %.1f s\n",
+                kept, u.nunits, dropped, res.len, nsrc, nsrc ? 100.0 * (double)res.len / (double)nsrc : 0.0,
+                c.runs, now() - c.t0);
+    FILE *f = o->output ? fopen(o->output, "w") : stdout;
+    if (!f || fwrite(res.s, 1, res.len, f) != res.len || fflush(f) != 0) {
+        fprintf(stderr, "greenreplay: reduce: %s: %s\n", o->output ? o->output : "stdout",
+                strerror(errno));
+        rc = 2;
+    } else {
+        rc = 0;
+    }
+    if (f && o->output)
+        fclose(f);
+    gr_sb_free(&res);
+out:
+    unlink(c.py);
+    unlink(c.grt);
+    unlink(c.log);
+    rmdir(c.dir);
+keep_dir:
+    free(keep);
+    free(c.def_keep);
+    gr_units_free(&u);
+    free(src);
+    return rc;
+}

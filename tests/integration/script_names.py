@@ -1,0 +1,125 @@
+"""script_names.py TRACE SCRIPT: check that SCRIPT (from `greenreplay script
+--anonymize`) holds none of the names of TRACE.
+
+Reads the trace's definitions and records directly (docs/FORMAT.md sections
+1-4) and looks in the script's text for:
+  - every qualname (the whole string) of a Python code or C function, and
+    every identifier part of a Python qualname (`A.b.<locals>.c` -> A, b,
+    c) as a whole word;
+  - every file name of a Python code (the whole string, and its last path
+    component, e.g. `hub.py`);
+  - every mark label (the whole string, and its words of 4 letters or more
+    as whole words).
+greenreplay's own code (files under `<greenreplay>/`, C functions
+`greenreplay._greenreplay.*`) is left out: the script has to call start(),
+stop() and mark().  Prints what it found, then "N names checked, K found";
+exit status 0 when none was found, 1 otherwise, 2 on bad usage.
+"""
+import re
+import struct
+import sys
+
+# Indexed records: number of varint fields before an optional stack of
+# code ids (the last field is then its depth).
+FIELDS = {0x10: 1, 0x11: 5, 0x12: 3, 0x13: 3, 0x14: 3, 0x15: 3, 0x16: 3, 0x17: 7,
+          0x18: 7, 0x19: 6, 0x1A: 2, 0x1B: 2, 0x1C: 2, 0x1D: 4, 0x1E: 5}
+STACKED = {0x11, 0x19, 0x1D}
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def varint(b, p):
+    v = s = 0
+    while True:
+        c = b[p]
+        p += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if not c & 0x80:
+            return v, p
+
+
+def read(path):
+    data = open(path, "rb").read()
+    strings, codes, labels = [None], [], set()
+    off = 16
+    while off + 9 <= len(data):
+        tag = data[off]
+        (n,) = struct.unpack_from("<I", data, off + 1)
+        pay = data[off + 9: off + 9 + n]
+        off += 9 + n
+        if tag != 0x45:  # 'E': records
+            continue
+        p = 0
+        while p < len(pay):
+            t = pay[p]
+            p += 1
+            if t == 0x01:
+                ln, p = varint(pay, p)
+                strings.append(pay[p:p + ln].decode("utf-8", "replace"))
+                p += ln
+            elif t == 0x02:
+                f = []
+                for _ in range(4):
+                    v, p = varint(pay, p)
+                    f.append(v)
+                codes.append(f)
+            elif t == 0x03:
+                for _ in range(2):
+                    _, p = varint(pay, p)
+            elif t == 0x04:
+                _, p = varint(pay, p)
+            else:
+                f = []
+                for _ in range(FIELDS[t]):
+                    v, p = varint(pay, p)
+                    f.append(v)
+                if t in STACKED:
+                    for _ in range(f[-1]):
+                        _, p = varint(pay, p)
+                if t == 0x19:
+                    labels.add(strings[f[2]])
+    return strings, codes, labels
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.stderr.write("usage: script_names.py TRACE SCRIPT\n")
+        return 2
+    strings, codes, labels = read(sys.argv[1])
+    text = open(sys.argv[2], encoding="utf-8").read()
+    words = set(IDENT.findall(text))
+    found = set()
+    checked = 0
+    for kind, q, fid, _line in codes:
+        qual = strings[q]
+        fn = strings[fid] if fid else ""
+        if fn.startswith("<greenreplay>/") or qual.startswith("greenreplay._greenreplay."):
+            continue
+        checked += 1
+        if qual in text:
+            found.add("qualname %r" % qual)
+        if kind != 0:
+            continue
+        for part in qual.split("."):
+            if IDENT.fullmatch(part) and part in words:
+                found.add("qualname part %r of %r" % (part, qual))
+        if fn and fn in text:
+            found.add("file %r" % fn)
+        last = fn.rsplit("/", 1)[-1]
+        if last and last in text:
+            found.add("file name %r of %r" % (last, fn))
+    for label in labels:
+        checked += 1
+        if label in text:
+            found.add("label %r" % label)
+        for w in re.findall(r"[A-Za-z_]{4,}", label):
+            if w in words:
+                found.add("word %r of label %r" % (w, label))
+    for f in sorted(found):
+        print(f)
+    print("%d names checked, %d found" % (checked, len(found)))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
