@@ -763,6 +763,14 @@ def render_md(doc):
             k["id"], k["title"].rstrip("."), k["python"], k["greenlet"], ", ".join(k["fixtures"]),
             ", ".join(k["rules"]) or "-",
             (" (missing: %s)" % ", ".join(k["missing"])) if k.get("missing") else ""))
+        if (k.get("status") or "").startswith("informational"):
+            ap = informational_cells(k, doc)
+            w("  %s; applies to %d cell(s)%s." % (
+                k["status"][0].upper() + k["status"][1:], len(ap),
+                (": " + ", ".join("%s/%s" % (c["env"], c["fixture"]) for c in ap)) if ap else ""))
+            if k.get("evidence"):
+                w("  Evidence: " + k["evidence"])
+            continue
         known_c = [c for c in cells if c["outcome"] == "known"]
         xp = [c for c in cells if c["outcome"] == "xpass"]
         seen = "  Seen in %d cell(s)" % len(known_c)
@@ -845,6 +853,23 @@ job's `build/matrix/`, and merges them:
 """
 
 
+def informational_cells(k, doc):
+    """Cells that ran where an informational entry applies."""
+    try:
+        py, gl = VersionSpec(k["python"], k["id"]), VersionSpec(k["greenlet"], k["id"])
+    except ValueError:
+        return []
+    envs = {e["id"]: e for e in doc["envs"]}
+    out = []
+    for c in doc["cells"]:
+        e = envs.get(c["env"], {})
+        if (c["outcome"] != "skip" and py.matches(e.get("python_version") or e.get("python"))
+                and gl.matches(e.get("greenlet"))
+                and any(fnmatch.fnmatchcase(c["fixture"], f) for f in k["fixtures"])):
+            out.append(c)
+    return out
+
+
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.5em; margin: 0 0 .3em; } h2 { font-size: 1.2em; margin-top: 1.5em; }
@@ -858,7 +883,7 @@ td.pass { background: #c8efc8; } td.known { background: #ffe8a3; } td.fail { bac
 td.skip { background: #e6e6e6; color: #666; } td.xpass { background: #a9c8ff; font-weight: bold; }
 td.none { background: #fff; color: #aaa; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; border: 1px solid #bbb; }
-.small { font-size: 11px; } pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; overflow-x: auto; font-size: 12px; }
+.small { font-size: 11px; } pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; }
 dl.facts dt { font-weight: bold; } dl.facts dd { margin: 0; }
 .err { color: #a00; font-weight: bold; }
@@ -891,10 +916,12 @@ def render_index(doc):
     for e in envs:
         st = e.get("status")
         extra = "" if st == "ran" else "<br><span class='err'>%s</span>" % esc(st)
+        gv = e.get("gevent") or "?"
         w("<th title='%s'><b>%s</b><br>Python %s<br>greenlet %s<br>gevent %s%s</th>" % (
-            esc(e.get("reason") or e.get("interpreter") or ""), esc(e["id"]),
-            esc(e.get("python_version") or e.get("python")), esc(e.get("greenlet")),
-            esc(e.get("gevent")), extra))
+            esc("%s; gevent %s%s" % (e.get("interpreter") or "", gv,
+                                     ("; " + e["reason"]) if e.get("reason") else "")),
+            esc(e["id"]), esc(e.get("python_version") or e.get("python")), esc(e.get("greenlet")),
+            esc(gv.split(" (")[0]), extra))
     w("</tr></thead><tbody>")
     for fx in doc["fixtures"]:
         w("<tr><th class='fx' title='%s'>%s<br><span class='small'>expect: %s</span></th>" % (
@@ -937,6 +964,8 @@ def render_index(doc):
     w("<h2>Known issues</h2><ul>")
     for k in doc["known_issues"]:
         cells = [c for c in doc["cells"] if k["id"] in c.get("known", [])]
+        if (k.get("status") or "").startswith("informational"):
+            cells = informational_cells(k, doc)
         w("<li id='%s'><b>%s</b>: %s. Python %s, greenlet %s; fixtures %s; rules %s%s. %s<br>"
           "<span class='small'>%s</span></li>" % (
               esc(k["id"]), esc(k["id"]), esc(k["title"]), esc(k["python"]), esc(k["greenlet"]),
