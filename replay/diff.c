@@ -110,12 +110,20 @@ static uint64_t rank(gr_idmap *m, uint64_t *counter, uint64_t a, uint64_t b)
     return *counter;
 }
 
+/* A greenlet by order of first sight.  gid 0 (greenlet not importable:
+ * one stack per thread) counts as a greenlet too, so that a trace without
+ * greenlet compares with one that has it; as a parent, 0 is "none". */
 static void put_g(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)
 {
+    gr_sb_printf(sb, "g%" PRIu64, rank(&s->granks, &s->ng, tid, gid));
+}
+
+static void put_parent(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)
+{
     if (!gid)
-        gr_sb_puts(sb, "g0");
+        gr_sb_puts(sb, "none");
     else
-        gr_sb_printf(sb, "g%" PRIu64, rank(&s->granks, &s->ng, tid, gid));
+        put_g(s, sb, tid, gid);
 }
 
 static void put_name(ctx *c, side *s, gr_sb *sb, uint32_t code, size_t rec, int in_stack)
@@ -192,7 +200,7 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
     switch (r->tag) {
     case GR_GREENLET:
         gr_sb_puts(sb, " parent=");
-        put_g(s, sb, r->tid, r->parent);
+        put_parent(s, sb, r->tid, r->parent);
         gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
         put_stack(c, s, sb, r);
         break;
@@ -209,7 +217,7 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
         gr_sb_puts(sb, "->");
         put_g(s, sb, r->tid, r->target);
         gr_sb_puts(sb, " parent=");
-        put_g(s, sb, r->tid, r->parent);
+        put_parent(s, sb, r->tid, r->parent);
         const char *prof = (r->flags & GR_SW_PROFILE_OURS)  ? "ours"
                            : (r->flags & GR_SW_PROFILE_SET) ? "other"
                                                             : "none";

@@ -30,6 +30,8 @@ enum {
     U_FUNCTOOLS = 1u << 10,
     U_OS = 1u << 11,
     U_THREADS = 1u << 12, /* _L, _PK */
+    U_THREADING = 1u << 13, /* import threading */
+    U_TYPES = 1u << 14,   /* import types */
 };
 
 typedef struct variant {
@@ -147,6 +149,7 @@ static const char *throw_exc(render *R, uint64_t tid, uint64_t gid)
 }
 
 static size_t variant_of(render *R, size_t frame);
+static size_t thread_entry(render *R, const gr_sthread *th, gr_sb *out);
 
 /* Whether code id `code` is a module's top-level code ("<module>"). */
 static int qual_is_module(const gr_shape *s, uint32_t code)
@@ -186,6 +189,35 @@ static void wrap_try(gr_sb *out, const char *stmt)
     gr_sb_puts(out, "except BaseException:\n    pass");
 }
 
+/* The callables of a HANDOVER act (each followed by ", "): let thread tid2
+ * run (start it, for a late thread), then wait for this thread's turn.
+ * Returns how many. */
+static size_t handover_items(render *R, const gr_act *a, gr_sb *out)
+{
+    size_t k = 1;
+    R->use |= U_THREADS;
+    const gr_sthread *th = thread(R, a->tid2);
+    if (a->start && th) {
+        R->use |= U_FUNCTOOLS | U_X | U_Q;
+        R->need |= GR_NEED_THREAD;
+        gr_sb items;
+        gr_sb_init(&items);
+        gr_sb_printf(&items, "_s%" PRIu64 ", ", a->tid2);
+        size_t n = 1 + thread_entry(R, th, &items);
+        gr_sb_puts(out, "functools.partial(_thread.start_new_thread, _X, (map(_Q, ");
+        tuple_of(out, items.s, items.len, n);
+        gr_sb_puts(out, "), 0)), ");
+        gr_sb_free(&items);
+    } else {
+        gr_sb_printf(out, "_L[%" PRIu64 "].release, ", a->tid2);
+    }
+    if (a->block) {
+        gr_sb_printf(out, "_L[%" PRIu64 "].acquire, ", a->tid);
+        k++;
+    }
+    return k;
+}
+
 /* The callables a neutral C call makes from C, for act a (appended to out,
  * each followed by ", "); returns how many (0: a cannot be made from C). */
 static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
@@ -216,13 +248,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
         gr_sb_printf(out, "functools.partial(setattr, G[%" PRIu64 "], 'parent', G[%" PRIu64 "]), ",
                      a->gid, a->gid2);
         return 1;
-    case GR_ACT_HANDOVER:
-        R->use |= U_THREADS;
-        gr_sb_printf(out, "_L[%" PRIu64 "].release, ", a->tid2);
-        if (!a->block)
-            return 1;
-        gr_sb_printf(out, "_L[%" PRIu64 "].acquire, ", a->tid);
-        return 2;
+    case GR_ACT_HANDOVER: return (int)handover_items(R, a, out);
     default: return 0;
     }
 }
@@ -240,7 +266,35 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
         size_t n;
         const uint8_t *q = gr_trace_string(R->t, c->qualname, &n);
         const gr_builtin *b = gr_builtin_find((const char *)q, n);
-        if (a0 && a0->kind == GR_ACT_MARK) {
+        if (f->bound && b && b->expr) {
+            /* "name(first, rest)" -> "types.MethodType(name, first)(rest)" */
+            const char *e = b->expr, *open = strchr(e, '(');
+            const char *p = open + 1, *split = NULL;
+            int depth = 0;
+            for (; *p; p++) {
+                if (*p == '(' || *p == '[' || *p == '{')
+                    depth++;
+                else if ((*p == ')' || *p == ']' || *p == '}') && depth-- == 0)
+                    break;
+                else if (*p == ',' && depth == 0 && !split)
+                    split = p;
+            }
+            R->use |= U_TYPES;
+            R->need |= b->need;
+            gr_sb_puts(&st, "types.MethodType(");
+            gr_sb_put(&st, e, (size_t)(open - e));
+            gr_sb_puts(&st, ", ");
+            const char *first_end = split ? split : p;
+            gr_sb_put(&st, open + 1, (size_t)(first_end - open - 1));
+            gr_sb_puts(&st, ")(");
+            if (split) {
+                const char *rest = split + 1;
+                while (*rest == ' ')
+                    rest++;
+                gr_sb_put(&st, rest, (size_t)(p - rest));
+            }
+            gr_sb_puts(&st, ")  # a bound method object wrapping a builtin");
+        } else if (a0 && a0->kind == GR_ACT_MARK) {
             R->need |= GR_NEED_GREENREPLAY;
             gr_sb_puts(&st, "greenreplay.mark(");
             lit_label(R, &st, a0->label);
@@ -399,13 +453,24 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
         gr_sb_printf(&st, "_X(map(_Q, (_PK[%" PRIu64 "].release, _L[%" PRIu64 "].acquire)), 0)",
                      a->tid, a->tid);
         break;
-    case GR_ACT_HANDOVER:
+    case GR_ACT_HANDOVER: {
         R->use |= U_X | U_Q | U_THREADS;
-        if (a->block)
-            gr_sb_printf(&st, "_X(map(_Q, (_L[%" PRIu64 "].release, _L[%" PRIu64 "].acquire)), 0)",
-                         a->tid2, a->tid);
-        else
-            gr_sb_printf(&st, "_X(map(_Q, (_L[%" PRIu64 "].release,)), 0)", a->tid2);
+        gr_sb items;
+        gr_sb_init(&items);
+        size_t k = handover_items(R, a, &items);
+        gr_sb_puts(&st, "_X(map(_Q, ");
+        tuple_of(&st, items.s, items.len, k);
+        gr_sb_puts(&st, "), 0)");
+        if (a->start)
+            gr_sb_printf(&st, "  # start thread t%" PRIu64, a->tid2);
+        gr_sb_free(&items);
+        break;
+    }
+    case GR_ACT_HOOK:
+        R->use |= U_THREADING;
+        R->need |= GR_NEED_SYS;
+        gr_sb_puts(&st, "sys.setprofile(threading._profile_hook)  # as threading does in a new "
+                        "thread");
         break;
     case GR_ACT_GENLOCAL:
         R->use |= U_GEN;
@@ -705,6 +770,10 @@ static void write_prelude(render *R, gr_sb *out)
         unit_str(R, out, 0, "import time");
     if (need & GR_NEED_THREAD)
         unit_str(R, out, 0, "import _thread");
+    if (u & U_THREADING)
+        unit_str(R, out, 0, "import threading");
+    if (u & U_TYPES)
+        unit_str(R, out, 0, "import types");
     line(R, out, 0, "", 0, NULL);
     if (need & GR_NEED_GREENLET)
         line(R, out, 0, "import greenlet", 15, NULL);
@@ -866,6 +935,8 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     const gr_sthread *mt = thread(&R, shape.module_tid);
     const gr_green *root = mt && mt->root ? green(&R, mt->tid, mt->root) : NULL;
     const gr_green *first = mt && mt->has_first ? green(&R, mt->tid, mt->first) : NULL;
+    if (!root && first && first->gid == 0)
+        root = first; /* no greenlet: the thread's only stack */
     size_t module_frame = GR_NONE;
     if (root && root->run != GR_NONE && !shape.frames[root->run].external &&
         qual_is_module(&shape, shape.frames[root->run].code))
@@ -997,6 +1068,11 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
             if (shape.uses_greenlet)
                 create_greenlets(&R, out, 1, tid);
             line(&R, out, 1, "return", 6, NULL);
+            const gr_sthread *tth = thread(&R, tid);
+            if (tth && tth->late) {
+                p = nl + 1; /* started by the thread that hands over to it first */
+                continue;
+            }
             gr_sb_reset(&st);
             gr_sb_printf(&st, "_PK[%" PRIu64 "] = _thread.allocate_lock()\n_PK[%" PRIu64
                               "].acquire()\n_thread.start_new_thread(_X, (map(_Q, ",

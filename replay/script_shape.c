@@ -256,6 +256,7 @@ static gr_sthread *thread_of(gr_shape *s, uint64_t tid, int create)
     memset(th, 0, sizeof *th);
     th->tid = tid;
     th->last_settrace = GR_NONE;
+    th->last_handover = GR_NONE;
     gr_idmap_put(&maps(s)->threads, tid, 0, i);
     return th;
 }
@@ -424,6 +425,52 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
     }
 }
 
+/* Move C frame c (on top of g's stack, its CCALL act in frame `from`) to
+ * the current top of g: its act goes to the end of the new top's acts. */
+static void move_c_call(gr_shape *s, gr_green *g, size_t c, size_t from)
+{
+    size_t now = top(g);
+    if (from != GR_NONE && now != from) {
+        gr_frame *b = &s->frames[from];
+        for (size_t i = b->nacts; i-- > 0;) {
+            const gr_act *a = &s->acts[b->acts[i]];
+            if ((a->kind == GR_ACT_CCALL) && a->frame == c) {
+                size_t ai = b->acts[i];
+                memmove(b->acts + i, b->acts + i + 1, (b->nacts - i - 1) * sizeof *b->acts);
+                b->nacts--;
+                if (now != GR_NONE)
+                    frame_add(s, now, ai);
+                break;
+            }
+        }
+    }
+    push(g, c);
+}
+
+/* 3.12+: g has f Python frames (an INSTR record says so): close the
+ * innermost ones beyond that, as returns the profiler did not see.  A C
+ * call on top that has done nothing yet (the switch() being made) moves
+ * down with the frames. */
+static void trim_py(gr_shape *s, gr_green *g, uint64_t f, uint64_t rec)
+{
+    size_t np = 0, keep = 0;
+    for (size_t i = 0; i < g->depth; i++)
+        if (!s->frames[g->stack[i]].is_c && ++np == f)
+            keep = i + 1;
+    if (np <= f)
+        return;
+    size_t t0 = top(g), c = GR_NONE;
+    if (t0 != GR_NONE && s->frames[t0].is_c && s->frames[t0].nacts == 0 &&
+        !s->frames[t0].external && g->depth >= 2) {
+        c = t0;
+        g->depth--;
+    }
+    size_t from = top(g);
+    pop_lost(s, g, keep, rec);
+    if (c != GR_NONE)
+        move_c_call(s, g, c, from);
+}
+
 /* The next record of the same thread after i, or NULL. */
 static const gr_record *next_in_thread(const gr_trace *t, size_t i)
 {
@@ -464,7 +511,8 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t prev = GR_NONE;
     for (uint32_t k = 0; k < r->depth; k++) {
         if (is_c(s->t, ids[k])) {
-            note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
+            if (!(th->late && k == r->depth - 1))
+                note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
             continue;
         }
         size_t f = new_frame(s, ids[k], r->tid, r->gid);
@@ -649,6 +697,11 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
         return;
     }
     s->ckeep[r->index] = 1;
+    if (th->late && g->gid == th->first && gr_shape_c_named(s->t, r->code, "sys.setprofile", 0) &&
+        !th->hook_seen) {
+        th->hook_seen = 1; /* the c_return of threading's sys.setprofile(hook) */
+        return;
+    }
     if (fresh && g->idle_seed && g->resumes == 1 && g->resume_act == GR_NONE &&
         (is_greenlet_method(s->t, r->code, "switch") || is_greenlet_method(s->t, r->code, "throw"))) {
         /* The greenlet was suspended inside a switch() call before start:
@@ -658,6 +711,28 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
                 s->acts[i].visible = 1;
                 break;
             }
+        return;
+    }
+    /* A builtin whose c_return comes without its c_call (CPython 3.12.0-3.12.4,
+     * issue 122029): called through a bound method object wrapping it. */
+    const gr_code *cd = gr_trace_code(s->t, r->code);
+    size_t qn;
+    const uint8_t *q = cd ? gr_trace_string(s->t, cd->qualname, &qn) : NULL;
+    const gr_builtin *bi = q ? gr_builtin_find((const char *)q, qn) : NULL;
+    size_t c0 = top(g);
+    if (bi && bi->kind == GR_BUILTIN_PLAIN && qn > 9 && memcmp(q, "builtins.", 9) == 0 &&
+        r->tag == GR_C_RETURN && c0 != GR_NONE && !s->frames[c0].is_c && !s->frames[c0].external &&
+        !s->anonymize) {
+        size_t f = new_frame(s, r->code, r->tid, r->gid);
+        s->frames[f].bound = 1;
+        s->frames[f].end = GR_END_RETURN;
+        s->frames[f].end_rec = r->index;
+        size_t a = new_act(s, GR_ACT_CCALL, r->index);
+        s->acts[a].frame = f;
+        frame_add(s, c0, a);
+        note(s, r->index, "a c_return without its c_call (CPython issue 122029): the builtin is "
+                          "called through a bound method object, as in the programs that "
+                          "showed it");
         return;
     }
     gr_sb b;
@@ -811,6 +886,9 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
         go->dies_throw = (uint8_t)throw;
         go->running = 0;
     } else {
+        uint64_t f = s->resume_frames ? s->resume_frames[r->index] : UINT64_MAX;
+        if (f < GR_STACK_CAP)
+            trim_py(s, go, f, r->index);
         size_t t0 = top(go);
         size_t a = new_act(s, throw ? GR_ACT_THROW : GR_ACT_SWITCH, r->index);
         s->acts[a].gid = r->target;
@@ -907,7 +985,12 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
     s->acts[a].tid = from->tid;
     s->acts[a].tid2 = to->tid;
     s->acts[a].block = 1;
+    if (to->late && !to->started) {
+        s->acts[a].start = 1;
+        to->started = 1;
+    }
     frame_add(s, c, a);
+    from->last_handover = a;
 }
 
 /* ---- the C calls the script keeps by name ------------------------------- */
@@ -915,7 +998,7 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
 static int keep_c(gr_shape *s, gr_frame *f)
 {
     const gr_trace *t = s->t;
-    if (f->external)
+    if (f->external || f->bound)
         return 1;
     const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
     if (f->nacts == 1 && a0->kind == GR_ACT_MARK && gr_shape_c_named(t, f->code, "mark", 1))
@@ -978,6 +1061,46 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             break;
         }
     s->module_tid = s->has_start ? s->start_tid : (t->nrecs ? t->recs[0].tid : 1);
+
+    /* Threads started during the recording by threading (3.12+: the seed
+     * of their first greenlet ends in the C call sys.setprofile(hook)),
+     * known before the first hand-over to them. */
+    for (size_t i = 0; i < t->nrecs; i++)
+        thread_of(s, t->recs[i].tid, 1); /* in order of first sight */
+    for (size_t i = 0; i + 1 < t->nrecs; i++) {
+        const gr_record *r = &t->recs[i], *g = &t->recs[i + 1];
+        if (r->tag != GR_THREAD || r->tid == s->module_tid || g->tag != GR_GREENLET ||
+            g->tid != r->tid || g->depth == 0)
+            continue;
+        if (gr_shape_c_named(t, gr_record_stack(t, g)[g->depth - 1], "sys.setprofile", 0))
+            thread_of(s, r->tid, 0)->late = 1;
+    }
+    /* For each SWITCH/THROW, the frames its origin has when it is resumed
+     * next (the INSTR after that switch, CPython 3.12+). */
+    {
+        gr_idmap next = {0};
+        int any = 0;
+        for (size_t i = t->nrecs; i-- > 0;) {
+            const gr_record *r = &t->recs[i];
+            if (r->tag != GR_SWITCH && r->tag != GR_THROW)
+                continue;
+            if (!any) {
+                s->resume_frames = gr_xrealloc(NULL, t->nrecs * sizeof *s->resume_frames);
+                for (size_t j = 0; j < t->nrecs; j++)
+                    s->resume_frames[j] = UINT64_MAX;
+                any = 1;
+            }
+            size_t v;
+            if (gr_idmap_get(&next, r->tid, r->gid, &v))
+                s->resume_frames[i] = v ? (uint64_t)(v - 1) : UINT64_MAX;
+            const gr_record *in = i + 1 < t->nrecs ? &t->recs[i + 1] : NULL;
+            if (in && in->tag == GR_INSTR && in->gid == r->target && in->tid == r->tid)
+                gr_idmap_put(&next, r->tid, r->target, (size_t)in->parent + 1);
+            else
+                gr_idmap_put(&next, r->tid, r->target, 0);
+        }
+        gr_idmap_free(&next);
+    }
 
     int stopped = 0;
     uint64_t last_tid = 0;
@@ -1093,11 +1216,48 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             continue;
         gr_green *fg = th->has_first ? green_of(s, th->tid, th->first) : NULL;
         if (fg && fg->seed_top != GR_NONE && !s->frames[fg->seed_top].external) {
-            size_t a = new_act(s, GR_ACT_PARK, GR_NONE);
+            size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK, GR_NONE);
             s->acts[a].tid = th->tid;
             frame_insert(s, fg->seed_top, 0, a);
+        } else if (th->late) {
+            th->late = 0;
+            note(s, GR_NONE, "a thread started during the recording with no frame to install "
+                             "the profile hook in: started before start() instead");
+            th->park_first = 1;
         } else {
             th->park_first = 1;
+        }
+        if (th->late && !th->started) {
+            th->late = 0; /* never handed over to: start it before start() */
+            th->park_first = 0;
+            s->acts[s->frames[fg->seed_top].acts[0]].kind = GR_ACT_PARK;
+        }
+    }
+    /* A thread that is not alive at STOP ends after its last turn: its last
+     * hand-over lets the next thread run and goes on (its remaining frames
+     * return without events the trace saw). */
+    if (stopped) {
+        for (size_t j = 0; j < t->nrecs; j++) {
+            if (t->recs[j].tag != GR_STOP)
+                continue;
+            for (size_t k = j + 1; k < t->nrecs && t->recs[k].tag == GR_STACK; k++) {
+                gr_sthread *th = thread_of(s, t->recs[k].tid, 0);
+                if (th)
+                    th->alive_at_stop = 1;
+            }
+            break;
+        }
+        for (size_t i = 0; i < s->nthreads; i++) {
+            gr_sthread *th = &s->threads[i];
+            if (th->module || th->alive_at_stop || th->last_handover == GR_NONE)
+                continue;
+            /* only when the thread has no record after that hand-over */
+            uint64_t from = s->acts[th->last_handover].rec, last = 0;
+            for (size_t j = 0; j < t->nrecs; j++)
+                if (t->recs[j].tid == th->tid && t->recs[j].tag != GR_STACK)
+                    last = j;
+            if (last < from)
+                s->acts[th->last_handover].block = 0;
         }
     }
     /* Decide the C calls kept by name. */
@@ -1128,6 +1288,7 @@ void gr_shape_free(gr_shape *s)
     free(s->threads);
     free(s->gens);
     free(s->ckeep);
+    free(s->resume_frames);
     for (size_t i = 0; i < s->nnotes; i++)
         free(s->notes[i].text);
     free(s->notes);

@@ -50,6 +50,9 @@ enum gr_act_kind {
     GR_ACT_GENLOCAL, /* keep generator gen in a local: the generator is
                         finalized when the frame returns */
     GR_ACT_RAISE,    /* raise: the greenlet dies with an exception */
+    GR_ACT_HOOK,     /* a late thread installs threading's profile hook
+                        (sys.setprofile), as threading does when a thread
+                        starts during the recording */
 };
 
 /* How a frame ended (gr_frame.end). */
@@ -69,6 +72,7 @@ typedef struct gr_act {
     uint8_t armed;       /* SWITCH/THROW made inside a trace function: acted
                             out at the next CALL (gr_act.arm of that CALL) */
     uint8_t block;       /* HANDOVER: wait for the next turn */
+    uint8_t start;       /* HANDOVER: tid2 is started here (a late thread) */
     uint8_t hidden_install; /* CALL with arm: install the trace function
                                without a visible C call (and remove it after) */
     uint8_t unstarted;   /* THROW: the target had not started (the exception
@@ -98,6 +102,9 @@ typedef struct gr_frame {
     uint8_t end;         /* enum gr_frame_end */
     uint8_t keep;        /* C: reproduced by name (see gr_shape.ckeep) */
     uint8_t settrace_on; /* C sys.settrace: installs the script's trace function */
+    uint8_t bound;       /* C: only its c_return was seen (CPython issue 122029:
+                            a bound method object wrapping a builtin): the
+                            script calls the builtin through such a method */
     size_t gen;          /* C generator.close kept: index into gens, else GR_NONE */
     uint64_t tid, gid;
     uint64_t call_rec;   /* CALL/C_CALL record, GR_NONE for seed and rebuilt frames */
@@ -142,10 +149,16 @@ typedef struct gr_sthread {
     uint8_t module;       /* runs in the script's main thread */
     uint8_t park_first;   /* waits for its first turn before its first
                              greenlet's outermost call (no seed to park in) */
+    uint8_t late;         /* started during the recording by threading (its
+                             seed ends in the C call sys.setprofile of the
+                             profile hook, CPython 3.12+): the script starts
+                             it at its first turn and installs the hook */
+    uint8_t alive_at_stop; /* has a STACK record after STOP */
+    size_t last_handover; /* its last HANDOVER act, GR_NONE */
     /* internal */
     uint64_t running;
     size_t last_settrace;
-    int shutdown, expect_first, ended;
+    int shutdown, expect_first, ended, hook_seen, started;
 } gr_sthread;
 
 /* A real generator the script creates (for finalizations). */
@@ -175,6 +188,7 @@ typedef struct gr_shape {
     size_t nthreads, cap_threads;
     gr_gen *gens;
     size_t ngens, cap_gens;
+    uint64_t *resume_frames; /* internal: [t->nrecs] or NULL */
     uint8_t *ckeep;       /* [t->nrecs]: for C_CALL, C_RETURN, C_EXCEPTION
                              records, 1 when the script reproduces the call by
                              its recorded name, 0 when by the neutral C call */
