@@ -494,6 +494,12 @@ static void on_instr(ck *c, const gr_record *r, thread *th)
 {
     if (!r->use_tracing || !th->sw_profiled || th->sw_index + 1 != r->index)
         return;
+    /* One prediction per greenlet and instrumentation version: a greenlet
+     * that keeps stale frames (a hub parked in its loop) is not reported
+     * again at every switch into it. */
+    for (size_t i = 0; i < c->npred; i++)
+        if (c->pred[i].tid == r->tid && c->pred[i].gid == r->gid && c->pred[i].version == r->tracing)
+            return;
     if (c->npred == c->cap_pred) {
         size_t n = c->cap_pred ? 2 * c->cap_pred : 8;
         prediction *p = realloc(c->pred, n * sizeof *p);
