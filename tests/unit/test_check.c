@@ -620,6 +620,11 @@ static void test_predicted_blind_spot_unconfirmed(void **state)
     begin(&f);
     uint64_t sw = switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
+    /* Back into g2, still stale at the same version: not predicted again. */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
+    gr_record again = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 1, .use_tracing = 1};
+    tb_rec(&f.b, &again, NULL);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
     load_check(&f, 0);
     expect(&f, GR_RULE_PROPAGATION, sw, "not confirmed: no MARK ran");
     assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
