@@ -103,7 +103,8 @@ static uint64_t number_of(gr_idmap *m, uint64_t *counter, const uint8_t *p, size
 static void number_code(gr_shape *s, uint32_t code)
 {
     const gr_code *c = gr_trace_code(s->t, code);
-    if (!c || c->kind != GR_CODE_PY || s->qual_ids[c->qualname])
+    if (!c || c->kind != GR_CODE_PY || s->qual_ids[c->qualname] ||
+        gr_shape_is_recorder_code(s->t, code))
         return;
     size_t n;
     const uint8_t *q = gr_trace_string(s->t, c->qualname, &n);

@@ -1,0 +1,483 @@
+/* test_diff.c - replay/diff_align.c (Myers alignment: covers both
+ * sequences, minimal against a brute-force LCS, budget), replay/diff.c
+ * (structural tokens: greenlet renumbering, files, C names, renaming,
+ * truncation, INSTR) and replay/diff_ignore.c (gen-finalize and
+ * c-return-without-c-call normalizations, --ignore parsing).  Each
+ * equality test has a twin that must differ. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "diff.h"
+#include "diff_align.h"
+#include "diff_ignore.h"
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- alignment ----------------------------------------------------------- */
+
+/* Check that runs cover a and b, and return the number of edits. */
+static size_t check_runs(const uint32_t *a, size_t na, const uint32_t *b, size_t nb,
+                         const gr_edit *r, size_t n)
+{
+    size_t ia = 0, ib = 0, edits = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            assert_true(r[i].op != r[i - 1].op);
+        assert_true(r[i].n > 0);
+        switch (r[i].op) {
+        case '=':
+            assert_int_equal(r[i].a, ia);
+            assert_int_equal(r[i].b, ib);
+            for (size_t k = 0; k < r[i].n; k++)
+                assert_int_equal(a[ia + k], b[ib + k]);
+            ia += r[i].n;
+            ib += r[i].n;
+            break;
+        case '-':
+            assert_int_equal(r[i].a, ia);
+            ia += r[i].n;
+            edits += r[i].n;
+            break;
+        case '+':
+            assert_int_equal(r[i].b, ib);
+            ib += r[i].n;
+            edits += r[i].n;
+            break;
+        default: fail();
+        }
+    }
+    assert_int_equal(ia, na);
+    assert_int_equal(ib, nb);
+    return edits;
+}
+
+/* Edit distance (insertions + deletions) by dynamic programming. */
+static size_t lcs_distance(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
+{
+    size_t *d = calloc((na + 1) * (nb + 1), sizeof *d);
+    for (size_t i = 0; i <= na; i++)
+        for (size_t j = 0; j <= nb; j++) {
+            size_t *c = &d[i * (nb + 1) + j];
+            if (i == 0 || j == 0)
+                *c = 0;
+            else if (a[i - 1] == b[j - 1])
+                *c = d[(i - 1) * (nb + 1) + j - 1] + 1;
+            else {
+                size_t x = d[(i - 1) * (nb + 1) + j], y = d[i * (nb + 1) + j - 1];
+                *c = x > y ? x : y;
+            }
+        }
+    size_t l = d[na * (nb + 1) + nb];
+    free(d);
+    return na + nb - 2 * l;
+}
+
+static void test_align_basic(void **state)
+{
+    (void)state;
+    uint32_t a[] = {1, 2, 3, 4, 5}, b[] = {1, 2, 4, 5}, c[] = {1, 2, 9, 3, 4, 5};
+    gr_edit *r;
+    size_t n = gr_align(a, 5, a, 5, 0, &r, NULL);
+    assert_int_equal(n, 1);
+    assert_int_equal(r[0].op, '=');
+    assert_int_equal(check_runs(a, 5, a, 5, r, n), 0);
+    free(r);
+    /* one deletion, at index 2 of a */
+    n = gr_align(a, 5, b, 4, 0, &r, NULL);
+    assert_int_equal(check_runs(a, 5, b, 4, r, n), 1);
+    assert_int_equal(n, 3);
+    assert_int_equal(r[1].op, '-');
+    assert_int_equal(r[1].a, 2);
+    free(r);
+    /* one insertion, at index 2 of c */
+    n = gr_align(a, 5, c, 6, 0, &r, NULL);
+    assert_int_equal(check_runs(a, 5, c, 6, r, n), 1);
+    assert_int_equal(r[1].op, '+');
+    assert_int_equal(r[1].b, 2);
+    free(r);
+    /* empty sides */
+    n = gr_align(NULL, 0, b, 4, 0, &r, NULL);
+    assert_int_equal(check_runs(NULL, 0, b, 4, r, n), 4);
+    free(r);
+    n = gr_align(a, 5, NULL, 0, 0, &r, NULL);
+    assert_int_equal(check_runs(a, 5, NULL, 0, r, n), 5);
+    free(r);
+    n = gr_align(NULL, 0, NULL, 0, 0, &r, NULL);
+    assert_int_equal(n, 0);
+    free(r);
+}
+
+static void test_align_minimal_random(void **state)
+{
+    (void)state;
+    uint32_t a[40], b[40];
+    srand(12345);
+    for (int round = 0; round < 300; round++) {
+        size_t na = (size_t)(rand() % 40), nb = (size_t)(rand() % 40);
+        int alphabet = 2 + rand() % 4;
+        for (size_t i = 0; i < na; i++)
+            a[i] = (uint32_t)(rand() % alphabet);
+        for (size_t i = 0; i < nb; i++)
+            b[i] = (uint32_t)(rand() % alphabet);
+        gr_edit *r;
+        int ex = -1;
+        size_t n = gr_align(a, na, b, nb, 0, &r, &ex);
+        assert_int_equal(ex, 0);
+        assert_int_equal(check_runs(a, na, b, nb, r, n), lcs_distance(a, na, b, nb));
+        free(r);
+    }
+}
+
+static void test_align_budget(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    uint32_t *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    for (size_t i = 0; i < N; i++) {
+        a[i] = (uint32_t)(i * 7 % 13);
+        b[i] = (uint32_t)(i * 11 % 17) + 100;
+    }
+    a[0] = b[0] = 5; /* a common prefix of one */
+    gr_edit *r;
+    int ex = 0;
+    size_t n = gr_align(a, N, b, N, 1000, &r, &ex);
+    assert_int_equal(ex, 1); /* gave up, and said so */
+    check_runs(a, N, b, N, r, n);
+    free(r);
+    n = gr_align(a, N, b, N, 0, &r, &ex);
+    assert_int_equal(ex, 0);
+    assert_int_equal(check_runs(a, N, b, N, r, n), 2 * (N - 1));
+    free(r);
+    free(a);
+    free(b);
+}
+
+/* ---- structural diff of built traces ------------------------------------ */
+
+typedef struct spec {
+    uint64_t g2;          /* gid of the second greenlet */
+    const char *file;     /* file of x */
+    const char *cname;    /* name of the C call */
+    const char *qual;     /* qualname of x */
+    const char *label;    /* mark label */
+    int drop_call;        /* leave out the CALL/RETURN of y */
+    int truncate;         /* no trailer, last records missing */
+    int instr;            /* INSTR after each switch */
+} spec;
+
+static void spec_default(spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->g2 = 2;
+    s->file = "a.py";
+    s->cname = "builtins.len";
+    s->qual = "x";
+    s->label = "here";
+}
+
+/* A small trace: main calls x, which calls y and a C function, switches
+ * to a new greenlet that marks and dies. */
+static void build(tb *b, const spec *s)
+{
+    tb_open(b, 0);
+    tb_meta(b, "python", "3.11.2");
+    uint32_t mod = tb_py(b, "<module>", "a.py", 1), x = tb_py(b, s->qual, s->file, 5);
+    uint32_t y = tb_py(b, "y", "a.py", 9), c = tb_c(b, s->cname);
+    uint32_t sw = tb_c(b, "greenlet.greenlet.switch"), mk = tb_c(b, "greenreplay._greenreplay.mark");
+    uint32_t lab = tb_str(b, s->label);
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 1, mod);
+    tb_simple(b, GR_START, 1, 1);
+    tb_ev(b, GR_CALL, 1, 1, x);
+    if (!s->drop_call) {
+        tb_ev(b, GR_CALL, 1, 1, y);
+        tb_ev(b, GR_RETURN, 1, 1, y);
+    }
+    tb_ev(b, GR_C_CALL, 1, 1, c);
+    tb_ev(b, GR_C_RETURN, 1, 1, c);
+    tb_ev(b, GR_C_CALL, 1, 1, sw);
+    tb_greenlet(b, 1, s->g2, 1, 0, 0);
+    tb_switch(b, GR_SWITCH, 1, 1, s->g2, 1, 5, 0, 255);
+    if (s->instr)
+        tb_rec(b, &(gr_record){.tag = GR_INSTR, .tid = 1, .gid = s->g2, .tracing = 1}, NULL);
+    tb_ev(b, GR_CALL, 1, s->g2, x);
+    tb_ev(b, GR_C_CALL, 1, s->g2, mk);
+    tb_mark(b, 1, s->g2, lab, mk, 2, 1, x);
+    tb_ev(b, GR_C_RETURN, 1, s->g2, mk);
+    tb_ev(b, GR_RETURN, 1, s->g2, x);
+    tb_switch(b, GR_SWITCH, 1, s->g2, 1, 0, 5 | GR_SW_ORIGIN_DEAD, 0, 255);
+    if (s->instr)
+        tb_rec(b, &(gr_record){.tag = GR_INSTR, .tid = 1, .gid = 1, .tracing = 1, .parent = 2},
+               NULL);
+    tb_simple(b, GR_DEAD, 1, s->g2);
+    if (s->truncate) {
+        tb_abandon(b);
+        return;
+    }
+    tb_ev(b, GR_C_RETURN, 1, 1, sw);
+    tb_ev(b, GR_RETURN, 1, 1, x);
+    tb_simple(b, GR_STOP, 1, 1);
+    tb_finish(b);
+}
+
+/* Run gr_diff on two specs; returns its status, output in *out (owned). */
+static int run_diff(const spec *sa, const spec *sb, const gr_diff_opts *o, char **out)
+{
+    tb a, b;
+    build(&a, sa);
+    build(&b, sb);
+    gr_trace ta, tb_;
+    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
+    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
+    size_t len;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    int rc = gr_diff(f, &ta, "A", &tb_, "B", o);
+    fclose(f);
+    gr_trace_free(&ta);
+    gr_trace_free(&tb_);
+    tb_cleanup(&a);
+    tb_cleanup(&b);
+    return rc;
+}
+
+static void test_diff_same_and_dropped_call(void **state)
+{
+    (void)state;
+    spec a, b;
+    spec_default(&a);
+    spec_default(&b);
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    char *out;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    assert_non_null(strstr(out, "same structure"));
+    free(out);
+    /* must differ: B lacks the call of y (records 4-5 of A) */
+    b.drop_call = 1;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 1);
+    assert_non_null(strstr(out, "@@ -1,8 +1,6 @@ t1 g1 in A: <module> > x"));
+    assert_non_null(strstr(out, "\n-     4 CALL        t1 g1 y (a.py:9)\n"));
+    assert_non_null(strstr(out, "\n-     5 RETURN      t1 g1 y (a.py:9)\n"));
+    assert_non_null(strstr(out, "1 difference: 2 records only in A, 0 only in B"));
+    free(out);
+}
+
+static void test_diff_greenlets_by_first_sight(void **state)
+{
+    (void)state;
+    spec a, b;
+    spec_default(&a);
+    spec_default(&b);
+    b.g2 = 57; /* another gid, same order of first sight */
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    char *out;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    free(out);
+}
+
+static void test_diff_files_names_labels(void **state)
+{
+    (void)state;
+    spec a, b;
+    gr_diff_opts o;
+    char *out;
+    /* file: equal by default, different with --files */
+    spec_default(&a);
+    spec_default(&b);
+    b.file = "other.py";
+    gr_diff_defaults(&o);
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    free(out);
+    o.files = 1;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 1);
+    free(out);
+    /* C name: differs exactly, same with --c-names any */
+    spec_default(&b);
+    b.cname = "builtins.id";
+    gr_diff_defaults(&o);
+    assert_int_equal(run_diff(&a, &b, &o, &out), 1);
+    assert_non_null(strstr(out, "C_CALL      t1 g1 builtins.id"));
+    free(out);
+    o.c_names = GR_CNAMES_ANY;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    free(out);
+    /* --c-names script: both are leaf builtins the script keeps: differ */
+    o.c_names = GR_CNAMES_SCRIPT;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 1);
+    free(out);
+    /* ... unknown C functions are all "a C call" there */
+    spec_default(&a);
+    a.cname = "mod.thing";
+    b.cname = "mod.other";
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    free(out);
+    /* qualname and label renamed consistently: same with --rename only */
+    spec_default(&a);
+    spec_default(&b);
+    b.qual = "f1";
+    b.label = "m1";
+    gr_diff_defaults(&o);
+    assert_int_equal(run_diff(&a, &b, &o, &out), 1);
+    free(out);
+    o.rename = 1;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    assert_non_null(strstr(out, "up to renaming"));
+    free(out);
+}
+
+static void test_diff_truncated_and_instr(void **state)
+{
+    (void)state;
+    spec a, b;
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    char *out;
+    spec_default(&a);
+    spec_default(&b);
+    a.truncate = 1;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    assert_non_null(strstr(out, "A ends early"));
+    free(out);
+    /* B truncated and A complete: likewise */
+    assert_int_equal(run_diff(&b, &a, &o, &out), 0);
+    assert_non_null(strstr(out, "B ends early"));
+    free(out);
+    /* INSTR only in B: not compared */
+    spec_default(&a);
+    b.truncate = 0;
+    b.instr = 1;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    assert_non_null(strstr(out, "not compared: INSTR records (only B has them"));
+    free(out);
+}
+
+/* ---- normalizations ------------------------------------------------------ */
+
+/* A trace with a generator closed: generator.close around CALL g/RETURN g
+ * (pair = 1) or not; and a c_return without c_call (stray = 1). */
+static void build_gen(tb *b, int pair, int stray)
+{
+    tb_open(b, 0);
+    uint32_t mod = tb_py(b, "<module>", "a.py", 1), g = tb_py(b, "gen", "a.py", 3);
+    uint32_t close = tb_c(b, "generator.close"), len = tb_c(b, "builtins.len");
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 1, mod);
+    tb_ev(b, GR_C_CALL, 1, 1, close);
+    if (pair) {
+        tb_ev(b, GR_CALL, 1, 1, g);
+        tb_ev(b, GR_RETURN, 1, 1, g);
+    }
+    tb_ev(b, GR_C_RETURN, 1, 1, close);
+    if (stray)
+        tb_ev(b, GR_C_RETURN, 1, 1, len);
+    tb_finish(b);
+}
+
+static int diff_gen(int pair_a, int stray_a, unsigned ignore)
+{
+    tb a, b;
+    build_gen(&a, pair_a, stray_a);
+    build_gen(&b, 0, 0);
+    gr_trace ta, tb_;
+    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
+    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    o.ignore = ignore;
+    FILE *f = fopen("/dev/null", "w");
+    int rc = gr_diff(f, &ta, "A", &tb_, "B", &o);
+    fclose(f);
+    gr_trace_free(&ta);
+    gr_trace_free(&tb_);
+    tb_cleanup(&a);
+    tb_cleanup(&b);
+    return rc;
+}
+
+static void test_ignore_normalizations(void **state)
+{
+    (void)state;
+    assert_int_equal(diff_gen(1, 0, 0), 1);
+    assert_int_equal(diff_gen(1, 0, GR_IGNORE_GEN_FINALIZE), 0);
+    assert_int_equal(diff_gen(1, 0, GR_IGNORE_C_RETURN), 1); /* the wrong one */
+    assert_int_equal(diff_gen(0, 1, 0), 1);
+    assert_int_equal(diff_gen(0, 1, GR_IGNORE_C_RETURN), 0);
+    assert_int_equal(diff_gen(1, 1, GR_IGNORE_C_RETURN | GR_IGNORE_GEN_FINALIZE), 0);
+    /* counts */
+    tb a;
+    build_gen(&a, 1, 1);
+    gr_trace t;
+    assert_int_equal(tb_load(&a, &t), GR_READ_OK);
+    uint8_t keep[16];
+    size_t counts[GR_IGNORE_COUNT];
+    memset(keep, 1, sizeof keep);
+    gr_ignore_apply(&t, GR_IGNORE_GEN_FINALIZE | GR_IGNORE_C_RETURN, keep, counts);
+    assert_int_equal(counts[0], 2);
+    assert_int_equal(counts[1], 1);
+    assert_int_equal(keep[3], 0); /* CALL gen */
+    assert_int_equal(keep[4], 0); /* RETURN gen */
+    assert_int_equal(keep[6], 0); /* C_RETURN len */
+    assert_int_equal(keep[5], 1); /* C_RETURN generator.close */
+    gr_trace_free(&t);
+    tb_cleanup(&a);
+}
+
+static void test_ignore_parse(void **state)
+{
+    (void)state;
+    unsigned bits = 0;
+    char err[256];
+    gr_sb skipped;
+    gr_sb_init(&skipped);
+    assert_int_equal(gr_ignore_parse("cpython-122029", &bits, &skipped, err, sizeof err), 0);
+    assert_int_equal(bits, GR_IGNORE_C_RETURN);
+    assert_int_equal(gr_ignore_parse("gen-finalize,cpython-140373", &bits, &skipped, err, sizeof err), 0);
+    assert_int_equal(bits, GR_IGNORE_C_RETURN | GR_IGNORE_GEN_FINALIZE);
+    bits = 0;
+    assert_int_equal(gr_ignore_parse("cpython-1220290", &bits, &skipped, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown issue id 'cpython-1220290'"));
+    assert_int_equal(bits, 0);
+    /* a known-issues file */
+    char path[] = "/tmp/gr-unit-known-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("# comment\n[cpython-122029]\ntitle = c_return\n\n[greenlet-256]\ntitle = other\n"
+          "[some-gen]\nevidence = CPython issue 113728, seen here\n",
+          f);
+    fclose(f);
+    assert_int_equal(gr_ignore_parse(path, &bits, &skipped, err, sizeof err), 0);
+    assert_int_equal(bits, GR_IGNORE_C_RETURN | GR_IGNORE_GEN_FINALIZE);
+    assert_string_equal(gr_sb_str(&skipped), "greenlet-256\n");
+    f = fopen(path, "w");
+    fputs("nothing here\n", f);
+    fclose(f);
+    assert_int_equal(gr_ignore_parse(path, &bits, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no [ID] section"));
+    unlink(path);
+    gr_sb_free(&skipped);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_align_basic),
+        cmocka_unit_test(test_align_minimal_random),
+        cmocka_unit_test(test_align_budget),
+        cmocka_unit_test(test_diff_same_and_dropped_call),
+        cmocka_unit_test(test_diff_greenlets_by_first_sight),
+        cmocka_unit_test(test_diff_files_names_labels),
+        cmocka_unit_test(test_diff_truncated_and_instr),
+        cmocka_unit_test(test_ignore_normalizations),
+        cmocka_unit_test(test_ignore_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
