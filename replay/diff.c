@@ -340,6 +340,8 @@ static void header_line(FILE *out, char sign, const char *name, const gr_trace *
     gr_sb_printf(&sb, "; %zu records", t->nrecs);
     if (t->truncated)
         gr_sb_printf(&sb, ", truncated at byte %" PRIu64, t->truncated_at);
+    if (t->gap)
+        gr_sb_printf(&sb, ", the last records of a ring: %" PRIu64 " earlier dropped", t->gap);
     gr_sb_puts(&sb, ")\n");
     fputs(sb.s, out);
     gr_sb_free(&sb);

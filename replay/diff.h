@@ -55,12 +55,15 @@ void gr_diff_defaults(gr_diff_opts *o);
 /* Compare traces a and b (read successfully; complete or truncated) and
  * write the report to out: a header (`--- A`, `+++ B`, what was compared
  * and ignored), then up to o->max_hunks hunks
- *     @@ -I,N +J,M @@ tT gG: STACK
+ *     @@ -I,N +J,M @@ tT gG in A|B: STACK
  *      DUMP LINE   (context, from a)
  *     -DUMP LINE   (only in a)
  *     +DUMP LINE   (only in b)
- * where I and J are record indices, STACK the greenlet's shadow stack in a
- * just before the hunk's first divergent record; then a summary line.
+ * where I and J are the record indices of the hunk's first lines and N, M
+ * their counts, tT gG the thread and greenlet of the hunk's first
+ * divergent record, in the trace that has it, and STACK that greenlet's
+ * stack there just before it (from its calls and returns, innermost six
+ * entries); then a summary line.
  * Records that only one trace has because the other is truncated (no
  * trailer) at its end are reported in a note, not as a divergence.
  * name_a, name_b: labels for the header.  Returns 0 when the structures

@@ -367,6 +367,7 @@ typedef struct rctx {
     char py[4200], grt[4200], log[4200];
     size_t runs;
     double t0;
+    double timeout;      /* seconds per run */
     uint8_t *def_keep;
 } rctx;
 
@@ -419,7 +420,7 @@ static int record(rctx *c)
         _exit(127);
     }
     setpgid(pid, pid);
-    double deadline = now() + (c->o->timeout_s ? c->o->timeout_s : 60);
+    double deadline = now() + c->timeout;
     int st;
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
@@ -577,7 +578,18 @@ int gr_reduce(const gr_reduce_opts *o)
         fprintf(stderr, "greenreplay: reduce: %s: %s\n", c.py, strerror(errno));
         goto out;
     }
+    c.timeout = o->timeout_s ? o->timeout_s : 600;
+    double t_first = now();
     st = record(&c);
+    /* Without --timeout, a candidate that runs five times as long as the
+     * original (at least 5 s) counts as not failing: a removed hand-over
+     * between threads makes a script wait forever, and candidates are
+     * never slower than the original otherwise (they do less). */
+    if (!o->timeout_s) {
+        c.timeout = 5 * (now() - t_first);
+        if (c.timeout < 5)
+            c.timeout = 5;
+    }
     k = st < 0 ? -1 : rule_count(&c);
     if (st < 0) {
         fprintf(stderr, "greenreplay: reduce: could not run %s\n", o->self);

@@ -97,7 +97,8 @@ typedef struct gr_reduce_opts {
     const char *output;   /* reduced script, NULL: stdout */
     const char *workdir;  /* scratch directory parent, NULL: $TMPDIR or /tmp */
     const char *self;     /* the greenreplay executable to record with */
-    unsigned timeout_s;   /* per run (default 60) */
+    unsigned timeout_s;   /* seconds per run; 0: five times the original's
+                             run, at least 5 */
     size_t max_runs;      /* 0: no limit */
     FILE *log;            /* progress (stderr), NULL: quiet */
 } gr_reduce_opts;

@@ -1171,6 +1171,11 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         default: break; /* INSTR, STACK: state, not structure */
         }
     }
+    if (t->gap)
+        note(s, GR_NONE, "the trace holds only the last records of a ring recording (%" PRIu64
+                         " earlier records dropped): what happened before them is unknown and "
+                         "the script starts from the records it has",
+             t->gap);
     if (!s->has_start)
         note(s, GR_NONE, "the trace has no START record: the script starts recording before "
                          "its first action");
