@@ -869,7 +869,7 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
     }
     line(R, out, 0, h.s, h.len, NULL);
     gr_sb_reset(&h);
-    if (py || gl) {
+    if ((py || gl) && !R->o->anonymize) { /* anonymized: no string of the trace */
         gr_sb_puts(&h, "# recorded with");
         if (py) {
             gr_sb_puts(&h, " python ");
@@ -961,6 +961,11 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
         gr_sb_put(&pre, body.s ? body.s : "", body.len);
         gr_sb_free(&body);
         body = pre;
+    }
+    if (shape.stop_at_end) {
+        R.need |= GR_NEED_GREENREPLAY;
+        R.use |= U_OS;
+        gr_sb_printf(&body, "%cgreenreplay.stop()\nos._exit(0)", STMT);
     }
     /* Thread entries (variants they need are rendered now). */
     gr_sb entries;

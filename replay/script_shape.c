@@ -1199,6 +1199,8 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
                 k--;
             if (k > 0)
                 frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_STOP, GR_NONE));
+            else
+                s->stop_at_end = 1;
         }
     }
     if (s->nthreads > 1)

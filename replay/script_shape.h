@@ -195,6 +195,8 @@ typedef struct gr_shape {
     uint64_t start_tid, start_gid;
     int has_start, has_stop;
     int stop_at_exit;     /* recording ended at interpreter exit: no explicit stop */
+    int stop_at_end;      /* no STOP and no frame open at the end: the script
+                             stops at the end of its module */
     uint64_t module_tid;  /* thread acted out by the script's main thread */
     int uses_greenlet;    /* some gid is non-zero */
     gr_snote *notes;      /* in order of first occurrence */
