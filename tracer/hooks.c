@@ -203,7 +203,7 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
                 top = frame ? PyFrame_GetBack(frame) : NULL;
             else
                 Py_XINCREF(top);
-            gr_switch_seen(r, t, g, top, 0);
+            gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
             Py_XDECREF(top);
             GR_EXC_RESTORE(saved);
         }

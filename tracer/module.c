@@ -596,7 +596,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     if (me && r->greenlet_mod) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != me->cur_g)
-            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1);
+            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1, 0);
         Py_XDECREF(g);
     }
     if (me) {
@@ -688,7 +688,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
              * resumed without delivering a single profile event. */
             PyObject *g = gr_current_greenlet(r);
             if (g && g != t->cur_g)
-                gr_switch_seen(r, t, g, top, 1);
+                gr_switch_seen(r, t, g, top, 1, 0);
             Py_XDECREF(g);
         }
         PyObject *s = PyObject_Str(label);

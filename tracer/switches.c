@@ -63,14 +63,19 @@ static void emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
     gr_emit(r, GR_DEAD, 2, g);
 }
 
-void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark)
+void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
+                    int raising)
 {
     GR_EXC_SAVE(saved);
     PyThreadState *ts = PyThreadState_Get();
     uint64_t t0 = r->reg ? gr_now_ns() : 0;
     uint32_t og = t->cur_gid;
     int announced = t->cb_pending && t->cb_target == g;
-    int is_throw = announced && t->cb_pending == 2;
+    /* greenlet reports a "throw" whenever the target resumes with an
+     * exception (greenlet.throw, GreenletExit, a child's exception passed
+     * to its parent); passively that is a target whose first event is
+     * the C_EXCEPTION of the call it was suspended in. */
+    int is_throw = announced ? t->cb_pending == 2 : raising;
     t->cb_pending = 0;
     t->cb_target = NULL;
 
@@ -214,7 +219,9 @@ void gr_note_unseen_deaths(gr_recorder *r, gr_thread *me)
             if (t->tid && t->cur_gid == gid && t->cur_g)
                 running = 1;
         }
-        if (!running && greenlet_dead(r, gid))
+        /* A main greenlet is dead once its thread ended: not a death the
+         * checker needs (its frames returned with the thread). */
+        if (!running && !(r->gl_state[gid] & GR_GLS_MAIN) && greenlet_dead(r, gid))
             emit_dead(r, gid, r->gl_tid[gid] ? r->gl_tid[gid] : me->tid);
     }
 }
