@@ -260,7 +260,17 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
     const gr_frame *f = &s->frames[a->frame];
     gr_sb st;
     gr_sb_init(&st);
-    if (f->keep) {
+    if (f->hook) {
+        /* The program changed the profile slot during this C call (HOOK):
+         * the script does the same with sys.setprofile. */
+        R->need |= GR_NEED_SYS;
+        if (f->setprofile_clear) {
+            gr_sb_puts(&st, "sys.setprofile(None)  # the program cleared the profile slot here");
+        } else {
+            R->use |= U_PROF;
+            gr_sb_puts(&st, "sys.setprofile(_P)  # the program installed its own profile function here");
+        }
+    } else if (f->keep) {
         const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
         const gr_code *c = gr_trace_code(R->t, f->code);
         size_t n;
@@ -314,9 +324,6 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             } else {
                 gr_sb_puts(&st, "sys.settrace(None)");
             }
-        } else if (b && b->kind == GR_BUILTIN_SETPROFILE && f->setprofile_clear) {
-            R->need |= GR_NEED_SYS;
-            gr_sb_puts(&st, "sys.setprofile(None)");
         } else if (b && b->kind == GR_BUILTIN_SETPROFILE) {
             R->need |= GR_NEED_SYS;
             R->use |= U_PROF;
