@@ -598,13 +598,16 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         rc = write_ring(r, reason);
         nev = r->w->held + r->w->records;
     } else {
+        /* The last chunk first: whether it fits decides the trailer. */
+        gr_writer_flush(r->w);
+        werr = r->w->error;
         if (r->w->capped)
             reason = GR_STOP_SIZE_CAP;
+        if (werr) /* disk full or I/O error: the file says so, and how much is lost */
+            reason = GR_STOP_WRITE_ERROR;
+        if (r->w->capped || werr) /* the records in the file are fewer */
+            nev = r->w->indexed_written;
         uint64_t trailer[4] = {nev, r->w->dropped, r->errors, (uint64_t)reason};
-        if (r->w->capped) { /* the records in the file are fewer */
-            gr_writer_flush(r->w);
-            trailer[0] = nev = r->w->indexed_written;
-        }
         rc = gr_writer_finish(r->w, trailer, 4);
         r->w = r->dw = NULL;
     }
