@@ -22,7 +22,7 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
 PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
-PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py))
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -72,7 +72,7 @@ $(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
 	    -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
 
 $(PKG_DIR)/%.py: tracer/greenreplay/%.py
-	@mkdir -p $(PKG_DIR)
+	@mkdir -p $(dir $@)
 	cp $< $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)

@@ -129,12 +129,17 @@ PyDoc_STRVAR(start_doc,
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
-"recording, ValueError on bad arguments, OSError if a file cannot be written.");
+"recording, ValueError on bad arguments, OSError if a file cannot be written.\n\n"
+"`entry` (a frame, for `greenreplay record`'s whole-program mode) is the\n"
+"program's first frame, given from inside a profile function at its `call`\n"
+"event: the seed stack is then the frames below it (none for a script) and\n"
+"the first record after START is that CALL, so that the recorder's own\n"
+"frames are not in the trace.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", "max_size", "ring", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", "entry", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -143,11 +148,19 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned int keep = 64, max_greenlets = 65536;
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKK:start", kwlist,
+    PyObject *entry = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKO:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring))
+                                     &max_size, &ring, &entry))
         return NULL;
+    if (entry == Py_None)
+        entry = NULL;
+    if (entry && !PyFrame_Check(entry)) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_TypeError, "entry must be a frame or None");
+        return NULL;
+    }
     if (ring && (times || sampler || max_size)) {
         Py_DECREF(path_obj);
         PyErr_SetString(PyExc_ValueError, "ring mode keeps the trace in memory: it cannot be combined "
@@ -307,9 +320,17 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_active = NULL;
         goto fail;
     }
-    gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    if (entry) { /* whole-program mode: the seed ends below the program's frame */
+        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
+        gr_thread_first_sight(r, t, below, 0);
+        Py_XDECREF(below);
+    } else {
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
+    if (entry)
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
 
     /* Threads that already exist: each is seen at its first event. */
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {

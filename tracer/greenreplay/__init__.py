@@ -123,7 +123,7 @@ def _size(text):
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
-          max_size=None, ring=None, flush_signal=None):
+          max_size=None, ring=None, flush_signal=None, _entry=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -152,6 +152,8 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         is flushed without stopping (in ring mode: written from memory).  The
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
+    _entry: private, for `greenreplay record` (greenreplay/boot): the
+        program's first frame, at its call event (see _greenreplay.start).
 
     Installs the C profile function on every thread (threads started later
     included) and the C greenlet trace callback, chained in front of any
@@ -181,7 +183,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
-                           profile=bool(profile), max_size=max_size, ring=ring)
+                           profile=bool(profile), max_size=max_size, ring=ring, entry=_entry)
     except BaseException:
         threading.setprofile(None)
         raise
