@@ -427,10 +427,11 @@ static int probe_interpreter(const char *python, const char *pkg)
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    int answered = buf[0] >= '0' && buf[0] <= '9' && strchr(buf, '.');
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && answered)
         return 0;
     char *nl = strchr(buf, '\n');
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 3 && nl) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3 && nl && answered) {
         *nl = '\0';
         char *why = nl + 1;
         why[strcspn(why, "\n")] = '\0';
