@@ -63,27 +63,26 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_greenreplay._forked)
 
 
-def _stop_quietly(reason):
-    # stop() for the recorder's own callers (interpreter exit, the end of a
-    # whole-program recording): never raises and never changes the program's
-    # exit status; a trace that could not be written completely (disk full:
-    # its trailer says write-error and counts the records lost) gets one
-    # line on stderr instead.
+def _stop_failed(e):
+    # A trace that could not be written completely (disk full: its trailer
+    # says write-error and counts the records lost): one line on stderr,
+    # never an exception into the program or a changed exit status.
     try:
-        stop(reason)
-    except Exception as e:
-        try:
-            sys.stderr.write("greenreplay: the trace %s was not written completely: %s\n"
-                             % (os.environ.get("GREENREPLAY_OUTPUT") or "", e))
-        except Exception:
-            pass
+        sys.stderr.write("greenreplay: the trace %s was not written completely: %s\n"
+                         % (os.environ.get("GREENREPLAY_OUTPUT") or "", e))
+    except Exception:
+        pass
 
 
 def _stop_at_exit():
     # A recording still running when the interpreter exits ends here, after
     # the non-daemon threads were joined, with reason 2 (exit) in the trailer.
+    # Never raises (see _stop_failed).
     if _greenreplay.is_recording():
-        _stop_quietly(2)
+        try:
+            stop(2)
+        except Exception as e:
+            _stop_failed(e)
 
 
 atexit.register(_stop_at_exit)

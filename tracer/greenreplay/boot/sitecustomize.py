@@ -72,7 +72,10 @@ def _boot():
         # another thread may still run (_thread._count: threads alive
         # besides the main one).
         if count is not None and count() == 0:
-            greenreplay._stop_quietly(2)
+            try:
+                greenreplay.stop(2)
+            except Exception as e:
+                greenreplay._stop_failed(e)
         prev_hook(typ, value, tb)
 
     def arm(frame, event, arg):
