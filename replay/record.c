@@ -600,8 +600,9 @@ int gr_cmd_record(int argc, char **argv)
         setenv("GREENREPLAY_RING", num, 1);
     }
     if (flush_sig) {
+        const char *abbrev = sigabbrev_np(flush_sig); /* the name, as a program reading it expects */
         snprintf(num, sizeof num, "%d", flush_sig);
-        setenv("GREENREPLAY_FLUSH_SIGNAL", num, 1);
+        setenv("GREENREPLAY_FLUSH_SIGNAL", abbrev ? abbrev : num, 1);
     }
     setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
 

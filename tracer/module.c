@@ -134,12 +134,13 @@ PyDoc_STRVAR(start_doc,
 "program's first frame, given from inside a profile function at its `call`\n"
 "event: the seed stack is then the frames below it (none for a script) and\n"
 "the first record after START is that CALL, so that the recorder's own\n"
-"frames are not in the trace.");
+"frames are not in the trace.  `entry_c` is the C function that called it\n"
+"(exec, under runpy for -m), which then tops the seed stack.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", "max_size", "ring", "entry", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", "entry", "entry_c", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -148,11 +149,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned int keep = 64, max_greenlets = 65536;
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
-    PyObject *entry = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKO:start", kwlist,
+    PyObject *entry = NULL, *entry_c = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKOO:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &entry))
+                                     &max_size, &ring, &entry, &entry_c))
         return NULL;
     if (entry == Py_None)
         entry = NULL;
@@ -322,7 +323,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (entry) { /* whole-program mode: the seed ends below the program's frame */
         PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
-        gr_thread_first_sight(r, t, below, 0);
+        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0);
         Py_XDECREF(below);
     } else {
         gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);

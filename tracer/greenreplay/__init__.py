@@ -122,7 +122,7 @@ def _size(text):
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
-          max_size=None, ring=None, flush_signal=None, _entry=None):
+          max_size=None, ring=None, flush_signal=None, _entry=None, _entry_c=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -152,7 +152,8 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
     _entry: private, for `greenreplay record` (greenreplay/boot): the
-        program's first frame, at its call event (see _greenreplay.start).
+        program's first frame, at its call event, and _entry_c the C function
+        that called it, if any (see _greenreplay.start).
 
     Installs the C profile function on every thread (threads started later
     included) and the C greenlet trace callback, chained in front of any
@@ -182,7 +183,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
-                           profile=bool(profile), max_size=max_size, ring=ring, entry=_entry)
+                           profile=bool(profile), max_size=max_size, ring=ring, entry=_entry, entry_c=_entry_c)
     except BaseException:
         threading.setprofile(None)
         raise

@@ -13,8 +13,8 @@ Here, before the program:
   - a one-shot profile function waits for the call of the program's first
     frame (the `<module>` frame whose __name__ is "__main__") and starts
     recording from inside it: the trace's seed stack is the frames below it
-    (none for a script or -c; runpy's for -m), its first record is the
-    CALL of that `<module>`;
+    (none for a script or -c; runpy's and its exec for -m), its first
+    record is the CALL of that `<module>`;
   - sys.excepthook is wrapped so that recording stops before an uncaught
     exception's traceback is printed (when no other thread is running;
     else recording ends at exit as usual).
@@ -78,13 +78,26 @@ def _boot():
                 greenreplay._stop_failed(e)
         prev_hook(typ, value, tb)
 
+    pending = []  # (frame, C function) of the C calls in progress
+
     def arm(frame, event, arg):
+        if event == "c_call":
+            pending.append((frame, arg))
+            return
+        if event in ("c_return", "c_exception"):
+            if pending and pending[-1][0] is frame:
+                pending.pop()
+            return
         if event != "call" or frame.f_code.co_name != "<module>" or \
                 frame.f_globals.get("__name__") != "__main__":
             return
         sys.setprofile(None)
+        # The C function that runs the module (exec, under runpy for -m)
+        # belongs to the seed stack below it.
+        caller = pending[-1][1] if pending and pending[-1][0] is frame.f_back else None
+        del pending[:]
         try:
-            greenreplay.start(_entry=frame)
+            greenreplay.start(_entry=frame, _entry_c=caller)
         except Exception as e:
             sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
             return
