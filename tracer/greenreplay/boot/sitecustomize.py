@@ -39,13 +39,15 @@ def _leave():
         os.environ["PYTHONPATH"] = os.pathsep.join(parts)
     else:
         os.environ.pop("PYTHONPATH", None)
-    del sys.modules[__name__]
     try:
-        import sitecustomize  # noqa: F401  (the interpreter's own, if any)
-    except ImportError as e:
-        if e.name != "sitecustomize":
-            sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
-                             "%s: %s\n" % (type(e).__name__, e))
+        import importlib.machinery
+        import importlib.util
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+        if spec is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[__name__] = module  # the import statement returns it
     except Exception as e:
         sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
                          "%s: %s\n" % (type(e).__name__, e))
