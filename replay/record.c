@@ -657,7 +657,8 @@ int gr_cmd_record(int argc, char **argv)
     int rc = WEXITSTATUS(status);
     if (stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", output,
-                manual ? "did not call greenreplay.start()" : "ended before its first frame ran");
+                manual ? "did not call greenreplay.start()"
+                       : "ended before its first frame ran, or recording could not start");
     else if (stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s\n", output);
     return rc;
