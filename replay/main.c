@@ -140,7 +140,7 @@ static const char usage_edit[] =
     "bad usage.\n";
 
 static const char usage_script[] =
-    "usage: greenreplay script TRACE [--anonymize] [-o OUT.py]\n"
+    "usage: greenreplay script TRACE [--anonymize] [-q] [-o OUT.py]\n"
     "\n"
     "Write a standalone Python program (needs greenlet and `import greenreplay`)\n"
     "that acts out the structure of trace TRACE: its greenlets (creation order,\n"
