@@ -11,7 +11,9 @@
 #                   its exit status passes through; the flush signal sent to
 #                   record is forwarded and record lives on
 #   option errors   exit 2 and one line on stderr naming the option, for bad
-#                   --max-size, --ring, --flush-signal, -o, interpreter options
+#                   --max-size, --ring, --flush-signal, -o, interpreter options;
+#                   every command's --help has the same sections and an
+#                   unknown option the same one-line message
 #   -o              a file that is not a trace is refused (and kept), --force
 #                   overwrites it; the program's own script is always refused;
 #                   an old trace is emptied before the program starts
@@ -166,6 +168,26 @@ done <<EOF
 -I|-o $work/o.grt -- $PY -I $prog raise
 -E|-o $work/o.grt -- $PY -E $prog raise
 EOF
+
+# Every command's --help has the same sections, and an unknown option gives
+# the same one line and exit 2.
+helpbad=""
+for c in "" record check dump stats edit script diff reduce; do
+    h=$("$cli" $c --help 2>&1)
+    for sect in '^usage: greenreplay' '^options:' '^exit status: '; do
+        printf '%s\n' "$h" | grep -q "$sect" || helpbad+=" ${c:-greenreplay}:$sect"
+    done
+    "$cli" $c --no-such-option >/dev/null 2>"$work/unk.err"
+    rc=$?
+    want="greenreplay: ${c:+$c: }unknown option --no-such-option (\`greenreplay ${c:+$c }--help\` shows the usage)"
+    [ $c ] || want="greenreplay: unknown command '--no-such-option' (\`greenreplay --help\` shows the usage)"
+    { [ $rc -eq 2 ] && [ "$(cat "$work/unk.err")" = "$want" ]; } || helpbad+=" ${c:-greenreplay}:unknown-option($rc: $(head -c 80 "$work/unk.err"))"
+done
+if [ -z "$helpbad" ]; then
+    ok "help texts: usage, options and exit status sections in every command; one message for an unknown option"
+else
+    bad "help texts:$helpbad"
+fi
 
 # An interpreter the recorder is not built for: exit 2, the make hint.
 GREENREPLAY_PYTHONPATH=$work/empty-pkg
