@@ -39,6 +39,7 @@ help:
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
 	@echo "                    script -> record -> diff of every fixture, reduce;"
+	@echo "                    passive and callback mode agree, output unchanged, fork;"
 	@echo "                    record under faults (disk full, signals, bad options)"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
@@ -107,6 +108,7 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 
 golden: all

@@ -272,8 +272,8 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
  * (start()): their frames predate the recording. */
 void gr_note_preexisting(gr_recorder *r);
 
-/* DEAD records for greenlets that died unseen (stop()). */
-void gr_note_unseen_deaths(gr_recorder *r, gr_thread *me);
+/* DEAD record of greenlet gid on thread tid, once per greenlet. */
+void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid);
 
 /* ---- hooks (hooks.c) ----------------------------------------------- */
 

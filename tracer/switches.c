@@ -54,7 +54,7 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
     return dead;
 }
 
-static void emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
+void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
 {
     if (r->gl_state[gid] & GR_GLS_DEAD)
         return;
@@ -171,7 +171,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         gr_emit(r, GR_INSTR, 5, h);
     }
     if (dead)
-        emit_dead(r, og, t->tid);
+        gr_emit_dead(r, og, t->tid);
     t->cur_g = g;
     t->cur_gid = tg;
     r->gl_tid[tg] = t->tid;
@@ -206,22 +206,4 @@ void gr_note_preexisting(gr_recorder *r)
     Py_XDECREF(type);
     if (PyErr_Occurred())
         gr_swallow(r);
-}
-
-void gr_note_unseen_deaths(gr_recorder *r, gr_thread *me)
-{
-    for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
-        if (r->gl_state[gid] & GR_GLS_DEAD)
-            continue;
-        int running = 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (t->tid && t->cur_gid == gid && t->cur_g)
-                running = 1;
-        }
-        /* A main greenlet is dead once its thread ended: not a death the
-         * checker needs (its frames returned with the thread). */
-        if (!running && !(r->gl_state[gid] & GR_GLS_MAIN) && greenlet_dead(r, gid))
-            emit_dead(r, gid, r->gl_tid[gid] ? r->gl_tid[gid] : me->tid);
-    }
 }

@@ -59,8 +59,16 @@ def _path_rules(root):
     return [(prefix, rep, keep) for prefix, (rep, keep) in sorted(rules.items(), key=lambda kv: -len(kv[0]))]
 
 
+def _after_fork_in_child():
+    # The child of a recorded process does not record: it must not write
+    # into the parent's trace.  Its hooks are left as the program set them.
+    if _greenreplay.is_recording():
+        _greenreplay._forked()
+        _remove_threading_hook()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_greenreplay._forked)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _stop_failed(e):
