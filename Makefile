@@ -22,7 +22,7 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
 PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
-PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py))
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -39,7 +39,8 @@ help:
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
 	@echo "                    script -> record -> diff of every fixture, reduce;"
-	@echo "                    passive and callback mode agree, output unchanged, fork"
+	@echo "                    passive and callback mode agree, output unchanged, fork;"
+	@echo "                    record under faults (disk full, signals, bad options)"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -73,7 +74,7 @@ $(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
 	    -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
 
 $(PKG_DIR)/%.py: tracer/greenreplay/%.py
-	@mkdir -p $(PKG_DIR)
+	@mkdir -p $(dir $@)
 	cp $< $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
@@ -108,6 +109,7 @@ integration: all
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)
+	tests/integration/faults.sh --python $(PYTHON)
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update

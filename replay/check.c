@@ -917,7 +917,9 @@ static void finish(ck *c)
             add_warning(c);
         }
         if (tr->reason == GR_STOP_WRITE_ERROR) {
-            gr_sb_puts(&c->msg, "recording ended by a write error");
+            gr_sb_printf(&c->msg, "recording ended by a write error (disk full?): %" PRIu64
+                                  " record%s lost after the last chunk in the file",
+                         tr->dropped, tr->dropped == 1 ? "" : "s");
             add_warning(c);
         } else if (tr->reason == GR_STOP_SIZE_CAP) {
             gr_sb_puts(&c->msg, "the trace reached its size cap: later records were dropped");

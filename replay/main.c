@@ -43,9 +43,17 @@ static const char usage_main[] =
     "  reduce SCRIPT  shrink a failing script of `script` while the failure persists\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
-    "`greenreplay COMMAND --help` describes a command.  Exit status: 0 success\n"
-    "(check: clean; diff: same structure), 1 check found violations or diff\n"
-    "found differences, 2 unusable input or bad usage.\n";
+    "`greenreplay COMMAND --help` describes a command.  A usage error is one\n"
+    "line on stderr, `greenreplay[: COMMAND]: what is wrong (... --help shows\n"
+    "the usage)`, with exit status 2, for every command.\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     show this help\n"
+    "  --version      print the version of greenreplay and of the trace format\n"
+    "\n"
+    "exit status: 0 success (check: clean; diff: same structure), 1 check found\n"
+    "violations, diff found differences or reduce found no failure, 2 unusable\n"
+    "input or bad usage; record: the program's own (see `record --help`).\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
@@ -132,7 +140,7 @@ static const char usage_edit[] =
     "bad usage.\n";
 
 static const char usage_script[] =
-    "usage: greenreplay script TRACE [--anonymize] [-o OUT.py]\n"
+    "usage: greenreplay script TRACE [--anonymize] [-q] [-o OUT.py]\n"
     "\n"
     "Write a standalone Python program (needs greenlet and `import greenreplay`)\n"
     "that acts out the structure of trace TRACE: its greenlets (creation order,\n"
@@ -228,12 +236,24 @@ static const char usage_reduce[] =
     "exit status: 0 reduced script written, 1 SCRIPT does not fail that way\n"
     "(nothing written), 2 bad input or usage, I/O error.\n";
 
+/* The usage error of every command: one line on stderr, "greenreplay:
+ * COMMAND: MESSAGE (`greenreplay COMMAND --help` shows the usage)" (the
+ * same as record.c's), exit status 2.  COMMAND comes from the usage text's
+ * first line; none for the top level. */
 static int bad_usage(const char *usage, const char *fmt, const char *arg)
 {
-    fputs("greenreplay: ", stderr);
+    const char *p = strstr(usage, "greenreplay ");
+    char cmd[32] = "";
+    if (p && p < strchr(usage, '\n')) {
+        size_t n = strcspn(p + 12, " \n");
+        if (p[12] >= 'a' && p[12] <= 'z' && n < sizeof cmd) {
+            memcpy(cmd, p + 12, n);
+            cmd[n] = '\0';
+        }
+    }
+    fprintf(stderr, "greenreplay: %s%s", cmd, *cmd ? ": " : "");
     fprintf(stderr, fmt, arg);
-    fputs("\n", stderr);
-    fputs(usage, stderr);
+    fprintf(stderr, " (`greenreplay %s%s--help` shows the usage)\n", cmd, *cmd ? " " : "");
     return 2;
 }
 

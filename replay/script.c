@@ -963,7 +963,7 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     } else if (first && first->run != GR_NONE && !shape.frames[first->run].external) {
         gr_sb_printf(&body, "%c_v%zu()", STMT, variant_of(&R, first->run));
     }
-    if (!shape.has_start) {
+    if (!shape.has_start || shape.start_at_top) {
         gr_sb pre;
         gr_sb_init(&pre);
         R.need |= GR_NEED_GREENREPLAY;

@@ -1194,6 +1194,7 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             if (k == 0) {
                 note(s, i, "start() called with no frame of the program open: the script calls "
                            "it at its top level");
+                s->start_at_top = 1;
             } else {
                 frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
             }

@@ -204,6 +204,8 @@ typedef struct gr_shape {
                              its recorded name, 0 when by the neutral C call */
     uint64_t start_tid, start_gid;
     int has_start, has_stop;
+    int start_at_top;     /* start() with no frame of the program open (whole-program
+                             recording: the trace starts at the module's CALL) */
     int stop_at_exit;     /* recording ended at interpreter exit: no explicit stop */
     int stop_at_end;      /* no STOP and no frame open at the end: the script
                              stops at the end of its module */

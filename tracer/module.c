@@ -139,12 +139,19 @@ PyDoc_STRVAR(start_doc,
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
-"recording, ValueError on bad arguments, OSError if a file cannot be written.");
+"recording, ValueError on bad arguments, OSError if a file cannot be written.\n\n"
+"`entry` (a frame, for `greenreplay record`'s whole-program mode) is the\n"
+"program's first frame, given from inside a profile function at its `call`\n"
+"event: the seed stack is then the frames below it (none for a script) and\n"
+"the first record after START is that CALL, so that the recorder's own\n"
+"frames are not in the trace.  `entry_c` is the C function that called it\n"
+"(exec, under runpy for -m), which then tops the seed stack.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", "max_size", "ring", "switches", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
+                             "entry_c", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -154,15 +161,23 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
     const char *switches = "passive";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKs:start", kwlist,
+    PyObject *entry = NULL, *entry_c = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOO:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &switches))
+                                     &max_size, &ring, &switches, &entry, &entry_c))
         return NULL;
     int callback_mode = strcmp(switches, "callback") == 0;
     if (!callback_mode && strcmp(switches, "passive") != 0) {
         Py_DECREF(path_obj);
         PyErr_SetString(PyExc_ValueError, "switches must be 'passive' or 'callback'");
+        return NULL;
+    }
+    if (entry == Py_None)
+        entry = NULL;
+    if (entry && !PyFrame_Check(entry)) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_TypeError, "entry must be a frame or None");
         return NULL;
     }
     if (ring && (times || sampler || max_size)) {
@@ -329,9 +344,17 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_active = NULL;
         goto fail;
     }
-    gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    if (entry) { /* whole-program mode: the seed ends below the program's frame */
+        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
+        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0);
+        Py_XDECREF(below);
+    } else {
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
+    if (entry)
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
 
     /* Threads that already exist: each is seen at its first event. */
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {
@@ -661,13 +684,16 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         rc = write_ring(r, reason);
         nev = r->w->held + r->w->records;
     } else {
+        /* The last chunk first: whether it fits decides the trailer. */
+        gr_writer_flush(r->w);
+        werr = r->w->error;
         if (r->w->capped)
             reason = GR_STOP_SIZE_CAP;
+        if (werr) /* disk full or I/O error: the file says so, and how much is lost */
+            reason = GR_STOP_WRITE_ERROR;
+        if (r->w->capped || werr) /* the records in the file are fewer */
+            nev = r->w->indexed_written;
         uint64_t trailer[4] = {nev, r->w->dropped, r->errors, (uint64_t)reason};
-        if (r->w->capped) { /* the records in the file are fewer */
-            gr_writer_flush(r->w);
-            trailer[0] = nev = r->w->indexed_written;
-        }
         rc = gr_writer_finish(r->w, trailer, 4);
         r->w = r->dw = NULL;
     }

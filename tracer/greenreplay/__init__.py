@@ -71,11 +71,26 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _stop_failed(e):
+    # A trace that could not be written completely (disk full: its trailer
+    # says write-error and counts the records lost): one line on stderr,
+    # never an exception into the program or a changed exit status.
+    try:
+        sys.stderr.write("greenreplay: the trace %s was not written completely: %s\n"
+                         % (os.environ.get("GREENREPLAY_OUTPUT") or "", e))
+    except Exception:
+        pass
+
+
 def _stop_at_exit():
     # A recording still running when the interpreter exits ends here, after
     # the non-daemon threads were joined, with reason 2 (exit) in the trailer.
+    # Never raises (see _stop_failed).
     if _greenreplay.is_recording():
-        stop(2)
+        try:
+            stop(2)
+        except Exception as e:
+            _stop_failed(e)
 
 
 atexit.register(_stop_at_exit)
@@ -163,7 +178,8 @@ def _size(text):
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
-          max_size=None, ring=None, flush_signal=None, switches=None):
+          max_size=None, ring=None, flush_signal=None, switches=None,
+          _entry=None, _entry_c=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -192,6 +208,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         is flushed without stopping (in ring mode: written from memory).  The
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
+    _entry: private, for `greenreplay record` (greenreplay/boot): the
+        program's first frame, at its call event, and _entry_c the C function
+        that called it, if any (see _greenreplay.start).
 
     switches: how greenlet switches are detected.  "passive" (default;
         GREENREPLAY_SWITCHES): no greenlet trace callback is installed; at
@@ -238,7 +257,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
                            profile=bool(profile), max_size=max_size, ring=ring,
-                           switches=switches)
+                           switches=switches, entry=_entry, entry_c=_entry_c)
     except BaseException:
         _remove_threading_hook()
         raise
