@@ -5,6 +5,7 @@
 #include "diff_ignore.h"
 #include "dump.h"
 #include "edit.h"
+#include "export.h"
 #include "reader.h"
 #include "record.h"
 #include "reduce.h"
@@ -806,6 +807,7 @@ static const char *command_usage(const char *cmd)
     if (strcmp(cmd, "script") == 0) return usage_script;
     if (strcmp(cmd, "diff") == 0) return usage_diff;
     if (strcmp(cmd, "reduce") == 0) return usage_reduce;
+    if (strcmp(cmd, "export") == 0) return gr_export_usage;
     return NULL;
 }
 
@@ -856,5 +858,7 @@ int main(int argc, char **argv)
         return cmd_diff(sub_argc, sub_argv);
     if (strcmp(cmd, "reduce") == 0)
         return cmd_reduce(sub_argc, sub_argv);
+    if (strcmp(cmd, "export") == 0)
+        return gr_cmd_export(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }
