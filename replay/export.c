@@ -390,7 +390,7 @@ static void compute_times(ex *e, const gr_times *tm)
         if (tm && i < tm->n)
             v = cur + tm->dt[i];
         else
-            v = cur + 1000;
+            v = i == 0 ? 0 : cur + 1000; /* record order: record i at i us */
         if (i > 0 && v <= cur)
             v = cur + 1;
         if (v < cur) /* overflow: keep the order */

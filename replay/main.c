@@ -1,11 +1,13 @@
 /* main.c - the `greenreplay` command line: dispatch to record (recorder),
  * check, dump, stats and edit (replayer, pure C). */
 #include "check.h"
+#include "color.h"
 #include "diff.h"
 #include "diff_ignore.h"
 #include "dump.h"
 #include "edit.h"
 #include "export.h"
+#include "html.h"
 #include "reader.h"
 #include "record.h"
 #include "reduce.h"
@@ -317,15 +319,28 @@ static int cmd_check(int argc, char **argv)
         {"junit", required_argument, NULL, 'j'},
         {"stall", no_argument, NULL, 's'},
         {"max-wait-us", required_argument, NULL, 'w'},
+        {"html", required_argument, NULL, 'H'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"color", optional_argument, NULL, 'C'},
+        {"colour", optional_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, stall = 0, wait_set = 0, c;
+    int json = 0, stall = 0, wait_set = 0, quiet = 0, c;
+    enum gr_color_mode color_mode = GR_COLOR_AUTO;
     uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
-    const char *junit = NULL;
+    const char *junit = NULL, *html = NULL;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
         switch (c) {
+        case 'H': html = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'C':
+            if (optarg && gr_color_parse(optarg, &color_mode) < 0)
+                return bad_usage(usage_check, "bad --color '%s' (auto, always or never)", optarg);
+            if (!optarg)
+                color_mode = GR_COLOR_ALWAYS;
+            break;
         case 'f':
             if (parse_format(optarg, &json) < 0)
                 return bad_usage(usage_check, "unknown format '%s' (text or json)", optarg);
@@ -350,12 +365,16 @@ static int cmd_check(int argc, char **argv)
     json_t *jtraces = json ? json_array() : NULL;
     gr_junit ju;
     gr_junit_init(&ju);
+    gr_html hr;
+    gr_html_init(&hr);
+    int color = !json && gr_color_enabled(color_mode, stdout);
     for (int i = optind; i < argc; i++) {
         gr_trace t;
         if (load(&t, argv[i])) {
             if (jtraces)
                 json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
             gr_junit_add_unusable(&ju, argv[i], t.err.msg);
+            gr_html_add_unusable(&hr, argv[i], t.err.msg);
             gr_trace_free(&t);
             status = GR_CHECK_UNUSABLE;
             continue;
@@ -371,6 +390,7 @@ static int cmd_check(int argc, char **argv)
                 if (jtraces)
                     json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
                 gr_junit_add_unusable(&ju, argv[i], err);
+                gr_html_add_unusable(&hr, argv[i], err);
                 free(err);
                 gr_times_free(&tm);
                 gr_trace_free(&t);
@@ -388,12 +408,28 @@ static int cmd_check(int argc, char **argv)
             if (stall)
                 json_object_set_new(jt, "stall", gr_stall_json(&st));
             json_array_append_new(jtraces, jt);
+        } else if (quiet) {
+            gr_color_check_summary(stdout, &t, &res, color);
         } else {
             if (i > optind)
                 fputc('\n', stdout);
-            gr_report_text(stdout, &t, &res);
+            if (color) {
+                char *buf = NULL;
+                size_t n = 0;
+                FILE *mem = open_memstream(&buf, &n);
+                if (mem) {
+                    gr_report_text(mem, &t, &res);
+                    fclose(mem);
+                    gr_color_write(stdout, buf, n, GR_COLOR_CHECK);
+                    free(buf);
+                }
+            } else {
+                gr_report_text(stdout, &t, &res);
+            }
         }
         gr_junit_add_trace(&ju, &t, &res);
+        if (html)
+            gr_html_add_trace(&hr, &t, &res);
         gr_check_result_free(&res);
         gr_stall_free(&st);
         gr_times_free(&tm);
@@ -413,6 +449,11 @@ static int cmd_check(int argc, char **argv)
         status = GR_CHECK_UNUSABLE;
     }
     gr_junit_free(&ju);
+    if (html && gr_html_write(&hr, html) < 0) {
+        fprintf(stderr, "greenreplay: %s: %s\n", html, strerror(errno));
+        status = GR_CHECK_UNUSABLE;
+    }
+    gr_html_free(&hr);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         return 2;
@@ -659,18 +700,30 @@ static int cmd_diff(int argc, char **argv)
         {"c-names", required_argument, NULL, 'n'},
         {"files", no_argument, NULL, 'f'},
         {"rename", no_argument, NULL, 'r'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"color", optional_argument, NULL, 'L'},
+        {"colour", optional_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    int quiet = 0;
+    enum gr_color_mode color_mode = GR_COLOR_AUTO;
     gr_diff_opts o;
     gr_diff_defaults(&o);
     gr_sb skipped;
     gr_sb_init(&skipped);
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
         char err[512];
         switch (c) {
+        case 'q': quiet = 1; break;
+        case 'L':
+            if (optarg && gr_color_parse(optarg, &color_mode) < 0)
+                return bad_usage(usage_diff, "bad --color '%s' (auto, always or never)", optarg);
+            if (!optarg)
+                color_mode = GR_COLOR_ALWAYS;
+            break;
         case 'i':
             if (gr_ignore_parse(optarg, &o.ignore, &skipped, err, sizeof err) < 0) {
                 gr_sb_free(&skipped);
@@ -729,7 +782,35 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    rc = gr_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o);
+    {
+        /* The report goes through a buffer for --quiet (last line only) and
+         * colour (color.h). */
+        int color = gr_color_enabled(color_mode, stdout);
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *mem = (quiet || color) ? open_memstream(&buf, &n) : NULL;
+        rc = gr_diff(mem ? mem : stdout, &a, argv[optind], &b, argv[optind + 1], &o);
+        if (mem) {
+            fclose(mem);
+            if (quiet) {
+                size_t end = n;
+                while (end > 0 && buf[end - 1] == '\n')
+                    end--;
+                size_t start = end;
+                while (start > 0 && buf[start - 1] != '\n')
+                    start--;
+                printf("%s %s: ", argv[optind], argv[optind + 1]);
+                if (color)
+                    gr_color_write(stdout, buf + start, end - start, GR_COLOR_DIFF);
+                else
+                    fwrite(buf + start, 1, end - start, stdout);
+                fputc('\n', stdout);
+            } else {
+                gr_color_write(stdout, buf, n, GR_COLOR_DIFF);
+            }
+            free(buf);
+        }
+    }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         rc = 2;
