@@ -24,11 +24,17 @@ PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
 PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
 
+# Build id of the CLI and the recorder (`greenreplay --version`): written to
+# $(BUILD)/build-id only when it changes, so that only version.o and the
+# recorder's build marker (tracer/buildid.c) are rebuilt then.
+GR_BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID)' >$(BUILD)/build-id))
+
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
-        matrix matrix-golden matrix-screenshot
+        matrix matrix-golden matrix-screenshot browser-test
 all: cli ext
 
 help:
@@ -38,7 +44,7 @@ help:
 	@echo "  make test         install what is missing, build, run unit and integration tests"
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
-	@echo "                    script -> record -> diff of every fixture, reduce"
+	@echo "                    script -> record -> diff of every fixture, reduce; export, check --html"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -49,6 +55,8 @@ help:
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
+	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
+	@echo "                    (installs them: ci/browser-setup.sh); build/browser/"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
@@ -64,12 +72,15 @@ $(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
 $(CLI): $(BUILD)/obj/replay/main.o $(REPLAY_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
+$(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h) $(BUILD)/build-id
 	@test -n "$(PY_INC)" || { echo "error: $(PYTHON) is not a usable Python interpreter" >&2; exit 2; }
 	@test -f "$(PY_INC)/Python.h" || { echo "error: Python.h missing in $(PY_INC) (install the interpreter's -dev package)" >&2; exit 2; }
 	@mkdir -p $(PKG_DIR)
 	$(CC) $(CPPFLAGS) -I$(PY_INC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
-	    -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+
+$(BUILD)/obj/replay/version.o: $(BUILD)/build-id
+$(BUILD)/obj/replay/version.o: CPPFLAGS += -DGR_BUILD_ID='"$(GR_BUILD_ID)"'
 
 $(PKG_DIR)/%.py: tracer/greenreplay/%.py
 	@mkdir -p $(PKG_DIR)
@@ -106,6 +117,7 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/export.sh --python $(PYTHON)
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
@@ -143,6 +155,10 @@ matrix-golden: setup
 
 matrix-screenshot:
 	ci/matrix-screenshot.sh
+
+# The browser test (tests/browser/run.sh); .ci/run calls it after make test.
+browser-test: all
+	tests/browser/run.sh --python $(PYTHON)
 
 stall: all
 	ci/stall.sh --python $(PYTHON)

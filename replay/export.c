@@ -4,6 +4,7 @@
 #include "dump.h"
 #include "idmap.h"
 #include "text.h"
+#include "version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,9 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifndef GR_TOOL_VERSION
-#define GR_TOOL_VERSION "0.1.0"
-#endif
 
 /* One (thread, greenlet) track. */
 typedef struct ex_track {

@@ -4,6 +4,7 @@
 #include "dump.h"
 #include "idmap.h"
 #include "report.h"
+#include "version.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef GR_TOOL_VERSION
-#define GR_TOOL_VERSION "0.1.0"
-#endif
 
 void gr_html_init(gr_html *h)
 {

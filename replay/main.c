@@ -16,6 +16,7 @@
 #include "stall.h"
 #include "stats.h"
 #include "text.h"
+#include "version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -24,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define GR_TOOL_VERSION "0.1.0"
 
 static const char usage_main[] =
     "usage: greenreplay COMMAND [ARGS...]\n"
@@ -52,6 +51,7 @@ static const char usage_main[] =
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
+    "                         [--html OUT.html] [-q] [--color[=WHEN]]\n"
     "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
@@ -78,6 +78,15 @@ static const char usage_check[] =
     "  --format json  one JSON document on stdout for all files\n"
     "  --junit OUT    also write a JUnit XML report to OUT: one testsuite per\n"
     "                 trace, one testcase per rule\n"
+    "  --html OUT     also write a self-contained HTML report to OUT: each\n"
+    "                 violation with its context records and, for every greenlet\n"
+    "                 of its thread, the shadow stack and the last real stack at\n"
+    "                 that point, with links between violations, greenlets and\n"
+    "                 records\n"
+    "  -q, --quiet    one line per trace: \"FILE: clean, N records\" or \"FILE: N\n"
+    "                 violations (RULE N, ...), N records\" (warnings counted)\n"
+    "  --color[=WHEN] colour the text report: auto (default: when stdout is a\n"
+    "                 terminal and NO_COLOR is unset or empty), always, never\n"
     "  --stall        also check the sampler data of FILE.times (see above)\n"
     "  --max-wait-us N  stall_wait threshold in microseconds (default 1000;\n"
     "                 needs --stall)\n"
@@ -169,7 +178,7 @@ static const char usage_script[] =
 static const char usage_diff[] =
     "usage: greenreplay diff A B [--ignore KNOWN_ISSUES_FILE|ID,...] [--context N]\n"
     "                            [--max N] [--c-names exact|script|any] [--files]\n"
-    "                            [--rename]\n"
+    "                            [--rename] [-q] [--color[=WHEN]]\n"
     "\n"
     "Align traces A and B by structure and print the first divergences in a\n"
     "unified-diff style: `-` records only in A, `+` only in B, with up to N\n"
@@ -197,6 +206,10 @@ static const char usage_diff[] =
     "  --files          also compare code files and first lines\n"
     "  --rename         compare qualnames and mark labels up to a consistent\n"
     "                   renaming (for scripts made with --anonymize)\n"
+    "  -q, --quiet      print only \"A B: \" and the summary line (same structure, or\n"
+    "                   the number of differences)\n"
+    "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal\n"
+    "                   and NO_COLOR is unset or empty), always, never\n"
     "  -h, --help       show this help\n"
     "\n"
     "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
@@ -902,9 +915,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("greenreplay %s (trace format %d.%d)\n", GR_TOOL_VERSION, GR_VERSION_MAJOR,
-               GR_VERSION_MINOR);
-        return 0;
+        return gr_version_print(stdout) < 0 ? 2 : 0;
     }
     if (strcmp(cmd, "help") == 0) {
         if (argc == 2) {
