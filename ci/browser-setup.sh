@@ -12,8 +12,10 @@
 # CHROMIUM=path and SPEEDSCOPE_DIR=dir (the package's static build: index.html)
 # on stdout.
 #
-# Exit status: 0 ready; 3 chromium or speedscope cannot be installed here
-# (the reason on stderr: callers skip their browser test with it); 2 bad usage.
+# Exit status: 0 ready; 3 chromium cannot be installed here; 4 chromium is
+# ready but npm or speedscope cannot be installed (--print-env then prints
+# SPEEDSCOPE_DIR=''); the reason is the last line on stderr, callers skip
+# their browser tests (or the speedscope part) with it; 2 bad usage.
 set -uo pipefail
 
 SPEEDSCOPE_VERSION=1.25.0
@@ -47,9 +49,16 @@ if [ -z "$browser" ]; then
         log "chromium cannot be installed (apt-get install chromium failed)"; exit 3; }
 fi
 
+# speedscope_missing REASON: chromium is there, speedscope is not.
+speedscope_missing() {
+    [ $print_env -eq 1 ] && printf 'CHROMIUM=%q\nSPEEDSCOPE_DIR=\n' "$browser"
+    log "$1"
+    exit 4
+}
+
 if ! command -v npm >/dev/null 2>&1; then
     apt_install npm || true
-    command -v npm >/dev/null 2>&1 || { log "npm cannot be installed (apt-get install npm failed)"; exit 3; }
+    command -v npm >/dev/null 2>&1 || speedscope_missing "npm cannot be installed (apt-get install npm failed)"
 fi
 
 pkg=$NPM_DIR/node_modules/speedscope
@@ -60,12 +69,12 @@ if [ "$have" != "$SPEEDSCOPE_VERSION" ]; then
     if ! npm install --prefix "$NPM_DIR" --no-audit --no-fund --ignore-scripts \
             "speedscope@$SPEEDSCOPE_VERSION" >"$NPM_DIR/install.log" 2>&1; then
         tail -n 5 "$NPM_DIR/install.log" >&2
-        log "speedscope cannot be installed from the npm registry"; exit 3
+        speedscope_missing "speedscope cannot be installed from the npm registry (npm install failed)"
     fi
 fi
 dist=$pkg/dist/release
 [ -f "$dist/index.html" ] || dist=$(dirname "$(find "$pkg" -name index.html -path '*release*' | head -n 1)")
-[ -f "$dist/index.html" ] || { log "speedscope's package has no static build (index.html) in $pkg"; exit 3; }
+[ -f "$dist/index.html" ] || speedscope_missing "speedscope's package has no static build (index.html) in $pkg"
 
 if [ $print_env -eq 1 ]; then
     printf 'CHROMIUM=%q\nSPEEDSCOPE_DIR=%q\n' "$browser" "$dist"

@@ -16,8 +16,9 @@
 #     table with shadow and real stacks, and that every link has a target.
 #
 # Chromium, npm and speedscope are installed by ci/browser-setup.sh; the
-# test is skipped (exit 0, "SKIP" with the reason) only when they cannot be
-# installed.  One line per test, then "N passed, N failed".  Exit 1 if any
+# tests are skipped (exit 0, "SKIP" with the reason) only when Chromium
+# cannot be installed, and the speedscope part only when npm or speedscope
+# cannot be.  One line per test, then "N passed, N failed".  Exit 1 if any
 # failed, 2 bad usage.
 set -u
 PY=/usr/bin/python3
@@ -46,8 +47,12 @@ pass=0 fail=0
 ok() { echo "PASS  $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
 
-if ! env_text=$("$top/ci/browser-setup.sh" --print-env 2>"$work/setup.err"); then
-    rc=$?
+env_text=$("$top/ci/browser-setup.sh" --print-env 2>"$work/setup.err")
+rc=$?
+skip_speedscope=
+if [ $rc -eq 4 ]; then
+    skip_speedscope=$(tail -n 1 "$work/setup.err" | sed 's/^browser-setup: //')
+elif [ $rc -ne 0 ]; then
     if [ $rc -eq 3 ]; then
         echo "SKIP  browser tests: $(tail -n 1 "$work/setup.err" | sed 's/^browser-setup: //')"
         echo "0 passed, 0 failed, 1 skipped"
@@ -106,6 +111,9 @@ else
 fi
 
 # ---- 2. speedscope in Chromium ----------------------------------------------
+if [ -n "$skip_speedscope" ]; then
+    echo "SKIP  speedscope in Chromium: $skip_speedscope"
+else
 www=$work/www
 mkdir -p "$www"
 for f in "$SPEEDSCOPE_DIR"/*; do ln -s "$f" "$www/"; done
@@ -149,6 +157,7 @@ else
     else
         bad "speedscope screenshot not written"; tail -n 5 "$work/chromium.log"
     fi
+fi
 fi
 
 # ---- 3. check --html in Chromium --------------------------------------------
