@@ -16,7 +16,9 @@
 
 int gr_color_parse(const char *s, enum gr_color_mode *mode)
 {
-    if (strcmp(s, "auto") == 0)
+    if (!s)
+        *mode = GR_COLOR_ALWAYS;
+    else if (strcmp(s, "auto") == 0)
         *mode = GR_COLOR_AUTO;
     else if (strcmp(s, "always") == 0 || strcmp(s, "yes") == 0)
         *mode = GR_COLOR_ALWAYS;

@@ -31,8 +31,8 @@ enum gr_color_kind {
     GR_COLOR_DIFF,      /* gr_diff output */
 };
 
-/* Parse the value of --color ("auto", "always", "never"; also "yes"/"no").
- * Returns 0, or -1 for anything else. */
+/* Parse the value of --color ("auto", "always", "never"; also "yes"/"no";
+ * NULL, i.e. --color alone: always).  Returns 0, or -1 for anything else. */
 int gr_color_parse(const char *s, enum gr_color_mode *mode);
 
 /* Whether to colour output written to out under mode (see above). */

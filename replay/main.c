@@ -349,10 +349,8 @@ static int cmd_check(int argc, char **argv)
         case 'H': html = optarg; break;
         case 'q': quiet = 1; break;
         case 'C':
-            if (optarg && gr_color_parse(optarg, &color_mode) < 0)
+            if (gr_color_parse(optarg, &color_mode) < 0)
                 return bad_usage(usage_check, "bad --color '%s' (auto, always or never)", optarg);
-            if (!optarg)
-                color_mode = GR_COLOR_ALWAYS;
             break;
         case 'f':
             if (parse_format(optarg, &json) < 0)
@@ -732,10 +730,8 @@ static int cmd_diff(int argc, char **argv)
         switch (c) {
         case 'q': quiet = 1; break;
         case 'L':
-            if (optarg && gr_color_parse(optarg, &color_mode) < 0)
+            if (gr_color_parse(optarg, &color_mode) < 0)
                 return bad_usage(usage_diff, "bad --color '%s' (auto, always or never)", optarg);
-            if (!optarg)
-                color_mode = GR_COLOR_ALWAYS;
             break;
         case 'i':
             if (gr_ignore_parse(optarg, &o.ignore, &skipped, err, sizeof err) < 0) {

@@ -2,9 +2,9 @@
 #include "version.h"
 
 #include "format.h"
+#include "record.h"
 
 #include <dirent.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,20 +23,13 @@ const char *gr_build_id(void)
     return GR_BUILD_ID;
 }
 
-/* Where `record` finds the package (same rule as record.c). */
+/* The package directory where `record` finds the recorder (record.h). */
 static int package_dir(char *buf, size_t n)
 {
-    const char *env = getenv("GREENREPLAY_PYTHONPATH");
-    if (env && *env) {
-        snprintf(buf, n, "%s/greenreplay", env);
-        return 0;
-    }
-    char exe[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k < 0)
+    char top[PATH_MAX];
+    if (gr_record_package_dir(top, sizeof top) < 0)
         return -1;
-    exe[k] = '\0';
-    snprintf(buf, n, "%s/python/greenreplay", dirname(exe));
+    snprintf(buf, n, "%s/greenreplay", top);
     return 0;
 }
 
