@@ -684,6 +684,11 @@ int gr_cmd_export(int argc, char **argv)
             have_times = 1;
         }
     }
+    if (have_times && tm.n != t.nrecs)
+        fprintf(stderr, "greenreplay: export: warning: %s has %zu times for %zu records; %s\n",
+                gr_sb_str(&side), tm.n, t.nrecs,
+                tm.n < t.nrecs ? "the records past its end get 1 us each"
+                               : "the extra times are ignored");
     if (!no_check)
         gr_check_run(&t, &res);
     f = output && strcmp(output, "-") != 0 ? fopen(output, "w") : stdout;

@@ -26,10 +26,12 @@ const char *gr_build_id(void)
 /* The package directory where `record` finds the recorder (record.h). */
 static int package_dir(char *buf, size_t n)
 {
-    char top[PATH_MAX];
-    if (gr_record_package_dir(top, sizeof top) < 0)
+    if (gr_record_package_dir(buf, n) < 0)
         return -1;
-    snprintf(buf, n, "%s/greenreplay", top);
+    size_t len = strlen(buf);
+    if (len + sizeof "/greenreplay" > n)
+        return -1;
+    memcpy(buf + len, "/greenreplay", sizeof "/greenreplay");
     return 0;
 }
 

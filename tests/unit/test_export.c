@@ -257,6 +257,34 @@ static void test_speedscope(void **state)
     tb_cleanup(&b);
 }
 
+/* Without greenlet (gid 0): one track per thread, named "thread N". */
+static void test_no_greenlet(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    uint32_t f = tb_py(&b, "f", "m.py", 1);
+    tb_thread(&b, 1);
+    tb_ev(&b, GR_CALL, 1, 0, f);
+    tb_thread(&b, 2);
+    tb_ev(&b, GR_CALL, 2, 0, f);
+    tb_ev(&b, GR_RETURN, 2, 0, f);
+    tb_ev(&b, GR_RETURN, 1, 0, f);
+    tb_finish(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_export_stats st;
+    char *s = export_str(&t, GR_EXPORT_CHROME, NULL, NULL, &st);
+    assert_int_equal(st.tracks, 2);
+    assert_int_equal(st.unmatched, 0);
+    assert_int_equal(st.closed_at_end, 0);
+    assert_non_null(strstr(s, "\"args\":{\"name\":\"thread 1\"}"));
+    assert_non_null(strstr(s, "\"args\":{\"name\":\"thread 2\"}"));
+    free(s);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
 /* A trace with no records: valid, empty documents. */
 static void test_empty(void **state)
 {
@@ -288,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_chrome),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_speedscope),
+        cmocka_unit_test(test_no_greenlet),
         cmocka_unit_test(test_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
