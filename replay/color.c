@@ -1,6 +1,7 @@
 /* color.c - colour and one-line summaries for text reports (color.h). */
 #include "color.h"
 
+#include "report.h"
 #include "text.h"
 
 #include <stdlib.h>
@@ -136,4 +137,48 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
     gr_sb_putc(&sb, '\n');
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);
+}
+
+void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int color)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *mem = color ? open_memstream(&buf, &n) : NULL;
+    if (!mem) {
+        gr_report_text(out, t, r);
+        return;
+    }
+    gr_report_text(mem, t, r);
+    fclose(mem);
+    gr_color_write(out, buf, n, GR_COLOR_CHECK);
+    free(buf);
+}
+
+int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
+                  const char *nb, const gr_diff_opts *o, int quiet, int color)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *mem = (quiet || color) ? open_memstream(&buf, &n) : NULL;
+    int rc = gr_diff(mem ? mem : out, a, na, b, nb, o);
+    if (!mem)
+        return rc;
+    fclose(mem);
+    size_t start = 0, end = n;
+    if (quiet) {
+        while (end > 0 && buf[end - 1] == '\n')
+            end--;
+        start = end;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        fprintf(out, "%s %s: ", na, nb);
+    }
+    if (color)
+        gr_color_write(out, buf + start, end - start, GR_COLOR_DIFF);
+    else
+        fwrite(buf + start, 1, end - start, out);
+    if (quiet)
+        fputc('\n', out);
+    free(buf);
+    return rc;
 }

@@ -13,6 +13,7 @@
 #define GR_COLOR_H
 
 #include "check.h"
+#include "diff.h"
 #include "reader.h"
 
 #include <stddef.h>
@@ -46,5 +47,16 @@ int gr_color_write(FILE *out, const char *text, size_t n, enum gr_color_kind kin
  * or "FILE: N violations (RULE N, ...)", with " [truncated]" and
  * " [N warnings]" when they apply; coloured when color is non-zero. */
 void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result *r, int color);
+
+/* `check` text report of one trace (gr_report_text) to out, coloured when
+ * color is non-zero. */
+void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int color);
+
+/* `diff` of a (named na) and b (named nb) to out: gr_diff's report, or with
+ * quiet only "NA NB: " and its summary line (the last one); coloured when
+ * color is non-zero.  Returns gr_diff's status (0 same, 1 different, 2
+ * error). */
+int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
+                  const char *nb, const gr_diff_opts *o, int quiet, int color);
 
 #endif

@@ -425,19 +425,7 @@ static int cmd_check(int argc, char **argv)
         } else {
             if (i > optind)
                 fputc('\n', stdout);
-            if (color) {
-                char *buf = NULL;
-                size_t n = 0;
-                FILE *mem = open_memstream(&buf, &n);
-                if (mem) {
-                    gr_report_text(mem, &t, &res);
-                    fclose(mem);
-                    gr_color_write(stdout, buf, n, GR_COLOR_CHECK);
-                    free(buf);
-                }
-            } else {
-                gr_report_text(stdout, &t, &res);
-            }
+            gr_color_report(stdout, &t, &res, color);
         }
         gr_junit_add_trace(&ju, &t, &res);
         if (html)
@@ -792,35 +780,8 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    {
-        /* The report goes through a buffer for --quiet (last line only) and
-         * colour (color.h). */
-        int color = gr_color_enabled(color_mode, stdout);
-        char *buf = NULL;
-        size_t n = 0;
-        FILE *mem = (quiet || color) ? open_memstream(&buf, &n) : NULL;
-        rc = gr_diff(mem ? mem : stdout, &a, argv[optind], &b, argv[optind + 1], &o);
-        if (mem) {
-            fclose(mem);
-            if (quiet) {
-                size_t end = n;
-                while (end > 0 && buf[end - 1] == '\n')
-                    end--;
-                size_t start = end;
-                while (start > 0 && buf[start - 1] != '\n')
-                    start--;
-                printf("%s %s: ", argv[optind], argv[optind + 1]);
-                if (color)
-                    gr_color_write(stdout, buf + start, end - start, GR_COLOR_DIFF);
-                else
-                    fwrite(buf + start, 1, end - start, stdout);
-                fputc('\n', stdout);
-            } else {
-                gr_color_write(stdout, buf, n, GR_COLOR_DIFF);
-            }
-            free(buf);
-        }
-    }
+    rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
+                       gr_color_enabled(color_mode, stdout));
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         rc = 2;
