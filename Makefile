@@ -24,11 +24,14 @@ PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
 PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
 
-# Build id of the CLI and the recorder (`greenreplay --version`): written to
-# $(BUILD)/build-id only when it changes, so that only version.o and the
-# recorder's build marker (tracer/buildid.c) are rebuilt then.
+# Build identity (`greenreplay --version`): the tree's `git describe` and a
+# hash of the recorder's sources (exactly the extension's prerequisites, so
+# the recorder is never rebuilt for it).  Both go into the recorder's build
+# marker (tracer/buildid.c) and into version.o, which $(BUILD)/build-id
+# (rewritten only when they change) rebuilds.
 GR_BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-$(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID)' >$(BUILD)/build-id))
+GR_RECORDER_SRC := $(shell cat $(sort $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c)) tracer/format.c tracer/writer.c $(wildcard tracer/*.h)) 2>/dev/null | sha256sum | cut -c1-12)
+$(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' >$(BUILD)/build-id))
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -72,15 +75,15 @@ $(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
 $(CLI): $(BUILD)/obj/replay/main.o $(REPLAY_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h) $(BUILD)/build-id
+$(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
 	@test -n "$(PY_INC)" || { echo "error: $(PYTHON) is not a usable Python interpreter" >&2; exit 2; }
 	@test -f "$(PY_INC)/Python.h" || { echo "error: Python.h missing in $(PY_INC) (install the interpreter's -dev package)" >&2; exit 2; }
 	@mkdir -p $(PKG_DIR)
 	$(CC) $(CPPFLAGS) -I$(PY_INC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
-	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
 
 $(BUILD)/obj/replay/version.o: $(BUILD)/build-id
-$(BUILD)/obj/replay/version.o: CPPFLAGS += -DGR_BUILD_ID='"$(GR_BUILD_ID)"'
+$(BUILD)/obj/replay/version.o: CPPFLAGS += -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"'
 
 $(PKG_DIR)/%.py: tracer/greenreplay/%.py
 	@mkdir -p $(PKG_DIR)

@@ -14,6 +14,9 @@
 #ifndef GR_BUILD_ID
 #define GR_BUILD_ID "unknown"
 #endif
+#ifndef GR_RECORDER_SRC
+#define GR_RECORDER_SRC "unknown"
+#endif
 
 /* The marker tracer/buildid.c compiles into the recorder. */
 #define MARKER "greenreplay-build:"
@@ -69,7 +72,8 @@ static void marker_of(const char *path, char *out, size_t n)
 
 int gr_version_print(FILE *out)
 {
-    fprintf(out, "greenreplay %s (build %s)\n", GR_TOOL_VERSION, gr_build_id());
+    fprintf(out, "greenreplay %s (build %s, recorder sources %s)\n", GR_TOOL_VERSION,
+            gr_build_id(), GR_RECORDER_SRC);
     fprintf(out, "trace format %d.%d (reads major %d, any minor)\n", GR_VERSION_MAJOR,
             GR_VERSION_MINOR, GR_VERSION_MAJOR);
     char dir[PATH_MAX];
@@ -92,9 +96,11 @@ int gr_version_print(FILE *out)
             if (!found)
                 fprintf(out, "recorder: %s\n", dir);
             found = 1;
+            const char *src = strstr(mark, " sources ");
+            int differs = src && strcmp(src + 9, GR_RECORDER_SRC) != 0;
             fprintf(out, "  %s: build %s%s\n", e->d_name, mark[0] ? mark : "unknown",
-                    mark[0] && strcmp(mark, gr_build_id()) != 0 ? " (differs from this CLI)"
-                                                                : "");
+                    differs ? " (other recorder sources than this CLI's: rebuild with make)"
+                            : "");
         }
         closedir(d);
     }
