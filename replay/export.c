@@ -289,22 +289,21 @@ static void do_switch(ex *e, const gr_record *r, uint64_t ns)
     const char *verb = r->tag == GR_THROW ? "throw" : "switch";
     size_t id = ++e->nflow;
     char name[96];
-    /* A zero-length slice on each side holds the flow's ends. */
-    gr_sb *l = chrome_begin(e, "X", o, ns);
+    /* An instant event on each side carries the record; the flow's start
+     * binds to the origin's innermost open slice, its end to the target's
+     * innermost open slice (bp "e"), or, when the target has none yet (a
+     * new greenlet), to its next slice.  No zero-length slices: viewers
+     * disagree on how those nest among B/E slices of the same time. */
     snprintf(name, sizeof name, "%s to g%" PRIu64, verb, r->target);
-    gr_sb_printf(l, ",\"dur\":0,\"cat\":\"switch\",\"name\":\"%s\",\"args\":%s", name,
-                 record_args(e, r));
-    chrome_end(e);
-    l = chrome_begin(e, "s", o, ns);
+    instant(e, o, ns, "switch", name, record_args(e, r));
+    gr_sb *l = chrome_begin(e, "s", o, ns);
     gr_sb_printf(l, ",\"cat\":\"switch\",\"name\":\"%s\",\"id\":%zu", verb, id);
     chrome_end(e);
-    l = chrome_begin(e, "X", g, ns);
     snprintf(name, sizeof name, "resumed by %s from g%" PRIu64, verb, r->gid);
-    gr_sb_printf(l, ",\"dur\":0,\"cat\":\"switch\",\"name\":\"%s\",\"args\":%s", name,
-                 record_args(e, r));
-    chrome_end(e);
+    instant(e, g, ns, "switch", name, record_args(e, r));
     l = chrome_begin(e, "f", g, ns);
-    gr_sb_printf(l, ",\"bp\":\"e\",\"cat\":\"switch\",\"name\":\"%s\",\"id\":%zu", verb, id);
+    gr_sb_printf(l, "%s,\"cat\":\"switch\",\"name\":\"%s\",\"id\":%zu",
+                 g->nopen ? ",\"bp\":\"e\"" : "", verb, id);
     chrome_end(e);
 }
 
@@ -581,8 +580,9 @@ const char gr_export_usage[] =
     "              its offline build) and chrome://tracing: calls as slices\n"
     "              (B/E events, nested per track; a greenlet's frames stay open\n"
     "              while it is switched out), switches and throws as flow arrows\n"
-    "              between a zero-length slice on each side, marks and the\n"
-    "              checker's violations (rule and message) as instant events\n"
+    "              from the origin's open slice to the target's (and an instant\n"
+    "              event on each side), marks and the checker's violations\n"
+    "              (rule and message) as instant events\n"
     "  speedscope  speedscope's file format: one evented profile per greenlet,\n"
     "              frames shared; open it with speedscope (`Browse` or drag and\n"
     "              drop)\n"
