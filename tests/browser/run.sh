@@ -11,6 +11,10 @@
 #     profiles and every greenlet's profile name; take a screenshot
 #     (build/browser/speedscope.png; --update-docs copies it to
 #     docs/export-speedscope.png);
+#     then open the Chrome Trace Event export in the same page (speedscope
+#     imports that format too) and assert that it lists the same greenlet
+#     tracks with the same total time each as the speedscope export: the
+#     Chrome file read by a real Trace Event importer;
 #  3. `check --html` of the same trace with a CALL dropped (blind spots):
 #     open the page from file:// and assert the violations, the greenlet
 #     table with shadow and real stacks, and that every link has a target.
@@ -118,6 +122,7 @@ www=$work/www
 mkdir -p "$www"
 for f in "$SPEEDSCOPE_DIR"/*; do ln -s "$f" "$www/"; done
 cp "$speed" "$www/profile.json"
+cp "$chrome" "$www/chrome.json"
 (cd "$www" && exec "$PY" -m http.server 0 --bind 127.0.0.1) >"$work/http.log" 2>&1 &
 server=$!
 port=
@@ -145,6 +150,27 @@ else
     else
         bad "speedscope page lacks: ${missing[*]:0:3}"
         echo "      page text: ${text:0:300}"
+    fi
+    # The Chrome export in speedscope: same tracks, same totals.
+    browse "http://127.0.0.1:$port/index.html#profileURL=http://127.0.0.1:$port/chrome.json" \
+        "$work/chrome.html" --dump-dom
+    page_text "$work/chrome.html" >"$work/chrome.txt"
+    printf '%s\n' "$text" >"$work/speedscope.txt"
+    cmp_out=$("$PY" - "$work/speedscope.txt" "$work/chrome.txt" <<'EOF'
+import re, sys
+pat = re.compile(r"(thread \d+ greenlet \d+ \((?:main|run [^)]*)\))(?: \(tid \d+\))? ([0-9.]+(?:ns|µs|ms|s))\b")
+a, b = (dict(pat.findall(open(f, encoding="utf-8").read())) for f in sys.argv[1:])
+if not a or a != b:
+    diff = sorted(set(a.items()) ^ set(b.items()))[:4]
+    print("speedscope export %d tracks, chrome export %d; differing: %s" % (len(a), len(b), diff))
+else:
+    print("ok %d" % len(a))
+EOF
+)
+    if [ "$cmp_out" = "ok $nprof" ]; then
+        ok "chrome export in speedscope's Trace Event importer: the same $nprof greenlet tracks and totals"
+    else
+        bad "chrome export in speedscope: $cmp_out"
     fi
     rm -f "$out/speedscope.png"
     browse "$url" /dev/null --window-size=1400,800 --screenshot="$out/speedscope.png"
