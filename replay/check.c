@@ -1031,6 +1031,23 @@ int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t 
     return 1;
 }
 
+const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
+                                  int *base_unknown)
+{
+    size_t i = shadow_of(c, gid);
+    *n = 0;
+    *base_unknown = 0;
+    if (i == SIZE_MAX)
+        return NULL;
+    const shadow *s = &c->sh[i];
+    c->fa = gr_xgrow(c->fa, &c->cap_fa, s->n + 1, sizeof *c->fa);
+    for (size_t k = 0; k < s->n; k++)
+        c->fa[k] = s->e[k].code;
+    *n = s->n;
+    *base_unknown = s->base_unknown;
+    return c->fa;
+}
+
 size_t gr_checker_finish(gr_checker *c)
 {
     gr_check_result *res = c->res;

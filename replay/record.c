@@ -96,7 +96,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 /* Directory holding the greenreplay package: $GREENREPLAY_PYTHONPATH, else
  * `python` beside this executable.  Writes into buf (size n); 0 or -1. */
-static int package_dir(char *buf, size_t n)
+int gr_record_package_dir(char *buf, size_t n)
 {
     const char *env = getenv("GREENREPLAY_PYTHONPATH");
     if (env && *env) {
@@ -533,7 +533,7 @@ int gr_cmd_record(int argc, char **argv)
     }
     char pkg[PATH_MAX];
     struct stat st;
-    if (package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (gr_record_package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`)\n", pkg);
         return 2;
     }

@@ -21,5 +21,11 @@ int gr_cmd_record(int argc, char **argv);
 uint64_t gr_record_parse_size(const char *s);
 uint64_t gr_record_parse_count(const char *s);
 int gr_record_parse_signal(const char *s);
+/* The directory `record` puts on PYTHONPATH, holding the greenreplay
+ * package: $GREENREPLAY_PYTHONPATH, else `python` beside this executable
+ * (/proc/self/exe).  Writes it into buf (n bytes).  Returns 0, or -1 when
+ * the executable cannot be resolved.  Also used by --version (version.h). */
+#include <stddef.h>
+int gr_record_package_dir(char *buf, size_t n);
 
 #endif
