@@ -24,10 +24,14 @@ PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
 PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
 
+# The debug build of CPython that `make test` also runs the recorder under
+# (Debian's python3.11-dbg, installed by ci/setup.sh).
+DEBUG_PYTHON ?= /usr/bin/python3.11d
+
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         matrix matrix-golden matrix-screenshot
 all: cli ext
 
@@ -39,6 +43,8 @@ help:
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
 	@echo "                    script -> record -> diff of every fixture, reduce"
+	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
+	@echo "                    reference counts, GIL, CPython's assertions), and references kept after stop()"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -52,6 +58,7 @@ help:
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
+	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON)"
 
 cli: $(CLI)
@@ -107,6 +114,12 @@ integration: all
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
 
+# The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
+# beside the release build in $(BUILD)/python/greenreplay).
+integration-debug: cli
+	$(MAKE) ext PYTHON=$(DEBUG_PYTHON)
+	tests/integration/debug.sh --python $(DEBUG_PYTHON)
+
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
 
@@ -114,6 +127,7 @@ test: setup
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	$(MAKE) integration-debug
 
 tsan: $(BUILD)/tsan/test_registry
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_registry
