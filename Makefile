@@ -44,7 +44,8 @@ help:
 	@echo "  make integration  record every fixture and compare with its golden dump;"
 	@echo "                    script -> record -> diff of every fixture, reduce"
 	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
-	@echo "                    reference counts, GIL, CPython's assertions), and references kept after stop()"
+	@echo "                    reference counts, GIL, CPython's assertions), references kept after stop();"
+	@echo "                    the matrix's crash verdicts on synthetic cells"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -119,6 +120,7 @@ integration: all
 integration-debug: cli
 	$(MAKE) ext PYTHON=$(DEBUG_PYTHON)
 	tests/integration/debug.sh --python $(DEBUG_PYTHON)
+	tests/integration/matrix_verdicts.sh
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
