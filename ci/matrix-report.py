@@ -932,6 +932,15 @@ An environment whose provisioning or build fails, or a user interpreter
 that is missing or broken, is an `error` column (the failed step and the
 command to retry; its cells `skip`); the other columns still run.
 
+**Debug builds.** Columns whose id ends in `d` run CPython's debug build
+(`python3.Xd`, `Py_DEBUG`) with the same greenlet as the release column:
+CPython's own assertions and reference-count and GIL checks become a
+second oracle. A program that dies there shows the signal and the
+assertion (file, line, expression) or fatal error it printed; the trace
+written up to the crash is still checked and its violations are listed
+with it. Known issues can be limited to debug or release builds
+(`build = debug`).
+
 **Known issues** (`fixtures/known-issues.ini`): a cell whose outcome differs
 from the fixture's `# expect:` line is `known` when every unexpected
 violation (rule, and message pattern if the entry has one) and every missing
