@@ -84,7 +84,7 @@ usage() { sed -n '4,8p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/matri
 
 # ---------------------------------------------------------------- commands
 case "${1:-}" in
-    -h|--help|help) sed -n '2,60p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help|help) sed -n '2,65p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     merge) shift; exec "$HOST_PY" "$REPORT" merge "$@" ;;
     report) shift; [ $# -ge 1 ] || usage; exec "$HOST_PY" "$REPORT" render "$@" ;;
     known) shift; exec "$HOST_PY" "$REPORT" known "$@" ;;
