@@ -42,7 +42,8 @@ help:
 	@echo "  make test         install what is missing, build, run unit and integration tests"
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
-	@echo "                    script -> record -> diff of every fixture, reduce"
+	@echo "                    script -> record -> diff of every fixture, reduce;"
+	@echo "                    passive and callback mode agree, output unchanged, fork"
 	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
 	@echo "                    reference counts, GIL, CPython's assertions), references kept after stop();"
 	@echo "                    the matrix's crash verdicts on synthetic cells"
@@ -114,6 +115,7 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/observer.sh --python $(PYTHON)
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
 # beside the release build in $(BUILD)/python/greenreplay).
