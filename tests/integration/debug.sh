@@ -40,13 +40,14 @@ while [ $# -gt 0 ]; do
         *) ONLY+=("$1"); shift ;;
     esac
 done
-# The fast subset: switches, throws, greenlet death and reparenting,
-# generators, threads (the profile function set on other threads), the
-# program's own trace and profile functions, a profiler set in one greenlet
-# and cleared in another.
-FIXTURES=(seed throw generators greenlet_exit_gc nested_reparent new_greenlet_run
-          switch_in_tracefunc two_threads chained_settrace_thread profiler_replaced
-          start_stop_sibling greenlet_368)
+# The fast subset: switches, throws, greenlet death, abandonment and
+# reparenting, generators, threads (the profile function set on other
+# threads, a thread started below threading), the program's own trace and
+# profile functions (replaced, saved and restored, wrapped), a profiler set
+# in one greenlet and cleared in another.
+FIXTURES=(seed throw generators greenlet_exit_gc abandoned_greenlet nested_reparent
+          new_greenlet_run switch_in_tracefunc two_threads raw_thread chained_settrace_thread
+          profiler_replaced profile_save_restore wrapped_callback start_stop_sibling greenlet_368)
 [ ${#ONLY[@]} -gt 0 ] && FIXTURES=("${ONLY[@]}")
 
 if ! [ -x "$PY" ]; then
