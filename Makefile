@@ -33,10 +33,14 @@ GR_BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown
 GR_RECORDER_SRC := $(shell cat $(sort $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c)) tracer/format.c tracer/writer.c $(wildcard tracer/*.h)) 2>/dev/null | sha256sum | cut -c1-12)
 $(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' >$(BUILD)/build-id))
 
+# The debug build of CPython that `make test` also runs the recorder under
+# (Debian's python3.11-dbg, installed by ci/setup.sh).
+DEBUG_PYTHON ?= /usr/bin/python3.11d
+
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         matrix matrix-golden matrix-screenshot browser-test
 all: cli ext
 
@@ -51,6 +55,9 @@ help:
 	@echo "                    passive and callback mode agree, output unchanged, fork;"
 	@echo "                    record under faults (disk full, signals, bad options);"
 	@echo "                    export, check --html"
+	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
+	@echo "                    reference counts, GIL, CPython's assertions), references kept after stop();"
+	@echo "                    the matrix's crash verdicts on synthetic cells"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -66,6 +73,7 @@ help:
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
+	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON)"
 
 cli: $(CLI)
@@ -127,6 +135,13 @@ integration: all
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
 
+# The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
+# beside the release build in $(BUILD)/python/greenreplay).
+integration-debug: cli
+	$(MAKE) ext PYTHON=$(DEBUG_PYTHON)
+	tests/integration/debug.sh --python $(DEBUG_PYTHON)
+	tests/integration/matrix_verdicts.sh
+
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
 
@@ -134,6 +149,7 @@ test: setup
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	$(MAKE) integration-debug
 
 tsan: $(BUILD)/tsan/test_registry
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_registry
