@@ -1,8 +1,10 @@
 /* record.c - `greenreplay record`: run a Python program under the recorder.
  *
  * The recorder is the greenreplay Python package with its C extension,
- * built by `make` into BUILD/python next to this executable (or named by
- * GREENREPLAY_PYTHONPATH).  This command only prepares the environment and
+ * built by `make` into BUILD/python next to this executable, installed by
+ * `make install` into PREFIX/lib/greenreplay/python, or named by
+ * GREENREPLAY_PYTHONPATH (the `greenreplay` command of a pip install sets
+ * it).  This command only prepares the environment and
  * runs the interpreter; it needs no Python itself.
  */
 #include "record.h"
@@ -48,8 +50,11 @@ static void record_usage(FILE *out)
           out);
 }
 
-/* Directory holding the greenreplay package: $GREENREPLAY_PYTHONPATH, else
- * `python` beside this executable.  Writes into buf (size n); 0 or -1. */
+/* Directory holding the greenreplay package: $GREENREPLAY_PYTHONPATH (set
+ * by the console script of a pip install), else `python` beside this
+ * executable (a `make` tree), else ../lib/greenreplay/python from it (a
+ * `make install`; when neither exists, the former is named in the error).
+ * Writes into buf (size n); 0 or -1. */
 static int package_dir(char *buf, size_t n)
 {
     const char *env = getenv("GREENREPLAY_PYTHONPATH");
@@ -62,7 +67,16 @@ static int package_dir(char *buf, size_t n)
     if (k < 0)
         return -1;
     exe[k] = '\0';
-    snprintf(buf, n, "%s/python", dirname(exe));
+    const char *dir = dirname(exe);
+    struct stat st;
+    snprintf(buf, n, "%s/../lib/greenreplay/python", dir);
+    if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char beside[PATH_MAX];
+        snprintf(beside, sizeof beside, "%s/python", dir);
+        if (stat(beside, &st) != 0 || !S_ISDIR(st.st_mode))
+            return 0;
+    }
+    snprintf(buf, n, "%s/python", dir);
     return 0;
 }
 

@@ -32,15 +32,20 @@ def cli_path():
     Looked up, first found wins: $GREENREPLAY_CLI; the tool installed with
     this package (greenreplay/_bin/greenreplay, put there by pip install);
     the tool of the `make` tree this package was built in (BUILD/greenreplay
-    beside BUILD/python/greenreplay); a native `greenreplay` executable on
-    PATH.  Raises FileNotFoundError (with what to do) when none exists."""
+    beside BUILD/python/greenreplay); the tool of a `make install`
+    (PREFIX/bin beside PREFIX/lib/greenreplay/python); a native
+    `greenreplay` executable on PATH.  Raises FileNotFoundError (with what to do) when none exists."""
     env = os.environ.get("GREENREPLAY_CLI")
     if env:
         if os.path.isfile(env) and os.access(env, os.X_OK):
             return env
         raise FileNotFoundError("greenreplay: GREENREPLAY_CLI=%s is not an executable file" % env)
+    up = os.path.dirname
     candidates = [os.path.join(_PKG, "_bin", "greenreplay"),
-                  os.path.join(os.path.dirname(os.path.dirname(_PKG)), "greenreplay")]
+                  # make: BUILD/greenreplay and BUILD/python/greenreplay
+                  os.path.join(up(up(_PKG)), "greenreplay"),
+                  # make install: PREFIX/bin and PREFIX/lib/greenreplay/python/greenreplay
+                  os.path.join(up(up(up(up(_PKG)))), "bin", "greenreplay")]
     for c in candidates:
         if os.path.isfile(c) and os.access(c, os.X_OK) and _is_elf(c):
             return c
