@@ -68,8 +68,9 @@ else
     detail < "$WORK/pip.log"
     exit 1
 fi
-[ -x "$V/bin/greenreplay" ] && pass "the greenreplay command is installed" ||
-    fail "no $V/bin/greenreplay after pip install"
+[ -x "$V/bin/greenreplay" ] && [ -f "$V/share/man/man1/greenreplay.1" ] &&
+    pass "the greenreplay command and its man page are installed" ||
+    fail "no $V/bin/greenreplay or $V/share/man/man1/greenreplay.1 after pip install"
 
 HAVE_GREENLET=0
 clean_env "$V/bin/python" -c 'import greenlet' 2>/dev/null && HAVE_GREENLET=1
@@ -109,7 +110,8 @@ else
     detail < check.log
 fi
 if [ "$HAVE_GREENLET" = 1 ]; then
-    if clean_env "$V/bin/greenreplay" dump t.grt | grep -q " SWITCH "; then
+    clean_env "$V/bin/greenreplay" dump t.grt > dump.log 2>&1
+    if grep -q " SWITCH " dump.log; then
         pass "the trace holds the greenlet switches"
     else
         fail "no SWITCH record in the dump of t.grt"
@@ -143,6 +145,14 @@ except greenreplay.CheckError as e:
     assert "missing.grt" in str(e), e
 else:
     raise AssertionError("check() of a missing file did not raise")
+os.environ["GREENREPLAY_CLI"] = "/nonexistent/greenreplay"
+try:
+    greenreplay.check("missing.grt")
+except FileNotFoundError as e:
+    assert "GREENREPLAY_CLI" in str(e), e
+else:
+    raise AssertionError("check() with no command-line tool did not raise FileNotFoundError")
+del os.environ["GREENREPLAY_CLI"]
 with open("garbage.grt", "w") as f:
     f.write("not a trace\n")
 try:
@@ -186,7 +196,7 @@ assert greenreplay.check("blind.grt").counts == r.counts
 print("api ok")
 EOF
 if clean_env "$V/bin/python" api.py > api.log 2>&1 && grep -q "^api ok" api.log; then
-    pass "Python API: recording(), check(), CheckError, start() without a path ($(tail -n 1 api.log))"
+    pass "Python API: recording(), check(), CheckError, FileNotFoundError, start() without a path ($(tail -n 1 api.log))"
 else
     fail "Python API"
     detail < api.log
@@ -211,7 +221,7 @@ run_pytest() {
 summary() { grep -E '^=+ .*(passed|failed).* in [0-9.]+s' "$1" | tail -n 1; }
 
 run_pytest pytest.log --greenreplay --greenreplay-dir "$WORK/traces" --greenreplay-junit "$WORK/junit.xml"
-if [ "$rc" = 1 ] && summary pytest.log | grep -q " 1 failed, 5 passed" &&
+if [ "$rc" = 1 ] && [[ "$(summary pytest.log)" == *" 1 failed, 5 passed"* ]] &&
    grep -q "^FAILED .*::test_blind_spot" pytest.log && grep -q "blind_spot at event" pytest.log &&
    [ "$(grep -c '^FAILED' pytest.log)" = 1 ]; then
     pass "pytest --greenreplay: test_blind_spot fails with the report, the 5 others pass"
@@ -247,7 +257,7 @@ else
 fi
 
 run_pytest warn.log --greenreplay --greenreplay-warn --greenreplay-dir "$WORK/traces-warn"
-if [ "$rc" = 0 ] && summary warn.log | grep -q " 6 passed, 1 warning" && grep -q "GreenreplayWarning" warn.log; then
+if [ "$rc" = 0 ] && [[ "$(summary warn.log)" == *" 6 passed, 1 warning"* ]] && grep -q "GreenreplayWarning" warn.log; then
     pass "pytest --greenreplay --greenreplay-warn: 6 passed, the violation is a warning"
 else
     fail "pytest --greenreplay-warn (want exit 0, 6 passed, 1 warning; got exit $rc: $(summary warn.log))"
@@ -255,13 +265,14 @@ else
 fi
 
 run_pytest plain.log --greenreplay-dir "$WORK/traces-plain"
-if [ "$rc" = 0 ] && summary plain.log | grep -q " 6 passed" && [ ! -e "$WORK/traces-plain" ]; then
+if [ "$rc" = 0 ] && [[ "$(summary plain.log)" == *" 6 passed"* ]] && [ ! -e "$WORK/traces-plain" ]; then
     pass "pytest without --greenreplay: the plugin is loaded (entry point) but does nothing"
 else
     fail "pytest without --greenreplay (got exit $rc: $(summary plain.log))"
     detail < plain.log
 fi
-if clean_env "$V/bin/python" -m pytest --help 2>/dev/null | grep -q -- "--greenreplay-junit"; then
+clean_env "$V/bin/python" -m pytest --help > help.log 2>&1
+if grep -q -- "--greenreplay-junit" help.log; then
     pass "the plugin is registered through the pytest11 entry point"
 else
     fail "pytest --help shows no --greenreplay options"
@@ -269,7 +280,7 @@ fi
 
 if clean_env "$V/bin/python" -c 'import xdist' 2>/dev/null; then
     run_pytest xdist.log -n 2 --greenreplay --greenreplay-dir "$WORK/traces-xdist" --greenreplay-junit "$WORK/junit-xdist.xml"
-    if [ "$rc" = 1 ] && summary xdist.log | grep -q " 1 failed, 5 passed" &&
+    if [ "$rc" = 1 ] && [[ "$(summary xdist.log)" == *" 1 failed, 5 passed"* ]] &&
        [ "$(grep -c '<testcase ' junit-xdist.xml 2>/dev/null)" = 6 ] &&
        [ "$(grep -c '<failure ' junit-xdist.xml 2>/dev/null)" = 1 ]; then
         pass "pytest -n 2 --greenreplay (xdist): each worker records its tests; 1 failed, 5 passed; JUnit has 6 cases"

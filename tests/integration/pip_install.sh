@@ -71,8 +71,8 @@ part_make() {
     else
         fail "make: make install left out:$missing"
     fi
-    if man -l "$stage/usr/share/man/man1/greenreplay.1" 2>/dev/null | grep -q "EXIT STATUS" ||
-       ! command -v man >/dev/null; then
+    man -l "$stage/usr/share/man/man1/greenreplay.1" > "$WORK/man.txt" 2>/dev/null
+    if grep -q "EXIT STATUS" "$WORK/man.txt" || ! command -v man >/dev/null; then
         pass "make: the man page renders"
     else
         fail "make: man -l greenreplay.1 does not render"
@@ -127,7 +127,8 @@ part_root() {
         skip "root: no ready Debian root (${GR_PIP_SUITE:-trixie bullseye}) in $CACHE/roots; ci/envs.sh provision makes them"
         return
     fi
-    command -v unshare >/dev/null || { skip "root: unshare (util-linux) is missing"; return; }
+    command -v unshare >/dev/null && command -v chroot >/dev/null ||
+        { skip "root: unshare or chroot is missing"; return; }
     [ "$(id -u)" = 0 ] || { skip "root: needs root (mount, chroot)"; return; }
     local key ov scratch lk rc
     key=$(md5sum < "$r.stamp" | cut -c1-12)
@@ -165,8 +166,8 @@ EOF
         mount --rbind /dev "$m/dev"
         for d in "$repo" "$scratch"; do mkdir -p "$m$d"; mount --bind "$d" "$m$d"; done
         cp /etc/resolv.conf "$m/etc/resolv.conf" 2>/dev/null || true
-        exec env -i chroot "$m" /bin/bash "$scratch/inside.sh"
-    ' pip-root "$r" "$ov" "$ROOT" "$scratch" 2>&1 | tee -a "$OUT"
+        exec env -i "$5" "$m" /bin/bash "$scratch/inside.sh"
+    ' pip-root "$r" "$ov" "$ROOT" "$scratch" "$(command -v chroot)" 2>&1 | tee -a "$OUT"
     rc=${PIPESTATUS[0]}
     exec {lk}>&-
     if [ "$rc" != 0 ] && ! grep -q "^FAIL  root $suite" "$OUT"; then
