@@ -278,6 +278,29 @@ else
     fail "pytest --help shows no --greenreplay options"
 fi
 
+# An expected rule that does not show fails the test.
+mkdir -p expect && cat > expect/test_expect.py <<'EOF'
+import pytest
+
+@pytest.mark.greenreplay(expect=["blind_spot"])
+def test_expects_a_blind_spot_that_is_not_there():
+    assert True
+
+@pytest.mark.greenreplay(allow=["blind_spot"])
+def test_allows_one():
+    assert True
+EOF
+clean_env "$V/bin/python" -m pytest -p no:cacheprovider --greenreplay --greenreplay-dir "$WORK/traces-expect" \
+    expect/test_expect.py > expect.log 2>&1
+rc=$?
+if [ "$rc" = 1 ] && [[ "$(summary expect.log)" == *" 1 failed, 1 passed"* ]] &&
+   grep -q "expected a blind_spot violation, none found" expect.log; then
+    pass "marker expect=[rule]: a clean trace fails the test that expects a violation; allow= passes"
+else
+    fail "marker expect= (want exit 1, 1 failed, 1 passed; got exit $rc: $(summary expect.log))"
+    detail < expect.log
+fi
+
 if clean_env "$V/bin/python" -c 'import xdist' 2>/dev/null; then
     run_pytest xdist.log -n 2 --greenreplay --greenreplay-dir "$WORK/traces-xdist" --greenreplay-junit "$WORK/junit-xdist.xml"
     if [ "$rc" = 1 ] && [[ "$(summary xdist.log)" == *" 1 failed, 5 passed"* ]] &&

@@ -238,6 +238,18 @@ def _remove_trace(path):
             pass
 
 
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def _xml_text(text):
+    # XML 1.0 has no control characters but tab, newline and return.
+    return escape(_XML_BAD.sub("?", text))
+
+
+def _xml_attr(text):
+    return quoteattr(_XML_BAD.sub("?", text))
+
+
 def write_junit(path, verdicts):
     """JUnit XML: one testsuite "greenreplay", one testcase per test (name:
     the node id), <failure> for unexpected or missing violations, <error>
@@ -256,7 +268,7 @@ def write_junit(path, verdicts):
         if classname.endswith(".py"):
             classname = classname[:-3]
         out.append('    <testcase classname=%s name=%s time="%.3f">'
-                   % (quoteattr(classname), quoteattr(name or nodeid), duration or 0.0))
+                   % (_xml_attr(classname), _xml_attr(name or nodeid), duration or 0.0))
         props = [("greenreplay.status", v["status"]), ("test.outcome", outcome)]
         if v.get("trace"):
             props.append(("greenreplay.trace", v["trace"]))
@@ -265,17 +277,17 @@ def write_junit(path, verdicts):
         if v.get("expected"):
             props.append(("greenreplay.expected", ",".join(v["expected"])))
         out.append('      <properties>')
-        out += ['        <property name=%s value=%s/>' % (quoteattr(k), quoteattr(str(x))) for k, x in props]
+        out += ['        <property name=%s value=%s/>' % (_xml_attr(k), _xml_attr(str(x))) for k, x in props]
         out.append('      </properties>')
         if v["status"] == "violations":
             text = v.get("message", "") + ("\n\n" + v["report"] if v.get("report") else "")
             out.append('      <failure message=%s>%s</failure>'
-                       % (quoteattr(v.get("message", "").splitlines()[0] if v.get("message") else "violations"),
-                          escape(text)))
+                       % (_xml_attr(v.get("message", "").splitlines()[0] if v.get("message") else "violations"),
+                          _xml_text(text)))
         elif v["status"] == "error":
-            out.append('      <error message=%s/>' % quoteattr(v.get("message", "error")))
+            out.append('      <error message=%s/>' % _xml_attr(v.get("message", "error")))
         elif v["status"] == "skipped":
-            out.append('      <skipped message=%s/>' % quoteattr(v.get("reason", "not recorded")))
+            out.append('      <skipped message=%s/>' % _xml_attr(v.get("reason", "not recorded")))
         out.append('    </testcase>')
     out += ['  </testsuite>', '</testsuites>', '']
     d = os.path.dirname(os.path.abspath(path))
