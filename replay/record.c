@@ -142,7 +142,7 @@ int gr_cmd_record(int argc, char **argv)
     char pkg[PATH_MAX];
     struct stat st;
     if (package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`)\n", pkg);
+        fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`, or `pip install .` and use its greenreplay command)\n", pkg);
         return 2;
     }
 
