@@ -39,7 +39,8 @@ help:
 	@echo "  make test         install what is missing, build, run unit and integration tests"
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
-	@echo "                    script -> record -> diff of every fixture, reduce"
+	@echo "                    script -> record -> diff of every fixture, reduce;"
+	@echo "                    passive and callback mode agree, output unchanged, fork"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -110,6 +111,7 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 
 golden: all

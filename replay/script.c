@@ -314,6 +314,9 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             } else {
                 gr_sb_puts(&st, "sys.settrace(None)");
             }
+        } else if (b && b->kind == GR_BUILTIN_SETPROFILE && f->setprofile_clear) {
+            R->need |= GR_NEED_SYS;
+            gr_sb_puts(&st, "sys.setprofile(None)");
         } else if (b && b->kind == GR_BUILTIN_SETPROFILE) {
             R->need |= GR_NEED_SYS;
             R->use |= U_PROF;

@@ -674,6 +674,28 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
     push(g, f);
 }
 
+static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r);
+
+/* HOOK: the program changed the profile slot during the C call r->code
+ * (sys.setprofile): that call's c_return went to the program's function.
+ * Acted out as the same call: sys.setprofile(_P) when the program set a
+ * function, sys.setprofile(None) when it cleared the slot. */
+static void on_hook(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    if (!r->code)
+        return;
+    gr_green *g = green_for(s, th->tid, r->gid, r->index);
+    if (g->depth > 0) {
+        gr_frame *f = &s->frames[g->stack[g->depth - 1]];
+        if (f->is_c && f->code == r->code) {
+            f->setprofile_clear = r->tracing != GR_HOOK_SET;
+            gr_record ret = *r;
+            ret.tag = GR_C_RETURN;
+            on_c_return(s, th, &ret);
+        }
+    }
+}
+
 static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
     gr_green *g = green_for(s, th->tid, r->gid, r->index);
@@ -1156,6 +1178,7 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         case GR_C_CALL: on_c_call(s, th, r); break;
         case GR_C_RETURN:
         case GR_C_EXCEPTION: on_c_return(s, th, r); break;
+        case GR_HOOK: on_hook(s, th, r); break;
         case GR_MARK: on_mark(s, th, r); break;
         case GR_SWITCH:
         case GR_THROW: on_switch(s, th, r); break;

@@ -102,6 +102,8 @@ typedef struct gr_frame {
     uint8_t end;         /* enum gr_frame_end */
     uint8_t keep;        /* C: reproduced by name (see gr_shape.ckeep) */
     uint8_t settrace_on; /* C sys.settrace: installs the script's trace function */
+    uint8_t setprofile_clear; /* C sys.setprofile: the program cleared the slot
+                                 (HOOK cleared/restored): sys.setprofile(None) */
     uint8_t bound;       /* C: only its c_return was seen (CPython issue 122029:
                             a bound method object wrapping a builtin): the
                             script calls the builtin through such a method */
