@@ -41,6 +41,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
+        install uninstall \
         matrix matrix-golden matrix-screenshot browser-test
 all: cli ext
 
@@ -71,6 +72,9 @@ help:
 	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
 	@echo "                    (installs them: ci/browser-setup.sh); build/browser/"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
+	@echo "  make install      install the CLI, the recorder for PYTHON and the man page into"
+	@echo "                    \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)); pip install . is the other way"
+	@echo "  make uninstall    remove what make install put there"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
 	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
@@ -134,6 +138,7 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
+	tests/integration/pip_install.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
 # beside the release build in $(BUILD)/python/greenreplay).
@@ -186,6 +191,24 @@ browser-test: all
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
+
+# make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
+# PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
+# again with another PYTHON to add that interpreter's extension), and the
+# man page.  DESTDIR stages the whole tree (packaging).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
+	install -m 644 $(PKG_PY) $(INSTALL_LIB)/
+	install -m 755 $(EXT) $(INSTALL_LIB)/
+	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/greenreplay $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
+	rm -rf $(DESTDIR)$(PREFIX)/lib/greenreplay
 
 clean:
 	rm -rf $(BUILD)

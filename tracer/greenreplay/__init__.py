@@ -286,3 +286,9 @@ def stop(reason=1):
         except ValueError:  # not in the main thread
             pass
     return n
+
+
+# Checking from Python (greenreplay/api.py): the C checker through the CLI.
+from .api import CheckError, CheckResult, Recording, Violation, check, recording  # noqa: E402
+
+__all__ += ["CheckError", "CheckResult", "Recording", "Violation", "check", "recording"]
