@@ -5,7 +5,8 @@
 set -euo pipefail
 
 PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
-          python3-dev python3-greenlet python3-gevent valgrind)
+          python3-dev python3-greenlet python3-gevent valgrind
+          python3-objgraph python3-psutil)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
