@@ -28,7 +28,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
-        matrix matrix-golden matrix-screenshot
+        matrix matrix-golden matrix-screenshot mutants peer
 all: cli ext
 
 help:
@@ -49,10 +49,15 @@ help:
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
+	@echo "  make mutants      build the mutant greenlets (ci/mutants/*.patch) and show each one's bug"
+	@echo "                    class to a plain sys.setprofile program, without the recorder"
+	@echo "  make peer         greenlet's own test suite unrecorded and under greenreplay record, per-test"
+	@echo "                    outcomes compared; slowdown and trace size (ci/peer.sh; PEER_ARGS='--env trixie-3.13')"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
-	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON)"
+	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON),"
+	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
@@ -95,6 +100,13 @@ $(BUILD)/tsan/test_registry: tests/unit/test_registry.c tracer/registry.c tracer
 setup:
 	ci/setup.sh
 
+mutants:
+	tests/mutants/run.sh --prepare
+
+peer: setup
+	$(MAKE) all
+	ci/peer.sh $(PEER_ARGS)
+
 demo: setup
 	$(MAKE) all
 	ci/demo.sh --python $(PYTHON)
@@ -106,6 +118,7 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/matrix_mutants.sh
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update

@@ -87,7 +87,8 @@ source_version() {
 definition() {   # NAME PY SRC
     local sum msum=-
     sum=$(cat "$3"/*.cpp "$3"/*.hpp "$3"/*.h "$3"/*.py "$3"/platform/*.h 2>/dev/null | md5sum | cut -c1-16)
-    [ "${MUTANT[$1]}" = - ] || msum=$(md5sum <"$MUTANTS_DIR/${MUTANT[$1]}.patch" | cut -c1-16)
+    # The patch's hunks only: its header comment (and "# fixtures:" line) may change freely.
+    [ "${MUTANT[$1]}" = - ] || msum=$(sed -n '/^--- /,$p' "$MUTANTS_DIR/${MUTANT[$1]}.patch" | md5sum | cut -c1-16)
     printf 'python=%s source=%s version=%s sources=%s cxx=%s flags=%s mutant=%s patch=%s\n' \
         "$2" "$3" "$(source_version "$3")" "$sum" "$("$CXX" -dumpfullversion 2>/dev/null)" "$CXXFLAGS_GREENLET" \
         "${MUTANT[$1]}" "$msum"
