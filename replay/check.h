@@ -55,6 +55,7 @@ enum gr_note_kind {
     GR_NOTE_OPEN_AT_STOP,      /* shadow matches the STACK record after STOP */
     GR_NOTE_OPEN_AT_TRUNCATION, /* no STOP, trace cut short */
     GR_NOTE_OPEN_AT_END,       /* no STOP, trailer present (exit, write error) */
+    GR_NOTE_ABANDONED,         /* suspended on a thread that ended before STOP */
 };
 
 typedef struct gr_note {

@@ -14,6 +14,7 @@ static const char *note_title(enum gr_note_kind k)
     switch (k) {
     case GR_NOTE_OPEN_AT_STOP: return "open at stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open at end of truncated trace";
+    case GR_NOTE_ABANDONED: return "abandoned (suspended on a thread that ended before stop)";
     default: return "open at end of trace (no STOP record)";
     }
 }
@@ -23,6 +24,7 @@ static const char *note_key(enum gr_note_kind k)
     switch (k) {
     case GR_NOTE_OPEN_AT_STOP: return "open_at_stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open_at_truncation";
+    case GR_NOTE_ABANDONED: return "abandoned";
     default: return "open_at_end";
     }
 }
@@ -95,7 +97,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
             gr_sb_putc(&sb, '\n');
         }
     }
-    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_OPEN_AT_END; kind++) {
+    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_ABANDONED; kind++) {
         int shown = 0;
         for (size_t i = 0; i < r->nnotes; i++) {
             const gr_note *n = &r->notes[i];

@@ -30,6 +30,9 @@ static void recorder_free(gr_recorder *r)
     gr_ptrmap_free(&r->codes);
     gr_ptrmap_free(&r->greenlets);
     gr_ptrmap_free(&r->weakrefs);
+    gr_ptrmap_free(&r->preexisting);
+    PyMem_Free(r->gl_tid);
+    PyMem_Free(r->gl_state);
     Py_XDECREF(r->strings);
     Py_XDECREF(r->identities);
     Py_XDECREF(r->keep);
@@ -107,6 +110,13 @@ static void import_greenlet(gr_recorder *r)
         Py_CLEAR(r->getcurrent);
         Py_CLEAR(r->settrace);
     }
+    /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
+     * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
+    void **api = PyCapsule_Import("greenlet._C_API", 0);
+    if (api)
+        r->gl_current = (PyObject * (*)(void)) api[4];
+    else
+        PyErr_Clear();
 }
 
 /* ---- start ---------------------------------------------------------------- */
@@ -134,7 +144,7 @@ PyDoc_STRVAR(start_doc,
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", "max_size", "ring", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", "switches", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -143,11 +153,18 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned int keep = 64, max_greenlets = 65536;
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKK:start", kwlist,
+    const char *switches = "passive";
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKs:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring))
+                                     &max_size, &ring, &switches))
         return NULL;
+    int callback_mode = strcmp(switches, "callback") == 0;
+    if (!callback_mode && strcmp(switches, "passive") != 0) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_ValueError, "switches must be 'passive' or 'callback'");
+        return NULL;
+    }
     if (ring && (times || sampler || max_size)) {
         Py_DECREF(path_obj);
         PyErr_SetString(PyExc_ValueError, "ring mode keeps the trace in memory: it cannot be combined "
@@ -185,6 +202,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_ptrmap_init(&r->codes);
     gr_ptrmap_init(&r->greenlets);
     gr_ptrmap_init(&r->weakrefs);
+    gr_ptrmap_init(&r->preexisting);
+    r->callback_mode = callback_mode;
+    r->profile_on = profile;
     r->strings = PyDict_New();
     r->identities = PyDict_New();
     r->keep = PyList_New(0);
@@ -271,6 +291,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     Py_XDECREF(glv_obj);
     if (!profile)
         emit_meta(r, "profile", "off");
+    emit_meta(r, "switches", callback_mode ? "callback" : "passive");
+    if (!callback_mode)
+        gr_note_preexisting(r);
     if (mode >= 0) {
         char iv[32];
         snprintf(iv, sizeof iv, "%llu", interval_us);
@@ -317,13 +340,20 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             continue;
         gr_thread *o = gr_thread_new(r, ts);
         if (o) {
-            if (gr_set_profile_for(ts, gr_profile, (PyObject *)o) < 0)
+            r->own_change = 1;
+            if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
+            r->own_change = 0;
             Py_DECREF(o);
         }
     }
-    if (profile)
-        PyEval_SetProfile(gr_profile, (PyObject *)t);
+    if (profile) {
+        /* No object: sys.getprofile() keeps returning None (hooks.c finds
+         * the thread's state itself). */
+        r->own_change = 1;
+        PyEval_SetProfile(gr_profile, NULL);
+        r->own_change = 0;
+    }
     if (r->reg) {
         r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
         if (!r->sampler)
@@ -375,17 +405,20 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         }
         return;
     }
+    gr_note_unseen_deaths(r, me);
     for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
-        if (!r->gl_addr[gid])
+        if (!r->gl_addr[gid] || (r->gl_state[gid] & GR_GLS_DEAD))
             continue;
         PyObject *g = gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1));
         if (!g)
             continue;
-        gr_thread *runner = NULL;
+        gr_thread *runner = NULL, *owner = NULL;
         for (Py_ssize_t i = 0; i < nthreads; i++) {
             gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (t->tid && t->cur_gid == gid)
+            if (t->tid && t->cur_gid == gid && t->cur_g == g)
                 runner = t;
+            if (t->tid && t->tid == r->gl_tid[gid])
+                owner = t;
         }
         PyObject *d = PyObject_GetAttr(g, r->str_dead);
         int dead = d ? PyObject_IsTrue(d) == 1 : 0;
@@ -397,20 +430,25 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         }
         int alive = 1;
         PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
-        if (runner && !alive) {
-            Py_DECREF(g);
-            continue;
-        }
-        if (runner) {
+        if (runner && alive) {
             uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
             Py_XDECREF(other);
+        } else if (runner && (r->gl_state[gid] & GR_GLS_MAIN)) {
+            /* The main greenlet of a thread that has ended. */
         } else {
+            /* Suspended: its frames from gr_frame, under the thread it
+             * belongs to.  Its thread may have ended (abandoned). */
+            int owner_alive = 1;
+            if (owner && owner != me) {
+                PyFrameObject *of = live_thread_frame(owner, &owner_alive);
+                Py_XDECREF(of);
+            }
             PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
             if (!fr)
                 PyErr_Clear();
-            uint64_t f[3] = {me->tid, gid, 0};
+            uint64_t f[3] = {owner ? owner->tid : me->tid, gid, owner_alive && !runner ? 0 : GR_STACK_THREAD_ENDED};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
             Py_XDECREF(fr);
@@ -555,36 +593,37 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
         gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code);
+    if (me && r->greenlet_mod) {
+        PyObject *g = gr_current_greenlet(r);
+        if (g && g != me->cur_g)
+            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1);
+        Py_XDECREF(g);
+    }
     if (me) {
         uint64_t f[2] = {me->tid, me->cur_gid};
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);
     }
 
-    /* Uninstall: the profile function wherever it is ours. */
+    /* Uninstall: the program's own profile functions get their slots back,
+     * ours is removed wherever it is. */
+    gr_hooks_stop(r);
     PyThreadState *cur = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
         if (ts->c_profilefunc != gr_profile)
             continue;
+        r->own_change = 1;
         if (ts == cur)
             PyEval_SetProfile(NULL, NULL);
         else if (gr_set_profile_for(ts, NULL, NULL) < 0)
             PyErr_Clear();
+        r->own_change = 0;
     }
-    /* The greenlet callback of this thread, if it is still ours. Other
-     * threads' callbacks see the generation change and only chain. */
-    if (me && me->settrace) {
-        PyObject *prev = me->prev_trace ? me->prev_trace : Py_None;
-        PyObject *was = PyObject_CallOneArg(me->settrace, prev);
-        if (was && was != (PyObject *)me) {
-            /* Someone replaced ours meanwhile: leave theirs in place. */
-            PyObject *back = PyObject_CallOneArg(me->settrace, was);
-            Py_XDECREF(back);
-        }
-        Py_XDECREF(was);
-        PyErr_Clear();
-        Py_CLEAR(me->settrace);
-    }
+    /* Callback mode: the greenlet callback of this thread, if it is still
+     * ours.  Other threads' callbacks see the generation change and put
+     * theirs back at their next switch. */
+    if (me)
+        gr_put_back_callback(me);
     gr_active = NULL;
     if (PyErr_Occurred())
         gr_swallow(r);
@@ -644,11 +683,31 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
         PyFrameObject *top = PyEval_GetFrame();
         if (!t->tid)
             gr_thread_first_sight(r, t, top, 0);
+        if (r->greenlet_mod) {
+            /* A mark is a switch detection point too: the greenlet may have
+             * resumed without delivering a single profile event. */
+            PyObject *g = gr_current_greenlet(r);
+            if (g && g != t->cur_g)
+                gr_switch_seen(r, t, g, top, 1);
+            Py_XDECREF(g);
+        }
         PyObject *s = PyObject_Str(label);
         const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
         if (!text)
             gr_swallow(r);
-        uint64_t flags = ts->c_profilefunc == gr_profile && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
+        int ours = ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
+        uint64_t flags = ours && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
+        if (gr_tstate_tracing(ts) > 0)
+            flags |= GR_MARK_IN_CALLBACK;
+        int ut = gr_use_tracing_now(ts);
+        if (ut >= 0) {
+            /* The tracing state this greenlet really runs with, read
+             * directly (3.9-3.11): off while the thread has a profile
+             * function is the greenlet issue 256 class. */
+            flags |= GR_MARK_STATE_KNOWN;
+            if (ut == 0 && ts->c_profilefunc && gr_tstate_tracing(ts) == 0)
+                flags |= GR_MARK_TRACING_OFF;
+        }
         uint64_t f[5] = {t->tid, t->cur_gid, gr_string_id(r, text ? text : "?"), r->mark_code, flags};
         gr_emit_stack(r, GR_MARK, 5, f, 4, GR_MARK_CUT, top, 0);
         Py_XDECREF(s);
@@ -678,7 +737,9 @@ static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ss
     GR_EXC_SAVE(saved);
     gr_thread *t = gr_thread_current(r);
     if (t) {
-        PyEval_SetProfile(gr_profile, (PyObject *)t);
+        r->own_change = 1;
+        PyEval_SetProfile(gr_profile, NULL);
+        r->own_change = 0;
         static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
         PyObject *frame = args[0];
         int what = -1;
@@ -749,5 +810,13 @@ PyMODINIT_FUNC PyInit__greenreplay(void)
 {
     if (PyType_Ready(&gr_thread_type) < 0)
         return NULL;
+    /* Once per process (audit hooks cannot be removed; it does nothing
+     * while no recording is active). */
+    static int audit_added;
+    if (!audit_added) {
+        if (PySys_AddAuditHook(gr_audit_hook, NULL) < 0)
+            return NULL;
+        audit_added = 1;
+    }
     return PyModule_Create(&moduledef);
 }

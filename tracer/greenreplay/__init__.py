@@ -75,8 +75,56 @@ atexit.register(_stop_at_exit)
 
 def _thread_bootstrap(frame, event, arg):
     # threading.setprofile hook: first event of a thread started after
-    # start(); hands over to the C profile function.
+    # start(); hands over to the C profile function, then installs the
+    # program's own threading profile hook, if it set one, as threading
+    # would have (the recorder then chains in front of it).
     _greenreplay._thread_start(frame, event, arg)
+    if _program_hook is not None:
+        sys.setprofile(_program_hook)
+
+
+# Transparency (docs/FORMAT.md section 4, HOOK): while recording,
+# threading.getprofile() returns what the program set with
+# threading.setprofile(), and None when it set nothing; the recorder's own
+# hook stays threading's internal one.
+_program_hook = None
+_threading_orig = None  # (setprofile, getprofile) while ours are installed
+
+
+def _threading_setprofile(func):
+    """threading.setprofile while recording: remembered for the threads
+    started from now on, which the recorder reaches first."""
+    global _program_hook
+    _program_hook = func
+
+
+def _threading_getprofile():
+    """threading.getprofile while recording: what the program set."""
+    return _program_hook
+
+
+def _install_threading_hook():
+    global _threading_orig, _program_hook
+    _program_hook = getattr(threading, "_profile_hook", None)
+    _threading_orig = (threading.setprofile, getattr(threading, "getprofile", None))
+    threading.setprofile(_thread_bootstrap)
+    threading.setprofile = _threading_setprofile
+    if _threading_orig[1] is not None:
+        threading.getprofile = _threading_getprofile
+
+
+def _remove_threading_hook():
+    global _threading_orig, _program_hook
+    if _threading_orig is None:
+        return
+    setprofile, getprofile = _threading_orig
+    _threading_orig = None
+    if threading.setprofile is _threading_setprofile:
+        threading.setprofile = setprofile
+    if getprofile is not None and threading.getprofile is _threading_getprofile:
+        threading.getprofile = getprofile
+    setprofile(_program_hook)
+    _program_hook = None
 
 
 def _on_flush_signal(signum, frame):
@@ -107,7 +155,7 @@ def _size(text):
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
-          max_size=None, ring=None, flush_signal=None):
+          max_size=None, ring=None, flush_signal=None, switches=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -137,9 +185,21 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
 
+    switches: how greenlet switches are detected.  "passive" (default;
+        GREENREPLAY_SWITCHES): no greenlet trace callback is installed; at
+        every profile event and mark() the recorder compares the running
+        greenlet with the one it saw last on that thread, and writes an
+        inferred SWITCH with the target's real stack.  "callback": greenlet's
+        trace callback (greenlet.settrace) announces switches and throws
+        (needed to tell throws apart); note that any greenlet trace callback
+        makes greenlet recompute the target's tracing state, which hides the
+        greenlet issue 256 class (docs/FORMAT.md section 4).
+
     Installs the C profile function on every thread (threads started later
-    included) and the C greenlet trace callback, chained in front of any
-    callback already installed.  Raises RuntimeError when already recording,
+    included) without changing what sys.getprofile(), threading.getprofile()
+    or greenlet.gettrace() return to the program; when the program installs
+    its own profile function the recorder chains in front of it and writes a
+    HOOK record.  Raises RuntimeError when already recording,
     ValueError without a path, OSError when the file cannot be written."""
     if path is None:
         path = os.environ.get("GREENREPLAY_OUTPUT")
@@ -157,17 +217,22 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         ring = os.environ.get("GREENREPLAY_RING") or 0
     if flush_signal is None:
         flush_signal = os.environ.get("GREENREPLAY_FLUSH_SIGNAL") or None
+    if switches is None:
+        switches = os.environ.get("GREENREPLAY_SWITCHES") or "passive"
     max_size, ring = _size(max_size), int(ring)
     signum = _signal_number(flush_signal) if flush_signal else None
     rules = _path_rules(root)
+    if switches not in ("passive", "callback"):
+        raise ValueError("greenreplay.start: switches must be 'passive' or 'callback', not %r" % (switches,))
     if profile:
-        threading.setprofile(_thread_bootstrap)
+        _install_threading_hook()
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
-                           profile=bool(profile), max_size=max_size, ring=ring)
+                           profile=bool(profile), max_size=max_size, ring=ring,
+                           switches=switches)
     except BaseException:
-        threading.setprofile(None)
+        _remove_threading_hook()
         raise
     if signum is not None:
         global _flush_signal
@@ -183,7 +248,7 @@ def stop(reason=1):
     Raises OSError if the trace could not be written completely."""
     global _flush_signal
     n = _greenreplay.stop(reason)
-    threading.setprofile(None)
+    _remove_threading_hook()
     if _flush_signal is not None:
         signum, prev = _flush_signal
         _flush_signal = None
