@@ -72,11 +72,13 @@ MAGIC = b"GRRPLY\r\n"
 NAMES = {0x10: "THREAD", 0x11: "GREENLET", 0x12: "CALL", 0x13: "RETURN",
          0x14: "C_CALL", 0x15: "C_RETURN", 0x16: "C_EXCEPTION", 0x17: "SWITCH",
          0x18: "THROW", 0x19: "MARK", 0x1A: "DEAD", 0x1B: "START", 0x1C: "STOP",
-         0x1D: "STACK", 0x1E: "INSTR"}
+         0x1D: "STACK", 0x1E: "INSTR", 0x1F: "HOOK"}
 # number of fixed varint fields; None: a stack follows (depth, then ids)
 FIXED = {0x02: 4, 0x03: 2, 0x04: 1, 0x10: 1, 0x1E: 5, 0x12: 3, 0x13: 3, 0x14: 3, 0x15: 3,
-         0x16: 3, 0x17: 7, 0x18: 7, 0x1A: 2, 0x1B: 2, 0x1C: 2}
+         0x16: 3, 0x17: 7, 0x18: 7, 0x1A: 2, 0x1B: 2, 0x1C: 2, 0x1F: 6}
 STACKED = {0x11: 4, 0x19: 5, 0x1D: 3}   # varints before `depth`
+# Format 1.1 (docs/FORMAT.md): SWITCH and THROW carry the target's stack.
+STACKED_1_1 = {0x17: 7, 0x18: 7}
 
 
 class Bad(Exception):
@@ -105,6 +107,12 @@ def check(path, want_greenlet):
         raise Bad("not a greenreplay trace (bad magic)")
     if data[12:13] != b"C":
         raise Bad("not a canonical stream")
+    minor = int.from_bytes(data[10:12], "little")
+    fixed, stacked = dict(FIXED), dict(STACKED)
+    if minor >= 1:
+        for rec, n in STACKED_1_1.items():
+            del fixed[rec]
+            stacked[rec] = n
     pos, strings, meta, counts, trailer = 16, [None], {}, {}, None
     while pos < len(data):
         if pos + 9 > len(data):
@@ -135,15 +143,15 @@ def check(path, want_greenlet):
                 strings.append(payload[p:p + ln].decode("utf-8", "replace"))
                 p += ln
                 continue
-            if rec in FIXED:
+            if rec in fixed:
                 vals = []
-                for _ in range(FIXED[rec]):
+                for _ in range(fixed[rec]):
                     v, p = _varint(payload, p)
                     vals.append(v)
                 if rec == 0x03:
                     meta[strings[vals[0]]] = strings[vals[1]]
-            elif rec in STACKED:
-                for _ in range(STACKED[rec]):
+            elif rec in stacked:
+                for _ in range(stacked[rec]):
                     _, p = _varint(payload, p)
                 depth, p = _varint(payload, p)
                 for _ in range(depth):

@@ -966,6 +966,17 @@ An environment whose provisioning or build fails, or a user interpreter
 that is missing or broken, is an `error` column (the failed step and the
 command to retry; its cells `skip`); the other columns still run.
 
+**Mutants.** The entries of `ci/matrix-greenlet.conf` with a MUTANT column
+build greenlet with one patch of `ci/mutants/` (each brings back one
+historical greenlet bug class; its header names the class, the public source
+and, on its `# fixtures:` line, the fixtures aimed at it). Their cells are
+`killed` or `survived` instead of fail or pass; the kill table and the
+mutation score follow the main table. `make mutants` (`tests/mutants/run.sh
+--prepare`) builds them and shows each class to a plain `sys.setprofile`
+program without the recorder; `ci/matrix.sh --envs 'mut*,pyenv-3.1[01]-gl2.0'`
+runs the mutants beside their unmodified controls; `--require-kills` makes a
+surviving aimed cell a failure.
+
 **Known issues** (`fixtures/known-issues.ini`): a cell whose outcome differs
 from the fixture's `# expect:` line is `known` when every unexpected
 violation (rule, and message pattern if the entry has one) and every missing
