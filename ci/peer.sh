@@ -38,13 +38,15 @@
 #   --out DIR       results (default build/peer/ID)
 #   --timeout SEC   limit per run (default 900)
 #   --reruns N      rerun at most N differing tests on their own (default 20)
+# Environment: BUILD (as make's; default build/), GREENREPLAY_CLI.
 # Exit status: 0 both runs give every test the same outcome; 1 some test
 # differs, or a run failed to produce its results; 2 bad usage; 3 the
 # environment or the suite's dependencies are unavailable.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-CLI=${GREENREPLAY_CLI:-$ROOT/build/greenreplay}
+BUILD=$(realpath -m "${BUILD:-$ROOT/build}")   # as make's BUILD: the CLI and the host's recorder
+CLI=${GREENREPLAY_CLI:-$BUILD/greenreplay}
 CACHE=$(realpath -m "${GREENREPLAY_CACHE:-$HOME/.cache/greenreplay}")
 RUNNER=$ROOT/tests/peer/run_suite.py
 
@@ -76,9 +78,9 @@ export GREENREPLAY_BINDS=${GREENREPLAY_BINDS:-}
 if [ "$ENV_ID" = host-3.11 ]; then
     PY=/usr/bin/python3
     "$ROOT/ci/setup.sh" >/dev/null || die 3 "ci/setup.sh failed (python3-objgraph, python3-psutil?)"
-    make -s -C "$ROOT" all PYTHON=$PY >"$OUT/make.log" 2>&1 || { cat "$OUT/make.log" >&2; die 2 "make all failed"; }
+    make -s -C "$ROOT" all PYTHON=$PY BUILD="$BUILD" >"$OUT/make.log" 2>&1 || { cat "$OUT/make.log" >&2; die 2 "make all failed"; }
 else
-    make -s -C "$ROOT" cli >"$OUT/make.log" 2>&1 || { cat "$OUT/make.log" >&2; die 2 "make cli failed"; }
+    make -s -C "$ROOT" cli BUILD="$BUILD" >"$OUT/make.log" 2>&1 || { cat "$OUT/make.log" >&2; die 2 "make cli failed"; }
     "$ROOT/ci/envs.sh" build "$ENV_ID" >"$OUT/build.log" 2>&1 ||
         { tail -n 5 "$OUT/build.log" >&2; die 3 "cannot build the recorder for $ENV_ID (ci/envs.sh provision $ENV_ID; log $OUT/build.log)"; }
     PY=$("$ROOT/ci/envs.sh" python "$ENV_ID" 2>/dev/null) || die 3 "environment $ENV_ID is unavailable (ci/envs.sh list)"
