@@ -22,13 +22,27 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
 PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
-PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py))
+
+# Build identity (`greenreplay --version`): the tree's `git describe` and a
+# hash of the recorder's sources (exactly the extension's prerequisites, so
+# the recorder is never rebuilt for it).  Both go into the recorder's build
+# marker (tracer/buildid.c) and into version.o, which $(BUILD)/build-id
+# (rewritten only when they change) rebuilds.
+GR_BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+GR_RECORDER_SRC := $(shell cat $(sort $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c)) tracer/format.c tracer/writer.c $(wildcard tracer/*.h)) 2>/dev/null | sha256sum | cut -c1-12)
+$(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' >$(BUILD)/build-id))
+
+# The debug build of CPython that `make test` also runs the recorder under
+# (Debian's python3.11-dbg, installed by ci/setup.sh).
+DEBUG_PYTHON ?= /usr/bin/python3.11d
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
-        matrix matrix-golden matrix-screenshot mutants peer
+.PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
+        install uninstall \
+        matrix matrix-golden matrix-screenshot browser-test mutants peer
 all: cli ext
 
 help:
@@ -38,7 +52,13 @@ help:
 	@echo "  make test         install what is missing, build, run unit and integration tests"
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
-	@echo "                    script -> record -> diff of every fixture, reduce"
+	@echo "                    script -> record -> diff of every fixture, reduce;"
+	@echo "                    passive and callback mode agree, output unchanged, fork;"
+	@echo "                    record under faults (disk full, signals, bad options);"
+	@echo "                    export, check --html"
+	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
+	@echo "                    reference counts, GIL, CPython's assertions), references kept after stop();"
+	@echo "                    the matrix's crash verdicts on synthetic cells"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
@@ -49,13 +69,19 @@ help:
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
+	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
+	@echo "                    (installs them: ci/browser-setup.sh); build/browser/"
 	@echo "  make mutants      build the mutant greenlets (ci/mutants/*.patch) and show each one's bug"
 	@echo "                    class to a plain sys.setprofile program, without the recorder"
 	@echo "  make peer         greenlet's own test suite unrecorded and under greenreplay record, per-test"
 	@echo "                    outcomes compared; slowdown and trace size (ci/peer.sh; PEER_ARGS='--env trixie-3.13')"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
+	@echo "  make install      install the CLI, the recorder for PYTHON and the man page into"
+	@echo "                    \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)); pip install . is the other way"
+	@echo "  make uninstall    remove what make install put there"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
+	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON),"
 	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full)"
 
@@ -74,10 +100,13 @@ $(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
 	@test -f "$(PY_INC)/Python.h" || { echo "error: Python.h missing in $(PY_INC) (install the interpreter's -dev package)" >&2; exit 2; }
 	@mkdir -p $(PKG_DIR)
 	$(CC) $(CPPFLAGS) -I$(PY_INC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
-	    -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+
+$(BUILD)/obj/replay/version.o: $(BUILD)/build-id
+$(BUILD)/obj/replay/version.o: CPPFLAGS += -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"'
 
 $(PKG_DIR)/%.py: tracer/greenreplay/%.py
-	@mkdir -p $(PKG_DIR)
+	@mkdir -p $(dir $@)
 	cp $< $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
@@ -118,7 +147,18 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/observer.sh --python $(PYTHON)
+	tests/integration/faults.sh --python $(PYTHON)
+	tests/integration/export.sh --python $(PYTHON)
+	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
+
+# The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
+# beside the release build in $(BUILD)/python/greenreplay).
+integration-debug: cli
+	$(MAKE) ext PYTHON=$(DEBUG_PYTHON)
+	tests/integration/debug.sh --python $(DEBUG_PYTHON)
+	tests/integration/matrix_verdicts.sh
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
@@ -127,6 +167,7 @@ test: setup
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	$(MAKE) integration-debug
 
 tsan: $(BUILD)/tsan/test_registry
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_registry
@@ -157,8 +198,30 @@ matrix-golden: setup
 matrix-screenshot:
 	ci/matrix-screenshot.sh
 
+# The browser test (tests/browser/run.sh); .ci/run calls it after make test.
+browser-test: all
+	tests/browser/run.sh --python $(PYTHON)
+
 stall: all
 	ci/stall.sh --python $(PYTHON)
+
+# make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
+# PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
+# again with another PYTHON to add that interpreter's extension), and the
+# man page.  DESTDIR stages the whole tree (packaging).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
+	install -m 644 $(PKG_PY) $(INSTALL_LIB)/
+	install -m 755 $(EXT) $(INSTALL_LIB)/
+	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/greenreplay $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
+	rm -rf $(DESTDIR)$(PREFIX)/lib/greenreplay
 
 clean:
 	rm -rf $(BUILD)

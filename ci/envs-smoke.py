@@ -2,7 +2,8 @@
 
 Inside an environment (any Python 3.9+, run by `ci/envs.sh`):
     python envs-smoke.py probe
-        key=value lines: python, greenlet, gevent, recorder (path of the
+        key=value lines: python, executable, debug (1 for a Py_DEBUG
+        build), greenlet, gevent, recorder (path of the
         loaded _greenreplay extension, or "none: REASON").
     python envs-smoke.py record [TRACE]
         record a tiny program: mark, call, switch into a greenlet (when
@@ -35,6 +36,8 @@ def _version(modname):
 def probe():
     print("python=%s" % sys.version.split()[0])
     print("executable=%s" % sys.executable)
+    # 1 for a debug build (Py_DEBUG: reference count and assertion checks).
+    print("debug=%d" % hasattr(sys, "gettotalrefcount"))
     print("greenlet=%s" % _version("greenlet"))
     print("gevent=%s" % _version("gevent"))
     try:
@@ -74,11 +77,10 @@ NAMES = {0x10: "THREAD", 0x11: "GREENLET", 0x12: "CALL", 0x13: "RETURN",
          0x18: "THROW", 0x19: "MARK", 0x1A: "DEAD", 0x1B: "START", 0x1C: "STOP",
          0x1D: "STACK", 0x1E: "INSTR", 0x1F: "HOOK"}
 # number of fixed varint fields; None: a stack follows (depth, then ids)
+# (format 1.1: SWITCH and THROW carry a stack; HOOK is new)
 FIXED = {0x02: 4, 0x03: 2, 0x04: 1, 0x10: 1, 0x1E: 5, 0x12: 3, 0x13: 3, 0x14: 3, 0x15: 3,
-         0x16: 3, 0x17: 7, 0x18: 7, 0x1A: 2, 0x1B: 2, 0x1C: 2, 0x1F: 6}
-STACKED = {0x11: 4, 0x19: 5, 0x1D: 3}   # varints before `depth`
-# Format 1.1 (docs/FORMAT.md): SWITCH and THROW carry the target's stack.
-STACKED_1_1 = {0x17: 7, 0x18: 7}
+         0x16: 3, 0x1A: 2, 0x1B: 2, 0x1C: 2, 0x1F: 6}
+STACKED = {0x11: 4, 0x19: 5, 0x1D: 3, 0x17: 7, 0x18: 7}   # varints before `depth`
 
 
 class Bad(Exception):
@@ -107,12 +109,6 @@ def check(path, want_greenlet):
         raise Bad("not a greenreplay trace (bad magic)")
     if data[12:13] != b"C":
         raise Bad("not a canonical stream")
-    minor = int.from_bytes(data[10:12], "little")
-    fixed, stacked = dict(FIXED), dict(STACKED)
-    if minor >= 1:
-        for rec, n in STACKED_1_1.items():
-            del fixed[rec]
-            stacked[rec] = n
     pos, strings, meta, counts, trailer = 16, [None], {}, {}, None
     while pos < len(data):
         if pos + 9 > len(data):
@@ -143,15 +139,15 @@ def check(path, want_greenlet):
                 strings.append(payload[p:p + ln].decode("utf-8", "replace"))
                 p += ln
                 continue
-            if rec in fixed:
+            if rec in FIXED:
                 vals = []
-                for _ in range(fixed[rec]):
+                for _ in range(FIXED[rec]):
                     v, p = _varint(payload, p)
                     vals.append(v)
                 if rec == 0x03:
                     meta[strings[vals[0]]] = strings[vals[1]]
-            elif rec in stacked:
-                for _ in range(stacked[rec]):
+            elif rec in STACKED:
+                for _ in range(STACKED[rec]):
                     _, p = _varint(payload, p)
                 depth, p = _varint(payload, p)
                 for _ in range(depth):

@@ -917,7 +917,9 @@ static void finish(ck *c)
             add_warning(c);
         }
         if (tr->reason == GR_STOP_WRITE_ERROR) {
-            gr_sb_puts(&c->msg, "recording ended by a write error");
+            gr_sb_printf(&c->msg, "recording ended by a write error (disk full?): %" PRIu64
+                                  " record%s lost after the last chunk in the file",
+                         tr->dropped, tr->dropped == 1 ? "" : "s");
             add_warning(c);
         } else if (tr->reason == GR_STOP_SIZE_CAP) {
             gr_sb_puts(&c->msg, "the trace reached its size cap: later records were dropped");
@@ -1027,6 +1029,23 @@ int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t 
     else
         gr_sb_reset(&c->msg);
     return 1;
+}
+
+const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
+                                  int *base_unknown)
+{
+    size_t i = shadow_of(c, gid);
+    *n = 0;
+    *base_unknown = 0;
+    if (i == SIZE_MAX)
+        return NULL;
+    const shadow *s = &c->sh[i];
+    c->fa = gr_xgrow(c->fa, &c->cap_fa, s->n + 1, sizeof *c->fa);
+    for (size_t k = 0; k < s->n; k++)
+        c->fa[k] = s->e[k].code;
+    *n = s->n;
+    *base_unknown = s->base_unknown;
+    return c->fa;
 }
 
 size_t gr_checker_finish(gr_checker *c)

@@ -130,6 +130,15 @@ enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint
 int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
                        char **diff);
 
+/* The shadow stack of greenlet gid (its first thread's) at the current
+ * position: *n code ids, outermost first, C entries included (a code's
+ * kind tells which); *base_unknown is 1 when frames below the first are
+ * unknown (seed cut at the cap, or never seeded).  The array is the
+ * checker's scratch, valid until the next call on c; NULL with *n = 0 for
+ * a greenlet not seen yet.  Used by the HTML report (html.h). */
+const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
+                                  int *base_unknown);
+
 /* Replay the remaining records, run the end-of-trace checks, sort the
  * violations and free c.  Returns the number of violations in *res. */
 size_t gr_checker_finish(gr_checker *c);

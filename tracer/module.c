@@ -139,12 +139,19 @@ PyDoc_STRVAR(start_doc,
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
-"recording, ValueError on bad arguments, OSError if a file cannot be written.");
+"recording, ValueError on bad arguments, OSError if a file cannot be written.\n\n"
+"`entry` (a frame, for `greenreplay record`'s whole-program mode) is the\n"
+"program's first frame, given from inside a profile function at its `call`\n"
+"event: the seed stack is then the frames below it (none for a script) and\n"
+"the first record after START is that CALL, so that the recorder's own\n"
+"frames are not in the trace.  `entry_c` is the C function that called it\n"
+"(exec, under runpy for -m), which then tops the seed stack.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", "max_size", "ring", "switches", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
+                             "entry_c", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -154,15 +161,23 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
     const char *switches = "passive";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKs:start", kwlist,
+    PyObject *entry = NULL, *entry_c = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOO:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &switches))
+                                     &max_size, &ring, &switches, &entry, &entry_c))
         return NULL;
     int callback_mode = strcmp(switches, "callback") == 0;
     if (!callback_mode && strcmp(switches, "passive") != 0) {
         Py_DECREF(path_obj);
         PyErr_SetString(PyExc_ValueError, "switches must be 'passive' or 'callback'");
+        return NULL;
+    }
+    if (entry == Py_None)
+        entry = NULL;
+    if (entry && !PyFrame_Check(entry)) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_TypeError, "entry must be a frame or None");
         return NULL;
     }
     if (ring && (times || sampler || max_size)) {
@@ -292,8 +307,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!profile)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", callback_mode ? "callback" : "passive");
-    if (!callback_mode)
-        gr_note_preexisting(r);
+    gr_note_preexisting(r);
     if (mode >= 0) {
         char iv[32];
         snprintf(iv, sizeof iv, "%llu", interval_us);
@@ -330,9 +344,17 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_active = NULL;
         goto fail;
     }
-    gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    if (entry) { /* whole-program mode: the seed ends below the program's frame */
+        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
+        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0);
+        Py_XDECREF(below);
+    } else {
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
+    if (entry)
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
 
     /* Threads that already exist: each is seen at its first event. */
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {
@@ -405,27 +427,44 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         }
         return;
     }
-    gr_note_unseen_deaths(r, me);
     for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
-        if (!r->gl_addr[gid] || (r->gl_state[gid] & GR_GLS_DEAD))
+        if (r->gl_state[gid] & GR_GLS_DEAD)
             continue;
-        PyObject *g = gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1));
-        if (!g)
-            continue;
+        int is_main = (r->gl_state[gid] & GR_GLS_MAIN) != 0;
         gr_thread *runner = NULL, *owner = NULL;
+        PyObject *g = r->gl_addr[gid] ? gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1)) : NULL;
         for (Py_ssize_t i = 0; i < nthreads; i++) {
             gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (t->tid && t->cur_gid == gid && t->cur_g == g)
+            if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
                 runner = t;
             if (t->tid && t->tid == r->gl_tid[gid])
                 owner = t;
         }
-        PyObject *d = PyObject_GetAttr(g, r->str_dead);
-        int dead = d ? PyObject_IsTrue(d) == 1 : 0;
-        Py_XDECREF(d);
-        PyErr_Clear();
-        if (dead) {
-            Py_DECREF(g);
+        int owner_alive = 1;
+        if (owner && owner != me) {
+            PyFrameObject *of = live_thread_frame(owner, &owner_alive);
+            Py_XDECREF(of);
+        }
+        uint64_t tid = owner ? owner->tid : me->tid;
+        int dead = 1;
+        if (g) {
+            PyObject *d = PyObject_GetAttr(g, r->str_dead);
+            dead = d ? PyObject_IsTrue(d) == 1 : 0;
+            Py_XDECREF(d);
+            PyErr_Clear();
+        }
+        if (dead || !g) {
+            /* Died unseen (no event of its own since), or freed.  A main
+             * greenlet ends with its thread: nothing to report.  One whose
+             * thread ended before it finished is abandoned: its frames are
+             * gone with the thread (greenlet kills or drops them). */
+            if (!is_main && owner_alive)
+                gr_emit_dead(r, gid, tid);
+            else if (!is_main && g) {
+                uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+            }
+            Py_XDECREF(g);
             continue;
         }
         int alive = 1;
@@ -435,20 +474,21 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
             Py_XDECREF(other);
-        } else if (runner && (r->gl_state[gid] & GR_GLS_MAIN)) {
+        } else if (runner && is_main) {
             /* The main greenlet of a thread that has ended. */
+        } else if (!owner_alive || runner) {
+            /* Abandoned: its thread ended before stop.  greenlet drops its
+             * frames when it cleans up after that thread, at a moment that
+             * varies from run to run, so none are written (the checker
+             * lists the open ones from the profile events). */
+            uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
         } else {
-            /* Suspended: its frames from gr_frame, under the thread it
-             * belongs to.  Its thread may have ended (abandoned). */
-            int owner_alive = 1;
-            if (owner && owner != me) {
-                PyFrameObject *of = live_thread_frame(owner, &owner_alive);
-                Py_XDECREF(of);
-            }
+            /* Suspended: its frames from gr_frame, under its own thread. */
             PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
             if (!fr)
                 PyErr_Clear();
-            uint64_t f[3] = {owner ? owner->tid : me->tid, gid, owner_alive && !runner ? 0 : GR_STACK_THREAD_ENDED};
+            uint64_t f[3] = {tid, gid, 0};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
             Py_XDECREF(fr);
@@ -596,7 +636,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     if (me && r->greenlet_mod) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != me->cur_g)
-            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1);
+            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1, 0);
         Py_XDECREF(g);
     }
     if (me) {
@@ -629,6 +669,13 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
 
+    if (r->reg && r->reg->overflow) {
+        /* Greenlets past the registry's capacity were not tracked by the
+         * sampler: say so (check --stall warns). */
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
+        emit_meta(r, "sampler_untracked_greenlets", n);
+    }
     if (r->tw && r->reg)
         write_sampler_data(r);
     uint64_t nev = atomic_load(&r->nevents);
@@ -637,13 +684,16 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         rc = write_ring(r, reason);
         nev = r->w->held + r->w->records;
     } else {
+        /* The last chunk first: whether it fits decides the trailer. */
+        gr_writer_flush(r->w);
+        werr = r->w->error;
         if (r->w->capped)
             reason = GR_STOP_SIZE_CAP;
+        if (werr) /* disk full or I/O error: the file says so, and how much is lost */
+            reason = GR_STOP_WRITE_ERROR;
+        if (r->w->capped || werr) /* the records in the file are fewer */
+            nev = r->w->indexed_written;
         uint64_t trailer[4] = {nev, r->w->dropped, r->errors, (uint64_t)reason};
-        if (r->w->capped) { /* the records in the file are fewer */
-            gr_writer_flush(r->w);
-            trailer[0] = nev = r->w->indexed_written;
-        }
         rc = gr_writer_finish(r->w, trailer, 4);
         r->w = r->dw = NULL;
     }
@@ -688,7 +738,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
              * resumed without delivering a single profile event. */
             PyObject *g = gr_current_greenlet(r);
             if (g && g != t->cur_g)
-                gr_switch_seen(r, t, g, top, 1);
+                gr_switch_seen(r, t, g, top, 1, 0);
             Py_XDECREF(g);
         }
         PyObject *s = PyObject_Str(label);
@@ -770,14 +820,28 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     gr_recorder *r = gr_active;
     if (!r)
         Py_RETURN_NONE;
+    /* Hooks first, while gr_active still names the recording: the
+     * program's own profile function gets its slot back unchained. */
+    gr_hooks_stop(r);
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts->c_profilefunc == gr_profile) {
+        r->own_change = 1;
+        PyEval_SetProfile(NULL, NULL);
+        r->own_change = 0;
+    }
     gr_active = NULL;
     if (r->dw != r->w)
         gr_writer_discard(r->dw);
     gr_writer_discard(r->w);
     gr_writer_discard(r->tw);
     r->w = r->dw = r->tw = NULL;
-    PyEval_SetProfile(NULL, NULL);
+    /* The sampler's thread does not exist in the child, and its locks may
+     * have been held by it at the fork: joining or destroying them could
+     * block forever.  Their memory is left to the child's exit. */
+    r->sampler = NULL;
+    r->reg = NULL;
     recorder_free(r);
+    PyErr_Clear();
     Py_RETURN_NONE;
 }
 
@@ -793,7 +857,10 @@ static PyMethodDef methods[] = {
     {"flush", mod_flush, METH_NOARGS, flush_doc},
     {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
     {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
-    {"_forked", mod_forked, METH_NOARGS, "After fork, in the child: end recording without writing."},
+    {"_forked", mod_forked, METH_NOARGS,
+     "After fork, in the child: end recording without writing to the parent's trace; the\n"
+     "child's profile slot gets back the program's own function (or none), the sampler's\n"
+     "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
     {NULL, NULL, 0, NULL},
 };

@@ -261,16 +261,19 @@ PyObject *gr_current_greenlet(gr_recorder *r);
  * t, which last saw t->cur_g.  Writes the SWITCH (or the THROW/SWITCH
  * greenlet's callback announced, in callback mode) with the target's real
  * stack from `top` outwards (borrowed, may be NULL), DEAD for an origin
- * that died, and updates t.  at_mark: seen by mark(), where the tracing
- * state is read directly; else inside a profile callback. */
-void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark);
+ * that died, and updates t.  at_mark: seen by mark() or stop(), where the
+ * tracing state is read directly; else inside a profile callback.
+ * raising: the event is a C_EXCEPTION (the target resumed with an
+ * exception: written as THROW, as greenlet would report it). */
+void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
+                    int raising);
 
 /* Collect the addresses of the greenlets started and not dead now
  * (start()): their frames predate the recording. */
 void gr_note_preexisting(gr_recorder *r);
 
-/* DEAD records for greenlets that died unseen (stop()). */
-void gr_note_unseen_deaths(gr_recorder *r, gr_thread *me);
+/* DEAD record of greenlet gid on thread tid, once per greenlet. */
+void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid);
 
 /* ---- hooks (hooks.c) ----------------------------------------------- */
 

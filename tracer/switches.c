@@ -54,7 +54,7 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
     return dead;
 }
 
-static void emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
+void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
 {
     if (r->gl_state[gid] & GR_GLS_DEAD)
         return;
@@ -63,14 +63,19 @@ static void emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
     gr_emit(r, GR_DEAD, 2, g);
 }
 
-void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark)
+void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
+                    int raising)
 {
     GR_EXC_SAVE(saved);
     PyThreadState *ts = PyThreadState_Get();
     uint64_t t0 = r->reg ? gr_now_ns() : 0;
     uint32_t og = t->cur_gid;
     int announced = t->cb_pending && t->cb_target == g;
-    int is_throw = announced && t->cb_pending == 2;
+    /* greenlet reports a "throw" whenever the target resumes with an
+     * exception (greenlet.throw, GreenletExit, a child's exception passed
+     * to its parent); passively that is a target whose first event is
+     * the C_EXCEPTION of the call it was suspended in. */
+    int is_throw = announced ? t->cb_pending == 2 : raising;
     t->cb_pending = 0;
     t->cb_target = NULL;
 
@@ -166,7 +171,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         gr_emit(r, GR_INSTR, 5, h);
     }
     if (dead)
-        emit_dead(r, og, t->tid);
+        gr_emit_dead(r, og, t->tid);
     t->cur_g = g;
     t->cur_gid = tg;
     r->gl_tid[tg] = t->tid;
@@ -201,20 +206,4 @@ void gr_note_preexisting(gr_recorder *r)
     Py_XDECREF(type);
     if (PyErr_Occurred())
         gr_swallow(r);
-}
-
-void gr_note_unseen_deaths(gr_recorder *r, gr_thread *me)
-{
-    for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
-        if (r->gl_state[gid] & GR_GLS_DEAD)
-            continue;
-        int running = 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (t->tid && t->cur_gid == gid && t->cur_g)
-                running = 1;
-        }
-        if (!running && greenlet_dead(r, gid))
-            emit_dead(r, gid, r->gl_tid[gid] ? r->gl_tid[gid] : me->tid);
-    }
 }

@@ -59,15 +59,38 @@ def _path_rules(root):
     return [(prefix, rep, keep) for prefix, (rep, keep) in sorted(rules.items(), key=lambda kv: -len(kv[0]))]
 
 
+def _after_fork_in_child():
+    # The child of a recorded process does not record: it must not write
+    # into the parent's trace.  Its hooks are left as the program set them.
+    if _greenreplay.is_recording():
+        _greenreplay._forked()
+        _remove_threading_hook()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_greenreplay._forked)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _stop_failed(e):
+    # A trace that could not be written completely (disk full: its trailer
+    # says write-error and counts the records lost): one line on stderr,
+    # never an exception into the program or a changed exit status.
+    try:
+        sys.stderr.write("greenreplay: the trace %s was not written completely: %s\n"
+                         % (os.environ.get("GREENREPLAY_OUTPUT") or "", e))
+    except Exception:
+        pass
 
 
 def _stop_at_exit():
     # A recording still running when the interpreter exits ends here, after
     # the non-daemon threads were joined, with reason 2 (exit) in the trailer.
+    # Never raises (see _stop_failed).
     if _greenreplay.is_recording():
-        stop(2)
+        try:
+            stop(2)
+        except Exception as e:
+            _stop_failed(e)
 
 
 atexit.register(_stop_at_exit)
@@ -155,7 +178,8 @@ def _size(text):
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
-          max_size=None, ring=None, flush_signal=None, switches=None):
+          max_size=None, ring=None, flush_signal=None, switches=None,
+          _entry=None, _entry_c=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -172,8 +196,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         `keep` stacks per sample and tracks up to max_greenlets greenlets.
         Its figures go to the side channel PATH.times, which it turns on.
     profile: install the profile function (default).  False records only
-        the greenlet switches of the calling thread: the switch path alone,
-        for benchmarks.
+        the greenlet switches of the calling thread, through greenlet's
+        callback (switches="callback" is then the default): the switch path
+        alone, for benchmarks.
     max_size: cap the trace file at this many bytes (int, or "64k", "10M",
         "2G"); later records are dropped and counted, the trailer says so
         (reason size-cap).  Default GREENREPLAY_MAX_SIZE, else no cap.
@@ -184,6 +209,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         is flushed without stopping (in ring mode: written from memory).  The
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
+    _entry: private, for `greenreplay record` (greenreplay/boot): the
+        program's first frame, at its call event, and _entry_c the C function
+        that called it, if any (see _greenreplay.start).
 
     switches: how greenlet switches are detected.  "passive" (default;
         GREENREPLAY_SWITCHES): no greenlet trace callback is installed; at
@@ -218,7 +246,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     if flush_signal is None:
         flush_signal = os.environ.get("GREENREPLAY_FLUSH_SIGNAL") or None
     if switches is None:
-        switches = os.environ.get("GREENREPLAY_SWITCHES") or "passive"
+        switches = os.environ.get("GREENREPLAY_SWITCHES") or ("passive" if profile else "callback")
     max_size, ring = _size(max_size), int(ring)
     signum = _signal_number(flush_signal) if flush_signal else None
     rules = _path_rules(root)
@@ -230,7 +258,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
                            profile=bool(profile), max_size=max_size, ring=ring,
-                           switches=switches)
+                           switches=switches, entry=_entry, entry_c=_entry_c)
     except BaseException:
         _remove_threading_hook()
         raise
@@ -258,3 +286,9 @@ def stop(reason=1):
         except ValueError:  # not in the main thread
             pass
     return n
+
+
+# Checking from Python (greenreplay/api.py): the C checker through the CLI.
+from .api import CheckError, CheckResult, Recording, Violation, check, recording  # noqa: E402
+
+__all__ += ["CheckError", "CheckResult", "Recording", "Violation", "check", "recording"]
