@@ -130,7 +130,14 @@ run recorded "$CLI" record "${TRACE[@]}" -o "$OUT/peer.grt" -- "$PY" "$RUNNER" "
 REC_RC=$RC REC_S=$DUR
 say "  recorded:   exit $REC_RC in ${REC_S}s ($(tail -n 1 "$OUT/recorded.log")); trace option: ${TRACE[*]:-none (whole trace)}"
 bytes=$(stat -c %s "$OUT/peer.grt" 2>/dev/null || echo 0)
-summary=$("$CLI" check "$OUT/peer.grt" 2>/dev/null | head -n 1 | sed 's/^== [^:]*: //')
+"$CLI" check "$OUT/peer.grt" >"$OUT/check.txt" 2>&1
+summary=$(head -n 1 "$OUT/check.txt" | sed 's/^== [^:]*: //')
+# Ring mode: the records before the kept ones are counted in a warning.
+kept=$(head -n 1 "$OUT/check.txt" | sed -n 's/.*: \([0-9]*\) records.*/\1/p')
+earlier=$(sed -n 's/.*ring mode: \([0-9]*\) earlier records were dropped.*/\1/p' "$OUT/check.txt" | head -n 1)
+if [ -n "$earlier" ] && [ -n "$kept" ] && [ "$kept" -gt 0 ]; then
+    summary="$summary; $((earlier + kept)) records in all, a whole trace of about $(awk -v b="$bytes" -v k="$kept" -v n="$((earlier + kept))" 'BEGIN { printf "%.0f MB", b / k * n / 1048576 }') at the ring's $(awk -v b="$bytes" -v k="$kept" 'BEGIN { printf "%.1f", b / k }') bytes per record"
+fi
 say "  slowdown:   $(awk -v a="$PLAIN_S" -v b="$REC_S" 'BEGIN { if (a > 0) printf "%.1fx", b / a; else print "?" }')"
 say "  trace:      $bytes bytes ($(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1048576 }')); ${summary:-unreadable}"
 
