@@ -35,6 +35,8 @@
 #   --max-size S    instead: write the trace up to S bytes (k, M, G), count
 #                   the rest as dropped
 #   --full          instead: the whole trace (GBs; for a manual run)
+#   --switches MODE passive (default) or callback: `greenreplay record
+#                   --switches MODE`; both must leave the suite unchanged
 #   --out DIR       results (default build/peer/ID)
 #   --timeout SEC   limit per run (default 900)
 #   --reruns N      rerun at most N differing tests on their own (default 20)
@@ -54,15 +56,16 @@ say() { printf '%s\n' "$*"; }
 die() { printf 'peer: %s\n' "$2" >&2; exit "$1"; }
 usage() { sed -n '5p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/peer.sh --help for the options)" >&2; exit 2; }
 
-ENV_ID=host-3.11 TRACE=(--ring 1000000) OUT="" TIMEOUT=900 MODS=() RERUNS=20
+ENV_ID=host-3.11 TRACE=(--ring 1000000) OUT="" TIMEOUT=900 MODS=() RERUNS=20 SWITCHES=()
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case $1 in
-        -h|--help) sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n "2,$(($(grep -n '^set -uo pipefail' "${BASH_SOURCE[0]}" | cut -d: -f1) - 1))p" "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --env) need "$@"; ENV_ID=$2; shift 2 ;;
         --ring) need "$@"; TRACE=(--ring "$2"); shift 2 ;;
         --max-size) need "$@"; TRACE=(--max-size "$2"); shift 2 ;;
         --full) TRACE=(); shift ;;
+        --switches) need "$@"; SWITCHES=(--switches "$2"); shift 2 ;;
         --out) need "$@"; OUT=$(realpath -m "$2"); shift 2 ;;
         --timeout) need "$@"; TIMEOUT=$2; shift 2 ;;
         --reruns) need "$@"; RERUNS=$2; shift 2 ;;
@@ -126,9 +129,9 @@ say "peer: greenlet's test suite in $ENV_ID ($versions)"
 run plain "$PY" "$RUNNER" "$OUT/plain.tsv" "${MODS[@]}"
 PLAIN_RC=$RC PLAIN_S=$DUR
 say "  unrecorded: exit $PLAIN_RC in ${PLAIN_S}s ($(tail -n 1 "$OUT/plain.log"))"
-run recorded "$CLI" record "${TRACE[@]}" -o "$OUT/peer.grt" -- "$PY" "$RUNNER" "$OUT/recorded.tsv" "${MODS[@]}"
+run recorded "$CLI" record "${TRACE[@]}" "${SWITCHES[@]}" -o "$OUT/peer.grt" -- "$PY" "$RUNNER" "$OUT/recorded.tsv" "${MODS[@]}"
 REC_RC=$RC REC_S=$DUR
-say "  recorded:   exit $REC_RC in ${REC_S}s ($(tail -n 1 "$OUT/recorded.log")); trace option: ${TRACE[*]:-none (whole trace)}"
+say "  recorded:   exit $REC_RC in ${REC_S}s ($(tail -n 1 "$OUT/recorded.log")); trace option: ${TRACE[*]:-none (whole trace)}${SWITCHES[*]:+; ${SWITCHES[*]}}"
 bytes=$(stat -c %s "$OUT/peer.grt" 2>/dev/null || echo 0)
 "$CLI" check "$OUT/peer.grt" >"$OUT/check.txt" 2>&1
 summary=$(head -n 1 "$OUT/check.txt" | sed 's/^== [^:]*: //')
@@ -187,7 +190,7 @@ while IFS= read -r line; do
         real=$((real + 1)); continue
     fi
     run rerun-plain "$PY" "$RUNNER" "$OUT/rerun-plain.tsv" "$tid"
-    run rerun-recorded "$CLI" record "${TRACE[@]}" -o "$OUT/rerun.grt" -- "$PY" "$RUNNER" "$OUT/rerun-recorded.tsv" "$tid"
+    run rerun-recorded "$CLI" record "${TRACE[@]}" "${SWITCHES[@]}" -o "$OUT/rerun.grt" -- "$PY" "$RUNNER" "$OUT/rerun-recorded.tsv" "$tid"
     a=$(cut -f2 "$OUT/rerun-plain.tsv" 2>/dev/null | head -n 1)
     b=$(cut -f2 "$OUT/rerun-recorded.tsv" 2>/dev/null | head -n 1)
     if [ -n "$a" ] && [ "$a" = "$b" ]; then
