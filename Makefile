@@ -152,6 +152,7 @@ integration: all
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
+	tests/mutants/run.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
 # beside the release build in $(BUILD)/python/greenreplay).

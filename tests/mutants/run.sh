@@ -9,6 +9,7 @@
 #   NAME       environments of ci/matrix-greenlet.conf (default: every mutant
 #              and the unmodified 2.0 builds beside them)
 # One line per program and environment: PASS/FAIL/SKIP, what it printed.
+# `make integration` runs it without --prepare (venvs not built: SKIP).
 # Exit status 0 when nothing failed, 1 otherwise, 2 bad usage.
 #
 # What each program must give (exit status: 1 = the bug class shows):
