@@ -31,7 +31,7 @@ names=()
 while [ $# -gt 0 ]; do
     case $1 in
         --prepare) prepare=1; shift ;;
-        -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n "2,$(($(grep -n '^set -u$' "${BASH_SOURCE[0]}" | cut -d: -f1) - 1))p" "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "usage: tests/mutants/run.sh [--prepare] [NAME...]" >&2; exit 2 ;;
         *) names+=("$1"); shift ;;
     esac
