@@ -389,6 +389,8 @@ def classify(cell, env, known, base_dir):
            "golden_env": cell.get("golden_env") or None,
            "determinism": cell.get("determinism", "unchecked"),
            "determinism_note": cell.get("determinism_note") or None,
+           "callback_mode": cell.get("callback_mode", "unchecked"),
+           "callback_rules": cell.get("callback_rules") or None,
            "exit_status": int(cell["rc"]) if cell.get("rc", "").lstrip("-").isdigit() else None,
            "duration_s": float(cell["duration"]) if cell.get("duration") else None, "files": {},
            "crash": None}
@@ -1021,6 +1023,8 @@ def render_md(doc):
     if mut:
         w("")
         out.extend(mut[:-1])
+    if any(c.get("callback_mode") in ("same", "differs") for c in doc["cells"]):
+        out.extend(observer_md(doc))
     fails = [c for c in doc["cells"] if c["outcome"] == "fail"]
     if fails:
         w("")
@@ -1389,6 +1393,30 @@ def junit_xml(doc):
     return "\n".join(o) + "\n"
 
 
+def observer_effects(doc):
+    """Cells whose verdict in callback mode differs from passive mode."""
+    return [c for c in doc["cells"] if c.get("callback_mode") == "differs"]
+
+
+def observer_md(doc):
+    """Markdown section: verdicts that depend on the switch mode."""
+    cells = observer_effects(doc)
+    checked = sum(1 for c in doc["cells"] if c.get("callback_mode") in ("same", "differs"))
+    lines = ["", "## Observer effects (passive vs callback mode)", "",
+             "Every cell is recorded twice: in passive mode (the default: no greenlet trace "
+             "callback) and with greenlet's callback (`--switches callback`). Any greenlet "
+             "callback makes greenlet recompute the target's tracing state, so on a greenlet of "
+             "the issue 256 class the callback hides what passive mode sees. %d cells compared, "
+             "%d differ." % (checked, len(cells)), ""]
+    if cells:
+        lines += ["| environment | fixture | passive | callback |", "|---|---|---|---|"]
+        for c in cells:
+            rules = sorted({v.get("rule") for v in c.get("violations") or [] if v.get("rule")})
+            lines.append("| %s | %s | %s | %s |" % (c["env"], c["fixture"], ",".join(rules) or "clean",
+                                                   c.get("callback_rules") or "clean"))
+    return lines
+
+
 def print_summary(doc):
     s = doc["summary"]
     tot = s["outcomes"]
@@ -1409,6 +1437,11 @@ def print_summary(doc):
             print("  FAIL  %s/%s: %s" % (c["env"], c["fixture"], c["reason"]))
         elif c["outcome"] == "xpass":
             print("  XPASS %s/%s: %s" % (c["env"], c["fixture"], c["reason"]))
+    obs = observer_effects(doc)
+    for c in obs:
+        print("  OBSERVER EFFECT %s/%s: passive gives %s, callback mode gives %s" % (
+            c["env"], c["fixture"], ",".join(sorted(r for r in {v.get("rule") for v in c.get("violations") or []} if r)) or "clean",
+            c.get("callback_rules") or "clean"))
     ms = s.get("mutants") or {}
     for i in ms.get("ran", []):
         d = ms["envs"][i]

@@ -56,6 +56,10 @@
 #                             --determinism); ENV is py3.X-greenletA.B, or
 #                             py3.X.Y-greenletA.B.C when the short directory
 #                             holds goldens of another patch version
+#   --one-mode                record each cell in passive mode only (by default
+#                             it is recorded again with greenlet's callback,
+#                             --switches callback, and a verdict that differs
+#                             is reported as an observer effect)
 #   --timeout SEC             limit per recording (default 120)
 #   --strict                  exit 3 when an environment could not run
 #   --require-kills           exit 1 when a mutant survives a fixture aimed at
@@ -102,7 +106,7 @@ case "${1:-}" in
 esac
 
 SEL_ENVS=() SEL_FIX=() ENV_ARGS=() KNOWN=$ROOT/fixtures/known-issues.ini OUT=$ROOT/build/matrix
-DOCS=auto PROVISION=1 GREENLET_BUILDS=1 DETERMINISM=0 UPDATE=0 TIMEOUT=120 STRICT=0 KILLS=()
+DOCS=auto PROVISION=1 GREENLET_BUILDS=1 DETERMINISM=0 UPDATE=0 TIMEOUT=120 STRICT=0 KILLS=() MODES=1
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -123,6 +127,7 @@ while [ $# -gt 0 ]; do
         --no-greenlet-builds) GREENLET_BUILDS=0; shift ;;
         --determinism) DETERMINISM=1; shift ;;
         --update-goldens) UPDATE=1; DETERMINISM=1; shift ;;
+        --one-mode) MODES=0; shift ;;
         --timeout) need "$@"; TIMEOUT=$2; shift 2 ;;
         --strict) STRICT=1; shift ;;
         --require-kills) KILLS=(--require-kills); shift ;;
@@ -420,6 +425,31 @@ run_cell() {
             gstate=none; gnote="no golden for $short"
         fi
     fi
+
+    # Both switch modes (docs/FORMAT.md section 4): the same fixture recorded
+    # with greenlet's trace callback; a verdict that differs from the passive
+    # one is an observer effect (expected on greenlets of the issue 256
+    # class, which any callback heals), reported, never hidden.
+    local cbrules="" cbstate=unchecked
+    if [ "$MODES" = 1 ] && [ -z "$problem" ]; then
+        local tcb=$WORK/$name.callback.grt
+        GREENREPLAY_SWITCHES=callback gr_record "$py" "fixtures/$name.py" "$tcb" "$WORK/callback.log" "$TIMEOUT"
+        local rcb=$?
+        if "$GR_CLI" check --format json "$tcb" >"$WORK/callback.json" 2>/dev/null || [ $? -eq 1 ]; then
+            cbrules=$(gr_json_rules "$WORK/callback.json" 2>/dev/null)
+            [ "$rcb" -ge 128 ] && cbrules="crash${cbrules:+,$cbrules}"
+            local prules
+            prules=$(gr_json_rules "$base.check.json" 2>/dev/null)
+            [ "$crashed" = 1 ] && prules="crash${prules:+,$prules}"
+            if [ "$prules" = "$cbrules" ]; then cbstate=same; else cbstate=differs; fi
+        else
+            cbstate=unusable
+        fi
+        rm -f "$tcb" "$tcb.times"
+    fi
+    printf 'callback_mode=%s
+callback_rules=%s
+' "$cbstate" "${cbrules:-clean}" >>"$cell"
 
     # Determinism: a second recording in a fresh process.
     local dstate=unchecked dnote=""

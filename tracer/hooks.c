@@ -124,6 +124,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_pending = 0;
     t->bound = 0;
     t->ended = 0;
+    t->cbits = 0;
     /* A gr_thread of the same thread state (reused by CPython, with a
      * reused pthread id) belongs to a thread that has ended. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
@@ -268,14 +269,47 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
     }
 }
 
+/* Which C calls of the running greenlet had their c_call passed on to the
+ * program's own profile function: a bit per open C call (innermost in bit
+ * 0, 64 deep; deeper ones count as passed on while a function of the
+ * program is installed).  CPython reports a c_return only when a profile
+ * function was set at the c_call, so the program's function must get the
+ * c_return of exactly the calls whose c_call it got (the recorder, always
+ * installed, gets every one).  Kept per greenlet: a C call (switch) may
+ * return in another turn of its greenlet. */
+static inline uint64_t *c_bits(gr_recorder *r, gr_thread *t)
+{
+    uint32_t g = t->cur_gid;
+    return g && g <= r->ngreenlets ? &r->gl_cbits[g] : &t->cbits;
+}
+
+static inline void c_push(gr_recorder *r, gr_thread *t, int passed)
+{
+    uint64_t *b = c_bits(r, t);
+    *b = (*b << 1) | (uint64_t)(passed != 0);
+}
+
+static inline int c_pop(gr_recorder *r, gr_thread *t)
+{
+    uint64_t *b = c_bits(r, t);
+    int passed = (int)(*b & 1);
+    *b >>= 1;
+    return passed;
+}
+
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
         return 0;
     gr_thread *t = thread_known(r);
-    if (t)
+    if (t) {
         record_event(r, t, frame, what, arg);
+        if (what == PyTrace_C_CALL)
+            c_push(r, t, 0);
+        else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+            c_pop(r, t);
+    }
     return 0;
 }
 
@@ -283,10 +317,16 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 {
     gr_recorder *r = gr_active;
     gr_thread *t = r ? thread_known(r) : tls_thread;
-    if (r && t)
+    int pass = 1;
+    if (r && t) {
         record_event(r, t, frame, what, arg);
+        if (what == PyTrace_C_CALL)
+            c_push(r, t, 1);
+        else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+            pass = c_pop(r, t);
+    }
     Py_tracefunc f = t ? t->chain_func : NULL;
-    return f ? f(obj, frame, what, arg) : 0;
+    return f && pass ? f(obj, frame, what, arg) : 0;
 }
 
 /* ---- the program's own hooks -------------------------------------------- */

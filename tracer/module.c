@@ -33,6 +33,7 @@ static void recorder_free(gr_recorder *r)
     gr_ptrmap_free(&r->preexisting);
     PyMem_Free(r->gl_tid);
     PyMem_Free(r->gl_state);
+    PyMem_Free(r->gl_cbits);
     Py_XDECREF(r->strings);
     Py_XDECREF(r->identities);
     Py_XDECREF(r->keep);

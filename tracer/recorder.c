@@ -255,19 +255,48 @@ uint32_t gr_code_id_slow(gr_recorder *r, PyCodeObject *co)
     return id;
 }
 
+/* The type among tp's MRO whose tp_methods holds `ml`: the type that
+ * defines a C method (a Python subclass only inherits it).  NULL when none
+ * does (a method added otherwise). */
+static PyTypeObject *defining_type(PyTypeObject *tp, PyMethodDef *ml)
+{
+    PyObject *mro = tp->tp_mro;
+    Py_ssize_t n = mro && PyTuple_Check(mro) ? PyTuple_GET_SIZE(mro) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        for (PyMethodDef *m = t->tp_methods; m && m->ml_name; m++)
+            if (m == ml)
+                return t;
+    }
+    return NULL;
+}
+
 static uint32_t cfunc_id_slow(gr_recorder *r, PyObject *fn)
 {
     uintptr_t a, b;
     gr_cfunc_key(fn, &a, &b);
-    PyObject *name, *owner = b ? (PyObject *)Py_TYPE(PyCFunction_Check(fn) ?
-                                                     ((PyCFunctionObject *)fn)->m_self : fn) : NULL;
+    PyObject *name, *keep = NULL;
     if (!PyCFunction_Check(fn)) {
         name = PyUnicode_FromString(Py_TYPE(fn)->tp_name);
+        keep = (PyObject *)Py_TYPE(fn); /* its address is the key */
     } else {
         PyCFunctionObject *f = (PyCFunctionObject *)fn;
-        if (owner)
-            name = PyUnicode_FromFormat("%s.%s", ((PyTypeObject *)owner)->tp_name, f->m_ml->ml_name);
-        else if (f->m_module && PyUnicode_Check(f->m_module))
+        if (b) {
+            /* A C method is named by the type that defines it, not by the
+             * instance's type: the name is then the same for every
+             * subclass, and a Python subclass is not kept alive by the
+             * recording (greenlet's own leak checks count types). */
+            PyTypeObject *self_type = Py_TYPE(f->m_self);
+            PyTypeObject *def = defining_type(self_type, f->m_ml);
+            PyTypeObject *owner = def ? def : self_type;
+            name = PyUnicode_FromFormat("%s.%s", owner->tp_name, f->m_ml->ml_name);
+            /* The key holds the instance's type: if that type is freed and
+             * another takes its address, the key still maps to the same
+             * defining type's method (m_ml is the definer's).  Only a
+             * method found in no MRO needs its type kept. */
+            if (!def && (self_type->tp_flags & Py_TPFLAGS_HEAPTYPE))
+                keep = (PyObject *)self_type;
+        } else if (f->m_module && PyUnicode_Check(f->m_module))
             name = PyUnicode_FromFormat("%U.%s", f->m_module, f->m_ml->ml_name);
         else
             name = PyUnicode_FromString(f->m_ml->ml_name);
@@ -280,8 +309,9 @@ static uint32_t cfunc_id_slow(gr_recorder *r, PyObject *fn)
     Py_DECREF(name);
     if (!id)
         return 0;
-    /* A heap type could be freed and its address reused: keep it. */
-    if ((owner && PyList_Append(r->keep, owner) < 0) || gr_ptrmap_put(&r->codes, a, b, id) < 0)
+    if (keep && !(((PyTypeObject *)keep)->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        keep = NULL; /* static types never die */
+    if ((keep && PyList_Append(r->keep, keep) < 0) || gr_ptrmap_put(&r->codes, a, b, id) < 0)
         gr_swallow(r);
     return id;
 }
@@ -313,8 +343,13 @@ static uint32_t register_greenlet(gr_recorder *r, PyObject *g)
     if (!state)
         goto fail;
     r->gl_state = state;
+    uint64_t *cbits = PyMem_Realloc(r->gl_cbits, (gid + 1) * sizeof *cbits);
+    if (!cbits)
+        goto fail;
+    r->gl_cbits = cbits;
     tids[gid] = 0;
     state[gid] = 0;
+    cbits[gid] = 0;
     PyObject *wr = PyWeakref_NewRef(g, r->forget);
     if (!wr)
         goto fail;

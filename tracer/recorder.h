@@ -66,6 +66,8 @@ typedef struct gr_thread {
     PyObject *cb_target;    /* its target (address only) */
     int hook_pending;       /* the audit hook saw a profile change coming */
     int bound;              /* bound to an OS thread (its TLS points here) */
+    uint64_t cbits;         /* C calls passed on to the program's function
+                               (hooks.c), without greenlet */
     int ended;              /* its thread has ended (its thread state was
                                reused by another thread) */
     uint32_t hook_code;     /* the C call in progress then (its c_return
@@ -119,6 +121,8 @@ typedef struct gr_recorder {
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
     uint32_t *gl_tid;       /* PyMem; thread id per gid (last seen on) */
     uint8_t *gl_state;      /* PyMem; GR_GLS_* per gid */
+    uint64_t *gl_cbits;     /* PyMem; per gid: C calls passed on to the
+                               program's profile function (hooks.c) */
     int own_change;         /* the recorder itself is changing a hook */
     int profile_on;         /* profile=True at start */
 
