@@ -279,8 +279,8 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
  * return in another turn of its greenlet. */
 static inline uint64_t *c_bits(gr_recorder *r, gr_thread *t)
 {
-    uint32_t g = t->cur_gid;
-    return g && g <= r->ngreenlets ? &r->gl_cbits[g] : &t->cbits;
+    gr_gl *e = gr_gl_of(r, t->cur_gid);
+    return e ? &e->cbits : &t->cbits;
 }
 
 static inline void c_push(gr_recorder *r, gr_thread *t, int passed)

@@ -31,15 +31,15 @@ static void recorder_free(gr_recorder *r)
     gr_ptrmap_free(&r->greenlets);
     gr_ptrmap_free(&r->weakrefs);
     gr_ptrmap_free(&r->preexisting);
-    PyMem_Free(r->gl_tid);
-    PyMem_Free(r->gl_state);
-    PyMem_Free(r->gl_cbits);
+    for (uint32_t i = 0; i < r->gl_used; i++)
+        Py_XDECREF(r->gl[i].wr);
+    PyMem_Free(r->gl);
+    PyMem_Free(r->gl_free);
+    gr_ptrmap_free(&r->gl_index);
     Py_XDECREF(r->strings);
     Py_XDECREF(r->identities);
     Py_XDECREF(r->keep);
     Py_XDECREF(r->threads);
-    Py_XDECREF(r->gl_refs);
-    PyMem_Free(r->gl_addr);
     Py_XDECREF(r->forget);
     for (size_t i = 0; i < r->nrules; i++) {
         free(r->rules[i].prefix);
@@ -225,12 +225,12 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     r->identities = PyDict_New();
     r->keep = PyList_New(0);
     r->threads = PyList_New(0);
-    r->gl_refs = PyList_New(0);
+    gr_ptrmap_init(&r->gl_index);
     r->forget = PyObject_GetAttrString(module, "_forget");
     r->str_parent = PyUnicode_InternFromString("parent");
     r->str_dead = PyUnicode_InternFromString("dead");
     r->str_gr_frame = PyUnicode_InternFromString("gr_frame");
-    if (!r->strings || !r->identities || !r->keep || !r->threads || !r->gl_refs || !r->forget ||
+    if (!r->strings || !r->identities || !r->keep || !r->threads || !r->forget ||
         !r->str_parent || !r->str_dead || !r->str_gr_frame)
         goto fail;
     if (rules && rules != Py_None && parse_rules(r, rules) < 0)
@@ -411,6 +411,12 @@ static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
 
 /* One STACK record per live greenlet seen, in gid order; with greenlet
  * missing, one per thread (gid 0). */
+static int by_gid(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void emit_live_stacks(gr_recorder *r, gr_thread *me)
 {
     Py_ssize_t nthreads = PyList_GET_SIZE(r->threads);
@@ -430,17 +436,29 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         }
         return;
     }
-    for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
-        if (r->gl_state[gid] & GR_GLS_DEAD)
+    /* The greenlets still tracked (alive, or freed with their end not yet
+     * written), in gid order so that the bytes repeat. */
+    uint32_t *gids = PyMem_Malloc(((size_t)r->gl_used + 1) * sizeof *gids);
+    size_t ng = 0;
+    for (uint32_t i = 0; gids && i < r->gl_used; i++)
+        if (gr_ptrmap_get(&r->gl_index, GR_GL_KEY(r->gl[i].gid), 0) == i + 1)
+            gids[ng++] = r->gl[i].gid;
+    if (gids && ng > 1)
+        qsort(gids, ng, sizeof *gids, by_gid);
+    for (size_t k = 0; k < ng; k++) {
+        uint32_t gid = gids[k];
+        gr_gl *e = gr_gl_of(r, gid);
+        if (!e || (e->state & GR_GLS_DEAD))
             continue;
-        int is_main = (r->gl_state[gid] & GR_GLS_MAIN) != 0;
+        int is_main = (e->state & GR_GLS_MAIN) != 0;
+        uint32_t gtid = e->tid;
         gr_thread *runner = NULL, *owner = NULL;
-        PyObject *g = r->gl_addr[gid] ? gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1)) : NULL;
+        PyObject *g = e->addr && e->wr ? gr_weakref_get(e->wr) : NULL;
         for (Py_ssize_t i = 0; i < nthreads; i++) {
             gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
             if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
                 runner = t;
-            if (t->tid && t->tid == r->gl_tid[gid])
+            if (t->tid && t->tid == gtid)
                 owner = t;
         }
         int owner_alive = 1;
@@ -498,6 +516,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         }
         Py_DECREF(g);
     }
+    PyMem_Free(gids);
 }
 
 /* Side channel: the per-switch figures ('W' chunks) and the samples ('P'

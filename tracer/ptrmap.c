@@ -23,9 +23,16 @@ void gr_ptrmap_free(gr_ptrmap *m)
     gr_ptrmap_init(m);
 }
 
+/* Rehash when live entries plus tombstones fill 3/4: into twice the
+ * capacity if the live ones alone fill half, else into the same capacity
+ * (tombstones dropped), so that a map of short-lived keys (greenlets)
+ * stays bounded by its live entries. */
 static int grow(gr_ptrmap *m)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 256;
+    size_t live = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        live += m->slots[i].a > TOMB;
+    size_t ncap = !m->cap ? 256 : live * 2 >= m->cap ? m->cap * 2 : m->cap;
     gr_ptrmap_slot *ns = calloc(ncap, sizeof *ns);
     if (!ns)
         return -1;

@@ -326,46 +326,72 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
 
 /* ---- greenlets -------------------------------------------------------- */
 
+/* A free slot of the greenlet table (growing it when none is free), or
+ * -1 on failure. */
+static int64_t gl_slot(gr_recorder *r)
+{
+    if (r->gl_nfree)
+        return r->gl_free[--r->gl_nfree];
+    if (r->gl_used == r->gl_cap) {
+        uint32_t cap = r->gl_cap ? 2 * r->gl_cap : 64;
+        gr_gl *gl = PyMem_Realloc(r->gl, cap * sizeof *gl);
+        if (!gl)
+            return -1;
+        r->gl = gl;
+        r->gl_cap = cap;
+    }
+    return r->gl_used++;
+}
+
 /* Give greenlet g the next gid and remember its address until it is
  * freed (the weakref callback r->forget removes it).  0 on failure. */
 static uint32_t register_greenlet(gr_recorder *r, PyObject *g)
 {
     uint32_t gid = r->ngreenlets + 1;
-    uintptr_t *addr = PyMem_Realloc(r->gl_addr, (gid + 1) * sizeof *addr);
-    if (!addr)
+    int64_t slot = gl_slot(r);
+    if (slot < 0)
         goto fail;
-    r->gl_addr = addr;
-    uint32_t *tids = PyMem_Realloc(r->gl_tid, (gid + 1) * sizeof *tids);
-    if (!tids)
-        goto fail;
-    r->gl_tid = tids;
-    uint8_t *state = PyMem_Realloc(r->gl_state, (gid + 1) * sizeof *state);
-    if (!state)
-        goto fail;
-    r->gl_state = state;
-    uint64_t *cbits = PyMem_Realloc(r->gl_cbits, (gid + 1) * sizeof *cbits);
-    if (!cbits)
-        goto fail;
-    r->gl_cbits = cbits;
-    tids[gid] = 0;
-    state[gid] = 0;
-    cbits[gid] = 0;
     PyObject *wr = PyWeakref_NewRef(g, r->forget);
-    if (!wr)
+    if (!wr) {
+        r->gl_free[r->gl_nfree++] = (uint32_t)slot; /* room: it came from there or the end */
         goto fail;
-    if (PyList_Append(r->gl_refs, wr) < 0 ||
-        gr_ptrmap_put(&r->greenlets, (uintptr_t)g, 0, gid) < 0 ||
-        gr_ptrmap_put(&r->weakrefs, (uintptr_t)wr, 0, gid) < 0) {
+    }
+    if (gr_ptrmap_put(&r->greenlets, (uintptr_t)g, 0, gid) < 0 ||
+        gr_ptrmap_put(&r->weakrefs, (uintptr_t)wr, 0, gid) < 0 ||
+        gr_ptrmap_put(&r->gl_index, GR_GL_KEY(gid), 0, (uint32_t)slot + 1) < 0) {
         Py_DECREF(wr);
         goto fail;
     }
-    Py_DECREF(wr);
-    addr[gid] = (uintptr_t)g;
+    gr_gl *e = &r->gl[slot];
+    memset(e, 0, sizeof *e);
+    e->addr = (uintptr_t)g;
+    e->wr = wr;
+    e->gid = gid;
     r->ngreenlets = gid;
     return gid;
 fail:
     gr_swallow(r);
     return 0;
+}
+
+void gr_gl_settle(gr_recorder *r, uint32_t gid)
+{
+    uint32_t s = gid ? gr_ptrmap_get(&r->gl_index, GR_GL_KEY(gid), 0) : 0;
+    if (!s)
+        return;
+    gr_gl *e = &r->gl[s - 1];
+    if (e->addr || !(e->state & (GR_GLS_DEAD | GR_GLS_MAIN)))
+        return;
+    if (r->gl_nfree == r->gl_free_cap) {
+        uint32_t cap = r->gl_free_cap ? 2 * r->gl_free_cap : 64;
+        uint32_t *f = PyMem_Realloc(r->gl_free, cap * sizeof *f);
+        if (!f)
+            return; /* the slot stays taken */
+        r->gl_free = f;
+        r->gl_free_cap = cap;
+    }
+    gr_ptrmap_del(&r->gl_index, GR_GL_KEY(gid), 0);
+    r->gl_free[r->gl_nfree++] = s - 1;
 }
 
 void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
@@ -374,22 +400,22 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     if (!gid)
         return;
     gr_ptrmap_del(&r->weakrefs, (uintptr_t)wr, 0);
-    if (gr_ptrmap_get(&r->greenlets, r->gl_addr[gid], 0) == gid)
-        gr_ptrmap_del(&r->greenlets, r->gl_addr[gid], 0);
-    /* A thread whose last seen greenlet this was must not take a new
+    gr_gl *e = gr_gl_of(r, gid);
+    if (!e)
+        return;
+    if (gr_ptrmap_get(&r->greenlets, e->addr, 0) == gid)
+        gr_ptrmap_del(&r->greenlets, e->addr, 0);
+    /* The thread whose last seen greenlet this was must not take a new
      * object at the same address for it (passive switch detection
      * compares addresses). */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
-        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-        if ((uintptr_t)t->cur_g == r->gl_addr[gid])
-            t->cur_g = NULL;
-    }
-    r->gl_addr[gid] = 0;
-    /* Free the weakref itself (the caller holds its own reference during
-     * this callback): a dead greenlet keeps only its per-gid bytes. */
-    Py_INCREF(Py_None);
-    if (PyList_SetItem(r->gl_refs, (Py_ssize_t)gid - 1, Py_None) < 0)
-        gr_swallow(r);
+    if (e->on && (uintptr_t)e->on->cur_g == e->addr)
+        e->on->cur_g = NULL;
+    e->on = NULL;
+    e->addr = 0;
+    /* The caller holds its own reference to the weakref during this
+     * callback. */
+    Py_CLEAR(e->wr);
+    gr_gl_settle(r, gid);
 }
 
 static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g);
@@ -432,10 +458,11 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
     }
     if (!pgid)
         flags |= GR_GL_MAIN;
-    if (flags & GR_GL_MAIN)
-        r->gl_state[gid] |= GR_GLS_MAIN;
-    if (t && !r->gl_tid[gid])
-        r->gl_tid[gid] = t->tid;
+    gr_gl *e = gr_gl_of(r, gid);
+    if (e && (flags & GR_GL_MAIN))
+        e->state |= GR_GLS_MAIN;
+    if (e && t && !e->tid)
+        e->tid = t->tid;
     uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
     gr_emit_stack(r, GR_GREENLET, 4, f, 3, GR_GL_CUT, top, extra_c);
     if (r->reg)
@@ -490,8 +517,12 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
         gr_emit_stack(r, GR_GREENLET, 4, g, 3, GR_GL_CUT, top, extra_c);
     }
 
-    if (cur)
+    if (cur) {
         t->cur_g = cur; /* compared by address only */
+        gr_gl *e = gr_gl_of(r, t->cur_gid);
+        if (e)
+            e->on = t;
+    }
     /* Callback mode: chain in front of any callback installed before us on
      * this thread.  Passive mode installs none (switches.c). */
     if (cur && r->settrace && r->callback_mode) {

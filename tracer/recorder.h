@@ -99,8 +99,13 @@ typedef struct gr_recorder {
     PyObject *keep;         /* list: code objects and types kept alive so
                                their addresses stay unique while recording */
     PyObject *threads;      /* list of gr_thread */
-    PyObject *gl_refs;      /* list: weakref per gid - 1 */
-    uintptr_t *gl_addr;     /* PyMem; address per gid (0 once freed) */
+    struct gr_gl *gl;       /* PyMem; per greenlet state, slots reused
+                               once a greenlet is freed and its end
+                               written: memory bounded by the live ones */
+    uint32_t gl_cap;        /* slots allocated */
+    uint32_t *gl_free;      /* PyMem; free slot numbers */
+    uint32_t gl_nfree, gl_free_cap, gl_used;
+    gr_ptrmap gl_index;     /* (gid, 0) -> slot + 1, for live gids */
     PyObject *forget;       /* weakref callback (module function) */
 
     gr_path_rule *rules;    /* owned array */
@@ -119,10 +124,7 @@ typedef struct gr_recorder {
     PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
                                or NULL (then r->getcurrent is called) */
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
-    uint32_t *gl_tid;       /* PyMem; thread id per gid (last seen on) */
-    uint8_t *gl_state;      /* PyMem; GR_GLS_* per gid */
-    uint64_t *gl_cbits;     /* PyMem; per gid: C calls passed on to the
-                               program's profile function (hooks.c) */
+
     int own_change;         /* the recorder itself is changing a hook */
     int profile_on;         /* profile=True at start */
 
@@ -253,7 +255,35 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
 /* Record the current Python error as a swallowed failure and clear it. */
 void gr_swallow(gr_recorder *r);
 
-/* Per-gid state bits (gl_state). */
+/* Per greenlet state while it is alive, or freed but its DEAD not yet
+ * written (recorder.c). */
+typedef struct gr_gl {
+    uintptr_t addr;         /* its address; 0 once freed */
+    PyObject *wr;           /* owned weakref to it; NULL once freed */
+    struct gr_thread *on;   /* borrowed: the thread whose cur_g it is */
+    uint64_t cbits;         /* C calls passed on to the program's profile
+                               function (hooks.c) */
+    uint32_t gid, tid;      /* its gid; the thread it was last seen on */
+    uint8_t state;          /* GR_GLS_* */
+} gr_gl;
+
+/* The state of greenlet gid, or NULL once it was freed and its end
+ * written (or it was never seen).  Invalidated by the next greenlet's
+ * registration (the table may move). */
+/* Key of gid in gl_index (ptrmap keys must be >= 2; spread like an
+ * address). */
+#define GR_GL_KEY(gid) (((uintptr_t)(gid) << 4) | 2)
+
+static inline gr_gl *gr_gl_of(struct gr_recorder *r, uint32_t gid)
+{
+    uint32_t s = gid ? gr_ptrmap_get(&r->gl_index, GR_GL_KEY(gid), 0) : 0;
+    return s ? &r->gl[s - 1] : NULL;
+}
+
+/* Free the slot of greenlet gid if it was freed and its end is written. */
+void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
+
+/* Per-gid state bits (gr_gl.state). */
 #define GR_GLS_DEAD 0x1u     /* DEAD written */
 #define GR_GLS_NEW 0x2u      /* created while recording (not alive at start) */
 #define GR_GLS_MAIN 0x4u     /* main greenlet of its thread */

@@ -38,11 +38,10 @@ PyObject *gr_current_greenlet(gr_recorder *r)
 /* 1 if greenlet gid is dead now (freed, or its `dead` attribute is true). */
 static int greenlet_dead(gr_recorder *r, uint32_t gid)
 {
-    if (!gid || gid > r->ngreenlets)
-        return 0;
-    if (!r->gl_addr[gid])
+    gr_gl *e = gr_gl_of(r, gid);
+    if (!e || !e->addr || !e->wr)
         return 1; /* freed */
-    PyObject *g = gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1));
+    PyObject *g = gr_weakref_get(e->wr);
     if (!g)
         return 1;
     PyObject *d = PyObject_GetAttr(g, r->str_dead);
@@ -56,11 +55,13 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
 
 void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
 {
-    if (r->gl_state[gid] & GR_GLS_DEAD)
-        return;
-    r->gl_state[gid] |= GR_GLS_DEAD;
+    gr_gl *e = gr_gl_of(r, gid);
+    if (!e || (e->state & GR_GLS_DEAD))
+        return; /* written already (its slot may be gone) */
+    e->state |= GR_GLS_DEAD;
     uint64_t g[2] = {tid, gid};
     gr_emit(r, GR_DEAD, 2, g);
+    gr_gl_settle(r, gid);
 }
 
 void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
@@ -96,8 +97,9 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
             tg = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
         } else {
             tg = gr_greenlet_define(r, t, g, NULL, 0, 0);
-            if (tg)
-                r->gl_state[tg] |= GR_GLS_NEW;
+            gr_gl *e = gr_gl_of(r, tg);
+            if (e)
+                e->state |= GR_GLS_NEW;
             flags |= GR_SW_NEW;
         }
     }
@@ -149,7 +151,8 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         /* The sampler's registry: the origin is suspended at its top frame
          * (the address only; the sampler reads it without the GIL). */
         uintptr_t frame = 0;
-        PyObject *o = og && !dead ? gr_weakref_get(PyList_GET_ITEM(r->gl_refs, og - 1)) : NULL;
+        gr_gl *oe = og && !dead ? gr_gl_of(r, og) : NULL;
+        PyObject *o = oe && oe->wr ? gr_weakref_get(oe->wr) : NULL;
         if (o) {
             PyObject *fr = PyObject_GetAttr(o, r->str_gr_frame);
             if (fr && PyFrame_Check(fr))
@@ -172,9 +175,18 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     }
     if (dead)
         gr_emit_dead(r, og, t->tid);
+    if (og && og != tg) {
+        gr_gl *oe = gr_gl_of(r, og);
+        if (oe && oe->on == t)
+            oe->on = NULL;
+    }
     t->cur_g = g;
     t->cur_gid = tg;
-    r->gl_tid[tg] = t->tid;
+    gr_gl *te = gr_gl_of(r, tg);
+    if (te) {
+        te->tid = t->tid;
+        te->on = t;
+    }
     if (r->reg)
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
     if (PyErr_Occurred())
