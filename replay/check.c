@@ -42,6 +42,7 @@ typedef struct shadow {
     int dead;
     uint64_t dead_index;
     int stack_seen;     /* a STACK record was compared */
+    size_t truth;       /* ground-truth points seen in it */
 } shadow;
 
 #define RECENT 3
@@ -96,6 +97,8 @@ typedef struct gr_checker {
     size_t cap_fa, cap_fb;
     prediction *pred;
     size_t npred, cap_pred;
+    size_t program_events;  /* coverage: records of the program */
+    size_t marks, truth_points, stacks;
     int stopped;
     size_t stop_index;
     size_t stop_ctx[GR_CONTEXT_MAX];
@@ -277,6 +280,59 @@ static int code_is_c(const gr_trace *t, uint32_t code)
 {
     const gr_code *cd = gr_trace_code(t, code);
     return cd && cd->kind == GR_CODE_C;
+}
+
+int gr_code_is_own(const gr_trace *t, uint32_t code)
+{
+    const gr_code *cd = gr_trace_code(t, code);
+    if (!cd)
+        return 0;
+    size_t n;
+    const uint8_t *q;
+    if (cd->kind == GR_CODE_C) {
+        q = gr_trace_string(t, cd->qualname, &n);
+        return q && ((n > 12 && memcmp(q, "greenreplay.", 12) == 0) ||
+                     (n > 13 && memcmp(q, "_greenreplay.", 13) == 0));
+    }
+    q = gr_trace_string(t, cd->file, &n);
+    return q && n > 14 && memcmp(q, "<greenreplay>/", 14) == 0;
+}
+
+int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
+{
+    (void)t;
+    return r->tag == GR_MARK;
+}
+
+/* Coverage counts of record r (gr_coverage). */
+static void count_coverage(ck *c, const gr_record *r)
+{
+    switch (r->tag) {
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        c->program_events += !gr_code_is_own(c->t, r->code);
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        c->program_events++;
+        break;
+    case GR_MARK:
+        c->program_events++;
+        c->marks++;
+        break;
+    case GR_STACK:
+        c->stacks++;
+        break;
+    default:
+        break;
+    }
+    if (gr_check_ground_truth(c->t, r)) {
+        c->truth_points++;
+        c->sh[get_shadow(c, r->tid, r->gid)].truth++;
+    }
 }
 
 /* A record attributed to a dead greenlet: report once, then treat the
@@ -710,12 +766,59 @@ static void one_record(ck *c, const gr_record *r)
     default:
         break;
     }
+    count_coverage(c, r);
     remember(th, (size_t)r->index);
+}
+
+/* Fill res->coverage at the end of the replay. */
+static void fill_coverage(ck *c)
+{
+    const gr_trace *t = c->t;
+    gr_coverage *cv = &c->res->coverage;
+    memset(cv, 0, sizeof *cv);
+    cv->records = c->pos;
+    cv->program_events = c->program_events;
+    cv->threads = c->nth;
+    cv->marks = c->marks;
+    cv->truth_points = c->truth_points;
+    cv->stacks = c->stacks;
+    cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
+    cv->gap = t->gap;
+    /* One entry per greenlet (its first shadow), or per thread for gid 0. */
+    for (size_t i = 0; i < c->nsh; i++) {
+        const shadow *s = &c->sh[i];
+        size_t first = i;
+        if (s->gid) {
+            gr_idmap_get(&c->glmap, s->gid, 0, &first);
+            if (first != i)
+                continue;
+            cv->greenlets++;
+        }
+        cv->shadows++;
+        cv->greenlets_truth += s->truth > 0;
+    }
+    if (t->nrecs == 0) {
+        if (t->size == 0)
+            cv->nothing = "the file is empty";
+        else if (t->size < GR_HEADER_LEN)
+            cv->nothing = "the file ends inside its 16-byte header";
+        else if (t->has_trailer && t->trailer.dropped)
+            cv->nothing = "every record was dropped: the trailer counts them";
+        else if (t->has_trailer)
+            cv->nothing = "the trace holds no record";
+        else if (t->truncated_at <= GR_HEADER_LEN)
+            cv->nothing = "the file holds only its header: the recording ended before its first chunk";
+        else
+            cv->nothing = "no complete record before the trace was cut short";
+    } else if (c->program_events == 0) {
+        cv->nothing = "no event of the program: only the recorder's own records";
+    }
 }
 
 static void finish(ck *c)
 {
     const gr_trace *t = c->t;
+    fill_coverage(c);
     for (size_t i = 0; i < c->npred; i++)
         if (c->pred[i].open)
             settle(c, c->pred[i].tid, c->pred[i].gid, NULL, 0);
