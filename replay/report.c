@@ -464,12 +464,12 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     }
     if (r->summary)
         gr_sb_puts(&tmp, r->summary);
-    coverage_text(&tmp, t, &r->coverage);
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
     for (size_t i = 0; i < r->nnotes; i++)
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
+    coverage_text(&tmp, t, &r->coverage);
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));
