@@ -896,6 +896,7 @@ static void fill_coverage(ck *c)
     cv->stacks = c->stacks;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;
+    cv->missing = t->has_trailer && t->trailer.events > t->nrecs ? t->trailer.events - t->nrecs : 0;
     /* One entry per greenlet (its first shadow), or per thread for gid 0. */
     for (size_t i = 0; i < c->nsh; i++) {
         const shadow *s = &c->sh[i];
@@ -916,6 +917,8 @@ static void fill_coverage(ck *c)
             cv->nothing = "the file ends inside its 16-byte header";
         else if (t->has_trailer && t->trailer.dropped)
             cv->nothing = "every record was dropped: the trailer counts them";
+        else if (t->has_trailer && t->trailer.events)
+            cv->nothing = "every record was lost: the trailer counts events the file does not hold";
         else if (t->has_trailer)
             cv->nothing = "the trace holds no record";
         else if (t->truncated_at <= GR_HEADER_LEN)

@@ -80,6 +80,8 @@ typedef struct gr_coverage {
     size_t stacks;          /* STACK records (real stacks at stop) */
     uint64_t dropped;       /* trailer `dropped` (0 without a trailer) */
     uint64_t gap;           /* records left out by ring mode (GAP) */
+    uint64_t missing;       /* trailer `events` minus the records the file
+                               holds, when more (records lost unaccounted) */
     const char *nothing;    /* static text: why nothing was checked (no
                                complete record, or no event of the
                                program); NULL when something was */

@@ -150,13 +150,19 @@ static void coverage_text(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
     blind_line(sb, cv);
     gr_sb_putc(sb, '\n');
     gr_sb_printf(sb, "  %-20s ", "records lost");
+    int some = cv->dropped || cv->gap || cv->missing;
     if (!t->has_trailer)
-        gr_sb_printf(sb, "unknown: the recording was cut short%s", cv->dropped || cv->gap ? "; " : "");
-    else if (!cv->dropped && !cv->gap)
+        gr_sb_printf(sb, "unknown: the recording was cut short%s", some ? "; " : "");
+    else if (!some)
         gr_sb_puts(sb, "none");
-    if (cv->dropped || cv->gap)
-        gr_sb_printf(sb, "%" PRIu64 " (trailer dropped %" PRIu64 ", ring gap %" PRIu64 ")",
-                     cv->dropped + cv->gap, cv->dropped, cv->gap);
+    if (some) {
+        gr_sb_printf(sb, "%" PRIu64 " (trailer dropped %" PRIu64 ", ring gap %" PRIu64,
+                     cv->dropped + cv->gap + cv->missing, cv->dropped, cv->gap);
+        if (cv->missing)
+            gr_sb_printf(sb, ", %" PRIu64 " counted by the trailer but not in the file",
+                         cv->missing);
+        gr_sb_putc(sb, ')');
+    }
     gr_sb_putc(sb, '\n');
     gr_sb_printf(sb, "  %-20s ", "ended by");
     ended_by(sb, t);
@@ -180,6 +186,7 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
     json_object_set_new(o, "blind_spots", json_string(gr_coverage_blind_spots(cv)));
     json_object_set_new(o, "dropped", gr_json_u64(cv->dropped));
     json_object_set_new(o, "gap", gr_json_u64(cv->gap));
+    json_object_set_new(o, "missing", gr_json_u64(cv->missing));
     json_object_set_new(o, "lost_unknown", json_boolean(!t->has_trailer));
     const char *why = t->has_trailer ? gr_reason_name(t->trailer.reason) : NULL;
     if (!t->has_trailer)
