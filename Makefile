@@ -107,6 +107,7 @@ integration: all
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
 	tests/integration/check_verdicts.sh --python $(PYTHON)
+	tests/integration/demo_known.sh
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update

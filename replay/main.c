@@ -45,7 +45,8 @@ static const char usage_main[] =
     "\n"
     "`greenreplay COMMAND --help` describes a command.  Exit status: 0 success\n"
     "(check: clean; diff: same structure), 1 check found violations or diff\n"
-    "found differences, 2 unusable input or bad usage.\n";
+    "found differences, 2 unusable input (check: also a trace with nothing\n"
+    "to check) or bad usage.\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
