@@ -28,7 +28,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
-        matrix matrix-golden matrix-screenshot
+        matrix matrix-golden matrix-screenshot fuzz fuzz-build asan
 all: cli ext
 
 help:
@@ -41,6 +41,10 @@ help:
 	@echo "                    script -> record -> diff of every fixture, reduce"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
+	@echo "  make fuzz         libFuzzer (clang, ASan+UBSan) over reader, check, dump, stats, script,"
+	@echo "                    diff and the side channel for FUZZ_SECONDS (default 60); fails on a finding"
+	@echo "  make asan         CLI and recorder built with ASan+UBSan (BUILD=build/asan), unit and"
+	@echo "                    integration tests run with them"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event (prints figures)"
@@ -91,6 +95,24 @@ TSAN_WARN := $(shell $(TSAN_CC) -Werror -Wno-tsan -E -x c /dev/null >/dev/null 2
 $(BUILD)/tsan/test_registry: tests/unit/test_registry.c tracer/registry.c tracer/registry.h
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) $(CPPFLAGS) -O1 -g -fsanitize=thread $(WARN) $(TSAN_WARN) -o $@ tests/unit/test_registry.c tracer/registry.c -pthread -lcmocka
+
+# libFuzzer harnesses (tests/fuzz/): clang's -fsanitize=fuzzer with ASan and
+# UBSan, over the replayer's sources.  `make fuzz` runs them for FUZZ_SECONDS.
+FUZZ_CC    ?= clang
+FUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=undefined
+FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
+FUZZ_SECONDS ?= 60
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+fuzz-build: $(BUILD)/fuzz/fuzz_trace $(BUILD)/fuzz/fuzz_times
+
+fuzz: fuzz-build all
+	FUZZ_SECONDS=$(FUZZ_SECONDS) BUILD=$(BUILD) tests/fuzz/run.sh --python $(PYTHON)
 
 setup:
 	ci/setup.sh
