@@ -43,7 +43,7 @@ help:
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make fuzz         libFuzzer (clang, ASan+UBSan) over reader, check, dump, stats, script,"
 	@echo "                    diff and the side channel for FUZZ_SECONDS (default 60); fails on a finding"
-	@echo "  make asan         CLI and recorder built with ASan+UBSan (BUILD=build/asan), unit and"
+	@echo "  make asan         CLI and recorder built with ASan+UBSan (in build/asan), unit and"
 	@echo "                    integration tests run with them"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
@@ -113,6 +113,11 @@ fuzz-build: $(BUILD)/fuzz/fuzz_trace $(BUILD)/fuzz/fuzz_times
 
 fuzz: fuzz-build all
 	FUZZ_SECONDS=$(FUZZ_SECONDS) BUILD=$(BUILD) tests/fuzz/run.sh --python $(PYTHON)
+
+# AddressSanitizer + UBSan build of the CLI, unit tests and recorder in
+# build/asan, running the unit and integration tests (ci/asan.sh).
+asan: setup
+	ci/asan.sh --python $(PYTHON)
 
 setup:
 	ci/setup.sh
