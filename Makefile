@@ -135,6 +135,7 @@ integration: all
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
 	tests/integration/check_verdicts.sh --python $(PYTHON)
 	tests/integration/demo_known.sh
+	tests/integration/gen_finalize.sh --python $(PYTHON)
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
