@@ -15,22 +15,10 @@
 #     magic", without reading the file.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
-PY=/usr/bin/python3
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --python) PY=$2; shift 2 ;;
-        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
-    esac
-done
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-cli=${BUILD:-$top/build}/greenreplay
-work=$(mktemp -d "${TMPDIR:-/tmp}/gr-verdicts.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "PASS  $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
-show() { sed -n '1,25p' "$@" | sed 's/^/      | /'; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+gr_script_init verdicts "$@"
+PY=$GR_PY cli=$GR_CLI work=$GR_WORK
 
 # expect_nothing NAME TRACE WHY: check exits 2 and every format says
 # "nothing checked" with WHY.
@@ -39,13 +27,13 @@ expect_nothing() {
     "$cli" check "$t" >"$work/out.txt" 2>"$work/err.txt"
     rc=$?
     if [ "$rc" -ne 2 ]; then
-        bad "$name: check exited $rc, expected 2"; show "$work/out.txt" "$work/err.txt"; return
+        gr_bad "$name: check exited $rc, expected 2"; gr_show "$work/out.txt" "$work/err.txt"; return
     fi
     if grep -q 'result: clean' "$work/out.txt" || ! grep -q "^result: nothing checked (.*$why" "$work/out.txt"; then
-        bad "$name: no 'result: nothing checked ($why...)' line"; show "$work/out.txt"; return
+        gr_bad "$name: no 'result: nothing checked ($why...)' line"; gr_show "$work/out.txt"; return
     fi
     if [ "$(wc -l <"$work/err.txt")" -ne 1 ] || ! grep -qF "$t: nothing checked: " "$work/err.txt"; then
-        bad "$name: stderr is not one line naming the file"; show "$work/err.txt"; return
+        gr_bad "$name: stderr is not one line naming the file"; gr_show "$work/err.txt"; return
     fi
     "$cli" check --format json --junit "$work/j.xml" "$t" >"$work/out.json" 2>/dev/null
     rc=$?
@@ -59,12 +47,12 @@ assert t["coverage"]["checked"] is False
 assert t["coverage"]["nothing_checked"]
 EOF
     then
-        bad "$name: JSON report (exit $rc) does not say nothing_checked"; show "$work/out.json"; return
+        gr_bad "$name: JSON report (exit $rc) does not say nothing_checked"; gr_show "$work/out.json"; return
     fi
     if ! grep -q '<error type="nothing_checked" message="nothing checked: ' "$work/j.xml"; then
-        bad "$name: JUnit report has no nothing_checked error"; show "$work/j.xml"; return
+        gr_bad "$name: JUnit report has no nothing_checked error"; gr_show "$work/j.xml"; return
     fi
-    ok "$name: exit 2, nothing checked ($why) in text, JSON and JUnit"
+    gr_ok "$name: exit 2, nothing checked ($why) in text, JSON and JUnit"
 }
 
 : >"$work/empty.grt"
@@ -100,7 +88,7 @@ if [ -s "$work/full.grt" ]; then
     head -c 16 "$work/full.grt" >"$work/header.grt"
     expect_nothing "header-only trace (16 bytes)" "$work/header.grt" "the file holds only its header"
 else
-    bad "recording marks.py wrote no trace"; show "$work/rec.log"
+    gr_bad "recording marks.py wrote no trace"; gr_show "$work/rec.log"
 fi
 
 rec killed.grt marks.py kill
@@ -109,7 +97,7 @@ if [ "$size" -eq 16 ]; then
     expect_nothing "recording killed before its first chunk ($size bytes)" "$work/killed.grt" \
         "the file holds only its header"
 else
-    bad "recording killed before its first chunk: $size bytes, expected the 16-byte header"
+    gr_bad "recording killed before its first chunk: $size bytes, expected the 16-byte header"
 fi
 
 (cd "$work" && "$cli" record --manual --max-size 100 -o cap.grt -- "$PY" marks.py) >"$work/rec.log" 2>&1
@@ -124,9 +112,9 @@ rc=$?
 if [ "$rc" -eq 0 ] && grep -q '^result: clean' "$work/full.txt" &&
     grep -q '^  blind spots          checkable at 1 ground-truth point$' "$work/full.txt" &&
     grep -q '^  ended by             stop() (reason stop)$' "$work/full.txt"; then
-    ok "trace with a mark: clean, coverage says blind spots checkable at 1 point"
+    gr_ok "trace with a mark: clean, coverage says blind spots checkable at 1 point"
 else
-    bad "trace with a mark: exit $rc or coverage missing"; show "$work/full.txt"
+    gr_bad "trace with a mark: exit $rc or coverage missing"; gr_show "$work/full.txt"
 fi
 
 # The same program without a mark: clean, but said to be blind to blind spots.
@@ -137,9 +125,9 @@ rc=$?
 if [ "$rc" -eq 0 ] && grep -q '^result: clean' "$work/nomarks.txt" &&
     grep -q '^  blind spots          not checkable (no MARK and no ground-truth stack)' "$work/nomarks.txt" &&
     "$PY" -c 'import json,sys; c=json.load(open(sys.argv[1]))["traces"][0]["coverage"]; assert c["blind_spots"]=="not_checkable" and c["marks"]==0' "$work/nomarks.json"; then
-    ok "trace without marks: clean, coverage says blind spots not checkable"
+    gr_ok "trace without marks: clean, coverage says blind spots not checkable"
 else
-    bad "trace without marks: exit $rc or no 'not checkable' coverage"; show "$work/nomarks.txt"
+    gr_bad "trace without marks: exit $rc or no 'not checkable' coverage"; gr_show "$work/nomarks.txt"
 fi
 
 # Not a trace: fail at the header, without reading the file (memory is
@@ -155,12 +143,11 @@ for f in /dev/zero "$work/big.bin"; do
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
     if [ "$rc" -eq 2 ] && grep -qF "$f: offset 0: bad magic" "$work/nt.err" &&
         [ "$(wc -l <"$work/nt.err")" -eq 1 ]; then
-        ok "check $(basename "$f") (not a trace): exit 2, offset 0: bad magic (${ms} ms)"
+        gr_ok "check $(basename "$f") (not a trace): exit 2, offset 0: bad magic (${ms} ms)"
     else
-        bad "check $f: exit $rc after ${ms} ms"; show "$work/nt.err"
+        gr_bad "check $f: exit $rc after ${ms} ms"; gr_show "$work/nt.err"
     fi
     rm -f "$work/big.bin"
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+gr_tally

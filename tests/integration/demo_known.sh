@@ -7,25 +7,19 @@
 # One line per test, then "N passed, N failed[, N skipped]".  Exit 1 if any
 # failed.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+gr_script_init demo-known
+top=$GR_ROOT work=$GR_WORK
 PY312=${GR_PY312:-$HOME/.pyenv/versions/3.12.1/bin/python3.12}
-work=$(mktemp -d "${TMPDIR:-/tmp}/gr-demo-known.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "PASS  $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
-show() { sed -n '1,20p' "$@" | sed 's/^/      | /'; }
 
 ver=$("$PY312" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null)
 case $ver in
     3.12.[0-4]) ;;
-    *) echo "SKIP  demo and known issues: no CPython 3.12.0-3.12.4 at $PY312"
-       echo "0 passed, 0 failed, 1 skipped"; exit 0 ;;
+    *) gr_skip_all "demo and known issues: no CPython 3.12.0-3.12.4 at $PY312" ;;
 esac
 if ! make -C "$top" -s ext PYTHON="$PY312" >"$work/build.log" 2>&1; then
-    echo "SKIP  demo and known issues: the recorder does not build for $PY312"
-    echo "0 passed, 0 failed, 1 skipped"; exit 0
+    gr_skip_all "demo and known issues: the recorder does not build for $PY312"
 fi
 
 # With fixtures/known-issues.ini: bound_c_method's imbalance is cpython-122029.
@@ -33,9 +27,9 @@ fi
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q 'bound_c_method .*known: cpython-122029' "$work/demo.out" &&
     grep -q '1 as a known issue explains' "$work/demo.out"; then
-    ok "demo on $ver: bound_c_method is known (cpython-122029), exit 0"
+    gr_ok "demo on $ver: bound_c_method is known (cpython-122029), exit 0"
 else
-    bad "demo on $ver: exit $rc, bound_c_method not classified as known"; show "$work/demo.out"
+    gr_bad "demo on $ver: exit $rc, bound_c_method not classified as known"; gr_show "$work/demo.out"
 fi
 
 # Without that entry: the same outcome is unexpected and fails the demo.
@@ -45,10 +39,9 @@ printf '[greenreplay-observed-0]\ntitle = unrelated\npython = 3.9\nfixtures = se
     >"$work/demo2.out" 2>&1
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q 'bound_c_method .*UNEXPECTED' "$work/demo2.out"; then
-    ok "demo on $ver without the known issue: bound_c_method unexpected, exit 1"
+    gr_ok "demo on $ver without the known issue: bound_c_method unexpected, exit 1"
 else
-    bad "demo on $ver without the known issue: exit $rc"; show "$work/demo2.out"
+    gr_bad "demo on $ver without the known issue: exit $rc"; gr_show "$work/demo2.out"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+gr_tally

@@ -9,29 +9,17 @@
 # One line per test, then "N passed, N failed[, N skipped]".  Exit 1 if any
 # failed.
 set -u
-PY=/usr/bin/python3
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --python) PY=$2; shift 2 ;;
-        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
-    esac
-done
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-cli=${BUILD:-$top/build}/greenreplay
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+gr_script_init genfin "$@"
+PY=$GR_PY cli=$GR_CLI work=$GR_WORK here=$GR_ROOT/tests/integration top=$GR_ROOT
 PY313=${GR_PY313:-$HOME/.pyenv/versions/3.13.0/bin/python3.13}
-work=$(mktemp -d "${TMPDIR:-/tmp}/gr-genfin.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-skip() { echo "SKIP  $*"; echo "0 passed, 0 failed, 1 skipped"; exit 0; }
 minor() { "$1" -c 'import sys; print(sys.version_info[1])' 2>/dev/null; }
 a=$(minor "$PY") b=$(minor "$PY313")
-[ -n "$a" ] && [ -n "$b" ] || skip "gen-finalize on real recordings: $PY or $PY313 missing"
-[ "$a" -le 12 ] && [ "$b" -ge 13 ] || skip "gen-finalize on real recordings: needs 3.9-3.12 and 3.13+ (have 3.$a, 3.$b)"
+[ -n "$a" ] && [ -n "$b" ] || gr_skip_all "gen-finalize on real recordings: $PY or $PY313 missing"
+[ "$a" -le 12 ] && [ "$b" -ge 13 ] || gr_skip_all "gen-finalize on real recordings: needs 3.9-3.12 and 3.13+ (have 3.$a, 3.$b)"
 make -C "$top" -s ext PYTHON="$PY313" >"$work/build.log" 2>&1 ||
-    skip "gen-finalize on real recordings: the recorder does not build for $PY313"
-pass=0 fail=0
-ok() { echo "PASS  $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
+    gr_skip_all "gen-finalize on real recordings: the recorder does not build for $PY313"
 prog=$here/programs/gen_gc.py
 for side in a:"$PY" b:"$PY313"; do
     (cd "$here/programs" && "$cli" record --manual -o "$work/${side%%:*}.grt" -- "${side#*:}" "$prog") \
@@ -40,18 +28,17 @@ done
 "$cli" diff "$work/a.grt" "$work/b.grt" >"$work/plain.out" 2>&1
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q '^-.*CALL .* gen (gen_gc.py' "$work/plain.out"; then
-    ok "gen_gc.py, 3.$a vs 3.$b: the finalization pairs differ (exit 1)"
+    gr_ok "gen_gc.py, 3.$a vs 3.$b: the finalization pairs differ (exit 1)"
 else
-    bad "gen_gc.py, 3.$a vs 3.$b: exit $rc, expected 1 with the generator's CALL only in A"
+    gr_bad "gen_gc.py, 3.$a vs 3.$b: exit $rc, expected 1 with the generator's CALL only in A"
     sed -n '1,20p' "$work/plain.out" "$work/a.log" "$work/b.log" | sed 's/^/      | /'
 fi
 "$cli" diff --ignore gen-finalize "$work/a.grt" "$work/b.grt" >"$work/ign.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ]; then
-    ok "gen_gc.py, 3.$a vs 3.$b, --ignore gen-finalize: same structure ($(grep '^# ignored' "$work/ign.out"))"
+    gr_ok "gen_gc.py, 3.$a vs 3.$b, --ignore gen-finalize: same structure ($(grep '^# ignored' "$work/ign.out"))"
 else
-    bad "gen_gc.py, 3.$a vs 3.$b, --ignore gen-finalize: exit $rc"
+    gr_bad "gen_gc.py, 3.$a vs 3.$b, --ignore gen-finalize: exit $rc"
     sed -n '1,30p' "$work/ign.out" | sed 's/^/      | /'
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+gr_tally
