@@ -75,7 +75,7 @@ typedef struct thread {
  * greenlet whose frames are not instrumented at the current version.  It is
  * about the *resumed frame*: the innermost Python frame of the greenlet at
  * the switch.  Only evidence about that frame decides it (see settle_event
- * and on_mark): its own C_CALL/C_RETURN/C_EXCEPTION or RETURN refute it; a
+ * and settle_mark): its own C_CALL/C_RETURN/C_EXCEPTION or RETURN refute it; a
  * MARK whose innermost frame is the resumed frame (or shallower: the frame
  * is gone) confirms it when it is a blind spot or not bracketed, refutes it
  * otherwise.  A MARK in a frame called afresh after the resume is no
@@ -538,7 +538,7 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
 {
     p->open = 0;
     size_t si;
-    if (gr_idmap_get(&c->shmap, p->tid, p->gid, &si))
+    if (gr_idmap_get(&c->shmap, p->tid, p->gid, &si) && c->sh[si].pred == (size_t)(p - c->pred) + 1)
         c->sh[si].pred = 0;
     gr_sb_printf(&c->msg,
                  "predicted blind spot: profiling is on for t%" PRIu64 " but %" PRIu64 " of the %"
