@@ -22,13 +22,22 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
 PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
-PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py))
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py))
+
+# Build identity (`greenreplay --version`): the tree's `git describe` and a
+# hash of the recorder's sources (exactly the extension's prerequisites, so
+# the recorder is never rebuilt for it).  Both go into the recorder's build
+# marker (tracer/buildid.c) and into version.o, which $(BUILD)/build-id
+# (rewritten only when they change) rebuilds.
+GR_BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+GR_RECORDER_SRC := $(shell cat $(sort $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c)) tracer/format.c tracer/writer.c $(wildcard tracer/*.h)) 2>/dev/null | sha256sum | cut -c1-12)
+$(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' >$(BUILD)/build-id))
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
-        matrix matrix-golden matrix-screenshot fuzz fuzz-build asan
+        matrix matrix-golden matrix-screenshot browser-test fuzz fuzz-build asan
 all: cli ext
 
 help:
@@ -38,7 +47,10 @@ help:
 	@echo "  make test         install what is missing, build, run unit and integration tests"
 	@echo "  make unit         cmocka unit tests of the format and the checker"
 	@echo "  make integration  record every fixture and compare with its golden dump;"
-	@echo "                    script -> record -> diff of every fixture, reduce"
+	@echo "                    script -> record -> diff of every fixture, reduce;"
+	@echo "                    passive and callback mode agree, output unchanged, fork;"
+	@echo "                    record under faults (disk full, signals, bad options);"
+	@echo "                    export, check --html"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make fuzz         libFuzzer (clang, ASan+UBSan) over reader, check, dump, stats, script,"
@@ -53,6 +65,8 @@ help:
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
+	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
+	@echo "                    (installs them: ci/browser-setup.sh); build/browser/"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
@@ -73,10 +87,13 @@ $(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
 	@test -f "$(PY_INC)/Python.h" || { echo "error: Python.h missing in $(PY_INC) (install the interpreter's -dev package)" >&2; exit 2; }
 	@mkdir -p $(PKG_DIR)
 	$(CC) $(CPPFLAGS) -I$(PY_INC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
-	    -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+
+$(BUILD)/obj/replay/version.o: $(BUILD)/build-id
+$(BUILD)/obj/replay/version.o: CPPFLAGS += -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"'
 
 $(PKG_DIR)/%.py: tracer/greenreplay/%.py
-	@mkdir -p $(PKG_DIR)
+	@mkdir -p $(dir $@)
 	cp $< $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
@@ -136,6 +153,9 @@ integration: all
 	tests/integration/check_verdicts.sh --python $(PYTHON)
 	tests/integration/demo_known.sh
 	tests/integration/gen_finalize.sh --python $(PYTHON)
+	tests/integration/observer.sh --python $(PYTHON)
+	tests/integration/faults.sh --python $(PYTHON)
+	tests/integration/export.sh --python $(PYTHON)
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
@@ -173,6 +193,10 @@ matrix-golden: setup
 
 matrix-screenshot:
 	ci/matrix-screenshot.sh
+
+# The browser test (tests/browser/run.sh); .ci/run calls it after make test.
+browser-test: all
+	tests/browser/run.sh --python $(PYTHON)
 
 stall: all
 	ci/stall.sh --python $(PYTHON)

@@ -69,6 +69,19 @@ typedef struct thread {
     size_t sw_index;
     size_t sw_ctx[GR_CONTEXT_MAX]; /* its context, when sw_profiled */
     int sw_nctx;
+    int prop_reported;      /* propagation reported for `current` since it
+                               was switched to */
+    int unprofiled_reported;/* MARK without the profile function reported */
+    /* The subject profiler (HOOK records): */
+    int subject_off;        /* removed or displaced by the program */
+    size_t off_index;       /* the HOOK that turned it off */
+    size_t off_ctx[GR_CONTEXT_MAX];
+    int off_nctx;
+    uint64_t off_action, off_gid;
+    uint32_t off_code;      /* the C call during which it happened */
+    uint32_t off_frame;     /* innermost Python frame then (0 unknown) */
+    uint64_t off_calls;     /* Python calls since, unseen by the subject */
+    uint32_t off_first[3];  /* the first of them */
 } thread;
 
 /* A predicted blind spot (3.12+): a switch with profiling on landed in a
@@ -113,7 +126,8 @@ typedef struct gr_checker {
     prediction *pred;
     size_t npred, cap_pred;
     size_t program_events;  /* coverage: records of the program */
-    size_t marks, truth_points, stacks;
+    size_t marks, truth_points, switch_truth, stacks;
+    int profile_off;        /* META profile: off (no subject at all) */
     int stopped;
     size_t stop_index;
     size_t stop_ctx[GR_CONTEXT_MAX];
@@ -316,7 +330,12 @@ int gr_code_is_own(const gr_trace *t, uint32_t code)
 int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
 {
     (void)t;
-    return r->tag == GR_MARK;
+    if (r->tag == GR_MARK)
+        return 1;
+    /* A switch that carries the target's real stack, compared with the
+     * target's shadow (switch_stack) unless seen inside a callback. */
+    return (r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_REAL_STACK) &&
+           r->tracing == 0;
 }
 
 /* Coverage counts of record r (gr_coverage). */
@@ -345,8 +364,10 @@ static void count_coverage(ck *c, const gr_record *r)
         break;
     }
     if (gr_check_ground_truth(c->t, r)) {
+        int sw = r->tag == GR_SWITCH || r->tag == GR_THROW;
         c->truth_points++;
-        c->sh[get_shadow(c, r->tid, r->gid)].truth++;
+        c->switch_truth += sw;
+        c->sh[get_shadow(c, r->tid, sw ? r->target : r->gid)].truth++;
     }
 }
 
@@ -686,6 +707,25 @@ static void on_instr(ck *c, const gr_record *r, thread *th)
 
 static void on_mark(ck *c, const gr_record *r, thread *th)
 {
+    if ((r->flags & GR_MARK_TRACING_OFF) && !th->prop_reported) {
+        gr_sb_printf(&c->msg,
+                     "profiling is on for t%" PRIu64 " but g%" PRIu64 " runs with use_tracing=0 "
+                     "at this MARK: it produces no profile events (greenlet issue 256 / CPython "
+                     "PR 25276 class)",
+                     r->tid, r->gid);
+        violate(c, GR_RULE_PROPAGATION, r, th, r->gid);
+        th->prop_reported = 1;
+    }
+    if (!(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off &&
+        !th->subject_off && !th->unprofiled_reported) {
+        gr_sb_printf(&c->msg,
+                     "no profile function on t%" PRIu64 " at this MARK: the code of this thread "
+                     "ran unseen (a thread the profiler never reached, e.g. one started with "
+                     "_thread.start_new_thread)",
+                     r->tid);
+        violate(c, GR_RULE_BLIND_SPOT, r, th, r->gid);
+        th->unprofiled_reported = 1;
+    }
     size_t si = get_shadow(c, r->tid, r->gid);
     const shadow *s = &c->sh[si];
     size_t na = shadow_py(c, s), nb = record_py(c, r);
@@ -740,6 +780,108 @@ static void resolve_mark(ck *c, const gr_record *next, thread *th)
     violate_ctx(c, GR_RULE_BLIND_SPOT, m->index, m->tid, m->gid, th->mark_ctx, th->mark_nctx);
 }
 
+/* Replace shadow si by the Python frames of record r's stack, as a seed
+ * (after a blind spot at a ground-truth point, so that one loss is
+ * reported once and not as a cascade of imbalances). */
+static void reseed(ck *c, size_t si, const gr_record *r)
+{
+    shadow *s = &c->sh[si];
+    const uint32_t *ids = gr_record_stack(c->t, r);
+    s->n = 0;
+    for (uint32_t k = 0; k < r->depth; k++)
+        if (!code_is_c(c->t, ids[k]))
+            push(s, ids[k], 0);
+    for (size_t k = 0; k < s->n; k++) {
+        s->e[k].seed = 1;
+        s->e[k].gap_ok = 1;
+    }
+}
+
+/* The end of an episode in which the subject profiler was off on th. */
+static void subject_back(ck *c, thread *th, const char *until)
+{
+    if (!th->subject_off)
+        return;
+    th->subject_off = 0;
+    if (!th->off_calls)
+        return;
+    gr_sb_printf(&c->msg, "the profile function of t%" PRIu64 " was %s (HOOK at event %zu",
+                 th->tid,
+                 th->off_action == GR_HOOK_SET ? "replaced by the program's own profile function"
+                                               : "removed by the program",
+                 th->off_index);
+    if (th->off_code) {
+        gr_sb_puts(&c->msg, ", during ");
+        code_name(c, th->off_code);
+    }
+    if (th->off_frame) {
+        gr_sb_puts(&c->msg, " in ");
+        code_name(c, th->off_frame);
+    }
+    gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it %s (first: ", th->off_calls,
+                 th->off_calls == 1 ? "" : "s", until);
+    for (uint64_t k = 0; k < th->off_calls && k < 3; k++) {
+        if (k)
+            gr_sb_puts(&c->msg, ", ");
+        code_name(c, th->off_first[k]);
+    }
+    gr_sb_puts(&c->msg, ")");
+    violate_ctx(c, GR_RULE_BLIND_SPOT, th->off_index, th->tid, th->off_gid, th->off_ctx, th->off_nctx);
+}
+
+/* HOOK: the program changed a profile slot; the observer kept recording.
+ * The C call in progress (sys.setprofile, Profile.enable, ...) reports its
+ * c_return to whatever the program installed, not to the recorder. */
+static void on_hook(ck *c, const gr_record *r, thread *th)
+{
+    size_t si = get_shadow(c, r->tid, r->gid);
+    shadow *s = &c->sh[si];
+    if (r->code && s->n && s->e[s->n - 1].is_c && s->e[s->n - 1].code == r->code)
+        s->n--;
+    if (r->flags != GR_HOOK_PROFILE)
+        return;
+    int on = (r->parent & GR_HOOK_SUBJECT_ON) != 0;
+    if (on) {
+        char until[64];
+        snprintf(until, sizeof until, "until event %" PRIu64, r->index);
+        subject_back(c, th, until);
+        return;
+    }
+    if (th->subject_off)
+        return; /* still off: the first cause is the one named */
+    th->subject_off = 1;
+    th->off_index = (size_t)r->index;
+    th->off_nctx = make_ctx(th, (size_t)r->index, th->off_ctx);
+    th->off_action = r->tracing;
+    th->off_gid = r->gid;
+    th->off_code = r->code;
+    th->off_frame = 0;
+    for (size_t k = s->n; k-- > 0;)
+        if (!s->e[k].is_c) {
+            th->off_frame = s->e[k].code;
+            break;
+        }
+    th->off_calls = 0;
+}
+
+/* A ground-truth stack at a switch (format 1.1): the target's real Python
+ * frames where the switch was seen, against its shadow. */
+static void switch_stack(ck *c, const gr_record *r, thread *th, size_t st)
+{
+    if (!(r->flags & GR_SW_REAL_STACK) || r->tracing != 0)
+        return; /* no stack, or seen inside a callback */
+    const shadow *s = &c->sh[st];
+    size_t na = shadow_py(c, s), nb = record_py(c, r);
+    gr_sb_printf(&c->msg, "real stack of g%" PRIu64 " at %s differs from the profile events: ",
+                 r->target, kind_name(r));
+    if (compare(c, na, nb, (r->flags & GR_SW_CUT) != 0, s->base_unknown)) {
+        violate(c, GR_RULE_BLIND_SPOT, r, th, r->target);
+        reseed(c, st, r);
+    } else {
+        gr_sb_reset(&c->msg);
+    }
+}
+
 static void on_switch(ck *c, const gr_record *r, thread *th)
 {
     size_t so = get_shadow(c, r->tid, r->gid);
@@ -757,15 +899,19 @@ static void on_switch(ck *c, const gr_record *r, thread *th)
         c->sh[st].dead = 0;
         violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->target);
     }
+    th->prop_reported = 0;
     uint64_t need = GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN;
     if ((r->flags & need) == need && r->use_tracing == 0 && r->tracing == 0) {
         gr_sb_printf(&c->msg,
                      "profiling is on for t%" PRIu64 " but g%" PRIu64
-                     " resumes with use_tracing=0: it will produce no profile events "
+                     " %s with use_tracing=0: it %s no profile events "
                      "(greenlet issue 256 / CPython PR 25276 class)",
-                     r->tid, r->target);
+                     r->tid, r->target, (r->flags & GR_SW_AT_MARK) ? "runs" : "resumes",
+                     (r->flags & GR_SW_AT_MARK) ? "produces" : "will produce");
         violate(c, GR_RULE_PROPAGATION, r, th, r->target);
+        th->prop_reported = 1;
     }
+    switch_stack(c, r, th, st);
     if (c->npred)
         settle(c, r->tid, r->gid);
     th->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
@@ -801,13 +947,14 @@ static void on_stack(ck *c, const gr_record *r, thread *th)
     size_t na = shadow_py(c, s), nb = record_py(c, r);
     gr_sb_printf(&c->msg, "g%" PRIu64 " at stop: open frames differ from its real stack: ",
                  r->gid);
-    if (compare(c, na, nb, (r->flags & GR_STACK_CUT) != 0, s->base_unknown)) {
+    int differ = compare(c, na, nb, (r->flags & GR_STACK_CUT) != 0, s->base_unknown);
+    if (differ && !(r->flags & GR_STACK_THREAD_ENDED)) {
         violate(c, GR_RULE_IMBALANCE, r, th, r->gid);
         return;
     }
     gr_sb_reset(&c->msg);
     if (s->n)
-        add_note(c, GR_NOTE_OPEN_AT_STOP, s);
+        add_note(c, (r->flags & GR_STACK_THREAD_ENDED) ? GR_NOTE_ABANDONED : GR_NOTE_OPEN_AT_STOP, s);
 }
 
 static void one_record(ck *c, const gr_record *r)
@@ -827,6 +974,11 @@ static void one_record(ck *c, const gr_record *r)
         break;
     case GR_CALL:
     case GR_C_CALL: {
+        if (th->subject_off && r->tag == GR_CALL) {
+            if (th->off_calls < 3)
+                th->off_first[th->off_calls] = r->code;
+            th->off_calls++;
+        }
         check_running(c, r, th);
         size_t si = get_shadow(c, r->tid, r->gid);
         check_alive(c, r, th, si, r->gid);
@@ -875,6 +1027,9 @@ static void one_record(ck *c, const gr_record *r)
     case GR_INSTR:
         on_instr(c, r, th);
         break;
+    case GR_HOOK:
+        on_hook(c, r, th);
+        break;
     default:
         break;
     }
@@ -893,6 +1048,7 @@ static void fill_coverage(ck *c)
     cv->threads = c->nth;
     cv->marks = c->marks;
     cv->truth_points = c->truth_points;
+    cv->switch_truth = c->switch_truth;
     cv->stacks = c->stacks;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;
@@ -934,6 +1090,8 @@ static void finish(ck *c)
 {
     const gr_trace *t = c->t;
     fill_coverage(c);
+    for (size_t i = 0; i < c->nth; i++)
+        subject_back(c, &c->th[i], c->stopped ? "until STOP" : "until the end of the trace");
     for (size_t i = 0; i < c->npred; i++)
         if (c->pred[i].open)
             decide(c, &c->pred[i], NULL, 0, NULL);
@@ -985,7 +1143,9 @@ static void finish(ck *c)
             add_warning(c);
         }
         if (tr->reason == GR_STOP_WRITE_ERROR) {
-            gr_sb_puts(&c->msg, "recording ended by a write error");
+            gr_sb_printf(&c->msg, "recording ended by a write error (disk full?): %" PRIu64
+                                  " record%s lost after the last chunk in the file",
+                         tr->dropped, tr->dropped == 1 ? "" : "s");
             add_warning(c);
         } else if (tr->reason == GR_STOP_SIZE_CAP) {
             gr_sb_puts(&c->msg, "the trace reached its size cap: later records were dropped");
@@ -1028,6 +1188,13 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->t = t;
     c->res = res;
     gr_sb_init(&c->msg);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t kl, vl;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vl);
+        if (k && v && kl == 7 && memcmp(k, "profile", 7) == 0 && vl == 3 && memcmp(v, "off", 3) == 0)
+            c->profile_off = 1;
+    }
     return c;
 }
 
@@ -1088,6 +1255,23 @@ int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t 
     else
         gr_sb_reset(&c->msg);
     return 1;
+}
+
+const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
+                                  int *base_unknown)
+{
+    size_t i = shadow_of(c, gid);
+    *n = 0;
+    *base_unknown = 0;
+    if (i == SIZE_MAX)
+        return NULL;
+    const shadow *s = &c->sh[i];
+    c->fa = gr_xgrow(c->fa, &c->cap_fa, s->n + 1, sizeof *c->fa);
+    for (size_t k = 0; k < s->n; k++)
+        c->fa[k] = s->e[k].code;
+    *n = s->n;
+    *base_unknown = s->base_unknown;
+    return c->fa;
 }
 
 size_t gr_checker_finish(gr_checker *c)

@@ -55,6 +55,7 @@ enum gr_note_kind {
     GR_NOTE_OPEN_AT_STOP,      /* shadow matches the STACK record after STOP */
     GR_NOTE_OPEN_AT_TRUNCATION, /* no STOP, trace cut short */
     GR_NOTE_OPEN_AT_END,       /* no STOP, trailer present (exit, write error) */
+    GR_NOTE_ABANDONED,         /* suspended on a thread that ended before STOP */
 };
 
 typedef struct gr_note {
@@ -77,6 +78,8 @@ typedef struct gr_coverage {
     size_t shadows;         /* greenlets, or threads of gid 0, checked */
     size_t marks;           /* MARK records */
     size_t truth_points;    /* ground-truth points (gr_check_ground_truth) */
+    size_t switch_truth;    /* of them: SWITCH/THROW records with the
+                               target's real stack */
     size_t stacks;          /* STACK records (real stacks at stop) */
     uint64_t dropped;       /* trailer `dropped` (0 without a trailer) */
     uint64_t gap;           /* records left out by ring mode (GAP) */
@@ -89,11 +92,12 @@ typedef struct gr_coverage {
 
 /* Whether record r is a ground-truth point for the blind_spot rule: a
  * record that carries the real Python stack of its greenlet in the middle
- * of the run, so that the shadow stack can be compared with it.  Today:
- * MARK.  (STACK records at stop are ground truth too, but only at the end:
- * they are counted apart in gr_coverage.stacks.)  Extend this function
- * when a new record kind carries a real stack (e.g. a SWITCH that records
- * the target's stack). */
+ * of the run, so that the shadow stack can be compared with it: MARK, and
+ * a SWITCH/THROW with the target's real stack (GR_SW_REAL_STACK, not seen
+ * inside a callback: tracing 0), a point of the target greenlet.  (STACK
+ * records at stop are ground truth too, but only at the end: they are
+ * counted apart in gr_coverage.stacks.)  Extend this function when another
+ * record carries a real stack. */
 int gr_check_ground_truth(const gr_trace *t, const gr_record *r);
 
 /* Whether code id `code` is greenreplay's own (its Python package, file
@@ -168,6 +172,15 @@ enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint
  * stack: ...; shadow: ..."). */
 int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
                        char **diff);
+
+/* The shadow stack of greenlet gid (its first thread's) at the current
+ * position: *n code ids, outermost first, C entries included (a code's
+ * kind tells which); *base_unknown is 1 when frames below the first are
+ * unknown (seed cut at the cap, or never seeded).  The array is the
+ * checker's scratch, valid until the next call on c; NULL with *n = 0 for
+ * a greenlet not seen yet.  Used by the HTML report (html.h). */
+const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
+                                  int *base_unknown);
 
 /* Replay the remaining records, run the end-of-trace checks, sort the
  * violations and free c.  Returns the number of violations in *res. */

@@ -182,7 +182,7 @@ static void put_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
 
 static const char *const kinds[] = {"THREAD", "GREENLET", "CALL",  "RETURN", "C_CALL",
                                     "C_RETURN", "C_EXCEPTION", "SWITCH", "THROW", "MARK",
-                                    "DEAD", "START", "STOP", "STACK", "INSTR"};
+                                    "DEAD", "START", "STOP", "STACK", "INSTR", "HOOK"};
 
 /* The token text of record i of side s (appended to sb); 0 if the record
  * is not compared. */
@@ -229,8 +229,17 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
                                                                : "0");
         if (r->flags & GR_SW_ORIGIN_DEAD)
             gr_sb_puts(sb, " origin_dead");
+        if (r->flags & GR_SW_REAL_STACK)
+            put_stack(c, s, sb, r);
         break;
     }
+    case GR_HOOK:
+        /* What the program did to which slot, and what the subject is
+         * after it; the C call during which it happened is compared as
+         * that C call's own record. */
+        gr_sb_printf(sb, " slot=%" PRIu64 " action=%" PRIu64 " subject=%s", r->flags, r->tracing,
+                     (r->parent & GR_HOOK_SUBJECT_ON) ? "on" : "off");
+        break;
     case GR_MARK: {
         size_t n;
         const uint8_t *l = gr_trace_string(s->t, r->label, &n);

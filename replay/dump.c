@@ -86,8 +86,8 @@ static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r)
 }
 
 static const char *const greenlet_flags[] = {"main", "suspended", "cut"};
-static const char *const mark_flags[] = {"cut", "ours"};
-static const char *const stack_flags[] = {"running", "cut"};
+static const char *const mark_flags[] = {"cut", "ours", "state_known", "tracing_off", "in_callback"};
+static const char *const stack_flags[] = {"running", "cut", "thread_ended"};
 
 void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
 {
@@ -124,15 +124,38 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
             gr_sb_puts(sb, " use_tracing=n/a");
         if (r->flags & GR_SW_ORIGIN_DEAD)
             gr_sb_puts(sb, " origin_dead");
-        uint64_t rest = r->flags & ~UINT64_C(0xf);
+        if (r->flags & GR_SW_INFERRED)
+            gr_sb_puts(sb, " inferred");
+        if (r->flags & GR_SW_AT_MARK)
+            gr_sb_puts(sb, " at_mark");
+        if (r->flags & GR_SW_NEW)
+            gr_sb_puts(sb, " new");
+        if (r->flags & GR_SW_CUT)
+            gr_sb_puts(sb, " cut");
+        uint64_t rest = r->flags & ~UINT64_C(0x1ff);
         if (rest)
             gr_sb_printf(sb, " flags=0x%" PRIx64, rest);
+        if (r->flags & GR_SW_REAL_STACK)
+            put_stack(sb, t, r);
+        break;
+    }
+    case GR_HOOK: {
+        static const char *const slots[] = {"?", "profile", "trace"};
+        static const char *const actions[] = {"?", "set", "cleared", "restored"};
+        gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s", r->gid,
+                     slots[r->flags < 3 ? r->flags : 0], actions[r->tracing < 4 ? r->tracing : 0],
+                     (r->parent & GR_HOOK_SUBJECT_ON) ? "on" : "off",
+                     (r->parent & GR_HOOK_CHAINED) ? " chained" : "");
+        if (r->code) {
+            gr_sb_puts(sb, " during=");
+            gr_dump_code(sb, t, r->code);
+        }
         break;
     }
     case GR_MARK:
         gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
         put_string(sb, t, r->label, 1);
-        put_flags(sb, r->flags, mark_flags, 2);
+        put_flags(sb, r->flags, mark_flags, 5);
         put_stack(sb, t, r);
         break;
     case GR_DEAD:
@@ -142,7 +165,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         break;
     case GR_STACK:
         gr_sb_printf(sb, " g%" PRIu64, r->gid);
-        put_flags(sb, r->flags, stack_flags, 2);
+        put_flags(sb, r->flags, stack_flags, 3);
         put_stack(sb, t, r);
         break;
     case GR_INSTR:

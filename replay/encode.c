@@ -36,6 +36,14 @@ size_t gr_encode_record(uint8_t *out, const gr_record *r, const uint32_t *stack)
         p = gr_put_varint(p, r->flags);
         p = gr_put_varint(p, r->tracing);
         p = gr_put_varint(p, r->use_tracing);
+        has_stack = 1; /* format 1.1 */
+        break;
+    case GR_HOOK:
+        p = gr_put_varint(p, r->gid);
+        p = gr_put_varint(p, r->flags);
+        p = gr_put_varint(p, r->tracing);
+        p = gr_put_varint(p, r->parent);
+        p = gr_put_varint(p, r->code);
         break;
     case GR_MARK:
         p = gr_put_varint(p, r->gid);

@@ -1,10 +1,13 @@
 /* main.c - the `greenreplay` command line: dispatch to record (recorder),
  * check, dump, stats and edit (replayer, pure C). */
 #include "check.h"
+#include "color.h"
 #include "diff.h"
 #include "diff_ignore.h"
 #include "dump.h"
 #include "edit.h"
+#include "export.h"
+#include "html.h"
 #include "reader.h"
 #include "record.h"
 #include "reduce.h"
@@ -13,6 +16,7 @@
 #include "stall.h"
 #include "stats.h"
 #include "text.h"
+#include "version.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define GR_TOOL_VERSION "0.1.0"
 
 static const char usage_main[] =
     "usage: greenreplay COMMAND [ARGS...]\n"
@@ -43,13 +45,22 @@ static const char usage_main[] =
     "  reduce SCRIPT  shrink a failing script of `script` while the failure persists\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
-    "`greenreplay COMMAND --help` describes a command.  Exit status: 0 success\n"
-    "(check: clean; diff: same structure), 1 check found violations or diff\n"
-    "found differences, 2 unusable input (check: also a trace with nothing\n"
-    "to check) or bad usage.\n";
+    "`greenreplay COMMAND --help` describes a command.  A usage error is one\n"
+    "line on stderr, `greenreplay[: COMMAND]: what is wrong (... --help shows\n"
+    "the usage)`, with exit status 2, for every command.\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     show this help\n"
+    "  --version      print the version of greenreplay and of the trace format\n"
+    "\n"
+    "exit status: 0 success (check: clean; diff: same structure), 1 check found\n"
+    "violations, diff found differences or reduce found no failure, 2 unusable\n"
+    "input (check: also a trace with nothing to check) or bad usage; record:\n"
+    "the program's own (see `record --help`).\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
+    "                         [--html OUT.html] [-q] [--color[=WHEN]]\n"
     "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
@@ -76,6 +87,16 @@ static const char usage_check[] =
     "  --format json  one JSON document on stdout for all files\n"
     "  --junit OUT    also write a JUnit XML report to OUT: one testsuite per\n"
     "                 trace, one testcase per rule\n"
+    "  --html OUT     also write a self-contained HTML report to OUT: each\n"
+    "                 violation with its context records and, for every greenlet\n"
+    "                 of its thread, the shadow stack and the last real stack at\n"
+    "                 that point, with links between violations, greenlets and\n"
+    "                 records\n"
+    "  -q, --quiet    one line per trace: \"FILE: clean, N records\" or \"FILE: N\n"
+    "                 violations (RULE N, ...), N records\" (warnings counted;\n"
+    "                 not with --format json)\n"
+    "  --color[=WHEN] colour the text report: auto (default: when stdout is a\n"
+    "                 terminal and NO_COLOR is unset or empty), always, never\n"
     "  --stall        also check the sampler data of FILE.times (see above)\n"
     "  --max-wait-us N  stall_wait threshold in microseconds (default 1000;\n"
     "                 needs --stall)\n"
@@ -145,7 +166,7 @@ static const char usage_edit[] =
     "bad usage.\n";
 
 static const char usage_script[] =
-    "usage: greenreplay script TRACE [--anonymize] [-o OUT.py]\n"
+    "usage: greenreplay script TRACE [--anonymize] [-q] [-o OUT.py]\n"
     "\n"
     "Write a standalone Python program (needs greenlet and `import greenreplay`)\n"
     "that acts out the structure of trace TRACE: its greenlets (creation order,\n"
@@ -179,7 +200,7 @@ static const char usage_script[] =
 static const char usage_diff[] =
     "usage: greenreplay diff A B [--ignore KNOWN_ISSUES_FILE|ID,...] [--context N]\n"
     "                            [--max N] [--c-names exact|script|any] [--files]\n"
-    "                            [--rename]\n"
+    "                            [--rename] [-q] [--color[=WHEN]]\n"
     "\n"
     "Align traces A and B by structure and print the first divergences in a\n"
     "unified-diff style: `-` records only in A, `+` only in B, with up to N\n"
@@ -207,6 +228,10 @@ static const char usage_diff[] =
     "  --files          also compare code files and first lines\n"
     "  --rename         compare qualnames and mark labels up to a consistent\n"
     "                   renaming (for scripts made with --anonymize)\n"
+    "  -q, --quiet      print only \"A B: \" and the summary line (same structure, or\n"
+    "                   the number of differences)\n"
+    "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal\n"
+    "                   and NO_COLOR is unset or empty), always, never\n"
     "  -h, --help       show this help\n"
     "\n"
     "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
@@ -241,12 +266,24 @@ static const char usage_reduce[] =
     "exit status: 0 reduced script written, 1 SCRIPT does not fail that way\n"
     "(nothing written), 2 bad input or usage, I/O error.\n";
 
+/* The usage error of every command: one line on stderr, "greenreplay:
+ * COMMAND: MESSAGE (`greenreplay COMMAND --help` shows the usage)" (the
+ * same as record.c's), exit status 2.  COMMAND comes from the usage text's
+ * first line; none for the top level. */
 static int bad_usage(const char *usage, const char *fmt, const char *arg)
 {
-    fputs("greenreplay: ", stderr);
+    const char *p = strstr(usage, "greenreplay ");
+    char cmd[32] = "";
+    if (p && p < strchr(usage, '\n')) {
+        size_t n = strcspn(p + 12, " \n");
+        if (p[12] >= 'a' && p[12] <= 'z' && n < sizeof cmd) {
+            memcpy(cmd, p + 12, n);
+            cmd[n] = '\0';
+        }
+    }
+    fprintf(stderr, "greenreplay: %s%s", cmd, *cmd ? ": " : "");
     fprintf(stderr, fmt, arg);
-    fputs("\n", stderr);
-    fputs(usage, stderr);
+    fprintf(stderr, " (`greenreplay %s%s--help` shows the usage)\n", cmd, *cmd ? " " : "");
     return 2;
 }
 
@@ -329,15 +366,26 @@ static int cmd_check(int argc, char **argv)
         {"junit", required_argument, NULL, 'j'},
         {"stall", no_argument, NULL, 's'},
         {"max-wait-us", required_argument, NULL, 'w'},
+        {"html", required_argument, NULL, 'H'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"color", optional_argument, NULL, 'C'},
+        {"colour", optional_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, stall = 0, wait_set = 0, c;
+    int json = 0, stall = 0, wait_set = 0, quiet = 0, c;
+    enum gr_color_mode color_mode = GR_COLOR_AUTO;
     uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
-    const char *junit = NULL;
+    const char *junit = NULL, *html = NULL;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
         switch (c) {
+        case 'H': html = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'C':
+            if (gr_color_parse(optarg, &color_mode) < 0)
+                return bad_usage(usage_check, "bad --color '%s' (auto, always or never)", optarg);
+            break;
         case 'f':
             if (parse_format(optarg, &json) < 0)
                 return bad_usage(usage_check, "unknown format '%s' (text or json)", optarg);
@@ -362,12 +410,16 @@ static int cmd_check(int argc, char **argv)
     json_t *jtraces = json ? json_array() : NULL;
     gr_junit ju;
     gr_junit_init(&ju);
+    gr_html hr;
+    gr_html_init(&hr);
+    int color = !json && gr_color_enabled(color_mode, stdout);
     for (int i = optind; i < argc; i++) {
         gr_trace t;
         if (load(&t, argv[i])) {
             if (jtraces)
                 json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
             gr_junit_add_unusable(&ju, argv[i], t.err.msg);
+            gr_html_add_unusable(&hr, argv[i], t.err.msg);
             gr_trace_free(&t);
             status = gr_check_exit_code(GR_CHECK_UNUSABLE);
             continue;
@@ -383,6 +435,7 @@ static int cmd_check(int argc, char **argv)
                 if (jtraces)
                     json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
                 gr_junit_add_unusable(&ju, argv[i], err);
+                gr_html_add_unusable(&hr, argv[i], err);
                 free(err);
                 gr_times_free(&tm);
                 gr_trace_free(&t);
@@ -404,12 +457,16 @@ static int cmd_check(int argc, char **argv)
             if (stall)
                 json_object_set_new(jt, "stall", gr_stall_json(&st));
             json_array_append_new(jtraces, jt);
+        } else if (quiet) {
+            gr_color_check_summary(stdout, &t, &res, color);
         } else {
             if (i > optind)
                 fputc('\n', stdout);
-            gr_report_text(stdout, &t, &res);
+            gr_color_report(stdout, &t, &res, color);
         }
         gr_junit_add_trace(&ju, &t, &res);
+        if (html)
+            gr_html_add_trace(&hr, &t, &res);
         gr_check_result_free(&res);
         gr_stall_free(&st);
         gr_times_free(&tm);
@@ -429,6 +486,11 @@ static int cmd_check(int argc, char **argv)
         status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
     gr_junit_free(&ju);
+    if (html && gr_html_write(&hr, html) < 0) {
+        fprintf(stderr, "greenreplay: %s: %s\n", html, strerror(errno));
+        status = gr_check_exit_code(GR_CHECK_UNUSABLE);
+    }
+    gr_html_free(&hr);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         return 2;
@@ -675,18 +737,28 @@ static int cmd_diff(int argc, char **argv)
         {"c-names", required_argument, NULL, 'n'},
         {"files", no_argument, NULL, 'f'},
         {"rename", no_argument, NULL, 'r'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"color", optional_argument, NULL, 'L'},
+        {"colour", optional_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    int quiet = 0;
+    enum gr_color_mode color_mode = GR_COLOR_AUTO;
     gr_diff_opts o;
     gr_diff_defaults(&o);
     gr_sb skipped;
     gr_sb_init(&skipped);
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
         char err[512];
         switch (c) {
+        case 'q': quiet = 1; break;
+        case 'L':
+            if (gr_color_parse(optarg, &color_mode) < 0)
+                return bad_usage(usage_diff, "bad --color '%s' (auto, always or never)", optarg);
+            break;
         case 'i':
             if (gr_ignore_parse(optarg, &o.ignore, &skipped, err, sizeof err) < 0) {
                 gr_sb_free(&skipped);
@@ -745,7 +817,8 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    rc = gr_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o);
+    rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
+                       gr_color_enabled(color_mode, stdout));
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         rc = 2;
@@ -823,6 +896,7 @@ static const char *command_usage(const char *cmd)
     if (strcmp(cmd, "script") == 0) return usage_script;
     if (strcmp(cmd, "diff") == 0) return usage_diff;
     if (strcmp(cmd, "reduce") == 0) return usage_reduce;
+    if (strcmp(cmd, "export") == 0) return gr_export_usage;
     return NULL;
 }
 
@@ -836,9 +910,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("greenreplay %s (trace format %d.%d)\n", GR_TOOL_VERSION, GR_VERSION_MAJOR,
-               GR_VERSION_MINOR);
-        return 0;
+        return gr_version_print(stdout) < 0 ? 2 : 0;
     }
     if (strcmp(cmd, "help") == 0) {
         if (argc == 2) {
@@ -873,5 +945,7 @@ int main(int argc, char **argv)
         return cmd_diff(sub_argc, sub_argv);
     if (strcmp(cmd, "reduce") == 0)
         return cmd_reduce(sub_argc, sub_argv);
+    if (strcmp(cmd, "export") == 0)
+        return gr_cmd_export(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }

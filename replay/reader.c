@@ -368,7 +368,22 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
         TRY(get(d, &r->parent));
         TRY(get(d, &r->flags));
         TRY(get(d, &r->tracing));
-        return get(d, &r->use_tracing);
+        TRY(get(d, &r->use_tracing));
+        /* 1.1: the target's real Python stack where the switch was seen. */
+        return d->t->minor >= 1 ? get_stack(d, r) : 0;
+    case GR_HOOK:
+        TRY(get(d, &r->gid));
+        TRY(get(d, &r->flags));   /* slot */
+        TRY(get(d, &r->tracing)); /* action */
+        TRY(get(d, &r->parent));  /* who / detail */
+        {
+            uint64_t code;
+            TRY(get(d, &code));
+            if (code > d->t->ncodes)
+                return dfail(d, GR_E_UNDEFINED, "code id used before its definition (hook)");
+            r->code = (uint32_t)code;
+        }
+        return 0;
     case GR_MARK:
         TRY(get(d, &r->gid));
         TRY(get_string(d, &r->label));

@@ -2,55 +2,101 @@
  *
  * The recorder is the greenreplay Python package with its C extension,
  * built by `make` into BUILD/python next to this executable (or named by
- * GREENREPLAY_PYTHONPATH).  This command only prepares the environment and
- * runs the interpreter; it needs no Python itself.
+ * GREENREPLAY_PYTHONPATH).  This command checks its options and the
+ * interpreter, prepares the environment, runs the interpreter as a child,
+ * forwards signals to it and passes its exit status through; it needs no
+ * Python itself.
+ *
+ * Whole-program mode (no --manual) puts greenreplay/boot first on
+ * PYTHONPATH: its sitecustomize starts recording at the call of the
+ * program's first frame, so that the interpreter runs the program as it
+ * would without the recorder (tracer/greenreplay/boot/sitecustomize.py).
  */
+#define _GNU_SOURCE 1 /* sigabbrev_np */
 #include "record.h"
 
+#include "format.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void record_usage(FILE *out)
+static const char usage_record[] =
+    "usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] [--force]\n"
+    "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
+    "                          -- PYTHON [PYTHON OPTIONS] SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
+    "\n"
+    "Run the program with PYTHON, recording profile events and greenlet\n"
+    "switches into the trace FILE: from the call of the program's first frame\n"
+    "(its <module>) to interpreter exit, or, with --manual, between the\n"
+    "program's own greenreplay.start() and stop().  The interpreter runs the\n"
+    "program itself (no runner of greenreplay's is on the stack): interpreter\n"
+    "options such as -u, -O, -B, -W ARG, -X dev, -X faulthandler work; -E, -I\n"
+    "(and, without --manual, -S) are refused, as they keep the recorder out.\n"
+    "Recording stops before the traceback of an uncaught exception is printed\n"
+    "(unless other threads still run), else at interpreter exit after the\n"
+    "program's non-daemon threads ended.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE  trace to write.  An existing FILE is emptied before the\n"
+    "                     program starts (a run that never starts recording\n"
+    "                     leaves no old trace behind); one that is not a\n"
+    "                     greenreplay trace is refused, unless --force\n"
+    "  --force            overwrite FILE (and FILE.times) even if it is not a trace\n"
+    "  --times            also write timestamps to FILE.times (side channel)\n"
+    "  --root DIR         code file names are written relative to DIR (default:\n"
+    "                     the script's directory; the current directory for\n"
+    "                     -m, -c and -), the same with and without --manual\n"
+    "  --max-size SIZE    cap the trace at SIZE bytes (> 0; suffix k, M or G for\n"
+    "                     KiB, MiB, GiB); records past it are dropped and\n"
+    "                     counted (trailer: size-cap)\n"
+    "  --ring N           keep only the last N records (N > 0; at least N, whole\n"
+    "                     chunks) in memory; the file is written at exit and on\n"
+    "                     flush.  Not with --times or --max-size\n"
+    "  --flush-signal SIG flush the trace on signal SIG (USR1, SIGUSR2, a number)\n"
+    "                     without stopping; in ring mode this writes the file.\n"
+    "                     SIG sent to `greenreplay record` is forwarded too\n"
+    "  --manual           do not start recording; only make `import greenreplay`\n"
+    "                     work, so the program calls greenreplay.start()/stop()\n"
+    "                     itself (start() with no path writes FILE)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "PYTHONHASHSEED is set to 0 unless already set, so that runs repeat.\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGQUIT (and SIG of --flush-signal) sent to\n"
+    "`greenreplay record` are forwarded to the program, and record waits for it.\n"
+    "A failed write (disk full) never reaches the program: the trace ends with\n"
+    "a trailer saying write-error and how many records were lost, and one line\n"
+    "goes to stderr.  More in README.md, \"Under faults\".\n"
+    "\n"
+    "exit status: the program's own; 128+N if it was killed by signal N (the\n"
+    "trace then holds every complete chunk written before); 2 bad usage (one\n"
+    "line naming the option), an interpreter that is missing or that the\n"
+    "recorder is not built for (with the `make PYTHON=...` to run), or an\n"
+    "output FILE that cannot or must not be written.\n";
+
+/* One-line usage error naming the cause; exit status 2. */
+static int usage_error(const char *fmt, const char *arg)
 {
-    fputs("usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] -- PYTHON SCRIPT [ARGS...]\n"
-          "       greenreplay record -o FILE [options] -- PYTHON -m MODULE [ARGS...]\n"
-          "\n"
-          "Run SCRIPT (or MODULE) with PYTHON, recording profile events and greenlet\n"
-          "switches from its first line to its exit into the trace FILE.\n"
-          "\n"
-          "  -o, --output FILE  trace to write (created or truncated)\n"
-          "  --times            also write timestamps to FILE.times (side channel)\n"
-          "  --root DIR         code file names are written relative to DIR\n"
-          "                     (default: the script's directory, or the current one)\n"
-          "  --max-size SIZE    cap the trace at SIZE bytes (suffix k, M, G); records\n"
-          "                     past it are dropped and counted (trailer: size-cap)\n"
-          "  --ring N           keep only the last N records (at least; whole chunks)\n"
-          "                     in memory; the file is written at exit and on flush\n"
-          "  --flush-signal SIG flush the trace on signal SIG (USR1, USR2, ...) without\n"
-          "                     stopping; in ring mode this writes the file\n"
-          "  --manual           do not start recording; only make `import greenreplay`\n"
-          "                     work, so the script calls greenreplay.start()/stop()\n"
-          "                     itself (start() with no path writes FILE)\n"
-          "\n"
-          "PYTHONHASHSEED is set to 0 unless already set, so that runs repeat.\n"
-          "Exit status: the program's own; 128+N if it was killed by signal N (the\n"
-          "trace then holds every complete chunk written before); 2 for bad usage,\n"
-          "a missing interpreter, or a recorder not built for that interpreter.\n",
-          out);
+    fputs("greenreplay: record: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (`greenreplay record --help` shows the usage)\n", stderr);
+    return 2;
 }
 
 /* Directory holding the greenreplay package: $GREENREPLAY_PYTHONPATH, else
  * `python` beside this executable.  Writes into buf (size n); 0 or -1. */
-static int package_dir(char *buf, size_t n)
+int gr_record_package_dir(char *buf, size_t n)
 {
     const char *env = getenv("GREENREPLAY_PYTHONPATH");
     if (env && *env) {
@@ -86,6 +132,338 @@ static int find_program(const char *prog)
     return rc;
 }
 
+/* --max-size: a positive decimal number of bytes, optionally with a
+ * fraction and a suffix k/K, m/M, g/G (KiB, MiB, GiB), e.g. 64k, 1.5M.
+ * Returns the byte count, or 0 if s is not such a size. */
+uint64_t gr_record_parse_size(const char *s)
+{
+    const char *p = s;
+    uint64_t whole = 0, frac_num = 0, frac_den = 1;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+        if (whole > UINT64_MAX / 10 - 10)
+            return 0;
+        whole = whole * 10 + (uint64_t)(*p++ - '0');
+        digits++;
+    }
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            if (frac_den < 1000000000u) {
+                frac_num = frac_num * 10 + (uint64_t)(*p - '0');
+                frac_den *= 10;
+            }
+            p++;
+            digits++;
+        }
+    }
+    if (!digits)
+        return 0;
+    uint64_t unit = 1;
+    switch (*p) {
+    case 'k': case 'K': unit = 1ull << 10; p++; break;
+    case 'm': case 'M': unit = 1ull << 20; p++; break;
+    case 'g': case 'G': unit = 1ull << 30; p++; break;
+    default: break;
+    }
+    if (*p || whole > UINT64_MAX / unit / 2)
+        return 0;
+    return whole * unit + frac_num * unit / frac_den;
+}
+
+/* --ring: a positive decimal count of records.  0 if s is not one. */
+uint64_t gr_record_parse_count(const char *s)
+{
+    if (*s < '0' || *s > '9')
+        return 0;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > (1ull << 40))
+        return 0;
+    return v;
+}
+
+/* --flush-signal: a signal name (USR1, SIGUSR1, usr1) or number that a
+ * program can catch.  Returns the signal number, or 0 if s is none
+ * (SIGKILL and SIGSTOP cannot be caught; SIGCHLD, SIGSEGV and friends are
+ * not for flushing). */
+int gr_record_parse_signal(const char *s)
+{
+    int sig = 0;
+    if (*s >= '0' && *s <= '9') {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (*end || v <= 0 || v >= NSIG)
+            return 0;
+        sig = (int)v;
+    } else {
+        const char *name = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+        for (int i = 1; i < NSIG && !sig; i++) {
+            const char *abbrev = sigabbrev_np(i);
+            if (abbrev && strcasecmp(abbrev, name) == 0)
+                sig = i;
+        }
+    }
+    switch (sig) {
+    case 0: case SIGKILL: case SIGSTOP: case SIGCHLD: case SIGSEGV: case SIGBUS:
+    case SIGFPE: case SIGILL: case SIGABRT: case SIGTRAP: case SIGSYS:
+        return 0;
+    default:
+        return sig;
+    }
+}
+
+/* The program part of the command after `--`: PYTHON [OPTIONS] followed by
+ * SCRIPT, -m MODULE, -c CODE or -. */
+struct program {
+    const char *python;
+    const char *script;   /* SCRIPT, or NULL */
+    char kind;            /* 's' script, 'm' module, 'c' code, '-' stdin */
+    const char *refused;  /* an interpreter option that keeps the recorder out */
+};
+
+/* Parse argv[0..argc-1] = PYTHON ARGS... as CPython's command line does
+ * (options before the program; -c and -m end them; -W and -X take an
+ * argument, attached or next).  Returns 0, or -1 if there is no program. */
+static int parse_program(int argc, char **argv, int manual, struct program *p)
+{
+    memset(p, 0, sizeof *p);
+    p->python = argv[0];
+    int i = 1;
+    while (i < argc) {
+        const char *a = argv[i];
+        if (strcmp(a, "-") == 0) {
+            p->kind = '-';
+            return 0;
+        }
+        if (a[0] != '-') {
+            p->kind = 's';
+            p->script = a;
+            return 0;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 >= argc)
+                return -1;
+            p->kind = strcmp(argv[i + 1], "-") == 0 ? '-' : 's';
+            p->script = p->kind == 's' ? argv[i + 1] : NULL;
+            return 0;
+        }
+        if (a[1] == '-') { /* long options */
+            if (strcmp(a, "--check-hash-based-pycs") == 0)
+                i++;
+            i++;
+            continue;
+        }
+        for (const char *c = a + 1; *c; c++) {
+            if (*c == 'c' || *c == 'm') {
+                if (!c[1] && i + 1 >= argc)
+                    return -1;
+                p->kind = *c;
+                return 0;
+            }
+            if (*c == 'W' || *c == 'X') {
+                if (!c[1])
+                    i++; /* argument is the next word */
+                break;
+            }
+            if ((*c == 'E' || *c == 'I' || (*c == 'S' && !manual)) && !p->refused)
+                p->refused = *c == 'E' ? "-E" : *c == 'I' ? "-I" : "-S";
+        }
+        i++;
+    }
+    return -1;
+}
+
+/* Make `path` absolute against the current directory into out (size n). */
+static int absolute(const char *path, char *out, size_t n)
+{
+    if (path[0] == '/')
+        return (size_t)snprintf(out, n, "%s", path) < n ? 0 : -1;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return -1;
+    return (size_t)snprintf(out, n, "%s/%s", cwd, path) < n ? 0 : -1;
+}
+
+/* 1 if the regular file at fd starts with the trace magic (canonical trace
+ * or side channel), 0 if not, -1 on a read error. */
+static int has_magic(int fd)
+{
+    char m[GR_MAGIC_LEN];
+    ssize_t k = pread(fd, m, sizeof m, 0);
+    if (k < 0)
+        return -1;
+    return k == (ssize_t)sizeof m && memcmp(m, GR_MAGIC, GR_MAGIC_LEN) == 0;
+}
+
+/* Check that `path` may be written as a trace, and empty it if it exists,
+ * so that a run that never starts recording leaves no old trace behind.
+ * A directory, an unwritable path, a file that is the program's script, or
+ * a non-empty regular file without the trace magic (unless force) is
+ * refused: one line naming `opt` on stderr, -1.  `script` is the program's
+ * SCRIPT or NULL. */
+static int prepare_output(const char *opt, const char *path, const char *script, int force)
+{
+    struct stat st, sst;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT) {
+            fprintf(stderr, "greenreplay: record: %s %s: %s\n", opt, path, strerror(errno));
+            return -1;
+        }
+        char *copy = strdup(path);
+        const char *dir = copy ? dirname(copy) : ".";
+        int rc = access(dir, W_OK | X_OK);
+        int e = errno;
+        if (rc != 0)
+            fprintf(stderr, "greenreplay: record: %s %s: cannot create it in %s: %s\n", opt, path, dir,
+                    strerror(e));
+        free(copy);
+        return rc == 0 ? 0 : -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "greenreplay: record: %s %s: is a directory\n", opt, path);
+        return -1;
+    }
+    if (script && stat(script, &sst) == 0 && sst.st_dev == st.st_dev && sst.st_ino == st.st_ino) {
+        fprintf(stderr, "greenreplay: record: %s %s: is the program's script; refusing to overwrite it\n",
+                opt, path);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) { /* /dev/null, a FIFO, ...: only writable */
+        if (access(path, W_OK) != 0) {
+            fprintf(stderr, "greenreplay: record: %s %s: %s\n", opt, path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "greenreplay: record: %s %s: cannot write it: %s\n", opt, path, strerror(errno));
+        return -1;
+    }
+    int magic = st.st_size ? has_magic(fd) : 1;
+    if (magic <= 0 && !force) {
+        fprintf(stderr,
+                "greenreplay: record: %s %s: exists and is not a greenreplay trace; refusing to "
+                "overwrite it (--force does)\n",
+                opt, path);
+        close(fd);
+        return -1;
+    }
+    int rc = ftruncate(fd, 0);
+    if (rc != 0)
+        fprintf(stderr, "greenreplay: record: %s %s: cannot empty it: %s\n", opt, path, strerror(errno));
+    close(fd);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The side channel FILE.times of an earlier run: emptied if it is one (a
+ * stale one would not match the new trace); with --times prepared like
+ * FILE.  Returns 0 or -1 (message printed). */
+static int prepare_side(const char *out_abs, int times, int force)
+{
+    char side[PATH_MAX];
+    if ((size_t)snprintf(side, sizeof side, "%s.times", out_abs) >= sizeof side) {
+        fprintf(stderr, "greenreplay: record: -o %s: path too long\n", out_abs);
+        return -1;
+    }
+    if (times)
+        return prepare_output("--times", side, NULL, force);
+    struct stat st;
+    if (stat(side, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+        return 0;
+    int fd = open(side, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    if (has_magic(fd) == 1 && ftruncate(fd, 0) == 0)
+        unlink(side);
+    close(fd);
+    return 0;
+}
+
+/* Run PYTHON -S -c PROBE PKG: does the recorder exist for this interpreter?
+ * 0 yes; otherwise prints the one-line reason (with the make command to
+ * run) and returns -1. */
+static int probe_interpreter(const char *python, const char *pkg)
+{
+    static const char probe[] =
+        "import sys, os, importlib.machinery as m\n"
+        "sys.stdout.write('%d.%d\\n' % sys.version_info[:2])\n"
+        "d = os.path.join(sys.argv[1], 'greenreplay')\n"
+        "if not any(os.path.exists(os.path.join(d, '_greenreplay' + s)) for s in m.EXTENSION_SUFFIXES):\n"
+        "    sys.stdout.write('no %s\\n' % os.path.join(d, '_greenreplay' + m.EXTENSION_SUFFIXES[0]))\n"
+        "    sys.exit(3)\n";
+    int fds[2];
+    if (pipe(fds) < 0) {
+        perror("greenreplay: record: pipe");
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("greenreplay: record: fork");
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 2);
+        }
+        execlp(python, python, "-S", "-c", probe, pkg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[PATH_MAX + 64];
+    size_t len = 0;
+    ssize_t k;
+    while (len < sizeof buf - 1 && ((k = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0 || (k < 0 && errno == EINTR)))
+        if (k > 0)
+            len += (size_t)k;
+    buf[len] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    int answered = buf[0] >= '0' && buf[0] <= '9' && strchr(buf, '.');
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && answered)
+        return 0;
+    char *nl = strchr(buf, '\n');
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3 && nl && answered) {
+        *nl = '\0';
+        char *why = nl + 1;
+        why[strcspn(why, "\n")] = '\0';
+        fprintf(stderr,
+                "greenreplay: record: the recorder is not built for %s (Python %s: %s); run "
+                "`make PYTHON=%s`\n",
+                python, buf, why, python);
+        return -1;
+    }
+    fprintf(stderr, "greenreplay: record: %s does not run as a Python interpreter (%s %d)\n", python,
+            WIFEXITED(status) ? "exit status" : "signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return -1;
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static volatile sig_atomic_t child_pid;
+
+/* Forward a signal to the program.  One the terminal sent (SI_KERNEL:
+ * Ctrl-C, Ctrl-\, hangup) reached the program's process group already. */
+static void forward(int sig, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    if (child_pid > 0 && (!info || info->si_code != SI_KERNEL))
+        kill((pid_t)child_pid, sig);
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
 int gr_cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -93,107 +471,176 @@ int gr_cmd_record(int argc, char **argv)
         {"times", no_argument, NULL, 't'},
         {"root", required_argument, NULL, 'r'},
         {"manual", no_argument, NULL, 'M'},
+        {"force", no_argument, NULL, 'f'},
         {"max-size", required_argument, NULL, 'S'},
         {"ring", required_argument, NULL, 'R'},
         {"flush-signal", required_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL, *root = NULL, *max_size = NULL, *ring = NULL, *flush_signal = NULL;
-    int times = 0, manual = 0, c;
+    const char *output = NULL, *root = NULL;
+    int times = 0, manual = 0, force = 0, flush_sig = 0, c;
+    uint64_t max_size = 0, ring = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 't': times = 1; break;
         case 'r': root = optarg; break;
         case 'M': manual = 1; break;
-        case 'S': max_size = optarg; break;
-        case 'R': ring = optarg; break;
-        case 'F': flush_signal = optarg; break;
-        case 'h': record_usage(stdout); return 0;
-        default: record_usage(stderr); return 2;
+        case 'f': force = 1; break;
+        case 'S':
+            if (!(max_size = gr_record_parse_size(optarg)))
+                return usage_error("--max-size: '%s' is not a size (a number of bytes > 0, with an "
+                                   "optional suffix k, M or G)",
+                                   optarg);
+            break;
+        case 'R':
+            if (!(ring = gr_record_parse_count(optarg)))
+                return usage_error("--ring: '%s' is not a number of records > 0", optarg);
+            break;
+        case 'F':
+            if (!(flush_sig = gr_record_parse_signal(optarg)))
+                return usage_error("--flush-signal: '%s' is not a signal a program can catch (USR1, "
+                                   "SIGUSR2, HUP, a number, ...)",
+                                   optarg);
+            break;
+        case 'h': fputs(usage_record, stdout); return 0;
+        case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
+        default: return usage_error("unknown option %s", argv[optind - 1]);
         }
     }
-    if (!output || optind + 2 > argc) {
-        fputs("greenreplay: record: need -o FILE and, after --, PYTHON and SCRIPT\n", stderr);
-        record_usage(stderr);
-        return 2;
-    }
-    const char *python = argv[optind];
+    if (!output)
+        return usage_error("%s", "-o FILE is required");
+    if (!*output)
+        return usage_error("%s", "-o: the file name is empty");
+    if (ring && (times || max_size))
+        return usage_error("%s", "--ring keeps the trace in memory: not with --times or --max-size");
+    if (optind >= argc)
+        return usage_error("%s", "need, after --, PYTHON and the program (SCRIPT, -m MODULE, -c CODE or -)");
+    struct program prog;
+    if (parse_program(argc - optind, argv + optind, manual, &prog) < 0)
+        return usage_error("%s", "need, after PYTHON, the program: SCRIPT, -m MODULE, -c CODE or -");
+    if (prog.refused)
+        return usage_error("PYTHON option %s keeps the recorder out (it ignores PYTHONPATH or site, "
+                           "through which greenreplay loads); not supported",
+                           prog.refused);
+    const char *python = prog.python;
     if (find_program(python) != 0) {
         fprintf(stderr, "greenreplay: record: interpreter not found or not executable: %s\n", python);
         return 2;
     }
     char pkg[PATH_MAX];
     struct stat st;
-    if (package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (gr_record_package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`)\n", pkg);
+        return 2;
+    }
+    if (prog.script && access(prog.script, R_OK) != 0) {
+        fprintf(stderr, "greenreplay: record: cannot read the script %s: %s\n", prog.script, strerror(errno));
         return 2;
     }
 
     /* The trace path is handed to the child absolute: it may chdir. */
-    char out_abs[PATH_MAX];
-    if (output[0] == '/') {
-        snprintf(out_abs, sizeof out_abs, "%s", output);
-    } else {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) {
+    char out_abs[PATH_MAX], root_abs[PATH_MAX];
+    if (absolute(output, out_abs, sizeof out_abs) < 0) {
+        fprintf(stderr, "greenreplay: record: -o %s: path too long\n", output);
+        return 2;
+    }
+    /* Default root: the script's directory, whatever the working directory
+     * (the same in both modes); else the current directory. */
+    if (!root) {
+        if (prog.script && absolute(prog.script, root_abs, sizeof root_abs) == 0) {
+            char *slash = strrchr(root_abs, '/');
+            if (slash == root_abs)
+                slash[1] = '\0';
+            else
+                *slash = '\0';
+        } else if (!getcwd(root_abs, sizeof root_abs)) {
             perror("greenreplay: record: getcwd");
             return 2;
         }
-        if ((size_t)snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output) >= sizeof out_abs) {
-            fprintf(stderr, "greenreplay: record: output path too long: %s\n", output);
-            return 2;
-        }
+        root = root_abs;
     }
+
     const char *old = getenv("PYTHONPATH");
-    char *pythonpath = malloc(strlen(pkg) + (old ? strlen(old) : 0) + 2);
+    char *pythonpath = malloc(2 * strlen(pkg) + (old ? strlen(old) : 0) + 32);
     if (!pythonpath)
         return 2;
     sprintf(pythonpath, "%s%s%s", pkg, old && *old ? ":" : "", old && *old ? old : "");
     setenv("PYTHONPATH", pythonpath, 1);
+    if (probe_interpreter(python, pkg) < 0) {
+        free(pythonpath);
+        return 2;
+    }
+    /* Only now, after every check: empty the old trace. */
+    if (prepare_output("-o", out_abs, prog.script, force) < 0 || prepare_side(out_abs, times, force) < 0) {
+        free(pythonpath);
+        return 2;
+    }
+    if (!manual) {
+        sprintf(pythonpath, "%s/greenreplay/boot:%s%s%s", pkg, pkg, old && *old ? ":" : "",
+                old && *old ? old : "");
+        setenv("PYTHONPATH", pythonpath, 1);
+        setenv("GREENREPLAY_PROGRAM", "1", 1);
+    }
     free(pythonpath);
+    char num[32];
     setenv("GREENREPLAY_OUTPUT", out_abs, 1);
     setenv("GREENREPLAY_TIMES", times ? "1" : "0", 1);
-    if (root)
-        setenv("GREENREPLAY_ROOT", root, 1);
-    if (max_size)
-        setenv("GREENREPLAY_MAX_SIZE", max_size, 1);
-    if (ring)
-        setenv("GREENREPLAY_RING", ring, 1);
-    if (flush_signal)
-        setenv("GREENREPLAY_FLUSH_SIGNAL", flush_signal, 1);
+    setenv("GREENREPLAY_ROOT", root, 1);
+    unsetenv("GREENREPLAY_MAX_SIZE");
+    unsetenv("GREENREPLAY_RING");
+    unsetenv("GREENREPLAY_FLUSH_SIGNAL");
+    if (max_size) {
+        snprintf(num, sizeof num, "%llu", (unsigned long long)max_size);
+        setenv("GREENREPLAY_MAX_SIZE", num, 1);
+    }
+    if (ring) {
+        snprintf(num, sizeof num, "%llu", (unsigned long long)ring);
+        setenv("GREENREPLAY_RING", num, 1);
+    }
+    if (flush_sig) {
+        const char *abbrev = sigabbrev_np(flush_sig); /* the name, as a program reading it expects */
+        snprintf(num, sizeof num, "%d", flush_sig);
+        setenv("GREENREPLAY_FLUSH_SIGNAL", abbrev ? abbrev : num, 1);
+    }
     setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
 
-    /* argv for the child: PYTHON [-m greenreplay] PROGRAM... */
-    int nprog = argc - optind - 1;
-    char **cargv = calloc((size_t)nprog + 4, sizeof *cargv);
-    if (!cargv)
-        return 2;
-    int k = 0;
-    cargv[k++] = (char *)python;
-    if (!manual) {
-        cargv[k++] = "-m";
-        cargv[k++] = "greenreplay";
-    }
-    for (int i = 0; i < nprog; i++)
-        cargv[k++] = argv[optind + 1 + i];
-    cargv[k] = NULL;
+    /* Block the forwarded signals until the child's pid is known. */
+    sigset_t block, saved;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
+        sigaddset(&block, forwarded[i]);
+    if (flush_sig)
+        sigaddset(&block, flush_sig);
+    sigprocmask(SIG_BLOCK, &block, &saved);
     fflush(NULL);
-
     pid_t pid = fork();
     if (pid < 0) {
         perror("greenreplay: record: fork");
-        free(cargv);
+        sigprocmask(SIG_SETMASK, &saved, NULL);
         return 2;
     }
     if (pid == 0) {
-        execvp(python, cargv);
+        sigprocmask(SIG_SETMASK, &saved, NULL);
+        execvp(python, argv + optind);
         fprintf(stderr, "greenreplay: record: cannot run %s: %s\n", python, strerror(errno));
         _exit(127);
     }
-    free(cargv);
+    child_pid = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
+        sigaction(forwarded[i], &sa, NULL);
+    if (flush_sig)
+        sigaction(flush_sig, &sa, NULL);
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+
     int status;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
@@ -201,14 +648,20 @@ int gr_cmd_record(int argc, char **argv)
             return 2;
         }
     }
+    child_pid = 0;
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
-        fprintf(stderr, "greenreplay: record: %s was killed by signal %d (%s); %s holds the chunks written before\n",
-                argv[optind + 1], sig, strsignal(sig), output);
+        fprintf(stderr, "greenreplay: record: the program was killed by signal %d (%s); %s holds the "
+                        "chunks written before\n",
+                sig, strsignal(sig), output);
         return 128 + sig;
     }
     int rc = WEXITSTATUS(status);
-    if (access(out_abs, F_OK) != 0 && !manual)
+    if (stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", output,
+                manual ? "did not call greenreplay.start()"
+                       : "ended before its first frame ran, or recording could not start");
+    else if (stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s\n", output);
     return rc;
 }

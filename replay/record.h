@@ -5,8 +5,27 @@
 #ifndef GR_RECORD_H
 #define GR_RECORD_H
 
+#include <stdint.h>
+
 /* Run `greenreplay record ...`.  argv[0] is "record", argv[1..argc-1] its
- * arguments.  Returns the process exit status (0 ok, 2 bad usage/failure). */
+ * arguments.  Returns the process exit status: the program's own, 128+N if
+ * it was killed by signal N, 2 for bad usage, an unusable interpreter or
+ * output file (one line on stderr naming the option or cause). */
 int gr_cmd_record(int argc, char **argv);
+
+/* Option values of `record`, parsed as `record --help` documents them.
+ * gr_record_parse_size: "64k", "1.5M", "100" -> bytes; 0 if not a size > 0.
+ * gr_record_parse_count: decimal > 0 (at most 2^40); 0 if not one.
+ * gr_record_parse_signal: "USR1", "SIGUSR1", "10" -> signal number; 0 if not
+ * a signal a program can catch and flush on. */
+uint64_t gr_record_parse_size(const char *s);
+uint64_t gr_record_parse_count(const char *s);
+int gr_record_parse_signal(const char *s);
+/* The directory `record` puts on PYTHONPATH, holding the greenreplay
+ * package: $GREENREPLAY_PYTHONPATH, else `python` beside this executable
+ * (/proc/self/exe).  Writes it into buf (n bytes).  Returns 0, or -1 when
+ * the executable cannot be resolved.  Also used by --version (version.h). */
+#include <stddef.h>
+int gr_record_package_dir(char *buf, size_t n);
 
 #endif

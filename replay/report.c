@@ -14,6 +14,7 @@ static const char *note_title(enum gr_note_kind k)
     switch (k) {
     case GR_NOTE_OPEN_AT_STOP: return "open at stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open at end of truncated trace";
+    case GR_NOTE_ABANDONED: return "abandoned (suspended on a thread that ended before stop)";
     default: return "open at end of trace (no STOP record)";
     }
 }
@@ -23,6 +24,7 @@ static const char *note_key(enum gr_note_kind k)
     switch (k) {
     case GR_NOTE_OPEN_AT_STOP: return "open_at_stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open_at_truncation";
+    case GR_NOTE_ABANDONED: return "abandoned";
     default: return "open_at_end";
     }
 }
@@ -84,7 +86,7 @@ const char *gr_coverage_blind_spots(const gr_coverage *cv)
     return names[blind_level(cv)];
 }
 
-static const char *status_name(enum gr_check_status s)
+const char *gr_check_status_name(enum gr_check_status s)
 {
     switch (s) {
     case GR_CHECK_CLEAN: return "clean";
@@ -133,17 +135,17 @@ static void blind_line(gr_sb *sb, const gr_coverage *cv)
                      cv->shadows, unit);
 }
 
-/* The coverage section of the text report (docs/FORMAT.md §7). */
-static void coverage_text(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
+void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
 {
     gr_sb_puts(sb, "coverage:\n");
     gr_sb_printf(sb, "  %-20s %zu, %zu of them events of the program\n", "records", cv->records,
                  cv->program_events);
     gr_sb_printf(sb, "  %-20s %zu thread%s, %zu greenlet%s\n", "seen", cv->threads,
                  plural(cv->threads, "", "s"), cv->greenlets, plural(cv->greenlets, "", "s"));
-    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK), in %zu of %zu %s%s; %zu STACK record%s at "
-                     "stop\n",
-                 "ground truth", cv->truth_points, plural(cv->truth_points, "", "s"), cv->marks,
+    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK, %zu SWITCH with a real stack), in %zu of %zu "
+                     "%s%s; %zu STACK record%s at stop\n",
+                 "ground truth", cv->truth_points, plural(cv->truth_points, "", "s"),
+                 cv->truth_points - cv->switch_truth, cv->switch_truth,
                  cv->greenlets_truth, cv->shadows, cv->greenlets ? "greenlet" : "thread",
                  plural(cv->shadows, "", "s"), cv->stacks, plural(cv->stacks, "", "s"));
     gr_sb_printf(sb, "  %-20s ", "blind spots");
@@ -180,6 +182,7 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
     json_object_set_new(o, "greenlets", gr_json_u64(cv->greenlets));
     json_object_set_new(o, "marks", gr_json_u64(cv->marks));
     json_object_set_new(o, "ground_truth_points", gr_json_u64(cv->truth_points));
+    json_object_set_new(o, "switch_stacks", gr_json_u64(cv->switch_truth));
     json_object_set_new(o, "with_ground_truth", gr_json_u64(cv->greenlets_truth));
     json_object_set_new(o, "checked_stacks", gr_json_u64(cv->shadows));
     json_object_set_new(o, "stacks_at_stop", gr_json_u64(cv->stacks));
@@ -240,7 +243,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
             gr_sb_putc(&sb, '\n');
         }
     }
-    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_OPEN_AT_END; kind++) {
+    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_ABANDONED; kind++) {
         int shown = 0;
         for (size_t i = 0; i < r->nnotes; i++) {
             const gr_note *n = &r->notes[i];
@@ -254,7 +257,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         }
     }
     gr_sb_putc(&sb, '\n');
-    coverage_text(&sb, t, &r->coverage);
+    gr_report_coverage(&sb, t, &r->coverage);
     if (r->nv)
         gr_sb_printf(&sb, "\nresult: %zu violation%s\n", r->nv, r->nv == 1 ? "" : "s");
     else if (r->coverage.nothing)
@@ -306,7 +309,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     gr_sb_init(&sb);
     json_t *o = json_object();
     json_object_set_new(o, "file", gr_json_str(t->name));
-    json_object_set_new(o, "status", json_string(status_name(gr_check_status_of(r))));
+    json_object_set_new(o, "status", json_string(gr_check_status_name(gr_check_status_of(r))));
     json_object_set_new(o, "records", gr_json_u64(t->nrecs));
     json_object_set_new(o, "trailer", trailer_json(t));
     json_object_set_new(o, "truncated_at", t->has_trailer ? json_null()
@@ -476,7 +479,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     for (size_t i = 0; i < r->nnotes; i++)
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
-    coverage_text(&tmp, t, &r->coverage);
+    gr_report_coverage(&tmp, t, &r->coverage);
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));

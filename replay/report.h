@@ -31,6 +31,14 @@ enum gr_check_status gr_check_status_of(const gr_check_result *r);
  * a file that cannot be read; the reports say which of the two it was). */
 int gr_check_exit_code(enum gr_check_status s);
 
+/* "clean", "violations", "unusable" or "nothing_checked" (JSON status). */
+const char *gr_check_status_name(enum gr_check_status s);
+
+/* Append the coverage section of the text report (docs/FORMAT.md §7):
+ * "coverage:" and one line each for records, threads and greenlets seen,
+ * ground truth, blind spots, records lost and what ended the recording. */
+void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv);
+
 /* "checkable", "partly" (ground truth in some greenlets only) or
  * "not_checkable": whether the blind_spot rule could compare the profile
  * events with real stacks (gr_coverage.truth_points). */

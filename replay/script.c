@@ -260,7 +260,17 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
     const gr_frame *f = &s->frames[a->frame];
     gr_sb st;
     gr_sb_init(&st);
-    if (f->keep) {
+    if (f->hook) {
+        /* The program changed the profile slot during this C call (HOOK):
+         * the script does the same with sys.setprofile. */
+        R->need |= GR_NEED_SYS;
+        if (f->setprofile_clear) {
+            gr_sb_puts(&st, "sys.setprofile(None)  # the program cleared the profile slot here");
+        } else {
+            R->use |= U_PROF;
+            gr_sb_puts(&st, "sys.setprofile(_P)  # the program installed its own profile function here");
+        }
+    } else if (f->keep) {
         const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
         const gr_code *c = gr_trace_code(R->t, f->code);
         size_t n;
@@ -953,7 +963,7 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     } else if (first && first->run != GR_NONE && !shape.frames[first->run].external) {
         gr_sb_printf(&body, "%c_v%zu()", STMT, variant_of(&R, first->run));
     }
-    if (!shape.has_start) {
+    if (!shape.has_start || shape.start_at_top) {
         gr_sb pre;
         gr_sb_init(&pre);
         R.need |= GR_NEED_GREENREPLAY;

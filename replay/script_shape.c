@@ -512,7 +512,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t prev = GR_NONE;
     for (uint32_t k = 0; k < r->depth; k++) {
         if (is_c(s->t, ids[k])) {
-            if (!(th->late && k == r->depth - 1))
+            if (!(th->late && !th->raw && k == r->depth - 1))
                 note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
             continue;
         }
@@ -672,6 +672,30 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
             th->last_settrace = f;
     }
     push(g, f);
+}
+
+static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r);
+
+/* HOOK: the program changed the profile slot during the C call r->code
+ * (sys.setprofile): that call's c_return went to the program's function.
+ * Acted out as the same call: sys.setprofile(_P) when the program set a
+ * function, sys.setprofile(None) when it cleared the slot. */
+static void on_hook(gr_shape *s, gr_sthread *th, const gr_record *r)
+{
+    if (!r->code)
+        return;
+    gr_green *g = green_for(s, th->tid, r->gid, r->index);
+    if (g->depth > 0) {
+        gr_frame *f = &s->frames[g->stack[g->depth - 1]];
+        if (f->is_c && f->code == r->code) {
+            f->hook = 1;
+            f->keep = 0;
+            f->setprofile_clear = r->tracing != GR_HOOK_SET;
+            gr_record ret = *r;
+            ret.tag = GR_C_RETURN;
+            on_c_return(s, th, &ret);
+        }
+    }
 }
 
 static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
@@ -998,6 +1022,8 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
 
 static int keep_c(gr_shape *s, gr_frame *f)
 {
+    if (f->hook)
+        return 0; /* acted out as sys.setprofile whatever it was (HOOK) */
     const gr_trace *t = s->t;
     if (f->external || f->bound)
         return 1;
@@ -1076,6 +1102,28 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         if (gr_shape_c_named(t, gr_record_stack(t, g)[g->depth - 1], "sys.setprofile", 0))
             thread_of(s, r->tid, 0)->late = 1;
     }
+    /* Threads the profile function never reached (no profile event; a
+     * MARK that says so) were started after start() without threading's
+     * hook: the script starts them the same way, at their first turn. */
+    if (s->has_start) {
+        for (size_t k = 0; k < s->nthreads; k++) {
+            gr_sthread *th = &s->threads[k];
+            if (th->tid == s->module_tid || th->late)
+                continue;
+            int events = 0, unprofiled_mark = 0;
+            for (size_t i = 0; i < t->nrecs; i++) {
+                const gr_record *r = &t->recs[i];
+                if (r->tid != th->tid)
+                    continue;
+                if (r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION)
+                    events = 1;
+                if (r->tag == GR_MARK && !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)))
+                    unprofiled_mark = 1;
+            }
+            if (!events && unprofiled_mark)
+                th->late = th->raw = 1;
+        }
+    }
     /* For each SWITCH/THROW, the frames its origin has when it is resumed
      * next (the INSTR after that switch, CPython 3.12+). */
     {
@@ -1146,6 +1194,7 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             if (k == 0) {
                 note(s, i, "start() called with no frame of the program open: the script calls "
                            "it at its top level");
+                s->start_at_top = 1;
             } else {
                 frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
             }
@@ -1156,6 +1205,7 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         case GR_C_CALL: on_c_call(s, th, r); break;
         case GR_C_RETURN:
         case GR_C_EXCEPTION: on_c_return(s, th, r); break;
+        case GR_HOOK: on_hook(s, th, r); break;
         case GR_MARK: on_mark(s, th, r); break;
         case GR_SWITCH:
         case GR_THROW: on_switch(s, th, r); break;
@@ -1223,7 +1273,10 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         if (th->module)
             continue;
         gr_green *fg = th->has_first ? green_of(s, th->tid, th->first) : NULL;
-        if (fg && fg->seed_top != GR_NONE && !s->frames[fg->seed_top].external) {
+        if (th->raw) {
+            /* started at its first turn and runs at once: nothing to wait
+             * for, no profile hook to install */
+        } else if (fg && fg->seed_top != GR_NONE && !s->frames[fg->seed_top].external) {
             size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK, GR_NONE);
             s->acts[a].tid = th->tid;
             frame_insert(s, fg->seed_top, 0, a);

@@ -102,6 +102,11 @@ typedef struct gr_frame {
     uint8_t end;         /* enum gr_frame_end */
     uint8_t keep;        /* C: reproduced by name (see gr_shape.ckeep) */
     uint8_t settrace_on; /* C sys.settrace: installs the script's trace function */
+    uint8_t hook;        /* C: the program changed the profile slot during it
+                            (a HOOK record): acted out as sys.setprofile, and
+                            compared by diff --c-names script as any C call */
+    uint8_t setprofile_clear; /* ... and cleared it (HOOK cleared/restored):
+                                 sys.setprofile(None), else sys.setprofile(_P) */
     uint8_t bound;       /* C: only its c_return was seen (CPython issue 122029:
                             a bound method object wrapping a builtin): the
                             script calls the builtin through such a method */
@@ -153,6 +158,11 @@ typedef struct gr_sthread {
                              seed ends in the C call sys.setprofile of the
                              profile hook, CPython 3.12+): the script starts
                              it at its first turn and installs the hook */
+    uint8_t raw;          /* late too, but never reached by the profile
+                             function (no profile event, marks without it:
+                             started with _thread.start_new_thread): the
+                             script starts it at its first turn without
+                             installing threading's hook */
     uint8_t alive_at_stop; /* has a STACK record after STOP */
     size_t last_handover; /* its last HANDOVER act, GR_NONE */
     /* internal */
@@ -194,6 +204,8 @@ typedef struct gr_shape {
                              its recorded name, 0 when by the neutral C call */
     uint64_t start_tid, start_gid;
     int has_start, has_stop;
+    int start_at_top;     /* start() with no frame of the program open (whole-program
+                             recording: the trace starts at the module's CALL) */
     int stop_at_exit;     /* recording ended at interpreter exit: no explicit stop */
     int stop_at_end;      /* no STOP and no frame open at the end: the script
                              stops at the end of its module */

@@ -6,11 +6,12 @@
 #
 # Each BINARY (normally build/tests/test_*) runs under
 #   valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
-# Then `greenreplay check`, `dump`, `script` and `diff` (of the trace with
-# itself) run, under the same valgrind, on every *.grt below BUILD/traces/
+# Then `greenreplay check` (text, and -q --html), `dump`, `script`, `diff`
+# (of the trace with itself) and `export` (both formats) run, under the same valgrind, on every *.grt below BUILD/traces/
 # (BUILD: the directory above the binaries' tests/ directory, else $BUILD,
 # else build).  Their own exit statuses are fine as long as they are
-# documented ones (check 0/1/2, dump 0/2, script 0/2, diff 0/1/2); valgrind
+# documented ones (check 0/1/2, dump 0/2, script 0/2, diff 0/1/2, export
+# 0/2); valgrind
 # errors (status 99), crashes and other statuses fail.
 # Exit status: 0 all clean, 1 something failed, 2 valgrind or the CLI missing.
 set -u
@@ -91,6 +92,9 @@ if [ "$ntraces" -gt 0 ]; then
         run "dump $t" "0 2" "$cli" dump "$t"
         run "script $t" "0 2" "$cli" script -q -o /dev/null "$t"
         run "diff $t" "0 1 2" "$cli" diff --c-names script --max 0 "$t" "$t"
+        run "check --html $t" "0 1 2" "$cli" check -q --html /dev/null "$t"
+        run "export chrome $t" "0 2" "$cli" export --format chrome -o /dev/null "$t"
+        run "export speedscope $t" "0 2" "$cli" export --format speedscope -o /dev/null "$t"
     done
 fi
 

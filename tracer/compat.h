@@ -83,6 +83,36 @@ static inline int gr_resume_use_tracing(PyThreadState *ts)
 #endif
 }
 
+/* The per-greenlet "use_tracing" flag of the running code, read directly
+ * (not inside a profile or trace callback, where CPython zeroes it):
+ *  - 3.9: tstate->use_tracing;
+ *  - 3.10/3.11: tstate->cframe->use_tracing (CPython PR 25276, bpo-43760),
+ *    which greenlet saves and restores per greenlet (greenlet issue 256 was
+ *    a new greenlet starting with a stale copy).
+ * -1 on 3.12+, where no such flag exists (PEP 669). */
+static inline int gr_use_tracing_now(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    (void)ts;
+    return -1;
+#elif PY_VERSION_HEX >= 0x030A0000
+    return ts->cframe ? ts->cframe->use_tracing : 0;
+#else
+    return ts->use_tracing;
+#endif
+}
+
+/* Replace only the function of a thread's profile slot, keeping its object
+ * (what sys.getprofile() returns) and firing no audit event: used to chain
+ * in front of a profile function the program installed.  On 3.9-3.11 the
+ * slot is read by the eval loop as tstate->c_profilefunc; on 3.12+ the
+ * legacy profile tool (sys.monitoring tool 6) calls it the same way
+ * (Python/legacy_tracing.c), so a non-NULL function can be swapped in place. */
+static inline void gr_swap_profile_func(PyThreadState *ts, Py_tracefunc fn)
+{
+    ts->c_profilefunc = fn;
+}
+
 /* Set or clear the C profile function of another thread.
  * _PyEval_SetProfile(tstate, ...) is exported on 3.9-3.13 (the per-tstate
  * variant, bpo-39947 in 3.9); 3.12 also added

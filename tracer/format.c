@@ -21,6 +21,7 @@ const char *gr_tag_name(int tag)
     case GR_STOP: return "STOP";
     case GR_STACK: return "STACK";
     case GR_INSTR: return "INSTR";
+    case GR_HOOK: return "HOOK";
     default: return NULL;
     }
 }

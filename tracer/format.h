@@ -15,7 +15,7 @@
 #define GR_MAGIC_LEN 8
 #define GR_HEADER_LEN 16
 #define GR_VERSION_MAJOR 1
-#define GR_VERSION_MINOR 0
+#define GR_VERSION_MINOR 1 /* 1.1: SWITCH/THROW carry a stack; HOOK */
 #define GR_STREAM_CANONICAL 'C'
 #define GR_STREAM_SIDE 'S'
 
@@ -60,7 +60,8 @@ enum gr_tag {
     GR_STOP = 0x1C,
     GR_STACK = 0x1D,
     GR_INSTR = 0x1E,
-    GR_LAST_INDEXED = 0x1E,
+    GR_HOOK = 0x1F,
+    GR_LAST_INDEXED = 0x1F,
 };
 
 /* §3 CODE kind */
@@ -77,14 +78,43 @@ enum gr_tag {
 #define GR_SW_PROFILE_SET 0x2u
 #define GR_SW_USE_TRACING_KNOWN 0x4u
 #define GR_SW_ORIGIN_DEAD 0x8u
+#define GR_SW_INFERRED 0x10u   /* passive mode: seen, not reported by greenlet */
+#define GR_SW_AT_MARK 0x20u    /* seen at a MARK (state read directly), not at a profile event */
+#define GR_SW_CUT 0x40u        /* its stack was cut at the cap */
+#define GR_SW_REAL_STACK 0x100u /* the stack is the target's real stack there
+                                     (a ground-truth point; else depth 0) */
+#define GR_SW_NEW 0x80u        /* the target is a greenlet created while recording,
+                                  first seen now: every frame of it should have
+                                  been reported */
+
+/* §4 HOOK slots and actions (docs/FORMAT.md §4, HOOK) */
+enum gr_hook_slot {
+    GR_HOOK_PROFILE = 1,  /* the thread's profile function slot */
+    GR_HOOK_TRACE = 2,    /* the thread's trace function slot */
+};
+enum gr_hook_action {
+    GR_HOOK_SET = 1,      /* the program installed its own function there */
+    GR_HOOK_CLEARED = 2,  /* the program cleared the slot */
+    GR_HOOK_RESTORED = 3, /* the program put back what it saw before its own */
+};
+/* HOOK `who`: what the subject (the reference profiler) is after it. */
+#define GR_HOOK_SUBJECT_ON 0x1u  /* the subject profiler is present on the thread */
+#define GR_HOOK_CHAINED 0x2u     /* the observer chains the program's function */
+#define GR_HOOK_TRACE_ONLY 0x4u  /* the observer sees only trace events (no c_call) */
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u
 #define GR_MARK_PROFILE_OURS 0x2u
+#define GR_MARK_STATE_KNOWN 0x4u    /* bit 3 is meaningful (3.9-3.11) */
+#define GR_MARK_TRACING_OFF 0x8u    /* this greenlet runs with use_tracing 0
+                                       while its thread has a profile function */
+#define GR_MARK_IN_CALLBACK 0x10u   /* called inside a trace/profile callback
+                                       (tstate->tracing > 0) */
 
 /* §4 STACK flags */
 #define GR_STACK_RUNNING 0x1u
 #define GR_STACK_CUT 0x2u
+#define GR_STACK_THREAD_ENDED 0x4u /* its thread has ended: abandoned */
 
 /* Depth cap for every recorded stack (GREENLET seed, MARK, STACK). */
 #define GR_STACK_CAP 128

@@ -22,94 +22,25 @@ static void thread_dealloc(gr_thread *t)
 {
     Py_CLEAR(t->prev_trace);
     Py_CLEAR(t->settrace);
+    Py_CLEAR(t->chain_obj);
+    Py_CLEAR(t->foot_obj);
+    Py_CLEAR(t->displaced);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
-/* Record a greenlet switch or throw.  Runs in the target, after the stack
- * switch, inside greenlet's tracing guard. */
-static void record_switch(gr_recorder *r, gr_thread *t, PyObject *event, PyObject *pair)
+/* Callback mode: greenlet announces a switch or throw.  Runs in the
+ * target, after the stack switch, inside greenlet's tracing guard.  The
+ * record is written at the target's first event (switches.c), where its
+ * real stack is known; a wrapper of this callback lends it no frames. */
+static void note_switch_callback(gr_recorder *r, gr_thread *t, PyObject *event, PyObject *pair)
 {
     if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
         r->errors++;
         return;
     }
-    PyObject *origin = PyTuple_GET_ITEM(pair, 0), *target = PyTuple_GET_ITEM(pair, 1);
-    PyThreadState *ts = PyThreadState_Get();
-    uint64_t t0 = r->reg ? gr_now_ns() : 0;
-
-    uint32_t og = gr_greenlet_id(r, t, origin);
-    uint32_t tg = gr_ptrmap_get(&r->greenlets, (uintptr_t)target, 0);
-    if (!tg) {
-        /* First sight of the target, which is running now: its frames are
-         * the live ones.  If it has any, it was suspended in a C call. */
-        PyFrameObject *top = PyEval_GetFrame();
-        tg = gr_greenlet_define(r, t, target, top, 0, top ? GR_GL_SUSPENDED : 0);
-    }
-    PyObject *parent = PyObject_GetAttr(target, r->str_parent);
-    uint32_t pg = 0;
-    if (parent) {
-        pg = gr_greenlet_id(r, t, parent);
-        Py_DECREF(parent);
-    } else {
-        gr_swallow(r);
-    }
-    int dead = 0;
-    PyObject *d = PyObject_GetAttr(origin, r->str_dead);
-    if (d) {
-        dead = PyObject_IsTrue(d) == 1;
-        Py_DECREF(d);
-    } else {
-        gr_swallow(r);
-    }
-
-    uint64_t flags = 0;
-    if (ts->c_profilefunc == gr_profile)
-        flags |= GR_SW_PROFILE_OURS;
-    if (ts->c_profilefunc)
-        flags |= GR_SW_PROFILE_SET;
-    if (GR_HAVE_USE_TRACING)
-        flags |= GR_SW_USE_TRACING_KNOWN;
-    if (dead)
-        flags |= GR_SW_ORIGIN_DEAD;
-    /* greenlet's tracing guard added one level for this callback. */
-    int tracing = gr_tstate_tracing(ts) - 1;
-    uint64_t f[7] = {t->tid, og, tg, pg, flags, (uint64_t)(tracing < 0 ? 0 : tracing),
-                     (uint64_t)gr_resume_use_tracing(ts)};
     int is_throw = PyUnicode_Check(event) && PyUnicode_CompareWithASCIIString(event, "throw") == 0;
-    uint64_t wait = 0;
-    int contended = 0;
-    if (r->reg) {
-        /* The sampler's registry: origin suspended at its top frame (the
-         * address only; the sampler reads it without the GIL), target
-         * running.  Updated before the record is counted, so a sample
-         * stamped with N records never predates the registry it saw. */
-        uintptr_t frame = 0;
-        if (!dead) {
-            PyObject *fr = PyObject_GetAttr(origin, r->str_gr_frame);
-            if (fr && PyFrame_Check(fr))
-                frame = (uintptr_t)fr; /* kept alive by the suspended greenlet */
-            if (!fr)
-                gr_swallow(r);
-            Py_XDECREF(fr);
-        }
-        contended = gr_registry_switch(r->reg, og, frame, dead, tg, pg, &wait);
-    }
-    uint64_t index = atomic_load_explicit(&r->nevents, memory_order_relaxed);
-    gr_emit(r, is_throw ? GR_THROW : GR_SWITCH, 7, f);
-    uint64_t iv;
-    uint32_t nframes, nstale;
-    if (gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
-        /* 3.12+: whether the target's frames will report events. */
-        uint64_t g[5] = {t->tid, tg, iv, nframes, nstale};
-        gr_emit(r, GR_INSTR, 5, g);
-    }
-    if (dead) {
-        uint64_t g[2] = {t->tid, og};
-        gr_emit(r, GR_DEAD, 2, g);
-    }
-    t->cur_gid = tg;
-    if (r->reg)
-        gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
+    t->cb_pending = is_throw ? 2 : 1;
+    t->cb_target = PyTuple_GET_ITEM(pair, 1);
 }
 
 /* The recording this callback belongs to has ended, but stop() ran on
@@ -122,15 +53,8 @@ static void restore_after_stop(gr_thread *t)
     if (!t->settrace)
         return;
     GR_EXC_SAVE(saved);
-    PyObject *was = PyObject_CallOneArg(t->settrace, t->prev_trace ? t->prev_trace : Py_None);
-    if (was && was != (PyObject *)t) {
-        /* Someone replaced ours meanwhile: leave theirs in place. */
-        PyObject *back = PyObject_CallOneArg(t->settrace, was);
-        Py_XDECREF(back);
-    }
-    Py_XDECREF(was);
+    gr_put_back_callback(t);
     PyErr_Clear();
-    Py_CLEAR(t->settrace); /* done once */
     GR_EXC_RESTORE(saved);
 }
 
@@ -143,7 +67,7 @@ static PyObject *thread_call(PyObject *self, PyObject *args, PyObject *kwargs)
     gr_recorder *r = gr_active;
     if (r && t->gen == r->gen && t->tid && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 2) {
         GR_EXC_SAVE(saved);
-        record_switch(r, t, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1));
+        note_switch_callback(r, t, PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1));
         if (PyErr_Occurred())
             gr_swallow(r);
         GR_EXC_RESTORE(saved);
@@ -179,6 +103,19 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->thread_id = ts->thread_id;
     t->prev_trace = NULL;
     t->settrace = NULL;
+    t->cur_g = NULL;
+    t->last_c_call = 0;
+    t->chain_func = NULL;
+    t->chain_obj = NULL;
+    t->foothold = 0;
+    t->foot_func = NULL;
+    t->foot_obj = NULL;
+    t->subject = r->profile_on;
+    t->displaced = NULL;
+    t->cb_pending = 0;
+    t->cb_target = NULL;
+    t->hook_code = 0;
+    t->hook_pending = 0;
     if (PyList_Append(r->threads, (PyObject *)t) < 0) {
         Py_DECREF(t);
         gr_swallow(r);
@@ -187,15 +124,24 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     return t;
 }
 
+/* The gr_thread of thread state ts in recording r, or NULL. */
+static gr_thread *thread_of_tstate(gr_recorder *r, PyThreadState *ts)
+{
+    for (Py_ssize_t i = PyList_GET_SIZE(r->threads); i-- > 0;) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        if (t->tstate == ts && t->thread_id == ts->thread_id)
+            return t;
+    }
+    return NULL;
+}
+
 gr_thread *gr_thread_current(gr_recorder *r)
 {
     if (tls_thread && tls_gen == r->gen)
         return tls_thread;
     PyThreadState *ts = PyThreadState_Get();
-    gr_thread *t;
-    if (ts->c_profilefunc == gr_profile && ((gr_thread *)ts->c_profileobj)->gen == r->gen) {
-        t = (gr_thread *)ts->c_profileobj;
-    } else {
+    gr_thread *t = thread_of_tstate(r, ts);
+    if (!t) {
         t = gr_thread_new(r, ts);
         if (!t)
             return NULL;
@@ -203,6 +149,20 @@ gr_thread *gr_thread_current(gr_recorder *r)
     }
     tls_thread = t;
     tls_gen = r->gen;
+    return t;
+}
+
+/* The calling thread's gr_thread if the recorder knows this thread, else
+ * NULL (no new one: a thread the recorder never reached stays unknown). */
+static inline gr_thread *thread_known(gr_recorder *r)
+{
+    if (tls_thread && tls_gen == r->gen)
+        return tls_thread;
+    gr_thread *t = thread_of_tstate(r, PyThreadState_Get());
+    if (t) {
+        tls_thread = t;
+        tls_gen = r->gen;
+    }
     return t;
 }
 
@@ -229,14 +189,26 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
     GR_EXC_RESTORE(saved);
 }
 
-int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+/* Record one profile event of thread t. */
+static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
 {
-    gr_thread *t = (gr_thread *)obj;
-    gr_recorder *r = gr_active;
-    if (!r || t->gen != r->gen)
-        return 0;
     if (!t->tid)
         profile_first_sight(r, t, frame, what, arg);
+    if (r->greenlet_mod) {
+        PyObject *g = gr_current_greenlet(r);
+        if (g && g != t->cur_g) {
+            GR_EXC_SAVE(saved);
+            PyFrameObject *top = frame;
+            if (what == PyTrace_CALL)
+                top = frame ? PyFrame_GetBack(frame) : NULL;
+            else
+                Py_XINCREF(top);
+            gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
+            Py_XDECREF(top);
+            GR_EXC_RESTORE(saved);
+        }
+        Py_XDECREF(g);
+    }
     switch (what) {
     case PyTrace_CALL:
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code(frame)));
@@ -244,17 +216,196 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     case PyTrace_RETURN:
         gr_emit3(r, GR_RETURN, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code(frame)));
         break;
-    case PyTrace_C_CALL:
-        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, gr_cfunc_id(r, arg));
+    case PyTrace_C_CALL: {
+        uint32_t c = gr_cfunc_id(r, arg);
+        t->last_c_call = c;
+        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, c);
         break;
+    }
     case PyTrace_C_RETURN:
+        t->last_c_call = 0;
         gr_emit3(r, GR_C_RETURN, t->tid, t->cur_gid, gr_cfunc_id(r, arg));
         break;
     case PyTrace_C_EXCEPTION:
+        t->last_c_call = 0;
         gr_emit3(r, GR_C_EXCEPTION, t->tid, t->cur_gid, gr_cfunc_id(r, arg));
         break;
     default:
         break;
     }
+}
+
+int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        return 0;
+    gr_thread *t = thread_known(r);
+    if (t)
+        record_event(r, t, frame, what, arg);
     return 0;
+}
+
+int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    gr_thread *t = r ? thread_known(r) : tls_thread;
+    if (r && t)
+        record_event(r, t, frame, what, arg);
+    Py_tracefunc f = t ? t->chain_func : NULL;
+    return f ? f(obj, frame, what, arg) : 0;
+}
+
+/* ---- the program's own hooks -------------------------------------------- */
+
+static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
+{
+    uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0);
+    uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
+    gr_emit(r, GR_HOOK, 6, f);
+}
+
+/* The profile slot of thread state ts (thread t) after the program may
+ * have changed it: keep observing (take the slot back, or chain in front
+ * of the program's function), and write a HOOK record saying what the
+ * program did and what the subject profiler is now. */
+static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    Py_tracefunc f = ts->c_profilefunc;
+    uint32_t code = t->hook_pending ? t->hook_code : 0;
+    t->hook_pending = 0;
+    if (f == gr_profile || f == gr_profile_chain)
+        return;
+    int action;
+    if (!f) {
+        /* Cleared.  While the subject was displaced by the program's own
+         * profiler, clearing puts back what the program saw before it
+         * (None, as the recorder is invisible): the subject returns.
+         * Otherwise the program removed the profiler a standard tool had
+         * installed: the subject is gone from this thread. */
+        if (!t->subject && t->displaced) {
+            action = GR_HOOK_RESTORED;
+            t->subject = 1;
+            Py_CLEAR(t->displaced);
+        } else {
+            action = GR_HOOK_CLEARED;
+            t->subject = 0;
+        }
+        t->chain_func = NULL;
+        Py_CLEAR(t->chain_obj);
+        r->own_change = 1;
+        if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
+            gr_swallow(r);
+        r->own_change = 0;
+    } else {
+        action = GR_HOOK_SET;
+        if (t->subject) {
+            t->subject = 0;
+            Py_XSETREF(t->displaced, Py_NewRef(Py_None));
+        }
+        t->chain_func = f;
+        Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
+        gr_swap_profile_func(ts, gr_profile_chain);
+    }
+    if (t->tid)
+        emit_hook(r, t, GR_HOOK_PROFILE, action, code);
+}
+
+/* Every thread's profile slot, after a change announced by the audit
+ * hook (a change can concern another thread: 3.12's
+ * threading.setprofile_all_threads). */
+static void resolve_all(gr_recorder *r)
+{
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        gr_thread *t = thread_of_tstate(r, ts);
+        if (t && r->profile_on)
+            resolve_profile_slot(r, t, ts);
+    }
+}
+
+/* Give the trace slot of the calling thread back to what it held before
+ * the foothold. */
+static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    if (!t->foothold)
+        return;
+    t->foothold = 0;
+    if (t->foot_func) {
+        ts->c_tracefunc = t->foot_func; /* its object never left the slot */
+    } else {
+        r->own_change = 1;
+        PyEval_SetTrace(NULL, NULL);
+        r->own_change = 0;
+    }
+    t->foot_func = NULL;
+    Py_CLEAR(t->foot_obj);
+}
+
+/* Trace function that holds the trace slot from the audit event of a
+ * program's profile change to the next event after the change: that is
+ * where the recorder can see what the program installed. */
+static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    PyThreadState *ts = PyThreadState_Get();
+    gr_thread *t = r ? thread_known(r) : tls_thread;
+    Py_tracefunc prev = t ? t->foot_func : NULL;
+    if (r && t) {
+        GR_EXC_SAVE(saved);
+        drop_foothold(r, t, ts);
+        resolve_all(r);
+        if (PyErr_Occurred())
+            gr_swallow(r);
+        GR_EXC_RESTORE(saved);
+    }
+    return prev ? prev(obj, frame, what, arg) : 0;
+}
+
+int gr_audit_hook(const char *event, PyObject *args, void *userdata)
+{
+    gr_recorder *r = gr_active;
+    if (!r || r->own_change || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
+        return 0;
+    PyThreadState *ts = PyThreadState_Get();
+    gr_thread *t = thread_known(r);
+    if (!t || t->foothold)
+        return 0;
+    GR_EXC_SAVE(saved);
+    t->hook_pending = 1;
+    t->hook_code = t->last_c_call;
+    t->foothold = 1;
+    t->foot_func = ts->c_tracefunc;
+    if (t->foot_func) {
+        /* The program's trace function stays; we chain in front of it. */
+        Py_XSETREF(t->foot_obj, Py_XNewRef(ts->c_traceobj));
+        ts->c_tracefunc = foothold;
+    } else {
+        r->own_change = 1;
+        PyEval_SetTrace(foothold, NULL);
+        r->own_change = 0;
+    }
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+    return 0;
+}
+
+void gr_hooks_stop(gr_recorder *r)
+{
+    /* Unchain: the program's profile functions get their slots back. */
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        gr_thread *t = thread_of_tstate(r, ts);
+        if (!t)
+            continue;
+        if (ts->c_profilefunc == gr_profile_chain && t->chain_func)
+            gr_swap_profile_func(ts, t->chain_func);
+        if (t->foothold && ts == me)
+            drop_foothold(r, t, ts);
+        else if (t->foothold && ts->c_tracefunc == foothold) {
+            ts->c_tracefunc = t->foot_func;
+            t->foothold = 0;
+        }
+    }
 }

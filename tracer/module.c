@@ -30,6 +30,9 @@ static void recorder_free(gr_recorder *r)
     gr_ptrmap_free(&r->codes);
     gr_ptrmap_free(&r->greenlets);
     gr_ptrmap_free(&r->weakrefs);
+    gr_ptrmap_free(&r->preexisting);
+    PyMem_Free(r->gl_tid);
+    PyMem_Free(r->gl_state);
     Py_XDECREF(r->strings);
     Py_XDECREF(r->identities);
     Py_XDECREF(r->keep);
@@ -107,6 +110,13 @@ static void import_greenlet(gr_recorder *r)
         Py_CLEAR(r->getcurrent);
         Py_CLEAR(r->settrace);
     }
+    /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
+     * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
+    void **api = PyCapsule_Import("greenlet._C_API", 0);
+    if (api)
+        r->gl_current = (PyObject * (*)(void)) api[4];
+    else
+        PyErr_Clear();
 }
 
 /* ---- start ---------------------------------------------------------------- */
@@ -129,12 +139,19 @@ PyDoc_STRVAR(start_doc,
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
-"recording, ValueError on bad arguments, OSError if a file cannot be written.");
+"recording, ValueError on bad arguments, OSError if a file cannot be written.\n\n"
+"`entry` (a frame, for `greenreplay record`'s whole-program mode) is the\n"
+"program's first frame, given from inside a profile function at its `call`\n"
+"event: the seed stack is then the frames below it (none for a script) and\n"
+"the first record after START is that CALL, so that the recorder's own\n"
+"frames are not in the trace.  `entry_c` is the C function that called it\n"
+"(exec, under runpy for -m), which then tops the seed stack.");
 
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
-                             "max_greenlets", "profile", "max_size", "ring", NULL};
+                             "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
+                             "entry_c", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -143,11 +160,26 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned int keep = 64, max_greenlets = 65536;
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKK:start", kwlist,
+    const char *switches = "passive";
+    PyObject *entry = NULL, *entry_c = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOO:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring))
+                                     &max_size, &ring, &switches, &entry, &entry_c))
         return NULL;
+    int callback_mode = strcmp(switches, "callback") == 0;
+    if (!callback_mode && strcmp(switches, "passive") != 0) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_ValueError, "switches must be 'passive' or 'callback'");
+        return NULL;
+    }
+    if (entry == Py_None)
+        entry = NULL;
+    if (entry && !PyFrame_Check(entry)) {
+        Py_DECREF(path_obj);
+        PyErr_SetString(PyExc_TypeError, "entry must be a frame or None");
+        return NULL;
+    }
     if (ring && (times || sampler || max_size)) {
         Py_DECREF(path_obj);
         PyErr_SetString(PyExc_ValueError, "ring mode keeps the trace in memory: it cannot be combined "
@@ -185,6 +217,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_ptrmap_init(&r->codes);
     gr_ptrmap_init(&r->greenlets);
     gr_ptrmap_init(&r->weakrefs);
+    gr_ptrmap_init(&r->preexisting);
+    r->callback_mode = callback_mode;
+    r->profile_on = profile;
     r->strings = PyDict_New();
     r->identities = PyDict_New();
     r->keep = PyList_New(0);
@@ -271,6 +306,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     Py_XDECREF(glv_obj);
     if (!profile)
         emit_meta(r, "profile", "off");
+    emit_meta(r, "switches", callback_mode ? "callback" : "passive");
+    gr_note_preexisting(r);
     if (mode >= 0) {
         char iv[32];
         snprintf(iv, sizeof iv, "%llu", interval_us);
@@ -307,9 +344,17 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_active = NULL;
         goto fail;
     }
-    gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    if (entry) { /* whole-program mode: the seed ends below the program's frame */
+        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
+        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0);
+        Py_XDECREF(below);
+    } else {
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+    }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
+    if (entry)
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
 
     /* Threads that already exist: each is seen at its first event. */
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {
@@ -317,13 +362,20 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             continue;
         gr_thread *o = gr_thread_new(r, ts);
         if (o) {
-            if (gr_set_profile_for(ts, gr_profile, (PyObject *)o) < 0)
+            r->own_change = 1;
+            if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
+            r->own_change = 0;
             Py_DECREF(o);
         }
     }
-    if (profile)
-        PyEval_SetProfile(gr_profile, (PyObject *)t);
+    if (profile) {
+        /* No object: sys.getprofile() keeps returning None (hooks.c finds
+         * the thread's state itself). */
+        r->own_change = 1;
+        PyEval_SetProfile(gr_profile, NULL);
+        r->own_change = 0;
+    }
     if (r->reg) {
         r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
         if (!r->sampler)
@@ -376,41 +428,67 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         return;
     }
     for (uint32_t gid = 1; gid <= r->ngreenlets; gid++) {
-        if (!r->gl_addr[gid])
+        if (r->gl_state[gid] & GR_GLS_DEAD)
             continue;
-        PyObject *g = gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1));
-        if (!g)
-            continue;
-        gr_thread *runner = NULL;
+        int is_main = (r->gl_state[gid] & GR_GLS_MAIN) != 0;
+        gr_thread *runner = NULL, *owner = NULL;
+        PyObject *g = r->gl_addr[gid] ? gr_weakref_get(PyList_GET_ITEM(r->gl_refs, gid - 1)) : NULL;
         for (Py_ssize_t i = 0; i < nthreads; i++) {
             gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (t->tid && t->cur_gid == gid)
+            if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
                 runner = t;
+            if (t->tid && t->tid == r->gl_tid[gid])
+                owner = t;
         }
-        PyObject *d = PyObject_GetAttr(g, r->str_dead);
-        int dead = d ? PyObject_IsTrue(d) == 1 : 0;
-        Py_XDECREF(d);
-        PyErr_Clear();
-        if (dead) {
-            Py_DECREF(g);
+        int owner_alive = 1;
+        if (owner && owner != me) {
+            PyFrameObject *of = live_thread_frame(owner, &owner_alive);
+            Py_XDECREF(of);
+        }
+        uint64_t tid = owner ? owner->tid : me->tid;
+        int dead = 1;
+        if (g) {
+            PyObject *d = PyObject_GetAttr(g, r->str_dead);
+            dead = d ? PyObject_IsTrue(d) == 1 : 0;
+            Py_XDECREF(d);
+            PyErr_Clear();
+        }
+        if (dead || !g) {
+            /* Died unseen (no event of its own since), or freed.  A main
+             * greenlet ends with its thread: nothing to report.  One whose
+             * thread ended before it finished is abandoned: its frames are
+             * gone with the thread (greenlet kills or drops them). */
+            if (!is_main && owner_alive)
+                gr_emit_dead(r, gid, tid);
+            else if (!is_main && g) {
+                uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+            }
+            Py_XDECREF(g);
             continue;
         }
         int alive = 1;
         PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
-        if (runner && !alive) {
-            Py_DECREF(g);
-            continue;
-        }
-        if (runner) {
+        if (runner && alive) {
             uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
             Py_XDECREF(other);
+        } else if (runner && is_main) {
+            /* The main greenlet of a thread that has ended. */
+        } else if (!owner_alive || runner) {
+            /* Abandoned: its thread ended before stop.  greenlet drops its
+             * frames when it cleans up after that thread, at a moment that
+             * varies from run to run, so none are written (the checker
+             * lists the open ones from the profile events). */
+            uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
         } else {
+            /* Suspended: its frames from gr_frame, under its own thread. */
             PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
             if (!fr)
                 PyErr_Clear();
-            uint64_t f[3] = {me->tid, gid, 0};
+            uint64_t f[3] = {tid, gid, 0};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
             Py_XDECREF(fr);
@@ -555,41 +633,49 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
         gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code);
+    if (me && r->greenlet_mod) {
+        PyObject *g = gr_current_greenlet(r);
+        if (g && g != me->cur_g)
+            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1, 0);
+        Py_XDECREF(g);
+    }
     if (me) {
         uint64_t f[2] = {me->tid, me->cur_gid};
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);
     }
 
-    /* Uninstall: the profile function wherever it is ours. */
+    /* Uninstall: the program's own profile functions get their slots back,
+     * ours is removed wherever it is. */
+    gr_hooks_stop(r);
     PyThreadState *cur = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
         if (ts->c_profilefunc != gr_profile)
             continue;
+        r->own_change = 1;
         if (ts == cur)
             PyEval_SetProfile(NULL, NULL);
         else if (gr_set_profile_for(ts, NULL, NULL) < 0)
             PyErr_Clear();
+        r->own_change = 0;
     }
-    /* The greenlet callback of this thread, if it is still ours. Other
-     * threads' callbacks see the generation change and only chain. */
-    if (me && me->settrace) {
-        PyObject *prev = me->prev_trace ? me->prev_trace : Py_None;
-        PyObject *was = PyObject_CallOneArg(me->settrace, prev);
-        if (was && was != (PyObject *)me) {
-            /* Someone replaced ours meanwhile: leave theirs in place. */
-            PyObject *back = PyObject_CallOneArg(me->settrace, was);
-            Py_XDECREF(back);
-        }
-        Py_XDECREF(was);
-        PyErr_Clear();
-        Py_CLEAR(me->settrace);
-    }
+    /* Callback mode: the greenlet callback of this thread, if it is still
+     * ours.  Other threads' callbacks see the generation change and put
+     * theirs back at their next switch. */
+    if (me)
+        gr_put_back_callback(me);
     gr_active = NULL;
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
 
+    if (r->reg && r->reg->overflow) {
+        /* Greenlets past the registry's capacity were not tracked by the
+         * sampler: say so (check --stall warns). */
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
+        emit_meta(r, "sampler_untracked_greenlets", n);
+    }
     if (r->tw && r->reg)
         write_sampler_data(r);
     uint64_t nev = atomic_load(&r->nevents);
@@ -598,13 +684,16 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         rc = write_ring(r, reason);
         nev = r->w->held + r->w->records;
     } else {
+        /* The last chunk first: whether it fits decides the trailer. */
+        gr_writer_flush(r->w);
+        werr = r->w->error;
         if (r->w->capped)
             reason = GR_STOP_SIZE_CAP;
+        if (werr) /* disk full or I/O error: the file says so, and how much is lost */
+            reason = GR_STOP_WRITE_ERROR;
+        if (r->w->capped || werr) /* the records in the file are fewer */
+            nev = r->w->indexed_written;
         uint64_t trailer[4] = {nev, r->w->dropped, r->errors, (uint64_t)reason};
-        if (r->w->capped) { /* the records in the file are fewer */
-            gr_writer_flush(r->w);
-            trailer[0] = nev = r->w->indexed_written;
-        }
         rc = gr_writer_finish(r->w, trailer, 4);
         r->w = r->dw = NULL;
     }
@@ -644,11 +733,31 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
         PyFrameObject *top = PyEval_GetFrame();
         if (!t->tid)
             gr_thread_first_sight(r, t, top, 0);
+        if (r->greenlet_mod) {
+            /* A mark is a switch detection point too: the greenlet may have
+             * resumed without delivering a single profile event. */
+            PyObject *g = gr_current_greenlet(r);
+            if (g && g != t->cur_g)
+                gr_switch_seen(r, t, g, top, 1, 0);
+            Py_XDECREF(g);
+        }
         PyObject *s = PyObject_Str(label);
         const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
         if (!text)
             gr_swallow(r);
-        uint64_t flags = ts->c_profilefunc == gr_profile && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
+        int ours = ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
+        uint64_t flags = ours && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
+        if (gr_tstate_tracing(ts) > 0)
+            flags |= GR_MARK_IN_CALLBACK;
+        int ut = gr_use_tracing_now(ts);
+        if (ut >= 0) {
+            /* The tracing state this greenlet really runs with, read
+             * directly (3.9-3.11): off while the thread has a profile
+             * function is the greenlet issue 256 class. */
+            flags |= GR_MARK_STATE_KNOWN;
+            if (ut == 0 && ts->c_profilefunc && gr_tstate_tracing(ts) == 0)
+                flags |= GR_MARK_TRACING_OFF;
+        }
         uint64_t f[5] = {t->tid, t->cur_gid, gr_string_id(r, text ? text : "?"), r->mark_code, flags};
         gr_emit_stack(r, GR_MARK, 5, f, 4, GR_MARK_CUT, top, 0);
         Py_XDECREF(s);
@@ -678,7 +787,9 @@ static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ss
     GR_EXC_SAVE(saved);
     gr_thread *t = gr_thread_current(r);
     if (t) {
-        PyEval_SetProfile(gr_profile, (PyObject *)t);
+        r->own_change = 1;
+        PyEval_SetProfile(gr_profile, NULL);
+        r->own_change = 0;
         static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
         PyObject *frame = args[0];
         int what = -1;
@@ -709,14 +820,28 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     gr_recorder *r = gr_active;
     if (!r)
         Py_RETURN_NONE;
+    /* Hooks first, while gr_active still names the recording: the
+     * program's own profile function gets its slot back unchained. */
+    gr_hooks_stop(r);
+    PyThreadState *ts = PyThreadState_Get();
+    if (ts->c_profilefunc == gr_profile) {
+        r->own_change = 1;
+        PyEval_SetProfile(NULL, NULL);
+        r->own_change = 0;
+    }
     gr_active = NULL;
     if (r->dw != r->w)
         gr_writer_discard(r->dw);
     gr_writer_discard(r->w);
     gr_writer_discard(r->tw);
     r->w = r->dw = r->tw = NULL;
-    PyEval_SetProfile(NULL, NULL);
+    /* The sampler's thread does not exist in the child, and its locks may
+     * have been held by it at the fork: joining or destroying them could
+     * block forever.  Their memory is left to the child's exit. */
+    r->sampler = NULL;
+    r->reg = NULL;
     recorder_free(r);
+    PyErr_Clear();
     Py_RETURN_NONE;
 }
 
@@ -732,7 +857,10 @@ static PyMethodDef methods[] = {
     {"flush", mod_flush, METH_NOARGS, flush_doc},
     {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
     {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
-    {"_forked", mod_forked, METH_NOARGS, "After fork, in the child: end recording without writing."},
+    {"_forked", mod_forked, METH_NOARGS,
+     "After fork, in the child: end recording without writing to the parent's trace; the\n"
+     "child's profile slot gets back the program's own function (or none), the sampler's\n"
+     "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
     {NULL, NULL, 0, NULL},
 };
@@ -749,5 +877,13 @@ PyMODINIT_FUNC PyInit__greenreplay(void)
 {
     if (PyType_Ready(&gr_thread_type) < 0)
         return NULL;
+    /* Once per process (audit hooks cannot be removed; it does nothing
+     * while no recording is active). */
+    static int audit_added;
+    if (!audit_added) {
+        if (PySys_AddAuditHook(gr_audit_hook, NULL) < 0)
+            return NULL;
+        audit_added = 1;
+    }
     return PyModule_Create(&moduledef);
 }

@@ -305,6 +305,16 @@ static uint32_t register_greenlet(gr_recorder *r, PyObject *g)
     if (!addr)
         goto fail;
     r->gl_addr = addr;
+    uint32_t *tids = PyMem_Realloc(r->gl_tid, (gid + 1) * sizeof *tids);
+    if (!tids)
+        goto fail;
+    r->gl_tid = tids;
+    uint8_t *state = PyMem_Realloc(r->gl_state, (gid + 1) * sizeof *state);
+    if (!state)
+        goto fail;
+    r->gl_state = state;
+    tids[gid] = 0;
+    state[gid] = 0;
     PyObject *wr = PyWeakref_NewRef(g, r->forget);
     if (!wr)
         goto fail;
@@ -331,6 +341,14 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     gr_ptrmap_del(&r->weakrefs, (uintptr_t)wr, 0);
     if (gr_ptrmap_get(&r->greenlets, r->gl_addr[gid], 0) == gid)
         gr_ptrmap_del(&r->greenlets, r->gl_addr[gid], 0);
+    /* A thread whose last seen greenlet this was must not take a new
+     * object at the same address for it (passive switch detection
+     * compares addresses). */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        if ((uintptr_t)t->cur_g == r->gl_addr[gid])
+            t->cur_g = NULL;
+    }
     r->gl_addr[gid] = 0;
 }
 
@@ -374,6 +392,10 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
     }
     if (!pgid)
         flags |= GR_GL_MAIN;
+    if (flags & GR_GL_MAIN)
+        r->gl_state[gid] |= GR_GLS_MAIN;
+    if (t && !r->gl_tid[gid])
+        r->gl_tid[gid] = t->tid;
     uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
     gr_emit_stack(r, GR_GREENLET, 4, f, 3, GR_GL_CUT, top, extra_c);
     if (r->reg)
@@ -428,8 +450,11 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
         gr_emit_stack(r, GR_GREENLET, 4, g, 3, GR_GL_CUT, top, extra_c);
     }
 
-    /* Chain in front of any callback installed before us on this thread. */
-    if (cur && r->settrace) {
+    if (cur)
+        t->cur_g = cur; /* compared by address only */
+    /* Callback mode: chain in front of any callback installed before us on
+     * this thread.  Passive mode installs none (switches.c). */
+    if (cur && r->settrace && r->callback_mode) {
         PyObject *prev = PyObject_CallOneArg(r->settrace, (PyObject *)t);
         if (!prev) {
             gr_swallow(r);
@@ -443,4 +468,31 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
         }
     }
     Py_XDECREF(cur);
+}
+
+void gr_put_back_callback(gr_thread *t)
+{
+    if (!t->settrace)
+        return;
+    PyObject *gettrace = PyObject_GetAttrString(gr_active && gr_active->greenlet_mod ?
+                                                gr_active->greenlet_mod : Py_None, "gettrace");
+    PyObject *active = NULL;
+    if (!gettrace) {
+        PyErr_Clear();
+        PyObject *mod = PyImport_ImportModule("greenlet");
+        gettrace = mod ? PyObject_GetAttrString(mod, "gettrace") : NULL;
+        Py_XDECREF(mod);
+    }
+    if (gettrace)
+        active = PyObject_CallNoArgs(gettrace);
+    Py_XDECREF(gettrace);
+    if (active == (PyObject *)t) {
+        /* Ours is active: put back exactly what the program had. */
+        PyObject *was = PyObject_CallOneArg(t->settrace, t->prev_trace ? t->prev_trace : Py_None);
+        Py_XDECREF(was);
+    }
+    /* Otherwise the program replaced ours: leave its callback in place. */
+    Py_XDECREF(active);
+    PyErr_Clear();
+    Py_CLEAR(t->settrace);
 }

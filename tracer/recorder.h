@@ -46,6 +46,27 @@ typedef struct gr_thread {
     PyObject *settrace;     /* owned greenlet.settrace once ours is
                                installed on this thread; cleared when the
                                previous callback has been put back */
+    PyObject *cur_g;        /* address of the greenlet last seen running on
+                               this thread (compared, never dereferenced;
+                               NULL once that greenlet was freed) */
+    uint32_t last_c_call;   /* code id of the last C_CALL recorded here */
+    /* Hooks of the program (hooks.c): */
+    Py_tracefunc chain_func;/* the program's profile function we chain to,
+                               or NULL (its object stays in the slot) */
+    PyObject *chain_obj;    /* owned: that slot's object when we chained */
+    int foothold;           /* our trace function holds the trace slot until
+                               the next event (after a program's change) */
+    Py_tracefunc foot_func; /* the trace slot's function before it */
+    PyObject *foot_obj;     /* owned: and its object */
+    int subject;            /* the subject profiler is on this thread */
+    PyObject *displaced;    /* owned: what sys.getprofile() returned when the
+                               program displaced the subject (Py_None) */
+    int cb_pending;         /* callback mode: a greenlet switch callback ran
+                               and its SWITCH/THROW is written */
+    PyObject *cb_target;    /* its target (address only) */
+    int hook_pending;       /* the audit hook saw a profile change coming */
+    uint32_t hook_code;     /* the C call in progress then (its c_return
+                               goes to whatever the program installed) */
 } gr_thread;
 
 typedef struct gr_recorder {
@@ -86,6 +107,17 @@ typedef struct gr_recorder {
     PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
 
     uint32_t mark_code, stop_code; /* code ids of our C functions */
+
+    /* Switch detection (switches.c). */
+    int callback_mode;      /* 1: greenlet trace callback installed (old
+                               mode); 0: passive, the default */
+    PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
+                               or NULL (then r->getcurrent is called) */
+    gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
+    uint32_t *gl_tid;       /* PyMem; thread id per gid (last seen on) */
+    uint8_t *gl_state;      /* PyMem; GR_GLS_* per gid */
+    int own_change;         /* the recorder itself is changing a hook */
+    int profile_on;         /* profile=True at start */
 
     /* Sampler (issue: sampling never stalls switches); NULL when off. */
     gr_registry *reg;       /* owned */
@@ -214,7 +246,55 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
 /* Record the current Python error as a swallowed failure and clear it. */
 void gr_swallow(gr_recorder *r);
 
+/* Per-gid state bits (gl_state). */
+#define GR_GLS_DEAD 0x1u     /* DEAD written */
+#define GR_GLS_NEW 0x2u      /* created while recording (not alive at start) */
+#define GR_GLS_MAIN 0x4u     /* main greenlet of its thread */
+
+/* ---- switches (switches.c) ------------------------------------------- */
+
+/* The running greenlet of the calling thread, new reference, or NULL
+ * (greenlet missing; no error set). */
+PyObject *gr_current_greenlet(gr_recorder *r);
+
+/* Passive switch detection: greenlet `g` (borrowed) is running on thread
+ * t, which last saw t->cur_g.  Writes the SWITCH (or the THROW/SWITCH
+ * greenlet's callback announced, in callback mode) with the target's real
+ * stack from `top` outwards (borrowed, may be NULL), DEAD for an origin
+ * that died, and updates t.  at_mark: seen by mark() or stop(), where the
+ * tracing state is read directly; else inside a profile callback.
+ * raising: the event is a C_EXCEPTION (the target resumed with an
+ * exception: written as THROW, as greenlet would report it). */
+void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
+                    int raising);
+
+/* Collect the addresses of the greenlets started and not dead now
+ * (start()): their frames predate the recording. */
+void gr_note_preexisting(gr_recorder *r);
+
+/* DEAD record of greenlet gid on thread tid, once per greenlet. */
+void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid);
+
 /* ---- hooks (hooks.c) ----------------------------------------------- */
+
+/* Audit hook (installed once, at import): notices the program changing a
+ * profile or trace function (events sys.setprofile / sys.settrace, raised
+ * before the change, from C too, CPython 3.8+ PEP 578). */
+int gr_audit_hook(const char *event, PyObject *args, void *userdata);
+
+/* Profile function that records and then calls the program's own profile
+ * function (t->chain_func with the slot's object). */
+int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* stop(): give every chained profile slot back to the program's function
+ * and drop any foothold in the trace slot. */
+void gr_hooks_stop(gr_recorder *r);
+
+/* Callback mode: put back the greenlet trace callback the thread had
+ * before ours, if ours is still the active one; never calls settrace
+ * with the callback already active (greenlet issue 332).  Clears
+ * t->settrace. */
+void gr_put_back_callback(gr_thread *t);
 
 extern PyTypeObject gr_thread_type;
 

@@ -1,16 +1,43 @@
 /* writer.c - buffered, chunked trace writer (docs/FORMAT.md §1-2). */
+#define _GNU_SOURCE 1 /* fallocate */
 #include "writer.h"
 
 #include "format.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #define DEFAULT_CAP (64u * 1024u)
+
+/* Room kept allocated past the end of the file for the trailer chunk: its
+ * header and up to 16 varints, rounded up to one 4 KiB block. */
+#define TRAILER_RESERVE 4096u
+
+/* Allocate the file's blocks for [off, off + len) without changing its size
+ * (fallocate(2) FALLOC_FL_KEEP_SIZE), so that writing there cannot fail
+ * with ENOSPC.  Returns 0, -1 with errno ENOSPC/EDQUOT when the disk is
+ * full, or 1 when the file system cannot preallocate (w->prealloc is then
+ * turned off and the writer falls back to rolling back failed writes). */
+static int preallocate(gr_writer *w, uint64_t off, uint64_t len)
+{
+    if (!w->prealloc)
+        return 1;
+    for (;;) {
+        if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno == ENOSPC || errno == EDQUOT)
+            return -1;
+        w->prealloc = 0; /* EOPNOTSUPP, ENODEV (pipe, device), ... */
+        return 1;
+    }
+}
 
 /* Write all n bytes or fail; retries short writes and EINTR. */
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -78,6 +105,15 @@ gr_writer *gr_writer_open(const char *path, char stream, size_t chunk_cap)
         return NULL;
     }
     w->written = GR_HEADER_LEN;
+    /* Reserve the trailer's room now: a disk that fills up later still
+     * takes the trailer that says so (docs/FORMAT.md section 2). */
+    w->prealloc = 1;
+    if (preallocate(w, w->written, TRAILER_RESERVE) < 0) {
+        int e = errno;
+        writer_free(w);
+        errno = e;
+        return NULL;
+    }
     return w;
 }
 
@@ -105,10 +141,23 @@ static int write_chunk(gr_writer *w, char tag, const uint8_t *payload, size_t le
     h[0] = (uint8_t)tag;
     gr_put_u32le(h + 1, (uint32_t)len);
     gr_put_u32le(h + 5, (uint32_t)crc32(0L, payload, (uInt)len));
+    /* A records chunk must leave the trailer's reserve behind it; the
+     * trailer itself goes into the reserve. */
+    uint64_t need = GR_CHUNK_HEADER_LEN + len + (tag == GR_CHUNK_TRAILER ? 0 : TRAILER_RESERVE);
+    if (preallocate(w, w->written, need) < 0) {
+        if (!w->error)
+            w->error = errno;
+        w->blocked = 1;
+        return -1;
+    }
     if (write_all(w->fd, h, sizeof h) < 0 || write_all(w->fd, payload, len) < 0) {
         if (!w->error)
             w->error = errno ? errno : EIO;
         w->blocked = 1;
+        /* Take back a partly written chunk, so that the file ends with
+         * whole chunks and the trailer can follow them. */
+        if (ftruncate(w->fd, (off_t)w->written) < 0 || lseek(w->fd, (off_t)w->written, SEEK_SET) < 0)
+            w->broken = 1;
         return -1;
     }
     w->written += GR_CHUNK_HEADER_LEN + len;
@@ -219,16 +268,22 @@ int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n)
         writer_free(w);
         return 0;
     }
-    /* A cap stops records, not the trailer that says so. */
+    /* A cap stops records, not the trailer that says so; neither does a
+     * failed write: the trailer goes into the room reserved for it, so the
+     * file says what was lost (the caller puts reason write-error and the
+     * dropped count in trailer[]). */
     int rc = gr_writer_flush(w) < 0 && !w->capped ? -1 : 0;
-    if (!w->error) {
+    if (w->error)
+        rc = -1;
+    if (!w->broken) {
         uint8_t t[16 * GR_VARINT_MAX], *q = t;
         for (size_t i = 0; i < n && i < 16; i++)
             q = gr_put_varint(q, trailer[i]);
         if (write_chunk(w, GR_CHUNK_TRAILER, t, (size_t)(q - t)) < 0)
             rc = -1;
-    } else {
-        rc = -1;
+        else if (w->prealloc) /* give back the blocks past the end */
+            fallocate(w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)w->written,
+                      TRAILER_RESERVE);
     }
     if (close(w->fd) < 0 && rc == 0)
         rc = -1;

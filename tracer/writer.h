@@ -13,6 +13,13 @@
  * Errors never propagate as exceptions: a failed write sets a sticky error
  * (w->error) and later records are counted as dropped; so are the records
  * past a size cap (w->capped).
+ *
+ * Disk full: a file writer keeps 4 KiB allocated past the end of the file
+ * (fallocate(2) FALLOC_FL_KEEP_SIZE) and allocates each chunk's room before
+ * writing it; a chunk that does not fit is dropped (ENOSPC) and the trailer
+ * still goes into the reserve.  Where the file system cannot preallocate, a
+ * partly written chunk is truncated away so that the trailer can follow the
+ * last whole chunk.
  */
 #ifndef GR_WRITER_H
 #define GR_WRITER_H
@@ -44,6 +51,8 @@ typedef struct gr_writer {
     int blocked;          /* error or capped: nothing more is accepted */
     uint64_t dropped;     /* records lost (write error, size cap) */
     int error;            /* errno of the first failed write, 0 if none */
+    int prealloc;         /* the file system takes fallocate (trailer reserve) */
+    int broken;           /* a failed write could not be taken back: no trailer */
     /* File mode. */
     uint64_t limit;       /* size cap in bytes (0: none) */
     uint64_t written;     /* bytes written so far, header included */
@@ -120,9 +129,11 @@ int gr_writer_flush(gr_writer *w);
 int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem);
 
 /* Flush, write a trailer chunk holding the n varints in trailer[], close the
- * file and free the writer.  Returns 0, or -1 if any write failed (the file
- * is closed and the writer freed either way).  w may be NULL.  A memory
- * writer is only freed. */
+ * file and free the writer.  The trailer is written after a failed write
+ * too (into the reserve; the caller says write-error in trailer[] when
+ * w->error is set after gr_writer_flush).  Returns 0, or -1 if any write
+ * failed (the file is closed and the writer freed either way).  w may be
+ * NULL.  A memory writer is only freed. */
 int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n);
 
 /* Close and free without writing a trailer (the file then reads as

@@ -617,15 +617,15 @@ static void test_predicted_blind_spot_refuted(void **state)
 }
 
 /* Refuted by the MARK itself: a MARK whose innermost frame is the resumed
- * frame, matching, when the profile function is not ours (no bracket is
- * expected, and no C_CALL of mark is recorded). */
+ * frame, matching, taken where no bracket is expected (inside a callback:
+ * no C_CALL of mark is recorded). */
 static void test_predicted_blind_spot_refuted_by_mark_in_resumed_frame(void **state)
 {
     (void)state;
     fx f;
     begin(&f);
     switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
-    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, 0, 1, f.x);
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, f.x);
     load_check(&f, 0);
     expect_clean(&f);
     assert_int_equal(f.res.nwarnings, 1);
@@ -671,7 +671,7 @@ static void test_predicted_blind_spot_confirmed_by_blind_mark(void **state)
     uint64_t sw = switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
     tb_ev(&f.b, GR_CALL, 1, 2, f.y);    /* fresh callee: seen, no evidence */
     tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
-    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, 0, 1, f.y);
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, f.y);
     load_check(&f, 0);
     expect(&f, GR_RULE_BLIND_SPOT, m, "profiler missed return of x");
     char want[64];
@@ -807,11 +807,202 @@ static void test_mark_without_our_profile_needs_no_bracket(void **state)
     (void)state;
     fx f;
     begin(&f);
-    tb_mark(&f.b, 1, 1, f.label, f.mk, 0, 2, f.mod, f.main);
+    /* inside a callback (tracing > 0): no profile event can bracket it */
+    tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_IN_CALLBACK, 2, f.mod, f.main);
     tb_ev(&f.b, GR_CALL, 1, 1, f.x);
     tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
     load_check(&f, 1);
     expect_clean(&f);
+    end(&f);
+}
+
+/* a MARK on a thread without the profile function: its code ran unseen
+ * (a thread started with _thread.start_new_thread) */
+static void test_mark_on_unprofiled_thread(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_thread(&f.b, 2);                                            /* 4 */
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 1, f.x);                /* 5 */
+    tb_mark(&f.b, 2, 5, f.label, f.mk, 0, 1, f.x);                 /* 6 */
+    tb_mark(&f.b, 2, 5, f.label, f.mk, 0, 1, f.x);                 /* 7: once */
+    load_check(&f, 1);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, 6, "no profile function on t2");
+    end(&f);
+}
+
+/* the same trace recorded with profile=False is not a blind spot */
+static void test_mark_unprofiled_with_profile_off(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_meta(&f.b, "profile", "off");
+    tb_thread(&f.b, 2);
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 1, f.x);
+    tb_mark(&f.b, 2, 5, f.label, f.mk, 0, 1, f.x);
+    load_check(&f, 1);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* a switch seen passively carries the target's real stack: it must
+ * agree with the profile events (a ground-truth point without a mark) */
+static void test_switch_real_stack_agrees(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);                                  /* 4 */
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                                    /* 5 */
+    tb_switch_stack(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_INFERRED, 0, 0, 0);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);                                     /* 7 */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);                                   /* 8 */
+    tb_switch_stack(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_INFERRED, 0, 0, 2,
+                    f.mod, f.main);                                      /* 9 */
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* a new greenlet first seen with a frame whose call was never reported
+ * (greenlet issue 256 in passive mode): blind spot at the SWITCH, once;
+ * the shadow is re-seeded from the real stack, so x's return matches */
+static void test_switch_real_stack_blind_spot(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);                                  /* 4 */
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);                                    /* 5 */
+    tb_switch_stack(&f.b, GR_SWITCH, 1, 1, 2, 1,
+                    GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_NEW, 0, 0, 1, f.x); /* 6 */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);                                   /* 7 */
+    tb_switch_stack(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_INFERRED, 0, 0, 2,
+                    f.mod, f.main);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    load_check(&f, 0);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, 6, "profiler missed call of x");
+    end(&f);
+}
+
+/* a MARK reads the real tracing state: off while the thread has a
+ * profile function is the propagation rule (3.9-3.11), once per switch */
+static void test_mark_tracing_off_is_propagation(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);                                     /* 4 */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);                                  /* 5 */
+    tb_mark(&f.b, 1, 1, f.label, f.mk,
+            GR_MARK_PROFILE_OURS | GR_MARK_STATE_KNOWN | GR_MARK_TRACING_OFF, 3, f.mod,
+            f.main, f.x);                                                /* 6 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);
+    tb_mark(&f.b, 1, 1, f.label, f.mk,
+            GR_MARK_PROFILE_OURS | GR_MARK_STATE_KNOWN | GR_MARK_TRACING_OFF, 3, f.mod,
+            f.main, f.x);                                                /* 9: not again */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 0);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_PROPAGATION, 6, "runs with use_tracing=0 at this MARK");
+    end(&f);
+}
+
+/* the state known and on: nothing to report */
+static void test_mark_tracing_on_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.mk);
+    tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_PROFILE_OURS | GR_MARK_STATE_KNOWN, 3, f.mod,
+            f.main, f.x);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.mk);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* the program replaced the profile function (the observer chained on):
+ * the calls made meanwhile were unseen by the subject profiler; one
+ * violation naming the cause, and the c_call of sys.setprofile whose
+ * c_return went to the program's function is no imbalance */
+static void test_hook_replaced_profiler_named_once(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t setp = tb_c(&f.b, "sys.setprofile");
+    tb_ev(&f.b, GR_C_CALL, 1, 1, setp);                                  /* 4 */
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED, setp); /* 5 */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.y);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, setp);
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, setp);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 0);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, 5, "2 Python calls ran unseen by it until event 11");
+    end(&f);
+}
+
+/* a profiler displaced and put back with nothing run in between */
+static void test_hook_restored_without_calls_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t setp = tb_c(&f.b, "sys.setprofile");
+    tb_ev(&f.b, GR_C_CALL, 1, 1, setp);
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED, setp);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, setp);
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, setp);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* a greenlet suspended on a thread that ended before stop: listed as
+ * abandoned, not an imbalance, even when its frames are gone */
+static void test_abandoned_greenlet_is_a_note(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_thread(&f.b, 2);                                                  /* 4 */
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 0);                           /* 5 */
+    tb_ev(&f.b, GR_C_CALL, 2, 5, f.sw);
+    tb_greenlet(&f.b, 2, 6, 5, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 2, 5, 6, 5, GR_SW_PROFILE_OURS, 0, 1);
+    tb_ev(&f.b, GR_CALL, 2, 6, f.y);
+    tb_ev(&f.b, GR_C_CALL, 2, 6, f.sw);
+    tb_switch(&f.b, GR_SWITCH, 2, 6, 5, 0, GR_SW_PROFILE_OURS, 0, 1);
+    tb_ev(&f.b, GR_C_RETURN, 2, 5, f.sw);
+    tb_simple(&f.b, GR_STOP, 1, 1);
+    tb_stack(&f.b, 1, 1, GR_STACK_RUNNING, 2, f.mod, f.main);
+    tb_stack(&f.b, 2, 6, GR_STACK_THREAD_ENDED, 0);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_int_equal(f.res.nnotes, 2); /* g1 open at stop, g6 abandoned */
+    assert_int_equal(f.res.notes[0].kind, GR_NOTE_OPEN_AT_STOP);
+    assert_int_equal(f.res.notes[1].kind, GR_NOTE_ABANDONED);
+    assert_int_equal(f.res.notes[1].gid, 6);
     end(&f);
 }
 
@@ -938,6 +1129,15 @@ int main(void)
         cmocka_unit_test(test_mark_not_bracketed_no_c_return),
         cmocka_unit_test(test_mark_bracket_at_end_of_trace),
         cmocka_unit_test(test_mark_without_our_profile_needs_no_bracket),
+        cmocka_unit_test(test_mark_on_unprofiled_thread),
+        cmocka_unit_test(test_mark_unprofiled_with_profile_off),
+        cmocka_unit_test(test_switch_real_stack_agrees),
+        cmocka_unit_test(test_switch_real_stack_blind_spot),
+        cmocka_unit_test(test_mark_tracing_off_is_propagation),
+        cmocka_unit_test(test_mark_tracing_on_clean),
+        cmocka_unit_test(test_hook_replaced_profiler_named_once),
+        cmocka_unit_test(test_hook_restored_without_calls_clean),
+        cmocka_unit_test(test_abandoned_greenlet_is_a_note),
         cmocka_unit_test(test_two_threads),
         cmocka_unit_test(test_gid_zero),
         cmocka_unit_test(test_cut_seed_base_unknown),

@@ -47,11 +47,14 @@ static void build(tb *b)
     tb_ev(b, GR_C_EXCEPTION, 1, 2, mk);
     tb_ev(b, GR_RETURN, 1, 2, x);
     tb_switch(b, GR_THROW, 1, 2, 1, 0, GR_SW_PROFILE_SET | GR_SW_ORIGIN_DEAD, 1, 0);
-    tb_switch(b, GR_SWITCH, 1, 1, 3, 0, 0x20, 0, 0);
+    tb_switch(b, GR_SWITCH, 1, 1, 3, 0, 0x400, 0, 0);
     tb_simple(b, GR_DEAD, 1, 2);
     tb_simple(b, GR_STOP, 1, 1);
     tb_stack(b, 1, 1, GR_STACK_RUNNING, 2, mod, x);
     tb_stack(b, 1, 3, 0, 0);
+    tb_hook(b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED, sw);
+    tb_switch_stack(b, GR_SWITCH, 1, 1, 3, 0,
+                    GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_AT_MARK | GR_SW_NEW, 0, 0, 1, x);
 }
 
 static const char golden[] =
@@ -71,11 +74,14 @@ static const char golden[] =
     "     9 C_EXCEPTION t1 g2 greenreplay.mark\n"
     "    10 RETURN      t1 g2 x (seed.py:14)\n"
     "    11 THROW       t1 g2->g1 parent=none prof=other tracing=1 use_tracing=n/a origin_dead\n"
-    "    12 SWITCH      t1 g1->g3 parent=none prof=none tracing=0 use_tracing=n/a flags=0x20\n"
+    "    12 SWITCH      t1 g1->g3 parent=none prof=none tracing=0 use_tracing=n/a flags=0x400\n"
     "    13 DEAD        t1 g2\n"
     "    14 STOP        t1 g1\n"
     "    15 STACK       t1 g1 flags=running depth=2 stack=<module> (seed.py:1) > x (seed.py:14)\n"
-    "    16 STACK       t1 g3 flags=- depth=0 stack=-\n";
+    "    16 STACK       t1 g3 flags=- depth=0 stack=-\n"
+    "    17 HOOK        t1 g1 profile set subject=off chained during=greenlet.switch\n"
+    "    18 SWITCH      t1 g1->g3 parent=none prof=ours tracing=0 use_tracing=n/a inferred at_mark new "
+    "depth=1 stack=x (seed.py:14)\n";
 
 static void test_every_kind(void **state)
 {

@@ -223,6 +223,7 @@ static void test_hand_made_bytes(void **state)
         GR_GREENLET, 1, 1, 0, 1, 0,        /* index 1 */
         GR_CALL, 1, 1, 1,                  /* index 2 */
         GR_SWITCH, 1, 0x80, 0x01, 2, 0, 0x05, 0, 0xff, 0x01, /* g128->g2, use_tracing 255 */
+        1, 1,                              /* 1.1: its stack, x */
     };
     size_t n;
     uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, payload, sizeof payload, 1, &n);
@@ -237,9 +238,25 @@ static void test_hand_made_bytes(void **state)
     assert_int_equal(t.recs[3].target, 2);
     assert_int_equal(t.recs[3].flags, 5);
     assert_int_equal(t.recs[3].use_tracing, 255);
-    assert_int_equal(t.recs[3].len, 10);
+    assert_int_equal(t.recs[3].len, 12);
+    assert_int_equal(t.recs[3].depth, 1);
+    assert_int_equal(gr_record_stack(&t, &t.recs[3])[0], 1);
     assert_true(t.has_trailer);
     assert_true(str_is(&t, 2, "seed.py"));
+    gr_trace_free(&t);
+    free(d);
+
+    /* format 1.0: a SWITCH has no stack */
+    const uint8_t old[] = {
+        GR_THREAD, 1, GR_GREENLET, 1, 1, 0, 1, 0,
+        GR_SWITCH, 1, 1, 2, 0, 0x05, 0, 0x01, GR_DEAD, 1, 1,
+    };
+    d = tb_memfile(GR_CHUNK_RECORDS, old, sizeof old, 1, &n);
+    gr_put_u16le(d + 10, 0);
+    assert_int_equal(gr_trace_parse(&t, "old.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 4);
+    assert_int_equal(t.recs[2].depth, 0);
+    assert_int_equal(t.recs[3].tag, GR_DEAD);
     gr_trace_free(&t);
     free(d);
 }
@@ -342,7 +359,7 @@ static void test_unknown_record_tag(void **state)
                     "unknown record tag 0x7f");
     corrupt_payload(BYTES(0x00), GR_E_RECORD_TAG, P0, "unknown record tag 0x00");
     corrupt_payload(BYTES(GR_THREAD, 1, GR_LAST_INDEXED + 1, 1), GR_E_RECORD_TAG, P0 + 2,
-                    "unknown record tag 0x1f");
+                    "unknown record tag 0x20");
     corrupt_payload(BYTES(0x05, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x05");
 }
 

@@ -128,6 +128,34 @@ static inline uint64_t tb_switch(tb *b, int tag, uint64_t tid, uint64_t origin, 
     return tb_rec(b, &r, NULL);
 }
 
+/* SWITCH or THROW carrying the target's real stack (format 1.1,
+ * GR_SW_REAL_STACK is added): n code ids, outermost first, as varargs. */
+static inline uint64_t tb_switch_stack(tb *b, int tag, uint64_t tid, uint64_t origin,
+                                       uint64_t target, uint64_t parent, uint64_t flags,
+                                       uint64_t tracing, uint64_t use_tracing, int n, ...)
+{
+    uint32_t ids[GR_STACK_CAP];
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        ids[i] = va_arg(ap, uint32_t);
+    va_end(ap);
+    gr_record r = {.tag = (uint8_t)tag, .tid = tid, .gid = origin, .target = target,
+                   .parent = parent, .flags = flags | GR_SW_REAL_STACK, .tracing = tracing,
+                   .use_tracing = use_tracing, .depth = (uint32_t)n};
+    return tb_rec(b, &r, ids);
+}
+
+/* HOOK: slot, action, who (GR_HOOK_* bits), code of the C call in
+ * progress (0 none). */
+static inline uint64_t tb_hook(tb *b, uint64_t tid, uint64_t gid, uint64_t slot, uint64_t action,
+                               uint64_t who, uint32_t code)
+{
+    gr_record r = {.tag = GR_HOOK, .tid = tid, .gid = gid, .flags = slot, .tracing = action,
+                   .parent = who, .code = code};
+    return tb_rec(b, &r, NULL);
+}
+
 /* MARK with a stack of n code ids (outermost first) as varargs. */
 static inline uint64_t tb_mark(tb *b, uint64_t tid, uint64_t gid, uint32_t label, uint32_t mark,
                                uint64_t flags, int n, ...)

@@ -59,15 +59,38 @@ def _path_rules(root):
     return [(prefix, rep, keep) for prefix, (rep, keep) in sorted(rules.items(), key=lambda kv: -len(kv[0]))]
 
 
+def _after_fork_in_child():
+    # The child of a recorded process does not record: it must not write
+    # into the parent's trace.  Its hooks are left as the program set them.
+    if _greenreplay.is_recording():
+        _greenreplay._forked()
+        _remove_threading_hook()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_greenreplay._forked)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _stop_failed(e):
+    # A trace that could not be written completely (disk full: its trailer
+    # says write-error and counts the records lost): one line on stderr,
+    # never an exception into the program or a changed exit status.
+    try:
+        sys.stderr.write("greenreplay: the trace %s was not written completely: %s\n"
+                         % (os.environ.get("GREENREPLAY_OUTPUT") or "", e))
+    except Exception:
+        pass
 
 
 def _stop_at_exit():
     # A recording still running when the interpreter exits ends here, after
     # the non-daemon threads were joined, with reason 2 (exit) in the trailer.
+    # Never raises (see _stop_failed).
     if _greenreplay.is_recording():
-        stop(2)
+        try:
+            stop(2)
+        except Exception as e:
+            _stop_failed(e)
 
 
 atexit.register(_stop_at_exit)
@@ -75,8 +98,56 @@ atexit.register(_stop_at_exit)
 
 def _thread_bootstrap(frame, event, arg):
     # threading.setprofile hook: first event of a thread started after
-    # start(); hands over to the C profile function.
+    # start(); hands over to the C profile function, then installs the
+    # program's own threading profile hook, if it set one, as threading
+    # would have (the recorder then chains in front of it).
     _greenreplay._thread_start(frame, event, arg)
+    if _program_hook is not None:
+        sys.setprofile(_program_hook)
+
+
+# Transparency (docs/FORMAT.md section 4, HOOK): while recording,
+# threading.getprofile() returns what the program set with
+# threading.setprofile(), and None when it set nothing; the recorder's own
+# hook stays threading's internal one.
+_program_hook = None
+_threading_orig = None  # (setprofile, getprofile) while ours are installed
+
+
+def _threading_setprofile(func):
+    """threading.setprofile while recording: remembered for the threads
+    started from now on, which the recorder reaches first."""
+    global _program_hook
+    _program_hook = func
+
+
+def _threading_getprofile():
+    """threading.getprofile while recording: what the program set."""
+    return _program_hook
+
+
+def _install_threading_hook():
+    global _threading_orig, _program_hook
+    _program_hook = getattr(threading, "_profile_hook", None)
+    _threading_orig = (threading.setprofile, getattr(threading, "getprofile", None))
+    threading.setprofile(_thread_bootstrap)
+    threading.setprofile = _threading_setprofile
+    if _threading_orig[1] is not None:
+        threading.getprofile = _threading_getprofile
+
+
+def _remove_threading_hook():
+    global _threading_orig, _program_hook
+    if _threading_orig is None:
+        return
+    setprofile, getprofile = _threading_orig
+    _threading_orig = None
+    if threading.setprofile is _threading_setprofile:
+        threading.setprofile = setprofile
+    if getprofile is not None and threading.getprofile is _threading_getprofile:
+        threading.getprofile = getprofile
+    setprofile(_program_hook)
+    _program_hook = None
 
 
 def _on_flush_signal(signum, frame):
@@ -107,7 +178,8 @@ def _size(text):
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
-          max_size=None, ring=None, flush_signal=None):
+          max_size=None, ring=None, flush_signal=None, switches=None,
+          _entry=None, _entry_c=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -136,10 +208,25 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         is flushed without stopping (in ring mode: written from memory).  The
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
+    _entry: private, for `greenreplay record` (greenreplay/boot): the
+        program's first frame, at its call event, and _entry_c the C function
+        that called it, if any (see _greenreplay.start).
+
+    switches: how greenlet switches are detected.  "passive" (default;
+        GREENREPLAY_SWITCHES): no greenlet trace callback is installed; at
+        every profile event and mark() the recorder compares the running
+        greenlet with the one it saw last on that thread, and writes an
+        inferred SWITCH with the target's real stack.  "callback": greenlet's
+        trace callback (greenlet.settrace) announces switches and throws
+        (needed to tell throws apart); note that any greenlet trace callback
+        makes greenlet recompute the target's tracing state, which hides the
+        greenlet issue 256 class (docs/FORMAT.md section 4).
 
     Installs the C profile function on every thread (threads started later
-    included) and the C greenlet trace callback, chained in front of any
-    callback already installed.  Raises RuntimeError when already recording,
+    included) without changing what sys.getprofile(), threading.getprofile()
+    or greenlet.gettrace() return to the program; when the program installs
+    its own profile function the recorder chains in front of it and writes a
+    HOOK record.  Raises RuntimeError when already recording,
     ValueError without a path, OSError when the file cannot be written."""
     if path is None:
         path = os.environ.get("GREENREPLAY_OUTPUT")
@@ -157,17 +244,22 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         ring = os.environ.get("GREENREPLAY_RING") or 0
     if flush_signal is None:
         flush_signal = os.environ.get("GREENREPLAY_FLUSH_SIGNAL") or None
+    if switches is None:
+        switches = os.environ.get("GREENREPLAY_SWITCHES") or "passive"
     max_size, ring = _size(max_size), int(ring)
     signum = _signal_number(flush_signal) if flush_signal else None
     rules = _path_rules(root)
+    if switches not in ("passive", "callback"):
+        raise ValueError("greenreplay.start: switches must be 'passive' or 'callback', not %r" % (switches,))
     if profile:
-        threading.setprofile(_thread_bootstrap)
+        _install_threading_hook()
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
-                           profile=bool(profile), max_size=max_size, ring=ring)
+                           profile=bool(profile), max_size=max_size, ring=ring,
+                           switches=switches, entry=_entry, entry_c=_entry_c)
     except BaseException:
-        threading.setprofile(None)
+        _remove_threading_hook()
         raise
     if signum is not None:
         global _flush_signal
@@ -183,7 +275,7 @@ def stop(reason=1):
     Raises OSError if the trace could not be written completely."""
     global _flush_signal
     n = _greenreplay.stop(reason)
-    threading.setprofile(None)
+    _remove_threading_hook()
     if _flush_signal is not None:
         signum, prev = _flush_signal
         _flush_signal = None

@@ -1,75 +1,46 @@
-"""python -m greenreplay [-m MODULE | SCRIPT] [ARGS...]
+"""python -m greenreplay [-m MODULE | -c CODE | SCRIPT] [ARGS...]
 
-Run a script or module with recording on from its first line to its exit.
-Used by `greenreplay record`; the trace path comes from GREENREPLAY_OUTPUT.
-Exit status: the program's own (1 for an uncaught exception)."""
+Record a whole program as `greenreplay record` (without --manual) does:
+re-execute this interpreter with greenreplay/boot first on PYTHONPATH, whose
+sitecustomize starts recording at the program's first frame (see
+boot/sitecustomize.py).  The trace path comes from GREENREPLAY_OUTPUT.
+Prefer `greenreplay record`: it also checks its options, keeps the
+interpreter's options, forwards signals and refuses to overwrite files that
+are not traces.  Exit status: the program's own; 2 for bad usage or a
+recorder not built for this interpreter."""
 import os
 import sys
-import threading
-import traceback
-import types
-
-
-def _usage():
-    sys.stderr.write("usage: python -m greenreplay [-m MODULE | SCRIPT] [ARGS...]\n")
-    sys.exit(2)
 
 
 def main():
+    args = sys.argv[1:]
+    if not args or (args[0] in ("-m", "-c") and len(args) < 2):
+        sys.stderr.write("usage: python -m greenreplay [-m MODULE | -c CODE | SCRIPT] [ARGS...]\n")
+        sys.exit(2)
+    if not os.environ.get("GREENREPLAY_OUTPUT"):
+        sys.stderr.write("greenreplay: GREENREPLAY_OUTPUT is not set (the trace to write)\n")
+        sys.exit(2)
+    pkg = os.path.dirname(os.path.abspath(__file__))
     try:
-        import greenreplay
+        from . import _greenreplay  # noqa: F401
     except ImportError as e:
         sys.stderr.write(
             "greenreplay: the recorder is not built for %s (Python %d.%d): %s; "
             "run `make PYTHON=%s`\n" % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))
         sys.exit(2)
-
-    args = sys.argv[1:]
-    if not args:
-        _usage()
-    if args[0] == "-m":
-        if len(args) < 2:
-            _usage()
-        import runpy
-        modname = args[1]
-        sys.argv = [modname] + args[2:]
-        sys.path.insert(0, os.getcwd())
-        run = lambda: runpy.run_module(modname, run_name="__main__", alter_sys=True)
-        root = os.getcwd()
-    else:
-        script = os.path.abspath(args[0])
-        try:
-            with open(script, "rb") as f:
-                source = f.read()
-        except OSError as e:
-            sys.stderr.write("greenreplay: cannot read %s: %s\n" % (args[0], e.strerror))
-            sys.exit(2)
-        code = compile(source, script, "exec")
-        sys.argv = [args[0]] + args[1:]
-        sys.path[0] = os.path.dirname(script)
-        main_mod = types.ModuleType("__main__")
-        main_mod.__file__ = script
-        main_mod.__builtins__ = __builtins__
-        sys.modules["__main__"] = main_mod
-        run = lambda: exec(code, main_mod.__dict__)
-        root = os.path.dirname(script)
-
-    greenreplay.start(root=os.environ.get("GREENREPLAY_ROOT") or root)
-    status = 0
-    try:
-        run()
-    except SystemExit as e:
-        status = e.code
-    except BaseException:
-        traceback.print_exc()
-        status = 1
-    finally:
-        # Threads the program left running are part of its run.
-        for t in threading.enumerate():
-            if t is not threading.current_thread() and not t.daemon:
-                t.join()
-        greenreplay.stop(2)
-    sys.exit(status)
+    env = dict(os.environ)
+    paths = [os.path.join(pkg, "boot"), os.path.dirname(pkg)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["GREENREPLAY_PROGRAM"] = "1"
+    env.setdefault("PYTHONHASHSEED", "0")
+    if "GREENREPLAY_ROOT" not in env:
+        env["GREENREPLAY_ROOT"] = os.path.dirname(os.path.abspath(args[0])) \
+            if args[0] not in ("-m", "-c", "-") else os.getcwd()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable] + args, env)
 
 
 if __name__ == "__main__":

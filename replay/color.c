@@ -1,0 +1,187 @@
+/* color.c - colour and one-line summaries for text reports (color.h). */
+#include "color.h"
+
+#include "report.h"
+#include "text.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RED "\033[31m"
+#define GREEN "\033[32m"
+#define YELLOW "\033[33m"
+#define CYAN "\033[36m"
+#define BOLD "\033[1m"
+#define RESET "\033[0m"
+
+int gr_color_parse(const char *s, enum gr_color_mode *mode)
+{
+    if (!s)
+        *mode = GR_COLOR_ALWAYS;
+    else if (strcmp(s, "auto") == 0)
+        *mode = GR_COLOR_AUTO;
+    else if (strcmp(s, "always") == 0 || strcmp(s, "yes") == 0)
+        *mode = GR_COLOR_ALWAYS;
+    else if (strcmp(s, "never") == 0 || strcmp(s, "no") == 0)
+        *mode = GR_COLOR_NEVER;
+    else
+        return -1;
+    return 0;
+}
+
+int gr_color_enabled(enum gr_color_mode mode, FILE *out)
+{
+    if (mode != GR_COLOR_AUTO)
+        return mode == GR_COLOR_ALWAYS;
+    const char *no = getenv("NO_COLOR");
+    if (no && *no)
+        return 0;
+    const char *term = getenv("TERM");
+    if (term && strcmp(term, "dumb") == 0)
+        return 0;
+    return isatty(fileno(out));
+}
+
+static int starts(const char *s, size_t n, const char *p)
+{
+    size_t k = strlen(p);
+    return n >= k && memcmp(s, p, k) == 0;
+}
+
+/* Colour of one line (NULL: none). */
+static const char *line_color(const char *s, size_t n, enum gr_color_kind kind)
+{
+    if (kind == GR_COLOR_DIFF) {
+        if (starts(s, n, "---") || starts(s, n, "+++"))
+            return BOLD;
+        if (starts(s, n, "@@"))
+            return CYAN;
+        if (starts(s, n, "-"))
+            return RED;
+        if (starts(s, n, "+"))
+            return GREEN;
+        if (starts(s, n, "same structure"))
+            return GREEN;
+        if (n > 0 && s[0] >= '1' && s[0] <= '9')
+            return RED; /* "N differences: ..." */
+        return NULL;
+    }
+    if (starts(s, n, "== "))
+        return BOLD;
+    if (starts(s, n, "warning:"))
+        return YELLOW;
+    if (starts(s, n, "result: clean"))
+        return GREEN;
+    if (starts(s, n, "result: "))
+        return RED;
+    if (starts(s, n, "  > "))
+        return BOLD;
+    for (int k = 0; k < GR_NRULES; k++) {
+        const char *rule = gr_rule_name((enum gr_rule)k);
+        size_t rl = strlen(rule);
+        if (n > rl + 4 && memcmp(s, rule, rl) == 0 && memcmp(s + rl, " at ", 4) == 0)
+            return RED;
+    }
+    return NULL;
+}
+
+int gr_color_write(FILE *out, const char *text, size_t n, enum gr_color_kind kind)
+{
+    size_t i = 0;
+    while (i < n) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (text + i)) : n - i;
+        const char *col = line_color(text + i, len, kind);
+        if (col)
+            fputs(col, out);
+        fwrite(text + i, 1, len, out);
+        if (col)
+            fputs(RESET, out);
+        if (nl)
+            fputc('\n', out);
+        i += len + (nl ? 1 : 0);
+    }
+    return ferror(out) ? -1 : 0;
+}
+
+void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result *r, int color)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_sb_printf(&sb, "%s: ", t->name);
+    const char *nothing = r->nv ? NULL : r->coverage.nothing;
+    if (color)
+        gr_sb_puts(&sb, r->nv || nothing ? RED : GREEN);
+    if (r->nv) {
+        gr_sb_printf(&sb, "%zu violation%s", r->nv, r->nv == 1 ? "" : "s");
+    } else if (nothing) {
+        gr_sb_printf(&sb, "nothing checked (%s)", nothing);
+    } else {
+        gr_sb_puts(&sb, "clean");
+    }
+    if (color)
+        gr_sb_puts(&sb, RESET);
+    if (r->nv) {
+        const char *sep = " (";
+        for (int k = 0; k < GR_NRULES; k++) {
+            if (!r->counts[k])
+                continue;
+            gr_sb_printf(&sb, "%s%s %zu", sep, gr_rule_name((enum gr_rule)k), r->counts[k]);
+            sep = ", ";
+        }
+        gr_sb_puts(&sb, ")");
+    }
+    gr_sb_printf(&sb, ", %zu records", t->nrecs);
+    if (t->truncated)
+        gr_sb_puts(&sb, " [truncated]");
+    if (r->nwarnings)
+        gr_sb_printf(&sb, " [%zu warning%s]", r->nwarnings, r->nwarnings == 1 ? "" : "s");
+    gr_sb_putc(&sb, '\n');
+    fwrite(sb.s, 1, sb.len, out);
+    gr_sb_free(&sb);
+}
+
+void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int color)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *mem = color ? open_memstream(&buf, &n) : NULL;
+    if (!mem) {
+        gr_report_text(out, t, r);
+        return;
+    }
+    gr_report_text(mem, t, r);
+    fclose(mem);
+    gr_color_write(out, buf, n, GR_COLOR_CHECK);
+    free(buf);
+}
+
+int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
+                  const char *nb, const gr_diff_opts *o, int quiet, int color)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *mem = (quiet || color) ? open_memstream(&buf, &n) : NULL;
+    int rc = gr_diff(mem ? mem : out, a, na, b, nb, o);
+    if (!mem)
+        return rc;
+    fclose(mem);
+    size_t start = 0, end = n;
+    if (quiet) {
+        while (end > 0 && buf[end - 1] == '\n')
+            end--;
+        start = end;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        fprintf(out, "%s %s: ", na, nb);
+    }
+    if (color)
+        gr_color_write(out, buf + start, end - start, GR_COLOR_DIFF);
+    else
+        fwrite(buf + start, 1, end - start, out);
+    if (quiet)
+        fputc('\n', out);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/integration/observer.sh --python PY: the recorder must not change
+# what it measures (observe without disturbing).
+#  - every fixture in passive mode (the default: no greenlet trace callback)
+#    and in callback mode gets the same verdict; a difference is reported as
+#    an observer effect (greenlet's callback recomputes the target's
+#    tracing state and heals the greenlet issue 256 class, so on a greenlet
+#    with that bug the two modes differ, and that is the point of passive
+#    mode; on a correct greenlet they must agree);
+#  - programs print the same lines recorded and unrecorded
+#    (fixtures/profile_save_restore.py, fixtures/cprofile_midway.py: the
+#    program's own profile functions and cProfile's counts are undisturbed);
+#  - fork with and without the sampler: the child neither hangs nor records.
+# One line per test, then "N passed, N failed".  Exit 1 if any failed.
+set -u
+PY=/usr/bin/python3
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) PY=$2; shift 2 ;;
+        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
+    esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+GR_ROOT=$(cd "$here/../.." && pwd)
+GR_CLI=${BUILD:-$GR_ROOT/build}/greenreplay
+GR_PY=$PY
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/gr-observer.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0 skipped=0
+ok() { echo "PASS  $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
+skip() { echo "SKIP  $*"; skipped=$((skipped + 1)); }
+
+# verdict MODE FIXTURE: "crash" or the sorted rule set ("clean").
+verdict() {
+    local mode=$1 f=$2 name
+    name=$(basename "$f" .py)
+    GREENREPLAY_SWITCHES=$mode gr_record "$PY" "fixtures/$name.py" "$work/$name.$mode.grt" \
+        "$work/$name.$mode.log" 120
+    local rc=$?
+    "$GR_CLI" check --format json "$work/$name.$mode.grt" >"$work/$name.$mode.json" 2>/dev/null
+    local rules
+    rules=$(gr_json_rules "$work/$name.$mode.json" 2>/dev/null)
+    [ "$rc" -gt 128 ] && rules="crash${rules:+,$rules}"
+    printf '%s\n' "${rules:-clean}"
+}
+
+for f in "$GR_ROOT"/fixtures/*.py; do
+    name=$(basename "$f" .py)
+    if ! reason=$(gr_missing_requirement "$PY" "$f"); then
+        skip "modes $name: $reason"
+        continue
+    fi
+    a=$(verdict passive "$f")
+    b=$(verdict callback "$f")
+    if [ "$a" = "$b" ]; then
+        ok "modes $name: passive and callback agree ($a)"
+    else
+        bad "modes $name: observer effect: passive gives $a, callback gives $b"
+    fi
+done
+
+# Same output recorded and unrecorded.
+for name in profile_save_restore cprofile_midway; do
+    f=$GR_ROOT/fixtures/$name.py
+    if ! reason=$(gr_missing_requirement "$PY" "$f"); then
+        skip "output $name: $reason"
+        continue
+    fi
+    (cd "$GR_ROOT" && "$PY" "$f") >"$work/$name.plain" 2>&1
+    if diff -u "$work/$name.plain" <(grep -v '^greenreplay' "$work/$name.passive.log") >"$work/$name.odiff"; then
+        ok "output $name: the same lines recorded and unrecorded ($(tr '\n' ' ' <"$work/$name.plain" | cut -c1-90))"
+    else
+        bad "output $name: the program printed other lines under recording"
+        head -20 "$work/$name.odiff"
+    fi
+done
+
+# Fork, with and without the sampler.
+if "$PY" -c 'import greenlet' 2>/dev/null; then
+    for mode in none two-phase; do
+        out=$work/fork-$mode
+        (cd "$GR_ROOT" && timeout 60 "$GR_CLI" record --manual -o "$out.grt" -- "$PY" \
+            tests/integration/programs/forks.py "$mode") >"$out.log" 2>&1
+        rc=$?
+        "$GR_CLI" check "$out.grt" >"$out.check" 2>&1
+        crc=$?
+        if [ "$rc" -eq 0 ] && grep -q "child exit status: 7" "$out.log" && [ "$crc" -eq 0 ]; then
+            ok "fork ($mode sampler): the child stops recording and exits by itself; the parent's trace is clean"
+        else
+            bad "fork ($mode sampler): record exit $rc, check exit $crc"
+            cat "$out.log" "$out.check" | head -20
+        fi
+    done
+else
+    skip "fork: greenlet is not importable by $PY"
+fi
+
+echo "$pass passed, $fail failed${skipped:+, $skipped skipped}"
+[ "$fail" -eq 0 ]
