@@ -33,10 +33,15 @@ GR_BUILD_ID := $(shell git describe --always --dirty 2>/dev/null || echo unknown
 GR_RECORDER_SRC := $(shell cat $(sort $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c)) tracer/format.c tracer/writer.c $(wildcard tracer/*.h)) 2>/dev/null | sha256sum | cut -c1-12)
 $(shell mkdir -p $(BUILD) && (echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' | cmp -s - $(BUILD)/build-id || echo '$(GR_BUILD_ID) $(GR_RECORDER_SRC)' >$(BUILD)/build-id))
 
+# The debug build of CPython that `make test` also runs the recorder under
+# (Debian's python3.11-dbg, installed by ci/setup.sh).
+DEBUG_PYTHON ?= /usr/bin/python3.11d
+
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
+        install uninstall \
         matrix matrix-golden matrix-screenshot browser-test fuzz fuzz-build asan
 all: cli ext
 
@@ -51,6 +56,9 @@ help:
 	@echo "                    passive and callback mode agree, output unchanged, fork;"
 	@echo "                    record under faults (disk full, signals, bad options);"
 	@echo "                    export, check --html"
+	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
+	@echo "                    reference counts, GIL, CPython's assertions), references kept after stop();"
+	@echo "                    the matrix's crash verdicts on synthetic cells"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
 	@echo "  make fuzz         libFuzzer (clang, ASan+UBSan) over reader, check, dump, stats, script,"
@@ -68,8 +76,12 @@ help:
 	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
 	@echo "                    (installs them: ci/browser-setup.sh); build/browser/"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
+	@echo "  make install      install the CLI, the recorder for PYTHON and the man page into"
+	@echo "                    \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)); pip install . is the other way"
+	@echo "  make uninstall    remove what make install put there"
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
+	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON)"
 
 cli: $(CLI)
@@ -156,6 +168,14 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
+	tests/integration/pip_install.sh
+
+# The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
+# beside the release build in $(BUILD)/python/greenreplay).
+integration-debug: cli
+	$(MAKE) ext PYTHON=$(DEBUG_PYTHON)
+	tests/integration/debug.sh --python $(DEBUG_PYTHON)
+	tests/integration/matrix_verdicts.sh
 
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
@@ -164,6 +184,7 @@ test: setup
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	$(MAKE) integration-debug
 
 tsan: $(BUILD)/tsan/test_registry
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_registry
@@ -200,6 +221,24 @@ browser-test: all
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
+
+# make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
+# PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
+# again with another PYTHON to add that interpreter's extension), and the
+# man page.  DESTDIR stages the whole tree (packaging).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
+	install -m 644 $(PKG_PY) $(INSTALL_LIB)/
+	install -m 755 $(EXT) $(INSTALL_LIB)/
+	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/greenreplay $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
+	rm -rf $(DESTDIR)$(PREFIX)/lib/greenreplay
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,8 @@
 
 Inside an environment (any Python 3.9+, run by `ci/envs.sh`):
     python envs-smoke.py probe
-        key=value lines: python, greenlet, gevent, recorder (path of the
+        key=value lines: python, executable, debug (1 for a Py_DEBUG
+        build), greenlet, gevent, recorder (path of the
         loaded _greenreplay extension, or "none: REASON").
     python envs-smoke.py record [TRACE]
         record a tiny program: mark, call, switch into a greenlet (when
@@ -35,6 +36,8 @@ def _version(modname):
 def probe():
     print("python=%s" % sys.version.split()[0])
     print("executable=%s" % sys.executable)
+    # 1 for a debug build (Py_DEBUG: reference count and assertion checks).
+    print("debug=%d" % hasattr(sys, "gettotalrefcount"))
     print("greenlet=%s" % _version("greenlet"))
     print("gevent=%s" % _version("gevent"))
     try:

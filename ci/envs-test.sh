@@ -27,7 +27,7 @@ expect_rc 2 "bad --env" $E --env novalue list
 if $E list --json | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-keys = {"id", "kind", "python", "python_version", "interpreter", "command", "suite", "root",
+keys = {"id", "kind", "python", "python_version", "interpreter", "command", "suite", "root", "debug",
         "greenlet", "greenlet_from", "gevent", "versions", "status", "reason", "recorder", "pythonpath"}
 assert d and all(set(e) == keys for e in d), "keys"
 assert all(e["status"] in ("ready", "not provisioned", "unavailable") for e in d), "status"

@@ -157,6 +157,11 @@ pyenv_root() {
 }
 
 envdir() { printf '%s/%s\n' "$WORK" "$1"; }
+# A python column ending in "d" (3.13d) is the interpreter's debug build:
+# python3.13d from Debian's python3.13-dbg (Py_DEBUG: assertions, reference
+# count and GIL checks).  pyv_base ID prints the minor version without it.
+is_debug() { case "${PYV[$1]}" in *d) return 0 ;; esac; return 1; }
+pyv_base() { printf '%s\n' "${PYV[$1]%d}"; }
 suite_of() { [ "${KIND[$1]}" = root ] && printf '%s\n' "${WHERE[$1]}"; }
 deb_suite() { case "${GLFROM[$1]}" in deb:*) printf '%s\n' "${GLFROM[$1]#deb:}" ;; esac; }
 rootdir() { printf '%s/%s\n' "$ROOTS" "$1"; }
@@ -168,8 +173,22 @@ interp_words() {
         host) printf '%s\n' "${WHERE[$id]}" ;;
         pyenv) printf '%s\n' "$(pyenv_root)/versions/${WHERE[$id]}/bin/python${PYV[$id]}" ;;
         root) printf '%s\n' "/usr/bin/python${PYV[$id]}" ;;
-        user) printf '%s\n' ${UCMD[$id]} ;;
+        user) printf '%s\n' ${UCMD[$id]}; return ;;
     esac
+    interp_flags "$id"
+}
+# Options every run of ID's interpreter gets.  Debug builds of 3.11+ load
+# the standard library from .py files where release builds use the frozen
+# copies (-X frozen_modules defaults to off when Py_DEBUG, bpo-45020), so
+# code file names would read <stdlib>/os.py instead of <frozen os>; with
+# frozen_modules=on a debug build's trace is comparable with the release
+# build's, and both share one golden dump.
+interp_flags() {
+    local b
+    is_debug "$1" || return 0
+    b=$(pyv_base "$1")
+    [ "${b#3.}" -ge 11 ] && printf '%s\n' -X frozen_modules=on
+    return 0
 }
 
 # What defines an environment's build: a change makes it "not provisioned".
@@ -289,7 +308,9 @@ root_packages() {
     local s=$1 id pk=()
     for id in "${IDS[@]}"; do
         [ "${KIND[$id]}" = root ] && [ "${WHERE[$id]}" = "$s" ] || continue
-        pk+=("python${PYV[$id]}" "python${PYV[$id]}-dev")
+        # A debug build's headers are links into python3.X-dev's.
+        if is_debug "$id"; then pk+=("python$(pyv_base "$id")-dbg" "python$(pyv_base "$id")-dev")
+        else pk+=("python${PYV[$id]}" "python${PYV[$id]}-dev"); fi
     done
     printf '%s\n' "${pk[@]}" "${ROOT_PACKAGES[@]}" | sort -u
 }
@@ -301,12 +322,18 @@ root_pythons() {
 }
 root_stamp_want() { printf 'packages=%s\n' "$(root_packages "$1" | tr '\n' ' ')"; }
 
-# root_state SUITE: prints ready | missing | half-built | changed
+# root_state SUITE: prints ready | missing | half-built | changed.  A root
+# holding every package wanted (and more: another clone's list may add
+# some) is ready.
 root_state() {
-    local s=$1 r
+    local s=$1 r have p
     r=$(rootdir "$s")
     if [ -f "$r.stamp" ] && [ -d "$r" ]; then
-        if [ "$(grep '^packages=' "$r.stamp")" = "$(root_stamp_want "$s")" ]; then echo ready; else echo changed; fi
+        have=" $(sed -n 's/^packages=//p' "$r.stamp") "
+        for p in $(root_packages "$s"); do
+            case "$have" in *" $p "*) ;; *) echo changed; return ;; esac
+        done
+        echo ready
     elif [ -d "$r" ] || [ -d "$r.building" ]; then echo half-built
     else echo missing; fi
 }
@@ -440,10 +467,11 @@ env_status() {
     if [ -n "${BADDEF[$id]:-}" ]; then ST=unavailable WHY=${BADDEF[$id]}; return; fi
     case "${KIND[$id]}" in
         host|pyenv)
-            w=$(interp_words "$id")
+            w=$(interp_words "$id" | head -n 1)
             if [ ! -x "$w" ]; then
                 ST=unavailable
                 if [ "${KIND[$id]}" = pyenv ]; then WHY="pyenv ${WHERE[$id]} is not installed ($w missing)"
+                elif is_debug "$id"; then WHY="$w is missing (apt-get install python$(pyv_base "$id")-dbg)"
                 else WHY="$w is missing (apt-get install python3)"; fi
                 return
             fi ;;
@@ -528,6 +556,11 @@ json_str() {
     s=${s//[$'\001'-$'\037']/}
     printf '"%s"' "$s"
 }
+# "true" when ID runs a debug build (python column "3.Xd", or a user
+# environment whose probe saw sys.gettotalrefcount), else "false".
+env_debug() {
+    if is_debug "$1" || [ "$(info_get "$1" debug)" = 1 ]; then echo true; else echo false; fi
+}
 json_null_or() { if [ -n "$1" ]; then json_str "$1"; else printf 'null'; fi; }
 
 cmd_list() {
@@ -561,15 +594,16 @@ cmd_list() {
                 "$(json_null_or "$([ "${KIND[$id]}" = root ] && rootdir "${WHERE[$id]}")")"
             printf '"greenlet": %s, "greenlet_from": %s, "gevent": %s, "versions": %s, ' \
                 "$(json_str "$gl")" "$(json_str "${GLFROM[$id]}")" "$(json_str "$gv")" "$(json_str "$src")"
-            printf '"status": %s, "reason": %s, "recorder": %s, "pythonpath": %s}' \
+            printf '"status": %s, "reason": %s, "recorder": %s, "pythonpath": %s, "debug": %s}' \
                 "$(json_str "$ST")" "$(json_null_or "$WHY")" "$(json_str "$(recorder_state "$id")")" \
-                "$(json_str "$(env_pp "$id")")"
+                "$(json_str "$(env_pp "$id")")" "$(env_debug "$id")"
         else
             local mark=""
             [ $src = expected ] && mark='*'
             local stat=$ST
             [ -n "$WHY" ] && stat+=": $WHY"
             [ "$ST" = ready ] && [ "$(recorder_state "$id")" = stale ] && stat+=" (recorder sources changed: ci/envs.sh build $id)"
+            [ -n "$pyver" ] && is_debug "$id" && pyver+=d
             printf '%-14s %-6s %-8s %-44s %-9s %-9s %s\n' "$id" "${KIND[$id]}" "${pyver:-${PYV[$id]}}" \
                 "$interp" "${gl%% *}$mark" "${gv%% *}$mark" "$stat"
         fi
@@ -643,7 +677,8 @@ host_packages_for() {
     printf '%s\n' make gcc libc6-dev zlib1g-dev python3
     for id in "$@"; do
         case "${KIND[$id]}" in
-            host) printf '%s\n' python3-dev python3-greenlet python3-gevent ;;
+            host) printf '%s\n' python3-dev python3-greenlet python3-gevent
+                  is_debug "$id" && printf '%s\n' "python$(pyv_base "$id")-dbg" ;;
             root) printf '%s\n' mmdebstrap ;;
         esac
     done

@@ -146,8 +146,12 @@ def split_list(text):
     return [x for x in re.split(r"[,\s]+", (text or "").strip()) if x]
 
 
+BUILDS = ("any", "debug", "release")
+
+
 class KnownIssue:
-    FIELDS = {"title", "python", "greenlet", "fixtures", "rules", "missing", "message", "evidence", "status"}
+    FIELDS = {"title", "python", "greenlet", "build", "fixtures", "rules", "missing", "message", "evidence",
+              "status"}
 
     def __init__(self, ident, sec, path):
         where = "%s [%s]" % (path, ident)
@@ -163,6 +167,11 @@ class KnownIssue:
             raise ValueError("%s: no title" % where)
         self.python = VersionSpec(sec.get("python"), where + " python")
         self.greenlet = VersionSpec(sec.get("greenlet"), where + " greenlet")
+        # build: "debug" (only interpreters built with Py_DEBUG, the envs whose
+        # `ci/envs.sh list --json` says "debug": true), "release", or "any".
+        self.build = (sec.get("build") or "any").strip()
+        if self.build not in BUILDS:
+            raise ValueError("%s: build must be one of %s, not %r" % (where, ", ".join(BUILDS), self.build))
         self.fixtures = split_list(sec.get("fixtures"))
         if not self.fixtures:
             raise ValueError("%s: no fixtures (name them, or * for any)" % where)
@@ -196,7 +205,9 @@ class KnownIssue:
         return not self.informational and any(f != "*" and fnmatch.fnmatchcase(fixture, f)
                                               for f in self.fixtures)
 
-    def applies(self, python, greenlet, fixture):
+    def applies(self, python, greenlet, fixture, debug=False):
+        if self.build != "any" and (self.build == "debug") != bool(debug):
+            return False
         return (self.python.matches(python) and self.greenlet.matches(greenlet)
                 and any(fnmatch.fnmatchcase(fixture, f) for f in self.fixtures))
 
@@ -211,7 +222,7 @@ class KnownIssue:
 
     def to_json(self):
         return {"id": self.id, "title": self.title, "python": self.python.text,
-                "greenlet": self.greenlet.text, "fixtures": self.fixtures, "rules": self.rules,
+                "greenlet": self.greenlet.text, "build": self.build, "fixtures": self.fixtures, "rules": self.rules,
                 "missing": self.missing, "message": self.message, "evidence": self.evidence,
                 "status": self.status or None}
 
@@ -286,6 +297,72 @@ def check_violations(path):
     return {"violations": out, "warnings": warnings}, None
 
 
+# What a dying interpreter says on stderr.  glibc's assert():
+#   PROG: FILE:LINE: FUNCTION: Assertion `EXPR' failed.
+# CPython's _PyObject_AssertFailed (debug builds: negative reference
+# counts, _PyObject_ASSERT), printed before its fatal error:
+#   FILE:LINE: FUNCTION: Assertion "EXPR" failed[: MESSAGE]
+# and CPython's fatal errors (GIL not held, allocator misuse, ...):
+#   Fatal Python error: FUNCTION: MESSAGE
+ASSERT_GLIBC = re.compile(r"^(?:\S+: )?(?P<file>[^\s:]+):(?P<line>\d+): (?P<function>[^:]+): "
+                          r"Assertion [`'\u2018](?P<expr>.*)['\u2019] failed\.?\s*$")
+ASSERT_PY = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+): (?:(?P<function>[^:]+): )?"
+                       r"Assertion (?:\"(?P<expr>.*)\" )?failed(?:: (?P<message>.*))?$")
+FATAL_PY = re.compile(r"^Fatal Python error: (?P<fatal>.*)$")
+
+
+def crash_details(log_path, signal):
+    """The crash of a cell whose program died by a signal: a dict with the
+    signal, the first assertion on its output (file, line, function,
+    expression, message), CPython's fatal error line, and `text`, one line
+    for reports ("SIGABRT: Python/instrumentation.c:1066 in
+    get_tools_for_instruction: assertion `debug_check_sanity(interp, code)'
+    failed").  The file name keeps its last two components."""
+    out = {"signal": signal or None, "assertion": None, "fatal": None}
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        line = line.rstrip()
+        if out["assertion"] is None:
+            m = ASSERT_GLIBC.match(line) or ASSERT_PY.match(line)
+            if m:
+                d = m.groupdict()
+                out["assertion"] = {"file": "/".join(d["file"].split("/")[-2:]), "line": int(d["line"]),
+                                    "function": d.get("function"), "expression": d.get("expr"),
+                                    "message": d.get("message")}
+                continue
+        if out["fatal"] is None:
+            m = FATAL_PY.match(line)
+            if m:
+                out["fatal"] = m.group("fatal").strip()
+    text = out["signal"] or "killed by a signal"
+    a = out["assertion"]
+    if a:
+        text += ": %s:%d%s: assertion %s failed%s" % (
+            a["file"], a["line"], (" in " + a["function"]) if a["function"] else "",
+            ("`%s'" % a["expression"]) if a["expression"] else "", (": " + a["message"]) if a["message"] else "")
+    if out["fatal"] and not (a and out["fatal"].startswith("_PyObject_AssertFailed")):
+        text += "; Fatal Python error: %s" % out["fatal"]
+    out["text"] = text
+    return out
+
+
+def short_crash(crash):
+    """A cell-sized form: signal, FILE:LINE and the expression."""
+    if not crash:
+        return ""
+    a = crash.get("assertion")
+    s = crash.get("signal") or "signal"
+    if a:
+        s += " `%s:%d` `%s`" % (a["file"].split("/")[-1], a["line"], a.get("expression") or a.get("message") or "")
+    elif crash.get("fatal"):
+        s += " Fatal: `%s`" % crash["fatal"][:60]
+    return s
+
+
 def short_skip(reason):
     r = reason or ""
     if r.startswith("environment "):
@@ -301,6 +378,7 @@ def classify(cell, env, known, base_dir):
     env_id, fixture = cell.get("env"), cell.get("fixture")
     pyv = env.get("python_version") or env.get("python")
     glv = env.get("greenlet")
+    debug = env.get("debug") is True
     res = {"env": env_id, "fixture": fixture, "outcome": None, "reason": "", "known": [],
            "expected": cell.get("expect_header", ""), "got": None, "violations": [],
            "warnings": [], "golden": cell.get("golden", "unchecked"),
@@ -309,7 +387,8 @@ def classify(cell, env, known, base_dir):
            "determinism": cell.get("determinism", "unchecked"),
            "determinism_note": cell.get("determinism_note") or None,
            "exit_status": int(cell["rc"]) if cell.get("rc", "").lstrip("-").isdigit() else None,
-           "duration_s": float(cell["duration"]) if cell.get("duration") else None, "files": {}}
+           "duration_s": float(cell["duration"]) if cell.get("duration") else None, "files": {},
+           "crash": None}
     stem = os.path.join("cells", env_id, fixture)
     for key, suffix in (("trace", ".grt"), ("dump", ".txt"), ("log", ".log"),
                         ("check_json", ".check.json"), ("check_text", ".check.txt"),
@@ -343,7 +422,12 @@ def classify(cell, env, known, base_dir):
         counts[v["rule"]] = counts.get(v["rule"], 0) + 1
     res["got"] = {"rules": sorted(got_rules), "counts": counts, "crashed": crashed,
                   "signal": cell.get("signal") or None}
-    applicable = [k for k in known if k.applies(pyv, glv, fixture)]
+    if crashed:
+        # The trace up to the crash is still checked (its violations are
+        # above); what the interpreter said when it died goes with them.
+        res["crash"] = crash_details(os.path.join(base_dir, stem + ".log"), cell.get("signal"))
+    crash_text = res["crash"]["text"] if res["crash"] else ""
+    applicable = [k for k in known if k.applies(pyv, glv, fixture, debug)]
     if problem:
         res["outcome"], res["reason"] = "fail", problem
     else:
@@ -365,8 +449,8 @@ def classify(cell, env, known, base_dir):
         for r in sorted(want_rules - got_rules):
             if not explain(lambda k, r=r: r in k.missing):
                 unexplained.append("expected %s violations, got none" % r)
-        if crashed and not want_crash and not explain(lambda k: "crash" in k.rules):
-            unexplained.append("the program crashed (signal %s)" % (cell.get("signal") or "?"))
+        if crashed and not want_crash and not explain(lambda k: k.explains("crash", crash_text)):
+            unexplained.append("the program crashed (%s)" % crash_text)
         if want_crash and not crashed and not explain(lambda k: "crash" in k.missing):
             unexplained.append("expected a crash, the program exited with status %s" % cell.get("rc"))
         if unexplained:
@@ -378,6 +462,11 @@ def classify(cell, env, known, base_dir):
             res["outcome"], res["known"] = "known", explained
             res["reason"] = "differs from '# expect: %s' as known: %s" % (
                 res["expected"] or "clean", ", ".join(explained))
+            if crashed and not want_crash:
+                res["reason"] += "; crashed (%s)" % crash_text
+                if counts:
+                    res["reason"] += "; the trace up to the crash: %s" % ", ".join(
+                        "%s=%d" % kv for kv in sorted(counts.items()))
         else:
             xp = [k.id for k in applicable if k.names_fixture(fixture)]
             if xp:
@@ -544,7 +633,7 @@ def cmd_collect(args):
         e = dict(envs.get(env_id, {"id": env_id, "kind": "user"}))
         row = {"id": env_id, "kind": e.get("kind"), "python": e.get("python"),
                "python_version": e.get("python_version"), "greenlet": e.get("greenlet"),
-               "greenlet_from": e.get("greenlet_from"), "gevent": e.get("gevent"),
+               "greenlet_from": e.get("greenlet_from"), "gevent": e.get("gevent"), "debug": e.get("debug") is True,
                "interpreter": e.get("interpreter"), "golden_env": st.get("golden_env") or None,
                "status": st.get("status", "ran"), "reason": st.get("reason") or None,
                "retry": st.get("retry") or None, "elapsed_s": float(st.get("elapsed") or 0),
@@ -690,11 +779,19 @@ def md_cell(c):
         return "pass"
     if o == "skip":
         return "skip (%s)" % short_skip(c["reason"])
+    crash = ""
+    if c.get("crash"):
+        # A crash's verdict: the signal, where CPython asserted, and the
+        # violations of the trace written up to it.
+        crash = "<br>" + short_crash(c["crash"]).replace("|", "\\|")
+        counts = (c.get("got") or {}).get("counts") or {}
+        if counts:
+            crash += "<br>+ " + ", ".join("%s×%d" % kv for kv in sorted(counts.items()))
     if o == "known":
-        return "known: " + ", ".join(c["known"])
+        return "known: " + ", ".join(c["known"]) + crash
     if o == "xpass":
         return "**XPASS**: " + ", ".join(c["known"])
-    return "**FAIL**"
+    return "**FAIL**" + crash
 
 
 def render_md(doc):
@@ -715,8 +812,11 @@ def render_md(doc):
     w("the known issue ID explains; `XPASS: ID` a known issue that should affect")
     w("the cell did not show; `FAIL` anything else (an unexplained violation, a")
     w("missing one, a crash, a dump that differs from its golden); `skip (why)`:")
-    w("not run (`no greenlet`, `gevent broken`; `env error`: the environment")
-    w("could not run, `env unavailable`: this machine lacks it). `make matrix`")
+    w("not run. A program that died by a signal shows it under the outcome, with")
+    w("the assertion CPython printed (`file:line` and expression; debug builds)")
+    w("and `+ rule×N`, the violations of the trace written up to the crash;")
+    w("skip reasons: `no greenlet`, `gevent broken`; `env error`: the environment")
+    w("could not run, `env unavailable`: this machine lacks it. `make matrix`")
     w("exits non-zero on any `FAIL`.")
     w("")
     tot = s["outcomes"]
@@ -724,9 +824,9 @@ def render_md(doc):
                                      ", ".join("%d %s" % (tot[o], o) for o in OUTCOMES if tot.get(o))))
     w("")
     envs = doc["envs"]
-    w("| fixture | " + " | ".join("`%s`<br>%s<br>greenlet %s" % (
-        e["id"], e.get("python_version") or e.get("python") or "?", e.get("greenlet") or "?")
-        for e in envs) + " |")
+    w("| fixture | " + " | ".join("`%s`<br>%s%s<br>greenlet %s" % (
+        e["id"], e.get("python_version") or e.get("python") or "?", " debug" if e.get("debug") else "",
+        e.get("greenlet") or "?") for e in envs) + " |")
     w("|---|" + "---|" * len(envs))
     for fx in doc["fixtures"]:
         w("| `%s` | " % fx["name"] + " | ".join(md_cell(cm.get((e["id"], fx["name"]))) for e in envs) + " |")
@@ -742,8 +842,9 @@ def render_md(doc):
         st = e.get("status") or "?"
         if e.get("reason"):
             st += ": " + e["reason"]
-        w("| `%s` | %s | %s | %s | %s | %s |" % (e["id"], e.get("kind") or "?",
+        w("| `%s` | %s | %s%s | %s | %s | %s |" % (e["id"], e.get("kind") or "?",
                                                e.get("python_version") or e.get("python") or "?",
+                                               " (debug build)" if e.get("debug") else "",
                                                e.get("greenlet") or "?", e.get("gevent") or "?",
                                                st.replace("|", "\\|")))
     w("")
@@ -759,8 +860,9 @@ def render_md(doc):
             used.setdefault(k, []).append(c)
     for k in doc["known_issues"]:
         cells = used.get(k["id"], [])
-        w("- **%s** — %s. Python %s, greenlet %s; fixtures %s; explains %s%s." % (
-            k["id"], k["title"].rstrip("."), k["python"], k["greenlet"], ", ".join(k["fixtures"]),
+        w("- **%s** — %s. Python %s, greenlet %s%s; fixtures %s; explains %s%s." % (
+            k["id"], k["title"].rstrip("."), k["python"], k["greenlet"],
+            (", %s builds only" % k["build"]) if k.get("build", "any") != "any" else "", ", ".join(k["fixtures"]),
             ", ".join(k["rules"]) or "-",
             (" (missing: %s)" % ", ".join(k["missing"])) if k.get("missing") else ""))
         if (k.get("status") or "").startswith("informational"):
@@ -830,6 +932,15 @@ An environment whose provisioning or build fails, or a user interpreter
 that is missing or broken, is an `error` column (the failed step and the
 command to retry; its cells `skip`); the other columns still run.
 
+**Debug builds.** Columns whose id ends in `d` run CPython's debug build
+(`python3.Xd`, `Py_DEBUG`) with the same greenlet as the release column:
+CPython's own assertions and reference-count and GIL checks become a
+second oracle. A program that dies there shows the signal and the
+assertion (file, line, expression) or fatal error it printed; the trace
+written up to the crash is still checked and its violations are listed
+with it. Known issues can be limited to debug or release builds
+(`build = debug`).
+
 **Known issues** (`fixtures/known-issues.ini`): a cell whose outcome differs
 from the fixture's `# expect:` line is `known` when every unexpected
 violation (rule, and message pattern if the entry has one) and every missing
@@ -863,6 +974,8 @@ def informational_cells(k, doc):
     out = []
     for c in doc["cells"]:
         e = envs.get(c["env"], {})
+        if k.get("build", "any") != "any" and (k["build"] == "debug") != bool(e.get("debug")):
+            continue
         if (c["outcome"] != "skip" and py.matches(e.get("python_version") or e.get("python"))
                 and gl.matches(e.get("greenlet"))
                 and any(fnmatch.fnmatchcase(c["fixture"], f) for f in k["fixtures"])):
@@ -920,8 +1033,8 @@ def render_index(doc):
         w("<th title='%s'><b>%s</b><br>Python %s<br>greenlet %s<br>gevent %s%s</th>" % (
             esc("%s; gevent %s%s" % (e.get("interpreter") or "", gv,
                                      ("; " + e["reason"]) if e.get("reason") else "")),
-            esc(e["id"]), esc(e.get("python_version") or e.get("python")), esc(e.get("greenlet")),
-            esc(gv.split(" (")[0]), extra))
+            esc(e["id"]), esc(e.get("python_version") or e.get("python")) + (" debug" if e.get("debug") else ""),
+            esc(e.get("greenlet")), esc(gv.split(" (")[0]), extra))
     w("</tr></thead><tbody>")
     for fx in doc["fixtures"]:
         w("<tr><th class='fx' title='%s'>%s<br><span class='small'>expect: %s</span></th>" % (
@@ -938,6 +1051,8 @@ def render_index(doc):
                 sub = "<br><span class='small'>%s</span>" % "<br>".join(esc(k) for k in c["known"])
             elif c["outcome"] == "skip":
                 sub = "<br><span class='small'>%s</span>" % esc(short_skip(c["reason"]))
+            if c.get("crash"):
+                sub += "<br><span class='small'>%s</span>" % esc(short_crash(c["crash"]).replace("`", ""))
             w("<td class='%s' id='%s--%s' title='%s'><a href='%s'>%s%s</a></td>" % (
                 c["outcome"], esc(e["id"]), esc(fx["name"]), esc(c["reason"]),
                 esc(cell_page(c)), label, sub))
@@ -1016,6 +1131,8 @@ def render_cell_page(doc, c, base):
         if g.get("crashed"):
             got = "crashed (%s), %s" % (g.get("signal") or "signal", got)
         facts.append(("got", got))
+    if c.get("crash"):
+        facts.append(("crash", c["crash"]["text"]))
     if c.get("exit_status") is not None:
         facts.append(("exit status", c["exit_status"]))
     facts.append(("golden", "%s%s%s" % (c.get("golden"), (" " + c["golden_file"]) if c.get("golden_file") else "",
@@ -1147,8 +1264,9 @@ def cmd_known(args):
     path = args[0] if args else os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                              "fixtures", "known-issues.ini")
     for k in load_known(path):
-        print("%-26s python %-16s greenlet %-10s fixtures %s; rules %s%s" % (
-            k.id, k.python.text, k.greenlet.text, ",".join(k.fixtures), ",".join(k.rules) or "-",
+        print("%-26s python %-16s greenlet %-10s%s fixtures %s; rules %s%s" % (
+            k.id, k.python.text, k.greenlet.text, (" build %s;" % k.build) if k.build != "any" else "",
+            ",".join(k.fixtures), ",".join(k.rules) or "-",
             ("; missing " + ",".join(k.missing)) if k.missing else ""))
     return 0
 

@@ -22,7 +22,12 @@
 # Outcomes: pass, known (differs from "# expect:" only as known issues
 # explain), xpass (a known issue that names the fixture did not show), fail,
 # skip (with the reason: "greenlet unavailable", "gevent broken in this env",
-# "environment ... unavailable").  See docs/matrix.md.
+# "environment ... unavailable").  See docs/matrix.md.  A program that dies
+# by a signal it was not expected to: the cell names the signal and the
+# assertion or fatal error the interpreter printed (file, line, expression),
+# and the trace written up to the crash is still checked; a known issue
+# with "crash" in its rules (and a message.crash pattern) makes it `known`.
+# Its golden is not compared (the trace ends at the crash).
 #
 # Options:
 #   -e, --envs ID[,ID...]     environments (shell patterns allowed, e.g. 'sid-*');
@@ -79,7 +84,7 @@ usage() { sed -n '4,8p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/matri
 
 # ---------------------------------------------------------------- commands
 case "${1:-}" in
-    -h|--help|help) sed -n '2,60p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help|help) sed -n '2,65p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     merge) shift; exec "$HOST_PY" "$REPORT" merge "$@" ;;
     report) shift; [ $# -ge 1 ] || usage; exec "$HOST_PY" "$REPORT" render "$@" ;;
     known) shift; exec "$HOST_PY" "$REPORT" known "$@" ;;
@@ -362,7 +367,12 @@ run_cell() {
         short=$(gr_env_from_meta <"$base.txt")
         full=$(full_key "$base.txt")
     fi
-    if [ -n "$short" ]; then
+    if [ "$crashed" = 1 ] && [ "$want_crash" = 0 ]; then
+        # An unexpected crash (a debug build's assertion, say): the trace ends
+        # where the program died, so its golden says nothing; the crash and
+        # the check of the trace up to it are the cell's verdict.
+        gstate=unchecked; gnote="the program died by $sig: its trace ends at the crash"
+    elif [ -n "$short" ]; then
         for k in "$short" "$full"; do
             [ -f "$ROOT/fixtures/golden/$k/$name.txt" ] || continue
             if same_versions "$ROOT/fixtures/golden/$k/$name.txt" "$base.txt"; then g=$k; break; fi
@@ -399,7 +409,8 @@ run_cell() {
         fi
         rm -f "$t2"
     fi
-    if [ "$UPDATE" = 1 ] && [ "$dstate" = same ] && [ -f "$base.txt" ] && [ -n "$short" ]; then
+    if [ "$UPDATE" = 1 ] && [ "$dstate" = same ] && [ -f "$base.txt" ] && [ -n "$short" ] &&
+       { [ "$crashed" = 0 ] || [ "$want_crash" = 1 ]; }; then
         local target=$short
         if [ -f "$ROOT/fixtures/golden/$short/$name.txt" ] &&
            ! same_versions "$ROOT/fixtures/golden/$short/$name.txt" "$base.txt"; then

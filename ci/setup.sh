@@ -5,7 +5,9 @@
 set -euo pipefail
 
 PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
-          python3-dev python3-greenlet python3-gevent valgrind)
+          python3-dev python3-greenlet python3-gevent valgrind
+          python3.11-dbg
+          python3-venv python3-pytest python3-pytest-xdist)   # pip install ., the pytest plugin, python3.11d (make test)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -250,7 +250,12 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
             gr_sb_escape(sb, l, n, 1);
             gr_sb_putc(sb, '"');
         }
-        gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
+        /* cut, ours, in a callback; not the tracing state, which only
+         * 3.9-3.11 know (compared in SWITCH records when both know it) */
+        gr_sb_printf(sb, " flags=%" PRIu64,
+                     r->flags & (GR_MARK_CUT | GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK));
+        if (c->cmp_ut && (r->flags & GR_MARK_TRACING_OFF))
+            gr_sb_puts(sb, " use_tracing=0");
         put_stack(c, s, sb, r);
         break;
     }

@@ -1,7 +1,10 @@
 /* record.c - `greenreplay record`: run a Python program under the recorder.
  *
  * The recorder is the greenreplay Python package with its C extension,
- * built by `make` into BUILD/python next to this executable (or named by
+ * built by `make` into BUILD/python next to this executable, installed by
+ * `make install` into PREFIX/lib/greenreplay/python, or named by
+ * GREENREPLAY_PYTHONPATH (the `greenreplay` command of a pip install sets
+ * it).  This command checks its options and the
  * GREENREPLAY_PYTHONPATH).  This command checks its options and the
  * interpreter, prepares the environment, runs the interpreter as a child,
  * forwards signals to it and passes its exit status through; it needs no
@@ -94,8 +97,11 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-/* Directory holding the greenreplay package: $GREENREPLAY_PYTHONPATH, else
- * `python` beside this executable.  Writes into buf (size n); 0 or -1. */
+/* Directory holding the greenreplay package: $GREENREPLAY_PYTHONPATH (set
+ * by the console script of a pip install), else `python` beside this
+ * executable (a `make` tree), else ../lib/greenreplay/python from it (a
+ * `make install`; when neither exists, the former is named in the error).
+ * Writes into buf (size n); 0 or -1. */
 int gr_record_package_dir(char *buf, size_t n)
 {
     const char *env = getenv("GREENREPLAY_PYTHONPATH");
@@ -108,7 +114,16 @@ int gr_record_package_dir(char *buf, size_t n)
     if (k < 0)
         return -1;
     exe[k] = '\0';
-    snprintf(buf, n, "%s/python", dirname(exe));
+    const char *dir = dirname(exe);
+    struct stat st;
+    snprintf(buf, n, "%s/../lib/greenreplay/python", dir);
+    if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char beside[PATH_MAX];
+        snprintf(beside, sizeof beside, "%s/python", dir);
+        if (stat(beside, &st) != 0 || !S_ISDIR(st.st_mode))
+            return 0;
+    }
+    snprintf(buf, n, "%s/python", dir);
     return 0;
 }
 
@@ -534,7 +549,7 @@ int gr_cmd_record(int argc, char **argv)
     char pkg[PATH_MAX];
     struct stat st;
     if (gr_record_package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`)\n", pkg);
+        fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`, or `pip install .` and use its greenreplay command)\n", pkg);
         return 2;
     }
     if (prog.script && access(prog.script, R_OK) != 0) {

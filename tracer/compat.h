@@ -191,6 +191,16 @@ static inline PyObject *gr_weakref_get(PyObject *wr)
  * with pycore_stackref.h, which defines Py_TAG_BITS (gh-130931). */
 #include <internal/pycore_interpframe.h>
 #endif
+/* Debug builds (Py_DEBUG, python3.Xd) need nothing of their own: the
+ * offsets above come from the interpreter's own headers, whose pyconfig.h
+ * defines Py_DEBUG (3.14 ends _PyInterpreterFrame with a debug-only
+ * bitfield, after `owner`, the last field read).  Py_STACKREF_DEBUG
+ * (3.14, gh-127705: stack references become indices into a table) is a
+ * separate build option that Py_DEBUG does not imply; f_executable is then
+ * no pointer at all, so refuse to build rather than read garbage. */
+#if defined(Py_STACKREF_DEBUG) && !defined(Py_GIL_DISABLED)
+#error "Py_STACKREF_DEBUG builds are not supported: _PyStackRef is not a tagged pointer there"
+#endif
 
 typedef struct {
     int interp_frames;      /* 1: 3.11+ _PyInterpreterFrame chain */

@@ -41,6 +41,12 @@ static void note_switch_callback(gr_recorder *r, gr_thread *t, PyObject *event, 
     int is_throw = PyUnicode_Check(event) && PyUnicode_CompareWithASCIIString(event, "throw") == 0;
     t->cb_pending = is_throw ? 2 : 1;
     t->cb_target = PyTuple_GET_ITEM(pair, 1);
+    if (!r->profile_on) {
+        /* start(profile=False) (the switch-path benchmark): no event will
+         * follow, so the switch is written here, in the target. */
+        PyFrameObject *top = PyEval_GetFrame();
+        gr_switch_seen(r, t, t->cb_target, top, 0, is_throw);
+    }
 }
 
 /* The recording this callback belongs to has ended, but stop() ran on

@@ -80,6 +80,13 @@ def main():
         finally:
             recorder.records = greenreplay.stop()
 
+    def recorder_callback():
+        greenreplay.start(trace, root=os.getcwd(), switches="callback")
+        try:
+            workload(args.scale)
+        finally:
+            greenreplay.stop()
+
     def cprofile():
         p = cProfile.Profile()
         p.enable()
@@ -89,7 +96,8 @@ def main():
             p.disable()
 
     modes = [("no profiler", none), ("empty C profile function", empty),
-             ("greenreplay recorder", recorder), ("cProfile", cprofile)]
+             ("greenreplay recorder (passive switches, default)", recorder),
+             ("greenreplay recorder (callback mode)", recorder_callback), ("cProfile", cprofile)]
     best = {}
     for name, fn in modes:
         fn()  # warm up

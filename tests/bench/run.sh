@@ -24,7 +24,7 @@ ${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$out/emptyprof$suffix" "$here/emptyprof
 PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" "${args[@]}"
 echo
 if "$PY" -c 'import greenlet' 2>/dev/null; then
-    PYTHONPATH="$build/python" "$PY" "$here/switch_cost.py" --cli "$build/greenreplay" --out "$out"
+    PYTHONPATH="$out:$build/python" "$PY" "$here/switch_cost.py" --cli "$build/greenreplay" --out "$out"
 else
     echo "switch cost: skipped, greenlet is not importable by $PY"
 fi

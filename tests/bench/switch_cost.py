@@ -71,6 +71,47 @@ def main():
                     greenreplay.stop()
         return min(vals)
 
+    # Passive mode (the default) puts nothing on the switch path itself:
+    # the switch is noticed at the target's next profile event.  So the
+    # figures to compare are a switch under a C profile function: the empty
+    # one, and the recorder's (which also asks greenlet which greenlet runs).
+    try:
+        import emptyprof
+    except ImportError:
+        emptyprof = None
+
+    def best_with_profile(kind):
+        vals = []
+        for _ in range(a.repeat):
+            if kind == "empty":
+                emptyprof.install()
+            elif kind != "none":
+                greenreplay.start(trace, switches=kind)
+            try:
+                vals.append(round_trips(a.switches))
+            finally:
+                if kind == "empty":
+                    emptyprof.uninstall()
+                elif kind != "none":
+                    greenreplay.stop()
+        return min(vals)
+
+    print("switch path with the profile function on (a switch costs a c_call and a c_return of")
+    print("switch, plus the recorder's work; best of %d runs of %d switches):" % (a.repeat, 2 * a.switches))
+    print()
+    print("| configuration | ns per switch | vs empty C profile function | goal |")
+    print("|---|---:|---:|---|")
+    bare = best_with_profile("none")
+    print("| no profile function, no greenlet callback (bare switch) | %.0f | | |" % bare)
+    base = best_with_profile("empty") if emptyprof else None
+    if base:
+        print("| empty C profile function | %.0f | 1.00 | |" % base)
+    for kind, label, goal in (("passive", "recorder, passive switches (default): no greenlet callback", "<= 1.2x of the bare switch path under a profile function"),
+                              ("callback", "recorder, callback mode: greenlet trace callback", "")):
+        v = best_with_profile(kind)
+        print("| %s | %.0f | %s | %s |" % (label, v, "%.2f" % (v / base) if base else "n/a", goal))
+    print()
+
     configs = [("no tracer", None),
                ("C switch callback (recording switches)", dict(profile=False)),
                ("+ sampler registry updates (sampler asleep)",

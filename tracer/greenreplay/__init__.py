@@ -196,8 +196,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         `keep` stacks per sample and tracks up to max_greenlets greenlets.
         Its figures go to the side channel PATH.times, which it turns on.
     profile: install the profile function (default).  False records only
-        the greenlet switches of the calling thread: the switch path alone,
-        for benchmarks.
+        the greenlet switches of the calling thread, through greenlet's
+        callback (switches="callback" is then the default): the switch path
+        alone, for benchmarks.
     max_size: cap the trace file at this many bytes (int, or "64k", "10M",
         "2G"); later records are dropped and counted, the trailer says so
         (reason size-cap).  Default GREENREPLAY_MAX_SIZE, else no cap.
@@ -245,7 +246,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     if flush_signal is None:
         flush_signal = os.environ.get("GREENREPLAY_FLUSH_SIGNAL") or None
     if switches is None:
-        switches = os.environ.get("GREENREPLAY_SWITCHES") or "passive"
+        switches = os.environ.get("GREENREPLAY_SWITCHES") or ("passive" if profile else "callback")
     max_size, ring = _size(max_size), int(ring)
     signum = _signal_number(flush_signal) if flush_signal else None
     rules = _path_rules(root)
@@ -285,3 +286,9 @@ def stop(reason=1):
         except ValueError:  # not in the main thread
             pass
     return n
+
+
+# Checking from Python (greenreplay/api.py): the C checker through the CLI.
+from .api import CheckError, CheckResult, Recording, Violation, check, recording  # noqa: E402
+
+__all__ += ["CheckError", "CheckResult", "Recording", "Violation", "check", "recording"]

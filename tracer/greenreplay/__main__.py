@@ -26,7 +26,7 @@ def main():
     except ImportError as e:
         sys.stderr.write(
             "greenreplay: the recorder is not built for %s (Python %d.%d): %s; "
-            "run `make PYTHON=%s`\n" % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))
+            "run `make PYTHON=%s`, or `%s -m pip install .` in the source tree\n" % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable, sys.executable))
         sys.exit(2)
     env = dict(os.environ)
     paths = [os.path.join(pkg, "boot"), os.path.dirname(pkg)]
