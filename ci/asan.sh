@@ -92,6 +92,10 @@ step "integration: fixtures (run.sh)" "$ROOT/tests/integration/run.sh" --python 
 step "integration: record modes" "$ROOT/tests/integration/record_modes.sh" --python "$WRAP"
 step "integration: script round trip" "$ROOT/tests/integration/script_roundtrip.sh" --python "$WRAP"
 step "integration: check verdicts" "$ROOT/tests/integration/check_verdicts.sh" --python "$WRAP"
+for t in observer faults export; do
+    [ -x "$ROOT/tests/integration/$t.sh" ] &&
+        step "integration: $t" "$ROOT/tests/integration/$t.sh" --python "$WRAP"
+done
 
 nrep=$(find "$REPORTS" -type f | wc -l)
 if [ "$nrep" -gt 0 ]; then
