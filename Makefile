@@ -232,7 +232,9 @@ INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
-	install -m 644 $(PKG_PY) $(INSTALL_LIB)/
+	install -d $(INSTALL_LIB)/boot
+	install -m 644 $(filter-out %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/
+	install -m 644 $(filter %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/boot/
 	install -m 755 $(EXT) $(INSTALL_LIB)/
 	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
 

@@ -51,11 +51,11 @@ DEBIAN_HINT = "apt-get install build-essential zlib1g-dev libjansson-dev python3
 
 
 def _version():
-    """The tool's version, from GR_TOOL_VERSION in replay/main.c (one source)."""
-    with open(os.path.join(SRC, "replay", "main.c"), encoding="utf-8") as f:
+    """The tool's version, from GR_TOOL_VERSION in replay/version.h (one source)."""
+    with open(os.path.join(SRC, "replay", "version.h"), encoding="utf-8") as f:
         m = re.search(r'#define\s+GR_TOOL_VERSION\s+"([^"]+)"', f.read())
     if not m:
-        raise RuntimeError("greenreplay build: GR_TOOL_VERSION not found in replay/main.c")
+        raise RuntimeError("greenreplay build: GR_TOOL_VERSION not found in replay/version.h")
     return m.group(1)
 
 
@@ -226,6 +226,10 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             if f.endswith(".py") or f == ext:
                 whl.add("%s/%s" % (NAME, f), _read(os.path.join(pkg, f)),
                         0o755 if f == ext else 0o644)
+        boot = os.path.join(pkg, "boot")  # whole-program recording's sitecustomize
+        for f in sorted(os.listdir(boot)) if os.path.isdir(boot) else ():
+            if f.endswith(".py"):
+                whl.add("%s/boot/%s" % (NAME, f), _read(os.path.join(boot, f)), 0o644)
         whl.add("%s/_bin/%s" % (NAME, NAME), _read(cli), 0o755)
         man = os.path.join(SRC, "docs", "greenreplay.1")
         if os.path.isfile(man):

@@ -13,7 +13,7 @@
 
 _greenreplay_opts() {
     case "$1" in
-        record) echo "-o --output --times --root --max-size --ring --flush-signal --manual --help" ;;
+        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --force --help" ;;
         check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --help" ;;
         dump)   echo "--times --help" ;;
         stats)  echo "--format --help" ;;
@@ -61,6 +61,7 @@ _greenreplay() {
         --c-names) COMPREPLY=($(compgen -W "exact script any" -- "$cur")); return ;;
         --rule) COMPREPLY=($(compgen -W "imbalance blind_spot switch_consistency propagation" -- "$cur")); return ;;
         --flush-signal) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
+        --switches) COMPREPLY=($(compgen -W "passive callback" -- "$cur")); return ;;
         --python) COMPREPLY=($(compgen -c -- "$cur")); return ;;
         -o|--output|--junit|--html|--times|--ignore|--root|--workdir)
             if [ "$prev" = --times ] && [ "$cmd" != export ]; then :; else

@@ -38,6 +38,7 @@
 static const char usage_record[] =
     "usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] [--force]\n"
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
+    "                          [--switches passive|callback]\n"
     "                          -- PYTHON [PYTHON OPTIONS] SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
     "\n"
     "Run the program with PYTHON, recording profile events and greenlet\n"
@@ -70,6 +71,12 @@ static const char usage_record[] =
     "  --flush-signal SIG flush the trace on signal SIG (USR1, SIGUSR2, a number)\n"
     "                     without stopping; in ring mode this writes the file.\n"
     "                     SIG sent to `greenreplay record` is forwarded too\n"
+    "  --switches MODE    how greenlet switches are detected: passive (default):\n"
+    "                     no greenlet trace callback, each switch is seen at the\n"
+    "                     target's first profile event or mark, with its real\n"
+    "                     stack; callback: greenlet.settrace announces them (any\n"
+    "                     callback makes greenlet recompute the target's tracing\n"
+    "                     state, hiding the greenlet issue 256 class)\n"
     "  --manual           do not start recording; only make `import greenreplay`\n"
     "                     work, so the program calls greenreplay.start()/stop()\n"
     "                     itself (start() with no path writes FILE)\n"
@@ -490,10 +497,11 @@ int gr_cmd_record(int argc, char **argv)
         {"max-size", required_argument, NULL, 'S'},
         {"ring", required_argument, NULL, 'R'},
         {"flush-signal", required_argument, NULL, 'F'},
+        {"switches", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL, *root = NULL;
+    const char *output = NULL, *root = NULL, *switches = NULL;
     int times = 0, manual = 0, force = 0, flush_sig = 0, c;
     uint64_t max_size = 0, ring = 0;
     optind = 1;
@@ -520,6 +528,11 @@ int gr_cmd_record(int argc, char **argv)
                 return usage_error("--flush-signal: '%s' is not a signal a program can catch (USR1, "
                                    "SIGUSR2, HUP, a number, ...)",
                                    optarg);
+            break;
+        case 'W':
+            if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0)
+                return usage_error("--switches: '%s' is not passive or callback", optarg);
+            switches = optarg;
             break;
         case 'h': fputs(usage_record, stdout); return 0;
         case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
@@ -608,6 +621,8 @@ int gr_cmd_record(int argc, char **argv)
     unsetenv("GREENREPLAY_MAX_SIZE");
     unsetenv("GREENREPLAY_RING");
     unsetenv("GREENREPLAY_FLUSH_SIGNAL");
+    if (switches)
+        setenv("GREENREPLAY_SWITCHES", switches, 1);
     if (max_size) {
         snprintf(num, sizeof num, "%llu", (unsigned long long)max_size);
         setenv("GREENREPLAY_MAX_SIZE", num, 1);
