@@ -138,6 +138,7 @@ $(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 
+.SECONDARY: $(FUZZ_OBJ)
 fuzz-build: $(BUILD)/fuzz/fuzz_trace $(BUILD)/fuzz/fuzz_times
 
 fuzz: fuzz-build all

@@ -14,6 +14,8 @@
 #     sampler (hold-lock and two-phase) in a small configuration, and a
 #     fixture recorded with --times; fuzz_times checks every input against
 #     the hold-lock recording (GR_FUZZ_TRACE).
+#   - tests/fuzz/regressions/{trace,times}: inputs of past findings, run
+#     first on every run (add the input of each fixed finding there).
 # New inputs are kept in BUILD/fuzz/corpus/{trace,times} for the next run.
 # Each harness runs FUZZ_SECONDS/2 seconds.  A crash, a sanitizer report, a
 # leak, a timeout (20 s) or an out-of-memory (2 GB) is a finding: the input
@@ -28,7 +30,7 @@ PY=/usr/bin/python3
 while [ $# -gt 0 ]; do
     case $1 in
         --python) PY=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "usage: tests/fuzz/run.sh [--python PY]" >&2; exit 2 ;;
     esac
 done
@@ -94,7 +96,7 @@ for h in fuzz_trace fuzz_times; do
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
         "$F/$h" -max_total_time="$HALF" -timeout=20 -rss_limit_mb=2560 -malloc_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$F/findings/$h-" \
-        "$F/corpus/$kind" "$F/seeds/$kind" >"$log" 2>&1
+        "$F/corpus/$kind" "$F/seeds/$kind" "$ROOT/tests/fuzz/regressions/$kind" >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     if [ "$rc" -ne 0 ]; then
