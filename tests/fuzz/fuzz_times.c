@@ -1,5 +1,6 @@
 /* fuzz_times.c - libFuzzer harness over the side channel (`*.grt.times`,
- * docs/FORMAT.md §5): its reader, `dump --times` of a trace with it, and
+ * docs/FORMAT.md §5): its reader, `dump --times` and `export` (Chrome and
+ * speedscope, timed by it) of a trace with it, and
  * `check --stall` (gr_stall_run) of that trace against it, with the
  * report's text and JSON.
  *
@@ -11,6 +12,7 @@
  */
 #include "check.h"
 #include "dump.h"
+#include "export.h"
 #include "fuzz_common.h"
 #include "reader.h"
 #include "report.h"
@@ -111,6 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     MUST(gr_dump(devnull, &trace, &tm) == 0);
+    MUST(gr_export(devnull, size && (data[0] & 1) ? GR_EXPORT_SPEEDSCOPE : GR_EXPORT_CHROME, &trace,
+                   &tm, NULL, NULL, NULL) == 0);
     if (gr_times_has_sampler(&tm)) {
         gr_stall st;
         gr_check_result res;

@@ -1,8 +1,9 @@
 /* fuzz_trace.c - libFuzzer harness over everything that reads a canonical
  * trace (`make fuzz`, tests/fuzz/run.sh): the reader, then on a readable
- * trace the checker with its text, JSON and JUnit reports, dump, stats,
- * script (plain and anonymized) and diff (of the trace with itself, with
- * every --ignore normalization and C names compared loosely).
+ * trace the checker with its text, JSON, JUnit, HTML and quiet reports,
+ * dump, stats, export (Chrome and speedscope), script (plain and
+ * anonymized) and diff (of the trace with itself, with every --ignore
+ * normalization and C names compared loosely).
  *
  * The input is a trace file; CRCs are recomputed first (fuzz_common.h).
  * A crash, a sanitizer report or a failed invariant (abort) is a finding.
@@ -10,8 +11,11 @@
 #include "check.h"
 #include "diff.h"
 #include "diff_ignore.h"
+#include "color.h"
 #include "dump.h"
+#include "export.h"
 #include "fuzz_common.h"
+#include "html.h"
 #include "reader.h"
 #include "report.h"
 #include "script.h"
@@ -59,6 +63,14 @@ static void consume(const gr_trace *t, uint8_t knob)
     gr_junit_init(&ju);
     gr_junit_add_trace(&ju, t, &r);
     gr_junit_free(&ju);
+    gr_html h;
+    gr_html_init(&h);
+    gr_html_add_trace(&h, t, &r);
+    gr_html_free(&h);
+    gr_color_check_summary(devnull, t, &r, knob & 1);
+    gr_color_report(devnull, t, &r, (knob >> 1) & 1);
+    MUST(gr_export(devnull, (knob >> 4) & 1 ? GR_EXPORT_SPEEDSCOPE : GR_EXPORT_CHROME, t, NULL, &r,
+                   NULL, NULL) == 0);
     gr_check_result_free(&r);
 
     MUST(gr_dump(devnull, t, NULL) == 0);
