@@ -42,7 +42,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test fuzz fuzz-build asan
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan
 all: cli ext
 
 help:
@@ -75,6 +75,10 @@ help:
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
 	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
 	@echo "                    (installs them: ci/browser-setup.sh); build/browser/"
+	@echo "  make mutants      build the mutant greenlets (ci/mutants/*.patch) and show each one's bug"
+	@echo "                    class to a plain sys.setprofile program, without the recorder"
+	@echo "  make peer         greenlet's own test suite unrecorded and under greenreplay record, per-test"
+	@echo "                    outcomes compared; slowdown and trace size (ci/peer.sh; PEER_ARGS='--env trixie-3.13')"
 	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
 	@echo "  make install      install the CLI, the recorder for PYTHON and the man page into"
 	@echo "                    \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)); pip install . is the other way"
@@ -82,7 +86,8 @@ help:
 	@echo "  make clean        remove $(BUILD)/"
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
 	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
-	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON)"
+	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON),"
+	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
@@ -152,6 +157,13 @@ asan: setup
 setup:
 	ci/setup.sh
 
+mutants:
+	tests/mutants/run.sh --prepare
+
+peer: setup
+	$(MAKE) all
+	ci/peer.sh $(PEER_ARGS)
+
 demo: setup
 	$(MAKE) all
 	ci/demo.sh --python $(PYTHON)
@@ -170,6 +182,8 @@ integration: all
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
+	tests/integration/matrix_mutants.sh
+	tests/mutants/run.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
 # beside the release build in $(BUILD)/python/greenreplay).

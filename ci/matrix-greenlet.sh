@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # ci/matrix-greenlet.sh - virtual environments with greenlet compiled from the
 # C++ sources that Debian's python3-greenlet ships, for interpreters no Debian
-# suite builds greenlet for (CPython 3.10 and 3.12).  Defined in
-# ci/matrix-greenlet.conf; used by ci/matrix.sh, which adds each ready one as
-# a user environment of ci/envs.sh (--env NAME=VENV/bin/python).
+# suite builds greenlet for (CPython 3.10 and 3.12), and mutant greenlets:
+# the same sources with one patch of ci/mutants/ applied, each bringing back
+# one historical greenlet bug class (see ci/mutants/*.patch and
+# docs/matrix.md, "Mutants").  Defined in ci/matrix-greenlet.conf; used by
+# ci/matrix.sh, which adds each ready one as a user environment of
+# ci/envs.sh (--env NAME=VENV/bin/python).
 #
 # usage: ci/matrix-greenlet.sh list
 #        ci/matrix-greenlet.sh prepare [NAME...]
 #        ci/matrix-greenlet.sh clean [NAME...]
 #
-#   list      NAME PYENV SOURCE ENV, one environment a line
+#   list      NAME PYENV SOURCE ENV MUTANT, one environment a line (MUTANT:
+#             the patch's name, or - for unmodified greenlet)
 #   prepare   build what is missing or out of date (default: every NAME), then
 #             print one tab-separated line per NAME on stdout:
 #               NAME  ready        PYTHON   (the venv's interpreter)
@@ -37,17 +41,21 @@ CXXFLAGS_GREENLET="-O2 -g0 -fPIC -shared -fno-strict-aliasing -fwrapv -DNDEBUG"
 
 err() { printf '%s\n' "$*" >&2; }
 
-usage() { sed -n '8,10p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2; }
+usage() { sed -n '11,13p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; exit 2; }
 
 declare -a NAMES=()
-declare -A PYENV_V=() SOURCE=() NEEDS=()
+declare -A PYENV_V=() SOURCE=() NEEDS=() MUTANT=()
+MUTANTS_DIR=${GREENREPLAY_MUTANTS_DIR:-$REPO/ci/mutants}
 load_conf() {
-    local name pv src env rest
+    local name pv src env mut rest
     [ -f "$CONF" ] || { err "matrix-greenlet: $CONF not found"; exit 2; }
-    while read -r name pv src env rest; do
+    while read -r name pv src env mut rest; do
         case "$name" in ''|'#'*) continue ;; esac
         NAMES+=("$name")
-        PYENV_V[$name]=$pv SOURCE[$name]=$src NEEDS[$name]=${env:-}
+        PYENV_V[$name]=$pv SOURCE[$name]=$src NEEDS[$name]=${env:-} MUTANT[$name]=${mut:--}
+        if [ "${MUTANT[$name]}" != - ] && [ ! -f "$MUTANTS_DIR/${MUTANT[$name]}.patch" ]; then
+            err "matrix-greenlet: $CONF: $name: no patch $MUTANTS_DIR/${MUTANT[$name]}.patch"; exit 2
+        fi
     done <"$CONF"
 }
 
@@ -77,10 +85,23 @@ source_version() {
 
 # What a venv is built from: a change rebuilds it.
 definition() {   # NAME PY SRC
-    local sum
+    local sum msum=-
     sum=$(cat "$3"/*.cpp "$3"/*.hpp "$3"/*.h "$3"/*.py "$3"/platform/*.h 2>/dev/null | md5sum | cut -c1-16)
-    printf 'python=%s source=%s version=%s sources=%s cxx=%s flags=%s\n' \
-        "$2" "$3" "$(source_version "$3")" "$sum" "$("$CXX" -dumpfullversion 2>/dev/null)" "$CXXFLAGS_GREENLET"
+    # The patch's hunks only: its header comment (and "# fixtures:" line) may change freely.
+    [ "${MUTANT[$1]}" = - ] || msum=$(sed -n '/^--- /,$p' "$MUTANTS_DIR/${MUTANT[$1]}.patch" | md5sum | cut -c1-16)
+    printf 'python=%s source=%s version=%s sources=%s cxx=%s flags=%s mutant=%s patch=%s\n' \
+        "$2" "$3" "$(source_version "$3")" "$sum" "$("$CXX" -dumpfullversion 2>/dev/null)" "$CXXFLAGS_GREENLET" \
+        "${MUTANT[$1]}" "$msum"
+}
+
+# mutant_sources SRC PATCH DIR: a copy of greenlet's sources SRC in DIR with
+# PATCH applied (patch -p1; it must apply exactly, no fuzz).
+mutant_sources() {
+    rm -rf "$3" && mkdir -p "$3" || return 1
+    cp -R "$1"/. "$3"/ || return 1
+    rm -rf "$3/tests" "$3"/*.so
+    echo "patch -p1 -F0 -d $3 < $2"
+    patch -p1 -F0 --no-backup-if-mismatch -d "$3" <"$2"
 }
 
 # run_step NAME TEXT LOG CMD...: CMD with its output in LOG; progress on stderr.
@@ -147,9 +168,17 @@ prepare_one() {
     exec 9>"$lock"
     flock 9
     rm -rf "$venv"
-    if run_step "$name" "venv for Python ${PYENV_V[$name]}" "$log" "$base" -m venv --without-pip "$venv" &&
-       run_step "$name" "compile greenlet $(source_version "$dir") (${SOURCE[$name]})" "$log" \
-           compile_greenlet "$venv/bin/python" "$dir" &&
+    local srcdir=$dir what="(${SOURCE[$name]})" mutok=0
+    if [ "${MUTANT[$name]}" != - ]; then
+        srcdir=$CACHE/matrix/mutant-src/$name
+        what="(${SOURCE[$name]}, mutant ${MUTANT[$name]})"
+        run_step "$name" "apply ci/mutants/${MUTANT[$name]}.patch" "$log" \
+            mutant_sources "$dir" "$MUTANTS_DIR/${MUTANT[$name]}.patch" "$srcdir" || mutok=1
+    fi
+    if [ $mutok = 0 ] &&
+       run_step "$name" "venv for Python ${PYENV_V[$name]}" "$log" "$base" -m venv --without-pip "$venv" &&
+       run_step "$name" "compile greenlet $(source_version "$dir") $what" "$log" \
+           compile_greenlet "$venv/bin/python" "$srcdir" &&
        run_step "$name" "greenlet imports" "$log" greenlet_check "$venv/bin/python"; then
         printf '%s\n' "$def" >"$venv/.matrix-greenlet"
         exec 9>&-
@@ -173,7 +202,7 @@ main() {
     [ ${#sel[@]} -gt 0 ] || sel=("${NAMES[@]}")
     case "$cmd" in
         list)
-            for n in "${sel[@]}"; do printf '%s %s %s %s\n' "$n" "${PYENV_V[$n]}" "${SOURCE[$n]}" "${NEEDS[$n]}"; done ;;
+            for n in "${sel[@]}"; do printf '%s %s %s %s %s\n' "$n" "${PYENV_V[$n]}" "${SOURCE[$n]}" "${NEEDS[$n]}" "${MUTANT[$n]}"; done ;;
         prepare)
             local rc=0 r
             for n in "${sel[@]}"; do
@@ -182,8 +211,8 @@ main() {
             done
             exit $rc ;;
         clean)
-            for n in "${sel[@]}"; do rm -rf "${VENVS:?}/$n"; done ;;
-        -h|--help|help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
+            for n in "${sel[@]}"; do rm -rf "${VENVS:?}/$n" "$CACHE/matrix/mutant-src/$n"; done ;;
+        -h|--help|help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
         *) usage ;;
     esac
 }

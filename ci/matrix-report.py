@@ -14,7 +14,10 @@ library only).  Subcommands:
       ci/matrix.sh wrote in CELLFILE (NAME.cell) and the check report beside
       it; writes NAME.outcome.json and prints "OUTCOME<TAB>TEXT"
   collect --out DIR --known FILE --envs ENVS.json [--docs FILE] [--meta K=V]
-      gather every cell of DIR/cells into DIR/matrix.json, then render
+          [--require-kills]
+      gather every cell of DIR/cells into DIR/matrix.json, then render;
+      --require-kills: a mutant surviving a fixture aimed at it counts as
+      a failure (exit 1)
   render MATRIX.json [--out DIR] [--docs FILE]
       write DIR/matrix.md, DIR/index.html (+ one page per cell),
       DIR/junit.xml (and FILE, the Markdown, e.g. docs/matrix.md)
@@ -41,7 +44,7 @@ import time
 import xml.sax.saxutils as saxutils
 
 SCHEMA = "greenreplay-matrix/1"
-OUTCOMES = ["pass", "known", "xpass", "fail", "skip"]
+OUTCOMES = ["pass", "known", "xpass", "fail", "skip", "killed", "survived"]
 KIND_ORDER = {"host": 0, "root": 1, "pyenv": 2, "user": 3}
 MINORS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
@@ -482,6 +485,29 @@ def classify(cell, env, known, base_dir):
         elif res["determinism"] == "differs":
             res["outcome"] = "fail"
             res["reason"] = "two recordings differ: %s" % (res["determinism_note"] or "")
+    return mutant_outcome(cell, res)
+
+
+def mutant_outcome(cell, res):
+    """In a mutant environment (cell line mutant=NAME, written by
+    ci/matrix.sh for the ci/matrix-greenlet.conf entries with a patch), a
+    cell that would be `fail` with unmodified greenlet is `killed`: the
+    recording, the checker or the run told the mutant apart.  One that
+    would be pass, known or xpass is `survived`.  skip stays skip.  The
+    cell's `aimed` says whether the "# fixtures:" line of the mutant's
+    patch (ci/mutants/NAME.patch) names the fixture (it must then kill
+    it)."""
+    m = cell.get("mutant")
+    if not m:
+        return res
+    res["mutant"] = m
+    res["aimed"] = cell.get("aimed") == "1"
+    if res["outcome"] == "fail":
+        res["outcome"] = "killed"
+        res["reason"] = "killed %s: %s" % (m, res["reason"])
+    elif res["outcome"] in ("pass", "known", "xpass"):
+        res["reason"] = "%s survived: %s" % (m, res["reason"])
+        res["outcome"] = "survived"
     return res
 
 
@@ -593,18 +619,117 @@ def summarize(doc):
                        and parse_version(e.get("greenlet")) is not None]
     seed = [c for c in doc["cells"] if c["fixture"] == "seed"]
     doc["summary"] = {"outcomes": total, "per_env": per_env, "greenlet_coverage": coverage,
+                      "mutants": mutation_summary(doc),
                       "missing_minors": [m for m in MINORS if not coverage[m]],
                       "seed": {o: sorted(c["env"] for c in seed if c["outcome"] == o)
                                for o in OUTCOMES if any(c["outcome"] == o for c in seed)},
                       "env_errors": [e["id"] for e in doc["envs"] if e.get("status") == "error"]}
 
 
+def mutation_summary(doc):
+    """Kill statistics of the mutant environments: per environment, the
+    aimed fixtures that killed or let survive its mutant; a mutant
+    environment counts as killed when at least one fixture aimed at it
+    killed it.  Score: killed mutant environments / mutant environments
+    that ran (None when none ran)."""
+    envs = {}
+    for e in doc["envs"]:
+        if e.get("mutant"):
+            envs[e["id"]] = {"mutant": e["mutant"], "aimed_killed": [], "aimed_survived": [],
+                             "other_killed": [], "other_survived": [], "skipped": []}
+    for c in doc["cells"]:
+        d = envs.get(c["env"])
+        if d is None:
+            continue
+        if c["outcome"] == "skip":
+            d["skipped"].append(c["fixture"])
+        elif c["outcome"] in ("killed", "survived"):
+            d[("aimed_" if c.get("aimed") else "other_") + c["outcome"]].append(c["fixture"])
+    ran = [i for i, d in envs.items() if d["aimed_killed"] or d["aimed_survived"]]
+    killed = [i for i in ran if envs[i]["aimed_killed"]]
+    aimed = sum(len(envs[i]["aimed_killed"]) + len(envs[i]["aimed_survived"]) for i in ran)
+    return {"envs": envs, "ran": ran, "killed": killed,
+            "score": (len(killed) / len(ran)) if ran else None,
+            "aimed_cells": aimed,
+            "aimed_cells_killed": sum(len(envs[i]["aimed_killed"]) for i in ran)}
+
+
+MUTANTS_TEXT = """
+Mutant greenlets bring back one historical greenlet bug class each
+(`ci/mutants/*.patch`: the header of each names the class and its public
+source), built from Debian's greenlet sources by `ci/matrix-greenlet.sh`.
+`tests/mutants/` shows each one's effect with a plain `sys.setprofile`
+program and no recorder. In a mutant column a cell is **killed** when
+the recording or the checker tells it from unmodified greenlet (what
+would be `FAIL` elsewhere) and *survived* when it comes out as the
+fixture expects of unmodified greenlet. A fixture aimed at a mutant
+(named by the `# fixtures:` line of its patch, marked ◎) must kill it; unmodified
+greenlet of the same sources and Python (`pyenv-3.10-gl2.0`, `pyenv-3.11-gl2.0`)
+must stay clean.
+"""
+
+
+def mutants_md(doc):
+    """The kill table (mutant environment x fixture) and the mutation score."""
+    ms = doc["summary"].get("mutants") or {}
+    menvs = [e for e in doc["envs"] if e.get("mutant")]
+    if not menvs:
+        return []
+    cm = cell_map(doc)
+    out = []
+    w = out.append
+    w("## Mutants")
+    w("")
+    out.extend(MUTANTS_TEXT.strip().splitlines())
+    w("")
+    rows = [fx for fx in doc["fixtures"]
+            if any((cm.get((e["id"], fx["name"])) or {}).get("outcome") in ("killed", "survived")
+                   for e in menvs)]
+    rows.sort(key=lambda fx: (not any((cm.get((e["id"], fx["name"])) or {}).get("aimed") for e in menvs),
+                              fx["name"]))
+    w("| fixture | " + " | ".join("`%s`<br>%s" % (e["id"], e["mutant"]) for e in menvs) + " |")
+    w("|---|" + "---|" * len(menvs))
+    for fx in rows:
+        cells = []
+        for e in menvs:
+            c = cm.get((e["id"], fx["name"]))
+            if c is None:
+                cells.append("—")
+                continue
+            mark = "◎ " if c.get("aimed") else ""
+            if c["outcome"] == "killed":
+                rules = ",".join(c.get("got", {}).get("rules") or []) or (
+                    "crash" if (c.get("got") or {}).get("crashed") else "run")
+                cells.append("%s**killed** (%s)" % (mark, rules))
+            elif c["outcome"] == "survived":
+                cells.append(mark + "survived")
+            else:
+                cells.append(mark + md_cell(c))
+        w("| `%s` | " % fx["name"] + " | ".join(cells) + " |")
+    w("")
+    if ms.get("ran"):
+        w("**Mutation score:** %d of %d mutant environments killed by a fixture aimed at"
+          " them (%.0f%%); %d of %d aimed cells killed." % (
+              len(ms["killed"]), len(ms["ran"]), 100.0 * ms["score"], ms["aimed_cells_killed"],
+              ms["aimed_cells"]))
+        surv = [i for i in ms["ran"] if i not in ms["killed"]]
+        if surv:
+            w("Surviving: " + ", ".join("`%s` (%s)" % (i, ms["envs"][i]["mutant"]) for i in surv) + ".")
+    else:
+        w("**Mutation score:** no mutant environment ran a fixture aimed at it.")
+    w("")
+    return out
+
+
 def cmd_collect(args):
     out = known_path = envs_path = docs = None
     meta = {}
+    kills = False
     while args:
         a = args.pop(0)
-        if a == "--out":
+        if a == "--require-kills":
+            kills = True
+        elif a == "--out":
             out = args.pop(0)
         elif a == "--known":
             known_path = args.pop(0)
@@ -632,6 +757,7 @@ def cmd_collect(args):
         st = read_kv(st_path)
         e = dict(envs.get(env_id, {"id": env_id, "kind": "user"}))
         row = {"id": env_id, "kind": e.get("kind"), "python": e.get("python"),
+               "mutant": st.get("mutant") or None,
                "python_version": e.get("python_version"), "greenlet": e.get("greenlet"),
                "greenlet_from": e.get("greenlet_from"), "gevent": e.get("gevent"), "debug": e.get("debug") is True,
                "interpreter": e.get("interpreter"), "golden_env": st.get("golden_env") or None,
@@ -651,6 +777,8 @@ def cmd_collect(args):
     for r in env_rows:
         del r["order"]
     fixtures.sort()
+    if kills:
+        meta["require_kills"] = "1"
     doc = {"schema": SCHEMA, "generated": dict(meta, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
            "envs": env_rows, "fixtures": [fixture_info(root, n) for n in fixtures],
            "known_issues": [k.to_json() for k in known], "cells": cells}
@@ -789,6 +917,10 @@ def md_cell(c):
             crash += "<br>+ " + ", ".join("%s×%d" % kv for kv in sorted(counts.items()))
     if o == "known":
         return "known: " + ", ".join(c["known"]) + crash
+    if o == "killed":
+        return ("◎ " if c.get("aimed") else "") + "killed"
+    if o == "survived":
+        return "◎ **survived**" if c.get("aimed") else "survived"
     if o == "xpass":
         return "**XPASS**: " + ", ".join(c["known"])
     return "**FAIL**" + crash
@@ -885,6 +1017,10 @@ def render_md(doc):
         w(seen + ".")
         if k.get("evidence"):
             w("  Evidence: " + k["evidence"])
+    mut = mutants_md(doc)
+    if mut:
+        w("")
+        out.extend(mut[:-1])
     fails = [c for c in doc["cells"] if c["outcome"] == "fail"]
     if fails:
         w("")
@@ -941,6 +1077,17 @@ written up to the crash is still checked and its violations are listed
 with it. Known issues can be limited to debug or release builds
 (`build = debug`).
 
+**Mutants.** The entries of `ci/matrix-greenlet.conf` with a MUTANT column
+build greenlet with one patch of `ci/mutants/` (each brings back one
+historical greenlet bug class; its header names the class, the public source
+and, on its `# fixtures:` line, the fixtures aimed at it). Their cells are
+`killed` or `survived` instead of fail or pass; the kill table and the
+mutation score follow the main table. `make mutants` (`tests/mutants/run.sh
+--prepare`) builds them and shows each class to a plain `sys.setprofile`
+program without the recorder; `ci/matrix.sh --envs 'mut*,pyenv-3.1[01]-gl2.0'`
+runs the mutants beside their unmodified controls; `--require-kills` makes a
+surviving aimed cell a failure.
+
 **Known issues** (`fixtures/known-issues.ini`): a cell whose outcome differs
 from the fixture's `# expect:` line is `known` when every unexpected
 violation (rule, and message pattern if the entry has one) and every missing
@@ -994,6 +1141,7 @@ table.m thead th b { font-family: monospace; }
 td a { color: inherit; text-decoration: none; display: block; }
 td.pass { background: #c8efc8; } td.known { background: #ffe8a3; } td.fail { background: #f59b9b; font-weight: bold; }
 td.skip { background: #e6e6e6; color: #666; } td.xpass { background: #a9c8ff; font-weight: bold; }
+td.killed { background: #b9e3f0; font-weight: bold; } td.survived { background: #f7c6e0; }
 td.none { background: #fff; color: #aaa; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; border: 1px solid #bbb; }
 .small { font-size: 11px; } pre { background: #f7f7f7; border: 1px solid #ddd; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; }
@@ -1045,7 +1193,9 @@ def render_index(doc):
                 w("<td class='none'>—</td>")
                 continue
             label = {"pass": "pass", "fail": "FAIL", "skip": "skip", "known": "known",
-                     "xpass": "XPASS"}[c["outcome"]]
+                     "xpass": "XPASS", "killed": "killed", "survived": "survived"}[c["outcome"]]
+            if c.get("aimed"):
+                label = "&#9678; " + label
             sub = ""
             if c["outcome"] in ("known", "xpass"):
                 sub = "<br><span class='small'>%s</span>" % "<br>".join(esc(k) for k in c["known"])
@@ -1062,6 +1212,12 @@ def render_index(doc):
         pe = s["per_env"].get(e["id"], {})
         w("<td class='small'>%s</td>" % "<br>".join("%d %s" % (pe[x], x) for x in OUTCOMES if pe.get(x)))
     w("</tr></tbody></table>")
+    mut = mutants_md(doc)
+    if mut:
+        w("<h2>Mutants</h2><p>%s</p>" % esc(" ".join(MUTANTS_TEXT.split()).replace("**", "").replace("`", "")))
+        w(kill_table_html(doc))
+        w("<p>%s</p>" % esc(" ".join(l for l in mut if l.startswith("**Mutation score") or
+                                    l.startswith("Surviving")).replace("**", "").replace("`", "")))
     w("<h2>Environments</h2><ul>")
     for e in envs:
         line = "<li><b>%s</b> (%s): %s, Python %s, greenlet %s, gevent %s — %s" % (
@@ -1092,6 +1248,30 @@ def render_index(doc):
               esc(k.get("evidence"))))
     w("</ul></body></html>")
     return "\n".join(o)
+
+
+def kill_table_html(doc):
+    cm = cell_map(doc)
+    menvs = [e for e in doc["envs"] if e.get("mutant")]
+    o = ["<table class='m'><thead><tr><th>fixture</th>"]
+    for e in menvs:
+        o.append("<th><b>%s</b><br>%s</th>" % (esc(e["id"]), esc(e["mutant"])))
+    o.append("</tr></thead><tbody>")
+    for fx in doc["fixtures"]:
+        cells = [cm.get((e["id"], fx["name"])) for e in menvs]
+        if not any(c and c["outcome"] in ("killed", "survived") for c in cells):
+            continue
+        o.append("<tr><th class='fx'>%s</th>" % esc(fx["name"]))
+        for c in cells:
+            if c is None:
+                o.append("<td class='none'>—</td>")
+                continue
+            o.append("<td class='%s' title='%s'><a href='%s'>%s%s</a></td>" % (
+                c["outcome"], esc(c["reason"]), esc(cell_page(c)),
+                "&#9678; " if c.get("aimed") else "", esc(c["outcome"])))
+        o.append("</tr>")
+    o.append("</tbody></table>")
+    return "".join(o)
 
 
 def cell_page(c):
@@ -1197,7 +1377,10 @@ def junit_xml(doc):
                     q(c["reason"][:500]), saxutils.escape(body)))
             elif c["outcome"] == "skip":
                 o.append("      <skipped message=%s/>" % q(c["reason"]))
-            elif c["outcome"] in ("known", "xpass"):
+            elif c["outcome"] == "survived" and c.get("aimed") and doc.get("generated", {}).get("require_kills"):
+                o.append("      <failure message=%s type=\"mutant\">%s</failure>" % (
+                    q(c["reason"][:500]), saxutils.escape(c["reason"])))
+            elif c["outcome"] in ("known", "xpass", "killed", "survived"):
                 o.append("      <system-out>%s</system-out>" % saxutils.escape(
                     "%s: %s" % (c["outcome"].upper(), c["reason"])))
             o.append("    </testcase>")
@@ -1226,6 +1409,14 @@ def print_summary(doc):
             print("  FAIL  %s/%s: %s" % (c["env"], c["fixture"], c["reason"]))
         elif c["outcome"] == "xpass":
             print("  XPASS %s/%s: %s" % (c["env"], c["fixture"], c["reason"]))
+    ms = s.get("mutants") or {}
+    for i in ms.get("ran", []):
+        d = ms["envs"][i]
+        print("  MUTANT %s (%s): %s; aimed fixtures killed %s, survived %s" % (
+            i, d["mutant"], "killed" if i in ms["killed"] else "SURVIVED",
+            ",".join(d["aimed_killed"]) or "none", ",".join(d["aimed_survived"]) or "none"))
+    if ms.get("ran"):
+        print("mutation score: %d/%d mutant environments killed" % (len(ms["killed"]), len(ms["ran"])))
     for e in doc["envs"]:
         if e.get("status") == "error":
             print("  ERROR %s: %s%s" % (e["id"], e.get("reason") or "",
@@ -1254,6 +1445,9 @@ def render(doc, out, docs):
         os.path.relpath(out), (" and " + docs) if docs else ""))
     s = doc["summary"]
     if s["outcomes"].get("fail"):
+        return 1
+    if doc.get("generated", {}).get("require_kills") and any(
+            c["outcome"] == "survived" and c.get("aimed") for c in doc["cells"]):
         return 1
     if s["env_errors"]:
         return 3

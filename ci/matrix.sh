@@ -22,7 +22,12 @@
 # Outcomes: pass, known (differs from "# expect:" only as known issues
 # explain), xpass (a known issue that names the fixture did not show), fail,
 # skip (with the reason: "greenlet unavailable", "gevent broken in this env",
-# "environment ... unavailable").  See docs/matrix.md.  A program that dies
+# "environment ... unavailable").  In a mutant environment (a greenlet built
+# with a patch of ci/mutants/) a cell is killed (the checker or the run
+# tells it from unmodified greenlet: what would be fail elsewhere) or
+# survived (it came out as the fixture expects of unmodified greenlet); the
+# fixtures that the "# fixtures:" line of ci/mutants/MUTANT.patch names are
+# aimed at it and should kill it.  See docs/matrix.md.  A program that dies
 # by a signal it was not expected to: the cell names the signal and the
 # assertion or fatal error the interpreter printed (file, line, expression),
 # and the trace written up to the crash is still checked; a known issue
@@ -53,6 +58,8 @@
 #                             holds goldens of another patch version
 #   --timeout SEC             limit per recording (default 120)
 #   --strict                  exit 3 when an environment could not run
+#   --require-kills           exit 1 when a mutant survives a fixture aimed at
+#                             it (mutant environments: ci/matrix-greenlet.conf)
 #
 # Output: build/matrix/matrix.json, junit.xml, matrix.md, index.html (each
 # cell links to cells/ENV/NAME.html: its violations and trace dump).
@@ -60,8 +67,9 @@
 # or a user environment's interpreter is missing or broken) gets the column
 # status `error` with the failed step and the command to retry, its cells
 # `skip`; the other columns still run.
-# Exit status: 0 no cell is `fail` (known, xpass and skip do not count);
-# 1 some cell is `fail`; 2 bad usage; 3 with --strict, no failure but an
+# Exit status: 0 no cell is `fail` (known, xpass, skip, killed and survived
+# do not count); 1 some cell is `fail` (with --require-kills, or an aimed
+# fixture survived its mutant); 2 bad usage; 3 with --strict, no failure but an
 # environment's column is `error`.
 set -uo pipefail
 shopt -s nullglob
@@ -84,7 +92,7 @@ usage() { sed -n '4,8p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/matri
 
 # ---------------------------------------------------------------- commands
 case "${1:-}" in
-    -h|--help|help) sed -n '2,65p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help|help) sed -n '2,73p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     merge) shift; exec "$HOST_PY" "$REPORT" merge "$@" ;;
     report) shift; [ $# -ge 1 ] || usage; exec "$HOST_PY" "$REPORT" render "$@" ;;
     known) shift; exec "$HOST_PY" "$REPORT" known "$@" ;;
@@ -94,7 +102,7 @@ case "${1:-}" in
 esac
 
 SEL_ENVS=() SEL_FIX=() ENV_ARGS=() KNOWN=$ROOT/fixtures/known-issues.ini OUT=$ROOT/build/matrix
-DOCS=auto PROVISION=1 GREENLET_BUILDS=1 DETERMINISM=0 UPDATE=0 TIMEOUT=120 STRICT=0
+DOCS=auto PROVISION=1 GREENLET_BUILDS=1 DETERMINISM=0 UPDATE=0 TIMEOUT=120 STRICT=0 KILLS=()
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -117,6 +125,7 @@ while [ $# -gt 0 ]; do
         --update-goldens) UPDATE=1; DETERMINISM=1; shift ;;
         --timeout) need "$@"; TIMEOUT=$2; shift 2 ;;
         --strict) STRICT=1; shift ;;
+        --require-kills) KILLS=(--require-kills); shift ;;
         *) printf 'matrix: unknown argument %s\n' "$1" >&2; usage ;;
     esac
 done
@@ -144,14 +153,28 @@ mkdir -p "$OUT/logs" || die 2 "cannot create $OUT"
 ENVS_JSON=$OUT/envs.json
 
 # The greenlet-from-source environments (ci/matrix-greenlet.conf).
-declare -A GB_NEEDS=() GB_PY=()
+declare -A GB_NEEDS=() GB_PY=() GB_MUT=()
 GB_NAMES=()
 if [ $GREENLET_BUILDS = 1 ]; then
-    while read -r n pv _ needs; do
+    while read -r n pv _ needs mut; do
         [ -n "$n" ] || continue
         GB_NAMES+=("$n"); GB_NEEDS[$n]=$needs GB_PY[$n]=$pv
+        [ "${mut:--}" = - ] || GB_MUT[$n]=$mut
     done < <("$GBUILD" list)
 fi
+# mutant_of ENV: the ci/mutants patch ENV's greenlet is built with, or nothing.
+mutant_of() { printf '%s' "${GB_MUT[$1]:-}"; }
+# aimed FIXTURE MUTANT: status 0 when the "# fixtures:" line of
+# ci/mutants/MUTANT.patch names FIXTURE (kept there, not in the fixture, so
+# that the fixtures' lines, which their goldens hold, do not move).
+aimed() { case ",$(gr_header "$ROOT/ci/mutants/$2.patch" fixtures | tr -d ' ')," in *",$1,"*) return 0 ;; esac; return 1; }
+# mutant_lines ENV FIXTURE: the cell's mutant=/aimed= lines (none for unmodified greenlet).
+mutant_lines() {
+    local m
+    m=$(mutant_of "$1")
+    [ -n "$m" ] || return 0
+    printf 'mutant=%s\naimed=%s\n' "$m" "$(aimed "$2" "$m" && echo 1 || echo 0)"
+}
 
 envs_list() {   # list --json into ENVS_JSON
     if ! "$ENVS_SH" "${ENV_ARGS[@]}" list --json >"$ENVS_JSON.tmp" 2>"$OUT/logs/list.err"; then
@@ -308,6 +331,7 @@ run_cell() {
     {
         printf 'env=%s\nfixture=%s\n' "$env" "$name"
         printf 'expect_header=%s\n' "$(gr_header "$f" expect)"
+        mutant_lines "$env" "$name"
     } >"$cell"
     if ! gr_header_present "$f" expect; then
         printf 'state=ran\nproblem=the fixture has no "# expect:" header line\n' >>"$cell"
@@ -367,7 +391,11 @@ run_cell() {
         short=$(gr_env_from_meta <"$base.txt")
         full=$(full_key "$base.txt")
     fi
-    if [ "$crashed" = 1 ] && [ "$want_crash" = 0 ]; then
+    # A mutant's dump is judged by the checker alone (killed or survived),
+    # never by the golden of the unmodified greenlet it shares versions with.
+    if [ -n "$(mutant_of "$env")" ]; then
+        gstate=unchecked; gnote="mutant greenlet: no golden"; short=""
+    elif [ "$crashed" = 1 ] && [ "$want_crash" = 0 ]; then
         # An unexpected crash (a debug build's assertion, say): the trace ends
         # where the program died, so its golden says nothing; the crash and
         # the check of the trace up to it are the cell's verdict.
@@ -410,7 +438,7 @@ run_cell() {
         rm -f "$t2"
     fi
     if [ "$UPDATE" = 1 ] && [ "$dstate" = same ] && [ -f "$base.txt" ] && [ -n "$short" ] &&
-       { [ "$crashed" = 0 ] || [ "$want_crash" = 1 ]; }; then
+       [ -z "$(mutant_of "$env")" ] && { [ "$crashed" = 0 ] || [ "$want_crash" = 1 ]; }; then
         local target=$short
         if [ -f "$ROOT/fixtures/golden/$short/$name.txt" ] &&
            ! same_versions "$ROOT/fixtures/golden/$short/$name.txt" "$base.txt"; then
@@ -440,8 +468,8 @@ run_cell() {
 skip_cells() {
     local n
     for n in "${FIXTURES[@]}"; do
-        printf 'env=%s\nfixture=%s\nexpect_header=%s\nstate=skip\nskip_reason=%s\n' \
-            "$1" "$n" "$(gr_header "$ROOT/fixtures/$n.py" expect)" "$2" >"$OUT/cells/$1/$n.cell"
+        { printf 'env=%s\nfixture=%s\nexpect_header=%s\nstate=skip\nskip_reason=%s\n' \
+            "$1" "$n" "$(gr_header "$ROOT/fixtures/$n.py" expect)" "$2"; mutant_lines "$1" "$n"; } >"$OUT/cells/$1/$n.cell"
         "$HOST_PY" "$REPORT" cell "$OUT/cells/$1/$n.cell" --known "$KNOWN" --envs "$ENVS_JSON" >/dev/null
     done
 }
@@ -477,7 +505,8 @@ while IFS=$'\t' read -r id kind status command pyver greenlet gevent reason; do
         say "[$ei/$NE $id] $st: $why${retry:+ (retry: $retry)}"
         if [ "$st" = error ]; then skip_cells "$id" "environment $id could not run: $why"
         else skip_cells "$id" "environment $id unavailable: $why"; fi
-        printf 'status=%s\nreason=%s\nretry=%s\nelapsed=0\norder=%d\n' "$st" "$why" "$retry" "$ei" >"$dir/_env"
+        printf 'status=%s\nreason=%s\nretry=%s\nelapsed=0\norder=%d\nmutant=%s\n' "$st" "$why" "$retry" "$ei" \
+            "$(mutant_of "$id")" >"$dir/_env"
         continue
     fi
     py=$("$ENVS_SH" "${ENV_ARGS[@]}" python "$id")
@@ -496,7 +525,8 @@ while IFS=$'\t' read -r id kind status command pyver greenlet gevent reason; do
             "$(elapsed)" "$([ "$o" = pass ] && echo "" || echo "$text" | cut -c1-110)"
     done
     golden_env=$(gr_env_of_python "$py" | gr_env_from_meta)
-    printf 'status=ran\nreason=\nretry=\nelapsed=%d\norder=%d\ngolden_env=%s\n' $((SECONDS - te)) "$ei" "$golden_env" >"$dir/_env"
+    printf 'status=ran\nreason=\nretry=\nelapsed=%d\norder=%d\ngolden_env=%s\nmutant=%s\n' $((SECONDS - te)) "$ei" \
+        "$golden_env" "$(mutant_of "$id")" >"$dir/_env"
     say "[$ei/$NE $id] done in $((SECONDS - te))s: $(counts "${outcomes[@]}")"
 done <<<"$SELECTION"
 
@@ -510,7 +540,7 @@ elif [ "$DOCS" != none ]; then
 fi
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 say "== reports ($(elapsed))"
-"$HOST_PY" "$REPORT" collect --out "$OUT" --known "$KNOWN" --envs "$ENVS_JSON" "${docs_arg[@]}" \
+"$HOST_PY" "$REPORT" collect --out "$OUT" --known "$KNOWN" --envs "$ENVS_JSON" "${docs_arg[@]}" "${KILLS[@]}" \
     --meta "commit=$commit" --meta "elapsed_s=$((SECONDS - T0))" --meta "host=$(uname -n)"
 rc=$?
 if [ $rc -eq 3 ] && [ $STRICT = 0 ]; then

@@ -17,6 +17,22 @@
 #include <Python.h>
 #include <frameobject.h>
 
+/* Py_NewRef/Py_XNewRef are new in 3.10 (bpo-42262). */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *gr_new_ref(PyObject *o)
+{
+    Py_INCREF(o);
+    return o;
+}
+static inline PyObject *gr_xnew_ref(PyObject *o)
+{
+    Py_XINCREF(o);
+    return o;
+}
+#define Py_NewRef(o) gr_new_ref((PyObject *)(o))
+#define Py_XNewRef(o) gr_xnew_ref((PyObject *)(o))
+#endif
+
 /* Code object of a frame, borrowed (the frame keeps it alive).
  * 3.11 made PyFrameObject opaque (bpo-46836); PyFrame_GetCode (3.9+,
  * bpo-40421) returns a new reference there. */

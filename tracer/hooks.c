@@ -122,6 +122,15 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->cb_target = NULL;
     t->hook_code = 0;
     t->hook_pending = 0;
+    t->bound = 0;
+    t->ended = 0;
+    /* A gr_thread of the same thread state (reused by CPython, with a
+     * reused pthread id) belongs to a thread that has ended. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
+        gr_thread *o = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        if (o->tstate == ts && o->thread_id == ts->thread_id && o->bound)
+            o->ended = 1;
+    }
     if (PyList_Append(r->threads, (PyObject *)t) < 0) {
         Py_DECREF(t);
         gr_swallow(r);
@@ -141,20 +150,41 @@ static gr_thread *thread_of_tstate(gr_recorder *r, PyThreadState *ts)
     return NULL;
 }
 
+/* The gr_thread of the calling OS thread, found by its thread state.
+ * One that was already bound to an OS thread (TLS) belongs to a thread
+ * that has ended: this one would have found it in its own TLS.  CPython
+ * reuses thread states and pthread ids, so (tstate, thread_id) alone
+ * cannot tell a new thread from an ended one. */
+static gr_thread *thread_unbound(gr_recorder *r, PyThreadState *ts)
+{
+    for (Py_ssize_t i = PyList_GET_SIZE(r->threads); i-- > 0;) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        if (t->tstate == ts && t->thread_id == ts->thread_id && !t->bound)
+            return t;
+    }
+    return NULL;
+}
+
+static inline void bind_thread(gr_recorder *r, gr_thread *t)
+{
+    t->bound = 1;
+    tls_thread = t;
+    tls_gen = r->gen;
+}
+
 gr_thread *gr_thread_current(gr_recorder *r)
 {
     if (tls_thread && tls_gen == r->gen)
         return tls_thread;
     PyThreadState *ts = PyThreadState_Get();
-    gr_thread *t = thread_of_tstate(r, ts);
+    gr_thread *t = thread_unbound(r, ts);
     if (!t) {
         t = gr_thread_new(r, ts);
         if (!t)
             return NULL;
         Py_DECREF(t); /* r->threads keeps it */
     }
-    tls_thread = t;
-    tls_gen = r->gen;
+    bind_thread(r, t);
     return t;
 }
 
@@ -164,11 +194,9 @@ static inline gr_thread *thread_known(gr_recorder *r)
 {
     if (tls_thread && tls_gen == r->gen)
         return tls_thread;
-    gr_thread *t = thread_of_tstate(r, PyThreadState_Get());
-    if (t) {
-        tls_thread = t;
-        tls_gen = r->gen;
-    }
+    gr_thread *t = thread_unbound(r, PyThreadState_Get());
+    if (t)
+        bind_thread(r, t);
     return t;
 }
 
@@ -188,8 +216,7 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
         extra = gr_cfunc_id(r, arg);
     gr_thread_first_sight(r, t, top, extra);
     Py_XDECREF(top);
-    tls_thread = t;
-    tls_gen = r->gen;
+    bind_thread(r, t);
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);

@@ -396,6 +396,8 @@ fail:
 static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
 {
     *alive = 0;
+    if (t->ended)
+        return NULL;
     PyThreadState *me = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         if (ts == t->tstate && ts->thread_id == t->thread_id) {

@@ -350,6 +350,11 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
             t->cur_g = NULL;
     }
     r->gl_addr[gid] = 0;
+    /* Free the weakref itself (the caller holds its own reference during
+     * this callback): a dead greenlet keeps only its per-gid bytes. */
+    Py_INCREF(Py_None);
+    if (PyList_SetItem(r->gl_refs, (Py_ssize_t)gid - 1, Py_None) < 0)
+        gr_swallow(r);
 }
 
 static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g);

@@ -65,6 +65,9 @@ typedef struct gr_thread {
                                and its SWITCH/THROW is written */
     PyObject *cb_target;    /* its target (address only) */
     int hook_pending;       /* the audit hook saw a profile change coming */
+    int bound;              /* bound to an OS thread (its TLS points here) */
+    int ended;              /* its thread has ended (its thread state was
+                               reused by another thread) */
     uint32_t hook_code;     /* the C call in progress then (its c_return
                                goes to whatever the program installed) */
 } gr_thread;

@@ -98,5 +98,24 @@ else
     skip "fork: greenlet is not importable by $PY"
 fi
 
+# 1,000 threads with suspended greenlets at stop: half of the threads ended
+# (abandoned greenlets), half alive (greenlets suspended on another thread).
+if "$PY" -c 'import greenlet' 2>/dev/null; then
+    out=$work/many
+    (cd "$GR_ROOT" && timeout 300 "$GR_CLI" record --manual -o "$out.grt" -- "$PY" \
+        tests/integration/programs/many_threads.py 1000) >"$out.log" 2>&1
+    rc=$?
+    "$GR_CLI" check "$out.grt" >"$out.check" 2>&1
+    crc=$?
+    if [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ]; then
+        ok "1000 threads with suspended greenlets at stop: clean ($(grep -c 'abandoned\|^  t' "$out.check") lines of notes)"
+    else
+        bad "1000 threads with suspended greenlets at stop: record exit $rc, check exit $crc"
+        grep -m5 ' at event' "$out.check"
+    fi
+else
+    skip "1000 threads: greenlet is not importable by $PY"
+fi
+
 echo "$pass passed, $fail failed${skipped:+, $skipped skipped}"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,89 @@
+"""Run greenlet's own test suite (the greenlet.tests package that Debian's
+python3-greenlet ships) and write one line per test to a file:
+
+    TEST_ID <TAB> OUTCOME <TAB> DETAIL
+
+OUTCOME is ok, fail, error, skip, xfail (expected failure) or xpass
+(unexpected success); DETAIL is the last line of the failure's traceback
+or the skip reason.  The full tracebacks go to OUT.details.  Used by
+ci/peer.sh, which runs it once unrecorded and once under
+`greenreplay record` and compares the two files (`make peer`).
+
+usage: python run_suite.py OUT [MODULE...]
+MODULE: greenlet.tests.test_x names (default: every test_*.py of the
+package).  Prints unittest's summary.  Exit status 0 when every test passed
+or was skipped, 1 otherwise, 2 when the suite cannot be loaded.
+"""
+import os
+import sys
+import unittest
+
+
+class Recording(unittest.TextTestResult):
+    """A TextTestResult that also keeps one (outcome, detail) per test id."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rows = []
+
+    def _row(self, test, outcome, detail=""):
+        detail = (detail or "").strip().splitlines()
+        self.rows.append((test.id(), outcome, detail[-1] if detail else ""))
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._row(test, "ok")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._row(test, "fail", self.failures[-1][1])
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._row(test, "error", self.errors[-1][1])
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._row(test, "skip", reason)
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._row(test, "xfail")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._row(test, "xpass")
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip().split("\n\n")[2], file=sys.stderr)
+        return 2
+    out, mods = argv[1], argv[2:]
+    try:
+        import greenlet.tests
+    except ImportError as e:
+        print("run_suite: cannot import greenlet.tests: %s" % e, file=sys.stderr)
+        return 2
+    if not mods:
+        d = os.path.dirname(greenlet.tests.__file__)
+        mods = sorted("greenlet.tests." + f[:-3] for f in os.listdir(d)
+                      if f.startswith("test_") and f.endswith(".py"))
+    try:
+        suite = unittest.defaultTestLoader.loadTestsFromNames(mods)
+    except Exception as e:  # a module that does not import: say which
+        print("run_suite: cannot load %s: %s" % (" ".join(mods), e), file=sys.stderr)
+        return 2
+    runner = unittest.TextTestRunner(verbosity=1, resultclass=Recording)
+    result = runner.run(suite)
+    with open(out, "w", encoding="utf-8") as f:
+        for tid, outcome, detail in result.rows:
+            f.write("%s\t%s\t%s\n" % (tid, outcome, detail.replace("\t", " ")))
+    with open(out + ".details", "w", encoding="utf-8") as f:
+        for kind, rows in (("FAIL", result.failures), ("ERROR", result.errors)):
+            for test, tb in rows:
+                f.write("== %s %s\n%s\n" % (kind, test.id(), tb))
+    return 0 if result.wasSuccessful() else 1
+
+
+sys.exit(main(sys.argv))
