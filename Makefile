@@ -42,7 +42,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan
 all: cli ext
 
 help:
@@ -61,6 +61,10 @@ help:
 	@echo "                    the matrix's crash verdicts on synthetic cells"
 	@echo "  make golden       re-record the golden dumps (review the diff before committing)"
 	@echo "  make valgrind     unit tests and a check of every fixture trace under memcheck"
+	@echo "  make fuzz         libFuzzer (clang, ASan+UBSan) over reader, check, dump, stats, script,"
+	@echo "                    diff and the side channel for FUZZ_SECONDS (default 60); fails on a finding"
+	@echo "  make asan         CLI and recorder built with ASan+UBSan (in build/asan), unit and"
+	@echo "                    integration tests run with them"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event (prints figures)"
@@ -126,6 +130,30 @@ $(BUILD)/tsan/test_registry: tests/unit/test_registry.c tracer/registry.c tracer
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) $(CPPFLAGS) -O1 -g -fsanitize=thread $(WARN) $(TSAN_WARN) -o $@ tests/unit/test_registry.c tracer/registry.c -pthread -lcmocka
 
+# libFuzzer harnesses (tests/fuzz/): clang's -fsanitize=fuzzer with ASan and
+# UBSan, over the replayer's sources.  `make fuzz` runs them for FUZZ_SECONDS.
+FUZZ_CC    ?= clang
+FUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=undefined
+FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
+FUZZ_SECONDS ?= 60
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+.SECONDARY: $(FUZZ_OBJ)
+fuzz-build: $(BUILD)/fuzz/fuzz_trace $(BUILD)/fuzz/fuzz_times
+
+fuzz: fuzz-build all
+	FUZZ_SECONDS=$(FUZZ_SECONDS) BUILD=$(BUILD) tests/fuzz/run.sh --python $(PYTHON)
+
+# AddressSanitizer + UBSan build of the CLI, unit tests and recorder in
+# build/asan, running the unit and integration tests (ci/asan.sh).
+asan: setup
+	ci/asan.sh --python $(PYTHON)
+
 setup:
 	ci/setup.sh
 
@@ -147,6 +175,9 @@ integration: all
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
+	tests/integration/check_verdicts.sh --python $(PYTHON)
+	tests/integration/demo_known.sh
+	tests/integration/gen_finalize.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)

@@ -42,6 +42,8 @@ typedef struct shadow {
     int dead;
     uint64_t dead_index;
     int stack_seen;     /* a STACK record was compared */
+    size_t truth;       /* ground-truth points seen in it */
+    size_t pred;        /* 1 + index of its open prediction, 0 none */
 } shadow;
 
 #define RECENT 3
@@ -83,14 +85,28 @@ typedef struct thread {
 } thread;
 
 /* A predicted blind spot (3.12+): a switch with profiling on landed in a
- * greenlet whose frames are not instrumented at the current version.  The
- * next MARK in that greenlet confirms or refutes it. */
+ * greenlet whose frames are not instrumented at the current version.  It is
+ * about the *resumed frame*: the innermost Python frame of the greenlet at
+ * the switch.  Only evidence about that frame decides it (see settle_event
+ * and settle_mark): its own C_CALL/C_RETURN/C_EXCEPTION or RETURN refute it; a
+ * MARK whose innermost frame is the resumed frame (or shallower: the frame
+ * is gone) confirms it when it is a blind spot or not bracketed, refutes it
+ * otherwise.  A MARK in a frame called afresh after the resume is no
+ * evidence: a new frame is instrumented when it starts. */
 typedef struct prediction {
     uint64_t tid, gid, version, frames, stale;
     size_t switch_index;
     size_t ctx[GR_CONTEXT_MAX];
     int nctx;
-    int open;               /* waiting for a mark or a switch away */
+    int open;               /* waiting for evidence or a switch away */
+    size_t level;           /* shadow index of the resumed frame, SIZE_MAX
+                               when the shadow had no Python entry */
+    uint32_t code;          /* its code id (when level is known) */
+    size_t depth;           /* real Python depth of the resumed frame (INSTR
+                               frames), 0 when unknown (at the cap) */
+    size_t callee_mark;     /* 1 + index of the last MARK seen in a new
+                               callee (no evidence), 0 none */
+    size_t callee_depth;    /* that MARK's Python depth */
 } prediction;
 
 typedef struct gr_checker {
@@ -109,6 +125,8 @@ typedef struct gr_checker {
     size_t cap_fa, cap_fb;
     prediction *pred;
     size_t npred, cap_pred;
+    size_t program_events;  /* coverage: records of the program */
+    size_t marks, truth_points, switch_truth, stacks;
     int profile_off;        /* META profile: off (no subject at all) */
     int stopped;
     size_t stop_index;
@@ -293,6 +311,66 @@ static int code_is_c(const gr_trace *t, uint32_t code)
     return cd && cd->kind == GR_CODE_C;
 }
 
+int gr_code_is_own(const gr_trace *t, uint32_t code)
+{
+    const gr_code *cd = gr_trace_code(t, code);
+    if (!cd)
+        return 0;
+    size_t n;
+    const uint8_t *q;
+    if (cd->kind == GR_CODE_C) {
+        q = gr_trace_string(t, cd->qualname, &n);
+        return q && ((n > 12 && memcmp(q, "greenreplay.", 12) == 0) ||
+                     (n > 13 && memcmp(q, "_greenreplay.", 13) == 0));
+    }
+    q = gr_trace_string(t, cd->file, &n);
+    return q && n > 14 && memcmp(q, "<greenreplay>/", 14) == 0;
+}
+
+int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
+{
+    (void)t;
+    if (r->tag == GR_MARK)
+        return 1;
+    /* A switch that carries the target's real stack, compared with the
+     * target's shadow (switch_stack) unless seen inside a callback. */
+    return (r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_REAL_STACK) &&
+           r->tracing == 0;
+}
+
+/* Coverage counts of record r (gr_coverage). */
+static void count_coverage(ck *c, const gr_record *r)
+{
+    switch (r->tag) {
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        c->program_events += !gr_code_is_own(c->t, r->code);
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        c->program_events++;
+        break;
+    case GR_MARK:
+        c->program_events++;
+        c->marks++;
+        break;
+    case GR_STACK:
+        c->stacks++;
+        break;
+    default:
+        break;
+    }
+    if (gr_check_ground_truth(c->t, r)) {
+        int sw = r->tag == GR_SWITCH || r->tag == GR_THROW;
+        c->truth_points++;
+        c->switch_truth += sw;
+        c->sh[get_shadow(c, r->tid, sw ? r->target : r->gid)].truth++;
+    }
+}
+
 /* A record attributed to a dead greenlet: report once, then treat the
  * greenlet as alive again so one bad DEAD gives one violation. */
 static void check_alive(ck *c, const gr_record *r, const thread *th, size_t si, uint64_t gid)
@@ -473,35 +551,120 @@ static int compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
     return 1;
 }
 
-/* Settle the open prediction of (tid, gid), if any: `mark` is the MARK
- * that decides it (NULL: the greenlet switched away or the trace ended
- * without one), `blind` whether that MARK was a blind spot. */
-static void settle(ck *c, uint64_t tid, uint64_t gid, const gr_record *mark, int blind)
+/* Decide prediction p (open): `at` is the record that decides it (NULL:
+ * the greenlet switched away or the trace ended without evidence),
+ * `confirm` whether that record shows the blind spot (a MARK that is one,
+ * or not bracketed), `why` names the evidence for a refutation. */
+static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const char *why)
 {
-    for (size_t i = 0; i < c->npred; i++) {
-        prediction *p = &c->pred[i];
-        if (!p->open || p->tid != tid || p->gid != gid)
-            continue;
-        p->open = 0;
-        gr_sb_printf(&c->msg,
-                     "predicted blind spot: profiling is on for t%" PRIu64 " but %" PRIu64 " of the %"
-                     PRIu64 " frames of g%" PRIu64 " are not instrumented at monitoring version %" PRIu64
-                     " (they will report no events of their own when resumed; CPython 3.12+ "
-                     "sys.monitoring re-instruments only the current frame chain)",
-                     tid, p->stale, p->frames, gid, p->version);
-        if (mark && !blind) {
-            gr_sb_printf(&c->msg, "; refuted by the MARK at event %" PRIu64 ", which matched",
-                         mark->index);
-            add_warning(c);
-            continue;
-        }
-        if (mark)
-            gr_sb_printf(&c->msg, "; confirmed by the blind spot at MARK %" PRIu64, mark->index);
-        else
-            gr_sb_puts(&c->msg, "; not confirmed: no MARK ran in that greenlet before it switched "
-                                "away");
-        violate_ctx(c, GR_RULE_PROPAGATION, p->switch_index, tid, gid, p->ctx, p->nctx);
+    p->open = 0;
+    size_t si;
+    if (gr_idmap_get(&c->shmap, p->tid, p->gid, &si) && c->sh[si].pred == (size_t)(p - c->pred) + 1)
+        c->sh[si].pred = 0;
+    gr_sb_printf(&c->msg,
+                 "predicted blind spot: profiling is on for t%" PRIu64 " but %" PRIu64 " of the %"
+                 PRIu64 " frames of g%" PRIu64 " are not instrumented at monitoring version %" PRIu64
+                 " (they will report no events of their own when resumed; CPython 3.12+ "
+                 "sys.monitoring re-instruments only the current frame chain)",
+                 p->tid, p->stale, p->frames, p->gid, p->version);
+    if (at && !confirm) {
+        gr_sb_printf(&c->msg, "; refuted by the %s at event %" PRIu64 ", %s", kind_name(at),
+                     at->index, why);
+        add_warning(c);
+        return;
     }
+    if (at)
+        gr_sb_printf(&c->msg, "; confirmed by the blind spot at MARK %" PRIu64
+                              " in the resumed frame",
+                     at->index);
+    else if (p->callee_mark)
+        gr_sb_printf(&c->msg, "; not confirmed: the MARK at event %zu ran in a new callee "
+                              "(Python depth %zu, the resumed frame is at depth %zu), which is "
+                              "instrumented when it starts and cannot speak for the resumed "
+                              "frame; no evidence about the resumed frame before g%" PRIu64
+                              " switched away",
+                     p->callee_mark - 1, p->callee_depth, p->depth, p->gid);
+    else
+        gr_sb_puts(&c->msg, "; not confirmed: no MARK ran in that greenlet before it switched "
+                            "away");
+    violate_ctx(c, GR_RULE_PROPAGATION, p->switch_index, p->tid, p->gid, p->ctx, p->nctx);
+}
+
+/* The open prediction of shadow s, or NULL. */
+static prediction *open_pred(ck *c, const shadow *s)
+{
+    if (!s->pred)
+        return NULL;
+    prediction *p = &c->pred[s->pred - 1];
+    return p->open ? p : NULL;
+}
+
+/* Settle the open prediction of (tid, gid), if any, without evidence (the
+ * greenlet switched away, or the trace ended). */
+static void settle(ck *c, uint64_t tid, uint64_t gid)
+{
+    size_t si;
+    if (!gr_idmap_get(&c->shmap, tid, gid, &si))
+        return;
+    prediction *p = open_pred(c, &c->sh[si]);
+    if (p)
+        decide(c, p, NULL, 0, NULL);
+}
+
+/* Shadow index of the innermost Python entry of s, SIZE_MAX if none. */
+static size_t innermost_py(const shadow *s)
+{
+    for (size_t k = s->n; k > 0; k--)
+        if (!s->e[k - 1].is_c)
+            return k - 1;
+    return SIZE_MAX;
+}
+
+/* A CALL/RETURN/C_* record r of a greenlet with an open prediction, before
+ * it is applied to shadow s: an event the resumed frame reported itself
+ * refutes the prediction.  Its C calls' C_CALL, C_RETURN and C_EXCEPTION
+ * (the innermost Python entry is still the resumed frame) and its own
+ * RETURN are fired by its own instructions; a CALL is fired by the callee,
+ * which is instrumented afresh, and is no evidence. */
+static void settle_event(ck *c, const gr_record *r, const shadow *s)
+{
+    prediction *p = open_pred(c, s);
+    if (!p || p->level == SIZE_MAX || r->tag == GR_CALL)
+        return;
+    size_t k = innermost_py(s);
+    if (k != p->level || s->e[k].code != p->code)
+        return;
+    if (r->tag == GR_RETURN) {
+        if (r->code == p->code && s->n == k + 1)
+            decide(c, p, r, 0, "the return of the resumed frame itself");
+        return;
+    }
+    decide(c, p, r, 0, "an event of a C call of the resumed frame itself");
+}
+
+/* A MARK of a greenlet with an open prediction; blind: it is a blind spot
+ * or not bracketed.  nb: the MARK's Python depth. */
+static void settle_mark(ck *c, const gr_record *r, const shadow *s, int blind, size_t nb)
+{
+    prediction *p = open_pred(c, s);
+    if (!p)
+        return;
+    int cut = (r->flags & GR_MARK_CUT) != 0;
+    if (!p->depth || cut)
+        return; /* depths at the cap: the MARK cannot be placed */
+    if (nb > p->depth) {
+        p->callee_mark = (size_t)r->index + 1;
+        p->callee_depth = nb;
+        return;
+    }
+    if (blind) {
+        decide(c, p, r, 1, NULL);
+        return;
+    }
+    /* Not blind: the shadow equals the real stack.  At the resumed frame's
+     * depth, its innermost frame is the resumed one when the code matches. */
+    if (nb == p->depth && c->fb && nb && c->fb[nb - 1] == p->code)
+        decide(c, p, r, 0, "which matched with the resumed frame innermost");
 }
 
 static void on_instr(ck *c, const gr_record *r, thread *th)
@@ -532,6 +695,14 @@ static void on_instr(ck *c, const gr_record *r, thread *th)
     memcpy(p->ctx, th->sw_ctx, sizeof p->ctx);
     p->nctx = th->sw_nctx;
     p->open = 1;
+    p->callee_mark = 0;
+    p->callee_depth = 0;
+    p->depth = r->parent < GR_STACK_CAP ? (size_t)r->parent : 0;
+    size_t si = get_shadow(c, r->tid, r->gid);
+    shadow *s = &c->sh[si];
+    p->level = innermost_py(s);
+    p->code = p->level == SIZE_MAX ? 0 : s->e[p->level].code;
+    s->pred = c->npred; /* 1 + index */
 }
 
 static void on_mark(ck *c, const gr_record *r, thread *th)
@@ -567,7 +738,7 @@ static void on_mark(ck *c, const gr_record *r, thread *th)
     const entry *top = s->n ? &s->e[s->n - 1] : NULL;
     int bracketed = top && top->is_c && top->code == r->code;
     if (c->npred)
-        settle(c, r->tid, r->gid, r, blind || ((r->flags & GR_MARK_PROFILE_OURS) && !bracketed));
+        settle_mark(c, r, s, blind || ((r->flags & GR_MARK_PROFILE_OURS) && !bracketed), nb);
     if (!(r->flags & GR_MARK_PROFILE_OURS))
         return;
     if (bracketed) {
@@ -742,7 +913,7 @@ static void on_switch(ck *c, const gr_record *r, thread *th)
     }
     switch_stack(c, r, th, st);
     if (c->npred)
-        settle(c, r->tid, r->gid, NULL, 0);
+        settle(c, r->tid, r->gid);
     th->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
     th->sw_index = (size_t)r->index;
     if (th->sw_profiled)
@@ -811,6 +982,8 @@ static void one_record(ck *c, const gr_record *r)
         check_running(c, r, th);
         size_t si = get_shadow(c, r->tid, r->gid);
         check_alive(c, r, th, si, r->gid);
+        if (c->npred)
+            settle_event(c, r, &c->sh[si]);
         push(&c->sh[si], r->code, r->tag == GR_C_CALL);
         break;
     }
@@ -820,6 +993,8 @@ static void one_record(ck *c, const gr_record *r)
         check_running(c, r, th);
         size_t si = get_shadow(c, r->tid, r->gid);
         check_alive(c, r, th, si, r->gid);
+        if (c->npred && !skip)
+            settle_event(c, r, &c->sh[si]);
         if (!skip)
             on_return(c, r, th, r->tag != GR_RETURN);
         break;
@@ -858,17 +1033,68 @@ static void one_record(ck *c, const gr_record *r)
     default:
         break;
     }
+    count_coverage(c, r);
     remember(th, (size_t)r->index);
+}
+
+/* Fill res->coverage at the end of the replay. */
+static void fill_coverage(ck *c)
+{
+    const gr_trace *t = c->t;
+    gr_coverage *cv = &c->res->coverage;
+    memset(cv, 0, sizeof *cv);
+    cv->records = c->pos;
+    cv->program_events = c->program_events;
+    cv->threads = c->nth;
+    cv->marks = c->marks;
+    cv->truth_points = c->truth_points;
+    cv->switch_truth = c->switch_truth;
+    cv->stacks = c->stacks;
+    cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
+    cv->gap = t->gap;
+    cv->missing = t->has_trailer && t->trailer.events > t->nrecs ? t->trailer.events - t->nrecs : 0;
+    /* One entry per greenlet (its first shadow), or per thread for gid 0. */
+    for (size_t i = 0; i < c->nsh; i++) {
+        const shadow *s = &c->sh[i];
+        size_t first = i;
+        if (s->gid) {
+            gr_idmap_get(&c->glmap, s->gid, 0, &first);
+            if (first != i)
+                continue;
+            cv->greenlets++;
+        }
+        cv->shadows++;
+        cv->greenlets_truth += s->truth > 0;
+    }
+    if (t->nrecs == 0) {
+        if (t->size == 0)
+            cv->nothing = "the file is empty";
+        else if (t->size < GR_HEADER_LEN)
+            cv->nothing = "the file ends inside its 16-byte header";
+        else if (t->has_trailer && t->trailer.dropped)
+            cv->nothing = "every record was dropped: the trailer counts them";
+        else if (t->has_trailer && t->trailer.events)
+            cv->nothing = "every record was lost: the trailer counts events the file does not hold";
+        else if (t->has_trailer)
+            cv->nothing = "the trace holds no record";
+        else if (t->truncated_at <= GR_HEADER_LEN)
+            cv->nothing = "the file holds only its header: the recording ended before its first chunk";
+        else
+            cv->nothing = "no complete record before the trace was cut short";
+    } else if (c->program_events == 0) {
+        cv->nothing = "no event of the program: only the recorder's own records";
+    }
 }
 
 static void finish(ck *c)
 {
     const gr_trace *t = c->t;
+    fill_coverage(c);
     for (size_t i = 0; i < c->nth; i++)
         subject_back(c, &c->th[i], c->stopped ? "until STOP" : "until the end of the trace");
     for (size_t i = 0; i < c->npred; i++)
         if (c->pred[i].open)
-            settle(c, c->pred[i].tid, c->pred[i].gid, NULL, 0);
+            decide(c, &c->pred[i], NULL, 0, NULL);
     for (size_t i = 0; i < c->nth; i++) {
         thread *th = &c->th[i];
         if (th->pending_mark) {

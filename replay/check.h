@@ -64,6 +64,48 @@ typedef struct gr_note {
     char *frames;        /* owned: the open shadow entries, "a > b" */
 } gr_note;
 
+/* What a check could and could not look at (docs/FORMAT.md §7,
+ * "Coverage").  Filled by gr_checker_finish / gr_check_run. */
+typedef struct gr_coverage {
+    size_t records;         /* indexed records replayed */
+    size_t program_events;  /* CALL..C_EXCEPTION of code that is not
+                               greenreplay's own (gr_code_is_own), SWITCH,
+                               THROW and MARK records */
+    size_t threads;         /* threads seen */
+    size_t greenlets;       /* greenlets seen (gid > 0) */
+    size_t greenlets_truth; /* greenlets (gid 0: threads) with at least one
+                               ground-truth point */
+    size_t shadows;         /* greenlets, or threads of gid 0, checked */
+    size_t marks;           /* MARK records */
+    size_t truth_points;    /* ground-truth points (gr_check_ground_truth) */
+    size_t switch_truth;    /* of them: SWITCH/THROW records with the
+                               target's real stack */
+    size_t stacks;          /* STACK records (real stacks at stop) */
+    uint64_t dropped;       /* trailer `dropped` (0 without a trailer) */
+    uint64_t gap;           /* records left out by ring mode (GAP) */
+    uint64_t missing;       /* trailer `events` minus the records the file
+                               holds, when more (records lost unaccounted) */
+    const char *nothing;    /* static text: why nothing was checked (no
+                               complete record, or no event of the
+                               program); NULL when something was */
+} gr_coverage;
+
+/* Whether record r is a ground-truth point for the blind_spot rule: a
+ * record that carries the real Python stack of its greenlet in the middle
+ * of the run, so that the shadow stack can be compared with it: MARK, and
+ * a SWITCH/THROW with the target's real stack (GR_SW_REAL_STACK, not seen
+ * inside a callback: tracing 0), a point of the target greenlet.  (STACK
+ * records at stop are ground truth too, but only at the end: they are
+ * counted apart in gr_coverage.stacks.)  Extend this function when another
+ * record carries a real stack. */
+int gr_check_ground_truth(const gr_trace *t, const gr_record *r);
+
+/* Whether code id `code` is greenreplay's own (its Python package, file
+ * "<greenreplay>/...", or its C functions "greenreplay.*" /
+ * "_greenreplay.*"): events of such code are the recorder's, not the
+ * program's. */
+int gr_code_is_own(const gr_trace *t, uint32_t code);
+
 /* Result of checking one trace.  Everything is owned; free with
  * gr_check_result_free. */
 typedef struct gr_check_result {
@@ -78,6 +120,7 @@ typedef struct gr_check_result {
     size_t nwarnings, cap_warnings;
     char *summary;       /* owned figures of extra checks (stall.h), lines
                             ending in newlines; NULL when none */
+    gr_coverage coverage; /* what was checkable */
 } gr_check_result;
 
 /* Check every record of t (a successfully read trace, complete or

@@ -110,10 +110,13 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
     gr_sb sb;
     gr_sb_init(&sb);
     gr_sb_printf(&sb, "%s: ", t->name);
+    const char *nothing = r->nv ? NULL : r->coverage.nothing;
     if (color)
-        gr_sb_puts(&sb, r->nv ? RED : GREEN);
+        gr_sb_puts(&sb, r->nv || nothing ? RED : GREEN);
     if (r->nv) {
         gr_sb_printf(&sb, "%zu violation%s", r->nv, r->nv == 1 ? "" : "s");
+    } else if (nothing) {
+        gr_sb_printf(&sb, "nothing checked (%s)", nothing);
     } else {
         gr_sb_puts(&sb, "clean");
     }

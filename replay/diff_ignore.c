@@ -185,6 +185,15 @@ static int code_is_c(const gr_trace *t, uint32_t code)
     return c && c->kind == GR_CODE_C;
 }
 
+/* The previous kept record of the same thread before i, or GR_NONE. */
+static size_t prev_in_thread(const gr_trace *t, const uint8_t *keep, size_t i)
+{
+    for (size_t j = i; j > 0; j--)
+        if (keep[j - 1] && t->recs[j - 1].tid == t->recs[i].tid)
+            return j - 1;
+    return GR_NONE;
+}
+
 /* The next record of the same thread after i, or GR_NONE. */
 static size_t next_in_thread(const gr_trace *t, size_t i)
 {
@@ -235,8 +244,22 @@ void gr_ignore_apply(const gr_trace *t, unsigned bits, uint8_t *keep, size_t *co
                                (gr_shape_c_named(t, top->code, "generator.close", 0) ||
                                 gr_shape_c_named(t, top->code, "coroutine.close", 0));
                 int after_end = !top && s->ran;
-                int genlike = after_return && gr_idmap_get(&gencode, r->code, 0, &dummy);
-                if (in_close || after_end || genlike) {
+                int is_gen = gr_idmap_get(&gencode, r->code, 0, &dummy);
+                int genlike = after_return && is_gen;
+                /* Finalized by the garbage collector: directly inside
+                 * gc.collect (a cycle), or by a reference count dropping
+                 * to zero in the middle of a frame (`del g`, a variable
+                 * rebound) of code that ran as a generator. */
+                int in_gc = top && top->is_c && gr_shape_c_named(t, top->code, "gc.collect", 0);
+                int dropped = top && !top->is_c && is_gen;
+                /* Finalized by a greenlet's death: right after its DEAD
+                 * (its frames and what they held are released when the
+                 * greenlet is) -- a Python call cannot follow a DEAD
+                 * otherwise: the parent's next event is the C_RETURN of
+                 * the switch it was in. */
+                size_t pv = prev_in_thread(t, keep, i);
+                int after_dead = pv != GR_NONE && t->recs[pv].tag == GR_DEAD;
+                if (in_close || after_end || genlike || in_gc || dropped || after_dead) {
                     keep[i] = keep[j] = 0;
                     if (counts)
                         counts[0] += 2;

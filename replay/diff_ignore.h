@@ -10,10 +10,17 @@
  *     that is closed or finalized shows an extra call/return pair on
  *     CPython 3.9-3.12 and none on 3.13+.  Removed: a CALL X immediately
  *     followed by RETURN X in the same greenlet (nothing between) when it
- *     runs directly inside a C call of generator.close / coroutine.close,
- *     or after the greenlet's outermost frame returned, or right after a
- *     RETURN when X already ran as a generator (called directly by
- *     builtins.next, generator.send, generator.throw or generator.close).
+ *     runs directly inside a C call of generator.close / coroutine.close
+ *     (closed); directly inside gc.collect (finalized by the garbage
+ *     collector); after the greenlet's outermost frame returned, or right
+ *     after a DEAD record of its thread (finalized by a greenlet's death:
+ *     the generator was held by the dead greenlet's frames); or, when X
+ *     already ran as a generator (called directly by builtins.next,
+ *     generator.send, generator.throw or generator.close), right after a
+ *     RETURN (the frame holding it went) or directly under a Python frame
+ *     (the last reference dropped: `del g`).  The last one also removes
+ *     such a pair when a `for` loop resumes that generator and it yields
+ *     at once: identical in both traces, so the alignment is unchanged.
  *   c-return-without-c-call (cpython-122029): CPython 3.12.0-3.12.4 report
  *     a c_return without its c_call for a bound method wrapping a C
  *     function.  Removed: every C_RETURN / C_EXCEPTION that matches no open

@@ -332,8 +332,12 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     gr_sb *sb = &h->body;
     gr_sb_printf(sb, "<section class=\"trace\" id=\"f%zu\"><h2>", c.file);
     esc(sb, t->name);
+    enum gr_check_status status = gr_check_status_of(r);
+    const char *word = status == GR_CHECK_NOTHING ? "nothing checked"
+                       : r->nv                    ? "violations"
+                                                  : "clean";
     gr_sb_printf(sb, " <span class=\"%s\">%s</span></h2>\n<p>%zu records",
-                 r->nv ? "bad" : "ok", r->nv ? "violations" : "clean", t->nrecs);
+                 status == GR_CHECK_CLEAN ? "ok" : "bad", word, t->nrecs);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(sb, "; trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64
@@ -352,6 +356,17 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
         gr_sb_puts(sb, "<pre>");
         esc(sb, r->summary);
         gr_sb_puts(sb, "</pre>\n");
+    }
+    {
+        gr_sb cov;
+        gr_sb_init(&cov);
+        if (status == GR_CHECK_NOTHING)
+            gr_sb_printf(&cov, "nothing checked: %s\n", r->coverage.nothing);
+        gr_report_coverage(&cov, t, &r->coverage);
+        gr_sb_printf(sb, "<pre class=\"coverage\">");
+        esc(sb, gr_sb_str(&cov));
+        gr_sb_puts(sb, "</pre>\n");
+        gr_sb_free(&cov);
     }
     int nrules = r->nrules ? r->nrules : GR_NRULES_CHECK;
     gr_sb_puts(sb, "<table class=\"counts\"><tr><th>rule</th><th>violations</th></tr>");
@@ -438,7 +453,7 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     gr_sb_printf(&h->toc, "<tr><td><a href=\"#f%zu\">", c.file);
     esc(&h->toc, t->name);
     gr_sb_printf(&h->toc, "</a></td><td>%zu</td><td class=\"%s\">%s</td><td>%zu</td></tr>",
-                 t->nrecs, r->nv ? "bad" : "ok", r->nv ? "violations" : "clean", r->nv);
+                 t->nrecs, status == GR_CHECK_CLEAN ? "ok" : "bad", word, r->nv);
 
     for (size_t k = 0; k < c.ng; k++)
         free(c.g[k].vs);

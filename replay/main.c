@@ -55,7 +55,8 @@ static const char usage_main[] =
     "\n"
     "exit status: 0 success (check: clean; diff: same structure), 1 check found\n"
     "violations, diff found differences or reduce found no failure, 2 unusable\n"
-    "input or bad usage; record: the program's own (see `record --help`).\n";
+    "input (check: also a trace with nothing to check) or bad usage; record:\n"
+    "the program's own (see `record --help`).\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
@@ -105,10 +106,22 @@ static const char usage_check[] =
     "chunk; truncation alone is not a failure.  Frames open at stop that match\n"
     "the STACK records are listed apart and are not violations.\n"
     "\n"
-    "exit status: 0 every trace clean, 1 violations found, 2 a file is missing\n"
-    "or corrupt (with --stall also: FILE.times missing, corrupt or without\n"
-    "sampler data), or bad usage (corrupt: one line with the byte offset on\n"
-    "stderr).\n";
+    "Every report has a coverage section: records and events of the program,\n"
+    "threads and greenlets seen, ground-truth points (MARK records) and in how\n"
+    "many greenlets, whether blind spots were checkable at all (not without a\n"
+    "ground-truth point), records lost (trailer dropped, ring GAP, cut short)\n"
+    "and what ended the recording.  A trace with no complete record (an empty\n"
+    "or header-only file, every record dropped by --max-size) or with no event\n"
+    "of the program (only the recorder's own start/stop records) is not clean:\n"
+    "its result is \"nothing checked\" (JSON status nothing_checked, a JUnit\n"
+    "error of type nothing_checked) and it exits 2.\n"
+    "\n"
+    "exit status: 0 every trace clean, 1 violations found (and no worse), 2 a\n"
+    "file is missing or corrupt, a trace had nothing to check (one line\n"
+    "`greenreplay: FILE: nothing checked: WHY` on stderr), with --stall also\n"
+    "FILE.times missing, corrupt or without sampler data, or bad usage\n"
+    "(corrupt: one line with the byte offset on stderr).  With several files\n"
+    "the highest status wins.\n";
 
 static const char usage_dump[] =
     "usage: greenreplay dump FILE [--times]\n"
@@ -392,7 +405,7 @@ static int cmd_check(int argc, char **argv)
         return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
     if (wait_set && !stall)
         return bad_usage(usage_check, "%s", "--max-wait-us needs --stall");
-    int status = GR_CHECK_CLEAN;
+    int status = 0; /* exit status: the highest of the files' */
     size_t total = 0;
     json_t *jtraces = json ? json_array() : NULL;
     gr_junit ju;
@@ -408,7 +421,7 @@ static int cmd_check(int argc, char **argv)
             gr_junit_add_unusable(&ju, argv[i], t.err.msg);
             gr_html_add_unusable(&hr, argv[i], t.err.msg);
             gr_trace_free(&t);
-            status = GR_CHECK_UNUSABLE;
+            status = gr_check_exit_code(GR_CHECK_UNUSABLE);
             continue;
         }
         gr_times tm;
@@ -426,15 +439,19 @@ static int cmd_check(int argc, char **argv)
                 free(err);
                 gr_times_free(&tm);
                 gr_trace_free(&t);
-                status = GR_CHECK_UNUSABLE;
+                status = gr_check_exit_code(GR_CHECK_UNUSABLE);
                 continue;
             }
         }
         gr_check_result res;
         size_t nv = stall ? gr_stall_run(&t, &tm, max_wait, &st, &res) : gr_check_run(&t, &res);
         total += nv;
-        if (nv && status < GR_CHECK_VIOLATIONS)
-            status = GR_CHECK_VIOLATIONS;
+        int code = gr_check_exit_code(gr_check_status_of(&res));
+        if (code > status)
+            status = code;
+        if (!nv && res.coverage.nothing)
+            fprintf(stderr, "greenreplay: %s: nothing checked: %s\n", argv[i],
+                    res.coverage.nothing);
         if (jtraces) {
             json_t *jt = gr_report_json_trace(&t, &res);
             if (stall)
@@ -466,12 +483,12 @@ static int cmd_check(int argc, char **argv)
     }
     if (junit && gr_junit_write(&ju, junit) < 0) {
         fprintf(stderr, "greenreplay: %s: %s\n", junit, strerror(errno));
-        status = GR_CHECK_UNUSABLE;
+        status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
     gr_junit_free(&ju);
     if (html && gr_html_write(&hr, html) < 0) {
         fprintf(stderr, "greenreplay: %s: %s\n", html, strerror(errno));
-        status = GR_CHECK_UNUSABLE;
+        status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
     gr_html_free(&hr);
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -58,41 +58,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-/* Read a whole file.  Returns 0 with *data (malloc'd, caller frees) and *n,
- * or a status with e set. */
-static int slurp(const char *path, uint8_t **data, size_t *n, gr_error *e)
-{
-    *data = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fail(e, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (grow((void **)&buf, &cap, len + 65536, 1) < 0) {
-            free(buf);
-            fclose(f);
-            return no_memory(e, path);
-        }
-        size_t k = fread(buf + len, 1, cap - len, f);
-        len += k;
-        if (k == 0) {
-            if (ferror(f)) {
-                int err = errno;
-                free(buf);
-                fclose(f);
-                return fail(e, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(err ? err : EIO));
-            }
-            break;
-        }
-    }
-    fclose(f);
-    *data = buf;
-    *n = len;
-    return 0;
-}
-
 /* -------------------------------------------------------- header, chunks */
 
 enum { CH_OK, CH_END, CH_TRUNC, CH_BAD };
@@ -115,6 +80,58 @@ static int check_header(const uint8_t *d, size_t n, char stream, uint16_t *minor
         return CH_TRUNC;
     *minor = gr_get_u16le(d + 10);
     return CH_OK;
+}
+
+/* Read a whole file whose header must be that of `stream`.  The first 16
+ * bytes are read and checked (check_header) before the rest: a file that
+ * is not a trace (/dev/zero, a 3 GB log) fails at once with its offset,
+ * without being read whole.  Returns 0 with *data (malloc'd, caller frees)
+ * and *n, or a status with e set. */
+static int slurp(const char *path, char stream, uint8_t **data, size_t *n, gr_error *e)
+{
+    *data = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(e, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno));
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    int header_checked = 0;
+    for (;;) {
+        if (grow((void **)&buf, &cap, len + 65536, 1) < 0) {
+            free(buf);
+            fclose(f);
+            return no_memory(e, path);
+        }
+        /* The header alone first, then in blocks. */
+        size_t want = header_checked ? cap - len : GR_HEADER_LEN - len;
+        size_t k = fread(buf + len, 1, want, f);
+        len += k;
+        if (!header_checked && (len == GR_HEADER_LEN || k == 0)) {
+            uint16_t minor;
+            if (check_header(buf, len, stream, &minor, e, path) == CH_BAD) {
+                free(buf);
+                fclose(f);
+                return e->status;
+            }
+            header_checked = 1;
+            if (k != 0)
+                continue;
+        }
+        if (k == 0) {
+            if (ferror(f)) {
+                int err = errno;
+                free(buf);
+                fclose(f);
+                return fail(e, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(err ? err : EIO));
+            }
+            break;
+        }
+    }
+    fclose(f);
+    *data = buf;
+    *n = len;
+    return 0;
 }
 
 struct chunk {
@@ -506,7 +523,7 @@ int gr_trace_load(gr_trace *t, const char *path)
     int rc = start_trace(t, path);
     if (rc)
         return rc;
-    if ((rc = slurp(path, &t->data, &t->size, &t->err)))
+    if ((rc = slurp(path, GR_STREAM_CANONICAL, &t->data, &t->size, &t->err)))
         return rc;
     return parse_owned(t);
 }
@@ -817,7 +834,7 @@ int gr_times_load(gr_times *tm, const char *path)
         return rc;
     uint8_t *data;
     size_t n;
-    if ((rc = slurp(path, &data, &n, &tm->err)))
+    if ((rc = slurp(path, GR_STREAM_SIDE, &data, &n, &tm->err)))
         return rc;
     rc = times_decode(tm, data, n);
     free(data);

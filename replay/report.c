@@ -53,6 +53,152 @@ static void truncation_line(gr_sb *sb, const gr_trace *t)
         gr_sb_puts(sb, "no complete record to check");
 }
 
+enum gr_check_status gr_check_status_of(const gr_check_result *r)
+{
+    if (r->nv)
+        return GR_CHECK_VIOLATIONS;
+    if (r->coverage.nothing)
+        return GR_CHECK_NOTHING;
+    return GR_CHECK_CLEAN;
+}
+
+int gr_check_exit_code(enum gr_check_status s)
+{
+    switch (s) {
+    case GR_CHECK_CLEAN: return 0;
+    case GR_CHECK_VIOLATIONS: return 1;
+    default: return 2;
+    }
+}
+
+enum { BLIND_NOT, BLIND_PARTLY, BLIND_ALL };
+
+static int blind_level(const gr_coverage *cv)
+{
+    if (!cv->truth_points)
+        return BLIND_NOT;
+    return cv->greenlets_truth < cv->shadows ? BLIND_PARTLY : BLIND_ALL;
+}
+
+const char *gr_coverage_blind_spots(const gr_coverage *cv)
+{
+    static const char *const names[] = {"not_checkable", "partly", "checkable"};
+    return names[blind_level(cv)];
+}
+
+const char *gr_check_status_name(enum gr_check_status s)
+{
+    switch (s) {
+    case GR_CHECK_CLEAN: return "clean";
+    case GR_CHECK_VIOLATIONS: return "violations";
+    case GR_CHECK_NOTHING: return "nothing_checked";
+    default: return "unusable";
+    }
+}
+
+static const char *plural(size_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
+/* What ended the recording, for the coverage section. */
+static void ended_by(gr_sb *sb, const gr_trace *t)
+{
+    if (!t->has_trailer) {
+        gr_sb_printf(sb, "cut short at byte %" PRIu64 " (no trailer)", t->truncated_at);
+        return;
+    }
+    switch (t->trailer.reason) {
+    case GR_STOP_CALLED: gr_sb_puts(sb, "stop() (reason stop)"); break;
+    case GR_STOP_EXIT: gr_sb_puts(sb, "interpreter exit (reason exit)"); break;
+    case GR_STOP_WRITE_ERROR: gr_sb_puts(sb, "a write error (reason write-error)"); break;
+    case GR_STOP_SIZE_CAP: gr_sb_puts(sb, "the size cap (reason size-cap)"); break;
+    case GR_STOP_SNAPSHOT: gr_sb_puts(sb, "a snapshot while recording went on (reason snapshot)"); break;
+    default: gr_sb_printf(sb, "unknown reason %" PRIu64, t->trailer.reason); break;
+    }
+}
+
+/* The blind-spot line of the coverage section. */
+static void blind_line(gr_sb *sb, const gr_coverage *cv)
+{
+    int b = blind_level(cv);
+    const char *unit = cv->greenlets ? "greenlet" : "thread";
+    if (b == BLIND_NOT) {
+        gr_sb_puts(sb, "not checkable (no MARK and no ground-truth stack): a missed call or "
+                       "return shows only as an imbalance, a missed pair not at all");
+        return;
+    }
+    gr_sb_printf(sb, "checkable at %zu ground-truth point%s", cv->truth_points,
+                 plural(cv->truth_points, "", "s"));
+    if (b == BLIND_PARTLY)
+        gr_sb_printf(sb, ", in %zu of %zu %ss only (the others have none)", cv->greenlets_truth,
+                     cv->shadows, unit);
+}
+
+void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
+{
+    gr_sb_puts(sb, "coverage:\n");
+    gr_sb_printf(sb, "  %-20s %zu, %zu of them events of the program\n", "records", cv->records,
+                 cv->program_events);
+    gr_sb_printf(sb, "  %-20s %zu thread%s, %zu greenlet%s\n", "seen", cv->threads,
+                 plural(cv->threads, "", "s"), cv->greenlets, plural(cv->greenlets, "", "s"));
+    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK, %zu SWITCH with a real stack), in %zu of %zu "
+                     "%s%s; %zu STACK record%s at stop\n",
+                 "ground truth", cv->truth_points, plural(cv->truth_points, "", "s"),
+                 cv->truth_points - cv->switch_truth, cv->switch_truth,
+                 cv->greenlets_truth, cv->shadows, cv->greenlets ? "greenlet" : "thread",
+                 plural(cv->shadows, "", "s"), cv->stacks, plural(cv->stacks, "", "s"));
+    gr_sb_printf(sb, "  %-20s ", "blind spots");
+    blind_line(sb, cv);
+    gr_sb_putc(sb, '\n');
+    gr_sb_printf(sb, "  %-20s ", "records lost");
+    int some = cv->dropped || cv->gap || cv->missing;
+    if (!t->has_trailer)
+        gr_sb_printf(sb, "unknown: the recording was cut short%s", some ? "; " : "");
+    else if (!some)
+        gr_sb_puts(sb, "none");
+    if (some) {
+        gr_sb_printf(sb, "%" PRIu64 " (trailer dropped %" PRIu64 ", ring gap %" PRIu64,
+                     cv->dropped + cv->gap + cv->missing, cv->dropped, cv->gap);
+        if (cv->missing)
+            gr_sb_printf(sb, ", %" PRIu64 " counted by the trailer but not in the file",
+                         cv->missing);
+        gr_sb_putc(sb, ')');
+    }
+    gr_sb_putc(sb, '\n');
+    gr_sb_printf(sb, "  %-20s ", "ended by");
+    ended_by(sb, t);
+    gr_sb_putc(sb, '\n');
+}
+
+static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "checked", json_boolean(cv->nothing == NULL));
+    json_object_set_new(o, "nothing_checked", cv->nothing ? json_string(cv->nothing) : json_null());
+    json_object_set_new(o, "records", gr_json_u64(cv->records));
+    json_object_set_new(o, "program_events", gr_json_u64(cv->program_events));
+    json_object_set_new(o, "threads", gr_json_u64(cv->threads));
+    json_object_set_new(o, "greenlets", gr_json_u64(cv->greenlets));
+    json_object_set_new(o, "marks", gr_json_u64(cv->marks));
+    json_object_set_new(o, "ground_truth_points", gr_json_u64(cv->truth_points));
+    json_object_set_new(o, "switch_stacks", gr_json_u64(cv->switch_truth));
+    json_object_set_new(o, "with_ground_truth", gr_json_u64(cv->greenlets_truth));
+    json_object_set_new(o, "checked_stacks", gr_json_u64(cv->shadows));
+    json_object_set_new(o, "stacks_at_stop", gr_json_u64(cv->stacks));
+    json_object_set_new(o, "blind_spots", json_string(gr_coverage_blind_spots(cv)));
+    json_object_set_new(o, "dropped", gr_json_u64(cv->dropped));
+    json_object_set_new(o, "gap", gr_json_u64(cv->gap));
+    json_object_set_new(o, "missing", gr_json_u64(cv->missing));
+    json_object_set_new(o, "lost_unknown", json_boolean(!t->has_trailer));
+    const char *why = t->has_trailer ? gr_reason_name(t->trailer.reason) : NULL;
+    if (!t->has_trailer)
+        json_object_set_new(o, "reason", json_null());
+    else
+        json_object_set_new(o, "reason", why ? json_string(why) : gr_json_u64(t->trailer.reason));
+    return o;
+}
+
 /* Dump line of record i, for context. */
 static void context_line(gr_sb *sb, const gr_trace *t, size_t i)
 {
@@ -110,8 +256,12 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
             gr_sb_printf(&sb, "  t%" PRIu64 " g%" PRIu64 ": %s\n", n->tid, n->gid, n->frames);
         }
     }
+    gr_sb_putc(&sb, '\n');
+    gr_report_coverage(&sb, t, &r->coverage);
     if (r->nv)
         gr_sb_printf(&sb, "\nresult: %zu violation%s\n", r->nv, r->nv == 1 ? "" : "s");
+    else if (r->coverage.nothing)
+        gr_sb_printf(&sb, "\nresult: nothing checked (%s)\n", r->coverage.nothing);
     else
         gr_sb_puts(&sb, "\nresult: clean\n");
     fwrite(sb.s, 1, sb.len, out);
@@ -159,7 +309,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     gr_sb_init(&sb);
     json_t *o = json_object();
     json_object_set_new(o, "file", gr_json_str(t->name));
-    json_object_set_new(o, "status", json_string(r->nv ? "violations" : "clean"));
+    json_object_set_new(o, "status", json_string(gr_check_status_name(gr_check_status_of(r))));
     json_object_set_new(o, "records", gr_json_u64(t->nrecs));
     json_object_set_new(o, "trailer", trailer_json(t));
     json_object_set_new(o, "truncated_at", t->has_trailer ? json_null()
@@ -207,6 +357,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_array_append_new(notes, jn);
     }
     json_object_set_new(o, "notes", notes);
+    json_object_set_new(o, "coverage", coverage_json(t, &r->coverage));
     gr_sb_free(&sb);
     return o;
 }
@@ -270,9 +421,24 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     int nrules = rules_of(r);
     for (int k = 0; k < nrules; k++)
         failing += r->counts[k] != 0;
+    const char *nothing = r->nv ? NULL : r->coverage.nothing;
     gr_sb_puts(b, "  <testsuite");
     attr(b, "name", t->name);
-    gr_sb_printf(b, " tests=\"%d\" failures=\"%zu\" errors=\"0\">\n", nrules, failing);
+    gr_sb_printf(b, " tests=\"%d\" failures=\"%zu\" errors=\"%d\">\n", nrules + 1, failing,
+                 nothing != NULL);
+    /* First testcase: whether anything was checked at all. */
+    gr_sb_puts(b, "    <testcase");
+    attr(b, "classname", t->name);
+    attr(b, "name", "coverage");
+    if (nothing) {
+        gr_sb_puts(b, ">\n      <error type=\"nothing_checked\"");
+        gr_sb_reset(&tmp);
+        gr_sb_printf(&tmp, "nothing checked: %s", nothing);
+        attr(b, "message", gr_sb_str(&tmp));
+        gr_sb_puts(b, "/>\n    </testcase>\n");
+    } else {
+        gr_sb_puts(b, "/>\n");
+    }
     for (int k = 0; k < nrules; k++) {
         const char *rule = gr_rule_name((enum gr_rule)k);
         gr_sb_puts(b, "    <testcase");
@@ -313,6 +479,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     for (size_t i = 0; i < r->nnotes; i++)
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
+    gr_report_coverage(&tmp, t, &r->coverage);
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));
@@ -320,8 +487,9 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     }
     gr_sb_puts(b, "  </testsuite>\n");
     gr_sb_free(&tmp);
-    j->tests += (size_t)nrules;
+    j->tests += (size_t)nrules + 1;
     j->failures += failing;
+    j->errors += nothing != NULL;
 }
 
 void gr_junit_add_unusable(gr_junit *j, const char *file, const char *error)

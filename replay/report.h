@@ -11,12 +11,38 @@
 #include <jansson.h>
 #include <stdio.h>
 
-/* Status of one checked file, also its contribution to the exit code. */
+/* Status of one checked file.  Its contribution to the exit code is
+ * gr_check_exit_code(status). */
 enum gr_check_status {
     GR_CHECK_CLEAN = 0,      /* no violation (truncation alone is fine) */
     GR_CHECK_VIOLATIONS = 1, /* at least one violation */
     GR_CHECK_UNUSABLE = 2,   /* missing, unreadable or corrupt file */
+    GR_CHECK_NOTHING = 3,    /* read, but nothing checked: no complete
+                                record, or no event of the program
+                                (gr_coverage.nothing); exit status 2 */
 };
+
+/* Status of a checked trace: VIOLATIONS when it has any, else NOTHING
+ * when r->coverage.nothing is set, else CLEAN. */
+enum gr_check_status gr_check_status_of(const gr_check_result *r);
+
+/* Exit status for a file of status s: 0 clean, 1 violations, 2 unusable or
+ * nothing checked (a verdict that checked nothing must fail a CI job, like
+ * a file that cannot be read; the reports say which of the two it was). */
+int gr_check_exit_code(enum gr_check_status s);
+
+/* "clean", "violations", "unusable" or "nothing_checked" (JSON status). */
+const char *gr_check_status_name(enum gr_check_status s);
+
+/* Append the coverage section of the text report (docs/FORMAT.md §7):
+ * "coverage:" and one line each for records, threads and greenlets seen,
+ * ground truth, blind spots, records lost and what ended the recording. */
+void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv);
+
+/* "checkable", "partly" (ground truth in some greenlets only) or
+ * "not_checkable": whether the blind_spot rule could compare the profile
+ * events with real stacks (gr_coverage.truth_points). */
+const char *gr_coverage_blind_spots(const gr_coverage *cv);
 
 /* Write the text report of one checked trace to out: the truncation line,
  * warnings, r->summary (if any), a count per rule checked (r->nrules),

@@ -1273,6 +1273,7 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         if (th->module)
             continue;
         gr_green *fg = th->has_first ? green_of(s, th->tid, th->first) : NULL;
+        size_t made = GR_NONE; /* the act inserted in the first frame, if any */
         if (th->raw) {
             /* started at its first turn and runs at once: nothing to wait
              * for, no profile hook to install */
@@ -1280,6 +1281,7 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK, GR_NONE);
             s->acts[a].tid = th->tid;
             frame_insert(s, fg->seed_top, 0, a);
+            made = a;
         } else if (th->late) {
             th->late = 0;
             note(s, GR_NONE, "a thread started during the recording with no frame to install "
@@ -1291,7 +1293,8 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         if (th->late && !th->started) {
             th->late = 0; /* never handed over to: start it before start() */
             th->park_first = 0;
-            s->acts[s->frames[fg->seed_top].acts[0]].kind = GR_ACT_PARK;
+            if (made != GR_NONE) /* a raw thread has no act to turn into a park */
+                s->acts[made].kind = GR_ACT_PARK;
         }
     }
     /* A thread that is not alive at STOP ends after its last turn: its last

@@ -327,7 +327,8 @@ static size_t switched_in(const gr_trace *t, uint64_t lo, uint64_t hi, uint64_t 
         (*v)[n++] = r->gid;
         (*v)[n++] = r->target;
     }
-    qsort(*v, n, sizeof **v, cmp_u64);
+    if (n > 1) /* *v is NULL when no switch is in the window (qsort needs an array) */
+        qsort(*v, n, sizeof **v, cmp_u64);
     return n;
 }
 

@@ -145,3 +145,48 @@ gr_describe() {
     fi
     printf '%s\n' "${s:-clean}"
 }
+
+# ---- small test scripts (check_verdicts.sh, gen_finalize.sh, demo_known.sh)
+# One line per test (PASS / FAIL / SKIP, details indented below a failure),
+# then "N passed, N failed".
+
+# gr_script_init TAG ARGS...: parse `--python PY` from ARGS into GR_PY
+# (default /usr/bin/python3; anything else: usage, exit 2), set GR_ROOT,
+# GR_CLI (BUILD/greenreplay, BUILD defaulting to build/) and GR_WORK, a
+# scratch directory removed at exit, named after TAG.
+gr_script_init() {
+    local tag=$1
+    shift
+    GR_PY=/usr/bin/python3
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --python) [ $# -ge 2 ] || { echo "usage: $0 [--python PY]" >&2; exit 2; }
+                      GR_PY=$2; shift 2 ;;
+            *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
+        esac
+    done
+    GR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+    GR_CLI=${BUILD:-$GR_ROOT/build}/greenreplay
+    GR_WORK=$(mktemp -d "${TMPDIR:-/tmp}/gr-$tag.XXXXXX")
+    trap 'rm -rf "$GR_WORK"' EXIT
+    GR_NOK=0 GR_NBAD=0
+}
+
+gr_ok() { echo "PASS  $*"; GR_NOK=$((GR_NOK + 1)); }
+gr_bad() { echo "FAIL  $*"; GR_NBAD=$((GR_NBAD + 1)); }
+
+# gr_show FILE...: the first 25 lines of the files, indented.
+gr_show() { sed -n '1,25p' "$@" | sed 's/^/      | /'; }
+
+# gr_skip_all REASON: the whole script is skipped: say why, exit 0.
+gr_skip_all() {
+    echo "SKIP  $*"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+}
+
+# gr_tally: the last line; status 1 when a test failed.
+gr_tally() {
+    echo "$GR_NOK passed, $GR_NBAD failed"
+    [ "$GR_NBAD" -eq 0 ]
+}

@@ -605,11 +605,107 @@ static void test_predicted_blind_spot_refuted(void **state)
     fx f;
     begin(&f);
     switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
-    mark_in(&f, 2, 1, f.x, 0, 0); /* bracketed and equal: the prediction was wrong */
+    /* The resumed frame x reports the C_CALL of mark itself (at event 7):
+     * it is instrumented after all, and the prediction was wrong. */
+    mark_in(&f, 2, 1, f.x, 0, 0);
     load_check(&f, 0);
     assert_int_equal(count(&f, GR_RULE_PROPAGATION), 0);
     assert_int_equal(f.res.nwarnings, 1);
-    assert_non_null(strstr(f.res.warnings[0], "refuted by the MARK"));
+    assert_non_null(strstr(f.res.warnings[0], "refuted by the C_CALL at event 7, an event of a "
+                                              "C call of the resumed frame itself"));
+    end(&f);
+}
+
+/* Refuted by the MARK itself: a MARK whose innermost frame is the resumed
+ * frame, matching, taken where no bracket is expected (inside a callback:
+ * no C_CALL of mark is recorded). */
+static void test_predicted_blind_spot_refuted_by_mark_in_resumed_frame(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, f.x);
+    load_check(&f, 0);
+    expect_clean(&f);
+    assert_int_equal(f.res.nwarnings, 1);
+    char want[96];
+    snprintf(want, sizeof want, "refuted by the MARK at event %llu, which matched",
+             (unsigned long long)m);
+    assert_non_null(strstr(f.res.warnings[0], want));
+    end(&f);
+}
+
+/* Refuted by the resumed frame's own RETURN. */
+static void test_predicted_blind_spot_refuted_by_own_return(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    /* g2 seeded [y x] (not suspended: no C call open), x is resumed */
+    tb_greenlet(&f.b, 1, 2, 1, 0, 2, f.y, f.x);                                  /* 4 */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
+    gr_record r = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 2,
+                   .use_tracing = 2};
+    tb_rec(&f.b, &r, NULL);                                                      /* 6 */
+    uint64_t ret = tb_ev(&f.b, GR_RETURN, 1, 2, f.x);                            /* 7 */
+    load_check(&f, 0);
+    expect_clean(&f);
+    assert_int_equal(f.res.nwarnings, 1);
+    char want[96];
+    snprintf(want, sizeof want, "refuted by the RETURN at event %llu, the return of the resumed "
+             "frame itself", (unsigned long long)ret);
+    assert_non_null(strstr(f.res.warnings[0], want));
+    end(&f);
+}
+
+/* Confirmed by a MARK at the resumed frame's depth that is a blind spot:
+ * x called y afresh (seen: no evidence), y returned; then x returned unseen
+ * (stale) and its caller called y again unseen... the MARK finds the real
+ * stack [y] where the shadow has [x]: x's return was lost. */
+static void test_predicted_blind_spot_confirmed_by_blind_mark(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t sw = switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.y);    /* fresh callee: seen, no evidence */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, f.y);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "profiler missed return of x");
+    char want[64];
+    snprintf(want, sizeof want, "confirmed by the blind spot at MARK %llu", (unsigned long long)m);
+    expect(&f, GR_RULE_PROPAGATION, sw, want);
+    assert_int_equal(f.res.nwarnings, 0);
+    end(&f);
+}
+
+/* The 3.12+ case that used to pass: the resumed frame x is stale (its own
+ * C calls and return are lost), but it calls y afresh, which is
+ * instrumented, and y takes a MARK.  The MARK matches and is bracketed, yet
+ * it says nothing about x: the prediction must stay unconfirmed (a
+ * violation), not be refuted. */
+static void test_predicted_blind_spot_not_refuted_by_mark_in_callee(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t sw = switch_to_stale(&f, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.y);                                   /* 7 */
+    uint64_t m = mark_in(&f, 2, 2, f.x, f.y, 0);                       /* 8 9 10 */
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.y);                                 /* 11 */
+    /* x's own c_call of switch is lost; g2 switches back to g1 */
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_BLIND_SPOT), 0);
+    char want[160];
+    snprintf(want, sizeof want, "not confirmed: the MARK at event %llu ran in a new callee "
+             "(Python depth 2, the resumed frame is at depth 1)", (unsigned long long)m);
+    expect(&f, GR_RULE_PROPAGATION, sw, want);
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    for (size_t i = 0; i < f.res.nwarnings; i++)
+        assert_null(strstr(f.res.warnings[i], "refuted"));
     end(&f);
 }
 
@@ -1023,6 +1119,10 @@ int main(void)
         cmocka_unit_test(test_propagation_not_flagged),
         cmocka_unit_test(test_predicted_blind_spot_confirmed),
         cmocka_unit_test(test_predicted_blind_spot_refuted),
+        cmocka_unit_test(test_predicted_blind_spot_refuted_by_mark_in_resumed_frame),
+        cmocka_unit_test(test_predicted_blind_spot_refuted_by_own_return),
+        cmocka_unit_test(test_predicted_blind_spot_confirmed_by_blind_mark),
+        cmocka_unit_test(test_predicted_blind_spot_not_refuted_by_mark_in_callee),
         cmocka_unit_test(test_predicted_blind_spot_unconfirmed),
         cmocka_unit_test(test_no_prediction),
         cmocka_unit_test(test_mark_not_bracketed_no_c_call),

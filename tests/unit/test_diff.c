@@ -430,6 +430,110 @@ static void test_ignore_normalizations(void **state)
     tb_cleanup(&a);
 }
 
+/* Generators finalized other than by close(), as CPython 3.9-3.12 record
+ * them (fin = 1: an extra CALL gen / RETURN gen pair at each finalization)
+ * and 3.13+ (fin = 0), after the shape of a recording on 3.11:
+ *   del g           the last reference dropped in the middle of a frame
+ *   gc.collect()    a cycle freed by the collector
+ *   a greenlet dies while a frame of it holds a generator: the pair comes
+ *                   after its DEAD, in the parent
+ * and, in both, a trivial call right after a return (kept: not a generator). */
+static void build_gen_gc(tb *b, int fin)
+{
+    tb_open(b, 0);
+    uint32_t mod = tb_py(b, "<module>", "a.py", 1), g = tb_py(b, "gen", "a.py", 3);
+    uint32_t f1 = tb_py(b, "f1", "a.py", 9), f2 = tb_py(b, "f2", "a.py", 12);
+    uint32_t run = tb_py(b, "run", "a.py", 20);
+    uint32_t next = tb_c(b, "builtins.next"), gcc = tb_c(b, "gc.collect");
+    uint32_t sw = tb_c(b, "greenlet.greenlet.switch");
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 1, mod);
+    /* f1: next(gen) then `del g` */
+    tb_ev(b, GR_CALL, 1, 1, f1);
+    tb_ev(b, GR_C_CALL, 1, 1, next);
+    tb_ev(b, GR_CALL, 1, 1, g);
+    tb_ev(b, GR_RETURN, 1, 1, g);
+    tb_ev(b, GR_C_RETURN, 1, 1, next);
+    if (fin) {
+        tb_ev(b, GR_CALL, 1, 1, g);
+        tb_ev(b, GR_RETURN, 1, 1, g);
+    }
+    /* a cycle freed by gc.collect() */
+    tb_ev(b, GR_C_CALL, 1, 1, gcc);
+    if (fin) {
+        tb_ev(b, GR_CALL, 1, 1, g);
+        tb_ev(b, GR_RETURN, 1, 1, g);
+    }
+    tb_ev(b, GR_C_RETURN, 1, 1, gcc);
+    tb_ev(b, GR_RETURN, 1, 1, f1);
+    /* f2() right after: an ordinary trivial call, kept */
+    tb_ev(b, GR_CALL, 1, 1, f2);
+    tb_ev(b, GR_RETURN, 1, 1, f2);
+    /* a greenlet whose run holds a generator and returns: it dies */
+    tb_ev(b, GR_C_CALL, 1, 1, sw);
+    tb_greenlet(b, 1, 2, 1, 0, 0);
+    tb_switch(b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS, 0, 0);
+    tb_ev(b, GR_CALL, 1, 2, run);
+    tb_ev(b, GR_C_CALL, 1, 2, next);
+    tb_ev(b, GR_CALL, 1, 2, g);
+    tb_ev(b, GR_RETURN, 1, 2, g);
+    tb_ev(b, GR_C_RETURN, 1, 2, next);
+    tb_ev(b, GR_RETURN, 1, 2, run);
+    tb_switch(b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_ORIGIN_DEAD, 0, 0);
+    tb_simple(b, GR_DEAD, 1, 2);
+    if (fin) {
+        tb_ev(b, GR_CALL, 1, 1, g);
+        tb_ev(b, GR_RETURN, 1, 1, g);
+    }
+    tb_ev(b, GR_C_RETURN, 1, 1, sw);
+    tb_finish(b);
+}
+
+static void test_ignore_gen_finalized_by_gc_and_greenlet_death(void **state)
+{
+    (void)state;
+    tb a, b;
+    build_gen_gc(&a, 1);
+    build_gen_gc(&b, 0);
+    gr_trace ta, tb_;
+    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
+    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    FILE *f = fopen("/dev/null", "w");
+    assert_int_equal(gr_diff(f, &ta, "A", &tb_, "B", &o), 1);
+    o.ignore = GR_IGNORE_GEN_FINALIZE;
+    assert_int_equal(gr_diff(f, &ta, "A", &tb_, "B", &o), 0);
+    fclose(f);
+    /* exactly the three pairs go; the trivial call of f2 stays */
+    uint8_t keep[64];
+    size_t counts[GR_IGNORE_COUNT];
+    assert_true(ta.nrecs <= sizeof keep);
+    memset(keep, 1, sizeof keep);
+    gr_ignore_apply(&ta, GR_IGNORE_GEN_FINALIZE, keep, counts);
+    assert_int_equal(counts[0], 6);
+    size_t removed = 0;
+    for (size_t i = 0; i < ta.nrecs; i++) {
+        if (keep[i])
+            continue;
+        removed++;
+        const gr_code *c = gr_trace_code(&ta, ta.recs[i].code);
+        size_t n;
+        const uint8_t *q = gr_trace_string(&ta, c->qualname, &n);
+        assert_int_equal(n, 3);
+        assert_memory_equal(q, "gen", 3);
+    }
+    assert_int_equal(removed, 6);
+    /* the 3.13 shape loses nothing */
+    memset(keep, 1, sizeof keep);
+    gr_ignore_apply(&tb_, GR_IGNORE_GEN_FINALIZE, keep, counts);
+    assert_int_equal(counts[0], 0);
+    gr_trace_free(&ta);
+    gr_trace_free(&tb_);
+    tb_cleanup(&a);
+    tb_cleanup(&b);
+}
+
 static void test_ignore_parse(void **state)
 {
     (void)state;
@@ -477,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_diff_files_names_labels),
         cmocka_unit_test(test_diff_truncated_and_instr),
         cmocka_unit_test(test_ignore_normalizations),
+        cmocka_unit_test(test_ignore_gen_finalized_by_gc_and_greenlet_death),
         cmocka_unit_test(test_ignore_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

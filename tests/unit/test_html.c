@@ -200,6 +200,49 @@ static void test_quiet(void **state)
     tb_cleanup(&b);
 }
 
+/* A trace with nothing to check (header only) is "nothing checked" in the
+ * quiet line and in the HTML page, never clean; the page has the coverage. */
+static void test_nothing_checked(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    tb_abandon(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_check_result res;
+    assert_int_equal(gr_check_run(&t, &res), 0);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    gr_color_check_summary(f, &t, &res, 0);
+    fclose(f);
+    char want[256];
+    snprintf(want, sizeof want, "%s: nothing checked (the file holds only its header", t.name);
+    assert_memory_equal(buf, want, strlen(want));
+    assert_non_null(strstr(buf, ", 0 records [truncated]\n"));
+    free(buf);
+    gr_html h;
+    gr_html_init(&h);
+    gr_html_add_trace(&h, &t, &res);
+    char path[] = "/tmp/gr-html-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(gr_html_write(&h, path), 0);
+    char *s = slurp(path);
+    unlink(path);
+    assert_non_null(strstr(s, "<span class=\"bad\">nothing checked</span>"));
+    assert_non_null(strstr(s, "<pre class=\"coverage\">nothing checked: the file holds only"));
+    assert_non_null(strstr(s, "  blind spots          not checkable"));
+    assert_null(strstr(s, ">clean<"));
+    free(s);
+    gr_html_free(&h);
+    gr_check_result_free(&res);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_html),
         cmocka_unit_test(test_color),
         cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_nothing_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,8 +174,10 @@ static void test_junit(void **state)
     char *x = slurp(path);
     unlink(path);
     assert_non_null(strstr(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
-    assert_non_null(strstr(x, "<testsuites name=\"greenreplay check\" tests=\"5\" failures=\"1\" "
+    assert_non_null(strstr(x, "<testsuites name=\"greenreplay check\" tests=\"6\" failures=\"1\" "
                               "errors=\"1\">"));
+    assert_non_null(strstr(x, "name=\"coverage\"/>"));
+    assert_non_null(strstr(x, "  blind spots          not checkable (no MARK and no ground-truth stack)"));
     assert_non_null(strstr(x, "<testcase classname=\"/tmp/gr-unit-"));
     assert_non_null(strstr(x, "name=\"blind_spot\"/>"));
     assert_non_null(strstr(x, "<failure type=\"imbalance\" message=\"1 violation\">event 5 "
@@ -204,6 +206,166 @@ static void test_xml_escape(void **state)
     gr_sb_free(&sb);
 }
 
+/* ------------------------------------------------ nothing checked, coverage */
+
+/* Every way a trace can hold nothing of the program; each must give status
+ * nothing_checked (exit 2) in text, JSON and JUnit, never "clean". */
+enum empty_kind { EMPTY_FILE, HEADER_ONLY, HALF_HEADER, ALL_DROPPED, NO_RECORD_TRAILER,
+                  OWN_RECORDS_ONLY, NEMPTY };
+
+static void build_empty(tb *b, enum empty_kind k)
+{
+    tb_open(b, 0);
+    if (k == OWN_RECORDS_ONLY) {
+        /* start(); stop(): only the recorder's own code */
+        uint32_t mod = tb_py(b, "<module>", "p.py", 1);
+        uint32_t st = tb_py(b, "start", "<greenreplay>/__init__.py", 0);
+        uint32_t sp = tb_py(b, "stop", "<greenreplay>/__init__.py", 0);
+        uint32_t csp = tb_c(b, "greenreplay._greenreplay.stop");
+        tb_thread(b, 1);
+        tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 2, mod, st);
+        tb_simple(b, GR_START, 1, 1);
+        tb_ev(b, GR_RETURN, 1, 1, st);
+        tb_ev(b, GR_CALL, 1, 1, sp);
+        tb_ev(b, GR_C_CALL, 1, 1, csp);
+        tb_simple(b, GR_STOP, 1, 1);
+        tb_stack(b, 1, 1, GR_STACK_RUNNING, 3, mod, sp, csp);
+    }
+    switch (k) {
+    case ALL_DROPPED: tb_finish_with(b, 0, 5299, 0, GR_STOP_SIZE_CAP); break;
+    case NO_RECORD_TRAILER: tb_finish_with(b, 0, 0, 0, GR_STOP_EXIT); break;
+    case OWN_RECORDS_ONLY: tb_finish(b); break;
+    default: tb_abandon(b); break;
+    }
+    if (k == EMPTY_FILE || k == HALF_HEADER) {
+        FILE *f = fopen(b->path, k == EMPTY_FILE ? "wb" : "r+b");
+        assert_non_null(f);
+        if (k == HALF_HEADER)
+            assert_int_equal(ftruncate(fileno(f), 7), 0);
+        fclose(f);
+    }
+}
+
+static void test_nothing_checked(void **state)
+{
+    (void)state;
+    static const char *const why[NEMPTY] = {
+        "the file is empty", "the file holds only its header", "inside its 16-byte header",
+        "every record was dropped", "the trace holds no record", "no event of the program",
+    };
+    for (int k = 0; k < NEMPTY; k++) {
+        tb b;
+        build_empty(&b, (enum empty_kind)k);
+        gr_trace t;
+        assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+        gr_check_result r;
+        assert_int_equal(gr_check_run(&t, &r), 0);
+        assert_non_null(r.coverage.nothing);
+        if (!strstr(r.coverage.nothing, why[k]))
+            fail_msg("case %d: '%s' lacks '%s'", k, r.coverage.nothing, why[k]);
+        assert_int_equal(gr_check_status_of(&r), GR_CHECK_NOTHING);
+        assert_int_equal(gr_check_exit_code(gr_check_status_of(&r)), 2);
+        char *s = text_of(&t, &r);
+        assert_null(strstr(s, "result: clean"));
+        assert_non_null(strstr(s, "\nresult: nothing checked ("));
+        assert_non_null(strstr(s, "blind spots          not checkable"));
+        free(s);
+        json_t *o = gr_report_json_trace(&t, &r);
+        assert_string_equal(json_string_value(json_object_get(o, "status")), "nothing_checked");
+        json_t *cv = json_object_get(o, "coverage");
+        assert_true(json_is_false(json_object_get(cv, "checked")));
+        assert_non_null(strstr(json_string_value(json_object_get(cv, "nothing_checked")), why[k]));
+        json_decref(o);
+        gr_junit j;
+        gr_junit_init(&j);
+        gr_junit_add_trace(&j, &t, &r);
+        assert_int_equal(j.errors, 1);
+        assert_non_null(strstr(j.body.s, "<error type=\"nothing_checked\" message=\"nothing "
+                                         "checked: "));
+        gr_junit_free(&j);
+        gr_check_result_free(&r);
+        gr_trace_free(&t);
+        tb_cleanup(&b);
+    }
+}
+
+/* Coverage of a checked trace: the counts, and blind spots checkable
+ * everywhere, partly, or not at all. */
+static void test_coverage(void **state)
+{
+    (void)state;
+    for (int marks = 0; marks <= 2; marks++) {
+        tb b;
+        tb_open(&b, 0);
+        uint32_t mod = tb_py(&b, "<module>", "p.py", 1);
+        uint32_t x = tb_py(&b, "x", "p.py", 3);
+        uint32_t sw = tb_c(&b, "greenlet.switch");
+        uint32_t mk = tb_c(&b, "greenreplay._greenreplay.mark");
+        uint32_t label = tb_str(&b, "m");
+        tb_thread(&b, 1);
+        tb_greenlet(&b, 1, 1, 0, GR_GL_MAIN, 1, mod);
+        tb_simple(&b, GR_START, 1, 1);
+        if (marks >= 1) { /* a mark in g1 */
+            tb_ev(&b, GR_C_CALL, 1, 1, mk);
+            tb_mark(&b, 1, 1, label, mk, GR_MARK_PROFILE_OURS, 1, mod);
+            tb_ev(&b, GR_C_RETURN, 1, 1, mk);
+        }
+        tb_ev(&b, GR_C_CALL, 1, 1, sw);
+        tb_greenlet(&b, 1, 2, 1, 0, 0);
+        tb_switch(&b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS, 0, 0);
+        tb_ev(&b, GR_CALL, 1, 2, x);
+        if (marks >= 2) { /* and one in g2 */
+            tb_ev(&b, GR_C_CALL, 1, 2, mk);
+            tb_mark(&b, 1, 2, label, mk, GR_MARK_PROFILE_OURS, 1, x);
+            tb_ev(&b, GR_C_RETURN, 1, 2, mk);
+        }
+        tb_ev(&b, GR_RETURN, 1, 2, x);
+        tb_switch(&b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_ORIGIN_DEAD, 0, 0);
+        tb_simple(&b, GR_DEAD, 1, 2);
+        tb_ev(&b, GR_C_RETURN, 1, 1, sw);
+        tb_finish_with(&b, b.nrec, 7, 0, GR_STOP_EXIT);
+        gr_trace t;
+        assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+        gr_check_result r;
+        assert_int_equal(gr_check_run(&t, &r), 0);
+        const gr_coverage *cv = &r.coverage;
+        assert_null(cv->nothing);
+        assert_int_equal(gr_check_status_of(&r), GR_CHECK_CLEAN);
+        assert_int_equal(cv->threads, 1);
+        assert_int_equal(cv->greenlets, 2);
+        assert_int_equal(cv->marks, (size_t)marks);
+        assert_int_equal(cv->truth_points, (size_t)marks);
+        assert_int_equal(cv->greenlets_truth, (size_t)marks);
+        /* switches, x's call/return, switch's c_call/c_return, marks (the
+         * mark's own c_call/c_return are the recorder's) */
+        assert_int_equal(cv->program_events, 6 + (size_t)marks);
+        assert_int_equal(cv->dropped, 7);
+        static const char *const level[] = {"not_checkable", "partly", "checkable"};
+        assert_string_equal(gr_coverage_blind_spots(cv), level[marks]);
+        char *s = text_of(&t, &r);
+        static const char *const line[] = {
+            "  blind spots          not checkable (no MARK and no ground-truth stack)",
+            "  blind spots          checkable at 1 ground-truth point, in 1 of 2 greenlets only",
+            "  blind spots          checkable at 2 ground-truth points\n",
+        };
+        if (!strstr(s, line[marks]))
+            fail_msg("marks=%d: no '%s' in:\n%s", marks, line[marks], s);
+        assert_non_null(strstr(s, "  records lost         7 (trailer dropped 7, ring gap 0)\n"));
+        assert_non_null(strstr(s, "  ended by             interpreter exit (reason exit)\n"));
+        assert_non_null(strstr(s, "\nresult: clean\n"));
+        free(s);
+        json_t *o = gr_report_json_trace(&t, &r);
+        json_t *jc = json_object_get(o, "coverage");
+        assert_string_equal(json_string_value(json_object_get(jc, "blind_spots")), level[marks]);
+        assert_int_equal(json_integer_value(json_object_get(jc, "marks")), marks);
+        assert_string_equal(json_string_value(json_object_get(jc, "reason")), "exit");
+        json_decref(o);
+        gr_check_result_free(&r);
+        gr_trace_free(&t);
+        tb_cleanup(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +374,8 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_junit),
         cmocka_unit_test(test_xml_escape),
+        cmocka_unit_test(test_nothing_checked),
+        cmocka_unit_test(test_coverage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,120 @@
+/* fuzz_trace.c - libFuzzer harness over everything that reads a canonical
+ * trace (`make fuzz`, tests/fuzz/run.sh): the reader, then on a readable
+ * trace the checker with its text, JSON, JUnit, HTML and quiet reports,
+ * dump, stats, export (Chrome and speedscope), script (plain and
+ * anonymized) and diff (of the trace with itself, with every --ignore
+ * normalization and C names compared loosely).
+ *
+ * The input is a trace file; CRCs are recomputed first (fuzz_common.h).
+ * A crash, a sanitizer report or a failed invariant (abort) is a finding.
+ */
+#include "check.h"
+#include "diff.h"
+#include "diff_ignore.h"
+#include "color.h"
+#include "dump.h"
+#include "export.h"
+#include "fuzz_common.h"
+#include "html.h"
+#include "reader.h"
+#include "report.h"
+#include "script.h"
+#include "stats.h"
+
+#include <stdio.h>
+
+static FILE *devnull;
+
+/* Abort (a finding) unless cond holds. */
+#define MUST(cond)                                                                          \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "fuzz_trace: invariant failed: %s (%s:%d)\n", #cond, __FILE__,  \
+                    __LINE__);                                                              \
+            abort();                                                                        \
+        }                                                                                   \
+    } while (0)
+
+static void consume(const gr_trace *t, uint8_t knob)
+{
+    gr_check_result r;
+    size_t nv = gr_check_run(t, &r);
+    size_t sum = 0;
+    for (int k = 0; k < GR_NRULES; k++)
+        sum += r.counts[k];
+    MUST(sum == nv);
+    for (size_t i = 0; i < r.nv; i++) {
+        MUST(r.v[i].message != NULL);
+        MUST(i == 0 || r.v[i - 1].index <= r.v[i].index);
+        for (int k = 0; k < r.v[i].nctx; k++)
+            MUST(r.v[i].ctx[k] < t->nrecs);
+    }
+    /* nothing checked is never clean */
+    MUST(gr_check_status_of(&r) != GR_CHECK_CLEAN || r.coverage.nothing == NULL);
+    MUST(t->nrecs > 0 || r.coverage.nothing != NULL);
+    gr_report_text(devnull, t, &r);
+    json_t *j = gr_report_json_trace(t, &r);
+    MUST(j != NULL);
+    char *text = json_dumps(j, 0); /* every string must be valid UTF-8 */
+    MUST(text != NULL);
+    free(text);
+    json_decref(j);
+    gr_junit ju;
+    gr_junit_init(&ju);
+    gr_junit_add_trace(&ju, t, &r);
+    gr_junit_free(&ju);
+    gr_html h;
+    gr_html_init(&h);
+    gr_html_add_trace(&h, t, &r);
+    gr_html_free(&h);
+    gr_color_check_summary(devnull, t, &r, knob & 1);
+    gr_color_report(devnull, t, &r, (knob >> 1) & 1);
+    MUST(gr_export(devnull, (knob >> 4) & 1 ? GR_EXPORT_SPEEDSCOPE : GR_EXPORT_CHROME, t, NULL, &r,
+                   NULL, NULL) == 0);
+    gr_check_result_free(&r);
+
+    MUST(gr_dump(devnull, t, NULL) == 0);
+    gr_stats s;
+    gr_stats_compute(t, &s);
+    MUST(s.total == t->nrecs);
+    gr_stats_print_text(devnull, t, &s);
+    gr_stats_print_json(devnull, t, &s);
+    gr_stats_free(&s);
+
+    gr_script_opts so = {.anonymize = knob & 1, .source = "fuzz.grt"};
+    gr_sb out, notes;
+    gr_sb_init(&out);
+    gr_sb_init(&notes);
+    gr_script_write(t, &so, &out, &notes);
+    gr_sb_free(&out);
+    gr_sb_free(&notes);
+
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    o.ignore = GR_IGNORE_GEN_FINALIZE | GR_IGNORE_C_RETURN;
+    o.c_names = (knob >> 1) % 3;
+    o.rename = (knob >> 3) & 1;
+    o.budget = 200000; /* keep one execution short */
+    MUST(gr_diff(devnull, t, "A", t, "B", &o) == 0); /* a trace equals itself */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!devnull) {
+        devnull = fopen("/dev/null", "w");
+        if (!devnull)
+            abort();
+    }
+    uint8_t *d = gr_fuzz_fix_crcs(data, size);
+    if (!d)
+        return 0;
+    gr_trace t;
+    int rc = gr_trace_parse(&t, "fuzz.grt", d, size);
+    if (rc == GR_READ_OK)
+        consume(&t, size ? data[size - 1] : 0);
+    else
+        MUST(t.err.msg[0] != 0); /* a failed read always says why */
+    gr_trace_free(&t);
+    free(d);
+    return 0;
+}
