@@ -324,6 +324,9 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             } else {
                 gr_sb_puts(&st, "sys.settrace(None)");
             }
+        } else if (b && b->kind == GR_BUILTIN_SETPROFILE && f->setprofile_clear) {
+            R->need |= GR_NEED_SYS;
+            gr_sb_puts(&st, "sys.setprofile(None)");
         } else if (b && b->kind == GR_BUILTIN_SETPROFILE) {
             R->need |= GR_NEED_SYS;
             R->use |= U_PROF;
@@ -778,6 +781,8 @@ static void write_prelude(render *R, gr_sb *out)
         unit_str(R, out, 0, "import sys");
     if (need & GR_NEED_TIME)
         unit_str(R, out, 0, "import time");
+    if (need & GR_NEED_CPROFILE)
+        unit_str(R, out, 0, "import cProfile");
     if (need & GR_NEED_THREAD)
         unit_str(R, out, 0, "import _thread");
     if (u & U_THREADING)

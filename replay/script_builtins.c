@@ -9,6 +9,10 @@
  * are not reported as C calls by CPython 3.9-3.15, literals create no
  * event.  Arguments never raise, block, print or keep state. */
 static const gr_builtin table[] = {
+    /* cProfile's own enable/disable (3.9-3.11: they take the thread's
+     * profile slot: HOOK records); a fresh profiler object each time */
+    {"_lsprof.Profiler.disable", "cProfile.Profile().disable()", GR_NEED_CPROFILE, 0},
+    {"_lsprof.Profiler.enable", "cProfile.Profile().enable()", GR_NEED_CPROFILE, 0},
     {"_thread.allocate_lock", "_thread.allocate_lock()", GR_NEED_THREAD, 0},
     {"_thread.get_ident", "_thread.get_ident()", GR_NEED_THREAD, 0},
     {"builtins.abs", "abs(0)", 0, 0},

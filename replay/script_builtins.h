@@ -30,6 +30,7 @@ enum gr_builtin_need {
     GR_NEED_TIME = 1u << 3,
     GR_NEED_COLLECTIONS = 1u << 4,
     GR_NEED_GREENREPLAY = 1u << 5,
+    GR_NEED_CPROFILE = 1u << 6,
 };
 
 /* How a table entry is rendered. */

@@ -682,12 +682,32 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r);
  * function, sys.setprofile(None) when it cleared the slot. */
 static void on_hook(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
-    if (!r->code)
-        return;
     gr_green *g = green_for(s, th->tid, r->gid, r->index);
+    if (!r->code) {
+        /* Made through the recorder's own sys.setprofile: its c_return
+         * follows; only say what the call did. */
+        if (g->depth > 0) {
+            gr_frame *f = &s->frames[g->stack[g->depth - 1]];
+            if (f->is_c && gr_shape_c_named(s->t, f->code, "sys.setprofile", 0))
+                f->setprofile_clear = r->tracing != GR_HOOK_SET;
+        }
+        return;
+    }
     if (g->depth > 0) {
         gr_frame *f = &s->frames[g->stack[g->depth - 1]];
         if (f->is_c && f->code == r->code) {
+            const gr_code *cd = gr_trace_code(s->t, f->code);
+            size_t qn = 0;
+            const uint8_t *q = cd ? gr_trace_string(s->t, cd->qualname, &qn) : NULL;
+            const gr_builtin *b = q ? gr_builtin_find((const char *)q, qn) : NULL;
+            if (b && b->expr && b->kind == GR_BUILTIN_PLAIN) {
+                /* reproduced by name (cProfile's enable/disable): the
+                 * script's call changes the slot the same way */
+                gr_record ret = *r;
+                ret.tag = GR_C_RETURN;
+                on_c_return(s, th, &ret);
+                return;
+            }
             f->hook = 1;
             f->keep = 0;
             f->setprofile_clear = r->tracing != GR_HOOK_SET;

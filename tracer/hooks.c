@@ -435,10 +435,47 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     return prev ? prev(obj, frame, what, arg) : 0;
 }
 
+/* sys.setprofile while recording (module.c installs it in the sys module
+ * under the same name): the original, then at once what the foothold would
+ * do at the next event.  So the c_return of this very call goes to the
+ * recorder, which passes it on to the program's new function only if that
+ * function saw the c_call: as without the recorder, a function set here
+ * gets no c_return of the call that set it (CPython reports c_return only
+ * when a profile function was set at the c_call). */
+static PyObject *sys_setprofile(PyObject *self, PyObject *func)
+{
+    gr_recorder *r = gr_active;
+    PyObject *orig = gr_sys_setprofile_orig;
+    if (!orig) {
+        PyErr_SetString(PyExc_RuntimeError, "sys.setprofile is not available");
+        return NULL;
+    }
+    if (!r)
+        return PyObject_CallOneArg(orig, func);
+    r->wrapping++;
+    PyObject *res = PyObject_CallOneArg(orig, func);
+    r->wrapping--;
+    if (res && gr_active == r) {
+        gr_thread *t = thread_known(r);
+        if (t) {
+            GR_EXC_SAVE(saved);
+            t->hook_pending = 0; /* no C call to pop: its c_return comes to us */
+            resolve_profile_slot(r, t, PyThreadState_Get());
+            if (PyErr_Occurred())
+                gr_swallow(r);
+            GR_EXC_RESTORE(saved);
+        }
+    }
+    return res;
+}
+
+PyObject *gr_sys_setprofile_orig;
+PyMethodDef gr_sys_setprofile_def = {"setprofile", sys_setprofile, METH_O, NULL};
+
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 {
     gr_recorder *r = gr_active;
-    if (!r || r->own_change || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
+    if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = thread_known(r);

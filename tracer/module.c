@@ -120,6 +120,57 @@ static void import_greenlet(gr_recorder *r)
         PyErr_Clear();
 }
 
+/* ---- sys.setprofile while recording (hooks.c) ----------------------------- */
+
+/* Put the recorder's sys.setprofile into the sys module (profile on only):
+ * same name, module and docstring as the original, which it calls. */
+static void wrap_sys_setprofile(gr_recorder *r)
+{
+    PyObject *sys = PyImport_ImportModule("sys");
+    PyObject *cur = sys ? PyObject_GetAttrString(sys, "setprofile") : NULL;
+    if (!cur || (PyCFunction_Check(cur) &&
+                 ((PyCFunctionObject *)cur)->m_ml == &gr_sys_setprofile_def)) {
+        Py_XDECREF(cur);
+        Py_XDECREF(sys);
+        PyErr_Clear();
+        return;
+    }
+    if (!gr_sys_setprofile_orig) {
+        gr_sys_setprofile_orig = cur; /* kept for good: saved references to
+                                         ours may call it after stop() */
+        Py_INCREF(cur);
+        PyObject *doc = PyObject_GetAttrString(cur, "__doc__");
+        const char *d = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
+        gr_sys_setprofile_def.ml_doc = d ? strdup(d) : NULL;
+        Py_XDECREF(doc);
+        PyErr_Clear();
+    }
+    PyObject *name = PyUnicode_FromString("sys");
+    PyObject *fn = name ? PyCFunction_NewEx(&gr_sys_setprofile_def, sys, name) : NULL;
+    if (!fn || PyObject_SetAttrString(sys, "setprofile", fn) < 0)
+        gr_swallow(r);
+    Py_XDECREF(fn);
+    Py_XDECREF(name);
+    Py_DECREF(cur);
+    Py_DECREF(sys);
+}
+
+/* Give the sys module its own sys.setprofile back if ours is there. */
+static void unwrap_sys_setprofile(void)
+{
+    if (!gr_sys_setprofile_orig)
+        return;
+    GR_EXC_SAVE(saved);
+    PyObject *sys = PyImport_ImportModule("sys");
+    PyObject *cur = sys ? PyObject_GetAttrString(sys, "setprofile") : NULL;
+    if (cur && PyCFunction_Check(cur) && ((PyCFunctionObject *)cur)->m_ml == &gr_sys_setprofile_def)
+        PyObject_SetAttrString(sys, "setprofile", gr_sys_setprofile_orig);
+    Py_XDECREF(cur);
+    Py_XDECREF(sys);
+    PyErr_Clear();
+    GR_EXC_RESTORE(saved);
+}
+
 /* ---- start ---------------------------------------------------------------- */
 
 PyDoc_STRVAR(start_doc,
@@ -371,6 +422,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         }
     }
     if (profile) {
+        wrap_sys_setprofile(r);
         /* No object: sys.getprofile() keeps returning None (hooks.c finds
          * the thread's state itself). */
         r->own_change = 1;
@@ -670,6 +722,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     /* Uninstall: the program's own profile functions get their slots back,
      * ours is removed wherever it is. */
     gr_hooks_stop(r);
+    unwrap_sys_setprofile();
     PyThreadState *cur = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
         if (ts->c_profilefunc != gr_profile)
@@ -845,6 +898,7 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     /* Hooks first, while gr_active still names the recording: the
      * program's own profile function gets its slot back unchained. */
     gr_hooks_stop(r);
+    unwrap_sys_setprofile();
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc == gr_profile) {
         r->own_change = 1;

@@ -126,6 +126,7 @@ typedef struct gr_recorder {
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
 
     int own_change;         /* the recorder itself is changing a hook */
+    int wrapping;           /* inside the recorder's sys.setprofile */
     int profile_on;         /* profile=True at start */
 
     /* Sampler (issue: sampling never stalls switches); NULL when off. */
@@ -322,6 +323,13 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata);
 /* Profile function that records and then calls the program's own profile
  * function (t->chain_func with the slot's object). */
 int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* The recorder's sys.setprofile (hooks.c), installed in the sys module
+ * while recording so that a change made through it is chained at once;
+ * the original (owned, set by module.c) is called first.  Its docstring
+ * is the original's. */
+extern PyObject *gr_sys_setprofile_orig;
+extern PyMethodDef gr_sys_setprofile_def;
 
 /* stop(): give every chained profile slot back to the program's function
  * and drop any foothold in the trace slot. */
