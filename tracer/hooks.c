@@ -123,6 +123,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_code = 0;
     t->hook_pending = 0;
     t->bound = 0;
+    t->gl_pending = 0;
+    t->at_start = 0;
     t->ended = 0;
     t->cbits = 0;
     /* A gr_thread of the same thread state (reused by CPython, with a
@@ -215,7 +217,7 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
     uint32_t extra = 0;
     if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
         extra = gr_cfunc_id(r, arg);
-    gr_thread_first_sight(r, t, top, extra);
+    gr_thread_first_sight(r, t, top, extra, !t->at_start);
     Py_XDECREF(top);
     bind_thread(r, t);
     if (PyErr_Occurred())
@@ -228,7 +230,23 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
 {
     if (!t->tid)
         profile_first_sight(r, t, frame, what, arg);
-    if (r->greenlet_mod) {
+    uint32_t code = 0;
+    switch (what) {
+    case PyTrace_CALL:
+    case PyTrace_RETURN:
+        code = gr_code_id(r, gr_frame_code(frame));
+        break;
+    case PyTrace_C_CALL:
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        code = gr_cfunc_id(r, arg);
+        break;
+    default:
+        break;
+    }
+    if (t->gl_pending && gr_code_is_gl(r, code))
+        gr_thread_touch(r, t);
+    if (r->greenlet_mod && !t->gl_pending) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != t->cur_g) {
             GR_EXC_SAVE(saved);
@@ -245,24 +263,22 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
     }
     switch (what) {
     case PyTrace_CALL:
-        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code(frame)));
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, code);
         break;
     case PyTrace_RETURN:
-        gr_emit3(r, GR_RETURN, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code(frame)));
+        gr_emit3(r, GR_RETURN, t->tid, t->cur_gid, code);
         break;
-    case PyTrace_C_CALL: {
-        uint32_t c = gr_cfunc_id(r, arg);
-        t->last_c_call = c;
-        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, c);
+    case PyTrace_C_CALL:
+        t->last_c_call = code;
+        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, code);
         break;
-    }
     case PyTrace_C_RETURN:
         t->last_c_call = 0;
-        gr_emit3(r, GR_C_RETURN, t->tid, t->cur_gid, gr_cfunc_id(r, arg));
+        gr_emit3(r, GR_C_RETURN, t->tid, t->cur_gid, code);
         break;
     case PyTrace_C_EXCEPTION:
         t->last_c_call = 0;
-        gr_emit3(r, GR_C_EXCEPTION, t->tid, t->cur_gid, gr_cfunc_id(r, arg));
+        gr_emit3(r, GR_C_EXCEPTION, t->tid, t->cur_gid, code);
         break;
     default:
         break;

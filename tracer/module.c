@@ -35,6 +35,7 @@ static void recorder_free(gr_recorder *r)
         Py_XDECREF(r->gl[i].wr);
     PyMem_Free(r->gl);
     PyMem_Free(r->gl_free);
+    PyMem_Free(r->code_gl);
     gr_ptrmap_free(&r->gl_index);
     Py_XDECREF(r->strings);
     Py_XDECREF(r->identities);
@@ -398,10 +399,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (entry) { /* whole-program mode: the seed ends below the program's frame */
         PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
-        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0);
+        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0, 0);
         Py_XDECREF(below);
     } else {
-        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0);
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0, 0);
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
@@ -414,6 +415,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             continue;
         gr_thread *o = gr_thread_new(r, ts);
         if (o) {
+            o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
             r->own_change = 1;
             if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
@@ -502,6 +504,25 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         gr_gl *e = gr_gl_of(r, gid);
         if (!e || (e->state & GR_GLS_DEAD))
             continue;
+        gr_thread *pend = NULL;
+        for (Py_ssize_t i = 0; !e->addr && i < nthreads; i++) {
+            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+            if (t->tid && t->gl_pending && t->cur_gid == gid)
+                pend = t;
+        }
+        if (pend) {
+            /* The main greenlet of a thread that never used greenlet
+             * (passive mode did not ask): running on its thread. */
+            int alive = 1;
+            PyFrameObject *other = pend != me ? live_thread_frame(pend, &alive) : NULL;
+            if (alive) {
+                uint64_t f[3] = {pend->tid, gid, GR_STACK_RUNNING};
+                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                              pend == me ? PyEval_GetFrame() : other, pend == me ? r->stop_code : 0);
+            }
+            Py_XDECREF(other);
+            continue;
+        }
         int is_main = (e->state & GR_GLS_MAIN) != 0;
         uint32_t gtid = e->tid;
         gr_thread *runner = NULL, *owner = NULL;
@@ -706,8 +727,8 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_sampler_stop(r->sampler); /* joins; the thread never takes the GIL */
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
-        gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code);
-    if (me && r->greenlet_mod) {
+        gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code, 1);
+    if (me && r->greenlet_mod && !me->gl_pending) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != me->cur_g)
             gr_switch_seen(r, me, g, PyEval_GetFrame(), 1, 0);
@@ -807,7 +828,9 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
     if (t) {
         PyFrameObject *top = PyEval_GetFrame();
         if (!t->tid)
-            gr_thread_first_sight(r, t, top, 0);
+            gr_thread_first_sight(r, t, top, 0, 0);
+        if (t->gl_pending)
+            gr_thread_touch(r, t); /* ground truth needs the greenlet */
         if (r->greenlet_mod) {
             /* A mark is a switch detection point too: the greenlet may have
              * resumed without delivering a single profile event. */

@@ -198,6 +198,21 @@ static uint32_t identity_id(gr_recorder *r, int kind, PyObject *qualname, PyObje
     Py_DECREF(idobj);
     Py_DECREF(key);
     r->ncodes = id;
+    /* Code of greenlet, gevent or eventlet: a thread running it uses
+     * greenlet (gr_thread_touch). */
+    uint8_t *gl = PyMem_Realloc(r->code_gl, (size_t)id + 1);
+    if (gl) {
+        r->code_gl = gl;
+        Py_ssize_t qn = 0, fn = 0;
+        const char *q = PyUnicode_AsUTF8AndSize(qualname, &qn);
+        const char *fl = file != Py_None && PyUnicode_Check(file) ? PyUnicode_AsUTF8AndSize(file, &fn) : NULL;
+        int hit = 0;
+        static const char *const words[] = {"greenlet", "gevent", "eventlet"};
+        for (int k = 0; k < 3 && !hit; k++)
+            hit = (q && strstr(q, words[k])) || (fl && strstr(fl, words[k]));
+        gl[id] = (uint8_t)hit;
+        PyErr_Clear();
+    }
     uint64_t f[4] = {(uint64_t)kind, qs, fs, (uint64_t)(line < 0 ? 0 : line)};
     gr_emit(r, GR_CODE, 4, f);
     return id;
@@ -497,11 +512,72 @@ uint32_t gr_greenlet_id(gr_recorder *r, gr_thread *t, PyObject *g)
 
 /* ---- threads ---------------------------------------------------------- */
 
-void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c)
+/* A gid for the main greenlet of thread t, which the recorder does not
+ * ask greenlet for yet (gr_thread_touch binds it to the object later). */
+static uint32_t register_pending_main(gr_recorder *r, gr_thread *t)
+{
+    uint32_t gid = r->ngreenlets + 1;
+    int64_t slot = gl_slot(r);
+    if (slot < 0 || gr_ptrmap_put(&r->gl_index, GR_GL_KEY(gid), 0, (uint32_t)slot + 1) < 0) {
+        gr_swallow(r);
+        return 0;
+    }
+    gr_gl *e = &r->gl[slot];
+    memset(e, 0, sizeof *e);
+    e->gid = gid;
+    e->tid = t->tid;
+    e->state = GR_GLS_MAIN;
+    e->on = t;
+    r->ngreenlets = gid;
+    return gid;
+}
+
+void gr_thread_touch(gr_recorder *r, gr_thread *t)
+{
+    t->gl_pending = 0;
+    PyObject *g = gr_current_greenlet(r);
+    if (!g)
+        return;
+    gr_gl *e = gr_gl_of(r, t->cur_gid);
+    PyObject *wr = e && !e->addr ? PyWeakref_NewRef(g, r->forget) : NULL;
+    if (wr && gr_ptrmap_put(&r->greenlets, (uintptr_t)g, 0, t->cur_gid) == 0 &&
+        gr_ptrmap_put(&r->weakrefs, (uintptr_t)wr, 0, t->cur_gid) == 0) {
+        /* Before any greenlet API call the thread runs in its main
+         * greenlet: this is the one its placeholder gid stands for. */
+        e = gr_gl_of(r, t->cur_gid);
+        e->addr = (uintptr_t)g;
+        e->wr = wr;
+        t->cur_g = g;
+        if (r->reg)
+            gr_registry_add(r->reg, t->cur_gid, 0, gr_string_id(r, "main"));
+    } else {
+        Py_XDECREF(wr);
+        if (PyErr_Occurred())
+            gr_swallow(r);
+        /* unknown: the next event compares with NULL and sees a switch */
+    }
+    Py_DECREF(g);
+}
+
+void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c,
+                           int defer)
 {
     t->tid = ++r->nthreads;
     uint64_t f[1] = {t->tid};
     gr_emit(r, GR_THREAD, 1, f);
+
+    if (defer && r->greenlet_mod && !r->callback_mode) {
+        /* Passive mode does not ask greenlet about a thread before the
+         * thread uses greenlet itself: asking creates greenlet's state for
+         * the thread (a main greenlet), which changes what greenlet does
+         * when the thread ends (greenlet's own leak tests see it). */
+        t->cur_gid = register_pending_main(r, t);
+        t->cur_g = NULL;
+        t->gl_pending = t->cur_gid != 0;
+        uint64_t g[4] = {t->tid, t->cur_gid, 0, GR_GL_MAIN};
+        gr_emit_stack(r, GR_GREENLET, 4, g, 3, GR_GL_CUT, top, extra_c);
+        return;
+    }
 
     PyObject *cur = NULL;
     if (r->getcurrent) {

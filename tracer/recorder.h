@@ -66,6 +66,10 @@ typedef struct gr_thread {
     PyObject *cb_target;    /* its target (address only) */
     int hook_pending;       /* the audit hook saw a profile change coming */
     int bound;              /* bound to an OS thread (its TLS points here) */
+    int at_start;           /* the thread existed at start() */
+    int gl_pending;         /* passive mode: greenlet not asked about this
+                               thread yet; cur_gid is a placeholder for its
+                               main greenlet (recorder.c) */
     uint64_t cbits;         /* C calls passed on to the program's function
                                (hooks.c), without greenlet */
     int ended;              /* its thread has ended (its thread state was
@@ -127,6 +131,8 @@ typedef struct gr_recorder {
 
     int own_change;         /* the recorder itself is changing a hook */
     int wrapping;           /* inside the recorder's sys.setprofile */
+    uint8_t *code_gl;       /* PyMem; per code id: code of greenlet, gevent
+                               or eventlet */
     int profile_on;         /* profile=True at start */
 
     /* Sampler (issue: sampling never stalls switches); NULL when off. */
@@ -246,8 +252,21 @@ void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_fi
 /* First sight of thread t: THREAD and GREENLET records.  `top` is the
  * innermost frame already on its stack (borrowed, may be NULL) and
  * `extra_c` a C function in progress (code id or 0).  Also installs the
- * greenlet trace callback for this thread. */
-void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c);
+ * greenlet trace callback for this thread (callback mode).  defer (passive
+ * mode): do not ask greenlet yet (gr_thread_touch). */
+void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c,
+                           int defer);
+
+/* Passive mode, a thread first seen with defer: it now uses greenlet (its
+ * event is greenlet's, gevent's or eventlet's code, or mark()): ask greenlet
+ * for its current greenlet and bind it to the placeholder gid. */
+void gr_thread_touch(gr_recorder *r, gr_thread *t);
+
+/* Whether code id c is greenlet's, gevent's or eventlet's. */
+static inline int gr_code_is_gl(const gr_recorder *r, uint32_t c)
+{
+    return c && c <= r->ncodes && r->code_gl && r->code_gl[c];
+}
 
 /* Keep the side-channel figures of one switch (sampler on): the SWITCH
  * record's index, lock wait and callback time in ns, contended 0/1. */
