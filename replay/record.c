@@ -404,16 +404,18 @@ static int prepare_side(const char *out_abs, int times, int force)
     return 0;
 }
 
-/* Run PYTHON -S -c PROBE PKG: does the recorder exist for this interpreter?
- * 0 yes; otherwise prints the one-line reason (with the make command to
- * run) and returns -1. */
+/* Run PYTHON -S -c PROBE PKG: does the recorder exist for this interpreter,
+ * in PKG or on its sys.path (a wrapper such as ci/envs.sh's may add the
+ * directory of its own build)?  0 yes; otherwise prints the one-line reason
+ * (with the make command to run) and returns -1. */
 static int probe_interpreter(const char *python, const char *pkg)
 {
     static const char probe[] =
         "import sys, os, importlib.machinery as m\n"
         "sys.stdout.write('%d.%d\\n' % sys.version_info[:2])\n"
-        "d = os.path.join(sys.argv[1], 'greenreplay')\n"
-        "if not any(os.path.exists(os.path.join(d, '_greenreplay' + s)) for s in m.EXTENSION_SUFFIXES):\n"
+        "ds = [os.path.join(p, 'greenreplay') for p in [sys.argv[1]] + sys.path if p]\n"
+        "d = ds[0]\n"
+        "if not any(os.path.exists(os.path.join(e, '_greenreplay' + s)) for e in ds for s in m.EXTENSION_SUFFIXES):\n"
         "    sys.stdout.write('no %s\\n' % os.path.join(d, '_greenreplay' + m.EXTENSION_SUFFIXES[0]))\n"
         "    sys.exit(3)\n";
     int fds[2];

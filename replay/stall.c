@@ -488,6 +488,14 @@ size_t gr_stall_run(const gr_trace *t, const gr_times *tm, uint64_t max_wait_ns,
                      tm->trailer_samples, tm->nsamples);
         gr_check_add_warning(res, gr_sb_take(&sb));
     }
+    char *untracked = meta(t, "sampler_untracked_greenlets");
+    if (untracked) {
+        gr_sb_printf(&sb, "%s greenlets were past the sampler registry's capacity (start(..., "
+                          "max_greenlets=N)) and were never sampled",
+                     untracked);
+        gr_check_add_warning(res, gr_sb_take(&sb));
+        free(untracked);
+    }
     gr_sb_free(&sb);
 
     check_waits(t, tm, st, res);

@@ -43,6 +43,9 @@ typedef struct fx {
 
 #define OURS_KNOWN (GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN)
 
+/* Set by a test before begin(): the META sampler_untracked_greenlets. */
+static const char *untracked_meta;
+
 static void begin(fx *x, const char *mode)
 {
     memset(x, 0, sizeof *x);
@@ -51,6 +54,8 @@ static void begin(fx *x, const char *mode)
         tb_meta(&x->b, "sampler", mode);
         tb_meta(&x->b, "sampler_interval_us", "5000");
     }
+    if (untracked_meta)
+        tb_meta(&x->b, "sampler_untracked_greenlets", untracked_meta);
     x->mod = tb_py(&x->b, "<module>", "s.py", 1);
     x->main = tb_py(&x->b, "main", "s.py", 10);
     x->x = tb_py(&x->b, "x", "s.py", 20);
@@ -362,6 +367,25 @@ static void test_side_channel_does_not_fit(void **state)
     end(&x);
 }
 
+/* greenlets past the registry's capacity: said, not silent; without the
+ * META record nothing is said */
+static void test_registry_overflow_warned(void **state)
+{
+    (void)state;
+    for (int overflow = 0; overflow < 2; overflow++) {
+        fx x;
+        untracked_meta = overflow ? "7" : NULL;
+        begin(&x, "two-phase");
+        untracked_meta = NULL;
+        run(&x);
+        int seen = 0;
+        for (size_t i = 0; i < x.res.nwarnings; i++)
+            seen |= strstr(x.res.warnings[i], "7 greenlets were past the sampler registry") != NULL;
+        assert_int_equal(seen, overflow);
+        end(&x);
+    }
+}
+
 /* ---------------------------------------------------------------- output */
 
 static void test_reports(void **state)
@@ -451,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_sample_running_flagged),
         cmocka_unit_test(test_sample_unknown_and_partial),
         cmocka_unit_test(test_side_channel_does_not_fit),
+        cmocka_unit_test(test_registry_overflow_warned),
         cmocka_unit_test(test_reports),
         cmocka_unit_test(test_plain_check_unchanged),
     };
