@@ -431,6 +431,8 @@ run_cell() {
     # one is an observer effect (expected on greenlets of the issue 256
     # class, which any callback heals), reported, never hidden.
     local cbrules="" cbstate=unchecked
+    # (the JSON reports are read with the host's Python: GR_PY of lib.sh)
+    local GR_PY=${GR_PY:-/usr/bin/python3}
     if [ "$MODES" = 1 ] && [ -z "$problem" ]; then
         local tcb=$WORK/$name.callback.grt
         GREENREPLAY_SWITCHES=callback gr_record "$py" "fixtures/$name.py" "$tcb" "$WORK/callback.log" "$TIMEOUT"
