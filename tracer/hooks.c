@@ -13,8 +13,10 @@
 
 /* Per-OS-thread cache of the calling thread's gr_thread for mark() and
  * stop(); valid only while tls_gen equals the active recording's gen. */
-static _Thread_local gr_thread *tls_thread;
-static _Thread_local uint64_t tls_gen;
+/* initial-exec: a plain load from the thread pointer on the hot path
+ * instead of a call to __tls_get_addr (the extension is a shared object). */
+static _Thread_local gr_thread *tls_thread __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t tls_gen __attribute__((tls_model("initial-exec")));
 
 /* ---- gr_thread object ------------------------------------------------ */
 
@@ -321,7 +323,10 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     gr_thread *t = thread_known(r);
     if (t) {
         record_event(r, t, frame, what, arg);
-        if (what == PyTrace_C_CALL)
+        /* Before any program function was chained every bit is 0, which
+         * is what an empty stack pops: no bookkeeping needed until then. */
+        if (!r->any_chain) {
+        } else if (what == PyTrace_C_CALL)
             c_push(r, t, 0);
         else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
             c_pop(r, t);
@@ -393,6 +398,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
             Py_XSETREF(t->displaced, Py_NewRef(Py_None));
         }
         t->chain_func = f;
+        r->any_chain = 1;
         Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
         gr_swap_profile_func(ts, gr_profile_chain);
     }

@@ -131,6 +131,7 @@ typedef struct gr_recorder {
 
     int own_change;         /* the recorder itself is changing a hook */
     int wrapping;           /* inside the recorder's sys.setprofile */
+    int any_chain;          /* a program's profile function was chained */
     uint8_t *code_gl;       /* PyMem; per code id: code of greenlet, gevent
                                or eventlet */
     int profile_on;         /* profile=True at start */
