@@ -100,7 +100,6 @@ enum gr_hook_action {
 /* HOOK `who`: what the subject (the reference profiler) is after it. */
 #define GR_HOOK_SUBJECT_ON 0x1u  /* the subject profiler is present on the thread */
 #define GR_HOOK_CHAINED 0x2u     /* the observer chains the program's function */
-#define GR_HOOK_TRACE_ONLY 0x4u  /* the observer sees only trace events (no c_call) */
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u

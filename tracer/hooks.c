@@ -26,7 +26,6 @@ static void thread_dealloc(gr_thread *t)
     Py_CLEAR(t->settrace);
     Py_CLEAR(t->chain_obj);
     Py_CLEAR(t->foot_obj);
-    Py_CLEAR(t->displaced);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -119,7 +118,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->foot_func = NULL;
     t->foot_obj = NULL;
     t->subject = r->profile_on;
-    t->displaced = NULL;
+    t->displaced = 0;
     t->cb_pending = 0;
     t->cb_target = NULL;
     t->hook_code = 0;
@@ -325,10 +324,9 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         record_event(r, t, frame, what, arg);
         /* Before any program function was chained every bit is 0, which
          * is what an empty stack pops: no bookkeeping needed until then. */
-        if (!r->any_chain) {
-        } else if (what == PyTrace_C_CALL)
+        if (r->any_chain && what == PyTrace_C_CALL)
             c_push(r, t, 0);
-        else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+        else if (r->any_chain && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION))
             c_pop(r, t);
     }
     return 0;
@@ -380,7 +378,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         if (!t->subject && t->displaced) {
             action = GR_HOOK_RESTORED;
             t->subject = 1;
-            Py_CLEAR(t->displaced);
+            t->displaced = 0;
         } else {
             action = GR_HOOK_CLEARED;
             t->subject = 0;
@@ -395,7 +393,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         action = GR_HOOK_SET;
         if (t->subject) {
             t->subject = 0;
-            Py_XSETREF(t->displaced, Py_NewRef(Py_None));
+            t->displaced = 1;
         }
         t->chain_func = f;
         r->any_chain = 1;

@@ -59,8 +59,9 @@ typedef struct gr_thread {
     Py_tracefunc foot_func; /* the trace slot's function before it */
     PyObject *foot_obj;     /* owned: and its object */
     int subject;            /* the subject profiler is on this thread */
-    PyObject *displaced;    /* owned: what sys.getprofile() returned when the
-                               program displaced the subject (Py_None) */
+    int displaced;          /* the program displaced the subject with its own
+                               profile function (it saw None: the recorder is
+                               invisible) */
     int cb_pending;         /* callback mode: a greenlet switch callback ran
                                and its SWITCH/THROW is written */
     PyObject *cb_target;    /* its target (address only) */
@@ -306,7 +307,6 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
 
 /* Per-gid state bits (gr_gl.state). */
 #define GR_GLS_DEAD 0x1u     /* DEAD written */
-#define GR_GLS_NEW 0x2u      /* created while recording (not alive at start) */
 #define GR_GLS_MAIN 0x4u     /* main greenlet of its thread */
 
 /* ---- switches (switches.c) ------------------------------------------- */

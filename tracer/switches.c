@@ -97,9 +97,6 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
             tg = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
         } else {
             tg = gr_greenlet_define(r, t, g, NULL, 0, 0);
-            gr_gl *e = gr_gl_of(r, tg);
-            if (e)
-                e->state |= GR_GLS_NEW;
             flags |= GR_SW_NEW;
         }
     }
