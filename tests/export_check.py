@@ -19,11 +19,14 @@ name, a known unit, startValue <= endValue and events whose `at` never
 decreases, lies within [startValue, endValue], whose frame indices exist,
 and whose O/C events are balanced in LIFO order.
 
-The --expect options also require named tracks/profiles (exact names) and
+The --expect options also require named tracks/profiles (an exact name, or a
+shell-style pattern such as "thread 1 greenlet * (run worker)": greenlet
+numbers follow the order in which the recorder first saw each greenlet) and
 violation instant events of a rule.  Prints one line per problem (at most
 20) and exits 1 if there is any, 0 if the file is valid, 2 on bad usage or
 unreadable JSON.
 """
+import fnmatch
 import json
 import sys
 
@@ -115,7 +118,7 @@ def check_chrome(doc, expect_tracks, expect_rules):
             errs.append("track %s has events but no thread_name" % (key,))
     have = set(names.values())
     for want in expect_tracks:
-        if want not in have:
+        if not fnmatch.filter(have, want):
             errs.append("no track named %r (have %d tracks, e.g. %s)" % (want, len(have), sorted(have)[:3]))
     for rule in expect_rules:
         if rule not in rules:
@@ -164,7 +167,7 @@ def check_speedscope(doc, expect_profiles):
         if stack:
             errs.append("%s: %d frames never closed" % (where, len(stack)))
     for want in expect_profiles:
-        if want not in names:
+        if not fnmatch.filter(names, want):
             errs.append("no profile named %r" % want)
     return errs
 

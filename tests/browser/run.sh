@@ -105,10 +105,10 @@ names=$("$PY" -c 'import json, sys
 for p in json.load(open(sys.argv[1]))["profiles"]: print(p["name"])' "$speed" 2>/dev/null)
 nprof=$(printf '%s\n' "$names" | grep -c .)
 if [ $rc -eq 0 ] && "$PY" "$top/tests/export_check.py" speedscope "$speed" \
-        --expect-profile "thread 1 greenlet 1 (main)" --expect-profile "thread 1 greenlet 3 (run worker)" \
+        --expect-profile "thread 1 greenlet 1 (main)" --expect-profile "thread 1 greenlet * (run worker)" \
         >"$work/val.log" 2>&1 &&
    "$PY" "$top/tests/export_check.py" chrome "$chrome" \
-        --expect-track "thread 1 greenlet 2 (run Hub.run)" >>"$work/val.log" 2>&1 && [ "$nprof" -ge 21 ]; then
+        --expect-track "thread 1 greenlet * (run Hub.run)" >>"$work/val.log" 2>&1 && [ "$nprof" -ge 21 ]; then
     ok "export gevent_spawn: speedscope ($nprof profiles) and chrome JSON valid"
 else
     bad "export gevent_spawn (exit $rc, $nprof profiles)"; cat "$work/export.log" "$work/val.log" | head -20
@@ -159,8 +159,18 @@ else
     cmp_out=$("$PY" - "$work/speedscope.txt" "$work/chrome.txt" <<'EOF'
 import re, sys
 pat = re.compile(r"(thread \d+ greenlet \d+ \((?:main|run [^)]*)\))(?: \(tid \d+\))? ([0-9.]+(?:ns|µs|ms|s))\b")
+# The two formats carry the same nanosecond times in different units
+# (speedscope: ns; Trace Event: float µs), so speedscope's display of a total
+# may differ by one in its last shown digit (867.22µs against 867.23µs).
+SCALE = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
+def micros(text):
+    m = re.match(r"([0-9.]+)(ns|µs|ms|s)$", text)
+    return float(m.group(1)) * SCALE[m.group(2)], SCALE[m.group(2)] * 10 ** -len((m.group(1) + ".").split(".")[1])
+def same(x, y):
+    (vx, ux), (vy, uy) = micros(x), micros(y)
+    return abs(vx - vy) <= max(ux, uy) * 1.001
 a, b = (dict(pat.findall(open(f, encoding="utf-8").read())) for f in sys.argv[1:])
-if not a or a != b:
+if not a or a.keys() != b.keys() or not all(same(a[k], b[k]) for k in a):
     diff = sorted(set(a.items()) ^ set(b.items()))[:4]
     print("speedscope export %d tracks, chrome export %d; differing: %s" % (len(a), len(b), diff))
 else:
