@@ -622,9 +622,37 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 PyObject *gr_sys_setprofile_orig;
 PyMethodDef gr_sys_setprofile_def = {"setprofile", sys_setprofile, METH_O, NULL};
 
+PyObject *gr_uncaught_cb;
+
+/* sys.excepthook's audit event (CPython 3.8+, bpo-36842): an uncaught
+ * exception is about to be handed to sys.excepthook.  Whole-program mode
+ * stops recording there, before the traceback is printed (3.13+ prints it
+ * with Python code), without replacing sys.excepthook: the program sees its
+ * own hook.  The callable is greenreplay's (set by _on_uncaught); its
+ * errors are swallowed. */
+static void uncaught(gr_recorder *r)
+{
+    PyObject *cb = gr_uncaught_cb;
+    if (!cb)
+        return;
+    Py_INCREF(cb);
+    GR_EXC_SAVE(saved);
+    PyObject *res = PyObject_CallNoArgs(cb);
+    Py_XDECREF(res);
+    if (!res)
+        PyErr_Clear();
+    GR_EXC_RESTORE(saved);
+    Py_DECREF(cb);
+    (void)r;
+}
+
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 {
     gr_recorder *r = gr_active;
+    if (r && gr_uncaught_cb && strcmp(event, "sys.excepthook") == 0) {
+        uncaught(r);
+        return 0;
+    }
     if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();

@@ -956,6 +956,16 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gr_active != NULL);
 }
 
+static PyObject *mod_on_uncaught(PyObject *module, PyObject *cb)
+{
+    if (cb != Py_None && !PyCallable_Check(cb)) {
+        PyErr_SetString(PyExc_TypeError, "_on_uncaught() takes a callable or None");
+        return NULL;
+    }
+    Py_XSETREF(gr_uncaught_cb, cb == Py_None ? NULL : Py_NewRef(cb));
+    Py_RETURN_NONE;
+}
+
 /* _tracked(): the recorder's per-thread and per-greenlet state in use,
  * for tests of bounded memory (issue 9). */
 static PyObject *mod_tracked(PyObject *module, PyObject *unused)
@@ -979,6 +989,11 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_on_uncaught", mod_on_uncaught, METH_O,
+     "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
+     "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"
+     "its errors are ignored.  Whole-program mode stops recording there without replacing\n"
+     "sys.excepthook."},
     {"_tracked", mod_tracked, METH_NOARGS,
      "While recording: a dict of the recorder's state in use: 'threads' (per-thread entries:\n"
      "the live threads and ended ones not yet swept), 'greenlet_slots' (greenlets alive, or\n"

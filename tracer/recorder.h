@@ -358,6 +358,9 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
  * the original (owned, set by module.c) is called first.  Its docstring
  * is the original's. */
 extern PyObject *gr_sys_setprofile_orig;
+/* Owned, or NULL: called (no arguments) at sys.excepthook's audit event
+ * while recording (hooks.c); set by _greenreplay._on_uncaught. */
+extern PyObject *gr_uncaught_cb;
 extern PyMethodDef gr_sys_setprofile_def;
 
 /* stop(): give every chained profile slot back to the program's function
