@@ -79,10 +79,10 @@ static void put_gid(gr_sb *sb, const char *key, uint64_t gid)
         gr_sb_printf(sb, " %s=none", key);
 }
 
-static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r)
+static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
 {
     gr_sb_printf(sb, " depth=%" PRIu32 " stack=", r->depth);
-    gr_dump_stack(sb, t, gr_record_stack(t, r), r->depth);
+    gr_dump_stack(sb, t, ids, r->depth);
 }
 
 static const char *const greenlet_flags[] = {"main", "suspended", "cut"};
@@ -90,6 +90,11 @@ static const char *const mark_flags[] = {"cut", "ours", "state_known", "tracing_
 static const char *const stack_flags[] = {"running", "cut", "thread_ended"};
 
 void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
+{
+    gr_dump_record_ids(sb, t, r, r->depth ? gr_record_stack(t, r) : NULL);
+}
+
+void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
 {
     const char *kind = gr_tag_name(r->tag);
     gr_sb_printf(sb, "%6" PRIu64 " %-11s t%" PRIu64, r->index, kind ? kind : "?", r->tid);
@@ -100,7 +105,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         gr_sb_printf(sb, " g%" PRIu64, r->gid);
         put_gid(sb, "parent", r->parent);
         put_flags(sb, r->flags, greenlet_flags, 3);
-        put_stack(sb, t, r);
+        put_stack(sb, t, r, ids);
         break;
     case GR_CALL:
     case GR_RETURN:
@@ -136,7 +141,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         if (rest)
             gr_sb_printf(sb, " flags=0x%" PRIx64, rest);
         if (r->flags & GR_SW_REAL_STACK)
-            put_stack(sb, t, r);
+            put_stack(sb, t, r, ids);
         break;
     }
     case GR_HOOK: {
@@ -156,7 +161,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
         put_string(sb, t, r->label, 1);
         put_flags(sb, r->flags, mark_flags, 5);
-        put_stack(sb, t, r);
+        put_stack(sb, t, r, ids);
         break;
     case GR_DEAD:
     case GR_START:
@@ -166,7 +171,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
     case GR_STACK:
         gr_sb_printf(sb, " g%" PRIu64, r->gid);
         put_flags(sb, r->flags, stack_flags, 3);
-        put_stack(sb, t, r);
+        put_stack(sb, t, r, ids);
         break;
     case GR_INSTR:
         gr_sb_printf(sb, " g%" PRIu64 " version=%" PRIu64 " frames=%" PRIu64 " stale=%" PRIu64,
@@ -191,6 +196,17 @@ const char *gr_reason_name(uint64_t reason)
 
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 {
+    /* A loaded trace is only read (gr_dump_stream decodes no chunk of a
+     * trace that is not streamed). */
+    return gr_dump_stream(out, (gr_trace *)t, times);
+}
+
+int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
+{
+    /* Streamed: the header lines need the definitions before the first
+     * record, so the first chunk that holds records is decoded first. */
+    while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
+        ;
     gr_sb sb;
     gr_sb_init(&sb);
     for (size_t i = 0; i < t->nmetas; i++) {
@@ -210,26 +226,38 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
         if (!gr_idmap_get(&waits, times->waits[k].index, 0, &have))
             gr_idmap_put(&waits, times->waits[k].index, 0, k);
     }
-    for (size_t i = 0; i < t->nrecs; i++) {
-        gr_sb_reset(&sb);
-        gr_dump_record(&sb, t, &t->recs[i]);
-        if (times) {
-            if (i < times->n)
-                gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
-            else
-                gr_sb_puts(&sb, " dt=?");
-            size_t k;
-            if ((t->recs[i].tag == GR_SWITCH || t->recs[i].tag == GR_THROW) &&
-                gr_idmap_get(&waits, i, 0, &k)) {
-                const gr_switch_wait *w = &times->waits[k];
-                gr_sb_printf(&sb, " wait=%" PRIu64 "ns cb=%" PRIu64 "ns%s", w->wait_ns,
-                             w->callback_ns, w->contended ? " contended" : "");
+    for (;;) {
+        for (size_t j = 0; j < t->nrecs; j++) {
+            const gr_record *r = &t->recs[j];
+            uint64_t i = r->index;
+            gr_sb_reset(&sb);
+            gr_dump_record(&sb, t, r);
+            if (times) {
+                if (i < times->n)
+                    gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
+                else
+                    gr_sb_puts(&sb, " dt=?");
+                size_t k;
+                if ((r->tag == GR_SWITCH || r->tag == GR_THROW) &&
+                    gr_idmap_get(&waits, i, 0, &k)) {
+                    const gr_switch_wait *w = &times->waits[k];
+                    gr_sb_printf(&sb, " wait=%" PRIu64 "ns cb=%" PRIu64 "ns%s", w->wait_ns,
+                                 w->callback_ns, w->contended ? " contended" : "");
+                }
             }
+            gr_sb_putc(&sb, '\n');
+            fwrite(sb.s, 1, sb.len, out);
         }
-        gr_sb_putc(&sb, '\n');
-        fwrite(sb.s, 1, sb.len, out);
+        if (!t->streaming || gr_trace_next_chunk(t) <= 0)
+            break;
     }
     gr_sb_reset(&sb);
+    if (t->err.status) { /* a streamed trace that turned out corrupt */
+        gr_sb_free(&sb);
+        gr_idmap_free(&waits);
+        fflush(out);
+        return -2;
+    }
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,

@@ -46,7 +46,20 @@ typedef struct shadow {
     size_t pred;        /* 1 + index of its open prediction, 0 none */
 } shadow;
 
-#define RECENT 3
+#define RECENT 3 /* records of context before the one a violation is at */
+#define RING (RECENT + 1) /* records kept per thread: a saved context (a
+                             switch or MARK and the RECENT before it) is
+                             still whole at the thread's next record */
+
+/* A record of a thread's ring: its index, and once the trace has dropped
+ * its chunk (streamed), a copy of it and of its stack. */
+typedef struct ringent {
+    size_t idx;
+    int own;            /* rec/ids hold the copy */
+    gr_record rec;
+    uint32_t *ids;
+    size_t cap;
+} ringent;
 
 /* Per-thread state. */
 typedef struct thread {
@@ -54,10 +67,12 @@ typedef struct thread {
     int has_current;
     uint64_t current;       /* gid of the greenlet running on the thread */
     int expect_greenlet;    /* THREAD seen, its GREENLET not yet */
-    size_t recent[RECENT];  /* last records of this thread, oldest first */
-    int nrecent;
+    ringent ring[RING];     /* last records of this thread, record number
+                               nseen - 1 at ring[(nseen - 1) % RING] */
+    uint64_t nseen;
     int pending_mark;       /* a bracketed MARK waits for its C_RETURN */
     size_t mark_index;
+    uint64_t mark_gid;
     uint32_t mark_code;
     size_t mark_ctx[GR_CONTEXT_MAX];
     int mark_nctx;
@@ -77,6 +92,7 @@ typedef struct thread {
     size_t off_index;       /* the HOOK that turned it off */
     size_t off_ctx[GR_CONTEXT_MAX];
     int off_nctx;
+    char *off_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
     uint64_t off_action, off_gid;
     uint32_t off_code;      /* the C call during which it happened */
     uint32_t off_frame;     /* innermost Python frame then (0 unknown) */
@@ -98,6 +114,7 @@ typedef struct prediction {
     size_t switch_index;
     size_t ctx[GR_CONTEXT_MAX];
     int nctx;
+    char *text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
     int open;               /* waiting for evidence or a switch away */
     size_t level;           /* shadow index of the resumed frame, SIZE_MAX
                                when the shadow had no Python entry */
@@ -132,6 +149,9 @@ typedef struct gr_checker {
     size_t stop_index;
     size_t stop_ctx[GR_CONTEXT_MAX];
     int stop_nctx;
+    char *stop_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
+    int lines;              /* violations keep context lines (streamed) */
+    size_t metas_seen;      /* META definitions looked at */
 } ck;
 
 /* ------------------------------------------------------------ helpers */
@@ -179,19 +199,83 @@ static void push(shadow *s, uint32_t code, int is_c)
 static int make_ctx(const thread *th, size_t i, size_t ctx[GR_CONTEXT_MAX])
 {
     int n = 0;
-    for (int k = 0; k < th->nrecent; k++)
-        ctx[n++] = th->recent[k];
+    uint64_t have = th->nseen < RECENT ? th->nseen : RECENT;
+    for (uint64_t k = th->nseen - have; k < th->nseen; k++)
+        ctx[n++] = th->ring[k % RING].idx;
     ctx[n++] = i;
     return n;
 }
 
 static void remember(thread *th, size_t i)
 {
-    if (th->nrecent == RECENT) {
-        memmove(th->recent, th->recent + 1, (RECENT - 1) * sizeof th->recent[0]);
-        th->nrecent--;
+    ringent *e = &th->ring[th->nseen++ % RING];
+    e->idx = i;
+    e->own = 0;
+}
+
+/* Record number i for context: held by the trace, or a copy in th's ring
+ * (*ids: its stack).  NULL when neither has it. */
+static const gr_record *ctx_record(const ck *c, const thread *th, size_t i, const uint32_t **ids)
+{
+    const gr_record *r = gr_trace_record(c->t, i);
+    if (r) {
+        *ids = r->depth ? gr_record_stack(c->t, r) : NULL;
+        return r;
     }
-    th->recent[th->nrecent++] = i;
+    for (int k = 0; th && k < RING; k++)
+        if (th->ring[k].own && th->ring[k].idx == i) {
+            *ids = th->ring[k].ids;
+            return &th->ring[k].rec;
+        }
+    return NULL;
+}
+
+/* Dump lines of ctx[0..n) into text[] (owned), for a streamed trace. */
+static void ctx_lines(const ck *c, const thread *th, const size_t *ctx, int n,
+                      char *text[GR_CONTEXT_MAX])
+{
+    for (int k = 0; k < GR_CONTEXT_MAX; k++)
+        text[k] = NULL;
+    for (int k = 0; k < n && k < GR_CONTEXT_MAX; k++) {
+        gr_sb sb;
+        gr_sb_init(&sb);
+        const uint32_t *ids = NULL;
+        const gr_record *r = ctx_record(c, th, ctx[k], &ids);
+        if (r)
+            gr_dump_record_ids(&sb, c->t, r, ids);
+        else
+            gr_sb_printf(&sb, "%6zu ?", ctx[k]);
+        text[k] = gr_sb_take(&sb);
+    }
+}
+
+static void free_lines(char *text[GR_CONTEXT_MAX])
+{
+    for (int k = 0; k < GR_CONTEXT_MAX; k++) {
+        free(text[k]);
+        text[k] = NULL;
+    }
+}
+
+void gr_checker_detach(gr_checker *c)
+{
+    if (!c->lines)
+        return;
+    for (size_t i = 0; i < c->nth; i++) {
+        thread *th = &c->th[i];
+        for (int k = 0; k < RING && (uint64_t)k < th->nseen; k++) {
+            ringent *e = &th->ring[k];
+            const gr_record *r = e->own ? NULL : gr_trace_record(c->t, e->idx);
+            if (!r)
+                continue;
+            e->rec = *r;
+            if (r->depth) {
+                e->ids = gr_xgrow(e->ids, &e->cap, r->depth, sizeof *e->ids);
+                memcpy(e->ids, gr_record_stack(c->t, r), r->depth * sizeof *e->ids);
+            }
+            e->own = 1;
+        }
+    }
 }
 
 void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t index,
@@ -220,11 +304,27 @@ void gr_check_add_warning(gr_check_result *res, char *message)
     res->warnings[res->nwarnings++] = message;
 }
 
-/* Record a violation whose message is in c->msg (which is then reset). */
-static void violate_ctx(ck *c, enum gr_rule rule, uint64_t index, uint64_t tid, uint64_t gid,
-                        const size_t *ctx, int nctx)
+/* Record a violation whose message is in c->msg (which is then reset).
+ * Streamed: its context lines are text[] (taken over) when given, else
+ * made now from th's ring (th may be NULL). */
+static void violate_lines(ck *c, enum gr_rule rule, uint64_t index, uint64_t tid, uint64_t gid,
+                          const size_t *ctx, int nctx, const thread *th, char **text)
 {
     gr_check_add_violation(c->res, rule, index, tid, gid, gr_sb_take(&c->msg), ctx, nctx);
+    if (!c->lines) {
+        if (text)
+            free_lines(text);
+        return;
+    }
+    gr_violation *v = &c->res->v[c->res->nv - 1];
+    if (text) {
+        for (int k = 0; k < GR_CONTEXT_MAX; k++) {
+            v->ctx_line[k] = text[k];
+            text[k] = NULL;
+        }
+    } else {
+        ctx_lines(c, th, ctx, nctx, v->ctx_line);
+    }
 }
 
 /* Violation at record r of thread th (context: th's recent records + r). */
@@ -232,7 +332,7 @@ static void violate(ck *c, enum gr_rule rule, const gr_record *r, const thread *
 {
     size_t ctx[GR_CONTEXT_MAX];
     int n = make_ctx(th, (size_t)r->index, ctx);
-    violate_ctx(c, rule, r->index, r->tid, gid, ctx, n);
+    violate_lines(c, rule, r->index, r->tid, gid, ctx, n, th, NULL);
 }
 
 static void code_name(ck *c, uint32_t code)
@@ -587,7 +687,8 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
     else
         gr_sb_puts(&c->msg, "; not confirmed: no MARK ran in that greenlet before it switched "
                             "away");
-    violate_ctx(c, GR_RULE_PROPAGATION, p->switch_index, p->tid, p->gid, p->ctx, p->nctx);
+    violate_lines(c, GR_RULE_PROPAGATION, p->switch_index, p->tid, p->gid, p->ctx, p->nctx, NULL,
+                  c->lines ? p->text : NULL);
 }
 
 /* The open prediction of shadow s, or NULL. */
@@ -694,6 +795,10 @@ static void on_instr(ck *c, const gr_record *r, thread *th)
     p->switch_index = th->sw_index;
     memcpy(p->ctx, th->sw_ctx, sizeof p->ctx);
     p->nctx = th->sw_nctx;
+    if (c->lines) /* the switch and the records before it are th's ring */
+        ctx_lines(c, th, p->ctx, p->nctx, p->text);
+    else
+        memset(p->text, 0, sizeof p->text);
     p->open = 1;
     p->callee_mark = 0;
     p->callee_depth = 0;
@@ -744,6 +849,7 @@ static void on_mark(ck *c, const gr_record *r, thread *th)
     if (bracketed) {
         th->pending_mark = 1; /* the next record of th must be its C_RETURN */
         th->mark_index = (size_t)r->index;
+        th->mark_gid = r->gid;
         th->mark_code = r->code;
         th->mark_nctx = make_ctx(th, (size_t)r->index, th->mark_ctx);
         return;
@@ -768,7 +874,6 @@ static void resolve_mark(ck *c, const gr_record *next, thread *th)
     if (next && (next->tag == GR_C_RETURN || next->tag == GR_C_EXCEPTION) &&
         next->code == th->mark_code)
         return;
-    const gr_record *m = &c->t->recs[th->mark_index];
     gr_sb_puts(&c->msg, "mark not bracketed by c_call/c_return of mark: ");
     if (next)
         gr_sb_printf(&c->msg, "the next record of t%" PRIu64 " is %s at event %" PRIu64
@@ -777,7 +882,8 @@ static void resolve_mark(ck *c, const gr_record *next, thread *th)
     else
         gr_sb_puts(&c->msg, "the trace ends before the C_RETURN of ");
     code_name(c, th->mark_code);
-    violate_ctx(c, GR_RULE_BLIND_SPOT, m->index, m->tid, m->gid, th->mark_ctx, th->mark_nctx);
+    violate_lines(c, GR_RULE_BLIND_SPOT, th->mark_index, th->tid, th->mark_gid, th->mark_ctx,
+                  th->mark_nctx, th, NULL);
 }
 
 /* Replace shadow si by the Python frames of record r's stack, as a seed
@@ -826,7 +932,8 @@ static void subject_back(ck *c, thread *th, const char *until)
         code_name(c, th->off_first[k]);
     }
     gr_sb_puts(&c->msg, ")");
-    violate_ctx(c, GR_RULE_BLIND_SPOT, th->off_index, th->tid, th->off_gid, th->off_ctx, th->off_nctx);
+    violate_lines(c, GR_RULE_BLIND_SPOT, th->off_index, th->tid, th->off_gid, th->off_ctx,
+                  th->off_nctx, th, c->lines ? th->off_text : NULL);
 }
 
 /* HOOK: the program changed a profile slot; the observer kept recording.
@@ -852,6 +959,10 @@ static void on_hook(ck *c, const gr_record *r, thread *th)
     th->subject_off = 1;
     th->off_index = (size_t)r->index;
     th->off_nctx = make_ctx(th, (size_t)r->index, th->off_ctx);
+    if (c->lines) {
+        free_lines(th->off_text);
+        ctx_lines(c, th, th->off_ctx, th->off_nctx, th->off_text);
+    }
     th->off_action = r->tracing;
     th->off_gid = r->gid;
     th->off_code = r->code;
@@ -1020,6 +1131,10 @@ static void one_record(ck *c, const gr_record *r)
         c->stopped = 1;
         c->stop_index = (size_t)r->index;
         c->stop_nctx = make_ctx(th, (size_t)r->index, c->stop_ctx);
+        if (c->lines) {
+            free_lines(c->stop_text);
+            ctx_lines(c, th, c->stop_ctx, c->stop_nctx, c->stop_text);
+        }
         break;
     case GR_STACK:
         on_stack(c, r, th);
@@ -1052,7 +1167,7 @@ static void fill_coverage(ck *c)
     cv->stacks = c->stacks;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;
-    cv->missing = t->has_trailer && t->trailer.events > t->nrecs ? t->trailer.events - t->nrecs : 0;
+    cv->missing = t->has_trailer && t->trailer.events > c->pos ? t->trailer.events - c->pos : 0;
     /* One entry per greenlet (its first shadow), or per thread for gid 0. */
     for (size_t i = 0; i < c->nsh; i++) {
         const shadow *s = &c->sh[i];
@@ -1066,7 +1181,7 @@ static void fill_coverage(ck *c)
         cv->shadows++;
         cv->greenlets_truth += s->truth > 0;
     }
-    if (t->nrecs == 0) {
+    if (c->pos == 0) {
         if (t->size == 0)
             cv->nothing = "the file is empty";
         else if (t->size < GR_HEADER_LEN)
@@ -1111,14 +1226,17 @@ static void finish(ck *c)
         if (c->stopped) {
             if (s->stack_seen)
                 continue;
-            const gr_record *stop = &t->recs[c->stop_index];
             gr_sb_printf(&c->msg,
                          "g%" PRIu64 " on t%" PRIu64 " has %zu open shadow entr%s at STOP but "
                          "no STACK record: ",
                          s->gid, s->tid, s->n, s->n == 1 ? "y" : "ies");
             entries(c, s, 0, s->n);
-            violate_ctx(c, GR_RULE_IMBALANCE, stop->index, s->tid, s->gid, c->stop_ctx,
-                        c->stop_nctx);
+            char *text[GR_CONTEXT_MAX];
+            if (c->lines)
+                for (int k = 0; k < GR_CONTEXT_MAX; k++)
+                    text[k] = c->stop_text[k] ? gr_xstrdup(c->stop_text[k]) : NULL;
+            violate_lines(c, GR_RULE_IMBALANCE, c->stop_index, s->tid, s->gid, c->stop_ctx,
+                          c->stop_nctx, NULL, c->lines ? text : NULL);
         } else {
             add_note(c, t->truncated ? GR_NOTE_OPEN_AT_TRUNCATION : GR_NOTE_OPEN_AT_END, s);
         }
@@ -1154,10 +1272,10 @@ static void finish(ck *c)
             gr_sb_printf(&c->msg, "trailer has an unknown reason %" PRIu64, tr->reason);
             add_warning(c);
         }
-        if (tr->events != t->nrecs) {
+        if (tr->events != c->pos) {
             gr_sb_printf(&c->msg, "trailer counts %" PRIu64 " events but the trace holds %zu "
                                   "records",
-                         tr->events, t->nrecs);
+                         tr->events, c->pos);
             add_warning(c);
         }
     }
@@ -1188,22 +1306,35 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->t = t;
     c->res = res;
     gr_sb_init(&c->msg);
-    for (size_t i = 0; i < t->nmetas; i++) {
+    c->lines = t->streaming;
+    return c;
+}
+
+/* META profile=off (no subject profiler): looked at as definitions come
+ * (a streamed trace defines them in its first chunk). */
+static void see_metas(ck *c)
+{
+    const gr_trace *t = c->t;
+    for (; c->metas_seen < t->nmetas; c->metas_seen++) {
         size_t kl, vl;
-        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kl);
-        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vl);
+        const uint8_t *k = gr_trace_string(t, t->metas[c->metas_seen].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[c->metas_seen].value, &vl);
         if (k && v && kl == 7 && memcmp(k, "profile", 7) == 0 && vl == 3 && memcmp(v, "off", 3) == 0)
             c->profile_off = 1;
     }
-    return c;
 }
 
 void gr_checker_advance(gr_checker *c, size_t end)
 {
-    if (end > c->t->nrecs)
-        end = c->t->nrecs;
+    const gr_trace *t = c->t;
+    if (end > gr_trace_count(t))
+        end = (size_t)gr_trace_count(t);
+    if (c->metas_seen < t->nmetas)
+        see_metas(c);
+    if (c->pos < t->first) /* records already dropped: cannot happen when used as documented */
+        c->pos = end > t->first ? (size_t)t->first : end;
     while (c->pos < end)
-        one_record(c, &c->t->recs[c->pos++]);
+        one_record(c, &t->recs[c->pos++ - t->first]);
 }
 
 size_t gr_checker_position(const gr_checker *c)
@@ -1277,13 +1408,23 @@ const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
 size_t gr_checker_finish(gr_checker *c)
 {
     gr_check_result *res = c->res;
-    gr_checker_advance(c, c->t->nrecs);
+    gr_checker_advance(c, (size_t)gr_trace_count(c->t));
+    if (c->metas_seen < c->t->nmetas)
+        see_metas(c);
     finish(c);
     gr_check_sort(res);
     for (size_t i = 0; i < c->nsh; i++)
         free(c->sh[i].e);
     free(c->sh);
+    for (size_t i = 0; i < c->nth; i++) {
+        for (int k = 0; k < RING; k++)
+            free(c->th[i].ring[k].ids);
+        free_lines(c->th[i].off_text);
+    }
     free(c->th);
+    free_lines(c->stop_text);
+    for (size_t i = 0; i < c->npred; i++)
+        free_lines(c->pred[i].text);
     gr_idmap_free(&c->shmap);
     gr_idmap_free(&c->glmap);
     gr_idmap_free(&c->thmap);
@@ -1300,10 +1441,32 @@ size_t gr_check_run(const gr_trace *t, gr_check_result *res)
     return gr_checker_finish(gr_checker_new(t, res));
 }
 
+size_t gr_check_stream(gr_trace *t, gr_check_result *res)
+{
+    gr_checker *c = gr_checker_new(t, res);
+    for (;;) {
+        gr_checker_advance(c, (size_t)gr_trace_count(t));
+        if (!t->streaming || t->done)
+            break;
+        gr_checker_detach(c);
+        if (gr_trace_next_chunk(t) <= 0)
+            break;
+    }
+    size_t nv = gr_checker_finish(c);
+    if (t->err.status) {
+        gr_check_result_free(res);
+        return SIZE_MAX;
+    }
+    return nv;
+}
+
 void gr_check_result_free(gr_check_result *res)
 {
-    for (size_t i = 0; i < res->nv; i++)
+    for (size_t i = 0; i < res->nv; i++) {
         free(res->v[i].message);
+        for (int k = 0; k < GR_CONTEXT_MAX; k++)
+            free(res->v[i].ctx_line[k]);
+    }
     free(res->v);
     for (size_t i = 0; i < res->nnotes; i++)
         free(res->notes[i].frames);
