@@ -219,8 +219,17 @@ valgrind: all $(UNIT_BIN)
 	@ls $(BUILD)/traces/*/*.grt >/dev/null 2>&1 || ci/demo.sh --python $(PYTHON) >/dev/null || true
 	tests/valgrind.sh $(UNIT_BIN)
 
-bench: all
+# The replayer's figures (check's peak memory and events/s, dump's events/s)
+# on a synthetic trace of BENCH_EVENTS records (tests/bench/gentrace.c),
+# cached in ~/.cache/greenreplay/bench.
+BENCH_EVENTS ?= 100000000
+$(BUILD)/bench/gentrace: tests/bench/gentrace.c $(REPLAY_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS)
+
+bench: all $(BUILD)/bench/gentrace
 	tests/bench/run.sh --python $(PYTHON)
+	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
 
 # The compatibility matrix (docs/matrix.md): ci/matrix.sh --help.
 MATRIX_ARGS ?=
