@@ -78,6 +78,25 @@ int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
            r->tracing == 0;
 }
 
+/* gr_code_is_own of code, cached by code id. */
+static int code_own(ck *c, uint32_t code)
+{
+    if (code < c->nown && c->own[code])
+        return c->own[code] == 2;
+    int own = gr_code_is_own(c->t, code);
+    if (code < (uint32_t)c->t->ncodes + 1) {
+        size_t n = c->nown;
+        if (code >= n) {
+            size_t cap = n;
+            c->own = gr_xgrow(c->own, &cap, (size_t)code + 1, 1);
+            memset(c->own + n, 0, cap - n);
+            c->nown = cap;
+        }
+        c->own[code] = own ? 2 : 1;
+    }
+    return own;
+}
+
 /* Coverage counts of record r (gr_coverage). */
 static void count_coverage(ck *c, const gr_record *r)
 {
@@ -87,7 +106,7 @@ static void count_coverage(ck *c, const gr_record *r)
     case GR_C_CALL:
     case GR_C_RETURN:
     case GR_C_EXCEPTION:
-        c->program_events += !gr_code_is_own(c->t, r->code);
+        c->program_events += !code_own(c, r->code);
         break;
     case GR_SWITCH:
     case GR_THROW:
@@ -153,9 +172,28 @@ void gr_checker_detach(gr_checker *c)
 }
 
 /* One record: its thread and shadows, every rule, then the shared state. */
+/* The shadow of (th, gid), through th's cache of its last one. */
+static size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
+{
+    if ((*th)->last_si != SIZE_MAX && (*th)->last_gid == gid)
+        return (*th)->last_si;
+    size_t slot = (size_t)(*th - c->th);
+    size_t si = ck_get_shadow(c, (*th)->tid, gid);
+    *th = &c->th[slot];
+    (*th)->last_gid = gid;
+    (*th)->last_si = si;
+    return si;
+}
+
 static void one_record(ck *c, const gr_record *r)
 {
-    ck_thread *th = ck_get_thread(c, r->tid);
+    ck_thread *th;
+    if (c->last_th < c->nth && c->th[c->last_th].tid == r->tid)
+        th = &c->th[c->last_th];
+    else {
+        th = ck_get_thread(c, r->tid);
+        c->last_th = (size_t)(th - c->th);
+    }
     ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX};
     e.skip = th->skip_mark_return && (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) &&
              r->code == th->skip_code;
@@ -166,14 +204,14 @@ static void one_record(ck *c, const gr_record *r)
         break;
     case GR_SWITCH:
     case GR_THROW:
-        e.si = ck_get_shadow(c, r->tid, r->gid);
-        e.st = ck_get_shadow(c, r->tid, r->target);
+        e.si = shadow_on(c, &th, r->gid);
+        e.st = shadow_on(c, &th, r->target);
         break;
     default:
-        e.si = ck_get_shadow(c, r->tid, r->gid);
+        e.si = shadow_on(c, &th, r->gid);
         break;
     }
-    e.th = th = ck_get_thread(c, r->tid); /* (shadows do not move threads) */
+    e.th = th;
     e.th_index = (size_t)(th - c->th);
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->on_record)
@@ -435,6 +473,7 @@ size_t gr_checker_finish(gr_checker *c)
     gr_sb_free(&c->msg);
     free(c->fa);
     free(c->fb);
+    free(c->own);
     free(c);
     return res->nv;
 }

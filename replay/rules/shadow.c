@@ -18,6 +18,7 @@ ck_thread *ck_get_thread(ck *c, uint64_t tid)
         i = c->nth++;
         memset(&c->th[i], 0, sizeof c->th[i]);
         c->th[i].tid = tid;
+        c->th[i].last_si = SIZE_MAX;
         gr_idmap_put(&c->thmap, tid, 0, i);
     }
     return &c->th[i];
@@ -66,7 +67,7 @@ int ck_code_is_c(const gr_trace *t, uint32_t code)
     return cd && cd->kind == GR_CODE_C;
 }
 
-void *ck_slot(void **v, size_t *n, size_t i, size_t size)
+void *ck_slot_grow(void **v, size_t *n, size_t i, size_t size)
 {
     if (i >= *n) {
         size_t cap = *n, want = i + 1;
@@ -208,6 +209,11 @@ void ck_apply(ck *c, const ck_event *e)
     }
     case GR_DEAD: {
         ck_shadow *s = &c->sh[e->si];
+        /* A dead greenlet keeps only its small record (for a record after
+         * its DEAD, and coverage): its stack's memory goes back. */
+        free(s->e);
+        s->e = NULL;
+        s->cap = 0;
         s->n = 0;
         s->dead = 1;
         s->dead_index = r->index;

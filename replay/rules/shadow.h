@@ -69,6 +69,9 @@ typedef struct ck_thread {
     int skip_mark_return;   /* a MARK without our c_call: the C_RETURN of
                                mark that follows is ignored */
     uint32_t skip_code;
+    uint64_t last_gid;      /* the last greenlet with a record on this
+                               thread, and its shadow (a cache) */
+    size_t last_si;         /* SIZE_MAX: none */
 } ck_thread;
 
 /* What the engine hands each rule for one record. */
@@ -111,6 +114,10 @@ struct gr_checker {
     int lines;              /* violations keep context lines (streamed) */
     size_t metas_seen;      /* META definitions looked at */
     void *rule_state[GR_NRULES_CHECK]; /* each rule's own (rule.h) */
+    size_t last_th;         /* slot of the last record's thread (a cache) */
+    uint8_t *own;           /* by code id: 0 not known yet, 1 the program's,
+                               2 greenreplay's own (gr_code_is_own) */
+    size_t nown;
 };
 
 /* ---- threads and shadows ---------------------------------------------- */
@@ -141,7 +148,11 @@ void ck_apply(ck *c, const ck_event *e);
 
 /* Element i of a rule's growable array *v (zeroed when new) of elements of
  * `size` bytes, *n of them so far. */
-void *ck_slot(void **v, size_t *n, size_t i, size_t size);
+void *ck_slot_grow(void **v, size_t *n, size_t i, size_t size);
+static inline void *ck_slot(void **v, size_t *n, size_t i, size_t size)
+{
+    return i < *n ? (char *)*v + i * size : ck_slot_grow(v, n, i, size);
+}
 
 /* ---- context and violations ------------------------------------------- */
 
