@@ -4,6 +4,8 @@
 #include "idmap.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void put_string(gr_sb *sb, const gr_trace *t, uint64_t id, int quote)
 {
@@ -194,6 +196,71 @@ const char *gr_reason_name(uint64_t reason)
     }
 }
 
+/* Decimal digits of v into the end of buf[20]; returns the first. */
+static char *digits(char *end, uint64_t v)
+{
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+/* Rendered code names by code id (gr_dump_code), for dump's event lines. */
+typedef struct names {
+    gr_sb text;           /* every name rendered so far, back to back */
+    size_t *at;           /* by code id: 1 + offset of its name, 0 not yet */
+    uint32_t *len;
+    size_t cap;
+} names;
+
+/* The line of an event record (CALL..C_EXCEPTION), as gr_dump_record
+ * writes it, with the code's name from the cache. */
+static void event_line(gr_sb *sb, const gr_trace *t, const gr_record *r, names *nm)
+{
+    char num[20], *end = num + sizeof num, *p;
+    char line[128];
+    size_t n = 0;
+    const char *kind = gr_tag_name(r->tag);
+    size_t kl = strlen(kind);
+    p = digits(end, r->index);
+    for (size_t k = (size_t)(end - p); k < 6; k++)
+        line[n++] = ' ';
+    memcpy(line + n, p, (size_t)(end - p));
+    n += (size_t)(end - p);
+    line[n++] = ' ';
+    memcpy(line + n, kind, kl);
+    n += kl;
+    for (size_t k = kl; k < 11; k++)
+        line[n++] = ' ';
+    line[n++] = ' ';
+    line[n++] = 't';
+    p = digits(end, r->tid);
+    memcpy(line + n, p, (size_t)(end - p));
+    n += (size_t)(end - p);
+    line[n++] = ' ';
+    line[n++] = 'g';
+    p = digits(end, r->gid);
+    memcpy(line + n, p, (size_t)(end - p));
+    n += (size_t)(end - p);
+    line[n++] = ' ';
+    gr_sb_put(sb, line, n);
+    uint32_t code = r->code;
+    if (code >= nm->cap) {
+        size_t old = nm->cap, cap = old;
+        nm->at = gr_xgrow(nm->at, &cap, (size_t)code + 1, sizeof *nm->at);
+        nm->len = gr_xrealloc(nm->len, cap * sizeof *nm->len);
+        memset(nm->at + old, 0, (cap - old) * sizeof *nm->at);
+        nm->cap = cap;
+    }
+    if (!nm->at[code]) {
+        size_t off = nm->text.len;
+        gr_dump_code(&nm->text, t, code);
+        nm->at[code] = off + 1;
+        nm->len[code] = (uint32_t)(nm->text.len - off);
+    }
+    gr_sb_put(sb, nm->text.s + nm->at[code] - 1, nm->len[code]);
+}
+
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 {
     /* A loaded trace is only read (gr_dump_stream decodes no chunk of a
@@ -226,12 +293,18 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
         if (!gr_idmap_get(&waits, times->waits[k].index, 0, &have))
             gr_idmap_put(&waits, times->waits[k].index, 0, k);
     }
+    names nm;
+    memset(&nm, 0, sizeof nm);
+    gr_sb_init(&nm.text);
+    gr_sb_reset(&sb);
     for (;;) {
         for (size_t j = 0; j < t->nrecs; j++) {
             const gr_record *r = &t->recs[j];
             uint64_t i = r->index;
-            gr_sb_reset(&sb);
-            gr_dump_record(&sb, t, r);
+            if (r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION)
+                event_line(&sb, t, r, &nm);
+            else
+                gr_dump_record(&sb, t, r);
             if (times) {
                 if (i < times->n)
                     gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
@@ -246,11 +319,18 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
                 }
             }
             gr_sb_putc(&sb, '\n');
-            fwrite(sb.s, 1, sb.len, out);
+            if (sb.len >= 65536) { /* written in blocks */
+                fwrite(sb.s, 1, sb.len, out);
+                gr_sb_reset(&sb);
+            }
         }
         if (!t->streaming || gr_trace_next_chunk(t) <= 0)
             break;
     }
+    fwrite(sb.s ? sb.s : "", 1, sb.len, out);
+    gr_sb_free(&nm.text);
+    free(nm.at);
+    free(nm.len);
     gr_sb_reset(&sb);
     if (t->err.status) { /* a streamed trace that turned out corrupt */
         gr_sb_free(&sb);
