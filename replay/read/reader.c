@@ -471,10 +471,11 @@ static int read_records(gr_trace *t, const struct chunk *c)
             t->gap += n;
         }
         else if (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) {
-            if (grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
+            if (t->nrecs == t->cap_recs &&
+                grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);
             gr_record *r = &t->recs[t->nrecs];
-            memset(r, 0, sizeof *r);
+            *r = (gr_record){0}; /* (vector stores; memset's rep stos is slower here) */
             r->tag = tag;
             r->index = t->first + t->nrecs;
             r->offset = d.roff;

@@ -38,6 +38,7 @@ static int by_id(const void *a, const void *b)
 struct counting {
     gr_idmap tmap, gmap;
     size_t tcap, gcap;
+    size_t tlast, glast;    /* 1 + row of the last thread / greenlet (a cache) */
 };
 
 static void count_records(const gr_trace *t, gr_stats *s, struct counting *k)
@@ -47,13 +48,25 @@ static void count_records(const gr_trace *t, gr_stats *s, struct counting *k)
         int tag = r->tag - GR_FIRST_INDEXED;
         s->total++;
         s->kinds[tag]++;
-        gr_stats_row *tr = row(&s->threads, &s->nthreads, &k->tcap, &k->tmap, r->tid, r->tid);
+        gr_stats_row *tr;
+        if (k->tlast && s->threads[k->tlast - 1].id == r->tid)
+            tr = &s->threads[k->tlast - 1];
+        else {
+            tr = row(&s->threads, &s->nthreads, &k->tcap, &k->tmap, r->tid, r->tid);
+            k->tlast = (size_t)(tr - s->threads) + 1;
+        }
         tr->total++;
         tr->kinds[tag]++;
         if (r->tag == GR_THREAD)
             continue;
         uint64_t gid = (r->tag == GR_SWITCH || r->tag == GR_THROW) ? r->target : r->gid;
-        gr_stats_row *gr = row(&s->greenlets, &s->ngreenlets, &k->gcap, &k->gmap, gid, r->tid);
+        gr_stats_row *gr;
+        if (k->glast && s->greenlets[k->glast - 1].id == gid)
+            gr = &s->greenlets[k->glast - 1];
+        else {
+            gr = row(&s->greenlets, &s->ngreenlets, &k->gcap, &k->gmap, gid, r->tid);
+            k->glast = (size_t)(gr - s->greenlets) + 1;
+        }
         gr->total++;
         gr->kinds[tag]++;
     }
