@@ -13,7 +13,7 @@
 # beside it, since this machine is shared.  A benchmark: it prints figures
 # and asserts nothing (exit 0 unless a step fails to run).
 #
-# The trace is cached in ~/.cache/greenreplay/bench/synth-EVENTS-WORKERS.grt
+# The trace is cached in ~/.cache/greenreplay/bench/synth-EVENTS-WORKERS-HASH.grt
 # (made once, never committed; remove the directory to free the space).
 set -euo pipefail
 EVENTS=100000000
@@ -32,12 +32,15 @@ while [ $# -gt 0 ]; do
     esac
 done
 gen=$build/bench/gentrace
-[ -x "$gen" ] || { echo "replay_cost.sh: $gen missing (make $gen)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "replay_cost.sh: /usr/bin/time missing (ci/setup.sh installs Debian's time)" >&2; exit 2; }
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/greenreplay/bench
 mkdir -p "$cache"
-trace=$cache/synth-$EVENTS-$WORKERS.grt
-if [ ! -s "$trace" ] || [ "$gen" -nt "$trace" ]; then
+# The name carries a hash of the generator's source: a changed generator
+# makes a new trace (remove the old ones by hand).
+src=$(sha256sum "$here/gentrace.c" | cut -c1-8)
+trace=$cache/synth-$EVENTS-$WORKERS-$src.grt
+if [ ! -s "$trace" ]; then
+    [ -x "$gen" ] || { echo "replay_cost.sh: $gen missing (make $gen)" >&2; exit 2; }
     echo "replay: generating $trace ..."
     "$gen" "$trace.tmp" "$EVENTS" "$WORKERS" >/dev/null
     mv "$trace.tmp" "$trace"
