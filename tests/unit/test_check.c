@@ -1,4 +1,4 @@
-/* test_check.c - replay/check.c: for every rule, traces that must pass and
+/* test_check.c - replay/rules/ (the engine and every rule): for every rule, traces that must pass and
  * traces that must be flagged, asserting the rule name and event index. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_reader.c - replay/reader.c: write-then-read round trip of every
+/* test_reader.c - replay/read/reader.c: write-then-read round trip of every
  * record kind, hand-made bytes, every corrupt case with its byte offset,
  * truncation at every offset, the side channel, and random mutations
  * (must never crash or leak; run under valgrind by tests/valgrind.sh). */
