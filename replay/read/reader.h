@@ -205,10 +205,11 @@ static inline const gr_record *gr_trace_record(const gr_trace *t, uint64_t i)
     return i >= t->first && i - t->first < t->nrecs ? &t->recs[i - t->first] : NULL;
 }
 
-/* The code ids of r's stack (r->depth of them, outermost first). */
+/* The code ids of r's stack (r->depth of them, outermost first); NULL
+ * when r has none (the pool may be empty). */
 static inline const uint32_t *gr_record_stack(const gr_trace *t, const gr_record *r)
 {
-    return t->stacks + r->stack;
+    return r->depth ? t->stacks + r->stack : NULL;
 }
 
 /* String id -> bytes and length; NULL (and *len = 0) for an id out of range. */
