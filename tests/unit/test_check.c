@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "check.h"
+#include "dump.h"
 #include "edit.h"
 #include "report.h"
 #include "trace_builder.h"
@@ -97,6 +98,19 @@ static void same_streamed(fx *f)
     free(a);
     free(b);
     gr_check_result_free(&sr);
+    gr_trace_free(&st);
+    /* dump, streamed, writes what it writes from the loaded trace */
+    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
+    char *da = NULL, *db = NULL;
+    size_t la = 0, lb = 0;
+    FILE *ma = open_memstream(&da, &la), *mb = open_memstream(&db, &lb);
+    assert_int_equal(gr_dump(ma, &f->t, NULL), 0);
+    assert_int_equal(gr_dump_stream(mb, &st, NULL), 0);
+    fclose(ma);
+    fclose(mb);
+    assert_string_equal(da, db);
+    free(da);
+    free(db);
     gr_trace_free(&st);
 }
 
