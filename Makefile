@@ -6,12 +6,17 @@ CC        ?= cc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-CPPFLAGS  += -Itracer -Ireplay
+# replay/ is grouped by concern (docs/ARCHITECTURE.md): read/ (decoding),
+# rules/ (the checker), report/ (text, JSON, HTML), repro/ (script, reduce,
+# diff, edit), util/ (buffers, id maps); main.c and the commands' glue on top.
+REPLAY_DIRS := replay replay/read replay/util replay/rules replay/report replay/repro
+REPLAY_HDR := $(wildcard $(addsuffix /*.h,$(REPLAY_DIRS)))
+CPPFLAGS  += -Itracer $(addprefix -I,$(REPLAY_DIRS))
 LDLIBS    := -lz -ljansson -lm
 
 # Replayer (pure C, no Python).
 FORMAT_SRC := tracer/format.c tracer/writer.c
-REPLAY_SRC := $(filter-out replay/main.c,$(wildcard replay/*.c))
+REPLAY_SRC := $(filter-out replay/main.c,$(wildcard $(addsuffix /*.c,$(REPLAY_DIRS))))
 REPLAY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
 CLI        := $(BUILD)/greenreplay
 
@@ -67,7 +72,9 @@ help:
 	@echo "                    integration tests run with them"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
-	@echo "  make bench        recorder cost per profile event (prints figures)"
+	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
+	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
+	@echo "                    100000000, cached in ~/.cache/greenreplay/bench; prints figures)"
 	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
@@ -92,7 +99,7 @@ help:
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
 
-$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h) $(REPLAY_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
@@ -137,7 +144,7 @@ FUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=undefined
 FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
 FUZZ_SECONDS ?= 60
-$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h) $(REPLAY_HDR)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
@@ -214,8 +221,17 @@ valgrind: all $(UNIT_BIN)
 	@ls $(BUILD)/traces/*/*.grt >/dev/null 2>&1 || ci/demo.sh --python $(PYTHON) >/dev/null || true
 	tests/valgrind.sh $(UNIT_BIN)
 
-bench: all
+# The replayer's figures (check's peak memory and events/s, dump's events/s)
+# on a synthetic trace of BENCH_EVENTS records (tests/bench/gentrace.c),
+# cached in ~/.cache/greenreplay/bench.
+BENCH_EVENTS ?= 100000000
+$(BUILD)/bench/gentrace: tests/bench/gentrace.c $(REPLAY_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS)
+
+bench: all $(BUILD)/bench/gentrace
 	tests/bench/run.sh --python $(PYTHON)
+	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
 
 # The compatibility matrix (docs/matrix.md): ci/matrix.sh --help.
 MATRIX_ARGS ?=
