@@ -42,7 +42,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers
 all: cli ext
 
 help:
@@ -71,6 +71,8 @@ help:
 	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
+	@echo "  make profilers    the profiler axis: fixtures x environments x profilers, greenreplay conform"
+	@echo "                    in each (ci/profilers.sh; PROFILERS_ARGS='--quick' is what .ci/run runs)"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
 	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
@@ -87,7 +89,8 @@ help:
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
 	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON),"
-	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full)"
+	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full),"
+	@echo "  PROFILERS_ARGS='...' options of ci/profilers.sh (e.g. --quick, --profilers yappi)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
@@ -183,6 +186,7 @@ integration: all
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
+	tests/integration/profiler_axis.sh
 	tests/mutants/run.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
@@ -222,6 +226,12 @@ MATRIX_ARGS ?=
 matrix: setup
 	$(MAKE) all
 	ci/matrix.sh $(MATRIX_ARGS)
+
+# The profiler axis (docs/matrix.md, "Profiler axis"): ci/profilers.sh --help.
+PROFILERS_ARGS ?=
+profilers: setup
+	$(MAKE) all
+	ci/profilers.sh $(PROFILERS_ARGS)
 
 matrix-golden: setup
 	$(MAKE) all
