@@ -6,7 +6,8 @@ the known-issue rules are those of ci/matrix-report.py.  Subcommands:
 
   cell CELLFILE --known FILE --envs ENVS.json
       classify one cell from the facts ci/profilers.sh wrote in CELLFILE
-      (env=, fixture=, profiler=, state=ran|skip, rc= the exit status of
+      (env=, fixture=, profiler=, expect=pass|fail from the fixture's
+      "# conform:" line, state=ran|skip, rc= the exit status of
       `greenreplay conform`, skip_reason=, problem=, duration= in seconds)
       and the conform report beside it (same name, .json; its log .log);
       writes NAME.outcome.json and prints "OUTCOME<TAB>TEXT"
@@ -18,12 +19,14 @@ the known-issue rules are those of ci/matrix-report.py.  Subcommands:
       when DIR's parent holds matrix.json (build/matrix), its index.html is
       rendered again with this section
 
-Outcomes: pass (conform exit 0), known (exit 1, every difference explained
+Outcomes: pass (conform exit 0; or exit 1 where the fixture expects the
+profiler to fail), known (exit 1, every difference explained
 by a known issue whose `profilers` field names the profiler), xpass (exit 0
 although such an issue names the fixture), fail (an unexplained difference,
 conform exit 2 or another status, a timeout), skip (conform exit 3: the
 profiler is not available; or the environment or a required module is
-missing).  Exit status of collect and render: 0 no `fail` cell, 1 some, 2
+missing).  A fixture expecting P=fail is pass with differences, fail
+without.  Exit status of collect and render: 0 no `fail` cell, 1 some, 2
 bad usage or input.
 """
 
@@ -137,6 +140,17 @@ def classify(cell, env, known, stem):
     if (rc == 0) != (not diffs):
         res["outcome"] = "fail"
         res["reason"] = "conform exit status %s disagrees with its report (%d difference(s))" % (rc, len(diffs))
+        return res
+    # The fixture's "# conform:" line may expect differences of this profiler.
+    res["expect"] = cell.get("expect") or "pass"
+    if res["expect"] == "fail":
+        if diffs:
+            res["outcome"] = "pass"
+            res["reason"] = "%d difference(s) (%s), as the fixture's '# conform: %s=fail' expects" % (
+                len(diffs), ", ".join(sorted({str(d.get("kind")) for d in diffs})), prof)
+        else:
+            res["outcome"] = "fail"
+            res["reason"] = "no difference, but the fixture's '# conform: %s=fail' expects some" % prof
         return res
     ks = applicable(known, prof, env, fixture)
     if not diffs:
@@ -290,6 +304,8 @@ def md_cell(c):
         return "**FAIL**"
     if o == "skip":
         return "skip"
+    if c.get("differences"):
+        return "pass (expected: %s)" % ", ".join(sorted({str(d.get("kind")) for d in c["differences"]}))
     return "pass"
 
 

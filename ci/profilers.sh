@@ -14,11 +14,14 @@
 #     build/greenreplay conform --profiler P --json CELL.json -- ENVPYTHON FIXTURE
 # (ENVPYTHON is the environment's wrapper, `ci/envs.sh python ID`: in a root
 # it runs the interpreter inside the root) and classifies its result:
-#   pass    conform exit 0: the profiler's own results agree with the recording
+#   pass    conform exit 0: the profiler's own results agree with the
+#           recording; or exit 1 where the fixture's "# conform:" line says
+#           P=fail (a difference the fixture is written to show)
 #   known   exit 1, and every difference is explained by an entry of
 #           fixtures/known-issues.ini whose `profilers` field names P
 #   xpass   exit 0, but such an entry names this fixture explicitly
-#   fail    exit 1 with an unexplained difference, exit 2 (conform could not
+#   fail    exit 1 with an unexplained difference, exit 0 where the fixture
+#           expects P=fail, exit 2 (conform could not
 #           run: its first error line is the reason), a timeout or a crash
 #   skip    exit 3 (the profiler is not available in the environment: the
 #           reason conform printed, e.g. the suite has no python3-yappi or
@@ -241,7 +244,10 @@ print(e["status"] + ("" if e["status"] == "ready" else ": " + (e.get("reason") o
             base=${c%.cell}
             printf '  [%3d/%d %s] %-*s %-*s ' "$ci" "$NC" "$id" "$W" "$name" "$PW" "$pn"
             tc=$(date +%s.%N)
-            printf 'env=%s\nfixture=%s\nprofiler=%s\n' "$id" "$name" "$pn" >"$c"
+            # The fixture's "# conform: P=pass|fail ..." line: the verdict it
+            # expects of P (pass when it does not name P).
+            want=$(gr_header "$f" conform | tr ' ' '\n' | sed -n "s/^$pn=//p" | head -n 1)
+            printf 'env=%s\nfixture=%s\nprofiler=%s\nexpect=%s\n' "$id" "$name" "$pn" "${want:-pass}" >"$c"
             if [ -n "$why" ]; then
                 printf 'state=skip\nskip_reason=%s\n' "$why" >>"$c"
                 finish_cell "$c" "$tc"
