@@ -36,6 +36,11 @@
 #                               profiler fixtures); default: fixtures/profilers/*.py
 #                               plus seed, new_greenlet_run, gevent_spawn,
 #                               suspended_before_start
+#   --env NAME=COMMAND          a user environment (an interpreter path or command
+#                               prefix, e.g. a venv's python with your profiler
+#                               installed), passed to ci/envs.sh; may repeat; name
+#                               it in --envs
+#   --matrix-file FILE          user environments, one "NAME COMMAND..." a line
 #   -p, --profilers NAME[,...]  profilers (a built-in adapter of `greenreplay
 #                               conform --list`, or an adapter PATH.py);
 #                               default: every built-in adapter
@@ -87,7 +92,7 @@ case "${1:-}" in
     run) shift ;;
 esac
 
-SEL_ENVS=() SEL_FIX=() SEL_PROF=() KNOWN=$ROOT/fixtures/known-issues.ini OUT=$ROOT/build/matrix/profilers
+SEL_ENVS=() SEL_FIX=() SEL_PROF=() ENV_ARGS=() KNOWN=$ROOT/fixtures/known-issues.ini OUT=$ROOT/build/matrix/profilers
 DOCS=auto PROVISION=1 TIMEOUT=120 QUICK=0
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -96,6 +101,11 @@ while [ $# -gt 0 ]; do
         --envs=*) IFS=, read -r -a a <<<"${1#*=}"; SEL_ENVS+=("${a[@]}"); shift ;;
         -f|--fixtures) need "$@"; IFS=, read -r -a a <<<"$2"; SEL_FIX+=("${a[@]}"); shift 2 ;;
         --fixtures=*) IFS=, read -r -a a <<<"${1#*=}"; SEL_FIX+=("${a[@]}"); shift ;;
+        --env) need "$@"; case $2 in *=*) ;; *) die 2 "--env needs NAME=COMMAND, got '$2'" ;; esac
+               ENV_ARGS+=(--env "$2"); shift 2 ;;
+        --env=*) ENV_ARGS+=(--env "${1#--env=}"); shift ;;
+        --matrix-file|--envs-file) need "$@"; [ -f "$2" ] || die 2 "matrix file not found: $2"
+               ENV_ARGS+=(--envs-file "$(realpath "$2")"); shift 2 ;;
         -p|--profilers) need "$@"; IFS=, read -r -a a <<<"$2"; SEL_PROF+=("${a[@]}"); shift 2 ;;
         --profilers=*) IFS=, read -r -a a <<<"${1#*=}"; SEL_PROF+=("${a[@]}"); shift ;;
         --quick) QUICK=1; shift ;;
@@ -162,7 +172,8 @@ fi
 
 mkdir -p "$OUT" || die 2 "cannot create $OUT"
 ENVS_JSON=$OUT/envs.json
-"$ENVS_SH" list --json >"$ENVS_JSON.tmp" 2>/dev/null || die 2 "ci/envs.sh list failed"
+"$ENVS_SH" "${ENV_ARGS[@]}" list --json >"$ENVS_JSON.tmp" 2>"$OUT/list.err" ||
+    { cat "$OUT/list.err" >&2; die 2 "ci/envs.sh list failed (a bad --env or matrix file?)"; }
 mv "$ENVS_JSON.tmp" "$ENVS_JSON"
 mapfile -t SEL_IDS < <("$HOST_PY" "$ROOT/ci/matrix-report.py" envs "$ENVS_JSON" "${SEL_ENVS[@]}" | cut -f1) || exit 2
 [ ${#SEL_IDS[@]} -gt 0 ] || die 2 "no environment selected"
@@ -180,9 +191,9 @@ elapsed() { local s=$((SECONDS - T0)); printf '%dm%02ds' $((s / 60)) $((s % 60))
 mkdir -p "$OUT/logs"
 if [ $PROVISION = 1 ]; then
     say "== provision ($(elapsed)): ${SEL_IDS[*]}"
-    "$ENVS_SH" provision "${SEL_IDS[@]}" >"$OUT/logs/provision.log" 2>&1 ||
+    "$ENVS_SH" "${ENV_ARGS[@]}" provision "${SEL_IDS[@]}" >"$OUT/logs/provision.log" 2>&1 ||
         say "(some environment is not ready: $OUT/logs/provision.log; its cells are skip)"
-    "$ENVS_SH" list --json >"$ENVS_JSON" 2>/dev/null
+    "$ENVS_SH" "${ENV_ARGS[@]}" list --json >"$ENVS_JSON" 2>/dev/null
 fi
 
 rm -rf "$OUT/cells"
@@ -221,7 +232,7 @@ e=[e for e in json.load(open(sys.argv[1])) if e["id"]==sys.argv[2]][0]
 print(e["status"] + ("" if e["status"] == "ready" else ": " + (e.get("reason") or "?")))' "$ENVS_JSON" "$id")
     py=""
     if [ "$st" = ready ]; then
-        py=$("$ENVS_SH" python "$id" 2>/dev/null) || { st="no interpreter"; py=""; }
+        py=$("$ENVS_SH" "${ENV_ARGS[@]}" python "$id" 2>/dev/null) || { st="no interpreter"; py=""; }
     fi
     say "[$id] $st${py:+ ($py)}"
     declare -A REQ=()
