@@ -17,6 +17,12 @@
  * profiler).  The recorder's own frames are under `<greenreplay>/` and so
  * never compared.
  *
+ * When the program starts the profiler itself (`# conform-start: manual`,
+ * greenreplay.conform.start_profiler()), the harness writes a MARK labelled
+ * GR_CONFORM_MARK_START before it starts and GR_CONFORM_MARK_STOP after it
+ * stops: only CALL records between the two count, and real stacks are not
+ * used (their frames may have been called before the profiler started).
+ *
  * Per-record logic is in gr_conform_feed, which takes one decoded record:
  * it works the same over a streaming reader.
  */
@@ -28,6 +34,9 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define GR_CONFORM_MARK_START "greenreplay-conform: start"
+#define GR_CONFORM_MARK_STOP "greenreplay-conform: stop"
 
 /* Ground truth accumulated from the records fed so far (opaque). */
 typedef struct gr_conform gr_conform;
@@ -52,8 +61,8 @@ enum gr_conform_verdict {
 
 /* Compare the adapter's normalised results (the results file of
  * greenreplay/conform.py, schema 1: "functions", "lines", "line_hits",
- * "code", "threads", "exclude_files") with the truth in c, whose code and
- * string ids are those of trace t.
+ * "code", "threads", "generator_calls", "exclude_files") with the truth in
+ * c, whose code and string ids are those of trace t.
  *
  * Returns the verdict.  *differences receives a new JSON array (owned by
  * the caller, json_decref) of objects {kind, function ("file:qualname"),
@@ -61,10 +70,18 @@ enum gr_conform_verdict {
  * list), truth, profiler, message}; kinds: "blind_spot" (the profiler
  * counts fewer calls than ran, or fewer hits of a function's first line),
  * "miscount" (more calls than ran), "missing_lines" (a function that ran
- * has no executed line of its body).  *checked: the functions compared.
- * On GR_CONFORM_ERROR, reason (n bytes) holds one line naming the cause;
- * otherwise it is set to "". */
-int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results,
-                       json_t **differences, size_t *checked, char *reason, size_t n);
+ * has no executed line of its body).  *notes receives a new array of the
+ * same objects, kind "unverified": an excess count while, on a thread
+ * compared other than the starting one, the program installed its own
+ * profile function (HOOK action 1): a profiler that writes another thread's
+ * state directly (yappi) raises no audit event and may displace the
+ * recorder there unseen; notes do not change the verdict.
+ * Generators and coroutines, when the results say "generator_calls":
+ * "starts" (the profiler counts a call once, the recording each
+ * resumption), are only checked for 0 calls and for excess.
+ * *checked: the functions compared.  On GR_CONFORM_ERROR, reason (n bytes)
+ * holds one line naming the cause; otherwise it is set to "". */
+int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
+                       json_t **notes, size_t *checked, char *reason, size_t n);
 
 #endif

@@ -219,6 +219,8 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
         json_object_set_new(o, "reason", json_string(reason ? reason : ""));
         json_object_set_new(o, "functions_checked", json_integer((json_int_t)checked));
         json_object_set_new(o, "differences", diffs ? json_incref(diffs) : json_array());
+        json_t *nt = json_object_get(h, "notes");
+        json_object_set_new(o, "notes", json_is_array(nt) ? json_incref(nt) : json_array());
         json_object_set_new(o, "program_status", program_status < 0 ? json_null() : json_integer(program_status));
         json_t *tm = json_object();
         json_object_set_new(tm, "recorded_run_s", json_real(t_run));
@@ -573,9 +575,9 @@ int gr_cmd_conform(int argc, char **argv)
     gr_conform *truth = gr_conform_new();
     for (size_t i = 0; i < t.nrecs; i++)
         gr_conform_feed(truth, &t, &t.recs[i]);
-    json_t *diffs = NULL;
+    json_t *diffs = NULL, *notes = NULL;
     size_t checked = 0;
-    int v = gr_conform_compare(truth, &t, res, &diffs, &checked, reason, sizeof reason);
+    int v = gr_conform_compare(truth, &t, res, &diffs, &notes, &checked, reason, sizeof reason);
     double t_cmp = now_s() - t1;
     gr_conform_free(truth);
     gr_trace_free(&t);
@@ -584,6 +586,10 @@ int gr_cmd_conform(int argc, char **argv)
     json_t *d;
     json_array_foreach(diffs, i, d) {
         printf("%s %s: %s\n", json_string_value(json_object_get(d, "kind")),
+               json_string_value(json_object_get(d, "function")), json_string_value(json_object_get(d, "message")));
+    }
+    json_array_foreach(notes, i, d) {
+        printf("note: %s %s: %s\n", json_string_value(json_object_get(d, "kind")),
                json_string_value(json_object_get(d, "function")), json_string_value(json_object_get(d, "message")));
     }
     const char *pv = json_string_value(json_object_get(res, "profiler_version"));
@@ -601,8 +607,10 @@ int gr_cmd_conform(int argc, char **argv)
             snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
     }
     cleanup(&r);
+    json_object_set(res, "notes", notes); /* finish copies it */
     int status = finish(&r, verdict, reason, res, diffs, checked, rc, t_run, t_cmp, v);
     json_decref(diffs);
+    json_decref(notes);
     json_decref(res);
     return status;
 }

@@ -32,12 +32,15 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
             per-line hits of each function the profiler registered
         "threads": "starting" (default: only the thread that called
             start() is profiled) or "all"
+        "generator_calls": "resumptions" (default: like CPython's profile
+            events, every resumption of a generator or coroutine counts as
+            a call) or "starts" (counted once per call)
 
 The results file (schema 1) holds the adapter's results with files
 normalised and filtered, plus: adapter, profiler_version, python,
-greenlet, threads, exclude_files (the adapter's own file when it is under
-the root) and, when there are lines or line hits, "code": the static line
-map of every code object of the files involved (see code_map()).  Or, when
+greenlet, threads, generator_calls, exclude_files (the adapter's own file
+when it is under the root) and "code": the static line map of every code
+object of the root's files the program loaded (see code_map()).  Or, when
 the adapter could not run: {"skip": reason} or {"error": message}.
 
 Also `python -m greenreplay.conform --list` / `--probe SPEC` (used by the C
@@ -162,7 +165,8 @@ def code_map(path):
 def _normalise(raw, paths):
     """The adapter's results with file names made root-relative and code
     outside the root dropped."""
-    res = {"threads": raw.get("threads", "starting")}
+    res = {"threads": raw.get("threads", "starting"),
+           "generator_calls": raw.get("generator_calls", "resumptions")}
     if "functions" in raw:
         fns = []
         for fn in raw["functions"]:
@@ -191,7 +195,7 @@ def _normalise(raw, paths):
     return res
 
 
-def _files_for_code(res, paths):
+def _files_for_code(paths):
     """Source files (absolute) of every root file the results or the
     program's modules name."""
     files = {}
@@ -257,13 +261,74 @@ def begin(frame):
         except (TypeError, ValueError):
             takes_ctx = False
         atexit.register(_finish)
-        if takes_ctx:
-            module.start(ctx)
-        else:
-            module.start()
-        _state["started"] = True
+        _state.update(ctx=ctx, takes_ctx=takes_ctx)
+        if _manual(frame.f_code.co_filename):
+            _state["manual"] = True
+            return
+        _start()
     except Exception as e:
         _fail("start", e)
+
+
+MARK_START = "greenreplay-conform: start"
+MARK_STOP = "greenreplay-conform: stop"
+
+
+def _manual(script):
+    # A "# conform-start: manual" line among the script's first 40 lines.
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            for _i, line in zip(range(40), f):
+                if line.replace(" ", "").strip() == "#conform-start:manual":
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def _mark(label):
+    import greenreplay
+    if greenreplay.is_recording():
+        greenreplay.mark(label)
+
+
+def _start():
+    module = _state["module"]
+    if _state["takes_ctx"]:
+        module.start(_state["ctx"])
+    else:
+        module.start()
+    _state["started"] = True
+
+
+def start_profiler():
+    """For programs marked "# conform-start: manual": start the profiler
+    under test now.  The recording gets a MARK "greenreplay-conform: start"
+    first, and the comparison counts only calls made after it (and before
+    the MARK of stop_profiler()).  Does nothing outside `conform` or when
+    called again.  Never raises (a failure goes to the results file)."""
+    if not _state.pop("manual", False):
+        return
+    try:
+        _mark(MARK_START)
+        _start()
+    except Exception as e:
+        _fail("start", e)
+
+
+def stop_profiler():
+    """Stop the profiler started by start_profiler() (from any greenlet);
+    a MARK "greenreplay-conform: stop" follows.  Results are still written
+    at exit.  Does nothing when the profiler is not running."""
+    if not _state.get("started") or _state.get("stopped"):
+        return
+    try:
+        _state["module"].stop()
+        _state["stopped"] = True
+        _mark(MARK_STOP)
+    except Exception as e:
+        _state["started"] = False
+        _fail("stop", e)
 
 
 def _fail(step, e):
@@ -281,20 +346,20 @@ def _finish():
     if not _state.pop("started", False):
         return
     module = _state["module"]
-    try:
-        module.stop()
-    except Exception as e:
-        _fail("stop", e)
-        return
+    if not _state.get("stopped"):
+        try:
+            module.stop()
+        except Exception as e:
+            _fail("stop", e)
+            return
     try:
         raw = module.results()
         paths = _state["paths"]
         res = _normalise(raw, paths)
         own = paths(module.__greenreplay_path__)
         res["exclude_files"] = [own] if own else []
-        if "lines" in res or "line_hits" in res:
-            files = _files_for_code(res, paths)
-            res["code"] = {n: code_map(p) for n, p in sorted(files.items())}
+        files = _files_for_code(paths)
+        res["code"] = {n: code_map(p) for n, p in sorted(files.items())}
         res.update(_header(module, _state["spec"]))
         _write(_state["out"], res)
     except Exception as e:

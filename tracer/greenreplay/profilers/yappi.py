@@ -3,7 +3,9 @@
 With greenlet importable, yappi's greenlet context backend is selected
 (yappi.set_context_backend("greenlet"), yappi 1.3+), as yappi documents
 for gevent programs: each greenlet gets its own call stack.  Builtins are
-not profiled (builtins=False).  Counts are yappi's ncall."""
+not profiled (builtins=False).  Counts are yappi's ncall, which counts a
+generator or coroutine call once however often it resumed
+("generator_calls": "starts")."""
 _backend = "thread"
 
 
@@ -48,4 +50,4 @@ def results():
     import yappi
     fns = [{"file": s.module, "line": s.lineno, "name": s.name, "calls": s.ncall}
            for s in yappi.get_func_stats() if s.lineno]
-    return {"functions": fns, "threads": "all"}
+    return {"functions": fns, "threads": "all", "generator_calls": "starts"}
