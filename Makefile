@@ -187,6 +187,7 @@ integration: all
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
 	tests/integration/profiler_axis.sh
+	tests/integration/root_packages.sh
 	tests/mutants/run.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so

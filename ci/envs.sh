@@ -522,7 +522,7 @@ env_status() {
             case "$(root_state "$s")" in
                 missing) WHY="root $s not built"; return ;;
                 half-built) WHY="root $s half-built (provision rebuilds it)"; return ;;
-                changed) WHY="root $s package list changed (provision rebuilds it)"; return ;;
+                changed) WHY="root $s package list changed (provision installs the missing packages)"; return ;;
             esac ;;
         user)
             user_probe "$id" || { ST=unavailable; return; } ;;
@@ -1277,6 +1277,9 @@ main() {
     esac
     load_envs
     case "$cmd" in
+        # Internal (tests): the packages SUITE's root wants, one a line.
+        __root_packages) [ $# -eq 1 ] || die $EX_USAGE "usage: ci/envs.sh __root_packages SUITE"
+                         root_packages "$1"; exit 0 ;;
         list) cmd_list "$@" ;;
         provision) cmd_provision "$@" ;;
         build) cmd_build "$@" ;;
