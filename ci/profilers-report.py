@@ -89,6 +89,17 @@ def last_line(path, skip_prefix=None):
     return lines[-1] if lines else ""
 
 
+def last_error(path):
+    """The last line of a Python traceback in the log at PATH ('' if none)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.rstrip("\n") for ln in f]
+    except OSError:
+        return ""
+    err = [ln.strip() for ln in lines if ln and not ln[0].isspace() and re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b", ln)]
+    return err[-1] if err else ""
+
+
 def applicable(known, profiler, env, fixture):
     pyv = env.get("python_version") or env.get("python")
     return [k for k in known if k.profilers
@@ -137,6 +148,14 @@ def classify(cell, env, known, stem):
         res["outcome"], res["reason"] = "fail", why
         return res
     diffs = res["differences"]
+    # A program that did not run to its end (an exception, a profiler that
+    # raised into it) leaves nothing sound to compare: its verdict is fail.
+    ps = rep.get("program_status")
+    if isinstance(ps, int) and ps != 0:
+        res["outcome"] = "fail"
+        res["reason"] = "the program exited with status %d (%s)" % (
+            ps, last_error(stem + ".log") or "no error line")
+        return res
     if (rc == 0) != (not diffs):
         res["outcome"] = "fail"
         res["reason"] = "conform exit status %s disagrees with its report (%d difference(s))" % (rc, len(diffs))
