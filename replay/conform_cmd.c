@@ -77,9 +77,12 @@ const char gr_conform_usage[] =
     "missing_lines (a function that ran has no executed line: coverage,\n"
     "line_profiler).\n"
     "\n"
-    "Output: one line per difference, then one summary line.  When the program\n"
-    "exits with a non-zero status, a line says so; the comparison still decides\n"
-    "(the adapter's results are written at exit, the trace up to the end).\n"
+    "Output: one line per difference, \"note:\" lines (excess counts that cannot\n"
+    "be verified), then one summary line.  When the program exits with a\n"
+    "non-zero status, a line says so and the comparison still runs (the\n"
+    "adapter's results are written at exit, the trace up to the end): its\n"
+    "differences give 1, but no difference gives 2, never a pass (the profiler\n"
+    "may have raised into the program).\n"
     "\n"
     "Exit status: 0 the profiler agrees with the recording; 1 differences;\n"
     "2 usage error, recording or adapter error, program killed by a signal,\n"
@@ -595,17 +598,26 @@ int gr_cmd_conform(int argc, char **argv)
     const char *pv = json_string_value(json_object_get(res, "profiler_version"));
     const char *py = json_string_value(json_object_get(res, "python"));
     const char *gl = json_string_value(json_object_get(res, "greenlet"));
-    const char *verdict = v == GR_CONFORM_PASS ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
-    if (v == GR_CONFORM_ERROR) {
-        fprintf(stderr, "greenreplay: conform: %s\n", reason);
-    } else {
-        size_t nd = json_array_size(diffs);
+    size_t nd = json_array_size(diffs);
+    int crashed = v == GR_CONFORM_PASS && rc != 0;
+    const char *verdict = v == GR_CONFORM_PASS && !crashed ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
+    if (v != GR_CONFORM_ERROR)
         printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r.spec,
                pv ? pv : "?", py ? py : "?", gl ? gl : "?", verdict, checked, checked == 1 ? "" : "s", nd,
                nd == 1 ? "" : "s");
-        if (v == GR_CONFORM_FAIL)
-            snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
+    if (v == GR_CONFORM_FAIL)
+        snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
+    if (crashed) {
+        /* Never a pass for a run that failed: the profiler may have raised
+         * into the program (the profile module does under greenlets). */
+        v = GR_CONFORM_ERROR;
+        snprintf(reason, sizeof reason,
+                 "the program exited with status %d (no difference in what ran; the profiler may have raised "
+                 "into it: run the program without conform to tell)",
+                 rc);
     }
+    if (v == GR_CONFORM_ERROR)
+        fprintf(stderr, "greenreplay: conform: %s\n", reason);
     cleanup(&r);
     json_object_set(res, "notes", notes); /* finish copies it */
     int status = finish(&r, verdict, reason, res, diffs, checked, rc, t_run, t_cmp, v);

@@ -391,7 +391,7 @@ def main(argv):
         try:
             print(_probe_line(argv[1]))
         except ValueError as e:
-            sys.stderr.write("%s\n" % e)
+            sys.stderr.write("greenreplay: conform: %s\n" % e)
             return 2
         return 0
     sys.stderr.write("usage: python -m greenreplay.conform --list | --probe SPEC\n")
