@@ -134,6 +134,8 @@ static void real_stack(gr_conform *c, uint64_t tid, uint64_t gid, const uint32_t
     size_t n = depth - from;
     if (!n)
         return;
+    if (!g->first_code)
+        g->first_code = stack[from]; /* its outermost frame of its own */
     c->scratch = gr_xgrow(c->scratch, &c->capscratch, n, sizeof *c->scratch);
     memcpy(c->scratch, stack + from, n * sizeof *stack);
     qsort(c->scratch, n, sizeof *c->scratch, cmp_u32);

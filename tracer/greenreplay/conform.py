@@ -45,7 +45,9 @@ the adapter could not run: {"skip": reason} or {"error": message}.
 
 Also `python -m greenreplay.conform --list` / `--probe SPEC` (used by the C
 command before it records): one line per adapter, "NAME<TAB>yes|no<TAB>
-version or reason"; exit status 0, or 2 when SPEC cannot be loaded.
+version or reason"; exit status 0, or 2 when SPEC cannot be loaded.  And
+`--expect FIXTURE PYTHON_VERSION [PROFILER]`: the verdicts a fixture of
+fixtures/profilers/ expects (see expectations()).
 """
 import atexit
 import importlib.util
@@ -366,6 +368,32 @@ def _finish():
         _fail("results", e)
 
 
+def expectations(path, python):
+    """Expected verdicts of fixture `path` on Python version `python`
+    ("3.12.1" or "3.12"): {profiler: verdict}.  Header lines among the first
+    40: "# conform: NAME=VERDICT ..." for every version, and
+    "# conform[py>=X.Y]: ...", "[py<X.Y]", "[py==X.Y]" for some; later
+    lines override earlier ones.  Verdicts: pass, fail, error, skip."""
+    import re
+    want = tuple(int(x) for x in python.split(".")[:2])
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for _i, line in zip(range(40), f):
+            m = re.match(r"#\s*conform(?:\[py(>=|<|==)(\d+)\.(\d+)\])?:\s*(.*)$", line.strip())
+            if not m:
+                continue
+            op, major, minor, rest = m.groups()
+            if op:
+                v = (int(major), int(minor))
+                if not {">=": want >= v, "<": want < v, "==": want == v}[op]:
+                    continue
+            for item in rest.split():
+                name, _, verdict = item.partition("=")
+                if verdict:
+                    out[name] = verdict
+    return out
+
+
 def _probe_line(spec):
     module = load(spec)
     ok, reason = _availability(module)
@@ -394,7 +422,18 @@ def main(argv):
             sys.stderr.write("greenreplay: conform: %s\n" % e)
             return 2
         return 0
-    sys.stderr.write("usage: python -m greenreplay.conform --list | --probe SPEC\n")
+    if len(argv) in (3, 4) and argv[0] == "--expect":
+        # --expect FIXTURE PYTHON_VERSION [PROFILER]: "NAME VERDICT" lines,
+        # or the one verdict ("none" when the fixture names none).
+        exp = expectations(argv[1], argv[2])
+        if len(argv) == 4:
+            print(exp.get(argv[3], "none"))
+        else:
+            for name in sorted(exp):
+                print("%s %s" % (name, exp[name]))
+        return 0
+    sys.stderr.write("usage: python -m greenreplay.conform --list | --probe SPEC | "
+                     "--expect FIXTURE PYTHON_VERSION [PROFILER]\n")
     return 2
 
 
