@@ -62,7 +62,7 @@ const char gr_conform_usage[] =
     "                    (main|run: F)\" or a list of them), truth, profiler,\n"
     "                    message}], program_status, timing {recorded_run_s,\n"
     "                    comparison_s}, trace, results\n"
-    "  -o TRACE          keep the recording there (default: a temporary file)\n"
+    "  -o, --output TRACE  keep the recording there (default: a temporary file)\n"
     "  --keep            keep the temporary trace and results file (paths printed)\n"
     "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
     "  --no-record       run the program with the profiler but without the\n"
