@@ -17,7 +17,7 @@
  * then starts greenlet g2 whose run is work (called twice in g2). */
 typedef struct fx {
     tb b;
-    uint32_t mod, main, work, sw, stdlib_fn, label;
+    uint32_t mod, main, work, sw, stdlib_fn, label, len;
     gr_trace t;
     json_t *diffs, *notes;
     size_t checked;
@@ -34,6 +34,7 @@ static void build(fx *f, int g2_calls_seen)
     f->stdlib_fn = tb_py(&f->b, "helper", "<stdlib>/x.py", 3);
     f->sw = tb_c(&f->b, "greenlet.greenlet.switch");
     f->label = tb_str(&f->b, "in work");
+    f->len = tb_c(&f->b, "builtins.len");
     tb_thread(&f->b, 1);
     tb_greenlet(&f->b, 1, 1, 0, GR_GL_MAIN, 0);
     tb_simple(&f->b, GR_START, 1, 1);
@@ -42,12 +43,16 @@ static void build(fx *f, int g2_calls_seen)
     tb_ev(&f->b, GR_CALL, 1, 1, f->work);
     tb_ev(&f->b, GR_RETURN, 1, 1, f->work);
     tb_ev(&f->b, GR_CALL, 1, 1, f->stdlib_fn);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->len); /* from <stdlib>: not the program's */
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->len);
     tb_ev(&f->b, GR_RETURN, 1, 1, f->stdlib_fn);
     tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
     tb_greenlet(&f->b, 1, 2, 1, 0, 0);
     tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, GR_SW_INFERRED | GR_SW_NEW, 0, 0);
     if (g2_calls_seen) {
         tb_ev(&f->b, GR_CALL, 1, 2, f->work);
+        tb_ev(&f->b, GR_C_CALL, 1, 2, f->len); /* from work: the program's */
+        tb_ev(&f->b, GR_C_RETURN, 1, 2, f->len);
         tb_ev(&f->b, GR_RETURN, 1, 2, f->work);
         tb_ev(&f->b, GR_CALL, 1, 2, f->work);
     } else {
@@ -197,6 +202,33 @@ static void test_line_hits(void **state)
     end(&f);
 }
 
+static void test_c_functions(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* work made one len() call (the stdlib one is not the program's) and
+     * main one switch: a profiler counting each at least once passes, one
+     * that never counts len fails, on len alone */
+    assert_int_equal(compare(&f, "{\"functions\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+                                 "\"calls\": 3}, {\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", "
+                                 "\"calls\": 1}], \"c_functions\": [{\"name\": \"builtins.len\", \"calls\": 2}, "
+                                 "{\"name\": \"greenlet.greenlet.switch\", \"calls\": 1}]}"),
+                     GR_CONFORM_PASS);
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    assert_int_equal(compare(&f, "{\"functions\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+                                 "\"calls\": 3}, {\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", "
+                                 "\"calls\": 1}], \"c_functions\": [{\"name\": \"greenlet.greenlet.switch\", "
+                                 "\"calls\": 1}]}"),
+                     GR_CONFORM_FAIL);
+    assert_int_equal(json_array_size(f.diffs), 1);
+    json_t *d = diff_of(&f, "blind_spot", "builtins.len");
+    assert_int_equal(json_integer_value(json_object_get(d, "truth")), 1);
+    assert_string_equal(json_string_value(json_object_get(d, "greenlet")), "thread 1 greenlet 2 (run: work)");
+    end(&f);
+}
+
 static void test_nothing_to_compare_is_error(void **state)
 {
     (void)state;
@@ -219,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_mark_proves_calls_the_recorder_missed),
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_line_hits),
+        cmocka_unit_test(test_c_functions),
         cmocka_unit_test(test_nothing_to_compare_is_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,6 +27,8 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
         "functions": [{"file", "line", "name", "calls"}]   call counts per
             function: file as the profiler reports it (co_filename),
             line = co_firstlineno, name = co_name or co_qualname
+        "c_functions": [{"name", "calls"}]    call counts of C functions,
+            named as the trace names them (module.name, Type.name)
         "lines": {file: [line, ...]}                     executed lines
         "line_hits": [{"file", "line", "name", "hits": {"LINE": N}}]
             per-line hits of each function the profiler registered
@@ -178,6 +180,11 @@ def _normalise(raw, paths):
                             "calls": int(fn["calls"])})
         fns.sort(key=lambda d: (d["file"], d["line"], d["name"]))
         res["functions"] = fns
+    if "c_functions" in raw:
+        cf = {}
+        for fn in raw["c_functions"]:
+            cf[str(fn["name"])] = cf.get(str(fn["name"]), 0) + int(fn["calls"])
+        res["c_functions"] = [{"name": n, "calls": cf[n]} for n in sorted(cf)]
     if "lines" in raw:
         lines = {}
         for f, ls in raw["lines"].items():
