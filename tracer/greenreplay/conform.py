@@ -250,9 +250,11 @@ def begin(frame):
     is written to the results file and the program runs on."""
     spec = os.environ.pop("GREENREPLAY_CONFORM", None)
     out = os.environ.pop("GREENREPLAY_CONFORM_RESULTS", None)
-    os.environ.pop("GREENREPLAY_CONFORM_NORECORD", None)
+    norecord = os.environ.pop("GREENREPLAY_CONFORM_NORECORD", None) == "1"
     if not spec or not out:
         return
+    if norecord:
+        _preimport()
     _state.update(out=out, spec=spec, script=frame.f_code.co_filename)
     try:
         root = os.environ.get("GREENREPLAY_ROOT") or os.path.dirname(os.path.abspath(frame.f_code.co_filename))
@@ -277,6 +279,19 @@ def begin(frame):
         _start()
     except Exception as e:
         _fail("start", e)
+
+
+def _preimport():
+    # Without recording, import what greenreplay.start() imports (passive
+    # switch detection asks greenlet which greenlet runs), so that the
+    # program runs under the profiler with the same modules already loaded
+    # in both modes: otherwise the profiler counts those imports' calls
+    # only in the unrecorded run.
+    for name in ("__future__", "gc", "greenlet"):
+        try:
+            __import__(name)
+        except Exception:
+            pass
 
 
 MARK_START = "greenreplay-conform: start"
