@@ -184,6 +184,7 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
+	tests/integration/conform.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
 	tests/integration/profiler_axis.sh
@@ -258,9 +259,10 @@ INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
-	install -d $(INSTALL_LIB)/boot
-	install -m 644 $(filter-out %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/
+	install -d $(INSTALL_LIB)/boot $(INSTALL_LIB)/profilers
+	install -m 644 $(filter-out %/boot/sitecustomize.py $(PKG_DIR)/profilers/%,$(PKG_PY)) $(INSTALL_LIB)/
 	install -m 644 $(filter %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/boot/
+	install -m 644 $(filter $(PKG_DIR)/profilers/%,$(PKG_PY)) $(INSTALL_LIB)/profilers/
 	install -m 755 $(EXT) $(INSTALL_LIB)/
 	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
 

@@ -28,6 +28,8 @@ struct gl_info {
     uint32_t first_code; /* code of its first CALL, 0 none */
     uint32_t *seed;      /* its GREENLET stack */
     uint32_t nseed;
+    uint32_t *sh;        /* its Python frames as the recorder saw them */
+    size_t nsh, capsh;
 };
 
 struct gr_conform {
@@ -44,6 +46,9 @@ struct gr_conform {
                              program installed a profile function (HOOK
                              action 1): calls may have run unseen */
     size_t nblind, capblind;
+    uint8_t *rootcode;  /* per code id: 0 unknown, 1 Python code under the
+                           root, 2 anything else */
+    size_t nrootcode;
     uint32_t *scratch; /* sorted copy of a stack */
     size_t capscratch;
 };
@@ -62,8 +67,11 @@ void gr_conform_free(gr_conform *c)
     for (size_t i = 0; i < c->nfn; i++)
         free(c->fn[i].gl);
     free(c->fn);
-    for (size_t i = 0; i < c->ngl; i++)
+    for (size_t i = 0; i < c->ngl; i++) {
         free(c->gl[i].seed);
+        free(c->gl[i].sh);
+    }
+    free(c->rootcode);
     free(c->gl);
     free(c->scratch);
     free(c->blind_tids);
@@ -134,6 +142,8 @@ static void real_stack(gr_conform *c, uint64_t tid, uint64_t gid, const uint32_t
     size_t n = depth - from;
     if (!n)
         return;
+    if (!g->first_code)
+        g->first_code = stack[from]; /* its outermost frame of its own */
     c->scratch = gr_xgrow(c->scratch, &c->capscratch, n, sizeof *c->scratch);
     memcpy(c->scratch, stack + from, n * sizeof *stack);
     qsort(c->scratch, n, sizeof *c->scratch, cmp_u32);
@@ -148,6 +158,33 @@ static void real_stack(gr_conform *c, uint64_t tid, uint64_t gid, const uint32_t
     }
 }
 
+/* Whether code id is Python code in a file under the root (a relative
+ * name in the trace). */
+static int is_root_code(gr_conform *c, const gr_trace *t, uint32_t code)
+{
+    if (code >= c->nrootcode) {
+        size_t n = c->nrootcode ? c->nrootcode : 64;
+        while (n <= code)
+            n *= 2;
+        c->rootcode = gr_xrealloc(c->rootcode, n);
+        memset(c->rootcode + c->nrootcode, 0, n - c->nrootcode);
+        c->nrootcode = n;
+    }
+    if (!c->rootcode[code]) {
+        const gr_code *cd = gr_trace_code(t, code);
+        size_t n = 0;
+        const uint8_t *f = cd && cd->kind == GR_CODE_PY ? gr_trace_string(t, cd->file, &n) : NULL;
+        c->rootcode[code] = f && n && f[0] != '<' && f[0] != '/' ? 1 : 2;
+    }
+    return c->rootcode[code] == 1;
+}
+
+static void sh_push(struct gl_info *g, uint32_t code)
+{
+    g->sh = gr_xgrow(g->sh, &g->capsh, g->nsh + 1, sizeof *g->sh);
+    g->sh[g->nsh++] = code;
+}
+
 /* Whether MARK r carries label (the harness's window marks). */
 static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
 {
@@ -158,6 +195,7 @@ static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
 
 void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
 {
+    /* (c is also written by is_root_code, through this non-const pointer.) */
     const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
     if (r->tag == GR_MARK && !c->windowed && mark_is(t, r, GR_CONFORM_MARK_START)) {
         /* The program started the profiler itself: forget what ran before. */
@@ -179,9 +217,15 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         free(g->seed);
         g->seed = NULL;
         g->nseed = r->depth;
+        g->nsh = 0;
         if (r->depth) {
             g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
             memcpy(g->seed, stack, r->depth * sizeof *g->seed);
+            for (uint32_t i = 0; i < r->depth; i++) {
+                const gr_code *cd = gr_trace_code(t, stack[i]);
+                if (cd && cd->kind == GR_CODE_PY)
+                    sh_push(g, stack[i]);
+            }
         }
         break;
     }
@@ -211,6 +255,26 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         if (!g->first_code)
             g->first_code = r->code;
         count_of(c, r->code, r->tid, r->gid)->calls++;
+        sh_push(g, r->code);
+        break;
+    }
+    case GR_RETURN: {
+        /* Pop it, or down to it when returns were lost; ignore a return
+         * of a frame not on the shadow (one opened before recording). */
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        for (size_t k = g->nsh; k-- > 0;)
+            if (g->sh[k] == r->code) {
+                g->nsh = k;
+                break;
+            }
+        break;
+    }
+    case GR_C_CALL: {
+        /* A C call made by the program's own code: a C function's truth
+         * counts only these (its callers elsewhere are not compared). */
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && g->sh[g->nsh - 1] != c->module_code)
+            count_of(c, r->code, r->tid, r->gid)->calls++;
         break;
     }
     case GR_MARK:
@@ -593,6 +657,44 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                          sum ? first : 0, gr_sb_str(&msg));
             }
         }
+    }
+
+    /* C functions called by the program's functions: the profiler counts
+     * every call of them, from anywhere, so only a shortfall is sure. */
+    json_t *cfns = json_object_get(results, "c_functions");
+    for (uint32_t code = 1; json_is_array(cfns) && code < c->nfn && code <= t->ncodes; code++) {
+        const struct fn_truth *f = &c->fn[code];
+        const gr_code *cd = gr_trace_code(t, code);
+        if (!f->n || !cd || cd->kind != GR_CODE_C)
+            continue;
+        const char *qn = str_of(t, cd->qualname, &qual);
+        if (strncmp(qn, "greenreplay.", 12) == 0 || strncmp(qn, "_greenreplay.", 13) == 0)
+            continue; /* the recorder's own (mark) */
+        uint64_t truth = 0;
+        for (size_t i = 0; i < f->n; i++)
+            if (!scope_tid || f->gl[i].tid == scope_tid)
+                truth += f->gl[i].calls;
+        if (!truth)
+            continue;
+        long long prof = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(cfns, i, v) {
+            const char *nm = json_string_value(json_object_get(v, "name"));
+            if (nm && strcmp(nm, qn) == 0)
+                prof += int_of(v, "calls");
+        }
+        (*checked)++;
+        if ((uint64_t)prof >= truth)
+            continue;
+        gr_sb_reset(&gtext);
+        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, &gtext);
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg,
+                     "the profiler counts %lld call%s of the C function %s in all, the program's functions "
+                     "alone made %llu: %s",
+                     prof, prof == 1 ? "" : "s", qn, (unsigned long long)truth, gr_sb_str(&gtext));
+        add_diff(*differences, "blind_spot", qn, 0, gl, truth, prof, gr_sb_str(&msg));
     }
 
     /* Functions the profiler counts that the recording never saw run in

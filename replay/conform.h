@@ -9,6 +9,9 @@
  *     occurs k times in one such stack, above the greenlet's seed (frames it
  *     had when first seen), ran at least k times in that greenlet: the
  *     truth for the greenlet is max(calls seen, largest such k).
+ * C functions (results "c_functions"): the C_CALL records whose caller (the
+ * top Python frame of the greenlet's shadow, rebuilt from CALL/RETURN) is
+ * a function under the root; the profiler must count at least as many.
  * Only Python code under the recording root is compared (file names that
  * are relative in the trace), minus the program's `<module>` (its call
  * precedes the profiler's start), the files the results exclude (the
@@ -69,7 +72,8 @@ enum gr_conform_verdict {
  * line, greenlet (a string when the calls ran in one greenlet, else a
  * list), truth, profiler, message}; kinds: "blind_spot" (the profiler
  * counts fewer calls than ran, or fewer hits of a function's first line),
- * "miscount" (more calls than ran), "missing_lines" (a function that ran
+ * "miscount" (more calls than ran; a C function named by its qualname,
+ * line 0, only ever as a blind_spot), "missing_lines" (a function that ran
  * has no executed line of its body).  *notes receives a new array of the
  * same objects, kind "unverified": an excess count while, on a thread
  * compared other than the starting one, the program installed its own

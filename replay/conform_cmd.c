@@ -43,7 +43,9 @@ const char gr_conform_usage[] =
     "truth of the recording: the calls the recorder saw per function and\n"
     "greenlet, raised where real stacks (MARK, SWITCH with the target's real\n"
     "stack, STACK at stop) prove more.  Compared: Python functions under the\n"
-    "root (default: the script's directory) except the script's <module>; only\n"
+    "root (default: the script's directory) except the script's <module>, and\n"
+    "(cprofile) the C functions they call, which the profiler must count at\n"
+    "least as often as they called them; only\n"
     "the thread that started the profiler for profilers that profile one thread\n"
     "(cprofile, profile, line_profiler).  Details: docs/conform.md.\n"
     "\n"
@@ -62,7 +64,7 @@ const char gr_conform_usage[] =
     "                    (main|run: F)\" or a list of them), truth, profiler,\n"
     "                    message}], program_status, timing {recorded_run_s,\n"
     "                    comparison_s}, trace, results\n"
-    "  -o TRACE          keep the recording there (default: a temporary file)\n"
+    "  -o, --output TRACE  keep the recording there (default: a temporary file)\n"
     "  --keep            keep the temporary trace and results file (paths printed)\n"
     "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
     "  --no-record       run the program with the profiler but without the\n"
@@ -77,9 +79,12 @@ const char gr_conform_usage[] =
     "missing_lines (a function that ran has no executed line: coverage,\n"
     "line_profiler).\n"
     "\n"
-    "Output: one line per difference, then one summary line.  When the program\n"
-    "exits with a non-zero status, a line says so; the comparison still decides\n"
-    "(the adapter's results are written at exit, the trace up to the end).\n"
+    "Output: one line per difference, \"note:\" lines (excess counts that cannot\n"
+    "be verified), then one summary line.  When the program exits with a\n"
+    "non-zero status, a line says so and the comparison still runs (the\n"
+    "adapter's results are written at exit, the trace up to the end): its\n"
+    "differences give 1, but no difference gives 2, never a pass (the profiler\n"
+    "may have raised into the program).\n"
     "\n"
     "Exit status: 0 the profiler agrees with the recording; 1 differences;\n"
     "2 usage error, recording or adapter error, program killed by a signal,\n"
@@ -595,17 +600,26 @@ int gr_cmd_conform(int argc, char **argv)
     const char *pv = json_string_value(json_object_get(res, "profiler_version"));
     const char *py = json_string_value(json_object_get(res, "python"));
     const char *gl = json_string_value(json_object_get(res, "greenlet"));
-    const char *verdict = v == GR_CONFORM_PASS ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
-    if (v == GR_CONFORM_ERROR) {
-        fprintf(stderr, "greenreplay: conform: %s\n", reason);
-    } else {
-        size_t nd = json_array_size(diffs);
+    size_t nd = json_array_size(diffs);
+    int crashed = v == GR_CONFORM_PASS && rc != 0;
+    const char *verdict = v == GR_CONFORM_PASS && !crashed ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
+    if (v != GR_CONFORM_ERROR)
         printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r.spec,
                pv ? pv : "?", py ? py : "?", gl ? gl : "?", verdict, checked, checked == 1 ? "" : "s", nd,
                nd == 1 ? "" : "s");
-        if (v == GR_CONFORM_FAIL)
-            snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
+    if (v == GR_CONFORM_FAIL)
+        snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
+    if (crashed) {
+        /* Never a pass for a run that failed: the profiler may have raised
+         * into the program (the profile module does under greenlets). */
+        v = GR_CONFORM_ERROR;
+        snprintf(reason, sizeof reason,
+                 "the program exited with status %d (no difference in what ran; the profiler may have raised "
+                 "into it: run the program without conform to tell)",
+                 rc);
     }
+    if (v == GR_CONFORM_ERROR)
+        fprintf(stderr, "greenreplay: conform: %s\n", reason);
     cleanup(&r);
     json_object_set(res, "notes", notes); /* finish copies it */
     int status = finish(&r, verdict, reason, res, diffs, checked, rc, t_run, t_cmp, v);

@@ -27,6 +27,8 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
         "functions": [{"file", "line", "name", "calls"}]   call counts per
             function: file as the profiler reports it (co_filename),
             line = co_firstlineno, name = co_name or co_qualname
+        "c_functions": [{"name", "calls"}]    call counts of C functions,
+            named as the trace names them (module.name, Type.name)
         "lines": {file: [line, ...]}                     executed lines
         "line_hits": [{"file", "line", "name", "hits": {"LINE": N}}]
             per-line hits of each function the profiler registered
@@ -45,7 +47,9 @@ the adapter could not run: {"skip": reason} or {"error": message}.
 
 Also `python -m greenreplay.conform --list` / `--probe SPEC` (used by the C
 command before it records): one line per adapter, "NAME<TAB>yes|no<TAB>
-version or reason"; exit status 0, or 2 when SPEC cannot be loaded.
+version or reason"; exit status 0, or 2 when SPEC cannot be loaded.  And
+`--expect FIXTURE PYTHON_VERSION [PROFILER]`: the verdicts a fixture of
+fixtures/profilers/ expects (see expectations()).
 """
 import atexit
 import importlib.util
@@ -176,6 +180,11 @@ def _normalise(raw, paths):
                             "calls": int(fn["calls"])})
         fns.sort(key=lambda d: (d["file"], d["line"], d["name"]))
         res["functions"] = fns
+    if "c_functions" in raw:
+        cf = {}
+        for fn in raw["c_functions"]:
+            cf[str(fn["name"])] = cf.get(str(fn["name"]), 0) + int(fn["calls"])
+        res["c_functions"] = [{"name": n, "calls": cf[n]} for n in sorted(cf)]
     if "lines" in raw:
         lines = {}
         for f, ls in raw["lines"].items():
@@ -241,9 +250,11 @@ def begin(frame):
     is written to the results file and the program runs on."""
     spec = os.environ.pop("GREENREPLAY_CONFORM", None)
     out = os.environ.pop("GREENREPLAY_CONFORM_RESULTS", None)
-    os.environ.pop("GREENREPLAY_CONFORM_NORECORD", None)
+    norecord = os.environ.pop("GREENREPLAY_CONFORM_NORECORD", None) == "1"
     if not spec or not out:
         return
+    if norecord:
+        _preimport()
     _state.update(out=out, spec=spec, script=frame.f_code.co_filename)
     try:
         root = os.environ.get("GREENREPLAY_ROOT") or os.path.dirname(os.path.abspath(frame.f_code.co_filename))
@@ -268,6 +279,19 @@ def begin(frame):
         _start()
     except Exception as e:
         _fail("start", e)
+
+
+def _preimport():
+    # Without recording, import what greenreplay.start() imports (passive
+    # switch detection asks greenlet which greenlet runs), so that the
+    # program runs under the profiler with the same modules already loaded
+    # in both modes: otherwise the profiler counts those imports' calls
+    # only in the unrecorded run.
+    for name in ("__future__", "gc", "greenlet"):
+        try:
+            __import__(name)
+        except Exception:
+            pass
 
 
 MARK_START = "greenreplay-conform: start"
@@ -366,6 +390,32 @@ def _finish():
         _fail("results", e)
 
 
+def expectations(path, python):
+    """Expected verdicts of fixture `path` on Python version `python`
+    ("3.12.1" or "3.12"): {profiler: verdict}.  Header lines among the first
+    40: "# conform: NAME=VERDICT ..." for every version, and
+    "# conform[py>=X.Y]: ...", "[py<X.Y]", "[py==X.Y]" for some; later
+    lines override earlier ones.  Verdicts: pass, fail, error, skip."""
+    import re
+    want = tuple(int(x) for x in python.split(".")[:2])
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for _i, line in zip(range(40), f):
+            m = re.match(r"#\s*conform(?:\[py(>=|<|==)(\d+)\.(\d+)\])?:\s*(.*)$", line.strip())
+            if not m:
+                continue
+            op, major, minor, rest = m.groups()
+            if op:
+                v = (int(major), int(minor))
+                if not {">=": want >= v, "<": want < v, "==": want == v}[op]:
+                    continue
+            for item in rest.split():
+                name, _, verdict = item.partition("=")
+                if verdict:
+                    out[name] = verdict
+    return out
+
+
 def _probe_line(spec):
     module = load(spec)
     ok, reason = _availability(module)
@@ -391,10 +441,21 @@ def main(argv):
         try:
             print(_probe_line(argv[1]))
         except ValueError as e:
-            sys.stderr.write("%s\n" % e)
+            sys.stderr.write("greenreplay: conform: %s\n" % e)
             return 2
         return 0
-    sys.stderr.write("usage: python -m greenreplay.conform --list | --probe SPEC\n")
+    if len(argv) in (3, 4) and argv[0] == "--expect":
+        # --expect FIXTURE PYTHON_VERSION [PROFILER]: "NAME VERDICT" lines,
+        # or the one verdict ("none" when the fixture names none).
+        exp = expectations(argv[1], argv[2])
+        if len(argv) == 4:
+            print(exp.get(argv[3], "none"))
+        else:
+            for name in sorted(exp):
+                print("%s %s" % (name, exp[name]))
+        return 0
+    sys.stderr.write("usage: python -m greenreplay.conform --list | --probe SPEC | "
+                     "--expect FIXTURE PYTHON_VERSION [PROFILER]\n")
     return 2
 
 

@@ -6,7 +6,14 @@ for gevent programs: each greenlet gets its own call stack.  Builtins are
 not profiled (builtins=False).  Counts are yappi's ncall, which counts a
 generator or coroutine call once however often it resumed
 ("generator_calls": "starts")."""
-_backend = "thread"
+def _backend():
+    # yappi's greenlet context backend where greenlet imports and yappi has it.
+    import yappi
+    try:
+        import greenlet  # noqa: F401
+    except ImportError:
+        return "thread"
+    return "greenlet" if hasattr(yappi, "set_context_backend") else "thread"
 
 
 def available():
@@ -24,20 +31,14 @@ def version():
         v = dist_version("yappi")
     except Exception:
         v = getattr(yappi, "__version__", "unknown")
-    return "%s (context backend %s)" % (v, _backend)
+    return "%s (context backend %s)" % (v, _backend())
 
 
 def start():
-    global _backend
     import yappi
     yappi.clear_stats()
-    try:
-        import greenlet  # noqa: F401
-        if hasattr(yappi, "set_context_backend"):
-            yappi.set_context_backend("greenlet")
-            _backend = "greenlet"
-    except ImportError:
-        pass
+    if _backend() == "greenlet":
+        yappi.set_context_backend("greenlet")
     yappi.start(builtins=False, profile_threads=True)
 
 
