@@ -6,8 +6,8 @@ the known-issue rules are those of ci/matrix-report.py.  Subcommands:
 
   cell CELLFILE --known FILE --envs ENVS.json
       classify one cell from the facts ci/profilers.sh wrote in CELLFILE
-      (env=, fixture=, profiler=, expect=pass|fail from the fixture's
-      "# conform:" line, state=ran|skip, rc= the exit status of
+      (env=, fixture=, profiler=, expect=pass|fail|error|skip|none from
+      the fixture's "# conform:" lines, state=ran|skip, rc= the exit status of
       `greenreplay conform`, skip_reason=, problem=, duration= in seconds)
       and the conform report beside it (same name, .json; its log .log);
       writes NAME.outcome.json and prints "OUTCOME<TAB>TEXT"
@@ -19,14 +19,15 @@ the known-issue rules are those of ci/matrix-report.py.  Subcommands:
       when DIR's parent holds matrix.json (build/matrix), its index.html is
       rendered again with this section
 
-Outcomes: pass (conform exit 0; or exit 1 where the fixture expects the
-profiler to fail), known (exit 1, every difference explained
+Outcomes: pass (conform exit 0; or the exit status the fixture's
+"# conform: P=fail|error" expects), known (exit 1, every difference explained
 by a known issue whose `profilers` field names the profiler), xpass (exit 0
 although such an issue names the fixture), fail (an unexplained difference,
 conform exit 2 or another status, a timeout), skip (conform exit 3: the
 profiler is not available; or the environment or a required module is
 missing).  A fixture expecting P=fail is pass with differences, fail
-without.  Exit status of collect and render: 0 no `fail` cell, 1 some, 2
+without; P=error is pass on conform exit 2 only; P=skip is fail when it
+ran; exit 3 is skip whatever the fixture expects.  Exit status of collect and render: 0 no `fail` cell, 1 some, 2
 bad usage or input.
 """
 
@@ -139,6 +140,18 @@ def classify(cell, env, known, stem):
         res["reason"] = ((rep or {}).get("reason") or last_line(stem + ".log", "skip: ")
                          or "profiler not available")
         return res
+    # The fixture's "# conform:" expectation of this profiler here (none:
+    # no expectation, as pass).
+    exp = res["expect"] = cell.get("expect") or "none"
+    if exp == "error":
+        if rc == 2:
+            res["outcome"] = "pass"
+            res["reason"] = "conform error, as the fixture's '# conform: %s=error' expects: %s" % (
+                prof, (rep or {}).get("reason") or last_line(stem + ".log") or "no message")
+        else:
+            res["outcome"] = "fail"
+            res["reason"] = "exit status %s, but the fixture's '# conform: %s=error' expects an error" % (rc, prof)
+        return res
     if rc not in (0, 1):
         res["outcome"] = "fail"
         res["reason"] = "conform exited with status %s: %s" % (
@@ -160,9 +173,11 @@ def classify(cell, env, known, stem):
         res["outcome"] = "fail"
         res["reason"] = "conform exit status %s disagrees with its report (%d difference(s))" % (rc, len(diffs))
         return res
-    # The fixture's "# conform:" line may expect differences of this profiler.
-    res["expect"] = cell.get("expect") or "pass"
-    if res["expect"] == "fail":
+    if exp == "skip":
+        res["outcome"] = "fail"
+        res["reason"] = "it ran (exit %s), but the fixture's '# conform: %s=skip' expects a skip" % (rc, prof)
+        return res
+    if exp == "fail":
         if diffs:
             res["outcome"] = "pass"
             res["reason"] = "%d difference(s) (%s), as the fixture's '# conform: %s=fail' expects" % (
@@ -323,6 +338,8 @@ def md_cell(c):
         return "**FAIL**"
     if o == "skip":
         return "skip"
+    if c.get("expect") == "error":
+        return "pass (expected error)"
     if c.get("differences"):
         return "pass (expected: %s)" % ", ".join(sorted({str(d.get("kind")) for d in c["differences"]}))
     return "pass"

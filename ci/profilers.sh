@@ -15,13 +15,14 @@
 # (ENVPYTHON is the environment's wrapper, `ci/envs.sh python ID`: in a root
 # it runs the interpreter inside the root) and classifies its result:
 #   pass    conform exit 0: the profiler's own results agree with the
-#           recording; or exit 1 where the fixture's "# conform:" line says
-#           P=fail (a difference the fixture is written to show)
+#           recording; or the exit status the fixture's "# conform:" lines
+#           expect of P on this Python (P=fail: differences the fixture is
+#           written to show; P=error: conform exit 2; docs/conform.md)
 #   known   exit 1, and every difference is explained by an entry of
 #           fixtures/known-issues.ini whose `profilers` field names P
 #   xpass   exit 0, but such an entry names this fixture explicitly
-#   fail    exit 1 with an unexplained difference, exit 0 where the fixture
-#           expects P=fail, a program that exited with a non-zero status
+#   fail    exit 1 with an unexplained difference, another exit status than
+#           the fixture expects, a program that exited with a non-zero status
 #           (conform's program_status), exit 2 (conform could not
 #           run: its first error line is the reason), a timeout or a crash
 #   skip    exit 3 (the profiler is not available in the environment: the
@@ -237,8 +238,22 @@ finish_cell() {
     printf '%-7s %5.1fs %7s  %s\n' "$o" "$(sed -n 's/^duration=//p' "$c")" "$(elapsed)" "$(echo "$text" | cut -c1-100)"
 }
 
+# expectation FIXTURE PYTHON_VERSION PROFILER: the verdict (pass, fail,
+# error, skip) the fixture's "# conform:" and "# conform[py...]:" lines
+# expect of PROFILER on that Python, or "none"; read by greenreplay.conform
+# itself (`python -m greenreplay.conform --expect`, docs/conform.md).
+expectation() {
+    local v
+    v=$(PYTHONPATH=$ROOT/build/python "$HOST_PY" -m greenreplay.conform --expect "$1" "$2" "$3" 2>/dev/null) ||
+        v=$(gr_header "$1" conform | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1)
+    printf '%s\n' "${v:-none}"
+}
+
 for id in "${SEL_IDS[@]}"; do
     mkdir -p "$OUT/cells/$id"
+    pyver=$("$HOST_PY" -c 'import json,sys
+e=[e for e in json.load(open(sys.argv[1])) if e["id"]==sys.argv[2]][0]
+print(e.get("python_version") or e.get("python") or "?")' "$ENVS_JSON" "$id")
     st=$("$HOST_PY" -c 'import json,sys
 e=[e for e in json.load(open(sys.argv[1])) if e["id"]==sys.argv[2]][0]
 print(e["status"] + ("" if e["status"] == "ready" else ": " + (e.get("reason") or "?")))' "$ENVS_JSON" "$id")
@@ -267,10 +282,8 @@ print(e["status"] + ("" if e["status"] == "ready" else ": " + (e.get("reason") o
             base=${c%.cell}
             printf '  [%3d/%d %s] %-*s %-*s ' "$ci" "$NC" "$id" "$W" "$name" "$PW" "$pn"
             tc=$(date +%s.%N)
-            # The fixture's "# conform: P=pass|fail ..." line: the verdict it
-            # expects of P (pass when it does not name P).
-            want=$(gr_header "$f" conform | tr ' ' '\n' | sed -n "s/^$pn=//p" | head -n 1)
-            printf 'env=%s\nfixture=%s\nprofiler=%s\nexpect=%s\n' "$id" "$name" "$pn" "${want:-pass}" >"$c"
+            want=$(expectation "$f" "$pyver" "$pn")
+            printf 'env=%s\nfixture=%s\nprofiler=%s\nexpect=%s\n' "$id" "$name" "$pn" "${want:-none}" >"$c"
             if [ -n "$why" ]; then
                 printf 'state=skip\nskip_reason=%s\n' "$why" >>"$c"
                 finish_cell "$c" "$tc"

@@ -17,6 +17,7 @@
 #   - exit 2, a report that disagrees with the exit status, no report: fail;
 #   - a matrix entry (no `profilers` field) explains no profiler cell;
 #   - the fixture's "# conform: P=fail": differences pass, none fail;
+#     P=error: conform exit 2 passes, exit 0 fails;
 #   - a program that exited with a non-zero status: fail, with its error.
 # Then collect: profilers.json, the Markdown section (summary per profiler
 # with versions, the verdict table), its splice into a docs file (text
@@ -101,6 +102,8 @@ cell "conform error" old seed coverage 2 none fail "status 2: conform: cannot st
 cell "exit 1 without differences" old seed line_profiler 1 '[]' fail "disagrees with its report"
 cell "exit 0 with differences" old seed profile 0 "[$DIFF]" fail "disagrees with its report"
 cell "no report" old seed coverage-py 1 none fail "conform wrote no report"
+EXPECT=error cell "error the fixture expects" old profilers/errs cprofile 2 none pass "as the fixture's '# conform: cprofile=error' expects"
+EXPECT=error cell "expected error missing" old profilers/errs profile 0 '[]' fail "expects an error"
 PSTATUS=1 cell "the program died" new profilers/died cprofile 0 '[]' fail "the program exited with status 1 (RuntimeError: boom)"
 EXPECT=fail cell "difference the fixture expects" old profilers/plain profile 1 "[$ODD]" pass "as the fixture's '# conform: profile=fail' expects"
 EXPECT=fail cell "expected difference missing" old profilers/plain cprofile 0 '[]' fail "expects some"
@@ -111,19 +114,19 @@ printf '# Compatibility matrix\n\nbefore\n' >"$W/docs.md"
     --meta commit=abc >"$W/collect.txt" 2>&1
 rc=$?
 [ $rc = 1 ] && ok "collect exits 1 (fail cells)" || bad "collect exited $rc, want 1: $(tail -n 3 "$W/collect.txt")"
-if "$PY" - "$W/out/profilers.json" <<'EOF'; then ok "profilers.json: 16 cells, per-profiler summary, the profiler entry only"; else bad "profilers.json"; fi
+if "$PY" - "$W/out/profilers.json" <<'EOF'; then ok "profilers.json: 18 cells, per-profiler summary, the profiler entry only"; else bad "profilers.json"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = d["summary"]
-assert len(d["cells"]) == 16, len(d["cells"])
-assert s["outcomes"] == {"pass": 3, "known": 1, "xpass": 1, "fail": 10, "skip": 1}, s["outcomes"]
-assert s["per_profiler"]["cprofile"] == {"pass": 1, "known": 1, "xpass": 0, "fail": 4, "skip": 0}, s["per_profiler"]
+assert len(d["cells"]) == 18, len(d["cells"])
+assert s["outcomes"] == {"pass": 4, "known": 1, "xpass": 1, "fail": 11, "skip": 1}, s["outcomes"]
+assert s["per_profiler"]["cprofile"] == {"pass": 2, "known": 1, "xpass": 0, "fail": 4, "skip": 0}, s["per_profiler"]
 assert [k["id"] for k in d["known_issues"]] == ["greenreplay-observed-90"]
 assert d["profilers"][:3] == ["cprofile", "profile", "yappi"], d["profilers"]
 assert [e["id"] for e in d["envs"]] == ["old", "new"]
 EOF
 md=$W/out/profilers.md
-if grep -q '^| cprofile | 9.9 | 9.9 | 1 | 1 | 4 | 0 |$' "$md" &&
+if grep -q '^| cprofile | 9.9 | 9.9 | 2 | 1 | 4 | 0 |$' "$md" &&
    grep -q '^| profilers/plain | profile | pass (expected: miscount) | — |$' "$md" &&
    grep -q '^| coverage | 5.1 | 7.6.0 | 0 | 0 | 1 | 0 |$' "$md" &&
    grep -q '^| yappi | skip (yappi is not importable here) | 9.9 | 1 | 0 | 1 | 1 |$' "$md" &&
