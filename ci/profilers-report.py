@@ -162,12 +162,20 @@ def classify(cell, env, known, stem):
         return res
     diffs = res["differences"]
     # A program that did not run to its end (an exception, a profiler that
-    # raised into it) leaves nothing sound to compare: its verdict is fail.
+    # raised into it) leaves nothing sound to compare: its verdict is fail,
+    # unless the fixture expects this profiler to fail there (the profiler
+    # raising into the program is then part of the expected failure).
     ps = rep.get("program_status")
+    died = ""
     if isinstance(ps, int) and ps != 0:
+        died = "the program exited with status %d (%s)" % (ps, last_error(stem + ".log") or "no error line")
+    if died and exp == "fail" and rc == 1:
+        res["outcome"] = "pass"
+        res["reason"] = "%s, as the fixture's '# conform: %s=fail' expects" % (died, prof)
+        return res
+    if died:
         res["outcome"] = "fail"
-        res["reason"] = "the program exited with status %d (%s)" % (
-            ps, last_error(stem + ".log") or "no error line")
+        res["reason"] = died
         return res
     if (rc == 0) != (not diffs):
         res["outcome"] = "fail"
@@ -316,8 +324,9 @@ MARK = {"pass": "pass", "known": "known", "xpass": "XPASS", "fail": "FAIL", "ski
 def version_of(doc, env_id, prof):
     """The profiler version seen in ENV: a cell's report, else the env's probe."""
     for c in doc["cells"]:
-        if c["env"] == env_id and c["profiler"] == prof and c.get("profiler_version"):
-            return str(c["profiler_version"])
+        v = str(c.get("profiler_version") or "")
+        if c["env"] == env_id and c["profiler"] == prof and v and not v.startswith("unknown"):
+            return v
     e = next((e for e in doc["envs"] if e["id"] == env_id), {})
     key = PROFILER_KEYS.get(prof)
     if prof in ("cprofile", "profile"):

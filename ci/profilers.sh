@@ -49,7 +49,7 @@
 #                               profiler (yappi, coverage, line_profiler), the
 #                               fixtures profilers/direct_then_run and
 #                               profilers/enabled_while_suspended (40 cells,
-#                               about 2 minutes; the full axis takes about 15)
+#                               about 3 minutes; the full axis about 12)
 #   --known FILE                known issues (default fixtures/known-issues.ini)
 #   --out DIR                   cells and reports (default build/matrix/profilers;
 #                               the matrix page build/matrix/index.html shows them)

@@ -18,7 +18,8 @@
 #   - a matrix entry (no `profilers` field) explains no profiler cell;
 #   - the fixture's "# conform: P=fail": differences pass, none fail;
 #     P=error: conform exit 2 passes, exit 0 fails;
-#   - a program that exited with a non-zero status: fail, with its error.
+#   - a program that exited with a non-zero status: fail, with its error
+#     (pass where the fixture expects P=fail).
 # Then collect: profilers.json, the Markdown section (summary per profiler
 # with versions, the verdict table), its splice into a docs file (text
 # around it kept, a second run replaces it), the HTML page, and the matrix
@@ -105,6 +106,7 @@ cell "no report" old seed coverage-py 1 none fail "conform wrote no report"
 EXPECT=error cell "error the fixture expects" old profilers/errs cprofile 2 none pass "as the fixture's '# conform: cprofile=error' expects"
 EXPECT=error cell "expected error missing" old profilers/errs profile 0 '[]' fail "expects an error"
 PSTATUS=1 cell "the program died" new profilers/died cprofile 0 '[]' fail "the program exited with status 1 (RuntimeError: boom)"
+EXPECT=fail PSTATUS=1 cell "the program died as the fixture expects" new profilers/died profile 1 "[$ODD]" pass "the program exited with status 1 (RuntimeError: boom), as the fixture's"
 EXPECT=fail cell "difference the fixture expects" old profilers/plain profile 1 "[$ODD]" pass "as the fixture's '# conform: profile=fail' expects"
 EXPECT=fail cell "expected difference missing" old profilers/plain cprofile 0 '[]' fail "expects some"
 
@@ -114,12 +116,12 @@ printf '# Compatibility matrix\n\nbefore\n' >"$W/docs.md"
     --meta commit=abc >"$W/collect.txt" 2>&1
 rc=$?
 [ $rc = 1 ] && ok "collect exits 1 (fail cells)" || bad "collect exited $rc, want 1: $(tail -n 3 "$W/collect.txt")"
-if "$PY" - "$W/out/profilers.json" <<'EOF'; then ok "profilers.json: 18 cells, per-profiler summary, the profiler entry only"; else bad "profilers.json"; fi
+if "$PY" - "$W/out/profilers.json" <<'EOF'; then ok "profilers.json: 19 cells, per-profiler summary, the profiler entry only"; else bad "profilers.json"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = d["summary"]
-assert len(d["cells"]) == 18, len(d["cells"])
-assert s["outcomes"] == {"pass": 4, "known": 1, "xpass": 1, "fail": 11, "skip": 1}, s["outcomes"]
+assert len(d["cells"]) == 19, len(d["cells"])
+assert s["outcomes"] == {"pass": 5, "known": 1, "xpass": 1, "fail": 11, "skip": 1}, s["outcomes"]
 assert s["per_profiler"]["cprofile"] == {"pass": 2, "known": 1, "xpass": 0, "fail": 4, "skip": 0}, s["per_profiler"]
 assert [k["id"] for k in d["known_issues"]] == ["greenreplay-observed-90"]
 assert d["profilers"][:3] == ["cprofile", "profile", "yappi"], d["profilers"]
