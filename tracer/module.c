@@ -949,6 +949,19 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gr_active != NULL);
 }
 
+/* _sampler_samples(): samples the reference sampler has taken so far in
+ * the active recording (an int), or None when no recording with a sampler
+ * is active.  Read without stopping the sampler thread (a relaxed atomic
+ * load); used by fixtures/stall/stall.py to run until enough samples. */
+static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r || !r->sampler)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(
+        __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
+}
+
 static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
@@ -961,6 +974,8 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_sampler_samples", mod_sampler_samples, METH_NOARGS,
+     "Samples taken so far by the active recording's sampler, or None."},
     {NULL, NULL, 0, NULL},
 };
 
