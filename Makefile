@@ -42,7 +42,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan scale
 all: cli ext
 
 help:
@@ -68,7 +68,10 @@ help:
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event (prints figures)"
-	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
+	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
+	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~6 min)"
+	@echo "  make scale        1 M greenlets, 10,000 threads, a 100 M-event recording checked and"
+	@echo "                    dumped: time and peak memory (ci/scale.sh; ~15 min; SCALE_ARGS=...)"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
@@ -236,6 +239,11 @@ browser-test: all
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
+
+# Scale tests (ci/scale.sh --help); big traces under ~/.cache/greenreplay/scale.
+SCALE_ARGS ?=
+scale: all
+	ci/scale.sh --python $(PYTHON) $(SCALE_ARGS)
 
 # make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
 # PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
