@@ -204,7 +204,8 @@ def main():
         print("| mode | depth | runs | ns/switch | max wait per switch | lock hold/sample | frames under lock |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for mode in modes:
-            if mode == "hold-lock":
+            if mode == "hold-lock" or len({r["depth"] for r in good if r["mode"] == mode
+                                           and r["n"] == a.idle and not r["cpu_thread"]}) < 2:
                 continue
             hm = {}
             for d in depths:
