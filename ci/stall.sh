@@ -17,8 +17,8 @@
 # ci/stall_report.py): hold-lock flagged by check --stall in every run;
 # two-phase and seqlock never read a frame under the lock, never flagged;
 # their median ratio within 1.1 plus the measured noise, hold-lock's above
-# that.  Took 13 minutes with about ten runnable processes on the 2 CPUs
-# (a few minutes when the machine is quiet).  Exit status: 0 as predicted, 1 otherwise,
+# that.  Took 8.7 minutes with a load of 7-10 on 2 CPUs, 14.5 with a
+# parallel build on top (2.5 minutes of CPU).  Exit status: 0 as predicted, 1 otherwise,
 # 2 bad usage or the tool missing.
 set -u
 PY=/usr/bin/python3
