@@ -165,6 +165,7 @@ uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st)
         jobs[i].win_lo = 0;
         jobs[i].win_len = 0;
         jobs[i].narrow = 0;
+        jobs[i].shims = 0;
         if (!jobs[i].frame)
             jobs[i].depth = -1;
     }
@@ -211,8 +212,13 @@ uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st)
                     const unsigned char *b = win[i - base] + (at - j->win_lo);
                     unsigned char owner = b[layout.if_owner];
                     j->next = field(b, layout.if_previous);
-                    if (layout.shim_owner && owner >= layout.shim_owner)
-                        continue; /* a C-stack entry frame, not Python */
+                    if (layout.shim_owner && owner >= layout.shim_owner) {
+                        /* A C-stack entry frame, not Python.  Bounded: a
+                         * stale chain could loop through such frames. */
+                        if (++j->shims > j->max)
+                            end_job(j, st, 1);
+                        continue;
+                    }
                     j->code = field(b, layout.if_code) & layout.code_mask;
                     if (code_known(j->code)) {
                         take_frame(j, j->code, &frames);

@@ -39,6 +39,7 @@ typedef struct {
     uintptr_t win_lo; /* 3.11+: address of the window read last */
     size_t win_len;   /* its length, 0 while none */
     int narrow;       /* 0 wide window, 1 from the frame's page, 2 the frame only */
+    int shims;        /* C-stack entry frames passed (at most max) */
 } gr_unwind_job;
 
 /* Read the n stacks of jobs[] in lock step: each round reads, for every
