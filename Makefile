@@ -47,7 +47,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale
 all: cli ext
 
 help:
@@ -75,7 +75,10 @@ help:
 	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
 	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
 	@echo "                    100000000, cached in ~/.cache/greenreplay/bench; prints figures)"
-	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
+	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
+	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded)"
+	@echo "  make scale        1 M greenlets, 10,000 threads, a 100 M-event recording checked and"
+	@echo "                    dumped: time and peak memory (ci/scale.sh; ~15 min; SCALE_ARGS=...)"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make profilers    the profiler axis: fixtures x environments x profilers, greenreplay conform"
@@ -264,6 +267,11 @@ browser-test: all
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
+
+# Scale tests (ci/scale.sh --help); big traces under ~/.cache/greenreplay/scale.
+SCALE_ARGS ?=
+scale: all
+	ci/scale.sh --python $(PYTHON) $(SCALE_ARGS)
 
 # make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
 # PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
