@@ -103,8 +103,7 @@ def _boot():
             try:
                 greenreplay.start(_entry=frame, _entry_c=caller)
             except Exception as e:
-                sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded
-" % e)
+                sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
                 return
             try:
                 from greenreplay import _greenreplay
