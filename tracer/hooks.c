@@ -232,6 +232,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->gl_pending = 0;
     t->at_start = 0;
     t->ended = 0;
+    t->unannounced = 0;
+    t->had_events = 0;
     t->cbits = 0;
     if (PyList_GET_SIZE(r->threads) >= r->threads_sweep_at)
         sweep_threads(r, ts);
@@ -348,6 +350,7 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
     uint32_t extra = 0;
     if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
         extra = gr_cfunc_id(r, arg);
+    t->had_events = 1;
     gr_thread_first_sight(r, t, top, extra, !t->at_start);
     Py_XDECREF(top);
     bind_thread(r, t);
@@ -482,7 +485,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
 {
-    uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0);
+    uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
+                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0);
     uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
     gr_emit(r, GR_HOOK, 6, f);
 }
@@ -532,6 +536,22 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code);
+}
+
+void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    Py_tracefunc f = ts->c_profilefunc;
+    if (!r->profile_on || !t->tid || f == gr_profile || f == gr_profile_chain ||
+        t->hook_pending || t->foothold || gr_tstate_tracing(ts) > 0)
+        return;
+    /* An empty slot is a loss only where the recorder's function was
+     * installed (it had events here); else it is a thread the profiler
+     * never reached (the unprofiled-thread rule). */
+    if (!f && !t->had_events)
+        return;
+    t->unannounced = 1;
+    resolve_profile_slot(r, t, ts);
+    t->unannounced = 0;
 }
 
 /* Every thread's profile slot, after a change announced by the audit

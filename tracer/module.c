@@ -419,6 +419,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_thread *o = gr_thread_new(r, ts);
         if (o) {
             o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
+            o->had_events = 1; /* the recorder's function is installed there */
             r->own_change = 1;
             if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
@@ -433,6 +434,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         r->own_change = 1;
         PyEval_SetProfile(gr_profile, NULL);
         r->own_change = 0;
+        t->had_events = 1;
     }
     if (r->reg) {
         r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
@@ -743,6 +745,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_XDECREF(g);
     }
     if (me) {
+        gr_profile_slot_at_mark(r, me, PyThreadState_Get());
         uint64_t f[2] = {me->tid, me->cur_gid};
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);
@@ -851,6 +854,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
         const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
         if (!text)
             gr_swallow(r);
+        gr_profile_slot_at_mark(r, t, ts);
         int ours = ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
         uint64_t flags = ours && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
         if (gr_tstate_tracing(ts) > 0)
@@ -967,6 +971,26 @@ static PyObject *mod_on_uncaught(PyObject *module, PyObject *cb)
     Py_RETURN_NONE;
 }
 
+/* For tests of unannounced takeovers (GR_HOOK_UNANNOUNCED): a profile
+ * function that does nothing, swapped into the calling thread's slot the
+ * way a C extension writing the thread state does (yappi's per-thread
+ * start), without the audit event. */
+static int raw_noop_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return 0;
+}
+
+static PyObject *mod_test_swap_profile(PyObject *module, PyObject *unused)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (!ts->c_profilefunc) {
+        PyErr_SetString(PyExc_RuntimeError, "_test_swap_profile(): the profile slot is empty");
+        return NULL;
+    }
+    gr_swap_profile_func(ts, raw_noop_profile);
+    Py_RETURN_NONE;
+}
+
 /* _tracked(): the recorder's per-thread and per-greenlet state in use,
  * for tests of bounded memory (issue 9). */
 static PyObject *mod_tracked(PyObject *module, PyObject *unused)
@@ -1008,6 +1032,10 @@ static PyMethodDef methods[] = {
      "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"
      "its errors are ignored.  Whole-program mode stops recording there without replacing\n"
      "sys.excepthook."},
+    {"_test_swap_profile", mod_test_swap_profile, METH_NOARGS,
+     "For tests only: replace the function of the calling thread's (non-empty) profile slot\n"
+     "with one that does nothing, writing the thread state directly, without the audit event\n"
+     "sys.setprofile, as a C extension may (yappi's per-thread start)."},
     {"_tracked", mod_tracked, METH_NOARGS,
      "While recording: a dict of the recorder's state in use: 'threads' (per-thread entries:\n"
      "the live threads and ended ones not yet swept), 'greenlet_slots' (greenlets alive, or\n"

@@ -149,10 +149,11 @@ void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
     case GR_HOOK: {
         static const char *const slots[] = {"?", "profile", "trace"};
         static const char *const actions[] = {"?", "set", "cleared", "restored"};
-        gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s", r->gid,
+        gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s%s", r->gid,
                      slots[r->flags < 3 ? r->flags : 0], actions[r->tracing < 4 ? r->tracing : 0],
                      (r->parent & GR_HOOK_SUBJECT_ON) ? "on" : "off",
-                     (r->parent & GR_HOOK_CHAINED) ? " chained" : "");
+                     (r->parent & GR_HOOK_CHAINED) ? " chained" : "",
+                     (r->parent & GR_HOOK_UNANNOUNCED) ? " unannounced" : "");
         if (r->code) {
             gr_sb_puts(sb, " during=");
             gr_dump_code(sb, t, r->code);

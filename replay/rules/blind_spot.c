@@ -31,6 +31,7 @@ typedef struct bthread {
     uint32_t off_code;      /* the C call during which it happened */
     uint32_t off_frame;     /* innermost Python frame then (0 unknown) */
     uint64_t off_calls;     /* Python calls since, unseen by the subject */
+    int off_unannounced;    /* the HOOK came without the audit event */
     uint32_t off_first[3];  /* the first of them */
 } bthread;
 
@@ -93,6 +94,10 @@ static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *un
         gr_sb_puts(&c->msg, " in ");
         ck_code_name(c, bt->off_frame);
     }
+    if (bt->off_unannounced)
+        gr_sb_puts(&c->msg, "; without the audit event sys.setprofile (the thread state was written "
+                            "directly): the recorder found it only at the next MARK and what ran "
+                            "before that is missing from the trace too");
     gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it %s (first: ", bt->off_calls,
                  bt->off_calls == 1 ? "" : "s", until);
     for (uint64_t k = 0; k < bt->off_calls && k < 3; k++) {
@@ -128,6 +133,7 @@ static void on_hook(ck *c, const ck_event *e, bthread *bt)
         ck_ctx_lines(c, e->th, bt->off_ctx, bt->off_nctx, bt->off_text);
     }
     bt->off_action = r->tracing;
+    bt->off_unannounced = (r->parent & GR_HOOK_UNANNOUNCED) != 0;
     bt->off_gid = r->gid;
     bt->off_code = r->code;
     bt->off_frame = 0;
@@ -141,6 +147,10 @@ static void on_hook(ck *c, const ck_event *e, bthread *bt)
 static void on_mark(ck *c, const ck_event *e, bthread *bt)
 {
     const gr_record *r = e->r;
+    if (e->th->observer_gap)
+        return; /* the recorder's own events are missing before it (HOOK
+                   with GR_HOOK_UNANNOUNCED): nothing to compare with; the
+                   episode's violation names the cause */
     if (!(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off &&
         !bt->subject_off && !bt->unprofiled_reported) {
         gr_sb_printf(&c->msg,

@@ -63,6 +63,9 @@ static void on_stack(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
     const ck_shadow *s = &c->sh[e->si];
+    if (e->th->observer_gap && (r->flags & GR_STACK_RUNNING))
+        return; /* the recorder's own events were lost before (a HOOK with
+                   GR_HOOK_UNANNOUNCED, whose episode names the cause) */
     size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
     gr_sb_printf(&c->msg, "g%" PRIu64 " at stop: open frames differ from its real stack: ",
                  r->gid);

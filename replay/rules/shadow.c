@@ -198,6 +198,13 @@ void ck_apply(ck *c, const ck_event *e)
     case GR_MARK: {
         running(th, r);
         undead(c, e->si);
+        if (th->observer_gap) {
+            /* The recorder's own events were lost before this MARK (an
+             * unannounced takeover of the profile slot): its real stack
+             * is the new seed. */
+            reseed(c, &c->sh[e->si], r);
+            th->observer_gap = 0;
+        }
         const ck_shadow *s = &c->sh[e->si];
         const ck_entry *top = s->n ? &s->e[s->n - 1] : NULL;
         int bracketed = top && top->is_c && top->code == r->code;
@@ -243,6 +250,10 @@ void ck_apply(ck *c, const ck_event *e)
         ck_shadow *s = &c->sh[e->si];
         if (r->code && s->n && s->e[s->n - 1].is_c && s->e[s->n - 1].code == r->code)
             s->n--;
+        if (r->parent & GR_HOOK_UNANNOUNCED) {
+            th->observer_gap = 1;
+            th->gap_index = r->index;
+        }
         break;
     }
     default:

@@ -69,6 +69,11 @@ typedef struct ck_thread {
     int skip_mark_return;   /* a MARK without our c_call: the C_RETURN of
                                mark that follows is ignored */
     uint32_t skip_code;
+    int observer_gap;       /* a HOOK with GR_HOOK_UNANNOUNCED: the recorder
+                               itself saw nothing from the slot's takeover
+                               to that HOOK; the next MARK's real stack
+                               reseeds the shadow (no comparison there) */
+    uint64_t gap_index;     /* that HOOK */
     uint64_t last_gid;      /* the last greenlet with a record on this
                                thread, and its shadow (a cache) */
     size_t last_si;         /* SIZE_MAX: none */
