@@ -42,6 +42,8 @@ struct gr_conform {
     int seen_call;
     int windowed;  /* a start MARK was seen: count only inside the window */
     int in_window; /* between the start and the stop MARK */
+    uint64_t displaced_tid; /* the finish MARK's thread, when the recorder
+                               was not its profile function there */
     uint64_t *blind_tids; /* threads other than the starting one where the
                              program installed a profile function (HOOK
                              action 1): calls may have run unseen */
@@ -206,6 +208,11 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
     }
     if (r->tag == GR_MARK && c->in_window && mark_is(t, r, GR_CONFORM_MARK_STOP)) {
         c->in_window = 0;
+        return;
+    }
+    if (r->tag == GR_MARK && mark_is(t, r, GR_CONFORM_MARK_FINISH)) {
+        if (!(r->flags & GR_MARK_PROFILE_OURS))
+            c->displaced_tid = r->tid;
         return;
     }
     if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
@@ -500,6 +507,13 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
     json_t *hits = json_object_get(results, "line_hits");
     if (!json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits)) {
         snprintf(reason, n, "the results have none of functions, lines, line_hits");
+        return GR_CONFORM_ERROR;
+    }
+    if (c->displaced_tid) {
+        snprintf(reason, n,
+                 "the profiler displaced the recorder on thread %llu without an audit event (it wrote the "
+                 "thread's profile function directly): the recording holds no ground truth after its start",
+                 (unsigned long long)c->displaced_tid);
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");
