@@ -42,6 +42,8 @@ struct gr_conform {
     int seen_call;
     int windowed;  /* a start MARK was seen: count only inside the window */
     int in_window; /* between the start and the stop MARK */
+    uint64_t displaced_tid; /* the finish MARK's thread, when the recorder
+                               was not its profile function there */
     uint64_t *blind_tids; /* threads other than the starting one where the
                              program installed a profile function (HOOK
                              action 1): calls may have run unseen */
@@ -208,6 +210,11 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         c->in_window = 0;
         return;
     }
+    if (r->tag == GR_MARK && mark_is(t, r, GR_CONFORM_MARK_FINISH)) {
+        if (!(r->flags & GR_MARK_PROFILE_OURS))
+            c->displaced_tid = r->tid;
+        return;
+    }
     if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
         return;
     switch (r->tag) {
@@ -326,19 +333,23 @@ static int in_list(json_t *arr, const char *s)
     return 0;
 }
 
-/* The entry of arr (objects with file, line, name) for file:line and the
- * qualname's last component; when no name matches, the only entry at
- * file:line.  NULL when absent. */
+/* The entry of arr (objects with line, name and, when file is not NULL,
+ * file) for [file:]line and the qualname's last component; when no name
+ * matches, the only entry at [file:]line.  NULL when absent. */
 static json_t *find_entry(json_t *arr, const char *file, long long line, const char *qualname)
 {
     const char *want = base_name(qualname);
     json_t *only = NULL, *v;
     size_t i, at = 0;
     json_array_foreach(arr, i, v) {
-        const char *f = json_string_value(json_object_get(v, "file"));
         json_t *l = json_object_get(v, "line");
-        if (!f || !json_is_integer(l) || json_integer_value(l) != line || strcmp(f, file) != 0)
+        if (!json_is_integer(l) || json_integer_value(l) != line)
             continue;
+        if (file) {
+            const char *f = json_string_value(json_object_get(v, "file"));
+            if (!f || strcmp(f, file) != 0)
+                continue;
+        }
         const char *nm = json_string_value(json_object_get(v, "name"));
         if (nm && strcmp(base_name(nm), want) == 0)
             return v;
@@ -445,26 +456,13 @@ static void add_diff(json_t *diffs, const char *kind, const char *fname, long lo
     json_array_append_new(diffs, d);
 }
 
-/* Body lines of code entry e of the results' code map ("code"[file]). */
+/* The entry of the results' code map ("code"[file]) for file:line and the
+ * qualname, holding "body" and "generator"; NULL when absent. */
 static json_t *code_entry(json_t *results, const char *file, long long line, const char *qualname)
 {
     json_t *code = json_object_get(results, "code");
     json_t *arr = code ? json_object_get(code, file) : NULL;
-    if (!json_is_array(arr))
-        return NULL;
-    json_t *v, *only = NULL;
-    size_t i, at = 0;
-    const char *want = base_name(qualname);
-    json_array_foreach(arr, i, v) {
-        if (int_of(v, "line") != line)
-            continue;
-        const char *nm = json_string_value(json_object_get(v, "name"));
-        if (nm && strcmp(base_name(nm), want) == 0)
-            return v;
-        only = v;
-        at++;
-    }
-    return at == 1 ? only : NULL;
+    return json_is_array(arr) ? find_entry(arr, NULL, line, qualname) : NULL;
 }
 
 /* Threads in scope (scope_tid, 0: all) where the recording lost sight of
@@ -509,6 +507,13 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
     json_t *hits = json_object_get(results, "line_hits");
     if (!json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits)) {
         snprintf(reason, n, "the results have none of functions, lines, line_hits");
+        return GR_CONFORM_ERROR;
+    }
+    if (c->displaced_tid) {
+        snprintf(reason, n,
+                 "the profiler displaced the recorder on thread %llu without an audit event (it wrote the "
+                 "thread's profile function directly): the recording holds no ground truth after its start",
+                 (unsigned long long)c->displaced_tid);
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");

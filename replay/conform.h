@@ -40,6 +40,9 @@
 
 #define GR_CONFORM_MARK_START "greenreplay-conform: start"
 #define GR_CONFORM_MARK_STOP "greenreplay-conform: stop"
+/* Written at exit before the profiler stops: without GR_MARK_PROFILE_OURS
+ * the profiler displaced the recorder unseen on that thread. */
+#define GR_CONFORM_MARK_FINISH "greenreplay-conform: finish"
 
 /* Ground truth accumulated from the records fed so far (opaque). */
 typedef struct gr_conform gr_conform;
@@ -84,7 +87,11 @@ enum gr_conform_verdict {
  * "starts" (the profiler counts a call once, the recording each
  * resumption), are only checked for 0 calls and for excess.
  * *checked: the functions compared.  On GR_CONFORM_ERROR, reason (n bytes)
- * holds one line naming the cause; otherwise it is set to "". */
+ * holds one line naming the cause; otherwise it is set to "".  It is an
+ * error too when the MARK GR_CONFORM_MARK_FINISH shows that the recorder
+ * was no longer the profile function of its thread (a profiler that writes
+ * the thread state directly, without the audit event, displaced it): the
+ * recording then holds no ground truth for what followed. */
 int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
                        json_t **notes, size_t *checked, char *reason, size_t n);
 

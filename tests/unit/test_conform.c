@@ -229,6 +229,45 @@ static void test_c_functions(void **state)
     end(&f);
 }
 
+/* The harness's finish MARK: with the recorder still the profile function
+ * (flag "ours") the comparison runs; without it, there is no ground truth. */
+static int with_finish_mark(uint64_t flags)
+{
+    fx f;
+    build(&f, 1);
+    gr_trace_free(&f.t);
+    tb_cleanup(&f.b);
+    memset(&f, 0, sizeof f);
+    tb_open(&f.b, 0);
+    uint32_t mod = tb_py(&f.b, "<module>", "prog.py", 1);
+    uint32_t main_ = tb_py(&f.b, "main", "prog.py", 10);
+    uint32_t fin = tb_py(&f.b, "_finish", "<greenreplay>/conform.py", 0);
+    uint32_t mk = tb_c(&f.b, "greenreplay._greenreplay.mark");
+    uint32_t label = tb_str(&f.b, GR_CONFORM_MARK_FINISH);
+    tb_thread(&f.b, 1);
+    tb_greenlet(&f.b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_simple(&f.b, GR_START, 1, 1);
+    tb_ev(&f.b, GR_CALL, 1, 1, mod);
+    tb_ev(&f.b, GR_CALL, 1, 1, main_);
+    tb_ev(&f.b, GR_RETURN, 1, 1, main_);
+    tb_mark(&f.b, 1, 1, label, mk, flags, 2, mod, fin);
+    tb_finish(&f.b);
+    assert_int_equal(tb_load(&f.b, &f.t), GR_READ_OK);
+    int v = compare(&f, "{\"functions\": [{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", "
+                        "\"calls\": 1}]}");
+    if (v == GR_CONFORM_ERROR)
+        assert_non_null(strstr(f.reason, "displaced the recorder on thread 1"));
+    end(&f);
+    return v;
+}
+
+static void test_displaced_recorder_is_error(void **state)
+{
+    (void)state;
+    assert_int_equal(with_finish_mark(GR_MARK_PROFILE_OURS), GR_CONFORM_PASS);
+    assert_int_equal(with_finish_mark(0), GR_CONFORM_ERROR);
+}
+
 static void test_nothing_to_compare_is_error(void **state)
 {
     (void)state;
@@ -252,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_line_hits),
         cmocka_unit_test(test_c_functions),
+        cmocka_unit_test(test_displaced_recorder_is_error),
         cmocka_unit_test(test_nothing_to_compare_is_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -183,6 +183,8 @@ def _normalise(raw, paths):
     if "c_functions" in raw:
         cf = {}
         for fn in raw["c_functions"]:
+            if str(fn["name"]).startswith(("greenreplay.", "_greenreplay.")):
+                continue  # the recorder's own (mark): not compared, not in unrecorded runs
             cf[str(fn["name"])] = cf.get(str(fn["name"]), 0) + int(fn["calls"])
         res["c_functions"] = [{"name": n, "calls": cf[n]} for n in sorted(cf)]
     if "lines" in raw:
@@ -296,6 +298,7 @@ def _preimport():
 
 MARK_START = "greenreplay-conform: start"
 MARK_STOP = "greenreplay-conform: stop"
+MARK_FINISH = "greenreplay-conform: finish"
 
 
 def _manual(script):
@@ -370,6 +373,14 @@ def _finish():
     if not _state.pop("started", False):
         return
     module = _state["module"]
+    try:
+        # Is the recorder still this thread's profile function (its own or
+        # chained)?  The MARK says so in its flags; a profiler that writes
+        # the thread state directly displaces it without an audit event
+        # (yappi 1.0), and the recording then has no ground truth.
+        _mark(MARK_FINISH)
+    except Exception:
+        pass
     if not _state.get("stopped"):
         try:
             module.stop()

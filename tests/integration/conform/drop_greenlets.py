@@ -1,24 +1,24 @@
-"""A deliberately broken adapter (tests/integration/conform.sh): it counts
-calls like a plain profile function but drops every call made outside its
-thread's main greenlet.  `greenreplay conform` must exit 1 with a
-blind_spot naming the function and the greenlet where the dropped calls
-ran: the comparison can fail."""
+"""A deliberately broken adapter (tests/integration/conform.sh): the
+example adapter callcount.py beside this file, except that every call made
+outside its thread's main greenlet is dropped.  `greenreplay conform` must
+exit 1 with a blind_spot naming the function and the greenlet where the
+dropped calls ran: the comparison can fail."""
+import importlib.util
+import os
 import sys
 
 import greenlet
 
-_counts = {}
+_spec = importlib.util.spec_from_file_location(
+    "callcount_for_drop_greenlets", os.path.join(os.path.dirname(os.path.abspath(__file__)), "callcount.py"))
+_base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_base)
+available, stop, results = _base.available, _base.stop, _base.results
 
 
 def _profile(frame, event, arg):
-    if event == "call" and greenlet.getcurrent().parent is None:
-        code = frame.f_code
-        key = (code.co_filename, code.co_firstlineno, code.co_name)
-        _counts[key] = _counts.get(key, 0) + 1
-
-
-def available():
-    return True, ""
+    if greenlet.getcurrent().parent is None:  # the bug: other greenlets unseen
+        _base._profile(frame, event, arg)
 
 
 def version():
@@ -27,13 +27,3 @@ def version():
 
 def start():
     sys.setprofile(_profile)
-
-
-def stop():
-    sys.setprofile(None)
-
-
-def results():
-    return {"functions": [{"file": f, "line": line, "name": name, "calls": n}
-                          for (f, line, name), n in _counts.items()],
-            "threads": "starting"}

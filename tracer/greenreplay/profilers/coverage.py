@@ -3,7 +3,7 @@
 coverage measures every thread (threading.settrace) with its default
 concurrency setting ("thread").  The tracer ("core") is pinned: coverage
 7.4+ reads COVERAGE_CORE (ctrace, pytrace, sysmon), set here only while
-Coverage() is built; older versions choose the Python tracer with
+Coverage() is built and started; older versions choose the Python tracer with
 timid=True.  start() fails when coverage picked another tracer than asked
 (for example no compiled CTracer), naming the one it picked.  No data file
 is written (data_file=None) and no configuration file is read.
@@ -57,12 +57,12 @@ def make(core):
             kwargs["timid"] = True
         try:
             cov = coverage.Coverage(**kwargs)
+            cov.start()  # coverage reads COVERAGE_CORE here, when it makes its collector
         finally:
             if old is None:
                 os.environ.pop("COVERAGE_CORE", None)
             else:
                 os.environ["COVERAGE_CORE"] = old
-        cov.start()
         state["cov"] = cov
         try:
             state["tracer"] = cov._collector.tracer_name()

@@ -27,7 +27,14 @@ def available():
 
 def version():
     import line_profiler
-    return getattr(line_profiler, "__version__", "unknown")
+    v = getattr(line_profiler, "__version__", None)
+    if v is None:
+        try:
+            from importlib.metadata import version as dist_version
+            v = dist_version("line_profiler")
+        except Exception:
+            v = "unknown"
+    return v
 
 
 def _codes(code):
