@@ -42,6 +42,7 @@ struct gr_conform {
     int seen_call;
     int windowed;  /* a start MARK was seen: count only inside the window */
     int in_window; /* between the start and the stop MARK */
+    uint64_t displaced_at;  /* the record where that was found */
     uint64_t displaced_tid; /* the finish MARK's thread, when the recorder
                                was not its profile function there */
     uint64_t *blind_tids; /* threads other than the starting one where the
@@ -211,8 +212,10 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         return;
     }
     if (r->tag == GR_MARK && mark_is(t, r, GR_CONFORM_MARK_FINISH)) {
-        if (!(r->flags & GR_MARK_PROFILE_OURS))
+        if (!(r->flags & GR_MARK_PROFILE_OURS) && !c->displaced_tid) {
             c->displaced_tid = r->tid;
+            c->displaced_at = r->index;
+        }
         return;
     }
     if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
@@ -237,6 +240,13 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         break;
     }
     case GR_HOOK:
+        /* A takeover the recorder found without the audit event (at a mark
+         * or at stop): what ran before it on that thread is missing from
+         * the recording (docs/FORMAT.md, HOOK who bit 2). */
+        if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid) {
+            c->displaced_tid = r->tid;
+            c->displaced_at = r->index;
+        }
         /* The program put its own profile function on another thread than
          * the one it started on: a profiler that writes the thread state
          * directly (yappi does, for every thread) raises no audit event
@@ -512,8 +522,9 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
     if (c->displaced_tid) {
         snprintf(reason, n,
                  "the profiler displaced the recorder on thread %llu without an audit event (it wrote the "
-                 "thread's profile function directly): the recording holds no ground truth after its start",
-                 (unsigned long long)c->displaced_tid);
+                 "thread's profile function directly; found at event %llu): the recording misses what ran "
+                 "there before, so it holds no ground truth to compare with",
+                 (unsigned long long)c->displaced_tid, (unsigned long long)c->displaced_at);
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");
