@@ -6,12 +6,17 @@ CC        ?= cc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-CPPFLAGS  += -Itracer -Ireplay
+# replay/ is grouped by concern (docs/ARCHITECTURE.md): read/ (decoding),
+# rules/ (the checker), report/ (text, JSON, HTML), repro/ (script, reduce,
+# diff, edit), util/ (buffers, id maps); main.c and the commands' glue on top.
+REPLAY_DIRS := replay replay/read replay/util replay/rules replay/report replay/repro
+REPLAY_HDR := $(wildcard $(addsuffix /*.h,$(REPLAY_DIRS)))
+CPPFLAGS  += -Itracer $(addprefix -I,$(REPLAY_DIRS))
 LDLIBS    := -lz -ljansson -lm
 
 # Replayer (pure C, no Python).
 FORMAT_SRC := tracer/format.c tracer/writer.c
-REPLAY_SRC := $(filter-out replay/main.c,$(wildcard replay/*.c))
+REPLAY_SRC := $(filter-out replay/main.c,$(wildcard $(addsuffix /*.c,$(REPLAY_DIRS))))
 REPLAY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
 CLI        := $(BUILD)/greenreplay
 
@@ -92,7 +97,7 @@ help:
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
 
-$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h) $(REPLAY_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
@@ -137,7 +142,7 @@ FUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=undefined
 FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
 FUZZ_SECONDS ?= 60
-$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h) $(REPLAY_HDR)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
