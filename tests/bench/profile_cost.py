@@ -119,7 +119,8 @@ def main():
         print("| %s | %.1f | %s | %s |" % (name, t / 1e6, "" if name == "no profiler" else "%.1f" % cost, rel))
     size = os.path.getsize(trace)
     print()
-    print("trace: %d records, %.2f bytes/record" % (recorder.records, size / max(recorder.records, 1)))
+    print("trace size, call-heavy workload: %d records (events), %d bytes: %.2f bytes per event (goal <= 2.5)"
+          % (recorder.records, size, size / max(recorder.records, 1)))
     os.unlink(trace)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh --python PY: build the empty-profile baseline for PY,
-# run the profile-event cost benchmark, then the switch-path and sampler
-# benchmark.  Prints figures; asserts nothing.
+# run the profile-event cost benchmark (with the trace size of its
+# call-heavy workload), the trace size of a switch-heavy gevent program,
+# then the switch-path and sampler benchmark.  Prints figures; asserts nothing.
 set -euo pipefail
 # Other arguments (--repeat N, --scale N) go to profile_cost.py.
 PY=/usr/bin/python3
@@ -22,6 +23,13 @@ inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 ${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$out/emptyprof$suffix" "$here/emptyprof.c"
 PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" "${args[@]}"
+echo
+if "$PY" -c 'import gevent' 2>/dev/null; then
+    PYTHONPATH="$build/python" "$PY" "$here/switch_heavy.py" --output "$out/bench-switch-heavy.grt"
+    rm -f "$out/bench-switch-heavy.grt"
+else
+    echo "trace size, switch-heavy gevent workload: skipped, gevent is not importable by $PY"
+fi
 echo
 if "$PY" -c 'import greenlet' 2>/dev/null; then
     PYTHONPATH="$out:$build/python" "$PY" "$here/switch_cost.py" --cli "$build/greenreplay" --out "$out"
