@@ -72,7 +72,9 @@ help:
 	@echo "                    integration tests run with them"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
-	@echo "  make bench        recorder cost per profile event (prints figures)"
+	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
+	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
+	@echo "                    100000000, cached in ~/.cache/greenreplay/bench; prints figures)"
 	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
@@ -219,8 +221,17 @@ valgrind: all $(UNIT_BIN)
 	@ls $(BUILD)/traces/*/*.grt >/dev/null 2>&1 || ci/demo.sh --python $(PYTHON) >/dev/null || true
 	tests/valgrind.sh $(UNIT_BIN)
 
-bench: all
+# The replayer's figures (check's peak memory and events/s, dump's events/s)
+# on a synthetic trace of BENCH_EVENTS records (tests/bench/gentrace.c),
+# cached in ~/.cache/greenreplay/bench.
+BENCH_EVENTS ?= 100000000
+$(BUILD)/bench/gentrace: tests/bench/gentrace.c $(REPLAY_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS)
+
+bench: all $(BUILD)/bench/gentrace
 	tests/bench/run.sh --python $(PYTHON)
+	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
 
 # The compatibility matrix (docs/matrix.md): ci/matrix.sh --help.
 MATRIX_ARGS ?=
