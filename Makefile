@@ -27,7 +27,7 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
 PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
-PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py))
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py tracer/greenreplay/profilers/*.py))
 
 # Build identity (`greenreplay --version`): the tree's `git describe` and a
 # hash of the recorder's sources (exactly the extension's prerequisites, so
@@ -47,7 +47,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale
 all: cli ext
 
 help:
@@ -75,9 +75,14 @@ help:
 	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
 	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
 	@echo "                    100000000, cached in ~/.cache/greenreplay/bench; prints figures)"
-	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
+	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
+	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded)"
+	@echo "  make scale        1 M greenlets, 10,000 threads, a 100 M-event recording checked and"
+	@echo "                    dumped: time and peak memory (ci/scale.sh; ~15 min; SCALE_ARGS=...)"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
+	@echo "  make profilers    the profiler axis: fixtures x environments x profilers, greenreplay conform"
+	@echo "                    in each (ci/profilers.sh; PROFILERS_ARGS='--quick' is what .ci/run runs)"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
 	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
@@ -94,7 +99,8 @@ help:
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
 	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON),"
-	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full)"
+	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full),"
+	@echo "  PROFILERS_ARGS='...' options of ci/profilers.sh (e.g. --quick, --profilers yappi)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
@@ -188,8 +194,11 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
+	tests/integration/conform.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
+	tests/integration/profiler_axis.sh
+	tests/integration/root_packages.sh
 	tests/mutants/run.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
@@ -239,6 +248,12 @@ matrix: setup
 	$(MAKE) all
 	ci/matrix.sh $(MATRIX_ARGS)
 
+# The profiler axis (docs/matrix.md, "Profiler axis"): ci/profilers.sh --help.
+PROFILERS_ARGS ?=
+profilers: setup
+	$(MAKE) all
+	ci/profilers.sh $(PROFILERS_ARGS)
+
 matrix-golden: setup
 	$(MAKE) all
 	ci/matrix.sh --update-goldens $(MATRIX_ARGS)
@@ -253,6 +268,11 @@ browser-test: all
 stall: all
 	ci/stall.sh --python $(PYTHON)
 
+# Scale tests (ci/scale.sh --help); big traces under ~/.cache/greenreplay/scale.
+SCALE_ARGS ?=
+scale: all
+	ci/scale.sh --python $(PYTHON) $(SCALE_ARGS)
+
 # make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
 # PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
 # again with another PYTHON to add that interpreter's extension), and the
@@ -263,9 +283,10 @@ INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
-	install -d $(INSTALL_LIB)/boot
-	install -m 644 $(filter-out %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/
+	install -d $(INSTALL_LIB)/boot $(INSTALL_LIB)/profilers
+	install -m 644 $(filter-out %/boot/sitecustomize.py $(PKG_DIR)/profilers/%,$(PKG_PY)) $(INSTALL_LIB)/
 	install -m 644 $(filter %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/boot/
+	install -m 644 $(filter $(PKG_DIR)/profilers/%,$(PKG_PY)) $(INSTALL_LIB)/profilers/
 	install -m 755 $(EXT) $(INSTALL_LIB)/
 	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
 

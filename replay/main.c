@@ -10,6 +10,7 @@
 #include "html.h"
 #include "reader.h"
 #include "record.h"
+#include "conform_cmd.h"
 #include "reduce.h"
 #include "report.h"
 #include "script.h"
@@ -43,6 +44,8 @@ static const char usage_main[] =
     "                 calls, switches and marks (a bug reproduction)\n"
     "  diff A B       align two traces by structure and show where they diverge\n"
     "  reduce SCRIPT  shrink a failing script of `script` while the failure persists\n"
+    "  conform ...    run a program recorded with a profiler under test inside it and\n"
+    "                 compare the profiler's results with the recording\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
     "`greenreplay COMMAND --help` describes a command.  A usage error is one\n"
@@ -56,7 +59,8 @@ static const char usage_main[] =
     "exit status: 0 success (check: clean; diff: same structure), 1 check found\n"
     "violations, diff found differences or reduce found no failure, 2 unusable\n"
     "input (check: also a trace with nothing to check) or bad usage; record:\n"
-    "the program's own (see `record --help`).\n";
+    "the program's own (see `record --help`); conform: 0 pass, 1 differences,\n"
+    "2 error, 3 skip (see `conform --help`).\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
@@ -933,6 +937,7 @@ static const char *command_usage(const char *cmd)
     if (strcmp(cmd, "diff") == 0) return usage_diff;
     if (strcmp(cmd, "reduce") == 0) return usage_reduce;
     if (strcmp(cmd, "export") == 0) return gr_export_usage;
+    if (strcmp(cmd, "conform") == 0) return gr_conform_usage;
     return NULL;
 }
 
@@ -983,5 +988,7 @@ int main(int argc, char **argv)
         return cmd_reduce(sub_argc, sub_argv);
     if (strcmp(cmd, "export") == 0)
         return gr_cmd_export(sub_argc, sub_argv);
+    if (strcmp(cmd, "conform") == 0)
+        return gr_cmd_conform(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }

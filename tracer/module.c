@@ -188,7 +188,8 @@ PyDoc_STRVAR(start_doc,
 "the file at stop() and flush(), with a GAP record counting the others.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
-"`max_greenlets` greenlets and storing `keep` stacks per sample; its data go\n"
+"`max_greenlets` greenlets and unwinding and storing `keep` stacks per sample\n"
+"(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
@@ -977,6 +978,19 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
                          "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
 }
 
+/* _sampler_samples(): samples the reference sampler has taken so far in
+ * the active recording (an int), or None when no recording with a sampler
+ * is active.  Read without stopping the sampler thread (a relaxed atomic
+ * load); used by fixtures/stall/stall.py to run until enough samples. */
+static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r || !r->sampler)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(
+        __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
+}
+
 static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
@@ -999,6 +1013,8 @@ static PyMethodDef methods[] = {
      "the live threads and ended ones not yet swept), 'greenlet_slots' (greenlets alive, or\n"
      "freed with their end not yet written) and 'greenlet_slots_allocated'; None otherwise.\n"
      "For tests of bounded memory."},
+    {"_sampler_samples", mod_sampler_samples, METH_NOARGS,
+     "Samples taken so far by the active recording's sampler, or None."},
     {NULL, NULL, 0, NULL},
 };
 

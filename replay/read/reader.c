@@ -551,7 +551,11 @@ static int read_records(gr_trace *t, const struct chunk *c)
                 grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);
             gr_record *r = &t->recs[t->nrecs];
-            *r = (gr_record){0}; /* (vector stores; memset's rep stos is slower here) */
+            /* Cleared by copying a zero record: the copy of a constant
+             * size is done with vector moves, where memset's rep stos
+             * took half the decoding time. */
+            static const gr_record zero;
+            memcpy(r, &zero, sizeof *r);
             r->tag = tag;
             r->index = t->first + t->nrecs;
             r->offset = d.roff;

@@ -97,16 +97,22 @@ def _boot():
         # belongs to the seed stack below it.
         caller = pending[-1][1] if pending and pending[-1][0] is frame.f_back else None
         del pending[:]
-        try:
-            greenreplay.start(_entry=frame, _entry_c=caller)
-        except Exception as e:
-            sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
-            return
-        try:
-            from greenreplay import _greenreplay
-            _greenreplay._on_uncaught(uncaught)
-        except (ImportError, AttributeError):
-            pass
+        # greenreplay conform (greenreplay/conform.py): the profiler under
+        # test starts here, after the recorder (or alone, without recording).
+        if os.environ.get("GREENREPLAY_CONFORM_NORECORD") != "1":
+            try:
+                greenreplay.start(_entry=frame, _entry_c=caller)
+            except Exception as e:
+                sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
+                return
+            try:
+                from greenreplay import _greenreplay
+                _greenreplay._on_uncaught(uncaught)
+            except (ImportError, AttributeError):
+                pass
+        if os.environ.get("GREENREPLAY_CONFORM"):
+            from greenreplay import conform
+            conform.begin(frame)
 
     sys.setprofile(arm)
 
