@@ -111,6 +111,12 @@ NAMES = {0x10: "THREAD", 0x11: "GREENLET", 0x12: "CALL", 0x13: "RETURN",
 FIXED = {0x02: 4, 0x03: 2, 0x04: 1, 0x10: 1, 0x1E: 5, 0x12: 3, 0x13: 3, 0x14: 3, 0x15: 3,
          0x16: 3, 0x1A: 2, 0x1B: 2, 0x1C: 2, 0x1F: 6}
 STACKED = {0x11: 4, 0x19: 5, 0x1D: 3, 0x17: 7, 0x18: 7}   # varints before `depth`
+# format 1.2 compact records (FORMAT §4.1): the kind each stands for and its
+# varints before an optional stack (the context fields are implied)
+COMPACT = {t: (0x12 + (t - 0x20) // 48, 0, False) for t in range(0x20, 0xE0)}
+COMPACT.update({0xE0 + k: (0x12 + k, 1, False) for k in range(5)})
+COMPACT.update({0xE5: (0x17, 5, True), 0xE6: (0x18, 5, True),
+                0xE7: (0x17, 2, True), 0xE8: (0x18, 2, True)})
 
 
 class Bad(Exception):
@@ -176,12 +182,15 @@ def check(path, want_greenlet):
                     vals.append(v)
                 if rec == 0x03:
                     meta[strings[vals[0]]] = strings[vals[1]]
-            elif rec in STACKED:
-                for _ in range(STACKED[rec]):
+            elif rec in STACKED or rec in COMPACT:
+                nfix, stacked = (STACKED[rec], True) if rec in STACKED else COMPACT[rec][1:]
+                for _ in range(nfix):
                     _, p = _varint(payload, p)
-                depth, p = _varint(payload, p)
-                for _ in range(depth):
-                    _, p = _varint(payload, p)
+                if stacked:
+                    depth, p = _varint(payload, p)
+                    for _ in range(depth):
+                        _, p = _varint(payload, p)
+                rec = COMPACT[rec][0] if rec in COMPACT else rec
             else:
                 raise Bad("unknown record 0x%02x" % rec)
             if rec in NAMES:

@@ -15,7 +15,8 @@
 #define GR_MAGIC_LEN 8
 #define GR_HEADER_LEN 16
 #define GR_VERSION_MAJOR 1
-#define GR_VERSION_MINOR 1 /* 1.1: SWITCH/THROW carry a stack; HOOK */
+#define GR_VERSION_MINOR 2 /* 1.1: SWITCH/THROW carry a stack; HOOK.
+                              1.2: compact records (§4.1) */
 #define GR_STREAM_CANONICAL 'C'
 #define GR_STREAM_SIDE 'S'
 
@@ -63,6 +64,34 @@ enum gr_tag {
     GR_HOOK = 0x1F,
     GR_LAST_INDEXED = 0x1F,
 };
+
+/* §4.1 compact records (format 1.2).  Each one stands for a CALL, RETURN,
+ * C_CALL, C_RETURN, C_EXCEPTION, SWITCH or THROW whose thread (and
+ * greenlet, or switch origin) is the chunk's context: see gr_chunk_ctx. */
+#define GR_CODE_SLOTS 48        /* code cache slots per chunk: slot = code % 48 */
+#define GR_CACHED_BASE 0x20     /* 0x20 + k * 48 + slot: one byte, k = 0 CALL,
+                                   1 RETURN, 2 C_CALL, 3 C_RETURN (0x20..0xDF) */
+#define GR_CACHED_LAST (GR_CACHED_BASE + 4 * GR_CODE_SLOTS - 1)
+#define GR_CTX_EVENT 0xE0       /* 0xE0 + (kind - CALL): CALL..C_EXCEPTION, `code` follows */
+#define GR_CTX_SWITCH 0xE5      /* target parent state tracing use_tracing stack */
+#define GR_CTX_THROW 0xE6
+#define GR_CTX_SWITCH_SAME 0xE7 /* target parent stack: state, tracing, use_tracing
+                                   as the chunk's last SWITCH/THROW */
+#define GR_CTX_THROW_SAME 0xE8
+#define GR_CTX_LAST 0xE8
+
+/* Per-chunk encoding state (docs/FORMAT.md §4.1), the same in the writer and
+ * the reader.  All zero at the start of every chunk, so a chunk decodes
+ * without the ones before it (ring mode drops old chunks).  Updated by every
+ * CALL..C_EXCEPTION and SWITCH/THROW record, compact or not; other records
+ * leave it alone. */
+typedef struct gr_chunk_ctx {
+    uint64_t tid, gid;       /* context: the thread and running greenlet of the
+                                last event or switch (its target); tid 0 none */
+    uint64_t sw_state, sw_tracing, sw_use_tracing; /* of the last SWITCH/THROW */
+    int sw_known;            /* a SWITCH/THROW was seen in this chunk */
+    uint32_t code[GR_CODE_SLOTS]; /* code cache: last code id of each slot, 0 none */
+} gr_chunk_ctx;
 
 /* §3 CODE kind */
 #define GR_CODE_PY 0
@@ -161,6 +190,62 @@ static inline int gr_get_varint(const uint8_t **p, const uint8_t *end, uint64_t 
         }
     }
     return -2;
+}
+
+/* Encode the event record tag (GR_CALL..GR_C_EXCEPTION) of thread tid,
+ * greenlet gid, code id `code` at p in its shortest form for context c,
+ * and update c.  Writes at most 1 + 3 * GR_VARINT_MAX bytes, never more
+ * than the full form; returns the byte after the record. */
+static inline uint8_t *gr_enc_event(gr_chunk_ctx *c, uint8_t *p, int tag, uint64_t tid,
+                                    uint64_t gid, uint32_t code)
+{
+    unsigned k = (unsigned)(tag - GR_CALL);
+    unsigned slot = code % GR_CODE_SLOTS;
+    if (tid == c->tid && gid == c->gid) {
+        if (c->code[slot] == code && k < 4 && code) {
+            *p++ = (uint8_t)(GR_CACHED_BASE + k * GR_CODE_SLOTS + slot);
+            return p;
+        }
+        *p++ = (uint8_t)(GR_CTX_EVENT + k);
+    } else {
+        *p++ = (uint8_t)tag;
+        p = gr_put_varint(p, tid);
+        p = gr_put_varint(p, gid);
+        c->tid = tid;
+        c->gid = gid;
+    }
+    c->code[slot] = code;
+    return gr_put_varint(p, code);
+}
+
+/* Encode the fields of a SWITCH or THROW (tag) before its stack: f[] =
+ * tid, origin, target, parent, state flags, tracing, use_tracing; update c.
+ * At most 1 + 7 * GR_VARINT_MAX bytes, never more than the full form. */
+static inline uint8_t *gr_enc_switch_head(gr_chunk_ctx *c, uint8_t *p, int tag, const uint64_t *f)
+{
+    int thr = tag == GR_THROW;
+    if (f[0] == c->tid && f[1] == c->gid) {
+        int same = c->sw_known && f[4] == c->sw_state && f[5] == c->sw_tracing &&
+                   f[6] == c->sw_use_tracing;
+        *p++ = (uint8_t)(same ? (thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME)
+                              : (thr ? GR_CTX_THROW : GR_CTX_SWITCH));
+        p = gr_put_varint(p, f[2]);
+        p = gr_put_varint(p, f[3]);
+        if (!same)
+            for (int i = 4; i < 7; i++)
+                p = gr_put_varint(p, f[i]);
+    } else {
+        *p++ = (uint8_t)tag;
+        for (int i = 0; i < 7; i++)
+            p = gr_put_varint(p, f[i]);
+    }
+    c->tid = f[0];
+    c->gid = f[2];
+    c->sw_state = f[4];
+    c->sw_tracing = f[5];
+    c->sw_use_tracing = f[6];
+    c->sw_known = 1;
+    return p;
 }
 
 /* Little-endian fixed-width helpers for headers. */

@@ -107,9 +107,7 @@ void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_fi
         gr_writer_drop(r->w);
         return;
     }
-    *p++ = (uint8_t)tag;
-    for (int i = 0; i < n; i++)
-        p = gr_put_varint(p, fields[i]);
+    p = gr_writer_head(r->w, p, tag, n, fields); /* SWITCH/THROW: compact (FORMAT §4.1) */
     p = gr_put_varint(p, (uint64_t)depth + (extra_c ? 1 : 0));
     for (int i = depth - 1; i >= 0; i--)
         p = gr_put_varint(p, ids[i]);

@@ -241,17 +241,8 @@ static inline void gr_count_record(gr_recorder *r)
 /* Hot path: indexed record of three varints (CALL, RETURN, C_*). */
 static inline void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
 {
-    uint8_t *p = gr_writer_reserve(r->w, 1 + 3 * GR_VARINT_MAX);
-    if (!p) {
-        gr_writer_drop(r->w);
-        return;
-    }
-    *p++ = (uint8_t)tag;
-    p = gr_put_varint(p, a);
-    p = gr_put_varint(p, b);
-    p = gr_put_varint(p, c);
-    gr_writer_commit(r->w, p);
-    gr_count_record(r);
+    if (gr_writer_event(r->w, tag, a, b, (uint32_t)c) == 0) /* compact: FORMAT §4.1 */
+        gr_count_record(r);
 }
 
 /* Write a record of `tag`: the n varint fields, then a stack of code ids

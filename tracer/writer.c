@@ -217,6 +217,7 @@ int gr_writer_flush(gr_writer *w)
     w->len = 0;
     w->records = 0;
     w->indexed = 0;
+    memset(&w->ctx, 0, sizeof w->ctx); /* every chunk decodes on its own */
     return rc;
 }
 
@@ -234,6 +235,16 @@ uint8_t *gr_writer_reserve_slow(gr_writer *w, size_t n)
     if (w->cap - w->len < n && gr_writer_flush(w) < 0 && w->blocked)
         return NULL;
     return w->buf + GR_CHUNK_HEADER_LEN + w->len;
+}
+
+uint8_t *gr_writer_head(gr_writer *w, uint8_t *p, int tag, int n, const uint64_t *fields)
+{
+    if ((tag == GR_SWITCH || tag == GR_THROW) && n == 7)
+        return gr_enc_switch_head(&w->ctx, p, tag, fields);
+    *p++ = (uint8_t)tag;
+    for (int i = 0; i < n; i++)
+        p = gr_put_varint(p, fields[i]);
+    return p;
 }
 
 int gr_writer_append(gr_writer *w, const void *rec, size_t n)

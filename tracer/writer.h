@@ -63,6 +63,9 @@ typedef struct gr_writer {
     gr_chunkbuf *head, *tail; /* owned, oldest first */
     uint64_t held;        /* records in the kept chunks */
     uint64_t evicted;     /* records dropped from the ring's old end */
+    /* Encoding state of the current chunk (docs/FORMAT.md §4.1), zeroed
+     * whenever a chunk is written out or kept. */
+    gr_chunk_ctx ctx;
 } gr_writer;
 
 /* Open path for writing (created or truncated, mode 0644) and write the
@@ -114,6 +117,31 @@ int gr_writer_set_chunk_tag(gr_writer *w, char tag);
 
 /* Count one record lost (see gr_writer_reserve). */
 static inline void gr_writer_drop(gr_writer *w) { w->dropped++; }
+
+/* Append the event record tag (GR_CALL..GR_C_EXCEPTION) of thread tid,
+ * greenlet gid, code id `code`, in its shortest form for the current chunk
+ * (docs/FORMAT.md §4.1: one byte when tid and gid are the chunk's context
+ * and the code is in its cache).  The hot path of the recorder.  Returns
+ * 0, or -1 if the record was dropped (and counted in w->dropped). */
+static inline int gr_writer_event(gr_writer *w, int tag, uint64_t tid, uint64_t gid, uint32_t code)
+{
+    /* Reserve first: a flush here starts a new chunk with a fresh context. */
+    uint8_t *p = gr_writer_reserve(w, 1 + 3 * GR_VARINT_MAX);
+    if (!p) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    gr_writer_commit(w, gr_enc_event(&w->ctx, p, tag, tid, gid, code));
+    return 0;
+}
+
+/* Encode the tag and the n varint fields of a record at p (reserved in w):
+ * SWITCH/THROW (n = 7: tid, origin, target, parent, state, tracing,
+ * use_tracing) in their shortest form for the current chunk (§4.1), any
+ * other record as it is.  Returns the byte after them; at most
+ * 1 + n * GR_VARINT_MAX bytes.  The caller reserves before calling (a flush
+ * starts a new chunk with a fresh context) and commits after. */
+uint8_t *gr_writer_head(gr_writer *w, uint8_t *p, int tag, int n, const uint64_t *fields);
 
 /* Append one already-encoded record of n bytes.  Returns 0, or -1 if it was
  * dropped. */

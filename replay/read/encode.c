@@ -5,10 +5,29 @@
 
 size_t gr_encode_record(uint8_t *out, const gr_record *r, const uint32_t *stack)
 {
+    return gr_encode_record_ctx(out, r, stack, NULL);
+}
+
+size_t gr_encode_record_ctx(uint8_t *out, const gr_record *r, const uint32_t *stack,
+                            gr_chunk_ctx *ctx)
+{
     uint8_t *p = out;
     int has_stack = 0;
     if (r->depth > GR_STACK_CAP)
         return 0;
+    if (ctx && r->tid != 0) {
+        if (r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION)
+            return (size_t)(gr_enc_event(ctx, p, r->tag, r->tid, r->gid, r->code) - out);
+        if (r->tag == GR_SWITCH || r->tag == GR_THROW) {
+            uint64_t f[7] = {r->tid, r->gid, r->target, r->parent, r->flags, r->tracing,
+                             r->use_tracing};
+            p = gr_enc_switch_head(ctx, p, r->tag, f);
+            p = gr_put_varint(p, r->depth);
+            for (uint32_t i = 0; i < r->depth; i++)
+                p = gr_put_varint(p, stack[i]);
+            return (size_t)(p - out);
+        }
+    }
     *p++ = r->tag;
     p = gr_put_varint(p, r->tid);
     switch (r->tag) {
@@ -121,11 +140,20 @@ int gr_emit_meta(gr_writer *w, uint32_t key, uint32_t value)
 
 int gr_emit_record(gr_writer *w, const gr_record *r, const uint32_t *stack)
 {
+    /* The full form's size bounds the compact one's; reserve it first (a
+     * flush starts a new chunk with a fresh context), then encode in place
+     * against the chunk's context. */
     uint8_t buf[GR_RECORD_MAX];
     size_t n = gr_encode_record(buf, r, stack);
     if (n == 0) {
         gr_writer_drop(w);
         return -1;
     }
-    return gr_writer_append(w, buf, n);
+    uint8_t *p = gr_writer_reserve(w, n);
+    if (!p) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    gr_writer_commit(w, p + gr_encode_record_ctx(p, r, stack, &w->ctx));
+    return 0;
 }

@@ -22,6 +22,13 @@
  * kind or r->depth is over GR_STACK_CAP.  No validation of ids. */
 size_t gr_encode_record(uint8_t *out, const gr_record *r, const uint32_t *stack);
 
+/* Same, in the shortest form for the chunk whose encoding state is ctx
+ * (docs/FORMAT.md §4.1: CALL..C_EXCEPTION and SWITCH/THROW of the chunk's
+ * context are compact), updating ctx; ctx NULL gives the full form.  The
+ * result is never longer than the full form. */
+size_t gr_encode_record_ctx(uint8_t *out, const gr_record *r, const uint32_t *stack,
+                            gr_chunk_ctx *ctx);
+
 /* Append a STRING definition of n bytes at s to w.  Returns 0, or -1 if the
  * writer dropped it (write error, or larger than the chunk capacity). */
 int gr_emit_string(gr_writer *w, const void *s, size_t n);
@@ -32,8 +39,9 @@ int gr_emit_code(gr_writer *w, const gr_code *c);
 /* Append a META definition (string ids).  Returns 0 or -1 (dropped). */
 int gr_emit_meta(gr_writer *w, uint32_t key, uint32_t value);
 
-/* Append one indexed record (see gr_encode_record).  Returns 0, or -1 if it
- * could not be encoded or was dropped. */
+/* Append one indexed record in the shortest form for w's current chunk
+ * (gr_encode_record_ctx).  Returns 0, or -1 if it could not be encoded or
+ * was dropped. */
 int gr_emit_record(gr_writer *w, const gr_record *r, const uint32_t *stack);
 
 #endif

@@ -197,6 +197,8 @@ struct dec {
     const uint8_t *base;    /* payload start */
     size_t chunk_data;      /* file offset of the payload */
     uint64_t roff;          /* file offset of the current record */
+    gr_chunk_ctx ctx;       /* per-chunk encoding state (FORMAT §4.1), zero at
+                               the chunk's start */
 };
 
 static int dfail(struct dec *d, enum gr_err_kind kind, const char *what)
@@ -379,9 +381,85 @@ static int def_meta(struct dec *d)
     return 0;
 }
 
+/* The chunk's context (thread, greenlet) for a compact record. */
+static int ctx_ids(struct dec *d, gr_record *r)
+{
+    if (d->ctx.tid == 0)
+        return dfail(d, GR_E_VALUE, "compact record before any event or switch in its chunk");
+    r->tid = d->ctx.tid;
+    r->gid = d->ctx.gid;
+    return 0;
+}
+
+/* An event's code id (explicit) into r and the chunk's code cache. */
+static int event_code(struct dec *d, gr_record *r)
+{
+    TRY(get_code(d, &r->code));
+    d->ctx.code[r->code % GR_CODE_SLOTS] = r->code;
+    return 0;
+}
+
+/* SWITCH/THROW fields from state flags on, then its stack; updates the
+ * context.  same: state, tracing, use_tracing are the chunk's last ones. */
+static int switch_rest(struct dec *d, gr_record *r, int same)
+{
+    if (same) {
+        if (!d->ctx.sw_known)
+            return dfail(d, GR_E_VALUE, "switch repeats the state of no earlier switch in its chunk");
+        r->flags = d->ctx.sw_state;
+        r->tracing = d->ctx.sw_tracing;
+        r->use_tracing = d->ctx.sw_use_tracing;
+    } else {
+        TRY(get(d, &r->flags));
+        TRY(get(d, &r->tracing));
+        TRY(get(d, &r->use_tracing));
+    }
+    d->ctx.tid = r->tid;
+    d->ctx.gid = r->target;
+    d->ctx.sw_state = r->flags;
+    d->ctx.sw_tracing = r->tracing;
+    d->ctx.sw_use_tracing = r->use_tracing;
+    d->ctx.sw_known = 1;
+    /* 1.1: the target's real Python stack where the switch was seen. */
+    return d->t->minor >= 1 ? get_stack(d, r) : 0;
+}
+
+/* Decode a compact record (format 1.2, FORMAT §4.1): tag is in
+ * GR_CACHED_BASE..GR_CTX_LAST.  Sets r->tag to the kind it stands for. */
+static int compact(struct dec *d, uint8_t tag, gr_record *r)
+{
+    TRY(ctx_ids(d, r));
+    if (tag <= GR_CACHED_LAST) {
+        unsigned v = (unsigned)(tag - GR_CACHED_BASE);
+        r->tag = (uint8_t)(GR_CALL + v / GR_CODE_SLOTS);
+        r->code = d->ctx.code[v % GR_CODE_SLOTS];
+        if (r->code == 0)
+            return dfail(d, GR_E_VALUE, "cached code slot is empty in this chunk");
+        return 0;
+    }
+    if (tag < GR_CTX_SWITCH) {
+        r->tag = (uint8_t)(GR_CALL + (tag - GR_CTX_EVENT));
+        return event_code(d, r);
+    }
+    int thr = tag == GR_CTX_THROW || tag == GR_CTX_THROW_SAME;
+    r->tag = thr ? GR_THROW : GR_SWITCH;
+    TRY(get(d, &r->target));
+    TRY(get(d, &r->parent));
+    return switch_rest(d, r, tag >= GR_CTX_SWITCH_SAME);
+}
+
+/* Whether tag is an indexed record, full (§4) or compact (§4.1, 1.2). */
+static int is_indexed_tag(const gr_trace *t, uint8_t tag)
+{
+    return (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) ||
+           (t->minor >= 2 && tag >= GR_CACHED_BASE && tag <= GR_CTX_LAST);
+}
+
 /* Decode the fields of an indexed record whose tag is already consumed. */
 static int indexed(struct dec *d, uint8_t tag, gr_record *r)
 {
+    if (tag >= GR_CACHED_BASE)
+        return compact(d, tag, r);
     TRY(get_tid(d, &r->tid));
     switch (tag) {
     case GR_THREAD:
@@ -397,17 +475,15 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
     case GR_C_RETURN:
     case GR_C_EXCEPTION:
         TRY(get(d, &r->gid));
-        return get_code(d, &r->code);
+        d->ctx.tid = r->tid;
+        d->ctx.gid = r->gid;
+        return event_code(d, r);
     case GR_SWITCH:
     case GR_THROW:
         TRY(get(d, &r->gid));
         TRY(get(d, &r->target));
         TRY(get(d, &r->parent));
-        TRY(get(d, &r->flags));
-        TRY(get(d, &r->tracing));
-        TRY(get(d, &r->use_tracing));
-        /* 1.1: the target's real Python stack where the switch was seen. */
-        return d->t->minor >= 1 ? get_stack(d, r) : 0;
+        return switch_rest(d, r, 0);
     case GR_HOOK:
         TRY(get(d, &r->gid));
         TRY(get(d, &r->flags));   /* slot */
@@ -470,7 +546,7 @@ static int read_records(gr_trace *t, const struct chunk *c)
             TRY(get(&d, &n));
             t->gap += n;
         }
-        else if (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) {
+        else if (is_indexed_tag(t, tag)) {
             if (t->nrecs == t->cap_recs &&
                 grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);

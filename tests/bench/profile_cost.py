@@ -6,7 +6,7 @@ file, and with cProfile; prints the wall time of each (best of --repeat
 runs), the overhead per profile event in ns, and greenreplay's overhead
 relative to the empty C profile function's.  Prints figures; asserts nothing.
 
-usage: python profile_cost.py [--repeat N] [--scale N] [--out DIR]
+usage: python profile_cost.py [--repeat N] [--scale N] [--out DIR] [--keep-trace]
 """
 import argparse
 import cProfile
@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=5, help="runs per mode; the best is kept (default 5)")
     ap.add_argument("--scale", type=int, default=40, help="workload size (default 40)")
     ap.add_argument("--out", default=tempfile.gettempdir(), help="directory for the benchmark trace")
+    ap.add_argument("--keep-trace", action="store_true",
+                    help="keep the recorder's trace, OUT/bench-profile-cost.grt (for encode_cost)")
     args = ap.parse_args()
     trace = os.path.join(args.out, "bench-profile-cost.grt")
 
@@ -119,8 +121,10 @@ def main():
         print("| %s | %.1f | %s | %s |" % (name, t / 1e6, "" if name == "no profiler" else "%.1f" % cost, rel))
     size = os.path.getsize(trace)
     print()
-    print("trace: %d records, %.2f bytes/record" % (recorder.records, size / max(recorder.records, 1)))
-    os.unlink(trace)
+    print("trace size, call-heavy workload: %d records (events), %d bytes: %.2f bytes per event (goal <= 2.5)"
+          % (recorder.records, size, size / max(recorder.records, 1)))
+    if not args.keep_trace:
+        os.unlink(trace)
 
 
 if __name__ == "__main__":

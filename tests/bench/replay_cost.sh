@@ -35,9 +35,11 @@ gen=$build/bench/gentrace
 [ -x /usr/bin/time ] || { echo "replay_cost.sh: /usr/bin/time missing (ci/setup.sh installs Debian's time)" >&2; exit 2; }
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/greenreplay/bench
 mkdir -p "$cache"
-# The name carries a hash of the generator's source: a changed generator
-# makes a new trace (remove the old ones by hand).
-src=$(sha256sum "$here/gentrace.c" | cut -c1-8)
+# The name carries a hash of the generator's source and of the encoder it
+# writes with (the format's compact records, docs/FORMAT.md §4.1): a changed
+# generator or encoding makes a new trace (remove the old ones by hand).
+src=$(cat "$here/gentrace.c" "$top/tracer/format.h" "$top/tracer/writer.c" \
+    "$top/replay/read/encode.c" | sha256sum | cut -c1-8)
 trace=$cache/synth-$EVENTS-$WORKERS-$src.grt
 if [ ! -s "$trace" ]; then
     [ -x "$gen" ] || { echo "replay_cost.sh: $gen missing (make $gen)" >&2; exit 2; }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh --python PY: build the empty-profile baseline for PY,
-# run the profile-event cost benchmark, then the switch-path and sampler
-# benchmark.  Prints figures; asserts nothing.
+# run the profile-event cost benchmark (with the trace size of its
+# call-heavy workload), the trace size of a switch-heavy gevent program,
+# the writer's cost per event on both traces (tests/bench/encode_cost.c),
+# then the switch-path and sampler benchmark.  Prints figures; asserts nothing.
 set -euo pipefail
 # Other arguments (--repeat N, --scale N) go to profile_cost.py.
 PY=/usr/bin/python3
@@ -21,8 +23,21 @@ mkdir -p "$out"
 inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 ${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$out/emptyprof$suffix" "$here/emptyprof.c"
-PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" "${args[@]}"
+PYTHONPATH="$out:$build/python" "$PY" "$here/profile_cost.py" --out "$out" --keep-trace "${args[@]}"
 echo
+if "$PY" -c 'import gevent' 2>/dev/null; then
+    PYTHONPATH="$build/python" "$PY" "$here/switch_heavy.py" --output "$out/bench-switch-heavy.grt"
+else
+    echo "trace size, switch-heavy gevent workload: skipped, gevent is not importable by $PY"
+fi
+echo
+# The writer's own cost per event, format 1.1 against 1.2, on both traces.
+${CC:-cc} -O2 -I"$top/tracer" -I"$top/replay/read" -o "$out/encode_cost" "$here/encode_cost.c" \
+    "$top/replay/read/reader.c" "$top/tracer/format.c" "$top/tracer/writer.c" -lz
+for t in "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"; do
+    [ -f "$t" ] && "$out/encode_cost" "$t" && echo
+done
+rm -f "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"
 if "$PY" -c 'import greenlet' 2>/dev/null; then
     PYTHONPATH="$out:$build/python" "$PY" "$here/switch_cost.py" --cli "$build/greenreplay" --out "$out"
 else

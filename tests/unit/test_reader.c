@@ -188,7 +188,8 @@ static void test_round_trip_every_kind(void **state)
     /* the first record starts right after the definitions of chunk 1 */
     assert_int_equal(t.recs[0].tag, GR_THREAD);
     assert_int_equal(t.data[t.recs[0].offset], GR_THREAD);
-    assert_int_equal(t.data[t.recs[5].offset], GR_SWITCH);
+    /* format 1.2: the SWITCH follows an event of its origin: compact */
+    assert_int_equal(t.data[t.recs[5].offset], GR_CTX_SWITCH);
     gr_trace_free(&t);
     tb_cleanup(&b);
 }
@@ -205,8 +206,27 @@ static void test_round_trip_small_chunks(void **state)
     gr_trace t;
     assert_int_equal(tb_load(&b, &t), GR_READ_OK);
     check_all_kinds(&t, &id);
-    for (size_t i = 0; i < t.nrecs; i++)
-        assert_int_equal(t.data[t.recs[i].offset], t.recs[i].tag);
+    /* Each record is in its full form or a compact one (FORMAT §4.1),
+     * never compact as the first event or switch of its chunk. */
+    size_t compact = 0;
+    for (size_t i = 0; i < t.nrecs; i++) {
+        uint8_t byte = t.data[t.recs[i].offset];
+        if (byte >= GR_CACHED_BASE && byte <= GR_CTX_LAST) {
+            compact++;
+            assert_true(i > 0);
+            int seen = 0; /* an event or switch earlier in the same chunk */
+            for (size_t j = i; j-- > 0 && !seen;) {
+                const gr_record *q = &t.recs[j];
+                if (q->offset < t.recs[i].offset - 48) /* 48-byte chunks */
+                    break;
+                seen = (q->tag >= GR_CALL && q->tag <= GR_THROW);
+            }
+            assert_true(seen);
+        } else {
+            assert_int_equal(byte, t.recs[i].tag);
+        }
+    }
+    assert_true(compact > 0);
     gr_trace_free(&t);
     tb_cleanup(&b);
 }
@@ -355,12 +375,111 @@ static void test_oversize_chunk(void **state)
 static void test_unknown_record_tag(void **state)
 {
     (void)state;
-    corrupt_payload(BYTES(GR_THREAD, 1, 0x7f, 1), GR_E_RECORD_TAG, P0 + 2,
-                    "unknown record tag 0x7f");
+    corrupt_payload(BYTES(GR_THREAD, 1, 0xe9, 1), GR_E_RECORD_TAG, P0 + 2,
+                    "unknown record tag 0xe9");
+    corrupt_payload(BYTES(GR_THREAD, 1, 0xff, 1), GR_E_RECORD_TAG, P0 + 2,
+                    "unknown record tag 0xff");
     corrupt_payload(BYTES(0x00), GR_E_RECORD_TAG, P0, "unknown record tag 0x00");
-    corrupt_payload(BYTES(GR_THREAD, 1, GR_LAST_INDEXED + 1, 1), GR_E_RECORD_TAG, P0 + 2,
-                    "unknown record tag 0x20");
+    corrupt_payload(BYTES(GR_THREAD, 1, 0x1f + 1, 1), GR_E_VALUE, P0 + 2,
+                    "compact record before any event");
     corrupt_payload(BYTES(0x05, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x05");
+    corrupt_payload(BYTES(0x1f + 1), GR_E_VALUE, P0, "compact record before any event");
+    /* compact tags are unknown in a format 1.1 trace */
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1, GR_CACHED_BASE, 1), 1, &n);
+    gr_put_u16le(d + 10, 1);
+    tb_fix_crc(d, GR_HEADER_LEN);
+    expect_corrupt(d, n, GR_E_RECORD_TAG, P0 + 2, "unknown record tag 0x20");
+    free(d);
+}
+
+/* Format 1.2 compact records (FORMAT §4.1), bytes made by hand: the
+ * context, the code cache, the switch state, and their reset per chunk. */
+static void test_compact_records(void **state)
+{
+    (void)state;
+    const uint8_t defs[] = {
+        GR_STRING, 1, 'x',
+        GR_CODE, 0, 1, 0, 0,       /* code 1 */
+        GR_CODE, 0, 1, 0, 0,       /* code 2 */
+        GR_THREAD, 1,              /* index 0 */
+        GR_CALL, 1, 5, 1,          /* 1: full form: context t1 g5, slot 1 = 1 */
+        GR_CACHED_BASE + 48 + 1,   /* 2: RETURN t1 g5 code 1 (one byte) */
+        GR_CTX_EVENT + 2, 2,       /* 3: C_CALL t1 g5 code 2 (slot 2) */
+        GR_CACHED_BASE + 3 * 48 + 2, /* 4: C_RETURN t1 g5 code 2 */
+        GR_CTX_SWITCH, 7, 0, 0x05, 0, 0x01, 1, 1, /* 5: SWITCH t1 g5->g7, state 5, stack x */
+        GR_CACHED_BASE + 1,        /* 6: CALL t1 g7 code 1 */
+        GR_CTX_EVENT + 4, 2,       /* 7: C_EXCEPTION t1 g7 code 2 */
+        GR_CTX_THROW_SAME, 5, 0, 0, /* 8: THROW t1 g7->g5, state as before */
+        GR_CALL, 2, 9, 2,          /* 9: full form: another thread: context t2 g9 */
+        GR_CACHED_BASE + 48 + 2,   /* 10: RETURN t2 g9 code 2 */
+    };
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, defs, sizeof defs, 1, &n);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "compact.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 11);
+    static const struct { uint8_t tag; uint64_t tid, gid; uint32_t code; } want[] = {
+        {GR_THREAD, 1, 0, 0}, {GR_CALL, 1, 5, 1}, {GR_RETURN, 1, 5, 1},
+        {GR_C_CALL, 1, 5, 2}, {GR_C_RETURN, 1, 5, 2}, {GR_SWITCH, 1, 5, 0},
+        {GR_CALL, 1, 7, 1}, {GR_C_EXCEPTION, 1, 7, 2}, {GR_THROW, 1, 7, 0},
+        {GR_CALL, 2, 9, 2}, {GR_RETURN, 2, 9, 2},
+    };
+    for (size_t i = 0; i < 11; i++) {
+        assert_int_equal(t.recs[i].tag, want[i].tag);
+        assert_int_equal(t.recs[i].tid, want[i].tid);
+        assert_int_equal(t.recs[i].gid, want[i].gid);
+        assert_int_equal(t.recs[i].code, want[i].code);
+    }
+    assert_int_equal(t.recs[2].len, 1);
+    assert_int_equal(t.recs[5].target, 7);
+    assert_int_equal(t.recs[5].flags, 5);
+    assert_int_equal(t.recs[5].use_tracing, 1);
+    assert_int_equal(t.recs[5].depth, 1);
+    assert_int_equal(t.recs[8].target, 5);
+    assert_int_equal(t.recs[8].flags, 5);
+    assert_int_equal(t.recs[8].use_tracing, 1);
+    assert_int_equal(t.recs[8].depth, 0);
+    gr_trace_free(&t);
+    free(d);
+
+    /* corrupt: an empty cache slot; a switch repeating no state */
+    corrupt_payload(BYTES(GR_STRING, 1, 'x', GR_CODE, 0, 1, 0, 0, GR_THREAD, 1,
+                          GR_CALL, 1, 1, 1, GR_CACHED_BASE + 48 + 3),
+                    GR_E_VALUE, P0 + 14, "cached code slot is empty");
+    corrupt_payload(BYTES(GR_STRING, 1, 'x', GR_CODE, 0, 1, 0, 0, GR_THREAD, 1,
+                          GR_CALL, 1, 1, 1, GR_CTX_SWITCH_SAME, 2, 0, 0),
+                    GR_E_VALUE, P0 + 14, "repeats the state of no earlier switch");
+    /* a cached code id is checked like any other: defined codes only
+     * (slot 1 of a chunk with one code cannot hold more) */
+    corrupt_payload(BYTES(GR_STRING, 1, 'x', GR_CODE, 0, 1, 0, 0, GR_THREAD, 1,
+                          GR_CALL, 1, 1, 1, GR_CTX_EVENT, 3),
+                    GR_E_UNDEFINED, P0 + 14, "code id 3 used before its definition");
+
+    /* the context does not cross chunks: the second chunk starts afresh */
+    tb b;
+    tb_open(&b, 0);
+    uint32_t f = tb_py(&b, "f", "f.py", 1);
+    tb_thread(&b, 1);
+    tb_ev(&b, GR_CALL, 1, 1, f);
+    tb_ev(&b, GR_RETURN, 1, 1, f);
+    tb_flush(&b);
+    tb_ev(&b, GR_CALL, 1, 1, f);
+    tb_ev(&b, GR_RETURN, 1, 1, f);
+    tb_finish(&b);
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    assert_int_equal(t.nrecs, 5);
+    assert_int_equal(t.data[t.recs[1].offset], GR_CALL);
+    assert_int_equal(t.data[t.recs[2].offset], GR_CACHED_BASE + 48 + f % 48);
+    assert_int_equal(t.data[t.recs[3].offset], GR_CALL); /* new chunk: full form */
+    assert_int_equal(t.data[t.recs[4].offset], GR_CACHED_BASE + 48 + f % 48);
+    for (size_t i = 1; i < 5; i++) {
+        assert_int_equal(t.recs[i].tid, 1);
+        assert_int_equal(t.recs[i].gid, 1);
+        assert_int_equal(t.recs[i].code, f);
+    }
+    gr_trace_free(&t);
+    tb_cleanup(&b);
 }
 
 /* INSTR (3.12+ instrumentation state): more stale frames than frames. */
@@ -994,6 +1113,7 @@ int main(void)
         cmocka_unit_test(test_unknown_chunk_tag),
         cmocka_unit_test(test_oversize_chunk),
         cmocka_unit_test(test_unknown_record_tag),
+        cmocka_unit_test(test_compact_records),
         cmocka_unit_test(test_instr_values),
         cmocka_unit_test(test_id_before_definition),
         cmocka_unit_test(test_string_past_chunk),
