@@ -305,7 +305,12 @@ static void contention(enum gr_reg_mode mode)
         assert_int_equal(h.r->contended, 0);
     } else {
         assert_int_equal(c, 1);
-        assert_true(wait >= 1000000); /* the holder slept 2 ms before unlocking */
+        /* The holder slept 2 ms before unlocking, but the recorded wait
+         * leaves out the time the switching thread sat in the run queue
+         * (registry.c: other processes' load is not a sampler stall), which
+         * on a loaded machine can be most of those 2 ms: only its presence
+         * is certain. */
+        assert_true(wait > 0);
         assert_int_equal(h.r->contended, 1);
     }
     assert_int_equal(h.r->updates, 2);
