@@ -423,8 +423,10 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     /* The thread whose last seen greenlet this was must not take a new
      * object at the same address for it (passive switch detection
      * compares addresses). */
-    if (e->on && (uintptr_t)e->on->cur_g == e->addr)
+    if (e->on && (uintptr_t)e->on->cur_g == e->addr) {
         e->on->cur_g = NULL;
+        e->on->witness = GR_WITNESS_UNKNOWN;
+    }
     e->on = NULL;
     e->addr = 0;
     /* The caller holds its own reference to the weakref during this

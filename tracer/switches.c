@@ -35,6 +35,32 @@ PyObject *gr_current_greenlet(gr_recorder *r)
     return g;
 }
 
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
+    PyObject *g = gr_current_greenlet(r);
+    if (g && g != t->cur_g) {
+        GR_EXC_SAVE(saved);
+        PyFrameObject *top = frame;
+        if (what == PyTrace_CALL)
+            top = frame ? PyFrame_GetBack(frame) : NULL;
+        else
+            Py_XINCREF(top);
+        gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
+        Py_XDECREF(top);
+        GR_EXC_RESTORE(saved);
+    }
+    Py_XDECREF(g);
+}
+
+void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
+{
+    if (r->witness_ok && t->cur_g && g != t->cur_g &&
+        gr_switch_witness(PyThreadState_GET()) == t->witness) {
+        r->witness_ok = 0;
+        r->errors++;
+    }
+}
+
 /* 1 if greenlet gid is dead now (freed, or its `dead` attribute is true). */
 static int greenlet_dead(gr_recorder *r, uint32_t gid)
 {
