@@ -12,7 +12,8 @@
 #include <string.h>
 
 /* Per-OS-thread cache of the calling thread's gr_thread for mark() and
- * stop(); valid only while tls_gen equals the active recording's gen. */
+ * stop(); valid only while tls_gen equals the active recording's tls_key
+ * (a new recording, or a sweep that dropped ended threads, changes it). */
 /* initial-exec: a plain load from the thread pointer on the hot path
  * instead of a call to __tls_get_addr (the extension is a shared object). */
 static _Thread_local gr_thread *tls_thread __attribute__((tls_model("initial-exec")));
@@ -96,6 +97,110 @@ PyTypeObject gr_thread_type = {
     .tp_doc = "Per-thread recording state; greenlet's trace callback for the thread.",
 };
 
+/* A live thread state and the thread it serves now (CPython reuses both). */
+typedef struct {
+    uintptr_t ts;
+    unsigned long id;
+} live_ts;
+
+static int by_tstate(const void *a, const void *b)
+{
+    const live_ts *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Drop from r->threads the gr_threads of threads that have ended: their
+ * thread state (with their thread id) is no longer in the interpreter's
+ * list, or a new thread took both over (ended; issue 9: memory
+ * bounded by the live threads, not by every thread ever seen).  What the
+ * recording still needs of such a thread stays in its greenlets' state:
+ * they are marked GR_GLS_GONE (stop() then knows their thread ended and
+ * writes them under its tid), the placeholder of a main greenlet that
+ * greenlet was never asked about is released, and no greenlet keeps a
+ * pointer to it.  An OS thread that gets a new thread state later (a C
+ * thread using PyGILState_Ensure) must not find the dropped object in its
+ * cache: tls_key changes.  A gr_thread held elsewhere (callback mode: the
+ * thread's greenlet callback) lives on with its last reference.
+ * Cost: O(live threads log live threads + threads + greenlet slots), at
+ * most once per doubling of r->threads.  Never raises. */
+static void sweep_threads(gr_recorder *r, PyThreadState *me)
+{
+    Py_ssize_t n = PyList_GET_SIZE(r->threads);
+    size_t nlive = 0, cap = 64;
+    live_ts *live = PyMem_Malloc(cap * sizeof *live);
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); live && ts; ts = PyThreadState_Next(ts)) {
+        if (nlive == cap) {
+            live_ts *more = PyMem_Realloc(live, 2 * cap * sizeof *live);
+            if (!more) {
+                PyMem_Free(live);
+                live = NULL;
+                break;
+            }
+            live = more;
+            cap *= 2;
+        }
+        live[nlive].ts = (uintptr_t)ts;
+        live[nlive++].id = ts->thread_id;
+    }
+    uint8_t *gone_tid = live ? PyMem_Calloc((size_t)r->nthreads / 8 + 1, 1) : NULL;
+    PyObject *keep = gone_tid ? PyList_New(0) : NULL;
+    if (!keep) {
+        PyErr_Clear();
+        PyMem_Free(live);
+        PyMem_Free(gone_tid);
+        r->threads_sweep_at = 2 * n; /* try again later */
+        return;
+    }
+    qsort(live, nlive, sizeof *live, by_tstate);
+    Py_ssize_t dropped = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        live_ts key = {(uintptr_t)t->tstate, t->thread_id};
+        if (!t->ended && bsearch(&key, live, nlive, sizeof *live, by_tstate)) {
+            if (PyList_Append(keep, (PyObject *)t) < 0)
+                goto fail;
+            continue;
+        }
+        t->ended = 1;
+        dropped++;
+        if (t->tid && t->tid <= r->nthreads)
+            gone_tid[t->tid / 8] |= (uint8_t)(1u << (t->tid % 8));
+        if (t->gl_pending && t->cur_gid) {
+            gr_gl *e = gr_gl_of(r, t->cur_gid);
+            if (e)
+                e->on = NULL;
+            gr_gl_settle(r, t->cur_gid);
+        }
+    }
+    if (dropped) {
+        for (uint32_t i = 0; i < r->gl_used; i++) {
+            gr_gl *e = &r->gl[i];
+            if (gr_ptrmap_get(&r->gl_index, GR_GL_KEY(e->gid), 0) != i + 1)
+                continue;
+            /* tids are 1..nthreads, one per gr_thread: a bit set here is
+             * a thread being dropped (none of tid 0 is pointed at). */
+#define GONE(tid) ((tid) && (tid) <= r->nthreads && (gone_tid[(tid) / 8] >> ((tid) % 8) & 1))
+            if (e->on && GONE(e->on->tid))
+                e->on = NULL;
+            if (GONE(e->tid))
+                e->state |= GR_GLS_GONE;
+#undef GONE
+        }
+        Py_SETREF(r->threads, keep);
+        keep = NULL;
+        r->tls_key++;
+    }
+fail:
+    Py_XDECREF(keep);
+    PyErr_Clear();
+    PyMem_Free(live);
+    PyMem_Free(gone_tid);
+    Py_ssize_t left = PyList_GET_SIZE(r->threads);
+    r->threads_sweep_at = left < 32 ? 64 : 2 * left;
+}
+
 gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
 {
     gr_thread *t = PyObject_New(gr_thread, &gr_thread_type);
@@ -129,6 +234,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->at_start = 0;
     t->ended = 0;
     t->cbits = 0;
+    if (PyList_GET_SIZE(r->threads) >= r->threads_sweep_at)
+        sweep_threads(r, ts);
     /* A gr_thread of the same thread state (reused by CPython, with a
      * reused pthread id) belongs to a thread that has ended. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
@@ -174,13 +281,33 @@ static inline void bind_thread(gr_recorder *r, gr_thread *t)
 {
     t->bound = 1;
     tls_thread = t;
-    tls_gen = r->gen;
+    tls_gen = r->tls_key;
+}
+
+/* The cache of the calling OS thread after a sweep (tls_key moved on
+ * within the same recording): its gr_thread if still in r->threads (the
+ * pointer is compared, never followed), rebinding the cache; else NULL
+ * (dropped, or another recording's). */
+static gr_thread *tls_after_sweep(gr_recorder *r)
+{
+    if (!tls_thread || (tls_gen >> 32) != (r->tls_key >> 32))
+        return NULL;
+    for (Py_ssize_t i = PyList_GET_SIZE(r->threads); i-- > 0;) {
+        if (PyList_GET_ITEM(r->threads, i) == (PyObject *)tls_thread) {
+            tls_gen = r->tls_key;
+            return tls_thread;
+        }
+    }
+    return NULL;
 }
 
 gr_thread *gr_thread_current(gr_recorder *r)
 {
-    if (tls_thread && tls_gen == r->gen)
+    if (tls_thread && tls_gen == r->tls_key)
         return tls_thread;
+    gr_thread *k = tls_after_sweep(r);
+    if (k)
+        return k;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = thread_unbound(r, ts);
     if (!t) {
@@ -197,9 +324,12 @@ gr_thread *gr_thread_current(gr_recorder *r)
  * NULL (no new one: a thread the recorder never reached stays unknown). */
 static inline gr_thread *thread_known(gr_recorder *r)
 {
-    if (tls_thread && tls_gen == r->gen)
+    if (tls_thread && tls_gen == r->tls_key)
         return tls_thread;
-    gr_thread *t = thread_unbound(r, PyThreadState_Get());
+    gr_thread *t = tls_after_sweep(r);
+    if (t)
+        return t;
+    t = thread_unbound(r, PyThreadState_Get());
     if (t)
         bind_thread(r, t);
     return t;

@@ -394,6 +394,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
 
     r->gen = ++next_gen;
+    r->tls_key = r->gen << 32;
+    r->threads_sweep_at = 64;
     gr_active = r;
     clock_gettime(CLOCK_MONOTONIC, &r->last);
 
@@ -548,7 +550,12 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             PyFrameObject *of = live_thread_frame(owner, &owner_alive);
             Py_XDECREF(of);
         }
-        uint64_t tid = owner ? owner->tid : me->tid;
+        /* A thread that ended before stop may have been dropped from
+         * r->threads (GR_GLS_GONE): its greenlets keep its tid. */
+        int gone = !owner && (e->state & GR_GLS_GONE);
+        if (gone)
+            owner_alive = 0;
+        uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
         int dead = 1;
         if (g) {
             PyObject *d = PyObject_GetAttr(g, r->str_dead);
@@ -577,7 +584,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
             Py_XDECREF(other);
-        } else if (runner && is_main) {
+        } else if ((runner || gone) && is_main) {
             /* The main greenlet of a thread that has ended. */
         } else if (!owner_alive || runner) {
             /* Abandoned: its thread ended before stop.  greenlet drops its
@@ -960,6 +967,17 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gr_active != NULL);
 }
 
+/* _tracked(): the recorder's per-thread and per-greenlet state in use,
+ * for tests of bounded memory (issue 9). */
+static PyObject *mod_tracked(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    return Py_BuildValue("{s:n,s:I,s:I}", "threads", PyList_GET_SIZE(r->threads),
+                         "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
+}
+
 static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
@@ -972,6 +990,11 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_tracked", mod_tracked, METH_NOARGS,
+     "While recording: a dict of the recorder's state in use: 'threads' (per-thread entries:\n"
+     "the live threads and ended ones not yet swept), 'greenlet_slots' (greenlets alive, or\n"
+     "freed with their end not yet written) and 'greenlet_slots_allocated'; None otherwise.\n"
+     "For tests of bounded memory."},
     {NULL, NULL, 0, NULL},
 };
 

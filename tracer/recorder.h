@@ -109,7 +109,14 @@ typedef struct gr_recorder {
     PyObject *identities;   /* dict (kind, qualname, file, line) -> code id */
     PyObject *keep;         /* list: code objects and types kept alive so
                                their addresses stay unique while recording */
-    PyObject *threads;      /* list of gr_thread */
+    PyObject *threads;      /* list of gr_thread: the threads alive, and
+                               ended ones until the next sweep (hooks.c
+                               gr_thread_new), so its length stays within
+                               max(64, 2 x live threads) */
+    Py_ssize_t threads_sweep_at; /* length of threads that triggers a sweep */
+    uint64_t tls_key;       /* the per-OS-thread cache (hooks.c) is valid
+                               while it holds this value: gen << 32, bumped
+                               by every sweep that drops a thread */
     struct gr_gl *gl;       /* PyMem; per greenlet state, slots reused
                                once a greenlet is freed and its end
                                written: memory bounded by the live ones */
@@ -319,6 +326,8 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
 /* Per-gid state bits (gr_gl.state). */
 #define GR_GLS_DEAD 0x1u     /* DEAD written */
 #define GR_GLS_MAIN 0x4u     /* main greenlet of its thread */
+#define GR_GLS_GONE 0x8u     /* the thread it was last seen on has ended
+                                and its gr_thread was dropped (hooks.c) */
 
 /* ---- switches (switches.c) ------------------------------------------- */
 
