@@ -34,9 +34,11 @@
 #   --env ID        run in ci/envs.sh environment ID (e.g. trixie-3.13, a
 #                   Debian root; it must be provisioned: ci/envs.sh provision
 #                   ID); default: the host's /usr/bin/python3 (host-3.11)
-#   --ring N        trace option (default --ring 1000000): the recorder does
+#   --ring N        trace option (default --ring 100000): the recorder does
 #                   all its work but keeps only the last N records in
-#                   memory, written at exit (about 5 MB); the whole suite
+#                   memory, written at exit (about 1 MB: a ring that fills
+#                   soon, so greenlet's memory tests, which compare the
+#                   process's USS, see it stay flat); the whole suite
 #                   otherwise writes about 8 GB
 #   --max-size S    instead: write the trace up to S bytes (k, M, G), count
 #                   the rest as dropped
@@ -63,7 +65,7 @@ say() { printf '%s\n' "$*"; }
 die() { printf 'peer: %s\n' "$2" >&2; exit "$1"; }
 usage() { sed -n '5p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/peer.sh --help for the options)" >&2; exit 2; }
 
-ENV_ID=host-3.11 TRACE=(--ring 1000000) OUT="" TIMEOUT=900 MODS=() RERUNS=20 SWITCHES=()
+ENV_ID=host-3.11 TRACE=(--ring 100000) OUT="" TIMEOUT=900 MODS=() RERUNS=20 SWITCHES=()
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case $1 in

@@ -217,6 +217,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->settrace = NULL;
     t->cur_g = NULL;
     t->witness = GR_WITNESS_UNKNOWN;
+    t->may_have_ended = 1;
     t->last_c_call = 0;
     t->chain_func = NULL;
     t->chain_obj = NULL;
@@ -380,6 +381,7 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
         gr_thread_touch(r, t);
     if (r->greenlet_mod && !t->gl_pending)
         gr_switch_check(r, t, frame, what);
+    t->may_have_ended = what != PyTrace_CALL && what != PyTrace_C_CALL;
     switch (what) {
     case PyTrace_CALL:
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, code);

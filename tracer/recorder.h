@@ -77,6 +77,11 @@ typedef struct gr_thread {
                                reused by another thread) */
     uint32_t hook_code;     /* the C call in progress then (its c_return
                                goes to whatever the program installed) */
+    int may_have_ended;     /* the last event recorded here was a return
+                               (RETURN, C_RETURN, C_EXCEPTION) or none: the
+                               greenlet it came from may have finished
+                               since (a CALL or C_CALL leaves it inside a
+                               call that has not returned: alive) */
     uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
                                when greenlet was last asked on this thread;
                                GR_WITNESS_UNKNOWN: ask at the next event */

@@ -39,7 +39,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
 {
     PyObject *g = gr_current_greenlet(r);
     if (g && g != t->cur_g) {
-        GR_EXC_SAVE(saved);
+        /* gr_switch_seen keeps the program's pending exception. */
         PyFrameObject *top = frame;
         if (what == PyTrace_CALL)
             top = frame ? PyFrame_GetBack(frame) : NULL;
@@ -47,7 +47,6 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
             Py_XINCREF(top);
         gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
         Py_XDECREF(top);
-        GR_EXC_RESTORE(saved);
     }
     Py_XDECREF(g);
 }
@@ -138,7 +137,14 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     } else {
         gr_swallow(r);
     }
-    int dead = og && og != tg && greenlet_dead(r, og);
+    /* The origin can have finished only if its last event was a return
+     * (a finished greenlet's run returned: a RETURN, or C_RETURN /
+     * C_EXCEPTION when nothing of Python ran last); one whose last event
+     * was a CALL or C_CALL (the c_call of switch, mostly) is suspended
+     * inside that call.  Asking greenlet costs a weakref and an
+     * attribute lookup per switch.  A death missed here (events lost
+     * while the origin ran) is written when it is freed or at stop(). */
+    int dead = og && og != tg && (at_mark || t->may_have_ended) && greenlet_dead(r, og);
 
     flags |= GR_SW_REAL_STACK;
     if (!announced)
