@@ -39,7 +39,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
 {
     PyObject *g = gr_current_greenlet(r);
     if (g && g != t->cur_g) {
-        /* gr_switch_seen keeps the program's pending exception. */
+        GR_EXC_SAVE(saved); /* PyFrame_GetBack may allocate (3.11+) */
         PyFrameObject *top = frame;
         if (what == PyTrace_CALL)
             top = frame ? PyFrame_GetBack(frame) : NULL;
@@ -47,6 +47,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
             Py_XINCREF(top);
         gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
         Py_XDECREF(top);
+        GR_EXC_RESTORE(saved);
     }
     Py_XDECREF(g);
 }
