@@ -4,11 +4,15 @@
  * callback makes greenlet recompute the tracing state of the target on its
  * way out of the callback, which heals the very bug class (greenlet issue
  * 256) this tool exists to catch (docs/FORMAT.md §4, SWITCH).  Instead, at
- * every profile event it receives and at every mark(), the recorder asks
- * greenlet which greenlet is running (its C API, PyGreenlet_GetCurrent) and
- * compares the answer with the one it saw last on that thread.  A change is
- * a switch; it is written with the target's real Python stack, so every
- * switch is also a ground-truth point.
+ * every mark(), and at every profile event after which a switch may have
+ * happened (the thread's switch witness changed: compat.h,
+ * gr_switch_witness), the recorder asks greenlet which greenlet is running
+ * (its C API, PyGreenlet_GetCurrent) and compares the answer with the one it
+ * saw last on that thread.  Asking at events with no switch before them
+ * would also run greenlet's deferred cleanup of greenlets dropped by other
+ * threads at a moment of the recorder's choosing (greenlet's own leak
+ * tests see it).  A change is a switch; it is written with the target's
+ * real Python stack, so every switch is also a ground-truth point.
  *
  * What passive mode cannot know: greenlets that ran without delivering any
  * event (a hub in compiled code) between two that did; whether a switch was
