@@ -6,12 +6,17 @@ CC        ?= cc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
 WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-CPPFLAGS  += -Itracer -Ireplay
+# replay/ is grouped by concern (docs/ARCHITECTURE.md): read/ (decoding),
+# rules/ (the checker), report/ (text, JSON, HTML), repro/ (script, reduce,
+# diff, edit), util/ (buffers, id maps); main.c and the commands' glue on top.
+REPLAY_DIRS := replay replay/read replay/util replay/rules replay/report replay/repro
+REPLAY_HDR := $(wildcard $(addsuffix /*.h,$(REPLAY_DIRS)))
+CPPFLAGS  += -Itracer $(addprefix -I,$(REPLAY_DIRS))
 LDLIBS    := -lz -ljansson -lm
 
 # Replayer (pure C, no Python).
 FORMAT_SRC := tracer/format.c tracer/writer.c
-REPLAY_SRC := $(filter-out replay/main.c,$(wildcard replay/*.c))
+REPLAY_SRC := $(filter-out replay/main.c,$(wildcard $(addsuffix /*.c,$(REPLAY_DIRS))))
 REPLAY_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
 CLI        := $(BUILD)/greenreplay
 
@@ -22,7 +27,7 @@ PY_SUFFIX  := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config
 EXT_SRC    := $(filter-out tracer/format.c tracer/writer.c,$(wildcard tracer/*.c))
 PKG_DIR    := $(BUILD)/python/greenreplay
 EXT        := $(PKG_DIR)/_greenreplay$(PY_SUFFIX)
-PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py))
+PKG_PY     := $(patsubst tracer/greenreplay/%,$(PKG_DIR)/%,$(wildcard tracer/greenreplay/*.py tracer/greenreplay/boot/*.py tracer/greenreplay/profilers/*.py))
 
 # Build identity (`greenreplay --version`): the tree's `git describe` and a
 # hash of the recorder's sources (exactly the extension's prerequisites, so
@@ -42,7 +47,7 @@ UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale
 all: cli ext
 
 help:
@@ -67,10 +72,17 @@ help:
 	@echo "                    integration tests run with them"
 	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
-	@echo "  make bench        recorder cost per profile event (prints figures)"
-	@echo "  make stall        sampler stall scenario in every mode, with check --stall"
+	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
+	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
+	@echo "                    100000000, cached in ~/.cache/greenreplay/bench; prints figures)"
+	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
+	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded)"
+	@echo "  make scale        1 M greenlets, 10,000 threads, a 100 M-event recording checked and"
+	@echo "                    dumped: time and peak memory (ci/scale.sh; ~15 min; SCALE_ARGS=...)"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
+	@echo "  make profilers    the profiler axis: fixtures x environments x profilers, greenreplay conform"
+	@echo "                    in each (ci/profilers.sh; PROFILERS_ARGS='--quick' is what .ci/run runs)"
 	@echo "  make matrix-golden  record goldens of the matrix environments where two recordings are identical"
 	@echo "  make matrix-screenshot  build/matrix/screenshot.png of the HTML matrix (headless Chromium)"
 	@echo "  make browser-test exports and check --html opened in headless Chromium and speedscope"
@@ -87,12 +99,13 @@ help:
 	@echo "Variables: PYTHON=path (default /usr/bin/python3), BUILD=dir, CC=cc,"
 	@echo "  DEBUG_PYTHON=path (default /usr/bin/python3.11d),"
 	@echo "  MATRIX_ARGS='...' options of ci/matrix.sh (e.g. --envs 'sid-*' --env NAME=PYTHON),"
-	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full)"
+	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full),"
+	@echo "  PROFILERS_ARGS='...' options of ci/profilers.sh (e.g. --quick, --profilers yappi)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
 
-$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard tracer/*.h) $(REPLAY_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
@@ -137,7 +150,7 @@ FUZZ_SAN   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
               -fno-sanitize-recover=undefined
 FUZZ_OBJ   := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(REPLAY_SRC) $(FORMAT_SRC))
 FUZZ_SECONDS ?= 60
-$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h replay/*.h)
+$(BUILD)/fuzz/obj/%.o: %.c $(wildcard tracer/*.h) $(REPLAY_HDR)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJ)
@@ -181,8 +194,11 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
+	tests/integration/conform.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh
+	tests/integration/profiler_axis.sh
+	tests/integration/root_packages.sh
 	tests/mutants/run.sh
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
@@ -214,14 +230,29 @@ valgrind: all $(UNIT_BIN)
 	@ls $(BUILD)/traces/*/*.grt >/dev/null 2>&1 || ci/demo.sh --python $(PYTHON) >/dev/null || true
 	tests/valgrind.sh $(UNIT_BIN)
 
-bench: all
+# The replayer's figures (check's peak memory and events/s, dump's events/s)
+# on a synthetic trace of BENCH_EVENTS records (tests/bench/gentrace.c),
+# cached in ~/.cache/greenreplay/bench.
+BENCH_EVENTS ?= 100000000
+$(BUILD)/bench/gentrace: tests/bench/gentrace.c $(REPLAY_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS)
+
+bench: all $(BUILD)/bench/gentrace
 	tests/bench/run.sh --python $(PYTHON)
+	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
 
 # The compatibility matrix (docs/matrix.md): ci/matrix.sh --help.
 MATRIX_ARGS ?=
 matrix: setup
 	$(MAKE) all
 	ci/matrix.sh $(MATRIX_ARGS)
+
+# The profiler axis (docs/matrix.md, "Profiler axis"): ci/profilers.sh --help.
+PROFILERS_ARGS ?=
+profilers: setup
+	$(MAKE) all
+	ci/profilers.sh $(PROFILERS_ARGS)
 
 matrix-golden: setup
 	$(MAKE) all
@@ -237,6 +268,11 @@ browser-test: all
 stall: all
 	ci/stall.sh --python $(PYTHON)
 
+# Scale tests (ci/scale.sh --help); big traces under ~/.cache/greenreplay/scale.
+SCALE_ARGS ?=
+scale: all
+	ci/scale.sh --python $(PYTHON) $(SCALE_ARGS)
+
 # make install: PREFIX/bin/greenreplay, the recorder package for PYTHON in
 # PREFIX/lib/greenreplay/python (found there by `greenreplay record`; run it
 # again with another PYTHON to add that interpreter's extension), and the
@@ -247,9 +283,10 @@ INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/greenreplay/python/greenreplay
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/greenreplay
-	install -d $(INSTALL_LIB)/boot
-	install -m 644 $(filter-out %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/
+	install -d $(INSTALL_LIB)/boot $(INSTALL_LIB)/profilers
+	install -m 644 $(filter-out %/boot/sitecustomize.py $(PKG_DIR)/profilers/%,$(PKG_PY)) $(INSTALL_LIB)/
 	install -m 644 $(filter %/boot/sitecustomize.py,$(PKG_PY)) $(INSTALL_LIB)/boot/
+	install -m 644 $(filter $(PKG_DIR)/profilers/%,$(PKG_PY)) $(INSTALL_LIB)/profilers/
 	install -m 755 $(EXT) $(INSTALL_LIB)/
 	install -m 644 docs/greenreplay.1 $(DESTDIR)$(PREFIX)/share/man/man1/greenreplay.1
 

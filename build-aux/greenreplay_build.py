@@ -226,10 +226,13 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             if f.endswith(".py") or f == ext:
                 whl.add("%s/%s" % (NAME, f), _read(os.path.join(pkg, f)),
                         0o755 if f == ext else 0o644)
-        boot = os.path.join(pkg, "boot")  # whole-program recording's sitecustomize
-        for f in sorted(os.listdir(boot)) if os.path.isdir(boot) else ():
-            if f.endswith(".py"):
-                whl.add("%s/boot/%s" % (NAME, f), _read(os.path.join(boot, f)), 0o644)
+        # boot: whole-program recording's sitecustomize; profilers: the
+        # built-in adapters of `greenreplay conform`
+        for sub in ("boot", "profilers"):
+            d = os.path.join(pkg, sub)
+            for f in sorted(os.listdir(d)) if os.path.isdir(d) else ():
+                if f.endswith(".py"):
+                    whl.add("%s/%s/%s" % (NAME, sub, f), _read(os.path.join(d, f)), 0o644)
         whl.add("%s/_bin/%s" % (NAME, NAME), _read(cli), 0o755)
         man = os.path.join(SRC, "docs", "greenreplay.1")
         if os.path.isfile(man):

@@ -4,7 +4,9 @@ Inside an environment (any Python 3.9+, run by `ci/envs.sh`):
     python envs-smoke.py probe
         key=value lines: python, executable, debug (1 for a Py_DEBUG
         build), greenlet, gevent, recorder (path of the
-        loaded _greenreplay extension, or "none: REASON").
+        loaded _greenreplay extension, or "none: REASON"), the profilers
+        yappi, coverage, line_profiler (version, "none" or "broken
+        (REASON)") and coverage_ctracer ("yes" or "no (REASON)").
     python envs-smoke.py record [TRACE]
         record a tiny program: mark, call, switch into a greenlet (when
         greenlet imports) and back; TRACE defaults to $GREENREPLAY_OUTPUT
@@ -46,7 +48,35 @@ def probe():
     except Exception as e:
         rec = "none (%s: %s)" % (type(e).__name__, e)
     print("recorder=%s" % rec)
+    # The profilers of the profiler axis (ci/profilers.sh): version, or
+    # "none" when not installed, or "broken (...)" when the package is there
+    # but its extension is not built for this interpreter.
+    for mod in ("yappi", "coverage", "line_profiler"):
+        print("%s=%s" % (mod, _dist_version(mod)))
+    print("coverage_ctracer=%s" % _ctracer())
     return 0
+
+
+def _dist_version(modname):
+    """The installed distribution's version of MODNAME once it imports
+    (the module's own __version__ when no metadata is found)."""
+    v = _version(modname)
+    if v == "none" or v.startswith("broken"):
+        return v
+    try:
+        from importlib import metadata
+        return metadata.version(modname)
+    except Exception:
+        return v
+
+
+def _ctracer():
+    """'yes' when coverage.py's C tracer imports, else 'no (REASON)'."""
+    try:
+        from coverage.tracer import CTracer  # noqa: F401
+    except Exception as e:
+        return "no (%s: %s)" % (type(e).__name__, str(e).replace("\n", " "))
+    return "yes"
 
 
 def record(path):

@@ -28,8 +28,10 @@ if $E list --json | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 keys = {"id", "kind", "python", "python_version", "interpreter", "command", "suite", "root", "debug",
-        "greenlet", "greenlet_from", "gevent", "versions", "status", "reason", "recorder", "pythonpath"}
+        "greenlet", "greenlet_from", "gevent", "versions", "status", "reason", "recorder", "pythonpath",
+        "profilers"}
 assert d and all(set(e) == keys for e in d), "keys"
+assert all(set(e["profilers"]) == {"yappi", "coverage", "line_profiler", "coverage_ctracer"} for e in d), "profilers"
 assert all(e["status"] in ("ready", "not provisioned", "unavailable") for e in d), "status"
 assert {e["kind"] for e in d} >= {"host", "pyenv", "root"}, "kinds"
 '; then ok "list --json shape"; else bad "list --json shape"; fi

@@ -22,6 +22,16 @@ HOST_PY=/usr/bin/python3            # runs envs-smoke.py check on the host
 INNER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Packages every Debian root gets, besides python3.X and python3.X-dev.
 ROOT_PACKAGES=(python3-greenlet python3-gevent gcc make libc6-dev zlib1g-dev)
+# Packages a root gets where its suite has them: the profilers of the
+# profiler axis (ci/profilers.sh, issue 10) and greenlet's own test
+# dependencies (`make peer` in a root, issue 8).  A suite without one is
+# recorded in the root's stamp (lacks=) and the root is still ready; whether
+# a package's extension is built for each of the root's interpreters is
+# what the probe reports (the env's info file: yappi=, coverage=, ...).
+ROOT_OPTIONAL=(python3-yappi python3-coverage python3-line-profiler python3-objgraph python3-psutil)
+# The host environments' profilers (host_packages_for); pyenv interpreters
+# get none (cProfile and profile only: docs/ENVIRONMENTS.md).
+HOST_PROFILERS=(python3-yappi python3-coverage python3-line-profiler)
 
 # Exit codes (docs/ENVIRONMENTS.md).
 EX_OK=0 EX_FAIL=1 EX_USAGE=2 EX_UNAVAILABLE=3 EX_RUN_ENV=125
@@ -312,7 +322,30 @@ root_packages() {
         if is_debug "$id"; then pk+=("python$(pyv_base "$id")-dbg" "python$(pyv_base "$id")-dev")
         else pk+=("python${PYV[$id]}" "python${PYV[$id]}-dev"); fi
     done
-    printf '%s\n' "${pk[@]}" "${ROOT_PACKAGES[@]}" | sort -u
+    printf '%s\n' "${pk[@]}" "${ROOT_PACKAGES[@]}" "${ROOT_OPTIONAL[@]}" | sort -u
+}
+# The same, less the optional packages SUITE does not have (known once
+# root_ensure has looked them up: ROOT_LACKS[SUITE]).
+declare -A ROOT_LACKS=()
+root_install_list() {
+    local s=$1 p
+    for p in $(root_packages "$s"); do
+        case " ${ROOT_LACKS[$s]:-} " in *" $p "*) continue ;; esac
+        printf '%s\n' "$p"
+    done
+}
+# optional_lookup SUITE: fill ROOT_LACKS[SUITE] from the suite's apt lists
+# (apt-cache policy: no candidate = the suite does not package it).
+optional_lookup() {
+    local s=$1 p v pol lacks=()
+    pol=$(suite_apt "$s" apt-cache policy "${ROOT_OPTIONAL[@]}" 2>/dev/null |
+          awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^  Candidate:/ { print p, $2 }')
+    for p in "${ROOT_OPTIONAL[@]}"; do
+        v=$(printf '%s\n' "$pol" | awk -v p="$p" '$1 == p { print $2; exit }')
+        if [ -z "$v" ] || [ "$v" = "(none)" ]; then lacks+=("$p"); v="not in $s (skipped)"; fi
+        printf '  %-24s %s\n' "$p" "$v"
+    done
+    ROOT_LACKS[$s]="${lacks[*]}"
 }
 root_pythons() {
     local s=$1 id
@@ -320,16 +353,23 @@ root_pythons() {
         [ "${KIND[$id]}" = root ] && [ "${WHERE[$id]}" = "$s" ] && printf '%s\n' "${PYV[$id]}"
     done
 }
-root_stamp_want() { printf 'packages=%s\n' "$(root_packages "$1" | tr '\n' ' ')"; }
+# The stamp's package lines: what the root holds, and the optional packages
+# its suite lacks (so that a root without them is still "ready").
+root_stamp_want() {
+    printf 'packages=%s\n' "$(root_install_list "$1" | tr '\n' ' ')"
+    printf 'lacks=%s\n' "${ROOT_LACKS[$1]:-}"
+}
 
 # root_state SUITE: prints ready | missing | half-built | changed.  A root
 # holding every package wanted (and more: another clone's list may add
-# some) is ready.
+# some), or lacking only optional packages its suite does not have
+# (the stamp's lacks= line), is ready.  A changed root is extended with the
+# packages it misses (root_extend), not rebuilt.
 root_state() {
     local s=$1 r have p
     r=$(rootdir "$s")
     if [ -f "$r.stamp" ] && [ -d "$r" ]; then
-        have=" $(sed -n 's/^packages=//p' "$r.stamp") "
+        have=" $(sed -n 's/^\(packages\|lacks\)=//p' "$r.stamp" | tr '\n' ' ') "
         for p in $(root_packages "$s"); do
             case "$have" in *" $p "*) ;; *) echo changed; return ;; esac
         done
@@ -482,7 +522,7 @@ env_status() {
             case "$(root_state "$s")" in
                 missing) WHY="root $s not built"; return ;;
                 half-built) WHY="root $s half-built (provision rebuilds it)"; return ;;
-                changed) WHY="root $s package list changed (provision rebuilds it)"; return ;;
+                changed) WHY="root $s package list changed (provision installs the missing packages)"; return ;;
             esac ;;
         user)
             user_probe "$id" || { ST=unavailable; return; } ;;
@@ -594,9 +634,13 @@ cmd_list() {
                 "$(json_null_or "$([ "${KIND[$id]}" = root ] && rootdir "${WHERE[$id]}")")"
             printf '"greenlet": %s, "greenlet_from": %s, "gevent": %s, "versions": %s, ' \
                 "$(json_str "$gl")" "$(json_str "${GLFROM[$id]}")" "$(json_str "$gv")" "$(json_str "$src")"
-            printf '"status": %s, "reason": %s, "recorder": %s, "pythonpath": %s, "debug": %s}' \
+            printf '"status": %s, "reason": %s, "recorder": %s, "pythonpath": %s, "debug": %s, ' \
                 "$(json_str "$ST")" "$(json_null_or "$WHY")" "$(json_str "$(recorder_state "$id")")" \
                 "$(json_str "$(env_pp "$id")")" "$(env_debug "$id")"
+            # The profilers the probe found (version, "none", "broken (...)"; null: not probed).
+            printf '"profilers": {"yappi": %s, "coverage": %s, "line_profiler": %s, "coverage_ctracer": %s}}' \
+                "$(json_null_or "$(info_get "$id" yappi)")" "$(json_null_or "$(info_get "$id" coverage)")" \
+                "$(json_null_or "$(info_get "$id" line_profiler)")" "$(json_null_or "$(info_get "$id" coverage_ctracer)")"
         else
             local mark=""
             [ $src = expected ] && mark='*'
@@ -677,7 +721,7 @@ host_packages_for() {
     printf '%s\n' make gcc libc6-dev zlib1g-dev python3
     for id in "$@"; do
         case "${KIND[$id]}" in
-            host) printf '%s\n' python3-dev python3-greenlet python3-gevent
+            host) printf '%s\n' python3-dev python3-greenlet python3-gevent "${HOST_PROFILERS[@]}"
                   is_debug "$id" && printf '%s\n' "python$(pyv_base "$id")-dbg" ;;
             root) printf '%s\n' mmdebstrap ;;
         esac
@@ -746,7 +790,7 @@ mmdebstrap_cmd() {
     local s=$1 mirror
     mirror=$(host_mirror) || { err "cannot find the Debian mirror in the host's apt sources (set GREENREPLAY_MIRROR)"; return 1; }
     printf '%s\n' mmdebstrap --mode=root --variant=apt \
-        "--include=$(root_packages "$s" | paste -sd, -)" \
+        "--include=$(root_install_list "$s" | paste -sd, -)" \
         '--aptopt=Acquire::Check-Valid-Until "false"' \
         '--aptopt=Acquire::Check-Date "false"' \
         '--aptopt=APT::Install-Recommends "false"' \
@@ -770,8 +814,50 @@ root_verify() {
     out=$("$SELF" __enter "$r" -- gcc --version) || return 1
     # shellcheck disable=SC2295
     printf '%s\n' "${out%%$'\n'*}"
-    { root_stamp_want "$s"; printf 'built=%s\n' "$(date -u +%FT%TZ)"
-      printf 'size=%s\n' "$(du -sh --one-file-system "$r" | cut -f1)"; } > "$r.stamp"
+    # An extended root keeps its built= line: the packages it had (headers,
+    # interpreters) did not change, so neither do the environments'
+    # definitions and recorder builds (definition()).
+    local built="" ext=""
+    if [ "${ROOT_EXTENDED[$s]:-}" = 1 ]; then
+        built=$(sed -n 's/^built=//p' "$r.stamp" 2>/dev/null)
+        ext=$(date -u +%FT%TZ)
+    fi
+    { root_stamp_want "$s"; printf 'built=%s\n' "${built:-$(date -u +%FT%TZ)}"
+      [ -n "$ext" ] && printf 'extended=%s\n' "$ext"
+      printf 'size=%s\n' "$(du -sh --one-file-system "$r" | cut -f1)"; } > "$r.stamp.tmp" &&
+        mv -f "$r.stamp.tmp" "$r.stamp"
+}
+
+# Packages of root_install_list SUITE that the root's stamp does not list.
+root_missing() {
+    local s=$1 have p
+    have=" $(sed -n 's/^packages=//p' "$(rootdir "$s").stamp" 2>/dev/null) "
+    for p in $(root_install_list "$s"); do
+        case "$have" in *" $p "*) ;; *) printf '%s\n' "$p" ;; esac
+    done
+}
+# root_extend SUITE: install the packages a built root misses (its package
+# list grew, e.g. ROOT_OPTIONAL) with the root's own apt, from the same
+# mirror mmdebstrap used; its lists and downloaded .debs are removed again.
+# Much faster than a rebuild, and the result holds the same packages as a
+# root built from scratch with the longer list.
+declare -A ROOT_EXTENDED=()
+root_extend_show() {
+    printf 'ci/envs.sh __enter %s -- sh -c "apt-get update && apt-get install --no-install-recommends %s"' \
+        "$(rootdir "$1")" "$(root_missing "$1" | paste -sd' ' -)"
+}
+root_extend() {
+    local s=$1 miss
+    mapfile -t miss < <(root_missing "$s")
+    [ ${#miss[@]} -gt 0 ] || { say "root $s already holds every package"; return 0; }
+    say "installing into the root of $s: ${miss[*]}"
+    # shellcheck disable=SC2016
+    "$SELF" __enter "$(rootdir "$s")" -- /bin/sh -c '
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q && apt-get install -y -q --no-install-recommends "$@"
+        rc=$?
+        apt-get clean; rm -rf /var/lib/apt/lists/*
+        exit $rc' root-extend "${miss[@]}"
 }
 root_verify_show() {
     local v
@@ -797,9 +883,31 @@ root_ensure() {
         return 0
     fi
     local pk cmd rc=1
-    mapfile -t pk < <(root_packages "$s")
-    if once "apt:$s" "$id" "apt lists of $s" "$log" --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-get update --error-on=any" -- suite_update "$s" &&
-       once "names:$s" "$id" "package names in $s" "$log" \
+    if once "apt:$s" "$id" "apt lists of $s" "$log" --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-get update --error-on=any" -- suite_update "$s"; then
+        # In this shell, not a step: ROOT_LACKS must outlive it.
+        [ -n "${ROOT_LACKS[$s]+x}" ] || optional_lookup "$s" >> "$log" 2>&1
+        [ -z "${ROOT_LACKS[$s]}" ] || printf '[%s] root %s: the suite has no %s (skipped)\n' "$id" "$s" "${ROOT_LACKS[$s]}"
+    else
+        exec {lk}>&-
+        return 1
+    fi
+    mapfile -t pk < <(root_install_list "$s")
+    # A built root whose package list grew: install what it misses.
+    if [ "$state" = changed ] && [ -z "${ONCE[root:$s]:-}" ]; then
+        printf '[%s] root %s: package list changed, extending it\n' "$id" "$s"
+        ROOT_EXTENDED[$s]=1
+        if once "names:$s" "$id" "package names in $s" "$log" \
+                --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-cache policy ${pk[*]}" -- suite_check_packages "$s" "${pk[@]}" &&
+           once "rootx:$s" "$id" "root $s (install missing packages)" "$log" --show "$(root_extend_show "$s")" -- root_extend "$s" &&
+           once "rootv:$s" "$id" "root $s check" "$log" --show "$(root_verify_show "$s")" -- root_verify "$s"; then
+            exec {lk}>&-
+            return 0
+        fi
+        printf '[%s] root %s: extending failed; `ci/envs.sh clean --roots %s` and provision again rebuild it\n' "$id" "$s" "$id"
+        exec {lk}>&-
+        return 1
+    fi
+    if once "names:$s" "$id" "package names in $s" "$log" \
             --show "APT_CONFIG=$(aptdir "$s")/apt.conf apt-cache policy ${pk[*]}" -- suite_check_packages "$s" "${pk[@]}"; then
         cmd=(true)
         if [ -z "${ONCE[root:$s]:-}" ]; then
@@ -1169,6 +1277,9 @@ main() {
     esac
     load_envs
     case "$cmd" in
+        # Internal (tests): the packages SUITE's root wants, one a line.
+        __root_packages) [ $# -eq 1 ] || die $EX_USAGE "usage: ci/envs.sh __root_packages SUITE"
+                         root_packages "$1"; exit 0 ;;
         list) cmd_list "$@" ;;
         provision) cmd_provision "$@" ;;
         build) cmd_build "$@" ;;

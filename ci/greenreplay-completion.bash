@@ -6,7 +6,7 @@
 #                  ~/.local/share/bash-completion/completions/greenreplay for one user.
 #
 # Completes the commands, each command's options, the values of --format,
-# --color, --c-names, --rule, and file names: traces (*.grt) where a trace is
+# --color, --c-names, --rule, --profiler (built-in adapters, *.py), and file names: traces (*.grt) where a trace is
 # expected, *.py for reduce's SCRIPT, any file after -o and --html/--junit.
 # Keep it in step with `greenreplay COMMAND --help` (tests/integration/export.sh
 # checks that every option listed here is accepted by the command's --help).
@@ -22,6 +22,7 @@ _greenreplay_opts() {
         diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --help" ;;
         reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --quiet --help" ;;
         export) echo "--format -o --output --times --no-times --no-check --help" ;;
+        conform) echo "--profiler --list --python --json -o --output --keep --results --no-record --root --switches --help" ;;
     esac
 }
 
@@ -35,7 +36,7 @@ _greenreplay() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="record check dump stats edit script diff reduce export help"
+    local commands="record check dump stats edit script diff reduce export conform help"
     if [ "$cword" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -63,7 +64,11 @@ _greenreplay() {
         --flush-signal) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
         --switches) COMPREPLY=($(compgen -W "passive callback" -- "$cur")); return ;;
         --python) COMPREPLY=($(compgen -c -- "$cur")); return ;;
-        -o|--output|--junit|--html|--times|--ignore|--root|--workdir)
+        --profiler)
+            COMPREPLY=($(compgen -W "cprofile profile yappi coverage coverage-py coverage-monitoring line_profiler" \
+                -- "$cur") $(compgen -f -X '!*.py' -- "$cur"))
+            return ;;
+        -o|--output|--junit|--html|--times|--ignore|--root|--workdir|--json|--results)
             if [ "$prev" = --times ] && [ "$cmd" != export ]; then :; else
                 COMPREPLY=($(compgen -f -- "$cur")); return
             fi ;;
@@ -74,7 +79,7 @@ _greenreplay() {
         return
     fi
     case "$cmd" in
-        record) COMPREPLY=($(compgen -f -- "$cur")) ;;
+        record|conform) COMPREPLY=($(compgen -f -- "$cur")) ;;
         reduce) COMPREPLY=($(compgen -f -X '!*.py' -- "$cur") $(compgen -d -- "$cur")) ;;
         *) COMPREPLY=($(compgen -f -X '!*.grt' -- "$cur") $(compgen -d -- "$cur")) ;;
     esac

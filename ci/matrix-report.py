@@ -35,6 +35,7 @@ is `fail`, 3 no `fail` but some environment could not run (status
 import configparser
 import fnmatch
 import html
+import importlib.util
 import json
 import os
 import re
@@ -154,16 +155,24 @@ BUILDS = ("any", "debug", "release")
 
 class KnownIssue:
     FIELDS = {"title", "python", "greenlet", "build", "fixtures", "rules", "missing", "message", "evidence",
-              "status"}
+              "status", "profilers"}
+    # Projects whose public issue numbers name an entry (PROJECT-N).
+    PROJECTS = ("cpython", "greenlet", "gevent", "yappi", "coveragepy", "line_profiler", "greenreplay-observed")
 
     def __init__(self, ident, sec, path):
         where = "%s [%s]" % (path, ident)
         unknown = {k for k in sec if k not in self.FIELDS and not k.startswith("message.")}
         if unknown:
             raise ValueError("%s: unknown field(s) %s" % (where, ", ".join(sorted(unknown))))
-        if not re.match(r"^(cpython|greenlet|gevent|greenreplay-observed)-[0-9]+$", ident):
-            raise ValueError("%s: the id must be cpython-N, greenlet-N, gevent-N or greenreplay-observed-N"
-                             % where)
+        if not re.match(r"^(%s)-[0-9]+$" % "|".join(self.PROJECTS), ident):
+            raise ValueError("%s: the id must be PROJECT-N, PROJECT one of %s"
+                             % (where, ", ".join(self.PROJECTS)))
+        # profilers: the entry explains differences of the profiler axis
+        # (ci/profilers.sh) for these profilers (conform adapter names,
+        # patterns allowed); its rules are then difference kinds of
+        # `greenreplay conform --json`.  Without it, it explains checker
+        # violations of the matrix only.
+        self.profilers = split_list(sec.get("profilers"))
         self.id = ident
         self.title = sec.get("title", "").strip()
         if not self.title:
@@ -227,7 +236,7 @@ class KnownIssue:
         return {"id": self.id, "title": self.title, "python": self.python.text,
                 "greenlet": self.greenlet.text, "build": self.build, "fixtures": self.fixtures, "rules": self.rules,
                 "missing": self.missing, "message": self.message, "evidence": self.evidence,
-                "status": self.status or None}
+                "status": self.status or None, "profilers": self.profilers or None}
 
 
 def load_known(path):
@@ -432,7 +441,7 @@ def classify(cell, env, known, base_dir):
         # above); what the interpreter said when it died goes with them.
         res["crash"] = crash_details(os.path.join(base_dir, stem + ".log"), cell.get("signal"))
     crash_text = res["crash"]["text"] if res["crash"] else ""
-    applicable = [k for k in known if k.applies(pyv, glv, fixture, debug)]
+    applicable = [k for k in known if not k.profilers and k.applies(pyv, glv, fixture, debug)]
     if problem:
         res["outcome"], res["reason"] = "fail", problem
     else:
@@ -783,7 +792,7 @@ def cmd_collect(args):
         meta["require_kills"] = "1"
     doc = {"schema": SCHEMA, "generated": dict(meta, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
            "envs": env_rows, "fixtures": [fixture_info(root, n) for n in fixtures],
-           "known_issues": [k.to_json() for k in known], "cells": cells}
+           "known_issues": [k.to_json() for k in known if not k.profilers], "cells": cells}
     summarize(doc)
     path = os.path.join(out, "matrix.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -1159,7 +1168,30 @@ def esc(s):
     return html.escape("" if s is None else str(s))
 
 
-def render_index(doc):
+def profiler_axis(out, docs=None):
+    """The profiler axis's section (ci/profilers.sh, ci/profilers-report.py)
+    for the matrix reports: (Markdown, HTML).  The Markdown is the section
+    DOCS already holds (a full ci/profilers.sh run wrote it; a matrix run
+    keeps it), else rendered from OUT/profilers/profilers.json; the HTML
+    comes from that file.  None for what is not there."""
+    if not out:
+        return None, None
+    spec = importlib.util.spec_from_file_location(
+        "profilers_report", os.path.join(os.path.dirname(os.path.abspath(__file__)), "profilers-report.py"))
+    pr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pr)
+    kept = pr.existing_section(docs) if docs else None
+    path = os.path.join(out, "profilers", "profilers.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            pdoc = json.load(f)
+        pr.summarize(pdoc)
+        return kept or pr.render_md(pdoc), pr.html_section(pdoc, "profilers/")
+    except (OSError, ValueError, KeyError):
+        return kept, None
+
+
+def render_index(doc, out=None):
     s = doc["summary"]
     cm = cell_map(doc)
     envs = doc["envs"]
@@ -1250,7 +1282,11 @@ def render_index(doc):
                                                      " (xpass)" if c["outcome"] == "xpass" else "")
                        for c in cells),
               esc(k.get("evidence"))))
-    w("</ul></body></html>")
+    w("</ul>")
+    prof = profiler_axis(out)[1]
+    if prof:
+        w(prof)
+    w("</body></html>")
     return "\n".join(o)
 
 
@@ -1459,13 +1495,18 @@ def print_summary(doc):
 def render(doc, out, docs):
     os.makedirs(out, exist_ok=True)
     md = render_md(doc)
+    # The profiler axis's section: from this run's build/matrix/profilers,
+    # else kept from the docs file.
+    prof_md = profiler_axis(out, docs)[0]
+    if prof_md:
+        md = md.rstrip("\n") + "\n\n" + prof_md
     with open(os.path.join(out, "matrix.md"), "w", encoding="utf-8") as f:
         f.write(md)
     if docs:
         with open(docs, "w", encoding="utf-8") as f:
             f.write(md)
     with open(os.path.join(out, "index.html"), "w", encoding="utf-8") as f:
-        f.write(render_index(doc))
+        f.write(render_index(doc, out))
     for c in doc["cells"]:
         p = os.path.join(out, cell_page(c))
         os.makedirs(os.path.dirname(p), exist_ok=True)
@@ -1494,7 +1535,8 @@ def cmd_known(args):
         print("%-26s python %-16s greenlet %-10s%s fixtures %s; rules %s%s" % (
             k.id, k.python.text, k.greenlet.text, (" build %s;" % k.build) if k.build != "any" else "",
             ",".join(k.fixtures), ",".join(k.rules) or "-",
-            ("; missing " + ",".join(k.missing)) if k.missing else ""))
+            ("; missing " + ",".join(k.missing)) if k.missing else "")
+            + ("; profilers %s" % ",".join(k.profilers) if k.profilers else ""))
     return 0
 
 

@@ -10,6 +10,7 @@
 #include "html.h"
 #include "reader.h"
 #include "record.h"
+#include "conform_cmd.h"
 #include "reduce.h"
 #include "report.h"
 #include "script.h"
@@ -43,6 +44,8 @@ static const char usage_main[] =
     "                 calls, switches and marks (a bug reproduction)\n"
     "  diff A B       align two traces by structure and show where they diverge\n"
     "  reduce SCRIPT  shrink a failing script of `script` while the failure persists\n"
+    "  conform ...    run a program recorded with a profiler under test inside it and\n"
+    "                 compare the profiler's results with the recording\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
     "`greenreplay COMMAND --help` describes a command.  A usage error is one\n"
@@ -56,7 +59,8 @@ static const char usage_main[] =
     "exit status: 0 success (check: clean; diff: same structure), 1 check found\n"
     "violations, diff found differences or reduce found no failure, 2 unusable\n"
     "input (check: also a trace with nothing to check) or bad usage; record:\n"
-    "the program's own (see `record --help`).\n";
+    "the program's own (see `record --help`); conform: 0 pass, 1 differences,\n"
+    "2 error, 3 skip (see `conform --help`).\n";
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
@@ -128,7 +132,9 @@ static const char usage_dump[] =
     "\n"
     "Print the text form of trace FILE on stdout: `# key: value` META lines,\n"
     "one line per indexed record (`INDEX KIND tTID gGID ...`, docs/FORMAT.md\n"
-    "section 6), then `# trailer: ...` or `# truncated at byte N`.\n"
+    "section 6), then `# trailer: ...` or `# truncated at byte N`.  The trace\n"
+    "is read one chunk at a time: a corrupt chunk ends the output there, with\n"
+    "the error on stderr (exit 2).\n"
     "\n"
     "options:\n"
     "  --times     append ` dt=Nns` to each line, from the side channel\n"
@@ -296,6 +302,17 @@ static int option_error(const char *usage, int c, char **argv)
     return bad_usage(usage, "unknown option %s", opt);
 }
 
+/* Open a trace for streaming (check, stats, dump: memory is one chunk,
+ * docs/ARCHITECTURE.md); on failure print the one-line error and return
+ * non-zero. */
+static int open_stream(gr_trace *t, const char *path)
+{
+    if (gr_trace_open(t, path) == GR_READ_OK)
+        return 0;
+    fprintf(stderr, "greenreplay: %s\n", t->err.msg);
+    return 1;
+}
+
 /* Load a trace; on failure print the one-line error and return non-zero. */
 static int load(gr_trace *t, const char *path)
 {
@@ -413,9 +430,13 @@ static int cmd_check(int argc, char **argv)
     gr_html hr;
     gr_html_init(&hr);
     int color = !json && gr_color_enabled(color_mode, stdout);
+    /* check and check --junit stream the trace (memory: one chunk); --stall
+     * and --html look back at any record, so they load it whole. */
+    int streamed = !stall && !html;
     for (int i = optind; i < argc; i++) {
         gr_trace t;
-        if (load(&t, argv[i])) {
+        if (streamed ? open_stream(&t, argv[i]) : load(&t, argv[i])) {
+        unusable:
             if (jtraces)
                 json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
             gr_junit_add_unusable(&ju, argv[i], t.err.msg);
@@ -444,7 +465,13 @@ static int cmd_check(int argc, char **argv)
             }
         }
         gr_check_result res;
-        size_t nv = stall ? gr_stall_run(&t, &tm, max_wait, &st, &res) : gr_check_run(&t, &res);
+        size_t nv = stall      ? gr_stall_run(&t, &tm, max_wait, &st, &res)
+                    : streamed ? gr_check_stream(&t, &res)
+                               : gr_check_run(&t, &res);
+        if (nv == SIZE_MAX) { /* a streamed trace turned out corrupt part way */
+            fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+            goto unusable;
+        }
         total += nv;
         int code = gr_check_exit_code(gr_check_status_of(&res));
         if (code > status)
@@ -518,7 +545,7 @@ static int cmd_dump(int argc, char **argv)
         return bad_usage(usage_dump, "%s", "dump needs exactly one trace FILE");
     const char *path = argv[optind];
     gr_trace t;
-    if (load(&t, path)) {
+    if (open_stream(&t, path)) {
         gr_trace_free(&t);
         return 2;
     }
@@ -537,8 +564,14 @@ static int cmd_dump(int argc, char **argv)
             return 2;
         }
     }
-    int rc = gr_dump(stdout, &t, times ? &tm : NULL);
+    int rc = gr_dump_stream(stdout, &t, times ? &tm : NULL);
     gr_times_free(&tm);
+    if (rc == -2) {
+        fflush(stdout);
+        fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+        gr_trace_free(&t);
+        return 2;
+    }
     gr_trace_free(&t);
     if (rc < 0) {
         fprintf(stderr, "greenreplay: writing the dump failed\n");
@@ -569,12 +602,17 @@ static int cmd_stats(int argc, char **argv)
     if (argc - optind != 1)
         return bad_usage(usage_stats, "%s", "stats needs exactly one trace FILE");
     gr_trace t;
-    if (load(&t, argv[optind])) {
+    gr_stats s;
+    if (open_stream(&t, argv[optind])) {
         gr_trace_free(&t);
         return 2;
     }
-    gr_stats s;
-    gr_stats_compute(&t, &s);
+    if (gr_stats_stream(&t, &s) < 0) {
+        fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+        gr_stats_free(&s);
+        gr_trace_free(&t);
+        return 2;
+    }
     int rc = json ? gr_stats_print_json(stdout, &t, &s) : gr_stats_print_text(stdout, &t, &s);
     gr_stats_free(&s);
     gr_trace_free(&t);
@@ -897,6 +935,7 @@ static const char *command_usage(const char *cmd)
     if (strcmp(cmd, "diff") == 0) return usage_diff;
     if (strcmp(cmd, "reduce") == 0) return usage_reduce;
     if (strcmp(cmd, "export") == 0) return gr_export_usage;
+    if (strcmp(cmd, "conform") == 0) return gr_conform_usage;
     return NULL;
 }
 
@@ -947,5 +986,7 @@ int main(int argc, char **argv)
         return cmd_reduce(sub_argc, sub_argv);
     if (strcmp(cmd, "export") == 0)
         return gr_cmd_export(sub_argc, sub_argv);
+    if (strcmp(cmd, "conform") == 0)
+        return gr_cmd_conform(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }

@@ -100,6 +100,12 @@ enum gr_hook_action {
 /* HOOK `who`: what the subject (the reference profiler) is after it. */
 #define GR_HOOK_SUBJECT_ON 0x1u  /* the subject profiler is present on the thread */
 #define GR_HOOK_CHAINED 0x2u     /* the observer chains the program's function */
+#define GR_HOOK_UNANNOUNCED 0x4u /* the change came without the audit event
+                                    sys.setprofile (a C extension wrote the
+                                    thread state directly, as yappi does for
+                                    threads); found at a MARK: the recorder's
+                                    own events between the thread's previous
+                                    record and this HOOK may be lost */
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u

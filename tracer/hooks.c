@@ -234,6 +234,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->gl_pending = 0;
     t->at_start = 0;
     t->ended = 0;
+    t->unannounced = 0;
+    t->had_events = 0;
     t->cbits = 0;
     if (PyList_GET_SIZE(r->threads) >= r->threads_sweep_at)
         sweep_threads(r, ts);
@@ -350,6 +352,7 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
     uint32_t extra = 0;
     if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
         extra = gr_cfunc_id(r, arg);
+    t->had_events = 1;
     gr_thread_first_sight(r, t, top, extra, !t->at_start);
     Py_XDECREF(top);
     bind_thread(r, t);
@@ -472,7 +475,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
 {
-    uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0);
+    uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
+                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0);
     uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
     gr_emit(r, GR_HOOK, 6, f);
 }
@@ -522,6 +526,22 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code);
+}
+
+void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    Py_tracefunc f = ts->c_profilefunc;
+    if (!r->profile_on || !t->tid || f == gr_profile || f == gr_profile_chain ||
+        t->hook_pending || t->foothold || gr_tstate_tracing(ts) > 0)
+        return;
+    /* An empty slot is a loss only where the recorder's function was
+     * installed (it had events here); else it is a thread the profiler
+     * never reached (the unprofiled-thread rule). */
+    if (!f && !t->had_events)
+        return;
+    t->unannounced = 1;
+    resolve_profile_slot(r, t, ts);
+    t->unannounced = 0;
 }
 
 /* Every thread's profile slot, after a change announced by the audit
@@ -612,9 +632,37 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 PyObject *gr_sys_setprofile_orig;
 PyMethodDef gr_sys_setprofile_def = {"setprofile", sys_setprofile, METH_O, NULL};
 
+PyObject *gr_uncaught_cb;
+
+/* sys.excepthook's audit event (CPython 3.8+, bpo-36842): an uncaught
+ * exception is about to be handed to sys.excepthook.  Whole-program mode
+ * stops recording there, before the traceback is printed (3.13+ prints it
+ * with Python code), without replacing sys.excepthook: the program sees its
+ * own hook.  The callable is greenreplay's (set by _on_uncaught); its
+ * errors are swallowed. */
+static void uncaught(gr_recorder *r)
+{
+    PyObject *cb = gr_uncaught_cb;
+    if (!cb)
+        return;
+    Py_INCREF(cb);
+    GR_EXC_SAVE(saved);
+    PyObject *res = PyObject_CallNoArgs(cb);
+    Py_XDECREF(res);
+    if (!res)
+        PyErr_Clear();
+    GR_EXC_RESTORE(saved);
+    Py_DECREF(cb);
+    (void)r;
+}
+
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 {
     gr_recorder *r = gr_active;
+    if (r && gr_uncaught_cb && strcmp(event, "sys.excepthook") == 0) {
+        uncaught(r);
+        return 0;
+    }
     if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();

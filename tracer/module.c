@@ -197,7 +197,8 @@ PyDoc_STRVAR(start_doc,
 "the file at stop() and flush(), with a GAP record counting the others.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
-"`max_greenlets` greenlets and storing `keep` stacks per sample; its data go\n"
+"`max_greenlets` greenlets and unwinding and storing `keep` stacks per sample\n"
+"(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
@@ -427,6 +428,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_thread *o = gr_thread_new(r, ts);
         if (o) {
             o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
+            o->had_events = 1; /* the recorder's function is installed there */
             r->own_change = 1;
             if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
@@ -441,6 +443,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         r->own_change = 1;
         PyEval_SetProfile(gr_profile, NULL);
         r->own_change = 0;
+        t->had_events = 1;
     }
     if (r->reg) {
         r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
@@ -751,6 +754,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_XDECREF(g);
     }
     if (me) {
+        gr_profile_slot_at_mark(r, me, PyThreadState_Get());
         uint64_t f[2] = {me->tid, me->cur_gid};
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);
@@ -861,6 +865,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
         const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
         if (!text)
             gr_swallow(r);
+        gr_profile_slot_at_mark(r, t, ts);
         int ours = ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
         uint64_t flags = ours && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
         if (gr_tstate_tracing(ts) > 0)
@@ -967,6 +972,36 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gr_active != NULL);
 }
 
+static PyObject *mod_on_uncaught(PyObject *module, PyObject *cb)
+{
+    if (cb != Py_None && !PyCallable_Check(cb)) {
+        PyErr_SetString(PyExc_TypeError, "_on_uncaught() takes a callable or None");
+        return NULL;
+    }
+    Py_XSETREF(gr_uncaught_cb, cb == Py_None ? NULL : Py_NewRef(cb));
+    Py_RETURN_NONE;
+}
+
+/* For tests of unannounced takeovers (GR_HOOK_UNANNOUNCED): a profile
+ * function that does nothing, swapped into the calling thread's slot the
+ * way a C extension writing the thread state does (yappi's per-thread
+ * start), without the audit event. */
+static int raw_noop_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return 0;
+}
+
+static PyObject *mod_test_swap_profile(PyObject *module, PyObject *unused)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    if (!ts->c_profilefunc) {
+        PyErr_SetString(PyExc_RuntimeError, "_test_swap_profile(): the profile slot is empty");
+        return NULL;
+    }
+    gr_swap_profile_func(ts, raw_noop_profile);
+    Py_RETURN_NONE;
+}
+
 /* _tracked(): the recorder's per-thread and per-greenlet state in use,
  * for tests of bounded memory (issue 9). */
 static PyObject *mod_tracked(PyObject *module, PyObject *unused)
@@ -976,6 +1011,19 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
         Py_RETURN_NONE;
     return Py_BuildValue("{s:n,s:I,s:I}", "threads", PyList_GET_SIZE(r->threads),
                          "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
+}
+
+/* _sampler_samples(): samples the reference sampler has taken so far in
+ * the active recording (an int), or None when no recording with a sampler
+ * is active.  Read without stopping the sampler thread (a relaxed atomic
+ * load); used by fixtures/stall/stall.py to run until enough samples. */
+static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r || !r->sampler)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(
+        __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
 }
 
 static PyMethodDef methods[] = {
@@ -990,11 +1038,22 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_on_uncaught", mod_on_uncaught, METH_O,
+     "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
+     "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"
+     "its errors are ignored.  Whole-program mode stops recording there without replacing\n"
+     "sys.excepthook."},
+    {"_test_swap_profile", mod_test_swap_profile, METH_NOARGS,
+     "For tests only: replace the function of the calling thread's (non-empty) profile slot\n"
+     "with one that does nothing, writing the thread state directly, without the audit event\n"
+     "sys.setprofile, as a C extension may (yappi's per-thread start)."},
     {"_tracked", mod_tracked, METH_NOARGS,
      "While recording: a dict of the recorder's state in use: 'threads' (per-thread entries:\n"
      "the live threads and ended ones not yet swept), 'greenlet_slots' (greenlets alive, or\n"
      "freed with their end not yet written) and 'greenlet_slots_allocated'; None otherwise.\n"
      "For tests of bounded memory."},
+    {"_sampler_samples", mod_sampler_samples, METH_NOARGS,
+     "Samples taken so far by the active recording's sampler, or None."},
     {NULL, NULL, 0, NULL},
 };
 

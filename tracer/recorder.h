@@ -85,6 +85,10 @@ typedef struct gr_thread {
     uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
                                when greenlet was last asked on this thread;
                                GR_WITNESS_UNKNOWN: ask at the next event */
+    int had_events;         /* the recorder's profile function delivered
+                               events on this thread */
+    int unannounced;        /* resolving a profile slot changed without the
+                               audit event (gr_profile_slot_at_mark) */
 } gr_thread;
 
 /* gr_thread.witness when greenlet must be asked at the next event. */
@@ -400,6 +404,24 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
  * the original (owned, set by module.c) is called first.  Its docstring
  * is the original's. */
 extern PyObject *gr_sys_setprofile_orig;
+/* At a mark on thread t (thread state ts, its own): a foreign profile
+ * function in the slot that no audit event announced (a C extension that
+ * writes tstate->c_profilefunc directly, e.g. yappi's per-thread start;
+ * the docstring of yappi's _profile_thread_callback says it changes the
+ * thread state's profile function) is chained like an announced one, and
+ * its HOOK record carries GR_HOOK_UNANNOUNCED: what ran between the
+ * thread's previous record and the mark may be missing from the trace.
+ * An empty slot where the recorder's function had delivered events (a
+ * direct clear, as yappi's stop) gets the recorder's function back, the
+ * same way.  Nothing to do when the slot is ours, empty on a thread the
+ * recorder never reached (the unprofiled-thread rule speaks for that), or
+ * inside a trace/profile callback.  Also called at stop().  Never
+ * raises. */
+void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts);
+
+/* Owned, or NULL: called (no arguments) at sys.excepthook's audit event
+ * while recording (hooks.c); set by _greenreplay._on_uncaught. */
+extern PyObject *gr_uncaught_cb;
 extern PyMethodDef gr_sys_setprofile_def;
 
 /* stop(): give every chained profile slot back to the program's function

@@ -75,7 +75,10 @@ void gr_registry_add(gr_registry *r, uint32_t gid, uint32_t parent, uint32_t nam
 /* Writer, on every switch: origin becomes suspended at origin_frame (or
  * dead when origin_dead), target becomes running with parent
  * target_parent.  *wait_ns receives the time spent waiting for the lock
- * (0 when it was free: the clock is read only when the lock was busy), and
+ * (0 when it was free: the clock is read only when the lock was busy; a
+ * busy lock is retried for up to 200 us before the writer sleeps on it,
+ * see SPIN_NS in registry.c), less the time the thread sat in the run
+ * queue meanwhile (/proc/thread-self/schedstat, when readable), and
  * the return value is 1 if the acquisition was contended, else 0. */
 int gr_registry_switch(gr_registry *r, uint32_t origin, uintptr_t origin_frame, int origin_dead,
                        uint32_t target, uint32_t target_parent, uint64_t *wait_ns);

@@ -50,19 +50,20 @@ static void put(gr_sampler *s, uint64_t v)
     s->out_len = (size_t)(gr_put_varint(s->out + s->out_len, v) - s->out);
 }
 
-/* Unwind the suspended greenlets of snap[0..n) (see gr_unwind_many):
- * count everything; store the stacks of at most `keep` of them (round
- * robin over samples) into the output. */
+/* Unwind suspended greenlets of snap[0..n) (see gr_unwind_many), at most
+ * `limit` of them, starting at a round-robin position that moves by `keep`
+ * every sample; store the stacks of the first `keep` into the output.
+ * Frames and failed reads of every stack unwound are counted. */
 typedef struct {
     uint64_t frames, failed;
     uint32_t nstacks;
 } unwind_totals;
 
-static void unwind_all(gr_sampler *s, uint32_t n, unwind_totals *tot)
+static void unwind_some(gr_sampler *s, uint32_t n, uint32_t limit, unwind_totals *tot)
 {
     gr_unwind_stats st = {0, 0};
     uint32_t start = n ? s->rr % n : 0, m = 0, kept = 0;
-    for (uint32_t k = 0; k < n; k++) {
+    for (uint32_t k = 0; k < n && m < limit; k++) {
         gr_reg_entry *e = &s->snap[(start + k) % n];
         if (e->state != GR_REG_SUSPENDED || !e->frame)
             continue;
@@ -109,7 +110,7 @@ static void take_sample(gr_sampler *s)
         uint64_t t1 = gr_now_ns();
         n = gr_registry_copy(reg, s->snap, reg->cap, &torn);
         hold = gr_now_ns() - t1;
-        unwind_all(s, n, &tot);
+        unwind_some(s, n, s->keep, &tot);
     } else if (reg->mode == GR_REG_HOLD_LOCK) {
         gr_registry_lock(reg);
         uint64_t t1 = gr_now_ns();
@@ -119,7 +120,7 @@ static void take_sample(gr_sampler *s)
          * with every switch waiting.  Stacks are stored (output was
          * reserved before taking the lock only for the header, so this may
          * allocate: one more thing the fixed design avoids). */
-        unwind_all(s, n, &tot);
+        unwind_some(s, n, UINT32_MAX, &tot);
         under = tot.frames;
         hold = gr_now_ns() - t1;
         gr_registry_unlock(reg);
@@ -132,7 +133,7 @@ static void take_sample(gr_sampler *s)
         hold = gr_now_ns() - t1;
         gr_registry_unlock(reg);
         /* Phase 2: unwind with the lock released. */
-        unwind_all(s, n, &tot);
+        unwind_some(s, n, s->keep, &tot);
     }
     uint64_t idx_end = atomic_load_explicit(s->events, memory_order_relaxed);
 
@@ -151,7 +152,8 @@ static void take_sample(gr_sampler *s)
     memmove(s->out + body_at + hl, s->out + body_at, body);
     memcpy(s->out + body_at, hdr, hl);
     s->out_len += hl;
-    s->nsamples++;
+    /* Atomic store: read by _sampler_samples() on another thread. */
+    __atomic_store_n(&s->nsamples, s->nsamples + 1, __ATOMIC_RELAXED);
 }
 
 /* Sleep until `next` (CLOCK_MONOTONIC) or until gr_sampler_stop wakes us.

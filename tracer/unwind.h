@@ -36,14 +36,22 @@ typedef struct {
     uintptr_t next;   /* address to read next */
     int stage;        /* 0 frame object, 1 interpreter frame, 2 done */
     uintptr_t code;   /* code address waiting for its type check */
+    uintptr_t win_lo; /* 3.11+: address of the window read last */
+    size_t win_len;   /* its length, 0 while none */
+    int narrow;       /* 0 wide window, 1 from the frame's page, 2 the frame only */
+    int shims;        /* C-stack entry frames passed (at most max) */
 } gr_unwind_job;
 
-/* Read the n stacks of jobs[] in lock step: each round reads the next
- * frame of every stack still going with one process_vm_readv per 1024
- * stacks, then checks the code objects' types the same way, so the number
- * of system calls grows with depth, not with n x depth.  A failed or
- * implausible read ends that stack (counted in st->failed).  Returns the
- * total number of frames read. */
+/* Read the n stacks of jobs[] in lock step: each round reads, for every
+ * stack still going, its next frame or (3.11+) a 4 KiB window of the
+ * data stack ending at its next frame, which usually holds the frames
+ * below it too, with one process_vm_readv per 1024 stacks; then checks the
+ * code objects' types the same way, each distinct code object once per
+ * call.  So the number of system calls grows with depth / frames per
+ * window, not with n x depth, and the elements read with n x (1 + depth /
+ * frames per window).  A failed or implausible read ends that stack
+ * (counted in st->failed).  Returns the total number of frames read
+ * ("frames" in the sample records: the same count as before windows). */
 uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st);
 
 /* Copy n bytes at address `addr` of this process into dst without

@@ -30,3 +30,6 @@ if "$PY" -c 'import greenlet' 2>/dev/null; then
 else
     echo "switch cost: skipped, greenlet is not importable by $PY"
 fi
+echo
+# What greenreplay conform's comparison adds to a fixture's recorded run.
+"$PY" "$here/conform_cost.py" --cli "$build/greenreplay" --python "$PY" --repeat 1

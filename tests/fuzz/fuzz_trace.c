@@ -3,11 +3,15 @@
  * trace the checker with its text, JSON, JUnit, HTML and quiet reports,
  * dump, stats, export (Chrome and speedscope), script (plain and
  * anonymized) and diff (of the trace with itself, with every --ignore
- * normalization and C names compared loosely).
+ * normalization and C names compared loosely); and the streamed reader
+ * and checker (gr_trace_open, gr_check_stream, dump and stats one chunk at
+ * a time) on the same bytes, which must give the same error, report, dump
+ * and counts as the trace loaded whole.
  *
  * The input is a trace file; CRCs are recomputed first (fuzz_common.h).
  * A crash, a sanitizer report or a failed invariant (abort) is a finding.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include "check.h"
 #include "diff.h"
 #include "diff_ignore.h"
@@ -22,6 +26,9 @@
 #include "stats.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static FILE *devnull;
 
@@ -98,6 +105,71 @@ static void consume(const gr_trace *t, uint8_t knob)
     MUST(gr_diff(devnull, t, "A", t, "B", &o) == 0); /* a trace equals itself */
 }
 
+/* Text of a report, a dump, or stats of t (malloc'd). */
+static char *text_of(const gr_trace *t, const gr_check_result *r, int what)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    MUST(m != NULL);
+    if (what == 0)
+        gr_report_text(m, t, r);
+    else if (what == 1)
+        MUST(gr_dump(m, t, NULL) == 0);
+    fclose(m);
+    return buf;
+}
+
+/* The same bytes streamed from a file (path) give what the loaded trace
+ * (lt, read with status lrc) gave. */
+static void streamed(const char *path, const gr_trace *lt, int lrc)
+{
+    gr_trace t;
+    int rc = gr_trace_open(&t, path);
+    if (rc != GR_READ_OK) {
+        MUST(lrc != GR_READ_OK && strcmp(t.err.msg, lt->err.msg) == 0);
+        gr_trace_free(&t);
+        return;
+    }
+    gr_check_result r;
+    size_t nv = gr_check_stream(&t, &r);
+    if (lrc != GR_READ_OK) {
+        MUST(nv == SIZE_MAX && strcmp(t.err.msg, lt->err.msg) == 0);
+        gr_trace_free(&t);
+        return;
+    }
+    MUST(nv != SIZE_MAX);
+    MUST(gr_trace_count(&t) == lt->nrecs);
+    gr_check_result lr;
+    gr_check_run(lt, &lr);
+    char *a = text_of(lt, &lr, 0), *b = text_of(&t, &r, 0);
+    MUST(strcmp(a, b) == 0);
+    free(a);
+    free(b);
+    gr_check_result_free(&lr);
+    gr_check_result_free(&r);
+    gr_trace_free(&t);
+    /* dump and stats, streamed again */
+    MUST(gr_trace_open(&t, path) == GR_READ_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    MUST(m != NULL);
+    MUST(gr_dump_stream(m, &t, NULL) == 0);
+    fclose(m);
+    a = text_of(lt, NULL, 1);
+    MUST(strcmp(a, buf) == 0);
+    free(a);
+    free(buf);
+    gr_trace_free(&t);
+    MUST(gr_trace_open(&t, path) == GR_READ_OK);
+    gr_stats s;
+    MUST(gr_stats_stream(&t, &s) == 0);
+    MUST(s.total == lt->nrecs);
+    gr_stats_free(&s);
+    gr_trace_free(&t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!devnull) {
@@ -108,12 +180,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *d = gr_fuzz_fix_crcs(data, size);
     if (!d)
         return 0;
+    /* The bytes in a memory file, for the streamed reader: its path is
+     * the name of both reads, so that messages and reports compare. */
+    static int fd = -1;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("fuzz.grt", 0);
+        MUST(fd >= 0);
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    MUST(ftruncate(fd, 0) == 0 && pwrite(fd, d, size, 0) == (ssize_t)size);
     gr_trace t;
-    int rc = gr_trace_parse(&t, "fuzz.grt", d, size);
+    int rc = gr_trace_parse(&t, path, d, size);
     if (rc == GR_READ_OK)
         consume(&t, size ? data[size - 1] : 0);
     else
         MUST(t.err.msg[0] != 0); /* a failed read always says why */
+    streamed(path, &t, rc);
     gr_trace_free(&t);
     free(d);
     return 0;

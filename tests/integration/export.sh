@@ -165,7 +165,7 @@ else
 fi
 comp=$top/ci/greenreplay-completion.bash
 missing=""
-for cmd in record check dump stats edit script diff reduce export; do
+for cmd in record check dump stats edit script diff reduce export conform; do
     opts=$(bash -c "source '$comp'; _greenreplay_opts $cmd")
     help=$("$cli" help "$cmd" 2>&1)
     for o in $opts; do

@@ -254,11 +254,12 @@ fi
 rc=$?
 "$cli" dump "$work/raise.grt" >"$work/raise.dump" 2>&1
 if [ $rc -eq 1 ] && grep -q 'ValueError: faulty.py raises' "$work/raise.out" &&
+   grep -q 'excepthook untouched: True' "$work/raise.out" &&
    ! grep -q '__main__.py' "$work/raise.out" &&
    grep -q 'GREENLET .* depth=0 stack=-' "$work/raise.dump" &&
    ! grep -q 'traceback.py\|<greenreplay>/__main__' "$work/raise.dump" &&
    [ "$(grep -c '^ *[0-9]' "$work/raise.dump")" -lt 40 ]; then
-    ok "whole program that raises: exit 1, seed stack empty, no runner frames, no traceback.py ($(grep -c '^ *[0-9]' "$work/raise.dump") records)"
+    ok "whole program that raises: exit 1, sys.excepthook untouched, seed stack empty, no runner frames, no traceback.py ($(grep -c '^ *[0-9]' "$work/raise.dump") records)"
 else
     bad "whole program that raises: exit $rc"; head -8 "$work/raise.dump"
 fi

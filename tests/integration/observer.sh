@@ -165,5 +165,31 @@ else
     skip "thread churn: greenlet is not importable by $PY"
 fi
 
+# A profile slot taken over without the audit event (a C extension writing
+# the thread state directly, as yappi does per thread): the recorder finds
+# it at the next mark, chains the new function and writes a HOOK marked
+# unannounced; the checker names that cause once (no cascade of stack
+# differences). The same program through sys.setprofile (announced) is seen
+# at once and loses nothing.
+for m in swap announced; do
+    out=$work/unannounced-$m
+    (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$PY" \
+        tests/integration/programs/unannounced.py $m) >"$out.log" 2>&1
+    rc=$?
+    "$GR_CLI" check --format json "$out.grt" >"$out.json" 2>/dev/null
+    rules=$(gr_json_rules "$out.json" 2>/dev/null)
+    nviol=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["violations"])' "$out.json" 2>/dev/null)
+    leafs=$("$GR_CLI" dump "$out.grt" | grep -c 'CALL .* leaf ')
+    hook=$("$GR_CLI" dump "$out.grt" | grep -c 'HOOK .*unannounced')
+    if [ $m = swap ]; then want_leafs=2 want_hook=1 want_text="without the audit event"
+    else want_leafs=5 want_hook=0 want_text="replaced by the program"; fi
+    if [ "$rc" -eq 0 ] && [ "$rules" = blind_spot ] && [ "$nviol" = 1 ] && [ "$leafs" -eq $want_leafs ] &&
+       [ "$hook" -eq $want_hook ] && grep -q "$want_text" "$out.json"; then
+        ok "profile slot taken over ($m): $hook unannounced HOOK, $leafs calls of leaf recorded, one violation naming the cause"
+    else
+        bad "profile slot taken over ($m): record exit $rc, rules '$rules', $nviol violations, $leafs calls of leaf (want $want_leafs), $hook unannounced HOOK (want $want_hook)"
+    fi
+done
+
 echo "$pass passed, $fail failed${skipped:+, $skipped skipped}"
 [ "$fail" -eq 0 ]

@@ -1,4 +1,4 @@
-/* test_check.c - replay/check.c: for every rule, traces that must pass and
+/* test_check.c - replay/rules/ (the engine and every rule): for every rule, traces that must pass and
  * traces that must be flagged, asserting the rule name and event index. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +7,9 @@
 #include <cmocka.h>
 
 #include "check.h"
+#include "dump.h"
 #include "edit.h"
+#include "report.h"
 #include "trace_builder.h"
 
 #include <stdio.h>
@@ -28,7 +30,7 @@ typedef struct fx {
 static void begin(fx *f)
 {
     memset(f, 0, sizeof *f);
-    tb_open(&f->b, 0);
+    tb_open(&f->b, 48); /* small chunks: streamed checks cross chunk boundaries */
     f->mod = tb_py(&f->b, "<module>", "seed.py", 1);
     f->main = tb_py(&f->b, "main", "seed.py", 18);
     f->x = tb_py(&f->b, "x", "seed.py", 14);
@@ -69,6 +71,49 @@ static uint64_t stop_g1(fx *f)
     return i;
 }
 
+/* Text report of res on t. */
+static char *report_of(const gr_trace *t, const gr_check_result *res)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    assert_non_null(m);
+    gr_report_text(m, t, res);
+    fclose(m);
+    return buf;
+}
+
+/* The same file checked streamed (one 48-byte chunk at a time, context
+ * lines kept by the checker) gives the same report as loaded whole. */
+static void same_streamed(fx *f)
+{
+    gr_trace st;
+    gr_check_result sr;
+    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
+    assert_int_not_equal(gr_check_stream(&st, &sr), SIZE_MAX);
+    assert_true(st.streaming);
+    assert_true(gr_trace_count(&st) == f->t.nrecs);
+    char *a = report_of(&f->t, &f->res), *b = report_of(&st, &sr);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    gr_check_result_free(&sr);
+    gr_trace_free(&st);
+    /* dump, streamed, writes what it writes from the loaded trace */
+    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
+    char *da = NULL, *db = NULL;
+    size_t la = 0, lb = 0;
+    FILE *ma = open_memstream(&da, &la), *mb = open_memstream(&db, &lb);
+    assert_int_equal(gr_dump(ma, &f->t, NULL), 0);
+    assert_int_equal(gr_dump_stream(mb, &st, NULL), 0);
+    fclose(ma);
+    fclose(mb);
+    assert_string_equal(da, db);
+    free(da);
+    free(db);
+    gr_trace_free(&st);
+}
+
 static void load_check(fx *f, int finish)
 {
     if (finish)
@@ -78,6 +123,7 @@ static void load_check(fx *f, int finish)
     assert_int_equal(tb_load(&f->b, &f->t), GR_READ_OK);
     gr_check_run(&f->t, &f->res);
     f->loaded = 1;
+    same_streamed(f);
 }
 
 static void end(fx *f)

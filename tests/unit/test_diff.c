@@ -1,7 +1,7 @@
-/* test_diff.c - replay/diff_align.c (Myers alignment: covers both
- * sequences, minimal against a brute-force LCS, budget), replay/diff.c
+/* test_diff.c - replay/repro/diff_align.c (Myers alignment: covers both
+ * sequences, minimal against a brute-force LCS, budget), replay/repro/diff.c
  * (structural tokens: greenlet renumbering, files, C names, renaming,
- * truncation, INSTR) and replay/diff_ignore.c (gen-finalize and
+ * truncation, INSTR) and replay/repro/diff_ignore.c (gen-finalize and
  * c-return-without-c-call normalizations, --ignore parsing).  Each
  * equality test has a twin that must differ. */
 #include <setjmp.h>

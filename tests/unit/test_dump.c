@@ -1,4 +1,4 @@
-/* test_dump.c - replay/dump.c: the exact text form of every record kind,
+/* test_dump.c - replay/report/dump.c: the exact text form of every record kind,
  * META and trailer lines, truncation line, escaping, and --times. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_edit.c - replay/edit.c: dropping records keeps definitions, renumbers
+/* test_edit.c - replay/repro/edit.c: dropping records keeps definitions, renumbers
  * the rest, keeps the trailer (or its absence), rejects bad indices. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_export.c - replay/export.c: Chrome Trace Event and speedscope export
+/* test_export.c - replay/report/export.c: Chrome Trace Event and speedscope export
  * of built traces: tracks per (thread, greenlet) and their names, B/E
  * nesting per track with unbalanced input (a return without its call, a
  * lost return, frames open at a death and at the end), flows per switch,

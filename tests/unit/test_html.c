@@ -1,5 +1,5 @@
-/* test_html.c - replay/html.c (check --html), gr_checker_shadow, and
- * replay/color.c (--color parsing, line colours, --quiet summary). */
+/* test_html.c - replay/report/html.c (check --html), gr_checker_shadow, and
+ * replay/report/color.c (--color parsing, line colours, --quiet summary). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

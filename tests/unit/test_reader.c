@@ -1,4 +1,4 @@
-/* test_reader.c - replay/reader.c: write-then-read round trip of every
+/* test_reader.c - replay/read/reader.c: write-then-read round trip of every
  * record kind, hand-made bytes, every corrupt case with its byte offset,
  * truncation at every offset, the side channel, and random mutations
  * (must never crash or leak; run under valgrind by tests/valgrind.sh). */
@@ -518,6 +518,75 @@ static void test_truncated_everywhere(void **state)
     free(d);
 }
 
+/* Stream d[0..n) from a file and compare with gr_trace_parse of the same
+ * bytes: status, message, records (tag, index, offset, fields, stack),
+ * definitions, trailer and truncation. */
+static void stream_equals_parse(const uint8_t *d, size_t n)
+{
+    char path[] = "/tmp/gr-unit-stream-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_true(n == 0 || write(fd, d, n) == (ssize_t)n);
+    close(fd);
+    gr_trace want, got;
+    int rw = gr_trace_parse(&want, path, d, n);
+    int rg = gr_trace_open(&got, path);
+    uint64_t seen = 0;
+    if (rg == GR_READ_OK) {
+        int k;
+        while ((k = gr_trace_next_chunk(&got)) > 0) {
+            assert_true(got.first == seen);
+            for (size_t i = 0; i < got.nrecs; i++, seen++) {
+                const gr_record *a = &want.recs[seen], *b = &got.recs[i];
+                assert_true(seen < want.nrecs);
+                assert_true(a->index == b->index && a->offset == b->offset);
+                assert_int_equal(a->tag, b->tag);
+                assert_true(a->tid == b->tid && a->gid == b->gid && a->code == b->code);
+                assert_int_equal(a->depth, b->depth);
+                for (uint32_t j = 0; j < a->depth; j++)
+                    assert_int_equal(gr_record_stack(&want, a)[j], gr_record_stack(&got, b)[j]);
+            }
+        }
+        rg = k < 0 ? got.err.status : GR_READ_OK;
+        if (rg == GR_READ_OK)
+            assert_true(seen == want.nrecs);
+    }
+    assert_int_equal(rw, rg);
+    assert_string_equal(want.err.msg, got.err.msg);
+    if (rw == GR_READ_OK) {
+        assert_int_equal(want.truncated, got.truncated);
+        assert_true(want.truncated_at == got.truncated_at);
+        assert_int_equal(want.has_trailer, got.has_trailer);
+        assert_true(want.trailer.events == got.trailer.events);
+        assert_true(want.nstrings == got.nstrings && want.ncodes == got.ncodes);
+        for (size_t i = 1; i <= want.nstrings; i++) {
+            assert_int_equal(want.strings[i].len, got.strings[i].len);
+            assert_memory_equal(want.strings[i].p, got.strings[i].p, want.strings[i].len);
+        }
+        assert_true(gr_trace_count(&got) == want.nrecs);
+    }
+    gr_trace_free(&want);
+    gr_trace_free(&got);
+    unlink(path);
+}
+
+/* The streamed reader (gr_trace_open, one chunk at a time) decodes exactly
+ * what the whole-file reader does: every prefix, every flipped byte. */
+static void test_stream_matches_parse(void **state)
+{
+    (void)state;
+    size_t n, ends[256], nends;
+    uint8_t *d = multi_chunk(&n, ends, &nends, 1);
+    for (size_t cut = 0; cut <= n; cut++)
+        stream_equals_parse(d, cut);
+    for (size_t at = 0; at < n; at++) {
+        d[at] ^= 0x5a;
+        stream_equals_parse(d, n);
+        d[at] ^= 0x5a;
+    }
+    free(d);
+}
+
 static void test_truncated_specific(void **state)
 {
     (void)state;
@@ -916,6 +985,7 @@ int main(void)
         cmocka_unit_test(test_side_channel_sampler),
         cmocka_unit_test(test_side_channel_corrupt),
         cmocka_unit_test(test_round_trip_small_chunks),
+        cmocka_unit_test(test_stream_matches_parse),
         cmocka_unit_test(test_hand_made_bytes),
         cmocka_unit_test(test_bad_magic),
         cmocka_unit_test(test_bad_major),

@@ -1,4 +1,4 @@
-/* test_report.c - replay/report.c: text, JSON and JUnit XML output of
+/* test_report.c - replay/report/report.c: text, JSON and JUnit XML output of
  * checker results, including XML escaping and unusable files. */
 #include <setjmp.h>
 #include <stdarg.h>

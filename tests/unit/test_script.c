@@ -1,7 +1,7 @@
-/* test_script.c - replay/script_builtins.c (table sorted, lookup),
- * replay/script.c (Python string literals; the program written for small
+/* test_script.c - replay/repro/script_builtins.c (table sorted, lookup),
+ * replay/repro/script.c (Python string literals; the program written for small
  * built traces: switches, marks, throws, start/stop, C calls by name or
- * neutral, anonymized names, notes) and replay/script_shape.c (which C
+ * neutral, anonymized names, notes) and replay/repro/script_shape.c (which C
  * calls are kept by name; calls rebuilt from a mark's real stack).  Every
  * check of what a script holds has a twin that must not hold it. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_script_reduce.c - replay/reduce.c without Python: the units of a
+/* test_script_reduce.c - replay/repro/reduce.c without Python: the units of a
  * tagged script (parse, render, cleanup of what nothing refers to) and
  * ddmin on synthetic failures (the exact failure-inducing units found, no
  * configuration tested twice, 1-minimal results, the limit on tests). */

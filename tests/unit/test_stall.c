@@ -1,4 +1,4 @@
-/* test_stall.c - replay/stall.c (`check --stall`): for every stall rule a
+/* test_stall.c - replay/rules/stall.c (`check --stall`): for every stall rule a
  * trace with a side channel that must pass and one that must be flagged,
  * and the figures of the report. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_stats.c - replay/stats.c: counts per kind, thread and greenlet, and
+/* test_stats.c - replay/report/stats.c: counts per kind, thread and greenlet, and
  * the JSON form. */
 #include <setjmp.h>
 #include <stdarg.h>

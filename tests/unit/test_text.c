@@ -1,4 +1,4 @@
-/* test_text.c - replay/text.c and replay/idmap.c: buffers, escaping, UTF-8
+/* test_text.c - replay/util/text.c and replay/util/idmap.c: buffers, escaping, UTF-8
  * validation and the id-pair hash map. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -191,9 +191,11 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     chunk: chunk size in bytes (0: 64 KiB).
     sampler: also run the reference greenlet sampler: "two-phase" (the fixed
         design), "hold-lock" (the design that stalled switches) or
-        "seqlock"; default GREENREPLAY_SAMPLER, else none.  It samples every
-        tracked greenlet every interval_us microseconds (>= 100), stores
-        `keep` stacks per sample and tracks up to max_greenlets greenlets.
+        "seqlock"; default GREENREPLAY_SAMPLER, else none.  Every
+        interval_us microseconds (>= 100) it copies the registry of up to
+        max_greenlets tracked greenlets and unwinds and stores `keep`
+        suspended greenlets' stacks (round robin over samples; hold-lock
+        unwinds all of them under the lock and stores `keep`).
         Its figures go to the side channel PATH.times, which it turns on.
     profile: install the profile function (default).  False records only
         the greenlet switches of the calling thread, through greenlet's

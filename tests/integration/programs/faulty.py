@@ -7,7 +7,9 @@ usage: faulty.py MODE [READY_FILE]
           then call functions until a signal comes (at most 60 s)
   spin    create READY_FILE, then call functions for at most 60 s
           (SIGKILL, the flush signal)
-  raise   make a few calls, then raise ValueError (exit status 1)
+  raise   print whether sys.excepthook is still sys.__excepthook__ (it must
+          be: the recorder does not replace it), make a few calls, then
+          raise ValueError (exit status 1)
 """
 import os
 import signal
@@ -55,6 +57,7 @@ elif mode == "spin":
     ready()
     spin()
 elif mode == "raise":
+    print("excepthook untouched: %s" % (sys.excepthook is sys.__excepthook__), flush=True)
     work(1)
     raise ValueError("faulty.py raises")
 else:

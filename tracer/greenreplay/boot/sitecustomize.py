@@ -15,9 +15,10 @@ Here, before the program:
     recording from inside it: the trace's seed stack is the frames below it
     (none for a script or -c; runpy's and its exec for -m), its first
     record is the CALL of that `<module>`;
-  - sys.excepthook is wrapped so that recording stops before an uncaught
-    exception's traceback is printed (when no other thread is running;
-    else recording ends at exit as usual).
+  - recording stops before an uncaught exception's traceback is printed
+    (when no other thread is running; else recording ends at exit as
+    usual), at sys.excepthook's audit event: sys.excepthook itself stays
+    what the program sees without the recorder.
 Recording otherwise stops at interpreter exit (greenreplay's atexit hook,
 after the non-daemon threads ended; trailer reason exit).
 
@@ -65,10 +66,9 @@ def _boot():
         return
     import _thread
 
-    prev_hook = sys.excepthook
     count = getattr(_thread, "_count", None)
 
-    def excepthook(typ, value, tb):
+    def uncaught():
         # The program ended with an uncaught exception: stop before the
         # traceback is printed (3.13+ prints it with Python code), unless
         # another thread may still run (_thread._count: threads alive
@@ -78,7 +78,6 @@ def _boot():
                 greenreplay.stop(2)
             except Exception as e:
                 greenreplay._stop_failed(e)
-        prev_hook(typ, value, tb)
 
     pending = []  # (frame, C function) of the C calls in progress
 
@@ -98,12 +97,22 @@ def _boot():
         # belongs to the seed stack below it.
         caller = pending[-1][1] if pending and pending[-1][0] is frame.f_back else None
         del pending[:]
-        try:
-            greenreplay.start(_entry=frame, _entry_c=caller)
-        except Exception as e:
-            sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
-            return
-        sys.excepthook = excepthook
+        # greenreplay conform (greenreplay/conform.py): the profiler under
+        # test starts here, after the recorder (or alone, without recording).
+        if os.environ.get("GREENREPLAY_CONFORM_NORECORD") != "1":
+            try:
+                greenreplay.start(_entry=frame, _entry_c=caller)
+            except Exception as e:
+                sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
+                return
+            try:
+                from greenreplay import _greenreplay
+                _greenreplay._on_uncaught(uncaught)
+            except (ImportError, AttributeError):
+                pass
+        if os.environ.get("GREENREPLAY_CONFORM"):
+            from greenreplay import conform
+            conform.begin(frame)
 
     sys.setprofile(arm)
 

@@ -4,6 +4,7 @@
 #include "report.h"
 #include "text.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,7 +133,7 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
         }
         gr_sb_puts(&sb, ")");
     }
-    gr_sb_printf(&sb, ", %zu records", t->nrecs);
+    gr_sb_printf(&sb, ", %" PRIu64 " records", gr_trace_count(t));
     if (t->truncated)
         gr_sb_puts(&sb, " [truncated]");
     if (r->nwarnings)

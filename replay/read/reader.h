@@ -1,5 +1,5 @@
-/* reader.h - read a greenreplay trace file (docs/FORMAT.md) into memory and
- * decode it: header, chunks (CRC-checked), definitions, indexed records and
+/* reader.h - read a greenreplay trace file (docs/FORMAT.md), whole into
+ * memory or one chunk at a time (streaming), and decode it: header, chunks (CRC-checked), definitions, indexed records and
  * trailer; and the optional side channel (`X.grt.times`).
  *
  * Two kinds of bad input are distinguished:
@@ -57,8 +57,9 @@ typedef struct gr_error {
     char msg[400];         /* one line, no newline: "NAME: offset N: what" */
 } gr_error;
 
-/* A STRING definition: bytes inside the trace's file buffer (not
- * NUL-terminated, may contain any byte). */
+/* A STRING definition: bytes inside the trace's file buffer, or (streamed
+ * trace) in the trace's string storage (not NUL-terminated, may contain
+ * any byte). */
 typedef struct gr_str {
     const uint8_t *p;
     uint32_t len;
@@ -129,6 +130,20 @@ typedef struct gr_trace {
     gr_error err;         /* set when a read fails */
     /* capacities (internal) */
     size_t cap_strings, cap_codes, cap_metas, cap_recs, cap_stacks;
+    /* Iteration (gr_trace_open / gr_trace_next_chunk).  A loaded trace
+     * (gr_trace_load, gr_trace_parse) holds every record: first is 0.  A
+     * streamed one holds the records of the last chunk decoded: recs[0] is
+     * record `first`, and stacks only theirs. */
+    uint64_t first;       /* index of recs[0] */
+    int streaming;        /* each chunk replaces the previous one's records */
+    int done;             /* no chunk left: trailer, truncation or error */
+    size_t pos;           /* file offset of the next chunk */
+    void *file;           /* FILE * of a streamed trace (internal) */
+    uint8_t *buf;         /* chunk buffer of a streamed trace (internal) */
+    size_t cap_buf;
+    uint8_t **blocks;     /* string storage of a streamed trace (internal) */
+    size_t nblocks, cap_blocks, block_left;
+    uint8_t *block_at;    /* free part of the last block (internal) */
 } gr_trace;
 
 /* Read and decode the trace file at path into *t (which need not be
@@ -145,10 +160,56 @@ int gr_trace_parse(gr_trace *t, const char *name, const void *data, size_t n);
 /* Release everything *t owns and zero it.  Safe on a zeroed struct. */
 void gr_trace_free(gr_trace *t);
 
-/* The code ids of r's stack (r->depth of them, outermost first). */
+/* ---- streaming ------------------------------------------------------
+ * A trace read one chunk at a time (docs/ARCHITECTURE.md): memory is the
+ * definitions (strings, code identities, metas: they grow with the
+ * program's code, not with its run) plus one chunk (at most 16 MiB of
+ * payload, 64 KiB as the recorder writes them) and its decoded records.
+ *
+ *     gr_trace t;
+ *     if (gr_trace_open(&t, path) == GR_READ_OK)
+ *         while (gr_trace_next_chunk(&t) > 0)
+ *             for (size_t i = 0; i < t.nrecs; i++) use(&t.recs[i]);
+ *     if (t.err.status) report(t.err.msg);
+ *     gr_trace_free(&t);
+ *
+ * gr_trace_load and gr_trace_parse are this loop over a file read whole,
+ * keeping every chunk's records. */
+
+/* Open the trace at path for streaming into *t (need not be initialised):
+ * reads and checks its header only.  Returns GR_READ_OK (a file cut inside
+ * its header is truncated: t->truncated, no chunk follows), or
+ * GR_READ_CORRUPT / GR_READ_IO with t->err set.  gr_trace_free(t) in every
+ * case. */
+int gr_trace_open(gr_trace *t, const char *path);
+
+/* Decode the next chunk.  Streaming: the previous chunk's records and
+ * stacks are released first, then t->recs[0..nrecs) are the new chunk's
+ * (record indices t->first...).  Loaded: records accumulate.  Definitions
+ * always accumulate.  Returns 1 when a records chunk was decoded (it may
+ * hold no indexed record), 0 at the end (trailer read, or the trace is
+ * truncated: t->truncated, t->truncated_at), -1 on an error (t->err; the
+ * records of the chunk decoded before the bad one stay). */
+int gr_trace_next_chunk(gr_trace *t);
+
+/* Number of indexed records read so far (all of them after the end). */
+static inline uint64_t gr_trace_count(const gr_trace *t)
+{
+    return t->first + t->nrecs;
+}
+
+/* Record number i if *t still holds it (always for a loaded trace; for a
+ * streamed one, only the current chunk's), else NULL. */
+static inline const gr_record *gr_trace_record(const gr_trace *t, uint64_t i)
+{
+    return i >= t->first && i - t->first < t->nrecs ? &t->recs[i - t->first] : NULL;
+}
+
+/* The code ids of r's stack (r->depth of them, outermost first); NULL
+ * when r has none (the pool may be empty). */
 static inline const uint32_t *gr_record_stack(const gr_trace *t, const gr_record *r)
 {
-    return t->stacks + r->stack;
+    return r->depth ? t->stacks + r->stack : NULL;
 }
 
 /* String id -> bytes and length; NULL (and *len = 0) for an id out of range. */

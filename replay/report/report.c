@@ -47,8 +47,8 @@ static void truncation_line(gr_sb *sb, const gr_trace *t)
 {
     gr_sb_printf(sb, "trace ends at byte %" PRIu64 " without a trailer (recording cut short); ",
                  t->truncated_at);
-    if (t->nrecs)
-        gr_sb_printf(sb, "checked records 0..%zu", t->nrecs - 1);
+    if (gr_trace_count(t))
+        gr_sb_printf(sb, "checked records 0..%" PRIu64, gr_trace_count(t) - 1);
     else
         gr_sb_puts(sb, "no complete record to check");
 }
@@ -199,11 +199,18 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
     return o;
 }
 
-/* Dump line of record i, for context. */
-static void context_line(gr_sb *sb, const gr_trace *t, size_t i)
+/* Dump line of context record k of v: the line the checker kept (a
+ * streamed trace no longer holds the record), or the record's. */
+static void context_line(gr_sb *sb, const gr_trace *t, const gr_violation *v, int k)
 {
-    if (i < t->nrecs)
-        gr_dump_record(sb, t, &t->recs[i]);
+    if (v->ctx_line[k]) {
+        gr_sb_puts(sb, v->ctx_line[k]);
+        return;
+    }
+    size_t i = v->ctx[k];
+    const gr_record *r = gr_trace_record(t, i);
+    if (r)
+        gr_dump_record(sb, t, r);
     else
         gr_sb_printf(sb, "%6zu ?", i);
 }
@@ -212,7 +219,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
 {
     gr_sb sb;
     gr_sb_init(&sb);
-    gr_sb_printf(&sb, "== %s: %zu records", t->name, t->nrecs);
+    gr_sb_printf(&sb, "== %s: %" PRIu64 " records", t->name, gr_trace_count(t));
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, ", trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,
@@ -239,7 +246,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         gr_sb_printf(&sb, ": %s\n", v->message);
         for (int k = 0; k < v->nctx; k++) {
             gr_sb_puts(&sb, v->ctx[k] == v->index ? "  > " : "    ");
-            context_line(&sb, t, v->ctx[k]);
+            context_line(&sb, t, v, k);
             gr_sb_putc(&sb, '\n');
         }
     }
@@ -310,7 +317,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     json_t *o = json_object();
     json_object_set_new(o, "file", gr_json_str(t->name));
     json_object_set_new(o, "status", json_string(gr_check_status_name(gr_check_status_of(r))));
-    json_object_set_new(o, "records", gr_json_u64(t->nrecs));
+    json_object_set_new(o, "records", gr_json_u64(gr_trace_count(t)));
     json_object_set_new(o, "trailer", trailer_json(t));
     json_object_set_new(o, "truncated_at", t->has_trailer ? json_null()
                                                           : gr_json_u64(t->truncated_at));
@@ -339,7 +346,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_t *ctx = json_array();
         for (int k = 0; k < v->nctx; k++) {
             gr_sb_reset(&sb);
-            context_line(&sb, t, v->ctx[k]);
+            context_line(&sb, t, v, k);
             json_array_append_new(ctx, gr_json_str(gr_sb_str(&sb)));
         }
         json_object_set_new(jv, "context", ctx);
@@ -460,7 +467,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
             gr_sb_printf(&tmp, ": %s\n", v->message);
             for (int c = 0; c < v->nctx; c++) {
                 gr_sb_puts(&tmp, v->ctx[c] == v->index ? "  > " : "    ");
-                context_line(&tmp, t, v->ctx[c]);
+                context_line(&tmp, t, v, c);
                 gr_sb_putc(&tmp, '\n');
             }
             gr_xml_escape(b, gr_sb_str(&tmp));

@@ -4,6 +4,8 @@
 #include "idmap.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void put_string(gr_sb *sb, const gr_trace *t, uint64_t id, int quote)
 {
@@ -79,10 +81,10 @@ static void put_gid(gr_sb *sb, const char *key, uint64_t gid)
         gr_sb_printf(sb, " %s=none", key);
 }
 
-static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r)
+static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
 {
     gr_sb_printf(sb, " depth=%" PRIu32 " stack=", r->depth);
-    gr_dump_stack(sb, t, gr_record_stack(t, r), r->depth);
+    gr_dump_stack(sb, t, ids, r->depth);
 }
 
 static const char *const greenlet_flags[] = {"main", "suspended", "cut"};
@@ -90,6 +92,11 @@ static const char *const mark_flags[] = {"cut", "ours", "state_known", "tracing_
 static const char *const stack_flags[] = {"running", "cut", "thread_ended"};
 
 void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
+{
+    gr_dump_record_ids(sb, t, r, r->depth ? gr_record_stack(t, r) : NULL);
+}
+
+void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
 {
     const char *kind = gr_tag_name(r->tag);
     gr_sb_printf(sb, "%6" PRIu64 " %-11s t%" PRIu64, r->index, kind ? kind : "?", r->tid);
@@ -100,7 +107,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         gr_sb_printf(sb, " g%" PRIu64, r->gid);
         put_gid(sb, "parent", r->parent);
         put_flags(sb, r->flags, greenlet_flags, 3);
-        put_stack(sb, t, r);
+        put_stack(sb, t, r, ids);
         break;
     case GR_CALL:
     case GR_RETURN:
@@ -136,16 +143,17 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         if (rest)
             gr_sb_printf(sb, " flags=0x%" PRIx64, rest);
         if (r->flags & GR_SW_REAL_STACK)
-            put_stack(sb, t, r);
+            put_stack(sb, t, r, ids);
         break;
     }
     case GR_HOOK: {
         static const char *const slots[] = {"?", "profile", "trace"};
         static const char *const actions[] = {"?", "set", "cleared", "restored"};
-        gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s", r->gid,
+        gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s%s", r->gid,
                      slots[r->flags < 3 ? r->flags : 0], actions[r->tracing < 4 ? r->tracing : 0],
                      (r->parent & GR_HOOK_SUBJECT_ON) ? "on" : "off",
-                     (r->parent & GR_HOOK_CHAINED) ? " chained" : "");
+                     (r->parent & GR_HOOK_CHAINED) ? " chained" : "",
+                     (r->parent & GR_HOOK_UNANNOUNCED) ? " unannounced" : "");
         if (r->code) {
             gr_sb_puts(sb, " during=");
             gr_dump_code(sb, t, r->code);
@@ -156,7 +164,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
         gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
         put_string(sb, t, r->label, 1);
         put_flags(sb, r->flags, mark_flags, 5);
-        put_stack(sb, t, r);
+        put_stack(sb, t, r, ids);
         break;
     case GR_DEAD:
     case GR_START:
@@ -166,7 +174,7 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
     case GR_STACK:
         gr_sb_printf(sb, " g%" PRIu64, r->gid);
         put_flags(sb, r->flags, stack_flags, 3);
-        put_stack(sb, t, r);
+        put_stack(sb, t, r, ids);
         break;
     case GR_INSTR:
         gr_sb_printf(sb, " g%" PRIu64 " version=%" PRIu64 " frames=%" PRIu64 " stale=%" PRIu64,
@@ -189,8 +197,84 @@ const char *gr_reason_name(uint64_t reason)
     }
 }
 
+/* Decimal digits of v into the end of buf[20]; returns the first. */
+static char *digits(char *end, uint64_t v)
+{
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+/* Rendered code names by code id (gr_dump_code), for dump's event lines. */
+typedef struct names {
+    gr_sb text;           /* every name rendered so far, back to back */
+    size_t *at;           /* by code id: 1 + offset of its name, 0 not yet */
+    uint32_t *len;
+    size_t cap;
+} names;
+
+/* The line of an event record (CALL..C_EXCEPTION), as gr_dump_record
+ * writes it, with the code's name from the cache. */
+static void event_line(gr_sb *sb, const gr_trace *t, const gr_record *r, names *nm)
+{
+    char num[20], *end = num + sizeof num, *p;
+    char line[128];
+    size_t n = 0;
+    const char *kind = gr_tag_name(r->tag);
+    size_t kl = strlen(kind);
+    p = digits(end, r->index);
+    for (size_t k = (size_t)(end - p); k < 6; k++)
+        line[n++] = ' ';
+    memcpy(line + n, p, (size_t)(end - p));
+    n += (size_t)(end - p);
+    line[n++] = ' ';
+    memcpy(line + n, kind, kl);
+    n += kl;
+    for (size_t k = kl; k < 11; k++)
+        line[n++] = ' ';
+    line[n++] = ' ';
+    line[n++] = 't';
+    p = digits(end, r->tid);
+    memcpy(line + n, p, (size_t)(end - p));
+    n += (size_t)(end - p);
+    line[n++] = ' ';
+    line[n++] = 'g';
+    p = digits(end, r->gid);
+    memcpy(line + n, p, (size_t)(end - p));
+    n += (size_t)(end - p);
+    line[n++] = ' ';
+    gr_sb_put(sb, line, n);
+    uint32_t code = r->code;
+    if (code >= nm->cap) {
+        size_t old = nm->cap, cap = old;
+        nm->at = gr_xgrow(nm->at, &cap, (size_t)code + 1, sizeof *nm->at);
+        nm->len = gr_xrealloc(nm->len, cap * sizeof *nm->len);
+        memset(nm->at + old, 0, (cap - old) * sizeof *nm->at);
+        nm->cap = cap;
+    }
+    if (!nm->at[code]) {
+        size_t off = nm->text.len;
+        gr_dump_code(&nm->text, t, code);
+        nm->at[code] = off + 1;
+        nm->len[code] = (uint32_t)(nm->text.len - off);
+    }
+    gr_sb_put(sb, nm->text.s + nm->at[code] - 1, nm->len[code]);
+}
+
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 {
+    /* A loaded trace is only read (gr_dump_stream decodes no chunk of a
+     * trace that is not streamed). */
+    return gr_dump_stream(out, (gr_trace *)t, times);
+}
+
+int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
+{
+    /* Streamed: the header lines need the definitions before the first
+     * record, so the first chunk that holds records is decoded first. */
+    while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
+        ;
     gr_sb sb;
     gr_sb_init(&sb);
     for (size_t i = 0; i < t->nmetas; i++) {
@@ -210,26 +294,51 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
         if (!gr_idmap_get(&waits, times->waits[k].index, 0, &have))
             gr_idmap_put(&waits, times->waits[k].index, 0, k);
     }
-    for (size_t i = 0; i < t->nrecs; i++) {
-        gr_sb_reset(&sb);
-        gr_dump_record(&sb, t, &t->recs[i]);
-        if (times) {
-            if (i < times->n)
-                gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
+    names nm;
+    memset(&nm, 0, sizeof nm);
+    gr_sb_init(&nm.text);
+    gr_sb_reset(&sb);
+    for (;;) {
+        for (size_t j = 0; j < t->nrecs; j++) {
+            const gr_record *r = &t->recs[j];
+            uint64_t i = r->index;
+            if (r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION)
+                event_line(&sb, t, r, &nm);
             else
-                gr_sb_puts(&sb, " dt=?");
-            size_t k;
-            if ((t->recs[i].tag == GR_SWITCH || t->recs[i].tag == GR_THROW) &&
-                gr_idmap_get(&waits, i, 0, &k)) {
-                const gr_switch_wait *w = &times->waits[k];
-                gr_sb_printf(&sb, " wait=%" PRIu64 "ns cb=%" PRIu64 "ns%s", w->wait_ns,
-                             w->callback_ns, w->contended ? " contended" : "");
+                gr_dump_record(&sb, t, r);
+            if (times) {
+                if (i < times->n)
+                    gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
+                else
+                    gr_sb_puts(&sb, " dt=?");
+                size_t k;
+                if ((r->tag == GR_SWITCH || r->tag == GR_THROW) &&
+                    gr_idmap_get(&waits, i, 0, &k)) {
+                    const gr_switch_wait *w = &times->waits[k];
+                    gr_sb_printf(&sb, " wait=%" PRIu64 "ns cb=%" PRIu64 "ns%s", w->wait_ns,
+                                 w->callback_ns, w->contended ? " contended" : "");
+                }
+            }
+            gr_sb_putc(&sb, '\n');
+            if (sb.len >= 65536) { /* written in blocks */
+                fwrite(sb.s, 1, sb.len, out);
+                gr_sb_reset(&sb);
             }
         }
-        gr_sb_putc(&sb, '\n');
-        fwrite(sb.s, 1, sb.len, out);
+        if (!t->streaming || gr_trace_next_chunk(t) <= 0)
+            break;
     }
+    fwrite(sb.s ? sb.s : "", 1, sb.len, out);
+    gr_sb_free(&nm.text);
+    free(nm.at);
+    free(nm.len);
     gr_sb_reset(&sb);
+    if (t->err.status) { /* a streamed trace that turned out corrupt */
+        gr_sb_free(&sb);
+        gr_idmap_free(&waits);
+        fflush(out);
+        return -2;
+    }
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,

@@ -47,6 +47,11 @@ typedef struct gr_violation {
                                    is `index` unless the violation is about
                                    the end of the trace */
     int nctx;
+    char *ctx_line[GR_CONTEXT_MAX]; /* owned dump lines of ctx[k] when the
+                                       checker kept them (a streamed trace no
+                                       longer holds the records at report
+                                       time); NULL: look ctx[k] up in the
+                                       trace */
     size_t seq;          /* order of detection (internal, for stable sort) */
 } gr_violation;
 
@@ -128,6 +133,15 @@ typedef struct gr_check_result {
  * memory.  Returns the number of violations. */
 size_t gr_check_run(const gr_trace *t, gr_check_result *res);
 
+/* Check a trace opened with gr_trace_open, reading it one chunk at a time
+ * (a loaded trace is checked like gr_check_run).  Memory: one chunk, the
+ * definitions, and per thread and greenlet its shadow stack and a few
+ * records of context (docs/ARCHITECTURE.md); violations keep their
+ * context lines (gr_violation.ctx_line).  Returns the number of
+ * violations, or SIZE_MAX when the trace turned out corrupt part way
+ * (t->err; *res is then released and zeroed). */
+size_t gr_check_stream(gr_trace *t, gr_check_result *res);
+
 /* Release what *res owns and zero it. */
 void gr_check_result_free(gr_check_result *res);
 
@@ -143,9 +157,17 @@ typedef struct gr_checker gr_checker;
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res);
 
 /* Replay the records from the current position up to, not including,
- * index `end` (clamped to the number of records); a smaller `end` does
- * nothing.  Afterwards the shadows reflect records 0..end-1. */
+ * index `end` (clamped to the number of records read, gr_trace_count); a
+ * smaller `end` does nothing.  Afterwards the shadows reflect records
+ * 0..end-1.  A streamed trace must still hold the records from the
+ * current position on (advance to gr_trace_count, detach, then decode the
+ * next chunk). */
 void gr_checker_advance(gr_checker *c, size_t end);
+
+/* Before t (streamed) decodes its next chunk: copy the records of the
+ * current chunk that c may still cite as context.  No-op for a loaded
+ * trace. */
+void gr_checker_detach(gr_checker *c);
 
 /* Number of records replayed so far. */
 size_t gr_checker_position(const gr_checker *c);

@@ -23,6 +23,10 @@ void gr_dump_stack(gr_sb *sb, const gr_trace *t, const uint32_t *ids, size_t n);
  * side-channel time). */
 void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r);
 
+/* Same for a record whose stack ids are at ids (r->depth of them): a copy
+ * of a record the trace no longer holds (streamed check, rules/). */
+void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids);
+
 /* Name of a trailer reason (§2): "stop", "exit", "write-error", or NULL
  * for an unknown value. */
 const char *gr_reason_name(uint64_t reason);
@@ -31,7 +35,15 @@ const char *gr_reason_name(uint64_t reason);
  * record line ends with " dt=Nns" (" dt=?" when the side channel has no
  * entry for it), and a SWITCH/THROW line that has a sampler switch entry
  * ('W') further with " wait=Nns cb=Nns" and " contended" if the lock was
- * busy.  Returns 0, or -1 if writing to out failed. */
+ * busy.  t is a loaded trace (gr_trace_load).  Returns 0, or -1 if
+ * writing to out failed. */
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times);
+
+/* Same for a trace opened with gr_trace_open: decoded chunk by chunk as it
+ * is written, so memory is one chunk whatever the trace's length (the side
+ * channel, when given, is loaded whole: 8 bytes per record).  Returns 0,
+ * -1 if writing to out failed, or -2 if the trace turned out corrupt part
+ * way (t->err; the lines before the bad chunk were written). */
+int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times);
 
 #endif

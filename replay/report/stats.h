@@ -35,6 +35,13 @@ typedef struct gr_stats {
  * out of memory.  Free with gr_stats_free. */
 void gr_stats_compute(const gr_trace *t, gr_stats *s);
 
+/* Same for a trace being streamed (gr_trace_open): the chunks not read yet
+ * are read and counted; memory is one chunk plus one row per thread and
+ * per greenlet (the output lists them all).  A loaded trace is counted as
+ * by gr_stats_compute.  Returns 0, or -1 when the trace turned out corrupt
+ * (t->err; *s holds what was counted before). */
+int gr_stats_stream(gr_trace *t, gr_stats *s);
+
 /* Release what *s owns and zero it. */
 void gr_stats_free(gr_stats *s);
 

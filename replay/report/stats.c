@@ -33,32 +33,74 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void gr_stats_compute(const gr_trace *t, gr_stats *s)
+/* Count the records t holds now into s (maps and capacities carried
+ * between chunks). */
+struct counting {
+    gr_idmap tmap, gmap;
+    size_t tcap, gcap;
+    size_t tlast, glast;    /* 1 + row of the last thread / greenlet (a cache) */
+};
+
+static void count_records(const gr_trace *t, gr_stats *s, struct counting *k)
 {
-    memset(s, 0, sizeof *s);
-    gr_idmap tmap = {0}, gmap = {0};
-    size_t tcap = 0, gcap = 0;
     for (size_t i = 0; i < t->nrecs; i++) {
         const gr_record *r = &t->recs[i];
-        int k = r->tag - GR_FIRST_INDEXED;
+        int tag = r->tag - GR_FIRST_INDEXED;
         s->total++;
-        s->kinds[k]++;
-        gr_stats_row *tr = row(&s->threads, &s->nthreads, &tcap, &tmap, r->tid, r->tid);
+        s->kinds[tag]++;
+        gr_stats_row *tr;
+        if (k->tlast && s->threads[k->tlast - 1].id == r->tid)
+            tr = &s->threads[k->tlast - 1];
+        else {
+            tr = row(&s->threads, &s->nthreads, &k->tcap, &k->tmap, r->tid, r->tid);
+            k->tlast = (size_t)(tr - s->threads) + 1;
+        }
         tr->total++;
-        tr->kinds[k]++;
+        tr->kinds[tag]++;
         if (r->tag == GR_THREAD)
             continue;
         uint64_t gid = (r->tag == GR_SWITCH || r->tag == GR_THROW) ? r->target : r->gid;
-        gr_stats_row *gr = row(&s->greenlets, &s->ngreenlets, &gcap, &gmap, gid, r->tid);
+        gr_stats_row *gr;
+        if (k->glast && s->greenlets[k->glast - 1].id == gid)
+            gr = &s->greenlets[k->glast - 1];
+        else {
+            gr = row(&s->greenlets, &s->ngreenlets, &k->gcap, &k->gmap, gid, r->tid);
+            k->glast = (size_t)(gr - s->greenlets) + 1;
+        }
         gr->total++;
-        gr->kinds[k]++;
+        gr->kinds[tag]++;
     }
-    gr_idmap_free(&tmap);
-    gr_idmap_free(&gmap);
+}
+
+static void end_counting(gr_stats *s, struct counting *k)
+{
+    gr_idmap_free(&k->tmap);
+    gr_idmap_free(&k->gmap);
     if (s->nthreads)
         qsort(s->threads, s->nthreads, sizeof *s->threads, by_id);
     if (s->ngreenlets)
         qsort(s->greenlets, s->ngreenlets, sizeof *s->greenlets, by_id);
+}
+
+void gr_stats_compute(const gr_trace *t, gr_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    struct counting k;
+    memset(&k, 0, sizeof k);
+    count_records(t, s, &k);
+    end_counting(s, &k);
+}
+
+int gr_stats_stream(gr_trace *t, gr_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    struct counting k;
+    memset(&k, 0, sizeof k);
+    do
+        count_records(t, s, &k);
+    while (t->streaming && gr_trace_next_chunk(t) > 0);
+    end_counting(s, &k);
+    return t->err.status ? -1 : 0;
 }
 
 void gr_stats_free(gr_stats *s)

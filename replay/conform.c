@@ -1,0 +1,740 @@
+/* conform.c - a profiler's results against the recording's ground truth
+ * (conform.h, docs/conform.md). */
+#include "conform.h"
+
+#include "text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Calls of one function in one greenlet. */
+struct gl_count {
+    uint64_t tid, gid;
+    uint64_t calls;  /* CALL records */
+    uint64_t proven; /* most occurrences in one real stack above the seed */
+};
+
+/* Per code id: the greenlets it ran in. */
+struct fn_truth {
+    struct gl_count *gl;
+    size_t n, cap;
+};
+
+/* A greenlet as first seen. */
+struct gl_info {
+    uint64_t tid, gid;
+    int main;
+    uint32_t first_code; /* code of its first CALL, 0 none */
+    uint32_t *seed;      /* its GREENLET stack */
+    uint32_t nseed;
+    uint32_t *sh;        /* its Python frames as the recorder saw them */
+    size_t nsh, capsh;
+};
+
+struct gr_conform {
+    struct fn_truth *fn; /* indexed by code id */
+    size_t nfn;
+    struct gl_info *gl;
+    size_t ngl, capgl;
+    uint64_t start_tid; /* thread of the START record (0 none yet) */
+    uint32_t module_code; /* code of the first CALL: the program's <module> */
+    int seen_call;
+    int windowed;  /* a start MARK was seen: count only inside the window */
+    int in_window; /* between the start and the stop MARK */
+    uint64_t *blind_tids; /* threads other than the starting one where the
+                             program installed a profile function (HOOK
+                             action 1): calls may have run unseen */
+    size_t nblind, capblind;
+    uint8_t *rootcode;  /* per code id: 0 unknown, 1 Python code under the
+                           root, 2 anything else */
+    size_t nrootcode;
+    uint32_t *scratch; /* sorted copy of a stack */
+    size_t capscratch;
+};
+
+gr_conform *gr_conform_new(void)
+{
+    gr_conform *c = gr_xrealloc(NULL, sizeof *c);
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+void gr_conform_free(gr_conform *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nfn; i++)
+        free(c->fn[i].gl);
+    free(c->fn);
+    for (size_t i = 0; i < c->ngl; i++) {
+        free(c->gl[i].seed);
+        free(c->gl[i].sh);
+    }
+    free(c->rootcode);
+    free(c->gl);
+    free(c->scratch);
+    free(c->blind_tids);
+    free(c);
+}
+
+static struct gl_info *find_gl(const gr_conform *c, uint64_t tid, uint64_t gid)
+{
+    /* gid is unique in the process; gid 0 (no greenlet) is one per thread. */
+    for (size_t i = c->ngl; i-- > 0;)
+        if (c->gl[i].gid == gid && (gid != 0 || c->gl[i].tid == tid))
+            return &c->gl[i];
+    return NULL;
+}
+
+static struct gl_info *add_gl(gr_conform *c, uint64_t tid, uint64_t gid)
+{
+    struct gl_info *g = find_gl(c, tid, gid);
+    if (g)
+        return g;
+    c->gl = gr_xgrow(c->gl, &c->capgl, c->ngl + 1, sizeof *c->gl);
+    g = &c->gl[c->ngl++];
+    memset(g, 0, sizeof *g);
+    g->tid = tid;
+    g->gid = gid;
+    return g;
+}
+
+static struct gl_count *count_of(gr_conform *c, uint32_t code, uint64_t tid, uint64_t gid)
+{
+    if (code >= c->nfn) {
+        size_t n = c->nfn ? c->nfn : 64;
+        while (n <= code)
+            n *= 2;
+        c->fn = gr_xrealloc(c->fn, n * sizeof *c->fn);
+        memset(c->fn + c->nfn, 0, (n - c->nfn) * sizeof *c->fn);
+        c->nfn = n;
+    }
+    struct fn_truth *f = &c->fn[code];
+    for (size_t i = 0; i < f->n; i++)
+        if (f->gl[i].gid == gid && f->gl[i].tid == tid)
+            return &f->gl[i];
+    f->gl = gr_xgrow(f->gl, &f->cap, f->n + 1, sizeof *f->gl);
+    struct gl_count *e = &f->gl[f->n++];
+    memset(e, 0, sizeof *e);
+    e->tid = tid;
+    e->gid = gid;
+    return e;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A real stack of greenlet (tid, gid): every function in it above the
+ * greenlet's seed ran at least as often as it occurs there. */
+static void real_stack(gr_conform *c, uint64_t tid, uint64_t gid, const uint32_t *stack, uint32_t depth, int cut)
+{
+    struct gl_info *g = add_gl(c, tid, gid);
+    uint32_t from = 0;
+    if (g->nseed) {
+        if (cut || depth < g->nseed || memcmp(stack, g->seed, g->nseed * sizeof *stack) != 0)
+            return; /* cannot tell its frames from the seed's */
+        from = g->nseed;
+    }
+    size_t n = depth - from;
+    if (!n)
+        return;
+    if (!g->first_code)
+        g->first_code = stack[from]; /* its outermost frame of its own */
+    c->scratch = gr_xgrow(c->scratch, &c->capscratch, n, sizeof *c->scratch);
+    memcpy(c->scratch, stack + from, n * sizeof *stack);
+    qsort(c->scratch, n, sizeof *c->scratch, cmp_u32);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && c->scratch[j] == c->scratch[i])
+            j++;
+        struct gl_count *e = count_of(c, c->scratch[i], tid, gid);
+        if (e->proven < j - i)
+            e->proven = j - i;
+        i = j;
+    }
+}
+
+/* Whether code id is Python code in a file under the root (a relative
+ * name in the trace). */
+static int is_root_code(gr_conform *c, const gr_trace *t, uint32_t code)
+{
+    if (code >= c->nrootcode) {
+        size_t n = c->nrootcode ? c->nrootcode : 64;
+        while (n <= code)
+            n *= 2;
+        c->rootcode = gr_xrealloc(c->rootcode, n);
+        memset(c->rootcode + c->nrootcode, 0, n - c->nrootcode);
+        c->nrootcode = n;
+    }
+    if (!c->rootcode[code]) {
+        const gr_code *cd = gr_trace_code(t, code);
+        size_t n = 0;
+        const uint8_t *f = cd && cd->kind == GR_CODE_PY ? gr_trace_string(t, cd->file, &n) : NULL;
+        c->rootcode[code] = f && n && f[0] != '<' && f[0] != '/' ? 1 : 2;
+    }
+    return c->rootcode[code] == 1;
+}
+
+static void sh_push(struct gl_info *g, uint32_t code)
+{
+    g->sh = gr_xgrow(g->sh, &g->capsh, g->nsh + 1, sizeof *g->sh);
+    g->sh[g->nsh++] = code;
+}
+
+/* Whether MARK r carries label (the harness's window marks). */
+static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
+{
+    size_t n;
+    const uint8_t *p = gr_trace_string(t, r->label, &n);
+    return p && n == strlen(label) && memcmp(p, label, n) == 0;
+}
+
+void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    /* (c is also written by is_root_code, through this non-const pointer.) */
+    const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
+    if (r->tag == GR_MARK && !c->windowed && mark_is(t, r, GR_CONFORM_MARK_START)) {
+        /* The program started the profiler itself: forget what ran before. */
+        c->windowed = c->in_window = 1;
+        for (size_t i = 0; i < c->nfn; i++)
+            c->fn[i].n = 0;
+        return;
+    }
+    if (r->tag == GR_MARK && c->in_window && mark_is(t, r, GR_CONFORM_MARK_STOP)) {
+        c->in_window = 0;
+        return;
+    }
+    if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
+        return;
+    switch (r->tag) {
+    case GR_GREENLET: {
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        g->main = (r->flags & GR_GL_MAIN) != 0;
+        free(g->seed);
+        g->seed = NULL;
+        g->nseed = r->depth;
+        g->nsh = 0;
+        if (r->depth) {
+            g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
+            memcpy(g->seed, stack, r->depth * sizeof *g->seed);
+            for (uint32_t i = 0; i < r->depth; i++) {
+                const gr_code *cd = gr_trace_code(t, stack[i]);
+                if (cd && cd->kind == GR_CODE_PY)
+                    sh_push(g, stack[i]);
+            }
+        }
+        break;
+    }
+    case GR_HOOK:
+        /* The program put its own profile function on another thread than
+         * the one it started on: a profiler that writes the thread state
+         * directly (yappi does, for every thread) raises no audit event
+         * there, and the recorder can then be displaced unseen. */
+        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && r->tid != c->start_tid) {
+            for (size_t i = 0; i < c->nblind; i++)
+                if (c->blind_tids[i] == r->tid)
+                    return;
+            c->blind_tids = gr_xgrow(c->blind_tids, &c->capblind, c->nblind + 1, sizeof *c->blind_tids);
+            c->blind_tids[c->nblind++] = r->tid;
+        }
+        break;
+    case GR_START:
+        if (!c->start_tid)
+            c->start_tid = r->tid;
+        break;
+    case GR_CALL: {
+        if (!c->seen_call) {
+            c->seen_call = 1;
+            c->module_code = r->code;
+        }
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        if (!g->first_code)
+            g->first_code = r->code;
+        count_of(c, r->code, r->tid, r->gid)->calls++;
+        sh_push(g, r->code);
+        break;
+    }
+    case GR_RETURN: {
+        /* Pop it, or down to it when returns were lost; ignore a return
+         * of a frame not on the shadow (one opened before recording). */
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        for (size_t k = g->nsh; k-- > 0;)
+            if (g->sh[k] == r->code) {
+                g->nsh = k;
+                break;
+            }
+        break;
+    }
+    case GR_C_CALL: {
+        /* A C call made by the program's own code: a C function's truth
+         * counts only these (its callers elsewhere are not compared). */
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && g->sh[g->nsh - 1] != c->module_code)
+            count_of(c, r->code, r->tid, r->gid)->calls++;
+        break;
+    }
+    case GR_MARK:
+        if (c->windowed)
+            break; /* frames in a stack may have been called before the window */
+        real_stack(c, r->tid, r->gid, stack, r->depth, (r->flags & GR_MARK_CUT) != 0);
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        if ((r->flags & GR_SW_REAL_STACK) && !c->windowed)
+            real_stack(c, r->tid, r->target, stack, r->depth, (r->flags & GR_SW_CUT) != 0);
+        break;
+    case GR_STACK:
+        if (!(r->flags & GR_STACK_THREAD_ENDED) && !c->windowed)
+            real_stack(c, r->tid, r->gid, stack, r->depth, (r->flags & GR_STACK_CUT) != 0);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- comparison ---- */
+
+/* A string id as a NUL-terminated copy in sb (reset first). */
+static const char *str_of(const gr_trace *t, uint64_t id, gr_sb *sb)
+{
+    size_t n;
+    const uint8_t *p = gr_trace_string(t, id, &n);
+    gr_sb_reset(sb);
+    gr_sb_put(sb, p ? (const char *)p : "", p ? n : 0);
+    return gr_sb_str(sb);
+}
+
+/* The last component of a qualname ("A.<locals>.f" -> "f"). */
+static const char *base_name(const char *q)
+{
+    const char *dot = strrchr(q, '.');
+    return dot && dot[1] ? dot + 1 : q;
+}
+
+static int in_list(json_t *arr, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The entry of arr (objects with file, line, name) for file:line and the
+ * qualname's last component; when no name matches, the only entry at
+ * file:line.  NULL when absent. */
+static json_t *find_entry(json_t *arr, const char *file, long long line, const char *qualname)
+{
+    const char *want = base_name(qualname);
+    json_t *only = NULL, *v;
+    size_t i, at = 0;
+    json_array_foreach(arr, i, v) {
+        const char *f = json_string_value(json_object_get(v, "file"));
+        json_t *l = json_object_get(v, "line");
+        if (!f || !json_is_integer(l) || json_integer_value(l) != line || strcmp(f, file) != 0)
+            continue;
+        const char *nm = json_string_value(json_object_get(v, "name"));
+        if (nm && strcmp(base_name(nm), want) == 0)
+            return v;
+        only = v;
+        at++;
+    }
+    return at == 1 ? only : NULL;
+}
+
+static long long int_of(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+static void describe_gl(const gr_conform *c, const gr_trace *t, uint64_t tid, uint64_t gid, gr_sb *out)
+{
+    struct gl_info *g = find_gl(c, tid, gid);
+    if (gid == 0) {
+        gr_sb_printf(out, "thread %llu", (unsigned long long)tid);
+        return;
+    }
+    gr_sb_printf(out, "thread %llu greenlet %llu", (unsigned long long)tid, (unsigned long long)gid);
+    if (g && g->main) {
+        gr_sb_puts(out, " (main)");
+    } else if (g && g->first_code) {
+        const gr_code *code = gr_trace_code(t, g->first_code);
+        size_t n;
+        const uint8_t *p = code ? gr_trace_string(t, code->qualname, &n) : NULL;
+        gr_sb_puts(out, " (run: ");
+        gr_sb_escape(out, p ? p : (const uint8_t *)"?", p ? n : 1, 0);
+        gr_sb_putc(out, ')');
+    }
+}
+
+/* Truth of one function: per-greenlet counts (max of calls and proven) of
+ * the threads in scope, their total, and the JSON "greenlet" value naming
+ * where the `deficit` uncounted calls ran (deficit 0: every greenlet). */
+static uint64_t gl_truth(const struct gl_count *e)
+{
+    return e->calls > e->proven ? e->calls : e->proven;
+}
+
+static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_truth *f, uint64_t scope_tid,
+                     uint64_t deficit, gr_sb *text)
+{
+    /* Which greenlets: one whose count is exactly the deficit; else all
+     * but the threads' main greenlets when they add up to it; else all. */
+    const struct gl_count *exact = NULL;
+    int nexact = 0;
+    uint64_t nonmain = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct gl_count *e = &f->gl[i];
+        if ((scope_tid && e->tid != scope_tid) || !gl_truth(e))
+            continue;
+        if (deficit && gl_truth(e) == deficit) {
+            exact = e;
+            nexact++;
+        }
+        struct gl_info *g = find_gl(c, e->tid, e->gid);
+        if (!(g && g->main) && e->gid)
+            nonmain += gl_truth(e);
+    }
+    int mode = deficit && nexact == 1 ? 1 : deficit && nonmain == deficit ? 2 : 0;
+    json_t *arr = json_array();
+    gr_sb one;
+    gr_sb_init(&one);
+    for (size_t i = 0; i < f->n; i++) {
+        const struct gl_count *e = &f->gl[i];
+        if ((scope_tid && e->tid != scope_tid) || !gl_truth(e))
+            continue;
+        if (mode == 1 && e != exact)
+            continue;
+        struct gl_info *g = find_gl(c, e->tid, e->gid);
+        if (mode == 2 && ((g && g->main) || !e->gid))
+            continue;
+        gr_sb_reset(&one);
+        describe_gl(c, t, e->tid, e->gid, &one);
+        json_array_append_new(arr, json_string(gr_sb_str(&one)));
+        gr_sb_printf(text, "%s%llu in %s%s", json_array_size(arr) > 1 ? ", " : "",
+                     (unsigned long long)gl_truth(e), gr_sb_str(&one),
+                     e->proven > e->calls ? " (seen in real stacks)" : "");
+    }
+    gr_sb_free(&one);
+    if (json_array_size(arr) == 1) {
+        json_t *s = json_incref(json_array_get(arr, 0));
+        json_decref(arr);
+        return s;
+    }
+    return arr;
+}
+
+static void add_diff(json_t *diffs, const char *kind, const char *fname, long long line, json_t *gl,
+                     uint64_t truth, long long prof, const char *msg)
+{
+    json_t *d = json_object();
+    json_object_set_new(d, "kind", json_string(kind));
+    json_object_set_new(d, "function", json_string(fname));
+    json_object_set_new(d, "line", json_integer(line));
+    json_object_set_new(d, "greenlet", gl ? gl : json_array());
+    json_object_set_new(d, "truth", json_integer((json_int_t)truth));
+    json_object_set_new(d, "profiler", json_integer(prof));
+    json_object_set_new(d, "message", json_string(msg));
+    json_array_append_new(diffs, d);
+}
+
+/* Body lines of code entry e of the results' code map ("code"[file]). */
+static json_t *code_entry(json_t *results, const char *file, long long line, const char *qualname)
+{
+    json_t *code = json_object_get(results, "code");
+    json_t *arr = code ? json_object_get(code, file) : NULL;
+    if (!json_is_array(arr))
+        return NULL;
+    json_t *v, *only = NULL;
+    size_t i, at = 0;
+    const char *want = base_name(qualname);
+    json_array_foreach(arr, i, v) {
+        if (int_of(v, "line") != line)
+            continue;
+        const char *nm = json_string_value(json_object_get(v, "name"));
+        if (nm && strcmp(base_name(nm), want) == 0)
+            return v;
+        only = v;
+        at++;
+    }
+    return at == 1 ? only : NULL;
+}
+
+/* Threads in scope (scope_tid, 0: all) where the recording lost sight of
+ * the program: how many. */
+static size_t blind_threads(const gr_conform *c, uint64_t scope_tid)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->nblind; i++)
+        if (!scope_tid || c->blind_tids[i] == scope_tid)
+            k++;
+    return k;
+}
+
+/* Explain why an excess cannot be verified, when it cannot. */
+static void excess(const gr_conform *c, uint64_t scope_tid, gr_sb *msg)
+{
+    if (!blind_threads(c, scope_tid))
+        return;
+    gr_sb_puts(msg, "; not a verdict: the program installed its own profile function on thread");
+    gr_sb_puts(msg, blind_threads(c, scope_tid) > 1 ? "s" : "");
+    size_t k = 0;
+    for (size_t i = 0; i < c->nblind; i++)
+        if (!scope_tid || c->blind_tids[i] == scope_tid)
+            gr_sb_printf(msg, "%s %llu", k++ ? "," : "", (unsigned long long)c->blind_tids[i]);
+    gr_sb_puts(msg, " (HOOK records), where a profiler that writes the thread's state directly displaces the "
+                    "recorder unseen");
+}
+
+int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
+                       json_t **notes, size_t *checked, char *reason, size_t n)
+{
+    *differences = json_array();
+    *notes = json_array();
+    *checked = 0;
+    reason[0] = '\0';
+    if (!json_is_object(results)) {
+        snprintf(reason, n, "the results are not a JSON object");
+        return GR_CONFORM_ERROR;
+    }
+    json_t *fns = json_object_get(results, "functions");
+    json_t *lines = json_object_get(results, "lines");
+    json_t *hits = json_object_get(results, "line_hits");
+    if (!json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits)) {
+        snprintf(reason, n, "the results have none of functions, lines, line_hits");
+        return GR_CONFORM_ERROR;
+    }
+    json_t *exclude = json_object_get(results, "exclude_files");
+    const char *gencalls = json_string_value(json_object_get(results, "generator_calls"));
+    int starts_only = gencalls && strcmp(gencalls, "starts") == 0;
+    const char *threads = json_string_value(json_object_get(results, "threads"));
+    uint64_t scope_tid = threads && strcmp(threads, "all") == 0 ? 0 : c->start_tid;
+    if (!c->start_tid && scope_tid == 0 && !(threads && strcmp(threads, "all") == 0)) {
+        snprintf(reason, n, "the trace has no START record");
+        return GR_CONFORM_ERROR;
+    }
+
+    gr_sb file, qual, msg, gtext, fname;
+    gr_sb_init(&file);
+    gr_sb_init(&qual);
+    gr_sb_init(&msg);
+    gr_sb_init(&gtext);
+    gr_sb_init(&fname);
+    /* Functions of the profiler matched to a truth entry (by index). */
+    size_t nprof = json_is_array(fns) ? json_array_size(fns) : 0;
+    unsigned char *matched = calloc(nprof ? nprof : 1, 1);
+    if (!matched) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+
+    for (uint32_t code = 1; code < c->nfn && code <= t->ncodes; code++) {
+        const struct fn_truth *f = &c->fn[code];
+        const gr_code *cd = gr_trace_code(t, code);
+        if (!f->n || !cd || cd->kind != GR_CODE_PY || code == c->module_code || !cd->file)
+            continue;
+        const char *fl = str_of(t, cd->file, &file);
+        if (!*fl || fl[0] == '<' || fl[0] == '/' || (exclude && in_list(exclude, fl)))
+            continue;
+        uint64_t truth = 0;
+        for (size_t i = 0; i < f->n; i++)
+            if (!scope_tid || f->gl[i].tid == scope_tid)
+                truth += gl_truth(&f->gl[i]);
+        const char *qn = str_of(t, cd->qualname, &qual);
+        gr_sb_reset(&fname);
+        gr_sb_printf(&fname, "%s:%s", fl, qn);
+        long long line = (long long)cd->line;
+
+        if (json_is_array(fns)) {
+            json_t *e = find_entry(fns, fl, line, qn);
+            long long prof = e ? int_of(e, "calls") : 0;
+            if (e) {
+                size_t idx;
+                json_t *v;
+                json_array_foreach(fns, idx, v) {
+                    if (v == e)
+                        matched[idx] = 1;
+                }
+            }
+            /* Generators and coroutines: with "generator_calls": "starts"
+             * the profiler counts a call once however often it resumed,
+             * the recording every resumption: only 0 and excess are sure. */
+            json_t *ce0 = code_entry(results, fl, line, qn);
+            int starts = starts_only && ce0 && json_is_true(json_object_get(ce0, "generator"));
+            if (truth || prof) {
+                (*checked)++;
+                if ((uint64_t)prof < truth && (!starts || prof == 0)) {
+                    gr_sb_reset(&gtext);
+                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, &gtext);
+                    gr_sb_reset(&msg);
+                    gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
+                                 prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
+                                 starts ? " (with resumptions)" : "", gr_sb_str(&gtext));
+                    add_diff(*differences, "blind_spot", gr_sb_str(&fname), line, gl, truth, prof, gr_sb_str(&msg));
+                } else if ((uint64_t)prof > truth) {
+                    gr_sb_reset(&gtext);
+                    json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                    gr_sb_reset(&msg);
+                    gr_sb_printf(&msg, "the profiler counts %lld calls of %s (line %lld), the recording %llu%s%s", prof,
+                                 qn, line, (unsigned long long)truth, truth ? ": " : "", gr_sb_str(&gtext));
+                    excess(c, scope_tid, &msg);
+                    add_diff(blind_threads(c, scope_tid) ? *notes : *differences,
+                             blind_threads(c, scope_tid) ? "unverified" : "miscount", gr_sb_str(&fname), line, gl,
+                             truth, prof, gr_sb_str(&msg));
+                }
+            }
+        }
+        if (!truth)
+            continue;
+        json_t *ce = (json_is_object(lines) || json_is_array(hits)) ? code_entry(results, fl, line, qn) : NULL;
+        json_t *body = ce ? json_object_get(ce, "body") : NULL;
+        if (!json_is_array(body) || json_array_size(body) == 0)
+            continue; /* no body line of its own to look for */
+        if (json_is_object(lines)) {
+            json_t *done = json_object_get(lines, fl);
+            size_t i, j, found = 0;
+            json_t *b, *x;
+            json_array_foreach(body, i, b) {
+                if (json_is_array(done))
+                    json_array_foreach(done, j, x) {
+                        if (json_is_integer(x) && json_integer_value(x) == json_integer_value(b)) {
+                            found++;
+                            break;
+                        }
+                    }
+            }
+            (*checked)++;
+            if (!found) {
+                gr_sb_reset(&gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                gr_sb_reset(&msg);
+                gr_sb_printf(&msg, "no line of %s (body lines %lld-%lld) is recorded as executed; it ran %llu time%s: %s",
+                             qn, json_integer_value(json_array_get(body, 0)),
+                             json_integer_value(json_array_get(body, json_array_size(body) - 1)),
+                             (unsigned long long)truth, truth == 1 ? "" : "s", gr_sb_str(&gtext));
+                add_diff(*differences, "missing_lines", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
+            }
+        }
+        if (json_is_array(hits)) {
+            json_t *e = find_entry(hits, fl, line, qn);
+            json_t *h = e ? json_object_get(e, "hits") : NULL;
+            if (!json_is_object(h))
+                continue; /* not registered with the line profiler */
+            (*checked)++;
+            long long sum = 0, first = 0;
+            char key[32];
+            size_t i;
+            json_t *b;
+            json_array_foreach(body, i, b) {
+                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(b));
+                long long v = int_of(h, key);
+                sum += v;
+                if (i == 0)
+                    first = v;
+            }
+            int generator = json_is_true(json_object_get(ce, "generator"));
+            if (!sum || (!generator && (uint64_t)first < truth)) {
+                gr_sb_reset(&gtext);
+                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, &gtext);
+                gr_sb_reset(&msg);
+                if (!sum)
+                    gr_sb_printf(&msg, "no hit on any line of %s (body lines %lld-%lld); it ran %llu time%s: %s", qn,
+                                 json_integer_value(json_array_get(body, 0)),
+                                 json_integer_value(json_array_get(body, json_array_size(body) - 1)),
+                                 (unsigned long long)truth, truth == 1 ? "" : "s", gr_sb_str(&gtext));
+                else
+                    gr_sb_printf(&msg, "%lld hit%s of the first body line %lld of %s, which ran %llu times: %s", first,
+                                 first == 1 ? "" : "s", (long long)json_integer_value(json_array_get(body, 0)), qn,
+                                 (unsigned long long)truth, gr_sb_str(&gtext));
+                add_diff(*differences, sum ? "blind_spot" : "missing_lines", gr_sb_str(&fname), line, gl, truth,
+                         sum ? first : 0, gr_sb_str(&msg));
+            }
+        }
+    }
+
+    /* C functions called by the program's functions: the profiler counts
+     * every call of them, from anywhere, so only a shortfall is sure. */
+    json_t *cfns = json_object_get(results, "c_functions");
+    for (uint32_t code = 1; json_is_array(cfns) && code < c->nfn && code <= t->ncodes; code++) {
+        const struct fn_truth *f = &c->fn[code];
+        const gr_code *cd = gr_trace_code(t, code);
+        if (!f->n || !cd || cd->kind != GR_CODE_C)
+            continue;
+        const char *qn = str_of(t, cd->qualname, &qual);
+        if (strncmp(qn, "greenreplay.", 12) == 0 || strncmp(qn, "_greenreplay.", 13) == 0)
+            continue; /* the recorder's own (mark) */
+        uint64_t truth = 0;
+        for (size_t i = 0; i < f->n; i++)
+            if (!scope_tid || f->gl[i].tid == scope_tid)
+                truth += f->gl[i].calls;
+        if (!truth)
+            continue;
+        long long prof = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(cfns, i, v) {
+            const char *nm = json_string_value(json_object_get(v, "name"));
+            if (nm && strcmp(nm, qn) == 0)
+                prof += int_of(v, "calls");
+        }
+        (*checked)++;
+        if ((uint64_t)prof >= truth)
+            continue;
+        gr_sb_reset(&gtext);
+        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, &gtext);
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg,
+                     "the profiler counts %lld call%s of the C function %s in all, the program's functions "
+                     "alone made %llu: %s",
+                     prof, prof == 1 ? "" : "s", qn, (unsigned long long)truth, gr_sb_str(&gtext));
+        add_diff(*differences, "blind_spot", qn, 0, gl, truth, prof, gr_sb_str(&msg));
+    }
+
+    /* Functions the profiler counts that the recording never saw run in
+     * the threads compared. */
+    if (json_is_array(fns)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(fns, i, v) {
+            const char *fl = json_string_value(json_object_get(v, "file"));
+            const char *nm = json_string_value(json_object_get(v, "name"));
+            long long calls = int_of(v, "calls");
+            if (matched[i] || !fl || !nm || calls <= 0 || (exclude && in_list(exclude, fl)))
+                continue;
+            long long line = int_of(v, "line");
+            if (c->module_code) {
+                const gr_code *m = gr_trace_code(t, c->module_code);
+                if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &file), fl) == 0)
+                    continue;
+            }
+            (*checked)++;
+            gr_sb_reset(&fname);
+            gr_sb_printf(&fname, "%s:%s", fl, nm);
+            gr_sb_reset(&msg);
+            gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), which the recording never saw run",
+                         calls, calls == 1 ? "" : "s", nm, line);
+            excess(c, scope_tid, &msg);
+            add_diff(blind_threads(c, scope_tid) ? *notes : *differences,
+                     blind_threads(c, scope_tid) ? "unverified" : "miscount", gr_sb_str(&fname), line, NULL, 0, calls,
+                     gr_sb_str(&msg));
+        }
+    }
+    free(matched);
+    gr_sb_free(&file);
+    gr_sb_free(&qual);
+    gr_sb_free(&msg);
+    gr_sb_free(&gtext);
+    gr_sb_free(&fname);
+    if (*checked == 0) {
+        snprintf(reason, n, "nothing to compare: no function under the root ran in the threads compared");
+        return GR_CONFORM_ERROR;
+    }
+    return json_array_size(*differences) ? GR_CONFORM_FAIL : GR_CONFORM_PASS;
+}

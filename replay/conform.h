@@ -1,0 +1,91 @@
+/* conform.h - compare a profiler's own results with the ground truth of the
+ * recording it ran under (`greenreplay conform`, docs/conform.md).
+ *
+ * Ground truth, per Python function and per greenlet, comes from the trace:
+ *   - the CALL records the recorder wrote (calls it saw);
+ *   - real stacks, where the recorder may have been blind: MARK stacks,
+ *     SWITCH/THROW records carrying the target's real stack (state bit 8,
+ *     docs/FORMAT.md section 4) and STACK records at stop.  A function that
+ *     occurs k times in one such stack, above the greenlet's seed (frames it
+ *     had when first seen), ran at least k times in that greenlet: the
+ *     truth for the greenlet is max(calls seen, largest such k).
+ * C functions (results "c_functions"): the C_CALL records whose caller (the
+ * top Python frame of the greenlet's shadow, rebuilt from CALL/RETURN) is
+ * a function under the root; the profiler must count at least as many.
+ * Only Python code under the recording root is compared (file names that
+ * are relative in the trace), minus the program's `<module>` (its call
+ * precedes the profiler's start), the files the results exclude (the
+ * adapter's own) and, when the results say "threads": "starting", every
+ * thread but the one that started recording (which also started the
+ * profiler).  The recorder's own frames are under `<greenreplay>/` and so
+ * never compared.
+ *
+ * When the program starts the profiler itself (`# conform-start: manual`,
+ * greenreplay.conform.start_profiler()), the harness writes a MARK labelled
+ * GR_CONFORM_MARK_START before it starts and GR_CONFORM_MARK_STOP after it
+ * stops: only CALL records between the two count, and real stacks are not
+ * used (their frames may have been called before the profiler started).
+ *
+ * Per-record logic is in gr_conform_feed, which takes one decoded record:
+ * it works the same over a streaming reader.
+ */
+#ifndef GR_CONFORM_H
+#define GR_CONFORM_H
+
+#include "reader.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GR_CONFORM_MARK_START "greenreplay-conform: start"
+#define GR_CONFORM_MARK_STOP "greenreplay-conform: stop"
+
+/* Ground truth accumulated from the records fed so far (opaque). */
+typedef struct gr_conform gr_conform;
+
+/* A new, empty accumulator (never NULL: exits(2) on out of memory).
+ * Free with gr_conform_free. */
+gr_conform *gr_conform_new(void);
+
+/* Release c and everything it owns.  NULL is accepted. */
+void gr_conform_free(gr_conform *c);
+
+/* Account for one decoded indexed record r of trace t (records in index
+ * order; t is used only to read r's stack).  Never fails. */
+void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r);
+
+/* Outcome of a comparison. */
+enum gr_conform_verdict {
+    GR_CONFORM_PASS = 0,  /* the profiler agrees with the truth */
+    GR_CONFORM_FAIL = 1,  /* at least one difference */
+    GR_CONFORM_ERROR = 2, /* results unusable, or nothing to compare */
+};
+
+/* Compare the adapter's normalised results (the results file of
+ * greenreplay/conform.py, schema 1: "functions", "lines", "line_hits",
+ * "code", "threads", "generator_calls", "exclude_files") with the truth in
+ * c, whose code and string ids are those of trace t.
+ *
+ * Returns the verdict.  *differences receives a new JSON array (owned by
+ * the caller, json_decref) of objects {kind, function ("file:qualname"),
+ * line, greenlet (a string when the calls ran in one greenlet, else a
+ * list), truth, profiler, message}; kinds: "blind_spot" (the profiler
+ * counts fewer calls than ran, or fewer hits of a function's first line),
+ * "miscount" (more calls than ran; a C function named by its qualname,
+ * line 0, only ever as a blind_spot), "missing_lines" (a function that ran
+ * has no executed line of its body).  *notes receives a new array of the
+ * same objects, kind "unverified": an excess count while, on a thread
+ * compared other than the starting one, the program installed its own
+ * profile function (HOOK action 1): a profiler that writes another thread's
+ * state directly (yappi) raises no audit event and may displace the
+ * recorder there unseen; notes do not change the verdict.
+ * Generators and coroutines, when the results say "generator_calls":
+ * "starts" (the profiler counts a call once, the recording each
+ * resumption), are only checked for 0 calls and for excess.
+ * *checked: the functions compared.  On GR_CONFORM_ERROR, reason (n bytes)
+ * holds one line naming the cause; otherwise it is set to "". */
+int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
+                       json_t **notes, size_t *checked, char *reason, size_t n);
+
+#endif

@@ -1,0 +1,630 @@
+/* conform_cmd.c - `greenreplay conform`: a profiler under test, run inside a
+ * recorded program and checked against the recording (conform_cmd.h).
+ *
+ * Steps: probe the adapter with the interpreter (`python -m
+ * greenreplay.conform --probe SPEC`: loads it, checks its interface, asks
+ * available()); record the program with `record` (whole-program mode) while
+ * GREENREPLAY_CONFORM tells the boot to start the adapter right after the
+ * recorder (tracer/greenreplay/conform.py); read the results the adapter
+ * left and the trace; compare (conform.h); report.
+ */
+#define _GNU_SOURCE 1
+#include "conform_cmd.h"
+
+#include "conform.h"
+#include "reader.h"
+#include "record.h"
+#include "text.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char gr_conform_usage[] =
+    "usage: greenreplay conform --profiler NAME|PATH.py [--json FILE] [-o TRACE] [--keep]\n"
+    "                           [--root DIR] [--switches passive|callback]\n"
+    "                           [--results FILE] [--no-record] -- PYTHON SCRIPT [ARGS...]\n"
+    "       greenreplay conform --profiler NAME|PATH.py --python PY [...] -- SCRIPT [ARGS...]\n"
+    "       greenreplay conform --list [--python PY]\n"
+    "\n"
+    "Run SCRIPT recorded (as `greenreplay record` does: whole program, passive\n"
+    "switch detection by default) with a profiler under test enabled inside it\n"
+    "by an adapter, right after recording starts at the program's first frame,\n"
+    "and stopped at exit (after the program's non-daemon threads, before\n"
+    "recording stops).  Then compare what the profiler reports with the ground\n"
+    "truth of the recording: the calls the recorder saw per function and\n"
+    "greenlet, raised where real stacks (MARK, SWITCH with the target's real\n"
+    "stack, STACK at stop) prove more.  Compared: Python functions under the\n"
+    "root (default: the script's directory) except the script's <module>, and\n"
+    "(cprofile) the C functions they call, which the profiler must count at\n"
+    "least as often as they called them; only\n"
+    "the thread that started the profiler for profilers that profile one thread\n"
+    "(cprofile, profile, line_profiler).  Details: docs/conform.md.\n"
+    "\n"
+    "  --profiler NAME|PATH.py  a built-in adapter (cprofile, profile, yappi,\n"
+    "                    coverage, coverage-py, coverage-monitoring,\n"
+    "                    line_profiler) or your own adapter file\n"
+    "  --list            print the built-in adapters, one per line: NAME, yes or\n"
+    "                    no, and the profiler's version or why it is not\n"
+    "                    available for PY\n"
+    "  --python PY       the interpreter (--list: default python3); with it, the\n"
+    "                    words after -- are SCRIPT [ARGS] without PYTHON\n"
+    "  --json FILE       write the verdict as JSON: profiler, profiler_version,\n"
+    "                    python, greenlet, verdict (pass|fail|skip|error),\n"
+    "                    reason, functions_checked, differences [{kind, function\n"
+    "                    (FILE:QUALNAME), line, greenlet (\"thread T greenlet G\n"
+    "                    (main|run: F)\" or a list of them), truth, profiler,\n"
+    "                    message}], program_status, timing {recorded_run_s,\n"
+    "                    comparison_s}, trace, results\n"
+    "  -o, --output TRACE  keep the recording there (default: a temporary file)\n"
+    "  --keep            keep the temporary trace and results file (paths printed)\n"
+    "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
+    "  --no-record       run the program with the profiler but without the\n"
+    "                    recorder; write --results (required) and compare nothing:\n"
+    "                    for checking that recording changes no result\n"
+    "  --root DIR        code file names relative to DIR (default: SCRIPT's directory)\n"
+    "  --switches MODE   the recorder's switch detection (default passive)\n"
+    "\n"
+    "Kinds of difference: blind_spot (the profiler counts fewer calls than ran,\n"
+    "or fewer hits of a function's first body line; the greenlets where the\n"
+    "uncounted calls ran are named), miscount (more calls than ran),\n"
+    "missing_lines (a function that ran has no executed line: coverage,\n"
+    "line_profiler).\n"
+    "\n"
+    "Output: one line per difference, \"note:\" lines (excess counts that cannot\n"
+    "be verified), then one summary line.  When the program exits with a\n"
+    "non-zero status, a line says so and the comparison still runs (the\n"
+    "adapter's results are written at exit, the trace up to the end): its\n"
+    "differences give 1, but no difference gives 2, never a pass (the profiler\n"
+    "may have raised into the program).\n"
+    "\n"
+    "Exit status: 0 the profiler agrees with the recording; 1 differences;\n"
+    "2 usage error, recording or adapter error, program killed by a signal,\n"
+    "no results, or nothing to compare (one line naming the cause); 3 the\n"
+    "profiler is not available in this interpreter (one line \"skip: REASON\").\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("greenreplay: conform: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (`greenreplay conform --help` shows the usage)\n", stderr);
+    return 2;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Set PYTHONPATH to prefix (':' old) for the children that follow. */
+static void set_pythonpath(const char *prefix, const char *old)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_sb_puts(&sb, prefix);
+    if (old && *old) {
+        gr_sb_putc(&sb, ':');
+        gr_sb_puts(&sb, old);
+    }
+    setenv("PYTHONPATH", gr_sb_str(&sb), 1);
+    gr_sb_free(&sb);
+}
+
+/* Run argv, its stdout into *out (when out is non-NULL), stderr passed
+ * through.  Returns the exit status, 128+N when killed by signal N, -1 when
+ * it could not run. */
+static int run_child(char *const argv[], gr_sb *out)
+{
+    int fd[2] = {-1, -1};
+    if (out && pipe(fd) < 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (out) {
+            dup2(fd[1], 1);
+            close(fd[0]);
+            close(fd[1]);
+        }
+        execvp(argv[0], argv);
+        fprintf(stderr, "greenreplay: conform: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    if (out) {
+        close(fd[1]);
+        char buf[4096];
+        ssize_t k;
+        while ((k = read(fd[0], buf, sizeof buf)) != 0) {
+            if (k < 0) {
+                if (errno == EINTR)
+                    continue;
+                break;
+            }
+            gr_sb_put(out, buf, (size_t)k);
+        }
+        close(fd[0]);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+static const char probe_code[] =
+    "import sys\n"
+    "try:\n"
+    "    from greenreplay import conform\n"
+    "except ImportError as e:\n"
+    "    sys.stderr.write('greenreplay: conform: the recorder is not built for %s (Python %d.%d): %s; run `make "
+    "PYTHON=%s`\\n' % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))\n"
+    "    sys.exit(2)\n"
+    "sys.exit(conform.main(sys.argv[1:]))\n";
+
+/* Ask python about adapter spec (or list all with spec NULL).  Output lines
+ * "NAME\tyes|no\tDETAIL" into *out.  Returns the child's status. */
+static int probe(const char *python, const char *spec, gr_sb *out)
+{
+    char *argv[] = {(char *)python, (char *)"-c", (char *)probe_code, (char *)(spec ? "--probe" : "--list"),
+                    (char *)spec, NULL};
+    return run_child(argv, out);
+}
+
+struct run {
+    const char *spec;        /* as given */
+    char spec_abs[PATH_MAX]; /* built-in name or absolute path */
+    const char *python;
+    char **prog;   /* SCRIPT [ARGS] */
+    int nprog;
+    const char *json_out, *trace_out, *results_out, *root, *switches;
+    int keep, no_record;
+    char tmpdir[PATH_MAX];
+    char trace[PATH_MAX], results[PATH_MAX];
+    char pkg[PATH_MAX];
+};
+
+static int is_builtin(const char *s)
+{
+    static const char *const names[] = {"cprofile", "profile", "yappi", "coverage", "coverage-py",
+                                        "coverage-monitoring", "line_profiler"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(s, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Write the verdict JSON (when --json) and return the exit status. */
+static int finish(struct run *r, const char *verdict, const char *reason, json_t *header, json_t *diffs,
+                  size_t checked, int program_status, double t_run, double t_cmp, int status)
+{
+    if (r->json_out) {
+        json_t *o = json_object();
+        json_t *h = header ? header : json_object();
+        json_object_set_new(o, "profiler", json_string(r->spec));
+        const char *keys[] = {"profiler_version", "python", "greenlet"};
+        for (size_t i = 0; i < 3; i++) {
+            const char *v = json_string_value(json_object_get(h, keys[i]));
+            json_object_set_new(o, keys[i], json_string(v ? v : ""));
+        }
+        json_object_set_new(o, "verdict", json_string(verdict));
+        json_object_set_new(o, "reason", json_string(reason ? reason : ""));
+        json_object_set_new(o, "functions_checked", json_integer((json_int_t)checked));
+        json_object_set_new(o, "differences", diffs ? json_incref(diffs) : json_array());
+        json_t *nt = json_object_get(h, "notes");
+        json_object_set_new(o, "notes", json_is_array(nt) ? json_incref(nt) : json_array());
+        json_object_set_new(o, "program_status", program_status < 0 ? json_null() : json_integer(program_status));
+        json_t *tm = json_object();
+        json_object_set_new(tm, "recorded_run_s", json_real(t_run));
+        json_object_set_new(tm, "comparison_s", json_real(t_cmp));
+        json_object_set_new(o, "timing", tm);
+        json_object_set_new(o, "trace", r->trace[0] && (r->keep || r->trace_out) ? json_string(r->trace) : json_null());
+        json_object_set_new(o, "results", r->results[0] && (r->keep || r->results_out) ? json_string(r->results)
+                                                                                          : json_null());
+        if (!header)
+            json_decref(h);
+        if (json_dump_file(o, r->json_out, JSON_INDENT(1) | JSON_SORT_KEYS) != 0) {
+            fprintf(stderr, "greenreplay: conform: --json %s: cannot write\n", r->json_out);
+            status = 2;
+        }
+        json_decref(o);
+    }
+    return status;
+}
+
+static void cleanup(struct run *r)
+{
+    if (!r->tmpdir[0])
+        return;
+    if (r->keep) {
+        fprintf(stderr, "greenreplay: conform: kept %s%s%s\n", r->trace_out ? "" : r->trace,
+                r->trace_out || r->results_out ? "" : " and ", r->results_out ? "" : r->results);
+        return;
+    }
+    if (!r->trace_out)
+        unlink(r->trace);
+    if (!r->results_out) {
+        unlink(r->results);
+        char tmp[PATH_MAX + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", r->results);
+        unlink(tmp);
+    }
+    rmdir(r->tmpdir);
+}
+
+/* The adapter's results file: parsed object, or NULL with reason. */
+static json_t *load_results(const char *path, char *reason, size_t n)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(reason, n, "the adapter wrote no results to %s (the program ended before its first frame ran, "
+                            "or left without running atexit hooks, e.g. os._exit)", path);
+        return NULL;
+    }
+    json_error_t err;
+    json_t *res = json_load_file(path, 0, &err);
+    if (!res || !json_is_object(res)) {
+        snprintf(reason, n, "%s: line %d: not a JSON object: %s", path, err.line, err.text);
+        json_decref(res);
+        return NULL;
+    }
+    return res;
+}
+
+static int run_no_record(struct run *r, char **argv)
+{
+    const char *old = getenv("PYTHONPATH");
+    gr_sb pp;
+    gr_sb_init(&pp);
+    gr_sb_printf(&pp, "%s/greenreplay/boot:%s", r->pkg, r->pkg);
+    set_pythonpath(gr_sb_str(&pp), old);
+    gr_sb_free(&pp);
+    setenv("GREENREPLAY_PROGRAM", "1", 1);
+    setenv("GREENREPLAY_CONFORM_NORECORD", "1", 1);
+    setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
+    int rc = run_child(argv, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "greenreplay: conform: cannot run %s\n", r->python);
+        return 2;
+    }
+    return rc;
+}
+
+static int absolute_path(const char *p, char *out, size_t n)
+{
+    if (p[0] == '/') {
+        snprintf(out, n, "%s", p);
+        return 0;
+    }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return -1;
+    if ((size_t)snprintf(out, n, "%s/%s", cwd, p) >= n)
+        return -1;
+    return 0;
+}
+
+int gr_cmd_conform(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"profiler", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'},   {"keep", no_argument, NULL, 'k'},
+        {"python", required_argument, NULL, 'P'},   {"list", no_argument, NULL, 'l'},
+        {"results", required_argument, NULL, 'R'},  {"no-record", no_argument, NULL, 'N'},
+        {"root", required_argument, NULL, 'r'},     {"switches", required_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    struct run r;
+    memset(&r, 0, sizeof r);
+    int list = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': r.spec = optarg; break;
+        case 'j': r.json_out = optarg; break;
+        case 'o': r.trace_out = optarg; break;
+        case 'k': r.keep = 1; break;
+        case 'P': r.python = optarg; break;
+        case 'l': list = 1; break;
+        case 'R': r.results_out = optarg; break;
+        case 'N': r.no_record = 1; break;
+        case 'r': r.root = optarg; break;
+        case 'W':
+            if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0)
+                return usage_error("--switches: '%s' is not passive or callback", optarg);
+            r.switches = optarg;
+            break;
+        case 'h': fputs(gr_conform_usage, stdout); return 0;
+        case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
+        default: return usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (gr_record_package_dir(r.pkg, sizeof r.pkg) < 0) {
+        fprintf(stderr, "greenreplay: conform: cannot find the greenreplay package (/proc/self/exe)\n");
+        return 2;
+    }
+    struct stat st;
+    if (stat(r.pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "greenreplay: conform: recorder package not found at %s (run `make`)\n", r.pkg);
+        return 2;
+    }
+    const char *old_pp = getenv("PYTHONPATH");
+    char *saved_pp = old_pp ? gr_xstrdup(old_pp) : NULL;
+    if (list) {
+        if (optind < argc || r.spec)
+            return usage_error("%s", "--list takes no program and no --profiler");
+        const char *py = r.python ? r.python : "python3";
+        set_pythonpath(r.pkg, saved_pp);
+        gr_sb out;
+        gr_sb_init(&out);
+        int rc = probe(py, NULL, &out);
+        fputs(gr_sb_str(&out), stdout);
+        gr_sb_free(&out);
+        free(saved_pp);
+        if (rc != 0) {
+            if (rc != 2)
+                fprintf(stderr, "greenreplay: conform: %s could not list the adapters (status %d)\n", py, rc);
+            return 2;
+        }
+        return 0;
+    }
+    if (!r.spec)
+        return usage_error("%s", "--profiler NAME|PATH.py is required (or --list)");
+    if (optind >= argc)
+        return usage_error("%s", r.python ? "need, after --, SCRIPT [ARGS]" : "need, after --, PYTHON SCRIPT [ARGS]");
+    if (!r.python)
+        r.python = argv[optind++];
+    if (optind >= argc)
+        return usage_error("%s", "need, after PYTHON, the SCRIPT to run");
+    if (argv[optind][0] == '-')
+        return usage_error("the program must be a SCRIPT file (not %s: interpreter options, -m and -c are not "
+                           "supported by conform)",
+                           argv[optind]);
+    if (access(argv[optind], R_OK) != 0) {
+        fprintf(stderr, "greenreplay: conform: cannot read the script %s: %s\n", argv[optind], strerror(errno));
+        return 2;
+    }
+    if (r.no_record && !r.results_out)
+        return usage_error("%s", "--no-record needs --results FILE (it compares nothing)");
+    if (r.no_record && (r.trace_out || r.json_out))
+        return usage_error("%s", "--no-record writes no trace and no verdict (-o, --json)");
+    r.prog = argv + optind;
+    r.nprog = argc - optind;
+    if (is_builtin(r.spec)) {
+        snprintf(r.spec_abs, sizeof r.spec_abs, "%s", r.spec);
+    } else if (absolute_path(r.spec, r.spec_abs, sizeof r.spec_abs) < 0 || access(r.spec_abs, R_OK) != 0) {
+        fprintf(stderr, "greenreplay: conform: --profiler %s: not a built-in adapter and not a readable file\n",
+                r.spec);
+        return 2;
+    }
+
+    /* 1. The adapter, as the interpreter sees it. */
+    set_pythonpath(r.pkg, saved_pp);
+    gr_sb out;
+    gr_sb_init(&out);
+    int rc = probe(r.python, r.spec_abs, &out);
+    if (rc != 0) {
+        gr_sb_free(&out);
+        free(saved_pp);
+        if (rc != 2)
+            fprintf(stderr, "greenreplay: conform: cannot run %s (status %d)\n", r.python, rc);
+        return finish(&r, "error", "the adapter could not be loaded", NULL, NULL, 0, -1, 0, 0, 2);
+    }
+    char *line = gr_sb_take(&out);
+    char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
+    char *nl = f2 ? strchr(f2 + 1, '\n') : NULL;
+    if (nl)
+        *nl = '\0';
+    if (!f2) {
+        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r.python);
+        free(line);
+        free(saved_pp);
+        return 2;
+    }
+    if (strncmp(f1 + 1, "no\t", 3) != 0 && strncmp(f1 + 1, "yes\t", 4) != 0) {
+        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r.python);
+        free(line);
+        free(saved_pp);
+        return 2;
+    }
+    if (strncmp(f1 + 1, "no\t", 3) == 0) {
+        printf("skip: %s\n", f2 + 1);
+        json_t *h = json_object();
+        int st3 = finish(&r, "skip", f2 + 1, h, NULL, 0, -1, 0, 0, 3);
+        json_decref(h);
+        free(line);
+        free(saved_pp);
+        return st3;
+    }
+    free(line);
+
+    /* 2. Where the results and the trace go. */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(r.tmpdir, sizeof r.tmpdir, "%s/greenreplay-conform.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(r.tmpdir)) {
+        fprintf(stderr, "greenreplay: conform: cannot create a temporary directory in %s: %s\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        free(saved_pp);
+        return 2;
+    }
+    if (r.results_out) {
+        if (absolute_path(r.results_out, r.results, sizeof r.results) < 0) {
+            free(saved_pp);
+            return usage_error("--results %s: path too long", r.results_out);
+        }
+        unlink(r.results);
+    } else {
+        if ((size_t)snprintf(r.results, sizeof r.results, "%s/results.json", r.tmpdir) >= sizeof r.results)
+            return usage_error("TMPDIR %s: path too long", r.tmpdir);
+    }
+    if (r.trace_out)
+        snprintf(r.trace, sizeof r.trace, "%s", r.trace_out);
+    else
+        if ((size_t)snprintf(r.trace, sizeof r.trace, "%s/trace.grt", r.tmpdir) >= sizeof r.trace)
+            return usage_error("TMPDIR %s: path too long", r.tmpdir);
+    setenv("GREENREPLAY_CONFORM", r.spec_abs, 1);
+    setenv("GREENREPLAY_CONFORM_RESULTS", r.results, 1);
+    char root_abs[PATH_MAX];
+    if (!r.root) {
+        if (absolute_path(r.prog[0], root_abs, sizeof root_abs) == 0) {
+            char *slash = strrchr(root_abs, '/');
+            if (slash == root_abs)
+                slash[1] = '\0';
+            else
+                *slash = '\0';
+            r.root = root_abs;
+        }
+    }
+    if (r.root)
+        setenv("GREENREPLAY_ROOT", r.root, 1);
+
+    /* 3. The run. */
+    char **child = gr_xrealloc(NULL, (size_t)(r.nprog + 12) * sizeof *child);
+    int k = 0;
+    double t0 = now_s();
+    if (r.no_record) {
+        child[k++] = (char *)r.python;
+        for (int i = 0; i < r.nprog; i++)
+            child[k++] = r.prog[i];
+        child[k] = NULL;
+        rc = run_no_record(&r, child);
+    } else {
+        /* record puts the package on PYTHONPATH itself */
+        if (!saved_pp || !*saved_pp)
+            unsetenv("PYTHONPATH");
+        else
+            setenv("PYTHONPATH", saved_pp, 1);
+        child[k++] = (char *)"record";
+        child[k++] = (char *)"-o";
+        child[k++] = r.trace;
+        if (r.root) {
+            child[k++] = (char *)"--root";
+            child[k++] = (char *)r.root;
+        }
+        if (r.switches) {
+            child[k++] = (char *)"--switches";
+            child[k++] = (char *)r.switches;
+        }
+        child[k++] = (char *)"--";
+        child[k++] = (char *)r.python;
+        for (int i = 0; i < r.nprog; i++)
+            child[k++] = r.prog[i];
+        child[k] = NULL;
+        rc = gr_cmd_record(k, child);
+    }
+    double t_run = now_s() - t0;
+    free(child);
+    free(saved_pp);
+    char reason[PATH_MAX + 600];
+    if (rc >= 128) {
+        snprintf(reason, sizeof reason, "the program was killed by signal %d", rc - 128);
+        fprintf(stderr, "greenreplay: conform: %s\n", reason);
+        cleanup(&r);
+        return finish(&r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);
+    }
+    if (rc != 0)
+        printf("note: the program exited with status %d\n", rc);
+    json_t *res = load_results(r.results, reason, sizeof reason);
+    if (!res) {
+        fprintf(stderr, "greenreplay: conform: %s\n", reason);
+        cleanup(&r);
+        return finish(&r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);
+    }
+    const char *skip = json_string_value(json_object_get(res, "skip"));
+    const char *err = json_string_value(json_object_get(res, "error"));
+    if (skip || err) {
+        int st2 = skip ? 3 : 2;
+        if (skip)
+            printf("skip: %s\n", skip);
+        else
+            fprintf(stderr, "greenreplay: conform: %s\n", err);
+        snprintf(reason, sizeof reason, "%s", skip ? skip : err);
+        cleanup(&r);
+        st2 = finish(&r, skip ? "skip" : "error", reason, res, NULL, 0, rc, t_run, 0, st2);
+        json_decref(res);
+        return st2;
+    }
+    if (r.no_record) {
+        cleanup(&r);
+        json_decref(res);
+        return 0;
+    }
+
+    /* 4. The comparison. */
+    double t1 = now_s();
+    gr_trace t;
+    int ls = gr_trace_load(&t, r.trace);
+    if (ls != GR_READ_OK) {
+        snprintf(reason, sizeof reason, "%s", t.err.msg);
+        fprintf(stderr, "greenreplay: conform: %s\n", reason);
+        gr_trace_free(&t);
+        cleanup(&r);
+        int st2 = finish(&r, "error", reason, res, NULL, 0, rc, t_run, 0, 2);
+        json_decref(res);
+        return st2;
+    }
+    gr_conform *truth = gr_conform_new();
+    for (size_t i = 0; i < t.nrecs; i++)
+        gr_conform_feed(truth, &t, &t.recs[i]);
+    json_t *diffs = NULL, *notes = NULL;
+    size_t checked = 0;
+    int v = gr_conform_compare(truth, &t, res, &diffs, &notes, &checked, reason, sizeof reason);
+    double t_cmp = now_s() - t1;
+    gr_conform_free(truth);
+    gr_trace_free(&t);
+
+    size_t i;
+    json_t *d;
+    json_array_foreach(diffs, i, d) {
+        printf("%s %s: %s\n", json_string_value(json_object_get(d, "kind")),
+               json_string_value(json_object_get(d, "function")), json_string_value(json_object_get(d, "message")));
+    }
+    json_array_foreach(notes, i, d) {
+        printf("note: %s %s: %s\n", json_string_value(json_object_get(d, "kind")),
+               json_string_value(json_object_get(d, "function")), json_string_value(json_object_get(d, "message")));
+    }
+    const char *pv = json_string_value(json_object_get(res, "profiler_version"));
+    const char *py = json_string_value(json_object_get(res, "python"));
+    const char *gl = json_string_value(json_object_get(res, "greenlet"));
+    size_t nd = json_array_size(diffs);
+    int crashed = v == GR_CONFORM_PASS && rc != 0;
+    const char *verdict = v == GR_CONFORM_PASS && !crashed ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
+    if (v != GR_CONFORM_ERROR)
+        printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r.spec,
+               pv ? pv : "?", py ? py : "?", gl ? gl : "?", verdict, checked, checked == 1 ? "" : "s", nd,
+               nd == 1 ? "" : "s");
+    if (v == GR_CONFORM_FAIL)
+        snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
+    if (crashed) {
+        /* Never a pass for a run that failed: the profiler may have raised
+         * into the program (the profile module does under greenlets). */
+        v = GR_CONFORM_ERROR;
+        snprintf(reason, sizeof reason,
+                 "the program exited with status %d (no difference in what ran; the profiler may have raised "
+                 "into it: run the program without conform to tell)",
+                 rc);
+    }
+    if (v == GR_CONFORM_ERROR)
+        fprintf(stderr, "greenreplay: conform: %s\n", reason);
+    cleanup(&r);
+    json_object_set(res, "notes", notes); /* finish copies it */
+    int status = finish(&r, verdict, reason, res, diffs, checked, rc, t_run, t_cmp, v);
+    json_decref(diffs);
+    json_decref(notes);
+    json_decref(res);
+    return status;
+}

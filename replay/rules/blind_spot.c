@@ -1,0 +1,274 @@
+/* blind_spot.c - the blind_spot rule (docs/FORMAT.md §7): the profiler
+ * missed events, shown by a ground-truth point whose real stack differs
+ * from the shadow (a MARK, a SWITCH/THROW carrying the target's real
+ * stack), by a MARK not bracketed by the c_call/c_return of `mark`, by a
+ * MARK on a thread without the profile function, or by the program
+ * removing or replacing the subject profiler (HOOK records) while Python
+ * calls ran unseen. */
+#include "rule.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per thread. */
+typedef struct bthread {
+    int pending_mark;       /* a bracketed MARK waits for its C_RETURN */
+    size_t mark_index;
+    uint64_t mark_gid;
+    uint32_t mark_code;
+    size_t mark_ctx[GR_CONTEXT_MAX];
+    int mark_nctx;
+    int unprofiled_reported;/* MARK without the profile function reported */
+    /* The subject profiler (HOOK records): */
+    int subject_off;        /* removed or displaced by the program */
+    size_t off_index;       /* the HOOK that turned it off */
+    size_t off_ctx[GR_CONTEXT_MAX];
+    int off_nctx;
+    char *off_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
+    uint64_t off_action, off_gid;
+    uint32_t off_code;      /* the C call during which it happened */
+    uint32_t off_frame;     /* innermost Python frame then (0 unknown) */
+    uint64_t off_calls;     /* Python calls since, unseen by the subject */
+    int off_unannounced;    /* the HOOK came without the audit event */
+    uint32_t off_first[3];  /* the first of them */
+} bthread;
+
+typedef struct bstate {
+    bthread *th;            /* by thread slot */
+    size_t nth;
+} bstate;
+
+static bthread *bth(ck *c, size_t slot)
+{
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    return ck_slot((void **)&b->th, &b->nth, slot, sizeof *b->th);
+}
+
+static void init(ck *c)
+{
+    bstate *b = gr_xrealloc(NULL, sizeof *b);
+    memset(b, 0, sizeof *b);
+    c->rule_state[GR_RULE_BLIND_SPOT] = b;
+}
+
+/* The record after a bracketed MARK on the same thread (next NULL: the
+ * trace ended). */
+static void resolve_mark(ck *c, const gr_record *next, const ck_thread *th, bthread *bt)
+{
+    bt->pending_mark = 0;
+    if (next && (next->tag == GR_C_RETURN || next->tag == GR_C_EXCEPTION) &&
+        next->code == bt->mark_code)
+        return;
+    gr_sb_puts(&c->msg, "mark not bracketed by c_call/c_return of mark: ");
+    if (next)
+        gr_sb_printf(&c->msg, "the next record of t%" PRIu64 " is %s at event %" PRIu64
+                              ", not the C_RETURN of ",
+                     th->tid, ck_kind_name(next), next->index);
+    else
+        gr_sb_puts(&c->msg, "the trace ends before the C_RETURN of ");
+    ck_code_name(c, bt->mark_code);
+    ck_violate_lines(c, GR_RULE_BLIND_SPOT, bt->mark_index, th->tid, bt->mark_gid, bt->mark_ctx,
+                     bt->mark_nctx, th, NULL);
+}
+
+/* The end of an episode in which the subject profiler was off on th. */
+static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *until)
+{
+    if (!bt->subject_off)
+        return;
+    bt->subject_off = 0;
+    if (!bt->off_calls)
+        return;
+    gr_sb_printf(&c->msg, "the profile function of t%" PRIu64 " was %s (HOOK at event %zu",
+                 th->tid,
+                 bt->off_action == GR_HOOK_SET ? "replaced by the program's own profile function"
+                                               : "removed by the program",
+                 bt->off_index);
+    if (bt->off_code) {
+        gr_sb_puts(&c->msg, ", during ");
+        ck_code_name(c, bt->off_code);
+    }
+    if (bt->off_frame) {
+        gr_sb_puts(&c->msg, " in ");
+        ck_code_name(c, bt->off_frame);
+    }
+    if (bt->off_unannounced)
+        gr_sb_puts(&c->msg, "; without the audit event sys.setprofile (the thread state was written "
+                            "directly): the recorder found it only at the next MARK and what ran "
+                            "before that is missing from the trace too");
+    gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it %s (first: ", bt->off_calls,
+                 bt->off_calls == 1 ? "" : "s", until);
+    for (uint64_t k = 0; k < bt->off_calls && k < 3; k++) {
+        if (k)
+            gr_sb_puts(&c->msg, ", ");
+        ck_code_name(c, bt->off_first[k]);
+    }
+    gr_sb_puts(&c->msg, ")");
+    ck_violate_lines(c, GR_RULE_BLIND_SPOT, bt->off_index, th->tid, bt->off_gid, bt->off_ctx,
+                     bt->off_nctx, th, c->lines ? bt->off_text : NULL);
+}
+
+/* HOOK: the program changed a profile slot; the observer kept recording. */
+static void on_hook(ck *c, const ck_event *e, bthread *bt)
+{
+    const gr_record *r = e->r;
+    if (r->flags != GR_HOOK_PROFILE)
+        return;
+    int on = (r->parent & GR_HOOK_SUBJECT_ON) != 0;
+    if (on) {
+        char until[64];
+        snprintf(until, sizeof until, "until event %" PRIu64, r->index);
+        subject_back(c, e->th, bt, until);
+        return;
+    }
+    if (bt->subject_off)
+        return; /* still off: the first cause is the one named */
+    bt->subject_off = 1;
+    bt->off_index = (size_t)r->index;
+    bt->off_nctx = ck_make_ctx(e->th, (size_t)r->index, bt->off_ctx);
+    if (c->lines) {
+        ck_free_lines(bt->off_text);
+        ck_ctx_lines(c, e->th, bt->off_ctx, bt->off_nctx, bt->off_text);
+    }
+    bt->off_action = r->tracing;
+    bt->off_unannounced = (r->parent & GR_HOOK_UNANNOUNCED) != 0;
+    bt->off_gid = r->gid;
+    bt->off_code = r->code;
+    bt->off_frame = 0;
+    const ck_shadow *s = &c->sh[e->si];
+    size_t k = ck_innermost_py(s);
+    if (k != SIZE_MAX)
+        bt->off_frame = s->e[k].code;
+    bt->off_calls = 0;
+}
+
+static void on_mark(ck *c, const ck_event *e, bthread *bt)
+{
+    const gr_record *r = e->r;
+    if (e->th->observer_gap)
+        return; /* the recorder's own events are missing before it (HOOK
+                   with GR_HOOK_UNANNOUNCED): nothing to compare with; the
+                   episode's violation names the cause */
+    if (!(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off &&
+        !bt->subject_off && !bt->unprofiled_reported) {
+        gr_sb_printf(&c->msg,
+                     "no profile function on t%" PRIu64 " at this MARK: the code of this thread "
+                     "ran unseen (a thread the profiler never reached, e.g. one started with "
+                     "_thread.start_new_thread)",
+                     r->tid);
+        ck_violate(c, GR_RULE_BLIND_SPOT, r, e->th, r->gid);
+        bt->unprofiled_reported = 1;
+    }
+    const ck_shadow *s = &c->sh[e->si];
+    size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
+    gr_sb_puts(&c->msg, "stack at MARK differs from the profile events: ");
+    if (ck_compare(c, na, nb, (r->flags & GR_MARK_CUT) != 0, s->base_unknown))
+        ck_violate(c, GR_RULE_BLIND_SPOT, r, e->th, r->gid);
+    else
+        gr_sb_reset(&c->msg);
+    if (!(r->flags & GR_MARK_PROFILE_OURS))
+        return;
+    const ck_entry *top = s->n ? &s->e[s->n - 1] : NULL;
+    if (top && top->is_c && top->code == r->code) { /* bracketed so far */
+        bt->pending_mark = 1; /* the next record of th must be its C_RETURN */
+        bt->mark_index = (size_t)r->index;
+        bt->mark_gid = r->gid;
+        bt->mark_code = r->code;
+        bt->mark_nctx = ck_make_ctx(e->th, (size_t)r->index, bt->mark_ctx);
+        return;
+    }
+    gr_sb_puts(&c->msg, "mark not bracketed by c_call/c_return of mark: no C_CALL of ");
+    ck_code_name(c, r->code);
+    gr_sb_puts(&c->msg, " before it (shadow top: ");
+    if (top)
+        ck_code_name(c, top->code);
+    else
+        gr_sb_puts(&c->msg, "empty");
+    gr_sb_puts(&c->msg, ")");
+    ck_violate(c, GR_RULE_BLIND_SPOT, r, e->th, r->gid);
+}
+
+/* A ground-truth stack at a switch (format 1.1): the target's real Python
+ * frames where the switch was seen, against its shadow (which shadow.c
+ * then reseeds, so that one loss is reported once). */
+static void switch_stack(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    if (!(r->flags & GR_SW_REAL_STACK) || r->tracing != 0)
+        return; /* no stack, or seen inside a callback */
+    const ck_shadow *s = &c->sh[e->st];
+    size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
+    gr_sb_printf(&c->msg, "real stack of g%" PRIu64 " at %s differs from the profile events: ",
+                 r->target, ck_kind_name(r));
+    if (ck_compare(c, na, nb, (r->flags & GR_SW_CUT) != 0, s->base_unknown))
+        ck_violate(c, GR_RULE_BLIND_SPOT, r, e->th, r->target);
+    else
+        gr_sb_reset(&c->msg);
+}
+
+static void on_record(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    bthread *bt = bth(c, e->th_index);
+    if (bt->pending_mark)
+        resolve_mark(c, r, e->th, bt);
+    switch (r->tag) {
+    case GR_CALL:
+        if (bt->subject_off) {
+            if (bt->off_calls < 3)
+                bt->off_first[bt->off_calls] = r->code;
+            bt->off_calls++;
+        }
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        switch_stack(c, e);
+        break;
+    case GR_MARK:
+        on_mark(c, e, bt);
+        break;
+    case GR_HOOK:
+        on_hook(c, e, bt);
+        break;
+    default:
+        break;
+    }
+}
+
+static void finish(ck *c)
+{
+    for (size_t i = 0; i < c->nth; i++)
+        subject_back(c, &c->th[i], bth(c, i),
+                     c->stopped ? "until STOP" : "until the end of the trace");
+    for (size_t i = 0; i < c->nth; i++) {
+        bthread *bt = bth(c, i);
+        if (bt->pending_mark) {
+            if (c->t->truncated) /* its C_RETURN may be in the lost part */
+                bt->pending_mark = 0;
+            else
+                resolve_mark(c, NULL, &c->th[i], bt);
+        }
+    }
+}
+
+static void release(ck *c)
+{
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->nth; i++)
+        ck_free_lines(b->th[i].off_text);
+    free(b->th);
+    free(b);
+    c->rule_state[GR_RULE_BLIND_SPOT] = NULL;
+}
+
+const gr_rule_ops gr_rule_blind_spot = {
+    .id = GR_RULE_BLIND_SPOT,
+    .init = init,
+    .on_record = on_record,
+    .finish = finish,
+    .release = release,
+};

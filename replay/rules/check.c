@@ -1,0 +1,521 @@
+/* check.c - the checker's engine: one stream of records through the rule
+ * table (rule.h, one file per rule in replay/rules/) over the shared
+ * shadow stacks (shadow.h); results, coverage, and the step-by-step API
+ * (check.h; the rules are specified in docs/FORMAT.md §7). */
+#include "check.h"
+
+#include "dump.h"
+#include "rule.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gr_rule_name(enum gr_rule rule)
+{
+    switch (rule) {
+    case GR_RULE_IMBALANCE: return "imbalance";
+    case GR_RULE_BLIND_SPOT: return "blind_spot";
+    case GR_RULE_SWITCH_CONSISTENCY: return "switch_consistency";
+    case GR_RULE_PROPAGATION: return "propagation";
+    case GR_RULE_STALL_WAIT: return "stall_wait";
+    case GR_RULE_STALL_DEPTH: return "stall_depth";
+    case GR_RULE_SAMPLE: return "sample";
+    default: return "?";
+    }
+}
+
+void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t index,
+                            uint64_t tid, uint64_t gid, char *message, const size_t *ctx,
+                            int nctx)
+{
+    res->v = gr_xgrow(res->v, &res->cap_v, res->nv + 1, sizeof *res->v);
+    gr_violation *v = &res->v[res->nv];
+    memset(v, 0, sizeof *v);
+    v->rule = rule;
+    v->index = index;
+    v->tid = tid;
+    v->gid = gid;
+    v->message = message;
+    for (int k = 0; k < nctx && k < GR_CONTEXT_MAX; k++)
+        v->ctx[v->nctx++] = ctx[k];
+    v->seq = res->nv++;
+    if ((int)rule >= 0 && rule < GR_NRULES)
+        res->counts[rule]++;
+}
+
+void gr_check_add_warning(gr_check_result *res, char *message)
+{
+    res->warnings = gr_xgrow(res->warnings, &res->cap_warnings, res->nwarnings + 1,
+                             sizeof *res->warnings);
+    res->warnings[res->nwarnings++] = message;
+}
+
+int gr_code_is_own(const gr_trace *t, uint32_t code)
+{
+    const gr_code *cd = gr_trace_code(t, code);
+    if (!cd)
+        return 0;
+    size_t n;
+    const uint8_t *q;
+    if (cd->kind == GR_CODE_C) {
+        q = gr_trace_string(t, cd->qualname, &n);
+        return q && ((n > 12 && memcmp(q, "greenreplay.", 12) == 0) ||
+                     (n > 13 && memcmp(q, "_greenreplay.", 13) == 0));
+    }
+    q = gr_trace_string(t, cd->file, &n);
+    return q && n > 14 && memcmp(q, "<greenreplay>/", 14) == 0;
+}
+
+int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
+{
+    (void)t;
+    if (r->tag == GR_MARK)
+        return 1;
+    /* A switch that carries the target's real stack, compared with the
+     * target's shadow (switch_stack) unless seen inside a callback. */
+    return (r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_REAL_STACK) &&
+           r->tracing == 0;
+}
+
+/* gr_code_is_own of code, cached by code id. */
+static int code_own(ck *c, uint32_t code)
+{
+    if (code < c->nown && c->own[code])
+        return c->own[code] == 2;
+    int own = gr_code_is_own(c->t, code);
+    if (code < (uint32_t)c->t->ncodes + 1) {
+        size_t n = c->nown;
+        if (code >= n) {
+            size_t cap = n;
+            c->own = gr_xgrow(c->own, &cap, (size_t)code + 1, 1);
+            memset(c->own + n, 0, cap - n);
+            c->nown = cap;
+        }
+        c->own[code] = own ? 2 : 1;
+    }
+    return own;
+}
+
+/* Coverage counts of record r (gr_coverage). */
+static void count_coverage(ck *c, const gr_record *r)
+{
+    switch (r->tag) {
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        c->program_events += !code_own(c, r->code);
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        c->program_events++;
+        break;
+    case GR_MARK:
+        c->program_events++;
+        c->marks++;
+        break;
+    case GR_STACK:
+        c->stacks++;
+        break;
+    default:
+        break;
+    }
+    if (gr_check_ground_truth(c->t, r)) {
+        int sw = r->tag == GR_SWITCH || r->tag == GR_THROW;
+        c->truth_points++;
+        c->switch_truth += sw;
+        c->sh[ck_get_shadow(c, r->tid, sw ? r->target : r->gid)].truth++;
+    }
+}
+
+/* ------------------------------------------------------------ engine */
+
+/* The rules of `check`, in the order they run on each record: within one
+ * record their violations come in this order.  A new rule is one file
+ * (rule.h) and one line here. */
+const gr_rule_ops *const gr_rule_table[] = {
+    &gr_rule_switch_consistency,
+    &gr_rule_propagation,
+    &gr_rule_blind_spot,
+    &gr_rule_imbalance,
+};
+const size_t gr_rule_count = sizeof gr_rule_table / sizeof gr_rule_table[0];
+
+static void remember(ck_thread *th, size_t i)
+{
+    ck_ringent *e = &th->ring[th->nseen++ % CK_RING];
+    e->idx = i;
+    e->own = 0;
+}
+
+void gr_checker_detach(gr_checker *c)
+{
+    if (!c->lines)
+        return;
+    for (size_t i = 0; i < c->nth; i++) {
+        ck_thread *th = &c->th[i];
+        for (int k = 0; k < CK_RING && (uint64_t)k < th->nseen; k++) {
+            ck_ringent *e = &th->ring[k];
+            const gr_record *r = e->own ? NULL : gr_trace_record(c->t, e->idx);
+            if (!r)
+                continue;
+            e->rec = *r;
+            if (r->depth) {
+                e->ids = gr_xgrow(e->ids, &e->cap, r->depth, sizeof *e->ids);
+                memcpy(e->ids, gr_record_stack(c->t, r), r->depth * sizeof *e->ids);
+            }
+            e->own = 1;
+        }
+    }
+}
+
+/* One record: its thread and shadows, every rule, then the shared state. */
+/* The shadow of (th, gid), through th's cache of its last one. */
+static size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
+{
+    if ((*th)->last_si != SIZE_MAX && (*th)->last_gid == gid)
+        return (*th)->last_si;
+    size_t slot = (size_t)(*th - c->th);
+    size_t si = ck_get_shadow(c, (*th)->tid, gid);
+    *th = &c->th[slot];
+    (*th)->last_gid = gid;
+    (*th)->last_si = si;
+    return si;
+}
+
+static void one_record(ck *c, const gr_record *r)
+{
+    ck_thread *th;
+    if (c->last_th < c->nth && c->th[c->last_th].tid == r->tid)
+        th = &c->th[c->last_th];
+    else {
+        th = ck_get_thread(c, r->tid);
+        c->last_th = (size_t)(th - c->th);
+    }
+    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX};
+    e.skip = th->skip_mark_return && (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) &&
+             r->code == th->skip_code;
+    th->skip_mark_return = 0;
+    switch (r->tag) {
+    case GR_THREAD:
+    case GR_INSTR:
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        e.si = shadow_on(c, &th, r->gid);
+        e.st = shadow_on(c, &th, r->target);
+        break;
+    default:
+        e.si = shadow_on(c, &th, r->gid);
+        break;
+    }
+    e.th = th;
+    e.th_index = (size_t)(th - c->th);
+    for (size_t k = 0; k < gr_rule_count; k++)
+        if (gr_rule_table[k]->on_record)
+            gr_rule_table[k]->on_record(c, &e);
+    ck_apply(c, &e);
+    count_coverage(c, r);
+    remember(th, (size_t)r->index);
+}
+
+/* Fill res->coverage at the end of the replay. */
+static void fill_coverage(ck *c)
+{
+    const gr_trace *t = c->t;
+    gr_coverage *cv = &c->res->coverage;
+    memset(cv, 0, sizeof *cv);
+    cv->records = c->pos;
+    cv->program_events = c->program_events;
+    cv->threads = c->nth;
+    cv->marks = c->marks;
+    cv->truth_points = c->truth_points;
+    cv->switch_truth = c->switch_truth;
+    cv->stacks = c->stacks;
+    cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
+    cv->gap = t->gap;
+    cv->missing = t->has_trailer && t->trailer.events > c->pos ? t->trailer.events - c->pos : 0;
+    /* One entry per greenlet (its first shadow), or per thread for gid 0. */
+    for (size_t i = 0; i < c->nsh; i++) {
+        const ck_shadow *s = &c->sh[i];
+        size_t first = i;
+        if (s->gid) {
+            gr_idmap_get(&c->glmap, s->gid, 0, &first);
+            if (first != i)
+                continue;
+            cv->greenlets++;
+        }
+        cv->shadows++;
+        cv->greenlets_truth += s->truth > 0;
+    }
+    if (c->pos == 0) {
+        if (t->size == 0)
+            cv->nothing = "the file is empty";
+        else if (t->size < GR_HEADER_LEN)
+            cv->nothing = "the file ends inside its 16-byte header";
+        else if (t->has_trailer && t->trailer.dropped)
+            cv->nothing = "every record was dropped: the trailer counts them";
+        else if (t->has_trailer && t->trailer.events)
+            cv->nothing = "every record was lost: the trailer counts events the file does not hold";
+        else if (t->has_trailer)
+            cv->nothing = "the trace holds no record";
+        else if (t->truncated_at <= GR_HEADER_LEN)
+            cv->nothing = "the file holds only its header: the recording ended before its first chunk";
+        else
+            cv->nothing = "no complete record before the trace was cut short";
+    } else if (c->program_events == 0) {
+        cv->nothing = "no event of the program: only the recorder's own records";
+    }
+}
+
+static void finish(ck *c)
+{
+    const gr_trace *t = c->t;
+    fill_coverage(c);
+    for (size_t k = 0; k < gr_rule_count; k++)
+        if (gr_rule_table[k]->finish)
+            gr_rule_table[k]->finish(c);
+    for (size_t k = 0; k < gr_rule_count; k++)
+        if (gr_rule_table[k]->report)
+            gr_rule_table[k]->report(c);
+    if (t->gap) {
+        gr_sb_printf(&c->msg, "ring mode: %" PRIu64 " earlier records were dropped; greenlets "
+                              "first seen before them start with unknown stacks",
+                     t->gap);
+        ck_add_warning(c);
+    }
+    if (t->has_trailer) {
+        const gr_trailer *tr = &t->trailer;
+        if (tr->dropped) {
+            gr_sb_printf(&c->msg, "trailer reports %" PRIu64 " dropped record%s: the recording "
+                                  "is incomplete and violations may come from the loss",
+                         tr->dropped, tr->dropped == 1 ? "" : "s");
+            ck_add_warning(c);
+        }
+        if (tr->errors) {
+            gr_sb_printf(&c->msg, "trailer reports %" PRIu64 " internal recorder error%s",
+                         tr->errors, tr->errors == 1 ? "" : "s");
+            ck_add_warning(c);
+        }
+        if (tr->reason == GR_STOP_WRITE_ERROR) {
+            gr_sb_printf(&c->msg, "recording ended by a write error (disk full?): %" PRIu64
+                                  " record%s lost after the last chunk in the file",
+                         tr->dropped, tr->dropped == 1 ? "" : "s");
+            ck_add_warning(c);
+        } else if (tr->reason == GR_STOP_SIZE_CAP) {
+            gr_sb_puts(&c->msg, "the trace reached its size cap: later records were dropped");
+            ck_add_warning(c);
+        } else if (!gr_reason_name(tr->reason)) {
+            gr_sb_printf(&c->msg, "trailer has an unknown reason %" PRIu64, tr->reason);
+            ck_add_warning(c);
+        }
+        if (tr->events != c->pos) {
+            gr_sb_printf(&c->msg, "trailer counts %" PRIu64 " events but the trace holds %zu "
+                                  "records",
+                         tr->events, c->pos);
+            ck_add_warning(c);
+        }
+    }
+}
+
+
+static int by_index(const void *pa, const void *pb)
+{
+    const gr_violation *a = pa, *b = pb;
+    if (a->index != b->index)
+        return a->index < b->index ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+void gr_check_sort(gr_check_result *res)
+{
+    if (res->nv > 1)
+        qsort(res->v, res->nv, sizeof *res->v, by_index);
+}
+
+/* ------------------------------------------------------- step by step */
+
+gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->nrules = GR_NRULES_CHECK;
+    ck *c = gr_xrealloc(NULL, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->t = t;
+    c->res = res;
+    gr_sb_init(&c->msg);
+    c->lines = t->streaming;
+    for (size_t k = 0; k < gr_rule_count; k++)
+        if (gr_rule_table[k]->init)
+            gr_rule_table[k]->init(c);
+    return c;
+}
+
+/* META profile=off (no subject profiler): looked at as definitions come
+ * (a streamed trace defines them in its first chunk). */
+static void see_metas(ck *c)
+{
+    const gr_trace *t = c->t;
+    for (; c->metas_seen < t->nmetas; c->metas_seen++) {
+        size_t kl, vl;
+        const uint8_t *k = gr_trace_string(t, t->metas[c->metas_seen].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[c->metas_seen].value, &vl);
+        if (k && v && kl == 7 && memcmp(k, "profile", 7) == 0 && vl == 3 && memcmp(v, "off", 3) == 0)
+            c->profile_off = 1;
+    }
+}
+
+void gr_checker_advance(gr_checker *c, size_t end)
+{
+    const gr_trace *t = c->t;
+    if (end > gr_trace_count(t))
+        end = (size_t)gr_trace_count(t);
+    if (c->metas_seen < t->nmetas)
+        see_metas(c);
+    if (c->pos < t->first) /* records already dropped: cannot happen when used as documented */
+        c->pos = end > t->first ? (size_t)t->first : end;
+    while (c->pos < end)
+        one_record(c, &t->recs[c->pos++ - t->first]);
+}
+
+size_t gr_checker_position(const gr_checker *c)
+{
+    return c->pos;
+}
+
+/* Index of gid's first shadow, or SIZE_MAX. */
+static size_t shadow_of(const ck *c, uint64_t gid)
+{
+    size_t i;
+    return gr_idmap_get(&c->glmap, gid, 0, &i) ? i : SIZE_MAX;
+}
+
+enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint64_t *tid)
+{
+    size_t i = shadow_of(c, gid);
+    *tid = 0;
+    if (i == SIZE_MAX)
+        return GR_SHADOW_UNSEEN;
+    const ck_shadow *s = &c->sh[i];
+    *tid = s->tid;
+    if (s->dead)
+        return GR_SHADOW_DEAD;
+    size_t ti;
+    if (gr_idmap_get(&c->thmap, s->tid, 0, &ti) && c->th[ti].has_current &&
+        c->th[ti].current == gid)
+        return GR_SHADOW_RUNNING;
+    return GR_SHADOW_IDLE;
+}
+
+int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
+                       char **diff)
+{
+    size_t i = shadow_of(c, gid);
+    static const ck_shadow none = {.base_unknown = 0};
+    const ck_shadow *s = i == SIZE_MAX ? &none : &c->sh[i];
+    size_t na = ck_shadow_py(c, s);
+    c->fb = gr_xgrow(c->fb, &c->cap_fb, n + 1, sizeof *c->fb);
+    size_t nb = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!ck_code_is_c(c->t, ids[k]))
+            c->fb[nb++] = ids[k];
+    gr_sb_reset(&c->msg);
+    if (!ck_compare(c, na, nb, cut, s->base_unknown))
+        return 0;
+    if (diff)
+        *diff = gr_sb_take(&c->msg);
+    else
+        gr_sb_reset(&c->msg);
+    return 1;
+}
+
+const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
+                                  int *base_unknown)
+{
+    size_t i = shadow_of(c, gid);
+    *n = 0;
+    *base_unknown = 0;
+    if (i == SIZE_MAX)
+        return NULL;
+    const ck_shadow *s = &c->sh[i];
+    c->fa = gr_xgrow(c->fa, &c->cap_fa, s->n + 1, sizeof *c->fa);
+    for (size_t k = 0; k < s->n; k++)
+        c->fa[k] = s->e[k].code;
+    *n = s->n;
+    *base_unknown = s->base_unknown;
+    return c->fa;
+}
+
+size_t gr_checker_finish(gr_checker *c)
+{
+    gr_check_result *res = c->res;
+    gr_checker_advance(c, (size_t)gr_trace_count(c->t));
+    if (c->metas_seen < c->t->nmetas)
+        see_metas(c);
+    finish(c);
+    gr_check_sort(res);
+    for (size_t i = 0; i < c->nsh; i++)
+        free(c->sh[i].e);
+    free(c->sh);
+    for (size_t i = 0; i < c->nth; i++)
+        for (int k = 0; k < CK_RING; k++)
+            free(c->th[i].ring[k].ids);
+    free(c->th);
+    ck_free_lines(c->stop_text);
+    for (size_t k = 0; k < gr_rule_count; k++)
+        if (gr_rule_table[k]->release)
+            gr_rule_table[k]->release(c);
+    gr_idmap_free(&c->shmap);
+    gr_idmap_free(&c->glmap);
+    gr_idmap_free(&c->thmap);
+    gr_sb_free(&c->msg);
+    free(c->fa);
+    free(c->fb);
+    free(c->own);
+    free(c);
+    return res->nv;
+}
+
+size_t gr_check_run(const gr_trace *t, gr_check_result *res)
+{
+    return gr_checker_finish(gr_checker_new(t, res));
+}
+
+size_t gr_check_stream(gr_trace *t, gr_check_result *res)
+{
+    gr_checker *c = gr_checker_new(t, res);
+    for (;;) {
+        gr_checker_advance(c, (size_t)gr_trace_count(t));
+        if (!t->streaming || t->done)
+            break;
+        gr_checker_detach(c);
+        if (gr_trace_next_chunk(t) <= 0)
+            break;
+    }
+    size_t nv = gr_checker_finish(c);
+    if (t->err.status) {
+        gr_check_result_free(res);
+        return SIZE_MAX;
+    }
+    return nv;
+}
+
+void gr_check_result_free(gr_check_result *res)
+{
+    for (size_t i = 0; i < res->nv; i++) {
+        free(res->v[i].message);
+        for (int k = 0; k < GR_CONTEXT_MAX; k++)
+            free(res->v[i].ctx_line[k]);
+    }
+    free(res->v);
+    for (size_t i = 0; i < res->nnotes; i++)
+        free(res->notes[i].frames);
+    free(res->notes);
+    for (size_t i = 0; i < res->nwarnings; i++)
+        free(res->warnings[i]);
+    free(res->warnings);
+    free(res->summary);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,135 @@
+/* imbalance.c - the imbalance rule (docs/FORMAT.md §7): every return
+ * matches the call on top of its shadow stack; a greenlet dies with an
+ * empty shadow; at stop() the open shadow frames are the real stack (STACK
+ * records).  What is still open at the end is a note, not a violation.
+ * The shadow's own resync after a mismatch is shadow.c's (ck_apply). */
+#include "rule.h"
+
+#include <inttypes.h>
+
+/* RETURN / C_RETURN / C_EXCEPTION against the shadow top. */
+static void on_return(ck *c, const ck_event *e, int is_c)
+{
+    const gr_record *r = e->r;
+    const ck_shadow *s = &c->sh[e->si];
+    const ck_entry *top = s->n ? &s->e[s->n - 1] : NULL;
+    if (top && top->code == r->code && top->is_c == is_c)
+        return;
+    if (is_c && top && top->seed && top->gap_ok)
+        return; /* the C call the seed's frame was inside */
+    if (!top && s->base_unknown)
+        return; /* returns below the known part of the stack */
+    size_t k = s->n;
+    while (k > 0 && !(s->e[k - 1].code == r->code && s->e[k - 1].is_c == is_c))
+        k--;
+    gr_sb_printf(&c->msg, "%s of ", ck_kind_name(r));
+    ck_code_name(c, r->code);
+    if (k > 0) {
+        /* the entry is deeper: the returns above it were lost */
+        gr_sb_puts(&c->msg, " but the shadow top is ");
+        ck_code_name(c, top->code);
+        gr_sb_puts(&c->msg, ": profiler missed the return of ");
+        ck_entries(c, s, k, s->n);
+        gr_sb_printf(&c->msg, "; resynced by popping %zu entr%s", s->n - (k - 1),
+                     s->n - (k - 1) == 1 ? "y" : "ies");
+    } else {
+        gr_sb_printf(&c->msg, " without a matching %s (shadow top: ", is_c ? "C_CALL" : "CALL");
+        if (top)
+            ck_code_name(c, top->code);
+        else
+            gr_sb_puts(&c->msg, "empty");
+        gr_sb_puts(&c->msg, ")");
+        if (is_c)
+            gr_sb_puts(&c->msg, "; a c_return without its c_call is the CPython issue "
+                                "122029 class (c_call not reported to the profiler)");
+        gr_sb_puts(&c->msg, "; ignored");
+    }
+    ck_violate(c, GR_RULE_IMBALANCE, r, e->th, r->gid);
+}
+
+static void on_dead(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    const ck_shadow *s = &c->sh[e->si];
+    if (!s->n)
+        return;
+    gr_sb_printf(&c->msg, "g%" PRIu64 " died with %zu open shadow entr%s: ", r->gid, s->n,
+                 s->n == 1 ? "y" : "ies");
+    ck_entries(c, s, 0, s->n);
+    ck_violate(c, GR_RULE_IMBALANCE, r, e->th, r->gid);
+}
+
+static void on_stack(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    const ck_shadow *s = &c->sh[e->si];
+    if (e->th->observer_gap && (r->flags & GR_STACK_RUNNING))
+        return; /* the recorder's own events were lost before (a HOOK with
+                   GR_HOOK_UNANNOUNCED, whose episode names the cause) */
+    size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
+    gr_sb_printf(&c->msg, "g%" PRIu64 " at stop: open frames differ from its real stack: ",
+                 r->gid);
+    int differ = ck_compare(c, na, nb, (r->flags & GR_STACK_CUT) != 0, s->base_unknown);
+    if (differ && !(r->flags & GR_STACK_THREAD_ENDED)) {
+        ck_violate(c, GR_RULE_IMBALANCE, r, e->th, r->gid);
+        return;
+    }
+    gr_sb_reset(&c->msg);
+    if (s->n)
+        ck_add_note(c, (r->flags & GR_STACK_THREAD_ENDED) ? GR_NOTE_ABANDONED : GR_NOTE_OPEN_AT_STOP,
+                    s);
+}
+
+static void on_record(ck *c, const ck_event *e)
+{
+    switch (e->r->tag) {
+    case GR_RETURN:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        if (!e->skip)
+            on_return(c, e, e->r->tag != GR_RETURN);
+        break;
+    case GR_DEAD:
+        on_dead(c, e);
+        break;
+    case GR_STACK:
+        on_stack(c, e);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Open shadows at the end: at STOP every one needs its STACK record;
+ * without STOP they are notes (cut short, or ended without stop()). */
+static void finish(ck *c)
+{
+    for (size_t i = 0; i < c->nsh; i++) {
+        const ck_shadow *s = &c->sh[i];
+        if (s->dead || s->n == 0)
+            continue;
+        if (c->stopped) {
+            if (s->stack_seen)
+                continue;
+            gr_sb_printf(&c->msg,
+                         "g%" PRIu64 " on t%" PRIu64 " has %zu open shadow entr%s at STOP but "
+                         "no STACK record: ",
+                         s->gid, s->tid, s->n, s->n == 1 ? "y" : "ies");
+            ck_entries(c, s, 0, s->n);
+            char *text[GR_CONTEXT_MAX];
+            if (c->lines)
+                for (int k = 0; k < GR_CONTEXT_MAX; k++)
+                    text[k] = c->stop_text[k] ? gr_xstrdup(c->stop_text[k]) : NULL;
+            ck_violate_lines(c, GR_RULE_IMBALANCE, c->stop_index, s->tid, s->gid, c->stop_ctx,
+                             c->stop_nctx, NULL, c->lines ? text : NULL);
+        } else {
+            ck_add_note(c, c->t->truncated ? GR_NOTE_OPEN_AT_TRUNCATION : GR_NOTE_OPEN_AT_END, s);
+        }
+    }
+}
+
+const gr_rule_ops gr_rule_imbalance = {
+    .id = GR_RULE_IMBALANCE,
+    .on_record = on_record,
+    .finish = finish,
+};

@@ -1,0 +1,48 @@
+/* rule.h - the interface of one checker rule (one file each in replay/rules/), and the
+ * rule table the engine (check.c) runs.
+ *
+ * A rule is a module over the one stream of records: the engine calls
+ *   init       once, before the first record (may be NULL);
+ *   on_record  for every record, after the threads and shadows the record
+ *              concerns exist and before the record is applied to them
+ *              (shadow.h: ck_apply), so the rule sees the state the record
+ *              must agree with (may be NULL);
+ *   finish     once at the end of the trace: the verdicts that need the
+ *              whole trace (what is still open), in table order (may be
+ *              NULL);
+ *   report     after every rule finished: notes and warnings of its own
+ *              for the result (may be NULL);
+ *   release    free the rule's state (may be NULL).
+ * Violations are added with ck_violate / ck_violate_lines under the rule's
+ * `id`.  Within one record the rules run in table order, which is also
+ * the order of their violations at that record in the report.
+ *
+ * Adding a rule: a new file replay/rules/NAME.c defining a gr_rule_ops,
+ * a line in gr_rule_table (check.c), and its id and name in check.h
+ * (enum gr_rule, gr_rule_name).  The sampler's rules (stall_wait,
+ * stall_depth, sample) are checked by stall.c with the side channel.
+ */
+#ifndef GR_RULE_H
+#define GR_RULE_H
+
+#include "shadow.h"
+
+typedef struct gr_rule_ops {
+    enum gr_rule id;
+    void (*init)(ck *c);
+    void (*on_record)(ck *c, const ck_event *e);
+    void (*finish)(ck *c);
+    void (*report)(ck *c);
+    void (*release)(ck *c);
+} gr_rule_ops;
+
+extern const gr_rule_ops gr_rule_switch_consistency;
+extern const gr_rule_ops gr_rule_propagation;
+extern const gr_rule_ops gr_rule_blind_spot;
+extern const gr_rule_ops gr_rule_imbalance;
+
+/* The rules of `check`, in the order they run (check.c). */
+extern const gr_rule_ops *const gr_rule_table[];
+extern const size_t gr_rule_count;
+
+#endif

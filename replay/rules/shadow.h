@@ -1,0 +1,219 @@
+/* shadow.h - the checker's shared state, read by every rule (rule.h):
+ * per-thread state (the running greenlet, the last records for context),
+ * per-(thread, greenlet) shadow stacks built from the profile events, and
+ * the helpers rules use to name code, compare stacks and report.
+ *
+ * Internal to replay/rules/: check.h is the public interface.  The engine
+ * (check.c) creates the threads and shadows a record concerns, lets every
+ * rule look at the record against the state *before* it (rule.h,
+ * on_record), then applies the record to the shared state (ck_apply).  A
+ * rule never changes the shadows; what it keeps of its own lives in its
+ * own state (ck.rule_state, ck_slot).
+ */
+#ifndef GR_SHADOW_H
+#define GR_SHADOW_H
+
+#include "check.h"
+#include "idmap.h"
+#include "text.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One shadow-stack entry. */
+typedef struct ck_entry {
+    uint32_t code;
+    uint8_t is_c;   /* pushed by C_CALL (or a C code id in a seed) */
+    uint8_t seed;   /* came from the GREENLET record's seed */
+    uint8_t gap_ok; /* seed entry: one unmatched C_RETURN/C_EXCEPTION is
+                       tolerated while it is the top (a C call we never saw) */
+} ck_entry;
+
+/* Shadow stack of one (thread, greenlet). */
+typedef struct ck_shadow {
+    uint64_t tid, gid;
+    ck_entry *e;
+    size_t n, cap;
+    int base_unknown;   /* frames below e[0] unknown (seed cut, or never seeded) */
+    int dead;
+    uint64_t dead_index;
+    int stack_seen;     /* a STACK record was seen for it */
+    size_t truth;       /* ground-truth points seen in it */
+} ck_shadow;
+
+#define CK_RECENT 3 /* records of context before the one a violation is at */
+#define CK_RING (CK_RECENT + 1) /* records kept per thread: a saved context
+                                   (a switch or MARK and the CK_RECENT before
+                                   it) is still whole at the thread's next
+                                   record */
+
+/* A record of a thread's ring: its index, and once a streamed trace has
+ * dropped its chunk, a copy of it and of its stack. */
+typedef struct ck_ringent {
+    size_t idx;
+    int own;            /* rec/ids hold the copy */
+    gr_record rec;
+    uint32_t *ids;
+    size_t cap;
+} ck_ringent;
+
+/* Per-thread state. */
+typedef struct ck_thread {
+    uint64_t tid;
+    int has_current;
+    uint64_t current;       /* gid of the greenlet running on the thread */
+    int expect_greenlet;    /* THREAD seen, its GREENLET not yet */
+    ck_ringent ring[CK_RING]; /* last records of this thread, record number
+                                 nseen - 1 at ring[(nseen - 1) % CK_RING] */
+    uint64_t nseen;
+    int skip_mark_return;   /* a MARK without our c_call: the C_RETURN of
+                               mark that follows is ignored */
+    uint32_t skip_code;
+    int observer_gap;       /* a HOOK with GR_HOOK_UNANNOUNCED: the recorder
+                               itself saw nothing from the slot's takeover
+                               to that HOOK; the next MARK's real stack
+                               reseeds the shadow (no comparison there) */
+    uint64_t gap_index;     /* that HOOK */
+    uint64_t last_gid;      /* the last greenlet with a record on this
+                               thread, and its shadow (a cache) */
+    size_t last_si;         /* SIZE_MAX: none */
+} ck_thread;
+
+/* What the engine hands each rule for one record. */
+typedef struct ck_event {
+    const gr_record *r;
+    ck_thread *th;          /* r's thread */
+    size_t th_index;        /* its slot (ck_slot) */
+    size_t si;              /* shadow of r->gid (SWITCH/THROW: the origin),
+                               SIZE_MAX when the kind has none (THREAD, INSTR) */
+    size_t st;              /* SWITCH/THROW: shadow of the target */
+    int skip;               /* a C_RETURN of mark after an unbracketed MARK:
+                               not applied to the shadow, and no evidence
+                               for imbalance or propagation */
+} ck_event;
+
+typedef struct gr_checker ck;
+
+struct gr_checker {
+    const gr_trace *t;
+    gr_check_result *res;
+    size_t pos;             /* records replayed so far */
+    ck_shadow *sh;
+    size_t nsh, cap_sh;
+    gr_idmap shmap;
+    gr_idmap glmap;         /* (gid, 0) -> first shadow of that gid */
+    ck_thread *th;
+    size_t nth, cap_th;
+    gr_idmap thmap;
+    gr_sb msg;              /* scratch for messages */
+    uint32_t *fa, *fb;      /* scratch stacks for comparisons */
+    size_t cap_fa, cap_fb;
+    size_t program_events;  /* coverage: records of the program */
+    size_t marks, truth_points, switch_truth, stacks;
+    int profile_off;        /* META profile: off (no subject at all) */
+    int stopped;
+    size_t stop_index;
+    size_t stop_ctx[GR_CONTEXT_MAX];
+    int stop_nctx;
+    char *stop_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
+    int lines;              /* violations keep context lines (streamed) */
+    size_t metas_seen;      /* META definitions looked at */
+    void *rule_state[GR_NRULES_CHECK]; /* each rule's own (rule.h) */
+    size_t last_th;         /* slot of the last record's thread (a cache) */
+    uint8_t *own;           /* by code id: 0 not known yet, 1 the program's,
+                               2 greenreplay's own (gr_code_is_own) */
+    size_t nown;
+};
+
+/* ---- threads and shadows ---------------------------------------------- */
+
+/* The state of thread tid, created when new.  Pointers stay valid until
+ * the next call; ck_thread_index gives a stable slot number. */
+ck_thread *ck_get_thread(ck *c, uint64_t tid);
+
+/* Index of the shadow of (tid, gid), created empty with an unknown base
+ * when new.  Indices stay valid; pointers only until the next call. */
+size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid);
+
+/* Index of the shadow of (tid, gid) if it exists. */
+int ck_find_shadow(const ck *c, uint64_t tid, uint64_t gid, size_t *si);
+
+/* Shadow index of the innermost Python entry of s, SIZE_MAX if none. */
+size_t ck_innermost_py(const ck_shadow *s);
+
+/* Whether code id `code` is a C function's. */
+int ck_code_is_c(const gr_trace *t, uint32_t code);
+
+/* Apply record e->r to the shared state (after every rule looked at it):
+ * push, pop and resync shadows, seed and reseed them, the running
+ * greenlet, DEAD, STOP. */
+void ck_apply(ck *c, const ck_event *e);
+
+/* ---- per-rule storage ------------------------------------------------- */
+
+/* Element i of a rule's growable array *v (zeroed when new) of elements of
+ * `size` bytes, *n of them so far. */
+void *ck_slot_grow(void **v, size_t *n, size_t i, size_t size);
+static inline void *ck_slot(void **v, size_t *n, size_t i, size_t size)
+{
+    return i < *n ? (char *)*v + i * size : ck_slot_grow(v, n, i, size);
+}
+
+/* ---- context and violations ------------------------------------------- */
+
+/* Context of record index i on thread th: its recent records, then i. */
+int ck_make_ctx(const ck_thread *th, size_t i, size_t ctx[GR_CONTEXT_MAX]);
+
+/* Dump lines of ctx[0..n) into text[] (owned), for a streamed trace. */
+void ck_ctx_lines(const ck *c, const ck_thread *th, const size_t *ctx, int n,
+                  char *text[GR_CONTEXT_MAX]);
+
+/* Free text[0..GR_CONTEXT_MAX) and set them NULL. */
+void ck_free_lines(char *text[GR_CONTEXT_MAX]);
+
+/* Record a violation whose message is in c->msg (which is then reset).
+ * Streamed: its context lines are text[] (taken over) when given, else
+ * made now from th's ring (th may be NULL). */
+void ck_violate_lines(ck *c, enum gr_rule rule, uint64_t index, uint64_t tid, uint64_t gid,
+                      const size_t *ctx, int nctx, const ck_thread *th, char **text);
+
+/* Violation at record r of thread th (context: th's recent records + r). */
+void ck_violate(ck *c, enum gr_rule rule, const gr_record *r, const ck_thread *th, uint64_t gid);
+
+/* A warning line from c->msg (then reset). */
+void ck_add_warning(ck *c);
+
+/* An informational note about the open entries of s. */
+void ck_add_note(ck *c, enum gr_note_kind kind, const ck_shadow *s);
+
+/* ---- naming and comparing --------------------------------------------- */
+
+/* Kind of r ("CALL", ...). */
+const char *ck_kind_name(const gr_record *r);
+
+/* Append code's name to c->msg. */
+void ck_code_name(ck *c, uint32_t code);
+
+/* Append code ids (outermost first) as "a > b", eliding the middle of long
+ * stacks; "-" when n == 0. */
+void ck_codes(ck *c, const uint32_t *ids, size_t n);
+
+/* Append shadow entries [from, to) of s like ck_codes(). */
+void ck_entries(ck *c, const ck_shadow *s, size_t from, size_t to);
+
+/* Python frames of shadow s into c->fa; returns how many. */
+size_t ck_shadow_py(ck *c, const ck_shadow *s);
+
+/* Python frames of a record's stack into c->fb; returns how many. */
+size_t ck_record_py(ck *c, const gr_record *r);
+
+/* Compare shadow Python frames (c->fa, na) with the real ones (c->fb, nb),
+ * outermost first.  real_cut: only the innermost real frames are listed;
+ * base_unknown: only the innermost shadow frames are known.  On a
+ * difference, appends to c->msg what the profiler missed and returns 1. */
+int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
+
+/* Same answer, nothing appended. */
+int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
+
+#endif

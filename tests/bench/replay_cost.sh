@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/bench/replay_cost.sh [--events N] [--workers N] [--cli PATH]
+#
+# The replayer's figures on a large synthetic trace (tests/bench/gentrace.c,
+# a hub switching to WORKERS greenlets that run nested calls; the trace is
+# clean):
+#   - `check`: peak memory (ru_maxrss, GNU time's %M) and events/s;
+#   - `stats`: peak memory and events/s;
+#   - `dump` (to /dev/null): peak memory and events/s;
+# each printed with its goal (issue 11: check on a 100 M-event trace under
+# 300 MB and at 30 M events/s or more; dump at 10 M events/s or more).
+# events/s is records / wall time; the CPU time (user+sys) is printed
+# beside it, since this machine is shared.  A benchmark: it prints figures
+# and asserts nothing (exit 0 unless a step fails to run).
+#
+# The trace is cached in ~/.cache/greenreplay/bench/synth-EVENTS-WORKERS-HASH.grt
+# (made once, never committed; remove the directory to free the space).
+set -euo pipefail
+EVENTS=100000000
+WORKERS=1000
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=${BUILD:-$top/build}
+CLI=$build/greenreplay
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --events) EVENTS=$2; shift 2 ;;
+        --workers) WORKERS=$2; shift 2 ;;
+        --cli) CLI=$2; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "replay_cost.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
+    esac
+done
+gen=$build/bench/gentrace
+[ -x /usr/bin/time ] || { echo "replay_cost.sh: /usr/bin/time missing (ci/setup.sh installs Debian's time)" >&2; exit 2; }
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/greenreplay/bench
+mkdir -p "$cache"
+# The name carries a hash of the generator's source: a changed generator
+# makes a new trace (remove the old ones by hand).
+src=$(sha256sum "$here/gentrace.c" | cut -c1-8)
+trace=$cache/synth-$EVENTS-$WORKERS-$src.grt
+if [ ! -s "$trace" ]; then
+    [ -x "$gen" ] || { echo "replay_cost.sh: $gen missing (make $gen)" >&2; exit 2; }
+    echo "replay: generating $trace ..."
+    "$gen" "$trace.tmp" "$EVENTS" "$WORKERS" >/dev/null
+    mv "$trace.tmp" "$trace"
+fi
+
+# Run CMD..., output to /dev/null; print "wall cpu maxrss_kb" (GNU time:
+# the child's ru_maxrss, from a small parent, so no interpreter's pages).
+measure() {
+    local f rc=0
+    f=$(mktemp)
+    /usr/bin/time -o "$f" -f '%e %U %S %M' "$@" >/dev/null || rc=$?
+    if [ "$rc" -gt 1 ]; then
+        echo "replay_cost.sh: $* exited $rc" >&2
+        rm -f "$f"
+        return 1
+    fi
+    awk 'END { printf "%s %.3f %s\n", $1, $2 + $3, $4 }' "$f"
+    rm -f "$f"
+}
+
+records=$("$CLI" stats --format json "$trace" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
+bytes=$(stat -c %s "$trace")
+verdict=$("$CLI" check -q "$trace" 2>&1 | head -1 || true)
+calc() { awk "BEGIN { print $1 }"; }
+printf 'replay: %s records, %s bytes (%.2f bytes/record), %s\n' "$records" "$bytes" \
+    "$(calc "$bytes / $records")" "$verdict"
+printf 'machine: %s, %s CPUs; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"
+line() { # NAME GOAL_MB GOAL_MEVS wall cpu kb
+    local name=$1 goal_mb=$2 goal_rate=$3 wall=$4 cpu=$5 kb=$6
+    local mb rate crate
+    mb=$(calc "$kb / 1024")
+    rate=$(calc "$records / $wall / 1000000")
+    crate=$(calc "$records / ($cpu > 0 ? $cpu : 0.001) / 1000000")
+    printf '  %-6s peak %7.1f MB%s  %6.1f M events/s (wall %.2f s; %.1f M/s of CPU, %.2f s)%s\n' \
+        "$name" "$mb" "$( [ "$goal_mb" = - ] && echo "" || echo " (goal < $goal_mb MB)")" \
+        "$rate" "$wall" "$crate" "$cpu" "$( [ "$goal_rate" = - ] && echo "" || echo " (goal >= $goal_rate M/s)")"
+}
+read -r w c k < <(measure "$CLI" check "$trace")
+line check 300 30 "$w" "$c" "$k"
+read -r w c k < <(measure "$CLI" stats "$trace")
+line stats - - "$w" "$c" "$k"
+read -r w c k < <(measure "$CLI" dump "$trace")
+line dump - 10 "$w" "$c" "$k"

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# tests/integration/conform.sh [--python PY]: `greenreplay conform` and its
+# adapters (docs/conform.md).
+#  - --list names the seven built-in adapters, each "yes" or "no" with a
+#    version or a reason;
+#  - every fixture of fixtures/profilers/ with every adapter available for
+#    PY gets the verdict its "# conform:" lines expect (exit status 0 pass,
+#    1 fail, 2 error, 3 skip);
+#  - transparency: each available adapter's results are identical with and
+#    without recording (--no-record), on fixtures/profilers/spawn_bridge.py
+#    (docs/conform.md: every fixture was checked once);
+#  - the comparison can fail: a deliberately broken adapter (calls outside
+#    the main greenlet dropped) exits 1 with a blind_spot naming the
+#    function and the greenlet; the documented example adapter passes and
+#    is the very file docs/conform.md shows;
+#  - --json holds the documented fields; an unavailable profiler is a skip
+#    (3), an adapter without results() and usage errors are errors (2).
+# One line per test, then "N passed, N failed".  Exit 1 if any failed.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+gr_script_init conform "$@"
+PY=$GR_PY
+FIX=$GR_ROOT/fixtures/profilers
+ADAPTERS=$here/conform
+cd "$GR_ROOT" || exit 2
+
+verdict_of() { case $1 in 0) echo pass ;; 1) echo fail ;; 2) echo error ;; 3) echo skip ;; *) echo "status $1" ;; esac; }
+
+# --list
+if "$GR_CLI" conform --list --python "$PY" >"$GR_WORK/list" 2>"$GR_WORK/list.err" &&
+    [ "$(wc -l <"$GR_WORK/list")" -eq 7 ] &&
+    [ "$(awk -F'\t' 'NF == 3 && ($2 == "yes" || $2 == "no") && $3 != ""' "$GR_WORK/list" | wc -l)" -eq 7 ]; then
+    gr_ok "list: 7 adapters, each yes/no with a version or reason"
+else
+    gr_bad "list"
+    gr_show "$GR_WORK/list" "$GR_WORK/list.err"
+fi
+available=$(awk -F'\t' '$2 == "yes" { print $1 }' "$GR_WORK/list")
+pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+# Every fixture with every adapter: the expected verdict (two runs at a
+# time; an adapter not available is a skip without a run: the skip path
+# itself is tested below).
+run_one() { # NAME ADAPTER FILE OUT
+    timeout 120 "$GR_CLI" conform --profiler "$2" -- "$PY" "$3" >"$4.out" 2>&1
+    echo $? >"$4.rc"
+}
+jobs_list=()
+for f in "$FIX"/*.py; do
+    name=$(basename "$f" .py)
+    if ! reason=$(gr_missing_requirement "$PY" "$f"); then
+        echo "SKIP  verdicts $name: $reason"
+        continue
+    fi
+    expected=$(PYTHONPATH=$GR_ROOT/build/python "$PY" -m greenreplay.conform --expect "$f" "$pyver")
+    while read -r adapter want; do
+        [ -n "$adapter" ] || continue
+        if ! printf '%s\n' "$available" | grep -qx -- "$adapter"; then
+            [ "$want" = skip ] && gr_ok "verdict $name $adapter: skip (not available)" ||
+                gr_bad "verdict $name $adapter: not available, expected $want"
+            continue
+        fi
+        out=$GR_WORK/v.$name.$adapter
+        jobs_list+=("$name $adapter $want $out")
+        [ "$(jobs -r | wc -l)" -ge 2 ] && wait -n
+        run_one "$name" "$adapter" "$f" "$out" &
+    done <<<"$expected"
+done
+wait
+for j in "${jobs_list[@]}"; do
+    read -r name adapter want out <<<"$j"
+    got=$(verdict_of "$(cat "$out.rc")")
+    if [ "$got" = "$want" ]; then
+        gr_ok "verdict $name $adapter: $got"
+    else
+        gr_bad "verdict $name $adapter: $got, expected $want"
+        gr_show "$out.out"
+    fi
+done
+
+# Transparency: the same results with and without recording.
+for adapter in $available; do
+    for name in spawn_bridge; do
+        "$GR_CLI" conform --profiler "$adapter" --no-record --results "$GR_WORK/a.json" \
+            -- "$PY" "$FIX/$name.py" >"$GR_WORK/a.out" 2>&1
+        "$GR_CLI" conform --profiler "$adapter" --results "$GR_WORK/b.json" \
+            -- "$PY" "$FIX/$name.py" >"$GR_WORK/b.out" 2>&1
+        if [ -s "$GR_WORK/a.json" ] && cmp -s "$GR_WORK/a.json" "$GR_WORK/b.json" &&
+            ! grep -q '"error"' "$GR_WORK/a.json"; then
+            gr_ok "transparent $adapter $name: identical results recorded and unrecorded"
+        else
+            gr_bad "transparent $adapter $name: results differ"
+            diff "$GR_WORK/a.json" "$GR_WORK/b.json" | gr_show -
+        fi
+        rm -f "$GR_WORK/a.json" "$GR_WORK/b.json"
+    done
+done
+
+# The comparison can fail: calls outside the main greenlet dropped.
+"$GR_CLI" conform --profiler "$ADAPTERS/drop_greenlets.py" --json "$GR_WORK/broken.json" \
+    -- "$PY" "$FIX/direct_then_run.py" >"$GR_WORK/broken.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && "$PY" - "$GR_WORK/broken.json" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == "fail", d["verdict"]
+hit = [x for x in d["differences"] if x["kind"] == "blind_spot" and x["function"] == "direct_then_run.py:worker"]
+assert hit, d["differences"]
+gl = hit[0]["greenlet"]
+gl = gl if isinstance(gl, list) else [gl]
+assert gl == ["thread 1 greenlet 2 (run: worker)", "thread 1 greenlet 3 (run: worker)"], gl
+assert hit[0]["truth"] == 3 and hit[0]["profiler"] == 1, hit[0]
+EOF
+    gr_ok "broken adapter: exit 1, blind_spot worker in thread 1 greenlets 2 and 3"
+else
+    gr_bad "broken adapter: exit $rc"
+    gr_show "$GR_WORK/broken.out" "$GR_WORK/broken.json"
+fi
+
+# The documented example adapter: passes, and is the file the docs show.
+"$GR_CLI" conform --profiler "$ADAPTERS/callcount.py" -- "$PY" "$FIX/direct_then_run.py" \
+    >"$GR_WORK/example.out" 2>&1
+rc=$?
+sed -n '/^<!-- example: tests\/integration\/conform\/callcount.py -->$/,/^```$/p' docs/conform.md |
+    sed '1,2d;$d' >"$GR_WORK/example.md"
+if [ $rc -eq 0 ] && cmp -s "$GR_WORK/example.md" "$ADAPTERS/callcount.py"; then
+    gr_ok "example adapter: passes, and docs/conform.md shows it verbatim"
+else
+    gr_bad "example adapter: exit $rc (or docs/conform.md differs from callcount.py)"
+    gr_show "$GR_WORK/example.out"
+    diff "$GR_WORK/example.md" "$ADAPTERS/callcount.py" | gr_show -
+fi
+
+# --json fields of a pass.
+"$GR_CLI" conform --profiler cprofile --json "$GR_WORK/pass.json" -- "$PY" "$FIX/spawn_bridge.py" \
+    >"$GR_WORK/pass.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/pass.json" "$pyver" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("profiler", "profiler_version", "python", "greenlet", "verdict", "reason",
+          "functions_checked", "differences", "notes", "timing", "program_status"):
+    assert k in d, k
+assert d["profiler"] == "cprofile" and d["verdict"] == "pass" and d["differences"] == []
+assert d["python"].startswith(sys.argv[2] + "."), d["python"]
+assert d["functions_checked"] >= 5, d["functions_checked"]
+assert d["timing"]["recorded_run_s"] > 0 and d["timing"]["comparison_s"] >= 0
+EOF
+    gr_ok "json: documented fields of a pass"
+else
+    gr_bad "json: exit $rc"
+    gr_show "$GR_WORK/pass.out" "$GR_WORK/pass.json"
+fi
+
+# Skip, adapter errors, usage errors: one line each.
+check_status() { # WANT LABEL CMD...
+    local want=$1 label=$2
+    shift 2
+    "$@" >"$GR_WORK/s.out" 2>"$GR_WORK/s.err"
+    local rc=$? lines
+    lines=$(cat "$GR_WORK/s.out" "$GR_WORK/s.err" | wc -l)
+    if [ $rc -eq "$want" ] && [ "$lines" -eq 1 ]; then
+        gr_ok "$label: exit $want, one line ($(cat "$GR_WORK/s.out" "$GR_WORK/s.err"))"
+    else
+        gr_bad "$label: exit $rc (want $want), $lines lines"
+        gr_show "$GR_WORK/s.out" "$GR_WORK/s.err"
+    fi
+}
+check_status 3 "skip" "$GR_CLI" conform --profiler "$ADAPTERS/unavailable.py" -- "$PY" "$FIX/direct_then_run.py"
+check_status 2 "adapter without results()" "$GR_CLI" conform --profiler "$ADAPTERS/incomplete.py" \
+    -- "$PY" "$FIX/direct_then_run.py"
+check_status 2 "unknown adapter" "$GR_CLI" conform --profiler no-such-profiler -- "$PY" "$FIX/direct_then_run.py"
+check_status 2 "no --profiler" "$GR_CLI" conform -- "$PY" "$FIX/direct_then_run.py"
+check_status 2 "no program" "$GR_CLI" conform --profiler cprofile
+check_status 2 "interpreter option" "$GR_CLI" conform --profiler cprofile -- "$PY" -c pass
+if "$GR_CLI" conform --help | grep -q "^Exit status: 0 the profiler agrees"; then
+    gr_ok "help: documents the exit status"
+else
+    gr_bad "help"
+fi
+gr_tally

@@ -1,0 +1,258 @@
+/* test_conform.c - replay/conform.c: ground truth from built traces against
+ * profiler results given as JSON; for each kind of difference a case that
+ * must pass and one that must be flagged. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "conform.h"
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Thread 1, main greenlet g1 runs <module> > main; main calls work once,
+ * then starts greenlet g2 whose run is work (called twice in g2). */
+typedef struct fx {
+    tb b;
+    uint32_t mod, main, work, sw, stdlib_fn, label, len;
+    gr_trace t;
+    json_t *diffs, *notes;
+    size_t checked;
+    char reason[300];
+} fx;
+
+static void build(fx *f, int g2_calls_seen)
+{
+    memset(f, 0, sizeof *f);
+    tb_open(&f->b, 0);
+    f->mod = tb_py(&f->b, "<module>", "prog.py", 1);
+    f->main = tb_py(&f->b, "main", "prog.py", 10);
+    f->work = tb_py(&f->b, "work", "prog.py", 5);
+    f->stdlib_fn = tb_py(&f->b, "helper", "<stdlib>/x.py", 3);
+    f->sw = tb_c(&f->b, "greenlet.greenlet.switch");
+    f->label = tb_str(&f->b, "in work");
+    f->len = tb_c(&f->b, "builtins.len");
+    tb_thread(&f->b, 1);
+    tb_greenlet(&f->b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_simple(&f->b, GR_START, 1, 1);
+    tb_ev(&f->b, GR_CALL, 1, 1, f->mod);
+    tb_ev(&f->b, GR_CALL, 1, 1, f->main);
+    tb_ev(&f->b, GR_CALL, 1, 1, f->work);
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->work);
+    tb_ev(&f->b, GR_CALL, 1, 1, f->stdlib_fn);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->len); /* from <stdlib>: not the program's */
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->len);
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->stdlib_fn);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);
+    tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, GR_SW_INFERRED | GR_SW_NEW, 0, 0);
+    if (g2_calls_seen) {
+        tb_ev(&f->b, GR_CALL, 1, 2, f->work);
+        tb_ev(&f->b, GR_C_CALL, 1, 2, f->len); /* from work: the program's */
+        tb_ev(&f->b, GR_C_RETURN, 1, 2, f->len);
+        tb_ev(&f->b, GR_RETURN, 1, 2, f->work);
+        tb_ev(&f->b, GR_CALL, 1, 2, f->work);
+    } else {
+        /* The recorder saw nothing in g2 (the greenlet issue 256 class);
+         * a mark there proves that work ran. */
+        tb_mark(&f->b, 1, 2, f->label, f->sw, 0, 1, f->work);
+    }
+    tb_switch_stack(&f->b, GR_SWITCH, 1, 2, 1, 0, GR_SW_INFERRED, 0, 0, 2, f->mod, f->main);
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->main);
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->mod);
+    tb_finish(&f->b);
+    assert_int_equal(tb_load(&f->b, &f->t), GR_READ_OK);
+}
+
+static int compare(fx *f, const char *results_json)
+{
+    json_error_t err;
+    json_t *res = json_loads(results_json, 0, &err);
+    assert_non_null(res);
+    gr_conform *c = gr_conform_new();
+    for (size_t i = 0; i < f->t.nrecs; i++)
+        gr_conform_feed(c, &f->t, &f->t.recs[i]);
+    int v = gr_conform_compare(c, &f->t, res, &f->diffs, &f->notes, &f->checked, f->reason, sizeof f->reason);
+    gr_conform_free(c);
+    json_decref(res);
+    return v;
+}
+
+static void end(fx *f)
+{
+    json_decref(f->diffs);
+    json_decref(f->notes);
+    gr_trace_free(&f->t);
+    tb_cleanup(&f->b);
+}
+
+static json_t *diff_of(const fx *f, const char *kind, const char *function)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(f->diffs, i, d) {
+        if (strcmp(json_string_value(json_object_get(d, "kind")), kind) == 0 &&
+            strcmp(json_string_value(json_object_get(d, "function")), function) == 0)
+            return d;
+    }
+    fail_msg("no %s difference for %s", kind, function);
+    return NULL;
+}
+
+#define CALLS(work_calls, main_calls)                                                                   \
+    "{\"threads\": \"starting\", \"functions\": ["                                                      \
+    "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": " #work_calls "},"            \
+    "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": " #main_calls "}]}"
+
+static void test_counts_agree_pass(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, CALLS(3, 1)), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.diffs), 0);
+    assert_int_equal(f.checked, 2); /* work, main; not <module>, not <stdlib> */
+    end(&f);
+}
+
+static void test_uncounted_greenlet_calls_are_blind_spot(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, CALLS(1, 1)), GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
+    assert_int_equal(json_integer_value(json_object_get(d, "truth")), 3);
+    assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 1);
+    /* the shortfall equals g2's calls: g2 is named, alone */
+    assert_string_equal(json_string_value(json_object_get(d, "greenlet")), "thread 1 greenlet 2 (run: work)");
+    end(&f);
+}
+
+static void test_excess_is_miscount(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, CALLS(3, 2)), GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "miscount", "prog.py:main");
+    assert_string_equal(json_string_value(json_object_get(d, "greenlet")), "thread 1 greenlet 1 (main)");
+    end(&f);
+}
+
+static void test_mark_proves_calls_the_recorder_missed(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 0);
+    /* the recorder saw work once (g1); the mark proves one more in g2 */
+    assert_int_equal(compare(&f, CALLS(2, 1)), GR_CONFORM_PASS);
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    assert_int_equal(compare(&f, CALLS(1, 1)), GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
+    assert_int_equal(json_integer_value(json_object_get(d, "truth")), 2);
+    assert_non_null(strstr(json_string_value(json_object_get(d, "message")), "seen in real stacks"));
+    end(&f);
+}
+
+static void test_lines(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    const char *code = "\"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, "
+                       "\"body\": [6, 7]}, {\"line\": 10, \"name\": \"main\", \"generator\": false, "
+                       "\"body\": [11]}]}";
+    char buf[600];
+    snprintf(buf, sizeof buf, "{\"threads\": \"all\", \"lines\": {\"prog.py\": [6, 11]}, %s}", code);
+    assert_int_equal(compare(&f, buf), GR_CONFORM_PASS);
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    snprintf(buf, sizeof buf, "{\"threads\": \"all\", \"lines\": {\"prog.py\": [11]}, %s}", code);
+    assert_int_equal(compare(&f, buf), GR_CONFORM_FAIL);
+    diff_of(&f, "missing_lines", "prog.py:work");
+    end(&f);
+}
+
+static void test_line_hits(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    const char *code = "\"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, "
+                       "\"body\": [6, 7]}]}";
+    char buf[600];
+    snprintf(buf, sizeof buf,
+             "{\"line_hits\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+             "\"hits\": {\"6\": 3, \"7\": 3}}], %s}", code);
+    assert_int_equal(compare(&f, buf), GR_CONFORM_PASS);
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    snprintf(buf, sizeof buf,
+             "{\"line_hits\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+             "\"hits\": {\"6\": 2, \"7\": 2}}], %s}", code);
+    assert_int_equal(compare(&f, buf), GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
+    assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 2);
+    end(&f);
+}
+
+static void test_c_functions(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* work made one len() call (the stdlib one is not the program's) and
+     * main one switch: a profiler counting each at least once passes, one
+     * that never counts len fails, on len alone */
+    assert_int_equal(compare(&f, "{\"functions\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+                                 "\"calls\": 3}, {\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", "
+                                 "\"calls\": 1}], \"c_functions\": [{\"name\": \"builtins.len\", \"calls\": 2}, "
+                                 "{\"name\": \"greenlet.greenlet.switch\", \"calls\": 1}]}"),
+                     GR_CONFORM_PASS);
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    assert_int_equal(compare(&f, "{\"functions\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+                                 "\"calls\": 3}, {\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", "
+                                 "\"calls\": 1}], \"c_functions\": [{\"name\": \"greenlet.greenlet.switch\", "
+                                 "\"calls\": 1}]}"),
+                     GR_CONFORM_FAIL);
+    assert_int_equal(json_array_size(f.diffs), 1);
+    json_t *d = diff_of(&f, "blind_spot", "builtins.len");
+    assert_int_equal(json_integer_value(json_object_get(d, "truth")), 1);
+    assert_string_equal(json_string_value(json_object_get(d, "greenlet")), "thread 1 greenlet 2 (run: work)");
+    end(&f);
+}
+
+static void test_nothing_to_compare_is_error(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, "{\"functions\": []}"), GR_CONFORM_FAIL); /* work, main never counted */
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    assert_int_equal(compare(&f, "{\"threads\": \"starting\"}"), GR_CONFORM_ERROR);
+    assert_non_null(strstr(f.reason, "none of functions"));
+    end(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts_agree_pass),
+        cmocka_unit_test(test_uncounted_greenlet_calls_are_blind_spot),
+        cmocka_unit_test(test_excess_is_miscount),
+        cmocka_unit_test(test_mark_proves_calls_the_recorder_missed),
+        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_line_hits),
+        cmocka_unit_test(test_c_functions),
+        cmocka_unit_test(test_nothing_to_compare_is_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

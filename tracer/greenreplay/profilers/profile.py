@@ -1,0 +1,38 @@
+"""profile (the pure-Python profiler of the standard library): call counts.
+
+It has no enable(): its dispatcher is installed with sys.setprofile on the
+starting thread only, after set_cmd() pushed the fake outermost frame that
+create_stats() expects (as Profile.run does).  Its dispatcher asserts that
+a returning frame is the one it saw called last or that one's caller; a
+greenlet switch breaks that order, and CPython then removes the profile
+function and raises the AssertionError into the program."""
+import profile
+import sys
+
+_prof = None
+
+
+def available():
+    return True, ""
+
+
+def version():
+    return "profile (CPython %s)" % sys.version.split()[0]
+
+
+def start():
+    global _prof
+    _prof = profile.Profile()
+    _prof.set_cmd("greenreplay conform")
+    sys.setprofile(_prof.dispatcher)
+
+
+def stop():
+    sys.setprofile(None)
+
+
+def results():
+    _prof.create_stats()
+    fns = [{"file": f, "line": line, "name": name, "calls": v[1]}
+           for (f, line, name), v in _prof.stats.items() if line]
+    return {"functions": fns, "threads": "starting"}
