@@ -21,16 +21,24 @@
 # recorded (at most --reruns of them, default 20): when both reruns agree
 # it is reported as flaky (some of greenlet's memory tests, which compare
 # the process's USS, fail now and then on a loaded machine, recorded or
-# not), otherwise as a difference.
+# not).  Otherwise it is run a third time, unrecorded under a profile
+# function that does nothing (run_suite.py --empty-profile, installed on
+# every thread as a standard profiler is): when that run gives the
+# recorded outcome, the difference comes from CPython's profiling itself
+# (any profiler changes that test, see docs/PERFORMANCE.md) and is
+# reported as PROFILER, listed but not counted; else it is the recorder's
+# and reported as DIFFERS.
 #
 # MODULE: greenlet.tests.test_x (default: all of them).
 # Options:
 #   --env ID        run in ci/envs.sh environment ID (e.g. trixie-3.13, a
 #                   Debian root; it must be provisioned: ci/envs.sh provision
 #                   ID); default: the host's /usr/bin/python3 (host-3.11)
-#   --ring N        trace option (default --ring 1000000): the recorder does
+#   --ring N        trace option (default --ring 100000): the recorder does
 #                   all its work but keeps only the last N records in
-#                   memory, written at exit (about 5 MB); the whole suite
+#                   memory, written at exit (about 1 MB: a ring that fills
+#                   soon, so greenlet's memory tests, which compare the
+#                   process's USS, see it stay flat); the whole suite
 #                   otherwise writes about 8 GB
 #   --max-size S    instead: write the trace up to S bytes (k, M, G), count
 #                   the rest as dropped
@@ -41,8 +49,9 @@
 #   --timeout SEC   limit per run (default 900)
 #   --reruns N      rerun at most N differing tests on their own (default 20)
 # Environment: BUILD (as make's; default build/), GREENREPLAY_CLI.
-# Exit status: 0 both runs give every test the same outcome; 1 some test
-# differs, or a run failed to produce its results; 2 bad usage; 3 the
+# Exit status: 0 both runs give every test the same outcome (but for the
+# flaky and PROFILER ones, listed); 1 some test differs because of the
+# recorder, or a run failed to produce its results; 2 bad usage; 3 the
 # environment or the suite's dependencies are unavailable.
 set -uo pipefail
 
@@ -56,7 +65,7 @@ say() { printf '%s\n' "$*"; }
 die() { printf 'peer: %s\n' "$2" >&2; exit "$1"; }
 usage() { sed -n '5p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/peer.sh --help for the options)" >&2; exit 2; }
 
-ENV_ID=host-3.11 TRACE=(--ring 1000000) OUT="" TIMEOUT=900 MODS=() RERUNS=20 SWITCHES=()
+ENV_ID=host-3.11 TRACE=(--ring 100000) OUT="" TIMEOUT=900 MODS=() RERUNS=20 SWITCHES=()
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -180,7 +189,7 @@ if [ "$ndiff" -eq 0 ]; then
 fi
 # Rerun each differing test on its own (TEST_ID is module.Class.method,
 # which unittest loads by name), both ways.
-real=0 flaky=0 i=0
+real=0 flaky=0 prof=0 i=0
 : >"$OUT/verdicts.txt"
 while IFS= read -r line; do
     tid=${line%%: *}
@@ -197,16 +206,24 @@ while IFS= read -r line; do
         printf 'FLAKY    %s (alone: %s both ways)\n' "$line" "$a" >>"$OUT/verdicts.txt"
         flaky=$((flaky + 1))
     else
-        printf 'DIFFERS  %s (alone: %s unrecorded, %s recorded: %s)\n' "$line" "${a:-nothing}" "${b:-nothing}" \
-            "$(cut -f3 "$OUT/rerun-recorded.tsv" 2>/dev/null | head -n 1)" >>"$OUT/verdicts.txt"
-        real=$((real + 1))
+        run rerun-profiled "$PY" "$RUNNER" --empty-profile "$OUT/rerun-profiled.tsv" "$tid"
+        c=$(cut -f2 "$OUT/rerun-profiled.tsv" 2>/dev/null | head -n 1)
+        if [ -n "$b" ] && [ "$c" = "$b" ]; then
+            printf 'PROFILER %s (alone: %s unrecorded, %s recorded, %s under an empty profile function without the recorder: %s)\n' \
+                "$line" "${a:-nothing}" "$b" "$c" "$(cut -f3 "$OUT/rerun-profiled.tsv" 2>/dev/null | head -n 1)" >>"$OUT/verdicts.txt"
+            prof=$((prof + 1))
+        else
+            printf 'DIFFERS  %s (alone: %s unrecorded, %s recorded: %s; %s under an empty profile function)\n' "$line" "${a:-nothing}" "${b:-nothing}" \
+                "$(cut -f3 "$OUT/rerun-recorded.tsv" 2>/dev/null | head -n 1)" "${c:-nothing}" >>"$OUT/verdicts.txt"
+            real=$((real + 1))
+        fi
     fi
     rm -f "$OUT"/rerun-*.tsv* "$OUT/rerun.grt"
 done <"$OUT/differences.txt"
 sed 's/^/  /' "$OUT/verdicts.txt"
 if [ "$real" -gt 0 ]; then
-    say "peer: $real test(s) differ under recording ($flaky flaky); list in $OUT/verdicts.txt"
+    say "peer: $real test(s) differ under recording ($flaky flaky, $prof changed by any profile function); list in $OUT/verdicts.txt"
     exit 1
 fi
-say "peer: same outcomes recorded and unrecorded, but for $flaky flaky test(s) that agreed when rerun alone"
+say "peer: same outcomes recorded and unrecorded, but for $flaky flaky test(s) that agreed when rerun alone and $prof that an empty profile function without the recorder changes the same way (PROFILER)"
 exit 0

@@ -65,6 +65,21 @@ static inline int gr_tstate_tracing(PyThreadState *ts)
     return ts->tracing;
 }
 
+/* A per-thread counter that every greenlet switch changes, read to skip
+ * asking greenlet which greenlet runs when no switch can have happened.
+ * greenlet increments tstate->context_ver each time it restores a
+ * greenlet's state into the thread (0.4.15+, with its support of
+ * contextvars, PEP 567: 0.4/1.x g_switchstack, 2.0+ PythonState
+ * operator>>), to invalidate the contextvars cache.  CPython itself
+ * increments it only when a Context is entered or left (Context.run,
+ * PyContext_Enter/Exit).  A 64-bit counter: it never comes back to a value
+ * seen before.  Present in PyThreadState from 3.7 to 3.15
+ * (cpython/pystate.h). */
+static inline uint64_t gr_switch_witness(PyThreadState *ts)
+{
+    return ts->context_ver;
+}
+
 /* Whether the version keeps a per-thread (and so, with greenlet, per
  * greenlet) "use_tracing" flag that gates profile events:
  *  - 3.9: tstate->use_tracing;

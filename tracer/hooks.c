@@ -216,6 +216,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->prev_trace = NULL;
     t->settrace = NULL;
     t->cur_g = NULL;
+    t->witness = GR_WITNESS_UNKNOWN;
+    t->may_have_ended = 1;
     t->last_c_call = 0;
     t->chain_func = NULL;
     t->chain_obj = NULL;
@@ -380,21 +382,9 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
     }
     if (t->gl_pending && gr_code_is_gl(r, code))
         gr_thread_touch(r, t);
-    if (r->greenlet_mod && !t->gl_pending) {
-        PyObject *g = gr_current_greenlet(r);
-        if (g && g != t->cur_g) {
-            GR_EXC_SAVE(saved);
-            PyFrameObject *top = frame;
-            if (what == PyTrace_CALL)
-                top = frame ? PyFrame_GetBack(frame) : NULL;
-            else
-                Py_XINCREF(top);
-            gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
-            Py_XDECREF(top);
-            GR_EXC_RESTORE(saved);
-        }
-        Py_XDECREF(g);
-    }
+    if (r->greenlet_mod && !t->gl_pending)
+        gr_switch_check(r, t, frame, what);
+    t->may_have_ended = what != PyTrace_CALL && what != PyTrace_C_CALL;
     switch (what) {
     case PyTrace_CALL:
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, code);

@@ -119,6 +119,15 @@ static void import_greenlet(gr_recorder *r)
         r->gl_current = (PyObject * (*)(void)) api[4];
     else
         PyErr_Clear();
+    /* greenlet 0.4.15+ changes the switch witness on every switch
+     * (compat.h, gr_switch_witness); older ones are asked at every event. */
+    PyObject *ver = PyObject_GetAttrString(r->greenlet_mod, "__version__");
+    const char *vs = ver && PyUnicode_Check(ver) ? PyUnicode_AsUTF8(ver) : NULL;
+    int a = 0, b = 0, c = 0;
+    if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2)
+        r->witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
+    Py_XDECREF(ver);
+    PyErr_Clear();
 }
 
 /* ---- sys.setprofile while recording (hooks.c) ----------------------------- */
@@ -846,8 +855,10 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
             /* A mark is a switch detection point too: the greenlet may have
              * resumed without delivering a single profile event. */
             PyObject *g = gr_current_greenlet(r);
-            if (g && g != t->cur_g)
+            if (g && g != t->cur_g) {
+                gr_witness_verify(r, t, g);
                 gr_switch_seen(r, t, g, top, 1, 0);
+            }
             Py_XDECREF(g);
         }
         PyObject *s = PyObject_Str(label);

@@ -407,6 +407,31 @@ void gr_gl_settle(gr_recorder *r, uint32_t gid)
     r->gl_free[r->gl_nfree++] = s - 1;
 }
 
+/* Whether thread tid of the recording has ended: its gr_thread was swept
+ * (its greenlets are GR_GLS_GONE), is marked ended, or its thread state is
+ * no longer in the interpreter.  O(threads tracked + live threads). */
+static int thread_ended(gr_recorder *r, const gr_gl *e)
+{
+    if (e->state & GR_GLS_GONE)
+        return 1;
+    gr_thread *owner = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(r->threads);
+    for (Py_ssize_t i = 0; i < n && !owner; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        if (t->tid == e->tid)
+            owner = t;
+    }
+    if (!owner)
+        return 0; /* unknown: keep it for stop() */
+    if (owner->ended)
+        return 1;
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+        if (ts == owner->tstate && ts->thread_id == owner->thread_id)
+            return 0;
+    return 1;
+}
+
 void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
 {
     uint32_t gid = gr_ptrmap_get(&r->weakrefs, (uintptr_t)wr, 0);
@@ -421,13 +446,23 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     /* The thread whose last seen greenlet this was must not take a new
      * object at the same address for it (passive switch detection
      * compares addresses). */
-    if (e->on && (uintptr_t)e->on->cur_g == e->addr)
+    if (e->on && (uintptr_t)e->on->cur_g == e->addr) {
         e->on->cur_g = NULL;
+        e->on->witness = GR_WITNESS_UNKNOWN;
+    }
     e->on = NULL;
     e->addr = 0;
     /* The caller holds its own reference to the weakref during this
      * callback. */
     Py_CLEAR(e->wr);
+    /* Freed before it finished, after its thread ended (abandoned):
+     * stop() writes nothing for it (no DEAD: its thread cannot run it
+     * again), so its slot is free now; else a program that leaves
+     * thousands of suspended greenlets in each ended thread grows the
+     * recorder's memory until stop() (greenlet's own test
+     * test_untracked_memory_doesnt_increase_unfinished_thread_dealloc_in_main). */
+    if (!(e->state & (GR_GLS_DEAD | GR_GLS_MAIN)) && e->tid && thread_ended(r, e))
+        e->state |= GR_GLS_DEAD;
     gr_gl_settle(r, gid);
 }
 

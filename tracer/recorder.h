@@ -77,11 +77,22 @@ typedef struct gr_thread {
                                reused by another thread) */
     uint32_t hook_code;     /* the C call in progress then (its c_return
                                goes to whatever the program installed) */
+    int may_have_ended;     /* the last event recorded here was a return
+                               (RETURN, C_RETURN, C_EXCEPTION) or none: the
+                               greenlet it came from may have finished
+                               since (a CALL or C_CALL leaves it inside a
+                               call that has not returned: alive) */
+    uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
+                               when greenlet was last asked on this thread;
+                               GR_WITNESS_UNKNOWN: ask at the next event */
     int had_events;         /* the recorder's profile function delivered
                                events on this thread */
     int unannounced;        /* resolving a profile slot changed without the
                                audit event (gr_profile_slot_at_mark) */
 } gr_thread;
+
+/* gr_thread.witness when greenlet must be asked at the next event. */
+#define GR_WITNESS_UNKNOWN UINT64_MAX
 
 typedef struct gr_recorder {
     uint64_t gen;           /* generation, bumped by every start() */
@@ -139,6 +150,11 @@ typedef struct gr_recorder {
                                mode); 0: passive, the default */
     PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
                                or NULL (then r->getcurrent is called) */
+    int witness_ok;         /* greenlet changes gr_switch_witness on every
+                               switch (0.4.15+): an event whose thread's
+                               witness did not change skips asking greenlet
+                               (switches.c); cleared if a mark ever finds
+                               a switch the witness missed */
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
 
     int own_change;         /* the recorder itself is changing a hook */
@@ -318,6 +334,32 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
 /* The running greenlet of the calling thread, new reference, or NULL
  * (greenlet missing; no error set). */
 PyObject *gr_current_greenlet(gr_recorder *r);
+
+/* Passive detection at a profile event of thread t (slow path of
+ * gr_switch_check): asks greenlet which greenlet runs and, if it is not
+ * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
+ * event's frame.  frame, what, arg: as given to the profile function. */
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
+
+/* Passive detection at a profile event: greenlet is asked only when the
+ * thread's switch witness (compat.h) changed since it was last asked, so
+ * an event with no switch before it costs one load and one compare, and
+ * makes no greenlet API call (such a call also runs greenlet's deferred
+ * cleanup of greenlets of other threads: greenlet's own leak tests see
+ * it). */
+static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
+    uint64_t v = gr_switch_witness(PyThreadState_GET());
+    if (v != t->witness || !r->witness_ok) {
+        t->witness = v;
+        gr_switch_check_slow(r, t, frame, what);
+    }
+}
+
+/* mark()/stop() asked greenlet directly and found greenlet g running where
+ * the thread last saw another: if the witness claims no switch happened,
+ * it cannot be trusted with this greenlet (witness_ok cleared). */
+void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
 
 /* Passive switch detection: greenlet `g` (borrowed) is running on thread
  * t, which last saw t->cur_g.  Writes the SWITCH (or the THROW/SWITCH

@@ -4,11 +4,15 @@
  * callback makes greenlet recompute the tracing state of the target on its
  * way out of the callback, which heals the very bug class (greenlet issue
  * 256) this tool exists to catch (docs/FORMAT.md §4, SWITCH).  Instead, at
- * every profile event it receives and at every mark(), the recorder asks
- * greenlet which greenlet is running (its C API, PyGreenlet_GetCurrent) and
- * compares the answer with the one it saw last on that thread.  A change is
- * a switch; it is written with the target's real Python stack, so every
- * switch is also a ground-truth point.
+ * every mark(), and at every profile event after which a switch may have
+ * happened (the thread's switch witness changed: compat.h,
+ * gr_switch_witness), the recorder asks greenlet which greenlet is running
+ * (its C API, PyGreenlet_GetCurrent) and compares the answer with the one it
+ * saw last on that thread.  Asking at events with no switch before them
+ * would also run greenlet's deferred cleanup of greenlets dropped by other
+ * threads at a moment of the recorder's choosing (greenlet's own leak
+ * tests see it).  A change is a switch; it is written with the target's
+ * real Python stack, so every switch is also a ground-truth point.
  *
  * What passive mode cannot know: greenlets that ran without delivering any
  * event (a hub in compiled code) between two that did; whether a switch was
@@ -33,6 +37,32 @@ PyObject *gr_current_greenlet(gr_recorder *r)
     if (!g && PyErr_Occurred())
         PyErr_Clear();
     return g;
+}
+
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
+    PyObject *g = gr_current_greenlet(r);
+    if (g && g != t->cur_g) {
+        GR_EXC_SAVE(saved); /* PyFrame_GetBack may allocate (3.11+) */
+        PyFrameObject *top = frame;
+        if (what == PyTrace_CALL)
+            top = frame ? PyFrame_GetBack(frame) : NULL;
+        else
+            Py_XINCREF(top);
+        gr_switch_seen(r, t, g, top, 0, what == PyTrace_C_EXCEPTION);
+        Py_XDECREF(top);
+        GR_EXC_RESTORE(saved);
+    }
+    Py_XDECREF(g);
+}
+
+void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
+{
+    if (r->witness_ok && t->cur_g && g != t->cur_g &&
+        gr_switch_witness(PyThreadState_GET()) == t->witness) {
+        r->witness_ok = 0;
+        r->errors++;
+    }
 }
 
 /* 1 if greenlet gid is dead now (freed, or its `dead` attribute is true). */
@@ -112,7 +142,14 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     } else {
         gr_swallow(r);
     }
-    int dead = og && og != tg && greenlet_dead(r, og);
+    /* The origin can have finished only if its last event was a return
+     * (a finished greenlet's run returned: a RETURN, or C_RETURN /
+     * C_EXCEPTION when nothing of Python ran last); one whose last event
+     * was a CALL or C_CALL (the c_call of switch, mostly) is suspended
+     * inside that call.  Asking greenlet costs a weakref and an
+     * attribute lookup per switch.  A death missed here (events lost
+     * while the origin ran) is written when it is freed or at stop(). */
+    int dead = og && og != tg && (at_mark || t->may_have_ended) && greenlet_dead(r, og);
 
     flags |= GR_SW_REAL_STACK;
     if (!announced)

@@ -5,13 +5,15 @@
 # the writer's cost per event on both traces (tests/bench/encode_cost.c),
 # then the switch-path and sampler benchmark.  Prints figures; asserts nothing.
 set -euo pipefail
-# Other arguments (--repeat N, --scale N) go to profile_cost.py.
+# Other arguments (--repeat N, --scale N) go to profile_cost.py; --clock
+# cpu|wall (default cpu: the thread's CPU time) to both.
 PY=/usr/bin/python3
-args=()
+args=() clock=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY=$2; shift 2 ;;
-        -h|--help) echo "usage: $0 [--python PY] [--repeat N] [--scale N]"; exit 0 ;;
+        --clock) clock=(--clock "$2"); args+=(--clock "$2"); shift 2 ;;
+        -h|--help) echo "usage: $0 [--python PY] [--repeat N] [--scale N] [--clock cpu|wall]"; exit 0 ;;
         *) args+=("$1"); shift ;;
     esac
 done
@@ -39,7 +41,7 @@ for t in "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"; do
 done
 rm -f "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"
 if "$PY" -c 'import greenlet' 2>/dev/null; then
-    PYTHONPATH="$out:$build/python" "$PY" "$here/switch_cost.py" --cli "$build/greenreplay" --out "$out"
+    PYTHONPATH="$out:$build/python" "$PY" "$here/switch_cost.py" --cli "$build/greenreplay" --out "$out" "${clock[@]}"
 else
     echo "switch cost: skipped, greenlet is not importable by $PY"
 fi

@@ -10,7 +10,9 @@
 #  - programs print the same lines recorded and unrecorded
 #    (fixtures/profile_save_restore.py, fixtures/cprofile_midway.py: the
 #    program's own profile functions and cProfile's counts are undisturbed);
-#  - fork with and without the sampler: the child neither hangs nor records.
+#  - fork with and without the sampler: the child neither hangs nor records;
+#  - greenlet's deferred cleanup runs at the program's own API call, not at
+#    the recorder's (tests/integration/programs/deferred_cleanup.py).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 PY=/usr/bin/python3
@@ -96,6 +98,28 @@ if "$PY" -c 'import greenlet' 2>/dev/null; then
     done
 else
     skip "fork: greenlet is not importable by $PY"
+fi
+
+# greenlet's deferred cleanup (issues 251/252 of its tracker): a greenlet
+# dropped by another thread is cleaned up at its own thread's next greenlet
+# API call, never at a call of the recorder's (passive detection asks
+# greenlet only when the switch witness changed).  Same line recorded and
+# unrecorded; the trace is clean.
+if "$PY" -c 'import greenlet' 2>/dev/null; then
+    prog=tests/integration/programs/deferred_cleanup.py
+    out=$work/cleanup
+    (cd "$GR_ROOT" && "$PY" "$prog") >"$out.plain" 2>&1
+    (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$PY" "$prog") >"$out.log" 2>&1
+    rc=$?
+    "$GR_CLI" check "$out.grt" >"$out.check" 2>&1
+    crc=$?
+    if [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ] && diff -q "$out.plain" <(grep -v '^greenreplay' "$out.log") >/dev/null; then
+        ok "deferred cleanup: the recorder does not run greenlet's cleanup ($(cat "$out.plain")), clean"
+    else
+        bad "deferred cleanup: record exit $rc, check exit $crc; unrecorded: $(cat "$out.plain"); recorded: $(grep -v '^greenreplay' "$out.log" | tr '\n' ' ')"
+    fi
+else
+    skip "deferred cleanup: greenlet is not importable by $PY"
 fi
 
 # 1,000 threads with suspended greenlets at stop: half of the threads ended

@@ -9,9 +9,13 @@ or the skip reason.  The full tracebacks go to OUT.details.  Used by
 ci/peer.sh, which runs it once unrecorded and once under
 `greenreplay record` and compares the two files (`make peer`).
 
-usage: python run_suite.py OUT [MODULE...]
+usage: python run_suite.py [--empty-profile] OUT [MODULE...]
 MODULE: greenlet.tests.test_x names (default: every test_*.py of the
-package).  Prints unittest's summary.  Exit status 0 when every test passed
+package).  --empty-profile: run under a profile function that does
+nothing, installed as a standard profiler installs it (sys.setprofile and
+threading.setprofile, every thread started later too), without the
+recorder: a test that differs the same way there is changed by CPython's
+profiling itself, not by the recorder.  Prints unittest's summary.  Exit status 0 when every test passed
 or was skipped, 1 otherwise, 2 when the suite cannot be loaded.
 """
 import os
@@ -57,7 +61,18 @@ class Recording(unittest.TextTestResult):
 
 def main(argv):
     if len(argv) < 2:
-        print(__doc__.strip().split("\n\n")[2], file=sys.stderr)
+        print(__doc__.strip().split("\n\n")[2].split("\n")[0], file=sys.stderr)
+        return 2
+    if argv[1] == "--empty-profile":
+        import threading
+
+        def nothing(frame, event, arg):
+            return None
+
+        sys.setprofile(nothing)
+        threading.setprofile(nothing)
+        argv = argv[1:]
+    if len(argv) < 2:
         return 2
     out, mods = argv[1], argv[2:]
     try:
