@@ -294,6 +294,9 @@ static int get_stack(struct dec *d, gr_record *r)
 static const uint8_t *keep_bytes(gr_trace *t, const uint8_t *p, size_t n)
 {
     enum { BLOCK = 65536 };
+    static const uint8_t empty[1];
+    if (!n) /* an empty string: nothing to keep (and no block yet to point into) */
+        return empty;
     if (grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1, sizeof *t->blocks) < 0)
         return NULL;
     if (n > BLOCK / 4) { /* a long string: a block of its own */
