@@ -75,6 +75,22 @@ def mb(kb):
     return "%.1f MB" % (kb / 1024.0)
 
 
+def rss_table(what, rec, base):
+    """Print the peak-RSS table of a recorded run against its unrecorded
+    base, one row per point ("at" lines of each run's output); returns the
+    base's points by "at" and the recorded run's points."""
+    b = {x["at"]: x for x in lines(base["out"]) if "at" in x}
+    print("  | %s | peak RSS recorded | unrecorded | recorder's share | time recorded | unrecorded |" % what)
+    print("  |---:|---:|---:|---:|---:|---:|")
+    pts = [x for x in lines(rec["out"]) if "at" in x]
+    for x in pts:
+        y = b.get(x["at"])
+        print("  | %d | %s | %s | %s | %.1f s | %s |" % (
+            x["at"], mb(x["hwm_kb"]), mb(y["hwm_kb"]) if y else "-",
+            mb(x["hwm_kb"] - y["hwm_kb"]) if y else "-", x["s"], "%.1f s" % y["s"] if y else "-"))
+    return b, pts
+
+
 def events_step(a, py, env, n, per_iter):
     """Record about n events, then check and dump the trace; print the
     figures with the issue's goals.  Returns False if the recording
@@ -167,15 +183,7 @@ def main():
             crashed.append("greenlets")
             print("  CRASHED: %s" % (rec["err"] or base["err"]).strip()[-500:])
         else:
-            b = {x["at"]: x for x in lines(base["out"]) if "at" in x}
-            print("  | greenlets created | peak RSS recorded | unrecorded | recorder's share | time recorded | unrecorded |")
-            print("  |---:|---:|---:|---:|---:|---:|")
-            pts = [x for x in lines(rec["out"]) if "at" in x]
-            for x in pts:
-                y = b.get(x["at"])
-                print("  | %d | %s | %s | %s | %.1f s | %s |" % (
-                    x["at"], mb(x["hwm_kb"]), mb(y["hwm_kb"]) if y else "-",
-                    mb(x["hwm_kb"] - y["hwm_kb"]) if y else "-", x["s"], "%.1f s" % y["s"] if y else "-"))
+            b, pts = rss_table("greenlets created", rec, base)
             print("  CPU time: recorded %.1f s for %d greenlets (%.1f us each), unrecorded %.1f s for %d "
                   "(%.1f us each)" % (rec["cpu_s"], a.greenlets, rec["cpu_s"] / a.greenlets * 1e6,
                                       base["cpu_s"], min(a.greenlets, 100000),
@@ -199,15 +207,7 @@ def main():
             crashed.append("threads")
             print("  CRASHED: %s" % (rec["err"] or base["err"]).strip()[-500:])
         else:
-            b = {x["at"]: x for x in lines(base["out"]) if "at" in x}
-            print("  | threads | peak RSS recorded | unrecorded | recorder's share | time recorded | unrecorded |")
-            print("  |---:|---:|---:|---:|---:|---:|")
-            pts = [x for x in lines(rec["out"]) if "at" in x]
-            for x in pts:
-                y = b.get(x["at"])
-                print("  | %d | %s | %s | %s | %.1f s | %s |" % (
-                    x["at"], mb(x["hwm_kb"]), mb(y["hwm_kb"]) if y else "-",
-                    mb(x["hwm_kb"] - y["hwm_kb"]) if y else "-", x["s"], "%.1f s" % y["s"] if y else "-"))
+            b, pts = rss_table("threads", rec, base)
             if len(pts) > 1 and pts[0]["at"] in b and pts[-1]["at"] in b:
                 d = (pts[-1]["hwm_kb"] - b[pts[-1]["at"]]["hwm_kb"]) - (pts[0]["hwm_kb"] - b[pts[0]["at"]]["hwm_kb"])
                 per = d * 1024.0 / (pts[-1]["at"] - pts[0]["at"])
