@@ -254,6 +254,17 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     return t;
 }
 
+int gr_thread_alive(const gr_thread *t)
+{
+    if (t->ended)
+        return 0;
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+        if (ts == t->tstate && ts->thread_id == t->thread_id)
+            return 1;
+    return 0;
+}
+
 /* The gr_thread of thread state ts in recording r, or NULL. */
 static gr_thread *thread_of_tstate(gr_recorder *r, PyThreadState *ts)
 {

@@ -464,17 +464,8 @@ fail:
  * ended freed theirs), new reference or NULL. */
 static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
 {
-    *alive = 0;
-    if (t->ended)
-        return NULL;
-    PyThreadState *me = PyThreadState_Get();
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
-        if (ts == t->tstate && ts->thread_id == t->thread_id) {
-            *alive = 1;
-            return gr_tstate_frame(ts);
-        }
-    }
-    return NULL;
+    *alive = gr_thread_alive(t);
+    return *alive ? gr_tstate_frame(t->tstate) : NULL;
 }
 
 /* One STACK record per live greenlet seen, in gid order; with greenlet

@@ -423,13 +423,7 @@ static int thread_ended(gr_recorder *r, const gr_gl *e)
     }
     if (!owner)
         return 0; /* unknown: keep it for stop() */
-    if (owner->ended)
-        return 1;
-    PyThreadState *me = PyThreadState_Get();
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
-        if (ts == owner->tstate && ts->thread_id == owner->thread_id)
-            return 0;
-    return 1;
+    return !gr_thread_alive(owner);
 }
 
 void gr_greenlet_forget(gr_recorder *r, PyObject *wr)

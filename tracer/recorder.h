@@ -435,6 +435,12 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
  * r->threads.  Returns a new reference, or NULL (error swallowed). */
 gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts);
 
+/* Whether thread t is still running: not marked ended, and its thread
+ * state, serving the same thread id, is still in the interpreter's list
+ * (CPython reuses both once a thread ends).  O(live threads); needs the
+ * GIL. */
+int gr_thread_alive(const gr_thread *t);
+
 /* The gr_thread of the calling thread for recording r, creating it (not
  * yet seen) when missing.  Borrowed, or NULL on failure. */
 gr_thread *gr_thread_current(gr_recorder *r);
