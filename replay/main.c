@@ -340,26 +340,35 @@ static int load_side(gr_times *tm, const char *trace, char **err)
     gr_sb path;
     gr_sb_init(&path);
     gr_sb_printf(&path, "%s.times", trace);
-    int rc = gr_times_load(tm, gr_sb_str(&path));
-    if (rc != GR_READ_OK) {
-        gr_sb msg;
-        gr_sb_init(&msg);
-        gr_sb_puts(&msg, tm->err.msg);
-        if (tm->err.kind == GR_E_IO)
-            gr_sb_puts(&msg, " (check --stall reads the side channel of a recording made "
-                             "with start(sampler=...))");
-        *err = gr_sb_take(&msg);
-    } else if (!gr_times_has_sampler(tm)) {
-        gr_sb msg;
-        gr_sb_init(&msg);
-        gr_sb_printf(&msg, "%s: no sampler data (record with start(sampler=...); the sampler "
-                           "data are written at stop())",
-                     gr_sb_str(&path));
-        *err = gr_sb_take(&msg);
-        rc = GR_READ_CORRUPT;
-    }
+    gr_times_load(tm, gr_sb_str(&path));
+    *err = gr_stall_side_error(tm, gr_sb_str(&path));
     gr_sb_free(&path);
-    return rc;
+    return *err != NULL;
+}
+
+/* check --stall of one trace: streamed (t opened with gr_trace_open,
+ * gr_stall_stream), or loaded whole when t was loaded (--html) or the side
+ * channel is not in index order.  Returns an enum gr_stall_stream_status
+ * (GR_STALL_SIDE_UNUSABLE: *err owned; GR_STALL_TRACE_CORRUPT: t->err). */
+static int stall_one(gr_trace *t, const char *path, uint64_t max_wait, gr_times *tm,
+                     gr_stall *st, gr_check_result *res, size_t *nv, char **err)
+{
+    if (t->streaming) {
+        gr_sb side;
+        gr_sb_init(&side);
+        gr_sb_printf(&side, "%s.times", path);
+        int k = gr_stall_stream(t, gr_sb_str(&side), max_wait, st, res, nv, err);
+        gr_sb_free(&side);
+        if (k != GR_STALL_UNORDERED)
+            return k;
+        gr_trace_free(t);
+        if (gr_trace_load(t, path) != GR_READ_OK)
+            return GR_STALL_TRACE_CORRUPT;
+    }
+    if (load_side(tm, path, err))
+        return GR_STALL_SIDE_UNUSABLE;
+    *nv = gr_stall_run(t, tm, max_wait, st, res);
+    return GR_STALL_DONE;
 }
 
 /* Parse --max-wait-us N (decimal microseconds) into ns. */
@@ -430,9 +439,10 @@ static int cmd_check(int argc, char **argv)
     gr_html hr;
     gr_html_init(&hr);
     int color = !json && gr_color_enabled(color_mode, stdout);
-    /* check and check --junit stream the trace (memory: one chunk); --stall
-     * and --html look back at any record, so they load it whole. */
-    int streamed = !stall && !html;
+    /* check, --junit and --stall stream the trace (memory: one chunk and
+     * the checker's state, docs/ARCHITECTURE.md); --html looks back at any
+     * record, so it loads it whole. */
+    int streamed = !html;
     for (int i = optind; i < argc; i++) {
         gr_trace t;
         if (streamed ? open_stream(&t, argv[i]) : load(&t, argv[i])) {
@@ -449,9 +459,17 @@ static int cmd_check(int argc, char **argv)
         gr_stall st;
         memset(&tm, 0, sizeof tm);
         memset(&st, 0, sizeof st);
+        gr_check_result res;
+        size_t nv = 0;
         if (stall) {
             char *err = NULL;
-            if (load_side(&tm, argv[i], &err)) {
+            int k = stall_one(&t, argv[i], max_wait, &tm, &st, &res, &nv, &err);
+            if (k == GR_STALL_TRACE_CORRUPT) {
+                fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+                gr_times_free(&tm);
+                goto unusable;
+            }
+            if (k == GR_STALL_SIDE_UNUSABLE) {
                 fprintf(stderr, "greenreplay: %s\n", err);
                 if (jtraces)
                     json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
@@ -464,10 +482,8 @@ static int cmd_check(int argc, char **argv)
                 continue;
             }
         }
-        gr_check_result res;
-        size_t nv = stall      ? gr_stall_run(&t, &tm, max_wait, &st, &res)
-                    : streamed ? gr_check_stream(&t, &res)
-                               : gr_check_run(&t, &res);
+        if (!stall)
+            nv = streamed ? gr_check_stream(&t, &res) : gr_check_run(&t, &res);
         if (nv == SIZE_MAX) { /* a streamed trace turned out corrupt part way */
             fprintf(stderr, "greenreplay: %s\n", t.err.msg);
             goto unusable;
