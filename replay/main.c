@@ -439,10 +439,10 @@ static int cmd_check(int argc, char **argv)
     gr_html hr;
     gr_html_init(&hr);
     int color = !json && gr_color_enabled(color_mode, stdout);
-    /* check, --junit and --stall stream the trace (memory: one chunk and
-     * the checker's state, docs/ARCHITECTURE.md); --html looks back at any
-     * record, so it loads it whole. */
-    int streamed = !html;
+    /* check, --junit, --stall and --html stream the trace (memory: one
+     * chunk and the checker's state, docs/ARCHITECTURE.md; --html reads
+     * the file again). */
+    int streamed = 1;
     for (int i = optind; i < argc; i++) {
         gr_trace t;
         if (streamed ? open_stream(&t, argv[i]) : load(&t, argv[i])) {
