@@ -64,7 +64,7 @@ static const char usage_main[] =
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
-    "                         [--html OUT.html] [-q] [--color[=WHEN]]\n"
+    "                         [--html OUT.html] [-q] [--color[=WHEN]] [--in-memory]\n"
     "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
@@ -104,7 +104,21 @@ static const char usage_check[] =
     "  --stall        also check the sampler data of FILE.times (see above)\n"
     "  --max-wait-us N  stall_wait threshold in microseconds (default 1000;\n"
     "                 needs --stall)\n"
+    "  --in-memory    read each trace (and FILE.times) whole into memory\n"
+    "                 instead of one chunk at a time: the same report, memory\n"
+    "                 about 100 bytes per record (for comparisons)\n"
     "  -h, --help     show this help\n"
+    "\n"
+    "Memory: the trace is read one chunk at a time (at most 16 MiB, 64 KiB as\n"
+    "the recorder writes them).  Peak memory is that chunk, the definitions\n"
+    "(strings and code identities, which grow with the program's code), a\n"
+    "shadow stack per live greenlet, and about 140 bytes per greenlet seen\n"
+    "(dead ones included).  --stall reads FILE.times twice, one chunk at a\n"
+    "time, and adds about 100 bytes per sample (the sampler's headers) and\n"
+    "the stacks of one sample; a side channel whose switch entries or samples\n"
+    "are not in record order (the reference sampler writes them in order) is\n"
+    "read whole instead.  --html reads the trace file three more times and\n"
+    "adds the last real stack of each live greenlet.\n"
     "\n"
     "A truncated trace (killed recorder) is checked up to its last complete\n"
     "chunk; truncation alone is not a failure.  Frames open at stop that match\n"
@@ -394,12 +408,13 @@ static int cmd_check(int argc, char **argv)
         {"max-wait-us", required_argument, NULL, 'w'},
         {"html", required_argument, NULL, 'H'},
         {"quiet", no_argument, NULL, 'q'},
+        {"in-memory", no_argument, NULL, 'M'},
         {"color", optional_argument, NULL, 'C'},
         {"colour", optional_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, stall = 0, wait_set = 0, quiet = 0, c;
+    int json = 0, stall = 0, wait_set = 0, quiet = 0, in_memory = 0, c;
     enum gr_color_mode color_mode = GR_COLOR_AUTO;
     uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
     const char *junit = NULL, *html = NULL;
@@ -408,6 +423,7 @@ static int cmd_check(int argc, char **argv)
         switch (c) {
         case 'H': html = optarg; break;
         case 'q': quiet = 1; break;
+        case 'M': in_memory = 1; break;
         case 'C':
             if (gr_color_parse(optarg, &color_mode) < 0)
                 return bad_usage(usage_check, "bad --color '%s' (auto, always or never)", optarg);
@@ -441,8 +457,8 @@ static int cmd_check(int argc, char **argv)
     int color = !json && gr_color_enabled(color_mode, stdout);
     /* check, --junit, --stall and --html stream the trace (memory: one
      * chunk and the checker's state, docs/ARCHITECTURE.md; --html reads
-     * the file again). */
-    int streamed = 1;
+     * the file again); --in-memory loads it whole. */
+    int streamed = !in_memory;
     for (int i = optind; i < argc; i++) {
         gr_trace t;
         if (streamed ? open_stream(&t, argv[i]) : load(&t, argv[i])) {
