@@ -214,6 +214,10 @@ static const char usage_script[] =
     "  -q, --quiet     no notes on stderr\n"
     "  -h, --help      show this help\n"
     "\n"
+    "Memory: the trace is read whole and the shape of every greenlet is built\n"
+    "before the program is written: about 230 bytes per record (not one chunk\n"
+    "at a time like check; docs/ARCHITECTURE.md).\n"
+    "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
 
@@ -253,6 +257,10 @@ static const char usage_diff[] =
     "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal\n"
     "                   and NO_COLOR is unset or empty), always, never\n"
     "  -h, --help       show this help\n"
+    "\n"
+    "Memory: both traces are read whole and aligned globally: about 120 bytes\n"
+    "per record of each (not one chunk at a time like check;\n"
+    "docs/ARCHITECTURE.md).\n"
     "\n"
     "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
     "(one line with file and byte offset), traces of different format versions,\n"
