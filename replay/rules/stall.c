@@ -390,6 +390,30 @@ static const char *state_text(enum gr_shadow_state s)
     }
 }
 
+/* Whether a sampled stack's code ids can be compared with a shadow: not
+ * when one is not defined by the trace (counted unusable, and in
+ * *bad_ids), nor when one is 0, a code the profile function never saw
+ * (counted unknown). */
+static int comparable(const gr_trace *t, gr_stall *st, const uint32_t *ids, uint32_t depth,
+                      size_t *bad_ids)
+{
+    int unknown = 0, bad = 0;
+    for (uint32_t d = 0; d < depth; d++) {
+        unknown |= ids[d] == 0;
+        bad |= ids[d] > t->ncodes;
+    }
+    if (bad) {
+        (*bad_ids)++;
+        st->stacks_unusable++;
+        return 0;
+    }
+    if (unknown) {
+        st->stacks_unknown++;
+        return 0;
+    }
+    return 1;
+}
+
 /* The `sample` messages: gid sampled as suspended but in another state;
  * its stack differs from the shadow (diff: gr_checker_compare's text). */
 static void state_message(gr_sb *sb, size_t num, const gr_sample *s, uint64_t gid,
@@ -448,20 +472,8 @@ static void check_stacks(const gr_trace *t, const gr_times *tm, gr_checker *c, g
         for (uint64_t j = 0; j < s->got; j++) {
             const gr_sample_stack *ss = &tm->stacks[s->stack + j];
             const uint32_t *ids = gr_sample_codes(tm, ss);
-            int unknown = 0, bad = 0;
-            for (uint32_t d = 0; d < ss->depth; d++) {
-                unknown |= ids[d] == 0;
-                bad |= ids[d] > t->ncodes;
-            }
-            if (bad) {
-                bad_ids++;
-                st->stacks_unusable++;
+            if (!comparable(t, st, ids, ss->depth, &bad_ids))
                 continue;
-            }
-            if (unknown) {
-                st->stacks_unknown++;
-                continue;
-            }
             uint64_t tid;
             enum gr_shadow_state state = gr_checker_greenlet(c, ss->gid, &tid);
             int torn = contains(sw, nsw, ss->gid);
@@ -957,20 +969,8 @@ static int stream_sample(sst *ss, const gr_times *pr, const gr_sample *s, size_t
     for (uint64_t j = 0; j < s->got; j++) {
         const gr_sample_stack *sk = &pr->stacks[s->stack + j];
         const uint32_t *ids = gr_sample_codes(pr, sk);
-        int unknown = 0, bad = 0;
-        for (uint32_t d = 0; d < sk->depth; d++) {
-            unknown |= ids[d] == 0;
-            bad |= ids[d] > t->ncodes;
-        }
-        if (bad) {
-            (*bad_ids)++;
-            st->stacks_unusable++;
+        if (!comparable(t, st, ids, sk->depth, bad_ids))
             continue;
-        }
-        if (unknown) {
-            st->stacks_unknown++;
-            continue;
-        }
         uint64_t tid;
         enum gr_shadow_state state = gr_checker_greenlet(ss->c, sk->gid, &tid);
         int cmp = 0;
