@@ -368,6 +368,8 @@ static const char *note_title(enum gr_note_kind k)
     switch (k) {
     case GR_NOTE_OPEN_AT_STOP: return "open at stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open at end of truncated trace";
+    case GR_NOTE_ABANDONED: return "abandoned (suspended on a thread that ended before stop)";
+    case GR_NOTE_UNOBSERVED: return "unobserved (a thread without the profile function)";
     default: return "open at end of trace (no STOP record)";
     }
 }
