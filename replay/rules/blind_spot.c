@@ -265,10 +265,24 @@ static void release(ck *c)
     c->rule_state[GR_RULE_BLIND_SPOT] = NULL;
 }
 
+/* A bracketed MARK waiting for its C_RETURN, or an episode of the subject
+ * profiler being off (reported when it ends), at a record before hi. */
+static int pending(const ck *c, uint64_t hi)
+{
+    const bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    for (size_t i = 0; b && i < b->nth; i++) {
+        const bthread *bt = &b->th[i];
+        if ((bt->pending_mark && bt->mark_index < hi) || (bt->subject_off && bt->off_index < hi))
+            return 1;
+    }
+    return 0;
+}
+
 const gr_rule_ops gr_rule_blind_spot = {
     .id = GR_RULE_BLIND_SPOT,
     .init = init,
     .on_record = on_record,
     .finish = finish,
     .release = release,
+    .pending = pending,
 };

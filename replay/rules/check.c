@@ -214,7 +214,7 @@ static void one_record(ck *c, const gr_record *r)
     e.th = th;
     e.th_index = (size_t)(th - c->th);
     for (size_t k = 0; k < gr_rule_count; k++)
-        if (gr_rule_table[k]->on_record)
+        if (gr_rule_table[k]->on_record && !(c->prefix && gr_rule_table[k]->stateless))
             gr_rule_table[k]->on_record(c, &e);
     ck_apply(c, &e);
     count_coverage(c, r);
@@ -274,6 +274,8 @@ static void finish(ck *c)
 {
     const gr_trace *t = c->t;
     fill_coverage(c);
+    if (c->no_end) /* split.h: a range's worker that stopped early */
+        return;
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->finish)
             gr_rule_table[k]->finish(c);

@@ -327,10 +327,26 @@ static void release(ck *c)
     c->rule_state[GR_RULE_PROPAGATION] = NULL;
 }
 
+/* A prediction about a switch before hi, still waiting for evidence. */
+static int pending(const ck *c, uint64_t hi)
+{
+    const pstate *ps = c->rule_state[GR_RULE_PROPAGATION];
+    for (size_t i = 0; ps && i < ps->npred; i++)
+        if (ps->pred[i].open && ps->pred[i].switch_index < hi)
+            return 1;
+    /* A switch just before: the INSTR right after it makes a prediction
+     * about it (on_instr). */
+    for (size_t i = 0; ps && i < ps->nth; i++)
+        if (ps->th[i].sw_profiled && ps->th[i].sw_index < hi && ps->th[i].sw_index + 1 >= c->pos)
+            return 1;
+    return 0;
+}
+
 const gr_rule_ops gr_rule_propagation = {
     .id = GR_RULE_PROPAGATION,
     .init = init,
     .on_record = on_record,
     .finish = finish,
     .release = release,
+    .pending = pending,
 };
