@@ -410,8 +410,7 @@ static void print_range(FILE *out, const gr_split *sp)
         fprintf(out, "%" PRIu64 ")", sp->hi);
     if (sp->read_on)
         fprintf(out, "; read on %" PRIu64 " records past it", sp->read_on);
-    if (sp->ended)
-        fprintf(out, "; the trace has %" PRIu64 " chunks", sp->chunks);
+    fprintf(out, "; the trace has %" PRIu64 " chunks", sp->chunks);
     fputc('\n', out);
 }
 
@@ -424,7 +423,8 @@ static json_t *range_json(const gr_split *sp)
     json_object_set_new(o, "first_record", gr_json_u64(sp->lo));
     json_object_set_new(o, "end_record", sp->hi == UINT64_MAX ? json_null() : gr_json_u64(sp->hi));
     json_object_set_new(o, "read_on", gr_json_u64(sp->read_on));
-    json_object_set_new(o, "chunks", sp->ended ? gr_json_u64(sp->chunks) : json_null());
+    json_object_set_new(o, "chunks", gr_json_u64(sp->chunks));
+    json_object_set_new(o, "read_to_end", json_boolean(sp->ended));
     return o;
 }
 

@@ -2,6 +2,7 @@
 #include "split.h"
 
 #include "rule.h"
+#include "seek.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,17 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
     if (sp->hi != UINT64_MAX && gr_checker_position(c) > sp->hi)
         sp->read_on = gr_checker_position(c) - sp->hi;
     gr_checker_finish(c);
+    if (!sp->ended && !t->err.status) {
+        /* What ended the recording, and the number of chunks, without
+         * decoding the rest; the coverage of what was replayed stays, with
+         * no verdict about the whole trace (nothing checked, records
+         * missing: the worker that reads to the end gives those). */
+        uint64_t more = 0;
+        gr_trace_skip_rest(t, &more);
+        sp->chunks += more;
+        res->coverage.nothing = NULL;
+        res->coverage.dropped = t->has_trailer ? t->trailer.dropped : 0;
+    }
     if (t->err.status) {
         gr_check_result_free(res);
         return GR_SPLIT_CORRUPT;

@@ -36,10 +36,12 @@ typedef struct gr_split {
                            the end.  from < to. */
     uint64_t lo, hi;    /* out: the range's record indices [lo, hi); hi =
                            UINT64_MAX when the range reaches the end */
-    uint64_t chunks;    /* out: chunks decoded; the trace's number of chunks
-                           when `ended` (or when from is past the end) */
-    int ended;          /* out: the worker read the whole trace and ran the
-                           end-of-trace verdicts */
+    uint64_t chunks;    /* out: the trace's number of chunks (those after
+                           the worker stopped are counted by their headers,
+                           seek.h) */
+    int ended;          /* out: the worker replayed the whole trace and ran
+                           the end-of-trace verdicts (else the trace's end
+                           was only looked up: trailer or truncation) */
     uint64_t read_on;   /* out: records replayed past hi (step 3) */
 } gr_split;
 
