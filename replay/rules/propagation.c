@@ -327,6 +327,55 @@ static void release(ck *c)
     c->rule_state[GR_RULE_PROPAGATION] = NULL;
 }
 
+/* Before the range of a split check (rule.h): the verdicts about those
+ * records are dropped, and a prediction made there is decided by the
+ * worker of its switch; later verdicts depend on whether propagation was
+ * reported since the thread's last switch, on that switch (for the INSTR
+ * right after it), and on the predictions made (one per greenlet and
+ * version): kept closed, for that count only. */
+static void on_prefix(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    pstate *ps = st(c);
+    pthread *pt;
+    switch (r->tag) {
+    case GR_SWITCH:
+    case GR_THROW: {
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        uint64_t need = GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN;
+        pt->prop_reported = (r->flags & need) == need && r->use_tracing == 0 && r->tracing == 0;
+        pt->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
+        pt->sw_index = (size_t)r->index;
+        if (pt->sw_profiled)
+            pt->sw_nctx = ck_make_ctx(e->th, (size_t)r->index, pt->sw_ctx);
+        break;
+    }
+    case GR_MARK:
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        if (r->flags & GR_MARK_TRACING_OFF)
+            pt->prop_reported = 1;
+        break;
+    case GR_INSTR:
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index)
+            break;
+        for (size_t i = 0; i < ps->npred; i++)
+            if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
+                ps->pred[i].version == r->tracing)
+                return;
+        ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
+        prediction *p = &ps->pred[ps->npred++];
+        memset(p, 0, sizeof *p);
+        p->tid = r->tid;
+        p->gid = r->gid;
+        p->version = r->tracing;
+        p->switch_index = pt->sw_index;
+        break;
+    default:
+        break;
+    }
+}
+
 /* A prediction about a switch before hi, still waiting for evidence. */
 static int pending(const ck *c, uint64_t hi)
 {
@@ -348,5 +397,6 @@ const gr_rule_ops gr_rule_propagation = {
     .on_record = on_record,
     .finish = finish,
     .release = release,
+    .on_prefix = on_prefix,
     .pending = pending,
 };

@@ -18,9 +18,12 @@
  * the state at its start and may read on past its end:
  *   stateless  1: the rule keeps nothing of its own from one record to
  *              the next (it only reads the shared state), so the records
- *              before the range need not go through it; 0 (the default,
- *              always exact): on_record runs on them too and only their
- *              violations are dropped;
+ *              before the range need not go through it;
+ *   on_prefix  for a record before the range: keep only what verdicts
+ *              about records at or after the range's start depend on (a
+ *              verdict about a record before the range is dropped anyway);
+ *              NULL and not stateless: on_record runs (always exact, and
+ *              the cost of the whole rule);
  *   pending    whether a verdict about a record before index `hi` still
  *              waits for later records (a MARK waiting for its C_RETURN, a
  *              prediction waiting for evidence, what is open at STOP); the
@@ -48,6 +51,7 @@ typedef struct gr_rule_ops {
     void (*report)(ck *c);
     void (*release)(ck *c);
     int stateless;
+    void (*on_prefix)(ck *c, const ck_event *e);
     int (*pending)(const ck *c, uint64_t hi);
 } gr_rule_ops;
 
