@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <zlib.h>
@@ -25,18 +26,10 @@ static int bad(gr_trace *t, enum gr_err_kind kind, uint64_t off, const char *fmt
     return -1;
 }
 
-/* The 'Z' chunk at off, payload len bytes with CRC want. */
-static int trailer(gr_trace *t, FILE *f, uint64_t off, uint32_t len, uint32_t want)
+/* Check and decode a trailer payload of len bytes at buf. */
+static int trailer_fields(gr_trace *t, const uint8_t *buf, uint32_t len, uint32_t want,
+                          uint64_t off)
 {
-    uint8_t buf[256];
-    if (len > sizeof buf) /* four varints and perhaps a few newer ones */
-        return bad(t, GR_E_TRAILER, off, "trailer of %" PRIu32 " bytes", len);
-    if (fread(buf, 1, len, f) != len) { /* cut inside the trailer */
-        t->truncated = 1;
-        t->truncated_at = off;
-        t->done = 1;
-        return 0;
-    }
     if ((uint32_t)crc32(0L, buf, (uInt)len) != want)
         return bad(t, GR_E_CRC, off, "chunk checksum mismatch");
     const uint8_t *p = buf, *end = buf + len;
@@ -48,12 +41,32 @@ static int trailer(gr_trace *t, FILE *f, uint64_t off, uint32_t len, uint32_t wa
         if (rc < 0)
             return bad(t, GR_E_VARINT, off, "varint longer than 10 bytes in trailer");
     }
-    if (fgetc(f) != EOF)
-        return bad(t, GR_E_TRAILER, off + GR_CHUNK_HEADER_LEN + len, "data after the trailer");
     t->trailer.events = v[0];
     t->trailer.dropped = v[1];
     t->trailer.errors = v[2];
     t->trailer.reason = v[3];
+    return 0;
+}
+
+/* The 'Z' chunk at off, payload len bytes with CRC want. */
+static int trailer(gr_trace *t, FILE *f, uint64_t off, uint32_t len, uint32_t want)
+{
+    uint8_t *buf = malloc(len ? len : 1); /* extra varints of a newer minor may follow */
+    if (!buf)
+        return bad(t, GR_E_NOMEM, off, "out of memory");
+    if (fread(buf, 1, len, f) != len) { /* cut inside the trailer */
+        free(buf);
+        t->truncated = 1;
+        t->truncated_at = off;
+        t->done = 1;
+        return 0;
+    }
+    int rc = trailer_fields(t, buf, len, want, off);
+    free(buf);
+    if (rc < 0)
+        return rc;
+    if (fgetc(f) != EOF)
+        return bad(t, GR_E_TRAILER, off + GR_CHUNK_HEADER_LEN + len, "data after the trailer");
     t->has_trailer = 1;
     t->done = 1;
     return 0;
