@@ -381,8 +381,9 @@ static int load_side(gr_times *tm, const char *trace, char **err)
     return rc;
 }
 
-/* Parse a chunk index of --from/--to (decimal digits only). */
-static int parse_chunk(const char *s, uint64_t *v)
+/* Parse a decimal number (digits only, below 2^64-1): --from, --to,
+ * --chunk, --max-wait-us. */
+static int parse_u64(const char *s, uint64_t *v)
 {
     if (*s < '0' || *s > '9')
         return -1;
@@ -431,14 +432,10 @@ static json_t *range_json(const gr_split *sp)
 /* Parse --max-wait-us N (decimal microseconds) into ns. */
 static int parse_wait(const char *s, uint64_t *ns)
 {
-    if (*s < '0' || *s > '9')
+    uint64_t v;
+    if (parse_u64(s, &v) < 0 || v > UINT64_MAX / 1000)
         return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > UINT64_MAX / 1000)
-        return -1;
-    *ns = (uint64_t)v * 1000;
+    *ns = v * 1000;
     return 0;
 }
 
@@ -480,7 +477,7 @@ static int cmd_check(int argc, char **argv)
         case 's': stall = 1; break;
         case 'F':
         case 'T':
-            if (parse_chunk(optarg, c == 'F' ? &range.from : &range.to) < 0)
+            if (parse_u64(optarg, c == 'F' ? &range.from : &range.to) < 0)
                 return bad_usage(usage_check, c == 'F' ? "bad --from '%s' (a chunk index: 0, 1, ...)"
                                                        : "bad --to '%s' (a chunk index: 1, 2, ...)",
                                  optarg);
@@ -773,7 +770,7 @@ static int cmd_edit(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'c': {
             uint64_t v;
-            if (parse_chunk(optarg, &v) < 0 || v == 0 || v > GR_CHUNK_MAX) {
+            if (parse_u64(optarg, &v) < 0 || v == 0 || v > GR_CHUNK_MAX) {
                 free(drop);
                 return bad_usage(usage_edit, "bad --chunk '%s' (bytes, 1 to 16777216)", optarg);
             }

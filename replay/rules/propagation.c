@@ -192,6 +192,16 @@ static void settle_mark(ck *c, const gr_record *r, size_t si)
         decide(c, p, r, 0, "which matched with the resumed frame innermost");
 }
 
+/* Whether a prediction was made for INSTR r's greenlet and version. */
+static int predicted(const pstate *ps, const gr_record *r)
+{
+    for (size_t i = 0; i < ps->npred; i++)
+        if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
+            ps->pred[i].version == r->tracing)
+            return 1;
+    return 0;
+}
+
 static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
 {
     pstate *ps = st(c);
@@ -200,10 +210,8 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     /* One prediction per greenlet and instrumentation version: a greenlet
      * that keeps stale frames (a hub parked in its loop) is not reported
      * again at every switch into it. */
-    for (size_t i = 0; i < ps->npred; i++)
-        if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
-            ps->pred[i].version == r->tracing)
-            return;
+    if (predicted(ps, r))
+        return;
     if (ps->npred == ps->cap_pred) {
         size_t n = ps->cap_pred ? 2 * ps->cap_pred : 8;
         prediction *p = realloc(ps->pred, n * sizeof *p);
@@ -357,12 +365,8 @@ static void on_prefix(ck *c, const ck_event *e)
         break;
     case GR_INSTR:
         pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index)
+        if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index || predicted(ps, r))
             break;
-        for (size_t i = 0; i < ps->npred; i++)
-            if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
-                ps->pred[i].version == r->tracing)
-                return;
         ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
         prediction *p = &ps->pred[ps->npred++];
         memset(p, 0, sizeof *p);
