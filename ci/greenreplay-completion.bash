@@ -14,10 +14,10 @@
 _greenreplay_opts() {
     case "$1" in
         record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --force --help" ;;
-        check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --in-memory --help" ;;
+        check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --in-memory --from --to --help" ;;
         dump)   echo "--times --help" ;;
         stats)  echo "--format --help" ;;
-        edit)   echo "--drop -o --output --help" ;;
+        edit)   echo "--drop --chunk -o --output --help" ;;
         script) echo "--anonymize -o --output --quiet --help" ;;
         diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --help" ;;
         reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --quiet --help" ;;

@@ -10,7 +10,8 @@ PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
           python3-venv python3-pytest python3-pytest-xdist
           python3-objgraph python3-psutil    # pip install ., the pytest plugin, python3.11d (make test); make peer
           python3-yappi python3-coverage python3-line-profiler   # greenreplay conform (profilers under test)
-          time)                              # make bench: peak memory of the replayer
+          time                               # make bench: peak memory of the replayer
+          jq)                                # make test: the merge recipe of check --from/--to
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -14,6 +14,7 @@
 #include "reduce.h"
 #include "report.h"
 #include "script.h"
+#include "split.h"
 #include "stall.h"
 #include "stats.h"
 #include "text.h"
@@ -66,6 +67,7 @@ static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
     "                         [--html OUT.html] [-q] [--color[=WHEN]] [--in-memory]\n"
     "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
+    "       greenreplay check --from A [--to B] FILE... [--format ...] [--junit ...] [-q]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
     "and report violations of the rules imbalance, blind_spot,\n"
@@ -107,6 +109,20 @@ static const char usage_check[] =
     "  --in-memory    read each trace (and FILE.times) whole into memory\n"
     "                 instead of one chunk at a time: the same report, memory\n"
     "                 about 100 bytes per record (for comparisons)\n"
+    "  --from A, --to B  check only the records of chunks A..B-1 (chunk\n"
+    "                 indices from 0, records chunks in file order; `greenreplay\n"
+    "                 stats` prints how many a trace has; --to defaults to the\n"
+    "                 end, a B past the end means the end).  The chunks before A\n"
+    "                 are replayed to build the state at A (not their rules'\n"
+    "                 verdicts), and reading goes on past B only while a verdict\n"
+    "                 about a record before B waits for later records.  Reports\n"
+    "                 the violations at records of chunks [A, B) only: the\n"
+    "                 violations of workers checking adjacent ranges together\n"
+    "                 are exactly those of the whole check (merge recipe:\n"
+    "                 docs/ARCHITECTURE.md).  Not with --stall, --html or\n"
+    "                 --in-memory.  A\n"
+    "                 bad range (not a number, A >= B, A past the last chunk)\n"
+    "                 exits 2 with one line on stderr\n"
     "  -h, --help     show this help\n"
     "\n"
     "Memory: the trace is read one chunk at a time (at most 16 MiB, 64 KiB as\n"
@@ -138,8 +154,8 @@ static const char usage_check[] =
     "file is missing or corrupt, a trace had nothing to check (one line\n"
     "`greenreplay: FILE: nothing checked: WHY` on stderr), with --stall also\n"
     "FILE.times missing, corrupt or without sampler data, or bad usage\n"
-    "(corrupt: one line with the byte offset on stderr).  With several files\n"
-    "the highest status wins.\n";
+    "(corrupt: one line with the byte offset on stderr), --from past the last\n"
+    "chunk.  With several files the highest status wins.\n";
 
 static const char usage_dump[] =
     "usage: greenreplay dump FILE [--times]\n"
@@ -170,7 +186,7 @@ static const char usage_stats[] =
     "exit status: 0 ok, 2 missing or corrupt file, or bad usage.\n";
 
 static const char usage_edit[] =
-    "usage: greenreplay edit --drop N[,N...] -o OUT IN\n"
+    "usage: greenreplay edit [--drop N[,N...]] [--chunk BYTES] -o OUT IN\n"
     "\n"
     "Write trace IN to OUT without the indexed records N (indices as printed\n"
     "by `dump`; --drop may be repeated).  Definitions are kept; later records\n"
@@ -179,6 +195,10 @@ static const char usage_edit[] =
     "\n"
     "options:\n"
     "  --drop N[,N...]  indices to leave out\n"
+    "  --chunk BYTES    chunk payload size of OUT (default 65536, as the recorder\n"
+    "                   writes; raised to what the longest string or record\n"
+    "                   needs): small chunks make traces to try `check --from\n"
+    "                   --to` on\n"
     "  -o, --output OUT output file (required)\n"
     "  -h, --help       show this help\n"
     "\n"
@@ -393,17 +413,61 @@ static int stall_one(gr_trace *t, const char *path, uint64_t max_wait, gr_times 
     return GR_STALL_DONE;
 }
 
-/* Parse --max-wait-us N (decimal microseconds) into ns. */
-static int parse_wait(const char *s, uint64_t *ns)
+/* Parse a decimal number (digits only, below 2^64-1): --from, --to,
+ * --chunk, --max-wait-us. */
+static int parse_u64(const char *s, uint64_t *v)
 {
     if (*s < '0' || *s > '9')
         return -1;
     errno = 0;
     char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > UINT64_MAX / 1000)
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || *end || x >= UINT64_MAX)
         return -1;
-    *ns = (uint64_t)v * 1000;
+    *v = (uint64_t)x;
+    return 0;
+}
+
+/* The range line of a split check's text report (split.h). */
+static void print_range(FILE *out, const gr_split *sp)
+{
+    fprintf(out, "range: chunks [%" PRIu64 ", ", sp->from);
+    if (sp->to == UINT64_MAX)
+        fputs("end)", out);
+    else
+        fprintf(out, "%" PRIu64 ")", sp->to);
+    fprintf(out, " = records [%" PRIu64 ", ", sp->lo);
+    if (sp->hi == UINT64_MAX)
+        fputs("end)", out);
+    else
+        fprintf(out, "%" PRIu64 ")", sp->hi);
+    if (sp->read_on)
+        fprintf(out, "; read on %" PRIu64 " records past it", sp->read_on);
+    fprintf(out, "; the trace has %" PRIu64 " chunks", sp->chunks);
+    fputc('\n', out);
+}
+
+/* The "range" member of a split check's JSON trace (split.h). */
+static json_t *range_json(const gr_split *sp)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "from", gr_json_u64(sp->from));
+    json_object_set_new(o, "to", sp->to == UINT64_MAX ? json_null() : gr_json_u64(sp->to));
+    json_object_set_new(o, "first_record", gr_json_u64(sp->lo));
+    json_object_set_new(o, "end_record", sp->hi == UINT64_MAX ? json_null() : gr_json_u64(sp->hi));
+    json_object_set_new(o, "read_on", gr_json_u64(sp->read_on));
+    json_object_set_new(o, "chunks", gr_json_u64(sp->chunks));
+    json_object_set_new(o, "read_to_end", json_boolean(sp->ended));
+    return o;
+}
+
+/* Parse --max-wait-us N (decimal microseconds) into ns. */
+static int parse_wait(const char *s, uint64_t *ns)
+{
+    uint64_t v;
+    if (parse_u64(s, &v) < 0 || v > UINT64_MAX / 1000)
+        return -1;
+    *ns = v * 1000;
     return 0;
 }
 
@@ -414,6 +478,8 @@ static int cmd_check(int argc, char **argv)
         {"junit", required_argument, NULL, 'j'},
         {"stall", no_argument, NULL, 's'},
         {"max-wait-us", required_argument, NULL, 'w'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
         {"html", required_argument, NULL, 'H'},
         {"quiet", no_argument, NULL, 'q'},
         {"in-memory", no_argument, NULL, 'M'},
@@ -422,7 +488,8 @@ static int cmd_check(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, stall = 0, wait_set = 0, quiet = 0, in_memory = 0, c;
+    int json = 0, stall = 0, wait_set = 0, quiet = 0, in_memory = 0, split = 0, c;
+    gr_split range = {.from = 0, .to = UINT64_MAX};
     enum gr_color_mode color_mode = GR_COLOR_AUTO;
     uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
     const char *junit = NULL, *html = NULL;
@@ -442,6 +509,14 @@ static int cmd_check(int argc, char **argv)
             break;
         case 'j': junit = optarg; break;
         case 's': stall = 1; break;
+        case 'F':
+        case 'T':
+            if (parse_u64(optarg, c == 'F' ? &range.from : &range.to) < 0)
+                return bad_usage(usage_check, c == 'F' ? "bad --from '%s' (a chunk index: 0, 1, ...)"
+                                                       : "bad --to '%s' (a chunk index: 1, 2, ...)",
+                                 optarg);
+            split = 1;
+            break;
         case 'w':
             if (parse_wait(optarg, &max_wait) < 0)
                 return bad_usage(usage_check, "bad --max-wait-us '%s' (microseconds)", optarg);
@@ -455,6 +530,13 @@ static int cmd_check(int argc, char **argv)
         return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
     if (wait_set && !stall)
         return bad_usage(usage_check, "%s", "--max-wait-us needs --stall");
+    if (split && (stall || html || in_memory))
+        return bad_usage(usage_check, "%s", "--from/--to do not go with --stall, --html or --in-memory");
+    if (split && range.from >= range.to) {
+        char b[64];
+        snprintf(b, sizeof b, "%" PRIu64 " >= %" PRIu64, range.from, range.to);
+        return bad_usage(usage_check, "empty range: --from must be below --to (%s)", b);
+    }
     int status = 0; /* exit status: the highest of the files' */
     size_t total = 0;
     json_t *jtraces = json ? json_array() : NULL;
@@ -506,8 +588,20 @@ static int cmd_check(int argc, char **argv)
                 continue;
             }
         }
-        if (!stall)
+        if (split) {
+            int rc = gr_check_split(&t, &range, &res);
+            nv = rc == GR_SPLIT_OK ? res.nv : SIZE_MAX;
+            if (rc == GR_SPLIT_PAST_END) {
+                snprintf(t.err.msg, sizeof t.err.msg,
+                         "%s: --from %" PRIu64 " is past the last chunk: the trace has %" PRIu64
+                         " chunk%s",
+                         argv[i], range.from, range.chunks, range.chunks == 1 ? "" : "s");
+                fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+                goto unusable;
+            }
+        } else if (!stall) {
             nv = streamed ? gr_check_stream(&t, &res) : gr_check_run(&t, &res);
+        }
         if (nv == SIZE_MAX) { /* a streamed trace turned out corrupt part way */
             fprintf(stderr, "greenreplay: %s\n", t.err.msg);
             goto unusable;
@@ -523,12 +617,16 @@ static int cmd_check(int argc, char **argv)
             json_t *jt = gr_report_json_trace(&t, &res);
             if (stall)
                 json_object_set_new(jt, "stall", gr_stall_json(&st));
+            if (split)
+                json_object_set_new(jt, "range", range_json(&range));
             json_array_append_new(jtraces, jt);
         } else if (quiet) {
             gr_color_check_summary(stdout, &t, &res, color);
         } else {
             if (i > optind)
                 fputc('\n', stdout);
+            if (split)
+                print_range(stdout, &range);
             gr_color_report(stdout, &t, &res, color);
         }
         gr_junit_add_trace(&ju, &t, &res);
@@ -689,6 +787,7 @@ static int cmd_edit(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"drop", required_argument, NULL, 'd'},
+        {"chunk", required_argument, NULL, 'c'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -696,6 +795,7 @@ static int cmd_edit(int argc, char **argv)
     uint64_t *drop = NULL;
     size_t ndrop = 0, cap = 0;
     const char *out = NULL;
+    size_t chunk = 0;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
@@ -707,6 +807,15 @@ static int cmd_edit(int argc, char **argv)
             }
             break;
         case 'o': out = optarg; break;
+        case 'c': {
+            uint64_t v;
+            if (parse_u64(optarg, &v) < 0 || v == 0 || v > GR_CHUNK_MAX) {
+                free(drop);
+                return bad_usage(usage_edit, "bad --chunk '%s' (bytes, 1 to 16777216)", optarg);
+            }
+            chunk = (size_t)v;
+            break;
+        }
         case 'h': free(drop); fputs(usage_edit, stdout); return 0;
         default: free(drop); return option_error(usage_edit, c, argv);
         }
@@ -722,7 +831,7 @@ static int cmd_edit(int argc, char **argv)
         return 2;
     }
     char err[512];
-    int rc = gr_edit_drop(&t, drop, ndrop, out, err, sizeof err);
+    int rc = gr_edit_write(&t, drop, ndrop, chunk, out, err, sizeof err);
     if (rc < 0)
         fprintf(stderr, "greenreplay: edit: %s\n", err);
     gr_trace_free(&t);

@@ -98,7 +98,7 @@ int gr_stats_stream(gr_trace *t, gr_stats *s)
     memset(&k, 0, sizeof k);
     do
         count_records(t, s, &k);
-    while (t->streaming && gr_trace_next_chunk(t) > 0);
+    while (t->streaming && gr_trace_next_chunk(t) > 0 && ++s->chunks);
     end_counting(s, &k);
     return t->err.status ? -1 : 0;
 }
@@ -139,6 +139,9 @@ int gr_stats_print_text(FILE *out, const gr_trace *t, const gr_stats *s)
                 t->trailer.events, t->trailer.dropped, t->trailer.errors);
     else
         fprintf(out, ", truncated at byte %" PRIu64 "\n", t->truncated_at);
+    if (s->chunks)
+        fprintf(out, "chunks: %" PRIu64 " (`check --from A --to B` takes indices 0..%" PRIu64 ")\n",
+                s->chunks, s->chunks - 1);
     fprintf(out, "\n%-12s %10s\n", "kind", "count");
     for (int k = 0; k < GR_NKINDS; k++)
         fprintf(out, "%-12s %10" PRIu64 "\n", gr_tag_name(k + GR_FIRST_INDEXED), s->kinds[k]);
@@ -204,6 +207,7 @@ int gr_stats_print_json(FILE *out, const gr_trace *t, const gr_stats *s)
         json_object_set_new(o, "trailer", json_null());
         json_object_set_new(o, "truncated_at", ju64(t->truncated_at));
     }
+    json_object_set_new(o, "chunks", s->chunks ? ju64(s->chunks) : json_null());
     json_object_set_new(o, "kinds", kinds_obj(s->kinds));
     json_object_set_new(o, "threads", rows_arr(s->threads, s->nthreads, "tid", 0));
     json_object_set_new(o, "greenlets", rows_arr(s->greenlets, s->ngreenlets, "gid", 1));

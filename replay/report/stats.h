@@ -29,6 +29,10 @@ typedef struct gr_stats {
     size_t nthreads;
     gr_stats_row *greenlets; /* owned, sorted by gid */
     size_t ngreenlets;
+    uint64_t chunks;         /* records chunks ('E'), counted by
+                                gr_stats_stream from a trace just opened
+                                (the chunk indices of `check --from/--to`
+                                are 0..chunks-1); 0 when not counted */
 } gr_stats;
 
 /* Count the records of t into *s (need not be initialised).  Exits(2) on

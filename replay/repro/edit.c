@@ -13,6 +13,12 @@
 int gr_edit_drop(const gr_trace *t, const uint64_t *drop, size_t ndrop, const char *path,
                  char *err, size_t errlen)
 {
+    return gr_edit_write(t, drop, ndrop, 0, path, err, errlen);
+}
+
+int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t chunk,
+                  const char *path, char *err, size_t errlen)
+{
     for (size_t i = 0; i < ndrop; i++) {
         if (drop[i] >= t->nrecs) {
             snprintf(err, errlen, "record %" PRIu64 " does not exist (the trace has %zu records)",
@@ -27,10 +33,16 @@ int gr_edit_drop(const gr_trace *t, const uint64_t *drop, size_t ndrop, const ch
     }
     for (size_t i = 0; i < ndrop; i++)
         gone[drop[i]] = 1;
-    /* A chunk must hold the longest string definition. */
-    size_t cap = 64u * 1024u;
+    /* A chunk must hold the longest string definition and record (a
+     * record: its tag, at most 9 varint fields, its stack's code ids). */
+    size_t cap = chunk ? chunk : 64u * 1024u;
     for (size_t i = 1; i <= t->nstrings; i++) {
         size_t need = (size_t)t->strings[i].len + 1 + GR_VARINT_MAX;
+        if (need > cap)
+            cap = need;
+    }
+    for (size_t i = 0; chunk && i < t->nrecs; i++) {
+        size_t need = 1 + 9 * GR_VARINT_MAX + (size_t)t->recs[i].depth * GR_VARINT_MAX;
         if (need > cap)
             cap = need;
     }

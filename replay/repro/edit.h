@@ -21,4 +21,11 @@
 int gr_edit_drop(const gr_trace *t, const uint64_t *drop, size_t ndrop, const char *path,
                  char *err, size_t errlen);
 
+/* Same, with chunks of about `chunk` payload bytes (0: 64 KiB, as the
+ * recorder writes them; raised to what the longest string definition or
+ * record needs, at most GR_CHUNK_MAX): small chunks make test traces for
+ * `check --from/--to` (split.h) out of short recordings. */
+int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t chunk,
+                  const char *path, char *err, size_t errlen);
+
 #endif

@@ -265,10 +265,42 @@ static void release(ck *c)
     c->rule_state[GR_RULE_BLIND_SPOT] = NULL;
 }
 
+/* Before the range of a split check (rule.h): the verdicts about those
+ * records (stacks, bracketing, the episodes that begin there) are dropped;
+ * later ones depend on whether the subject profiler is off (HOOK) and
+ * whether the thread's MARK without the profile function was reported. */
+static void on_prefix(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    if (r->tag == GR_HOOK) {
+        on_hook(c, e, bth(c, e->th_index));
+    } else if (r->tag == GR_MARK && !e->th->observer_gap &&
+               !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off) {
+        bthread *bt = bth(c, e->th_index);
+        if (!bt->subject_off)
+            bt->unprofiled_reported = 1;
+    }
+}
+
+/* A bracketed MARK waiting for its C_RETURN, or an episode of the subject
+ * profiler being off (reported when it ends), at a record before hi. */
+static int pending(const ck *c, uint64_t hi)
+{
+    const bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    for (size_t i = 0; b && i < b->nth; i++) {
+        const bthread *bt = &b->th[i];
+        if ((bt->pending_mark && bt->mark_index < hi) || (bt->subject_off && bt->off_index < hi))
+            return 1;
+    }
+    return 0;
+}
+
 const gr_rule_ops gr_rule_blind_spot = {
     .id = GR_RULE_BLIND_SPOT,
     .init = init,
     .on_record = on_record,
     .finish = finish,
     .release = release,
+    .on_prefix = on_prefix,
+    .pending = pending,
 };

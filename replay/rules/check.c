@@ -213,9 +213,18 @@ static void one_record(ck *c, const gr_record *r)
     }
     e.th = th;
     e.th_index = (size_t)(th - c->th);
-    for (size_t k = 0; k < gr_rule_count; k++)
-        if (gr_rule_table[k]->on_record)
-            gr_rule_table[k]->on_record(c, &e);
+    if (c->prefix) /* split.h: before the range */
+        for (size_t k = 0; k < gr_rule_count; k++) {
+            const gr_rule_ops *o = gr_rule_table[k];
+            if (o->on_prefix)
+                o->on_prefix(c, &e);
+            else if (o->on_record && !o->stateless)
+                o->on_record(c, &e);
+        }
+    else
+        for (size_t k = 0; k < gr_rule_count; k++)
+            if (gr_rule_table[k]->on_record)
+                gr_rule_table[k]->on_record(c, &e);
     ck_apply(c, &e);
     count_coverage(c, r);
     remember(th, (size_t)r->index);
@@ -274,6 +283,8 @@ static void finish(ck *c)
 {
     const gr_trace *t = c->t;
     fill_coverage(c);
+    if (c->no_end) /* split.h: a range's worker that stopped early */
+        return;
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->finish)
             gr_rule_table[k]->finish(c);

@@ -135,8 +135,17 @@ static void finish(ck *c)
     }
 }
 
+/* The verdicts at STOP (open shadows without a STACK record) need the
+ * records up to the end of the trace. */
+static int pending(const ck *c, uint64_t hi)
+{
+    return c->stopped && c->stop_index < hi;
+}
+
 const gr_rule_ops gr_rule_imbalance = {
     .id = GR_RULE_IMBALANCE,
     .on_record = on_record,
     .finish = finish,
+    .stateless = 1, /* reads the shadows only */
+    .pending = pending,
 };

@@ -192,6 +192,16 @@ static void settle_mark(ck *c, const gr_record *r, size_t si)
         decide(c, p, r, 0, "which matched with the resumed frame innermost");
 }
 
+/* Whether a prediction was made for INSTR r's greenlet and version. */
+static int predicted(const pstate *ps, const gr_record *r)
+{
+    for (size_t i = 0; i < ps->npred; i++)
+        if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
+            ps->pred[i].version == r->tracing)
+            return 1;
+    return 0;
+}
+
 static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
 {
     pstate *ps = st(c);
@@ -200,10 +210,8 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     /* One prediction per greenlet and instrumentation version: a greenlet
      * that keeps stale frames (a hub parked in its loop) is not reported
      * again at every switch into it. */
-    for (size_t i = 0; i < ps->npred; i++)
-        if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
-            ps->pred[i].version == r->tracing)
-            return;
+    if (predicted(ps, r))
+        return;
     if (ps->npred == ps->cap_pred) {
         size_t n = ps->cap_pred ? 2 * ps->cap_pred : 8;
         prediction *p = realloc(ps->pred, n * sizeof *p);
@@ -327,10 +335,72 @@ static void release(ck *c)
     c->rule_state[GR_RULE_PROPAGATION] = NULL;
 }
 
+/* Before the range of a split check (rule.h): the verdicts about those
+ * records are dropped, and a prediction made there is decided by the
+ * worker of its switch; later verdicts depend on whether propagation was
+ * reported since the thread's last switch, on that switch (for the INSTR
+ * right after it), and on the predictions made (one per greenlet and
+ * version): kept closed, for that count only. */
+static void on_prefix(ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    pstate *ps = st(c);
+    pthread *pt;
+    switch (r->tag) {
+    case GR_SWITCH:
+    case GR_THROW: {
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        uint64_t need = GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN;
+        pt->prop_reported = (r->flags & need) == need && r->use_tracing == 0 && r->tracing == 0;
+        pt->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
+        pt->sw_index = (size_t)r->index;
+        if (pt->sw_profiled)
+            pt->sw_nctx = ck_make_ctx(e->th, (size_t)r->index, pt->sw_ctx);
+        break;
+    }
+    case GR_MARK:
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        if (r->flags & GR_MARK_TRACING_OFF)
+            pt->prop_reported = 1;
+        break;
+    case GR_INSTR:
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index || predicted(ps, r))
+            break;
+        ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
+        prediction *p = &ps->pred[ps->npred++];
+        memset(p, 0, sizeof *p);
+        p->tid = r->tid;
+        p->gid = r->gid;
+        p->version = r->tracing;
+        p->switch_index = pt->sw_index;
+        break;
+    default:
+        break;
+    }
+}
+
+/* A prediction about a switch before hi, still waiting for evidence. */
+static int pending(const ck *c, uint64_t hi)
+{
+    const pstate *ps = c->rule_state[GR_RULE_PROPAGATION];
+    for (size_t i = 0; ps && i < ps->npred; i++)
+        if (ps->pred[i].open && ps->pred[i].switch_index < hi)
+            return 1;
+    /* A switch just before: the INSTR right after it makes a prediction
+     * about it (on_instr). */
+    for (size_t i = 0; ps && i < ps->nth; i++)
+        if (ps->th[i].sw_profiled && ps->th[i].sw_index < hi && ps->th[i].sw_index + 1 >= c->pos)
+            return 1;
+    return 0;
+}
+
 const gr_rule_ops gr_rule_propagation = {
     .id = GR_RULE_PROPAGATION,
     .init = init,
     .on_record = on_record,
     .finish = finish,
     .release = release,
+    .on_prefix = on_prefix,
+    .pending = pending,
 };

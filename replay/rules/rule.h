@@ -13,6 +13,22 @@
  *   report     after every rule finished: notes and warnings of its own
  *              for the result (may be NULL);
  *   release    free the rule's state (may be NULL).
+ * Two more fields serve a check of one range of chunks (split.h, `check
+ * --from A --to B`), which replays the records before the range to build
+ * the state at its start and may read on past its end:
+ *   stateless  1: the rule keeps nothing of its own from one record to
+ *              the next (it only reads the shared state), so the records
+ *              before the range need not go through it;
+ *   on_prefix  for a record before the range: keep only what verdicts
+ *              about records at or after the range's start depend on (a
+ *              verdict about a record before the range is dropped anyway);
+ *              NULL and not stateless: on_record runs (always exact, and
+ *              the cost of the whole rule);
+ *   pending    whether a verdict about a record before index `hi` still
+ *              waits for later records (a MARK waiting for its C_RETURN, a
+ *              prediction waiting for evidence, what is open at STOP); the
+ *              range's worker reads on past its end until no rule has one
+ *              (may be NULL: never).
  * Violations are added with ck_violate / ck_violate_lines under the rule's
  * `id`.  Within one record the rules run in table order, which is also
  * the order of their violations at that record in the report.
@@ -34,6 +50,9 @@ typedef struct gr_rule_ops {
     void (*finish)(ck *c);
     void (*report)(ck *c);
     void (*release)(ck *c);
+    int stateless;
+    void (*on_prefix)(ck *c, const ck_event *e);
+    int (*pending)(const ck *c, uint64_t hi);
 } gr_rule_ops;
 
 extern const gr_rule_ops gr_rule_switch_consistency;

@@ -128,6 +128,10 @@ struct gr_checker {
     uint8_t *own;           /* by code id: 0 not known yet, 1 the program's,
                                2 greenreplay's own (gr_code_is_own) */
     size_t nown;
+    int prefix;             /* split.h: records before the range: rules
+                               marked stateless are not run */
+    int no_end;             /* split.h: stopped before the end of the trace:
+                               no end-of-trace verdicts, notes or warnings */
 };
 
 /* ---- threads and shadows ---------------------------------------------- */

@@ -77,4 +77,5 @@ static void on_record(ck *c, const ck_event *e)
 const gr_rule_ops gr_rule_switch_consistency = {
     .id = GR_RULE_SWITCH_CONSISTENCY,
     .on_record = on_record,
+    .stateless = 1, /* reads the shadows and running greenlets only */
 };

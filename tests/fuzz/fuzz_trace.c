@@ -6,7 +6,8 @@
  * normalization and C names compared loosely); and the streamed reader
  * and checker (gr_trace_open, gr_check_stream, dump and stats one chunk at
  * a time) on the same bytes, which must give the same error, report, dump
- * and counts as the trace loaded whole.
+ * and counts as the trace loaded whole; and two `check --from/--to`
+ * workers, whose violations must be the whole check's.
  *
  * The input is a trace file; CRCs are recomputed first (fuzz_common.h).
  * A crash, a sanitizer report or a failed invariant (abort) is a finding.
@@ -23,6 +24,7 @@
 #include "reader.h"
 #include "report.h"
 #include "script.h"
+#include "split.h"
 #include "stats.h"
 
 #include <stdio.h>
@@ -120,6 +122,38 @@ static char *text_of(const gr_trace *t, const gr_check_result *r, int what)
     return buf;
 }
 
+/* check --from/--to (split.h) on a readable trace: two workers cut at
+ * chunk 1 report the violations of the whole check (lr) between them, and
+ * the first one, which stops early, finds the same end of the trace by
+ * chunk headers (seek.h) as the reader. */
+static void split_two(const char *path, const gr_trace *lt, const gr_check_result *lr)
+{
+    size_t k = 0;
+    for (int w = 0; w < 2; w++) {
+        gr_trace t;
+        gr_check_result r;
+        gr_split sp = {.from = (uint64_t)w, .to = w ? UINT64_MAX : 1};
+        MUST(gr_trace_open(&t, path) == GR_READ_OK);
+        int rc = gr_check_split(&t, &sp, &r);
+        if (rc == GR_SPLIT_PAST_END) { /* fewer than w + 1 chunks */
+            MUST(sp.chunks <= (uint64_t)w);
+            gr_trace_free(&t);
+            break;
+        }
+        MUST(rc == GR_SPLIT_OK);
+        MUST(t.has_trailer == lt->has_trailer && t.truncated == lt->truncated);
+        MUST(!lt->truncated || t.truncated_at == lt->truncated_at);
+        MUST(!lt->has_trailer || memcmp(&t.trailer, &lt->trailer, sizeof t.trailer) == 0);
+        for (size_t i = 0; i < r.nv; i++, k++) {
+            MUST(k < lr->nv && r.v[i].index == lr->v[k].index && r.v[i].rule == lr->v[k].rule);
+            MUST(strcmp(r.v[i].message, lr->v[k].message) == 0);
+        }
+        gr_check_result_free(&r);
+        gr_trace_free(&t);
+    }
+    MUST(k == lr->nv);
+}
+
 /* The same bytes streamed from a file (path) give what the loaded trace
  * (lt, read with status lrc) gave. */
 static void streamed(const char *path, const gr_trace *lt, int lrc)
@@ -146,6 +180,7 @@ static void streamed(const char *path, const gr_trace *lt, int lrc)
     MUST(strcmp(a, b) == 0);
     free(a);
     free(b);
+    split_two(path, lt, &lr);
     gr_check_result_free(&lr);
     gr_check_result_free(&r);
     gr_trace_free(&t);

@@ -11,6 +11,7 @@
 #include "edit.h"
 #include "report.h"
 #include "trace_builder.h"
+#include "split_check.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -112,6 +113,8 @@ static void same_streamed(fx *f)
     free(da);
     free(db);
     gr_trace_free(&st);
+    /* checked in pieces at every chunk boundary: the same violations */
+    split_same_as_whole(f->b.path);
 }
 
 static void load_check(fx *f, int finish)
