@@ -169,6 +169,7 @@ void ck_apply(ck *c, const ck_event *e)
         break;
     case GR_CALL:
     case GR_C_CALL:
+        th->had_events = 1;
         running(th, r);
         undead(c, e->si);
         push(&c->sh[e->si], r->code, r->tag == GR_C_CALL);
@@ -176,6 +177,7 @@ void ck_apply(ck *c, const ck_event *e)
     case GR_RETURN:
     case GR_C_RETURN:
     case GR_C_EXCEPTION:
+        th->had_events = 1;
         running(th, r);
         undead(c, e->si);
         if (!e->skip)
@@ -212,7 +214,8 @@ void ck_apply(ck *c, const ck_event *e)
             th->skip_mark_return = 1;
             th->skip_code = r->code;
         }
-        if (!(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off)
+        if (!(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off &&
+            !th->had_events)
             th->unobserved = 1;
         break;
     }
