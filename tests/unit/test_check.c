@@ -1252,6 +1252,24 @@ static void test_mark_in_callback_outer_differs(void **state)
     end(&f);
 }
 
+/* ... and frames above the shadow that are not the greenlet callback's (a
+ * greenlet switched to from inside a trace function runs with tracing
+ * suspended: fixtures/switch_in_tracefunc.py) are a blind spot */
+static void test_mark_in_callback_not_greenlet_callback(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    tb_hook(&f.b, 1, 1, GR_HOOK_GREENLET, GR_HOOK_SET, 0, cb);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_AT_MARK, 1, 0);
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "profiler missed call of x");
+    end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1308,6 +1326,7 @@ int main(void)
         cmocka_unit_test(test_callback_guard_other_code_clean),
         cmocka_unit_test(test_mark_in_callback_outer_clean),
         cmocka_unit_test(test_mark_in_callback_outer_differs),
+        cmocka_unit_test(test_mark_in_callback_not_greenlet_callback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
