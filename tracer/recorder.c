@@ -577,6 +577,7 @@ void gr_thread_touch(gr_recorder *r, gr_thread *t)
         t->cur_g = g;
         if (r->reg)
             gr_registry_add(r->reg, t->cur_gid, 0, gr_string_id(r, "main"));
+        gr_note_greenlet_callback(r, t, 1);
     } else {
         Py_XDECREF(wr);
         if (PyErr_Occurred())
@@ -641,6 +642,10 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
             t->settrace = r->settrace;
         }
     }
+    /* The program's greenlet callback on a thread seen after start() (the
+     * starting thread, tid 1, writes it after its START record). */
+    if (cur && t->tid != 1)
+        gr_note_greenlet_callback(r, t, 1);
     Py_XDECREF(cur);
 }
 
