@@ -120,6 +120,8 @@ typedef struct gr_chunk_ctx {
 enum gr_hook_slot {
     GR_HOOK_PROFILE = 1,  /* the thread's profile function slot */
     GR_HOOK_TRACE = 2,    /* the thread's trace function slot */
+    GR_HOOK_GREENLET = 3, /* the thread's greenlet trace callback (greenlet.settrace);
+                             `during` is the callback's code id (0: a C callable) */
 };
 enum gr_hook_action {
     GR_HOOK_SET = 1,      /* the program installed its own function there */

@@ -410,6 +410,8 @@ static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
     case PyTrace_C_RETURN:
         t->last_c_call = 0;
         gr_emit3(r, GR_C_RETURN, t->tid, t->cur_gid, code);
+        if (arg == r->settrace) /* the program changed its greenlet callback */
+            gr_note_greenlet_callback(r, t, 0);
         break;
     case PyTrace_C_EXCEPTION:
         t->last_c_call = 0;

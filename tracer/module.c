@@ -418,6 +418,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
+    gr_note_greenlet_callback(r, t, 1);
     if (entry)
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
 

@@ -577,6 +577,7 @@ void gr_thread_touch(gr_recorder *r, gr_thread *t)
         t->cur_g = g;
         if (r->reg)
             gr_registry_add(r->reg, t->cur_gid, 0, gr_string_id(r, "main"));
+        gr_note_greenlet_callback(r, t, 1);
     } else {
         Py_XDECREF(wr);
         if (PyErr_Occurred())
@@ -641,6 +642,10 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
             t->settrace = r->settrace;
         }
     }
+    /* The program's greenlet callback on a thread seen after start() (the
+     * starting thread, tid 1, writes it after its START record). */
+    if (cur && t->tid != 1)
+        gr_note_greenlet_callback(r, t, 1);
     Py_XDECREF(cur);
 }
 
@@ -669,4 +674,60 @@ void gr_put_back_callback(gr_thread *t)
     Py_XDECREF(active);
     PyErr_Clear();
     Py_CLEAR(t->settrace);
+}
+
+/* The code object a greenlet trace callback runs (borrowed), or NULL: a
+ * Python function, a bound method's function, or the Python __call__ of
+ * an instance's class (found in the class dicts along its MRO, so no
+ * Python code of the program runs); NULL for a C callable. */
+static PyCodeObject *callback_code(PyObject *cb)
+{
+    if (PyMethod_Check(cb))
+        cb = PyMethod_GET_FUNCTION(cb);
+    if (PyFunction_Check(cb))
+        return (PyCodeObject *)PyFunction_GET_CODE(cb);
+    PyObject *mro = Py_TYPE(cb)->tp_mro;
+    if (!mro || !PyTuple_Check(mro))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *d = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict;
+        PyObject *call = d && PyDict_Check(d) ? PyDict_GetItemString(d, "__call__") : NULL;
+        if (call)
+            return PyFunction_Check(call) ? (PyCodeObject *)PyFunction_GET_CODE(call) : NULL;
+    }
+    return NULL;
+}
+
+void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start)
+{
+    if (!r->greenlet_mod || !t->tid)
+        return;
+    GR_EXC_SAVE(saved);
+    PyObject *gettrace = PyObject_GetAttrString(r->greenlet_mod, "gettrace");
+    PyObject *cb = gettrace ? PyObject_CallNoArgs(gettrace) : NULL;
+    Py_XDECREF(gettrace);
+    if (!cb) {
+        gr_swallow(r);
+        GR_EXC_RESTORE(saved);
+        return;
+    }
+    /* Callback mode: ours may be the one greenlet calls; the program's is
+     * the one it chains to. */
+    uint64_t who = 0;
+    PyObject *prog = cb;
+    if (cb == (PyObject *)t) {
+        prog = t->prev_trace ? t->prev_trace : Py_None;
+        who = GR_HOOK_CHAINED;
+    }
+    if (!(at_start && prog == Py_None)) {
+        PyCodeObject *co = prog == Py_None ? NULL : callback_code(prog);
+        uint64_t f[6] = {t->tid, t->cur_gid, GR_HOOK_GREENLET,
+                         prog == Py_None ? GR_HOOK_CLEARED : GR_HOOK_SET, who,
+                         co ? gr_code_id(r, co) : 0};
+        gr_emit(r, GR_HOOK, 6, f);
+    }
+    Py_DECREF(cb);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
 }

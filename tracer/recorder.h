@@ -425,6 +425,17 @@ void gr_hooks_stop(gr_recorder *r);
  * t->settrace. */
 void gr_put_back_callback(gr_thread *t);
 
+/* The program's greenlet trace callback on thread t (greenlet.gettrace(),
+ * read only; in callback mode the one ours chains to), written as a HOOK
+ * record of slot GR_HOOK_GREENLET whose code is the callback's code id (0:
+ * a C callable): the checker's callback_guard rule (greenlet PR 268,
+ * TracingGuard) needs to know which frames are the callback's.  Called by
+ * start() for its thread, at the first sight of another thread once
+ * greenlet is asked about it (gr_thread_first_sight, gr_thread_touch)
+ * (at_start: nothing written when there is no callback), and after each
+ * c_return of greenlet.settrace.  Never raises. */
+void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start);
+
 extern PyTypeObject gr_thread_type;
 
 /* The C profile function installed with PyEval_SetProfile; obj is the

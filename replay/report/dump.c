@@ -147,10 +147,21 @@ void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
         break;
     }
     case GR_HOOK: {
-        static const char *const slots[] = {"?", "profile", "trace"};
+        static const char *const slots[] = {"?", "profile", "trace", "greenlet"};
         static const char *const actions[] = {"?", "set", "cleared", "restored"};
+        if (r->flags == GR_HOOK_GREENLET) {
+            /* the program's greenlet trace callback, and its code */
+            gr_sb_printf(sb, " g%" PRIu64 " greenlet %s%s", r->gid,
+                         actions[r->tracing < 4 ? r->tracing : 0],
+                         (r->parent & GR_HOOK_CHAINED) ? " chained" : "");
+            if (r->code) {
+                gr_sb_puts(sb, " callback=");
+                gr_dump_code(sb, t, r->code);
+            }
+            break;
+        }
         gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s%s", r->gid,
-                     slots[r->flags < 3 ? r->flags : 0], actions[r->tracing < 4 ? r->tracing : 0],
+                     slots[r->flags < 4 ? r->flags : 0], actions[r->tracing < 4 ? r->tracing : 0],
                      (r->parent & GR_HOOK_SUBJECT_ON) ? "on" : "off",
                      (r->parent & GR_HOOK_CHAINED) ? " chained" : "",
                      (r->parent & GR_HOOK_UNANNOUNCED) ? " unannounced" : "");

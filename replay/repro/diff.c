@@ -191,6 +191,11 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
     const gr_record *r = &s->t->recs[i];
     if (r->tag == GR_INSTR && !c->cmp_instr)
         return 0;
+    /* The program's greenlet trace callback (HOOK slot greenlet): a script
+     * (`greenreplay script`) does not install one, so with the names a
+     * script reproduces it is not compared. */
+    if (r->tag == GR_HOOK && r->flags == GR_HOOK_GREENLET && c->o->c_names == GR_CNAMES_SCRIPT)
+        return 0;
     gr_sb_printf(sb, "%s t%" PRIu64, kinds[r->tag - GR_FIRST_INDEXED],
                  rank(&s->tranks, &s->nt, r->tid, 0));
     if (r->tag == GR_THREAD)

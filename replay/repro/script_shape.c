@@ -682,6 +682,8 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r);
  * function, sys.setprofile(None) when it cleared the slot. */
 static void on_hook(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
+    if (r->flags != GR_HOOK_PROFILE)
+        return; /* the greenlet callback slot: no C call of its own to reshape */
     gr_green *g = green_for(s, th->tid, r->gid, r->index);
     if (!r->code) {
         /* Made through the recorder's own sys.setprofile: its c_return

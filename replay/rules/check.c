@@ -18,6 +18,7 @@ const char *gr_rule_name(enum gr_rule rule)
     case GR_RULE_BLIND_SPOT: return "blind_spot";
     case GR_RULE_SWITCH_CONSISTENCY: return "switch_consistency";
     case GR_RULE_PROPAGATION: return "propagation";
+    case GR_RULE_CALLBACK_GUARD: return "callback_guard";
     case GR_RULE_STALL_WAIT: return "stall_wait";
     case GR_RULE_STALL_DEPTH: return "stall_depth";
     case GR_RULE_SAMPLE: return "sample";
@@ -140,6 +141,7 @@ const gr_rule_ops *const gr_rule_table[] = {
     &gr_rule_propagation,
     &gr_rule_blind_spot,
     &gr_rule_imbalance,
+    &gr_rule_callback_guard,
 };
 const size_t gr_rule_count = sizeof gr_rule_table / sizeof gr_rule_table[0];
 

@@ -1,6 +1,7 @@
 /* check.h - the checker: replay a decoded trace against a shadow stack per
  * (thread, greenlet) and report violations of the rules imbalance,
- * blind_spot, switch_consistency and propagation (docs/FORMAT.md §7).
+ * blind_spot, switch_consistency, propagation and callback_guard
+ * (docs/FORMAT.md §7).
  *
  * The checker is pure: it reads a gr_trace and fills a gr_check_result;
  * report.h turns results into text, JSON or JUnit XML.  gr_check_run does
@@ -21,6 +22,7 @@ enum gr_rule {
     GR_RULE_BLIND_SPOT,
     GR_RULE_SWITCH_CONSISTENCY,
     GR_RULE_PROPAGATION,
+    GR_RULE_CALLBACK_GUARD, /* callback_guard.c: greenlet's callback ran with tracing on */
     GR_RULE_STALL_WAIT,  /* stall.h: a switch waited too long for the sampler lock */
     GR_RULE_STALL_DEPTH, /* stall.h: the sampler read frames holding the lock */
     GR_RULE_SAMPLE,      /* stall.h: a sampled stack differs from the shadow */
@@ -28,10 +30,10 @@ enum gr_rule {
 };
 
 /* Rules of plain `check` (the first ones of enum gr_rule). */
-#define GR_NRULES_CHECK (GR_RULE_PROPAGATION + 1)
+#define GR_NRULES_CHECK (GR_RULE_CALLBACK_GUARD + 1)
 
 /* "imbalance", "blind_spot", "switch_consistency", "propagation",
- * "stall_wait", "stall_depth", "sample". */
+ * "callback_guard", "stall_wait", "stall_depth", "sample". */
 const char *gr_rule_name(enum gr_rule rule);
 
 /* Most context records kept per violation: 3 before, plus the record. */

@@ -59,6 +59,7 @@ extern const gr_rule_ops gr_rule_switch_consistency;
 extern const gr_rule_ops gr_rule_propagation;
 extern const gr_rule_ops gr_rule_blind_spot;
 extern const gr_rule_ops gr_rule_imbalance;
+extern const gr_rule_ops gr_rule_callback_guard;
 
 /* The rules of `check`, in the order they run (check.c). */
 extern const gr_rule_ops *const gr_rule_table[];

@@ -1140,6 +1140,139 @@ static void test_trailer_warnings(void **state)
     end(&f);
 }
 
+/* callback_guard: the program's greenlet trace callback (HOOK slot 3)
+ * whose CALL is the first event of the target after each switch: greenlet
+ * ran it with tracing on (no TracingGuard, greenlet PR 268).  One
+ * violation per callback and thread, at the first such CALL, with the
+ * count of switches. */
+static uint64_t guard_switches(fx *f, uint32_t cb, int guarded)
+{
+    tb_hook(&f->b, 1, 1, GR_HOOK_GREENLET, GR_HOOK_SET, 0, cb);          /* 4 */
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                /* 5 */
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                   /* 6 */
+    tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED, 0, 1); /* 7 */
+    uint64_t first = 0;
+    if (!guarded) {
+        first = tb_ev(&f->b, GR_CALL, 1, 2, cb);                         /* 8 */
+        tb_ev(&f->b, GR_RETURN, 1, 2, cb);
+    }
+    tb_ev(&f->b, GR_CALL, 1, 2, f->x);
+    tb_ev(&f->b, GR_C_CALL, 1, 2, f->sw);
+    tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED, 0, 1);
+    if (!guarded) {
+        tb_ev(&f->b, GR_CALL, 1, 1, cb);
+        tb_ev(&f->b, GR_RETURN, 1, 1, cb);
+    }
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    /* the program calls its callback itself: never flagged */
+    tb_ev(&f->b, GR_CALL, 1, 1, cb);
+    tb_ev(&f->b, GR_RETURN, 1, 1, cb);
+    return first;
+}
+
+static void test_callback_guard_missing_flagged_once(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    uint64_t first = guard_switches(&f, cb, 0);
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_CALLBACK_GUARD), 1);
+    expect(&f, GR_RULE_CALLBACK_GUARD, first,
+           "greenlet ran its trace callback callback (seed.py:40) with tracing on");
+    expect(&f, GR_RULE_CALLBACK_GUARD, first, "after SWITCH g1->g2 at event 7, and after 2 switches");
+    expect(&f, GR_RULE_CALLBACK_GUARD, first, "greenlet PR 268");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_callback_guard_guarded_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    guard_switches(&f, cb, 1);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* the same code after a switch, but not (or no longer) the callback */
+static void test_callback_guard_other_code_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    tb_hook(&f.b, 1, 1, GR_HOOK_GREENLET, GR_HOOK_CLEARED, 0, 0);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 2, cb);
+    tb_ev(&f.b, GR_RETURN, 1, 2, cb);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* a MARK inside a guarded callback (MARK bit 4): the callback's frames are
+ * on the real stack, rightly unseen by the profiler; the shadow is the
+ * outer part of the real stack: clean */
+static void test_mark_in_callback_outer_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    tb_hook(&f.b, 1, 1, GR_HOOK_GREENLET, GR_HOOK_SET, 0, cb);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_AT_MARK, 0, 1);
+    tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, cb);      /* new greenlet */
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);
+    tb_ev(&f.b, GR_C_CALL, 1, 2, f.sw);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED | GR_SW_AT_MARK, 0, 1);
+    tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_IN_CALLBACK, 3, f.mod, f.main, cb);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    load_check(&f, 0);
+    expect_clean(&f);
+    end(&f);
+}
+
+/* ... but its outer frames must still be the shadow's */
+static void test_mark_in_callback_outer_differs(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    uint64_t m = tb_mark(&f.b, 1, 1, f.label, f.mk, GR_MARK_IN_CALLBACK, 3, f.mod, f.y, cb); /* 4 */
+    load_check(&f, 0);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "profiler missed return of main");
+    end(&f);
+}
+
+/* ... and frames above the shadow that are not the greenlet callback's (a
+ * greenlet switched to from inside a trace function runs with tracing
+ * suspended: fixtures/switch_in_tracefunc.py) are a blind spot */
+static void test_mark_in_callback_not_greenlet_callback(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t cb = tb_py(&f.b, "callback", "seed.py", 40);
+    tb_hook(&f.b, 1, 1, GR_HOOK_GREENLET, GR_HOOK_SET, 0, cb);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_AT_MARK, 1, 0);
+    uint64_t m = tb_mark(&f.b, 1, 2, f.label, f.mk, GR_MARK_IN_CALLBACK, 1, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_BLIND_SPOT, m, "profiler missed call of x");
+    end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1191,6 +1324,12 @@ int main(void)
         cmocka_unit_test(test_gid_zero),
         cmocka_unit_test(test_cut_seed_base_unknown),
         cmocka_unit_test(test_trailer_warnings),
+        cmocka_unit_test(test_callback_guard_missing_flagged_once),
+        cmocka_unit_test(test_callback_guard_guarded_clean),
+        cmocka_unit_test(test_callback_guard_other_code_clean),
+        cmocka_unit_test(test_mark_in_callback_outer_clean),
+        cmocka_unit_test(test_mark_in_callback_outer_differs),
+        cmocka_unit_test(test_mark_in_callback_not_greenlet_callback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
