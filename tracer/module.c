@@ -777,8 +777,9 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     GR_EXC_RESTORE(saved);
 
     if (r->reg && r->reg->overflow) {
-        /* Greenlets past the registry's capacity were not tracked by the
-         * sampler: say so (check --stall warns). */
+        /* Greenlets that found every registry slot taken (more alive at
+         * once than its capacity) were not tracked by the sampler: say so
+         * (check --stall warns). */
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
         emit_meta(r, "sampler_untracked_greenlets", n);
@@ -1017,6 +1018,29 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
         __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
 }
 
+/* _sampler_registry(): the sampler registry's figures while recording
+ * with a sampler, else None: a dict of ints `capacity` (live greenlets it
+ * can track: max_greenlets - 1), `live` (slots taken now), `peak_live`,
+ * `reused` (slots taken again after a greenlet released it), `untracked`
+ * (greenlets that found every slot taken), `bytes` (allocated at start,
+ * fixed), `recycled_stacks` (sampled stacks dropped: their greenlet's slot
+ * was released while they were unwound).  Read under the GIL, which
+ * every writer of these holds; recycled_stacks is the sampler thread's,
+ * read relaxed. */
+static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r || !r->reg)
+        Py_RETURN_NONE;
+    gr_registry *g = r->reg;
+    unsigned long long recycled =
+        r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K}", "capacity", g->cap - 1, "live", g->live,
+                         "peak_live", g->peak_live, "reused", (unsigned long long)g->reused,
+                         "untracked", (unsigned long long)g->overflow, "bytes",
+                         (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled);
+}
+
 static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
@@ -1029,6 +1053,9 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
+     "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
+     "reused, untracked, bytes, recycled_stacks) while recording with a sampler, else None."},
     {"_on_uncaught", mod_on_uncaught, METH_O,
      "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
      "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"
