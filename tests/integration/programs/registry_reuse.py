@@ -8,7 +8,7 @@ usage: python registry_reuse.py --count N --live L --max-greenlets M
                                 [--mode two-phase|hold-lock|seqlock]
                                 [--switches passive|callback]
                                 [--interval-us 1000] [--wait-samples 2]
-                                [--checkpoints] --output TRACE
+                                [--checkpoints] [--above N] --output TRACE
 
 Creates N greenlets in batches of L.  Greenlet i runs a call chain
 1 + i % 7 frames deep (neighbours differ, so a stack given to the wrong
@@ -18,12 +18,17 @@ waits until the sampler has taken --wait-samples more samples (so every
 batch is sampled while suspended; 0: no wait), then finishes the batch
 (every greenlet dies).  Prints one JSON line at the end: the registry's
 figures (greenreplay._greenreplay._sampler_registry()) read at the start and
-before stop(), and "count"; with --checkpoints also a line {"at": n,
+before stop() ("first", "last"), "count", and "sampled": what the side
+channel's samples hold (docs/FORMAT.md section 5: 'P' chunks), "samples",
+"stacks", "gids" (distinct greenlet numbers sampled), "max_gid",
+"gids_above" (how many of them are above --above, default 65536); with
+--checkpoints also a line {"at": n,
 "hwm_kb": VmHWM, "rss_kb": VmRSS, "s": elapsed, "registry": {...}} at 10 k,
 100 k, 1 M, ... greenlets created.
 """
 import argparse
 import json
+import struct
 import sys
 import time
 
@@ -53,6 +58,43 @@ def status():
     return out
 
 
+def sampled(path, above):
+    """What the samples of side channel `path` name: counts (see above)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    off, chunks = 16, []
+    while off + 9 <= len(data):
+        n = struct.unpack_from("<I", data, off + 1)[0]
+        if data[off:off + 1] == b"P":
+            chunks.append(data[off + 9:off + 9 + n])
+        off += 9 + n
+    pay, pos = b"".join(chunks), 0
+
+    def varint():
+        nonlocal pos
+        v = sh = 0
+        while True:
+            b = pay[pos]
+            pos += 1
+            v |= (b & 0x7F) << sh
+            sh += 7
+            if not b & 0x80:
+                return v
+
+    gids, samples, stacks = set(), 0, 0
+    while pos < len(pay):
+        h = [varint() for _ in range(10)]
+        samples += 1
+        for _ in range(h[9]):
+            gid, depth = varint(), varint()
+            for _ in range(depth):
+                varint()
+            gids.add(gid)
+            stacks += 1
+    return {"samples": samples, "stacks": stacks, "gids": len(gids), "max_gid": max(gids or [0]),
+            "gids_above": sum(1 for g in gids if g > above)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--count", type=int, required=True)
@@ -63,6 +105,7 @@ def main():
     ap.add_argument("--interval-us", type=int, default=1000)
     ap.add_argument("--wait-samples", type=int, default=2)
     ap.add_argument("--checkpoints", action="store_true")
+    ap.add_argument("--above", type=int, default=65536)
     ap.add_argument("--output", required=True)
     a = ap.parse_args()
     native = greenreplay._greenreplay
@@ -100,7 +143,8 @@ def main():
         del batch, g
     last = native._sampler_registry()
     greenreplay.stop()
-    print(json.dumps({"count": made, "first": first, "last": last}), flush=True)
+    print(json.dumps({"count": made, "first": first, "last": last,
+                      "sampled": sampled(a.output + ".times", a.above)}), flush=True)
     return 0
 
 
