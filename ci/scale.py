@@ -5,12 +5,19 @@ each figure with the goal of issue 11 beside it where the issue gives one.
 usage: python3 ci/scale.py [--python PY] [--cli GREENREPLAY] [--cache DIR]
                            [--greenlets N] [--threads N] [--events N]
                            [--events-small N]
-                           [--mem-cap-mb MB] [--only greenlets,threads,events]
+                           [--mem-cap-mb MB]
+                           [--only greenlets,sampler,threads,events]
                            [--keep]
 
   --greenlets N   greenlets created over one recorded run (default 1000000);
                   peak RSS printed at 10 k, 100 k, ... N, against the same
                   program unrecorded up to min(N, 100000)
+                  sampler: the same number of greenlets (batches of 100)
+                  recorded with the reference sampler (two-phase, every 1 ms,
+                  default registry capacity 65,535 live greenlets): the
+                  registry's figures and peak RSS at 10 k, 100 k, ... N, and
+                  the greenlets above the capacity that were sampled and
+                  checked against the shadow stacks (check --stall)
   --threads N     threads over one recorded run, in waves of 50 (default
                   10000), against the same program unrecorded
   --events N      events of the big recording (default 100000000): recorded
@@ -42,6 +49,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 WORK = os.path.join(TOP, "fixtures", "scale", "scale.py")
+REUSE = os.path.join(TOP, "tests", "integration", "programs", "registry_reuse.py")
 
 
 def run_measured(cmd, env=None, cap_mb=None, devnull=False):
@@ -156,7 +164,7 @@ def main():
     ap.add_argument("--events", type=int, default=100000000)
     ap.add_argument("--events-small", type=int, default=10000000)
     ap.add_argument("--mem-cap-mb", type=int, default=4096)
-    ap.add_argument("--only", default="greenlets,threads,events")
+    ap.add_argument("--only", default="greenlets,sampler,threads,events")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     build = os.path.dirname(os.path.abspath(a.cli))
@@ -195,6 +203,56 @@ def main():
             print("  trace %s, %.0f bytes per greenlet" % (mb(size / 1024), size / a.greenlets))
         if not a.keep and os.path.exists(tr):
             os.unlink(tr)
+
+    if "sampler" in only:
+        print()
+        print("== %d greenlets created over one run with the sampler (two-phase, every 1 ms, "
+              "batches of 100 suspended at once, default registry capacity)" % a.greenlets)
+        tr = os.path.join(a.cache, "sampler.grt")
+        rec = run_measured([a.python, REUSE, "--count", str(a.greenlets), "--live", "100",
+                            "--max-greenlets", "65536", "--interval-us", "1000", "--wait-samples", "0",
+                            "--checkpoints", "--output", tr], env)
+        chk = run_measured([a.cli, "check", "--stall", "--format", "json", tr], env, cap_mb=a.mem_cap_mb)
+        try:
+            end = [x for x in lines(rec["out"]) if "count" in x][-1]
+            t = json.loads(chk["out"])["traces"][0]
+        except (ValueError, KeyError, IndexError):
+            end = t = None
+        if rec["rc"] or not end or not t:
+            crashed.append("sampler")
+            print("  CRASHED: record exit %d, check exit %d: %s" % (
+                rec["rc"], chk["rc"], (rec["err"] or chk["err"]).strip()[-500:]))
+        else:
+            pts = [x for x in lines(rec["out"]) if "at" in x]
+            print("  | greenlets created | peak RSS | registry live / peak / capacity | slots reused "
+                  "| untracked | registry bytes | time |")
+            print("  |---:|---:|---:|---:|---:|---:|---:|")
+            for x in pts:
+                g = x["registry"]
+                print("  | %d | %s | %d / %d / %d | %d | %d | %s | %.1f s |" % (
+                    x["at"], mb(x["hwm_kb"]), g["live"], g["peak_live"], g["capacity"], g["reused"],
+                    g["untracked"], mb(g["bytes"] / 1024.0), x["s"]))
+            grow = pts[-1]["hwm_kb"] - pts[0]["hwm_kb"] if pts else 0
+            last, sm, st = end["last"], end["sampled"], t["stall"]["stacks"]
+            print("  peak RSS growth from %d to %d greenlets: %s (goal: bounded; the sampler's samples "
+                  "are kept in memory until stop())" % (pts[0]["at"], pts[-1]["at"], mb(grow)))
+            print("  registry: %s fixed, peak %d live of %d, %d untracked (goal: 0)  %s" % (
+                mb(last["bytes"] / 1024.0), last["peak_live"], last["capacity"], last["untracked"],
+                "met" if not last["untracked"] else "MISSED"))
+            print("  samples: %d, %d stacks of %d greenlets, %d of them above greenlet number 65,536, "
+                  "greatest %d (goal: late greenlets sampled)  %s" % (
+                      sm["samples"], sm["stacks"], sm["gids"], sm["gids_above"], sm["max_gid"],
+                      "met" if sm["gids_above"] else "MISSED"))
+            print("  check --stall: %d stacks: %d equal to the shadow stack of the greenlet they name, "
+                  "%d partial, %d torn by a switch, %d mismatched (goal: 0), exit %d; %.1f s, peak RSS %s"
+                  "  %s" % (st["total"], st["equal"], st["partial"], st["torn"], st["mismatched"],
+                             chk["rc"], chk["s"], mb(chk["maxrss_kb"]),
+                             "met" if not st["mismatched"] and chk["rc"] == 0 else "MISSED"))
+            print("  CPU time: recorded %.1f s for %d greenlets (%.1f us each)" % (
+                rec["cpu_s"], a.greenlets, rec["cpu_s"] / a.greenlets * 1e6))
+        for f in (tr, tr + ".times"):
+            if not a.keep and os.path.exists(f):
+                os.unlink(f)
 
     if "threads" in only:
         print()
