@@ -92,8 +92,9 @@ typedef struct {
 
 /* Create a registry for up to cap - 1 live greenlets (cap at least 2; at
  * most 2^30) in `mode`.  Memory, all allocated here: 32 bytes per slot
- * (slot), 4 (free stack) and 16 to 32 (the writer's table), about 56 bytes
- * per slot.  Returns a new registry owned by the caller, or NULL if
+ * (slot), 4 (free stack) and 16 to 32 (the writer's table: the power of
+ * two at or above 2 x cap entries of 8 bytes), 52 bytes per slot for a
+ * power-of-two cap such as the default 65,536 (3.4 MB).  Returns a new registry owned by the caller, or NULL if
  * memory runs out. */
 gr_registry *gr_registry_new(enum gr_reg_mode mode, uint32_t cap);
 
