@@ -197,7 +197,10 @@ PyDoc_STRVAR(start_doc,
 "the file at stop() and flush(), with a GAP record counting the others.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
-"`max_greenlets` greenlets and unwinding and storing `keep` stacks per sample\n"
+"`max_greenlets` - 1 greenlets alive at once (2 <= max_greenlets <= 2**30; the\n"
+"slot of a dead or freed greenlet is reused; greenlets that find every slot\n"
+"taken are counted in the META record sampler_untracked_greenlets, never\n"
+"sampled) and unwinding and storing `keep` stacks per sample\n"
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
@@ -252,11 +255,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     int mode = -1;
     if (sampler) {
         mode = gr_sampler_mode(sampler);
-        if (mode < 0 || interval_us < 100 || max_greenlets < 2) {
+        if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
             Py_DECREF(path_obj);
             PyErr_SetString(PyExc_ValueError,
                             "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
-                            "max_greenlets >= 2");
+                            "2 <= max_greenlets <= 2**30");
             return NULL;
         }
         times = 1;
