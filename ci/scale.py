@@ -236,9 +236,10 @@ def main():
             last, sm, st = end["last"], end["sampled"], t["stall"]["stacks"]
             print("  peak RSS growth from %d to %d greenlets: %s (goal: bounded; the sampler's samples "
                   "are kept in memory until stop())" % (pts[0]["at"], pts[-1]["at"], mb(grow)))
-            print("  registry: %s fixed, peak %d live of %d, %d untracked (goal: 0)  %s" % (
-                mb(last["bytes"] / 1024.0), last["peak_live"], last["capacity"], last["untracked"],
-                "met" if not last["untracked"] else "MISSED"))
+            print("  registry: %s fixed, peak %d live of %d, %d untracked (goal: 0)  %s; %d sampled "
+                  "stacks dropped by the generation check (greenlet died while unwound)" % (
+                      mb(last["bytes"] / 1024.0), last["peak_live"], last["capacity"], last["untracked"],
+                      "met" if not last["untracked"] else "MISSED", last["recycled_stacks"]))
             print("  samples: %d, %d stacks of %d greenlets, %d of them above greenlet number 65,536, "
                   "greatest %d (goal: late greenlets sampled)  %s" % (
                       sm["samples"], sm["stacks"], sm["gids"], sm["gids_above"], sm["max_gid"],

@@ -28,6 +28,7 @@ channel's samples hold (docs/FORMAT.md section 5: 'P' chunks), "samples",
 """
 import argparse
 import json
+import os
 import struct
 import sys
 import time
@@ -35,6 +36,11 @@ import time
 import greenlet
 
 import greenreplay
+
+# VmHWM/VmRSS reader of the scale workloads (fixtures/scale/scale.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "fixtures", "scale"))
+from scale import status  # noqa: E402
 
 
 def deep(d):
@@ -46,16 +52,6 @@ def deep(d):
 
 def body(i):
     return deep(1 + i % 7)
-
-
-def status():
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                out[k] = int(v.split()[0])
-    return out
 
 
 def sampled(path, above):
