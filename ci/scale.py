@@ -13,7 +13,7 @@ usage: python3 ci/scale.py [--python PY] [--cli GREENREPLAY] [--cache DIR]
                   peak RSS printed at 10 k, 100 k, ... N, against the same
                   program unrecorded up to min(N, 100000)
                   sampler: the same number of greenlets (batches of 100)
-                  recorded with the reference sampler (two-phase, every 1 ms,
+                  recorded with the reference sampler (two-phase, every 5 ms,
                   default registry capacity 65,535 live greenlets): the
                   registry's figures and peak RSS at 10 k, 100 k, ... N, and
                   the greenlets above the capacity that were sampled and
@@ -206,22 +206,24 @@ def main():
 
     if "sampler" in only:
         print()
-        print("== %d greenlets created over one run with the sampler (two-phase, every 1 ms, "
+        print("== %d greenlets created over one run with the sampler (two-phase, every 5 ms, "
               "batches of 100 suspended at once, default registry capacity)" % a.greenlets)
         tr = os.path.join(a.cache, "sampler.grt")
         rec = run_measured([a.python, REUSE, "--count", str(a.greenlets), "--live", "100",
-                            "--max-greenlets", "65536", "--interval-us", "1000", "--wait-samples", "0",
+                            "--max-greenlets", "65536", "--interval-us", "5000", "--wait-samples", "0",
                             "--checkpoints", "--output", tr], env)
         chk = run_measured([a.cli, "check", "--stall", "--format", "json", tr], env, cap_mb=a.mem_cap_mb)
         try:
             end = [x for x in lines(rec["out"]) if "count" in x][-1]
+        except IndexError:
+            end = None
+        try:
             t = json.loads(chk["out"])["traces"][0]
         except (ValueError, KeyError, IndexError):
-            end = t = None
-        if rec["rc"] or not end or not t:
+            t = {}
+        if rec["rc"] or not end:
             crashed.append("sampler")
-            print("  CRASHED: record exit %d, check exit %d: %s" % (
-                rec["rc"], chk["rc"], (rec["err"] or chk["err"]).strip()[-500:]))
+            print("  CRASHED: record exit %d: %s" % (rec["rc"], rec["err"].strip()[-500:]))
         else:
             pts = [x for x in lines(rec["out"]) if "at" in x]
             print("  | greenlets created | peak RSS | registry live / peak / capacity | slots reused "
@@ -233,9 +235,10 @@ def main():
                     x["at"], mb(x["hwm_kb"]), g["live"], g["peak_live"], g["capacity"], g["reused"],
                     g["untracked"], mb(g["bytes"] / 1024.0), x["s"]))
             grow = pts[-1]["hwm_kb"] - pts[0]["hwm_kb"] if pts else 0
-            last, sm, st = end["last"], end["sampled"], t["stall"]["stacks"]
-            print("  peak RSS growth from %d to %d greenlets: %s (goal: bounded; the sampler's samples "
-                  "are kept in memory until stop())" % (pts[0]["at"], pts[-1]["at"], mb(grow)))
+            last, sm = end["last"], end["sampled"]
+            print("  peak RSS growth from %d to %d greenlets: %s (the registry is fixed; what grows is "
+                  "the side channel's 'W' entries and samples, kept in memory until stop())" % (
+                      pts[0]["at"], pts[-1]["at"], mb(grow)))
             print("  registry: %s fixed, peak %d live of %d, %d untracked (goal: 0)  %s; %d sampled "
                   "stacks dropped by the generation check (greenlet died while unwound)" % (
                       mb(last["bytes"] / 1024.0), last["peak_live"], last["capacity"], last["untracked"],
@@ -244,11 +247,20 @@ def main():
                   "greatest %d (goal: late greenlets sampled)  %s" % (
                       sm["samples"], sm["stacks"], sm["gids"], sm["gids_above"], sm["max_gid"],
                       "met" if sm["gids_above"] else "MISSED"))
-            print("  check --stall: %d stacks: %d equal to the shadow stack of the greenlet they name, "
-                  "%d partial, %d torn by a switch, %d mismatched (goal: 0), exit %d; %.1f s, peak RSS %s"
-                  "  %s" % (st["total"], st["equal"], st["partial"], st["torn"], st["mismatched"],
-                             chk["rc"], chk["s"], mb(chk["maxrss_kb"]),
-                             "met" if not st["mismatched"] and chk["rc"] == 0 else "MISSED"))
+            if "stall" in t:
+                st = t["stall"]["stacks"]
+                print("  check --stall: %d stacks: %d equal to the shadow stack of the greenlet they name, "
+                      "%d partial, %d torn by a switch, %d mismatched (goal: 0), exit %d; %.1f s, peak RSS %s"
+                      "  %s" % (st["total"], st["equal"], st["partial"], st["torn"], st["mismatched"],
+                                 chk["rc"], chk["s"], mb(chk["maxrss_kb"]),
+                                 "met" if not st["mismatched"] and chk["rc"] == 0 else "MISSED"))
+            else:
+                # check --stall loads the side channel whole (not streamed
+                # yet): at this size it may not fit under the cap.
+                print("  check --stall: FAILED (exit %d) under the %d MB address-space cap after %.1f s, "
+                      "peak RSS %s: %s  MISSED (no attribution verdict)" % (
+                          chk["rc"], a.mem_cap_mb, chk["s"], mb(chk["maxrss_kb"]),
+                          (t.get("error") or chk["err"].strip()[-300:])))
             print("  CPU time: recorded %.1f s for %d greenlets (%.1f us each)" % (
                 rec["cpu_s"], a.greenlets, rec["cpu_s"] / a.greenlets * 1e6))
         for f in (tr, tr + ".times"):
