@@ -48,7 +48,8 @@ judge() {
 import json, sys
 out, trace, chk, count, maxg = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 probs = []
-run = [json.loads(l) for l in open(out) if l.startswith("{")][-1]
+with open(out) as f:
+    run = [json.loads(l) for l in f if l.startswith("{")][-1]
 first, last = run["first"], run["last"]
 if last["untracked"]:
     probs.append("%d greenlets untracked" % last["untracked"])
@@ -63,7 +64,8 @@ if sm["gids"] < 0.9 * count:
     probs.append("%d greenlets sampled of %d" % (sm["gids"], count))
 if not sm["gids_above"] or sm["max_gid"] < count - 100:
     probs.append("no late greenlet sampled (greatest gid %d)" % sm["max_gid"])
-t = json.load(open(chk))["traces"][0]
+with open(chk) as f:
+    t = json.load(f)["traces"][0]
 st = t["stall"]["stacks"]
 if st["mismatched"] or st["unusable"] or st["equal"] < sm["gids"] or st["total"] != sm["stacks"]:
     probs.append("sampled stacks %s" % json.dumps(st))
@@ -107,7 +109,10 @@ name="registry full (100 alive, 63 slots): untracked greenlets counted, check --
     --count 300 --live 100 --max-greenlets 64 --wait-samples 1 --output "$tr") >"$tr.out" 2>"$tr.err"
 rc=$?
 meta=$("$GR_CLI" dump "$tr" 2>/dev/null | sed -n 's/^# sampler_untracked_greenlets: //p')
-want=$("$PY" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]["last"]["untracked"])' "$tr.out" 2>/dev/null)
+want=$("$PY" -c '
+import json, sys
+with open(sys.argv[1]) as f:
+    print([json.loads(l) for l in f if l.startswith("{")][-1]["last"]["untracked"])' "$tr.out" 2>/dev/null)
 "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
 crc=$?
 if [ "$rc" -eq 0 ] && [ -n "$meta" ] && [ "$meta" = "$want" ] && [ "$meta" -gt 0 ] && [ "$crc" -eq 0 ] &&
