@@ -190,6 +190,7 @@ integration: all
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)
 	tests/integration/check_verdicts.sh --python $(PYTHON)
+	tests/integration/streamed.sh --python $(PYTHON)
 	tests/integration/demo_known.sh
 	tests/integration/gen_finalize.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)

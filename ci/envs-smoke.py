@@ -12,12 +12,13 @@ Inside an environment (any Python 3.9+, run by `ci/envs.sh`):
         greenlet imports) and back; TRACE defaults to $GREENREPLAY_OUTPUT
         (set by `greenreplay record --manual`).
 
-On the host (the decoder needs only the standard library):
-    python3 envs-smoke.py check TRACE [--greenlet]
-        check the trace: header, chunk CRCs, trailer (no dropped records, no
-        recorder errors), the records the program must produce (two marks;
-        with --greenlet two switches and a dead greenlet).  Prints one
-        summary line; exit 0 good, 1 bad.
+On the host, with the C CLI (build/greenreplay, or --cli PATH, or
+$GREENREPLAY_CLI; the trace is read by its reader, not a second decoder):
+    python3 envs-smoke.py check TRACE [--greenlet] [--cli PATH]
+        check the trace with `greenreplay dump`: header, chunk CRCs,
+        trailer (no dropped records, no recorder errors), the records the
+        program must produce (two marks; with --greenlet two switches and a
+        dead greenlet).  Prints one summary line; exit 0 good, 1 bad.
 """
 import os
 import sys
@@ -99,109 +100,43 @@ def record(path):
     return 0
 
 
-# --- decoder (docs/FORMAT.md) ---------------------------------------------
-
-MAGIC = b"GRRPLY\r\n"
-NAMES = {0x10: "THREAD", 0x11: "GREENLET", 0x12: "CALL", 0x13: "RETURN",
-         0x14: "C_CALL", 0x15: "C_RETURN", 0x16: "C_EXCEPTION", 0x17: "SWITCH",
-         0x18: "THROW", 0x19: "MARK", 0x1A: "DEAD", 0x1B: "START", 0x1C: "STOP",
-         0x1D: "STACK", 0x1E: "INSTR", 0x1F: "HOOK"}
-# number of fixed varint fields; None: a stack follows (depth, then ids)
-# (format 1.1: SWITCH and THROW carry a stack; HOOK is new)
-FIXED = {0x02: 4, 0x03: 2, 0x04: 1, 0x10: 1, 0x1E: 5, 0x12: 3, 0x13: 3, 0x14: 3, 0x15: 3,
-         0x16: 3, 0x1A: 2, 0x1B: 2, 0x1C: 2, 0x1F: 6}
-STACKED = {0x11: 4, 0x19: 5, 0x1D: 3, 0x17: 7, 0x18: 7}   # varints before `depth`
-# format 1.2 compact records (FORMAT §4.1): the kind each stands for and its
-# varints before an optional stack (the context fields are implied)
-COMPACT = {t: (0x12 + (t - 0x20) // 48, 0, False) for t in range(0x20, 0xE0)}
-COMPACT.update({0xE0 + k: (0x12 + k, 1, False) for k in range(5)})
-COMPACT.update({0xE5: (0x17, 5, True), 0xE6: (0x18, 5, True),
-                0xE7: (0x17, 2, True), 0xE8: (0x18, 2, True)})
+# --- check (on the host, with the C CLI: no second decoder here) ----------
 
 
 class Bad(Exception):
     pass
 
 
-def _varint(buf, pos):
-    v = shift = 0
-    for i in range(10):
-        if pos >= len(buf):
-            raise Bad("varint runs past the chunk")
-        b = buf[pos]
-        pos += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, pos
-    raise Bad("varint longer than 10 bytes")
-
-
-def check(path, want_greenlet):
-    import zlib
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < 16 or data[:8] != MAGIC:
-        raise Bad("not a greenreplay trace (bad magic)")
-    if data[12:13] != b"C":
-        raise Bad("not a canonical stream")
-    pos, strings, meta, counts, trailer = 16, [None], {}, {}, None
-    while pos < len(data):
-        if pos + 9 > len(data):
-            raise Bad("truncated chunk header at offset %d" % pos)
-        tag = data[pos:pos + 1]
-        n = int.from_bytes(data[pos + 1:pos + 5], "little")
-        crc = int.from_bytes(data[pos + 5:pos + 9], "little")
-        payload = data[pos + 9:pos + 9 + n]
-        if len(payload) != n:
-            raise Bad("truncated chunk at offset %d" % pos)
-        if zlib.crc32(payload) != crc:
-            raise Bad("CRC mismatch in chunk at offset %d" % pos)
-        pos += 9 + n
-        if tag == b"Z":
-            p, trailer = 0, []
-            while p < n:
-                v, p = _varint(payload, p)
-                trailer.append(v)
-            break
-        if tag != b"E":
-            raise Bad("unknown chunk tag %r" % tag)
-        p = 0
-        while p < n:
-            rec = payload[p]
-            p += 1
-            if rec == 0x01:
-                ln, p = _varint(payload, p)
-                strings.append(payload[p:p + ln].decode("utf-8", "replace"))
-                p += ln
-                continue
-            if rec in FIXED:
-                vals = []
-                for _ in range(FIXED[rec]):
-                    v, p = _varint(payload, p)
-                    vals.append(v)
-                if rec == 0x03:
-                    meta[strings[vals[0]]] = strings[vals[1]]
-            elif rec in STACKED or rec in COMPACT:
-                nfix, stacked = (STACKED[rec], True) if rec in STACKED else COMPACT[rec][1:]
-                for _ in range(nfix):
-                    _, p = _varint(payload, p)
-                if stacked:
-                    depth, p = _varint(payload, p)
-                    for _ in range(depth):
-                        _, p = _varint(payload, p)
-                rec = COMPACT[rec][0] if rec in COMPACT else rec
-            else:
-                raise Bad("unknown record 0x%02x" % rec)
-            if rec in NAMES:
-                counts[NAMES[rec]] = counts.get(NAMES[rec], 0) + 1
+def check(path, want_greenlet, cli):
+    """Check TRACE with `greenreplay dump` (the C reader: header, chunk
+    CRCs, records, trailer).  Returns the summary line; raises Bad."""
+    import subprocess
+    try:
+        p = subprocess.run([cli, "dump", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    except OSError as e:
+        raise Bad("cannot run %s: %s" % (cli, e))
+    if p.returncode != 0:
+        raise Bad("greenreplay dump exit %d: %s" % (p.returncode, p.stderr.strip()[:300]))
+    meta, counts, trailer = {}, {}, None
+    for line in p.stdout.splitlines():
+        if line.startswith("# trailer: "):
+            trailer = dict(kv.split("=", 1) for kv in line[len("# trailer: "):].split())
+        elif line.startswith("# ") and ": " in line:
+            k, v = line[2:].split(": ", 1)
+            meta[k] = v
+        elif line[:1] == " " or line[:1].isdigit():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0].isdigit():
+                counts[parts[1]] = counts.get(parts[1], 0) + 1
     if trailer is None:
         raise Bad("no trailer: the trace is truncated")
     events = sum(counts.values())
-    if len(trailer) < 4 or trailer[0] != events:
+    if int(trailer.get("events", -1)) != events:
         raise Bad("trailer %r does not match %d records" % (trailer, events))
-    if trailer[1] or trailer[2]:
-        raise Bad("recorder lost %d records and swallowed %d errors" % (trailer[1], trailer[2]))
+    if trailer.get("dropped") != "0" or trailer.get("errors") != "0":
+        raise Bad("recorder lost %s records and swallowed %s errors"
+                  % (trailer.get("dropped"), trailer.get("errors")))
     want = {"START": 1, "STOP": 1, "MARK": 1, "SWITCH": 0}
     if want_greenlet:
         want.update({"MARK": 2, "SWITCH": 2, "DEAD": 1})
@@ -219,8 +154,12 @@ def main(argv):
     if len(argv) >= 1 and argv[0] == "record":
         return record(argv[1] if len(argv) > 1 else None)
     if len(argv) >= 2 and argv[0] == "check":
+        cli = os.environ.get("GREENREPLAY_CLI") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "build", "greenreplay")
+        if "--cli" in argv[2:]:
+            cli = argv[argv.index("--cli") + 1]
         try:
-            print(check(argv[1], "--greenlet" in argv[2:]))
+            print(check(argv[1], "--greenlet" in argv[2:], cli))
         except (Bad, OSError) as e:
             print("bad trace %s: %s" % (argv[1], e))
             return 1

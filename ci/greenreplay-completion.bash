@@ -14,7 +14,7 @@
 _greenreplay_opts() {
     case "$1" in
         record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --force --help" ;;
-        check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --help" ;;
+        check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --in-memory --help" ;;
         dump)   echo "--times --help" ;;
         stats)  echo "--format --help" ;;
         edit)   echo "--drop -o --output --help" ;;

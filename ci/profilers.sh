@@ -79,8 +79,9 @@ else HOST_PY=python3; fi
 DEFAULT_ENVS=(host-3.11 bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15)
 # Only fixtures that leave starting the recorder to `greenreplay conform`
 # (which records the whole program): every fixtures/*.py starts it itself
-# (greenreplay.start()), which raises "greenreplay is already recording"
-# under conform, so none of them is in the default selection yet.
+# (greenreplay.start()): a no-op in conform's recorded run, but a real
+# recording in its unrecorded one, so none of them is in the default
+# selection (docs/profiler-axis.md).
 DEFAULT_FIXTURES=('profilers/*')
 # --quick (.ci/run): two profiler fixtures, the one every profiler should
 # pass (several root frames on one thread) and the 3.12+ blind spot of a

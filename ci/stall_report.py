@@ -180,8 +180,10 @@ def main():
                                         r["hold_max_ns"] / 1e3) for r in preempted)))
                 verdict(not under, "%s %s CPU thread: no frame read under a lock in any run (%d runs)"
                         % (mode, cpu_s, len(rr)))
-                verdict(not flagged, "%s %s CPU thread: not flagged by check --stall in any run "
-                        "(%d of %d flagged%s)" % (mode, cpu_s, len(flagged), len(rr),
+                verdict(not flagged, "%s %s CPU thread: not flagged by check --stall in any run%s "
+                        "(%d of %d flagged%s)" % (mode, cpu_s,
+                                                  " but the preempted one(s) above" if preempted else "",
+                                                  len(flagged), len(rr) - len(preempted),
                                                   "".join("; rep %d N=%d D=%d: %s" % (
                                                       r["rep"], r["n"], r["depth"],
                                                       ", ".join("%s %d" % kv for kv in r["counts"].items() if kv[1]))

@@ -64,7 +64,7 @@ static const char usage_main[] =
 
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
-    "                         [--html OUT.html] [-q] [--color[=WHEN]]\n"
+    "                         [--html OUT.html] [-q] [--color[=WHEN]] [--in-memory]\n"
     "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
@@ -104,7 +104,21 @@ static const char usage_check[] =
     "  --stall        also check the sampler data of FILE.times (see above)\n"
     "  --max-wait-us N  stall_wait threshold in microseconds (default 1000;\n"
     "                 needs --stall)\n"
+    "  --in-memory    read each trace (and FILE.times) whole into memory\n"
+    "                 instead of one chunk at a time: the same report, memory\n"
+    "                 about 100 bytes per record (for comparisons)\n"
     "  -h, --help     show this help\n"
+    "\n"
+    "Memory: the trace is read one chunk at a time (at most 16 MiB, 64 KiB as\n"
+    "the recorder writes them).  Peak memory is that chunk, the definitions\n"
+    "(strings and code identities, which grow with the program's code), a\n"
+    "shadow stack per live greenlet, and about 140 bytes per greenlet seen\n"
+    "(dead ones included).  --stall reads FILE.times twice, one chunk at a\n"
+    "time, and adds about 100 bytes per sample (the sampler's headers) and\n"
+    "the stacks of one sample; a side channel whose switch entries or samples\n"
+    "are not in record order (the reference sampler writes them in order) is\n"
+    "read whole instead.  --html reads the trace file three more times and\n"
+    "adds the last real stack of each live greenlet.\n"
     "\n"
     "A truncated trace (killed recorder) is checked up to its last complete\n"
     "chunk; truncation alone is not a failure.  Frames open at stop that match\n"
@@ -200,6 +214,10 @@ static const char usage_script[] =
     "  -q, --quiet     no notes on stderr\n"
     "  -h, --help      show this help\n"
     "\n"
+    "Memory: the trace is read whole and the shape of every greenlet is built\n"
+    "before the program is written: about 230 bytes per record (not one chunk\n"
+    "at a time like check; docs/ARCHITECTURE.md).\n"
+    "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
 
@@ -239,6 +257,10 @@ static const char usage_diff[] =
     "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal\n"
     "                   and NO_COLOR is unset or empty), always, never\n"
     "  -h, --help       show this help\n"
+    "\n"
+    "Memory: both traces are read whole and aligned globally: about 120 bytes\n"
+    "per record of each (not one chunk at a time like check;\n"
+    "docs/ARCHITECTURE.md).\n"
     "\n"
     "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
     "(one line with file and byte offset), traces of different format versions,\n"
@@ -340,26 +362,35 @@ static int load_side(gr_times *tm, const char *trace, char **err)
     gr_sb path;
     gr_sb_init(&path);
     gr_sb_printf(&path, "%s.times", trace);
-    int rc = gr_times_load(tm, gr_sb_str(&path));
-    if (rc != GR_READ_OK) {
-        gr_sb msg;
-        gr_sb_init(&msg);
-        gr_sb_puts(&msg, tm->err.msg);
-        if (tm->err.kind == GR_E_IO)
-            gr_sb_puts(&msg, " (check --stall reads the side channel of a recording made "
-                             "with start(sampler=...))");
-        *err = gr_sb_take(&msg);
-    } else if (!gr_times_has_sampler(tm)) {
-        gr_sb msg;
-        gr_sb_init(&msg);
-        gr_sb_printf(&msg, "%s: no sampler data (record with start(sampler=...); the sampler "
-                           "data are written at stop())",
-                     gr_sb_str(&path));
-        *err = gr_sb_take(&msg);
-        rc = GR_READ_CORRUPT;
-    }
+    gr_times_load(tm, gr_sb_str(&path));
+    *err = gr_stall_side_error(tm, gr_sb_str(&path));
     gr_sb_free(&path);
-    return rc;
+    return *err != NULL;
+}
+
+/* check --stall of one trace: streamed (t opened with gr_trace_open,
+ * gr_stall_stream), or loaded whole when t was loaded (--html) or the side
+ * channel is not in index order.  Returns an enum gr_stall_stream_status
+ * (GR_STALL_SIDE_UNUSABLE: *err owned; GR_STALL_TRACE_CORRUPT: t->err). */
+static int stall_one(gr_trace *t, const char *path, uint64_t max_wait, gr_times *tm,
+                     gr_stall *st, gr_check_result *res, size_t *nv, char **err)
+{
+    if (t->streaming) {
+        gr_sb side;
+        gr_sb_init(&side);
+        gr_sb_printf(&side, "%s.times", path);
+        int k = gr_stall_stream(t, gr_sb_str(&side), max_wait, st, res, nv, err);
+        gr_sb_free(&side);
+        if (k != GR_STALL_UNORDERED)
+            return k;
+        gr_trace_free(t);
+        if (gr_trace_load(t, path) != GR_READ_OK)
+            return GR_STALL_TRACE_CORRUPT;
+    }
+    if (load_side(tm, path, err))
+        return GR_STALL_SIDE_UNUSABLE;
+    *nv = gr_stall_run(t, tm, max_wait, st, res);
+    return GR_STALL_DONE;
 }
 
 /* Parse --max-wait-us N (decimal microseconds) into ns. */
@@ -385,12 +416,13 @@ static int cmd_check(int argc, char **argv)
         {"max-wait-us", required_argument, NULL, 'w'},
         {"html", required_argument, NULL, 'H'},
         {"quiet", no_argument, NULL, 'q'},
+        {"in-memory", no_argument, NULL, 'M'},
         {"color", optional_argument, NULL, 'C'},
         {"colour", optional_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int json = 0, stall = 0, wait_set = 0, quiet = 0, c;
+    int json = 0, stall = 0, wait_set = 0, quiet = 0, in_memory = 0, c;
     enum gr_color_mode color_mode = GR_COLOR_AUTO;
     uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
     const char *junit = NULL, *html = NULL;
@@ -399,6 +431,7 @@ static int cmd_check(int argc, char **argv)
         switch (c) {
         case 'H': html = optarg; break;
         case 'q': quiet = 1; break;
+        case 'M': in_memory = 1; break;
         case 'C':
             if (gr_color_parse(optarg, &color_mode) < 0)
                 return bad_usage(usage_check, "bad --color '%s' (auto, always or never)", optarg);
@@ -430,9 +463,10 @@ static int cmd_check(int argc, char **argv)
     gr_html hr;
     gr_html_init(&hr);
     int color = !json && gr_color_enabled(color_mode, stdout);
-    /* check and check --junit stream the trace (memory: one chunk); --stall
-     * and --html look back at any record, so they load it whole. */
-    int streamed = !stall && !html;
+    /* check, --junit, --stall and --html stream the trace (memory: one
+     * chunk and the checker's state, docs/ARCHITECTURE.md; --html reads
+     * the file again); --in-memory loads it whole. */
+    int streamed = !in_memory;
     for (int i = optind; i < argc; i++) {
         gr_trace t;
         if (streamed ? open_stream(&t, argv[i]) : load(&t, argv[i])) {
@@ -449,9 +483,17 @@ static int cmd_check(int argc, char **argv)
         gr_stall st;
         memset(&tm, 0, sizeof tm);
         memset(&st, 0, sizeof st);
+        gr_check_result res;
+        size_t nv = 0;
         if (stall) {
             char *err = NULL;
-            if (load_side(&tm, argv[i], &err)) {
+            int k = stall_one(&t, argv[i], max_wait, &tm, &st, &res, &nv, &err);
+            if (k == GR_STALL_TRACE_CORRUPT) {
+                fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+                gr_times_free(&tm);
+                goto unusable;
+            }
+            if (k == GR_STALL_SIDE_UNUSABLE) {
                 fprintf(stderr, "greenreplay: %s\n", err);
                 if (jtraces)
                     json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
@@ -464,10 +506,8 @@ static int cmd_check(int argc, char **argv)
                 continue;
             }
         }
-        gr_check_result res;
-        size_t nv = stall      ? gr_stall_run(&t, &tm, max_wait, &st, &res)
-                    : streamed ? gr_check_stream(&t, &res)
-                               : gr_check_run(&t, &res);
+        if (!stall)
+            nv = streamed ? gr_check_stream(&t, &res) : gr_check_run(&t, &res);
         if (nv == SIZE_MAX) { /* a streamed trace turned out corrupt part way */
             fprintf(stderr, "greenreplay: %s\n", t.err.msg);
             goto unusable;

@@ -833,6 +833,10 @@ static int read_deltas(struct scur *s)
         s->at = scur_off(s, s->p);
         uint64_t v;
         TRY(sget(s, &v));
+        if (tm->streaming) { /* counted, not kept */
+            tm->n++;
+            continue;
+        }
         if (grow((void **)&tm->dt, &tm->cap, tm->n + 1, sizeof *tm->dt) < 0)
             return no_memory(&tm->err, tm->name);
         tm->dt[tm->n++] = v;
@@ -967,6 +971,85 @@ static int read_side_trailer(gr_times *tm, const struct chunk *c)
     return 0;
 }
 
+/* Streamed side channel: before chunk tag's entries are read, release the
+ * previous chunk's entries ('W': its waits; 'P': its complete samples and
+ * their stacks, a sample still waiting for stacks moves to the front). */
+static void times_release(gr_times *tm, char tag)
+{
+    if (tag == GR_CHUNK_SWITCHES) {
+        tm->first_wait += tm->nwaits;
+        tm->nwaits = 0;
+    } else if (tag == GR_CHUNK_SAMPLES && tm->nsamples) {
+        if (!sample_pending(tm)) {
+            tm->first_sample += tm->nsamples;
+            tm->nsamples = tm->nstacks = tm->ncodes = 0;
+            return;
+        }
+        gr_sample sm = tm->samples[tm->nsamples - 1];
+        size_t cbase = sm.got ? tm->stacks[sm.stack].codes : tm->ncodes;
+        memmove(tm->stacks, tm->stacks + sm.stack, (tm->nstacks - sm.stack) * sizeof *tm->stacks);
+        tm->nstacks -= sm.stack;
+        memmove(tm->codes, tm->codes + cbase, (tm->ncodes - cbase) * sizeof *tm->codes);
+        tm->ncodes -= cbase;
+        for (size_t k = 0; k < tm->nstacks; k++)
+            tm->stacks[k].codes -= cbase;
+        sm.stack = 0;
+        tm->first_sample += tm->nsamples - 1;
+        tm->samples[0] = sm;
+        tm->nsamples = 1;
+    }
+}
+
+/* One framed side-channel chunk at file offset pos: order checks, then its
+ * entries (released first when streamed: times_release). */
+static int times_chunk(gr_times *tm, const struct chunk *c, size_t pos)
+{
+    gr_error *e = &tm->err;
+    if (sample_pending(tm) && c->tag != GR_CHUNK_SAMPLES) {
+        const gr_sample *sm = &tm->samples[tm->nsamples - 1];
+        return fail(e, tm->name, c->tag == GR_CHUNK_TRAILER ? GR_E_TRAILER : GR_E_VALUE, pos,
+                    "%s before the last %llu of the %llu stacks of the sample at offset "
+                    "%llu",
+                    c->tag == GR_CHUNK_TRAILER ? "trailer" : "chunk",
+                    (unsigned long long)(sm->nstacks - sm->got),
+                    (unsigned long long)sm->nstacks, (unsigned long long)sm->offset);
+    }
+    struct scur s = {.tm = tm, .c = c, .p = c->p, .end = c->p + c->len};
+    int phase = c->tag == GR_CHUNK_TIMES ? 0 : c->tag == GR_CHUNK_SWITCHES ? 1 : 2;
+    if (c->tag != GR_CHUNK_TRAILER) {
+        if (phase < tm->phase)
+            return fail(e, tm->name, GR_E_VALUE, pos,
+                        "'%c' chunk after %s chunks (the order is 'T', 'W', 'P')", c->tag,
+                        tm->phase == 2 ? "sample ('P')" : "switch ('W')");
+        tm->phase = phase;
+    }
+    if (tm->streaming)
+        times_release(tm, c->tag);
+    int rc = 0;
+    switch (c->tag) {
+    case GR_CHUNK_TRAILER:
+        rc = read_side_trailer(tm, c);
+        if (!rc)
+            tm->has_trailer = 1;
+        break;
+    case GR_CHUNK_TIMES:
+        rc = read_deltas(&s);
+        break;
+    case GR_CHUNK_SWITCHES:
+        tm->sampler_chunks++;
+        rc = read_waits(&s);
+        break;
+    default:
+        tm->sampler_chunks++;
+        rc = read_samples(&s);
+        break;
+    }
+    return rc;
+}
+
+static const char side_tags[] = {GR_CHUNK_TIMES, GR_CHUNK_SWITCHES, GR_CHUNK_SAMPLES,
+                                 GR_CHUNK_TRAILER, 0};
+
 static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
 {
     gr_error *e = &tm->err;
@@ -979,8 +1062,6 @@ static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
         return GR_READ_OK;
     }
     size_t pos = GR_HEADER_LEN;
-    static const char tags[] = {GR_CHUNK_TIMES, GR_CHUNK_SWITCHES, GR_CHUNK_SAMPLES,
-                                GR_CHUNK_TRAILER, 0};
     for (;;) {
         if (tm->has_trailer) {
             if (pos < size)
@@ -988,7 +1069,7 @@ static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
             return GR_READ_OK;
         }
         struct chunk c;
-        int k = next_chunk(data, size, pos, 0, tags, &c, e, tm->name);
+        int k = next_chunk(data, size, pos, 0, side_tags, &c, e, tm->name);
         if (k == CH_BAD)
             return e->status;
         if (k != CH_OK) {
@@ -996,43 +1077,7 @@ static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
             tm->truncated_at = pos;
             return GR_READ_OK;
         }
-        if (sample_pending(tm) && c.tag != GR_CHUNK_SAMPLES) {
-            const gr_sample *sm = &tm->samples[tm->nsamples - 1];
-            return fail(e, tm->name, c.tag == GR_CHUNK_TRAILER ? GR_E_TRAILER : GR_E_VALUE, pos,
-                        "%s before the last %llu of the %llu stacks of the sample at offset "
-                        "%llu",
-                        c.tag == GR_CHUNK_TRAILER ? "trailer" : "chunk",
-                        (unsigned long long)(sm->nstacks - sm->got),
-                        (unsigned long long)sm->nstacks, (unsigned long long)sm->offset);
-        }
-        struct scur s = {.tm = tm, .c = &c, .p = c.p, .end = c.p + c.len};
-        int phase = c.tag == GR_CHUNK_TIMES ? 0 : c.tag == GR_CHUNK_SWITCHES ? 1 : 2;
-        if (c.tag != GR_CHUNK_TRAILER) {
-            if (phase < tm->phase)
-                return fail(e, tm->name, GR_E_VALUE, pos,
-                            "'%c' chunk after %s chunks (the order is 'T', 'W', 'P')", c.tag,
-                            tm->phase == 2 ? "sample ('P')" : "switch ('W')");
-            tm->phase = phase;
-        }
-        int rc = 0;
-        switch (c.tag) {
-        case GR_CHUNK_TRAILER:
-            rc = read_side_trailer(tm, &c);
-            if (!rc)
-                tm->has_trailer = 1;
-            break;
-        case GR_CHUNK_TIMES:
-            rc = read_deltas(&s);
-            break;
-        case GR_CHUNK_SWITCHES:
-            tm->sampler_chunks++;
-            rc = read_waits(&s);
-            break;
-        default:
-            tm->sampler_chunks++;
-            rc = read_samples(&s);
-            break;
-        }
+        int rc = times_chunk(tm, &c, pos);
         if (rc)
             return rc;
         pos += GR_CHUNK_HEADER_LEN + c.len;
@@ -1071,8 +1116,97 @@ int gr_times_parse(gr_times *tm, const char *name, const void *data, size_t n)
     return times_decode(tm, data, n);
 }
 
+/* Read want bytes of a streamed side channel into tm->buf at `at`.  Returns
+ * the number read (short at end of file), or -1 (tm->err set). */
+static long times_read(gr_times *tm, size_t at, size_t want)
+{
+    if (grow((void **)&tm->buf, &tm->cap_buf, at + want, 1) < 0)
+        return no_memory(&tm->err, tm->name), -1;
+    size_t k = fread(tm->buf + at, 1, want, (FILE *)tm->file);
+    if (k < want && ferror((FILE *)tm->file))
+        return fail(&tm->err, tm->name, GR_E_IO, GR_NO_OFFSET, "%s",
+                    strerror(errno ? errno : EIO)), -1;
+    return (long)k;
+}
+
+int gr_times_open(gr_times *tm, const char *path)
+{
+    int rc = start_times(tm, path);
+    if (rc)
+        return tm->done = 1, rc;
+    tm->streaming = 1;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tm->done = 1, fail(&tm->err, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno));
+    tm->file = f;
+    long k = times_read(tm, 0, GR_HEADER_LEN);
+    if (k < 0)
+        return tm->done = 1, tm->err.status;
+    uint16_t minor;
+    int h = check_header(tm->buf, (size_t)k, GR_STREAM_SIDE, &minor, &tm->err, tm->name);
+    if (h == CH_BAD)
+        return tm->done = 1, tm->err.status;
+    if (h == CH_TRUNC) {
+        tm->truncated = 1;
+        tm->done = 1;
+        return GR_READ_OK;
+    }
+    tm->pos = GR_HEADER_LEN;
+    return GR_READ_OK;
+}
+
+int gr_times_next_chunk(gr_times *tm)
+{
+    gr_error *e = &tm->err;
+    while (!tm->done) {
+        if (tm->has_trailer) {
+            tm->done = 1;
+            long more = times_read(tm, 0, 1);
+            if (more < 0)
+                return -1;
+            if (more)
+                return fail(e, tm->name, GR_E_TRAILER, tm->pos, "data after the trailer"), -1;
+            return 0;
+        }
+        /* Frame the chunk at tm->pos: its header, then its payload when the
+         * length is within the limit (next_chunk judges both). */
+        long k = times_read(tm, 0, GR_CHUNK_HEADER_LEN);
+        if (k < 0)
+            return tm->done = 1, -1;
+        size_t n = (size_t)k;
+        if (n == GR_CHUNK_HEADER_LEN) {
+            uint32_t len = gr_get_u32le(tm->buf + 1);
+            if (len <= GR_CHUNK_MAX && tm->buf[0] && strchr(side_tags, tm->buf[0])) {
+                if ((k = times_read(tm, n, len)) < 0)
+                    return tm->done = 1, -1;
+                n += (size_t)k;
+            }
+        }
+        struct chunk c;
+        int f = next_chunk(tm->buf, n, 0, tm->pos, side_tags, &c, e, tm->name);
+        if (f == CH_BAD)
+            return tm->done = 1, -1;
+        if (f != CH_OK) {
+            tm->truncated = 1;
+            tm->truncated_at = tm->pos;
+            tm->done = 1;
+            return 0;
+        }
+        if (times_chunk(tm, &c, tm->pos))
+            return tm->done = 1, -1;
+        tm->pos += GR_CHUNK_HEADER_LEN + c.len;
+        tm->last_tag = c.tag;
+        if (c.tag != GR_CHUNK_TRAILER)
+            return 1;
+    }
+    return 0;
+}
+
 void gr_times_free(gr_times *tm)
 {
+    if (tm->file)
+        fclose((FILE *)tm->file);
+    free(tm->buf);
     free(tm->name);
     free(tm->dt);
     free(tm->waits);

@@ -295,6 +295,20 @@ typedef struct gr_times {
     /* capacities (internal) */
     size_t cap_waits, cap_samples, cap_stacks, cap_codes;
     int phase;            /* internal: last chunk kind ('T' 0, 'W' 1, 'P' 2) */
+    /* Streaming (gr_times_open / gr_times_next_chunk): 'T' entries are
+     * counted in n but not kept (dt stays NULL); waits[] holds the last
+     * 'W' chunk's entries, waits[0] being entry number first_wait of the
+     * file; samples[] the samples of the last 'P' chunk, samples[0] being
+     * sample number first_sample (a sample whose stacks continue in the
+     * next chunk is carried over with the stacks read so far). */
+    int streaming;
+    int done;             /* no chunk left: trailer, truncation or error */
+    char last_tag;        /* tag of the chunk the last next_chunk decoded */
+    uint64_t first_wait, first_sample;
+    size_t pos;           /* internal: file offset of the next chunk */
+    void *file;           /* internal: FILE * */
+    uint8_t *buf;         /* internal: chunk buffer */
+    size_t cap_buf;
 } gr_times;
 
 /* Whether tm holds data of the sampler: 'W'/'P' chunks or a trailer with
@@ -315,6 +329,20 @@ static inline const uint32_t *gr_sample_codes(const gr_times *tm, const gr_sampl
  * counts) into *tm.  Same status and truncation rules as gr_trace_load; the
  * caller must call gr_times_free(tm) in every case. */
 int gr_times_load(gr_times *tm, const char *path);
+
+/* Open the side channel at path for streaming into *tm (need not be
+ * initialised): reads and checks its header only (a file cut inside it is
+ * truncated: no chunk follows).  Returns like gr_trace_open;
+ * gr_times_free(tm) in every case.  Memory: one chunk (at most
+ * GR_CHUNK_MAX bytes of payload) and its decoded entries. */
+int gr_times_open(gr_times *tm, const char *path);
+
+/* Decode the next chunk of a streamed side channel, releasing the previous
+ * chunk's entries (see gr_times.streaming).  Returns 1 when a 'T', 'W' or
+ * 'P' chunk was decoded (tm->last_tag), 0 at the end (trailer read, or
+ * truncated: tm->truncated, tm->truncated_at), -1 on an error (tm->err).
+ * Same corruption rules as gr_times_load. */
+int gr_times_next_chunk(gr_times *tm);
 
 /* Same from n bytes at data (not kept). */
 int gr_times_parse(gr_times *tm, const char *name, const void *data, size_t n);

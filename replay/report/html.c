@@ -48,19 +48,58 @@ typedef struct hg {
     size_t first;          /* record of first sight */
     size_t last_real;      /* latest GREENLET/MARK/STACK record so far */
     int has_real;
+    gr_record real;        /* streamed: a copy of it, and of its stack */
+    uint32_t *real_ids;
+    size_t cap_real;
+    int real_kept;         /* the copy is there (dropped at the greenlet's DEAD) */
     size_t *vs;            /* violations concerning it (indices into r->v) */
     size_t nvs, cap_vs;
 } hg;
 
 typedef struct hctx {
-    const gr_trace *t;
+    const gr_trace *t;     /* the trace walked: t itself when loaded, else `own` */
+    gr_trace own;          /* a streamed trace: the file opened again for each pass */
+    const char *path;
+    int streamed;
+    uint64_t nrecs;        /* records in the trace */
     const gr_check_result *r;
     size_t file;           /* trace number (anchor prefix) */
     hg *g;
     size_t ng, cap_g;
     gr_idmap map;          /* (gid, 0) -> index in g */
-    uint8_t *cited;        /* [nrecs] record linked to from somewhere */
+    size_t *cited;         /* records linked to from somewhere (repeats allowed) */
+    size_t ncited, cap_cited;
 } hctx;
+
+/* Start a pass over the trace: a streamed one is opened again (it was
+ * read to its end by the check).  Returns 0, or -1 when it cannot be. */
+static int walk_start(hctx *c)
+{
+    if (!c->streamed)
+        return 0;
+    gr_trace_free(&c->own);
+    if (gr_trace_open(&c->own, c->path) != GR_READ_OK)
+        return -1;
+    c->t = &c->own;
+    return 0;
+}
+
+/* Record i of the pass, decoding the chunks up to it (a streamed trace
+ * goes forward only; ck, when given, replays each chunk before it goes).
+ * NULL past the end. */
+static const gr_record *walk(hctx *c, gr_checker *ck, uint64_t i)
+{
+    gr_trace *t = c->streamed ? &c->own : NULL;
+    while (t && i >= gr_trace_count(t) && !t->done) {
+        if (ck) {
+            gr_checker_advance(ck, (size_t)gr_trace_count(t));
+            gr_checker_detach(ck);
+        }
+        if (gr_trace_next_chunk(t) <= 0)
+            break;
+    }
+    return gr_trace_record(c->t, i);
+}
 
 static hg *greenlet(hctx *c, uint64_t tid, uint64_t gid, size_t rec)
 {
@@ -95,6 +134,19 @@ static void see(hctx *c, const gr_record *r)
     case GR_STACK:
         g->last_real = r->index;
         g->has_real = 1;
+        if (c->streamed) { /* the record goes with its chunk */
+            g->real = *r;
+            g->real_ids = gr_xgrow(g->real_ids, &g->cap_real, r->depth + 1, sizeof *g->real_ids);
+            if (r->depth)
+                memcpy(g->real_ids, gr_record_stack(c->t, r), r->depth * sizeof *g->real_ids);
+            g->real_kept = 1;
+        }
+        break;
+    case GR_DEAD: /* its real stack is not shown any more: bounded memory */
+        free(g->real_ids);
+        g->real_ids = NULL;
+        g->cap_real = 0;
+        g->real_kept = 0;
         break;
     case GR_CALL:
         if (!g->run)
@@ -146,11 +198,12 @@ static void link_greenlet(gr_sb *sb, const hctx *c, uint64_t gid)
 
 static void link_record(gr_sb *sb, hctx *c, size_t rec)
 {
-    if (rec >= c->t->nrecs) {
+    if (rec >= c->nrecs) {
         gr_sb_printf(sb, "%zu", rec);
         return;
     }
-    c->cited[rec] = 1;
+    c->cited = gr_xgrow(c->cited, &c->cap_cited, c->ncited + 1, sizeof *c->cited);
+    c->cited[c->ncited++] = rec;
     gr_sb_printf(sb, "<a href=\"#f%zu-r%zu\">%zu</a>", c->file, rec, rec);
 }
 
@@ -209,12 +262,19 @@ static void greenlet_row(gr_sb *sb, hctx *c, gr_checker *ck, const hg *g, int ow
     else
         stack_list(sb, c->t, ids, n, unknown);
     gr_sb_puts(sb, "</td><td>");
-    if (g->has_real) {
-        const gr_record *r = &c->t->recs[g->last_real];
+    const gr_record *r = !g->has_real ? NULL
+                         : c->streamed ? (g->real_kept ? &g->real : NULL)
+                                       : &c->t->recs[g->last_real];
+    if (g->has_real && !r) {
+        gr_sb_puts(sb, "<div class=\"src\">record ");
+        link_record(sb, c, g->last_real);
+        gr_sb_puts(sb, "</div><span class=\"none\">not kept after its DEAD</span>");
+    } else if (g->has_real) {
+        const uint32_t *real = c->streamed ? g->real_ids : gr_record_stack(c->t, r);
         gr_sb_printf(sb, "<div class=\"src\">%s at record ", kind_of(r));
         link_record(sb, c, g->last_real);
         gr_sb_puts(sb, "</div>");
-        stack_list(sb, c->t, gr_record_stack(c->t, r), r->depth,
+        stack_list(sb, c->t, real, r->depth,
                    r->tag == GR_MARK ? (r->flags & 1) != 0
                                      : r->tag == GR_GREENLET ? (r->flags & 4) != 0
                                                              : (r->flags & 2) != 0);
@@ -242,10 +302,14 @@ static void violation(gr_sb *sb, hctx *c, gr_checker *ck, size_t vi)
     for (int k = 0; k < v->nctx; k++) {
         size_t rec = v->ctx[k];
         gr_sb_puts(sb, rec == v->index ? "<b>&gt; " : "  ");
-        if (rec < c->t->nrecs) {
+        const gr_record *cr = v->ctx_line[k] ? NULL : gr_trace_record(c->t, rec);
+        if (v->ctx_line[k] || cr) {
             gr_sb line;
             gr_sb_init(&line);
-            gr_dump_record(&line, c->t, &c->t->recs[rec]);
+            if (v->ctx_line[k])
+                gr_sb_puts(&line, v->ctx_line[k]);
+            else
+                gr_dump_record(&line, c->t, cr);
             const char *s = gr_sb_str(&line);
             while (*s == ' ')
                 gr_sb_putc(sb, *s++);
@@ -293,11 +357,19 @@ static void violation(gr_sb *sb, hctx *c, gr_checker *ck, size_t vi)
     gr_sb_free(&rows);
 }
 
+static int by_size(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
 static const char *note_title(enum gr_note_kind k)
 {
     switch (k) {
     case GR_NOTE_OPEN_AT_STOP: return "open at stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open at end of truncated trace";
+    case GR_NOTE_ABANDONED: return "abandoned (suspended on a thread that ended before stop)";
+    case GR_NOTE_UNOBSERVED: return "unobserved (a thread without the profile function)";
     default: return "open at end of trace (no STOP record)";
     }
 }
@@ -307,20 +379,25 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     hctx c;
     memset(&c, 0, sizeof c);
     c.t = t;
+    c.path = t->name;
+    c.streamed = t->streaming;
+    c.nrecs = c.streamed ? r->coverage.records : t->nrecs;
     c.r = r;
     c.file = h->ntraces++;
-    c.cited = calloc(t->nrecs ? t->nrecs : 1, 1);
-    if (!c.cited) {
-        fputs("greenreplay: out of memory\n", stderr);
-        exit(2);
-    }
     h->nviolations += r->nv;
     /* First pass: every greenlet, in order of first sight, for names. */
-    for (size_t i = 0; i < t->nrecs; i++)
-        see(&c, &t->recs[i]);
-    for (size_t k = 0; k < c.ng; k++)
+    int readable = walk_start(&c) == 0;
+    for (uint64_t i = 0; readable; i++) {
+        const gr_record *rec = walk(&c, NULL, i);
+        if (!rec)
+            break;
+        see(&c, rec);
+    }
+    for (size_t k = 0; k < c.ng; k++) {
         c.g[k].has_real = 0;
-    for (size_t i = 0; i < r->nv; i++) {
+        c.g[k].real_kept = 0;
+    }
+    for (size_t i = 0; i < r->nv && i < GR_HTML_MAX_VIOLATIONS; i++) {
         size_t k;
         if (r->v[i].tid && gr_idmap_get(&c.map, r->v[i].gid, 0, &k)) {
             hg *g = &c.g[k];
@@ -337,7 +414,7 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
                        : r->nv                    ? "violations"
                                                   : "clean";
     gr_sb_printf(sb, " <span class=\"%s\">%s</span></h2>\n<p>%zu records",
-                 status == GR_CHECK_CLEAN ? "ok" : "bad", word, t->nrecs);
+                 status == GR_CHECK_CLEAN ? "ok" : "bad", word, (size_t)c.nrecs);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(sb, "; trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64
@@ -379,14 +456,16 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     if (r->nv) {
         gr_sb_printf(sb, "<h3>Violations (%zu)</h3>\n", r->nv);
         gr_check_result scratch;
-        gr_checker *ck = gr_checker_new(t, &scratch);
+        readable = walk_start(&c) == 0;
+        gr_checker *ck = gr_checker_new(c.t, &scratch);
         size_t pos = 0;
         size_t nshow = r->nv < GR_HTML_MAX_VIOLATIONS ? r->nv : GR_HTML_MAX_VIOLATIONS;
         for (size_t i = 0; i < nshow; i++) {
             uint64_t idx = r->v[i].index;
-            for (; pos < t->nrecs && pos <= idx; pos++)
-                see(&c, &t->recs[pos]);
-            gr_checker_advance(ck, idx < t->nrecs ? (size_t)idx : t->nrecs);
+            const gr_record *rec;
+            for (; readable && pos <= idx && (rec = walk(&c, ck, pos)); pos++)
+                see(&c, rec);
+            gr_checker_advance(ck, idx < c.nrecs ? (size_t)idx : (size_t)c.nrecs);
             violation(sb, &c, ck, i);
         }
         if (r->nv > nshow)
@@ -412,7 +491,13 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     gr_sb_printf(sb, "<h3>Greenlets (%zu)</h3>\n<table class=\"gls\"><tr><th>greenlet</th>"
                      "<th>thread</th><th>first seen</th><th>violations</th></tr>",
                  c.ng);
+    size_t rows = 0;
     for (size_t k = 0; k < c.ng; k++) {
+        /* The first GR_HTML_MAX_GREENLET_ROWS, and every one a shown
+         * violation concerns. */
+        if (rows >= GR_HTML_MAX_GREENLET_ROWS && !c.g[k].nvs)
+            continue;
+        rows++;
         hg *g = &c.g[k];
         gr_sb_printf(sb, "<tr id=\"f%zu-g%" PRIu64 "\"><td>", c.file, g->gid);
         greenlet_label(sb, &c, g);
@@ -431,16 +516,26 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
         gr_sb_puts(sb, "</td></tr>");
     }
     gr_sb_puts(sb, "</table>\n");
-    /* The records linked to. */
+    if (c.ng > rows)
+        gr_sb_printf(sb, "<p class=\"none\">%zu more greenlets not shown.</p>\n", c.ng - rows);
+    /* The records linked to, in order, each once (one more pass when
+     * streamed). */
     gr_sb_puts(sb, "<h3>Records cited</h3>\n<pre class=\"recs\">");
+    if (c.ncited > 1)
+        qsort(c.cited, c.ncited, sizeof *c.cited, by_size);
     size_t ncited = 0;
-    for (size_t i = 0; i < t->nrecs; i++) {
-        if (!c.cited[i])
+    readable = walk_start(&c) == 0;
+    for (size_t k = 0; k < c.ncited; k++) {
+        size_t i = c.cited[k];
+        if (k && c.cited[k - 1] == i)
+            continue;
+        const gr_record *rec = readable ? walk(&c, NULL, i) : NULL;
+        if (!rec)
             continue;
         ncited++;
         gr_sb line;
         gr_sb_init(&line);
-        gr_dump_record(&line, t, &t->recs[i]);
+        gr_dump_record(&line, c.t, rec);
         gr_sb_printf(sb, "<span id=\"f%zu-r%zu\">", c.file, i);
         esc(sb, gr_sb_str(&line));
         gr_sb_puts(sb, "</span>\n");
@@ -453,13 +548,16 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     gr_sb_printf(&h->toc, "<tr><td><a href=\"#f%zu\">", c.file);
     esc(&h->toc, t->name);
     gr_sb_printf(&h->toc, "</a></td><td>%zu</td><td class=\"%s\">%s</td><td>%zu</td></tr>",
-                 t->nrecs, status == GR_CHECK_CLEAN ? "ok" : "bad", word, r->nv);
+                 (size_t)c.nrecs, status == GR_CHECK_CLEAN ? "ok" : "bad", word, r->nv);
 
-    for (size_t k = 0; k < c.ng; k++)
+    for (size_t k = 0; k < c.ng; k++) {
         free(c.g[k].vs);
+        free(c.g[k].real_ids);
+    }
     free(c.g);
     free(c.cited);
     gr_idmap_free(&c.map);
+    gr_trace_free(&c.own);
 }
 
 void gr_html_add_unusable(gr_html *h, const char *file, const char *error)

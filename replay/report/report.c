@@ -15,6 +15,7 @@ static const char *note_title(enum gr_note_kind k)
     case GR_NOTE_OPEN_AT_STOP: return "open at stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open at end of truncated trace";
     case GR_NOTE_ABANDONED: return "abandoned (suspended on a thread that ended before stop)";
+    case GR_NOTE_UNOBSERVED: return "unobserved (a thread without the profile function: its returns were never seen)";
     default: return "open at end of trace (no STOP record)";
     }
 }
@@ -25,6 +26,7 @@ static const char *note_key(enum gr_note_kind k)
     case GR_NOTE_OPEN_AT_STOP: return "open_at_stop";
     case GR_NOTE_OPEN_AT_TRUNCATION: return "open_at_truncation";
     case GR_NOTE_ABANDONED: return "abandoned";
+    case GR_NOTE_UNOBSERVED: return "unobserved";
     default: return "open_at_end";
     }
 }
@@ -250,7 +252,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
             gr_sb_putc(&sb, '\n');
         }
     }
-    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_ABANDONED; kind++) {
+    for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_UNOBSERVED; kind++) {
         int shown = 0;
         for (size_t i = 0; i < r->nnotes; i++) {
             const gr_note *n = &r->notes[i];

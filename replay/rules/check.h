@@ -61,6 +61,10 @@ enum gr_note_kind {
     GR_NOTE_OPEN_AT_TRUNCATION, /* no STOP, trace cut short */
     GR_NOTE_OPEN_AT_END,       /* no STOP, trailer present (exit, write error) */
     GR_NOTE_ABANDONED,         /* suspended on a thread that ended before STOP */
+    GR_NOTE_UNOBSERVED,        /* on a thread whose MARK found no profile
+                                  function of the recorder's: its returns were
+                                  never seen (the blind_spot at that MARK names
+                                  the cause) */
 };
 
 typedef struct gr_note {

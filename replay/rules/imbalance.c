@@ -111,6 +111,13 @@ static void finish(ck *c)
         if (c->stopped) {
             if (s->stack_seen)
                 continue;
+            size_t ti;
+            if (gr_idmap_get(&c->thmap, s->tid, 0, &ti) && c->th[ti].unobserved) {
+                /* its thread ran without the recorder's profile function
+                   (blind_spot at its MARK): the returns were never seen */
+                ck_add_note(c, GR_NOTE_UNOBSERVED, s);
+                continue;
+            }
             gr_sb_printf(&c->msg,
                          "g%" PRIu64 " on t%" PRIu64 " has %zu open shadow entr%s at STOP but "
                          "no STACK record: ",

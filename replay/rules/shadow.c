@@ -212,6 +212,8 @@ void ck_apply(ck *c, const ck_event *e)
             th->skip_mark_return = 1;
             th->skip_code = r->code;
         }
+        if (!(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off)
+            th->unobserved = 1;
         break;
     }
     case GR_DEAD: {

@@ -74,6 +74,11 @@ typedef struct ck_thread {
                                to that HOOK; the next MARK's real stack
                                reseeds the shadow (no comparison there) */
     uint64_t gap_index;     /* that HOOK */
+    int unobserved;         /* a MARK on this thread found no profile
+                               function of the recorder's (a thread the
+                               profiler never reached): the thread's returns
+                               were never seen, so frames still open at
+                               STOP are a note, not an imbalance */
     uint64_t last_gid;      /* the last greenlet with a record on this
                                thread, and its shadow (a cache) */
     size_t last_si;         /* SIZE_MAX: none */

@@ -95,6 +95,38 @@ typedef struct gr_stall {
 size_t gr_stall_run(const gr_trace *t, const gr_times *tm, uint64_t max_wait_ns, gr_stall *st,
                     gr_check_result *res);
 
+/* The one-line reason (owned) why side channel tm, read from path, cannot
+ * serve check --stall: its read error (with a hint when it could not be
+ * opened), or no sampler data; NULL when it can. */
+char *gr_stall_side_error(const gr_times *tm, const char *path);
+
+/* Outcome of gr_stall_stream. */
+enum gr_stall_stream_status {
+    GR_STALL_DONE = 0,       /* checked: *res, *st, *nv */
+    GR_STALL_SIDE_UNUSABLE,  /* the side channel: *err (owned), one line */
+    GR_STALL_TRACE_CORRUPT,  /* the trace turned out corrupt part way: t->err */
+    GR_STALL_UNORDERED,      /* 'W' entries or samples out of index order: check
+                                with gr_times_load + gr_stall_run instead */
+};
+
+/* gr_stall_run on a trace read one chunk at a time: t opened with
+ * gr_trace_open (no chunk read yet), side the path of its side channel.
+ * Same verdicts, figures, warnings and violation order as gr_stall_run,
+ * with the context lines kept in the violations (gr_violation.ctx_line).
+ * Two passes over the side channel: the first keeps the figures and the
+ * samples' headers (about 100 bytes per sample), the second reads the
+ * 'W' entries (matched with the SWITCH/THROW records) and the samples'
+ * stacks one chunk at a time alongside the trace.  Peak memory: the
+ * checker's (gr_check_stream), one trace chunk, two side-channel chunks,
+ * the sample headers, and the stacks of samples whose window
+ * [idx_begin - 1, idx_end] is still open (one sample's, normally).  A
+ * sampled code id is checked against the codes defined up to the chunk of
+ * the sample's idx_begin.  Returns an enum gr_stall_stream_status; on
+ * anything but GR_STALL_DONE, *st and *res are released and zeroed.
+ * Exits(2) on out of memory. */
+int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stall *st,
+                    gr_check_result *res, size_t *nv, char **err);
+
 /* Append the figures of *st as text lines (each ending in a newline):
  * sampler mode and interval, waits per switch, holds per sample with a
  * table of hold against greenlets and frames, frames read under the lock,

@@ -34,6 +34,33 @@ else
     bad "record -m module (see $work/mod.check)"; cat "$work/mod.out" "$work/mod.check" | head -20
 fi
 
+# A program written for --manual, recorded whole: its own start() and
+# stop() change nothing (it runs to the end, every mark is recorded), and
+# its raw thread, never profiled, is one blind_spot with its open frame a
+# note (kind unobserved), not also an imbalance.
+"$cli" record -o "$work/api.grt" -- "$PY" "$here/programs/manual_api.py" >"$work/api.out" 2>&1
+rc=$?
+"$cli" check --format json "$work/api.grt" >"$work/api.json" 2>&1
+crc=$?
+marks=$("$cli" dump "$work/api.grt" | grep -c 'MARK .*"\(before start\|in raw thread\|in greenlet\|after stop\)"')
+if [ $rc -eq 0 ] && [ $crc -eq 1 ] && [ "$marks" -eq 4 ] &&
+   grep -qx 'start returned None' "$work/api.out" && grep -qx 'stop returned None' "$work/api.out" &&
+   grep -qx 'recording after stop: True' "$work/api.out" &&
+   "$PY" - "$work/api.json" <<'PYEOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+text = json.dumps(doc)
+rules = sorted({v["rule"] for t in doc["traces"] for v in t.get("violations", [])})
+assert rules == ["blind_spot"], rules
+assert '"unobserved"' in text, "no unobserved note"
+PYEOF
+then
+    ok "whole-program record of a --manual program: start()/stop() change nothing, 4 marks, raw thread: blind_spot + unobserved note"
+else
+    bad "whole-program record of a --manual program: record exit $rc, check exit $crc, $marks marks, json below"
+    cat "$work/api.out" | head -10; head -c 1500 "$work/api.json"
+fi
+
 # Size cap: the file stays under the cap (plus the trailer), the trailer says
 # size-cap, the dropped records are counted, and the trace is still usable.
 "$cli" record --max-size 20k -o "$work/cap.grt" -- "$PY" "$here/programs/service.py" >/dev/null 2>&1

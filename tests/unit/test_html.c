@@ -18,9 +18,9 @@
 /* t1: g1 (main, seed <module>) calls f and switches to the new g2; g2's
  * profiler missed the call of h: C_CALL mark, MARK with real stack h
  * (blind_spot at record 7). */
-static void build(tb *b)
+static void build_cap(tb *b, size_t chunk_cap)
 {
-    tb_open(b, 0);
+    tb_open(b, chunk_cap);
     uint32_t mod = tb_py(b, "<module>", "m.py", 1), f = tb_py(b, "f", "m.py", 3),
              h = tb_py(b, "h<&>", "m.py", 7), mark = tb_c(b, "greenreplay._greenreplay.mark");
     uint32_t label = tb_str(b, "in h");
@@ -33,6 +33,11 @@ static void build(tb *b)
     tb_ev(b, GR_CALL, 1, 2, mark);                /* 6: not a match for anything */
     tb_mark(b, 1, 2, label, mark, 2, 1, h);       /* 7 */
     tb_finish(b);
+}
+
+static void build(tb *b)
+{
+    build_cap(b, 0);
 }
 
 static char *slurp(const char *path)
@@ -123,6 +128,49 @@ static void test_html(void **state)
     gr_html_free(&h);
     gr_check_result_free(&res);
     gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* The page of one trace and its result. */
+static char *page(const gr_trace *t, const gr_check_result *res)
+{
+    gr_html h;
+    gr_html_init(&h);
+    gr_html_add_trace(&h, t, res);
+    char path[] = "/tmp/gr-html-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(gr_html_write(&h, path), 0);
+    gr_html_free(&h);
+    char *s = slurp(path);
+    unlink(path);
+    return s;
+}
+
+/* check --html streams the trace (gr_check_stream, then the file read again
+ * chunk by chunk): the page is the one of the loaded trace. */
+static void test_html_streamed(void **state)
+{
+    (void)state;
+    tb b;
+    build_cap(&b, 48); /* a few records per chunk */
+    gr_trace t, st;
+    gr_check_result res, sres;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    assert_true(gr_check_run(&t, &res) >= 1);
+    assert_int_equal(gr_trace_open(&st, b.path), GR_READ_OK);
+    assert_int_equal(gr_check_stream(&st, &sres), res.nv);
+    char *want = page(&t, &res), *got = page(&st, &sres);
+    assert_non_null(strstr(got, "<span class=\"rule\">blind_spot</span> at event "));
+    assert_non_null(strstr(got, "MARK at record <a href=\"#f0-r7\">7</a>"));
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    gr_check_result_free(&res);
+    gr_check_result_free(&sres);
+    gr_trace_free(&t);
+    gr_trace_free(&st);
     tb_cleanup(&b);
 }
 
@@ -248,6 +296,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shadow),
         cmocka_unit_test(test_html),
+        cmocka_unit_test(test_html_streamed),
         cmocka_unit_test(test_color),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_nothing_checked),

@@ -836,6 +836,126 @@ static void test_side_channel(void **state)
 
 /* Every field of 'W' and 'P' entries, with samples whose stacks continue
  * in the next chunk (chunks of 24 bytes). */
+/* The side channel's bytes d[0..n) read with gr_times_parse and streamed
+ * (gr_times_open, gr_times_next_chunk) from a file: same status, error
+ * kind and offset, truncation, trailer, and the same entries in the same
+ * order ('T' only counted when streamed; each sample with its stacks once
+ * it is complete, carried over a chunk boundary). */
+static void side_stream_equals_parse(const uint8_t *d, size_t n)
+{
+    char path[] = "/tmp/gr-unit-sstream-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_true(n == 0 || write(fd, d, n) == (ssize_t)n);
+    close(fd);
+    gr_times want, got;
+    int rw = gr_times_parse(&want, path, d, n);
+    int rg = gr_times_open(&got, path);
+    size_t nw = 0, np = 0;
+    if (rg == GR_READ_OK) {
+        int k;
+        while ((k = gr_times_next_chunk(&got)) >= 0) {
+            assert_true(got.dt == NULL);
+            if (got.last_tag == GR_CHUNK_SWITCHES && k > 0) {
+                assert_true(got.first_wait == nw);
+                for (size_t i = 0; i < got.nwaits; i++, nw++) {
+                    const gr_switch_wait *a = &want.waits[nw], *b = &got.waits[i];
+                    assert_true(nw < want.nwaits);
+                    assert_true(a->index == b->index && a->wait_ns == b->wait_ns &&
+                                a->callback_ns == b->callback_ns && a->offset == b->offset);
+                    assert_int_equal(a->contended, b->contended);
+                }
+            }
+            /* Complete samples (at the end, the last one however far it got). */
+            for (; np < got.first_sample + got.nsamples; np++) {
+                const gr_sample *b = &got.samples[np - got.first_sample];
+                if (b->got < b->nstacks && k > 0)
+                    break;
+                assert_true(np < want.nsamples);
+                const gr_sample *a = &want.samples[np];
+                assert_true(a->idx_begin == b->idx_begin && a->idx_end == b->idx_end &&
+                            a->hold_ns == b->hold_ns && a->nstacks == b->nstacks &&
+                            a->got == b->got && a->offset == b->offset);
+                for (uint64_t j = 0; j < a->got; j++) {
+                    const gr_sample_stack *x = &want.stacks[a->stack + j],
+                                          *y = &got.stacks[b->stack + j];
+                    assert_true(x->gid == y->gid && x->offset == y->offset);
+                    assert_int_equal(x->depth, y->depth);
+                    assert_true(y->codes + y->depth <= got.ncodes); /* in this chunk's pool */
+                    if (x->depth)
+                        assert_memory_equal(gr_sample_codes(&want, x), gr_sample_codes(&got, y),
+                                            x->depth * sizeof(uint32_t));
+                }
+            }
+            if (k == 0)
+                break;
+        }
+        rg = k < 0 ? got.err.status : GR_READ_OK;
+        if (rg == GR_READ_OK) {
+            assert_true(nw == want.nwaits && np == want.nsamples);
+            assert_true(got.n == want.n);
+            assert_int_equal(got.truncated, want.truncated);
+            assert_true(got.truncated_at == want.truncated_at);
+            assert_int_equal(got.has_trailer, want.has_trailer);
+            assert_int_equal(got.has_sampler_trailer, want.has_sampler_trailer);
+            assert_true(got.count == want.count && got.sampler_chunks == want.sampler_chunks);
+        }
+    }
+    assert_int_equal(rw, rg);
+    if (rw != GR_READ_OK) {
+        assert_int_equal(want.err.kind, got.err.kind);
+        assert_true(want.err.offset == got.err.offset);
+        assert_string_equal(want.err.msg, got.err.msg);
+    }
+    gr_times_free(&want);
+    gr_times_free(&got);
+    unlink(path);
+}
+
+static void test_side_stream_matches_parse(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    tside sd;
+    ts_open(&sd, &b, 40); /* a few entries per chunk; samples straddle chunks */
+    ts_deltas(&sd, 30);
+    for (uint64_t i = 0; i < 7; i++)
+        ts_wait(&sd, 5 + 4 * i, i * 1000, i * 1000 + 300, i & 1);
+    ts_sample(&sd, 6, 8, 4000, 3, 5, 0, 1, 2, 3);
+    ts_stack(&sd, 2, 3, 1u, 2u, 3u);
+    ts_stack(&sd, 3, 2, 4u, 0u);
+    ts_stack(&sd, 4, 4, 1u, 2u, 3u, 4u);
+    ts_sample(&sd, 8, 8, 5000, 1, 0, 0, 0, 0, 0);
+    ts_sample(&sd, 9, 12, 6000, 2, 7, 7, 0, 0, 1);
+    ts_stack(&sd, 200, 7, 1u, 2u, 3u, 4u, 5u, 6u, 300u);
+    ts_sample(&sd, 12, 12, 7000, 2, 2, 0, 0, 0, 2);
+    ts_stack(&sd, 5, 1, 9u);
+    ts_stack(&sd, 6, 1, 8u);
+    for (uint64_t i = 0; i < 8; i++) { /* a complete sample and the start of
+                                           the next in one chunk */
+        ts_sample(&sd, 13 + i, 13 + i, 10, 2, 2, 0, 0, 0, 2);
+        ts_stack(&sd, 7 + i, 1, (uint32_t)(10 + i));
+        ts_stack(&sd, 8 + i, 2, (uint32_t)(20 + i), 1u);
+    }
+    ts_finish(&sd);
+    FILE *f = fopen(sd.path, "rb");
+    assert_non_null(f);
+    uint8_t d[4096];
+    size_t n = fread(d, 1, sizeof d, f);
+    fclose(f);
+    assert_true(n > 100 && n < sizeof d);
+    for (size_t cut = 0; cut <= n; cut++)
+        side_stream_equals_parse(d, cut);
+    for (size_t at = 0; at < n; at++) {
+        d[at] ^= 0x5a;
+        side_stream_equals_parse(d, n);
+        d[at] ^= 0x5a;
+    }
+    ts_cleanup(&sd);
+    tb_cleanup(&b);
+}
+
 static void test_side_channel_sampler(void **state)
 {
     (void)state;
@@ -1102,6 +1222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_kind),
         cmocka_unit_test(test_side_channel_sampler),
+        cmocka_unit_test(test_side_stream_matches_parse),
         cmocka_unit_test(test_side_channel_corrupt),
         cmocka_unit_test(test_round_trip_small_chunks),
         cmocka_unit_test(test_stream_matches_parse),

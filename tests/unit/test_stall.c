@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "dump.h"
 #include "report.h"
 #include "stall.h"
 #include "trace_builder.h"
@@ -46,10 +47,16 @@ typedef struct fx {
 /* Set by a test before begin(): the META sampler_untracked_greenlets. */
 static const char *untracked_meta;
 
+/* Chunk capacity of the trace and its side channel (0: 64 KiB, one chunk
+ * each; the second run of every test uses tiny chunks, so that records,
+ * 'W' entries and a sample's stacks straddle chunk boundaries in the
+ * streamed check). */
+static size_t chunk_cap;
+
 static void begin(fx *x, const char *mode)
 {
     memset(x, 0, sizeof *x);
-    tb_open(&x->b, 0);
+    tb_open(&x->b, chunk_cap);
     if (mode) {
         tb_meta(&x->b, "sampler", mode);
         tb_meta(&x->b, "sampler_interval_us", "5000");
@@ -84,7 +91,7 @@ static void begin(fx *x, const char *mode)
     tb_switch(b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
     tb_ev(b, GR_C_RETURN, 1, 1, x->sw);
     tb_finish(b);
-    ts_open(&x->s, b, 0);
+    ts_open(&x->s, b, chunk_cap ? chunk_cap * 3 : 0);
     ts_deltas(&x->s, b->nrec);
 }
 
@@ -96,6 +103,69 @@ static void waits(fx *x, uint64_t index, uint64_t wait_ns)
         uint64_t w = sw[i] == index ? wait_ns : 0;
         ts_wait(&x->s, sw[i], w, w + 500, w != 0);
     }
+}
+
+/* The streamed check (gr_stall_stream, as `check --stall` runs it) of the
+ * same files gives what the loaded one gave: verdicts, violations in the
+ * same order with the same messages and context (as lines), warnings,
+ * notes and figures. */
+static void same_streamed(fx *x, uint64_t max_wait_ns, size_t nv)
+{
+    gr_trace t;
+    gr_stall st;
+    gr_check_result res;
+    char *err = NULL;
+    size_t snv = 0;
+    /* Samples or 'W' entries out of index order: the CLI loads both files
+     * whole instead (gr_stall_run). */
+    int ordered = 1;
+    for (size_t i = 1; i < x->tm.nsamples; i++)
+        ordered &= x->tm.samples[i].idx_begin >= x->tm.samples[i - 1].idx_begin;
+    for (size_t i = 1; i < x->tm.nwaits; i++)
+        ordered &= x->tm.waits[i].index >= x->tm.waits[i - 1].index;
+    assert_int_equal(gr_trace_open(&t, x->b.path), GR_READ_OK);
+    int rc = gr_stall_stream(&t, x->s.path, max_wait_ns, &st, &res, &snv, &err);
+    assert_null(err);
+    if (!ordered) {
+        assert_int_equal(rc, GR_STALL_UNORDERED);
+        assert_int_equal(res.nv, 0);
+        gr_trace_free(&t);
+        return;
+    }
+    assert_int_equal(rc, GR_STALL_DONE);
+    assert_int_equal(snv, nv);
+    const gr_check_result *a = &x->res;
+    assert_int_equal(res.nv, a->nv);
+    assert_int_equal(res.nrules, a->nrules);
+    for (int k = 0; k < GR_NRULES; k++)
+        assert_int_equal(res.counts[k], a->counts[k]);
+    for (size_t i = 0; i < a->nv; i++) {
+        const gr_violation *u = &a->v[i], *v = &res.v[i];
+        assert_int_equal(v->rule, u->rule);
+        assert_int_equal(v->index, u->index);
+        assert_int_equal(v->tid, u->tid);
+        assert_int_equal(v->gid, u->gid);
+        assert_string_equal(v->message, u->message);
+        assert_int_equal(v->nctx, u->nctx);
+        for (int k = 0; k < u->nctx; k++) {
+            assert_int_equal(v->ctx[k], u->ctx[k]);
+            assert_non_null(v->ctx_line[k]);
+            gr_sb line;
+            gr_sb_init(&line);
+            gr_dump_record(&line, &x->t, &x->t.recs[u->ctx[k]]);
+            assert_string_equal(v->ctx_line[k], gr_sb_str(&line));
+            gr_sb_free(&line);
+        }
+    }
+    assert_int_equal(res.nwarnings, a->nwarnings);
+    for (size_t i = 0; i < a->nwarnings; i++)
+        assert_string_equal(res.warnings[i], a->warnings[i]);
+    assert_int_equal(res.nnotes, a->nnotes);
+    assert_string_equal(res.summary, a->summary);
+    assert_int_equal(res.coverage.records, a->coverage.records);
+    gr_check_result_free(&res);
+    gr_stall_free(&st);
+    gr_trace_free(&t);
 }
 
 /* Finish the side channel, read both files, run the stall check. */
@@ -118,6 +188,7 @@ static size_t run_max(fx *x, uint64_t max_wait_ns)
                                      st->stacks_unknown + st->stacks_mismatched +
                                      st->stacks_unusable);
     assert_int_equal(st->stacks_mismatched, x->res.counts[GR_RULE_SAMPLE]);
+    same_streamed(x, max_wait_ns, nv);
     return nv;
 }
 
@@ -274,6 +345,30 @@ static void test_sample_mismatch_flagged(void **state)
     assert_non_null(strstr(v->message, "real stack: f (s.py:30); shadow: f (s.py:30) > h "
                                        "(s.py:40)"));
     assert_true(v->nctx == 3 && v->ctx[2] == 10);
+    assert_int_equal(x.st.stacks_mismatched, 1);
+    end(&x);
+}
+
+/* The same two verdicts with the samples in the order the reference
+ * sampler writes them (idx_begin ascending): checked streamed too. */
+static void test_sample_in_order(void **state)
+{
+    (void)state;
+    fx x;
+    begin(&x, "two-phase");
+    waits(&x, 0, 0);
+    ts_sample(&x.s, 11, 12, 800, 2, 1, 0, 0, 0, 1); /* no switch of g2 in [10, 12] */
+    ts_stack(&x.s, 2, 1, x.f);                       /* h is missing */
+    ts_sample(&x.s, 12, 12, 800, 2, 2, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 2, x.f, x.h);                  /* equal */
+    ts_sample(&x.s, 20, 20, 800, 2, 2, 0, 0, 0, 1);
+    ts_stack(&x.s, 2, 1, x.f);                       /* equal */
+    assert_int_equal(run(&x), 1);
+    const gr_violation *v = only(&x, GR_RULE_SAMPLE);
+    assert_int_equal(v->index, 11);
+    assert_non_null(strstr(v->message, "sample 0 (taken after event 10): sampled stack of "
+                                       "suspended g2 differs from its shadow stack"));
+    assert_int_equal(x.st.stacks_equal, 2);
     assert_int_equal(x.st.stacks_mismatched, 1);
     end(&x);
 }
@@ -471,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_frames_under_lock_flagged),
         cmocka_unit_test(test_sample_matches),
         cmocka_unit_test(test_sample_mismatch_flagged),
+        cmocka_unit_test(test_sample_in_order),
         cmocka_unit_test(test_sample_torn_by_switch),
         cmocka_unit_test(test_sample_running_flagged),
         cmocka_unit_test(test_sample_unknown_and_partial),
@@ -479,5 +575,8 @@ int main(void)
         cmocka_unit_test(test_reports),
         cmocka_unit_test(test_plain_check_unchanged),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("one chunk", tests, NULL, NULL);
+    chunk_cap = 48; /* a few records per chunk; a few entries or stacks per side chunk */
+    failed += cmocka_run_group_tests_name("tiny chunks", tests, NULL, NULL);
+    return failed;
 }

@@ -29,6 +29,9 @@ is_recording = _greenreplay.is_recording
 flush = _greenreplay.flush
 
 _flush_signal = None  # (signum, previous handler) while ours is installed
+# True while `greenreplay record` (without --manual) records the whole
+# program: the program's own start() and stop() then change nothing.
+_whole_program = False
 
 
 def _path_rules(root):
@@ -229,12 +232,23 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         makes greenlet recompute the target's tracing state, which hides the
         greenlet issue 256 class (docs/FORMAT.md section 4).
 
+    Under `greenreplay record` without --manual the whole program is being
+    recorded already: a start() of the program's own with no path (or the
+    recording's own path) changes nothing and returns None, and so does its
+    stop(), so that a program written for --manual records the same way
+    either way; a start() naming another file raises RuntimeError.
+
     Installs the C profile function on every thread (threads started later
     included) without changing what sys.getprofile(), threading.getprofile()
     or greenlet.gettrace() return to the program; when the program installs
     its own profile function the recorder chains in front of it and writes a
     HOOK record.  Raises RuntimeError when already recording,
     ValueError without a path, OSError when the file cannot be written."""
+    global _whole_program
+    if _whole_program and _entry is None and _greenreplay.is_recording():
+        out = os.environ.get("GREENREPLAY_OUTPUT")
+        if path is None or (out and os.path.abspath(os.fspath(path)) == os.path.abspath(out)):
+            return None
     if path is None:
         path = os.environ.get("GREENREPLAY_OUTPUT")
         if not path:
@@ -271,6 +285,8 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     if signum is not None:
         global _flush_signal
         _flush_signal = (signum, signal.signal(signum, _on_flush_signal))
+    if _entry is not None:
+        _whole_program = True
 
 
 def stop(reason=1):
@@ -278,9 +294,14 @@ def stop(reason=1):
 
     reason: 1 stop() called (default), 2 interpreter exit; goes into the
         trailer.
-    Returns the number of indexed records written, or None if not recording.
+    Returns the number of indexed records written, or None if not recording
+    (and, under whole-program recording, for the program's own stop():
+    recording goes on to the program's end; see start()).
     Raises OSError if the trace could not be written completely."""
-    global _flush_signal
+    global _flush_signal, _whole_program
+    if _whole_program and reason == 1 and _greenreplay.is_recording():
+        return None
+    _whole_program = False
     n = _greenreplay.stop(reason)
     _remove_threading_hook()
     if _flush_signal is not None:
