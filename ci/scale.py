@@ -255,8 +255,8 @@ def main():
                                  chk["rc"], chk["s"], mb(chk["maxrss_kb"]),
                                  "met" if not st["mismatched"] and chk["rc"] == 0 else "MISSED"))
             else:
-                # check --stall loads the side channel whole (not streamed
-                # yet): at this size it may not fit under the cap.
+                # check --stall did not finish (out of memory under the
+                # cap, or a crash): no attribution verdict.
                 print("  check --stall: FAILED (exit %d) under the %d MB address-space cap after %.1f s, "
                       "peak RSS %s: %s  MISSED (no attribution verdict)" % (
                           chk["rc"], a.mem_cap_mb, chk["s"], mb(chk["maxrss_kb"]),
