@@ -77,8 +77,9 @@ help:
 	@echo "                    100000000, cached in ~/.cache/greenreplay/bench; prints figures)"
 	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
 	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded)"
-	@echo "  make scale        1 M greenlets, 10,000 threads, a 100 M-event recording checked and"
-	@echo "                    dumped: time and peak memory (ci/scale.sh; ~15 min; SCALE_ARGS=...)"
+	@echo "  make scale        1 M greenlets (with and without the sampler), 10,000 threads, a"
+	@echo "                    100 M-event recording checked and dumped: time and peak memory"
+	@echo "                    (ci/scale.sh; ~20 min; SCALE_ARGS=...)"
 	@echo "  make matrix       every fixture in every test environment (ci/matrix.sh; provisions them"
 	@echo "                    first): docs/matrix.md and build/matrix/{index.html,matrix.json,junit.xml}"
 	@echo "  make profilers    the profiler axis: fixtures x environments x profilers, greenreplay conform"
@@ -193,6 +194,7 @@ integration: all
 	tests/integration/demo_known.sh
 	tests/integration/gen_finalize.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)
+	tests/integration/registry.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/split.sh --python $(PYTHON)

@@ -5,12 +5,19 @@ each figure with the goal of issue 11 beside it where the issue gives one.
 usage: python3 ci/scale.py [--python PY] [--cli GREENREPLAY] [--cache DIR]
                            [--greenlets N] [--threads N] [--events N]
                            [--events-small N]
-                           [--mem-cap-mb MB] [--only greenlets,threads,events]
+                           [--mem-cap-mb MB]
+                           [--only greenlets,sampler,threads,events]
                            [--keep]
 
   --greenlets N   greenlets created over one recorded run (default 1000000);
                   peak RSS printed at 10 k, 100 k, ... N, against the same
                   program unrecorded up to min(N, 100000)
+                  sampler: the same number of greenlets (batches of 100)
+                  recorded with the reference sampler (two-phase, every 5 ms,
+                  default registry capacity 65,535 live greenlets): the
+                  registry's figures and peak RSS at 10 k, 100 k, ... N, and
+                  the greenlets above the capacity that were sampled and
+                  checked against the shadow stacks (check --stall)
   --threads N     threads over one recorded run, in waves of 50 (default
                   10000), against the same program unrecorded
   --events N      events of the big recording (default 100000000): recorded
@@ -42,6 +49,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 WORK = os.path.join(TOP, "fixtures", "scale", "scale.py")
+REUSE = os.path.join(TOP, "tests", "integration", "programs", "registry_reuse.py")
 
 
 def run_measured(cmd, env=None, cap_mb=None, devnull=False):
@@ -156,7 +164,7 @@ def main():
     ap.add_argument("--events", type=int, default=100000000)
     ap.add_argument("--events-small", type=int, default=10000000)
     ap.add_argument("--mem-cap-mb", type=int, default=4096)
-    ap.add_argument("--only", default="greenlets,threads,events")
+    ap.add_argument("--only", default="greenlets,sampler,threads,events")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     build = os.path.dirname(os.path.abspath(a.cli))
@@ -195,6 +203,69 @@ def main():
             print("  trace %s, %.0f bytes per greenlet" % (mb(size / 1024), size / a.greenlets))
         if not a.keep and os.path.exists(tr):
             os.unlink(tr)
+
+    if "sampler" in only:
+        print()
+        print("== %d greenlets created over one run with the sampler (two-phase, every 5 ms, "
+              "batches of 100 suspended at once, default registry capacity)" % a.greenlets)
+        tr = os.path.join(a.cache, "sampler.grt")
+        rec = run_measured([a.python, REUSE, "--count", str(a.greenlets), "--live", "100",
+                            "--max-greenlets", "65536", "--interval-us", "5000", "--wait-samples", "0",
+                            "--checkpoints", "--output", tr], env)
+        chk = run_measured([a.cli, "check", "--stall", "--format", "json", tr], env, cap_mb=a.mem_cap_mb)
+        try:
+            end = [x for x in lines(rec["out"]) if "count" in x][-1]
+        except IndexError:
+            end = None
+        try:
+            t = json.loads(chk["out"])["traces"][0]
+        except (ValueError, KeyError, IndexError):
+            t = {}
+        if rec["rc"] or not end:
+            crashed.append("sampler")
+            print("  CRASHED: record exit %d: %s" % (rec["rc"], rec["err"].strip()[-500:]))
+        else:
+            pts = [x for x in lines(rec["out"]) if "at" in x]
+            print("  | greenlets created | peak RSS | registry live / peak / capacity | slots reused "
+                  "| untracked | registry bytes | time |")
+            print("  |---:|---:|---:|---:|---:|---:|---:|")
+            for x in pts:
+                g = x["registry"]
+                print("  | %d | %s | %d / %d / %d | %d | %d | %s | %.1f s |" % (
+                    x["at"], mb(x["hwm_kb"]), g["live"], g["peak_live"], g["capacity"], g["reused"],
+                    g["untracked"], mb(g["bytes"] / 1024.0), x["s"]))
+            grow = pts[-1]["hwm_kb"] - pts[0]["hwm_kb"] if pts else 0
+            last, sm = end["last"], end["sampled"]
+            print("  peak RSS growth from %d to %d greenlets: %s (the registry is fixed; what grows is "
+                  "the side channel's 'W' entries and samples, kept in memory until stop())" % (
+                      pts[0]["at"], pts[-1]["at"], mb(grow)))
+            print("  registry: %s fixed, peak %d live of %d, %d untracked (goal: 0)  %s; %d sampled "
+                  "stacks dropped by the generation check (greenlet died while unwound)" % (
+                      mb(last["bytes"] / 1024.0), last["peak_live"], last["capacity"], last["untracked"],
+                      "met" if not last["untracked"] else "MISSED", last["recycled_stacks"]))
+            print("  samples: %d, %d stacks of %d greenlets, %d of them above greenlet number 65,536, "
+                  "greatest %d (goal: late greenlets sampled)  %s" % (
+                      sm["samples"], sm["stacks"], sm["gids"], sm["gids_above"], sm["max_gid"],
+                      "met" if sm["gids_above"] else "MISSED"))
+            if "stall" in t:
+                st = t["stall"]["stacks"]
+                print("  check --stall: %d stacks: %d equal to the shadow stack of the greenlet they name, "
+                      "%d partial, %d torn by a switch, %d mismatched (goal: 0), exit %d; %.1f s, peak RSS %s"
+                      "  %s" % (st["total"], st["equal"], st["partial"], st["torn"], st["mismatched"],
+                                 chk["rc"], chk["s"], mb(chk["maxrss_kb"]),
+                                 "met" if not st["mismatched"] and chk["rc"] == 0 else "MISSED"))
+            else:
+                # check --stall did not finish (out of memory under the
+                # cap, or a crash): no attribution verdict.
+                print("  check --stall: FAILED (exit %d) under the %d MB address-space cap after %.1f s, "
+                      "peak RSS %s: %s  MISSED (no attribution verdict)" % (
+                          chk["rc"], a.mem_cap_mb, chk["s"], mb(chk["maxrss_kb"]),
+                          (t.get("error") or chk["err"].strip()[-300:])))
+            print("  CPU time: recorded %.1f s for %d greenlets (%.1f us each)" % (
+                rec["cpu_s"], a.greenlets, rec["cpu_s"] / a.greenlets * 1e6))
+        for f in (tr, tr + ".times"):
+            if not a.keep and os.path.exists(f):
+                os.unlink(f)
 
     if "threads" in only:
         print()

@@ -197,7 +197,10 @@ PyDoc_STRVAR(start_doc,
 "the file at stop() and flush(), with a GAP record counting the others.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
-"`max_greenlets` greenlets and unwinding and storing `keep` stacks per sample\n"
+"`max_greenlets` - 1 greenlets alive at once (2 <= max_greenlets <= 2**30; the\n"
+"slot of a dead or freed greenlet is reused; greenlets that find every slot\n"
+"taken are counted in the META record sampler_untracked_greenlets, never\n"
+"sampled) and unwinding and storing `keep` stacks per sample\n"
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
@@ -252,11 +255,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     int mode = -1;
     if (sampler) {
         mode = gr_sampler_mode(sampler);
-        if (mode < 0 || interval_us < 100 || max_greenlets < 2) {
+        if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
             Py_DECREF(path_obj);
             PyErr_SetString(PyExc_ValueError,
                             "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
-                            "max_greenlets >= 2");
+                            "2 <= max_greenlets <= 2**30");
             return NULL;
         }
         times = 1;
@@ -778,8 +781,9 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     GR_EXC_RESTORE(saved);
 
     if (r->reg && r->reg->overflow) {
-        /* Greenlets past the registry's capacity were not tracked by the
-         * sampler: say so (check --stall warns). */
+        /* Greenlets that found every registry slot taken (more alive at
+         * once than its capacity) were not tracked by the sampler: say so
+         * (check --stall warns). */
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
         emit_meta(r, "sampler_untracked_greenlets", n);
@@ -1018,6 +1022,29 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
         __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
 }
 
+/* _sampler_registry(): the sampler registry's figures while recording
+ * with a sampler, else None: a dict of ints `capacity` (live greenlets it
+ * can track: max_greenlets - 1), `live` (slots taken now), `peak_live`,
+ * `reused` (slots taken again after a greenlet released it), `untracked`
+ * (greenlets that found every slot taken), `bytes` (allocated at start,
+ * fixed), `recycled_stacks` (sampled stacks dropped: their greenlet's slot
+ * was released while they were unwound).  Read under the GIL, which
+ * every writer of these holds; recycled_stacks is the sampler thread's,
+ * read relaxed. */
+static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r || !r->reg)
+        Py_RETURN_NONE;
+    gr_registry *g = r->reg;
+    unsigned long long recycled =
+        r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K}", "capacity", g->cap - 1, "live", g->live,
+                         "peak_live", g->peak_live, "reused", (unsigned long long)g->reused,
+                         "untracked", (unsigned long long)g->overflow, "bytes",
+                         (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled);
+}
+
 static PyMethodDef methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS, start_doc},
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
@@ -1030,6 +1057,9 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
+     "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
+     "reused, untracked, bytes, recycled_stacks) while recording with a sampler, else None."},
     {"_on_uncaught", mod_on_uncaught, METH_O,
      "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
      "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"

@@ -432,6 +432,8 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     if (!gid)
         return;
     gr_ptrmap_del(&r->weakrefs, (uintptr_t)wr, 0);
+    if (r->reg) /* freed: its sampler registry slot is free for another greenlet */
+        gr_registry_release(r->reg, gid);
     gr_gl *e = gr_gl_of(r, gid);
     if (!e)
         return;

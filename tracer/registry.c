@@ -17,18 +17,33 @@ uint64_t gr_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#define MAX_CAP (1u << 30)
+
 gr_registry *gr_registry_new(enum gr_reg_mode mode, uint32_t cap)
 {
     if (cap < 2)
         cap = 2;
+    if (cap > MAX_CAP)
+        cap = MAX_CAP;
     gr_registry *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    uint32_t m = 4;
+    while (m < 2 * cap)
+        m *= 2;
     r->slots = calloc(cap, sizeof *r->slots);
-    if (!r->slots) {
-        free(r);
+    r->free_slots = calloc(cap, sizeof *r->free_slots);
+    r->map = calloc(m, sizeof *r->map);
+    if (!r->slots || !r->free_slots || !r->map) {
+        gr_registry_free(r);
         return NULL;
     }
+    r->map_mask = m - 1;
+    /* Never taken slots, lowest on top: slots are handed out from 1 up,
+     * so the reader's scan (1..high) stays as short as the peak of live
+     * greenlets. */
+    for (uint32_t i = 1; i < cap; i++)
+        r->free_slots[r->nfree++] = cap - i;
     r->mode = mode;
     r->cap = cap;
     pthread_mutex_init(&r->lock, NULL);
@@ -39,9 +54,65 @@ void gr_registry_free(gr_registry *r)
 {
     if (!r)
         return;
-    pthread_mutex_destroy(&r->lock);
+    if (r->cap)
+        pthread_mutex_destroy(&r->lock);
     free(r->slots);
+    free(r->free_slots);
+    free(r->map);
     free(r);
+}
+
+size_t gr_registry_bytes(const gr_registry *r)
+{
+    return sizeof *r + (size_t)r->cap * (sizeof *r->slots + sizeof *r->free_slots) +
+           ((size_t)r->map_mask + 1) * sizeof *r->map;
+}
+
+/* ---- the writer's gid -> slot table ------------------------------------ */
+
+/* Home position of gid (Fibonacci hashing: gids are dense, neighbours
+ * spread). */
+static inline uint32_t map_home(const gr_registry *r, uint32_t gid)
+{
+    return (uint32_t)(((uint64_t)gid * 0x9E3779B97F4A7C15u) >> 32) & r->map_mask;
+}
+
+/* Position of gid in the table, or the empty position where it would go. */
+static inline uint32_t map_find(const gr_registry *r, uint32_t gid)
+{
+    uint32_t i = map_home(r, gid);
+    while (r->map[i].gid && r->map[i].gid != gid)
+        i = (i + 1) & r->map_mask;
+    return i;
+}
+
+/* Slot of gid, 0 if it has none. */
+static inline uint32_t map_get(const gr_registry *r, uint32_t gid)
+{
+    if (!gid)
+        return 0;
+    const gr_reg_map *e = &r->map[map_find(r, gid)];
+    return e->gid ? e->slot : 0;
+}
+
+/* Remove the entry at position i (backward-shift deletion: no tombstones,
+ * so lookups stay short however many greenlets came and went). */
+static void map_remove_at(gr_registry *r, uint32_t i)
+{
+    uint32_t j = i;
+    for (;;) {
+        j = (j + 1) & r->map_mask;
+        if (!r->map[j].gid)
+            break;
+        uint32_t h = map_home(r, r->map[j].gid);
+        /* the entry at j may move to i if its home is not in (i, j] */
+        if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+            r->map[i] = r->map[j];
+            i = j;
+        }
+    }
+    r->map[i].gid = 0;
+    r->map[i].slot = 0;
 }
 
 /* Writer side of the sharing protocol around one slot update. */
@@ -144,38 +215,88 @@ static inline void writer_unlock(gr_registry *r)
 
 void gr_registry_add(gr_registry *r, uint32_t gid, uint32_t parent, uint32_t name)
 {
-    if (gid >= r->cap) {
-        r->overflow++;
+    if (!gid)
         return;
+    uint32_t pos = map_find(r, gid);
+    uint32_t slot = r->map[pos].gid ? r->map[pos].slot : 0;
+    if (!slot) {
+        if (!r->nfree) {
+            r->overflow++;
+            return;
+        }
+        slot = r->free_slots[--r->nfree];
+        r->map[pos].gid = gid;
+        r->map[pos].slot = slot;
+        if (slot <= atomic_load_explicit(&r->high, RELAXED))
+            r->reused++;
+        if (++r->live > r->peak_live)
+            r->peak_live = r->live;
     }
     uint64_t wait;
     writer_lock(r, &wait);
-    gr_reg_slot *s = &r->slots[gid];
+    gr_reg_slot *s = &r->slots[slot];
     begin_slot(r, s);
+    atomic_store_explicit(&s->gid, gid, RELAXED);
     atomic_store_explicit(&s->parent, parent, RELAXED);
     atomic_store_explicit(&s->name, name, RELAXED);
     atomic_store_explicit(&s->frame, 0, RELAXED);
     atomic_store_explicit(&s->state, GR_REG_NEW, RELAXED);
     end_slot(r, s);
-    if (gid > atomic_load_explicit(&r->high, RELAXED))
-        atomic_store_explicit(&r->high, gid, memory_order_release);
+    if (slot > atomic_load_explicit(&r->high, RELAXED))
+        atomic_store_explicit(&r->high, slot, memory_order_release);
+    writer_unlock(r);
+}
+
+/* Empty slot `slot` (lock held in lock modes) and give it back; pos is
+ * its gid's position in the table. */
+static void release_slot(gr_registry *r, uint32_t pos, uint32_t slot)
+{
+    gr_reg_slot *s = &r->slots[slot];
+    begin_slot(r, s);
+    atomic_store_explicit(&s->state, GR_REG_EMPTY, RELAXED);
+    atomic_store_explicit(&s->frame, 0, RELAXED);
+    atomic_store_explicit(&s->parent, 0, RELAXED);
+    atomic_store_explicit(&s->name, 0, RELAXED);
+    atomic_store_explicit(&s->gid, 0, RELAXED);
+    end_slot(r, s);
+    map_remove_at(r, pos);
+    r->free_slots[r->nfree++] = slot;
+    r->live--;
+}
+
+void gr_registry_release(gr_registry *r, uint32_t gid)
+{
+    if (!gid)
+        return;
+    uint32_t pos = map_find(r, gid);
+    if (!r->map[pos].gid)
+        return;
+    uint64_t wait;
+    writer_lock(r, &wait);
+    release_slot(r, pos, r->map[pos].slot);
     writer_unlock(r);
 }
 
 int gr_registry_switch(gr_registry *r, uint32_t origin, uintptr_t origin_frame, int origin_dead,
                        uint32_t target, uint32_t target_parent, uint64_t *wait_ns)
 {
+    /* Table lookups before the lock: the table is the writer's own. */
+    uint32_t opos = origin ? map_find(r, origin) : 0;
+    uint32_t oslot = origin && r->map[opos].gid ? r->map[opos].slot : 0;
+    uint32_t tslot = target == origin && origin_dead ? 0 : map_get(r, target);
     int contended = writer_lock(r, wait_ns);
     r->updates++;
-    if (origin && origin < r->cap) {
-        gr_reg_slot *s = &r->slots[origin];
+    if (oslot && origin_dead) {
+        release_slot(r, opos, oslot);
+    } else if (oslot) {
+        gr_reg_slot *s = &r->slots[oslot];
         begin_slot(r, s);
-        atomic_store_explicit(&s->frame, origin_dead ? 0 : origin_frame, RELAXED);
-        atomic_store_explicit(&s->state, origin_dead ? GR_REG_DEAD : GR_REG_SUSPENDED, RELAXED);
+        atomic_store_explicit(&s->frame, origin_frame, RELAXED);
+        atomic_store_explicit(&s->state, GR_REG_SUSPENDED, RELAXED);
         end_slot(r, s);
     }
-    if (target && target < r->cap) {
-        gr_reg_slot *s = &r->slots[target];
+    if (tslot) {
+        gr_reg_slot *s = &r->slots[tslot];
         begin_slot(r, s);
         atomic_store_explicit(&s->frame, 0, RELAXED);
         atomic_store_explicit(&s->parent, target_parent, RELAXED);
@@ -188,6 +309,7 @@ int gr_registry_switch(gr_registry *r, uint32_t origin, uintptr_t origin_frame, 
 
 static inline void read_slot(const gr_reg_slot *s, gr_reg_entry *e)
 {
+    e->gid = atomic_load_explicit(&s->gid, RELAXED);
     e->state = atomic_load_explicit(&s->state, RELAXED);
     e->parent = atomic_load_explicit(&s->parent, RELAXED);
     e->name = atomic_load_explicit(&s->name, RELAXED);
@@ -198,8 +320,8 @@ uint32_t gr_registry_copy(gr_registry *r, gr_reg_entry *out, uint32_t max, uint6
 {
     uint32_t high = atomic_load_explicit(&r->high, memory_order_acquire);
     uint32_t n = 0;
-    for (uint32_t gid = 1; gid <= high && gid < r->cap && n < max; gid++) {
-        gr_reg_slot *s = &r->slots[gid];
+    for (uint32_t slot = 1; slot <= high && slot < r->cap && n < max; slot++) {
+        gr_reg_slot *s = &r->slots[slot];
         gr_reg_entry *e = &out[n];
         if (r->mode != GR_REG_SEQLOCK) {
             read_slot(s, e);
@@ -219,9 +341,9 @@ uint32_t gr_registry_copy(gr_registry *r, gr_reg_entry *out, uint32_t max, uint6
             if (!ok)
                 continue; /* still being written: leave it out of this sample */
         }
-        if (e->state == GR_REG_EMPTY || e->state == GR_REG_DEAD)
+        if (e->state == GR_REG_EMPTY || e->state == GR_REG_DEAD || !e->gid)
             continue;
-        e->gid = gid;
+        e->slot = slot;
         n++;
     }
     return n;

@@ -72,12 +72,25 @@ static void unwind_some(gr_sampler *s, uint32_t n, uint32_t limit, unwind_totals
         j->max = GR_SAMPLE_DEPTH;
         j->codes = kept < s->keep ? s->codes + (size_t)kept++ * GR_SAMPLE_DEPTH : NULL;
         s->gids[m - 1] = e->gid;
+        s->slots[m - 1] = e->slot;
     }
     tot->frames += gr_unwind_many(s->jobs, m, &st);
     tot->failed += st.failed;
     for (uint32_t i = 0; i < m; i++) {
         gr_unwind_job *j = &s->jobs[i];
-        if (!j->codes || j->depth < 0 ||
+        if (!j->codes)
+            continue;
+        /* The generation check: a greenlet that died or was freed during
+         * the unwind may have had its frames freed, and its slot may be
+         * another greenlet's now: its stack is not trusted (counted as a
+         * failed read). */
+        if (!gr_registry_holds(s->reg, s->slots[i], s->gids[i])) {
+            /* atomic: read by _sampler_registry() on another thread */
+            __atomic_store_n(&s->recycled, s->recycled + 1, __ATOMIC_RELAXED);
+            tot->failed++;
+            continue;
+        }
+        if (j->depth < 0 ||
             reserve(s, (size_t)(2 + j->depth) * GR_VARINT_MAX) < 0)
             continue;
         put(s, s->gids[i]);
@@ -221,7 +234,8 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->codes = calloc((size_t)(keep ? keep : 1) * GR_SAMPLE_DEPTH, sizeof *s->codes);
     s->jobs = calloc(reg->cap, sizeof *s->jobs);
     s->gids = calloc(reg->cap, sizeof *s->gids);
-    if (!s->snap || !s->codes || !s->jobs || !s->gids || reserve(s, 1 << 16) < 0)
+    s->slots = calloc(reg->cap, sizeof *s->slots);
+    if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || reserve(s, 1 << 16) < 0)
         goto fail;
     int rc = pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc) {
@@ -258,6 +272,7 @@ void gr_sampler_free(gr_sampler *s)
     free(s->codes);
     free(s->jobs);
     free(s->gids);
+    free(s->slots);
     free(s->out);
     free(s);
 }

@@ -56,6 +56,10 @@ typedef struct {
     uintptr_t *codes;           /* keep x GR_SAMPLE_DEPTH code addresses */
     gr_unwind_job *jobs;        /* reg->cap unwind jobs */
     uint32_t *gids;             /* gid of each job */
+    uint32_t *slots;            /* registry slot of each job (its gid checked
+                                   after the unwind: gr_registry_holds) */
+    uint64_t recycled;          /* stacks dropped: their slot was released
+                                   (greenlet died or freed) while unwound */
     unsigned char *out;         /* encoded samples (see gr_sampler_stop) */
     size_t out_len, out_cap;
     uint64_t nsamples;
@@ -78,7 +82,10 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
  * and after phase 2, t_ns the time since start, hold_ns how long the lock
  * was held (seqlock: the copy), greenlets the slots copied, frames the
  * frames read, frames_under_lock those read while holding the lock,
- * failed the failed reads, torn the torn seqlock copies.  The caller
+ * failed the failed reads plus the stacks dropped because their
+ * greenlet's registry slot was released or given to another greenlet
+ * while they were being unwound (s->recycled counts those alone), torn
+ * the torn seqlock copies.  The caller
  * frees the sampler with gr_sampler_free. */
 void gr_sampler_stop(gr_sampler *s);
 

@@ -85,6 +85,8 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
 
 void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
 {
+    if (r->reg) /* its sampler registry slot is free for another greenlet */
+        gr_registry_release(r->reg, gid);
     gr_gl *e = gr_gl_of(r, gid);
     if (!e || (e->state & GR_GLS_DEAD))
         return; /* written already (its slot may be gone) */

@@ -195,10 +195,14 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     sampler: also run the reference greenlet sampler: "two-phase" (the fixed
         design), "hold-lock" (the design that stalled switches) or
         "seqlock"; default GREENREPLAY_SAMPLER, else none.  Every
-        interval_us microseconds (>= 100) it copies the registry of up to
-        max_greenlets tracked greenlets and unwinds and stores `keep`
-        suspended greenlets' stacks (round robin over samples; hold-lock
-        unwinds all of them under the lock and stores `keep`).
+        interval_us microseconds (>= 100) it copies the registry of
+        tracked greenlets and unwinds and stores `keep` suspended
+        greenlets' stacks (round robin over samples; hold-lock unwinds all
+        of them under the lock and stores `keep`).  The registry has
+        max_greenlets - 1 slots (2 to 2**30), one per greenlet alive at
+        once: a dead or freed greenlet's slot is reused; greenlets that
+        find every slot taken are counted (META
+        sampler_untracked_greenlets) and never sampled.
         Its figures go to the side channel PATH.times, which it turns on.
     profile: install the profile function (default).  False records only
         the greenlet switches of the calling thread, through greenlet's
