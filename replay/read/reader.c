@@ -206,11 +206,16 @@ static int dfail(struct dec *d, enum gr_err_kind kind, const char *what)
     return fail(&d->t->err, d->t->name, kind, d->roff, "%s", what);
 }
 
-static int get(struct dec *d, uint64_t *v)
+static inline int get(struct dec *d, uint64_t *v)
 {
+    if (__builtin_expect(d->p < d->end && *d->p < 0x80, 1)) { /* one byte: most fields */
+        *v = *d->p++;
+        return 0;
+    }
     int rc = gr_get_varint(&d->p, d->end, v);
     if (rc == 0)
         return 0;
+    *v = 0;
     if (rc == -1)
         return dfail(d, GR_E_PAST_CHUNK, "record runs past the end of its chunk");
     return dfail(d, GR_E_VARINT, "varint longer than 10 bytes or over 64 bits");
@@ -527,15 +532,60 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
     }
 }
 
-/* Decode every record of one 'E' chunk payload. */
+/* Decode every record of one 'E' chunk payload.
+ *
+ * Fast path (format 1.2): an event of the chunk's context, the bulk of a
+ * trace (FORMAT §4.1) - a one-byte cached event, or a context event whose
+ * code id is a one-byte varint - is decoded in the loop itself: its record
+ * is written whole with one store of every field (no clearing first, no
+ * per-field calls).  Anything else, and any fast-path record that would be
+ * an error (no context yet, empty cache slot, code id 0 or undefined, the
+ * chunk ending inside it), goes through the general decoder below, which
+ * decodes it again from its tag and reports the error with its offset. */
 static int read_records(gr_trace *t, const struct chunk *c)
 {
     struct dec d = {
         .t = t, .p = c->p, .end = c->p + c->len, .base = c->p,
         .chunk_data = c->off + GR_CHUNK_HEADER_LEN,
     };
+    const int compact_ok = t->minor >= 2;
     while (d.p < d.end) {
         const uint8_t *start = d.p;
+        uint8_t tag0 = *start;
+        if (compact_ok && tag0 >= GR_CACHED_BASE && tag0 < GR_CTX_SWITCH && d.ctx.tid) {
+            const uint8_t *q = start + 1;
+            unsigned kind;
+            uint32_t code;
+            if (tag0 <= GR_CACHED_LAST) {
+                unsigned v = (unsigned)(tag0 - GR_CACHED_BASE);
+                kind = v / GR_CODE_SLOTS;
+                code = d.ctx.code[v % GR_CODE_SLOTS];
+                if (!code)
+                    goto general;
+            } else {
+                kind = (unsigned)(tag0 - GR_CTX_EVENT);
+                if (q >= d.end || *q >= 0x80 || *q == 0 || *q > t->ncodes)
+                    goto general;
+                code = *q++;
+                d.ctx.code[code % GR_CODE_SLOTS] = code;
+            }
+            if (t->nrecs == t->cap_recs &&
+                grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
+                return no_memory(&t->err, t->name);
+            t->recs[t->nrecs] = (gr_record){
+                .index = t->first + t->nrecs,
+                .offset = d.chunk_data + (size_t)(start - d.base),
+                .tid = d.ctx.tid,
+                .gid = d.ctx.gid,
+                .code = code,
+                .len = (uint32_t)(q - start),
+                .tag = (uint8_t)(GR_CALL + kind),
+            };
+            t->nrecs++;
+            d.p = q;
+            continue;
+        }
+    general:
         d.roff = d.chunk_data + (size_t)(start - d.base);
         uint8_t tag = *d.p++;
         if (tag == GR_STRING)

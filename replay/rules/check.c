@@ -213,9 +213,10 @@ static void one_record(ck *c, const gr_record *r)
     }
     e.th = th;
     e.th_index = (size_t)(th - c->th);
-    for (size_t k = 0; k < gr_rule_count; k++)
-        if (gr_rule_table[k]->on_record)
-            gr_rule_table[k]->on_record(c, &e);
+    /* Only the rules that want this kind (rule.h), or this thread's next
+     * record, in table order. */
+    for (uint32_t m = c->kind_rules[r->tag] | th->want_next; m; m &= m - 1)
+        gr_rule_table[__builtin_ctz(m)]->on_record(c, &e);
     ck_apply(c, &e);
     count_coverage(c, r);
     remember(th, (size_t)r->index);
@@ -337,6 +338,25 @@ void gr_check_sort(gr_check_result *res)
 
 /* ------------------------------------------------------- step by step */
 
+/* The rule of bit `bit` (c->kind_rules) looks at the kinds in `kinds`
+ * (GR_KIND bits, 0 every kind). */
+static void set_kinds(ck *c, uint32_t bit, uint64_t kinds)
+{
+    for (unsigned tag = 0; tag < 256; tag++) {
+        unsigned b = tag - GR_FIRST_INDEXED;
+        if (!kinds || (tag >= GR_FIRST_INDEXED && b < 64 && ((kinds >> b) & 1)))
+            c->kind_rules[tag] |= bit;
+        else
+            c->kind_rules[tag] &= ~bit;
+    }
+}
+
+void ck_rule_kinds(ck *c, enum gr_rule id, uint64_t kinds)
+{
+    if ((int)id >= 0 && id < GR_NRULES && c->rule_bit[id])
+        set_kinds(c, c->rule_bit[id], kinds);
+}
+
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -347,6 +367,16 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->res = res;
     gr_sb_init(&c->msg);
     c->lines = t->streaming;
+    /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]). */
+    for (size_t k = 0; k < gr_rule_count && k < 32; k++) {
+        const gr_rule_ops *o = gr_rule_table[k];
+        if (!o->on_record)
+            continue;
+        uint32_t bit = UINT32_C(1) << k;
+        if ((int)o->id >= 0 && o->id < GR_NRULES)
+            c->rule_bit[o->id] = bit;
+        set_kinds(c, bit, o->kinds);
+    }
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->init)
             gr_rule_table[k]->init(c);

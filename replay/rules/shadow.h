@@ -77,6 +77,9 @@ typedef struct ck_thread {
     uint64_t last_gid;      /* the last greenlet with a record on this
                                thread, and its shadow (a cache) */
     size_t last_si;         /* SIZE_MAX: none */
+    uint32_t want_next;     /* rules (bits of rule_bit) that see this
+                               thread's next record whatever its kind
+                               (ck_want_next) */
 } ck_thread;
 
 /* What the engine hands each rule for one record. */
@@ -123,7 +126,20 @@ struct gr_checker {
     uint8_t *own;           /* by code id: 0 not known yet, 1 the program's,
                                2 greenreplay's own (gr_code_is_own) */
     size_t nown;
+    uint32_t kind_rules[256]; /* by record tag: the rules (bit k: gr_rule_table[k])
+                                 whose on_record wants that kind (rule.h) */
+    uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */
 };
+
+/* Whether rule `id` sees the next record of thread th whatever its kind
+ * (on: 1), or only the kinds it declared (on: 0), rule.h. */
+static inline void ck_want_next(ck *c, ck_thread *th, enum gr_rule id, int on)
+{
+    if (on)
+        th->want_next |= c->rule_bit[id];
+    else
+        th->want_next &= ~c->rule_bit[id];
+}
 
 /* ---- threads and shadows ---------------------------------------------- */
 
