@@ -532,7 +532,10 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
     }
 }
 
-/* Decode every record of one 'E' chunk payload.
+/* Decode the records of the 'E' chunk payload being read (t->rd_*) from
+ * its cursor on, until its end or until `limit` more indexed records
+ * (a batch, gr_trace_set_batch); the cursor and the encoding state are
+ * saved for the next call.
  *
  * Fast path (format 1.2): an event of the chunk's context, the bulk of a
  * trace (FORMAT §4.1) - a one-byte cached event, or a context event whose
@@ -542,14 +545,15 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
  * an error (no context yet, empty cache slot, code id 0 or undefined, the
  * chunk ending inside it), goes through the general decoder below, which
  * decodes it again from its tag and reports the error with its offset. */
-static int read_records(gr_trace *t, const struct chunk *c)
+static int read_records(gr_trace *t, size_t limit)
 {
     struct dec d = {
-        .t = t, .p = c->p, .end = c->p + c->len, .base = c->p,
-        .chunk_data = c->off + GR_CHUNK_HEADER_LEN,
+        .t = t, .p = t->rd_p, .end = t->rd_end, .base = t->rd_base,
+        .chunk_data = (size_t)t->rd_data, .ctx = t->rd_ctx,
     };
     const int compact_ok = t->minor >= 2;
-    while (d.p < d.end) {
+    size_t stop = limit < SIZE_MAX - t->nrecs ? t->nrecs + limit : SIZE_MAX;
+    while (d.p < d.end && t->nrecs < stop) {
         const uint8_t *start = d.p;
         uint8_t tag0 = *start;
         if (compact_ok && tag0 >= GR_CACHED_BASE && tag0 < GR_CTX_SWITCH && d.ctx.tid) {
@@ -572,15 +576,24 @@ static int read_records(gr_trace *t, const struct chunk *c)
             if (t->nrecs == t->cap_recs &&
                 grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);
-            t->recs[t->nrecs] = (gr_record){
-                .index = t->first + t->nrecs,
-                .offset = d.chunk_data + (size_t)(start - d.base),
-                .tid = d.ctx.tid,
-                .gid = d.ctx.gid,
-                .code = code,
-                .len = (uint32_t)(q - start),
-                .tag = (uint8_t)(GR_CALL + kind),
-            };
+            /* Every field stored, none cleared first (a struct literal
+             * is a `rep stos` of the whole record: a third of the time). */
+            gr_record *r = &t->recs[t->nrecs];
+            r->index = t->first + t->nrecs;
+            r->offset = d.chunk_data + (size_t)(start - d.base);
+            r->tid = d.ctx.tid;
+            r->gid = d.ctx.gid;
+            r->target = 0;
+            r->parent = 0;
+            r->flags = 0;
+            r->tracing = 0;
+            r->use_tracing = 0;
+            r->code = code;
+            r->label = 0;
+            r->depth = 0;
+            r->len = (uint32_t)(q - start);
+            r->stack = 0;
+            r->tag = (uint8_t)(GR_CALL + kind);
             t->nrecs++;
             d.p = q;
             continue;
@@ -622,6 +635,8 @@ static int read_records(gr_trace *t, const struct chunk *c)
             return dfail(&d, GR_E_RECORD_TAG, m);
         }
     }
+    t->rd_p = d.p;
+    t->rd_ctx = d.ctx;
     return 0;
 }
 
@@ -691,6 +706,19 @@ int gr_trace_next_chunk(gr_trace *t)
                 return fail(e, t->name, GR_E_TRAILER, t->pos, "data after the trailer"), -1;
             return 0;
         }
+        if (t->rd_open) { /* the (rest of the) chunk being decoded */
+            if (t->streaming) { /* the previous records go */
+                t->first += t->nrecs;
+                t->nrecs = 0;
+                t->nstacks = 0;
+            }
+            size_t limit = t->streaming && t->batch ? t->batch : SIZE_MAX;
+            if (read_records(t, limit))
+                return t->rd_open = 0, t->done = 1, -1;
+            if (t->rd_p == t->rd_end)
+                t->rd_open = 0;
+            return 1;
+        }
         struct chunk c;
         int k = frame_chunk(t, tags, &c);
         if (k == CH_BAD)
@@ -713,14 +741,11 @@ int gr_trace_next_chunk(gr_trace *t)
             t->has_trailer = 1;
             continue;
         }
-        if (t->streaming) { /* the previous chunk's records go */
-            t->first += t->nrecs;
-            t->nrecs = 0;
-            t->nstacks = 0;
-        }
-        if (read_records(t, &c))
-            return t->done = 1, -1;
-        return 1;
+        t->rd_open = 1;
+        t->rd_p = t->rd_base = c.p;
+        t->rd_end = c.p + c.len;
+        t->rd_data = c.off + GR_CHUNK_HEADER_LEN;
+        memset(&t->rd_ctx, 0, sizeof t->rd_ctx);
     }
     return 0;
 }

@@ -132,6 +132,11 @@ static void count_coverage(ck *c, const gr_record *r)
 
 /* ------------------------------------------------------------ engine */
 
+/* Records decoded per batch of a streamed check (gr_trace_set_batch):
+ * about 400 KB of records, which stay in the cache from the decoder to the
+ * rules. */
+#define GR_CHECK_BATCH 4096
+
 /* The rules of `check`, in the order they run on each record: within one
  * record their violations come in this order.  A new rule is one file
  * (rule.h) and one line here. */
@@ -156,6 +161,8 @@ void gr_checker_detach(gr_checker *c)
         return;
     for (size_t i = 0; i < c->nth; i++) {
         ck_thread *th = &c->th[i];
+        if (!th->nseen || th->ring[(th->nseen - 1) % CK_RING].own)
+            continue; /* no record in this batch: its ring is copied already */
         for (int k = 0; k < CK_RING && (uint64_t)k < th->nseen; k++) {
             ck_ringent *e = &th->ring[k];
             const gr_record *r = e->own ? NULL : gr_trace_record(c->t, e->idx);
@@ -194,10 +201,11 @@ static void one_record(ck *c, const gr_record *r)
         th = ck_get_thread(c, r->tid);
         c->last_th = (size_t)(th - c->th);
     }
-    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX};
-    e.skip = th->skip_mark_return && (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) &&
-             r->code == th->skip_code;
-    th->skip_mark_return = 0;
+    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX, .th_index = c->last_th};
+    if (th->skip_mark_return) {
+        e.skip = (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) && r->code == th->skip_code;
+        th->skip_mark_return = 0;
+    }
     switch (r->tag) {
     case GR_THREAD:
     case GR_INSTR:
@@ -212,7 +220,6 @@ static void one_record(ck *c, const gr_record *r)
         break;
     }
     e.th = th;
-    e.th_index = (size_t)(th - c->th);
     /* Only the rules that want this kind (rule.h), or this thread's next
      * record, in table order. */
     for (uint32_t m = c->kind_rules[r->tag] | th->want_next; m; m &= m - 1)
@@ -515,6 +522,10 @@ size_t gr_check_run(const gr_trace *t, gr_check_result *res)
 
 size_t gr_check_stream(gr_trace *t, gr_check_result *res)
 {
+    /* Batches of records that stay in the cache between decoding and
+     * checking (reader.h). */
+    if (t->streaming && !t->batch && t->first + t->nrecs == 0)
+        gr_trace_set_batch(t, GR_CHECK_BATCH);
     gr_checker *c = gr_checker_new(t, res);
     for (;;) {
         gr_checker_advance(c, (size_t)gr_trace_count(t));
