@@ -423,6 +423,8 @@ const char *gr_reason_name(uint64_t reason)
 
 /* Bytes of text gathered before each write. */
 #define DUMP_BLOCK (256 * 1024)
+/* Records decoded per batch of a streamed trace (gr_trace_set_batch). */
+#define DUMP_BATCH 4096
 
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 {
@@ -433,6 +435,9 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 
 int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
 {
+    /* Batches of records that stay in the cache (reader.h). */
+    if (t->streaming && !t->batch && t->first + t->nrecs == 0)
+        gr_trace_set_batch(t, DUMP_BATCH);
     /* Streamed: the header lines need the definitions before the first
      * record, so the first chunk that holds records is decoded first. */
     while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
