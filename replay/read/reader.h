@@ -207,8 +207,10 @@ int gr_trace_next_chunk(gr_trace *t);
  * cache (a 64 KiB chunk of one-byte records is about 60,000 records of
  * about 100 bytes each).  Record indices, definitions and errors are the
  * same; an error inside a chunk ends the reading at the batch that holds
- * the bad record (the batches before it were returned).  No effect on a
- * loaded trace.  Call before the first gr_trace_next_chunk. */
+ * the bad record (the batches before it were returned).  A definition
+ * that follows records in its chunk comes with the batch it is in (not
+ * before the chunk's first record).  Takes effect from the next
+ * gr_trace_next_chunk call; no effect on a loaded trace. */
 static inline void gr_trace_set_batch(gr_trace *t, size_t n)
 {
     t->batch = n;

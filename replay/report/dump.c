@@ -435,13 +435,14 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 
 int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
 {
-    /* Batches of records that stay in the cache (reader.h). */
-    if (t->streaming && !t->batch && t->first + t->nrecs == 0)
-        gr_trace_set_batch(t, DUMP_BATCH);
     /* Streamed: the header lines need the definitions before the first
-     * record, so the first chunk that holds records is decoded first. */
+     * record, so the first chunk that holds records is decoded first
+     * (whole: its META lines are all in the header); then batches of
+     * records that stay in the cache (reader.h). */
     while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
         ;
+    if (t->streaming && !t->batch)
+        gr_trace_set_batch(t, DUMP_BATCH);
     gr_sb sb;
     gr_sb_init(&sb);
     for (size_t i = 0; i < t->nmetas; i++) {

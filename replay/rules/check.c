@@ -522,10 +522,10 @@ size_t gr_check_run(const gr_trace *t, gr_check_result *res)
 
 size_t gr_check_stream(gr_trace *t, gr_check_result *res)
 {
-    /* Batches of records that stay in the cache between decoding and
-     * checking (reader.h). */
-    if (t->streaming && !t->batch && t->first + t->nrecs == 0)
-        gr_trace_set_batch(t, GR_CHECK_BATCH);
+    /* After the first chunk that holds records (decoded whole: its META
+     * definitions are seen before its first record, as before), batches of records
+     * that stay in the cache between decoding and checking (reader.h). */
+    int batch_later = t->streaming && !t->batch;
     gr_checker *c = gr_checker_new(t, res);
     for (;;) {
         gr_checker_advance(c, (size_t)gr_trace_count(t));
@@ -534,6 +534,10 @@ size_t gr_check_stream(gr_trace *t, gr_check_result *res)
         gr_checker_detach(c);
         if (gr_trace_next_chunk(t) <= 0)
             break;
+        if (batch_later && t->nrecs) {
+            gr_trace_set_batch(t, GR_CHECK_BATCH);
+            batch_later = 0;
+        }
     }
     size_t nv = gr_checker_finish(c);
     if (t->err.status) {
