@@ -185,7 +185,21 @@ static size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
     if ((*th)->last_si != SIZE_MAX && (*th)->last_gid == gid)
         return (*th)->last_si;
     size_t slot = (size_t)(*th - c->th);
-    size_t si = ck_get_shadow(c, (*th)->tid, gid);
+    uint64_t tid = (*th)->tid;
+    /* Then the direct-mapped cache by greenlet id: the live greenlets'
+     * entries lie close together (consecutive ids), where the shadow map's
+     * slots are scattered over a table that holds every greenlet ever seen
+     * (a cache miss at nearly every switch of a long trace). */
+    ck_shcache *e = &c->shcache[(gid ^ (tid << 7)) & (CK_SHCACHE - 1)];
+    size_t si;
+    if (e->si1 && e->gid == gid && e->tid == tid) {
+        si = e->si1 - 1;
+    } else {
+        si = ck_get_shadow(c, tid, gid);
+        e->tid = tid;
+        e->gid = gid;
+        e->si1 = si + 1;
+    }
     *th = &c->th[slot];
     (*th)->last_gid = gid;
     (*th)->last_si = si;
@@ -374,6 +388,9 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->res = res;
     gr_sb_init(&c->msg);
     c->lines = t->streaming;
+    c->shcache = calloc(CK_SHCACHE, sizeof *c->shcache);
+    if (!c->shcache)
+        c->shcache = gr_xrealloc(NULL, CK_SHCACHE * sizeof *c->shcache); /* exits */
     /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]). */
     for (size_t k = 0; k < gr_rule_count && k < 32; k++) {
         const gr_rule_ops *o = gr_rule_table[k];
@@ -511,6 +528,7 @@ size_t gr_checker_finish(gr_checker *c)
     free(c->fa);
     free(c->fb);
     free(c->own);
+    free(c->shcache);
     free(c);
     return res->nv;
 }

@@ -97,6 +97,16 @@ typedef struct ck_event {
 
 typedef struct gr_checker ck;
 
+/* An entry of the engine's cache of shadow indices (check.c, shadow_on):
+ * (tid, gid) -> si1 - 1; si1 0 is an empty entry.  A shadow's index never
+ * changes; code that frees or moves shadows must clear this cache (and
+ * every thread's last_si). */
+typedef struct ck_shcache {
+    uint64_t tid, gid;
+    size_t si1;
+} ck_shcache;
+#define CK_SHCACHE 4096 /* entries, a power of two: 96 KB */
+
 struct gr_checker {
     const gr_trace *t;
     gr_check_result *res;
@@ -129,6 +139,7 @@ struct gr_checker {
     uint32_t kind_rules[256]; /* by record tag: the rules (bit k: gr_rule_table[k])
                                  whose on_record wants that kind (rule.h) */
     uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */
+    ck_shcache *shcache;    /* [CK_SHCACHE] by (gid ^ tid << 7) mod size */
 };
 
 /* Whether rule `id` sees the next record of thread th whatever its kind
