@@ -180,10 +180,18 @@ void gr_checker_detach(gr_checker *c)
 
 /* One record: its thread and shadows, every rule, then the shared state. */
 /* The shadow of (th, gid), through th's cache of its last one. */
-static size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
+static size_t shadow_miss(ck *c, ck_thread **th, uint64_t gid);
+
+static inline size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
 {
     if ((*th)->last_si != SIZE_MAX && (*th)->last_gid == gid)
         return (*th)->last_si;
+    return shadow_miss(c, th, gid);
+}
+
+/* shadow_on when the thread's cache holds another greenlet. */
+static __attribute__((noinline)) size_t shadow_miss(ck *c, ck_thread **th, uint64_t gid)
+{
     size_t slot = (size_t)(*th - c->th);
     uint64_t tid = (*th)->tid;
     /* Then the direct-mapped cache by greenlet id: the live greenlets'
