@@ -15,9 +15,9 @@
 static inline char *room(gr_sb *sb, size_t n)
 {
     if (sb->cap - sb->len <= n) {
-        if (n > SIZE_MAX / 2 - sb->len)
-            n = SIZE_MAX; /* gr_xgrow exits on an impossible size */
-        sb->s = gr_xgrow(sb->s, &sb->cap, sb->len + n + 1, 1);
+        /* an impossible size: gr_xgrow exits (out of memory) */
+        size_t need = n > SIZE_MAX / 2 - sb->len ? SIZE_MAX : sb->len + n + 1;
+        sb->s = gr_xgrow(sb->s, &sb->cap, need, 1);
     }
     return sb->s + sb->len;
 }
