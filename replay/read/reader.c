@@ -206,11 +206,16 @@ static int dfail(struct dec *d, enum gr_err_kind kind, const char *what)
     return fail(&d->t->err, d->t->name, kind, d->roff, "%s", what);
 }
 
-static int get(struct dec *d, uint64_t *v)
+static inline int get(struct dec *d, uint64_t *v)
 {
+    if (__builtin_expect(d->p < d->end && *d->p < 0x80, 1)) { /* one byte: most fields */
+        *v = *d->p++;
+        return 0;
+    }
     int rc = gr_get_varint(&d->p, d->end, v);
     if (rc == 0)
         return 0;
+    *v = 0;
     if (rc == -1)
         return dfail(d, GR_E_PAST_CHUNK, "record runs past the end of its chunk");
     return dfail(d, GR_E_VARINT, "varint longer than 10 bytes or over 64 bits");
@@ -527,15 +532,73 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
     }
 }
 
-/* Decode every record of one 'E' chunk payload. */
-static int read_records(gr_trace *t, const struct chunk *c)
+/* Decode the records of the 'E' chunk payload being read (t->rd_*) from
+ * its cursor on, until its end or until `limit` more indexed records
+ * (a batch, gr_trace_set_batch); the cursor and the encoding state are
+ * saved for the next call.
+ *
+ * Fast path (format 1.2): an event of the chunk's context, the bulk of a
+ * trace (FORMAT §4.1) - a one-byte cached event, or a context event whose
+ * code id is a one-byte varint - is decoded in the loop itself: its record
+ * is written whole with one store of every field (no clearing first, no
+ * per-field calls).  Anything else, and any fast-path record that would be
+ * an error (no context yet, empty cache slot, code id 0 or undefined, the
+ * chunk ending inside it), goes through the general decoder below, which
+ * decodes it again from its tag and reports the error with its offset. */
+static int read_records(gr_trace *t, size_t limit)
 {
     struct dec d = {
-        .t = t, .p = c->p, .end = c->p + c->len, .base = c->p,
-        .chunk_data = c->off + GR_CHUNK_HEADER_LEN,
+        .t = t, .p = t->rd_p, .end = t->rd_end, .base = t->rd_base,
+        .chunk_data = (size_t)t->rd_data, .ctx = t->rd_ctx,
     };
-    while (d.p < d.end) {
+    const int compact_ok = t->minor >= 2;
+    size_t stop = limit < SIZE_MAX - t->nrecs ? t->nrecs + limit : SIZE_MAX;
+    while (d.p < d.end && t->nrecs < stop) {
         const uint8_t *start = d.p;
+        uint8_t tag0 = *start;
+        if (compact_ok && tag0 >= GR_CACHED_BASE && tag0 < GR_CTX_SWITCH && d.ctx.tid) {
+            const uint8_t *q = start + 1;
+            unsigned kind;
+            uint32_t code;
+            if (tag0 <= GR_CACHED_LAST) {
+                unsigned v = (unsigned)(tag0 - GR_CACHED_BASE);
+                kind = v / GR_CODE_SLOTS;
+                code = d.ctx.code[v % GR_CODE_SLOTS];
+                if (!code)
+                    goto general;
+            } else {
+                kind = (unsigned)(tag0 - GR_CTX_EVENT);
+                if (q >= d.end || *q >= 0x80 || *q == 0 || *q > t->ncodes)
+                    goto general;
+                code = *q++;
+                d.ctx.code[code % GR_CODE_SLOTS] = code;
+            }
+            if (t->nrecs == t->cap_recs &&
+                grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
+                return no_memory(&t->err, t->name);
+            /* Every field stored, none cleared first (a struct literal
+             * is a `rep stos` of the whole record: a third of the time). */
+            gr_record *r = &t->recs[t->nrecs];
+            r->index = t->first + t->nrecs;
+            r->offset = d.chunk_data + (size_t)(start - d.base);
+            r->tid = d.ctx.tid;
+            r->gid = d.ctx.gid;
+            r->target = 0;
+            r->parent = 0;
+            r->flags = 0;
+            r->tracing = 0;
+            r->use_tracing = 0;
+            r->code = code;
+            r->label = 0;
+            r->depth = 0;
+            r->len = (uint32_t)(q - start);
+            r->stack = 0;
+            r->tag = (uint8_t)(GR_CALL + kind);
+            t->nrecs++;
+            d.p = q;
+            continue;
+        }
+    general:
         d.roff = d.chunk_data + (size_t)(start - d.base);
         uint8_t tag = *d.p++;
         if (tag == GR_STRING)
@@ -572,6 +635,8 @@ static int read_records(gr_trace *t, const struct chunk *c)
             return dfail(&d, GR_E_RECORD_TAG, m);
         }
     }
+    t->rd_p = d.p;
+    t->rd_ctx = d.ctx;
     return 0;
 }
 
@@ -641,6 +706,19 @@ int gr_trace_next_chunk(gr_trace *t)
                 return fail(e, t->name, GR_E_TRAILER, t->pos, "data after the trailer"), -1;
             return 0;
         }
+        if (t->rd_open) { /* the (rest of the) chunk being decoded */
+            if (t->streaming) { /* the previous records go */
+                t->first += t->nrecs;
+                t->nrecs = 0;
+                t->nstacks = 0;
+            }
+            size_t limit = t->streaming && t->batch ? t->batch : SIZE_MAX;
+            if (read_records(t, limit))
+                return t->rd_open = 0, t->done = 1, -1;
+            if (t->rd_p == t->rd_end)
+                t->rd_open = 0;
+            return 1;
+        }
         struct chunk c;
         int k = frame_chunk(t, tags, &c);
         if (k == CH_BAD)
@@ -663,14 +741,11 @@ int gr_trace_next_chunk(gr_trace *t)
             t->has_trailer = 1;
             continue;
         }
-        if (t->streaming) { /* the previous chunk's records go */
-            t->first += t->nrecs;
-            t->nrecs = 0;
-            t->nstacks = 0;
-        }
-        if (read_records(t, &c))
-            return t->done = 1, -1;
-        return 1;
+        t->rd_open = 1;
+        t->rd_p = t->rd_base = c.p;
+        t->rd_end = c.p + c.len;
+        t->rd_data = c.off + GR_CHUNK_HEADER_LEN;
+        memset(&t->rd_ctx, 0, sizeof t->rd_ctx);
     }
     return 0;
 }

@@ -144,6 +144,14 @@ typedef struct gr_trace {
     uint8_t **blocks;     /* string storage of a streamed trace (internal) */
     size_t nblocks, cap_blocks, block_left;
     uint8_t *block_at;    /* free part of the last block (internal) */
+    size_t batch;         /* streamed: at most this many records per
+                             gr_trace_next_chunk call, 0 a whole chunk
+                             (gr_trace_set_batch) */
+    /* The chunk being decoded when a batch stopped inside it (internal). */
+    int rd_open;          /* records of it remain */
+    const uint8_t *rd_p, *rd_end, *rd_base; /* cursor, end, payload start */
+    uint64_t rd_data;     /* file offset of its payload */
+    gr_chunk_ctx rd_ctx;  /* its encoding state at the cursor (FORMAT §4.1) */
 } gr_trace;
 
 /* Read and decode the trace file at path into *t (which need not be
@@ -191,6 +199,22 @@ int gr_trace_open(gr_trace *t, const char *path);
  * truncated: t->truncated, t->truncated_at), -1 on an error (t->err; the
  * records of the chunk decoded before the bad one stay). */
 int gr_trace_next_chunk(gr_trace *t);
+
+/* Decode a streamed trace in batches of at most n records (0: a whole
+ * chunk per call, the default): each gr_trace_next_chunk call then holds
+ * n records or fewer of one chunk, the rest of that chunk coming with the
+ * next calls (returning 1), so that a consumer's records stay in the CPU's
+ * cache (a 64 KiB chunk of one-byte records is about 60,000 records of
+ * about 100 bytes each).  Record indices, definitions and errors are the
+ * same; an error inside a chunk ends the reading at the batch that holds
+ * the bad record (the batches before it were returned).  A definition
+ * that follows records in its chunk comes with the batch it is in (not
+ * before the chunk's first record).  Takes effect from the next
+ * gr_trace_next_chunk call; no effect on a loaded trace. */
+static inline void gr_trace_set_batch(gr_trace *t, size_t n)
+{
+    t->batch = n;
+}
 
 /* Number of indexed records read so far (all of them after the end). */
 static inline uint64_t gr_trace_count(const gr_trace *t)

@@ -7,84 +7,267 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- appending without printf ------------------------------------------
+ * Every line is built with these: room for n more bytes is made once, the
+ * bytes are stored, and the buffer stays NUL-terminated (text.h). */
+
+/* Room for n more bytes (and the NUL) at the end of sb. */
+static inline char *room(gr_sb *sb, size_t n)
+{
+    if (sb->cap - sb->len <= n) {
+        /* an impossible size: gr_xgrow exits (out of memory) */
+        size_t need = n > SIZE_MAX / 2 - sb->len ? SIZE_MAX : sb->len + n + 1;
+        sb->s = gr_xgrow(sb->s, &sb->cap, need, 1);
+    }
+    return sb->s + sb->len;
+}
+
+static inline void put_mem(gr_sb *sb, const char *s, size_t n)
+{
+    char *p = room(sb, n);
+    memcpy(p, s, n);
+    sb->len += n;
+    p[n] = '\0';
+}
+
+/* A string literal. */
+#define PUT_LIT(sb, lit) put_mem((sb), (lit), sizeof(lit) - 1)
+
+static inline void put_cstr(gr_sb *sb, const char *s)
+{
+    put_mem(sb, s, strlen(s));
+}
+
+static inline void put_ch(gr_sb *sb, char c)
+{
+    char *p = room(sb, 1);
+    p[0] = c;
+    p[1] = '\0';
+    sb->len++;
+}
+
+/* "00" "01" ... "99". */
+static const char two_digits[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+/* Number of decimal digits of v. */
+static inline size_t ndigits(uint64_t v)
+{
+    static const uint64_t pow10[20] = {
+        1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+        100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+        10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+        100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull};
+    /* log10 from the bit length (1233/4096 ~ log10(2)), corrected once */
+    unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1);
+    unsigned g = (bits * 1233u) >> 12;
+    return (size_t)g + 1 - ((v | 1) < pow10[g]);
+}
+
+/* The decimal digits of v, ending just before end (two at a time). */
+static inline void digits_before(char *end, uint64_t v)
+{
+    while (v >= 100) {
+        size_t i = (size_t)(v % 100) * 2;
+        v /= 100;
+        *--end = two_digits[i + 1];
+        *--end = two_digits[i];
+    }
+    if (v >= 10) {
+        *--end = two_digits[v * 2 + 1];
+        *--end = two_digits[v * 2];
+    } else {
+        *--end = (char)('0' + v);
+    }
+}
+
+
+/* v in decimal, right-aligned in `width` columns (printf "%*" PRIu64). */
+static inline void put_uw(gr_sb *sb, uint64_t v, size_t width)
+{
+    size_t n = ndigits(v), pad = n < width ? width - n : 0;
+    char *p = room(sb, pad + n);
+    for (size_t k = 0; k < pad; k++)
+        p[k] = ' ';
+    digits_before(p + pad + n, v);
+    sb->len += pad + n;
+    p[pad + n] = '\0';
+}
+
+/* v in decimal (printf "%" PRIu64). */
+static inline void put_u(gr_sb *sb, uint64_t v)
+{
+    put_uw(sb, v, 0);
+}
+
+/* Literal `key` then v in decimal: " g" 12 -> " g12". */
+static inline void put_ku(gr_sb *sb, const char *key, size_t klen, uint64_t v)
+{
+    size_t n = ndigits(v);
+    char *p = room(sb, klen + n);
+    memcpy(p, key, klen);
+    digits_before(p + klen + n, v);
+    sb->len += klen + n;
+    p[klen + n] = '\0';
+}
+#define PUT_KU(sb, lit, v) put_ku((sb), (lit), sizeof(lit) - 1, (v))
+
+/* v in lowercase hexadecimal (printf "%" PRIx64). */
+static void put_hex(gr_sb *sb, uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char num[16], *end = num + sizeof num, *d = end;
+    do
+        *--d = hex[v & 15];
+    while (v >>= 4);
+    put_mem(sb, d, (size_t)(end - d));
+}
+
+/* ---- record lines -------------------------------------------------------- */
+
 static void put_string(gr_sb *sb, const gr_trace *t, uint64_t id, int quote)
 {
     size_t n;
     const uint8_t *s = gr_trace_string(t, id, &n);
     if (!s) {
-        gr_sb_printf(sb, "?string=%" PRIu64, id);
+        PUT_KU(sb, "?string=", id);
         return;
     }
     if (quote)
-        gr_sb_putc(sb, '"');
+        put_ch(sb, '"');
     gr_sb_escape(sb, s, n, quote);
     if (quote)
-        gr_sb_putc(sb, '"');
+        put_ch(sb, '"');
 }
 
 void gr_dump_code(gr_sb *sb, const gr_trace *t, uint64_t code)
 {
     const gr_code *c = gr_trace_code(t, code);
     if (!c) {
-        gr_sb_printf(sb, "?code=%" PRIu64, code);
+        PUT_KU(sb, "?code=", code);
         return;
     }
     put_string(sb, t, c->qualname, 0);
     if (c->kind == GR_CODE_C)
         return;
-    gr_sb_puts(sb, " (");
+    PUT_LIT(sb, " (");
     if (c->file)
         put_string(sb, t, c->file, 0);
     else
-        gr_sb_putc(sb, '?');
-    gr_sb_printf(sb, ":%" PRIu64 ")", c->line);
+        put_ch(sb, '?');
+    PUT_KU(sb, ":", c->line);
+    put_ch(sb, ')');
 }
 
-void gr_dump_stack(gr_sb *sb, const gr_trace *t, const uint32_t *ids, size_t n)
+#define NAME_SLACK 16 /* names are copied 16 bytes at a time */
+#define KIND_COL 12
+
+/* Rendered code names by code id (gr_dump_code), for dump's lines: each
+ * name is rendered once. */
+typedef struct names {
+    gr_sb text;           /* every name rendered so far, back to back, with
+                             NAME_SLACK bytes of room after the last */
+    size_t *at;           /* by code id: 1 + offset of its name, 0 not yet */
+    uint32_t *len;
+    size_t cap;
+    char kind[256][KIND_COL]; /* by tag: " KIND" padded to 12 columns
+                                 (" %-11s" of gr_tag_name, "?" unknown) */
+    uint8_t kind_long[256];   /* its name needs more columns: not in kind[] */
+} names;
+
+/* gr_dump_code of code, from nm when given. */
+static void put_code(gr_sb *sb, const gr_trace *t, uint32_t code, names *nm)
+{
+    if (!nm) {
+        gr_dump_code(sb, t, code);
+        return;
+    }
+    if (code >= nm->cap) {
+        size_t old = nm->cap, cap = old;
+        nm->at = gr_xgrow(nm->at, &cap, (size_t)code + 1, sizeof *nm->at);
+        nm->len = gr_xrealloc(nm->len, cap * sizeof *nm->len);
+        memset(nm->at + old, 0, (cap - old) * sizeof *nm->at);
+        nm->cap = cap;
+    }
+    if (!nm->at[code]) {
+        size_t off = nm->text.len;
+        gr_dump_code(&nm->text, t, code);
+        nm->at[code] = off + 1;
+        nm->len[code] = (uint32_t)(nm->text.len - off);
+        memset(room(&nm->text, NAME_SLACK), 0, NAME_SLACK); /* readable slack */
+    }
+    /* Copied in blocks of 16 bytes (both buffers have the room): no
+     * library call for a name of a few dozen bytes. */
+    size_t n = nm->len[code];
+    const char *src = nm->text.s + nm->at[code] - 1;
+    char *p = room(sb, n + NAME_SLACK);
+    for (size_t k = 0; k < n; k += NAME_SLACK)
+        memcpy(p + k, src + k, NAME_SLACK);
+    sb->len += n;
+    p[n] = '\0';
+}
+
+static void put_codes(gr_sb *sb, const gr_trace *t, const uint32_t *ids, size_t n, names *nm)
 {
     if (n == 0) {
-        gr_sb_putc(sb, '-');
+        put_ch(sb, '-');
         return;
     }
     for (size_t i = 0; i < n; i++) {
         if (i)
-            gr_sb_puts(sb, " > ");
-        gr_dump_code(sb, t, ids[i]);
+            PUT_LIT(sb, " > ");
+        put_code(sb, t, ids[i], nm);
     }
 }
 
-/* "flags=a,b,0xNN" with the names of known bits, "-" when 0. */
-static void put_flags(gr_sb *sb, uint64_t flags, const char *const names[], int nnames)
+void gr_dump_stack(gr_sb *sb, const gr_trace *t, const uint32_t *ids, size_t n)
 {
-    gr_sb_puts(sb, " flags=");
+    put_codes(sb, t, ids, n, NULL);
+}
+
+/* "flags=a,b,0xNN" with the names of known bits, "-" when 0. */
+static void put_flags(gr_sb *sb, uint64_t flags, const char *const bits[], int nnames)
+{
+    PUT_LIT(sb, " flags=");
     if (flags == 0) {
-        gr_sb_putc(sb, '-');
+        put_ch(sb, '-');
         return;
     }
     int first = 1;
     for (int i = 0; i < nnames; i++) {
         if (flags & (UINT64_C(1) << i)) {
-            gr_sb_printf(sb, "%s%s", first ? "" : ",", names[i]);
+            if (!first)
+                put_ch(sb, ',');
+            put_cstr(sb, bits[i]);
             first = 0;
         }
     }
     uint64_t rest = flags & ~((UINT64_C(1) << nnames) - 1);
-    if (rest)
-        gr_sb_printf(sb, "%s0x%" PRIx64, first ? "" : ",", rest);
+    if (rest) {
+        if (!first)
+            put_ch(sb, ',');
+        PUT_LIT(sb, "0x");
+        put_hex(sb, rest);
+    }
 }
 
 static void put_gid(gr_sb *sb, const char *key, uint64_t gid)
 {
+    put_ch(sb, ' ');
+    put_cstr(sb, key);
     if (gid)
-        gr_sb_printf(sb, " %s=g%" PRIu64, key, gid);
+        PUT_KU(sb, "=g", gid);
     else
-        gr_sb_printf(sb, " %s=none", key);
+        PUT_LIT(sb, "=none");
 }
 
-static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
+static void put_stack(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids,
+                      names *nm)
 {
-    gr_sb_printf(sb, " depth=%" PRIu32 " stack=", r->depth);
-    gr_dump_stack(sb, t, ids, r->depth);
+    PUT_KU(sb, " depth=", r->depth);
+    PUT_LIT(sb, " stack=");
+    put_codes(sb, t, ids, r->depth, nm);
 }
 
 static const char *const greenlet_flags[] = {"main", "suspended", "cut"};
@@ -96,54 +279,79 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
     gr_dump_record_ids(sb, t, r, r->depth ? gr_record_stack(t, r) : NULL);
 }
 
-void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
+/* The line of record r (stack ids at ids), code names from nm when given. */
+static void record_line(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids,
+                        names *nm)
 {
-    const char *kind = gr_tag_name(r->tag);
-    gr_sb_printf(sb, "%6" PRIu64 " %-11s t%" PRIu64, r->index, kind ? kind : "?", r->tid);
+    put_uw(sb, r->index, 6); /* "%6" PRIu64 " %-11s t%" PRIu64 */
+    if (nm && !nm->kind_long[r->tag]) {
+        memcpy(room(sb, KIND_COL), nm->kind[r->tag], KIND_COL);
+        sb->len += KIND_COL;
+    } else {
+        const char *kind = gr_tag_name(r->tag);
+        if (!kind)
+            kind = "?";
+        size_t kl = strlen(kind);
+        char *p = room(sb, KIND_COL + kl);
+        p[0] = ' ';
+        memcpy(p + 1, kind, kl);
+        size_t n = 1 + kl;
+        while (n < KIND_COL)
+            p[n++] = ' ';
+        sb->len += n;
+    }
+    PUT_KU(sb, " t", r->tid);
     switch (r->tag) {
     case GR_THREAD:
         break;
     case GR_GREENLET:
-        gr_sb_printf(sb, " g%" PRIu64, r->gid);
+        PUT_KU(sb, " g", r->gid);
         put_gid(sb, "parent", r->parent);
         put_flags(sb, r->flags, greenlet_flags, 3);
-        put_stack(sb, t, r, ids);
+        put_stack(sb, t, r, ids, nm);
         break;
     case GR_CALL:
     case GR_RETURN:
     case GR_C_CALL:
     case GR_C_RETURN:
     case GR_C_EXCEPTION:
-        gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
-        gr_dump_code(sb, t, r->code);
+        PUT_KU(sb, " g", r->gid);
+        put_ch(sb, ' ');
+        put_code(sb, t, r->code, nm);
         break;
     case GR_SWITCH:
     case GR_THROW: {
-        gr_sb_printf(sb, " g%" PRIu64 "->g%" PRIu64, r->gid, r->target);
+        PUT_KU(sb, " g", r->gid);
+        PUT_KU(sb, "->g", r->target);
         put_gid(sb, "parent", r->parent);
-        const char *prof = (r->flags & GR_SW_PROFILE_OURS)  ? "ours"
-                           : (r->flags & GR_SW_PROFILE_SET) ? "other"
-                                                            : "none";
-        gr_sb_printf(sb, " prof=%s tracing=%" PRIu64, prof, r->tracing);
-        if (r->flags & GR_SW_USE_TRACING_KNOWN)
-            gr_sb_printf(sb, " use_tracing=%" PRIu64, r->use_tracing);
+        if (r->flags & GR_SW_PROFILE_OURS)
+            PUT_LIT(sb, " prof=ours");
+        else if (r->flags & GR_SW_PROFILE_SET)
+            PUT_LIT(sb, " prof=other");
         else
-            gr_sb_puts(sb, " use_tracing=n/a");
+            PUT_LIT(sb, " prof=none");
+        PUT_KU(sb, " tracing=", r->tracing);
+        if (r->flags & GR_SW_USE_TRACING_KNOWN)
+            PUT_KU(sb, " use_tracing=", r->use_tracing);
+        else
+            PUT_LIT(sb, " use_tracing=n/a");
         if (r->flags & GR_SW_ORIGIN_DEAD)
-            gr_sb_puts(sb, " origin_dead");
+            PUT_LIT(sb, " origin_dead");
         if (r->flags & GR_SW_INFERRED)
-            gr_sb_puts(sb, " inferred");
+            PUT_LIT(sb, " inferred");
         if (r->flags & GR_SW_AT_MARK)
-            gr_sb_puts(sb, " at_mark");
+            PUT_LIT(sb, " at_mark");
         if (r->flags & GR_SW_NEW)
-            gr_sb_puts(sb, " new");
+            PUT_LIT(sb, " new");
         if (r->flags & GR_SW_CUT)
-            gr_sb_puts(sb, " cut");
+            PUT_LIT(sb, " cut");
         uint64_t rest = r->flags & ~UINT64_C(0x1ff);
-        if (rest)
-            gr_sb_printf(sb, " flags=0x%" PRIx64, rest);
+        if (rest) {
+            PUT_LIT(sb, " flags=0x");
+            put_hex(sb, rest);
+        }
         if (r->flags & GR_SW_REAL_STACK)
-            put_stack(sb, t, r, ids);
+            put_stack(sb, t, r, ids, nm);
         break;
     }
     case GR_HOOK: {
@@ -151,49 +359,67 @@ void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
         static const char *const actions[] = {"?", "set", "cleared", "restored"};
         if (r->flags == GR_HOOK_GREENLET) {
             /* the program's greenlet trace callback, and its code */
-            gr_sb_printf(sb, " g%" PRIu64 " greenlet %s%s", r->gid,
-                         actions[r->tracing < 4 ? r->tracing : 0],
-                         (r->parent & GR_HOOK_CHAINED) ? " chained" : "");
+            PUT_KU(sb, " g", r->gid);
+            PUT_LIT(sb, " greenlet ");
+            put_cstr(sb, actions[r->tracing < 4 ? r->tracing : 0]);
+            if (r->parent & GR_HOOK_CHAINED)
+                PUT_LIT(sb, " chained");
             if (r->code) {
-                gr_sb_puts(sb, " callback=");
-                gr_dump_code(sb, t, r->code);
+                PUT_LIT(sb, " callback=");
+                put_code(sb, t, r->code, nm);
             }
             break;
         }
-        gr_sb_printf(sb, " g%" PRIu64 " %s %s subject=%s%s%s", r->gid,
-                     slots[r->flags < 4 ? r->flags : 0], actions[r->tracing < 4 ? r->tracing : 0],
-                     (r->parent & GR_HOOK_SUBJECT_ON) ? "on" : "off",
-                     (r->parent & GR_HOOK_CHAINED) ? " chained" : "",
-                     (r->parent & GR_HOOK_UNANNOUNCED) ? " unannounced" : "");
+        PUT_KU(sb, " g", r->gid);
+        put_ch(sb, ' ');
+        put_cstr(sb, slots[r->flags < 4 ? r->flags : 0]);
+        put_ch(sb, ' ');
+        put_cstr(sb, actions[r->tracing < 4 ? r->tracing : 0]);
+        if (r->parent & GR_HOOK_SUBJECT_ON)
+            PUT_LIT(sb, " subject=on");
+        else
+            PUT_LIT(sb, " subject=off");
+        if (r->parent & GR_HOOK_CHAINED)
+            PUT_LIT(sb, " chained");
+        if (r->parent & GR_HOOK_UNANNOUNCED)
+            PUT_LIT(sb, " unannounced");
         if (r->code) {
-            gr_sb_puts(sb, " during=");
-            gr_dump_code(sb, t, r->code);
+            PUT_LIT(sb, " during=");
+            put_code(sb, t, r->code, nm);
         }
         break;
     }
     case GR_MARK:
-        gr_sb_printf(sb, " g%" PRIu64 " ", r->gid);
+        PUT_KU(sb, " g", r->gid);
+        put_ch(sb, ' ');
         put_string(sb, t, r->label, 1);
         put_flags(sb, r->flags, mark_flags, 5);
-        put_stack(sb, t, r, ids);
+        put_stack(sb, t, r, ids, nm);
         break;
     case GR_DEAD:
     case GR_START:
     case GR_STOP:
-        gr_sb_printf(sb, " g%" PRIu64, r->gid);
+        PUT_KU(sb, " g", r->gid);
         break;
     case GR_STACK:
-        gr_sb_printf(sb, " g%" PRIu64, r->gid);
+        PUT_KU(sb, " g", r->gid);
         put_flags(sb, r->flags, stack_flags, 3);
-        put_stack(sb, t, r, ids);
+        put_stack(sb, t, r, ids, nm);
         break;
     case GR_INSTR:
-        gr_sb_printf(sb, " g%" PRIu64 " version=%" PRIu64 " frames=%" PRIu64 " stale=%" PRIu64,
-                     r->gid, r->tracing, r->parent, r->use_tracing);
+        PUT_KU(sb, " g", r->gid);
+        PUT_KU(sb, " version=", r->tracing);
+        PUT_KU(sb, " frames=", r->parent);
+        PUT_KU(sb, " stale=", r->use_tracing);
         break;
     default:
         break;
     }
+}
+
+void gr_dump_record_ids(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids)
+{
+    record_line(sb, t, r, ids, NULL);
 }
 
 const char *gr_reason_name(uint64_t reason)
@@ -208,70 +434,10 @@ const char *gr_reason_name(uint64_t reason)
     }
 }
 
-/* Decimal digits of v into the end of buf[20]; returns the first. */
-static char *digits(char *end, uint64_t v)
-{
-    do
-        *--end = (char)('0' + v % 10);
-    while (v /= 10);
-    return end;
-}
-
-/* Rendered code names by code id (gr_dump_code), for dump's event lines. */
-typedef struct names {
-    gr_sb text;           /* every name rendered so far, back to back */
-    size_t *at;           /* by code id: 1 + offset of its name, 0 not yet */
-    uint32_t *len;
-    size_t cap;
-} names;
-
-/* The line of an event record (CALL..C_EXCEPTION), as gr_dump_record
- * writes it, with the code's name from the cache. */
-static void event_line(gr_sb *sb, const gr_trace *t, const gr_record *r, names *nm)
-{
-    char num[20], *end = num + sizeof num, *p;
-    char line[128];
-    size_t n = 0;
-    const char *kind = gr_tag_name(r->tag);
-    size_t kl = strlen(kind);
-    p = digits(end, r->index);
-    for (size_t k = (size_t)(end - p); k < 6; k++)
-        line[n++] = ' ';
-    memcpy(line + n, p, (size_t)(end - p));
-    n += (size_t)(end - p);
-    line[n++] = ' ';
-    memcpy(line + n, kind, kl);
-    n += kl;
-    for (size_t k = kl; k < 11; k++)
-        line[n++] = ' ';
-    line[n++] = ' ';
-    line[n++] = 't';
-    p = digits(end, r->tid);
-    memcpy(line + n, p, (size_t)(end - p));
-    n += (size_t)(end - p);
-    line[n++] = ' ';
-    line[n++] = 'g';
-    p = digits(end, r->gid);
-    memcpy(line + n, p, (size_t)(end - p));
-    n += (size_t)(end - p);
-    line[n++] = ' ';
-    gr_sb_put(sb, line, n);
-    uint32_t code = r->code;
-    if (code >= nm->cap) {
-        size_t old = nm->cap, cap = old;
-        nm->at = gr_xgrow(nm->at, &cap, (size_t)code + 1, sizeof *nm->at);
-        nm->len = gr_xrealloc(nm->len, cap * sizeof *nm->len);
-        memset(nm->at + old, 0, (cap - old) * sizeof *nm->at);
-        nm->cap = cap;
-    }
-    if (!nm->at[code]) {
-        size_t off = nm->text.len;
-        gr_dump_code(&nm->text, t, code);
-        nm->at[code] = off + 1;
-        nm->len[code] = (uint32_t)(nm->text.len - off);
-    }
-    gr_sb_put(sb, nm->text.s + nm->at[code] - 1, nm->len[code]);
-}
+/* Bytes of text gathered before each write. */
+#define DUMP_BLOCK (256 * 1024)
+/* Records decoded per batch of a streamed trace (gr_trace_set_batch). */
+#define DUMP_BATCH 4096
 
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 {
@@ -283,9 +449,13 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
 {
     /* Streamed: the header lines need the definitions before the first
-     * record, so the first chunk that holds records is decoded first. */
+     * record, so the first chunk that holds records is decoded first
+     * (whole: its META lines are all in the header); then batches of
+     * records that stay in the cache (reader.h). */
     while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
         ;
+    if (t->streaming && !t->batch)
+        gr_trace_set_batch(t, DUMP_BATCH);
     gr_sb sb;
     gr_sb_init(&sb);
     for (size_t i = 0; i < t->nmetas; i++) {
@@ -308,30 +478,42 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
     names nm;
     memset(&nm, 0, sizeof nm);
     gr_sb_init(&nm.text);
+    memset(room(&nm.text, NAME_SLACK), 0, NAME_SLACK);
+    for (unsigned tag = 0; tag < 256; tag++) {
+        const char *kind = gr_tag_name((int)tag);
+        size_t kl = kind ? strlen(kind) : 1;
+        memset(nm.kind[tag], ' ', KIND_COL);
+        if (kl < KIND_COL)
+            memcpy(nm.kind[tag] + 1, kind ? kind : "?", kl);
+        else
+            nm.kind_long[tag] = 1;
+    }
     gr_sb_reset(&sb);
     for (;;) {
         for (size_t j = 0; j < t->nrecs; j++) {
             const gr_record *r = &t->recs[j];
             uint64_t i = r->index;
-            if (r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION)
-                event_line(&sb, t, r, &nm);
-            else
-                gr_dump_record(&sb, t, r);
+            record_line(&sb, t, r, r->depth ? gr_record_stack(t, r) : NULL, &nm);
             if (times) {
-                if (i < times->n)
-                    gr_sb_printf(&sb, " dt=%" PRIu64 "ns", times->dt[i]);
-                else
-                    gr_sb_puts(&sb, " dt=?");
+                if (i < times->n) {
+                    PUT_KU(&sb, " dt=", times->dt[i]);
+                    PUT_LIT(&sb, "ns");
+                } else {
+                    PUT_LIT(&sb, " dt=?");
+                }
                 size_t k;
                 if ((r->tag == GR_SWITCH || r->tag == GR_THROW) &&
                     gr_idmap_get(&waits, i, 0, &k)) {
                     const gr_switch_wait *w = &times->waits[k];
-                    gr_sb_printf(&sb, " wait=%" PRIu64 "ns cb=%" PRIu64 "ns%s", w->wait_ns,
-                                 w->callback_ns, w->contended ? " contended" : "");
+                    PUT_KU(&sb, " wait=", w->wait_ns);
+                    PUT_KU(&sb, "ns cb=", w->callback_ns);
+                    PUT_LIT(&sb, "ns");
+                    if (w->contended)
+                        PUT_LIT(&sb, " contended");
                 }
             }
-            gr_sb_putc(&sb, '\n');
-            if (sb.len >= 65536) { /* written in blocks */
+            put_ch(&sb, '\n');
+            if (sb.len >= DUMP_BLOCK) { /* written in large blocks */
                 fwrite(sb.s, 1, sb.len, out);
                 gr_sb_reset(&sb);
             }

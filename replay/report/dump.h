@@ -43,7 +43,9 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times);
  * is written, so memory is one chunk whatever the trace's length (the side
  * channel, when given, is loaded whole: 8 bytes per record).  Returns 0,
  * -1 if writing to out failed, or -2 if the trace turned out corrupt part
- * way (t->err; the lines before the bad chunk were written). */
+ * way (t->err; the lines before the bad chunk were written, and those of
+ * the bad chunk's records before the batch of 4096 that holds the bad one:
+ * gr_trace_set_batch). */
 int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times);
 
 #endif

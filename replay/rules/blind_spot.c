@@ -130,6 +130,7 @@ static void on_hook(ck *c, const ck_event *e, bthread *bt)
     if (bt->subject_off)
         return; /* still off: the first cause is the one named */
     bt->subject_off = 1;
+    ck_rule_kinds(c, GR_RULE_BLIND_SPOT, gr_rule_blind_spot.kinds | GR_KIND(GR_CALL));
     bt->off_index = (size_t)r->index;
     bt->off_nctx = ck_make_ctx(e->th, (size_t)r->index, bt->off_ctx);
     if (c->lines) {
@@ -246,8 +247,10 @@ static void on_record(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
     bthread *bt = bth(c, e->th_index);
-    if (bt->pending_mark)
+    if (bt->pending_mark) {
         resolve_mark(c, r, e->th, bt);
+        ck_want_next(c, e->th, GR_RULE_BLIND_SPOT, 0);
+    }
     switch (r->tag) {
     case GR_CALL:
         if (bt->subject_off) {
@@ -262,6 +265,8 @@ static void on_record(ck *c, const ck_event *e)
         break;
     case GR_MARK:
         on_mark(c, e, bt);
+        if (bt->pending_mark) /* its C_RETURN must be th's next record */
+            ck_want_next(c, e->th, GR_RULE_BLIND_SPOT, 1);
         break;
     case GR_HOOK:
         on_hook(c, e, bt);
@@ -331,6 +336,9 @@ static int pending(const ck *c, uint64_t hi)
 
 const gr_rule_ops gr_rule_blind_spot = {
     .id = GR_RULE_BLIND_SPOT,
+    /* and CALL once a profiler was turned off (on_hook), and a thread's
+     * next record after a MARK (ck_want_next) */
+    .kinds = GR_KIND(GR_SWITCH) | GR_KIND(GR_THROW) | GR_KIND(GR_MARK) | GR_KIND(GR_HOOK),
     .init = init,
     .on_record = on_record,
     .finish = finish,

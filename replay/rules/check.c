@@ -133,6 +133,11 @@ static void count_coverage(ck *c, const gr_record *r)
 
 /* ------------------------------------------------------------ engine */
 
+/* Records decoded per batch of a streamed check (gr_trace_set_batch):
+ * about 400 KB of records, which stay in the cache from the decoder to the
+ * rules. */
+#define GR_CHECK_BATCH 4096
+
 /* The rules of `check`, in the order they run on each record: within one
  * record their violations come in this order.  A new rule is one file
  * (rule.h) and one line here. */
@@ -158,6 +163,8 @@ void gr_checker_detach(gr_checker *c)
         return;
     for (size_t i = 0; i < c->nth; i++) {
         ck_thread *th = &c->th[i];
+        if (!th->nseen || th->ring[(th->nseen - 1) % CK_RING].own)
+            continue; /* no record in this batch: its ring is copied already */
         for (int k = 0; k < CK_RING && (uint64_t)k < th->nseen; k++) {
             ck_ringent *e = &th->ring[k];
             const gr_record *r = e->own ? NULL : gr_trace_record(c->t, e->idx);
@@ -175,12 +182,34 @@ void gr_checker_detach(gr_checker *c)
 
 /* One record: its thread and shadows, every rule, then the shared state. */
 /* The shadow of (th, gid), through th's cache of its last one. */
-static size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
+static size_t shadow_miss(ck *c, ck_thread **th, uint64_t gid);
+
+static inline size_t shadow_on(ck *c, ck_thread **th, uint64_t gid)
 {
     if ((*th)->last_si != SIZE_MAX && (*th)->last_gid == gid)
         return (*th)->last_si;
+    return shadow_miss(c, th, gid);
+}
+
+/* shadow_on when the thread's cache holds another greenlet. */
+static __attribute__((noinline)) size_t shadow_miss(ck *c, ck_thread **th, uint64_t gid)
+{
     size_t slot = (size_t)(*th - c->th);
-    size_t si = ck_get_shadow(c, (*th)->tid, gid);
+    uint64_t tid = (*th)->tid;
+    /* Then the direct-mapped cache by greenlet id: the live greenlets'
+     * entries lie close together (consecutive ids), where the shadow map's
+     * slots are scattered over a table that holds every greenlet ever seen
+     * (a cache miss at nearly every switch of a long trace). */
+    ck_shcache *e = &c->shcache[(gid ^ (tid << 7)) & (CK_SHCACHE - 1)];
+    size_t si;
+    if (e->si1 && e->gid == gid && e->tid == tid) {
+        si = e->si1 - 1;
+    } else {
+        si = ck_get_shadow(c, tid, gid);
+        e->tid = tid;
+        e->gid = gid;
+        e->si1 = si + 1;
+    }
     *th = &c->th[slot];
     (*th)->last_gid = gid;
     (*th)->last_si = si;
@@ -196,10 +225,11 @@ static void one_record(ck *c, const gr_record *r)
         th = ck_get_thread(c, r->tid);
         c->last_th = (size_t)(th - c->th);
     }
-    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX};
-    e.skip = th->skip_mark_return && (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) &&
-             r->code == th->skip_code;
-    th->skip_mark_return = 0;
+    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX, .th_index = c->last_th};
+    if (th->skip_mark_return) {
+        e.skip = (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) && r->code == th->skip_code;
+        th->skip_mark_return = 0;
+    }
     switch (r->tag) {
     case GR_THREAD:
     case GR_INSTR:
@@ -215,7 +245,8 @@ static void one_record(ck *c, const gr_record *r)
     }
     e.th = th;
     e.th_index = (size_t)(th - c->th);
-    if (c->prefix) /* split.h: before the range */
+    if (c->prefix) { /* split.h: before the range, every record to every
+                        rule that keeps state (its on_prefix, or on_record) */
         for (size_t k = 0; k < gr_rule_count; k++) {
             const gr_rule_ops *o = gr_rule_table[k];
             if (o->on_prefix)
@@ -223,10 +254,12 @@ static void one_record(ck *c, const gr_record *r)
             else if (o->on_record && !o->stateless)
                 o->on_record(c, &e);
         }
-    else
-        for (size_t k = 0; k < gr_rule_count; k++)
-            if (gr_rule_table[k]->on_record)
-                gr_rule_table[k]->on_record(c, &e);
+    } else {
+        /* Only the rules that want this kind (rule.h), or this thread's
+         * next record, in table order. */
+        for (uint32_t m = c->kind_rules[r->tag] | th->want_next; m; m &= m - 1)
+            gr_rule_table[__builtin_ctz(m)]->on_record(c, &e);
+    }
     ck_apply(c, &e);
     count_coverage(c, r);
     remember(th, (size_t)r->index);
@@ -350,6 +383,25 @@ void gr_check_sort(gr_check_result *res)
 
 /* ------------------------------------------------------- step by step */
 
+/* The rule of bit `bit` (c->kind_rules) looks at the kinds in `kinds`
+ * (GR_KIND bits, 0 every kind). */
+static void set_kinds(ck *c, uint32_t bit, uint64_t kinds)
+{
+    for (unsigned tag = 0; tag < 256; tag++) {
+        unsigned b = tag - GR_FIRST_INDEXED;
+        if (!kinds || (tag >= GR_FIRST_INDEXED && b < 64 && ((kinds >> b) & 1)))
+            c->kind_rules[tag] |= bit;
+        else
+            c->kind_rules[tag] &= ~bit;
+    }
+}
+
+void ck_rule_kinds(ck *c, enum gr_rule id, uint64_t kinds)
+{
+    if ((int)id >= 0 && id < GR_NRULES && c->rule_bit[id])
+        set_kinds(c, c->rule_bit[id], kinds);
+}
+
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -360,6 +412,19 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->res = res;
     gr_sb_init(&c->msg);
     c->lines = t->streaming;
+    c->shcache = calloc(CK_SHCACHE, sizeof *c->shcache);
+    if (!c->shcache)
+        c->shcache = gr_xrealloc(NULL, CK_SHCACHE * sizeof *c->shcache); /* exits */
+    /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]). */
+    for (size_t k = 0; k < gr_rule_count && k < 32; k++) {
+        const gr_rule_ops *o = gr_rule_table[k];
+        if (!o->on_record)
+            continue;
+        uint32_t bit = UINT32_C(1) << k;
+        if ((int)o->id >= 0 && o->id < GR_NRULES)
+            c->rule_bit[o->id] = bit;
+        set_kinds(c, bit, o->kinds);
+    }
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->init)
             gr_rule_table[k]->init(c);
@@ -487,6 +552,7 @@ size_t gr_checker_finish(gr_checker *c)
     free(c->fa);
     free(c->fb);
     free(c->own);
+    free(c->shcache);
     free(c);
     return res->nv;
 }
@@ -498,6 +564,10 @@ size_t gr_check_run(const gr_trace *t, gr_check_result *res)
 
 size_t gr_check_stream(gr_trace *t, gr_check_result *res)
 {
+    /* After the first chunk that holds records (decoded whole: its META
+     * definitions are seen before its first record, as before), batches of records
+     * that stay in the cache between decoding and checking (reader.h). */
+    int batch_later = t->streaming && !t->batch;
     gr_checker *c = gr_checker_new(t, res);
     for (;;) {
         gr_checker_advance(c, (size_t)gr_trace_count(t));
@@ -506,6 +576,10 @@ size_t gr_check_stream(gr_trace *t, gr_check_result *res)
         gr_checker_detach(c);
         if (gr_trace_next_chunk(t) <= 0)
             break;
+        if (batch_later && t->nrecs) {
+            gr_trace_set_batch(t, GR_CHECK_BATCH);
+            batch_later = 0;
+        }
     }
     size_t nv = gr_checker_finish(c);
     if (t->err.status) {

@@ -144,6 +144,8 @@ static int pending(const ck *c, uint64_t hi)
 
 const gr_rule_ops gr_rule_imbalance = {
     .id = GR_RULE_IMBALANCE,
+    .kinds = GR_KIND(GR_RETURN) | GR_KIND(GR_C_RETURN) | GR_KIND(GR_C_EXCEPTION) |
+             GR_KIND(GR_DEAD) | GR_KIND(GR_STACK),
     .on_record = on_record,
     .finish = finish,
     .stateless = 1, /* reads the shadows only */

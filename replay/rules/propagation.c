@@ -221,6 +221,8 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
         ps->cap_pred = n;
     }
     prediction *p = &ps->pred[ps->npred++];
+    if (ps->npred == 1) /* events can settle it from now on (on_record) */
+        ck_rule_kinds(c, GR_RULE_PROPAGATION, gr_rule_propagation.kinds | GR_KINDS_EVENTS);
     p->tid = r->tid;
     p->gid = r->gid;
     p->version = r->tracing;
@@ -397,6 +399,8 @@ static int pending(const ck *c, uint64_t hi)
 
 const gr_rule_ops gr_rule_propagation = {
     .id = GR_RULE_PROPAGATION,
+    /* and the profile events once a prediction exists (on_instr) */
+    .kinds = GR_KIND(GR_SWITCH) | GR_KIND(GR_THROW) | GR_KIND(GR_MARK) | GR_KIND(GR_INSTR),
     .init = init,
     .on_record = on_record,
     .finish = finish,

@@ -3,10 +3,10 @@
  *
  * A rule is a module over the one stream of records: the engine calls
  *   init       once, before the first record (may be NULL);
- *   on_record  for every record, after the threads and shadows the record
- *              concerns exist and before the record is applied to them
- *              (shadow.h: ck_apply), so the rule sees the state the record
- *              must agree with (may be NULL);
+ *   on_record  for every record of the kinds in `kinds`, after the threads
+ *              and shadows the record concerns exist and before the record
+ *              is applied to them (shadow.h: ck_apply), so the rule sees the
+ *              state the record must agree with (may be NULL);
  *   finish     once at the end of the trace: the verdicts that need the
  *              whole trace (what is still open), in table order (may be
  *              NULL);
@@ -29,6 +29,11 @@
  *              prediction waiting for evidence, what is open at STOP); the
  *              range's worker reads on past its end until no rule has one
  *              (may be NULL: never).
+ * `kinds` is the set of record kinds the rule looks at (GR_KIND(tag) bits;
+ * 0: every kind): the engine calls a rule only for those, which keeps the
+ * per-record cost to the rules that have something to check.  A rule that
+ * must see a thread's very next record whatever its kind (a MARK waiting
+ * for its C_RETURN) asks for it with ck_want_next (shadow.h).
  * Violations are added with ck_violate / ck_violate_lines under the rule's
  * `id`.  Within one record the rules run in table order, which is also
  * the order of their violations at that record in the report.
@@ -43,8 +48,16 @@
 
 #include "shadow.h"
 
+/* The kinds bit of record tag `tag` (GR_FIRST_INDEXED.. + 63). */
+#define GR_KIND(tag) (UINT64_C(1) << ((tag) - GR_FIRST_INDEXED))
+/* The profile events CALL, RETURN, C_CALL, C_RETURN, C_EXCEPTION. */
+#define GR_KINDS_EVENTS                                                                     \
+    (GR_KIND(GR_CALL) | GR_KIND(GR_RETURN) | GR_KIND(GR_C_CALL) | GR_KIND(GR_C_RETURN) |    \
+     GR_KIND(GR_C_EXCEPTION))
+
 typedef struct gr_rule_ops {
     enum gr_rule id;
+    uint64_t kinds;     /* record kinds on_record wants (GR_KIND bits), 0 all */
     void (*init)(ck *c);
     void (*on_record)(ck *c, const ck_event *e);
     void (*finish)(ck *c);
@@ -60,6 +73,12 @@ extern const gr_rule_ops gr_rule_propagation;
 extern const gr_rule_ops gr_rule_blind_spot;
 extern const gr_rule_ops gr_rule_imbalance;
 extern const gr_rule_ops gr_rule_callback_guard;
+
+/* Change the kinds rule `id` looks at from now on (GR_KIND bits, 0 all):
+ * a rule that needs a kind only once something happened (an open
+ * prediction, a profiler turned off) declares the smaller set and widens
+ * it then, so that the common records do not call it at all. */
+void ck_rule_kinds(ck *c, enum gr_rule id, uint64_t kinds);
 
 /* The rules of `check`, in the order they run (check.c). */
 extern const gr_rule_ops *const gr_rule_table[];

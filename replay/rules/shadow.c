@@ -47,9 +47,10 @@ int ck_find_shadow(const ck *c, uint64_t tid, uint64_t gid, size_t *si)
     return gr_idmap_get(&c->shmap, tid, gid, si);
 }
 
-static void push(ck_shadow *s, uint32_t code, int is_c)
+static inline void push(ck_shadow *s, uint32_t code, int is_c)
 {
-    s->e = gr_xgrow(s->e, &s->cap, s->n + 1, sizeof *s->e);
+    if (s->n == s->cap)
+        s->e = gr_xgrow(s->e, &s->cap, s->n + 1, sizeof *s->e);
     s->e[s->n++] = (ck_entry){.code = code, .is_c = (uint8_t)is_c};
 }
 

@@ -84,6 +84,9 @@ typedef struct ck_thread {
     uint64_t last_gid;      /* the last greenlet with a record on this
                                thread, and its shadow (a cache) */
     size_t last_si;         /* SIZE_MAX: none */
+    uint32_t want_next;     /* rules (bits of rule_bit) that see this
+                               thread's next record whatever its kind
+                               (ck_want_next) */
 } ck_thread;
 
 /* What the engine hands each rule for one record. */
@@ -100,6 +103,16 @@ typedef struct ck_event {
 } ck_event;
 
 typedef struct gr_checker ck;
+
+/* An entry of the engine's cache of shadow indices (check.c, shadow_on):
+ * (tid, gid) -> si1 - 1; si1 0 is an empty entry.  A shadow's index never
+ * changes; code that frees or moves shadows must clear this cache (and
+ * every thread's last_si). */
+typedef struct ck_shcache {
+    uint64_t tid, gid;
+    size_t si1;
+} ck_shcache;
+#define CK_SHCACHE 4096 /* entries, a power of two: 96 KB */
 
 struct gr_checker {
     const gr_trace *t;
@@ -134,7 +147,21 @@ struct gr_checker {
                                marked stateless are not run */
     int no_end;             /* split.h: stopped before the end of the trace:
                                no end-of-trace verdicts, notes or warnings */
+    uint32_t kind_rules[256]; /* by record tag: the rules (bit k: gr_rule_table[k])
+                                 whose on_record wants that kind (rule.h) */
+    uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */
+    ck_shcache *shcache;    /* [CK_SHCACHE] by (gid ^ tid << 7) mod size */
 };
+
+/* Whether rule `id` sees the next record of thread th whatever its kind
+ * (on: 1), or only the kinds it declared (on: 0), rule.h. */
+static inline void ck_want_next(ck *c, ck_thread *th, enum gr_rule id, int on)
+{
+    if (on)
+        th->want_next |= c->rule_bit[id];
+    else
+        th->want_next &= ~c->rule_bit[id];
+}
 
 /* ---- threads and shadows ---------------------------------------------- */
 

@@ -7,15 +7,22 @@
 
 #include <inttypes.h>
 
-/* A record attributed to a dead greenlet. */
-static void check_alive(ck *c, const gr_record *r, const ck_thread *th, size_t si, uint64_t gid)
+/* Report record r, attributed to g`gid` whose shadow s is dead. */
+static void dead_record(ck *c, const gr_record *r, const ck_thread *th, const ck_shadow *s,
+                        uint64_t gid)
 {
-    const ck_shadow *s = &c->sh[si];
-    if (!s->dead)
-        return;
     gr_sb_printf(&c->msg, "%s record for g%" PRIu64 " after its DEAD at event %" PRIu64,
                  ck_kind_name(r), gid, s->dead_index);
     ck_violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, gid);
+}
+
+/* A record attributed to a dead greenlet. */
+static inline void check_alive(ck *c, const gr_record *r, const ck_thread *th, size_t si,
+                               uint64_t gid)
+{
+    const ck_shadow *s = &c->sh[si];
+    if (s->dead)
+        dead_record(c, r, th, s, gid);
 }
 
 /* A CALL/RETURN/C_ * /MARK must come from the running greenlet. */
@@ -76,6 +83,9 @@ static void on_record(ck *c, const ck_event *e)
 
 const gr_rule_ops gr_rule_switch_consistency = {
     .id = GR_RULE_SWITCH_CONSISTENCY,
+    .kinds = GR_KINDS_EVENTS | GR_KIND(GR_MARK) | GR_KIND(GR_GREENLET) | GR_KIND(GR_DEAD) |
+             GR_KIND(GR_START) | GR_KIND(GR_STOP) | GR_KIND(GR_STACK) | GR_KIND(GR_SWITCH) |
+             GR_KIND(GR_THROW),
     .on_record = on_record,
     .stateless = 1, /* reads the shadows and running greenlets only */
 };

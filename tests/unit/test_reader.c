@@ -637,10 +637,11 @@ static void test_truncated_everywhere(void **state)
     free(d);
 }
 
-/* Stream d[0..n) from a file and compare with gr_trace_parse of the same
+/* Stream d[0..n) from a file, in batches of `batch` records (0: whole
+ * chunks; gr_trace_set_batch), and compare with gr_trace_parse of the same
  * bytes: status, message, records (tag, index, offset, fields, stack),
  * definitions, trailer and truncation. */
-static void stream_equals_parse(const uint8_t *d, size_t n)
+static void stream_equals_parse_batch(const uint8_t *d, size_t n, size_t batch)
 {
     char path[] = "/tmp/gr-unit-stream-XXXXXX";
     int fd = mkstemp(path);
@@ -650,17 +651,23 @@ static void stream_equals_parse(const uint8_t *d, size_t n)
     gr_trace want, got;
     int rw = gr_trace_parse(&want, path, d, n);
     int rg = gr_trace_open(&got, path);
+    gr_trace_set_batch(&got, batch);
     uint64_t seen = 0;
     if (rg == GR_READ_OK) {
         int k;
         while ((k = gr_trace_next_chunk(&got)) > 0) {
             assert_true(got.first == seen);
+            assert_true(batch == 0 || got.nrecs <= batch);
             for (size_t i = 0; i < got.nrecs; i++, seen++) {
                 const gr_record *a = &want.recs[seen], *b = &got.recs[i];
                 assert_true(seen < want.nrecs);
                 assert_true(a->index == b->index && a->offset == b->offset);
                 assert_int_equal(a->tag, b->tag);
                 assert_true(a->tid == b->tid && a->gid == b->gid && a->code == b->code);
+                assert_true(a->target == b->target && a->parent == b->parent &&
+                            a->flags == b->flags && a->tracing == b->tracing &&
+                            a->use_tracing == b->use_tracing && a->label == b->label &&
+                            a->len == b->len);
                 assert_int_equal(a->depth, b->depth);
                 for (uint32_t j = 0; j < a->depth; j++)
                     assert_int_equal(gr_record_stack(&want, a)[j], gr_record_stack(&got, b)[j]);
@@ -687,6 +694,15 @@ static void stream_equals_parse(const uint8_t *d, size_t n)
     gr_trace_free(&want);
     gr_trace_free(&got);
     unlink(path);
+}
+
+/* Same, in whole chunks and in batches of 1 and 3 records (a batch ends
+ * inside chunks, between definitions and records). */
+static void stream_equals_parse(const uint8_t *d, size_t n)
+{
+    stream_equals_parse_batch(d, n, 0);
+    stream_equals_parse_batch(d, n, 1);
+    stream_equals_parse_batch(d, n, 3);
 }
 
 /* The streamed reader (gr_trace_open, one chunk at a time) decodes exactly
