@@ -112,6 +112,12 @@ typedef struct gr_recorder {
 
     uint32_t nthreads, ngreenlets, nstrings, ncodes;
     gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
+    PyCodeObject *last_co;  /* one-entry cache in front of `codes` for the
+                               profile function's CALL/RETURN: the code
+                               object of the last lookup (kept alive by
+                               `keep`, so its address is not reused while
+                               recording) ... */
+    uint32_t last_co_id;    /* ... and its code id */
     gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
     gr_ptrmap weakrefs;     /* weakref address -> gid */
     PyObject *strings;      /* dict str -> id (definitions) */
@@ -188,6 +194,21 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
     return id ? id : gr_code_id_slow(r, co);
 }
 
+/* gr_code_id through the one-entry cache (the profile function's hot
+ * path: a CALL and its RETURN, or a loop calling one function, look up
+ * the same code object in a row). */
+static inline uint32_t gr_code_id_cached(gr_recorder *r, PyCodeObject *co)
+{
+    if (co == r->last_co)
+        return r->last_co_id;
+    uint32_t id = gr_code_id(r, co);
+    if (id) {
+        r->last_co = co;
+        r->last_co_id = id;
+    }
+    return id;
+}
+
 /* Code id of a C callable (the `arg` of c_call/c_return/c_exception),
  * defining it on first sight.  0 on failure. */
 uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn);
@@ -255,7 +276,7 @@ static inline void gr_count_record(gr_recorder *r)
 }
 
 /* Hot path: indexed record of three varints (CALL, RETURN, C_*). */
-static inline void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
+static inline __attribute__((always_inline)) void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
 {
     if (gr_writer_event(r->w, tag, a, b, (uint32_t)c) == 0) /* compact: FORMAT §4.1 */
         gr_count_record(r);
