@@ -156,6 +156,10 @@ typedef struct gr_recorder {
                                mode); 0: passive, the default */
     PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
                                or NULL (then r->getcurrent is called) */
+    PyObject *(*gl_parent)(PyObject *); /* greenlet C API
+                               PyGreenlet_GetParent (greenlet 2.0+: entry
+                               11 of the table), or NULL (then the `parent`
+                               attribute is read): gr_greenlet_parent */
     int witness_ok;         /* greenlet changes gr_switch_witness on every
                                switch (0.4.15+): an event whose thread's
                                witness did not change skips asking greenlet
@@ -355,6 +359,14 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
 /* The running greenlet of the calling thread, new reference, or NULL
  * (greenlet missing; no error set). */
 PyObject *gr_current_greenlet(gr_recorder *r);
+
+/* The parent of greenlet g (a greenlet; borrowed): new reference, None
+ * for a main greenlet, or NULL with an error set.  Through greenlet's C
+ * API where it has PyGreenlet_GetParent (2.0+; it returns NULL without an
+ * error for "no parent"): the switch path's cheapest way (about 150
+ * instructions less than the attribute, tests/bench/instr_cost.sh), and
+ * the real parent even where a subclass overrides the attribute. */
+PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
 
 /* Passive detection at a profile event of thread t (slow path of
  * gr_switch_check): asks greenlet which greenlet runs and, if it is not

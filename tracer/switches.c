@@ -39,6 +39,16 @@ PyObject *gr_current_greenlet(gr_recorder *r)
     return g;
 }
 
+PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
+{
+    if (!r->gl_parent)
+        return PyObject_GetAttr(g, r->str_parent);
+    PyObject *p = r->gl_parent(g);
+    if (!p && !PyErr_Occurred())
+        p = Py_NewRef(Py_None);
+    return p;
+}
+
 void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
     PyObject *g = gr_current_greenlet(r);
@@ -118,7 +128,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
          * seed.  A greenlet created while recording starts empty, so
          * every frame it has now should have been reported. */
         int pre = gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0) != 0;
-        PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+        PyObject *parent = gr_greenlet_parent(r, g);
         int is_main = parent == Py_None;
         if (!parent)
             gr_swallow(r);
@@ -134,7 +144,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         GR_EXC_RESTORE(saved);
         return;
     }
-    PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+    PyObject *parent = gr_greenlet_parent(r, g);
     uint32_t pg = 0;
     if (parent) {
         pg = gr_greenlet_id(r, t, parent);
