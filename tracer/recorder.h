@@ -117,7 +117,9 @@ typedef struct gr_recorder {
                                object of the last lookup (kept alive by
                                `keep`, so its address is not reused while
                                recording) ... */
-    uint32_t last_co_id;    /* ... and its code id */
+    uint32_t last_co_id;    /* ... its code id ... */
+    uint32_t last_co_slot;  /* ... and that id's code cache slot (FORMAT
+                               §4.1: id % GR_CODE_SLOTS) */
     gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
     gr_ptrmap weakrefs;     /* weakref address -> gid */
     PyObject *strings;      /* dict str -> id (definitions) */
@@ -200,15 +202,19 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
 
 /* gr_code_id through the one-entry cache (the profile function's hot
  * path: a CALL and its RETURN, or a loop calling one function, look up
- * the same code object in a row). */
-static inline uint32_t gr_code_id_cached(gr_recorder *r, PyCodeObject *co)
+ * the same code object in a row).  *slot: the id's code cache slot. */
+static inline uint32_t gr_code_id_cached(gr_recorder *r, PyCodeObject *co, unsigned *slot)
 {
-    if (co == r->last_co)
+    if (co == r->last_co) {
+        *slot = r->last_co_slot;
         return r->last_co_id;
+    }
     uint32_t id = gr_code_id(r, co);
+    *slot = id % GR_CODE_SLOTS;
     if (id) {
         r->last_co = co;
         r->last_co_id = id;
+        r->last_co_slot = *slot;
     }
     return id;
 }
@@ -283,6 +289,14 @@ static inline void gr_count_record(gr_recorder *r)
 static inline __attribute__((always_inline)) void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
 {
     if (gr_writer_event(r->w, tag, a, b, (uint32_t)c) == 0) /* compact: FORMAT §4.1 */
+        gr_count_record(r);
+}
+
+/* gr_emit3 with the code's cache slot given (slot == c % GR_CODE_SLOTS). */
+static inline __attribute__((always_inline)) void gr_emit3_slot(gr_recorder *r, int tag, uint64_t a, uint64_t b,
+                                                                uint32_t c, unsigned slot)
+{
+    if (gr_writer_event_slot(r->w, tag, a, b, c, slot) == 0)
         gr_count_record(r);
 }
 
@@ -383,8 +397,10 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
 static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
     uint64_t v = gr_switch_witness(PyThreadState_GET());
-    if (v != t->witness || !r->witness_ok) {
-        t->witness = v;
+    /* Without a trusted witness (witness_ok 0), t->witness stays
+     * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
+    if (v != t->witness) {
+        t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
         gr_switch_check_slow(r, t, frame, what);
     }
 }

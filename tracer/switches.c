@@ -72,6 +72,9 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
         gr_switch_witness(PyThreadState_GET()) == t->witness) {
         r->witness_ok = 0;
         r->errors++;
+        /* Every thread asks greenlet at its next event from now on. */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
+            ((gr_thread *)PyList_GET_ITEM(r->threads, i))->witness = GR_WITNESS_UNKNOWN;
     }
 }
 

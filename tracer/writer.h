@@ -135,6 +135,19 @@ static inline __attribute__((always_inline)) int gr_writer_event(gr_writer *w, i
     return 0;
 }
 
+/* gr_writer_event with the code's cache slot given (code % GR_CODE_SLOTS). */
+static inline __attribute__((always_inline)) int gr_writer_event_slot(gr_writer *w, int tag, uint64_t tid,
+                                                                      uint64_t gid, uint32_t code, unsigned slot)
+{
+    uint8_t *p = gr_writer_reserve(w, 1 + 3 * GR_VARINT_MAX);
+    if (!p) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    gr_writer_commit(w, gr_enc_event_slot(&w->ctx, p, tag, tid, gid, code, slot));
+    return 0;
+}
+
 /* Encode the tag and the n varint fields of a record at p (reserved in w):
  * SWITCH/THROW (n = 7: tid, origin, target, parent, state, tracing,
  * use_tracing) in their shortest form for the current chunk (§4.1), any
