@@ -477,8 +477,7 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     if (what <= PyTrace_RETURN) {
         code = gr_code_id_cached(r, gr_frame_code(frame), &slot);
     } else {
-        code = gr_cfunc_id(r, arg);
-        slot = code % GR_CODE_SLOTS;
+        code = gr_cfunc_id_cached(r, arg, &slot);
     }
     if (r->greenlet_mod)
         gr_switch_check(r, t, frame, what);

@@ -120,6 +120,12 @@ typedef struct gr_recorder {
     uint32_t last_co_id;    /* ... its code id ... */
     uint32_t last_co_slot;  /* ... and that id's code cache slot (FORMAT
                                §4.1: id % GR_CODE_SLOTS) */
+    PyMethodDef *last_ml;   /* one-entry cache in front of `codes` for
+                               C_* events of a builtin function or method:
+                               its PyMethodDef ... */
+    PyTypeObject *last_self_type; /* ... the type of its `self` (NULL
+                               none): with m_ml, what decides its key ... */
+    uint32_t last_cf_id, last_cf_slot; /* ... its code id and cache slot */
     gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
     gr_ptrmap weakrefs;     /* weakref address -> gid */
     PyObject *strings;      /* dict str -> id (definitions) */
@@ -246,6 +252,38 @@ static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
     gr_cfunc_key(fn, &a, &b);
     uint32_t id = gr_ptrmap_get(&r->codes, a, b);
     return id ? id : gr_cfunc_id_slow(r, fn);
+}
+
+/* gr_cfunc_id through a one-entry cache (the profile function's hot path;
+ * the c_call and c_return of one call, or a loop calling one builtin, look
+ * up the same function in a row).  A builtin function's key in r->codes
+ * (gr_cfunc_key) is decided by its PyMethodDef and the type of its self,
+ * so those two are compared, without the module test of gr_cfunc_key (a
+ * subtype check for every self that is not a module).  *slot: the id's
+ * code cache slot. */
+static inline uint32_t gr_cfunc_id_cached(gr_recorder *r, PyObject *fn, unsigned *slot)
+{
+    uint32_t id;
+    if (Py_IS_TYPE(fn, &PyCFunction_Type)) {
+        PyCFunctionObject *f = (PyCFunctionObject *)fn;
+        PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
+        if (f->m_ml == r->last_ml && st == r->last_self_type) {
+            *slot = r->last_cf_slot;
+            return r->last_cf_id;
+        }
+        id = gr_cfunc_id(r, fn);
+        *slot = id % GR_CODE_SLOTS;
+        if (id) {
+            r->last_ml = f->m_ml;
+            r->last_self_type = st;
+            r->last_cf_id = id;
+            r->last_cf_slot = *slot;
+        }
+        return id;
+    }
+    id = gr_cfunc_id(r, fn);
+    *slot = id % GR_CODE_SLOTS;
+    return id;
 }
 
 /* String id of a UTF-8 string, defining it on first sight.  0 on failure. */
