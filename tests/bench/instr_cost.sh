@@ -11,7 +11,7 @@
 # per switch, each against the empty C profile function) with the goals of
 # issues 8 and 11.  The callgrind files of the larger size are kept in
 # BUILD/bench/instr/WORKLOAD-MODE.out for callgrind_annotate.  Takes about
-# a minute (valgrind runs Python about 50 times slower).  Needs valgrind.
+# 5 minutes (valgrind runs Python about 50 times slower).  Needs valgrind.
 # Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
 set -euo pipefail
 PY=/usr/bin/python3
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
         --python) PY=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "instr_cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
