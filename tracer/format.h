@@ -198,11 +198,20 @@ static inline int gr_get_varint(const uint8_t **p, const uint8_t *end, uint64_t 
  * greenlet gid, code id `code` at p in its shortest form for context c,
  * and update c.  Writes at most 1 + 3 * GR_VARINT_MAX bytes, never more
  * than the full form; returns the byte after the record. */
+static inline uint8_t *gr_enc_event_slot(gr_chunk_ctx *c, uint8_t *p, int tag, uint64_t tid,
+                                         uint64_t gid, uint32_t code, unsigned slot);
 static inline uint8_t *gr_enc_event(gr_chunk_ctx *c, uint8_t *p, int tag, uint64_t tid,
                                     uint64_t gid, uint32_t code)
 {
+    return gr_enc_event_slot(c, p, tag, tid, gid, code, code % GR_CODE_SLOTS);
+}
+
+/* gr_enc_event with the code's cache slot given (slot == code %
+ * GR_CODE_SLOTS, computed once per code id by the recorder's hot path). */
+static inline uint8_t *gr_enc_event_slot(gr_chunk_ctx *c, uint8_t *p, int tag, uint64_t tid,
+                                         uint64_t gid, uint32_t code, unsigned slot)
+{
     unsigned k = (unsigned)(tag - GR_CALL);
-    unsigned slot = code % GR_CODE_SLOTS;
     if (tid == c->tid && gid == c->gid) {
         if (c->code[slot] == code && k < 4 && code) {
             *p++ = (uint8_t)(GR_CACHED_BASE + k * GR_CODE_SLOTS + slot);

@@ -16,8 +16,13 @@
  * (a new recording, or a sweep that dropped ended threads, changes it). */
 /* initial-exec: a plain load from the thread pointer on the hot path
  * instead of a call to __tls_get_addr (the extension is a shared object). */
-static _Thread_local gr_thread *tls_thread __attribute__((tls_model("initial-exec")));
-static _Thread_local uint64_t tls_gen __attribute__((tls_model("initial-exec")));
+/* One struct: one thread-pointer offset to load on the hot path. */
+static _Thread_local struct {
+    gr_thread *thread;
+    uint64_t gen;
+} tls __attribute__((tls_model("initial-exec")));
+#define tls_thread (tls.thread)
+#define tls_gen (tls.gen)
 
 /* ---- gr_thread object ------------------------------------------------ */
 
@@ -338,7 +343,8 @@ gr_thread *gr_thread_current(gr_recorder *r)
  * NULL (no new one: a thread the recorder never reached stays unknown). */
 static inline gr_thread *thread_known(gr_recorder *r)
 {
-    if (tls_thread && tls_gen == r->tls_key)
+    /* tls_gen is set only with tls_thread, and r->tls_key is never 0. */
+    if (tls_gen == r->tls_key)
         return tls_thread;
     gr_thread *t = tls_after_sweep(r);
     if (t)
@@ -372,8 +378,9 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
     GR_EXC_RESTORE(saved);
 }
 
-/* Record one profile event of thread t. */
-static void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
+/* Record one profile event of thread t: the general path (first event of
+ * a thread, a thread whose greenlet is not known yet; gr_profile_chain). */
+static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (!t->tid)
         profile_first_sight(r, t, frame, what, arg);
@@ -450,21 +457,69 @@ static inline int c_pop(gr_recorder *r, gr_thread *t)
     return passed;
 }
 
+/* Record tag of each profile event kind (PyTrace_*: CALL 0, RETURN 3,
+ * C_CALL 4, C_EXCEPTION 5, C_RETURN 6); 0 for kinds a profile function
+ * is not given. */
+static const uint8_t tag_of_what[8] = {GR_CALL, 0, 0, GR_RETURN, GR_C_CALL, GR_C_EXCEPTION, GR_C_RETURN, 0};
+
+/* Tags after which the greenlet may have finished (bit per tag). */
+#define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
+
+/* The hot path: an event of a thread already seen whose running greenlet
+ * is known, with no program profile function chained anywhere.  The same
+ * records as record_event, with its branches laid out for this case: the
+ * tag from a table, the code id through a one-entry cache, no C-call
+ * bookkeeping, the record inline.  Measured with
+ * tests/bench/instr_cost.sh (docs/PERFORMANCE.md). */
+static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
+                                                              int what, int tag, PyObject *arg)
+{
+    uint32_t code;
+    unsigned slot;
+    if (what <= PyTrace_RETURN) {
+        code = gr_code_id_cached(r, gr_frame_code(frame), &slot);
+    } else {
+        code = gr_cfunc_id_cached(r, arg, &slot);
+    }
+    if (r->greenlet_mod)
+        gr_switch_check(r, t, frame, what);
+    /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
+    t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
+    if (tag >= GR_C_CALL)
+        t->last_c_call = tag == GR_C_CALL ? code : 0;
+    gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
+}
+
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
         return 0;
     gr_thread *t = thread_known(r);
-    if (t) {
-        record_event(r, t, frame, what, arg);
-        /* Before any program function was chained every bit is 0, which
-         * is what an empty stack pops: no bookkeeping needed until then. */
-        if (r->any_chain && what == PyTrace_C_CALL)
-            c_push(r, t, 0);
-        else if (r->any_chain && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION))
-            c_pop(r, t);
+    if (!t)
+        return 0;
+    if (__builtin_expect(t->tid && !t->gl_pending, 1)) {
+        /* A profile function is only given CALL, RETURN and C_* events. */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (__builtin_expect(tag != 0, 1))
+            record_fast(r, t, frame, what, tag, arg);
+        /* C-call bookkeeping once a program's function was chained
+         * (as below). */
+        if (__builtin_expect(r->any_chain, 0) && tag >= GR_C_CALL) {
+            if (tag == GR_C_CALL)
+                c_push(r, t, 0);
+            else
+                c_pop(r, t);
+        }
+        return 0;
     }
+    record_event(r, t, frame, what, arg);
+    /* Before any program function was chained every bit is 0, which
+     * is what an empty stack pops: no bookkeeping needed until then. */
+    if (r->any_chain && what == PyTrace_C_CALL)
+        c_push(r, t, 0);
+    else if (r->any_chain && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION))
+        c_pop(r, t);
     return 0;
 }
 

@@ -126,6 +126,10 @@ static void import_greenlet(gr_recorder *r)
     int a = 0, b = 0, c = 0;
     if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2)
         r->witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
+    /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
+     * entries before). */
+    if (api && a >= 2)
+        r->gl_parent = (PyObject * (*)(PyObject *)) api[11];
     Py_XDECREF(ver);
     PyErr_Clear();
 }

@@ -490,7 +490,7 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
     /* The parent gets its gid now but its GREENLET record after this one,
      * so that the record after THREAD is the running greenlet's
      * (docs/FORMAT.md §4). */
-    PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+    PyObject *parent = gr_greenlet_parent(r, g);
     uint32_t pgid = 0;
     int define_parent = 0;
     if (!parent) {

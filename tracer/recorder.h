@@ -112,6 +112,20 @@ typedef struct gr_recorder {
 
     uint32_t nthreads, ngreenlets, nstrings, ncodes;
     gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
+    PyCodeObject *last_co;  /* one-entry cache in front of `codes` for the
+                               profile function's CALL/RETURN: the code
+                               object of the last lookup (kept alive by
+                               `keep`, so its address is not reused while
+                               recording) ... */
+    uint32_t last_co_id;    /* ... its code id ... */
+    uint32_t last_co_slot;  /* ... and that id's code cache slot (FORMAT
+                               §4.1: id % GR_CODE_SLOTS) */
+    PyMethodDef *last_ml;   /* one-entry cache in front of `codes` for
+                               C_* events of a builtin function or method:
+                               its PyMethodDef ... */
+    PyTypeObject *last_self_type; /* ... the type of its `self` (NULL
+                               none): with m_ml, what decides its key ... */
+    uint32_t last_cf_id, last_cf_slot; /* ... its code id and cache slot */
     gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
     gr_ptrmap weakrefs;     /* weakref address -> gid */
     PyObject *strings;      /* dict str -> id (definitions) */
@@ -150,6 +164,10 @@ typedef struct gr_recorder {
                                mode); 0: passive, the default */
     PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
                                or NULL (then r->getcurrent is called) */
+    PyObject *(*gl_parent)(PyObject *); /* greenlet C API
+                               PyGreenlet_GetParent (greenlet 2.0+: entry
+                               11 of the table), or NULL (then the `parent`
+                               attribute is read): gr_greenlet_parent */
     int witness_ok;         /* greenlet changes gr_switch_witness on every
                                switch (0.4.15+): an event whose thread's
                                witness did not change skips asking greenlet
@@ -188,6 +206,25 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
     return id ? id : gr_code_id_slow(r, co);
 }
 
+/* gr_code_id through the one-entry cache (the profile function's hot
+ * path: a CALL and its RETURN, or a loop calling one function, look up
+ * the same code object in a row).  *slot: the id's code cache slot. */
+static inline uint32_t gr_code_id_cached(gr_recorder *r, PyCodeObject *co, unsigned *slot)
+{
+    if (co == r->last_co) {
+        *slot = r->last_co_slot;
+        return r->last_co_id;
+    }
+    uint32_t id = gr_code_id(r, co);
+    *slot = id % GR_CODE_SLOTS;
+    if (id) {
+        r->last_co = co;
+        r->last_co_id = id;
+        r->last_co_slot = *slot;
+    }
+    return id;
+}
+
 /* Code id of a C callable (the `arg` of c_call/c_return/c_exception),
  * defining it on first sight.  0 on failure. */
 uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn);
@@ -215,6 +252,38 @@ static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
     gr_cfunc_key(fn, &a, &b);
     uint32_t id = gr_ptrmap_get(&r->codes, a, b);
     return id ? id : gr_cfunc_id_slow(r, fn);
+}
+
+/* gr_cfunc_id through a one-entry cache (the profile function's hot path;
+ * the c_call and c_return of one call, or a loop calling one builtin, look
+ * up the same function in a row).  A builtin function's key in r->codes
+ * (gr_cfunc_key) is decided by its PyMethodDef and the type of its self,
+ * so those two are compared, without the module test of gr_cfunc_key (a
+ * subtype check for every self that is not a module).  *slot: the id's
+ * code cache slot. */
+static inline uint32_t gr_cfunc_id_cached(gr_recorder *r, PyObject *fn, unsigned *slot)
+{
+    uint32_t id;
+    if (Py_IS_TYPE(fn, &PyCFunction_Type)) {
+        PyCFunctionObject *f = (PyCFunctionObject *)fn;
+        PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
+        if (f->m_ml == r->last_ml && st == r->last_self_type) {
+            *slot = r->last_cf_slot;
+            return r->last_cf_id;
+        }
+        id = gr_cfunc_id(r, fn);
+        *slot = id % GR_CODE_SLOTS;
+        if (id) {
+            r->last_ml = f->m_ml;
+            r->last_self_type = st;
+            r->last_cf_id = id;
+            r->last_cf_slot = *slot;
+        }
+        return id;
+    }
+    id = gr_cfunc_id(r, fn);
+    *slot = id % GR_CODE_SLOTS;
+    return id;
 }
 
 /* String id of a UTF-8 string, defining it on first sight.  0 on failure. */
@@ -255,9 +324,17 @@ static inline void gr_count_record(gr_recorder *r)
 }
 
 /* Hot path: indexed record of three varints (CALL, RETURN, C_*). */
-static inline void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
+static inline __attribute__((always_inline)) void gr_emit3(gr_recorder *r, int tag, uint64_t a, uint64_t b, uint64_t c)
 {
     if (gr_writer_event(r->w, tag, a, b, (uint32_t)c) == 0) /* compact: FORMAT §4.1 */
+        gr_count_record(r);
+}
+
+/* gr_emit3 with the code's cache slot given (slot == c % GR_CODE_SLOTS). */
+static inline __attribute__((always_inline)) void gr_emit3_slot(gr_recorder *r, int tag, uint64_t a, uint64_t b,
+                                                                uint32_t c, unsigned slot)
+{
+    if (gr_writer_event_slot(r->w, tag, a, b, c, slot) == 0)
         gr_count_record(r);
 }
 
@@ -335,6 +412,14 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
  * (greenlet missing; no error set). */
 PyObject *gr_current_greenlet(gr_recorder *r);
 
+/* The parent of greenlet g (a greenlet; borrowed): new reference, None
+ * for a main greenlet, or NULL with an error set.  Through greenlet's C
+ * API where it has PyGreenlet_GetParent (2.0+; it returns NULL without an
+ * error for "no parent"): the switch path's cheapest way (about 150
+ * instructions less than the attribute, tests/bench/instr_cost.sh), and
+ * the real parent even where a subclass overrides the attribute. */
+PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
+
 /* Passive detection at a profile event of thread t (slow path of
  * gr_switch_check): asks greenlet which greenlet runs and, if it is not
  * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
@@ -350,8 +435,10 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
 static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
     uint64_t v = gr_switch_witness(PyThreadState_GET());
-    if (v != t->witness || !r->witness_ok) {
-        t->witness = v;
+    /* Without a trusted witness (witness_ok 0), t->witness stays
+     * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
+    if (v != t->witness) {
+        t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
         gr_switch_check_slow(r, t, frame, what);
     }
 }

@@ -39,6 +39,16 @@ PyObject *gr_current_greenlet(gr_recorder *r)
     return g;
 }
 
+PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
+{
+    if (!r->gl_parent)
+        return PyObject_GetAttr(g, r->str_parent);
+    PyObject *p = r->gl_parent(g);
+    if (!p && !PyErr_Occurred())
+        p = Py_NewRef(Py_None);
+    return p;
+}
+
 void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
     PyObject *g = gr_current_greenlet(r);
@@ -62,6 +72,9 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
         gr_switch_witness(PyThreadState_GET()) == t->witness) {
         r->witness_ok = 0;
         r->errors++;
+        /* Every thread asks greenlet at its next event from now on. */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
+            ((gr_thread *)PyList_GET_ITEM(r->threads, i))->witness = GR_WITNESS_UNKNOWN;
     }
 }
 
@@ -120,7 +133,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
          * seed.  A greenlet created while recording starts empty, so
          * every frame it has now should have been reported. */
         int pre = gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0) != 0;
-        PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+        PyObject *parent = gr_greenlet_parent(r, g);
         int is_main = parent == Py_None;
         if (!parent)
             gr_swallow(r);
@@ -136,7 +149,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         GR_EXC_RESTORE(saved);
         return;
     }
-    PyObject *parent = PyObject_GetAttr(g, r->str_parent);
+    PyObject *parent = gr_greenlet_parent(r, g);
     uint32_t pg = 0;
     if (parent) {
         pg = gr_greenlet_id(r, t, parent);

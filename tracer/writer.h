@@ -95,7 +95,7 @@ uint8_t *gr_writer_reserve_slow(gr_writer *w, size_t n);
  * too large or the writer is blocked (error, size cap); the caller then
  * drops the record and calls gr_writer_drop().  The memory belongs to the
  * writer. */
-static inline uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
+static inline __attribute__((always_inline)) uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
 {
     if (!w->blocked && w->cap - w->len >= n)
         return w->buf + GR_CHUNK_HEADER_LEN + w->len;
@@ -123,7 +123,7 @@ static inline void gr_writer_drop(gr_writer *w) { w->dropped++; }
  * (docs/FORMAT.md §4.1: one byte when tid and gid are the chunk's context
  * and the code is in its cache).  The hot path of the recorder.  Returns
  * 0, or -1 if the record was dropped (and counted in w->dropped). */
-static inline int gr_writer_event(gr_writer *w, int tag, uint64_t tid, uint64_t gid, uint32_t code)
+static inline __attribute__((always_inline)) int gr_writer_event(gr_writer *w, int tag, uint64_t tid, uint64_t gid, uint32_t code)
 {
     /* Reserve first: a flush here starts a new chunk with a fresh context. */
     uint8_t *p = gr_writer_reserve(w, 1 + 3 * GR_VARINT_MAX);
@@ -132,6 +132,19 @@ static inline int gr_writer_event(gr_writer *w, int tag, uint64_t tid, uint64_t 
         return -1;
     }
     gr_writer_commit(w, gr_enc_event(&w->ctx, p, tag, tid, gid, code));
+    return 0;
+}
+
+/* gr_writer_event with the code's cache slot given (code % GR_CODE_SLOTS). */
+static inline __attribute__((always_inline)) int gr_writer_event_slot(gr_writer *w, int tag, uint64_t tid,
+                                                                      uint64_t gid, uint32_t code, unsigned slot)
+{
+    uint8_t *p = gr_writer_reserve(w, 1 + 3 * GR_VARINT_MAX);
+    if (!p) {
+        gr_writer_drop(w);
+        return -1;
+    }
+    gr_writer_commit(w, gr_enc_event_slot(&w->ctx, p, tag, tid, gid, code, slot));
     return 0;
 }
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive callback"]
+#
+# Instruction counts of the recorder's hot paths, independent of the
+# machine's load: each workload of tests/bench/instr_one.py runs under
+# `valgrind --tool=callgrind` at two sizes, and the difference of the
+# process's user-space instructions between them, divided by the difference
+# of work (profile events, or switches), is the cost per unit (start-up,
+# imports, start()/stop() and first sight of each code object cancel out).
+# Prints two tables (instructions per profile event over no profiler, and
+# per switch, each against the empty C profile function) with the goals of
+# issues 8 and 11.  The callgrind files of the larger size are kept in
+# BUILD/bench/instr/WORKLOAD-MODE.out for callgrind_annotate.  Takes about
+# 5 minutes (valgrind runs Python about 50 times slower).  Needs valgrind.
+# Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
+set -euo pipefail
+PY=/usr/bin/python3
+only="profile switch"
+modes="none empty passive callback"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --python) PY=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        --modes) modes=$2; shift 2 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "instr_cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=${BUILD:-$top/build}
+out=$build/bench/instr
+mkdir -p "$out"
+inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$build/bench/emptyprof$suffix" "$here/emptyprof.c"
+export PYTHONPATH="$build/bench:$build/python"
+
+# instructions WORKLOAD MODE N: total user-space instructions of one run.
+instructions() {
+    local f="$out/$1-$2-$3.out"
+    valgrind --tool=callgrind --callgrind-out-file="$f" "$PY" "$here/instr_one.py" \
+        --workload "$1" --mode "$2" --n "$3" --out "$out/trace.grt" >"$out/stdout" 2>"$out/stderr" ||
+        { echo "instr_cost.sh: callgrind run $1 $2 $3 failed:" >&2; tail -3 "$out/stderr" >&2; exit 1; }
+    awk '/^(summary|totals):/ {print $2; exit}' "$f"
+}
+
+# table WORKLOAD N1 N2 UNIT: one row per mode.
+table() {
+    local w=$1 n1=$2 n2=$3 unit=$4 work
+    if [ "$w" = profile ]; then
+        # Profile events: counted by the empty C profile function.
+        local e1 e2
+        "$PY" "$here/instr_one.py" --workload profile --mode empty --n "$n1" >"$out/e1"
+        "$PY" "$here/instr_one.py" --workload profile --mode empty --n "$n2" >"$out/e2"
+        work=$(( $(cat "$out/e2") - $(cat "$out/e1") ))
+    else
+        work=$(( 2 * (n2 - n1) )) # a round trip is two switches
+    fi
+    echo "| $w workload, sizes $n1 and $n2 ($work $unit apart) | instructions per $unit | over no profiler | vs empty C profile function |"
+    echo "|---|---:|---:|---:|"
+    local none="" empty="" m a b per over num rel
+    for m in $modes; do
+        a=$(instructions "$w" "$m" "$n1")
+        b=$(instructions "$w" "$m" "$n2")
+        mv "$out/$w-$m-$n2.out" "$out/$w-$m.out"
+        rm -f "$out/$w-$m-$n1.out"
+        per=$(( (b - a) / work ))
+        [ "$m" = none ] && none=$per
+        over=""; [ -n "$none" ] && over=$(( per - none ))
+        # Events: the cost over no profiler against the empty function's;
+        # switches: the whole switch against the empty function's switch.
+        [ "$m" = empty ] && { if [ "$w" = profile ]; then empty=$over; else empty=$per; fi; }
+        rel=""
+        if [ -n "$empty" ] && [ "$m" != none ]; then
+            if [ "$w" = profile ]; then num=$over; else num=$per; fi
+            rel=$(awk -v o="$num" -v e="$empty" 'BEGIN {printf "%.2fx", o / e}')
+        fi
+        echo "| $m | $per | $over | $rel |"
+    done
+}
+
+echo "instruction counts: $("$PY" -c 'import sys, platform; print("Python", platform.python_version(), sys.executable)'), callgrind"
+for w in $only; do
+    echo
+    case "$w" in
+        profile) table profile 20 40 event
+                 echo "goal: passive <= 1.3x (issue 8), <= 1.15x (issue 11)" ;;
+        switch) table switch 50000 100000 switch
+                echo "goal: passive <= 1.2x of the empty C profile function's switch (issue 8);" \
+                     "the switch figures are per switch with the profile function on (no 'over')" ;;
+        *) echo "instr_cost.sh: unknown workload $w" >&2; exit 2 ;;
+    esac
+done
+rm -f "$out/trace.grt" "$out/trace.grt.times" "$out/e1" "$out/e2"
