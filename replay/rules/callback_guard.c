@@ -110,6 +110,8 @@ static void on_record(ck *c, const ck_event *e)
         gt->sw_throw = r->tag == GR_THROW;
         gt->sw_origin = r->gid;
         gt->sw_index = (size_t)r->index;
+        /* the thread's next record, whatever its kind (rule.h) */
+        ck_want_next(c, e->th, GR_RULE_CALLBACK_GUARD, gt->cb_code != 0);
         return;
     case GR_CALL:
         if (gt->after_switch && gt->cb_code && r->code == gt->cb_code)
@@ -119,6 +121,7 @@ static void on_record(ck *c, const ck_event *e)
         break;
     }
     gt->after_switch = 0;
+    ck_want_next(c, e->th, GR_RULE_CALLBACK_GUARD, 0);
 }
 
 static void finish(ck *c)
@@ -173,6 +176,9 @@ static void release(ck *c)
 
 const gr_rule_ops gr_rule_callback_guard = {
     .id = GR_RULE_CALLBACK_GUARD,
+    /* the records a switch's first event may follow; that event itself
+     * through ck_want_next */
+    .kinds = GR_KIND(GR_SWITCH) | GR_KIND(GR_THROW) | GR_KIND(GR_HOOK),
     .init = init,
     .on_record = on_record,
     .finish = finish,
