@@ -468,6 +468,7 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
     if (t->gap)
         gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap);
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
+    size_t metas_shown = t->nmetas;
     /* Sampler switch entries by record index (first entry wins). */
     gr_idmap waits = {0};
     for (size_t k = 0; times && k < times->nwaits; k++) {
@@ -531,6 +532,16 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
         gr_idmap_free(&waits);
         fflush(out);
         return -2;
+    }
+    /* META lines defined in a later chunk of a streamed trace (the
+     * recorder writes sampler_untracked_greenlets at stop), in file order,
+     * before the final line: never dropped. */
+    for (size_t i = metas_shown; i < t->nmetas; i++) {
+        gr_sb_puts(&sb, "# ");
+        put_string(&sb, t, t->metas[i].key, 0);
+        gr_sb_puts(&sb, ": ");
+        put_string(&sb, t, t->metas[i].value, 0);
+        gr_sb_putc(&sb, '\n');
     }
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
