@@ -488,6 +488,8 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     if (tag >= GR_C_CALL)
         t->last_c_call = tag == GR_C_CALL ? code : 0;
     gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
+    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+        gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
 }
 
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
