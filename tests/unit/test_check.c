@@ -902,6 +902,46 @@ static void test_mark_on_unprofiled_thread(void **state)
     end(&f);
 }
 
+/* that thread ended before STOP (no STACK record for it): its frames,
+ * whose returns the profile function never saw, are a note ("unobserved"),
+ * not a second violation beside the blind spot at its MARK */
+static void test_unprofiled_thread_open_at_stop_is_note(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_thread(&f.b, 2);                                            /* 4 */
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 1, f.x);                /* 5 */
+    tb_mark(&f.b, 2, 5, f.label, f.mk, 0, 1, f.x);                 /* 6 */
+    stop_g1(&f);                                                   /* no STACK of g5 */
+    load_check(&f, 1);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, 6, "no profile function on t2");
+    int unobserved = 0;
+    for (size_t i = 0; i < f.res.nnotes; i++)
+        if (f.res.notes[i].kind == GR_NOTE_UNOBSERVED && f.res.notes[i].gid == 5)
+            unobserved = 1;
+    assert_true(unobserved);
+    end(&f);
+}
+
+/* a thread whose profile events were seen before its MARK is observed:
+ * its frames open at STOP without a STACK record stay an imbalance */
+static void test_observed_thread_open_at_stop_is_imbalance(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_thread(&f.b, 2);                                            /* 4 */
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 0);                     /* 5 */
+    tb_ev(&f.b, GR_CALL, 2, 5, f.x);                               /* 6 */
+    tb_mark(&f.b, 2, 5, f.label, f.mk, 0, 1, f.x);                 /* 7 */
+    uint64_t stop = stop_g1(&f);
+    load_check(&f, 1);
+    expect(&f, GR_RULE_IMBALANCE, stop, "g5 on t2 has 1 open shadow entry at STOP but no STACK");
+    end(&f);
+}
+
 /* the same trace recorded with profile=False is not a blind spot */
 static void test_mark_unprofiled_with_profile_off(void **state)
 {
@@ -1333,6 +1373,8 @@ int main(void)
         cmocka_unit_test(test_mark_without_our_profile_needs_no_bracket),
         cmocka_unit_test(test_mark_on_unprofiled_thread),
         cmocka_unit_test(test_mark_unprofiled_with_profile_off),
+        cmocka_unit_test(test_unprofiled_thread_open_at_stop_is_note),
+        cmocka_unit_test(test_observed_thread_open_at_stop_is_imbalance),
         cmocka_unit_test(test_switch_real_stack_agrees),
         cmocka_unit_test(test_switch_real_stack_blind_spot),
         cmocka_unit_test(test_mark_tracing_off_is_propagation),
