@@ -600,7 +600,7 @@ static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall 
     char *untracked = meta(t, "sampler_untracked_greenlets");
     if (untracked) {
         gr_sb_printf(&sb, "%s greenlets were past the sampler registry's capacity (start(..., "
-                          "max_greenlets=N)) and were never sampled",
+                          "max_greenlets=N): greenlets alive at once) and were never sampled",
                      untracked);
         gr_check_add_warning(res, gr_sb_take(&sb));
         free(untracked);
