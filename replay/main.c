@@ -283,9 +283,11 @@ static const char usage_diff[] =
     "per record of each (not one chunk at a time like check;\n"
     "docs/ARCHITECTURE.md).\n"
     "\n"
-    "exit status: 0 same structure, 1 different, 2 a trace missing or corrupt\n"
-    "(one line with file and byte offset), traces of different format versions,\n"
-    "or bad usage.\n";
+    "exit status: 0 same structure, 1 different (or the same as far as a trace\n"
+    "cut short goes: the rest is not compared), 2 a trace missing or corrupt\n"
+    "(one line with file and byte offset), a trace without a record (empty,\n"
+    "cut before its first record), traces of different format versions, or bad\n"
+    "usage.\n";
 
 static const char usage_reduce[] =
     "usage: greenreplay reduce SCRIPT --python PY --rule RULE [-o OUT.py]\n"
@@ -989,6 +991,18 @@ static int cmd_diff(int argc, char **argv)
     int rc = 2;
     if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
         goto done;
+    /* A trace without a record (an empty file, a header only, every record
+     * dropped) has no structure to compare: not "the same structure". */
+    for (int k = 0; k < 2; k++) {
+        const gr_trace *x = k ? &b : &a;
+        if (x->nrecs == 0) {
+            fprintf(stderr, "greenreplay: diff: %s: no record to compare (%s)\n", argv[optind + k],
+                    x->truncated && x->truncated_at < 16 ? "empty, or cut inside its header"
+                    : x->truncated ? "cut short before its first record"
+                                   : "every record was dropped");
+            goto done;
+        }
+    }
     /* 1.1 and 1.2 differ in encoding only (compact records, FORMAT §4.1):
      * their decoded records compare. */
     if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 2 && b.minor >= 1 && b.minor <= 2)) {
@@ -999,7 +1013,7 @@ static int cmd_diff(int argc, char **argv)
                 b.minor);
         goto done;
     }
-    if (skipped.len) {
+    if (skipped.len && !quiet) {
         const char *p = skipped.s;
         while (*p) {
             const char *e = strchr(p, '\n');

@@ -277,5 +277,21 @@ else
     bad "default --root: traces from / and from $work differ, or file names not relative to the script"
 fi
 
+# diff with a trace that holds no record (empty, header only) is not "the
+# same structure": one line naming the file, exit 2.
+: >"$work/empty.grt"
+head -c 16 "$work/root1.grt" >"$work/header.grt"
+"$cli" diff "$work/root1.grt" "$work/empty.grt" >"$work/dempty.out" 2>"$work/dempty.err"
+r1=$?
+"$cli" diff "$work/header.grt" "$work/header.grt" >/dev/null 2>"$work/dheader.err"
+r2=$?
+if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && [ ! -s "$work/dempty.out" ] &&
+   [ "$(wc -l <"$work/dempty.err")" -eq 1 ] && grep -q 'empty.grt: no record to compare' "$work/dempty.err" &&
+   grep -q 'header.grt: no record to compare' "$work/dheader.err"; then
+    ok "diff with an empty or header-only trace: exit 2, one line naming the file"
+else
+    bad "diff with an empty trace: exit $r1 / $r2"; cat "$work/dempty.out" "$work/dempty.err" | head -5
+fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
