@@ -45,6 +45,8 @@ static const char usage_main[] =
     "                 calls, switches and marks (a bug reproduction)\n"
     "  diff A B       align two traces by structure and show where they diverge\n"
     "  reduce SCRIPT  shrink a failing script of `script` while the failure persists\n"
+    "  export TRACE   write a trace as a timeline for Perfetto / chrome://tracing or\n"
+    "                 speedscope (one track per greenlet)\n"
     "  conform ...    run a program recorded with a profiler under test inside it and\n"
     "                 compare the profiler's results with the recording\n"
     "  help [COMMAND] show this help, or a command's\n"
@@ -534,6 +536,8 @@ static int cmd_check(int argc, char **argv)
         return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
     if (wait_set && !stall)
         return bad_usage(usage_check, "%s", "--max-wait-us needs --stall");
+    if (quiet && json)
+        return bad_usage(usage_check, "%s", "-q does not go with --format json");
     if (split && (stall || html || in_memory))
         return bad_usage(usage_check, "%s", "--from/--to do not go with --stall, --html or --in-memory");
     if (split && range.from >= range.to) {

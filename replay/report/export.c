@@ -609,8 +609,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fputs("greenreplay: export: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    fputs(gr_export_usage, stderr);
+    fputs(" (`greenreplay export --help` shows the usage)\n", stderr);
     return 2;
 }
 

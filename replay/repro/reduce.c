@@ -523,7 +523,7 @@ int gr_reduce(const gr_reduce_opts *o)
             rule = i;
     if (rule < 0) {
         fprintf(stderr, "greenreplay: reduce: unknown rule '%s' (imbalance, blind_spot, "
-                        "switch_consistency or propagation)\n",
+                        "switch_consistency, propagation or callback_guard)\n",
                 o->rule);
         return 2;
     }
