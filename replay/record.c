@@ -134,9 +134,8 @@ int gr_record_package_dir(char *buf, size_t n)
     return 0;
 }
 
-/* Resolve an interpreter given as a path or a name on PATH; 0 if it can be
- * executed. */
-static int find_program(const char *prog)
+/* record.h */
+int gr_record_find_program(const char *prog)
 {
     if (strchr(prog, '/'))
         return access(prog, X_OK);
@@ -557,7 +556,7 @@ int gr_cmd_record(int argc, char **argv)
                            "through which greenreplay loads); not supported",
                            prog.refused);
     const char *python = prog.python;
-    if (find_program(python) != 0) {
+    if (gr_record_find_program(python) != 0) {
         fprintf(stderr, "greenreplay: record: interpreter not found or not executable: %s\n", python);
         return 2;
     }

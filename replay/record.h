@@ -19,6 +19,9 @@ int gr_cmd_record(int argc, char **argv);
  * gr_record_parse_signal: "USR1", "SIGUSR1", "10" -> signal number; 0 if not
  * a signal a program can catch and flush on. */
 uint64_t gr_record_parse_size(const char *s);
+/* Whether the interpreter `prog`, a path or a name looked up on PATH, can
+ * be executed: 0 yes, -1 no (errno from access(2)). */
+int gr_record_find_program(const char *prog);
 uint64_t gr_record_parse_count(const char *s);
 int gr_record_parse_signal(const char *s);
 /* The directory `record` puts on PYTHONPATH, holding the greenreplay

@@ -1,4 +1,5 @@
 /* reduce.c - delta debugging of a failing script (reduce.h). */
+#include "record.h"
 #include "reduce.h"
 
 #include "check.h"
@@ -525,6 +526,11 @@ int gr_reduce(const gr_reduce_opts *o)
         fprintf(stderr, "greenreplay: reduce: unknown rule '%s' (imbalance, blind_spot, "
                         "switch_consistency, propagation or callback_guard)\n",
                 o->rule);
+        return 2;
+    }
+    if (gr_record_find_program(o->python) != 0) {
+        fprintf(stderr, "greenreplay: reduce: interpreter not found or not executable: %s\n",
+                o->python);
         return 2;
     }
     char *src;
