@@ -369,6 +369,10 @@ int gr_cmd_conform(int argc, char **argv)
             return usage_error("%s", "--list takes no program and no --profiler");
         const char *py = r.python ? r.python : "python3";
         set_pythonpath(r.pkg, saved_pp);
+        /* stdout is the adapters' table (machine-read); which interpreter
+         * answered goes to stderr */
+        fprintf(stderr, "greenreplay: conform: adapters as %s sees them (--python PY for another)\n",
+                py);
         gr_sb out;
         gr_sb_init(&out);
         int rc = probe(py, NULL, &out);

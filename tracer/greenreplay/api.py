@@ -36,6 +36,10 @@ class CheckError(Exception):
     checker's one-line reason (with the byte offset for a corrupt trace)."""
 
     def __init__(self, path, message):
+        # the CLI's own prefix ("greenreplay: PATH: ") is said once
+        for prefix in ("greenreplay: ",):
+            if message.startswith(prefix):
+                message = message[len(prefix):]
         super().__init__("%s: %s" % (path, message) if path and not message.startswith(str(path)) else message)
         self.path = path
         self.message = message
