@@ -285,8 +285,8 @@ static const char usage_diff[] =
     "per record of each (not one chunk at a time like check;\n"
     "docs/ARCHITECTURE.md).\n"
     "\n"
-    "exit status: 0 same structure, 1 different (or the same as far as a trace\n"
-    "cut short goes: the rest is not compared), 2 a trace missing or corrupt\n"
+    "exit status: 0 same structure (or the same as far as a trace cut short\n"
+    "goes: the summary says so), 1 different, 2 a trace missing or corrupt\n"
     "(one line with file and byte offset), a trace without a record (empty,\n"
     "cut before its first record), traces of different format versions, or bad\n"
     "usage.\n";

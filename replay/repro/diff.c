@@ -588,12 +588,13 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
         fprintf(out, "same structure (%zu records of A, %zu of B compared)\n", A.n, B.n);
         rc = 0;
     } else if (nhunks == 0) {
-        /* the shorter one is cut short: not shown to be the same */
+        /* one is cut short (a crashed recording, or its script's rerun):
+         * the same as far as it goes, which the summary says */
         fprintf(out, "same structure as far as %s goes (%zu records of A, %zu of B compared), "
                      "but %s ends early: %zu records of %s not compared\n",
                 tail_a ? "B" : "A", A.n - tail_a, B.n - tail_b, tail_a ? "B" : "A",
                 tail_a ? tail_a : tail_b, tail_a ? "A" : "B");
-        rc = 1;
+        rc = 0;
     } else {
         fprintf(out, "%zu difference%s: %zu records only in A, %zu only in B", nhunks,
                 nhunks == 1 ? "" : "s", only_a, only_b);
