@@ -439,6 +439,18 @@ const char *gr_reason_name(uint64_t reason)
 /* Records decoded per batch of a streamed trace (gr_trace_set_batch). */
 #define DUMP_BATCH 4096
 
+/* The META lines of definitions [from, to) of t, `# KEY: VALUE`. */
+static void put_metas(gr_sb *sb, const gr_trace *t, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        gr_sb_puts(sb, "# ");
+        put_string(sb, t, t->metas[i].key, 0);
+        gr_sb_puts(sb, ": ");
+        put_string(sb, t, t->metas[i].value, 0);
+        gr_sb_putc(sb, '\n');
+    }
+}
+
 int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
 {
     /* A loaded trace is only read (gr_dump_stream decodes no chunk of a
@@ -458,13 +470,7 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
         gr_trace_set_batch(t, DUMP_BATCH);
     gr_sb sb;
     gr_sb_init(&sb);
-    for (size_t i = 0; i < t->nmetas; i++) {
-        gr_sb_puts(&sb, "# ");
-        put_string(&sb, t, t->metas[i].key, 0);
-        gr_sb_puts(&sb, ": ");
-        put_string(&sb, t, t->metas[i].value, 0);
-        gr_sb_putc(&sb, '\n');
-    }
+    put_metas(&sb, t, 0, t->nmetas);
     if (t->gap)
         gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap);
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
@@ -536,13 +542,7 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
     /* META lines defined in a later chunk of a streamed trace (the
      * recorder writes sampler_untracked_greenlets at stop), in file order,
      * before the final line: never dropped. */
-    for (size_t i = metas_shown; i < t->nmetas; i++) {
-        gr_sb_puts(&sb, "# ");
-        put_string(&sb, t, t->metas[i].key, 0);
-        gr_sb_puts(&sb, ": ");
-        put_string(&sb, t, t->metas[i].value, 0);
-        gr_sb_putc(&sb, '\n');
-    }
+    put_metas(&sb, t, metas_shown, t->nmetas);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,

@@ -17,28 +17,11 @@
 # Program: tests/integration/programs/registry_reuse.py.  One line per
 # test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
-PY=/usr/bin/python3
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --python) PY=$2; shift 2 ;;
-        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
-    esac
-done
-here=$(cd "$(dirname "$0")" && pwd)
-GR_ROOT=$(cd "$here/../.." && pwd)
-BUILD=${BUILD:-$GR_ROOT/build}
-GR_CLI=$BUILD/greenreplay
-work=$(mktemp -d "${TMPDIR:-/tmp}/gr-registry.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "PASS  $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib.sh"
+gr_script_init registry "$@"
+PY=$GR_PY BUILD=${BUILD:-$GR_ROOT/build} work=$GR_WORK
 
-if ! "$PY" -c 'import greenlet' 2>/dev/null; then
-    echo "SKIP  registry: greenlet is not importable by $PY"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 0
-fi
+"$PY" -c 'import greenlet' 2>/dev/null || gr_skip_all "registry: greenlet is not importable by $PY"
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
 
 # judge OUT_JSON TRACE CHECK_JSON COUNT MAXG: prints problems, one a line
@@ -89,15 +72,15 @@ for cfg in "two-phase callback" "seqlock passive"; do
     "$GR_CLI" check --stall --format json "$tr" >"$tr.json" 2>"$tr.check.err"
     crc=$?
     if [ "$rc" -ne 0 ]; then
-        bad "$name: the program exited $rc"; head -5 "$tr.err"
+        gr_bad "$name: the program exited $rc"; head -5 "$tr.err"
     elif [ "$crc" -ne 0 ]; then
-        bad "$name: check --stall exited $crc"; "$GR_CLI" check --stall "$tr" 2>&1 | head -20
+        gr_bad "$name: check --stall exited $crc"; "$GR_CLI" check --stall "$tr" 2>&1 | head -20
     else
         res=$(judge "$tr.out" "$tr" "$tr.json" 3000 64 2>&1)
         if [ "$(printf '%s\n' "$res" | wc -l)" -eq 1 ] && printf '%s\n' "$res" | grep -q '^gids '; then
-            ok "$name: $res"
+            gr_ok "$name: $res"
         else
-            bad "$name:"; printf '%s\n' "$res" | sed 's/^/      | /'
+            gr_bad "$name:"; printf '%s\n' "$res" | sed 's/^/      | /'
         fi
     fi
 done
@@ -117,11 +100,10 @@ with open(sys.argv[1]) as f:
 crc=$?
 if [ "$rc" -eq 0 ] && [ -n "$meta" ] && [ "$meta" = "$want" ] && [ "$meta" -gt 0 ] && [ "$crc" -eq 0 ] &&
     grep -q "greenlets were past the sampler registry's capacity" "$tr.check"; then
-    ok "$name ($meta untracked)"
+    gr_ok "$name ($meta untracked)"
 else
-    bad "$name: program exit $rc, META '${meta}', registry '${want}', check exit $crc"
+    gr_bad "$name: program exit $rc, META '${meta}', registry '${want}', check exit $crc"
     head -5 "$tr.err" "$tr.check"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+gr_tally

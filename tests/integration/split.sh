@@ -9,20 +9,10 @@
 # doubled).  Bad ranges give one line on stderr and exit 2.  One line per
 # test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
-PY=/usr/bin/python3
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --python) PY=$2; shift 2 ;;
-        *) echo "usage: $0 [--python PY]" >&2; exit 2 ;;
-    esac
-done
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-build=${BUILD:-$top/build}
-cli=$build/greenreplay
-gentrace=$build/bench/gentrace
-work=$(mktemp -d "${TMPDIR:-/tmp}/gr-split.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/lib.sh"
+gr_script_init split "$@"
+PY=$GR_PY top=$GR_ROOT work=$GR_WORK cli=$GR_CLI
+gentrace=${BUILD:-$top/build}/bench/gentrace
 pass=0 fail=0 skip=0
 ok() { echo "PASS  $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL  $*"; fail=$((fail + 1)); }
