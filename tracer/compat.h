@@ -80,6 +80,12 @@ static inline uint64_t gr_switch_witness(PyThreadState *ts)
     return ts->context_ver;
 }
 
+/* Whether a switch is followed by an INSTR record (instr.h): 3.12+, where
+ * the instrumentation of the target's frames decides whether it reports
+ * events (PEP 669, CPython gh-103082).  A constant, so that the call is
+ * compiled out before 3.12. */
+#define GR_INSTR_SWITCH (PY_VERSION_HEX >= 0x030C0000)
+
 /* Whether the version keeps a per-thread (and so, with greenlet, per
  * greenlet) "use_tracing" flag that gates profile events:
  *  - 3.9: tstate->use_tracing;

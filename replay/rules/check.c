@@ -128,6 +128,9 @@ static void count_coverage(ck *c, const gr_record *r)
         c->truth_points++;
         c->switch_truth += sw;
         c->sh[ck_get_shadow(c, r->tid, sw ? r->target : r->gid)].truth++;
+    } else if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_CONTINUED)) {
+        c->continued++;
+        c->sh[ck_get_shadow(c, r->tid, r->target)].truth++;
     }
 }
 
@@ -277,6 +280,7 @@ static void fill_coverage(ck *c)
     cv->marks = c->marks;
     cv->truth_points = c->truth_points;
     cv->switch_truth = c->switch_truth;
+    cv->continued = c->continued;
     cv->stacks = c->stacks;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;

@@ -91,6 +91,10 @@ typedef struct gr_coverage {
     size_t truth_points;    /* ground-truth points (gr_check_ground_truth) */
     size_t switch_truth;    /* of them: SWITCH/THROW records with the
                                target's real stack */
+    size_t continued;       /* SWITCH/THROW records flagged continued: the
+                               target's stack is what its records give, as
+                               nothing ran unseen (FORMAT §4); they count
+                               with ground-truth points in greenlets_truth */
     size_t stacks;          /* STACK records (real stacks at stop) */
     uint64_t dropped;       /* trailer `dropped` (0 without a trailer) */
     uint64_t gap;           /* records left out by ring mode (GAP) */

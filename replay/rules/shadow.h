@@ -129,7 +129,7 @@ struct gr_checker {
     uint32_t *fa, *fb;      /* scratch stacks for comparisons */
     size_t cap_fa, cap_fb;
     size_t program_events;  /* coverage: records of the program */
-    size_t marks, truth_points, switch_truth, stacks;
+    size_t marks, truth_points, switch_truth, continued, stacks;
     int profile_off;        /* META profile: off (no subject at all) */
     int stopped;
     size_t stop_index;
