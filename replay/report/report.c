@@ -144,17 +144,21 @@ void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
     gr_sb_puts(sb, "coverage:\n");
     gr_sb_printf(sb, "  %-20s %zu, %zu of them events of the program\n", "records", cv->records,
                  cv->program_events);
-    gr_sb_printf(sb, "  %-20s %zu thread%s, %zu greenlet%s\n", "seen", cv->threads,
-                 plural(cv->threads, "", "s"), cv->greenlets, plural(cv->greenlets, "", "s"));
-    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK, %zu SWITCH with a real stack)",
-                 "ground truth", cv->truth_points, plural(cv->truth_points, "", "s"),
+    if (cv->threads)
+        gr_sb_printf(sb, "  %-20s %zu thread%s, %zu greenlet%s\n", "seen", cv->threads,
+                     plural(cv->threads, "", "s"), cv->greenlets, plural(cv->greenlets, "", "s"));
+    else /* an empty trace: "0 threads" would read as a count of something seen */
+        gr_sb_printf(sb, "  %-20s no threads recorded\n", "seen");
+    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK, %zu SWITCH with a real stack)", "ground truth",
+                 cv->truth_points, plural(cv->truth_points, "", "s"),
                  cv->truth_points - cv->switch_truth, cv->switch_truth);
     if (cv->continued)
         gr_sb_printf(sb, " and %zu continued switch%s (nothing ran unseen since the target's last"
                          " stack)", cv->continued, plural(cv->continued, "", "es"));
-    gr_sb_printf(sb, ", in %zu of %zu %s%s; %zu STACK record%s at stop\n",
-                 cv->greenlets_truth, cv->shadows, cv->greenlets ? "greenlet" : "thread",
-                 plural(cv->shadows, "", "s"), cv->stacks, plural(cv->stacks, "", "s"));
+    if (cv->shadows) /* nothing to say "in 0 of 0" of when no stack was checked */
+        gr_sb_printf(sb, ", in %zu of %zu %s%s", cv->greenlets_truth, cv->shadows,
+                     cv->greenlets ? "greenlet" : "thread", plural(cv->shadows, "", "s"));
+    gr_sb_printf(sb, "; %zu STACK record%s at stop\n", cv->stacks, plural(cv->stacks, "", "s"));
     gr_sb_printf(sb, "  %-20s ", "blind spots");
     blind_line(sb, cv);
     gr_sb_putc(sb, '\n');
