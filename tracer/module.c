@@ -209,7 +209,12 @@ PyDoc_STRVAR(start_doc,
 "to the side channel, which it turns on.  In passive mode a switch back into\n"
 "a greenlet whose every turn since its last real stack was seen is written\n"
 "without a stack (flag continued, docs/FORMAT.md section 4); `every_stack`\n"
-"true writes the real stack at every switch instead.  With `profile` false no profile\n"
+"true writes the real stack at every switch instead.  With the environment\n"
+"variable GREENREPLAY_VERIFY_CONTINUED=1 (read here, once) greenlet is also\n"
+"asked at every continued switch; stop() then writes META continued_verified\n"
+"and continued_mismatch (counts) and, on a mismatch, continued_mismatch_first\n"
+"(\"INDEX TID WRITTEN_GID GREENLET_GID\"), which check reports as a\n"
+"switch_consistency violation.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
 "recording, ValueError on bad arguments, OSError if a file cannot be written.\n\n"
@@ -385,6 +390,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
      * registry, outside ring mode, unless every switch must carry its
      * real stack. */
     r->continued_ok = !callback_mode && mode < 0 && !ring && !every_stack;
+    /* The self-check of continued switches (switches.c, verify_continued). */
+    {
+        const char *v = getenv("GREENREPLAY_VERIFY_CONTINUED");
+        r->verify_continued = v && strcmp(v, "1") == 0;
+    }
     if (every_stack)
         emit_meta(r, "switch_stacks", "every");
     gr_note_preexisting(r);
@@ -801,6 +811,22 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
         emit_meta(r, "sampler_untracked_greenlets", n);
+    }
+    if (r->verify_continued) {
+        /* GREENREPLAY_VERIFY_CONTINUED=1: how many continued switches were
+         * checked against greenlet, how many it contradicted, and the first
+         * of those ("INDEX TID WRITTEN_GID GREENLET_GID"). */
+        char n[96];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->cont_verified);
+        emit_meta(r, "continued_verified", n);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->cont_mismatch);
+        emit_meta(r, "continued_mismatch", n);
+        if (r->cont_mismatch) {
+            snprintf(n, sizeof n, "%llu %llu %llu %llu", (unsigned long long)r->cont_first[0],
+                     (unsigned long long)r->cont_first[1], (unsigned long long)r->cont_first[2],
+                     (unsigned long long)r->cont_first[3]);
+            emit_meta(r, "continued_mismatch_first", n);
+        }
     }
     if (r->tw && r->reg)
         write_sampler_data(r);

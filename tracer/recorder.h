@@ -204,6 +204,14 @@ typedef struct gr_recorder {
                                breaks every thread's continuity */
     uint64_t gl_frees;      /* greenlets seen freed so far (an address may
                                name another greenlet after) */
+    /* GREENREPLAY_VERIFY_CONTINUED=1 (read at start()): at every
+     * continued switch greenlet is asked too (switches.c, verify_continued)
+     * and the answers are written as META records at stop(). */
+    int verify_continued;
+    uint64_t cont_verified;  /* continued switches checked against greenlet */
+    uint64_t cont_mismatch;  /* of them: greenlet named another greenlet */
+    uint64_t cont_first[4];  /* the first mismatch: record index, tid, gid
+                                written, gid greenlet named (0: not one seen) */
 
     int own_change;         /* the recorder itself is changing a hook */
     int wrapping;           /* inside the recorder's sys.setprofile */

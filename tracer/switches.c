@@ -109,6 +109,34 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
     return NULL;
 }
 
+/* The self-check GREENREPLAY_VERIFY_CONTINUED=1 (module.c reads it at
+ * start()): a continued switch about to be written on thread t names
+ * greenlet g (borrowed), gid tg; ask greenlet which greenlet really runs
+ * and count a disagreement, keeping the first (its record index, tid, the
+ * gid written and the gid greenlet names, 0 if not one seen).  The counts
+ * go to META records at stop() (module.c) and `greenreplay check` reports
+ * a mismatch as a switch_consistency violation (docs/FORMAT.md §7).  The
+ * trace is otherwise unchanged: the switch is still written without a
+ * stack.  Any pending exception (a C_EXCEPTION's) is kept. */
+static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg)
+{
+    GR_EXC_SAVE(saved); /* getcurrent() is Python-level before greenlet 2.0 */
+    PyObject *real = gr_current_greenlet(r);
+    r->cont_verified++;
+    if (real != g) {
+        if (!r->cont_mismatch++) {
+            r->cont_first[0] = atomic_load_explicit(&r->nevents, memory_order_relaxed);
+            r->cont_first[1] = t->tid;
+            r->cont_first[2] = tg;
+            r->cont_first[3] = real ? gr_ptrmap_get(&r->greenlets, (uintptr_t)real, 0) : 0;
+        }
+    }
+    Py_XDECREF(real);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    GR_EXC_RESTORE(saved);
+}
+
 /* A continued switch to greenlet e at an event (C_RETURN or C_EXCEPTION,
  * `what`) on thread t: written and 1; 0 (nothing written) when the full
  * path must write it: the origin may have ended (its death is asked
@@ -163,6 +191,8 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
         flags |= GR_SW_USE_TRACING_KNOWN;
     uint64_t f[7] = {t->tid, og, tg, pg, flags, (uint64_t)(tracing < 0 ? 0 : tracing),
                      (uint64_t)(use_tracing < 0 ? 0 : use_tracing)};
+    if (r->verify_continued)
+        verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
     uint8_t *p = gr_writer_reserve(r->w, 2 + 7 * GR_VARINT_MAX);
     if (p) {

@@ -236,6 +236,11 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         seen suspended in, with nothing run unseen on its thread since, is
         written without a stack (flag continued): the trace already gives
         that stack.  "every": the real stack at every switch (slower).
+        GREENREPLAY_VERIFY_CONTINUED=1 (read at start()) is a self-check:
+        greenlet is asked at every continued switch as well, the counts
+        are written as META continued_verified / continued_mismatch at
+        stop(), and `greenreplay check` reports a mismatch as a
+        switch_consistency violation.
 
     Under `greenreplay record` without --manual the whole program is being
     recorded already: a start() of the program's own with no path (or the
