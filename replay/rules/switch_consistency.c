@@ -6,6 +6,8 @@
 #include "rule.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 
 /* Report record r, attributed to g`gid` whose shadow s is dead. */
 static void dead_record(ck *c, const gr_record *r, const ck_thread *th, const ck_shadow *s,
@@ -81,11 +83,59 @@ static void on_record(ck *c, const ck_event *e)
     }
 }
 
+/* The value of the first META `key` as a NUL-terminated copy in buf (at
+ * most n - 1 bytes kept), or NULL without one. */
+static const char *meta_value(const ck *c, const char *key, char *buf, size_t n)
+{
+    const gr_trace *t = c->t;
+    size_t kn = strlen(key);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t kl, vl;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vl);
+        if (!k || !v || kl != kn || memcmp(k, key, kn) != 0)
+            continue;
+        if (vl >= n)
+            vl = n - 1;
+        memcpy(buf, v, vl);
+        buf[vl] = '\0';
+        return buf;
+    }
+    return NULL;
+}
+
+/* The self-check GREENREPLAY_VERIFY_CONTINUED=1 (docs/FORMAT.md §4): the
+ * recorder asked greenlet at every continued switch and wrote at stop how
+ * many it checked (META continued_verified), how many greenlet contradicted
+ * (continued_mismatch) and the first of those (continued_mismatch_first:
+ * "INDEX TID WRITTEN_GID GREENLET_GID").  A contradiction means the trace
+ * attributed events to the wrong greenlet from that switch on: one
+ * violation at the first, naming the count. */
+static void finish(ck *c)
+{
+    char count[32], verified[32], first[128];
+    if (!meta_value(c, "continued_mismatch", count, sizeof count) || strcmp(count, "0") == 0)
+        return;
+    if (!meta_value(c, "continued_verified", verified, sizeof verified))
+        strcpy(verified, "?");
+    uint64_t index = 0, tid = 0, wrote = 0, real = 0;
+    if (!meta_value(c, "continued_mismatch_first", first, sizeof first) ||
+        sscanf(first, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &index, &tid, &wrote, &real) != 4)
+        index = tid = wrote = real = 0;
+    gr_sb_printf(&c->msg,
+                 "continued SWITCH to g%" PRIu64 " but greenlet says g%" PRIu64
+                 " is running (0: one not seen) (self-check GREENREPLAY_VERIFY_CONTINUED: %s of %s"
+                 " continued switches contradicted; the first is here)",
+                 wrote, real, count, verified);
+    ck_violate_lines(c, GR_RULE_SWITCH_CONSISTENCY, index, tid, wrote, NULL, 0, NULL, NULL);
+}
+
 const gr_rule_ops gr_rule_switch_consistency = {
     .id = GR_RULE_SWITCH_CONSISTENCY,
     .kinds = GR_KINDS_EVENTS | GR_KIND(GR_MARK) | GR_KIND(GR_GREENLET) | GR_KIND(GR_DEAD) |
              GR_KIND(GR_START) | GR_KIND(GR_STOP) | GR_KIND(GR_STACK) | GR_KIND(GR_SWITCH) |
              GR_KIND(GR_THROW),
     .on_record = on_record,
+    .finish = finish,
     .stateless = 1, /* reads the shadows and running greenlets only */
 };

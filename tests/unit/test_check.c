@@ -28,10 +28,15 @@ typedef struct fx {
 
 #define OURS_KNOWN (GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN)
 
-static void begin(fx *f)
+static void begin_open(fx *f)
 {
     memset(f, 0, sizeof *f);
     tb_open(&f->b, 48); /* small chunks: streamed checks cross chunk boundaries */
+}
+
+/* begin() after begin_open() (and META records of the test's own). */
+static void begin_records(fx *f)
+{
     f->mod = tb_py(&f->b, "<module>", "seed.py", 1);
     f->main = tb_py(&f->b, "main", "seed.py", 18);
     f->x = tb_py(&f->b, "x", "seed.py", 14);
@@ -46,6 +51,12 @@ static void begin(fx *f)
     tb_greenlet(&f->b, 1, 1, 0, GR_GL_MAIN, 3, f->mod, f->main, f->start); /* 1 */
     tb_simple(&f->b, GR_START, 1, 1);                                     /* 2 */
     tb_ev(&f->b, GR_C_RETURN, 1, 1, f->start);                            /* 3 */
+}
+
+static void begin(fx *f)
+{
+    begin_open(f);
+    begin_records(f);
 }
 
 /* MARK bracketed by c_call/c_return of mark, with the given stack. */
@@ -978,6 +989,51 @@ static void test_switch_real_stack_agrees(void **state)
     end(&f);
 }
 
+/* GREENREPLAY_VERIFY_CONTINUED=1: the recorder's self-check found that
+ * greenlet disagreed with a continued switch: one switch_consistency
+ * violation at the first such switch, with the counts; with no
+ * disagreement (continued_mismatch 0) the trace is clean */
+static void continued_trace(fx *f, const char *mismatch, const char *first)
+{
+    /* (the recorder writes them at stop; first here, so that the streamed
+     * dump's header matches the loaded one in same_streamed) */
+    begin_open(f);
+    tb_meta(&f->b, "continued_verified", "1");
+    tb_meta(&f->b, "continued_mismatch", mismatch);
+    if (first)
+        tb_meta(&f->b, "continued_mismatch_first", first);
+    begin_records(f);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                 /* 4 */
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                    /* 5 */
+    tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_INFERRED, 0, 0, 0);
+    tb_ev(&f->b, GR_CALL, 1, 2, f->x);                                    /* 7 */
+    tb_ev(&f->b, GR_C_CALL, 1, 2, f->sw);                                 /* 8 */
+    tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0,
+              GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_CONTINUED, 0, 0); /* 9 */
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);                               /* 10 */
+    load_check(f, 1);
+}
+
+static void test_continued_verified_clean(void **state)
+{
+    (void)state;
+    fx f;
+    continued_trace(&f, "0", NULL);
+    expect_clean(&f);
+    end(&f);
+}
+
+static void test_continued_mismatch_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    continued_trace(&f, "1", "9 1 1 2");
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, 9,
+           "continued SWITCH to g1 but greenlet says g2 is running (0: one not seen) (self-check "
+           "GREENREPLAY_VERIFY_CONTINUED: 1 of 1 continued switches contradicted; the first is here)");
+    end(&f);
+}
+
 /* a new greenlet first seen with a frame whose call was never reported
  * (greenlet issue 256 in passive mode): blind spot at the SWITCH, once;
  * the shadow is re-seeded from the real stack, so x's return matches */
@@ -1392,6 +1448,8 @@ int main(void)
         cmocka_unit_test(test_mark_in_callback_outer_clean),
         cmocka_unit_test(test_mark_in_callback_outer_differs),
         cmocka_unit_test(test_mark_in_callback_not_greenlet_callback),
+        cmocka_unit_test(test_continued_verified_clean),
+        cmocka_unit_test(test_continued_mismatch_flagged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,6 +169,9 @@ typedef struct spec {
     int drop_call;        /* leave out the CALL/RETURN of y */
     int truncate;         /* no trailer, last records missing */
     int instr;            /* INSTR after each switch */
+    int back;             /* the new greenlet switches back instead of dying:
+                             1 continued, 2 with g1's real stack, 3 with a
+                             stack that is not g1's */
 } spec;
 
 static void spec_default(spec *s)
@@ -210,6 +213,20 @@ static void build(tb *b, const spec *s)
     tb_ev(b, GR_C_CALL, 1, s->g2, mk);
     tb_mark(b, 1, s->g2, lab, mk, 2, 1, x);
     tb_ev(b, GR_C_RETURN, 1, s->g2, mk);
+    if (s->back) {
+        tb_ev(b, GR_C_CALL, 1, s->g2, sw);
+        if (s->back == 1)
+            tb_switch(b, GR_SWITCH, 1, s->g2, 1, 0, 5 | GR_SW_CONTINUED, 0, 255);
+        else if (s->back == 2)
+            tb_switch_stack(b, GR_SWITCH, 1, s->g2, 1, 0, 5 | GR_SW_REAL_STACK, 0, 255, 2, mod, x);
+        else
+            tb_switch_stack(b, GR_SWITCH, 1, s->g2, 1, 0, 5 | GR_SW_REAL_STACK, 0, 255, 1, mod);
+        tb_ev(b, GR_C_RETURN, 1, 1, sw);
+        tb_ev(b, GR_RETURN, 1, 1, x);
+        tb_simple(b, GR_STOP, 1, 1);
+        tb_finish(b);
+        return;
+    }
     tb_ev(b, GR_RETURN, 1, s->g2, x);
     tb_switch(b, GR_SWITCH, 1, s->g2, 1, 0, 5 | GR_SW_ORIGIN_DEAD, 0, 255);
     if (s->instr)
@@ -245,6 +262,33 @@ static int run_diff(const spec *sa, const spec *sb, const gr_diff_opts *o, char 
     tb_cleanup(&a);
     tb_cleanup(&b);
     return rc;
+}
+
+/* a continued switch (no stack: its records give it) against the same
+ * switch with the target's real stack (switch_stacks "every"): the same
+ * structure; against a real stack that is not the target's: different */
+static void test_diff_continued_switch(void **state)
+{
+    (void)state;
+    spec a, b;
+    spec_default(&a);
+    spec_default(&b);
+    a.back = 1;
+    b.back = 2;
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    char *out;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 0);
+    assert_non_null(strstr(out, "same structure"));
+    free(out);
+    assert_int_equal(run_diff(&b, &a, &o, &out), 0);
+    free(out);
+    assert_int_equal(run_diff(&a, &a, &o, &out), 0);
+    free(out);
+    b.back = 3;
+    assert_int_equal(run_diff(&a, &b, &o, &out), 1);
+    assert_non_null(strstr(out, "continued"));
+    free(out);
 }
 
 static void test_diff_same_and_dropped_call(void **state)
@@ -585,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_ignore_normalizations),
         cmocka_unit_test(test_ignore_gen_finalized_by_gc_and_greenlet_death),
         cmocka_unit_test(test_ignore_parse),
+        cmocka_unit_test(test_diff_continued_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
