@@ -338,13 +338,18 @@ static cshadow *cshadow_of(gr_idmap *m, cshadow **sh, size_t *nsh, size_t *cap, 
     return &(*sh)[k];
 }
 
+/* Python frames only: a seed's innermost C entry (the C call the thread
+ * or greenlet was first seen in) is no frame, and a real stack has none. */
 static void cshadow_set(cshadow *h, const gr_trace *t, const gr_record *r, int cut)
 {
     const uint32_t *ids = gr_record_stack(t, r);
     h->ids = gr_xgrow(h->ids, &h->cap, r->depth + 1, sizeof *h->ids);
-    if (r->depth)
-        memcpy(h->ids, ids, r->depth * sizeof *ids);
-    h->n = r->depth;
+    h->n = 0;
+    for (uint32_t k = 0; k < r->depth; k++) {
+        const gr_code *cd = gr_trace_code(t, ids[k]);
+        if (!cd || cd->kind != GR_CODE_C)
+            h->ids[h->n++] = ids[k];
+    }
     h->unknown_base = cut;
 }
 
