@@ -93,16 +93,15 @@ typedef struct side {
     gr_idmap granks, tranks, qranks, lranks;
     uint64_t ng, nt, nq, nl;
     int has_instr, knows_ut;
-    /* Continued switches (cont_stacks): for record i flagged continued,
-     * its target's stack as the trace's records give it, innermost
-     * GR_STACK_CAP frames, outermost first: cdep[i] ids at cpool + coff[i]
-     * (cdep[i] | CONT_UNKNOWN_BASE when frames below them are unknown). */
-    uint32_t *cpool, *cdep;
-    size_t *coff;
-    size_t npool, cap_pool;
+    /* Continued switches (cshadow_*): set when the trace has one; the
+     * Python stack per (thread, greenlet) as its records give it, kept
+     * up to the record being tokenized. */
+    int has_continued;
+    gr_idmap cmap;
+    struct cshadow *csh;
+    size_t ncsh, cap_csh;
 } side;
 
-#define CONT_UNKNOWN_BASE 0x80000000u
 
 typedef struct ctx {
     const gr_diff_opts *o;
@@ -189,22 +188,7 @@ static void put_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
     }
 }
 
-/* The stack of a continued switch (record r of side s). */
-static void put_cont_stack(ctx *c, side *s, gr_sb *sb, size_t i)
-{
-    uint32_t d = s->cdep[i] & ~CONT_UNKNOWN_BASE;
-    const uint32_t *ids = s->cpool + s->coff[i];
-    gr_sb_puts(sb, " stack=");
-    if (s->cdep[i] & CONT_UNKNOWN_BASE) /* the frames below are unknown */
-        gr_sb_puts(sb, "? > ");
-    if (!d)
-        gr_sb_putc(sb, '-');
-    for (uint32_t k = 0; k < d; k++) {
-        if (k)
-            gr_sb_puts(sb, " > ");
-        put_name(c, s, sb, ids[k], GR_NONE, 1);
-    }
-}
+static void put_cont_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r);
 
 static const char *const kinds[] = {"THREAD", "GREENLET", "CALL",  "RETURN", "C_CALL",
                                     "C_RETURN", "C_EXCEPTION", "SWITCH", "THROW", "MARK",
@@ -262,8 +246,8 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
             gr_sb_puts(sb, " origin_dead");
         if (r->flags & GR_SW_REAL_STACK)
             put_stack(c, s, sb, r);
-        else if ((r->flags & GR_SW_CONTINUED) && s->cdep)
-            put_cont_stack(c, s, sb, i);
+        else if ((r->flags & GR_SW_CONTINUED) && s->has_continued)
+            put_cont_stack(c, s, sb, r);
         break;
     }
     case GR_HOOK:
@@ -312,30 +296,29 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
  * stack.  A trace recorded with switch_stacks "every" has the real stack
  * at the same switch.  So that the two compare alike (a user diffing a
  * trace of each mode), the Python stack of every (thread, greenlet) is
- * rebuilt here from the records (a GREENLET seed or a switch's real stack,
- * then CALL and RETURN, as the checker's shadow) and a continued switch's
- * token carries it, cut to the innermost GR_STACK_CAP frames as a real
- * stack is.  A continued switch whose claim were wrong then shows as a
- * difference.  Where the frames below the known ones are unknown (a seed
- * cut at the cap, since returned past) the token says so ("? >") and
- * differs from a real stack's. */
+ * rebuilt here from the records as they are tokenized (a GREENLET seed or
+ * a switch's real stack, then CALL and RETURN, as the checker's shadow)
+ * and a continued switch's token carries it, cut to the innermost
+ * GR_STACK_CAP frames as a real stack is.  A continued switch whose claim
+ * were wrong then shows as a difference.  Where frames below the known
+ * ones are unknown (a cut seed, since returned past) the token says so
+ * ("? >") and differs from a real stack's. */
 typedef struct cshadow {
     uint32_t *ids;
     size_t n, cap;
     int unknown_base;
 } cshadow;
 
-static cshadow *cshadow_of(gr_idmap *m, cshadow **sh, size_t *nsh, size_t *cap, uint64_t tid,
-                           uint64_t gid)
+static cshadow *cshadow_of(side *s, uint64_t tid, uint64_t gid)
 {
     size_t k;
-    if (!gr_idmap_get(m, tid, gid, &k)) {
-        *sh = gr_xgrow(*sh, cap, *nsh + 1, sizeof **sh);
-        k = (*nsh)++;
-        memset(&(*sh)[k], 0, sizeof **sh);
-        gr_idmap_put(m, tid, gid, k);
+    if (!gr_idmap_get(&s->cmap, tid, gid, &k)) {
+        s->csh = gr_xgrow(s->csh, &s->cap_csh, s->ncsh + 1, sizeof *s->csh);
+        k = s->ncsh++;
+        memset(&s->csh[k], 0, sizeof *s->csh);
+        gr_idmap_put(&s->cmap, tid, gid, k);
     }
-    return &(*sh)[k];
+    return &s->csh[k];
 }
 
 /* Python frames only: a seed's innermost C entry (the C call the thread
@@ -353,67 +336,51 @@ static void cshadow_set(cshadow *h, const gr_trace *t, const gr_record *r, int c
     h->unknown_base = cut;
 }
 
-static void cont_stacks(side *s)
+/* Record r (of side s, after its token) moves the stacks. */
+static void cshadow_apply(side *s, const gr_record *r)
 {
-    const gr_trace *t = s->t;
-    size_t any = 0;
-    for (size_t i = 0; i < t->nrecs && !any; i++)
-        any = (t->recs[i].tag == GR_SWITCH || t->recs[i].tag == GR_THROW) &&
-              (t->recs[i].flags & GR_SW_CONTINUED);
-    if (!any)
-        return;
-    s->cdep = gr_xrealloc(NULL, t->nrecs * sizeof *s->cdep);
-    s->coff = gr_xrealloc(NULL, t->nrecs * sizeof *s->coff);
-    gr_idmap m;
-    memset(&m, 0, sizeof m);
-    cshadow *sh = NULL;
-    size_t nsh = 0, cap = 0;
-    for (size_t i = 0; i < t->nrecs; i++) {
-        const gr_record *r = &t->recs[i];
-        s->cdep[i] = 0;
-        s->coff[i] = 0;
-        cshadow *h;
-        switch (r->tag) {
-        case GR_GREENLET:
-            h = cshadow_of(&m, &sh, &nsh, &cap, r->tid, r->gid);
-            cshadow_set(h, t, r, (r->flags & GR_GL_CUT) != 0);
-            break;
-        case GR_CALL:
-            h = cshadow_of(&m, &sh, &nsh, &cap, r->tid, r->gid);
-            h->ids = gr_xgrow(h->ids, &h->cap, h->n + 1, sizeof *h->ids);
-            h->ids[h->n++] = r->code;
-            break;
-        case GR_RETURN:
-            h = cshadow_of(&m, &sh, &nsh, &cap, r->tid, r->gid);
-            for (size_t k = h->n; k-- > 0;)
-                if (h->ids[k] == r->code) { /* returns above it were lost */
-                    h->n = k;
-                    break;
-                }
-            break;
-        case GR_SWITCH:
-        case GR_THROW:
-            h = cshadow_of(&m, &sh, &nsh, &cap, r->tid, r->target);
-            if (r->flags & GR_SW_REAL_STACK) {
-                cshadow_set(h, t, r, (r->flags & GR_SW_CUT) != 0);
-            } else if (r->flags & GR_SW_CONTINUED) {
-                size_t d = h->n < GR_STACK_CAP ? h->n : GR_STACK_CAP;
-                s->cpool = gr_xgrow(s->cpool, &s->cap_pool, s->npool + d + 1, sizeof *s->cpool);
-                if (d)
-                    memcpy(s->cpool + s->npool, h->ids + (h->n - d), d * sizeof *h->ids);
-                s->coff[i] = s->npool;
-                s->npool += d;
-                s->cdep[i] = (uint32_t)d | (h->unknown_base && h->n < GR_STACK_CAP ? CONT_UNKNOWN_BASE : 0);
+    cshadow *h;
+    switch (r->tag) {
+    case GR_GREENLET:
+        cshadow_set(cshadow_of(s, r->tid, r->gid), s->t, r, (r->flags & GR_GL_CUT) != 0);
+        break;
+    case GR_CALL:
+        h = cshadow_of(s, r->tid, r->gid);
+        h->ids = gr_xgrow(h->ids, &h->cap, h->n + 1, sizeof *h->ids);
+        h->ids[h->n++] = r->code;
+        break;
+    case GR_RETURN:
+        h = cshadow_of(s, r->tid, r->gid);
+        for (size_t k = h->n; k-- > 0;)
+            if (h->ids[k] == r->code) { /* the returns above it were lost */
+                h->n = k;
+                break;
             }
-            break;
-        default:
-            break;
-        }
+        break;
+    case GR_SWITCH:
+    case GR_THROW:
+        if (r->flags & GR_SW_REAL_STACK)
+            cshadow_set(cshadow_of(s, r->tid, r->target), s->t, r, (r->flags & GR_SW_CUT) != 0);
+        break;
+    default:
+        break;
     }
-    for (size_t k = 0; k < nsh; k++)
-        free(sh[k].ids);
-    free(sh);
-    gr_idmap_free(&m);
+}
+
+static void put_cont_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
+{
+    cshadow *h = cshadow_of(s, r->tid, r->target);
+    size_t d = h->n < GR_STACK_CAP ? h->n : GR_STACK_CAP;
+    gr_sb_puts(sb, " stack=");
+    if (h->unknown_base && h->n < GR_STACK_CAP) /* the frames below are unknown */
+        gr_sb_puts(sb, "? > ");
+    if (!d)
+        gr_sb_putc(sb, '-');
+    for (size_t k = h->n - d; k < h->n; k++) {
+        if (k > h->n - d)
+            gr_sb_puts(sb, " > ");
+        put_name(c, s, sb, h->ids[k], GR_NONE, 1);
+    }
 }
 
 static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
@@ -423,7 +390,6 @@ static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
     s->keep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
     memset(s->keep, 1, t->nrecs ? t->nrecs : 1);
     gr_ignore_apply(t, o->ignore, s->keep, s->ignored);
-    cont_stacks(s);
     if (o->c_names == GR_CNAMES_SCRIPT) {
         gr_shape_build(&s->shape, t, o->rename);
         s->has_shape = 1;
@@ -434,6 +400,8 @@ static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
             s->has_instr = 1;
         if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_USE_TRACING_KNOWN))
             s->knows_ut = 1;
+        if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_CONTINUED))
+            s->has_continued = 1;
     }
 }
 
@@ -445,14 +413,16 @@ static void side_tokens(ctx *c, side *s)
     gr_sb sb;
     gr_sb_init(&sb);
     for (size_t i = 0; i < t->nrecs; i++) {
-        if (!s->keep[i])
-            continue;
-        gr_sb_reset(&sb);
-        if (!token(c, s, i, &sb))
-            continue;
-        s->idx[s->n] = i;
-        s->tok[s->n] = intern(&c->in, sb.s, sb.len);
-        s->n++;
+        if (s->keep[i]) {
+            gr_sb_reset(&sb);
+            if (token(c, s, i, &sb)) {
+                s->idx[s->n] = i;
+                s->tok[s->n] = intern(&c->in, sb.s, sb.len);
+                s->n++;
+            }
+        }
+        if (s->has_continued) /* every record, the ignored ones too */
+            cshadow_apply(s, &t->recs[i]);
     }
     gr_sb_free(&sb);
 }
@@ -462,9 +432,10 @@ static void side_free(side *s)
     free(s->keep);
     free(s->idx);
     free(s->tok);
-    free(s->cpool);
-    free(s->cdep);
-    free(s->coff);
+    for (size_t k = 0; k < s->ncsh; k++)
+        free(s->csh[k].ids);
+    free(s->csh);
+    gr_idmap_free(&s->cmap);
     if (s->has_shape)
         gr_shape_free(&s->shape);
     gr_idmap_free(&s->granks);
