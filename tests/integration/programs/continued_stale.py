@@ -10,8 +10,12 @@
 # returns unseen (stale), outer calls m() (seen), and m switches back and
 # forth.  The switch back into X inside m is a continued switch in the
 # default mode; X's real stack there is [.., outer, m], its records say
-# [.., outer, inner, m].  Before 3.12 every frame reports and both modes
-# agree.
+# [.., outer, inner, m].  A second greenlet Y does the same in
+# outer2/inner2, but outer2's code object is instrumented again (main calls
+# outer2 itself after start) while inner2's is not: when Y switches back
+# into m2, none of its frames is stale any more (an INSTR there says
+# stale=0), yet inner2's return was never seen.  Before 3.12 every frame
+# reports and both modes agree.
 # record: --manual
 # known-failing: 3.12+ continued switch over a stale frame that returned unseen (reported to the lead; tracer/switches.c)
 import greenlet
@@ -41,13 +45,38 @@ def outer(main):
     return "outer done"
 
 
+def inner2(main):
+    main.switch("suspended in inner2")
+    k()
+    return "inner2 done"
+
+
+def m2(main):
+    for i in range(3):
+        main.switch(("in m2", i))
+    return "m2 done"
+
+
+def outer2(main):
+    if main is None:               # called by main: instruments outer2's code
+        return "instrumented"
+    inner2(main)
+    m2(main)
+    return "outer2 done"
+
+
 def main():
     me = greenlet.getcurrent()
     x = greenlet.greenlet(outer)
     print(x.switch(me))
-    greenreplay.start()            # x's frames are stale from here (3.12+)
+    y = greenlet.greenlet(outer2)
+    print(y.switch(me))
+    greenreplay.start()            # x's and y's frames are stale from here (3.12+)
     while not x.dead:
         print(x.switch())
+    print(outer2(None))
+    while not y.dead:
+        print(y.switch())
     greenreplay.stop()
 
 
