@@ -195,7 +195,7 @@ integration: all
 	tests/integration/demo_known.sh
 	tests/integration/gen_finalize.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)
-	tests/integration/continued.sh --python $(PYTHON)
+	tests/integration/continued_adversary.sh --python $(PYTHON)
 	tests/integration/registry.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)

@@ -1,5 +1,5 @@
 # Continued switches against asyncio bridged to greenlets, the pattern of
-# SQLAlchemy's greenlet_spawn/await_only (tests/integration/continued.sh):
+# SQLAlchemy's greenlet_spawn/await_only (tests/integration/continued_adversary.sh):
 # synchronous code runs in a greenlet and, to await, switches to the
 # greenlet driving the coroutine, which awaits and switches back.  asyncio
 # runs every callback and task step in Context.run, which moves the

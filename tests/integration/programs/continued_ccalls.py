@@ -1,5 +1,5 @@
 # Continued switches against a switch from inside a C call that calls back
-# into Python before it returns (tests/integration/continued.sh): sorted()
+# into Python before it returns (tests/integration/continued_adversary.sh): sorted()
 # and list.sort with a key that switches, map() over greenlet.switch itself
 # (no Python frame in between), functools.reduce, a __del__ and a weakref
 # callback that switch.

@@ -1,6 +1,6 @@
 # Continued switches against things that move the thread's switch witness
 # (context_ver) without a switch, or switch without any event
-# (tests/integration/continued.sh): contextvars Context.run around and
+# (tests/integration/continued_adversary.sh): contextvars Context.run around and
 # between switches, assigning gr_context, a greenlet whose run is a
 # builtin (greenlet.switch of another: it switches without a frame), and
 # ContextVar.set in between.

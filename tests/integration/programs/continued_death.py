@@ -1,5 +1,5 @@
 # Continued switches against greenlet deaths and throws
-# (tests/integration/continued.sh): a suspended greenlet killed when its
+# (tests/integration/continued_adversary.sh): a suspended greenlet killed when its
 # last reference goes (GreenletExit thrown in), one in a reference cycle
 # killed by the garbage collector, greenlet.throw, an exception
 # propagating out of a greenlet (its parent resumes with C_EXCEPTION),

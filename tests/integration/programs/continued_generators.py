@@ -1,5 +1,5 @@
 # Continued switches against generators and coroutines that switch
-# greenlets from inside (tests/integration/continued.sh): a generator's
+# greenlets from inside (tests/integration/continued_adversary.sh): a generator's
 # frame runs in one greenlet, is suspended there inside greenlet.switch,
 # and later resumes in another greenlet; a coroutine driven by send() from
 # two greenlets; a generator closed by a greenlet that is not the one that

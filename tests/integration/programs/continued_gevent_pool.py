@@ -1,4 +1,4 @@
-# Continued switches under gevent (tests/integration/continued.sh): a pool
+# Continued switches under gevent (tests/integration/continued_adversary.sh): a pool
 # of workers passing items through queues, events and sleep(0), where the
 # hub (compiled: its C calls are invisible) runs between most switches.
 # requires: gevent

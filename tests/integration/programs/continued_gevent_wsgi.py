@@ -1,4 +1,4 @@
-# Continued switches under gevent.pywsgi (tests/integration/continued.sh):
+# Continued switches under gevent.pywsgi (tests/integration/continued_adversary.sh):
 # a WSGI server and clients in one process, over a local socket, with a
 # pool of client greenlets.  The blocking resolver keeps gevent's thread
 # pool (and its sys.setprofile(None) after every task) out of it.

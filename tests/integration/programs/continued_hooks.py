@@ -1,5 +1,5 @@
 # Continued switches against the program's own hooks and deep stacks
-# (tests/integration/continued.sh): sys.setprofile and threading.setprofile
+# (tests/integration/continued_adversary.sh): sys.setprofile and threading.setprofile
 # by the program between switches (HOOK records), a profiler that is put
 # back, and greenlets switching at a depth beyond the 128-frame cap.
 import sys

@@ -1,7 +1,7 @@
 # Continued switches against a greenlet that switches while a module is
 # being imported (its frames sit under importlib's, some of which CPython
 # hides from tracebacks), and a class body and a decorator that switch
-# (tests/integration/continued.sh).  The module is cont_importee.py, beside
+# (tests/integration/continued_adversary.sh).  The module is cont_importee.py, beside
 # this file.
 import sys
 

@@ -1,5 +1,5 @@
 # Continued switches against switches made inside the program's own
-# profile and trace functions (tests/integration/continued.sh): CPython
+# profile and trace functions (tests/integration/continued_adversary.sh): CPython
 # runs them with tstate->tracing raised, greenlet does not keep that
 # counter per greenlet, so the target runs with the origin's value.  Two
 # greenlets ping-pong from inside the program's profile function (each

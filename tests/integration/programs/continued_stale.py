@@ -1,5 +1,5 @@
 # Continued switches on CPython 3.12+ against stale instrumentation
-# (tests/integration/continued.sh): a profile function set while a
+# (tests/integration/continued_adversary.sh): a profile function set while a
 # greenlet is suspended re-instruments only the running thread's frame
 # chain (docs/FORMAT.md §4, INSTR); the suspended greenlet's frames report
 # no events of their own when they resume, not even their RETURN.  Here

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/integration/continued.sh --python PY: adversarial programs against
+# tests/integration/continued_adversary.sh --python PY: adversarial programs against
 # passive mode's continued switches (tracer/switches.c, "Continued
 # switches"; docs/FORMAT.md §4).  Each tests/integration/programs/
 # continued_*.py is recorded twice with PY and the self-check
@@ -29,7 +29,7 @@
 set -u
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
-gr_script_init continued "$@"
+gr_script_init continued_adversary "$@"
 PY=$GR_PY cli=$GR_CLI work=$GR_WORK progs=$GR_ROOT/tests/integration/programs
 HOSTPY=/usr/bin/python3
 nskip=0
