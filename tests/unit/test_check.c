@@ -542,6 +542,58 @@ static void test_switch_from_wrong_origin(void **state)
     end(&f);
 }
 
+/* continued switches (FORMAT §4, bit 9): each target resumes in the C call
+ * it was suspended in; no stack to compare; coverage counts them */
+static void test_continued_switch_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    const uint64_t cont = OURS_KNOWN | GR_SW_INFERRED | GR_SW_CONTINUED;
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_NEW, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);
+    tb_ev(&f.b, GR_C_CALL, 1, 2, f.sw);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, cont, 0, 1);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_switch(&f.b, GR_THROW, 1, 1, 2, 1, cont, 0, 1);
+    tb_ev(&f.b, GR_C_EXCEPTION, 1, 2, f.sw);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    load_check(&f, 0);
+    expect_clean(&f);
+    assert_int_equal(f.res.coverage.continued, 2);
+    end(&f);
+}
+
+/* a continued switch into a greenlet whose last event was no C call: the
+ * recorder's claim cannot hold */
+static void test_continued_switch_not_suspended(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    const uint64_t cont = OURS_KNOWN | GR_SW_INFERRED | GR_SW_CONTINUED;
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_NEW, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, cont, 0, 1);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    uint64_t s = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, cont, 0, 1);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s,
+           "continued SWITCH to g2, which was not suspended in a C call (its shadow top: x");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
 static void test_throw_from_right_origin_clean(void **state)
 {
     (void)state;
@@ -1376,6 +1428,8 @@ int main(void)
         cmocka_unit_test(test_unprofiled_thread_open_at_stop_is_note),
         cmocka_unit_test(test_observed_thread_open_at_stop_is_imbalance),
         cmocka_unit_test(test_switch_real_stack_agrees),
+        cmocka_unit_test(test_continued_switch_clean),
+        cmocka_unit_test(test_continued_switch_not_suspended),
         cmocka_unit_test(test_switch_real_stack_blind_spot),
         cmocka_unit_test(test_mark_tracing_off_is_propagation),
         cmocka_unit_test(test_mark_tracing_on_clean),
