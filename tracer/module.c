@@ -382,9 +382,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", callback_mode ? "callback" : "passive");
     /* Continued switches (switches.c): passive mode without the sampler's
-     * registry, outside ring mode, unless every switch must carry its
-     * real stack. */
-    r->continued_ok = !callback_mode && mode < 0 && !ring && !every_stack;
+     * registry, outside ring mode, on 3.9-3.11 (compat.h,
+     * GR_CONTINUED_SWITCHES), unless every switch must carry its real
+     * stack. */
+    r->continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
     if (every_stack)
         emit_meta(r, "switch_stacks", "every");
     gr_note_preexisting(r);
