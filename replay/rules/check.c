@@ -228,7 +228,7 @@ static void maybe_bury(ck *c, const ck_event *e)
 {
     size_t si = e->si, first;
     const ck_shadow *s = &c->sh[si];
-    if (!s->dead || s->gid == 0 || ck_tomb_multi(&c->tomb, s->gid) ||
+    if (c->keep_dead || !s->dead || s->gid == 0 || ck_tomb_multi(&c->tomb, s->gid) ||
         !gr_idmap_get(&c->glmap, s->gid, 0, &first) || first != si)
         return;
     for (size_t k = 0; k < gr_rule_count; k++)
@@ -478,6 +478,11 @@ void gr_checker_advance(gr_checker *c, size_t end)
         c->pos = end > t->first ? (size_t)t->first : end;
     while (c->pos < end)
         one_record(c, &t->recs[c->pos++ - t->first]);
+}
+
+void gr_checker_keep_dead(gr_checker *c, int keep)
+{
+    c->keep_dead = keep != 0;
 }
 
 size_t gr_checker_position(const gr_checker *c)

@@ -159,6 +159,7 @@ struct gr_checker {
     ck_shcache *shcache;    /* [CK_SHCACHE] by (gid ^ tid << 7) mod size */
     ck_tomb tomb;           /* what is kept of freed dead greenlets, and
                                which gids were seen (tomb.h) */
+    int keep_dead;          /* gr_checker_keep_dead: never bury */
     size_t *free_si;        /* indices of freed shadows, for reuse */
     size_t nfree, cap_free;
     uint64_t nseq;          /* shadows created (ck_shadow.seq) */
