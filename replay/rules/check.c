@@ -226,10 +226,11 @@ static __attribute__((noinline)) size_t shadow_miss(ck *c, ck_thread **th, uint6
  * back as it was (ck_get_shadow). */
 static void maybe_bury(ck *c, const ck_event *e)
 {
-    size_t si = e->si, first;
+    size_t si = e->si;
     const ck_shadow *s = &c->sh[si];
-    if (c->keep_dead || !s->dead || s->gid == 0 || ck_tomb_multi(&c->tomb, s->gid) ||
-        !gr_idmap_get(&c->glmap, s->gid, 0, &first) || first != si)
+    /* (not MULTI: si is the only shadow its gid ever had, so its first,
+     * ck_get_shadow) */
+    if (c->keep_dead || !s->dead || s->gid == 0 || ck_tomb_multi(&c->tomb, s->gid))
         return;
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->keeps && gr_rule_table[k]->keeps(c, si))

@@ -54,7 +54,7 @@ size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid)
         s->seq = c->nseq++;
         s->counted = 1;
         c->cov_shadows++;
-    } else if (ck_tomb_find(&c->tomb, gid, &g, 0) && g.slot < c->nth &&
+    } else if (c->tomb.buried && ck_tomb_find(&c->tomb, gid, &g, 0) && g.slot < c->nth &&
                c->th[g.slot].tid == tid) {
         /* Freed at its DEAD: back as it was then (a record after its DEAD,
          * which switch_consistency reports; then it is alive again). */
@@ -68,12 +68,11 @@ size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid)
         s->stack_seen = (g.flags & CK_GRAVE_STACK_SEEN) != 0;
         s->truth = (g.flags & CK_GRAVE_TRUTH) != 0;
         gr_idmap_put(&c->glmap, gid, 0, i);
-    } else if (!ck_tomb_seen(&c->tomb, gid)) { /* the greenlet's first shadow */
+    } else if (ck_tomb_see(&c->tomb, gid)) { /* the greenlet's first shadow */
         s->seq = c->nseq++;
         s->counted = 1;
         c->cov_shadows++;
         c->cov_greenlets++;
-        ck_tomb_see(&c->tomb, gid);
         gr_idmap_put(&c->glmap, gid, 0, i);
     } else { /* the same gid on another thread: never freed */
         s->seq = c->nseq++;

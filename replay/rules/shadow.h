@@ -30,20 +30,21 @@ typedef struct ck_entry {
                        tolerated while it is the top (a C call we never saw) */
 } ck_entry;
 
-/* Shadow stack of one (thread, greenlet). */
+/* Shadow stack of one (thread, greenlet).  72 bytes: its index is scaled
+ * at every record (c->sh[si]), so the flags are bytes. */
 typedef struct ck_shadow {
     uint64_t tid, gid;
     ck_entry *e;
     size_t n, cap;
-    int base_unknown;   /* frames below e[0] unknown (seed cut, or never seeded) */
-    int dead;
+    uint8_t base_unknown; /* frames below e[0] unknown (seed cut, or never seeded) */
+    uint8_t dead;
+    uint8_t stack_seen;   /* a STACK record was seen for it */
+    uint8_t freed;        /* a free slot (ck_bury), dead and empty */
+    uint8_t counted;      /* coverage counts it: gid 0, or its gid's first */
     uint64_t dead_index;
-    int stack_seen;     /* a STACK record was seen for it */
-    size_t truth;       /* ground-truth points seen in it */
-    int freed;          /* a free slot (ck_bury), dead and empty */
-    int counted;        /* coverage counts it: gid 0, or its gid's first */
-    uint64_t seq;       /* creation number (kept across a burial): the
-                           order of the verdicts about open shadows */
+    size_t truth;         /* ground-truth points seen in it */
+    uint64_t seq;         /* creation number (kept across a burial): the
+                             order of the verdicts about open shadows */
 } ck_shadow;
 
 #define CK_RECENT 3 /* records of context before the one a violation is at */

@@ -6,9 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ck_tomb_see(ck_tomb *t, uint64_t gid)
+int ck_tomb_see(ck_tomb *t, uint64_t gid)
 {
-    gr_idbits_set(&t->bits, gid, CK_TOMB_SEEN, 1);
+    gr_idbits_block *b = gr_idbits_block_for(&t->bits, gid);
+    uint64_t bit = UINT64_C(1) << (gid & 63);
+    int first = !(b->plane[CK_TOMB_SEEN] & bit);
+    b->plane[CK_TOMB_SEEN] |= bit;
+    return first;
 }
 
 int ck_tomb_multi(const ck_tomb *t, uint64_t gid)
@@ -34,9 +38,9 @@ static uint64_t unzig(uint64_t z)
     return (z >> 1) ^ (uint64_t)-(int64_t)(z & 1);
 }
 
-static void put_varint(ck_tomb *t, uint64_t v)
+/* (room for it made by the caller) */
+static inline void put_varint(ck_tomb *t, uint64_t v)
 {
-    t->log = gr_xgrow(t->log, &t->cap_log, t->nlog + 10, 1);
     while (v >= 0x80) {
         t->log[t->nlog++] = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -64,6 +68,8 @@ static void log_death(ck_tomb *t, uint64_t gid, uint64_t index, uint64_t seq)
         t->seg[t->nseg++] = (ck_tomb_seg){.off = t->nlog, .index = t->last_index,
                                           .gid = t->last_gid, .rel = t->last_rel};
     }
+    if (t->nlog + 30 > t->cap_log)
+        t->log = gr_xgrow(t->log, &t->cap_log, t->nlog + 30, 1);
     put_varint(t, zig(index - t->last_index));
     put_varint(t, zig(gid - t->last_gid));
     put_varint(t, zig(rel - t->last_rel));

@@ -81,8 +81,8 @@ static inline int ck_tomb_seen(const ck_tomb *t, uint64_t gid)
     return gr_idbits_test(&t->bits, gid, CK_TOMB_SEEN);
 }
 
-/* gid has a shadow now. */
-void ck_tomb_see(ck_tomb *t, uint64_t gid);
+/* gid has a shadow now; returns 1 if it had none before (first sight). */
+int ck_tomb_see(ck_tomb *t, uint64_t gid);
 
 /* Whether gid had shadows on more than one thread / note that it has. */
 int ck_tomb_multi(const ck_tomb *t, uint64_t gid);

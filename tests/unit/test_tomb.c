@@ -84,8 +84,9 @@ static void test_tomb_bury_find_raise(void **state)
     ck_tomb t = {0};
     ck_grave g;
     assert_int_equal(ck_tomb_find(&t, 2, &g, 1), 0);
-    ck_tomb_see(&t, 2);
-    ck_tomb_see(&t, 3);
+    assert_int_equal(ck_tomb_see(&t, 2), 1); /* first sight */
+    assert_int_equal(ck_tomb_see(&t, 2), 0);
+    assert_int_equal(ck_tomb_see(&t, 3), 1);
     assert_int_equal(ck_tomb_seen(&t, 2), 1);
     assert_int_equal(ck_tomb_seen(&t, 4), 0);
     assert_int_equal(ck_tomb_multi(&t, 2), 0);
