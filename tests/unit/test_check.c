@@ -774,6 +774,130 @@ static void test_open_at_stop_in_creation_order(void **state)
     end(&f);
 }
 
+
+/* A freed greenlet's base: seeded cut (base unknown), it comes back with
+ * its base unknown, so a RETURN below its known frames after its DEAD is
+ * only the record after DEAD (must pass as to imbalance); seeded whole, the
+ * same RETURN is an imbalance too (test_record_long_after_dead_flagged). */
+static void test_revived_base_unknown_no_imbalance(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, GR_GL_CUT, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    uint64_t dead = tb_simple(&f.b, GR_DEAD, 1, 2);
+    many_dead(&f, 3); /* g2..g4 again: g2's GREENLET is flagged, the rest */
+    load_check(&f, 0);
+    char want[80];
+    snprintf(want, sizeof want, "GREENLET record for g2 after its DEAD at event %llu",
+             (unsigned long long)dead);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, dead + 1, want);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+    /* the same with the RETURN: no imbalance below an unknown base */
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, GR_GL_CUT, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    many_dead(&f, 0);
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0);
+    uint64_t s1 = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s1, "SWITCH to g2 after its DEAD");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+/* Coverage of a greenlet brought back after its DEAD: counted once, with
+ * its ground truth from before and after. */
+static void test_revived_coverage_counted_once(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    many_dead(&f, 2);                                          /* g2, g3 (MARK) */
+    uint64_t s1 = tb_switch(&f.b, GR_SWITCH, 1, 1, 3, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 3, f.x);
+    mark_in(&f, 3, 1, f.x, 0, 0);
+    tb_ev(&f.b, GR_RETURN, 1, 3, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 3, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 3);
+    stop_g1(&f);
+    load_check(&f, 1);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s1, "SWITCH to g3 after its DEAD");
+    assert_int_equal(f.res.nv, 1);
+    assert_int_equal(f.res.coverage.greenlets, 3);
+    assert_int_equal(f.res.coverage.shadows, 3);
+    assert_int_equal(f.res.coverage.greenlets_truth, 1);
+    assert_int_equal(f.res.coverage.truth_points, 2);
+    end(&f);
+}
+
+/* The step-by-step API (check --stall, --html) about a freed greenlet:
+ * dead, on its thread, with its empty shadow and unknown base, as when
+ * every shadow was kept. */
+static void test_checker_api_on_freed_greenlet(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, GR_GL_CUT, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    many_dead(&f, 0);
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0); /* reuses g2's shadow slot */
+    load_check(&f, 0);
+    gr_check_result r[2];
+    gr_checker *c[2];
+    for (int k = 0; k < 2; k++) {
+        c[k] = gr_checker_new(&f.t, &r[k]);
+        gr_checker_keep_dead(c[k], k);
+        gr_checker_advance(c[k], f.t.nrecs);
+    }
+    for (uint64_t gid = 1; gid <= 4; gid++) {
+        uint64_t tid[2];
+        size_t n[2];
+        int unknown[2];
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(gr_checker_greenlet(c[k], gid, &tid[k]),
+                             gid == 2 ? GR_SHADOW_DEAD : gid == 4 ? GR_SHADOW_UNSEEN
+                             : gid == 1 ? GR_SHADOW_RUNNING : GR_SHADOW_IDLE);
+            gr_checker_shadow(c[k], gid, &n[k], &unknown[k]);
+        }
+        assert_int_equal(tid[0], tid[1]);
+        assert_int_equal(n[0], n[1]);
+        assert_int_equal(unknown[0], unknown[1]);
+        if (gid == 2) {
+            assert_int_equal(tid[0], 1);
+            assert_int_equal(n[0], 0);
+            assert_int_equal(unknown[0], 1);
+        }
+        uint32_t ids[2] = {f.main, f.x};
+        for (size_t len = 0; len <= 2; len++) {
+            char *diff[2] = {NULL, NULL};
+            int differs[2];
+            for (int k = 0; k < 2; k++)
+                differs[k] = gr_checker_compare(c[k], gid, ids, len, 0, &diff[k]);
+            assert_int_equal(differs[0], differs[1]);
+            if (differs[0])
+                assert_string_equal(diff[0], diff[1]);
+            free(diff[0]);
+            free(diff[1]);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        gr_checker_finish(c[k]);
+        gr_check_result_free(&r[k]);
+    }
+    end(&f);
+}
+
 /* ------------------------------------------------------- propagation */
 
 static void test_propagation_flagged(void **state)
@@ -1568,6 +1692,9 @@ int main(void)
         cmocka_unit_test(test_gid_reused_after_dead_flagged),
         cmocka_unit_test(test_dead_gid_on_other_thread),
         cmocka_unit_test(test_open_at_stop_in_creation_order),
+        cmocka_unit_test(test_revived_base_unknown_no_imbalance),
+        cmocka_unit_test(test_revived_coverage_counted_once),
+        cmocka_unit_test(test_checker_api_on_freed_greenlet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
