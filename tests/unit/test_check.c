@@ -644,6 +644,16 @@ static uint64_t many_dead(fx *f, uint64_t n)
     return dead2;
 }
 
+/* Greenlet gid (GREENLET flags gl_flags, no frames) switched to from g1
+ * and dying at once; returns the index of its DEAD. */
+static uint64_t dies(fx *f, uint64_t gid, uint64_t gl_flags)
+{
+    tb_greenlet(&f->b, 1, gid, 1, gl_flags, 0);
+    tb_switch(&f->b, GR_SWITCH, 1, 1, gid, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f->b, GR_SWITCH, 1, gid, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    return tb_simple(&f->b, GR_DEAD, 1, gid);
+}
+
 /* Must pass: 300 greenlets live and die (more deaths than one segment of
  * the tomb's log); coverage still counts every one. */
 static void test_many_dead_greenlets_clean(void **state)
@@ -675,11 +685,7 @@ static void test_record_long_after_dead_flagged(void **state)
     uint64_t ret = tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
     uint64_t dead2b = tb_simple(&f.b, GR_DEAD, 1, 2);
-    many_dead(&f, 0);
-    tb_greenlet(&f.b, 1, 400, 1, 0, 0); /* another death after it */
-    tb_switch(&f.b, GR_SWITCH, 1, 1, 400, 1, OURS_KNOWN, 0, 1);
-    tb_switch(&f.b, GR_SWITCH, 1, 400, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
-    tb_simple(&f.b, GR_DEAD, 1, 400);
+    dies(&f, 400, 0); /* another death after it */
     uint64_t s2 = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
     stop_g1(&f);
@@ -760,7 +766,7 @@ static void test_open_at_stop_in_creation_order(void **state)
     tb_switch(&f.b, GR_SWITCH, 1, 3, 1, 0, OURS_KNOWN, 0, 1);
     tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
-    tb_simple(&f.b, GR_DEAD, 1, 2);
+    tb_simple(&f.b, GR_DEAD, 1, 2); /* g2's index goes to g4 */
     tb_greenlet(&f.b, 1, 4, 1, 0, 0);
     tb_switch(&f.b, GR_SWITCH, 1, 1, 4, 1, OURS_KNOWN, 0, 1);
     tb_ev(&f.b, GR_CALL, 1, 4, f.y);
@@ -774,7 +780,6 @@ static void test_open_at_stop_in_creation_order(void **state)
     end(&f);
 }
 
-
 /* A freed greenlet's base: seeded cut (base unknown), it comes back with
  * its base unknown, so a RETURN below its known frames after its DEAD is
  * only the record after DEAD (must pass as to imbalance); seeded whole, the
@@ -784,11 +789,8 @@ static void test_revived_base_unknown_no_imbalance(void **state)
     (void)state;
     fx f;
     begin(&f);
-    tb_greenlet(&f.b, 1, 2, 1, GR_GL_CUT, 0);
-    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
-    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
-    uint64_t dead = tb_simple(&f.b, GR_DEAD, 1, 2);
-    many_dead(&f, 3); /* g2..g4 again: g2's GREENLET is flagged, the rest */
+    uint64_t dead = dies(&f, 2, GR_GL_CUT);
+    many_dead(&f, 3); /* g2 again (its GREENLET flagged), then g3, g4 */
     load_check(&f, 0);
     char want[80];
     snprintf(want, sizeof want, "GREENLET record for g2 after its DEAD at event %llu",
@@ -798,11 +800,7 @@ static void test_revived_base_unknown_no_imbalance(void **state)
     end(&f);
     /* the same with the RETURN: no imbalance below an unknown base */
     begin(&f);
-    tb_greenlet(&f.b, 1, 2, 1, GR_GL_CUT, 0);
-    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
-    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
-    tb_simple(&f.b, GR_DEAD, 1, 2);
-    many_dead(&f, 0);
+    dies(&f, 2, GR_GL_CUT);
     tb_greenlet(&f.b, 1, 3, 1, 0, 0);
     uint64_t s1 = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
     tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
@@ -846,11 +844,7 @@ static void test_checker_api_on_freed_greenlet(void **state)
     (void)state;
     fx f;
     begin(&f);
-    tb_greenlet(&f.b, 1, 2, 1, GR_GL_CUT, 0);
-    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
-    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
-    tb_simple(&f.b, GR_DEAD, 1, 2);
-    many_dead(&f, 0);
+    dies(&f, 2, GR_GL_CUT);
     tb_greenlet(&f.b, 1, 3, 1, 0, 0); /* reuses g2's shadow slot */
     load_check(&f, 0);
     gr_check_result r[2];
