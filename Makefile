@@ -197,6 +197,7 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/continued_adversary.sh --python $(PYTHON)
 	tests/integration/registry.sh --python $(PYTHON)
+	tests/integration/continued.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/split.sh --python $(PYTHON)

@@ -387,9 +387,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", callback_mode ? "callback" : "passive");
     /* Continued switches (switches.c): passive mode without the sampler's
-     * registry, outside ring mode, unless every switch must carry its
-     * real stack. */
-    r->continued_ok = !callback_mode && mode < 0 && !ring && !every_stack;
+     * registry, outside ring mode, on 3.9-3.11 (compat.h,
+     * GR_CONTINUED_SWITCHES), unless every switch must carry its real
+     * stack. */
+    r->continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
     /* The self-check of continued switches (switches.c, verify_continued). */
     {
         const char *v = getenv("GREENREPLAY_VERIFY_CONTINUED");

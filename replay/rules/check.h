@@ -166,6 +166,13 @@ typedef struct gr_checker gr_checker;
  * of memory.  Free with gr_checker_finish. */
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res);
 
+/* keep 1: never free a dead greenlet's shadow (the checker's memory then
+ * grows with every greenlet ever seen, as before the tomb, tomb.h); 0, the
+ * default: free it at its DEAD, keeping the facts later verdicts need.
+ * The verdicts, notes and coverage are the same either way: tests and the
+ * fuzz target compare the two.  Call before the first record. */
+void gr_checker_keep_dead(gr_checker *c, int keep);
+
 /* Replay the records from the current position up to, not including,
  * index `end` (clamped to the number of records read, gr_trace_count); a
  * smaller `end` does nothing.  Afterwards the shadows reflect records

@@ -15,9 +15,10 @@
 # outer2 itself after start) while inner2's is not: when Y switches back
 # into m2, none of its frames is stale any more (an INSTR there says
 # stale=0), yet inner2's return was never seen.  Before 3.12 every frame
-# reports and both modes agree.
+# reports and both modes agree.  This is why continued switches are kept
+# to 3.9-3.11 (compat.h GR_CONTINUED_SWITCHES): were they made on 3.12+,
+# this program's verdicts and diff would differ between the two modes.
 # record: --manual
-# known-failing: 3.12+ continued switch over a stale frame that returned unseen (reported to the lead; tracer/switches.c)
 import greenlet
 
 import greenreplay

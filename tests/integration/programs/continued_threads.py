@@ -1,7 +1,7 @@
 # Continued switches with two threads that switch greenlets, and a
 # greenlet of one thread whose last reference goes on the other thread
 # (greenlet kills it on its own thread later) (tests/integration/
-# continued.sh).  Only one thread can run at a time (each waits on an
+# continued_adversary.sh).  Only one thread can run at a time (each waits on an
 # event while the other runs, and the switch interval is long enough that
 # the interpreter never takes the GIL from a running thread), so that both
 # recordings interleave the threads the same way.
