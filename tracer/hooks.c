@@ -563,8 +563,10 @@ static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32
 /* The profile slot of thread state ts (thread t) after the program may
  * have changed it: keep observing (take the slot back, or chain in front
  * of the program's function), and write a HOOK record saying what the
- * program did and what the subject profiler is now. */
-static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+ * program did and what the subject profiler is now.  standard: the program
+ * gave the thread threading's profile hook, which stands for the subject
+ * (sys_setprofile below): the slot is empty and the subject is back. */
+static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, int standard)
 {
     Py_tracefunc f = ts->c_profilefunc;
     uint32_t code = t->hook_pending ? t->hook_code : 0;
@@ -578,7 +580,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
          * (None, as the recorder is invisible): the subject returns.
          * Otherwise the program removed the profiler a standard tool had
          * installed: the subject is gone from this thread. */
-        if (!t->subject && t->displaced) {
+        if (standard || (!t->subject && t->displaced)) {
             action = GR_HOOK_RESTORED;
             t->subject = 1;
             t->displaced = 0;
@@ -619,7 +621,7 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     if (!f && !t->had_events)
         return;
     t->unannounced = 1;
-    resolve_profile_slot(r, t, ts);
+    resolve_profile_slot(r, t, ts, 0);
     t->unannounced = 0;
 }
 
@@ -632,7 +634,7 @@ static void resolve_all(gr_recorder *r)
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = thread_of_tstate(r, ts);
         if (t && r->profile_on)
-            resolve_profile_slot(r, t, ts);
+            resolve_profile_slot(r, t, ts, 0);
     }
 }
 
@@ -681,10 +683,31 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
  * function saw the c_call: as without the recorder, a function set here
  * gets no c_return of the call that set it (CPython reports c_return only
  * when a profile function was set at the c_call). */
+PyObject *gr_thread_hook, *gr_program_thread_hook;
+
+/* The recorder's sys.setprofile: the original, then the slot resolved at
+ * once (no audit-event round trip).  threading's profile hook is the
+ * recorder's bootstrap (greenreplay._thread_bootstrap) while recording, and
+ * code that reads threading._profile_hook directly hands it to
+ * sys.setprofile (gevent's thread pool does, before each task, to give the
+ * worker thread what new threads get): for the program that is its own
+ * threading.setprofile function if it set one, else the profiler a
+ * standard tool installed for every thread, the subject, which comes back
+ * (HOOK restored).  Chaining to the bootstrap instead would record the
+ * events twice. */
 static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 {
     gr_recorder *r = gr_active;
     PyObject *orig = gr_sys_setprofile_orig;
+    int standard = 0;
+    if (r && gr_thread_hook && func == gr_thread_hook) {
+        if (gr_program_thread_hook && gr_program_thread_hook != Py_None) {
+            func = gr_program_thread_hook;
+        } else {
+            func = Py_None;
+            standard = 1;
+        }
+    }
     if (!orig) {
         PyErr_SetString(PyExc_RuntimeError, "sys.setprofile is not available");
         return NULL;
@@ -695,11 +718,15 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     PyObject *res = PyObject_CallOneArg(orig, func);
     r->wrapping--;
     if (res && gr_active == r) {
-        gr_thread *t = thread_known(r);
+        /* The subject's function on a thread the recorder has not reached
+         * (gevent's pool starts its threads with start_new_thread, which
+         * threading's hook never sees): the recorder comes with it, as
+         * _thread_start would have brought it. */
+        gr_thread *t = standard ? gr_thread_current(r) : thread_known(r);
         if (t) {
             GR_EXC_SAVE(saved);
             t->hook_pending = 0; /* no C call to pop: its c_return comes to us */
-            resolve_profile_slot(r, t, PyThreadState_Get());
+            resolve_profile_slot(r, t, PyThreadState_Get(), standard);
             if (PyErr_Occurred())
                 gr_swallow(r);
             GR_EXC_RESTORE(saved);

@@ -964,6 +964,27 @@ static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ss
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(thread_hooks_doc,
+"_thread_hooks(bootstrap, program)\n--\n\n"
+"Tell the recorder's sys.setprofile which function is greenreplay's\n"
+"threading profile hook (bootstrap) and which the program set with\n"
+"threading.setprofile (program, or None): code that hands\n"
+"threading._profile_hook to sys.setprofile gets the program's function,\n"
+"or the subject profiler back (hooks.c, sys_setprofile).  None, None\n"
+"forgets both.");
+
+static PyObject *mod_thread_hooks(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_thread_hooks(bootstrap, program)");
+        return NULL;
+    }
+    Py_XSETREF(gr_thread_hook, args[0] == Py_None ? NULL : Py_NewRef(args[0]));
+    Py_XSETREF(gr_program_thread_hook, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_forget(PyObject *module, PyObject *wr)
 {
     if (gr_active)
@@ -1092,6 +1113,7 @@ static PyMethodDef methods[] = {
     {"mark", mod_mark, METH_O, mark_doc},
     {"flush", mod_flush, METH_NOARGS, flush_doc},
     {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
+    {"_thread_hooks", (PyCFunction)(void (*)(void))mod_thread_hooks, METH_FASTCALL, thread_hooks_doc},
     {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
     {"_forked", mod_forked, METH_NOARGS,
      "After fork, in the child: end recording without writing to the parent's trace; the\n"

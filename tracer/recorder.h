@@ -532,6 +532,10 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
  * the original (owned, set by module.c) is called first.  Its docstring
  * is the original's. */
 extern PyObject *gr_sys_setprofile_orig;
+/* greenreplay's threading profile hook (_thread_bootstrap) and the
+ * program's own threading.setprofile function while recording (NULL or
+ * None: none), owned, set by _greenreplay._thread_hooks (module.c). */
+extern PyObject *gr_thread_hook, *gr_program_thread_hook;
 /* At a mark on thread t (thread state ts, its own): a foreign profile
  * function in the slot that no audit event announced (a C extension that
  * writes tstate->c_profilefunc directly, e.g. yappi's per-thread start;

@@ -37,9 +37,24 @@ typedef struct bthread {
     uint32_t off_first[3];  /* the first of them */
 } bthread;
 
+/* A cause of the subject profiler going off (what the program did, in
+ * which C call and Python frame): reported at its first episode with
+ * unseen calls; later episodes of the same cause (gevent's thread pool
+ * removes the profiler after every task) are counted, not reported. */
+typedef struct bcause {
+    uint64_t action;
+    uint32_t code, frame;
+    uint64_t first_index;   /* the HOOK of the reported episode */
+    uint64_t repeats;       /* later episodes with unseen calls */
+    uint64_t repeat_calls;  /* Python calls they ran unseen */
+    uint64_t last_index;    /* the HOOK of the last of them */
+} bcause;
+
 typedef struct bstate {
     bthread *th;            /* by thread slot */
     size_t nth;
+    bcause *causes;
+    size_t ncauses, cap_causes;
 } bstate;
 
 static bthread *bth(ck *c, size_t slot)
@@ -75,13 +90,38 @@ static void resolve_mark(ck *c, const gr_record *next, const ck_thread *th, bthr
                      bt->mark_nctx, th, NULL);
 }
 
+/* The cause of bt's episode: the one reported before (1), or a new one
+ * (0). */
+static int known_cause(ck *c, const bthread *bt)
+{
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    for (size_t i = 0; i < b->ncauses; i++) {
+        bcause *k = &b->causes[i];
+        if (k->action == bt->off_action && k->code == bt->off_code && k->frame == bt->off_frame) {
+            k->repeats++;
+            k->repeat_calls += bt->off_calls;
+            k->last_index = bt->off_index;
+            return 1;
+        }
+    }
+    if (b->ncauses == b->cap_causes)
+        b->causes = gr_xgrow(b->causes, &b->cap_causes, b->ncauses + 1, sizeof *b->causes);
+    bcause *k = &b->causes[b->ncauses++];
+    memset(k, 0, sizeof *k);
+    k->action = bt->off_action;
+    k->code = bt->off_code;
+    k->frame = bt->off_frame;
+    k->first_index = bt->off_index;
+    return 0;
+}
+
 /* The end of an episode in which the subject profiler was off on th. */
 static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *until)
 {
     if (!bt->subject_off)
         return;
     bt->subject_off = 0;
-    if (!bt->off_calls)
+    if (!bt->off_calls || known_cause(c, bt))
         return;
     gr_sb_printf(&c->msg, "the profile function of t%" PRIu64 " was %s (HOOK at event %zu",
                  th->tid,
@@ -292,6 +332,42 @@ static void finish(ck *c)
     }
 }
 
+/* One warning per cause whose later episodes were counted, not reported:
+ * how many, and what they ran unseen.  (A range of a split check that
+ * stops before the end writes none; the last range has counted the
+ * episodes of its prefix too.) */
+static void report(ck *c)
+{
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    if (!b || c->no_end)
+        return;
+    for (size_t i = 0; i < b->ncauses; i++) {
+        const bcause *k = &b->causes[i];
+        if (!k->repeats)
+            continue;
+        gr_sb_printf(&c->msg,
+                     "blind_spot: the profile function was %s %" PRIu64
+                     " more time%s for the cause reported at event %" PRIu64,
+                     k->action == GR_HOOK_SET ? "replaced by the program's own" : "removed by the program",
+                     k->repeats, k->repeats == 1 ? "" : "s", k->first_index);
+        if (k->code) {
+            gr_sb_puts(&c->msg, " (during ");
+            ck_code_name(c, k->code);
+            gr_sb_puts(&c->msg, k->frame ? " in " : ")");
+        } else if (k->frame) {
+            gr_sb_puts(&c->msg, " (in ");
+        }
+        if (k->frame) {
+            ck_code_name(c, k->frame);
+            gr_sb_puts(&c->msg, ")");
+        }
+        gr_sb_printf(&c->msg, ", the last at event %" PRIu64 ": %" PRIu64 " more Python call%s ran "
+                              "unseen by it (not reported again)",
+                     k->last_index, k->repeat_calls, k->repeat_calls == 1 ? "" : "s");
+        ck_add_warning(c);
+    }
+}
+
 static void release(ck *c)
 {
     bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
@@ -300,6 +376,7 @@ static void release(ck *c)
     for (size_t i = 0; i < b->nth; i++)
         ck_free_lines(b->th[i].off_text);
     free(b->th);
+    free(b->causes);
     free(b);
     c->rule_state[GR_RULE_BLIND_SPOT] = NULL;
 }
@@ -313,6 +390,12 @@ static void on_prefix(ck *c, const ck_event *e)
     const gr_record *r = e->r;
     if (r->tag == GR_HOOK) {
         on_hook(c, e, bth(c, e->th_index));
+    } else if (r->tag == GR_CALL) {
+        /* whether an episode ran calls unseen decides whether its cause
+         * was reported (later ones of the same cause are not) */
+        bthread *bt = bth(c, e->th_index);
+        if (bt->subject_off)
+            bt->off_calls++;
     } else if (r->tag == GR_MARK && !e->th->observer_gap &&
                !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)) && !c->profile_off) {
         bthread *bt = bth(c, e->th_index);
@@ -342,6 +425,7 @@ const gr_rule_ops gr_rule_blind_spot = {
     .init = init,
     .on_record = on_record,
     .finish = finish,
+    .report = report,
     .release = release,
     .on_prefix = on_prefix,
     .pending = pending,

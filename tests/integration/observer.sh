@@ -191,5 +191,29 @@ for m in swap announced; do
     fi
 done
 
+# A thread pool as gevent's: before each task sys.setprofile(threading.
+# _profile_hook), after it sys.setprofile(None), on a thread threading's
+# hook never saw.  The recorder's bootstrap must not be chained as the
+# program's profile function (events recorded twice, one imbalance per
+# task): the subject comes back for each task, its removal after the task
+# is reported once with the other episodes counted in one warning, and the
+# program prints the same lines recorded and unrecorded.
+out=$work/pool
+(cd "$GR_ROOT" && "$PY" tests/integration/programs/pool_hook.py 20) >"$out.plain" 2>&1
+(cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$PY" tests/integration/programs/pool_hook.py 20) >"$out.log" 2>&1
+rc=$?
+"$GR_CLI" check --format json "$out.grt" >"$out.json" 2>/dev/null
+rules=$(gr_json_rules "$out.json" 2>/dev/null)
+nviol=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["violations"])' "$out.json" 2>/dev/null)
+nwarn=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["traces"][0]["warnings"]))' "$out.json" 2>/dev/null)
+calls=$("$GR_CLI" dump "$out.grt" | grep -c 'CALL .* task ')
+if [ "$rc" -eq 0 ] && cmp -s "$out.plain" "$out.log" && [ "$rules" = blind_spot ] && [ "$nviol" = 1 ] &&
+   [ "$nwarn" = 1 ] && grep -q '19 more times' "$out.json" && [ "$calls" -eq 20 ]; then
+    ok "thread pool giving each task threading._profile_hook: $calls calls of task recorded once each, one violation, one warning for the other 19 removals"
+else
+    bad "thread pool giving each task threading._profile_hook: record exit $rc, rules '$rules', $nviol violations, $nwarn warnings, $calls calls of task (want 20)"
+    diff "$out.plain" "$out.log" | head -5
+fi
+
 echo "$pass passed, $fail failed${skipped:+, $skipped skipped}"
 [ "$fail" -eq 0 ]

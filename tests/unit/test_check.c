@@ -13,6 +13,7 @@
 #include "trace_builder.h"
 #include "split_check.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1466,6 +1467,52 @@ static void test_hook_replaced_profiler_named_once(void **state)
     end(&f);
 }
 
+/* one episode of the subject removed by the program: the calls ran
+ * meanwhile, appended to the builder (remove during the C call setp,
+ * CALL/RETURN of x `calls` times, put back: the c_return of each setp goes
+ * to no profiler, as CPython reports it); returns the HOOK's index */
+static uint64_t removed_episode(fx *f, uint32_t setp, int calls)
+{
+    tb_ev(&f->b, GR_C_CALL, 1, 1, setp);
+    uint64_t h = tb_hook(&f->b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_CLEARED, 0, setp);
+    for (int i = 0; i < calls; i++) {
+        tb_ev(&f->b, GR_CALL, 1, 1, f->x);
+        tb_ev(&f->b, GR_RETURN, 1, 1, f->x);
+    }
+    tb_ev(&f->b, GR_C_CALL, 1, 1, setp);
+    tb_hook(&f->b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, setp);
+    return h;
+}
+
+/* the same cause again and again (gevent's thread pool removes the
+ * profiler after every task): reported once, the later episodes counted
+ * in one warning; a different cause is reported on its own */
+static void test_hook_repeated_cause_reported_once(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t setp = tb_c(&f.b, "sys.setprofile");
+    uint32_t other = tb_c(&f.b, "threading.setprofile");
+    uint64_t first = removed_episode(&f, setp, 2);
+    removed_episode(&f, setp, 0); /* nothing unseen: not counted */
+    removed_episode(&f, setp, 3);
+    uint64_t last = removed_episode(&f, setp, 1);
+    uint64_t diff = removed_episode(&f, other, 1);
+    load_check(&f, 0);
+    assert_int_equal(f.res.nv, 2);
+    expect(&f, GR_RULE_BLIND_SPOT, first, "2 Python calls ran unseen by it");
+    expect(&f, GR_RULE_BLIND_SPOT, diff, "during threading.setprofile");
+    assert_int_equal(f.res.nwarnings, 1);
+    char want[160];
+    snprintf(want, sizeof want, "removed by the program 2 more times for the cause reported at "
+                                "event %" PRIu64, first);
+    assert_non_null(strstr(f.res.warnings[0], want));
+    snprintf(want, sizeof want, "the last at event %" PRIu64 ": 4 more Python calls", last);
+    assert_non_null(strstr(f.res.warnings[0], want));
+    end(&f);
+}
+
 /* a profiler displaced and put back with nothing run in between */
 static void test_hook_restored_without_calls_clean(void **state)
 {
@@ -1774,6 +1821,7 @@ int main(void)
         cmocka_unit_test(test_observed_thread_open_at_stop_is_imbalance),
         cmocka_unit_test(test_switch_real_stack_agrees),
         cmocka_unit_test(test_continued_switch_clean),
+        cmocka_unit_test(test_hook_repeated_cause_reported_once),
         cmocka_unit_test(test_continued_switch_not_suspended),
         cmocka_unit_test(test_switch_real_stack_blind_spot),
         cmocka_unit_test(test_mark_tracing_off_is_propagation),

@@ -122,6 +122,7 @@ def _threading_setprofile(func):
     started from now on, which the recorder reaches first."""
     global _program_hook
     _program_hook = func
+    _greenreplay._thread_hooks(_thread_bootstrap, func)
 
 
 def _threading_getprofile():
@@ -134,6 +135,7 @@ def _install_threading_hook():
     _program_hook = getattr(threading, "_profile_hook", None)
     _threading_orig = (threading.setprofile, getattr(threading, "getprofile", None))
     threading.setprofile(_thread_bootstrap)
+    _greenreplay._thread_hooks(_thread_bootstrap, _program_hook)
     threading.setprofile = _threading_setprofile
     if _threading_orig[1] is not None:
         threading.getprofile = _threading_getprofile
@@ -151,6 +153,7 @@ def _remove_threading_hook():
         threading.getprofile = getprofile
     setprofile(_program_hook)
     _program_hook = None
+    _greenreplay._thread_hooks(None, None)
 
 
 def _on_flush_signal(signum, frame):
