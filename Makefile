@@ -195,6 +195,7 @@ integration: all
 	tests/integration/gen_finalize.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/registry.sh --python $(PYTHON)
+	tests/integration/sidechan.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/split.sh --python $(PYTHON)
