@@ -131,6 +131,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS) -lcmocka
 
+# test_handoff races the sampler's sample ring (pure C, two threads).
+$(BUILD)/tests/test_handoff: $(BUILD)/obj/tracer/handoff.o
+$(BUILD)/tests/test_handoff: LDLIBS += -pthread
+
 # test_registry races the sampler's registry (pure C, two threads).
 $(BUILD)/tests/test_registry: $(BUILD)/obj/tracer/registry.o
 $(BUILD)/tests/test_registry: LDLIBS += -pthread

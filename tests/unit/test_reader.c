@@ -850,6 +850,72 @@ static void test_side_channel(void **state)
     unlink(path);
 }
 
+/* Sub-writers (gr_writer_open_sub), as the recorder writes the sampler's
+ * 'W' and 'P' chunks during the run: their chunks go into the parent's
+ * file between its 'T' chunks (format 1.3), every entry is read back in
+ * order; the parent's size cap stops a sub-writer too (its records are
+ * counted as dropped) and the file still reads. */
+static void test_side_subwriters(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gr-unit-sub-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    gr_writer *w = gr_writer_open(path, GR_STREAM_SIDE, 16);
+    assert_non_null(w);
+    gr_writer *ww = gr_writer_open_sub(w, GR_CHUNK_SWITCHES, 16);
+    gr_writer *pw = gr_writer_open_sub(w, GR_CHUNK_SAMPLES, 16);
+    assert_non_null(ww);
+    assert_non_null(pw);
+    for (uint8_t i = 0; i < 30; i++) {
+        uint8_t t = (uint8_t)(50 + i), e[4] = {i, 1, 2, (uint8_t)(i & 1)};
+        uint8_t s[10] = {i, i, 0, 0, 0, 0, 0, 0, 0, 0};
+        assert_int_equal(gr_writer_append(w, &t, 1), 0);
+        assert_int_equal(gr_writer_append(ww, e, 4), 0);
+        if (i % 3 == 0)
+            assert_int_equal(gr_writer_append(pw, s, 10), 0);
+    }
+    assert_int_equal(gr_writer_finish(ww, NULL, 0), 0);
+    assert_int_equal(gr_writer_finish(pw, NULL, 0), 0);
+    uint64_t tr[3] = {30, 30, 10};
+    assert_int_equal(gr_writer_finish(w, tr, 3), 0);
+    gr_times tm;
+    if (gr_times_load(&tm, path) != GR_READ_OK)
+        fail_msg("%s", tm.err.msg);
+    assert_int_equal(tm.minor, GR_SIDE_MINOR);
+    assert_true(tm.n == 30 && tm.nwaits == 30 && tm.nsamples == 10 && tm.has_trailer);
+    for (size_t i = 0; i < 30; i++) {
+        assert_true(tm.dt[i] == 50 + i);
+        assert_true(tm.waits[i].index == i && tm.waits[i].contended == (i & 1));
+    }
+    for (size_t i = 0; i < 10; i++)
+        assert_true(tm.samples[i].idx_begin == 3 * i);
+    /* interleaved: 'W' chunks after 'P' ones (corrupt in format 1.2) */
+    assert_true(tm.waits[29].offset > tm.samples[0].offset);
+    gr_times_free(&tm);
+
+    /* the parent's size cap stops the sub-writer */
+    w = gr_writer_open(path, GR_STREAM_SIDE, 16);
+    assert_non_null(w);
+    gr_writer_set_limit(w, 60);
+    ww = gr_writer_open_sub(w, GR_CHUNK_SWITCHES, 16);
+    assert_non_null(ww);
+    int refused = 0;
+    for (uint8_t i = 0; i < 30; i++) {
+        uint8_t e[4] = {i, 1, 2, 0};
+        refused += gr_writer_append(ww, e, 4) < 0;
+    }
+    assert_true(refused > 0 && w->capped && ww->blocked && ww->dropped > 0);
+    assert_int_equal(gr_writer_finish(ww, NULL, 0), -1);
+    tr[1] = 0;
+    gr_writer_finish(w, tr, 3);
+    assert_int_equal(gr_times_load(&tm, path), GR_READ_OK);
+    assert_true(tm.nwaits > 0 && tm.nwaits < 30 && tm.has_trailer);
+    gr_times_free(&tm);
+    unlink(path);
+}
+
 /* Every field of 'W' and 'P' entries, with samples whose stacks continue
  * in the next chunk (chunks of 24 bytes). */
 /* The side channel's bytes d[0..n) read with gr_times_parse and streamed
@@ -1311,6 +1377,7 @@ int main(void)
         cmocka_unit_test(test_missing_trailer),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_side_channel),
+        cmocka_unit_test(test_side_subwriters),
         cmocka_unit_test(test_random_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,11 +4,13 @@ written during the run (docs/FORMAT.md section 5), so a process that dies
 keeps the chunks written before it died.
 
 usage: python sidechan_crash.py TRACE exit|kill|stop [--chunk BYTES]
+                                [--samples N] [--switches N]
 
 Records 20 greenlets, 3 to 9 frames deep, switching round robin, with the
 two-phase sampler every 1 ms and side-channel chunks of --chunk bytes
 (default 4096, so that many chunks are written), until the sampler has
-taken 60 samples and 20,000 switches were made (at most 20 s).  Prints
+taken --samples samples (default 60) and --switches switches were made
+(default 20,000; at most 20 s).  Prints
 one JSON line {"samples": N, "switches": N}, then ends: `exit` with
 os._exit(3) (no atexit, no stop(), nothing flushed), `kill` with SIGKILL
 sent to itself, `stop` with greenreplay.stop() (a whole recording, exit 0).
@@ -33,16 +35,20 @@ def deep(d):
 
 def main():
     path, how = sys.argv[1], sys.argv[2]
-    chunk = int(sys.argv[sys.argv.index("--chunk") + 1]) if "--chunk" in sys.argv else 4096
+    def opt(name, default):
+        return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+    chunk, want_samples, want_switches = opt("--chunk", 4096), opt("--samples", 60), opt("--switches", 20000)
     if how not in ("exit", "kill", "stop"):
-        print("usage: sidechan_crash.py TRACE exit|kill|stop [--chunk BYTES]", file=sys.stderr)
+        print("usage: sidechan_crash.py TRACE exit|kill|stop [--chunk BYTES] [--samples N] "
+              "[--switches N]", file=sys.stderr)
         return 2
     native = greenreplay._greenreplay
     greenreplay.start(path, sampler="two-phase", interval_us=1000, chunk=chunk)
     gs = [greenlet.greenlet(lambda i=i: deep(3 + i % 7)) for i in range(20)]
     switches = 0
     deadline = time.monotonic() + 20
-    while (native._sampler_samples() < 60 or switches < 20000) and time.monotonic() < deadline:
+    while ((native._sampler_samples() < want_samples or switches < want_switches)
+           and time.monotonic() < deadline):
         for g in gs:
             g.switch()
             switches += 2
