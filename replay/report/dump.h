@@ -41,8 +41,8 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times);
 
 /* Same for a trace opened with gr_trace_open: decoded chunk by chunk as it
  * is written, so memory is one chunk whatever the trace's length (the side
- * channel, when given, is loaded whole: 8 bytes per record; see
- * gr_dump_stream_times for a streamed one).  Returns 0,
+ * channel, when given, is loaded whole by the caller: 8 bytes per record;
+ * gr_dump_stream_times streams it instead).  Returns 0,
  * -1 if writing to out failed, or -2 if the trace turned out corrupt part
  * way (t->err; the lines before the bad chunk were written, and those of
  * the bad chunk's records before the batch of 4096 that holds the bad one:
