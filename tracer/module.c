@@ -751,8 +751,10 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (r->pw) { /* the sampler is joined: every sample left, then the last chunks */
         gr_side_drain(r);
-        if (gr_writer_finish(r->ww, NULL, 0) < 0 || gr_writer_finish(r->pw, NULL, 0) < 0)
-            r->errors++; /* the side channel's own error is in its writer */
+        /* A failed write is the side channel's error (its writer's, which
+         * makes its gr_writer_finish below fail, and stop() raise). */
+        gr_writer_finish(r->ww, NULL, 0);
+        gr_writer_finish(r->pw, NULL, 0);
         r->ww = r->pw = NULL;
     }
     uint64_t nev = atomic_load(&r->nevents);

@@ -101,18 +101,17 @@ static void put_sample(void *ctx, const unsigned char *p, size_t n)
             o = gr_put_varint(o, gr_ptrmap_get(&r->codes, (uintptr_t)codes[i], 0));
     }
     size_t len = (size_t)(o - r->scratch);
-    if (len <= w->cap) {
-        /* Whole into one chunk: the current one, or the next. */
-        if (gr_writer_append(w, r->scratch, len) < 0)
-            r->errors++;
+    /* A sample the writer refuses (a failed write or the size cap
+     * blocked the side channel) is counted in its dropped records, not as
+     * an error of the recorder. */
+    if (len <= w->cap) { /* whole into one chunk: the current one, or the next */
+        gr_writer_append(w, r->scratch, len);
         return;
     }
     /* Larger than a chunk: the header, then each stack whole (FORMAT §5:
      * the stacks continue in the next 'P' chunk, written right after). */
-    if (gr_writer_append(w, r->scratch, head_len) < 0) {
-        r->errors++;
+    if (gr_writer_append(w, r->scratch, head_len) < 0)
         return;
-    }
     const unsigned char *q = r->scratch + head_len, *qe = r->scratch + len;
     while (q < qe) {
         const unsigned char *st = q;
@@ -121,13 +120,11 @@ static void put_sample(void *ctx, const unsigned char *p, size_t n)
         gr_get_varint(&q, qe, &depth);
         for (uint64_t i = 0; i < depth; i++)
             gr_get_varint(&q, qe, &c);
-        if (gr_writer_append(w, st, (size_t)(q - st)) < 0) {
-            r->errors++;
+        if (gr_writer_append(w, st, (size_t)(q - st)) < 0)
             return;
-        }
     }
     return;
-bad: /* the sampler's own encoding: cannot happen */
+bad: /* no memory for the scratch buffer (or a bad encoding: cannot happen) */
     r->errors++;
 }
 

@@ -119,8 +119,6 @@ static void hand_over(gr_sampler *s)
         memmove(s->out, s->out + at, s->out_len - at);
         s->out_len -= at;
     }
-    if (s->out_len > s->staged_peak)
-        s->staged_peak = s->out_len;
 }
 
 static void take_sample(gr_sampler *s)

@@ -69,7 +69,6 @@ typedef struct {
     size_t out_len, out_cap;
     uint64_t nsamples;          /* samples taken (atomic: read by other threads) */
     gr_handoff ho;              /* samples handed to the consumer (handoff.h) */
-    uint64_t staged_peak;       /* greatest out_len seen, bytes (after a push) */
     uint64_t out_of_memory;     /* samples lost for lack of memory */
     uint32_t rr;                /* round-robin start for stored stacks */
 } gr_sampler;
