@@ -383,7 +383,17 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
  * chunks of the side channel (docs/FORMAT.md §5): during the run, so that
  * the recorder keeps no samples.  A sample goes whole into one chunk when
  * it fits in one (the chunk is written first otherwise).  GIL held; no
- * Python call; never raises.  Does nothing without a sampler. */
+ * Python call; never raises.  Does nothing without a sampler.
+ *
+ * Called at every switch (gr_note_switch) and before every 'T' chunk
+ * (gr_times_entry), so a stretch of the run that writes no record (the
+ * program blocked in C, or profile=False and no switch) drains nothing:
+ * the samples wait in the sampler's ring (fixed size), then in the sampler
+ * thread's own buffer, one sample per interval, until the next record.
+ * A Py_AddPendingCall from the sampler thread was tried as a wake-up: on
+ * CPython 3.11 the main thread ran it only 1.4 s later, at the end of the
+ * pure-Python loop it was in (a pending call added by a thread other than
+ * the main one does not set the eval breaker), so it was left out. */
 void gr_side_drain(gr_recorder *r);
 
 /* Record the current Python error as a swallowed failure and clear it. */
