@@ -61,6 +61,7 @@ help:
 	@echo "                    passive and callback mode agree, output unchanged, fork;"
 	@echo "                    record under faults (disk full, signals, bad options);"
 	@echo "                    export, check --html; check --from/--to against the whole check"
+	@echo "                    check -q/--junit/--html edge cases, help texts, colour (cli_ux.sh)"
 	@echo "  make integration-debug  a subset of the integration tests under DEBUG_PYTHON (Py_DEBUG:"
 	@echo "                    reference counts, GIL, CPython's assertions), references kept after stop();"
 	@echo "                    the matrix's crash verdicts on synthetic cells"
@@ -204,9 +205,11 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/registry.sh --python $(PYTHON)
 	tests/integration/sidechan.sh --python $(PYTHON)
+	tests/integration/continued.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
 	tests/integration/split.sh --python $(PYTHON)
+	tests/integration/cli_ux.sh --python $(PYTHON)
 	tests/integration/conform.sh --python $(PYTHON)
 	tests/integration/pip_install.sh
 	tests/integration/matrix_mutants.sh

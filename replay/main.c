@@ -8,6 +8,7 @@
 #include "edit.h"
 #include "export.h"
 #include "html.h"
+#include "outfile.h"
 #include "reader.h"
 #include "record.h"
 #include "conform_cmd.h"
@@ -55,6 +56,11 @@ static const char usage_main[] =
     "line on stderr, `greenreplay[: COMMAND]: what is wrong (... --help shows\n"
     "the usage)`, with exit status 2, for every command.\n"
     "\n"
+    "Colour (text reports and -q lines of check and diff): on when stdout is a\n"
+    "terminal; off when it is not, when NO_COLOR is set to a non-empty value or\n"
+    "when TERM=dumb.  --color=always or --color=never overrides all three.\n"
+    "JSON, JUnit and HTML never get colour.\n"
+    "\n"
     "options:\n"
     "  -h, --help     show this help\n"
     "  --version      print the version of greenreplay and of the trace format\n"
@@ -101,11 +107,15 @@ static const char usage_check[] =
     "                 of its thread, the shadow stack and the last real stack at\n"
     "                 that point, with links between violations, greenlets and\n"
     "                 records\n"
-    "  -q, --quiet    one line per trace: \"FILE: clean, N records\" or \"FILE: N\n"
-    "                 violations (RULE N, ...), N records\" (warnings counted;\n"
-    "                 not with --format json)\n"
-    "  --color[=WHEN] colour the text report: auto (default: when stdout is a\n"
-    "                 terminal and NO_COLOR is unset or empty), always, never\n"
+    "  -q, --quiet    one line per trace on stdout: \"FILE: clean, N records\",\n"
+    "                 \"FILE: N violations (RULE N, ...), N records\", \"FILE:\n"
+    "                 nothing checked (WHY), N records\" or, for a file that\n"
+    "                 cannot be checked (missing, corrupt), \"FILE: unusable:\n"
+    "                 CAUSE\" (its stderr line stays; warnings counted; not\n"
+    "                 with --format json)\n"
+    "  --color[=WHEN] colour the text report and -q lines: auto (default: when\n"
+    "                 stdout is a terminal, NO_COLOR is unset or empty and TERM\n"
+    "                 is not dumb), always, never\n"
     "  --stall        also check the sampler data of FILE.times (see above)\n"
     "  --max-wait-us N  stall_wait threshold in microseconds (default 1000;\n"
     "                 needs --stall)\n"
@@ -131,8 +141,8 @@ static const char usage_check[] =
     "Memory: the trace is read one chunk at a time (at most 16 MiB, 64 KiB as\n"
     "the recorder writes them).  Peak memory is that chunk, the definitions\n"
     "(strings and code identities, which grow with the program's code), a\n"
-    "shadow stack per live greenlet, and about 140 bytes per greenlet seen\n"
-    "(dead ones included).  --stall reads FILE.times twice, one chunk at a\n"
+    "shadow stack per live greenlet, and a few bytes per greenlet seen\n"
+    "(about 7 per dead one).  --stall reads FILE.times twice, one chunk at a\n"
     "time, and adds about 100 bytes per sample (the sampler's headers) and\n"
     "the stacks of one sample; a side channel whose switch entries or samples\n"
     "are not in record order (the reference sampler writes them in order) is\n"
@@ -144,10 +154,12 @@ static const char usage_check[] =
     "the STACK records are listed apart and are not violations.\n"
     "\n"
     "Every report has a coverage section: records and events of the program,\n"
-    "threads and greenlets seen, ground-truth points (MARK records) and in how\n"
-    "many greenlets, whether blind spots were checkable at all (not without a\n"
-    "ground-truth point), records lost (trailer dropped, ring GAP, cut short)\n"
-    "and what ended the recording.  A trace with no complete record (an empty\n"
+    "threads and greenlets seen, ground-truth points (MARK records, and\n"
+    "SWITCH/THROW records that carry the target's real stack, seen outside a\n"
+    "callback: docs/FORMAT.md section 4) and in how many greenlets, whether\n"
+    "blind spots were checkable at all (not without a ground-truth point),\n"
+    "records lost (trailer dropped, ring GAP, cut short) and what ended the\n"
+    "recording.  A trace with no complete record (an empty\n"
     "or header-only file, every record dropped by --max-size) or with no event\n"
     "of the program (only the recorder's own start/stop records) is not clean:\n"
     "its result is \"nothing checked\" (JSON status nothing_checked, a JUnit\n"
@@ -158,7 +170,10 @@ static const char usage_check[] =
     "`greenreplay: FILE: nothing checked: WHY` on stderr), with --stall also\n"
     "FILE.times missing, corrupt or without sampler data, or bad usage\n"
     "(corrupt: one line with the byte offset on stderr), --from past the last\n"
-    "chunk.  With several files the highest status wins.\n";
+    "chunk, an --junit or --html OUT that cannot be written (one line\n"
+    "`greenreplay: check: --junit OUT: cannot write it: CAUSE` on stderr,\n"
+    "before any trace is read: nothing is checked or written).  With several\n"
+    "files the highest status wins.\n";
 
 static const char usage_dump[] =
     "usage: greenreplay dump FILE [--times]\n"
@@ -277,8 +292,9 @@ static const char usage_diff[] =
     "                   renaming (for scripts made with --anonymize)\n"
     "  -q, --quiet      print only \"A B: \" and the summary line (same structure, or\n"
     "                   the number of differences)\n"
-    "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal\n"
-    "                   and NO_COLOR is unset or empty), always, never\n"
+    "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal,\n"
+    "                   NO_COLOR is unset or empty and TERM is not dumb), always,\n"
+    "                   never\n"
     "  -h, --help       show this help\n"
     "\n"
     "Memory: both traces are read whole and aligned globally: about 120 bytes\n"
@@ -348,6 +364,19 @@ static int option_error(const char *usage, int c, char **argv)
     if (c == ':')
         return bad_usage(usage, "option %s needs an argument", opt);
     return bad_usage(usage, "unknown option %s", opt);
+}
+
+/* 0 when `path`, the argument of option `opt` of command `cmd`, can be
+ * written (gr_outfile_check: nothing is changed), else one line
+ * "greenreplay: CMD: OPT PATH: cannot write it: CAUSE" on stderr and 2 (the
+ * exit status of unusable input and bad usage). */
+static int refuse_output(const char *cmd, const char *opt, const char *path)
+{
+    int e = gr_outfile_check(path);
+    if (!e)
+        return 0;
+    fprintf(stderr, "greenreplay: %s: %s %s: cannot write it: %s\n", cmd, opt, path, strerror(e));
+    return 2;
 }
 
 /* Open a trace for streaming (check, stats, dump: memory is one chunk,
@@ -545,6 +574,11 @@ static int cmd_check(int argc, char **argv)
         snprintf(b, sizeof b, "%" PRIu64 " >= %" PRIu64, range.from, range.to);
         return bad_usage(usage_check, "empty range: --from must be below --to (%s)", b);
     }
+    /* Report files are known writable before any trace is read: else one
+     * line and exit 2, with nothing checked and nothing written. */
+    if ((junit && refuse_output("check", "--junit", junit)) ||
+        (html && refuse_output("check", "--html", html)))
+        return 2;
     int status = 0; /* exit status: the highest of the files' */
     size_t total = 0;
     json_t *jtraces = json ? json_array() : NULL;
@@ -565,6 +599,8 @@ static int cmd_check(int argc, char **argv)
                 json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
             gr_junit_add_unusable(&ju, argv[i], t.err.msg);
             gr_html_add_unusable(&hr, argv[i], t.err.msg);
+            if (quiet)
+                gr_color_check_unusable(stdout, argv[i], t.err.msg, color);
             gr_trace_free(&t);
             status = gr_check_exit_code(GR_CHECK_UNUSABLE);
             continue;
@@ -589,6 +625,8 @@ static int cmd_check(int argc, char **argv)
                     json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
                 gr_junit_add_unusable(&ju, argv[i], err);
                 gr_html_add_unusable(&hr, argv[i], err);
+                if (quiet)
+                    gr_color_check_unusable(stdout, argv[i], err, color);
                 free(err);
                 gr_times_free(&tm);
                 gr_trace_free(&t);
@@ -655,12 +693,14 @@ static int cmd_check(int argc, char **argv)
         json_decref(doc);
     }
     if (junit && gr_junit_write(&ju, junit) < 0) {
-        fprintf(stderr, "greenreplay: %s: %s\n", junit, strerror(errno));
+        fprintf(stderr, "greenreplay: check: --junit %s: cannot write it: %s\n", junit,
+                strerror(errno));
         status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
     gr_junit_free(&ju);
     if (html && gr_html_write(&hr, html) < 0) {
-        fprintf(stderr, "greenreplay: %s: %s\n", html, strerror(errno));
+        fprintf(stderr, "greenreplay: check: --html %s: cannot write it: %s\n", html,
+                strerror(errno));
         status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
     gr_html_free(&hr);

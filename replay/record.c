@@ -38,7 +38,7 @@
 static const char usage_record[] =
     "usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] [--force]\n"
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
-    "                          [--switches passive|callback]\n"
+    "                          [--switches passive|callback] [--switch-stacks needed|every]\n"
     "                          -- PYTHON [PYTHON OPTIONS] SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
     "\n"
     "Run the program with PYTHON, recording profile events and greenlet\n"
@@ -77,6 +77,11 @@ static const char usage_record[] =
     "                     stack; callback: greenlet.settrace announces them (any\n"
     "                     callback makes greenlet recompute the target's tracing\n"
     "                     state, hiding the greenlet issue 256 class)\n"
+    "  --switch-stacks WHEN  passive mode: needed (default): a switch back into a\n"
+    "                     greenlet whose turns since its last real stack were all\n"
+    "                     seen is written without a stack (flag continued: the\n"
+    "                     trace gives it; docs/FORMAT.md section 4); every: the\n"
+    "                     real stack at every switch (slower)\n"
     "  --manual           do not start recording; only make `import greenreplay`\n"
     "                     work, so the program calls greenreplay.start()/stop()\n"
     "                     itself (start() with no path writes FILE)\n"
@@ -499,10 +504,11 @@ int gr_cmd_record(int argc, char **argv)
         {"ring", required_argument, NULL, 'R'},
         {"flush-signal", required_argument, NULL, 'F'},
         {"switches", required_argument, NULL, 'W'},
+        {"switch-stacks", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL, *root = NULL, *switches = NULL;
+    const char *output = NULL, *root = NULL, *switches = NULL, *stacks = NULL;
     int times = 0, manual = 0, force = 0, flush_sig = 0, c;
     uint64_t max_size = 0, ring = 0;
     optind = 1;
@@ -534,6 +540,11 @@ int gr_cmd_record(int argc, char **argv)
             if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0)
                 return usage_error("--switches: '%s' is not passive or callback", optarg);
             switches = optarg;
+            break;
+        case 'K':
+            if (strcmp(optarg, "needed") != 0 && strcmp(optarg, "every") != 0)
+                return usage_error("--switch-stacks: '%s' is not needed or every", optarg);
+            stacks = optarg;
             break;
         case 'h': fputs(usage_record, stdout); return 0;
         case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
@@ -624,6 +635,8 @@ int gr_cmd_record(int argc, char **argv)
     unsetenv("GREENREPLAY_FLUSH_SIGNAL");
     if (switches)
         setenv("GREENREPLAY_SWITCHES", switches, 1);
+    if (stacks)
+        setenv("GREENREPLAY_SWITCH_STACKS", stacks, 1);
     if (max_size) {
         snprintf(num, sizeof num, "%llu", (unsigned long long)max_size);
         setenv("GREENREPLAY_MAX_SIZE", num, 1);

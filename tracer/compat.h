@@ -80,6 +80,23 @@ static inline uint64_t gr_switch_witness(PyThreadState *ts)
     return ts->context_ver;
 }
 
+/* Whether passive mode may write continued switches (switches.c): where a
+ * greenlet's turn is seen whole or not at all.  3.9-3.11: profile events
+ * are gated by one flag (tstate->use_tracing; 3.10/3.11
+ * cframe->use_tracing, copied into each C-level eval loop and back out of
+ * it, CPython PR 25276), which only a hook change or a switch changes.
+ * 3.12+: legacy profiling runs on sys.monitoring (PEP 669), instrumented
+ * per code object: a frame suspended across a monitoring change resumes in
+ * stale bytecode whose C calls and return are not reported while other
+ * frames of the same turn are, so every switch carries its real stack. */
+#define GR_CONTINUED_SWITCHES (PY_VERSION_HEX < 0x030C0000)
+
+/* Whether a switch is followed by an INSTR record (instr.h): 3.12+, where
+ * the instrumentation of the target's frames decides whether it reports
+ * events (PEP 669, CPython gh-103082).  A constant, so that the call is
+ * compiled out before 3.12. */
+#define GR_INSTR_SWITCH (PY_VERSION_HEX >= 0x030C0000)
+
 /* Whether the version keeps a per-thread (and so, with greenlet, per
  * greenlet) "use_tracing" flag that gates profile events:
  *  - 3.9: tstate->use_tracing;

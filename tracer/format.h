@@ -117,6 +117,11 @@ typedef struct gr_chunk_ctx {
 #define GR_SW_CUT 0x40u        /* its stack was cut at the cap */
 #define GR_SW_REAL_STACK 0x100u /* the stack is the target's real stack there
                                      (a ground-truth point; else depth 0) */
+#define GR_SW_CONTINUED 0x200u /* passive mode: the target resumed in the frame
+                                  it was seen suspended in, and nothing ran
+                                  unseen on its thread since: its stack is the
+                                  one its records give (depth 0, no ground
+                                  truth needed; FORMAT.md §4) */
 #define GR_SW_NEW 0x80u        /* the target is a greenlet created while recording,
                                   first seen now: every frame of it should have
                                   been reported */

@@ -222,6 +222,13 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->settrace = NULL;
     t->cur_g = NULL;
     t->witness = GR_WITNESS_UNKNOWN;
+    t->ccall_frame = NULL;
+    t->sw_direct = 0;
+    t->break_stamp = 0;
+    memset(t->susp_frame, 0, sizeof t->susp_frame);
+    memset(t->susp_slot, 0, sizeof t->susp_slot);
+    t->susp_next = 0;
+    t->cur_slot = 0;
     t->may_have_ended = 1;
     t->last_c_call = 0;
     t->chain_func = NULL;
@@ -403,6 +410,7 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
     if (r->greenlet_mod && !t->gl_pending)
         gr_switch_check(r, t, frame, what);
     t->may_have_ended = what != PyTrace_CALL && what != PyTrace_C_CALL;
+    t->ccall_frame = what == PyTrace_C_CALL ? frame : NULL;
     switch (what) {
     case PyTrace_CALL:
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, code);
@@ -485,6 +493,7 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
         gr_switch_check(r, t, frame, what);
     /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
     t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
+    t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
     if (tag >= GR_C_CALL)
         t->last_c_call = tag == GR_C_CALL ? code : 0;
     gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);

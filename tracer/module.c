@@ -208,7 +208,10 @@ PyDoc_STRVAR(start_doc,
 "taken are counted in the META record sampler_untracked_greenlets, never\n"
 "sampled) and unwinding and storing `keep` stacks per sample\n"
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
-"to the side channel, which it turns on.  With `profile` false no profile\n"
+"to the side channel, which it turns on.  In passive mode a switch back into\n"
+"a greenlet whose every turn since its last real stack was seen is written\n"
+"without a stack (flag continued, docs/FORMAT.md section 4); `every_stack`\n"
+"true writes the real stack at every switch instead.  With `profile` false no profile\n"
 "function is installed: only the greenlet callback of this thread records\n"
 "(for measuring the switch path alone).  Raises RuntimeError if already\n"
 "recording, ValueError on bad arguments, OSError if a file cannot be written.\n\n"
@@ -223,7 +226,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
                              "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
-                             "entry_c", NULL};
+                             "entry_c", "every_stack", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -234,10 +237,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned long long max_size = 0, ring = 0;
     const char *switches = "passive";
     PyObject *entry = NULL, *entry_c = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOO:start", kwlist,
+    int every_stack = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOOp:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &switches, &entry, &entry_c))
+                                     &max_size, &ring, &switches, &entry, &entry_c, &every_stack))
         return NULL;
     int callback_mode = strcmp(switches, "callback") == 0;
     if (!callback_mode && strcmp(switches, "passive") != 0) {
@@ -379,6 +383,13 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!profile)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", callback_mode ? "callback" : "passive");
+    /* Continued switches (switches.c): passive mode without the sampler's
+     * registry, outside ring mode, on 3.9-3.11 (compat.h,
+     * GR_CONTINUED_SWITCHES), unless every switch must carry its real
+     * stack. */
+    r->continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
+    if (every_stack)
+        emit_meta(r, "switch_stacks", "every");
     gr_note_preexisting(r);
     if (mode >= 0) {
         char iv[32];

@@ -138,6 +138,8 @@ void gr_side_drain(gr_recorder *r)
 
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
 {
+    if (tag == GR_HOOK) /* a hook changed: no continued switch across it */
+        r->hook_stamp = ++r->stamp;
     gr_writer *w = tag >= GR_FIRST_INDEXED ? r->w : r->dw;
     uint8_t *p = gr_writer_reserve(w, 1 + (size_t)n * GR_VARINT_MAX);
     if (!p) {
@@ -516,6 +518,7 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     if (!gid)
         return;
     gr_ptrmap_del(&r->weakrefs, (uintptr_t)wr, 0);
+    r->gl_frees++; /* its address may name another greenlet now */
     if (r->reg) /* freed: its sampler registry slot is free for another greenlet */
         gr_registry_release(r->reg, gid);
     gr_gl *e = gr_gl_of(r, gid);

@@ -30,6 +30,11 @@ typedef struct {
     int keep_line;     /* 0: record firstlineno as 0 under this prefix */
 } gr_path_rule;
 
+/* Suspended greenlets a thread remembers for continued switches
+ * (switches.c): the most recent ones, since a switch back to the greenlet
+ * that switched away last is the common case (a hub and its workers). */
+#define GR_SUSP_KEEP 8
+
 /* Per-thread recording state.  A Python object so that CPython owns it as
  * the profile function's `arg` (c_profileobj) and greenlet owns it as the
  * thread's trace callback: it is callable as greenlet's
@@ -89,6 +94,22 @@ typedef struct gr_thread {
                                events on this thread */
     int unannounced;        /* resolving a profile slot changed without the
                                audit event (gr_profile_slot_at_mark) */
+    /* Passive mode's continued switches (switches.c, "Continued
+     * switches"): */
+    PyFrameObject *ccall_frame; /* frame of the last event recorded here if
+                               it was a C_CALL (address only), else NULL */
+    int sw_direct;          /* set while a switch is being written: the
+                               witness moved by exactly one since this
+                               thread's previous event */
+    uint64_t break_stamp;   /* r->stamp when continuity last broke here */
+    PyFrameObject *susp_frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
+                               suspensions seen here (first in, first
+                               out): the frame (address only) ... */
+    uint32_t susp_slot[GR_SUSP_KEEP]; /* ... and the gl slot + 1 of the
+                               greenlet suspended in it */
+    unsigned susp_next;     /* where the next one goes */
+    uint32_t cur_slot;      /* gl slot + 1 of cur_gid as of its switch in
+                               (a hint: check its gid before use), or 0 */
 } gr_thread;
 
 /* gr_thread.witness when greenlet must be asked at the next event. */
@@ -174,6 +195,15 @@ typedef struct gr_recorder {
                                (switches.c); cleared if a mark ever finds
                                a switch the witness missed */
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
+    int continued_ok;       /* continued switches may be written (passive
+                               mode, no sampler registry, not ring mode:
+                               switches.c) */
+    uint64_t stamp;         /* a counter for the stamps below and in
+                               gr_thread/gr_gl (switches.c) */
+    uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
+                               breaks every thread's continuity */
+    uint64_t gl_frees;      /* greenlets seen freed so far (an address may
+                               name another greenlet after) */
 
     int own_change;         /* the recorder itself is changing a hook */
     int wrapping;           /* inside the recorder's sys.setprofile */
@@ -409,6 +439,14 @@ typedef struct gr_gl {
                                function (hooks.c) */
     uint32_t gid, tid;      /* its gid; the thread it was last seen on */
     uint8_t state;          /* GR_GLS_* */
+    uintptr_t susp_frame;   /* passive mode: the frame it was seen suspended
+                               in (its last event a C_CALL there, the switch
+                               right after), 0 none (switches.c) */
+    uint64_t susp_stamp;    /* r->stamp then */
+    PyObject *par;          /* its parent at its last continued switch
+                               (address only) ... */
+    uint32_t par_gid;       /* ... that parent's gid ... */
+    uint64_t par_frees;     /* ... and r->gl_frees then */
 } gr_gl;
 
 /* The state of greenlet gid, or NULL once it was freed and its end
@@ -465,8 +503,12 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
     /* Without a trusted witness (witness_ok 0), t->witness stays
      * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
     if (v != t->witness) {
+        /* Exactly one switch (or Context enter/exit) since this thread's
+         * previous event: no greenlet ran unseen in between. */
+        t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
         t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
         gr_switch_check_slow(r, t, frame, what);
+        t->sw_direct = 0;
     }
 }
 

@@ -49,8 +49,167 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
     return p;
 }
 
+/* ---- continued switches ------------------------------------------------
+ *
+ * Asking greenlet which greenlet runs (about 120 instructions) and walking
+ * the target's frames (about 350) are most of a switch's cost; both can be
+ * skipped when the trace already says what they would find.  Greenlet X's
+ * last event was the C_CALL of some C function in frame F (of `switch`,
+ * mostly), and the very next change of the thread's witness (exactly one
+ * switch, no greenlet running unseen in between: gr_switch_check's
+ * sw_direct) came with the next event.  Then X is suspended inside that
+ * call, and F is alive as long as X does not run: X holds it.  While every
+ * later witness change on the thread is direct too (each greenlet that ran
+ * delivered events, so none ran unseen) and no hook changed (a HOOK
+ * record), a C_RETURN or C_EXCEPTION in F can only be X returning from
+ * that call: two live frames never share an address, and a frame runs in
+ * one greenlet at a time (a generator's frame leaves with a RETURN and
+ * comes back with a CALL).  X's stack is then the one it had when it was
+ * suspended, which is what its records give: its last real stack (a
+ * GREENLET seed, a SWITCH or a MARK) with every CALL and RETURN since, all
+ * seen (tracing does not turn off within a greenlet's turn without a hook
+ * change).  So the SWITCH is written without asking greenlet and without
+ * a stack, flag GR_SW_CONTINUED (docs/FORMAT.md §4).  Whether a switch is
+ * continued depends only on what the program does, never on addresses,
+ * so traces stay deterministic.  Not used with the sampler's registry
+ * (each switch updates it with the origin's frame), in callback mode, or
+ * in ring mode (a ring keeps only the last records, so a reader may not
+ * have the records a continued stack stands on). */
+
+/* Greenlet e (the origin of a direct switch on thread t) is suspended in
+ * the C call its last event made, in t->ccall_frame.  The oldest of the
+ * thread's GR_SUSP_KEEP remembered suspensions makes room: its greenlet's
+ * next switch back is written in full. */
+static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e)
+{
+    unsigned i = t->susp_next;
+    t->susp_next = (i + 1) % GR_SUSP_KEEP;
+    t->susp_frame[i] = t->ccall_frame;
+    t->susp_slot[i] = (uint32_t)(e - r->gl) + 1;
+    e->susp_frame = (uintptr_t)t->ccall_frame;
+    e->susp_stamp = ++r->stamp;
+}
+
+/* The greenlet of thread t remembered as suspended in `frame` whose
+ * suspension still holds (every witness change on t direct since, no
+ * hook changed, not freed, not running), or NULL.  A stale entry (its
+ * greenlet ran since, or its slot went to another greenlet) fails the
+ * checks: entries are never removed, only overwritten. */
+static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame)
+{
+    for (unsigned i = 0; i < GR_SUSP_KEEP; i++) {
+        if (t->susp_frame[i] != frame)
+            continue;
+        uint32_t s = t->susp_slot[i];
+        gr_gl *e = s && s <= r->gl_used ? &r->gl[s - 1] : NULL;
+        if (e && e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
+            e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp)
+            return e;
+    }
+    return NULL;
+}
+
+/* A continued switch to greenlet e at an event (C_RETURN or C_EXCEPTION,
+ * `what`) on thread t: written and 1; 0 (nothing written) when the full
+ * path must write it: the origin may have ended (its death is asked
+ * there), or the target's parent is not a greenlet seen yet. */
+static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
+{
+    if (t->may_have_ended)
+        return 0;
+    PyObject *g = (PyObject *)e->addr;
+    PyObject *parent;
+    if (r->gl_parent) {
+        /* greenlet's C API: no Python code, the pending exception of a
+         * C_EXCEPTION untouched. */
+        parent = gr_greenlet_parent(r, g);
+    } else {
+        GR_EXC_SAVE(saved); /* the `parent` attribute (greenlet < 2.0) */
+        parent = gr_greenlet_parent(r, g);
+        if (!parent)
+            PyErr_Clear();
+        GR_EXC_RESTORE(saved);
+    }
+    if (!parent)
+        return 0;
+    /* Its parent's gid: as last time when it is the same object and no
+     * greenlet was freed since (so the address names the same one). */
+    uint32_t pg;
+    if (parent == Py_None)
+        pg = 0;
+    else if (parent == e->par && e->par_frees == r->gl_frees)
+        pg = e->par_gid;
+    else {
+        pg = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
+        e->par = parent;
+        e->par_gid = pg;
+        e->par_frees = r->gl_frees;
+    }
+    int known = parent == Py_None || pg;
+    Py_DECREF(parent);
+    if (!known)
+        return 0;
+    PyThreadState *ts = PyThreadState_GET();
+    uint32_t og = t->cur_gid, tg = e->gid;
+    uint64_t flags = GR_SW_INFERRED | GR_SW_CONTINUED;
+    if (ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain)
+        flags |= GR_SW_PROFILE_OURS;
+    if (ts->c_profilefunc)
+        flags |= GR_SW_PROFILE_SET;
+    /* Inside the profile callback, as in switch_write. */
+    int tracing = gr_tstate_tracing(ts) - 1;
+    int use_tracing = GR_HAVE_USE_TRACING ? gr_resume_use_tracing(ts) : -1;
+    if (use_tracing >= 0)
+        flags |= GR_SW_USE_TRACING_KNOWN;
+    uint64_t f[7] = {t->tid, og, tg, pg, flags, (uint64_t)(tracing < 0 ? 0 : tracing),
+                     (uint64_t)(use_tracing < 0 ? 0 : use_tracing)};
+    /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
+    uint8_t *p = gr_writer_reserve(r->w, 2 + 7 * GR_VARINT_MAX);
+    if (p) {
+        p = gr_enc_switch_head(&r->w->ctx, p, what == PyTrace_C_EXCEPTION ? GR_THROW : GR_SWITCH, f);
+        *p++ = 0;
+        gr_writer_commit(r->w, p);
+        gr_count_record(r);
+    } else {
+        gr_writer_drop(r->w);
+    }
+    uint64_t iv;
+    uint32_t nframes, nstale;
+    if (GR_INSTR_SWITCH && gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
+        uint64_t h[5] = {t->tid, tg, iv, nframes, nstale};
+        gr_emit(r, GR_INSTR, 5, h);
+    }
+    /* The origin's slot: the one remembered at its switch in, if it
+     * still holds that gid (gids are never reused). */
+    uint32_t os = t->cur_slot;
+    gr_gl *oe = os && os <= r->gl_used && r->gl[os - 1].gid == og ? &r->gl[os - 1] : gr_gl_of(r, og);
+    if (oe) {
+        if (oe->on == t)
+            oe->on = NULL;
+        if (t->ccall_frame)
+            susp_note(r, t, oe);
+    }
+    t->cur_g = g;
+    t->cur_gid = tg;
+    t->cur_slot = (uint32_t)(e - r->gl) + 1;
+    e->tid = t->tid;
+    e->on = t;
+    e->susp_frame = 0;
+    return 1;
+}
+
+static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg, uint64_t flags,
+                         PyFrameObject *top, int at_mark, int is_throw, int announced);
+
 void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
+    if (!t->sw_direct)
+        t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
+    else if (r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+        gr_gl *e = susp_find(r, t, frame);
+        if (e && switch_continued(r, t, e, what))
+            return;
+    }
     PyObject *g = gr_current_greenlet(r);
     if (g && g != t->cur_g) {
         GR_EXC_SAVE(saved); /* PyFrame_GetBack may allocate (3.11+) */
@@ -113,9 +272,6 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
                     int raising)
 {
     GR_EXC_SAVE(saved);
-    PyThreadState *ts = PyThreadState_Get();
-    uint64_t t0 = r->reg ? gr_now_ns() : 0;
-    uint32_t og = t->cur_gid;
     int announced = t->cb_pending && t->cb_target == g;
     /* greenlet reports a "throw" whenever the target resumes with an
      * exception (greenlet.throw, GreenletExit, a child's exception passed
@@ -145,10 +301,23 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
             flags |= GR_SW_NEW;
         }
     }
-    if (!tg) {
-        GR_EXC_RESTORE(saved);
-        return;
-    }
+    if (tg)
+        switch_write(r, t, g, tg, flags | GR_SW_REAL_STACK, top, at_mark, is_throw, announced);
+    GR_EXC_RESTORE(saved);
+}
+
+/* Write the SWITCH/THROW to greenlet g (borrowed), gid tg, on thread t and
+ * make it t's running greenlet.  flags: GR_SW_NEW, GR_SW_REAL_STACK (the
+ * stack from `top` outwards is written) or GR_SW_CONTINUED (no stack);
+ * the rest are added here.  at_mark, is_throw, announced: as in
+ * gr_switch_seen. */
+static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg, uint64_t flags,
+                         PyFrameObject *top, int at_mark, int is_throw, int announced)
+{
+    GR_EXC_SAVE(saved);
+    PyThreadState *ts = PyThreadState_Get();
+    uint64_t t0 = r->reg ? gr_now_ns() : 0;
+    uint32_t og = t->cur_gid;
     PyObject *parent = gr_greenlet_parent(r, g);
     uint32_t pg = 0;
     if (parent) {
@@ -166,7 +335,6 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
      * while the origin ran) is written when it is freed or at stop(). */
     int dead = og && og != tg && (at_mark || t->may_have_ended) && greenlet_dead(r, og);
 
-    flags |= GR_SW_REAL_STACK;
     if (!announced)
         flags |= GR_SW_INFERRED;
     if (at_mark)
@@ -214,10 +382,11 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         contended = gr_registry_switch(r->reg, og, frame, dead, tg, pg, &wait);
     }
     uint64_t index = atomic_load_explicit(&r->nevents, memory_order_relaxed);
-    gr_emit_stack(r, is_throw ? GR_THROW : GR_SWITCH, 7, f, 4, GR_SW_CUT, top, 0);
+    gr_emit_stack(r, is_throw ? GR_THROW : GR_SWITCH, 7, f, 4, GR_SW_CUT,
+                  (flags & GR_SW_REAL_STACK) ? top : NULL, 0);
     uint64_t iv;
     uint32_t nframes, nstale;
-    if (gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
+    if (GR_INSTR_SWITCH && gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
         /* 3.12+: whether the target's frames will report events. */
         uint64_t h[5] = {t->tid, tg, iv, nframes, nstale};
         gr_emit(r, GR_INSTR, 5, h);
@@ -228,13 +397,21 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         gr_gl *oe = gr_gl_of(r, og);
         if (oe && oe->on == t)
             oe->on = NULL;
+        /* Continued switches: the origin is suspended in the C call of
+         * its last event (switches.c, above). */
+        if (oe && !dead && t->sw_direct && !at_mark && t->ccall_frame && r->continued_ok)
+            susp_note(r, t, oe);
     }
+    if (at_mark)
+        t->break_stamp = ++r->stamp; /* the target ran without an event */
     t->cur_g = g;
     t->cur_gid = tg;
     gr_gl *te = gr_gl_of(r, tg);
+    t->cur_slot = te ? (uint32_t)(te - r->gl) + 1 : 0;
     if (te) {
         te->tid = t->tid;
         te->on = t;
+        te->susp_frame = 0; /* it runs: its suspension is over */
     }
     if (r->reg)
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);

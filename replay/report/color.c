@@ -143,6 +143,14 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
     gr_sb_free(&sb);
 }
 
+void gr_color_check_unusable(FILE *out, const char *file, const char *error, int color)
+{
+    size_t n = strlen(file);
+    if (strncmp(error, file, n) == 0 && error[n] == ':' && error[n + 1] == ' ')
+        error += n + 2;
+    fprintf(out, "%s: %sunusable%s: %s\n", file, color ? RED : "", color ? RESET : "", error);
+}
+
 void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int color)
 {
     char *buf = NULL;

@@ -48,6 +48,14 @@ int gr_color_write(FILE *out, const char *text, size_t n, enum gr_color_kind kin
  * " [N warnings]" when they apply; coloured when color is non-zero. */
 void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result *r, int color);
 
+/* `check --quiet`: the line of a trace that could not be checked (missing,
+ * unreadable, corrupt; with --stall also its side channel):
+ * "FILE: unusable: CAUSE", coloured when color is non-zero.  file: the
+ * trace as named on the command line; error: the reader's one-line message
+ * (a leading "FILE: " is dropped: the line names the file once).  Both
+ * borrowed.  The caller still writes the stderr line. */
+void gr_color_check_unusable(FILE *out, const char *file, const char *error, int color);
+
 /* `check` text report of one trace (gr_report_text) to out, coloured when
  * color is non-zero. */
 void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int color);

@@ -345,7 +345,9 @@ static void record_line(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
             PUT_LIT(sb, " new");
         if (r->flags & GR_SW_CUT)
             PUT_LIT(sb, " cut");
-        uint64_t rest = r->flags & ~UINT64_C(0x1ff);
+        if (r->flags & GR_SW_CONTINUED)
+            PUT_LIT(sb, " continued");
+        uint64_t rest = r->flags & ~UINT64_C(0x3ff);
         if (rest) {
             PUT_LIT(sb, " flags=0x");
             put_hex(sb, rest);

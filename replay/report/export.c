@@ -283,7 +283,7 @@ static void do_switch(ex *e, const gr_record *r, uint64_t ns)
     size_t oi = o->id - 1;
     ex_track *g = track(e, r->tid, r->target);
     o = &e->tracks[oi]; /* track() may have moved the table */
-    e->st.flows++;
+    e->st.switches++;
     if (e->fmt != GR_EXPORT_CHROME)
         return;
     const char *verb = r->tag == GR_THROW ? "throw" : "switch";
@@ -601,7 +601,9 @@ const char gr_export_usage[] =
     "  --no-check     do not run the checker (no violation events)\n"
     "  -h, --help     show this help\n"
     "\n"
-    "A summary goes to stderr (tracks, slices, flows, marks, violations).\n"
+    "A summary goes to stderr: tracks (speedscope: profiles), slices, switches\n"
+    "(switches and throws), marks, violations, returns without call, frames\n"
+    "closed at end, and where the times came from.\n"
     "exit status: 0 written (violations do not change it), 2 missing or\n"
     "corrupt trace or side channel, write error or bad usage.\n";
 
@@ -709,7 +711,7 @@ int gr_cmd_export(int argc, char **argv)
             "greenreplay: export: %s: %zu %s, %zu slices, %zu switches, %zu marks, %zu "
             "violations, %zu returns without call, %zu frames closed at end; time: %s\n",
             output && strcmp(output, "-") != 0 ? output : "stdout", st.tracks,
-            fmt == GR_EXPORT_CHROME ? "tracks" : "profiles", st.slices, st.flows, st.marks,
+            fmt == GR_EXPORT_CHROME ? "tracks" : "profiles", st.slices, st.switches, st.marks,
             st.violations, st.unmatched, st.closed_at_end,
             have_times ? gr_sb_str(&side) : "record order (1 us per record)");
     rc = 0;

@@ -45,7 +45,7 @@ typedef struct gr_export_stats {
     size_t slices;        /* frames opened (seed frames included) */
     size_t closed_at_end; /* frames closed at a DEAD record or at the end */
     size_t unmatched;     /* returns that matched no open frame */
-    size_t flows;         /* switches and throws (Chrome flow arrows) */
+    size_t switches;      /* switches and throws (Chrome: one flow arrow each) */
     size_t marks;         /* MARK records (Chrome instant events) */
     size_t violations;    /* checker violations written (Chrome instant events) */
     int timed;            /* timestamps came from the side channel */

@@ -77,7 +77,7 @@ enum { BLIND_NOT, BLIND_PARTLY, BLIND_ALL };
 
 static int blind_level(const gr_coverage *cv)
 {
-    if (!cv->truth_points)
+    if (!cv->truth_points && !cv->continued)
         return BLIND_NOT;
     return cv->greenlets_truth < cv->shadows ? BLIND_PARTLY : BLIND_ALL;
 }
@@ -132,6 +132,8 @@ static void blind_line(gr_sb *sb, const gr_coverage *cv)
     }
     gr_sb_printf(sb, "checkable at %zu ground-truth point%s", cv->truth_points,
                  plural(cv->truth_points, "", "s"));
+    if (cv->continued)
+        gr_sb_printf(sb, " and %zu continued switch%s", cv->continued, plural(cv->continued, "", "es"));
     if (b == BLIND_PARTLY)
         gr_sb_printf(sb, ", in %zu of %zu %ss only (the others have none)", cv->greenlets_truth,
                      cv->shadows, unit);
@@ -142,14 +144,21 @@ void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
     gr_sb_puts(sb, "coverage:\n");
     gr_sb_printf(sb, "  %-20s %zu, %zu of them events of the program\n", "records", cv->records,
                  cv->program_events);
-    gr_sb_printf(sb, "  %-20s %zu thread%s, %zu greenlet%s\n", "seen", cv->threads,
-                 plural(cv->threads, "", "s"), cv->greenlets, plural(cv->greenlets, "", "s"));
-    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK, %zu SWITCH with a real stack), in %zu of %zu "
-                     "%s%s; %zu STACK record%s at stop\n",
-                 "ground truth", cv->truth_points, plural(cv->truth_points, "", "s"),
-                 cv->truth_points - cv->switch_truth, cv->switch_truth,
-                 cv->greenlets_truth, cv->shadows, cv->greenlets ? "greenlet" : "thread",
-                 plural(cv->shadows, "", "s"), cv->stacks, plural(cv->stacks, "", "s"));
+    if (cv->threads)
+        gr_sb_printf(sb, "  %-20s %zu thread%s, %zu greenlet%s\n", "seen", cv->threads,
+                     plural(cv->threads, "", "s"), cv->greenlets, plural(cv->greenlets, "", "s"));
+    else /* an empty trace: "0 threads" would read as a count of something seen */
+        gr_sb_printf(sb, "  %-20s no threads recorded\n", "seen");
+    gr_sb_printf(sb, "  %-20s %zu point%s (%zu MARK, %zu SWITCH with a real stack)", "ground truth",
+                 cv->truth_points, plural(cv->truth_points, "", "s"),
+                 cv->truth_points - cv->switch_truth, cv->switch_truth);
+    if (cv->continued)
+        gr_sb_printf(sb, " and %zu continued switch%s (nothing ran unseen since the target's last"
+                         " stack)", cv->continued, plural(cv->continued, "", "es"));
+    if (cv->shadows) /* nothing to say "in 0 of 0" of when no stack was checked */
+        gr_sb_printf(sb, ", in %zu of %zu %s%s", cv->greenlets_truth, cv->shadows,
+                     cv->greenlets ? "greenlet" : "thread", plural(cv->shadows, "", "s"));
+    gr_sb_printf(sb, "; %zu STACK record%s at stop\n", cv->stacks, plural(cv->stacks, "", "s"));
     gr_sb_printf(sb, "  %-20s ", "blind spots");
     blind_line(sb, cv);
     gr_sb_putc(sb, '\n');
@@ -185,6 +194,7 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
     json_object_set_new(o, "marks", gr_json_u64(cv->marks));
     json_object_set_new(o, "ground_truth_points", gr_json_u64(cv->truth_points));
     json_object_set_new(o, "switch_stacks", gr_json_u64(cv->switch_truth));
+    json_object_set_new(o, "continued_switches", gr_json_u64(cv->continued));
     json_object_set_new(o, "with_ground_truth", gr_json_u64(cv->greenlets_truth));
     json_object_set_new(o, "checked_stacks", gr_json_u64(cv->shadows));
     json_object_set_new(o, "stacks_at_stop", gr_json_u64(cv->stacks));

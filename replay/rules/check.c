@@ -127,7 +127,14 @@ static void count_coverage(ck *c, const gr_record *r)
         int sw = r->tag == GR_SWITCH || r->tag == GR_THROW;
         c->truth_points++;
         c->switch_truth += sw;
-        c->sh[ck_get_shadow(c, r->tid, sw ? r->target : r->gid)].truth++;
+        ck_shadow *s = &c->sh[ck_get_shadow(c, r->tid, sw ? r->target : r->gid)];
+        if (s->truth++ == 0 && s->counted)
+            c->cov_truth++;
+    } else if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_CONTINUED)) {
+        c->continued++;
+        ck_shadow *s = &c->sh[ck_get_shadow(c, r->tid, r->target)];
+        if (s->truth++ == 0 && s->counted)
+            c->cov_truth++;
     }
 }
 
@@ -216,6 +223,32 @@ static __attribute__((noinline)) size_t shadow_miss(ck *c, ck_thread **th, uint6
     return si;
 }
 
+/* After the DEAD of e->si's greenlet: free its shadow (ck_bury), unless
+ * the greenlet had shadows on several threads (kept: rare, and their first
+ * shadow is the one gid-keyed questions answer with), its gid is 0 (one
+ * per thread), or a rule still holds state about it (rule.h, keeps).
+ * Verdicts do not change: a record that names it later gets the shadow
+ * back as it was (ck_get_shadow). */
+static void maybe_bury(ck *c, const ck_event *e)
+{
+    size_t si = e->si;
+    const ck_shadow *s = &c->sh[si];
+    /* (not MULTI: si is the only shadow its gid ever had, so its first,
+     * ck_get_shadow) */
+    if (c->keep_dead || !s->dead || s->gid == 0 || ck_tomb_multi(&c->tomb, s->gid))
+        return;
+    for (size_t k = 0; k < gr_rule_count; k++)
+        if (gr_rule_table[k]->keeps && gr_rule_table[k]->keeps(c, si))
+            return;
+    ck_shcache *ce = &c->shcache[(s->gid ^ (s->tid << 7)) & (CK_SHCACHE - 1)];
+    if (ce->si1 == si + 1)
+        ce->si1 = 0;
+    ck_thread *th = &c->th[e->th_index];
+    if (th->last_si == si)
+        th->last_si = SIZE_MAX;
+    ck_bury(c, si, e->th_index);
+}
+
 static void one_record(ck *c, const gr_record *r)
 {
     ck_thread *th;
@@ -263,6 +296,8 @@ static void one_record(ck *c, const gr_record *r)
     ck_apply(c, &e);
     count_coverage(c, r);
     remember(th, (size_t)r->index);
+    if (r->tag == GR_DEAD)
+        maybe_bury(c, &e);
 }
 
 /* Fill res->coverage at the end of the replay. */
@@ -277,23 +312,17 @@ static void fill_coverage(ck *c)
     cv->marks = c->marks;
     cv->truth_points = c->truth_points;
     cv->switch_truth = c->switch_truth;
+    cv->continued = c->continued;
     cv->stacks = c->stacks;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;
     cv->missing = t->has_trailer && t->trailer.events > c->pos ? t->trailer.events - c->pos : 0;
-    /* One entry per greenlet (its first shadow), or per thread for gid 0. */
-    for (size_t i = 0; i < c->nsh; i++) {
-        const ck_shadow *s = &c->sh[i];
-        size_t first = i;
-        if (s->gid) {
-            gr_idmap_get(&c->glmap, s->gid, 0, &first);
-            if (first != i)
-                continue;
-            cv->greenlets++;
-        }
-        cv->shadows++;
-        cv->greenlets_truth += s->truth > 0;
-    }
+    /* One entry per greenlet (its first shadow), or per thread for gid 0:
+     * counted as they are created (ck_get_shadow), since a dead greenlet's
+     * shadow may be freed long before the end. */
+    cv->greenlets = c->cov_greenlets;
+    cv->shadows = c->cov_shadows;
+    cv->greenlets_truth = c->cov_truth;
     if (c->pos == 0) {
         if (t->size == 0)
             cv->nothing = "the file is empty";
@@ -458,25 +487,42 @@ void gr_checker_advance(gr_checker *c, size_t end)
         one_record(c, &t->recs[c->pos++ - t->first]);
 }
 
+void gr_checker_keep_dead(gr_checker *c, int keep)
+{
+    c->keep_dead = keep != 0;
+}
+
 size_t gr_checker_position(const gr_checker *c)
 {
     return c->pos;
 }
 
-/* Index of gid's first shadow, or SIZE_MAX. */
-static size_t shadow_of(const ck *c, uint64_t gid)
+/* gid's first shadow: a live one, or *tmp made from its burial (dead,
+ * empty, as it was at its DEAD); NULL when gid was never seen. */
+static const ck_shadow *shadow_of(const ck *c, uint64_t gid, ck_shadow *tmp)
 {
     size_t i;
-    return gr_idmap_get(&c->glmap, gid, 0, &i) ? i : SIZE_MAX;
+    if (gr_idmap_get(&c->glmap, gid, 0, &i))
+        return &c->sh[i];
+    ck_grave g;
+    if (!ck_tomb_find(&c->tomb, gid, &g, 0) || g.slot >= c->nth)
+        return NULL;
+    memset(tmp, 0, sizeof *tmp);
+    tmp->tid = c->th[g.slot].tid;
+    tmp->gid = gid;
+    tmp->dead = 1;
+    tmp->base_unknown = (g.flags & CK_GRAVE_BASE_UNKNOWN) != 0;
+    tmp->stack_seen = (g.flags & CK_GRAVE_STACK_SEEN) != 0;
+    return tmp;
 }
 
 enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint64_t *tid)
 {
-    size_t i = shadow_of(c, gid);
+    ck_shadow tmp;
+    const ck_shadow *s = shadow_of(c, gid, &tmp);
     *tid = 0;
-    if (i == SIZE_MAX)
+    if (!s)
         return GR_SHADOW_UNSEEN;
-    const ck_shadow *s = &c->sh[i];
     *tid = s->tid;
     if (s->dead)
         return GR_SHADOW_DEAD;
@@ -490,9 +536,11 @@ enum gr_shadow_state gr_checker_greenlet(const gr_checker *c, uint64_t gid, uint
 int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t n, int cut,
                        char **diff)
 {
-    size_t i = shadow_of(c, gid);
     static const ck_shadow none = {.base_unknown = 0};
-    const ck_shadow *s = i == SIZE_MAX ? &none : &c->sh[i];
+    ck_shadow tmp;
+    const ck_shadow *s = shadow_of(c, gid, &tmp);
+    if (!s)
+        s = &none;
     size_t na = ck_shadow_py(c, s);
     c->fb = gr_xgrow(c->fb, &c->cap_fb, n + 1, sizeof *c->fb);
     size_t nb = 0;
@@ -512,12 +560,12 @@ int gr_checker_compare(gr_checker *c, uint64_t gid, const uint32_t *ids, size_t 
 const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
                                   int *base_unknown)
 {
-    size_t i = shadow_of(c, gid);
+    ck_shadow tmp;
+    const ck_shadow *s = shadow_of(c, gid, &tmp);
     *n = 0;
     *base_unknown = 0;
-    if (i == SIZE_MAX)
+    if (!s)
         return NULL;
-    const ck_shadow *s = &c->sh[i];
     c->fa = gr_xgrow(c->fa, &c->cap_fa, s->n + 1, sizeof *c->fa);
     for (size_t k = 0; k < s->n; k++)
         c->fa[k] = s->e[k].code;
@@ -548,6 +596,8 @@ size_t gr_checker_finish(gr_checker *c)
     gr_idmap_free(&c->shmap);
     gr_idmap_free(&c->glmap);
     gr_idmap_free(&c->thmap);
+    ck_tomb_free(&c->tomb);
+    free(c->free_si);
     gr_sb_free(&c->msg);
     free(c->fa);
     free(c->fb);

@@ -91,6 +91,10 @@ typedef struct gr_coverage {
     size_t truth_points;    /* ground-truth points (gr_check_ground_truth) */
     size_t switch_truth;    /* of them: SWITCH/THROW records with the
                                target's real stack */
+    size_t continued;       /* SWITCH/THROW records flagged continued: the
+                               target's stack is what its records give, as
+                               nothing ran unseen (FORMAT §4); they count
+                               with ground-truth points in greenlets_truth */
     size_t stacks;          /* STACK records (real stacks at stop) */
     uint64_t dropped;       /* trailer `dropped` (0 without a trailer) */
     uint64_t gap;           /* records left out by ring mode (GAP) */
@@ -161,6 +165,13 @@ typedef struct gr_checker gr_checker;
  * set to GR_NRULES_CHECK).  No record is replayed yet.  Exits(2) on out
  * of memory.  Free with gr_checker_finish. */
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res);
+
+/* keep 1: never free a dead greenlet's shadow (the checker's memory then
+ * grows with every greenlet ever seen, as before the tomb, tomb.h); 0, the
+ * default: free it at its DEAD, keeping the facts later verdicts need.
+ * The verdicts, notes and coverage are the same either way: tests and the
+ * fuzz target compare the two.  Call before the first record. */
+void gr_checker_keep_dead(gr_checker *c, int keep);
 
 /* Replay the records from the current position up to, not including,
  * index `end` (clamped to the number of records read, gr_trace_count); a

@@ -6,6 +6,7 @@
 #include "rule.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 /* RETURN / C_RETURN / C_EXCEPTION against the shadow top. */
 static void on_return(ck *c, const ck_event *e, int is_c)
@@ -104,8 +105,11 @@ static void on_record(ck *c, const ck_event *e)
  * without STOP they are notes (cut short, or ended without stop()). */
 static void finish(ck *c)
 {
-    for (size_t i = 0; i < c->nsh; i++) {
-        const ck_shadow *s = &c->sh[i];
+    /* in creation order: the order of these verdicts (all at STOP) and
+     * notes does not depend on which freed index a shadow reused */
+    size_t *order = NULL, cap = 0, n = ck_shadows_in_order(c, &order, &cap);
+    for (size_t j = 0; j < n; j++) {
+        const ck_shadow *s = &c->sh[order[j]];
         if (s->dead || s->n == 0)
             continue;
         if (c->stopped) {
@@ -133,6 +137,7 @@ static void finish(ck *c)
             ck_add_note(c, c->t->truncated ? GR_NOTE_OPEN_AT_TRUNCATION : GR_NOTE_OPEN_AT_END, s);
         }
     }
+    free(order);
 }
 
 /* The verdicts at STOP (open shadows without a STACK record) need the

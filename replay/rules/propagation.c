@@ -397,6 +397,14 @@ static int pending(const ck *c, uint64_t hi)
     return 0;
 }
 
+/* A shadow with an open prediction stays (rule.h): the prediction is about
+ * its resumed frame, and shpred is indexed by shadow. */
+static int keeps(const ck *c, size_t si)
+{
+    const pstate *ps = c->rule_state[GR_RULE_PROPAGATION];
+    return ps && si < ps->nshpred && ps->shpred[si] != 0;
+}
+
 const gr_rule_ops gr_rule_propagation = {
     .id = GR_RULE_PROPAGATION,
     /* and the profile events once a prediction exists (on_instr) */
@@ -407,4 +415,5 @@ const gr_rule_ops gr_rule_propagation = {
     .release = release,
     .on_prefix = on_prefix,
     .pending = pending,
+    .keeps = keeps,
 };

@@ -12,7 +12,12 @@
  *              NULL);
  *   report     after every rule finished: notes and warnings of its own
  *              for the result (may be NULL);
- *   release    free the rule's state (may be NULL).
+ *   release    free the rule's state (may be NULL);
+ *   keeps      whether the rule holds state about shadow si (by its index)
+ *              that must outlive the greenlet's DEAD: the engine then does
+ *              not free the shadow (check.c, maybe_bury; may be NULL:
+ *              never).  A freed shadow's index is reused for a new one,
+ *              so per-shadow state of a rule must be empty when it says 0.
  * Two more fields serve a check of one range of chunks (split.h, `check
  * --from A --to B`), which replays the records before the range to build
  * the state at its start and may read on past its end:
@@ -66,6 +71,7 @@ typedef struct gr_rule_ops {
     int stateless;
     void (*on_prefix)(ck *c, const ck_event *e);
     int (*pending)(const ck *c, uint64_t hi);
+    int (*keeps)(const ck *c, size_t si);
 } gr_rule_ops;
 
 extern const gr_rule_ops gr_rule_switch_consistency;

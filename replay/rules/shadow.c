@@ -24,22 +24,114 @@ ck_thread *ck_get_thread(ck *c, uint64_t tid)
     return &c->th[i];
 }
 
+/* A new shadow slot for (tid, gid): a freed one, or a new one. */
+static size_t new_shadow(ck *c, uint64_t tid, uint64_t gid)
+{
+    size_t i;
+    if (c->nfree) {
+        i = c->free_si[--c->nfree];
+    } else {
+        c->sh = gr_xgrow(c->sh, &c->cap_sh, c->nsh + 1, sizeof *c->sh);
+        i = c->nsh++;
+    }
+    memset(&c->sh[i], 0, sizeof c->sh[i]);
+    c->sh[i].tid = tid;
+    c->sh[i].gid = gid;
+    c->sh[i].base_unknown = 1;
+    gr_idmap_put(&c->shmap, tid, gid, i);
+    return i;
+}
+
 size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid)
 {
     size_t i;
-    if (!gr_idmap_get(&c->shmap, tid, gid, &i)) {
-        c->sh = gr_xgrow(c->sh, &c->cap_sh, c->nsh + 1, sizeof *c->sh);
-        i = c->nsh++;
-        memset(&c->sh[i], 0, sizeof c->sh[i]);
-        c->sh[i].tid = tid;
-        c->sh[i].gid = gid;
-        c->sh[i].base_unknown = 1;
-        gr_idmap_put(&c->shmap, tid, gid, i);
-        size_t first;
-        if (!gr_idmap_get(&c->glmap, gid, 0, &first))
-            gr_idmap_put(&c->glmap, gid, 0, i);
+    if (gr_idmap_get(&c->shmap, tid, gid, &i))
+        return i;
+    i = new_shadow(c, tid, gid);
+    ck_shadow *s = &c->sh[i];
+    ck_grave g;
+    if (gid == 0) { /* one per thread, each counted */
+        s->seq = c->nseq++;
+        s->counted = 1;
+        c->cov_shadows++;
+    } else if (c->tomb.buried && ck_tomb_find(&c->tomb, gid, &g, 0) && g.slot < c->nth &&
+               c->th[g.slot].tid == tid) {
+        /* Freed at its DEAD: back as it was then (a record after its DEAD,
+         * which switch_consistency reports; then it is alive again). */
+        ck_tomb_find(&c->tomb, gid, &g, 1);
+        ck_tomb_raise(&c->tomb, gid);
+        s->seq = g.seq;
+        s->counted = 1;
+        s->dead = 1;
+        s->dead_index = g.dead_index;
+        s->base_unknown = (g.flags & CK_GRAVE_BASE_UNKNOWN) != 0;
+        s->stack_seen = (g.flags & CK_GRAVE_STACK_SEEN) != 0;
+        s->truth = (g.flags & CK_GRAVE_TRUTH) != 0;
+        gr_idmap_put(&c->glmap, gid, 0, i);
+    } else if (ck_tomb_see(&c->tomb, gid)) { /* the greenlet's first shadow */
+        s->seq = c->nseq++;
+        s->counted = 1;
+        c->cov_shadows++;
+        c->cov_greenlets++;
+        gr_idmap_put(&c->glmap, gid, 0, i);
+    } else { /* the same gid on another thread: never freed */
+        s->seq = c->nseq++;
+        ck_tomb_set_multi(&c->tomb, gid);
     }
     return i;
+}
+
+void ck_bury(ck *c, size_t si, size_t th_slot)
+{
+    ck_shadow *s = &c->sh[si];
+    ck_grave g = {.slot = th_slot, .dead_index = s->dead_index, .seq = s->seq};
+    g.flags = (s->base_unknown ? CK_GRAVE_BASE_UNKNOWN : 0) |
+              (s->stack_seen ? CK_GRAVE_STACK_SEEN : 0) | (s->truth ? CK_GRAVE_TRUTH : 0);
+    ck_tomb_bury(&c->tomb, s->gid, &g);
+    gr_idmap_del(&c->shmap, s->tid, s->gid);
+    gr_idmap_del(&c->glmap, s->gid, 0);
+    free(s->e);
+    memset(s, 0, sizeof *s);
+    s->freed = 1;
+    s->dead = 1; /* loops over c->sh skip it as dead and empty */
+    c->free_si = gr_xgrow(c->free_si, &c->cap_free, c->nfree + 1, sizeof *c->free_si);
+    c->free_si[c->nfree++] = si;
+}
+
+/* Live shadows by creation number (ck_shadows_in_order). */
+typedef struct seq_si {
+    uint64_t seq;
+    size_t si;
+} seq_si;
+
+static int by_seq(const void *pa, const void *pb)
+{
+    const seq_si *a = pa, *b = pb;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+size_t ck_shadows_in_order(const ck *c, size_t **order, size_t *cap)
+{
+    size_t n = 0;
+    int sorted = 1;
+    *order = gr_xgrow(*order, cap, c->nsh + 1, sizeof **order);
+    for (size_t i = 0; i < c->nsh; i++) {
+        if (c->sh[i].freed)
+            continue;
+        if (n && c->sh[(*order)[n - 1]].seq > c->sh[i].seq)
+            sorted = 0;
+        (*order)[n++] = i;
+    }
+    if (!sorted) { /* a freed index was reused: back to creation order */
+        seq_si *v = gr_xrealloc(NULL, n * sizeof *v);
+        for (size_t k = 0; k < n; k++)
+            v[k] = (seq_si){c->sh[(*order)[k]].seq, (*order)[k]};
+        qsort(v, n, sizeof *v, by_seq);
+        for (size_t k = 0; k < n; k++)
+            (*order)[k] = v[k].si;
+        free(v);
+    }
+    return n;
 }
 
 int ck_find_shadow(const ck *c, uint64_t tid, uint64_t gid, size_t *si)

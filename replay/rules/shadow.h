@@ -16,6 +16,7 @@
 #include "check.h"
 #include "idmap.h"
 #include "text.h"
+#include "tomb.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,16 +30,21 @@ typedef struct ck_entry {
                        tolerated while it is the top (a C call we never saw) */
 } ck_entry;
 
-/* Shadow stack of one (thread, greenlet). */
+/* Shadow stack of one (thread, greenlet).  72 bytes: its index is scaled
+ * at every record (c->sh[si]), so the flags are bytes. */
 typedef struct ck_shadow {
     uint64_t tid, gid;
     ck_entry *e;
     size_t n, cap;
-    int base_unknown;   /* frames below e[0] unknown (seed cut, or never seeded) */
-    int dead;
+    uint8_t base_unknown; /* frames below e[0] unknown (seed cut, or never seeded) */
+    uint8_t dead;
+    uint8_t stack_seen;   /* a STACK record was seen for it */
+    uint8_t freed;        /* a free slot (ck_bury), dead and empty */
+    uint8_t counted;      /* coverage counts it: gid 0, or its gid's first */
     uint64_t dead_index;
-    int stack_seen;     /* a STACK record was seen for it */
-    size_t truth;       /* ground-truth points seen in it */
+    size_t truth;         /* ground-truth points seen in it */
+    uint64_t seq;         /* creation number (kept across a burial): the
+                             order of the verdicts about open shadows */
 } ck_shadow;
 
 #define CK_RECENT 3 /* records of context before the one a violation is at */
@@ -105,9 +111,10 @@ typedef struct ck_event {
 typedef struct gr_checker ck;
 
 /* An entry of the engine's cache of shadow indices (check.c, shadow_on):
- * (tid, gid) -> si1 - 1; si1 0 is an empty entry.  A shadow's index never
- * changes; code that frees or moves shadows must clear this cache (and
- * every thread's last_si). */
+ * (tid, gid) -> si1 - 1; si1 0 is an empty entry.  A shadow's index does
+ * not change while it lives; a shadow freed at its greenlet's DEAD
+ * (ck_bury) is cleared from this cache and from its thread's last_si, and
+ * its index is given to a later shadow. */
 typedef struct ck_shcache {
     uint64_t tid, gid;
     size_t si1;
@@ -129,7 +136,7 @@ struct gr_checker {
     uint32_t *fa, *fb;      /* scratch stacks for comparisons */
     size_t cap_fa, cap_fb;
     size_t program_events;  /* coverage: records of the program */
-    size_t marks, truth_points, switch_truth, stacks;
+    size_t marks, truth_points, switch_truth, continued, stacks;
     int profile_off;        /* META profile: off (no subject at all) */
     int stopped;
     size_t stop_index;
@@ -151,6 +158,14 @@ struct gr_checker {
                                  whose on_record wants that kind (rule.h) */
     uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */
     ck_shcache *shcache;    /* [CK_SHCACHE] by (gid ^ tid << 7) mod size */
+    ck_tomb tomb;           /* what is kept of freed dead greenlets, and
+                               which gids were seen (tomb.h) */
+    int keep_dead;          /* gr_checker_keep_dead: never bury */
+    size_t *free_si;        /* indices of freed shadows, for reuse */
+    size_t nfree, cap_free;
+    uint64_t nseq;          /* shadows created (ck_shadow.seq) */
+    size_t cov_shadows, cov_greenlets, cov_truth; /* coverage, counted as
+                               shadows are created and see ground truth */
 };
 
 /* Whether rule `id` sees the next record of thread th whatever its kind
@@ -170,8 +185,19 @@ static inline void ck_want_next(ck *c, ck_thread *th, enum gr_rule id, int on)
 ck_thread *ck_get_thread(ck *c, uint64_t tid);
 
 /* Index of the shadow of (tid, gid), created empty with an unknown base
- * when new.  Indices stay valid; pointers only until the next call. */
+ * when new, or brought back as it was at its DEAD when it was freed then
+ * (ck_bury; still dead: the record that names it is reported).  Indices
+ * stay valid while the shadow lives; pointers only until the next call. */
 size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid);
+
+/* Free shadow si (dead; its gid not 0, never on two threads) of thread
+ * slot th_slot: its facts go to the tomb (tomb.h), its index to the free
+ * list; the caller clears the caches that hold si (check.c). */
+void ck_bury(ck *c, size_t si, size_t th_slot);
+
+/* The indices of the live shadows (not freed) in creation order, into
+ * *order (grown; owned by the caller); returns how many. */
+size_t ck_shadows_in_order(const ck *c, size_t **order, size_t *cap);
 
 /* Index of the shadow of (tid, gid) if it exists. */
 int ck_find_shadow(const ck *c, uint64_t tid, uint64_t gid, size_t *si);

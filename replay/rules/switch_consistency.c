@@ -1,8 +1,8 @@
 /* switch_consistency.c - the switch_consistency rule (docs/FORMAT.md §7):
  * every event comes from the greenlet running on its thread, a switch
- * starts from the running greenlet, and no record concerns a greenlet
- * after its DEAD (each reported once: the greenlet counts as alive again,
- * shadow.c). */
+ * starts from the running greenlet, a continued switch resumes a greenlet
+ * suspended in a C call, and no record concerns a greenlet after its DEAD
+ * (each reported once: the greenlet counts as alive again, shadow.c). */
 #include "rule.h"
 
 #include <inttypes.h>
@@ -65,6 +65,19 @@ static void on_record(ck *c, const ck_event *e)
             gr_sb_printf(&c->msg, "%s from g%" PRIu64 " but g%" PRIu64 " is running on t%" PRIu64,
                          k, r->gid, th->current, r->tid);
             ck_violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->gid);
+        }
+        /* A continued switch (FORMAT §4, state bit 9) claims the target
+         * resumes in the C call its last event made: its shadow's top. */
+        const ck_shadow *ts = &c->sh[e->st];
+        if ((r->flags & GR_SW_CONTINUED) && (!ts->n || !ts->e[ts->n - 1].is_c)) {
+            gr_sb_printf(&c->msg, "continued %s to g%" PRIu64 ", which was not suspended in a C call "
+                                  "(its shadow top: ", k, r->target);
+            if (ts->n)
+                ck_code_name(c, ts->e[ts->n - 1].code);
+            else
+                gr_sb_puts(&c->msg, "empty");
+            gr_sb_puts(&c->msg, ")");
+            ck_violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->target);
         }
         int origin_dead = c->sh[e->si].dead;
         check_alive(c, r, th, e->si, r->gid);

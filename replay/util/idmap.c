@@ -61,6 +61,35 @@ void gr_idmap_put(gr_idmap *m, uint64_t a, uint64_t b, size_t value)
     s->value = value + 1;
 }
 
+int gr_idmap_del(gr_idmap *m, uint64_t a, uint64_t b)
+{
+    if (m->cap == 0)
+        return 0;
+    gr_idmap_slot *s = find(m->slots, m->cap, a, b);
+    if (s->value == 0)
+        return 0;
+    /* Backward-shift deletion (linear probing): move later entries of the
+     * run into the hole when their home slot is not between the hole and
+     * them, so that every entry stays reachable from its home without
+     * tombstones. */
+    size_t mask = m->cap - 1, hole = (size_t)(s - m->slots), j = hole;
+    for (;;) {
+        j = (j + 1) & mask;
+        gr_idmap_slot *n = &m->slots[j];
+        if (n->value == 0)
+            break;
+        size_t home = (size_t)mix(n->a, n->b) & mask;
+        /* n may move to the hole iff home is not in (hole, j] cyclically */
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            m->slots[hole] = *n;
+            hole = j;
+        }
+    }
+    m->slots[hole].value = 0;
+    m->n--;
+    return 1;
+}
+
 void gr_idmap_free(gr_idmap *m)
 {
     free(m->slots);

@@ -27,6 +27,12 @@ int gr_idmap_get(const gr_idmap *m, uint64_t a, uint64_t b, size_t *out);
  * memory (see text.h). */
 void gr_idmap_put(gr_idmap *m, uint64_t a, uint64_t b, size_t value);
 
+/* Remove (a, b) if present; returns 1 if it was.  The table keeps its
+ * size (a map that grew for many entries stays that big; its load drops),
+ * so lookups of the remaining entries stay valid and no memory is
+ * allocated. */
+int gr_idmap_del(gr_idmap *m, uint64_t a, uint64_t b);
+
 /* Free the table and zero *m. */
 void gr_idmap_free(gr_idmap *m);
 

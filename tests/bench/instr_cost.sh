@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive callback"]
+# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive every callback"]
 #
 # Instruction counts of the recorder's hot paths, independent of the
 # machine's load: each workload of tests/bench/instr_one.py runs under
@@ -7,6 +7,9 @@
 # process's user-space instructions between them, divided by the difference
 # of work (profile events, or switches), is the cost per unit (start-up,
 # imports, start()/stop() and first sight of each code object cancel out).
+# Modes: none, empty (the empty C profile function), passive (the default
+# recorder), every (passive, a real stack at every switch:
+# switch_stacks="every"), callback.
 # Prints two tables (instructions per profile event over no profiler, and
 # per switch, each against the empty C profile function) with the goals of
 # issues 8 and 11.  The callgrind files of the larger size are kept in
@@ -16,7 +19,7 @@
 set -euo pipefail
 PY=/usr/bin/python3
 only="profile switch"
-modes="none empty passive callback"
+modes="none empty passive every callback"
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY=$2; shift 2 ;;
@@ -35,6 +38,10 @@ inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 ${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$build/bench/emptyprof$suffix" "$here/emptyprof.c"
 export PYTHONPATH="$build/bench:$build/python"
+# A fixed hash seed: dictionary probe counts (attribute lookups on the
+# switch path) vary with the seed by about 100 instructions per switch
+# from process to process, more than the differences measured here.
+export PYTHONHASHSEED=0
 
 # instructions WORKLOAD MODE N: total user-space instructions of one run.
 instructions() {

@@ -98,6 +98,8 @@ def main():
         for _ in range(a.repeat):
             if kind == "empty":
                 emptyprof.install()
+            elif kind == "every":
+                greenreplay.start(trace, switches="passive", switch_stacks="every")
             elif kind != "none":
                 greenreplay.start(trace, switches=kind)
             try:
@@ -120,6 +122,7 @@ def main():
     if base:
         print("| empty C profile function | %.0f | 1.00 | |" % base)
     for kind, label, goal in (("passive", "recorder, passive switches (default): no greenlet callback", "<= 1.2x of the bare switch path under a profile function"),
+                              ("every", "recorder, passive, a real stack at every switch (switch_stacks='every')", ""),
                               ("callback", "recorder, callback mode: greenlet trace callback", "")):
         v = best_with_profile(kind)
         print("| %s | %.0f | %s | %s |" % (label, v, "%.2f" % (v / base) if base else "n/a", goal))

@@ -137,6 +137,23 @@ static void same_streamed(fx *f)
     same_streamed_batch(f, 2);
 }
 
+/* Checked with every dead greenlet's shadow kept for the whole run
+ * (gr_checker_keep_dead): the same report (verdicts, messages, notes,
+ * coverage) as with the shadows freed at their DEAD (tomb.h). */
+static void same_kept(fx *f)
+{
+    gr_check_result kr;
+    gr_checker *c = gr_checker_new(&f->t, &kr);
+    gr_checker_keep_dead(c, 1);
+    gr_checker_finish(c);
+    char *a = report_of(&f->t, &f->res), *b = report_of(&f->t, &kr);
+    assert_string_equal(a, b);
+    assert_memory_equal(&f->res.coverage, &kr.coverage, sizeof kr.coverage);
+    free(a);
+    free(b);
+    gr_check_result_free(&kr);
+}
+
 static void load_check(fx *f, int finish)
 {
     if (finish)
@@ -146,6 +163,7 @@ static void load_check(fx *f, int finish)
     assert_int_equal(tb_load(&f->b, &f->t), GR_READ_OK);
     gr_check_run(&f->t, &f->res);
     f->loaded = 1;
+    same_kept(f);
     same_streamed(f);
 }
 
@@ -542,6 +560,58 @@ static void test_switch_from_wrong_origin(void **state)
     end(&f);
 }
 
+/* continued switches (FORMAT §4, bit 9): each target resumes in the C call
+ * it was suspended in; no stack to compare; coverage counts them */
+static void test_continued_switch_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    const uint64_t cont = OURS_KNOWN | GR_SW_INFERRED | GR_SW_CONTINUED;
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_NEW, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);
+    tb_ev(&f.b, GR_C_CALL, 1, 2, f.sw);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, cont, 0, 1);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_switch(&f.b, GR_THROW, 1, 1, 2, 1, cont, 0, 1);
+    tb_ev(&f.b, GR_C_EXCEPTION, 1, 2, f.sw);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    load_check(&f, 0);
+    expect_clean(&f);
+    assert_int_equal(f.res.coverage.continued, 2);
+    end(&f);
+}
+
+/* a continued switch into a greenlet whose last event was no C call: the
+ * recorder's claim cannot hold */
+static void test_continued_switch_not_suspended(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    const uint64_t cont = OURS_KNOWN | GR_SW_INFERRED | GR_SW_CONTINUED;
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED | GR_SW_NEW, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 2, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, cont, 0, 1);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    uint64_t s = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, cont, 0, 1);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.x);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s,
+           "continued SWITCH to g2, which was not suspended in a C call (its shadow top: x");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
 static void test_throw_from_right_origin_clean(void **state)
 {
     (void)state;
@@ -600,6 +670,277 @@ static void test_switch_to_dead_greenlet(void **state)
     load_check(&f, 0);
     expect(&f, GR_RULE_SWITCH_CONSISTENCY, s, "SWITCH to g2 after its DEAD at event 7");
     assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+
+/* ------------------------------------------- dead greenlets (tomb.h) */
+
+/* n greenlets g2..g(n+1), each switched to from g1, running x (a MARK in
+ * every third), dying; returns the index of g2's DEAD. */
+static uint64_t many_dead(fx *f, uint64_t n)
+{
+    uint64_t dead2 = 0;
+    for (uint64_t g = 2; g < n + 2; g++) {
+        tb_greenlet(&f->b, 1, g, 1, 0, 0);
+        tb_switch(&f->b, GR_SWITCH, 1, 1, g, 1, OURS_KNOWN, 0, 1);
+        tb_ev(&f->b, GR_CALL, 1, g, f->x);
+        if (g % 3 == 0)
+            mark_in(f, g, 1, f->x, 0, 0);
+        tb_ev(&f->b, GR_RETURN, 1, g, f->x);
+        tb_switch(&f->b, GR_SWITCH, 1, g, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+        uint64_t d = tb_simple(&f->b, GR_DEAD, 1, g);
+        if (g == 2)
+            dead2 = d;
+    }
+    return dead2;
+}
+
+/* Greenlet gid (GREENLET flags gl_flags, no frames) switched to from g1
+ * and dying at once; returns the index of its DEAD. */
+static uint64_t dies(fx *f, uint64_t gid, uint64_t gl_flags)
+{
+    tb_greenlet(&f->b, 1, gid, 1, gl_flags, 0);
+    tb_switch(&f->b, GR_SWITCH, 1, 1, gid, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f->b, GR_SWITCH, 1, gid, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    return tb_simple(&f->b, GR_DEAD, 1, gid);
+}
+
+/* Must pass: 300 greenlets live and die (more deaths than one segment of
+ * the tomb's log); coverage still counts every one. */
+static void test_many_dead_greenlets_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    many_dead(&f, 300);
+    stop_g1(&f);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_int_equal(f.res.coverage.greenlets, 301);
+    assert_int_equal(f.res.coverage.shadows, 301);
+    assert_int_equal(f.res.coverage.greenlets_truth, 100); /* g3, g6, ... g300 */
+    end(&f);
+}
+
+/* Must be flagged: records naming g2 long after its DEAD (its shadow was
+ * freed, its slot reused): the switch to it, with the DEAD's index; its
+ * shadow comes back as it was (base known: a RETURN without a CALL is an
+ * imbalance); it dies again, and the next switch names the second DEAD. */
+static void test_record_long_after_dead_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t dead2 = many_dead(&f, 300);
+    uint64_t s1 = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    uint64_t ret = tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    uint64_t dead2b = tb_simple(&f.b, GR_DEAD, 1, 2);
+    dies(&f, 400, 0); /* another death after it */
+    uint64_t s2 = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
+    stop_g1(&f);
+    load_check(&f, 1);
+    char want[80];
+    snprintf(want, sizeof want, "SWITCH to g2 after its DEAD at event %llu",
+             (unsigned long long)dead2);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s1, want);
+    snprintf(want, sizeof want, "SWITCH to g2 after its DEAD at event %llu",
+             (unsigned long long)dead2b);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s2, want);
+    assert_int_equal(count(&f, GR_RULE_SWITCH_CONSISTENCY), 2);
+    expect(&f, GR_RULE_IMBALANCE, ret, NULL);
+    assert_int_equal(f.res.coverage.greenlets, 302);
+    end(&f);
+}
+
+/* Must be flagged: a GREENLET record reusing a dead greenlet's id (the
+ * recorder never reuses one, FORMAT §4; the format does not forbid the
+ * bytes); must pass: a new id after the DEAD. */
+static void test_gid_reused_after_dead_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t dead2 = many_dead(&f, 1);                                   /* g2 */
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0);                                    /* new: clean */
+    uint64_t again = tb_greenlet(&f.b, 1, 2, 1, 0, 0);                   /* reused */
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2);
+    stop_g1(&f);
+    load_check(&f, 1);
+    char want[80];
+    snprintf(want, sizeof want, "GREENLET record for g2 after its DEAD at event %llu",
+             (unsigned long long)dead2);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, again, want);
+    assert_int_equal(f.res.nv, 1);
+    assert_int_equal(f.res.coverage.greenlets, 3);
+    end(&f);
+}
+
+/* Must pass: a dead greenlet's id seen later on another thread is another
+ * shadow there (not "after its DEAD"), counted once as a greenlet; its
+ * first shadow stays dead (check --stall and --html ask by id). */
+static void test_dead_gid_on_other_thread(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    many_dead(&f, 2);                                                    /* g2, g3 */
+    tb_thread(&f.b, 2);
+    tb_greenlet(&f.b, 2, 2, 0, GR_GL_MAIN, 0);
+    tb_ev(&f.b, GR_CALL, 2, 2, f.x);
+    tb_ev(&f.b, GR_RETURN, 2, 2, f.x);
+    tb_simple(&f.b, GR_DEAD, 2, 2);                                      /* kept: two threads */
+    tb_ev(&f.b, GR_CALL, 1, 1, f.y);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.y);
+    load_check(&f, 0);
+    expect_clean(&f);
+    assert_int_equal(f.res.coverage.greenlets, 3);
+    assert_int_equal(f.res.coverage.shadows, 3);
+    end(&f);
+}
+
+/* Must be flagged, in creation order: g3 and g4 open at STOP without a
+ * STACK record, where g4's shadow reused the index of g2's (freed at its
+ * DEAD), below g3's. */
+static void test_open_at_stop_in_creation_order(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 3, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 3, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 3, 1, 0, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 2); /* g2's index goes to g4 */
+    tb_greenlet(&f.b, 1, 4, 1, 0, 0);
+    tb_switch(&f.b, GR_SWITCH, 1, 1, 4, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 4, f.y);
+    tb_switch(&f.b, GR_SWITCH, 1, 4, 1, 0, OURS_KNOWN, 0, 1);
+    uint64_t stop = stop_g1(&f);
+    load_check(&f, 1);
+    assert_int_equal(count(&f, GR_RULE_IMBALANCE), 2);
+    assert_int_equal(f.res.v[0].index, stop);
+    assert_int_equal(f.res.v[0].gid, 3);
+    assert_int_equal(f.res.v[1].gid, 4);
+    end(&f);
+}
+
+/* A freed greenlet's base: seeded cut (base unknown), it comes back with
+ * its base unknown, so a RETURN below its known frames after its DEAD is
+ * only the record after DEAD (must pass as to imbalance); seeded whole, the
+ * same RETURN is an imbalance too (test_record_long_after_dead_flagged). */
+static void test_revived_base_unknown_no_imbalance(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint64_t dead = dies(&f, 2, GR_GL_CUT);
+    many_dead(&f, 3); /* g2 again (its GREENLET flagged), then g3, g4 */
+    load_check(&f, 0);
+    char want[80];
+    snprintf(want, sizeof want, "GREENLET record for g2 after its DEAD at event %llu",
+             (unsigned long long)dead);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, dead + 1, want);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+    /* the same with the RETURN: no imbalance below an unknown base */
+    begin(&f);
+    dies(&f, 2, GR_GL_CUT);
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0);
+    uint64_t s1 = tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_RETURN, 1, 2, f.y);
+    tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN, 0, 1);
+    load_check(&f, 0);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s1, "SWITCH to g2 after its DEAD");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+/* Coverage of a greenlet brought back after its DEAD: counted once, with
+ * its ground truth from before and after. */
+static void test_revived_coverage_counted_once(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    many_dead(&f, 2);                                          /* g2, g3 (MARK) */
+    uint64_t s1 = tb_switch(&f.b, GR_SWITCH, 1, 1, 3, 1, OURS_KNOWN, 0, 1);
+    tb_ev(&f.b, GR_CALL, 1, 3, f.x);
+    mark_in(&f, 3, 1, f.x, 0, 0);
+    tb_ev(&f.b, GR_RETURN, 1, 3, f.x);
+    tb_switch(&f.b, GR_SWITCH, 1, 3, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+    tb_simple(&f.b, GR_DEAD, 1, 3);
+    stop_g1(&f);
+    load_check(&f, 1);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, s1, "SWITCH to g3 after its DEAD");
+    assert_int_equal(f.res.nv, 1);
+    assert_int_equal(f.res.coverage.greenlets, 3);
+    assert_int_equal(f.res.coverage.shadows, 3);
+    assert_int_equal(f.res.coverage.greenlets_truth, 1);
+    assert_int_equal(f.res.coverage.truth_points, 2);
+    end(&f);
+}
+
+/* The step-by-step API (check --stall, --html) about a freed greenlet:
+ * dead, on its thread, with its empty shadow and unknown base, as when
+ * every shadow was kept. */
+static void test_checker_api_on_freed_greenlet(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    dies(&f, 2, GR_GL_CUT);
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0); /* reuses g2's shadow slot */
+    load_check(&f, 0);
+    gr_check_result r[2];
+    gr_checker *c[2];
+    for (int k = 0; k < 2; k++) {
+        c[k] = gr_checker_new(&f.t, &r[k]);
+        gr_checker_keep_dead(c[k], k);
+        gr_checker_advance(c[k], f.t.nrecs);
+    }
+    for (uint64_t gid = 1; gid <= 4; gid++) {
+        uint64_t tid[2];
+        size_t n[2];
+        int unknown[2];
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(gr_checker_greenlet(c[k], gid, &tid[k]),
+                             gid == 2 ? GR_SHADOW_DEAD : gid == 4 ? GR_SHADOW_UNSEEN
+                             : gid == 1 ? GR_SHADOW_RUNNING : GR_SHADOW_IDLE);
+            gr_checker_shadow(c[k], gid, &n[k], &unknown[k]);
+        }
+        assert_int_equal(tid[0], tid[1]);
+        assert_int_equal(n[0], n[1]);
+        assert_int_equal(unknown[0], unknown[1]);
+        if (gid == 2) {
+            assert_int_equal(tid[0], 1);
+            assert_int_equal(n[0], 0);
+            assert_int_equal(unknown[0], 1);
+        }
+        uint32_t ids[2] = {f.main, f.x};
+        for (size_t len = 0; len <= 2; len++) {
+            char *diff[2] = {NULL, NULL};
+            int differs[2];
+            for (int k = 0; k < 2; k++)
+                differs[k] = gr_checker_compare(c[k], gid, ids, len, 0, &diff[k]);
+            assert_int_equal(differs[0], differs[1]);
+            if (differs[0])
+                assert_string_equal(diff[0], diff[1]);
+            free(diff[0]);
+            free(diff[1]);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        gr_checker_finish(c[k]);
+        gr_check_result_free(&r[k]);
+    }
     end(&f);
 }
 
@@ -1376,6 +1717,8 @@ int main(void)
         cmocka_unit_test(test_unprofiled_thread_open_at_stop_is_note),
         cmocka_unit_test(test_observed_thread_open_at_stop_is_imbalance),
         cmocka_unit_test(test_switch_real_stack_agrees),
+        cmocka_unit_test(test_continued_switch_clean),
+        cmocka_unit_test(test_continued_switch_not_suspended),
         cmocka_unit_test(test_switch_real_stack_blind_spot),
         cmocka_unit_test(test_mark_tracing_off_is_propagation),
         cmocka_unit_test(test_mark_tracing_on_clean),
@@ -1392,6 +1735,14 @@ int main(void)
         cmocka_unit_test(test_mark_in_callback_outer_clean),
         cmocka_unit_test(test_mark_in_callback_outer_differs),
         cmocka_unit_test(test_mark_in_callback_not_greenlet_callback),
+        cmocka_unit_test(test_many_dead_greenlets_clean),
+        cmocka_unit_test(test_record_long_after_dead_flagged),
+        cmocka_unit_test(test_gid_reused_after_dead_flagged),
+        cmocka_unit_test(test_dead_gid_on_other_thread),
+        cmocka_unit_test(test_open_at_stop_in_creation_order),
+        cmocka_unit_test(test_revived_base_unknown_no_imbalance),
+        cmocka_unit_test(test_revived_coverage_counted_once),
+        cmocka_unit_test(test_checker_api_on_freed_greenlet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,7 +98,7 @@ static void test_chrome(void **state)
     assert_int_equal(st.slices, 6); /* <module>, f, len, h, mark, k */
     assert_int_equal(st.unmatched, 1);          /* return of g */
     assert_int_equal(st.closed_at_end, 3); /* h and k at DEAD, <module> at the end */
-    assert_int_equal(st.flows, 2);
+    assert_int_equal(st.switches, 2);
     assert_int_equal(st.marks, 1);
     assert_int_equal(st.violations, nv);
     assert_false(st.timed);

@@ -1,5 +1,7 @@
 /* test_html.c - replay/report/html.c (check --html), gr_checker_shadow, and
- * replay/report/color.c (--color parsing, line colours, --quiet summary). */
+ * replay/report/color.c (--color parsing, NO_COLOR and TERM=dumb on a terminal, line
+ * colours, --quiet summary and unusable line). */
+#define _GNU_SOURCE /* posix_openpt, ptsname */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,9 +13,11 @@
 #include "html.h"
 #include "trace_builder.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* t1: g1 (main, seed <module>) calls f and switches to the new g2; g2's
  * profiler missed the call of h: C_CALL mark, MARK with real stack h
@@ -219,6 +223,63 @@ static void test_color(void **state)
     free(s);
 }
 
+/* On a terminal, auto colour is off when NO_COLOR is set and not empty or
+ * TERM is "dumb", on otherwise; always/never win over both (the contract
+ * of color.h and `greenreplay --help`). */
+static void test_color_env(void **state)
+{
+    (void)state;
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0)
+        skip(); /* no pseudo-terminals here */
+    FILE *tty = fopen(ptsname(master), "w");
+    assert_non_null(tty);
+    assert_true(isatty(fileno(tty)));
+    char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+    char *saved_no = no ? strdup(no) : NULL, *saved_term = term ? strdup(term) : NULL;
+    unsetenv("NO_COLOR");
+    setenv("TERM", "xterm", 1);
+    assert_true(gr_color_enabled(GR_COLOR_AUTO, tty));
+    setenv("NO_COLOR", "", 1); /* empty: as if unset */
+    assert_true(gr_color_enabled(GR_COLOR_AUTO, tty));
+    setenv("NO_COLOR", "1", 1);
+    assert_false(gr_color_enabled(GR_COLOR_AUTO, tty));
+    assert_true(gr_color_enabled(GR_COLOR_ALWAYS, tty));
+    unsetenv("NO_COLOR");
+    setenv("TERM", "dumb", 1);
+    assert_false(gr_color_enabled(GR_COLOR_AUTO, tty));
+    assert_true(gr_color_enabled(GR_COLOR_ALWAYS, tty));
+    unsetenv("TERM");
+    assert_true(gr_color_enabled(GR_COLOR_AUTO, tty));
+    assert_false(gr_color_enabled(GR_COLOR_NEVER, tty));
+    if (saved_no)
+        setenv("NO_COLOR", saved_no, 1);
+    if (saved_term)
+        setenv("TERM", saved_term, 1);
+    free(saved_no);
+    free(saved_term);
+    fclose(tty);
+    close(master);
+}
+
+/* check -q's line for a file it cannot check: "FILE: unusable: CAUSE", the
+ * reader's "FILE: " prefix said once; red when coloured. */
+static void test_quiet_unusable(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    gr_color_check_unusable(f, "x.grt", "x.grt: offset 0: bad magic (not a greenreplay trace)", 0);
+    gr_color_check_unusable(f, "y.grt", "y.grt.times: no sampler data", 0);
+    gr_color_check_unusable(f, "x.grt", "No such file or directory", 1);
+    fclose(f);
+    assert_string_equal(buf, "x.grt: unusable: offset 0: bad magic (not a greenreplay trace)\n"
+                             "y.grt: unusable: y.grt.times: no sampler data\n"
+                             "x.grt: \033[31munusable\033[0m: No such file or directory\n");
+    free(buf);
+}
+
 static void test_quiet(void **state)
 {
     (void)state;
@@ -284,6 +345,9 @@ static void test_nothing_checked(void **state)
     assert_non_null(strstr(s, "<pre class=\"coverage\">nothing checked: the file holds only"));
     assert_non_null(strstr(s, "  blind spots          not checkable"));
     assert_null(strstr(s, ">clean<"));
+    /* no thread at all: said in words, not "in 0 of 0 threads" */
+    assert_non_null(strstr(s, "  seen                 no threads recorded\n"));
+    assert_null(strstr(s, " 0 of 0 "));
     free(s);
     gr_html_free(&h);
     gr_check_result_free(&res);
@@ -298,7 +362,9 @@ int main(void)
         cmocka_unit_test(test_html),
         cmocka_unit_test(test_html_streamed),
         cmocka_unit_test(test_color),
+        cmocka_unit_test(test_color_env),
         cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_quiet_unusable),
         cmocka_unit_test(test_nothing_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -270,10 +270,26 @@ static void test_nothing_checked(void **state)
         assert_null(strstr(s, "result: clean"));
         assert_non_null(strstr(s, "\nresult: nothing checked ("));
         assert_non_null(strstr(s, "blind spots          not checkable"));
+        /* No "in 0 of 0 threads": a trace without a thread says so in
+         * words, one with threads keeps the counts (JSON stays numeric). */
+        assert_null(strstr(s, " 0 of 0 "));
+        if (k == EMPTY_FILE)
+            assert_int_equal(r.coverage.threads, 0);
+        if (r.coverage.threads == 0) {
+            assert_non_null(strstr(s, "\n  seen                 no threads recorded\n"));
+            assert_non_null(strstr(s, "\n  ground truth         0 points (0 MARK, 0 SWITCH with a "
+                                      "real stack); 0 STACK records at stop\n"));
+        } else {
+            assert_null(strstr(s, "no threads recorded"));
+            assert_non_null(strstr(s, " thread"));
+        }
         free(s);
         json_t *o = gr_report_json_trace(&t, &r);
         assert_string_equal(json_string_value(json_object_get(o, "status")), "nothing_checked");
         json_t *cv = json_object_get(o, "coverage");
+        assert_true(json_is_integer(json_object_get(cv, "threads")));
+        assert_int_equal(json_integer_value(json_object_get(cv, "threads")), r.coverage.threads);
+        assert_true(json_is_integer(json_object_get(cv, "checked_stacks")));
         assert_true(json_is_false(json_object_get(cv, "checked")));
         assert_non_null(strstr(json_string_value(json_object_get(cv, "nothing_checked")), why[k]));
         json_decref(o);

@@ -182,7 +182,7 @@ def _size(text):
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
           max_size=None, ring=None, flush_signal=None, switches=None,
-          _entry=None, _entry_c=None):
+          switch_stacks=None, _entry=None, _entry_c=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -231,6 +231,11 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         (needed to tell throws apart); note that any greenlet trace callback
         makes greenlet recompute the target's tracing state, which hides the
         greenlet issue 256 class (docs/FORMAT.md section 4).
+    switch_stacks: "needed" (default; GREENREPLAY_SWITCH_STACKS): in passive
+        mode a switch back into a greenlet that resumes in the frame it was
+        seen suspended in, with nothing run unseen on its thread since, is
+        written without a stack (flag continued): the trace already gives
+        that stack.  "every": the real stack at every switch (slower).
 
     Under `greenreplay record` without --manual the whole program is being
     recorded already: a start() of the program's own with no path (or the
@@ -272,13 +277,19 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     rules = _path_rules(root)
     if switches not in ("passive", "callback"):
         raise ValueError("greenreplay.start: switches must be 'passive' or 'callback', not %r" % (switches,))
+    if switch_stacks is None:
+        switch_stacks = os.environ.get("GREENREPLAY_SWITCH_STACKS") or "needed"
+    if switch_stacks not in ("needed", "every"):
+        raise ValueError("greenreplay.start: switch_stacks must be 'needed' or 'every', not %r"
+                         % (switch_stacks,))
     if profile:
         _install_threading_hook()
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
                            profile=bool(profile), max_size=max_size, ring=ring,
-                           switches=switches, entry=_entry, entry_c=_entry_c)
+                           switches=switches, entry=_entry, entry_c=_entry_c,
+                           every_stack=switch_stacks == "every")
     except BaseException:
         _remove_threading_hook()
         raise

@@ -175,7 +175,14 @@ class Recording:
 
     def __enter__(self):
         from . import start
-        start(self.path, **self._start_kwargs)
+        try:
+            start(self.path, **self._start_kwargs)
+        except BaseException:
+            # start() refused (already recording, unwritable file, bad
+            # argument): the temporary directory recording() made holds
+            # nothing worth keeping and nobody gets a Recording to clean it.
+            self.cleanup()
+            raise
         self._active = True
         return self
 
@@ -214,8 +221,9 @@ def recording(path=None, **start_kwargs):
         and inspected; rec.cleanup() removes it).
     start_kwargs: passed to greenreplay.start() (times=, root=, ...).
     Returns a Recording.  Entering raises what start() raises (RuntimeError
-    when already recording, OSError when the file cannot be written);
-    leaving stops recording even when the block raised."""
+    when already recording, OSError when the file cannot be written), after
+    removing the temporary directory it made (a path you gave is left
+    alone); leaving stops recording even when the block raised."""
     temporary = path is None
     if temporary:
         path = os.path.join(tempfile.mkdtemp(prefix="greenreplay-"), "trace.grt")

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# tests/integration/cli_ux.sh - command-line papercuts found by a new-user
+# review of the README, each kept fixed:
+#   check --junit/--html OUT that cannot be written (missing directory, a
+#     directory, a read-only file): refused before any trace is read, one
+#     line naming the option, the path and the cause, exit 2, nothing written
+#   check -q: one stdout line per trace, also "FILE: unusable: CAUSE" for a
+#     missing or corrupt one (its stderr line stays, exit status unchanged)
+#   greenreplay.recording() that raises on entry leaves no temporary directory
+#   help texts: check's ground truth counts SWITCH stacks; export's summary
+#     terms are the ones it prints (switches); colour follows the terminal and
+#     NO_COLOR / TERM=dumb turn it off (greenreplay --help, the man page, and
+#     the CLI on a pseudo-terminal)
+#   an empty trace's coverage says "no threads recorded" (text and HTML), JSON
+#     stays numeric
+#
+# usage: tests/integration/cli_ux.sh [--python PY]
+# Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
+# Exit status: 0 all passed, 1 a test failed, 2 bad usage.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gr_script_init cli-ux "$@"
+cli=$GR_CLI
+W=$GR_WORK
+NSKIP=0
+skip() { echo "SKIP  $*"; NSKIP=$((NSKIP + 1)); }
+
+# A clean trace of a small fixture, an empty file, a corrupt file, a short one.
+if ! (cd "$GR_ROOT" && "$cli" record -o "$W/good.grt" -- "$GR_PY" fixtures/deep_stack.py) \
+        >"$W/rec.log" 2>&1; then
+    gr_bad "record fixtures/deep_stack.py with $GR_PY"
+    gr_show "$W/rec.log"
+    gr_tally
+    exit 1
+fi
+: >"$W/empty.grt"
+echo "not a trace" >"$W/corrupt.grt"
+head -c 10 "$W/good.grt" >"$W/short.grt"
+
+# ---- 1. unwritable --junit / --html: refused up front
+# refused OPT TARGET CAUSE WHAT: check OPT TARGET must exit 2 with nothing on
+# stdout and exactly the one line naming OPT, TARGET and CAUSE on stderr.
+refused() {
+    local opt=$1 target=$2 cause=$3 what=$4 rc fmt
+    for fmt in text json; do
+        "$cli" check --format "$fmt" "$opt" "$target" "$W/good.grt" >"$W/r.out" 2>"$W/r.err"
+        rc=$?
+        local want="greenreplay: check: $opt $target: cannot write it: $cause"
+        if [ $rc -eq 2 ] && [ ! -s "$W/r.out" ] && [ "$(cat "$W/r.err")" = "$want" ]; then
+            :
+        else
+            gr_bad "check $opt to $what (--format $fmt): want exit 2, no report, one line '$want'; got exit $rc"
+            gr_show "$W/r.out" "$W/r.err"
+            return 1
+        fi
+    done
+    gr_ok "check $opt to $what: one line naming the option, path and cause, exit 2, no report"
+}
+for opt in --junit --html; do
+    refused "$opt" "$W/no/such/dir/r.out" "No such file or directory" "a missing directory"
+    [ -e "$W/no" ] && gr_bad "check $opt to a missing directory created $W/no"
+    refused "$opt" "$W" "Is a directory" "a directory"
+    echo "previous report" >"$W/ro.out"
+    if [ "$(id -u)" != 0 ]; then
+        chmod 444 "$W/ro.out"
+        refused "$opt" "$W/ro.out" "Permission denied" "a read-only file"
+        chmod 644 "$W/ro.out"
+    elif chattr +i "$W/ro.out" 2>/dev/null; then # root: only the immutable bit stops it
+        refused "$opt" "$W/ro.out" "Operation not permitted" "an immutable file (root: chattr +i)"
+        chattr -i "$W/ro.out"
+    else
+        skip "check $opt to a read-only file: running as root on a file system without chattr +i"
+    fi
+    if [ "$(cat "$W/ro.out")" != "previous report" ]; then
+        gr_bad "check $opt to a read-only file changed it"
+    fi
+    # a writable OUT still gets the report, and the probe left no stray file
+    rm -f "$W/ok.out"
+    if "$cli" check -q "$opt" "$W/ok.out" "$W/good.grt" >"$W/r.out" 2>"$W/r.err" && [ -s "$W/ok.out" ] &&
+       grep -q '^<' "$W/ok.out"; then
+        gr_ok "check $opt to a writable path: written, exit 0"
+    else
+        gr_bad "check $opt to a writable path"
+        gr_show "$W/r.out" "$W/r.err"
+    fi
+done
+
+# ---- 2. check -q: one stdout line per trace, unusable ones included
+files=("$W/good.grt" "$W/missing.grt" "$W/corrupt.grt" "$W/short.grt" "$W/empty.grt")
+"$cli" check -q "${files[@]}" >"$W/q.out" 2>"$W/q.err"
+qrc=$?
+"$cli" check "${files[@]}" >/dev/null 2>"$W/full.err"
+frc=$?
+if [ $qrc -eq 2 ] && [ $frc -eq $qrc ] && [ "$(wc -l <"$W/q.out")" -eq ${#files[@]} ] &&
+   grep -q "^$W/good.grt: clean, [0-9]* records$" "$W/q.out" &&
+   grep -qx "$W/missing.grt: unusable: No such file or directory" "$W/q.out" &&
+   grep -qx "$W/corrupt.grt: unusable: offset 0: .*not a greenreplay trace.*" "$W/q.out" &&
+   grep -q "^$W/short.grt: nothing checked (" "$W/q.out" &&
+   grep -q "^$W/empty.grt: nothing checked (the file is empty)" "$W/q.out" &&
+   [ "$(awk -F': ' '{print $1}' "$W/q.out" | paste -sd' ')" = "${files[*]}" ] &&
+   grep -qx "greenreplay: $W/missing.grt: No such file or directory" "$W/q.err" &&
+   grep -q "^greenreplay: $W/corrupt.grt: offset 0: " "$W/q.err" &&
+   cmp -s "$W/q.err" "$W/full.err"; then
+    gr_ok "check -q: one stdout line per trace in order (unusable: 'FILE: unusable: CAUSE'), stderr lines and exit status as without -q"
+else
+    gr_bad "check -q: want exit 2 (as without -q: $frc), ${#files[@]} lines; got exit $qrc"
+    gr_show "$W/q.out" "$W/q.err"
+fi
+# --stall without a side channel: the trace is unusable for it, said on stdout too
+"$cli" check -q --stall "$W/good.grt" >"$W/s.out" 2>"$W/s.err"
+rc=$?
+if [ $rc -eq 2 ] && [ "$(wc -l <"$W/s.out")" -eq 1 ] &&
+   grep -q "^$W/good.grt: unusable: $W/good.grt.times: " "$W/s.out" && [ -s "$W/s.err" ]; then
+    gr_ok "check -q --stall without FILE.times: 'FILE: unusable: ...times...' on stdout, exit 2"
+else
+    gr_bad "check -q --stall without FILE.times (exit $rc)"
+    gr_show "$W/s.out" "$W/s.err"
+fi
+if "$cli" check --help | grep -q 'FILE: unusable:' && grep -q 'unusable: ' "$GR_ROOT/docs/greenreplay.1"; then
+    gr_ok "check --help and the man page describe -q's unusable line"
+else
+    gr_bad "check --help or docs/greenreplay.1 lacks -q's 'FILE: unusable: CAUSE'"
+fi
+
+# ---- 3. recording() that raises on entry leaves no temporary directory
+mkdir -p "$W/tmp" "$W/mine"
+if TMPDIR=$W/tmp PYTHONPATH=${BUILD:-$GR_ROOT/build}/python "$GR_PY" - "$W" >"$W/py.log" 2>&1 <<'EOF'
+import os, sys, tempfile
+import greenreplay
+work = sys.argv[1]
+tmp = tempfile.gettempdir()
+assert tmp == os.path.join(work, "tmp"), tmp
+greenreplay.start(os.path.join(work, "outer.grt"))
+try:
+    for path in (None, os.path.join(work, "mine", "t.grt")):
+        try:
+            with greenreplay.recording(path):
+                raise AssertionError("recording() inside a recording did not raise")
+        except RuntimeError as e:
+            print("refused:", e)
+finally:
+    greenreplay.stop()
+left = os.listdir(tmp)
+assert left == [], "left behind: %r" % left
+assert os.path.isdir(os.path.join(work, "mine")), "a directory the caller gave was removed"
+# one that does start keeps its directory until cleanup()
+with greenreplay.recording() as rec:
+    greenreplay.mark("in")
+assert os.path.exists(rec.path) and os.path.dirname(rec.path).startswith(tmp), rec.path
+rec.cleanup()
+assert os.listdir(tmp) == [], os.listdir(tmp)
+print("ok")
+EOF
+then
+    gr_ok "recording() refused on entry (already recording) leaves no temporary directory; a given path's directory stays"
+else
+    gr_bad "recording() refused on entry"
+    gr_show "$W/py.log"
+fi
+
+# ---- 4. help texts say what the code does
+h=$("$cli" check --help)
+if printf '%s\n' "$h" | tr '\n' ' ' | grep -q 'ground-truth points (MARK records, and *SWITCH/THROW records that carry the target'"'"'s real stack'; then
+    gr_ok "check --help: ground-truth points are MARKs and SWITCH/THROW records with the real stack"
+else
+    gr_bad "check --help: the coverage paragraph does not count SWITCH stacks"
+fi
+"$cli" export --format chrome -o "$W/e.json" "$W/good.grt" 2>"$W/e.err"
+eh=$("$cli" export --help)
+sum=$(printf '%s\n' "$eh" | tr '\n' ' ' | sed -n 's/.*A summary goes to stderr: \(.*\)exit status.*/\1/p')
+terms_ok=1
+for term in tracks slices switches marks violations "returns without call" "frames closed at end"; do
+    printf '%s' "$sum" | grep -q "$term" && grep -q "$term" "$W/e.err" || terms_ok=0
+done
+if [ $terms_ok = 1 ] && ! printf '%s\n' "$eh" | grep -qw flows; then
+    gr_ok "export --help's summary terms are the ones export prints (switches, not flows)"
+else
+    gr_bad "export --help summary: '$sum' against '$(cat "$W/e.err")'"
+fi
+mh=$("$cli" --help | tr '\n' ' ')
+man=$(tr '\n' ' ' <"$GR_ROOT/docs/greenreplay.1")
+if printf '%s' "$mh" | grep -q 'NO_COLOR' && printf '%s' "$mh" | grep -q 'TERM=dumb' &&
+   printf '%s' "$mh" | grep -q 'terminal' && printf '%s' "$man" | grep -q 'NO_COLOR' &&
+   printf '%s' "$man" | grep -q 'TERM=dumb'; then
+    gr_ok "greenreplay --help and the man page: colour follows the terminal, NO_COLOR and TERM=dumb"
+else
+    gr_bad "greenreplay --help or docs/greenreplay.1 does not say when colour is on"
+fi
+# and the CLI does so on a pseudo-terminal (script(1), util-linux)
+if command -v script >/dev/null 2>&1; then
+    on_tty() { env -u NO_COLOR "$@" script -qec "'$cli' check -q '$W/good.grt'" /dev/null 2>/dev/null; }
+    esc=$(printf '\033')
+    plain=$(on_tty TERM=xterm)
+    nocolor=$(on_tty TERM=xterm NO_COLOR=1)
+    dumb=$(on_tty TERM=dumb)
+    piped=$(TERM=xterm "$cli" check -q "$W/good.grt")
+    if [[ $plain == *"$esc["* ]] && [[ $nocolor != *"$esc"* ]] && [[ $dumb != *"$esc"* ]] &&
+       [[ $piped != *"$esc"* ]] && [[ $dumb == *"clean"* ]]; then
+        gr_ok "check -q on a terminal: coloured; NO_COLOR=1, TERM=dumb or a pipe: plain"
+    else
+        gr_bad "colour on a terminal: tty '$plain', NO_COLOR '$nocolor', dumb '$dumb', pipe '$piped'"
+    fi
+else
+    skip "colour on a terminal: script(1) is not installed"
+fi
+
+# ---- 5. an empty trace's coverage in words, JSON numeric
+"$cli" check "$W/empty.grt" >"$W/em.txt" 2>/dev/null
+"$cli" check --html "$W/em.html" "$W/empty.grt" >/dev/null 2>&1
+"$cli" check --format json "$W/empty.grt" >"$W/em.json" 2>/dev/null
+if grep -q '^  seen  *no threads recorded$' "$W/em.txt" && ! grep -q ' 0 of 0 ' "$W/em.txt" &&
+   grep -q 'seen  *no threads recorded' "$W/em.html" && ! grep -q ' 0 of 0 ' "$W/em.html" &&
+   "$GR_PY" -c '
+import json, sys
+cv = json.load(open(sys.argv[1]))["traces"][0]["coverage"]
+assert cv["threads"] == 0 and cv["checked_stacks"] == 0 and cv["with_ground_truth"] == 0, cv
+' "$W/em.json"; then
+    gr_ok "empty trace: coverage says 'no threads recorded' (text, HTML), JSON counts stay numbers"
+else
+    gr_bad "empty trace coverage"
+    gr_show "$W/em.txt"
+fi
+
+echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
+[ "$GR_NBAD" -eq 0 ]
