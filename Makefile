@@ -71,7 +71,8 @@ help:
 	@echo "                    diff and the side channel for FUZZ_SECONDS (default 60); fails on a finding"
 	@echo "  make asan         CLI and recorder built with ASan+UBSan (in build/asan), unit and"
 	@echo "                    integration tests run with them"
-	@echo "  make tsan         the registry race test (test_registry) under ThreadSanitizer"
+	@echo "  make tsan         the registry and sample-ring race tests (test_registry, test_handoff)"
+	@echo "                    under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
 	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
@@ -132,6 +133,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS) -lcmocka
 
+# test_handoff races the sampler's sample ring (pure C, two threads).
+$(BUILD)/tests/test_handoff: $(BUILD)/obj/tracer/handoff.o
+$(BUILD)/tests/test_handoff: LDLIBS += -pthread
+
 # test_registry races the sampler's registry (pure C, two threads).
 $(BUILD)/tests/test_registry: $(BUILD)/obj/tracer/registry.o
 $(BUILD)/tests/test_registry: LDLIBS += -pthread
@@ -144,6 +149,9 @@ TSAN_WARN := $(shell $(TSAN_CC) -Werror -Wno-tsan -E -x c /dev/null >/dev/null 2
 $(BUILD)/tsan/test_registry: tests/unit/test_registry.c tracer/registry.c tracer/registry.h
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) $(CPPFLAGS) -O1 -g -fsanitize=thread $(WARN) $(TSAN_WARN) -o $@ tests/unit/test_registry.c tracer/registry.c -pthread -lcmocka
+$(BUILD)/tsan/test_handoff: tests/unit/test_handoff.c tracer/handoff.c tracer/handoff.h
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) $(CPPFLAGS) -O1 -g -fsanitize=thread $(WARN) $(TSAN_WARN) -o $@ tests/unit/test_handoff.c tracer/handoff.c -pthread -lcmocka
 
 # libFuzzer harnesses (tests/fuzz/): clang's -fsanitize=fuzzer with ASan and
 # UBSan, over the replayer's sources.  `make fuzz` runs them for FUZZ_SECONDS.
@@ -197,6 +205,7 @@ integration: all
 	tests/integration/observer.sh --python $(PYTHON)
 	tests/integration/continued_adversary.sh --python $(PYTHON)
 	tests/integration/registry.sh --python $(PYTHON)
+	tests/integration/sidechan.sh --python $(PYTHON)
 	tests/integration/continued.sh --python $(PYTHON)
 	tests/integration/faults.sh --python $(PYTHON)
 	tests/integration/export.sh --python $(PYTHON)
@@ -225,8 +234,9 @@ test: setup
 	$(MAKE) integration
 	$(MAKE) integration-debug
 
-tsan: $(BUILD)/tsan/test_registry
+tsan: $(BUILD)/tsan/test_registry $(BUILD)/tsan/test_handoff
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_registry
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_handoff
 
 # helgrind: no suppressions; test_registry itself excludes only the
 # seqlock's atomic slots from helgrind's checks (see the test).

@@ -737,23 +737,24 @@ static int cmd_dump(int argc, char **argv)
         gr_trace_free(&t);
         return 2;
     }
-    gr_times tm;
-    memset(&tm, 0, sizeof tm);
-    if (times) {
+    int rc;
+    if (times) { /* the side channel streamed alongside (gr_dump_stream_times) */
         gr_sb side;
         gr_sb_init(&side);
         gr_sb_printf(&side, "%s.times", path);
-        int rc = gr_times_load(&tm, gr_sb_str(&side));
+        char *err = NULL;
+        rc = gr_dump_stream_times(stdout, &t, gr_sb_str(&side), &err);
         gr_sb_free(&side);
-        if (rc != GR_READ_OK) {
-            fprintf(stderr, "greenreplay: %s\n", tm.err.msg);
-            gr_times_free(&tm);
+        if (rc == -3) {
+            fflush(stdout);
+            fprintf(stderr, "greenreplay: %s\n", err);
+            free(err);
             gr_trace_free(&t);
             return 2;
         }
+    } else {
+        rc = gr_dump_stream(stdout, &t, NULL);
     }
-    int rc = gr_dump_stream(stdout, &t, times ? &tm : NULL);
-    gr_times_free(&tm);
     if (rc == -2) {
         fflush(stdout);
         fprintf(stderr, "greenreplay: %s\n", t.err.msg);

@@ -31,6 +31,6 @@ void gr_format_header(uint8_t out[GR_HEADER_LEN], char stream)
     memset(out, 0, GR_HEADER_LEN);
     memcpy(out, GR_MAGIC, GR_MAGIC_LEN);
     gr_put_u16le(out + 8, GR_VERSION_MAJOR);
-    gr_put_u16le(out + 10, GR_VERSION_MINOR);
+    gr_put_u16le(out + 10, stream == GR_STREAM_SIDE ? GR_SIDE_MINOR : GR_VERSION_MINOR);
     out[12] = (uint8_t)stream;
 }

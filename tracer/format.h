@@ -17,6 +17,11 @@
 #define GR_VERSION_MAJOR 1
 #define GR_VERSION_MINOR 2 /* 1.1: SWITCH/THROW carry a stack; HOOK.
                               1.2: compact records (§4.1) */
+/* The side channel's minor (its header; a trace file keeps
+ * GR_VERSION_MINOR): 1.3: 'W' and 'P' chunks are written during the run
+ * and interleave with 'T' chunks (§5); a 1.2 side channel has them in the
+ * order 'T'* 'W'* 'P'*. */
+#define GR_SIDE_MINOR 3
 #define GR_STREAM_CANONICAL 'C'
 #define GR_STREAM_SIDE 'S'
 

@@ -21,10 +21,12 @@ static void recorder_free(gr_recorder *r)
         return;
     gr_sampler_free(r->sampler);
     gr_registry_free(r->reg);
-    PyMem_RawFree(r->sw);
+    PyMem_RawFree(r->scratch);
     if (r->dw != r->w)
         gr_writer_abandon(r->dw);
     gr_writer_abandon(r->w);
+    gr_writer_abandon(r->ww); /* sub-writers of tw: before it */
+    gr_writer_abandon(r->pw);
     gr_writer_abandon(r->tw);
     free(r->path);
     gr_ptrmap_free(&r->codes);
@@ -405,7 +407,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         emit_meta(r, "sampler", gr_sampler_mode_name(mode));
         emit_meta(r, "sampler_interval_us", iv);
         r->reg = gr_registry_new((enum gr_reg_mode)mode, max_greenlets);
-        if (!r->reg) {
+        /* The side channel's 'W' and 'P' chunks, written into it during
+         * the run (docs/FORMAT.md §5, format 1.3). */
+        r->ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)chunk);
+        r->pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)chunk);
+        if (!r->reg || !r->ww || !r->pw) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -631,60 +637,6 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
     PyMem_Free(gids);
 }
 
-/* Side channel: the per-switch figures ('W' chunks) and the samples ('P'
- * chunks), code addresses turned into code ids (0 for a code object the
- * profile function never saw).  docs/FORMAT.md §5. */
-static void write_sampler_data(gr_recorder *r)
-{
-    gr_writer *w = r->tw;
-    gr_writer_set_chunk_tag(w, GR_CHUNK_SWITCHES);
-    const unsigned char *p = r->sw, *end = r->sw + r->sw_len;
-    while (p < end) {
-        const unsigned char *q = p;
-        uint64_t v;
-        for (int i = 0; i < 4; i++)
-            gr_get_varint(&q, end, &v);
-        if (gr_writer_append(w, p, (size_t)(q - p)) < 0)
-            break;
-        p = q;
-    }
-    gr_writer_set_chunk_tag(w, GR_CHUNK_SAMPLES);
-    gr_sampler *s = r->sampler;
-    if (!s)
-        return;
-    p = s->out;
-    end = s->out + s->out_len;
-    uint64_t codes[GR_SAMPLE_DEPTH];
-    for (uint64_t k = 0; k < s->nsamples && p < end; k++) {
-        uint64_t h[10];
-        for (int i = 0; i < 10; i++)
-            if (gr_get_varint(&p, end, &h[i]) < 0)
-                return;
-        uint8_t *o = gr_writer_reserve(w, 10 * GR_VARINT_MAX);
-        if (!o)
-            return;
-        for (int i = 0; i < 10; i++)
-            o = gr_put_varint(o, h[i]);
-        gr_writer_commit(w, o);
-        for (uint64_t j = 0; j < h[9]; j++) {
-            uint64_t gid, depth;
-            if (gr_get_varint(&p, end, &gid) < 0 || gr_get_varint(&p, end, &depth) < 0 || depth > GR_SAMPLE_DEPTH)
-                return;
-            for (uint64_t i = 0; i < depth; i++)
-                if (gr_get_varint(&p, end, &codes[i]) < 0)
-                    return;
-            o = gr_writer_reserve(w, (size_t)(2 + depth) * GR_VARINT_MAX);
-            if (!o)
-                return;
-            o = gr_put_varint(o, gid);
-            o = gr_put_varint(o, depth);
-            for (uint64_t i = depth; i-- > 0;) /* outermost first */
-                o = gr_put_varint(o, gr_ptrmap_get(&r->codes, (uintptr_t)codes[i], 0));
-            gr_writer_commit(w, o);
-        }
-    }
-}
-
 /* Ring mode: write the trace file from memory (a temporary file renamed
  * over it, so readers never see half of it): header, every definition, a
  * GAP record counting the records the ring dropped, the records it holds,
@@ -738,6 +690,11 @@ static PyObject *mod_flush(PyObject *module, PyObject *unused)
             r->errors++;
     } else {
         gr_writer_flush(r->w);
+        gr_side_drain(r);
+        if (r->ww) {
+            gr_writer_flush(r->ww);
+            gr_writer_flush(r->pw);
+        }
         if (r->tw)
             gr_writer_flush(r->tw);
     }
@@ -829,8 +786,14 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
             emit_meta(r, "continued_mismatch_first", n);
         }
     }
-    if (r->tw && r->reg)
-        write_sampler_data(r);
+    if (r->pw) { /* the sampler is joined: every sample left, then the last chunks */
+        gr_side_drain(r);
+        /* A failed write is the side channel's error (its writer's, which
+         * makes its gr_writer_finish below fail, and stop() raise). */
+        gr_writer_finish(r->ww, NULL, 0);
+        gr_writer_finish(r->pw, NULL, 0);
+        r->ww = r->pw = NULL;
+    }
     uint64_t nev = atomic_load(&r->nevents);
     int werr = r->w->error, rc;
     if (r->dw != r->w) {
@@ -1013,8 +976,10 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     if (r->dw != r->w)
         gr_writer_discard(r->dw);
     gr_writer_discard(r->w);
+    gr_writer_discard(r->ww);
+    gr_writer_discard(r->pw);
     gr_writer_discard(r->tw);
-    r->w = r->dw = r->tw = NULL;
+    r->w = r->dw = r->tw = r->ww = r->pw = NULL;
     /* The sampler's thread does not exist in the child, and its locks may
      * have been held by it at the fork: joining or destroying them could
      * block forever.  Their memory is left to the child's exit. */

@@ -21,33 +21,117 @@ void gr_times_entry(gr_recorder *r)
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t d = (int64_t)(now.tv_sec - r->last.tv_sec) * 1000000000 + (now.tv_nsec - r->last.tv_nsec);
     r->last = now;
-    uint8_t *p = gr_writer_reserve(r->tw, GR_VARINT_MAX);
+    gr_writer *tw = r->tw;
+    if (__builtin_expect(tw->cap - tw->len < GR_VARINT_MAX, 0) && r->sampler)
+        gr_side_drain(r); /* a 'T' chunk is due: the samples too (a run without switches) */
+    uint8_t *p = gr_writer_reserve(tw, GR_VARINT_MAX);
     if (!p) {
-        gr_writer_drop(r->tw);
+        gr_writer_drop(tw);
         return;
     }
-    gr_writer_commit(r->tw, gr_put_varint(p, d < 0 ? 0 : (uint64_t)d));
+    gr_writer_commit(tw, gr_put_varint(p, d < 0 ? 0 : (uint64_t)d));
 }
 
 void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t callback_ns, int contended)
 {
-    if (r->sw_cap - r->sw_len < 4 * GR_VARINT_MAX) {
-        size_t cap = r->sw_cap ? r->sw_cap * 2 : 1 << 16;
-        unsigned char *p = PyMem_RawRealloc(r->sw, cap);
-        if (!p) {
-            r->errors++;
-            return;
+    gr_writer *w = r->ww;
+    if (w) {
+        uint8_t *p = gr_writer_reserve(w, 4 * GR_VARINT_MAX);
+        if (p) {
+            p = gr_put_varint(p, index);
+            p = gr_put_varint(p, wait_ns);
+            p = gr_put_varint(p, callback_ns);
+            p = gr_put_varint(p, (uint64_t)contended);
+            gr_writer_commit(w, p);
+            r->nswitches++;
+        } else {
+            gr_writer_drop(w);
         }
-        r->sw = p;
-        r->sw_cap = cap;
     }
-    unsigned char *p = r->sw + r->sw_len;
-    p = gr_put_varint(p, index);
-    p = gr_put_varint(p, wait_ns);
-    p = gr_put_varint(p, callback_ns);
-    p = gr_put_varint(p, (uint64_t)contended);
-    r->sw_len = (size_t)(p - r->sw);
-    r->nswitches++;
+    if (r->sampler && gr_sampler_pending(r->sampler))
+        gr_side_drain(r);
+}
+
+/* Room for n bytes in r->scratch; 0 or -1. */
+static int scratch_room(gr_recorder *r, size_t n)
+{
+    if (r->scratch_cap >= n)
+        return 0;
+    size_t cap = r->scratch_cap ? r->scratch_cap : 4096;
+    while (cap < n)
+        cap *= 2;
+    unsigned char *p = PyMem_RawRealloc(r->scratch, cap);
+    if (!p)
+        return -1;
+    r->scratch = p;
+    r->scratch_cap = cap;
+    return 0;
+}
+
+/* One sample from the sampler (see gr_sampler_drain): its header as it
+ * is, its stacks with code addresses turned into ids, outermost first. */
+static void put_sample(void *ctx, const unsigned char *p, size_t n)
+{
+    gr_recorder *r = ctx;
+    gr_writer *w = r->pw;
+    const unsigned char *end = p + n;
+    uint64_t h[10];
+    for (int i = 0; i < 10; i++)
+        if (gr_get_varint(&p, end, &h[i]) < 0)
+            goto bad;
+    /* Code ids take at most 5 bytes, addresses at least 1: 5 n bounds
+     * the re-encoded sample. */
+    if (scratch_room(r, 5 * n + 10 * GR_VARINT_MAX) < 0)
+        goto bad;
+    unsigned char *o = r->scratch;
+    for (int i = 0; i < 10; i++)
+        o = gr_put_varint(o, h[i]);
+    size_t head_len = (size_t)(o - r->scratch);
+    uint64_t codes[GR_SAMPLE_DEPTH];
+    for (uint64_t j = 0; j < h[9]; j++) {
+        uint64_t gid, depth;
+        if (gr_get_varint(&p, end, &gid) < 0 || gr_get_varint(&p, end, &depth) < 0 || depth > GR_SAMPLE_DEPTH)
+            goto bad;
+        for (uint64_t i = 0; i < depth; i++)
+            if (gr_get_varint(&p, end, &codes[i]) < 0)
+                goto bad;
+        o = gr_put_varint(o, gid);
+        o = gr_put_varint(o, depth);
+        for (uint64_t i = depth; i-- > 0;) /* outermost first */
+            o = gr_put_varint(o, gr_ptrmap_get(&r->codes, (uintptr_t)codes[i], 0));
+    }
+    size_t len = (size_t)(o - r->scratch);
+    /* A sample the writer refuses (a failed write or the size cap
+     * blocked the side channel) is counted in its dropped records, not as
+     * an error of the recorder. */
+    if (len <= w->cap) { /* whole into one chunk: the current one, or the next */
+        gr_writer_append(w, r->scratch, len);
+        return;
+    }
+    /* Larger than a chunk: the header, then each stack whole (FORMAT §5:
+     * the stacks continue in the next 'P' chunk, written right after). */
+    if (gr_writer_append(w, r->scratch, head_len) < 0)
+        return;
+    const unsigned char *q = r->scratch + head_len, *qe = r->scratch + len;
+    while (q < qe) {
+        const unsigned char *st = q;
+        uint64_t gid = 0, depth = 0, c;
+        gr_get_varint(&q, qe, &gid);
+        gr_get_varint(&q, qe, &depth);
+        for (uint64_t i = 0; i < depth; i++)
+            gr_get_varint(&q, qe, &c);
+        if (gr_writer_append(w, st, (size_t)(q - st)) < 0)
+            return;
+    }
+    return;
+bad: /* no memory for the scratch buffer (or a bad encoding: cannot happen) */
+    r->errors++;
+}
+
+void gr_side_drain(gr_recorder *r)
+{
+    if (r->sampler && r->pw)
+        gr_sampler_drain(r->sampler, put_sample, r);
 }
 
 /* ---- records --------------------------------------------------------- */

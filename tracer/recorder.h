@@ -223,10 +223,12 @@ typedef struct gr_recorder {
     /* Sampler (issue: sampling never stalls switches); NULL when off. */
     gr_registry *reg;       /* owned */
     gr_sampler *sampler;    /* owned */
-    unsigned char *sw;      /* owned: per switch varints idx wait_ns
-                               callback_ns contended (side channel 'W') */
-    size_t sw_len, sw_cap;
-    uint64_t nswitches;
+    gr_writer *ww;          /* owned: the side channel's 'W' chunks (a
+                               sub-writer of tw, written during the run) */
+    gr_writer *pw;          /* owned: its 'P' chunks (the same) */
+    unsigned char *scratch; /* PyMem_Raw, owned: one sample re-encoded */
+    size_t scratch_cap;
+    uint64_t nswitches;     /* 'W' entries written */
 } gr_recorder;
 
 /* The one active recording, or NULL. */
@@ -403,9 +405,34 @@ static inline int gr_code_is_gl(const gr_recorder *r, uint32_t c)
     return c && c <= r->ncodes && r->code_gl && r->code_gl[c];
 }
 
-/* Keep the side-channel figures of one switch (sampler on): the SWITCH
- * record's index, lock wait and callback time in ns, contended 0/1. */
+/* Write the side-channel figures of one switch (sampler on) into the 'W'
+ * chunks: the SWITCH record's index, lock wait and callback time in ns,
+ * contended 0/1; then hand the samples the sampler took meanwhile to the
+ * side channel (gr_side_drain).  Called after the registry lock is
+ * released and after callback_ns was measured, so that the chunk writes
+ * (one write(2) per full chunk) are neither under the lock nor counted in
+ * the callback's time.  A lost entry is counted in the side channel's
+ * dropped records (the trailer's switch count says how many were kept). */
 void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t callback_ns, int contended);
+
+/* Sampler on: take the samples the sampler thread handed over (sampler.h,
+ * gr_sampler_drain), turn their code addresses into code ids (0 for a code
+ * object the profile function never saw) and append them to the 'P'
+ * chunks of the side channel (docs/FORMAT.md §5): during the run, so that
+ * the recorder keeps no samples.  A sample goes whole into one chunk when
+ * it fits in one (the chunk is written first otherwise).  GIL held; no
+ * Python call; never raises.  Does nothing without a sampler.
+ *
+ * Called at every switch (gr_note_switch) and before every 'T' chunk
+ * (gr_times_entry), so a stretch of the run that writes no record (the
+ * program blocked in C, or profile=False and no switch) drains nothing:
+ * the samples wait in the sampler's ring (fixed size), then in the sampler
+ * thread's own buffer, one sample per interval, until the next record.
+ * A Py_AddPendingCall from the sampler thread was tried as a wake-up: on
+ * CPython 3.11 the main thread ran it only 1.4 s later, at the end of the
+ * pure-Python loop it was in (a pending call added by a thread other than
+ * the main one does not set the eval breaker), so it was left out. */
+void gr_side_drain(gr_recorder *r);
 
 /* Record the current Python error as a swallowed failure and clear it. */
 void gr_swallow(gr_recorder *r);

@@ -102,6 +102,25 @@ static void unwind_some(gr_sampler *s, uint32_t n, uint32_t limit, unwind_totals
     s->rr += s->keep;
 }
 
+/* Hand the samples of s->out to the consumer, oldest first, as many as
+ * the ring takes now; the rest move to the front of s->out.  Sampler
+ * thread only (or the consumer once the thread is joined). */
+static void hand_over(gr_sampler *s)
+{
+    size_t at = 0;
+    while (s->out_len - at >= 4) {
+        uint32_t n;
+        memcpy(&n, s->out + at, 4);
+        if (gr_handoff_push(&s->ho, s->out + at + 4, n) < 0)
+            break;
+        at += 4 + (size_t)n;
+    }
+    if (at) {
+        memmove(s->out, s->out + at, s->out_len - at);
+        s->out_len -= at;
+    }
+}
+
 static void take_sample(gr_sampler *s)
 {
     gr_registry *reg = s->reg;
@@ -109,15 +128,17 @@ static void take_sample(gr_sampler *s)
     uint32_t n;
     unwind_totals tot = {0, 0, 0};
 
-    /* Header reserved now, outside any lock; patched below. */
+    /* Length prefix and header reserved now, outside any lock; patched
+     * below. */
     size_t hdr_max = 10 * GR_VARINT_MAX;
-    if (reserve(s, hdr_max) < 0) {
+    if (reserve(s, 4 + hdr_max) < 0) {
         s->out_of_memory++;
         return;
     }
     unsigned char hdr[10 * GR_VARINT_MAX];
+    size_t entry_at = s->out_len;
+    s->out_len += 4;
     size_t body_at = s->out_len;
-
     if (reg->mode == GR_REG_SEQLOCK) {
         idx_begin = atomic_load_explicit(s->events, memory_order_relaxed);
         uint64_t t1 = gr_now_ns();
@@ -158,15 +179,18 @@ static void take_sample(gr_sampler *s)
         h = gr_put_varint(h, fields[i]);
     size_t hl = (size_t)(h - hdr), body = s->out_len - body_at;
     if (reserve(s, hl) < 0) {
-        s->out_len = body_at;
+        s->out_len = entry_at;
         s->out_of_memory++;
         return;
     }
     memmove(s->out + body_at + hl, s->out + body_at, body);
     memcpy(s->out + body_at, hdr, hl);
     s->out_len += hl;
+    uint32_t len = (uint32_t)(s->out_len - body_at);
+    memcpy(s->out + entry_at, &len, 4);
     /* Atomic store: read by _sampler_samples() on another thread. */
     __atomic_store_n(&s->nsamples, s->nsamples + 1, __ATOMIC_RELAXED);
+    hand_over(s);
 }
 
 /* Sleep until `next` (CLOCK_MONOTONIC) or until gr_sampler_stop wakes us.
@@ -235,7 +259,14 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->jobs = calloc(reg->cap, sizeof *s->jobs);
     s->gids = calloc(reg->cap, sizeof *s->gids);
     s->slots = calloc(reg->cap, sizeof *s->slots);
-    if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || reserve(s, 1 << 16) < 0)
+    /* The ring takes four of the largest samples (1 MiB at least, 64 MiB
+     * at most): the consumer drains it at every switch and every side
+     * channel chunk, so it rarely holds more than a few. */
+    size_t largest = 4 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    size_t ring = 4 * largest + 64;
+    ring = ring < (1u << 20) ? (1u << 20) : ring > (64u << 20) ? (64u << 20) : ring;
+    if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || reserve(s, 1 << 16) < 0 ||
+        gr_handoff_init(&s->ho, ring) < 0)
         goto fail;
     int rc = pthread_create(&s->thread, NULL, sampler_main, s);
     if (rc) {
@@ -274,5 +305,36 @@ void gr_sampler_free(gr_sampler *s)
     free(s->gids);
     free(s->slots);
     free(s->out);
+    gr_handoff_free(&s->ho);
     free(s);
+}
+
+uint64_t gr_sampler_drain(gr_sampler *s, void (*fn)(void *ctx, const unsigned char *p, size_t n),
+                          void *ctx)
+{
+    uint64_t k = 0;
+    if (!s)
+        return 0;
+    for (;;) {
+        size_t n;
+        const unsigned char *p = gr_handoff_peek(&s->ho, &n);
+        if (!p)
+            break;
+        fn(ctx, p, n);
+        gr_handoff_pop(&s->ho);
+        k++;
+    }
+    if (s->running)
+        return k;
+    /* Joined: what the thread still held, in order after the ring's. */
+    size_t at = 0;
+    while (s->out_len - at >= 4) {
+        uint32_t n;
+        memcpy(&n, s->out + at, 4);
+        fn(ctx, s->out + at + 4, n);
+        at += 4 + (size_t)n;
+        k++;
+    }
+    s->out_len = 0;
+    return k;
 }

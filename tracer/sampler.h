@@ -26,6 +26,7 @@
 #ifndef GR_SAMPLER_H
 #define GR_SAMPLER_H
 
+#include "handoff.h"
 #include "registry.h"
 #include "unwind.h"
 
@@ -60,9 +61,14 @@ typedef struct {
                                    after the unwind: gr_registry_holds) */
     uint64_t recycled;          /* stacks dropped: their slot was released
                                    (greenlet died or freed) while unwound */
-    unsigned char *out;         /* encoded samples (see gr_sampler_stop) */
+    unsigned char *out;         /* samples not handed over yet, each a 4-byte
+                                   length (host order) and the sample (see
+                                   gr_sampler_drain); normally the one
+                                   being taken, more when the handoff ring
+                                   was full */
     size_t out_len, out_cap;
-    uint64_t nsamples;
+    uint64_t nsamples;          /* samples taken (atomic: read by other threads) */
+    gr_handoff ho;              /* samples handed to the consumer (handoff.h) */
     uint64_t out_of_memory;     /* samples lost for lack of memory */
     uint32_t rr;                /* round-robin start for stored stacks */
 } gr_sampler;
@@ -74,8 +80,24 @@ typedef struct {
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
                              uint64_t interval_ns, uint32_t keep);
 
-/* Stop and join the thread.  Then s->out holds s->nsamples samples, each
- * a sequence of varints:
+/* Stop and join the thread (samples not handed over yet stay for
+ * gr_sampler_drain). */
+void gr_sampler_stop(gr_sampler *s);
+
+/* Consumer (one thread other than the sampler's, the recorder holding the
+ * GIL): call fn(ctx, p, n) for every sample handed over and not drained
+ * yet, oldest first, then release them; after gr_sampler_stop, also for
+ * the samples the sampler thread still held.  p/n is valid during the call
+ * only.  Returns the number of samples passed.  Never blocks the sampler:
+ * the samples come through a lock-free ring (handoff.h) that the sampler
+ * thread fills after each sample; when it is full (the consumer has not
+ * drained for a while), the sampler keeps its samples in its own buffer
+ * and hands them over later, so none is lost.  The ring's capacity is
+ * fixed at gr_sampler_start: 1 MiB, or four of the largest samples `keep`
+ * allows when that is more (at most 64 MiB; a larger sample waits for
+ * gr_sampler_stop).
+ *
+ * Each sample is a sequence of varints:
  *   idx_begin idx_end t_ns hold_ns greenlets frames frames_under_lock
  *   failed torn nstacks { gid depth code_address... (innermost first) }
  * where idx_begin/idx_end are the record counts at the start of phase 1
@@ -85,9 +107,16 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
  * failed the failed reads plus the stacks dropped because their
  * greenlet's registry slot was released or given to another greenlet
  * while they were being unwound (s->recycled counts those alone), torn
- * the torn seqlock copies.  The caller
- * frees the sampler with gr_sampler_free. */
-void gr_sampler_stop(gr_sampler *s);
+ * the torn seqlock copies. */
+uint64_t gr_sampler_drain(gr_sampler *s, void (*fn)(void *ctx, const unsigned char *p, size_t n),
+                          void *ctx);
+
+/* Whether samples wait for gr_sampler_drain in the ring (one atomic load
+ * pair; any thread). */
+static inline int gr_sampler_pending(const gr_sampler *s)
+{
+    return gr_handoff_used(&s->ho) != 0;
+}
 
 /* Free a stopped sampler.  s may be NULL. */
 void gr_sampler_free(gr_sampler *s);

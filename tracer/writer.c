@@ -127,6 +127,16 @@ gr_writer *gr_writer_open_memory(char stream, size_t chunk_cap, uint64_t keep)
     return w;
 }
 
+gr_writer *gr_writer_open_sub(gr_writer *parent, char tag, size_t chunk_cap)
+{
+    gr_writer *w = writer_new(parent->stream, chunk_cap);
+    if (w) {
+        w->parent = parent;
+        w->chunk_tag = tag;
+    }
+    return w;
+}
+
 void gr_writer_set_limit(gr_writer *w, uint64_t bytes)
 {
     w->limit = bytes;
@@ -202,6 +212,22 @@ int gr_writer_flush(gr_writer *w)
     int rc;
     if (w->memory) {
         rc = keep_chunk(w);
+    } else if (w->parent) {
+        /* Into the parent's file, under the parent's rules. */
+        gr_writer *p = w->parent;
+        if (p->blocked) {
+            rc = -1;
+        } else if (p->limit && p->written + GR_CHUNK_HEADER_LEN + w->len > p->limit) {
+            p->capped = p->blocked = 1;
+            rc = -1;
+        } else {
+            rc = write_chunk(p, w->chunk_tag, w->buf + GR_CHUNK_HEADER_LEN, w->len);
+        }
+        if (rc < 0) {
+            w->blocked = 1;
+            w->error = p->error;
+            w->dropped += w->records;
+        }
     } else if (w->limit && w->written + GR_CHUNK_HEADER_LEN + w->len > w->limit) {
         w->capped = 1;
         w->blocked = 1;
@@ -278,6 +304,11 @@ int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n)
     if (w->memory) {
         writer_free(w);
         return 0;
+    }
+    if (w->parent) {
+        int rc = gr_writer_flush(w) < 0 ? -1 : 0;
+        writer_free(w);
+        return rc;
     }
     /* A cap stops records, not the trailer that says so; neither does a
      * failed write: the trailer goes into the room reserved for it, so the

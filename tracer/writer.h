@@ -57,6 +57,8 @@ typedef struct gr_writer {
     uint64_t limit;       /* size cap in bytes (0: none) */
     uint64_t written;     /* bytes written so far, header included */
     int capped;           /* the size cap was reached */
+    /* Sub-writer mode (gr_writer_open_sub): chunks go into parent's file. */
+    struct gr_writer *parent;
     /* Memory mode. */
     int memory;
     uint64_t keep;        /* ring: keep at least the last `keep` records (0: all) */
@@ -81,6 +83,18 @@ gr_writer *gr_writer_open(const char *path, char stream, size_t chunk_cap);
  * holds between keep and keep + one chunk of records).  NULL if memory
  * runs out. */
 gr_writer *gr_writer_open_memory(char stream, size_t chunk_cap, uint64_t keep);
+
+/* A writer of its own chunks of kind `tag` (side channel: GR_CHUNK_SWITCHES,
+ * GR_CHUNK_SAMPLES) into the file of `parent`, a file writer (borrowed; it
+ * must outlive the sub-writer, and the sub-writer is flushed before the
+ * parent's trailer).  Records gather in the sub-writer's own chunk buffer
+ * (chunk_cap as for gr_writer_open) and each full chunk is written into the
+ * parent's file with one write(2), between the parent's chunks, so chunks
+ * of several kinds interleave in one file (docs/FORMAT.md §5, format 1.3).
+ * Write errors, the trailer reserve and the size cap are the parent's: a
+ * failed write blocks both.  Free with gr_writer_finish (flushes; writes no
+ * trailer) or gr_writer_discard.  NULL if memory runs out. */
+gr_writer *gr_writer_open_sub(gr_writer *parent, char tag, size_t chunk_cap);
 
 /* Stop accepting records once the file would exceed `bytes` (0: no cap).
  * The records past it are counted in w->dropped and w->capped is set; the
@@ -174,7 +188,8 @@ int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem);
  * too (into the reserve; the caller says write-error in trailer[] when
  * w->error is set after gr_writer_flush).  Returns 0, or -1 if any write
  * failed (the file is closed and the writer freed either way).  w may be
- * NULL.  A memory writer is only freed. */
+ * NULL.  A memory writer is only freed; a sub-writer (gr_writer_open_sub)
+ * is flushed into its parent's file and freed, with no trailer. */
 int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n);
 
 /* Close and free without writing a trailer (the file then reads as

@@ -908,7 +908,10 @@ static int read_deltas(struct scur *s)
         s->at = scur_off(s, s->p);
         uint64_t v;
         TRY(sget(s, &v));
-        if (tm->streaming) { /* counted, not kept */
+        if (tm->streaming) { /* counted; kept for this chunk only */
+            if (grow((void **)&tm->dt, &tm->cap, tm->ndt + 1, sizeof *tm->dt) < 0)
+                return no_memory(&tm->err, tm->name);
+            tm->dt[tm->ndt++] = v;
             tm->n++;
             continue;
         }
@@ -1047,11 +1050,14 @@ static int read_side_trailer(gr_times *tm, const struct chunk *c)
 }
 
 /* Streamed side channel: before chunk tag's entries are read, release the
- * previous chunk's entries ('W': its waits; 'P': its complete samples and
+ * previous chunk's entries ('T': its deltas; 'W': its waits; 'P': its complete samples and
  * their stacks, a sample still waiting for stacks moves to the front). */
 static void times_release(gr_times *tm, char tag)
 {
-    if (tag == GR_CHUNK_SWITCHES) {
+    if (tag == GR_CHUNK_TIMES) {
+        tm->first_dt = tm->n;
+        tm->ndt = 0;
+    } else if (tag == GR_CHUNK_SWITCHES) {
         tm->first_wait += tm->nwaits;
         tm->nwaits = 0;
     } else if (tag == GR_CHUNK_SAMPLES && tm->nsamples) {
@@ -1091,7 +1097,7 @@ static int times_chunk(gr_times *tm, const struct chunk *c, size_t pos)
     }
     struct scur s = {.tm = tm, .c = c, .p = c->p, .end = c->p + c->len};
     int phase = c->tag == GR_CHUNK_TIMES ? 0 : c->tag == GR_CHUNK_SWITCHES ? 1 : 2;
-    if (c->tag != GR_CHUNK_TRAILER) {
+    if (c->tag != GR_CHUNK_TRAILER && tm->minor < GR_SIDE_MINOR) {
         if (phase < tm->phase)
             return fail(e, tm->name, GR_E_VALUE, pos,
                         "'%c' chunk after %s chunks (the order is 'T', 'W', 'P')", c->tag,
@@ -1128,8 +1134,7 @@ static const char side_tags[] = {GR_CHUNK_TIMES, GR_CHUNK_SWITCHES, GR_CHUNK_SAM
 static int times_decode(gr_times *tm, const uint8_t *data, size_t size)
 {
     gr_error *e = &tm->err;
-    uint16_t minor;
-    int h = check_header(data, size, GR_STREAM_SIDE, &minor, e, tm->name);
+    int h = check_header(data, size, GR_STREAM_SIDE, &tm->minor, e, tm->name);
     if (h == CH_BAD)
         return e->status;
     if (h == CH_TRUNC) {
@@ -1217,8 +1222,7 @@ int gr_times_open(gr_times *tm, const char *path)
     long k = times_read(tm, 0, GR_HEADER_LEN);
     if (k < 0)
         return tm->done = 1, tm->err.status;
-    uint16_t minor;
-    int h = check_header(tm->buf, (size_t)k, GR_STREAM_SIDE, &minor, &tm->err, tm->name);
+    int h = check_header(tm->buf, (size_t)k, GR_STREAM_SIDE, &tm->minor, &tm->err, tm->name);
     if (h == CH_BAD)
         return tm->done = 1, tm->err.status;
     if (h == CH_TRUNC) {

@@ -251,8 +251,10 @@ const gr_code *gr_trace_code(const gr_trace *t, uint64_t id);
  * Corrupt (GR_READ_CORRUPT, offset of the entry): an entry that runs past
  * the end of its chunk (a 'W' entry, a sample header and each sample stack
  * are written whole into one chunk; a sample's stacks may continue in the
- * next 'P' chunk), a varint over 10 bytes, chunks out of the order
- * 'T'* 'W'* 'P'*, a sample's stacks interrupted by another chunk kind or
+ * next 'P' chunk), a varint over 10 bytes, in a side channel of minor
+ * version 2 or less chunks out of the order 'T'* 'W'* 'P'* (from 1.3 on,
+ * the recorder writes 'W' and 'P' chunks during the run, between 'T'
+ * chunks), a sample's stacks interrupted by another chunk kind or
  * by the trailer, and impossible values: contended above 1, idx_begin
  * above idx_end, frames_under_lock above frames, nstacks above greenlets,
  * a stack's gid 0, a code id above 2^32-1, a trailer with exactly two
@@ -319,8 +321,12 @@ typedef struct gr_times {
     /* capacities (internal) */
     size_t cap_waits, cap_samples, cap_stacks, cap_codes;
     int phase;            /* internal: last chunk kind ('T' 0, 'W' 1, 'P' 2) */
+    uint16_t minor;       /* minor version from the header: below 3, the
+                             chunk kinds come in the order 'T' 'W' 'P';
+                             from 3 on (GR_SIDE_MINOR) they may interleave */
     /* Streaming (gr_times_open / gr_times_next_chunk): 'T' entries are
-     * counted in n but not kept (dt stays NULL); waits[] holds the last
+     * counted in n, and dt[0..ndt) holds those of the last 'T' chunk,
+     * dt[0] being entry number first_dt; waits[] holds the last
      * 'W' chunk's entries, waits[0] being entry number first_wait of the
      * file; samples[] the samples of the last 'P' chunk, samples[0] being
      * sample number first_sample (a sample whose stacks continue in the
@@ -328,7 +334,8 @@ typedef struct gr_times {
     int streaming;
     int done;             /* no chunk left: trailer, truncation or error */
     char last_tag;        /* tag of the chunk the last next_chunk decoded */
-    uint64_t first_wait, first_sample;
+    uint64_t first_wait, first_sample, first_dt;
+    size_t ndt;
     size_t pos;           /* internal: file offset of the next chunk */
     void *file;           /* internal: FILE * */
     uint8_t *buf;         /* internal: chunk buffer */

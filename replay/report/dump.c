@@ -460,7 +460,122 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times)
     return gr_dump_stream(out, (gr_trace *)t, times);
 }
 
+/* The side channel streamed for dump --times (gr_dump_stream_times): one
+ * reader for the 'T' deltas, one for the 'W' entries (in record order). */
+typedef struct side_cursor {
+    gr_times td, tw;
+    int tdone, wdone;
+    size_t wi;            /* next entry of tw.waits */
+    int bad;              /* a reader failed (the file changed meanwhile) */
+} side_cursor;
+
+/* Delta of indexed record i (i never decreases between calls): 1 and *dt,
+ * or 0 when the side channel has no entry for it. */
+static int side_dt(side_cursor *c, uint64_t i, uint64_t *dt)
+{
+    while (!c->tdone && i >= c->td.first_dt + c->td.ndt) {
+        int k = gr_times_next_chunk(&c->td);
+        if (k <= 0) {
+            c->tdone = 1;
+            c->bad |= k < 0;
+        }
+    }
+    if (i < c->td.first_dt || i >= c->td.first_dt + c->td.ndt)
+        return 0;
+    *dt = c->td.dt[i - c->td.first_dt];
+    return 1;
+}
+
+/* The first 'W' entry of record i (i never decreases), or NULL. */
+static const gr_switch_wait *side_wait(side_cursor *c, uint64_t i)
+{
+    for (;;) {
+        if (c->wi < c->tw.nwaits) {
+            const gr_switch_wait *w = &c->tw.waits[c->wi];
+            if (w->index < i) {
+                c->wi++;
+                continue;
+            }
+            return w->index == i ? w : NULL;
+        }
+        if (c->wdone)
+            return NULL;
+        int k = gr_times_next_chunk(&c->tw);
+        if (k <= 0) {
+            c->wdone = 1;
+            c->bad |= k < 0;
+        } else if (c->tw.last_tag == GR_CHUNK_SWITCHES) {
+            c->wi = 0;
+        } else if (c->tw.minor < GR_SIDE_MINOR && c->tw.last_tag == GR_CHUNK_SAMPLES) {
+            c->wdone = 1; /* before 1.3, no 'W' chunk follows a 'P' one */
+        }
+    }
+}
+
+static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor *sc);
+
 int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
+{
+    return dump_impl(out, t, times, NULL);
+}
+
+int gr_dump_stream_times(FILE *out, gr_trace *t, const char *side, char **err)
+{
+    *err = NULL;
+    /* First pass: usable, and are the 'W' entries in record order? */
+    gr_times pre;
+    int rc = gr_times_open(&pre, side), ordered = 1;
+    uint64_t last = 0;
+    while (rc == GR_READ_OK) {
+        int k = gr_times_next_chunk(&pre);
+        if (k < 0)
+            rc = pre.err.status;
+        if (k <= 0)
+            break;
+        for (size_t i = 0; pre.last_tag == GR_CHUNK_SWITCHES && i < pre.nwaits; i++) {
+            if (pre.waits[i].index < last)
+                ordered = 0;
+            last = pre.waits[i].index;
+        }
+    }
+    if (rc != GR_READ_OK) {
+        *err = strdup(pre.err.msg);
+        gr_times_free(&pre);
+        return -3;
+    }
+    gr_times_free(&pre);
+    if (!ordered) {
+        gr_times tm;
+        if (gr_times_load(&tm, side) != GR_READ_OK) {
+            *err = strdup(tm.err.msg);
+            gr_times_free(&tm);
+            return -3;
+        }
+        rc = dump_impl(out, t, &tm, NULL);
+        gr_times_free(&tm);
+        return rc;
+    }
+    side_cursor sc;
+    memset(&sc, 0, sizeof sc);
+    if (gr_times_open(&sc.td, side) != GR_READ_OK || gr_times_open(&sc.tw, side) != GR_READ_OK)
+        sc.bad = 1;
+    else
+        rc = dump_impl(out, t, NULL, &sc);
+    if (sc.bad && rc != -2) {
+        const gr_times *b = sc.td.err.status ? &sc.td : &sc.tw;
+        gr_sb sb;
+        gr_sb_init(&sb);
+        gr_sb_puts(&sb, b->err.status ? b->err.msg : side);
+        gr_sb_puts(&sb, " (the side channel changed while it was read?)");
+        *err = gr_sb_take(&sb);
+        rc = -3;
+    }
+    gr_times_free(&sc.td);
+    gr_times_free(&sc.tw);
+    return rc;
+}
+
+static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor *sc)
 {
     /* Streamed: the header lines need the definitions before the first
      * record, so the first chunk that holds records is decoded first
@@ -503,17 +618,21 @@ int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times)
             const gr_record *r = &t->recs[j];
             uint64_t i = r->index;
             record_line(&sb, t, r, r->depth ? gr_record_stack(t, r) : NULL, &nm);
-            if (times) {
-                if (i < times->n) {
-                    PUT_KU(&sb, " dt=", times->dt[i]);
+            if (times || sc) {
+                uint64_t dt = 0;
+                int have = times ? i < times->n && (dt = times->dt[i], 1) : side_dt(sc, i, &dt);
+                if (have) {
+                    PUT_KU(&sb, " dt=", dt);
                     PUT_LIT(&sb, "ns");
                 } else {
                     PUT_LIT(&sb, " dt=?");
                 }
                 size_t k;
-                if ((r->tag == GR_SWITCH || r->tag == GR_THROW) &&
-                    gr_idmap_get(&waits, i, 0, &k)) {
-                    const gr_switch_wait *w = &times->waits[k];
+                const gr_switch_wait *w = NULL;
+                if (r->tag == GR_SWITCH || r->tag == GR_THROW)
+                    w = times ? (gr_idmap_get(&waits, i, 0, &k) ? &times->waits[k] : NULL)
+                              : side_wait(sc, i);
+                if (w) {
                     PUT_KU(&sb, " wait=", w->wait_ns);
                     PUT_KU(&sb, "ns cb=", w->callback_ns);
                     PUT_LIT(&sb, "ns");

@@ -41,11 +41,27 @@ int gr_dump(FILE *out, const gr_trace *t, const gr_times *times);
 
 /* Same for a trace opened with gr_trace_open: decoded chunk by chunk as it
  * is written, so memory is one chunk whatever the trace's length (the side
- * channel, when given, is loaded whole: 8 bytes per record).  Returns 0,
+ * channel, when given, is loaded whole by the caller: 8 bytes per record;
+ * gr_dump_stream_times streams it instead).  Returns 0,
  * -1 if writing to out failed, or -2 if the trace turned out corrupt part
  * way (t->err; the lines before the bad chunk were written, and those of
  * the bad chunk's records before the batch of 4096 that holds the bad one:
  * gr_trace_set_batch). */
 int gr_dump_stream(FILE *out, gr_trace *t, const gr_times *times);
+
+/* gr_dump_stream with the side channel at path `side` streamed too (dump
+ * --times): its 'T' deltas and 'W' entries are read alongside the trace
+ * by two readers of one chunk each (gr_times_open), so memory is three
+ * chunks whatever the length of the run.  A first pass reads the side
+ * channel through once (one chunk at a time) to find whether it is
+ * usable, before anything is written; if its 'W' entries are not in
+ * record order (the recorder writes them in order; only a hand-made file
+ * has them otherwise), it is loaded whole instead (gr_times_load), which
+ * gives the same output.  The same lines as gr_dump_stream with the side
+ * channel loaded.  Returns 0, -1 if writing to out failed, -2 if the trace
+ * turned out corrupt part way (as gr_dump_stream), or -3 if the side
+ * channel is missing or corrupt (nothing written then) or changed while it
+ * was read: *err (owned, one line naming the file and offset or cause). */
+int gr_dump_stream_times(FILE *out, gr_trace *t, const char *side, char **err);
 
 #endif

@@ -799,11 +799,14 @@ static int join_waits(sst *ss, int at_end)
             int k = gr_times_next_chunk(&ss->wr);
             if (k < 0)
                 return ss->side_bad = 1, -1;
-            if (k == 0 || ss->wr.last_tag == GR_CHUNK_SAMPLES) {
+            /* Before 1.3 no 'W' chunk follows a 'P' one; from 1.3 on
+             * they interleave with 'T' and 'P' chunks (FORMAT §5). */
+            if (k == 0 || (ss->wr.minor < GR_SIDE_MINOR && ss->wr.last_tag == GR_CHUNK_SAMPLES)) {
                 ss->wdone = 1;
                 return 0;
             }
-            ss->wi = 0;
+            if (ss->wr.last_tag == GR_CHUNK_SWITCHES)
+                ss->wi = 0;
             continue;
         }
         const gr_switch_wait *w = &ss->wr.waits[ss->wi];

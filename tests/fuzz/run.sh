@@ -73,6 +73,12 @@ if [ "$have_gl" = 1 ]; then
             --idle 4 --depth 6 --workers 2 --switches 6 --interval-us 1000 --output "$out" \
             >"$F/seeds/stall-$mode.log" 2>&1
     done
+    # Format 1.3: 'T', 'W' and 'P' chunks interleaved (written during the
+    # run), in 256-byte chunks.
+    out=$F/seeds/interleaved.grt
+    [ -s "$out.times" ] || PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH} \
+        "$PY" "$ROOT/tests/integration/programs/sidechan_crash.py" "$out" stop --chunk 256 \
+        --samples 3 --switches 200 >"$F/seeds/interleaved.log" 2>&1
     gr_missing_requirement "$PY" "$ROOT/fixtures/seed.py" >/dev/null &&
         (cd "$ROOT" && "$CLI" record --manual --times -o "$F/seeds/seed-times.grt" -- \
             "$PY" fixtures/seed.py) >"$F/seeds/seed-times.log" 2>&1

@@ -850,12 +850,78 @@ static void test_side_channel(void **state)
     unlink(path);
 }
 
+/* Sub-writers (gr_writer_open_sub), as the recorder writes the sampler's
+ * 'W' and 'P' chunks during the run: their chunks go into the parent's
+ * file between its 'T' chunks (format 1.3), every entry is read back in
+ * order; the parent's size cap stops a sub-writer too (its records are
+ * counted as dropped) and the file still reads. */
+static void test_side_subwriters(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gr-unit-sub-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    gr_writer *w = gr_writer_open(path, GR_STREAM_SIDE, 16);
+    assert_non_null(w);
+    gr_writer *ww = gr_writer_open_sub(w, GR_CHUNK_SWITCHES, 16);
+    gr_writer *pw = gr_writer_open_sub(w, GR_CHUNK_SAMPLES, 16);
+    assert_non_null(ww);
+    assert_non_null(pw);
+    for (uint8_t i = 0; i < 30; i++) {
+        uint8_t t = (uint8_t)(50 + i), e[4] = {i, 1, 2, (uint8_t)(i & 1)};
+        uint8_t s[10] = {i, i, 0, 0, 0, 0, 0, 0, 0, 0};
+        assert_int_equal(gr_writer_append(w, &t, 1), 0);
+        assert_int_equal(gr_writer_append(ww, e, 4), 0);
+        if (i % 3 == 0)
+            assert_int_equal(gr_writer_append(pw, s, 10), 0);
+    }
+    assert_int_equal(gr_writer_finish(ww, NULL, 0), 0);
+    assert_int_equal(gr_writer_finish(pw, NULL, 0), 0);
+    uint64_t tr[3] = {30, 30, 10};
+    assert_int_equal(gr_writer_finish(w, tr, 3), 0);
+    gr_times tm;
+    if (gr_times_load(&tm, path) != GR_READ_OK)
+        fail_msg("%s", tm.err.msg);
+    assert_int_equal(tm.minor, GR_SIDE_MINOR);
+    assert_true(tm.n == 30 && tm.nwaits == 30 && tm.nsamples == 10 && tm.has_trailer);
+    for (size_t i = 0; i < 30; i++) {
+        assert_true(tm.dt[i] == 50 + i);
+        assert_true(tm.waits[i].index == i && tm.waits[i].contended == (i & 1));
+    }
+    for (size_t i = 0; i < 10; i++)
+        assert_true(tm.samples[i].idx_begin == 3 * i);
+    /* interleaved: 'W' chunks after 'P' ones (corrupt in format 1.2) */
+    assert_true(tm.waits[29].offset > tm.samples[0].offset);
+    gr_times_free(&tm);
+
+    /* the parent's size cap stops the sub-writer */
+    w = gr_writer_open(path, GR_STREAM_SIDE, 16);
+    assert_non_null(w);
+    gr_writer_set_limit(w, 60);
+    ww = gr_writer_open_sub(w, GR_CHUNK_SWITCHES, 16);
+    assert_non_null(ww);
+    int refused = 0;
+    for (uint8_t i = 0; i < 30; i++) {
+        uint8_t e[4] = {i, 1, 2, 0};
+        refused += gr_writer_append(ww, e, 4) < 0;
+    }
+    assert_true(refused > 0 && w->capped && ww->blocked && ww->dropped > 0);
+    assert_int_equal(gr_writer_finish(ww, NULL, 0), -1);
+    tr[1] = 0;
+    gr_writer_finish(w, tr, 3);
+    assert_int_equal(gr_times_load(&tm, path), GR_READ_OK);
+    assert_true(tm.nwaits > 0 && tm.nwaits < 30 && tm.has_trailer);
+    gr_times_free(&tm);
+    unlink(path);
+}
+
 /* Every field of 'W' and 'P' entries, with samples whose stacks continue
  * in the next chunk (chunks of 24 bytes). */
 /* The side channel's bytes d[0..n) read with gr_times_parse and streamed
  * (gr_times_open, gr_times_next_chunk) from a file: same status, error
  * kind and offset, truncation, trailer, and the same entries in the same
- * order ('T' only counted when streamed; each sample with its stacks once
+ * order ('T' kept one chunk at a time when streamed; each sample with its stacks once
  * it is complete, carried over a chunk boundary). */
 static void side_stream_equals_parse(const uint8_t *d, size_t n)
 {
@@ -871,7 +937,11 @@ static void side_stream_equals_parse(const uint8_t *d, size_t n)
     if (rg == GR_READ_OK) {
         int k;
         while ((k = gr_times_next_chunk(&got)) >= 0) {
-            assert_true(got.dt == NULL);
+            if (got.last_tag == GR_CHUNK_TIMES && k > 0) { /* this chunk's deltas only */
+                assert_true(got.first_dt + got.ndt == got.n && got.n <= want.n);
+                for (size_t i = 0; i < got.ndt; i++)
+                    assert_true(got.dt[i] == want.dt[got.first_dt + i]);
+            }
             if (got.last_tag == GR_CHUNK_SWITCHES && k > 0) {
                 assert_true(got.first_wait == nw);
                 for (size_t i = 0; i < got.nwaits; i++, nw++) {
@@ -961,6 +1031,34 @@ static void test_side_stream_matches_parse(void **state)
     size_t n = fread(d, 1, sizeof d, f);
     fclose(f);
     assert_true(n > 100 && n < sizeof d);
+    for (size_t cut = 0; cut <= n; cut++)
+        side_stream_equals_parse(d, cut);
+    for (size_t at = 0; at < n; at++) {
+        d[at] ^= 0x5a;
+        side_stream_equals_parse(d, n);
+        d[at] ^= 0x5a;
+    }
+    ts_cleanup(&sd);
+
+    /* Format 1.3: 'T', 'W' and 'P' chunks interleaved, as the recorder
+     * writes them during the run. */
+    ts_open(&sd, &b, 40);
+    for (uint64_t round = 0; round < 4; round++) {
+        ts_deltas(&sd, 12);
+        for (uint64_t i = 0; i < 3; i++)
+            ts_wait(&sd, 12 * round + 2 + 3 * i, i * 100, i * 100 + 30, i & 1);
+        ts_sample(&sd, 12 * round + 1, 12 * round + 3, 4000, 3, 5, 0, 1, 2, 2);
+        ts_stack(&sd, 2 + round, 3, 1u, 2u, 3u);
+        ts_stack(&sd, 9, 2, 4u, 0u);
+        ts_deltas(&sd, 3);
+        ts_wait(&sd, 12 * round + 11, 5, 6, 0);
+    }
+    ts_finish(&sd);
+    f = fopen(sd.path, "rb");
+    assert_non_null(f);
+    n = fread(d, 1, sizeof d, f);
+    fclose(f);
+    assert_true(n > 100 && n < sizeof d && d[10] == GR_SIDE_MINOR);
     for (size_t cut = 0; cut <= n; cut++)
         side_stream_equals_parse(d, cut);
     for (size_t at = 0; at < n; at++) {
@@ -1116,12 +1214,28 @@ static void test_side_channel_corrupt(void **state)
     d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0x80, 0x80, 0x80, 0x80,
                                  0x10), 'Z', TR3, 0);
     side_corrupt(d, n, GR_E_VALUE, E1 + 10, "code id over 2^32-1");
-    /* order of chunk kinds */
+    /* order of chunk kinds: fixed in a side channel of format 1.2 (minor
+     * at offset 10) ... */
     d = side_file(&n, 'W', BYTES(5, 0, 7, 0), 'T', BYTES(1), 'Z', TR3, 0);
+    d[10] = 2;
     side_corrupt(d, n, GR_E_VALUE, E1 + 4, "'T' chunk after switch ('W') chunks");
     d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 0, 0, 0, 0, 0, 0), 'W', BYTES(5, 0, 7, 0), 'Z',
                   TR3, 0);
+    d[10] = 2;
     side_corrupt(d, n, GR_E_VALUE, E1 + 10, "'W' chunk after sample ('P') chunks");
+    /* ... free from 1.3 on (the recorder writes 'W' and 'P' chunks during
+     * the run) */
+    {
+        gr_times tm3;
+        d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 0, 0, 0, 0, 0, 0), 'W', BYTES(5, 0, 7, 0), 'T',
+                      BYTES(1), 'W', BYTES(6, 0, 7, 1), 'Z', TR3, 0);
+        assert_int_equal(d[10], GR_SIDE_MINOR);
+        assert_int_equal(gr_times_parse(&tm3, "s", d, n), GR_READ_OK);
+        assert_true(tm3.nwaits == 2 && tm3.nsamples == 1 && tm3.n == 1 && tm3.minor == 3);
+        assert_true(tm3.waits[1].index == 6 && tm3.waits[1].contended == 1);
+        gr_times_free(&tm3);
+        free(d);
+    }
     /* a sample's stacks cut by the trailer or by another kind of chunk */
     d = side_file(&n, 'P', BYTES(1, 2, 0, 0, 2, 1, 0, 0, 0, 2, 1, 1, 7), 'Z', TR3, 0);
     side_corrupt(d, n, GR_E_TRAILER, E1 + 13, "trailer before the last 1 of the 2 stacks");
@@ -1263,6 +1377,7 @@ int main(void)
         cmocka_unit_test(test_missing_trailer),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_side_channel),
+        cmocka_unit_test(test_side_subwriters),
         cmocka_unit_test(test_random_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,110 @@
+#!/bin/bash
+# sidechan.sh - the sampler's side channel written during the run
+# (docs/FORMAT.md section 5, side channel format 1.3) and read streamed.
+#
+# usage: tests/integration/sidechan.sh [--python PY]
+#
+#   - a recording with the sampler that dies without stop() (os._exit, then
+#     SIGKILL): the 'W' and 'P' chunks written before the end are kept;
+#     `check --stall` reads them (exit 0 or 1, never 2 or a crash), says
+#     that the side channel ends early, and compares the samples written;
+#     `dump --times` reads the cut side channel too;
+#   - a whole recording with small chunks (4 KiB): its 'T', 'W' and 'P'
+#     chunks interleave; `dump --times` (streamed side channel) and
+#     `check --stall` give the same output as for the same chunks laid out
+#     as format 1.2 ('T' chunks, then 'W', then 'P': the reading of the
+#     old layout), and every SWITCH line carries its 'W' figures.
+# Programs: tests/integration/programs/sidechan_crash.py (the recording),
+# side_relayout.py (the 1.2 layout).  Needs greenlet for PY (else skipped).
+# Exit status: 0 all passed (or skipped), 1 a test failed, 2 bad usage.
+set -u
+. "$(dirname "$0")/lib.sh"
+gr_script_init sidechan "$@"
+PY=$GR_PY BUILD=${BUILD:-$GR_ROOT/build} work=$GR_WORK
+PROG=$GR_ROOT/tests/integration/programs
+
+"$PY" -c 'import greenlet' 2>/dev/null || gr_skip_all "sidechan: greenlet is not importable by $PY"
+export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
+
+# field NAME FILE: a number from the program's JSON line.
+field() {
+    "$PY" -c 'import json, sys
+print([json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")][-1][sys.argv[1]])' "$1" "$2"
+}
+
+for how in exit kill; do
+    tr=$work/crash-$how.grt
+    name="recording ended by $how with the sampler on"
+    # (not the subshell's last command: bash would report the SIGKILL)
+    (cd "$work" && timeout 120 "$PY" "$PROG/sidechan_crash.py" "$tr" "$how"; exit $?) >"$tr.out" 2>"$tr.err"
+    rc=$?
+    want=137 && [ "$how" = exit ] && want=3
+    "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
+    crc=$?
+    "$GR_CLI" dump --times "$tr" >"$tr.dump" 2>"$tr.dump.err"
+    drc=$?
+    taken=$(field samples "$tr.out" 2>/dev/null || echo 0)
+    made=$(field switches "$tr.out" 2>/dev/null || echo 0)
+    line=$(grep -m1 '^sampler: ' "$tr.check")
+    got_sw=$(printf '%s\n' "$line" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\1/p')
+    got_p=$(printf '%s\n' "$line" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\2/p')
+    mism=$(sed -n 's/^sampled stacks: .* \([0-9]*\) mismatched$/\1/p' "$tr.check")
+    if [ "$rc" -ne "$want" ]; then
+        gr_bad "$name: the program exited $rc (expected $want)"; gr_show "$tr.err"
+    elif [ "$crc" -gt 1 ]; then
+        gr_bad "$name: check --stall exited $crc"; gr_show "$tr.check"
+    elif ! grep -q "side channel .*without a trailer: the sampler data are incomplete" "$tr.check"; then
+        gr_bad "$name: check --stall does not say that the side channel ends early"; gr_show "$tr.check"
+    elif [ -z "$got_sw" ] || [ -z "$got_p" ] || [ "$got_sw" -eq 0 ] || [ "$got_p" -eq 0 ] ||
+        [ "$got_sw" -gt "$made" ] || [ "$got_p" -gt "$taken" ]; then
+        gr_bad "$name: written before the end: '$got_sw' switches of $made, '$got_p' samples of $taken"
+        gr_show "$tr.check"
+    elif [ "$mism" != 0 ]; then
+        gr_bad "$name: sampled stacks mismatched: '$mism'"; gr_show "$tr.check"
+    elif [ "$drc" -ne 0 ] || ! grep -q ' wait=[0-9]*ns cb=' "$tr.dump" || ! grep -q '^# truncated at byte' "$tr.dump"; then
+        gr_bad "$name: dump --times exited $drc"; gr_show "$tr.dump.err"
+    else
+        gr_ok "$name: check --stall (exit $crc) read $got_sw of $made switches and $got_p of $taken samples" \
+              "written before the end, 0 mismatched, and says the side channel ends early"
+    fi
+done
+
+# A whole recording in 4 KiB chunks: the layouts 1.3 (as written) and 1.2.
+tr=$work/whole.grt old=$work/old.grt
+name="side channel of 4 KiB chunks, 'T'/'W'/'P' interleaved"
+(cd "$work" && timeout 120 "$PY" "$PROG/sidechan_crash.py" "$tr" stop) >"$tr.out" 2>"$tr.err"
+rc=$?
+cp "$tr" "$old" 2>/dev/null
+"$PY" "$PROG/side_relayout.py" "$tr.times" "$old.times" >"$tr.layout" 2>&1
+lrc=$?
+kinds=$(field switches_of_kind "$tr.layout" 2>/dev/null || echo 0)
+"$GR_CLI" dump --times "$tr" >"$tr.dump" 2>"$tr.dump.err"
+d1=$?
+"$GR_CLI" dump --times "$old" >"$old.dump" 2>"$old.dump.err"
+d2=$?
+"$GR_CLI" check --stall --format json "$tr" 2>&1 | sed "s|$tr|TRACE|g" >"$tr.json"
+c1=${PIPESTATUS[0]}
+"$GR_CLI" check --stall --format json "$old" 2>&1 | sed "s|$old|TRACE|g" >"$old.json"
+c2=${PIPESTATUS[0]}
+nsw=$(grep -c '^ *[0-9]* \(SWITCH\|THROW\) ' "$tr.dump")
+nw=$(grep -c ' wait=[0-9]*ns cb=[0-9]*ns' "$tr.dump")
+ndt=$(grep -c ' dt=[0-9]*ns' "$tr.dump")
+nrec=$(grep -c '^ *[0-9]' "$tr.dump")
+if [ "$rc" -ne 0 ] || [ "$lrc" -ne 0 ]; then
+    gr_bad "$name: program exit $rc, relayout exit $lrc"; gr_show "$tr.err" "$tr.layout"
+elif [ "$kinds" -lt 4 ]; then
+    gr_bad "$name: chunk kinds change only $kinds times: $(cat "$tr.layout")"
+elif [ "$d1" -ne 0 ] || [ "$d2" -ne 0 ] || ! cmp -s "$tr.dump" "$old.dump"; then
+    gr_bad "$name: dump --times differs from the 1.2 layout's (exit $d1, $d2)"
+    diff "$old.dump" "$tr.dump" | gr_show /dev/stdin
+elif [ "$nsw" -eq 0 ] || [ "$nw" -ne "$nsw" ] || [ "$ndt" -ne "$nrec" ]; then
+    gr_bad "$name: $nsw SWITCH lines, $nw with wait=; $nrec records, $ndt with dt="
+elif [ "$c1" -ne 0 ] || [ "$c2" -ne 0 ] || ! cmp -s "$tr.json" "$old.json"; then
+    gr_bad "$name: check --stall differs from the 1.2 layout's (exit $c1, $c2)"
+    diff "$old.json" "$tr.json" | gr_show /dev/stdin
+else
+    gr_ok "$name ($kinds changes of kind): dump --times streamed ($nrec records, $nw switch figures)" \
+          "and check --stall as for the 1.2 layout"
+fi
+
+gr_tally
