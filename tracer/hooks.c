@@ -699,8 +699,9 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 {
     gr_recorder *r = gr_active;
     PyObject *orig = gr_sys_setprofile_orig;
-    int standard = 0;
+    int standard = 0, via_hook = 0;
     if (r && gr_thread_hook && func == gr_thread_hook) {
+        via_hook = 1;
         if (gr_program_thread_hook && gr_program_thread_hook != Py_None) {
             func = gr_program_thread_hook;
         } else {
@@ -718,11 +719,11 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     PyObject *res = PyObject_CallOneArg(orig, func);
     r->wrapping--;
     if (res && gr_active == r) {
-        /* The subject's function on a thread the recorder has not reached
+        /* threading's hook on a thread the recorder has not reached
          * (gevent's pool starts its threads with start_new_thread, which
          * threading's hook never sees): the recorder comes with it, as
          * _thread_start would have brought it. */
-        gr_thread *t = standard ? gr_thread_current(r) : thread_known(r);
+        gr_thread *t = via_hook ? gr_thread_current(r) : thread_known(r);
         if (t) {
             GR_EXC_SAVE(saved);
             t->hook_pending = 0; /* no C call to pop: its c_return comes to us */
