@@ -76,6 +76,33 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
  * in ring mode (a ring keeps only the last records, so a reader may not
  * have the records a continued stack stands on). */
 
+/* The SWITCH record's state: fields f[4..6] (state flags with `flags`
+ * added, tracing, use_tracing) of a target running on thread state ts.
+ * at_mark: seen by mark() or stop(), outside any callback, where the state
+ * is read directly; else inside the profile callback (tracing + 1), where
+ * an event was delivered, so the greenlet runs with tracing on, and
+ * use_tracing is the value CPython restores when the callback returns. */
+static inline void switch_state(PyThreadState *ts, int at_mark, uint64_t flags, uint64_t *f)
+{
+    if (ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain)
+        flags |= GR_SW_PROFILE_OURS;
+    if (ts->c_profilefunc)
+        flags |= GR_SW_PROFILE_SET;
+    int tracing, use_tracing;
+    if (at_mark) {
+        tracing = gr_tstate_tracing(ts);
+        use_tracing = gr_use_tracing_now(ts);
+    } else {
+        tracing = gr_tstate_tracing(ts) - 1;
+        use_tracing = GR_HAVE_USE_TRACING ? gr_resume_use_tracing(ts) : -1;
+    }
+    if (use_tracing >= 0)
+        flags |= GR_SW_USE_TRACING_KNOWN;
+    f[4] = flags;
+    f[5] = (uint64_t)(tracing < 0 ? 0 : tracing);
+    f[6] = (uint64_t)(use_tracing < 0 ? 0 : use_tracing);
+}
+
 /* Greenlet e (the origin of a direct switch on thread t) is suspended in
  * the C call its last event made, in t->ccall_frame.  The oldest of the
  * thread's GR_SUSP_KEEP remembered suspensions makes room: its greenlet's
@@ -177,20 +204,9 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
     Py_DECREF(parent);
     if (!known)
         return 0;
-    PyThreadState *ts = PyThreadState_GET();
     uint32_t og = t->cur_gid, tg = e->gid;
-    uint64_t flags = GR_SW_INFERRED | GR_SW_CONTINUED;
-    if (ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain)
-        flags |= GR_SW_PROFILE_OURS;
-    if (ts->c_profilefunc)
-        flags |= GR_SW_PROFILE_SET;
-    /* Inside the profile callback, as in switch_write. */
-    int tracing = gr_tstate_tracing(ts) - 1;
-    int use_tracing = GR_HAVE_USE_TRACING ? gr_resume_use_tracing(ts) : -1;
-    if (use_tracing >= 0)
-        flags |= GR_SW_USE_TRACING_KNOWN;
-    uint64_t f[7] = {t->tid, og, tg, pg, flags, (uint64_t)(tracing < 0 ? 0 : tracing),
-                     (uint64_t)(use_tracing < 0 ? 0 : use_tracing)};
+    uint64_t f[7] = {t->tid, og, tg, pg};
+    switch_state(PyThreadState_GET(), 0, GR_SW_INFERRED | GR_SW_CONTINUED, f);
     if (r->verify_continued)
         verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
@@ -369,28 +385,11 @@ static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg,
         flags |= GR_SW_INFERRED;
     if (at_mark)
         flags |= GR_SW_AT_MARK;
-    if (ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain)
-        flags |= GR_SW_PROFILE_OURS;
-    if (ts->c_profilefunc)
-        flags |= GR_SW_PROFILE_SET;
     if (dead)
         flags |= GR_SW_ORIGIN_DEAD;
-    int tracing, use_tracing;
-    if (at_mark) {
-        /* Outside any callback: the state this greenlet really runs with. */
-        tracing = gr_tstate_tracing(ts);
-        use_tracing = gr_use_tracing_now(ts);
-    } else {
-        /* Inside the profile callback (tracing + 1): an event was
-         * delivered, so the greenlet runs with tracing on; this is the
-         * value CPython restores when the callback returns. */
-        tracing = gr_tstate_tracing(ts) - 1;
-        use_tracing = GR_HAVE_USE_TRACING ? gr_resume_use_tracing(ts) : -1;
-    }
-    if (use_tracing >= 0)
-        flags |= GR_SW_USE_TRACING_KNOWN;
-    uint64_t f[7] = {t->tid, og, tg, pg, flags, (uint64_t)(tracing < 0 ? 0 : tracing),
-                     (uint64_t)(use_tracing < 0 ? 0 : use_tracing)};
+    uint64_t f[7] = {t->tid, og, tg, pg};
+    switch_state(ts, at_mark, flags, f);
+    flags = f[4];
 
     uint64_t wait = 0;
     int contended = 0;
