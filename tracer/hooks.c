@@ -676,25 +676,24 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     return prev ? prev(obj, frame, what, arg) : 0;
 }
 
+PyObject *gr_thread_hook, *gr_program_thread_hook;
+
 /* sys.setprofile while recording (module.c installs it in the sys module
  * under the same name): the original, then at once what the foothold would
  * do at the next event.  So the c_return of this very call goes to the
  * recorder, which passes it on to the program's new function only if that
  * function saw the c_call: as without the recorder, a function set here
  * gets no c_return of the call that set it (CPython reports c_return only
- * when a profile function was set at the c_call). */
-PyObject *gr_thread_hook, *gr_program_thread_hook;
-
-/* The recorder's sys.setprofile: the original, then the slot resolved at
- * once (no audit-event round trip).  threading's profile hook is the
- * recorder's bootstrap (greenreplay._thread_bootstrap) while recording, and
- * code that reads threading._profile_hook directly hands it to
- * sys.setprofile (gevent's thread pool does, before each task, to give the
- * worker thread what new threads get): for the program that is its own
- * threading.setprofile function if it set one, else the profiler a
- * standard tool installed for every thread, the subject, which comes back
- * (HOOK restored).  Chaining to the bootstrap instead would record the
- * events twice. */
+ * when a profile function was set at the c_call).
+ *
+ * threading's profile hook is the recorder's bootstrap
+ * (greenreplay._thread_bootstrap) while recording, and code that reads
+ * threading._profile_hook directly hands it to sys.setprofile (gevent's
+ * thread pool does, before each task, to give the worker thread what new
+ * threads get): for the program that is its own threading.setprofile
+ * function if it set one, else the profiler a standard tool installed for
+ * every thread, the subject, which comes back (HOOK restored).  Chaining to
+ * the bootstrap instead would record the events twice. */
 static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 {
     gr_recorder *r = gr_active;

@@ -136,6 +136,40 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
     return NULL;
 }
 
+/* 3.12+: the INSTR record after a switch to tg on thread t (whether the
+ * target's frames will report events); compiled out before 3.12. */
+static inline void switch_instr(gr_recorder *r, gr_thread *t, uint32_t tg)
+{
+    uint64_t iv;
+    uint32_t nframes, nstale;
+    if (GR_INSTR_SWITCH && gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
+        uint64_t h[5] = {t->tid, tg, iv, nframes, nstale};
+        gr_emit(r, GR_INSTR, 5, h);
+    }
+}
+
+/* The switch on thread t is written: greenlet g (gid tg, state te or NULL)
+ * runs there now, origin oe (or NULL) does not; with note_origin the
+ * origin is suspended in the C call of its last event (susp_note). */
+static inline void switch_hand_over(gr_recorder *r, gr_thread *t, gr_gl *oe, int note_origin,
+                                    PyObject *g, uint32_t tg, gr_gl *te)
+{
+    if (oe) {
+        if (oe->on == t)
+            oe->on = NULL;
+        if (note_origin)
+            susp_note(r, t, oe);
+    }
+    t->cur_g = g;
+    t->cur_gid = tg;
+    t->cur_slot = te ? (uint32_t)(te - r->gl) + 1 : 0;
+    if (te) {
+        te->tid = t->tid;
+        te->on = t;
+        te->susp_frame = 0; /* it runs: its suspension is over */
+    }
+}
+
 /* The self-check GREENREPLAY_VERIFY_CONTINUED=1 (module.c reads it at
  * start()): a continued switch about to be written on thread t names
  * greenlet g (borrowed), gid tg; ask greenlet which greenlet really runs
@@ -219,33 +253,14 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
     } else {
         gr_writer_drop(r->w);
     }
-    uint64_t iv;
-    uint32_t nframes, nstale;
-    if (GR_INSTR_SWITCH && gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
-        uint64_t h[5] = {t->tid, tg, iv, nframes, nstale};
-        gr_emit(r, GR_INSTR, 5, h);
-    }
+    switch_instr(r, t, tg);
     /* The origin's slot: the one remembered at its switch in, if it
      * still holds that gid (gids are never reused). */
     uint32_t os = t->cur_slot;
     gr_gl *oe = os && os <= r->gl_used && r->gl[os - 1].gid == og ? &r->gl[os - 1] : gr_gl_of(r, og);
-    if (oe) {
-        if (oe->on == t)
-            oe->on = NULL;
-        if (t->ccall_frame)
-            susp_note(r, t, oe);
-    }
-    t->cur_g = g;
-    t->cur_gid = tg;
-    t->cur_slot = (uint32_t)(e - r->gl) + 1;
-    e->tid = t->tid;
-    e->on = t;
-    e->susp_frame = 0;
+    switch_hand_over(r, t, oe, t->ccall_frame != NULL, g, tg, e);
     return 1;
 }
-
-static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg, uint64_t flags,
-                         PyFrameObject *top, int at_mark, int is_throw, int announced);
 
 void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
@@ -318,6 +333,9 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
                     int raising)
 {
     GR_EXC_SAVE(saved);
+    PyThreadState *ts = PyThreadState_Get();
+    uint64_t t0 = r->reg ? gr_now_ns() : 0;
+    uint32_t og = t->cur_gid;
     int announced = t->cb_pending && t->cb_target == g;
     /* greenlet reports a "throw" whenever the target resumes with an
      * exception (greenlet.throw, GreenletExit, a child's exception passed
@@ -347,23 +365,10 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
             flags |= GR_SW_NEW;
         }
     }
-    if (tg)
-        switch_write(r, t, g, tg, flags | GR_SW_REAL_STACK, top, at_mark, is_throw, announced);
-    GR_EXC_RESTORE(saved);
-}
-
-/* Write the SWITCH/THROW to greenlet g (borrowed), gid tg, on thread t and
- * make it t's running greenlet.  flags: GR_SW_NEW, GR_SW_REAL_STACK (the
- * stack from `top` outwards is written) or GR_SW_CONTINUED (no stack);
- * the rest are added here.  at_mark, is_throw, announced: as in
- * gr_switch_seen. */
-static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg, uint64_t flags,
-                         PyFrameObject *top, int at_mark, int is_throw, int announced)
-{
-    GR_EXC_SAVE(saved);
-    PyThreadState *ts = PyThreadState_Get();
-    uint64_t t0 = r->reg ? gr_now_ns() : 0;
-    uint32_t og = t->cur_gid;
+    if (!tg) {
+        GR_EXC_RESTORE(saved);
+        return;
+    }
     PyObject *parent = gr_greenlet_parent(r, g);
     uint32_t pg = 0;
     if (parent) {
@@ -387,9 +392,9 @@ static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg,
         flags |= GR_SW_AT_MARK;
     if (dead)
         flags |= GR_SW_ORIGIN_DEAD;
+    flags |= GR_SW_REAL_STACK;
     uint64_t f[7] = {t->tid, og, tg, pg};
     switch_state(ts, at_mark, flags, f);
-    flags = f[4];
 
     uint64_t wait = 0;
     int contended = 0;
@@ -411,37 +416,17 @@ static void switch_write(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg,
         contended = gr_registry_switch(r->reg, og, frame, dead, tg, pg, &wait);
     }
     uint64_t index = atomic_load_explicit(&r->nevents, memory_order_relaxed);
-    gr_emit_stack(r, is_throw ? GR_THROW : GR_SWITCH, 7, f, 4, GR_SW_CUT,
-                  (flags & GR_SW_REAL_STACK) ? top : NULL, 0);
-    uint64_t iv;
-    uint32_t nframes, nstale;
-    if (GR_INSTR_SWITCH && gr_instr_state(&iv, &nframes, &nstale, GR_STACK_CAP) == 0) {
-        /* 3.12+: whether the target's frames will report events. */
-        uint64_t h[5] = {t->tid, tg, iv, nframes, nstale};
-        gr_emit(r, GR_INSTR, 5, h);
-    }
+    gr_emit_stack(r, is_throw ? GR_THROW : GR_SWITCH, 7, f, 4, GR_SW_CUT, top, 0);
+    switch_instr(r, t, tg);
     if (dead)
         gr_emit_dead(r, og, t->tid);
-    if (og && og != tg) {
-        gr_gl *oe = gr_gl_of(r, og);
-        if (oe && oe->on == t)
-            oe->on = NULL;
-        /* Continued switches: the origin is suspended in the C call of
-         * its last event (switches.c, above). */
-        if (oe && !dead && t->sw_direct && !at_mark && t->ccall_frame && r->continued_ok)
-            susp_note(r, t, oe);
-    }
     if (at_mark)
         t->break_stamp = ++r->stamp; /* the target ran without an event */
-    t->cur_g = g;
-    t->cur_gid = tg;
-    gr_gl *te = gr_gl_of(r, tg);
-    t->cur_slot = te ? (uint32_t)(te - r->gl) + 1 : 0;
-    if (te) {
-        te->tid = t->tid;
-        te->on = t;
-        te->susp_frame = 0; /* it runs: its suspension is over */
-    }
+    /* Continued switches: a direct switch leaves the origin suspended in
+     * the C call of its last event (above). */
+    gr_gl *oe = og && og != tg ? gr_gl_of(r, og) : NULL;
+    switch_hand_over(r, t, oe, !dead && t->sw_direct && !at_mark && t->ccall_frame && r->continued_ok,
+                     g, tg, gr_gl_of(r, tg));
     if (r->reg)
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
     if (PyErr_Occurred())

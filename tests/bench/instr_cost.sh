@@ -38,9 +38,10 @@ inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 ${CC:-cc} -O2 -fPIC -shared -I"$inc" -o "$build/bench/emptyprof$suffix" "$here/emptyprof.c"
 export PYTHONPATH="$build/bench:$build/python"
-# A fixed hash seed: dictionary probe counts (attribute lookups on the
-# switch path) vary with the seed by about 100 instructions per switch
-# from process to process, more than the differences measured here.
+# A fixed hash seed: dictionary probes depend on it, and every run of one
+# build should count the same instructions.  (What still moves the whole
+# process's count between builds is where things land in memory:
+# docs/PERFORMANCE.md, "Continued switches".)
 export PYTHONHASHSEED=0
 
 # instructions WORKLOAD MODE N: total user-space instructions of one run.
