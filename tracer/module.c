@@ -481,7 +481,12 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         t->had_events = 1;
     }
     if (r->reg) {
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep);
+        /* GREENREPLAY_SAMPLER_RING=BYTES (read here, once): the capacity
+         * of the sampler's ring and own buffer (sampler.h), for tests that
+         * fill them quickly; unset or 0: the default. */
+        const char *rb = getenv("GREENREPLAY_SAMPLER_RING");
+        size_t ring_bytes = rb ? (size_t)strtoull(rb, NULL, 10) : 0;
+        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes);
         if (!r->sampler)
             gr_swallow(r); /* recording goes on without samples */
     }
@@ -770,6 +775,27 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
         emit_meta(r, "sampler_untracked_greenlets", n);
     }
+    if (r->sampler && r->sampler->lost_full) {
+        /* Sampling times skipped because the sampler's ring and own buffer
+         * were full: the program recorded nothing for longer than they
+         * hold (sampler.h gr_sampler_drain).  Count, and the first and
+         * last such time in ns since start (as the samples' t_ns); check
+         * --stall warns. */
+        char n[64];
+        gr_sampler *s = r->sampler;
+        snprintf(n, sizeof n, "%llu", (unsigned long long)s->lost_full);
+        emit_meta(r, "sampler_samples_lost_full", n);
+        snprintf(n, sizeof n, "%llu %llu", (unsigned long long)s->lost_full_first_ns,
+                 (unsigned long long)s->lost_full_last_ns);
+        emit_meta(r, "sampler_samples_lost_full_ns", n);
+    }
+    if (r->sampler && r->sampler->lost_large) {
+        /* Samples above the ring's greatest entry (a `keep` beyond its
+         * 64 MiB cap): dropped, counted. */
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_large);
+        emit_meta(r, "sampler_samples_lost_large", n);
+    }
     if (r->verify_continued) {
         /* GREENREPLAY_VERIFY_CONTINUED=1: how many continued switches were
          * checked against greenlet, how many it contradicted, and the first
@@ -1055,9 +1081,12 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
  * `reused` (slots taken again after a greenlet released it), `untracked`
  * (greenlets that found every slot taken), `bytes` (allocated at start,
  * fixed), `recycled_stacks` (sampled stacks dropped: their greenlet's slot
- * was released while they were unwound).  Read under the GIL, which
- * every writer of these holds; recycled_stacks is the sampler thread's,
- * read relaxed. */
+ * was released while they were unwound), and the sampler's buffering
+ * (sampler.h): `ring_bytes` and `buffer_bytes` (capacities of its handoff
+ * ring and own buffer, fixed), `buffer_peak` (most bytes its own buffer
+ * held so far), `samples_lost_full` (sampling times skipped, both full).
+ * Read under the GIL, which every writer of the registry figures holds;
+ * the sampler thread's are read relaxed. */
 static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
@@ -1066,10 +1095,16 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
     gr_registry *g = r->reg;
     unsigned long long recycled =
         r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K}", "capacity", g->cap - 1, "live", g->live,
-                         "peak_live", g->peak_live, "reused", (unsigned long long)g->reused,
-                         "untracked", (unsigned long long)g->overflow, "bytes",
-                         (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled);
+    gr_sampler *s = r->sampler;
+    unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
+    Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K}", "capacity", g->cap - 1,
+                         "live", g->live, "peak_live", g->peak_live, "reused",
+                         (unsigned long long)g->reused, "untracked", (unsigned long long)g->overflow,
+                         "bytes", (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled,
+                         "ring_bytes", (Py_ssize_t)(s ? s->ho.cap : 0), "buffer_bytes",
+                         (Py_ssize_t)(s ? s->out_cap : 0), "buffer_peak", peak,
+                         "samples_lost_full", lost);
 }
 
 static PyMethodDef methods[] = {
@@ -1087,7 +1122,8 @@ static PyMethodDef methods[] = {
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
      "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
-     "reused, untracked, bytes, recycled_stacks) while recording with a sampler, else None."},
+     "reused, untracked, bytes, recycled_stacks, ring_bytes, buffer_bytes, buffer_peak,\n"
+     "samples_lost_full) while recording with a sampler, else None."},
     {"_on_uncaught", mod_on_uncaught, METH_O,
      "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
      "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"

@@ -22,8 +22,16 @@ void gr_times_entry(gr_recorder *r)
     int64_t d = (int64_t)(now.tv_sec - r->last.tv_sec) * 1000000000 + (now.tv_nsec - r->last.tv_nsec);
     r->last = now;
     gr_writer *tw = r->tw;
-    if (__builtin_expect(tw->cap - tw->len < GR_VARINT_MAX, 0) && r->sampler)
-        gr_side_drain(r); /* a 'T' chunk is due: the samples too (a run without switches) */
+    gr_sampler *s = r->sampler;
+    /* The samples too when a 'T' chunk is due, a second has passed since
+     * the last look, or a quarter of the ring is used (a run without
+     * switches, or with records far apart: the ring must not fill while
+     * the program records at all). */
+    if (s && (__builtin_expect(tw->cap - tw->len < GR_VARINT_MAX, 0) || now.tv_sec != r->drain_sec ||
+              gr_handoff_used(&s->ho) > s->ho.cap / 4)) {
+        r->drain_sec = now.tv_sec;
+        gr_side_drain(r);
+    }
     uint8_t *p = gr_writer_reserve(tw, GR_VARINT_MAX);
     if (!p) {
         gr_writer_drop(tw);

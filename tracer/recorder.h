@@ -229,6 +229,8 @@ typedef struct gr_recorder {
     unsigned char *scratch; /* PyMem_Raw, owned: one sample re-encoded */
     size_t scratch_cap;
     uint64_t nswitches;     /* 'W' entries written */
+    time_t drain_sec;       /* CLOCK_MONOTONIC second of the last look at
+                               the sampler's ring from gr_times_entry */
 } gr_recorder;
 
 /* The one active recording, or NULL. */
@@ -423,15 +425,25 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
  * it fits in one (the chunk is written first otherwise).  GIL held; no
  * Python call; never raises.  Does nothing without a sampler.
  *
- * Called at every switch (gr_note_switch) and before every 'T' chunk
- * (gr_times_entry), so a stretch of the run that writes no record (the
- * program blocked in C, or profile=False and no switch) drains nothing:
- * the samples wait in the sampler's ring (fixed size), then in the sampler
- * thread's own buffer, one sample per interval, until the next record.
+ * Called at every switch (gr_note_switch), before every 'T' chunk, and at
+ * a record (gr_times_entry) when a second has passed since the last look
+ * or a quarter of the ring is used: while the program records at all,
+ * however sparsely (a gevent hub waking now and then), the ring does not
+ * fill.  A stretch of the run that writes no record (the program idle or
+ * blocked in C, or profile=False and no switch) drains nothing: the
+ * samples wait in the sampler's ring, then in its own buffer, both fixed
+ * (sampler.h); once both are full the sampler skips its sampling times and
+ * counts them (META sampler_samples_lost_full at stop, which check --stall
+ * reports), so the memory stays bounded however long the program idles.
+ * The samples of the first part of an idle stretch are kept (1 MiB of ring
+ * and 1 MiB of buffer by default: at a 5 ms interval, about 4,000 samples
+ * of a few short stacks, 20 s), those after it are counted.
  * A Py_AddPendingCall from the sampler thread was tried as a wake-up: on
  * CPython 3.11 the main thread ran it only 1.4 s later, at the end of the
  * pure-Python loop it was in (a pending call added by a thread other than
- * the main one does not set the eval breaker), so it was left out. */
+ * the main one does not set the eval breaker), so it was left out; and a
+ * program blocked in C runs no pending call at all, so only a thread
+ * taking the GIL could drain then, which the sampler thread never does. */
 void gr_side_drain(gr_recorder *r);
 
 /* Record the current Python error as a swallowed failure and clear it. */

@@ -29,20 +29,12 @@ const char *gr_sampler_mode_name(int mode)
     }
 }
 
-/* Make room for n more bytes of output; 0 or -1.  Runs with no lock held. */
+/* Whether n more bytes of output fit in s->out (allocated once at start:
+ * never grows); 0 or -1.  take_sample checks for a whole sample first, so
+ * this fails only on a bug. */
 static int reserve(gr_sampler *s, size_t n)
 {
-    if (s->out_cap - s->out_len >= n)
-        return 0;
-    size_t cap = s->out_cap ? s->out_cap : 1 << 16;
-    while (cap - s->out_len < n)
-        cap *= 2;
-    unsigned char *p = realloc(s->out, cap);
-    if (!p)
-        return -1;
-    s->out = p;
-    s->out_cap = cap;
-    return 0;
+    return s->out_cap - s->out_len >= n ? 0 : -1;
 }
 
 static void put(gr_sampler *s, uint64_t v)
@@ -107,18 +99,32 @@ static void unwind_some(gr_sampler *s, uint32_t n, uint32_t limit, unwind_totals
  * thread only (or the consumer once the thread is joined). */
 static void hand_over(gr_sampler *s)
 {
-    size_t at = 0;
+    size_t at = 0, max = gr_handoff_max_entry(&s->ho);
     while (s->out_len - at >= 4) {
         uint32_t n;
         memcpy(&n, s->out + at, 4);
-        if (gr_handoff_push(&s->ho, s->out + at + 4, n) < 0)
+        if (n > max) { /* never fits (keep beyond the ring's cap): dropped, counted */
+            __atomic_store_n(&s->lost_large, s->lost_large + 1, __ATOMIC_RELAXED);
+        } else if (gr_handoff_push(&s->ho, s->out + at + 4, n) < 0) {
             break;
+        }
         at += 4 + (size_t)n;
     }
     if (at) {
         memmove(s->out, s->out + at, s->out_len - at);
         s->out_len -= at;
     }
+}
+
+/* The ring and the own buffer are full: this sampling time is skipped and
+ * counted (no unwinding either: nothing could keep its result). */
+static void lose_sample(gr_sampler *s)
+{
+    uint64_t t = gr_now_ns() - s->t0;
+    if (!s->lost_full)
+        s->lost_full_first_ns = t;
+    s->lost_full_last_ns = t;
+    __atomic_store_n(&s->lost_full, s->lost_full + 1, __ATOMIC_RELAXED);
 }
 
 static void take_sample(gr_sampler *s)
@@ -128,13 +134,17 @@ static void take_sample(gr_sampler *s)
     uint32_t n;
     unwind_totals tot = {0, 0, 0};
 
-    /* Length prefix and header reserved now, outside any lock; patched
-     * below. */
-    size_t hdr_max = 10 * GR_VARINT_MAX;
-    if (reserve(s, 4 + hdr_max) < 0) {
-        s->out_of_memory++;
+    /* Room for the largest sample, or the sample is not taken: the
+     * samples waiting for the consumer stay within s->out (bounded while
+     * the program records nothing, sampler.h gr_sampler_drain). */
+    if (s->out_len)
+        hand_over(s); /* the consumer may have made room since */
+    if (s->out_cap - s->out_len < s->largest) {
+        lose_sample(s);
         return;
     }
+    /* Length prefix now, patched below; the header is put in front of
+     * the stacks at the end. */
     unsigned char hdr[10 * GR_VARINT_MAX];
     size_t entry_at = s->out_len;
     s->out_len += 4;
@@ -151,9 +161,8 @@ static void take_sample(gr_sampler *s)
         idx_begin = atomic_load_explicit(s->events, memory_order_relaxed);
         n = gr_registry_copy(reg, s->snap, reg->cap, &torn);
         /* The stall of the seed: every read of foreign memory happens here,
-         * with every switch waiting.  Stacks are stored (output was
-         * reserved before taking the lock only for the header, so this may
-         * allocate: one more thing the fixed design avoids). */
+         * with every switch waiting.  Stacks are stored (into the own
+         * buffer, which never grows: room was checked above). */
         unwind_some(s, n, UINT32_MAX, &tot);
         under = tot.frames;
         hold = gr_now_ns() - t1;
@@ -178,9 +187,9 @@ static void take_sample(gr_sampler *s)
     for (int i = 0; i < 10; i++)
         h = gr_put_varint(h, fields[i]);
     size_t hl = (size_t)(h - hdr), body = s->out_len - body_at;
-    if (reserve(s, hl) < 0) {
+    if (reserve(s, hl) < 0) { /* cannot happen: room for `largest` was checked */
         s->out_len = entry_at;
-        s->out_of_memory++;
+        lose_sample(s);
         return;
     }
     memmove(s->out + body_at + hl, s->out + body_at, body);
@@ -190,6 +199,8 @@ static void take_sample(gr_sampler *s)
     memcpy(s->out + entry_at, &len, 4);
     /* Atomic store: read by _sampler_samples() on another thread. */
     __atomic_store_n(&s->nsamples, s->nsamples + 1, __ATOMIC_RELAXED);
+    if (s->out_len > s->out_peak)
+        __atomic_store_n(&s->out_peak, s->out_len, __ATOMIC_RELAXED);
     hand_over(s);
 }
 
@@ -234,7 +245,7 @@ static void *sampler_main(void *arg)
 }
 
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
-                             uint64_t interval_ns, uint32_t keep)
+                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes)
 {
     if (interval_ns < 100000) {
         errno = EINVAL;
@@ -260,12 +271,19 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->gids = calloc(reg->cap, sizeof *s->gids);
     s->slots = calloc(reg->cap, sizeof *s->slots);
     /* The ring takes four of the largest samples (1 MiB at least, 64 MiB
-     * at most): the consumer drains it at every switch and every side
-     * channel chunk, so it rarely holds more than a few. */
-    size_t largest = 4 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
-    size_t ring = 4 * largest + 64;
-    ring = ring < (1u << 20) ? (1u << 20) : ring > (64u << 20) ? (64u << 20) : ring;
-    if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || reserve(s, 1 << 16) < 0 ||
+     * at most): the consumer drains it at every switch, every side
+     * channel chunk and at a record when a quarter of it is used or a
+     * second has passed (recorder.c gr_times_entry), so it rarely holds
+     * more than a few.  The own buffer, as large, holds what the ring
+     * cannot take while the program records nothing; both are allocated
+     * once (pages the samples never reach stay untouched). */
+    s->largest = 4 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    size_t ring = ring_bytes ? ring_bytes : (1u << 20), least = 4 * s->largest + 64;
+    ring = ring < least ? least : ring;
+    ring = ring > (64u << 20) ? (64u << 20) : ring;
+    s->out_cap = ring < s->largest ? s->largest : ring;
+    s->out = malloc(s->out_cap);
+    if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || !s->out ||
         gr_handoff_init(&s->ho, ring) < 0)
         goto fail;
     int rc = pthread_create(&s->thread, NULL, sampler_main, s);

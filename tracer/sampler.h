@@ -65,20 +65,39 @@ typedef struct {
                                    length (host order) and the sample (see
                                    gr_sampler_drain); normally the one
                                    being taken, more when the handoff ring
-                                   was full */
+                                   was full.  Allocated once at start,
+                                   out_cap bytes: never grows */
     size_t out_len, out_cap;
+    size_t largest;             /* bound of one entry of `out` (length
+                                   prefix and sample) that `keep` allows */
+    size_t out_peak;            /* greatest out_len seen (atomic: read by
+                                   _sampler_registry() on another thread) */
     uint64_t nsamples;          /* samples taken (atomic: read by other threads) */
     gr_handoff ho;              /* samples handed to the consumer (handoff.h) */
-    uint64_t out_of_memory;     /* samples lost for lack of memory */
+    /* Samples lost, never silently (the recorder writes them as META
+     * records at stop: module.c).  Atomic stores: read by other threads. */
+    uint64_t lost_full;         /* sampling times skipped: the ring and
+                                   `out` were full (the consumer did not
+                                   drain: the program recorded nothing) */
+    uint64_t lost_full_first_ns, lost_full_last_ns; /* their t_ns (as the
+                                   samples' t_ns: since t0); read after
+                                   gr_sampler_stop */
+    uint64_t lost_large;        /* samples larger than the ring's greatest
+                                   entry (only when `keep` makes the ring's
+                                   64 MiB cap too small) */
     uint32_t rr;                /* round-robin start for stored stacks */
 } gr_sampler;
 
 /* Start a sampler thread over `reg`, sampling every interval_ns (>= 100
  * µs), unwinding (hold-lock: storing) at most `keep` stacks per sample.  `events` is read
- * (relaxed) to stamp each sample with the trace's record count.  Returns
- * a new sampler owned by the caller, or NULL (errno set). */
+ * (relaxed) to stamp each sample with the trace's record count.
+ * ring_bytes: capacity of the handoff ring and of the sampler's own buffer
+ * each, in bytes; 0 for the default (see gr_sampler_drain); any value is
+ * raised to four of the largest samples and cut to 64 MiB (a smaller one
+ * is for tests: GREENREPLAY_SAMPLER_RING, module.c).  Returns a new
+ * sampler owned by the caller, or NULL (errno set). */
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
-                             uint64_t interval_ns, uint32_t keep);
+                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes);
 
 /* Stop and join the thread (samples not handed over yet stay for
  * gr_sampler_drain). */
@@ -92,10 +111,17 @@ void gr_sampler_stop(gr_sampler *s);
  * the samples come through a lock-free ring (handoff.h) that the sampler
  * thread fills after each sample; when it is full (the consumer has not
  * drained for a while), the sampler keeps its samples in its own buffer
- * and hands them over later, so none is lost.  The ring's capacity is
- * fixed at gr_sampler_start: 1 MiB, or four of the largest samples `keep`
- * allows when that is more (at most 64 MiB; a larger sample waits for
- * gr_sampler_stop).
+ * and hands them over later.  The ring's capacity is fixed at
+ * gr_sampler_start: 1 MiB, or four of the largest samples `keep` allows
+ * when that is more (at most 64 MiB); the own buffer has the same
+ * capacity, allocated once.  When both are full (the program recorded
+ * nothing for that long: idle in C, blocked, or profile=False without a
+ * switch), the sampler takes no sample at its next times, counting each
+ * in s->lost_full with the first and last time (never silently: stop()
+ * writes META sampler_samples_lost_full), until the consumer drains: the
+ * samples' memory stays within twice the ring's capacity however long the
+ * program idles.  A sample above the ring's greatest entry (only with a
+ * `keep` beyond the 64 MiB cap) is dropped and counted in s->lost_large.
  *
  * Each sample is a sequence of varints:
  *   idx_begin idx_end t_ns hold_ns greenlets frames frames_under_lock
