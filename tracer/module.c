@@ -778,16 +778,12 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     if (r->sampler && r->sampler->lost_full) {
         /* Sampling times skipped because the sampler's ring and own buffer
          * were full: the program recorded nothing for longer than they
-         * hold (sampler.h gr_sampler_drain).  Count, and the first and
-         * last such time in ns since start (as the samples' t_ns); check
-         * --stall warns. */
-        char n[64];
-        gr_sampler *s = r->sampler;
-        snprintf(n, sizeof n, "%llu", (unsigned long long)s->lost_full);
+         * hold (sampler.h gr_sampler_drain).  A count (META records hold
+         * no times: where the samples are missing, the 'P' entries' t_ns
+         * say); check --stall warns. */
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_full);
         emit_meta(r, "sampler_samples_lost_full", n);
-        snprintf(n, sizeof n, "%llu %llu", (unsigned long long)s->lost_full_first_ns,
-                 (unsigned long long)s->lost_full_last_ns);
-        emit_meta(r, "sampler_samples_lost_full_ns", n);
     }
     if (r->sampler && r->sampler->lost_large) {
         /* Samples above the ring's greatest entry (a `keep` beyond its

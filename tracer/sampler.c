@@ -120,10 +120,6 @@ static void hand_over(gr_sampler *s)
  * counted (no unwinding either: nothing could keep its result). */
 static void lose_sample(gr_sampler *s)
 {
-    uint64_t t = gr_now_ns() - s->t0;
-    if (!s->lost_full)
-        s->lost_full_first_ns = t;
-    s->lost_full_last_ns = t;
     __atomic_store_n(&s->lost_full, s->lost_full + 1, __ATOMIC_RELAXED);
 }
 

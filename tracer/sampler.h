@@ -79,9 +79,6 @@ typedef struct {
     uint64_t lost_full;         /* sampling times skipped: the ring and
                                    `out` were full (the consumer did not
                                    drain: the program recorded nothing) */
-    uint64_t lost_full_first_ns, lost_full_last_ns; /* their t_ns (as the
-                                   samples' t_ns: since t0); read after
-                                   gr_sampler_stop */
     uint64_t lost_large;        /* samples larger than the ring's greatest
                                    entry (only when `keep` makes the ring's
                                    64 MiB cap too small) */
@@ -117,7 +114,7 @@ void gr_sampler_stop(gr_sampler *s);
  * capacity, allocated once.  When both are full (the program recorded
  * nothing for that long: idle in C, blocked, or profile=False without a
  * switch), the sampler takes no sample at its next times, counting each
- * in s->lost_full with the first and last time (never silently: stop()
+ * in s->lost_full (never silently: stop()
  * writes META sampler_samples_lost_full), until the consumer drains: the
  * samples' memory stays within twice the ring's capacity however long the
  * program idles.  A sample above the ring's greatest entry (only with a

@@ -571,7 +571,8 @@ static void add_profile_off(gr_check_result *res)
 
 /* The warnings before the rules' (in this order): no `sampler` META, the
  * side channel truncated, its trailer counts against the entries read, the
- * registry overflow META.  tm: nwaits and nsamples are the totals. */
+ * registry overflow META, the samples lost (META sampler_samples_lost_full,
+ * sampler_samples_lost_large).  tm: nwaits and nsamples are the totals. */
 static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall *st,
                           gr_check_result *res)
 {
@@ -604,6 +605,20 @@ static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall 
                      untracked);
         gr_check_add_warning(res, gr_sb_take(&sb));
         free(untracked);
+    }
+    char *lost = meta(t, "sampler_samples_lost_full");
+    if (lost) {
+        gr_sb_printf(&sb, "%s samples lost: the sampler's ring and own buffer were full (the "
+                          "program recorded nothing for that long, so nothing drained them)", lost);
+        gr_check_add_warning(res, gr_sb_take(&sb));
+        free(lost);
+    }
+    char *large = meta(t, "sampler_samples_lost_large");
+    if (large) {
+        gr_sb_printf(&sb, "%s samples were larger than the sampler's ring takes (start(..., "
+                          "keep=N) too large) and were dropped", large);
+        gr_check_add_warning(res, gr_sb_take(&sb));
+        free(large);
     }
     gr_sb_free(&sb);
 }
