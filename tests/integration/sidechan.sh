@@ -14,8 +14,17 @@
 #     `check --stall` give the same output as for the same chunks laid out
 #     as format 1.2 ('T' chunks, then 'W', then 'P': the reading of the
 #     old layout), and every SWITCH line carries its 'W' figures.
+#   - a program idle in C (time.sleep: no record) for longer than the
+#     sampler's ring and own buffer hold (shrunk to 16 KiB each with
+#     GREENREPLAY_SAMPLER_RING, a sample every 200 us), with and without the
+#     profile function: the own buffer never holds more than its capacity,
+#     the sampling times it could not keep are counted (META
+#     sampler_samples_lost_full, the count the sampler reported), `check
+#     --stall` warns with that count, and every sample kept is in the side
+#     channel (its trailer and `check --stall` agree, 0 mismatched); the
+#     same program without the idle stretch loses none and is not warned.
 # Programs: tests/integration/programs/sidechan_crash.py (the recording),
-# side_relayout.py (the 1.2 layout).  Needs greenlet for PY (else skipped).
+# side_relayout.py (the 1.2 layout), sidechan_idle.py (the idle program).  Needs greenlet for PY (else skipped).
 # Exit status: 0 all passed (or skipped), 1 a test failed, 2 bad usage.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -106,5 +115,63 @@ else
     gr_ok "$name ($kinds changes of kind): dump --times streamed ($nrec records, $nw switch figures)" \
           "and check --stall as for the 1.2 layout"
 fi
+
+# An idle stretch longer than the sampler's ring and buffer (16 KiB each).
+for how in profile nonprofile noidle; do
+    tr=$work/idle-$how.grt
+    args="--idle 1.5 --profile 1"
+    name="sampler during 1.5 s idle in C, ring and buffer of 16 KiB"
+    case $how in
+    nonprofile) args="--idle 1.5 --profile 0"; name="$name, profile=False" ;;
+    noidle) args="--idle 0 --profile 1"; name="sampler with no idle stretch, ring and buffer of 16 KiB" ;;
+    esac
+    # shellcheck disable=SC2086
+    (cd "$work" && GREENREPLAY_SAMPLER_RING=16384 timeout 120 "$PY" "$PROG/sidechan_idle.py" "$tr" $args) \
+        >"$tr.out" 2>"$tr.err"
+    rc=$?
+    "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
+    crc=$?
+    "$GR_CLI" dump "$tr" >"$tr.dump" 2>&1
+    # The figures: ring, buffer, peak, lost (after the idle), lost and
+    # samples (at the end), the META count, the warning's count, the
+    # samples in the side channel, the mismatched stacks.
+    figs=$("$PY" -c 'import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+i, e = d["idle"], d["end"]
+print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]), i["samples_lost_full"],
+      e["samples_lost_full"], e["samples"])' "$tr.out" 2>/dev/null)
+    read -r ring buf peak lost_idle lost_end taken <<<"${figs:-x x x x x x}"
+    meta=$(sed -n 's/^# sampler_samples_lost_full: \([0-9]*\)$/\1/p' "$tr.dump")
+    warned=$(sed -n 's/^warning: \([0-9]*\) samples lost: the sampler.s ring and own buffer were full.*/\1/p' "$tr.check")
+    line=$(grep -m1 '^sampler: ' "$tr.check")
+    got_p=$(printf '%s\n' "$line" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\2/p')
+    mism=$(sed -n 's/^sampled stacks: .* \([0-9]*\) mismatched$/\1/p' "$tr.check")
+    if [ "$rc" -ne 0 ] || [ "$ring" = x ]; then
+        gr_bad "$name: the program exited $rc"; gr_show "$tr.err" "$tr.out"
+    elif [ "$crc" -gt 1 ] || grep -q 'trailer counts' "$tr.check" || [ -z "$got_p" ] ||
+        [ "$got_p" -lt "$taken" ]; then
+        gr_bad "$name: check --stall exited $crc, read '$got_p' samples of at least $taken"
+        gr_show "$tr.check"
+    elif [ "$ring" -ne 16384 ] || [ "$buf" -ne 16384 ] || [ "$peak" -gt "$buf" ]; then
+        gr_bad "$name: ring $ring bytes, own buffer $buf bytes, which held up to $peak"
+    elif [ "$how" = noidle ]; then
+        if [ "$lost_end" -ne 0 ] || [ -n "$meta" ] || [ -n "$warned" ] || [ "$mism" != 0 ]; then
+            gr_bad "$name: lost $lost_end, META '$meta', warning '$warned', mismatched '$mism'"
+            gr_show "$tr.check"
+        else
+            gr_ok "$name: $got_p samples, none lost, no warning"
+        fi
+    elif [ "$peak" -eq 0 ] || [ "$lost_idle" -eq 0 ] || [ -z "$meta" ] || [ "$meta" -lt "$lost_end" ] ||
+        [ "$lost_end" -lt "$lost_idle" ] || [ "$warned" != "$meta" ]; then
+        gr_bad "$name: buffer peak $peak; lost $lost_idle after the idle, $lost_end at the end," \
+               "META '$meta', check --stall warned of '$warned'"
+        gr_show "$tr.check"
+    elif [ "$how" = profile ] && [ "$mism" != 0 ]; then
+        gr_bad "$name: sampled stacks mismatched: '$mism'"; gr_show "$tr.check"
+    else
+        gr_ok "$name: own buffer held at most $peak of $buf bytes; $meta samples lost, counted" \
+              "(META, check --stall warning); $got_p kept, all in the side channel"
+    fi
+done
 
 gr_tally

@@ -1,0 +1,63 @@
+"""A recording with the reference sampler whose program idles in C (one
+time.sleep, no record written meanwhile), for tests/integration/sidechan.sh:
+the sampler's ring and own buffer must stay bounded while nothing drains
+them, and the samples they cannot hold must be counted (tracer/sampler.h,
+gr_sampler_drain).
+
+usage: GREENREPLAY_SAMPLER_RING=BYTES python sidechan_idle.py TRACE [--idle SECONDS]
+                                                                     [--profile 0|1]
+
+Records 5 greenlets suspended 20 frames deep, with the two-phase sampler
+every 200 us storing one stack per sample (keep=1, so that a small ring is
+allowed), then sleeps --idle seconds (default 1.5) in C, then switches
+round robin until the sampler has taken 20 samples more (the samples waiting
+are drained meanwhile), then stops.  --profile 0 records with profile=False
+(only the switches record).  Prints one JSON line: `idle` (the sampler's
+figures right after the sleep: _sampler_registry() and `samples`,
+_sampler_samples()), and `end` (the same right before stop()).
+"""
+import json
+import sys
+import time
+
+import greenlet
+
+import greenreplay
+
+
+def deep(d):
+    if d > 1:
+        return deep(d - 1)
+    while True:
+        greenlet.getcurrent().parent.switch()
+
+
+def figures(native):
+    f = dict(native._sampler_registry())
+    f["samples"] = native._sampler_samples()
+    return f
+
+
+def main():
+    path = sys.argv[1]
+    idle = float(sys.argv[sys.argv.index("--idle") + 1]) if "--idle" in sys.argv else 1.5
+    profile = sys.argv[sys.argv.index("--profile") + 1] != "0" if "--profile" in sys.argv else True
+    native = greenreplay._greenreplay
+    greenreplay.start(path, sampler="two-phase", interval_us=200, keep=1, profile=profile)
+    gs = [greenlet.greenlet(lambda: deep(20)) for _ in range(5)]
+    for g in gs:
+        g.switch()
+    time.sleep(idle)
+    at_idle = figures(native)
+    deadline = time.monotonic() + 20
+    while native._sampler_samples() < at_idle["samples"] + 20 and time.monotonic() < deadline:
+        for g in gs:
+            g.switch()
+    end = figures(native)
+    print(json.dumps({"idle": at_idle, "end": end}), flush=True)
+    greenreplay.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
