@@ -137,6 +137,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
 $(BUILD)/tests/test_handoff: $(BUILD)/obj/tracer/handoff.o
 $(BUILD)/tests/test_handoff: LDLIBS += -pthread
 
+# test_sampler: the sampler thread's buffering, with a stub unwinder (pure C).
+$(BUILD)/tests/test_sampler: $(BUILD)/obj/tracer/sampler.o $(BUILD)/obj/tracer/registry.o \
+                             $(BUILD)/obj/tracer/handoff.o
+$(BUILD)/tests/test_sampler: LDLIBS += -pthread
+
 # test_registry races the sampler's registry (pure C, two threads).
 $(BUILD)/tests/test_registry: $(BUILD)/obj/tracer/registry.o
 $(BUILD)/tests/test_registry: LDLIBS += -pthread

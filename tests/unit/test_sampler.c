@@ -1,0 +1,214 @@
+/* test_sampler.c - the sampler thread's buffering (tracer/sampler.c) while
+ * its consumer does not drain, pure C: the unwinder is replaced by a stub
+ * that "reads" three frames per stack and counts its calls, so the test
+ * needs no interpreter.  Checked in every registry mode:
+ *  - the ring and the own buffer get the sizes asked (raised to four of
+ *    the largest samples; 1 MiB each by default);
+ *  - with nobody draining, the own buffer never holds more than its
+ *    capacity, and the sampling times it cannot keep are counted
+ *    (lost_full), without unwinding;
+ *  - every sample taken reaches the consumer, once, whole and in order
+ *    (the drain after stop passes exactly nsamples, which equals the
+ *    stub's unwind calls), so the samples kept plus lost_full account for
+ *    every sampling time;
+ *  - a consumer that drains keeps the sampler from losing any.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "format.h"
+#include "sampler.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- the unwinder's stub (unwind.h) ------------------------------- */
+
+static _Atomic uint64_t unwinds; /* gr_unwind_many calls (one per sample taken) */
+
+void gr_unwind_init(void) {}
+
+uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st)
+{
+    uint64_t frames = 0;
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].depth = 3;
+        if (jobs[i].codes)
+            for (int d = 0; d < 3; d++)
+                jobs[i].codes[d] = jobs[i].frame + (uintptr_t)d;
+        frames += 3;
+    }
+    st->reads += n;
+    atomic_fetch_add(&unwinds, 1);
+    return frames;
+}
+
+int gr_safe_read(void *dst, uintptr_t addr, size_t n)
+{
+    (void)dst, (void)addr, (void)n;
+    return -1;
+}
+
+/* ---- helpers ------------------------------------------------------ */
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* A registry of greenlets 1..4: 1 running, 2..4 suspended in frames
+ * 0x2000, 0x3000, 0x4000. */
+static gr_registry *four_greenlets(enum gr_reg_mode mode)
+{
+    gr_registry *r = gr_registry_new(mode, 8);
+    assert_non_null(r);
+    for (uint32_t g = 1; g <= 4; g++)
+        gr_registry_add(r, g, g == 1 ? 0 : 1, 0);
+    uint64_t wait;
+    for (uint32_t g = 2; g <= 4; g++) {
+        gr_registry_switch(r, 1, 0, 0, g, 1, &wait);
+        gr_registry_switch(r, g, (uintptr_t)g << 12, 0, 1, 0, &wait);
+    }
+    return r;
+}
+
+typedef struct {
+    uint64_t n, last_t;
+    int bad;
+} drained;
+
+/* A sample (sampler.h): ten header varints, then nstacks stacks of gid,
+ * depth and depth code addresses; checks its shape and its order. */
+static void take(void *ctx, const unsigned char *p, size_t n)
+{
+    drained *d = ctx;
+    const unsigned char *end = p + n;
+    uint64_t h[10];
+    for (int i = 0; i < 10; i++)
+        if (gr_get_varint(&p, end, &h[i]) < 0)
+            d->bad++;
+    if (d->n && h[2] <= d->last_t) /* t_ns: taken in order */
+        d->bad++;
+    d->last_t = h[2];
+    if (h[9] != 1 || h[4] != 4) /* keep=1 stack; 4 slots copied */
+        d->bad++;
+    for (uint64_t s = 0; s < h[9]; s++) {
+        uint64_t gid, depth, c;
+        if (gr_get_varint(&p, end, &gid) < 0 || gr_get_varint(&p, end, &depth) < 0 || gid < 2 ||
+            gid > 4 || depth != 3) {
+            d->bad++;
+            return;
+        }
+        for (uint64_t k = 0; k < depth; k++)
+            if (gr_get_varint(&p, end, &c) < 0 || c != (gid << 12) + k)
+                d->bad++;
+    }
+    if (p != end)
+        d->bad++;
+    d->n++;
+}
+
+static const _Atomic uint64_t no_events;
+
+/* ---- tests -------------------------------------------------------- */
+
+static void test_sizes(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    /* keep=1: the largest sample is 4 + 10 + 258 varints of 10 bytes. */
+    size_t largest = 4 + 10 * GR_VARINT_MAX + (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, 1u << 20);
+    assert_int_equal(s->out_cap, 1u << 20);
+    assert_int_equal(s->largest, largest);
+    gr_sampler_free(s);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 1); /* raised */
+    assert_non_null(s);
+    assert_true(s->ho.cap >= 4 * largest && s->ho.cap < 4 * largest + 128);
+    assert_int_equal(s->out_cap, s->ho.cap);
+    gr_sampler_free(s);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, 100000);
+    assert_int_equal(s->out_cap, 100000);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
+/* Nobody drains, a sample every 100 us, into a ring and a buffer of about
+ * 11 KB each (some 700 samples of 30 bytes together), until the sampler
+ * has lost some (at most 20 s: a loaded machine), then 50 ms more. */
+static void idle_in(enum gr_reg_mode mode)
+{
+    gr_registry *r = four_greenlets(mode);
+    atomic_store(&unwinds, 0);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 100u * 1000, 1, 1);
+    assert_non_null(s);
+    for (int i = 0; i < 2000 && !__atomic_load_n(&s->lost_full, __ATOMIC_RELAXED); i++)
+        sleep_ms(10);
+    sleep_ms(50);
+    gr_sampler_stop(s);
+    uint64_t taken = s->nsamples, lost = s->lost_full;
+    assert_true(s->out_peak <= s->out_cap);
+    assert_true(lost > 0);
+    assert_int_equal(s->lost_large, 0);
+    /* Every sample taken was unwound once; no lost one was. */
+    assert_int_equal(atomic_load(&unwinds), taken);
+    drained d = {0, 0, 0};
+    assert_int_equal(gr_sampler_drain(s, take, &d), taken);
+    assert_int_equal(d.n, taken);
+    assert_int_equal(d.bad, 0);
+    assert_int_equal(gr_sampler_drain(s, take, &d), 0); /* nothing twice */
+    /* What was kept is about what fits: the ring and the buffer less one
+     * largest sample, each entry 4 bytes of length and at most 48 bytes. */
+    assert_true(taken * 52 >= s->ho.cap + s->out_cap - s->largest - 52);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
+static void test_idle_two_phase(void **state) { (void)state; idle_in(GR_REG_TWO_PHASE); }
+static void test_idle_hold_lock(void **state) { (void)state; idle_in(GR_REG_HOLD_LOCK); }
+static void test_idle_seqlock(void **state) { (void)state; idle_in(GR_REG_SEQLOCK); }
+
+/* A consumer draining every 2 ms: the sampler loses nothing (a sample
+ * every 1 ms into a ring of 11 KB: some 240 samples, 240 ms of slack). */
+static void test_drained_loses_none(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 1);
+    assert_non_null(s);
+    drained d = {0, 0, 0};
+    for (int i = 0; i < 100; i++) {
+        gr_sampler_drain(s, take, &d);
+        sleep_ms(2);
+    }
+    gr_sampler_stop(s);
+    gr_sampler_drain(s, take, &d);
+    assert_true(s->nsamples > 0);
+    assert_int_equal(d.n, s->nsamples);
+    assert_int_equal(d.bad, 0);
+    assert_int_equal(s->lost_full, 0);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_idle_two_phase),
+        cmocka_unit_test(test_idle_hold_lock),
+        cmocka_unit_test(test_idle_seqlock),
+        cmocka_unit_test(test_drained_loses_none),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
