@@ -124,7 +124,11 @@ static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e)
  * checks: entries are never removed, only overwritten. */
 static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame)
 {
-    for (unsigned i = 0; i < GR_SUSP_KEEP; i++) {
+    /* Newest first: in a round trip the target is the origin of the
+     * switch before.  At most one entry can hold (two greenlets are never
+     * suspended in one live frame), so the order changes only the cost. */
+    for (unsigned k = 1; k <= GR_SUSP_KEEP; k++) {
+        unsigned i = (t->susp_next + GR_SUSP_KEEP - k) % GR_SUSP_KEEP;
         if (t->susp_frame[i] != frame)
             continue;
         uint32_t s = t->susp_slot[i];
@@ -207,37 +211,48 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
     if (t->may_have_ended)
         return 0;
     PyObject *g = (PyObject *)e->addr;
-    PyObject *parent;
-    if (r->gl_parent) {
-        /* greenlet's C API: no Python code, the pending exception of a
-         * C_EXCEPTION untouched. */
-        parent = gr_greenlet_parent(r, g);
-    } else {
-        GR_EXC_SAVE(saved); /* the `parent` attribute (greenlet < 2.0) */
-        parent = gr_greenlet_parent(r, g);
-        if (!parent)
-            PyErr_Clear();
-        GR_EXC_RESTORE(saved);
-    }
-    if (!parent)
-        return 0;
-    /* Its parent's gid: as last time when it is the same object and no
-     * greenlet was freed since (so the address names the same one). */
     uint32_t pg;
-    if (parent == Py_None)
+    if (e->par == Py_None) {
+        /* A main greenlet (its parent read as None before): its parent
+         * cannot change.  greenlet 2.0+ refuses to set it ("cannot set the
+         * parent of a main greenlet"); greenlet 0.4 and 1.x refuse every
+         * candidate, as each live greenlet's parent chain on the main
+         * greenlet's thread ends at it ("cyclic parent chain") and one of
+         * another thread is refused ("parent cannot be on a different
+         * thread").  So greenlet is not asked (about 65 instructions). */
         pg = 0;
-    else if (parent == e->par && e->par_frees == r->gl_frees)
-        pg = e->par_gid;
-    else {
-        pg = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
+    } else {
+        PyObject *parent;
+        if (r->gl_parent) {
+            /* greenlet's C API: no Python code, the pending exception of a
+             * C_EXCEPTION untouched. */
+            parent = gr_greenlet_parent(r, g);
+        } else {
+            GR_EXC_SAVE(saved); /* the `parent` attribute (greenlet < 2.0) */
+            parent = gr_greenlet_parent(r, g);
+            if (!parent)
+                PyErr_Clear();
+            GR_EXC_RESTORE(saved);
+        }
+        if (!parent)
+            return 0;
+        /* Its parent's gid: as last time when it is the same object and
+         * no greenlet was freed since (so the address names the same
+         * one). */
+        if (parent == Py_None)
+            pg = 0;
+        else if (parent == e->par && e->par_frees == r->gl_frees)
+            pg = e->par_gid;
+        else
+            pg = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
         e->par = parent;
         e->par_gid = pg;
         e->par_frees = r->gl_frees;
+        int known = parent == Py_None || pg;
+        Py_DECREF(parent);
+        if (!known)
+            return 0;
     }
-    int known = parent == Py_None || pg;
-    Py_DECREF(parent);
-    if (!known)
-        return 0;
     uint32_t og = t->cur_gid, tg = e->gid;
     uint64_t f[7] = {t->tid, og, tg, pg};
     switch_state(PyThreadState_GET(), 0, GR_SW_INFERRED | GR_SW_CONTINUED, f);

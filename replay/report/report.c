@@ -77,7 +77,7 @@ enum { BLIND_NOT, BLIND_PARTLY, BLIND_ALL };
 
 static int blind_level(const gr_coverage *cv)
 {
-    if (!cv->truth_points && !cv->continued)
+    if (cv->profile_off || (!cv->truth_points && !cv->continued))
         return BLIND_NOT;
     return cv->greenlets_truth < cv->shadows ? BLIND_PARTLY : BLIND_ALL;
 }
@@ -125,6 +125,11 @@ static void blind_line(gr_sb *sb, const gr_coverage *cv)
 {
     int b = blind_level(cv);
     const char *unit = cv->greenlets ? "greenlet" : "thread";
+    if (cv->profile_off) {
+        gr_sb_puts(sb, "not checkable (recorded without the profile function, profile=False): "
+                       "no profile events to compare the real stacks with");
+        return;
+    }
     if (b == BLIND_NOT) {
         gr_sb_puts(sb, "not checkable (no MARK and no ground-truth stack): a missed call or "
                        "return shows only as an imbalance, a missed pair not at all");

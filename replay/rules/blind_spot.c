@@ -4,7 +4,9 @@
  * stack), by a MARK not bracketed by the c_call/c_return of `mark`, by a
  * MARK on a thread without the profile function, or by the program
  * removing or replacing the subject profiler (HOOK records) while Python
- * calls ran unseen. */
+ * calls ran unseen.  A recording without profile events (start(profile=
+ * False), META profile: off) has no shadow built from events: its real
+ * stacks (MARK, SWITCH/THROW) are not compared. */
 #include "rule.h"
 
 #include <inttypes.h>
@@ -235,7 +237,9 @@ static void on_mark(ck *c, const ck_event *e, bthread *bt)
     const ck_shadow *s = &c->sh[e->si];
     size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
     int cut = (r->flags & GR_MARK_CUT) != 0;
-    if (!((r->flags & GR_MARK_IN_CALLBACK) &&
+    /* With profile=False (META profile: off) no profile event was recorded:
+     * a real stack has no shadow built from events to be compared with. */
+    if (!c->profile_off && !((r->flags & GR_MARK_IN_CALLBACK) &&
           in_greenlet_callback(c, na, nb, cut, s->base_unknown, bt->greenlet_cb))) {
         gr_sb_puts(&c->msg, "stack at MARK differs from the profile events: ");
         if (ck_compare(c, na, nb, cut, s->base_unknown))
@@ -273,6 +277,9 @@ static void switch_stack(ck *c, const ck_event *e)
     const gr_record *r = e->r;
     if (!(r->flags & GR_SW_REAL_STACK) || r->tracing != 0)
         return; /* no stack, or seen inside a callback */
+    if (c->profile_off)
+        return; /* start(profile=False): no profile events, no shadow to
+                   compare with (shadow.c still reseeds from the stack) */
     const ck_shadow *s = &c->sh[e->st];
     size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
     gr_sb_printf(&c->msg, "real stack of g%" PRIu64 " at %s differs from the profile events: ",

@@ -314,6 +314,7 @@ static void fill_coverage(ck *c)
     cv->switch_truth = c->switch_truth;
     cv->continued = c->continued;
     cv->stacks = c->stacks;
+    cv->profile_off = c->profile_off;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;
     cv->missing = t->has_trailer && t->trailer.events > c->pos ? t->trailer.events - c->pos : 0;

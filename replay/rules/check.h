@@ -100,6 +100,9 @@ typedef struct gr_coverage {
     uint64_t gap;           /* records left out by ring mode (GAP) */
     uint64_t missing;       /* trailer `events` minus the records the file
                                holds, when more (records lost unaccounted) */
+    int profile_off;        /* META profile: off (start(profile=False)): no
+                               profile events, so the real stacks were not
+                               compared (blind spots not checkable) */
     const char *nothing;    /* static text: why nothing was checked (no
                                complete record, or no event of the
                                program); NULL when something was */

@@ -2,6 +2,8 @@
  * matches the call on top of its shadow stack; a greenlet dies with an
  * empty shadow; at stop() the open shadow frames are the real stack (STACK
  * records).  What is still open at the end is a note, not a violation.
+ * A recording without profile events (start(profile=False), META profile:
+ * off) has no shadow built from them: only the returns are checked.
  * The shadow's own resync after a mismatch is shadow.c's (ck_apply). */
 #include "rule.h"
 
@@ -90,11 +92,15 @@ static void on_record(ck *c, const ck_event *e)
         if (!e->skip)
             on_return(c, e, e->r->tag != GR_RETURN);
         break;
-    case GR_DEAD:
-        on_dead(c, e);
+    case GR_DEAD: /* with profile=False (META profile: off) no profile
+                     event was recorded: a shadow holds the last real stack
+                     seen (seed, switch, MARK), not frames left open */
+        if (!c->profile_off)
+            on_dead(c, e);
         break;
     case GR_STACK:
-        on_stack(c, e);
+        if (!c->profile_off)
+            on_stack(c, e);
         break;
     default:
         break;
@@ -105,6 +111,9 @@ static void on_record(ck *c, const ck_event *e)
  * without STOP they are notes (cut short, or ended without stop()). */
 static void finish(ck *c)
 {
+    if (c->profile_off)
+        return; /* no profile events: the shadows hold only the real stacks
+                   seen (seeds, switches, marks), not open frames */
     /* in creation order: the order of these verdicts (all at STOP) and
      * notes does not depend on which freed index a shadow reused */
     size_t *order = NULL, cap = 0, n = ck_shadows_in_order(c, &order, &cap);

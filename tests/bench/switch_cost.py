@@ -1,21 +1,25 @@
 """Benchmark: the cost of the switch path, and the sampler's lock hold time.
 
-Part 1 times round trips between two greenlets (two switches each, best of
---repeat runs) with: no tracer; greenreplay's C greenlet callback recording
+Part 1 times round trips between two greenlets (two switches each) under
+a profile function: none, the empty C one, and the recorder in passive,
+every-stack and callback mode, the five taking turns in each of --rounds
+rounds (best of the rounds, and the median ratio per round).  Part 2 (best
+of --repeat runs) with: no tracer; greenreplay's C greenlet callback recording
 switches (profile function off); plus the sampler registry updated on every
 switch (sampler thread asleep); plus the sampler running every 5 ms in each
-mode.  Part 2 runs the sampler every 5 ms over N idle greenlets D frames
+mode.  Part 3 runs the sampler every 5 ms over N idle greenlets D frames
 deep and reports the lock hold time per sample from `greenreplay check
 --stall --format json`.  Prints figures; asserts nothing.
 
 Times are the thread's CPU time unless --clock wall.
 
-usage: python switch_cost.py --cli build/greenreplay [--repeat N] [--switches N] [--out DIR] [--clock cpu|wall]
+usage: python switch_cost.py --cli build/greenreplay [--repeat N] [--rounds N] [--switches N] [--out DIR] [--clock cpu|wall]
 """
 import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +65,9 @@ def deep(d):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", required=True, help="path of build/greenreplay")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="runs per configuration of the sampler tables (best of)")
+    ap.add_argument("--rounds", type=int, default=15,
+                    help="rounds of the profile-function table, each configuration once per round")
     ap.add_argument("--switches", type=int, default=100000)
     ap.add_argument("--out", default=tempfile.gettempdir())
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
@@ -93,39 +99,51 @@ def main():
     except ImportError:
         emptyprof = None
 
-    def best_with_profile(kind):
-        vals = []
-        for _ in range(a.repeat):
+    def once_with_profile(kind):
+        if kind == "empty":
+            emptyprof.install()
+        elif kind == "every":
+            greenreplay.start(trace, switches="passive", switch_stacks="every")
+        elif kind != "none":
+            greenreplay.start(trace, switches=kind)
+        try:
+            return round_trips(a.switches)
+        finally:
             if kind == "empty":
-                emptyprof.install()
-            elif kind == "every":
-                greenreplay.start(trace, switches="passive", switch_stacks="every")
+                emptyprof.uninstall()
             elif kind != "none":
-                greenreplay.start(trace, switches=kind)
-            try:
-                vals.append(round_trips(a.switches))
-            finally:
-                if kind == "empty":
-                    emptyprof.uninstall()
-                elif kind != "none":
-                    greenreplay.stop()
-        return min(vals)
+                greenreplay.stop()
+
+    # The configurations take turns (one round runs each once, --rounds
+    # rounds): on a machine shared with other jobs the load changes within
+    # seconds, and a configuration timed in one block would meet another
+    # load than the one it is compared with.  Best of the rounds, and the
+    # median ratio of each round's pair, which is less sensitive to one
+    # lucky run.
+    kinds = ["none"] + (["empty"] if emptyprof else []) + ["passive", "every", "callback"]
+    times = {k: [] for k in kinds}
+    for _ in range(a.rounds):
+        for k in kinds:
+            times[k].append(once_with_profile(k))
 
     print("switch path with the profile function on (a switch costs a c_call and a c_return of")
-    print("switch, plus the recorder's work; best of %d runs of %d switches):" % (a.repeat, 2 * a.switches))
+    print("switch, plus the recorder's work); %d rounds of %d switches, the configurations taking" % (a.rounds, 2 * a.switches))
+    print("turns within each round; best of the rounds, and the median of the rounds' ratios:")
     print()
-    print("| configuration | ns per switch | vs empty C profile function | goal |")
-    print("|---|---:|---:|---|")
-    bare = best_with_profile("none")
-    print("| no profile function, no greenlet callback (bare switch) | %.0f | | |" % bare)
-    base = best_with_profile("empty") if emptyprof else None
+    print("| configuration | ns per switch | vs empty C profile function | median ratio per round | goal |")
+    print("|---|---:|---:|---:|---|")
+    bare = min(times["none"])
+    print("| no profile function, no greenlet callback (bare switch) | %.0f | | | |" % bare)
+    base = min(times["empty"]) if emptyprof else None
     if base:
-        print("| empty C profile function | %.0f | 1.00 | |" % base)
+        print("| empty C profile function | %.0f | 1.00 | 1.00 | |" % base)
     for kind, label, goal in (("passive", "recorder, passive switches (default): no greenlet callback", "<= 1.2x of the bare switch path under a profile function"),
                               ("every", "recorder, passive, a real stack at every switch (switch_stacks='every')", ""),
                               ("callback", "recorder, callback mode: greenlet trace callback", "")):
-        v = best_with_profile(kind)
-        print("| %s | %.0f | %s | %s |" % (label, v, "%.2f" % (v / base) if base else "n/a", goal))
+        v = min(times[kind])
+        med = statistics.median(x / e for x, e in zip(times[kind], times["empty"])) if base else None
+        print("| %s | %.0f | %s | %s | %s |" % (label, v, "%.2f" % (v / base) if base else "n/a",
+                                              "%.2f" % med if med else "n/a", goal))
     print()
 
     configs = [("no tracer", None),

@@ -1310,6 +1310,102 @@ static void test_mark_unprofiled_with_profile_off(void **state)
     end(&f);
 }
 
+/* A recording as start(profile=False) writes it (callback mode, no
+ * profile event at all), with META profile: off when `off`; returns the
+ * indices of the records the profile-based rules would judge.  g2 ran
+ * f -> x -> y unseen before its MARK; g1 left start() unseen; g2 dies
+ * with frames only the real stacks showed; g1 is inside stop() at STOP. */
+struct off_idx {
+    uint64_t mark, back_to_g1, into_g2, dead, stop, stack;
+};
+
+static void profile_off_trace(fx *f, int off, struct off_idx *o)
+{
+    begin_open(f);
+    if (off)
+        tb_meta(&f->b, "profile", "off");
+    tb_meta(&f->b, "switches", "callback");
+    f->mod = tb_py(&f->b, "<module>", "off.py", 1);
+    f->main = tb_py(&f->b, "main", "off.py", 18);
+    f->x = tb_py(&f->b, "x", "off.py", 14);
+    f->y = tb_py(&f->b, "y", "off.py", 30);
+    f->start = tb_py(&f->b, "start", "<greenreplay>/__init__.py", 0);
+    f->stop = tb_py(&f->b, "stop", "<greenreplay>/__init__.py", 0);
+    f->mk = tb_c(&f->b, "greenreplay.mark");
+    f->label = tb_str(&f->b, "in y");
+    tb *b = &f->b;
+    tb_thread(b, 1);                                                     /* 0 */
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 3, f->mod, f->main, f->start);   /* 1 */
+    tb_simple(b, GR_START, 1, 1);                                        /* 2 */
+    tb_greenlet(b, 1, 2, 1, 0, 0);                                       /* 3 */
+    tb_switch_stack(b, GR_SWITCH, 1, 1, 2, 1, GR_SW_NEW, 0, 0, 0);       /* 4 */
+    o->mark = tb_mark(b, 1, 2, f->label, f->mk, 0, 2, f->x, f->y);       /* 5 */
+    o->back_to_g1 = tb_switch_stack(b, GR_SWITCH, 1, 2, 1, 0, 0, 0, 0, 2, f->mod, f->main);
+    o->into_g2 = tb_switch_stack(b, GR_SWITCH, 1, 1, 2, 1, 0, 0, 0, 2, f->x, f->y); /* 7 */
+    tb_switch_stack(b, GR_SWITCH, 1, 2, 1, 0, GR_SW_ORIGIN_DEAD, 0, 0, 2, f->mod, f->main);
+    o->dead = tb_simple(b, GR_DEAD, 1, 2);                               /* 9 */
+    o->stop = tb_simple(b, GR_STOP, 1, 1);                               /* 10 */
+    o->stack = tb_stack(b, 1, 1, GR_STACK_RUNNING, 3, f->mod, f->main, f->stop); /* 11 */
+}
+
+/* start(profile=False): no profile events, so no shadow built from them.
+ * The real stacks (MARK, SWITCH, STACK at stop) and the deaths are not
+ * compared with one; the coverage says blind spots were not checkable and
+ * why.  (Was: a blind_spot per greenlet and an imbalance per DEAD and at
+ * STOP, on every such recording.) */
+static void test_profile_off_stacks_not_compared(void **state)
+{
+    (void)state;
+    fx f;
+    struct off_idx o;
+    profile_off_trace(&f, 1, &o);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_true(f.res.coverage.profile_off);
+    assert_int_equal(f.res.coverage.switch_truth, 4);
+    assert_string_equal(gr_coverage_blind_spots(&f.res.coverage), "not_checkable");
+    char *text = report_of(&f.t, &f.res);
+    assert_non_null(strstr(text, "blind spots          not checkable (recorded without the "
+                                 "profile function, profile=False)"));
+    free(text);
+    end(&f);
+}
+
+/* the same records without META profile: off (a recording that had the
+ * profile function and lost every event) are flagged by both rules */
+static void test_profile_on_same_records_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    struct off_idx o;
+    profile_off_trace(&f, 0, &o);
+    load_check(&f, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, o.mark, "no profile function on t1 at this MARK");
+    expect(&f, GR_RULE_BLIND_SPOT, o.back_to_g1, "real stack of g1 at SWITCH differs");
+    expect(&f, GR_RULE_IMBALANCE, o.dead, "g2 died with 2 open shadow entries");
+    expect(&f, GR_RULE_IMBALANCE, o.stack, "g1 at stop: open frames differ from its real stack");
+    assert_false(f.res.coverage.profile_off);
+    assert_string_equal(gr_coverage_blind_spots(&f.res.coverage), "checkable");
+    end(&f);
+}
+
+/* profile=False leaves the rules that need no profile events on: a
+ * switch from a greenlet that is not running is still flagged */
+static void test_profile_off_switch_consistency_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    struct off_idx o;
+    profile_off_trace(&f, 1, &o);
+    /* g2 is dead; g3 never ran: a switch from g3 is a lost switch */
+    tb_greenlet(&f.b, 1, 3, 1, 0, 0);                                    /* 12 */
+    uint64_t bad = tb_switch_stack(&f.b, GR_SWITCH, 1, 3, 1, 0, 0, 0, 0, 2, f.mod, f.main);
+    load_check(&f, 1);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_SWITCH_CONSISTENCY, bad, NULL);
+    end(&f);
+}
+
 /* a switch seen passively carries the target's real stack: it must
  * agree with the profile events (a ground-truth point without a mark) */
 static void test_switch_real_stack_agrees(void **state)
@@ -1817,6 +1913,9 @@ int main(void)
         cmocka_unit_test(test_mark_without_our_profile_needs_no_bracket),
         cmocka_unit_test(test_mark_on_unprofiled_thread),
         cmocka_unit_test(test_mark_unprofiled_with_profile_off),
+        cmocka_unit_test(test_profile_off_stacks_not_compared),
+        cmocka_unit_test(test_profile_on_same_records_flagged),
+        cmocka_unit_test(test_profile_off_switch_consistency_flagged),
         cmocka_unit_test(test_unprofiled_thread_open_at_stop_is_note),
         cmocka_unit_test(test_observed_thread_open_at_stop_is_imbalance),
         cmocka_unit_test(test_switch_real_stack_agrees),

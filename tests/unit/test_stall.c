@@ -435,6 +435,116 @@ static void test_sample_unknown_and_partial(void **state)
     end(&x);
 }
 
+/* ---------------------------------------------------------- profile=False */
+
+/* A recording as start(profile=False, sampler=mode) writes it: switches
+ * (callback mode) with the target's real stack, no profile event, META
+ * profile: off when `off`, and a 'W' entry per switch (the one at 7 waits
+ * wait_ns).  g2 runs f -> h unseen between its switches.
+ *
+ *   0 THREAD t1                         6 SWITCH g1->g2 [f h]        (W)
+ *   1 GREENLET g1 main [mod, main]      7 SWITCH g2->g1 [mod main]   (W)
+ *   2 START g1                          8 SWITCH g1->g2 [f h]        (W)
+ *   3 GREENLET g2 parent g1             9 SWITCH g2->g1 [mod main]   (W)
+ *   4 SWITCH g1->g2 []         (W)     10 STOP g1
+ *   5 SWITCH g2->g1 [mod main] (W)     11 STACK g1 [mod x]
+ *
+ * One sample at 7 reads g2's 2 frames, `under` of them under the lock. */
+static void begin_off(fx *x, const char *mode, int off, uint64_t wait_ns, uint64_t under)
+{
+    memset(x, 0, sizeof *x);
+    tb_open(&x->b, chunk_cap);
+    if (off)
+        tb_meta(&x->b, "profile", "off");
+    tb_meta(&x->b, "switches", "callback");
+    tb_meta(&x->b, "sampler", mode);
+    tb_meta(&x->b, "sampler_interval_us", "1000");
+    x->mod = tb_py(&x->b, "<module>", "s.py", 1);
+    x->main = tb_py(&x->b, "main", "s.py", 10);
+    x->x = tb_py(&x->b, "x", "s.py", 20);
+    x->f = tb_py(&x->b, "f", "s.py", 30);
+    x->h = tb_py(&x->b, "h", "s.py", 40);
+    tb *b = &x->b;
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 2, x->mod, x->main);
+    tb_simple(b, GR_START, 1, 1);
+    tb_greenlet(b, 1, 2, 1, 0, 0);
+    tb_switch_stack(b, GR_SWITCH, 1, 1, 2, 1, GR_SW_NEW, 0, 0, 0);
+    for (int k = 0; k < 2; k++) {
+        tb_switch_stack(b, GR_SWITCH, 1, 2, 1, 0, 0, 0, 0, 2, x->mod, x->main);
+        tb_switch_stack(b, GR_SWITCH, 1, 1, 2, 1, 0, 0, 0, 2, x->f, x->h);
+    }
+    tb_switch_stack(b, GR_SWITCH, 1, 2, 1, 0, 0, 0, 0, 2, x->mod, x->main);
+    tb_simple(b, GR_STOP, 1, 1);
+    tb_stack(b, 1, 1, GR_STACK_RUNNING, 2, x->mod, x->x);
+    tb_finish(b);
+    ts_open(&x->s, b, chunk_cap ? chunk_cap * 3 : 0);
+    ts_deltas(&x->s, b->nrec);
+    for (uint64_t i = 4; i <= 9; i++)
+        ts_wait(&x->s, i, i == 7 ? wait_ns : 0, 400 + (i == 7 ? wait_ns : 0), i == 7 && wait_ns);
+    ts_sample(&x->s, 7, 7, under ? 3000000 : 900, 2, 2, under, 0, 0, 1);
+    ts_stack(&x->s, 2, 2, x->f, x->h);
+}
+
+static int has_warning(const fx *x, const char *phrase)
+{
+    for (size_t i = 0; i < x->res.nwarnings; i++)
+        if (strstr(x->res.warnings[i], phrase))
+            return 1;
+    return 0;
+}
+
+/* start(profile=False) with the fixed sampler: clean.  The checker's
+ * stack rules need profile events (blind_spot, imbalance: not compared,
+ * test_check.c), and so do the sampled stacks (said in a warning). */
+static void test_profile_off_passes(void **state)
+{
+    (void)state;
+    fx x;
+    begin_off(&x, "two-phase", 1, 2000, 0);
+    assert_int_equal(run(&x), 0);
+    assert_true(x.res.coverage.profile_off);
+    assert_int_equal(x.st.switches, 6);
+    assert_int_equal(x.st.samples, 1);
+    assert_int_equal(x.st.stacks_mismatched, 0);
+    assert_true(has_warning(&x, "recorded without the profile function (profile=False): "
+                                "sampled stacks were not compared"));
+    end(&x);
+}
+
+/* the same recording with the stalling sampler: exactly the two stall
+ * rules, nothing from the rules that need profile events */
+static void test_profile_off_stall_flagged(void **state)
+{
+    (void)state;
+    fx x;
+    begin_off(&x, "hold-lock", 1, 2500000, 2);
+    assert_int_equal(run(&x), 2);
+    assert_int_equal(x.res.counts[GR_RULE_STALL_WAIT], 1);
+    assert_int_equal(x.res.counts[GR_RULE_STALL_DEPTH], 1);
+    assert_int_equal(x.res.v[0].rule, GR_RULE_STALL_WAIT);
+    assert_int_equal(x.res.v[0].index, 7);
+    assert_int_equal(x.res.v[1].rule, GR_RULE_STALL_DEPTH);
+    assert_non_null(strstr(x.res.v[1].message, "read 2 of its 2 frames while holding"));
+    end(&x);
+}
+
+/* the same records without META profile: off claim the profile function
+ * was on: its missing events are then flagged as the checker flags them */
+static void test_profile_on_same_records_flagged(void **state)
+{
+    (void)state;
+    fx x;
+    begin_off(&x, "two-phase", 0, 0, 0);
+    run(&x);
+    assert_true(x.res.counts[GR_RULE_BLIND_SPOT] >= 1);
+    /* at STOP: g1's STACK differs, g2 has open frames and no STACK */
+    assert_int_equal(x.res.counts[GR_RULE_IMBALANCE], 2);
+    assert_false(x.res.coverage.profile_off);
+    assert_false(has_warning(&x, "recorded without the profile function"));
+    end(&x);
+}
+
 /* ---------------------------------------------------- mismatched files */
 
 static void test_side_channel_does_not_fit(void **state)
@@ -570,6 +680,9 @@ int main(void)
         cmocka_unit_test(test_sample_torn_by_switch),
         cmocka_unit_test(test_sample_running_flagged),
         cmocka_unit_test(test_sample_unknown_and_partial),
+        cmocka_unit_test(test_profile_off_passes),
+        cmocka_unit_test(test_profile_off_stall_flagged),
+        cmocka_unit_test(test_profile_on_same_records_flagged),
         cmocka_unit_test(test_side_channel_does_not_fit),
         cmocka_unit_test(test_registry_overflow_warned),
         cmocka_unit_test(test_reports),
