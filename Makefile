@@ -71,8 +71,8 @@ help:
 	@echo "                    diff and the side channel for FUZZ_SECONDS (default 60); fails on a finding"
 	@echo "  make asan         CLI and recorder built with ASan+UBSan (in build/asan), unit and"
 	@echo "                    integration tests run with them"
-	@echo "  make tsan         the registry and sample-ring race tests (test_registry, test_handoff)"
-	@echo "                    under ThreadSanitizer"
+	@echo "  make tsan         the registry, sample-ring and sampler race tests (test_registry,"
+	@echo "                    test_handoff, test_sampler) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event; the replayer's check/stats/dump peak"
 	@echo "                    memory and events/s on a BENCH_EVENTS-record synthetic trace (default"
@@ -157,6 +157,11 @@ $(BUILD)/tsan/test_registry: tests/unit/test_registry.c tracer/registry.c tracer
 $(BUILD)/tsan/test_handoff: tests/unit/test_handoff.c tracer/handoff.c tracer/handoff.h
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) $(CPPFLAGS) -O1 -g -fsanitize=thread $(WARN) $(TSAN_WARN) -o $@ tests/unit/test_handoff.c tracer/handoff.c -pthread -lcmocka
+$(BUILD)/tsan/test_sampler: tests/unit/test_sampler.c tracer/sampler.c tracer/registry.c tracer/handoff.c \
+                            tracer/format.c $(wildcard tracer/*.h)
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) $(CPPFLAGS) -O1 -g -fsanitize=thread $(WARN) $(TSAN_WARN) -o $@ tests/unit/test_sampler.c \
+	    tracer/sampler.c tracer/registry.c tracer/handoff.c tracer/format.c -pthread -lcmocka
 
 # libFuzzer harnesses (tests/fuzz/): clang's -fsanitize=fuzzer with ASan and
 # UBSan, over the replayer's sources.  `make fuzz` runs them for FUZZ_SECONDS.
@@ -239,9 +244,10 @@ test: setup
 	$(MAKE) integration
 	$(MAKE) integration-debug
 
-tsan: $(BUILD)/tsan/test_registry $(BUILD)/tsan/test_handoff
+tsan: $(BUILD)/tsan/test_registry $(BUILD)/tsan/test_handoff $(BUILD)/tsan/test_sampler
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_registry
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_handoff
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 $(TSAN_OPTIONS)" $(BUILD)/tsan/test_sampler
 
 # helgrind: no suppressions; test_registry itself excludes only the
 # seqlock's atomic slots from helgrind's checks (see the test).
