@@ -385,6 +385,7 @@ static int def_meta(struct dec *d)
         return no_memory(&t->err, t->name);
     t->metas[t->nmetas].key = k;
     t->metas[t->nmetas].value = v;
+    t->metas[t->nmetas].at = t->first + t->nrecs;
     t->nmetas++;
     return 0;
 }

@@ -1337,13 +1337,7 @@ static void test_switch_real_stack_agrees(void **state)
  * disagreement (continued_mismatch 0) the trace is clean */
 static void continued_trace(fx *f, const char *mismatch, const char *first)
 {
-    /* (the recorder writes them at stop; first here, so that the streamed
-     * dump's header matches the loaded one in same_streamed) */
     begin_open(f);
-    tb_meta(&f->b, "continued_verified", "1");
-    tb_meta(&f->b, "continued_mismatch", mismatch);
-    if (first)
-        tb_meta(&f->b, "continued_mismatch_first", first);
     begin_records(f);
     tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                 /* 4 */
     tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                    /* 5 */
@@ -1353,6 +1347,11 @@ static void continued_trace(fx *f, const char *mismatch, const char *first)
     tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0,
               GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_CONTINUED, 0, 0); /* 9 */
     tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);                               /* 10 */
+    /* after the last record, as the recorder writes them at stop */
+    tb_meta(&f->b, "continued_verified", "1");
+    tb_meta(&f->b, "continued_mismatch", mismatch);
+    if (first)
+        tb_meta(&f->b, "continued_mismatch_first", first);
     load_check(f, 1);
 }
 
