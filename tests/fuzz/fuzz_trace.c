@@ -125,12 +125,14 @@ static char *text_of(const gr_trace *t, const gr_check_result *r, int what)
 }
 
 /* check --from/--to (split.h) on a readable trace: two workers cut at
- * chunk 1 report the violations of the whole check (lr) between them, and
- * the first one, which stops early, finds the same end of the trace by
- * chunk headers (seek.h) as the reader. */
+ * chunk 1 report the violations of the whole check (lr) between them,
+ * merged as docs/ARCHITECTURE.md does (in range order, then sorted by
+ * index, stably), and the first one, which stops early, finds the same end
+ * of the trace by chunk headers (seek.h) as the reader. */
 static void split_two(const char *path, const gr_trace *lt, const gr_check_result *lr)
 {
-    size_t k = 0;
+    gr_check_result m;
+    memset(&m, 0, sizeof m);
     for (int w = 0; w < 2; w++) {
         gr_trace t;
         gr_check_result r;
@@ -146,14 +148,27 @@ static void split_two(const char *path, const gr_trace *lt, const gr_check_resul
         MUST(t.has_trailer == lt->has_trailer && t.truncated == lt->truncated);
         MUST(!lt->truncated || t.truncated_at == lt->truncated_at);
         MUST(!lt->has_trailer || memcmp(&t.trailer, &lt->trailer, sizeof t.trailer) == 0);
-        for (size_t i = 0; i < r.nv; i++, k++) {
-            MUST(k < lr->nv && r.v[i].index == lr->v[k].index && r.v[i].rule == lr->v[k].rule);
-            MUST(strcmp(r.v[i].message, lr->v[k].message) == 0);
+        for (size_t i = 0; i < r.nv; i++) {
+            m.v = gr_xgrow(m.v, &m.cap_v, m.nv + 1, sizeof *m.v);
+            m.v[m.nv++] = r.v[i]; /* takes over message and lines */
         }
+        r.nv = 0;
         gr_check_result_free(&r);
         gr_trace_free(&t);
     }
-    MUST(k == lr->nv);
+    for (size_t i = 1; i < m.nv; i++) { /* insertion sort: stable */
+        gr_violation v = m.v[i];
+        size_t j = i;
+        for (; j > 0 && m.v[j - 1].index > v.index; j--)
+            m.v[j] = m.v[j - 1];
+        m.v[j] = v;
+    }
+    MUST(m.nv == lr->nv);
+    for (size_t k = 0; k < m.nv; k++) {
+        MUST(m.v[k].index == lr->v[k].index && m.v[k].rule == lr->v[k].rule);
+        MUST(strcmp(m.v[k].message, lr->v[k].message) == 0);
+    }
+    gr_check_result_free(&m);
 }
 
 /* After the first chunk with records, batches of `batch` records (reader.h,
