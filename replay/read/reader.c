@@ -612,6 +612,8 @@ static int read_records(gr_trace *t, size_t limit)
             uint64_t n;
             TRY(get(&d, &n));
             t->gap += n;
+            if (t->first + t->nrecs == 0)
+                t->gap_head += n;
         }
         else if (is_indexed_tag(t, tag)) {
             if (t->nrecs == t->cap_recs &&

@@ -123,6 +123,9 @@ typedef struct gr_trace {
     size_t nmetas;
     uint64_t gap;         /* records dropped before these by ring mode
                              (sum of GAP definitions, §3) */
+    uint64_t gap_head;    /* the part of gap defined before the first
+                             indexed record (all of it as the recorder
+                             writes them; dump's header, FORMAT §6.1) */
     gr_record *recs;      /* indexed records, recs[i].index == i */
     size_t nrecs;
     uint32_t *stacks;     /* pool of code ids referenced by records */

@@ -594,8 +594,8 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
     gr_sb sb;
     gr_sb_init(&sb);
     put_metas(&sb, t, 0, head);
-    if (t->gap)
-        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap);
+    if (t->gap_head)
+        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap_head);
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
     /* Sampler switch entries by record index (first entry wins). */
     gr_idmap waits = {0};
@@ -669,6 +669,9 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
      * writes sampler_untracked_greenlets and continued_verified at stop),
      * in file order, before the final line. */
     put_metas(&sb, t, head, t->nmetas);
+    if (t->gap > t->gap_head) /* GAPs after a record: not as the recorder writes them */
+        gr_sb_printf(&sb, "# ring: %" PRIu64 " more records dropped after the first record\n",
+                     t->gap - t->gap_head);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,

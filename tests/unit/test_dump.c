@@ -215,26 +215,34 @@ static char *dump_streamed(const char *path, size_t batch)
  * stop) are printed after the last record line, just before the final
  * line, in file order: loaded or streamed (whole chunks or batches),
  * whether they share a chunk with the first record (chunk_cap 0) or not
- * (48-byte chunks), and one between records goes there too (§6.1). */
+ * (48-byte chunks), and one between records goes there too (§6.1); and the
+ * ring line of GAPs after the first record. */
 static void test_meta_after_records(void **state)
 {
     (void)state;
     static const char want[] = "# python: 3.11.7\n"
+                               "# ring: 5 earlier records dropped\n"
                                "     0 THREAD      t1\n"
                                "     1 START       t1 g1\n"
                                "     2 STOP        t1 g1\n"
                                "# midway: 1\n"
                                "# continued_verified: 2\n"
                                "# continued_mismatch: 0\n"
+                               "# ring: 3 more records dropped after the first record\n"
                                "# trailer: events=3 dropped=0 errors=0 reason=stop\n";
+    /* GAP definitions (ring mode, §3) likewise: the recorder writes them
+     * before the first record; one after it is a hand-made file's */
+    static const uint8_t gap5[] = {GR_GAP, 5}, gap3[] = {GR_GAP, 3};
     size_t caps[] = {0, 48};
     for (int k = 0; k < 2; k++) {
         tb b;
         tb_open(&b, caps[k]);
         tb_meta(&b, "python", "3.11.7");
+        assert_int_equal(gr_writer_append(b.w, gap5, sizeof gap5), 0);
         tb_thread(&b, 1);
         tb_simple(&b, GR_START, 1, 1);
         tb_meta(&b, "midway", "1");
+        assert_int_equal(gr_writer_append(b.w, gap3, sizeof gap3), 0);
         tb_simple(&b, GR_STOP, 1, 1);
         tb_meta(&b, "continued_verified", "2");
         tb_meta(&b, "continued_mismatch", "0");
