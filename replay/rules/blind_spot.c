@@ -69,6 +69,7 @@ typedef struct bstate {
     size_t nth;
     bcause *causes;
     size_t ncauses, cap_causes;
+    size_t npending;        /* causes with a candidate not yet reported */
 } bstate;
 
 static bthread *bth(ck *c, size_t slot)
@@ -141,6 +142,7 @@ static void flush_cause(ck *c, bcause *k)
     free(k->first_msg);
     k->first_msg = NULL;
     k->reported = 1;
+    b->npending--;
     ck_violate_lines(c, GR_RULE_BLIND_SPOT, k->first_index, k->first_tid, k->first_gid,
                      k->first_ctx, k->first_nctx, NULL, c->lines ? k->first_text : NULL);
 }
@@ -148,7 +150,7 @@ static void flush_cause(ck *c, bcause *k)
 static void flush_causes(ck *c)
 {
     bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
-    for (size_t i = 0; i < b->ncauses; i++)
+    for (size_t i = 0; b->npending && i < b->ncauses; i++)
         flush_cause(c, &b->causes[i]);
 }
 
@@ -209,8 +211,10 @@ static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *un
         free(k->first_msg);
         k->first_msg = NULL;
         ck_free_lines(k->first_text);
+        b->npending--;
     }
     if (k) { /* the candidate now */
+        b->npending++;
         episode_message(c, th, bt, until);
         k->first_msg = gr_sb_take(&c->msg);
         k->first_index = bt->off_index;
