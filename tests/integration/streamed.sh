@@ -14,7 +14,8 @@
 #     programs/meta_at_stop.py), recorded in small chunks (the METAs in a
 #     later chunk than the first record) and in one chunk (the same one):
 #     the METAs come after the last record line, just before the final
-#     line, and the two recordings give the same dump (docs/FORMAT.md §6.1).
+#     line, and the two recordings give the same dump (docs/FORMAT.md §6.1);
+#     with --times too.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 # shellcheck source=lib.sh
@@ -88,7 +89,8 @@ done
 # META records written at stop: the same place in every dump.
 for chunk in 256 0; do
     t=$work/meta-$chunk.grt
-    if ! GREENREPLAY_VERIFY_CONTINUED=1 "$PY" "$GR_ROOT/tests/integration/programs/meta_at_stop.py" \
+    if ! GREENREPLAY_VERIFY_CONTINUED=1 GREENREPLAY_TIMES=1 \
+        "$PY" "$GR_ROOT/tests/integration/programs/meta_at_stop.py" \
         "$t" "$chunk" >"$work/meta.log" 2>&1; then
         gr_bad "meta_at_stop (chunk $chunk) did not run"; gr_show "$work/meta.log"; continue
     fi
@@ -109,10 +111,15 @@ for chunk in 256 0; do
     elif ! cmp -s "$work/meta-$chunk.dump" "$work/meta-$chunk.mem"; then
         gr_bad "meta_at_stop ($chunks chunks): dump and dump --in-memory differ"
         diff "$work/meta-$chunk.dump" "$work/meta-$chunk.mem" | gr_show /dev/stdin
+    elif ! "$cli" dump --times "$t" >"$work/meta-t.dump" 2>"$work/meta.err" ||
+        ! "$cli" dump --times --in-memory "$t" >"$work/meta-t.mem" 2>>"$work/meta.err" ||
+        ! cmp -s "$work/meta-t.dump" "$work/meta-t.mem"; then
+        gr_bad "meta_at_stop ($chunks chunks): dump --times and dump --times --in-memory differ or fail"
+        gr_show "$work/meta.err"
     elif [ "$tail3" != "# continued_verified: N|# continued_mismatch: N|# trailer: ...|" ]; then
         gr_bad "meta_at_stop ($chunks chunks): the METAs written at stop are not just before the final line (last lines: $tail3)"
     else
-        gr_ok "meta_at_stop ($chunks chunk(s)): dump and dump --in-memory byte-identical, the METAs written at stop before the final line"
+        gr_ok "meta_at_stop ($chunks chunk(s)): dump and dump --in-memory byte-identical (with --times too), the METAs written at stop before the final line"
     fi
 done
 if [ -s "$work/meta-256.dump" ] && [ -s "$work/meta-0.dump" ]; then
