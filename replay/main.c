@@ -129,7 +129,9 @@ static const char usage_check[] =
     "                 are replayed to build the state at A (not their rules'\n"
     "                 verdicts), and reading goes on past B only while a verdict\n"
     "                 about a record before B waits for later records.  Reports\n"
-    "                 the violations at records of chunks [A, B) only: the\n"
+    "                 the violations at records of chunks [A, B) only (the\n"
+    "                 last range also the one of GREENREPLAY_VERIFY_CONTINUED's\n"
+    "                 self-check, from METAs written at stop): the\n"
     "                 violations of workers checking adjacent ranges together\n"
     "                 are exactly those of the whole check (merge recipe:\n"
     "                 docs/ARCHITECTURE.md).  Not with --stall, --html or\n"
@@ -176,17 +178,22 @@ static const char usage_check[] =
     "files the highest status wins.\n";
 
 static const char usage_dump[] =
-    "usage: greenreplay dump FILE [--times]\n"
+    "usage: greenreplay dump FILE [--times] [--in-memory]\n"
     "\n"
     "Print the text form of trace FILE on stdout: `# key: value` META lines,\n"
     "one line per indexed record (`INDEX KIND tTID gGID ...`, docs/FORMAT.md\n"
-    "section 6), then `# trailer: ...` or `# truncated at byte N`.  The trace\n"
-    "is read one chunk at a time: a corrupt chunk ends the output there, with\n"
+    "section 6), the META lines written after the first record (some at\n"
+    "stop), then `# trailer: ...` or `# truncated at byte N`.  The trace is\n"
+    "read one chunk at a time: a corrupt chunk ends the output there, with\n"
     "the error on stderr (exit 2).\n"
     "\n"
     "options:\n"
     "  --times     append ` dt=Nns` to each line, from the side channel\n"
     "              FILE.times (nanoseconds since the previous record)\n"
+    "  --in-memory\n"
+    "              read the trace (and FILE.times) whole into memory first:\n"
+    "              the same bytes out (for comparisons); a corrupt trace\n"
+    "              prints nothing but the error\n"
     "  -h, --help  show this help\n"
     "\n"
     "exit status: 0 ok, 2 missing or corrupt file, or bad usage.\n";
@@ -717,14 +724,16 @@ static int cmd_dump(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"times", no_argument, NULL, 't'},
+        {"in-memory", no_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int times = 0, c;
+    int times = 0, in_memory = 0, c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 't': times = 1; break;
+        case 'M': in_memory = 1; break;
         case 'h': fputs(usage_dump, stdout); return 0;
         default: return option_error(usage_dump, c, argv);
         }
@@ -733,12 +742,30 @@ static int cmd_dump(int argc, char **argv)
         return bad_usage(usage_dump, "%s", "dump needs exactly one trace FILE");
     const char *path = argv[optind];
     gr_trace t;
-    if (open_stream(&t, path)) {
+    if (in_memory ? load(&t, path) : open_stream(&t, path)) {
         gr_trace_free(&t);
         return 2;
     }
     int rc;
-    if (times) { /* the side channel streamed alongside (gr_dump_stream_times) */
+    if (in_memory) { /* gr_dump of the loaded trace (and side channel) */
+        gr_times tm;
+        memset(&tm, 0, sizeof tm);
+        if (times) {
+            gr_sb side;
+            gr_sb_init(&side);
+            gr_sb_printf(&side, "%s.times", path);
+            int bad = gr_times_load(&tm, gr_sb_str(&side)) != GR_READ_OK;
+            gr_sb_free(&side);
+            if (bad) {
+                fprintf(stderr, "greenreplay: %s\n", tm.err.msg);
+                gr_times_free(&tm);
+                gr_trace_free(&t);
+                return 2;
+            }
+        }
+        rc = gr_dump(stdout, &t, times ? &tm : NULL);
+        gr_times_free(&tm);
+    } else if (times) { /* the side channel streamed alongside (gr_dump_stream_times) */
         gr_sb side;
         gr_sb_init(&side);
         gr_sb_printf(&side, "%s.times", path);

@@ -385,6 +385,7 @@ static int def_meta(struct dec *d)
         return no_memory(&t->err, t->name);
     t->metas[t->nmetas].key = k;
     t->metas[t->nmetas].value = v;
+    t->metas[t->nmetas].at = t->first + t->nrecs;
     t->nmetas++;
     return 0;
 }
@@ -611,6 +612,8 @@ static int read_records(gr_trace *t, size_t limit)
             uint64_t n;
             TRY(get(&d, &n));
             t->gap += n;
+            if (t->first + t->nrecs == 0)
+                t->gap_head += n;
         }
         else if (is_indexed_tag(t, tag)) {
             if (t->nrecs == t->cap_recs &&

@@ -73,9 +73,13 @@ typedef struct gr_code {
     uint64_t line;     /* firstlineno, 0 for C */
 } gr_code;
 
-/* A META definition (§3): string ids. */
+/* A META definition (§3): string ids, and where it is in the file: the
+ * number of indexed records before it (the index the next record gets),
+ * the same whether the trace is loaded or streamed (dump uses it to place
+ * META lines written after the first record, docs/FORMAT.md §6.1). */
 typedef struct gr_meta {
     uint32_t key, value;
+    uint64_t at;
 } gr_meta;
 
 /* One decoded indexed record (§4).  Fields a kind does not have are 0. */
@@ -119,6 +123,9 @@ typedef struct gr_trace {
     size_t nmetas;
     uint64_t gap;         /* records dropped before these by ring mode
                              (sum of GAP definitions, §3) */
+    uint64_t gap_head;    /* the part of gap defined before the first
+                             indexed record (all of it as the recorder
+                             writes them; dump's header, FORMAT §6.1) */
     gr_record *recs;      /* indexed records, recs[i].index == i */
     size_t nrecs;
     uint32_t *stacks;     /* pool of code ids referenced by records */

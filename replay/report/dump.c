@@ -578,20 +578,25 @@ int gr_dump_stream_times(FILE *out, gr_trace *t, const char *side, char **err)
 static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor *sc)
 {
     /* Streamed: the header lines need the definitions before the first
-     * record, so the first chunk that holds records is decoded first
-     * (whole: its META lines are all in the header); then batches of
-     * records that stay in the cache (reader.h). */
+     * record, so chunks are decoded up to the first one that holds
+     * records; then batches of records that stay in the cache (reader.h). */
     while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
         ;
     if (t->streaming && !t->batch)
         gr_trace_set_batch(t, DUMP_BATCH);
+    /* The header's META lines are those defined before the first indexed
+     * record (all of them are read by now); those after it (the recorder
+     * writes some at stop) go before the final line, whether the trace is
+     * loaded or streamed and wherever its chunks end (§6.1). */
+    size_t head = 0;
+    while (head < t->nmetas && t->metas[head].at == 0)
+        head++;
     gr_sb sb;
     gr_sb_init(&sb);
-    put_metas(&sb, t, 0, t->nmetas);
-    if (t->gap)
-        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap);
+    put_metas(&sb, t, 0, head);
+    if (t->gap_head)
+        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap_head);
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
-    size_t metas_shown = t->nmetas;
     /* Sampler switch entries by record index (first entry wins). */
     gr_idmap waits = {0};
     for (size_t k = 0; times && k < times->nwaits; k++) {
@@ -660,10 +665,13 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
         fflush(out);
         return -2;
     }
-    /* META lines defined in a later chunk of a streamed trace (the
-     * recorder writes sampler_untracked_greenlets at stop), in file order,
-     * before the final line: never dropped. */
-    put_metas(&sb, t, metas_shown, t->nmetas);
+    /* META lines defined after the first indexed record (the recorder
+     * writes sampler_untracked_greenlets and continued_verified at stop),
+     * in file order, before the final line. */
+    put_metas(&sb, t, head, t->nmetas);
+    if (t->gap > t->gap_head) /* GAPs after a record: not as the recorder writes them */
+        gr_sb_printf(&sb, "# ring: %" PRIu64 " more records dropped after the first record\n",
+                     t->gap - t->gap_head);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,

@@ -58,15 +58,24 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
         gr_emit_string(w, t->strings[i].p, t->strings[i].len);
     for (size_t i = 1; i <= t->ncodes; i++)
         gr_emit_code(w, &t->codes[i]);
-    for (size_t i = 0; i < t->nmetas; i++)
-        gr_emit_meta(w, t->metas[i].key, t->metas[i].value);
+    /* A META that followed indexed records in t (the recorder writes some
+     * at stop) stays after them: dump places it by that (FORMAT §6.1). */
+    size_t m = 0;
+    while (m < t->nmetas && t->metas[m].at == 0) {
+        gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
+        m++;
+    }
     uint64_t written = 0;
     for (size_t i = 0; i < t->nrecs; i++) {
+        for (; m < t->nmetas && t->metas[m].at <= i && written; m++)
+            gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
         if (gone[i])
             continue;
         gr_emit_record(w, &t->recs[i], gr_record_stack(t, &t->recs[i]));
         written++;
     }
+    for (; m < t->nmetas; m++)
+        gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
     free(gone);
     int failed = w->dropped != 0 || w->error != 0;
     int e = w->error;

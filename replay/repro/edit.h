@@ -11,9 +11,14 @@
 
 /* Write t to path, leaving out the indexed records whose indices are in
  * drop[0..ndrop-1] (any order, duplicates allowed).  The output holds every
- * STRING, CODE and META definition first (same ids), then the remaining
- * indexed records in order (so the records after a dropped one get indices
- * one lower).  If t has a trailer, the output gets one with the same
+ * STRING and CODE definition first (same ids), the META definitions that
+ * precede t's first indexed record, then the remaining indexed records in
+ * order (so the records after a dropped one get indices one lower), each
+ * later META just before the first remaining record that followed it in
+ * t, or after the last one, and after the first remaining record when
+ * only dropped records preceded it (so that `dump` prints it among the
+ * METAs after the records, as it does for t: docs/FORMAT.md §6.1).  If t
+ * has a trailer, the output gets one with the same
  * dropped, errors and reason and events = records written; a truncated t
  * gives an output without trailer (truncated as well).
  * Returns 0; or -1 with a message in err (errlen bytes) if an index is out

@@ -40,16 +40,30 @@ typedef struct bthread {
 } bthread;
 
 /* A cause of the subject profiler going off (what the program did, in
- * which C call and Python frame): reported at its first episode with
- * unseen calls; later episodes of the same cause (gevent's thread pool
- * removes the profiler after every task) are counted, not reported. */
+ * which C call and Python frame): reported at the episode with unseen
+ * calls that began first (the earliest HOOK), whichever ended first; the
+ * other episodes of the same cause (gevent's thread pool removes the
+ * profiler after every task) are counted, not reported.  Episodes on
+ * several threads overlap: one that ends may not be the first to begin
+ * while an earlier one of the same cause is still open (it may yet run a
+ * call unseen).  So the episode that ended is kept as the candidate, and
+ * reported once no episode of its cause that began before it is open
+ * (at once, when none overlaps it). */
 typedef struct bcause {
     uint64_t action;
     uint32_t code, frame;
-    uint64_t first_index;   /* the HOOK of the reported episode */
-    uint64_t repeats;       /* later episodes with unseen calls */
+    int reported;           /* the named episode's violation was written */
+    uint64_t first_index;   /* the HOOK of the named episode (or candidate) */
+    uint64_t first_calls;   /* its unseen calls (while a candidate) */
+    uint64_t first_tid, first_gid;
+    size_t first_ctx[GR_CONTEXT_MAX];
+    int first_nctx;
+    char *first_text[GR_CONTEXT_MAX]; /* its context lines (streamed; owned) */
+    char *first_msg;        /* the candidate's message (owned), NULL once
+                               reported */
+    uint64_t repeats;       /* the other episodes with unseen calls */
     uint64_t repeat_calls;  /* Python calls they ran unseen */
-    uint64_t last_index;    /* the HOOK of the last of them */
+    uint64_t last_index;    /* the HOOK of the latest-beginning of them */
 } bcause;
 
 typedef struct bstate {
@@ -57,6 +71,7 @@ typedef struct bstate {
     size_t nth;
     bcause *causes;
     size_t ncauses, cap_causes;
+    size_t npending;        /* causes with a candidate not yet reported */
 } bstate;
 
 static bthread *bth(ck *c, size_t slot)
@@ -92,39 +107,58 @@ static void resolve_mark(ck *c, const gr_record *next, const ck_thread *th, bthr
                      bt->mark_nctx, th, NULL);
 }
 
-/* The cause of bt's episode: the one reported before (1), or a new one
- * (0). */
-static int known_cause(ck *c, const bthread *bt)
+/* The cause bt's episode (open or ended) belongs to, or NULL. */
+static bcause *cause_of(bstate *b, const bthread *bt)
 {
-    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
     for (size_t i = 0; i < b->ncauses; i++) {
         bcause *k = &b->causes[i];
-        if (k->action == bt->off_action && k->code == bt->off_code && k->frame == bt->off_frame) {
-            k->repeats++;
-            k->repeat_calls += bt->off_calls;
-            k->last_index = bt->off_index;
-            return 1;
-        }
+        if (k->action == bt->off_action && k->code == bt->off_code && k->frame == bt->off_frame)
+            return k;
     }
-    if (b->ncauses == b->cap_causes)
-        b->causes = gr_xgrow(b->causes, &b->cap_causes, b->ncauses + 1, sizeof *b->causes);
-    bcause *k = &b->causes[b->ncauses++];
-    memset(k, 0, sizeof *k);
-    k->action = bt->off_action;
-    k->code = bt->off_code;
-    k->frame = bt->off_frame;
-    k->first_index = bt->off_index;
-    return 0;
+    return NULL;
 }
 
-/* The end of an episode in which the subject profiler was off on th. */
-static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *until)
+/* Count an episode of cause k that is not the named one. */
+static void add_repeat(bcause *k, uint64_t index, uint64_t calls)
 {
-    if (!bt->subject_off)
+    k->repeats++;
+    k->repeat_calls += calls;
+    if (k->repeats == 1 || index > k->last_index)
+        k->last_index = index;
+}
+
+/* Write the violation of k's candidate episode if no episode of its cause
+ * that began before it is still open on any thread. */
+static void flush_cause(ck *c, bcause *k)
+{
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    if (!k->first_msg)
         return;
-    bt->subject_off = 0;
-    if (!bt->off_calls || known_cause(c, bt))
-        return;
+    for (size_t i = 0; i < b->nth; i++) {
+        const bthread *o = &b->th[i];
+        if (o->subject_off && o->off_index < k->first_index && o->off_action == k->action &&
+            o->off_code == k->code && o->off_frame == k->frame)
+            return; /* it may yet run a call unseen: then it is the first */
+    }
+    gr_sb_puts(&c->msg, k->first_msg);
+    free(k->first_msg);
+    k->first_msg = NULL;
+    k->reported = 1;
+    b->npending--;
+    ck_violate_lines(c, GR_RULE_BLIND_SPOT, k->first_index, k->first_tid, k->first_gid,
+                     k->first_ctx, k->first_nctx, NULL, c->lines ? k->first_text : NULL);
+}
+
+static void flush_causes(ck *c)
+{
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    for (size_t i = 0; b->npending && i < b->ncauses; i++)
+        flush_cause(c, &b->causes[i]);
+}
+
+/* The message of bt's ended episode, in c->msg. */
+static void episode_message(ck *c, const ck_thread *th, const bthread *bt, const char *until)
+{
     gr_sb_printf(&c->msg, "the profile function of t%" PRIu64 " was %s (HOOK at event %zu",
                  th->tid,
                  bt->off_action == GR_HOOK_SET ? "replaced by the program's own profile function"
@@ -150,8 +184,53 @@ static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *un
         ck_code_name(c, bt->off_first[k]);
     }
     gr_sb_puts(&c->msg, ")");
-    ck_violate_lines(c, GR_RULE_BLIND_SPOT, bt->off_index, th->tid, bt->off_gid, bt->off_ctx,
-                     bt->off_nctx, th, c->lines ? bt->off_text : NULL);
+}
+
+/* The end of an episode in which the subject profiler was off on th: with
+ * unseen calls, it is its cause's candidate if it began before every
+ * other one seen so far (else it is counted); then any candidate no longer
+ * waiting for an earlier open episode is reported. */
+static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *until)
+{
+    if (!bt->subject_off)
+        return;
+    bt->subject_off = 0;
+    bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
+    bcause *k = bt->off_calls ? cause_of(b, bt) : NULL;
+    if (bt->off_calls && !k) {
+        if (b->ncauses == b->cap_causes)
+            b->causes = gr_xgrow(b->causes, &b->cap_causes, b->ncauses + 1, sizeof *b->causes);
+        k = &b->causes[b->ncauses++];
+        memset(k, 0, sizeof *k);
+        k->action = bt->off_action;
+        k->code = bt->off_code;
+        k->frame = bt->off_frame;
+    } else if (k && (k->reported || bt->off_index > k->first_index)) {
+        add_repeat(k, bt->off_index, bt->off_calls);
+        k = NULL;
+    } else if (k) { /* began before the candidate, which is counted instead */
+        add_repeat(k, k->first_index, k->first_calls);
+        free(k->first_msg);
+        k->first_msg = NULL;
+        ck_free_lines(k->first_text);
+        b->npending--;
+    }
+    if (k) { /* the candidate now */
+        b->npending++;
+        episode_message(c, th, bt, until);
+        k->first_msg = gr_sb_take(&c->msg);
+        k->first_index = bt->off_index;
+        k->first_calls = bt->off_calls;
+        k->first_tid = th->tid;
+        k->first_gid = bt->off_gid;
+        k->first_nctx = bt->off_nctx;
+        memcpy(k->first_ctx, bt->off_ctx, sizeof k->first_ctx);
+        for (int i = 0; i < GR_CONTEXT_MAX; i++) { /* taken over */
+            k->first_text[i] = bt->off_text[i];
+            bt->off_text[i] = NULL;
+        }
+    }
+    flush_causes(c);
 }
 
 /* HOOK: the program changed a profile slot; the observer kept recording. */
@@ -382,6 +461,11 @@ static void release(ck *c)
         return;
     for (size_t i = 0; i < b->nth; i++)
         ck_free_lines(b->th[i].off_text);
+    for (size_t i = 0; i < b->ncauses; i++) { /* candidates left unreported
+                                                 (a range's worker that stopped) */
+        free(b->causes[i].first_msg);
+        ck_free_lines(b->causes[i].first_text);
+    }
     free(b->th);
     free(b->causes);
     free(b);

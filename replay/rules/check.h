@@ -55,6 +55,10 @@ typedef struct gr_violation {
                                        time); NULL: look ctx[k] up in the
                                        trace */
     size_t seq;          /* order of detection (internal, for stable sort) */
+    int of_whole;        /* decided by what the whole trace holds (a META
+                            the recorder writes at stop), not by the records
+                            up to `index`: a split check keeps it in the
+                            worker whose range reaches the end (split.h) */
 } gr_violation;
 
 /* An informational note about frames open at the end (not a violation). */

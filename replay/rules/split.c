@@ -17,13 +17,16 @@ static int any_pending(const ck *c, uint64_t hi)
 }
 
 /* Drop the violations of res outside [lo, hi) (reported by the replay of
- * the records before the range, or at records past it while reading on). */
-static void keep_range(gr_check_result *res, uint64_t lo, uint64_t hi)
+ * the records before the range, or at records past it while reading on);
+ * those decided by the whole trace (of_whole: a META written at stop) are
+ * kept by the worker of the last range (`last`) wherever they are, and
+ * dropped by every other (which may not have read that far). */
+static void keep_range(gr_check_result *res, uint64_t lo, uint64_t hi, int last)
 {
     size_t n = 0;
     for (size_t i = 0; i < res->nv; i++) {
         gr_violation *v = &res->v[i];
-        if (v->index >= lo && v->index < hi) {
+        if (v->of_whole ? last : v->index >= lo && v->index < hi) {
             res->v[n++] = *v;
             continue;
         }
@@ -66,18 +69,25 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
         gr_checker_advance(c, (size_t)gr_trace_count(t));
     }
     sp->chunks = n;
+    uint64_t more = 0;
+    if (c->no_end && !t->err.status) {
+        /* What ended the recording, and the number of chunks, without
+         * decoding the rest.  No chunk left (--to the number of chunks):
+         * the whole trace was replayed, and the end-of-trace verdicts run
+         * as for a range to the end. */
+        gr_trace_skip_rest(t, &more);
+        sp->chunks += more;
+        if (!more && !t->err.status)
+            c->no_end = 0;
+    }
     sp->ended = !c->no_end;
     if (sp->hi != UINT64_MAX && gr_checker_position(c) > sp->hi)
         sp->read_on = gr_checker_position(c) - sp->hi;
     gr_checker_finish(c);
     if (!sp->ended && !t->err.status) {
-        /* What ended the recording, and the number of chunks, without
-         * decoding the rest; the coverage of what was replayed stays, with
-         * no verdict about the whole trace (nothing checked, records
-         * missing: the worker that reads to the end gives those). */
-        uint64_t more = 0;
-        gr_trace_skip_rest(t, &more);
-        sp->chunks += more;
+        /* The coverage of what was replayed stays, with no verdict about
+         * the whole trace (nothing checked, records missing: the worker
+         * that reads to the end gives those). */
         res->coverage.nothing = NULL;
         res->coverage.dropped = t->has_trailer ? t->trailer.dropped : 0;
     }
@@ -89,6 +99,6 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
         gr_check_result_free(res);
         return GR_SPLIT_PAST_END;
     }
-    keep_range(res, sp->lo, sp->hi);
+    keep_range(res, sp->lo, sp->hi, sp->ended && sp->to >= sp->chunks);
     return GR_SPLIT_OK;
 }

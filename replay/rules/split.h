@@ -18,7 +18,13 @@
  *   4. keeps the violations reported at record indices [lo, hi), the
  *      records of chunks [A, B).  A violation belongs to the record it is
  *      reported at, so every violation of the whole check is kept by
- *      exactly one worker.
+ *      exactly one worker; except one decided by what only the end of the
+ *      trace holds (gr_violation.of_whole: the self-check of continued
+ *      switches, from METAs the recorder writes at stop), which the worker
+ *      of the last range (B at or past the last chunk) keeps, whatever its
+ *      index: merged by index (docs/ARCHITECTURE.md), it is where the
+ *      whole check has it.  A worker whose range ends at the last chunk
+ *      runs the end-of-trace verdicts even when no rule is pending.
  * Warnings and notes about the whole trace (trailer, what is open at the
  * end) come from every worker that read to the end; merging deduplicates
  * them (docs/ARCHITECTURE.md).

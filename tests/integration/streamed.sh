@@ -8,7 +8,14 @@
 #   - the sampler stall scenario (fixtures/stall/stall.py) recorded with
 #     the hold-lock sampler (must be flagged: stall_depth) and the
 #     two-phase sampler (must not be), a few idle greenlets deep, then
-#     `check --stall` both ways: same exit status, JSON, text and HTML.
+#     `check --stall` both ways: same exit status, JSON, text and HTML;
+#   - `dump` and `dump --in-memory` print the same bytes for a trace with
+#     META records written at stop (GREENREPLAY_VERIFY_CONTINUED=1,
+#     programs/meta_at_stop.py), recorded in small chunks (the METAs in a
+#     later chunk than the first record) and in one chunk (the same one):
+#     the METAs come after the last record line, just before the final
+#     line, and the two recordings give the same dump (docs/FORMAT.md §6.1);
+#     with --times too.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 # shellcheck source=lib.sh
@@ -78,5 +85,50 @@ EOF
         gr_ok "stall $mode: stall_depth $([ "$depth" = 1 ] && echo flagged || echo not flagged), as the design predicts"
     fi
 done
+
+# META records written at stop: the same place in every dump.
+for chunk in 256 0; do
+    t=$work/meta-$chunk.grt
+    if ! GREENREPLAY_VERIFY_CONTINUED=1 GREENREPLAY_TIMES=1 \
+        "$PY" "$GR_ROOT/tests/integration/programs/meta_at_stop.py" \
+        "$t" "$chunk" >"$work/meta.log" 2>&1; then
+        gr_bad "meta_at_stop (chunk $chunk) did not run"; gr_show "$work/meta.log"; continue
+    fi
+    "$cli" dump "$t" >"$work/meta-$chunk.dump" 2>"$work/meta.err"
+    rc1=$?
+    "$cli" dump --in-memory "$t" >"$work/meta-$chunk.mem" 2>>"$work/meta.err"
+    rc2=$?
+    chunks=$("$cli" stats "$t" 2>/dev/null | sed -n 's/^chunks: \([0-9]*\).*/\1/p')
+    # the last three lines: continued_verified, continued_mismatch, trailer
+    tail3=$(tail -n 3 "$work/meta-$chunk.dump" |
+        sed 's/^\(# continued_[a-z]*: \)[0-9]*$/\1N/; s/^\(# trailer: \).*/\1.../' | tr '\n' '|')
+    if [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ]; then
+        gr_bad "meta_at_stop (chunk $chunk): dump exit $rc1 streamed, $rc2 in memory"; gr_show "$work/meta.err"
+    elif [ "$chunk" = 256 ] && ! [ "${chunks:-0}" -gt 1 ]; then
+        gr_bad "meta_at_stop (chunk 256): ${chunks:-?} chunk(s), the test needs the METAs in a later one"
+    elif [ "$chunk" = 0 ] && [ "${chunks:-0}" != 1 ]; then
+        gr_bad "meta_at_stop (chunk 0): ${chunks:-?} chunks, the test needs one"
+    elif ! cmp -s "$work/meta-$chunk.dump" "$work/meta-$chunk.mem"; then
+        gr_bad "meta_at_stop ($chunks chunks): dump and dump --in-memory differ"
+        diff "$work/meta-$chunk.dump" "$work/meta-$chunk.mem" | gr_show /dev/stdin
+    elif ! "$cli" dump --times "$t" >"$work/meta-t.dump" 2>"$work/meta.err" ||
+        ! "$cli" dump --times --in-memory "$t" >"$work/meta-t.mem" 2>>"$work/meta.err" ||
+        ! cmp -s "$work/meta-t.dump" "$work/meta-t.mem"; then
+        gr_bad "meta_at_stop ($chunks chunks): dump --times and dump --times --in-memory differ or fail"
+        gr_show "$work/meta.err"
+    elif [ "$tail3" != "# continued_verified: N|# continued_mismatch: N|# trailer: ...|" ]; then
+        gr_bad "meta_at_stop ($chunks chunks): the METAs written at stop are not just before the final line (last lines: $tail3)"
+    else
+        gr_ok "meta_at_stop ($chunks chunk(s)): dump and dump --in-memory byte-identical (with --times too), the METAs written at stop before the final line"
+    fi
+done
+if [ -s "$work/meta-256.dump" ] && [ -s "$work/meta-0.dump" ]; then
+    if cmp -s "$work/meta-256.dump" "$work/meta-0.dump"; then
+        gr_ok "meta_at_stop: the same dump in small chunks and in one chunk"
+    else
+        gr_bad "meta_at_stop: the dump depends on where the chunks end"
+        diff "$work/meta-256.dump" "$work/meta-0.dump" | gr_show /dev/stdin
+    fi
+fi
 
 gr_tally

@@ -16,8 +16,10 @@
 #include <string.h>
 
 /* Violations of the ranges cut at cuts[0..ncuts) (ascending chunk
- * indices), appended in range order into *out (caller frees with
- * gr_check_result_free). */
+ * indices), merged into *out as docs/ARCHITECTURE.md merges the workers'
+ * (appended in range order, then sorted by index, stably: a violation the
+ * last range's worker keeps at an earlier index, split.h, goes there);
+ * caller frees with gr_check_result_free. */
 static inline void split_run(const char *path, const uint64_t *cuts, int ncuts, uint64_t nchunks,
                              gr_check_result *out)
 {
@@ -36,6 +38,13 @@ static inline void split_run(const char *path, const uint64_t *cuts, int ncuts, 
         r.nv = 0;
         gr_check_result_free(&r);
         gr_trace_free(&t);
+    }
+    for (size_t i = 1; i < out->nv; i++) { /* insertion sort: stable */
+        gr_violation v = out->v[i];
+        size_t j = i;
+        for (; j > 0 && out->v[j - 1].index > v.index; j--)
+            out->v[j] = out->v[j - 1];
+        out->v[j] = v;
     }
 }
 

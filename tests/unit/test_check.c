@@ -1433,13 +1433,7 @@ static void test_switch_real_stack_agrees(void **state)
  * disagreement (continued_mismatch 0) the trace is clean */
 static void continued_trace(fx *f, const char *mismatch, const char *first)
 {
-    /* (the recorder writes them at stop; first here, so that the streamed
-     * dump's header matches the loaded one in same_streamed) */
     begin_open(f);
-    tb_meta(&f->b, "continued_verified", "1");
-    tb_meta(&f->b, "continued_mismatch", mismatch);
-    if (first)
-        tb_meta(&f->b, "continued_mismatch_first", first);
     begin_records(f);
     tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                 /* 4 */
     tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                    /* 5 */
@@ -1449,6 +1443,11 @@ static void continued_trace(fx *f, const char *mismatch, const char *first)
     tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0,
               GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_CONTINUED, 0, 0); /* 9 */
     tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);                               /* 10 */
+    /* after the last record, as the recorder writes them at stop */
+    tb_meta(&f->b, "continued_verified", "1");
+    tb_meta(&f->b, "continued_mismatch", mismatch);
+    if (first)
+        tb_meta(&f->b, "continued_mismatch_first", first);
     load_check(f, 1);
 }
 
@@ -1606,6 +1605,79 @@ static void test_hook_repeated_cause_reported_once(void **state)
     assert_non_null(strstr(f.res.warnings[0], want));
     snprintf(want, sizeof want, "the last at event %" PRIu64 ": 4 more Python calls", last);
     assert_non_null(strstr(f.res.warnings[0], want));
+    end(&f);
+}
+
+/* gevent's thread pool on two threads: both remove the profiler the same
+ * way (the same C call in the same frame: one cause).  t2's episode begins
+ * first and lasts to the end of the trace; t3's begins later and ends
+ * first, with one call unseen, before t2 has run any (t2 runs `t2_calls`
+ * only after it).  Sets the two HOOKs' indices and t3's end. */
+static void overlapping_episodes(fx *f, int t2_calls, uint64_t *h2, uint64_t *h3, uint64_t *end3)
+{
+    begin(f);
+    uint32_t setp = tb_c(&f->b, "sys.setprofile");
+    tb_thread(&f->b, 2);
+    tb_greenlet(&f->b, 2, 2, 0, GR_GL_MAIN, 1, f->main);
+    tb_ev(&f->b, GR_C_CALL, 2, 2, setp);
+    *h2 = tb_hook(&f->b, 2, 2, GR_HOOK_PROFILE, GR_HOOK_CLEARED, 0, setp);
+    tb_thread(&f->b, 3);
+    tb_greenlet(&f->b, 3, 3, 0, GR_GL_MAIN, 1, f->main);
+    tb_ev(&f->b, GR_C_CALL, 3, 3, setp);
+    *h3 = tb_hook(&f->b, 3, 3, GR_HOOK_PROFILE, GR_HOOK_CLEARED, 0, setp);
+    tb_ev(&f->b, GR_CALL, 3, 3, f->x);
+    tb_ev(&f->b, GR_RETURN, 3, 3, f->x);
+    tb_ev(&f->b, GR_C_CALL, 3, 3, setp);
+    *end3 = tb_hook(&f->b, 3, 3, GR_HOOK_PROFILE, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, setp);
+    for (int i = 0; i < t2_calls; i++) {
+        tb_ev(&f->b, GR_CALL, 2, 2, f->y);
+        tb_ev(&f->b, GR_RETURN, 2, 2, f->y);
+    }
+    tb_ev(&f->b, GR_CALL, 1, 1, f->x);
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->x);
+    load_check(f, 0);
+}
+
+/* the cause is named at the episode that began first (t2's), though t3's
+ * ended first; t3's is counted in the warning, in every mode (load_check:
+ * loaded, streamed, batched, split at every chunk boundary) */
+static void test_hook_overlapping_names_first_begun(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t h2, h3, end3;
+    overlapping_episodes(&f, 2, &h2, &h3, &end3);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, h2,
+           "the profile function of t2 was removed by the program (HOOK at event");
+    expect(&f, GR_RULE_BLIND_SPOT, h2, "2 Python calls ran unseen by it until the end of the trace "
+                                       "(first: y (seed.py:30), y (seed.py:30))");
+    assert_int_equal(f.res.v[0].tid, 2);
+    assert_int_equal(f.res.nwarnings, 1);
+    char want[160];
+    snprintf(want, sizeof want, "removed by the program 1 more time for the cause reported at "
+                                "event %" PRIu64 " (during sys.setprofile in main (seed.py:18))",
+             h2);
+    assert_non_null(strstr(f.res.warnings[0], want));
+    snprintf(want, sizeof want, "the last at event %" PRIu64 ": 1 more Python call ran", h3);
+    assert_non_null(strstr(f.res.warnings[0], want));
+    end(&f);
+}
+
+/* the same, but t2's earlier episode runs nothing unseen: it is not
+ * reported, and t3's (which waited for it to end) is, alone */
+static void test_hook_overlapping_first_without_calls(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t h2, h3, end3;
+    overlapping_episodes(&f, 0, &h2, &h3, &end3);
+    assert_int_equal(f.res.nv, 1);
+    char want[96];
+    snprintf(want, sizeof want, "1 Python call ran unseen by it until event %" PRIu64, end3);
+    expect(&f, GR_RULE_BLIND_SPOT, h3, want);
+    assert_int_equal(f.res.v[0].tid, 3);
+    assert_int_equal(f.res.nwarnings, 0);
     end(&f);
 }
 
@@ -1921,6 +1993,8 @@ int main(void)
         cmocka_unit_test(test_switch_real_stack_agrees),
         cmocka_unit_test(test_continued_switch_clean),
         cmocka_unit_test(test_hook_repeated_cause_reported_once),
+        cmocka_unit_test(test_hook_overlapping_names_first_begun),
+        cmocka_unit_test(test_hook_overlapping_first_without_calls),
         cmocka_unit_test(test_continued_switch_not_suspended),
         cmocka_unit_test(test_switch_real_stack_blind_spot),
         cmocka_unit_test(test_mark_tracing_off_is_propagation),

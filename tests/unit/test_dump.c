@@ -193,6 +193,75 @@ static void test_times(void **state)
     tb_cleanup(&b);
 }
 
+/* Dump of the trace at path, streamed (gr_dump_stream; after the first
+ * chunk with records, batches of `batch` records when batch > 0). */
+static char *dump_streamed(const char *path, size_t batch)
+{
+    gr_trace t;
+    assert_int_equal(gr_trace_open(&t, path), GR_READ_OK);
+    if (batch)
+        gr_trace_set_batch(&t, batch);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gr_dump_stream(f, &t, NULL), 0);
+    fclose(f);
+    gr_trace_free(&t);
+    return buf;
+}
+
+/* META records after the first indexed record (the recorder writes some at
+ * stop) are printed after the last record line, just before the final
+ * line, in file order: loaded or streamed (whole chunks or batches),
+ * whether they share a chunk with the first record (chunk_cap 0) or not
+ * (48-byte chunks), and one between records goes there too (§6.1); and the
+ * ring line of GAPs after the first record. */
+static void test_meta_after_records(void **state)
+{
+    (void)state;
+    static const char want[] = "# python: 3.11.7\n"
+                               "# ring: 5 earlier records dropped\n"
+                               "     0 THREAD      t1\n"
+                               "     1 START       t1 g1\n"
+                               "     2 STOP        t1 g1\n"
+                               "# midway: 1\n"
+                               "# continued_verified: 2\n"
+                               "# continued_mismatch: 0\n"
+                               "# ring: 3 more records dropped after the first record\n"
+                               "# trailer: events=3 dropped=0 errors=0 reason=stop\n";
+    /* GAP definitions (ring mode, §3) likewise: the recorder writes them
+     * before the first record; one after it is a hand-made file's */
+    static const uint8_t gap5[] = {GR_GAP, 5}, gap3[] = {GR_GAP, 3};
+    size_t caps[] = {0, 48};
+    for (int k = 0; k < 2; k++) {
+        tb b;
+        tb_open(&b, caps[k]);
+        tb_meta(&b, "python", "3.11.7");
+        assert_int_equal(gr_writer_append(b.w, gap5, sizeof gap5), 0);
+        tb_thread(&b, 1);
+        tb_simple(&b, GR_START, 1, 1);
+        tb_meta(&b, "midway", "1");
+        assert_int_equal(gr_writer_append(b.w, gap3, sizeof gap3), 0);
+        tb_simple(&b, GR_STOP, 1, 1);
+        tb_meta(&b, "continued_verified", "2");
+        tb_meta(&b, "continued_mismatch", "0");
+        tb_finish(&b);
+        gr_trace t;
+        assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+        char *out = dump_str(&t, NULL);
+        assert_string_equal(out, want);
+        free(out);
+        gr_trace_free(&t);
+        for (size_t batch = 0; batch < 3; batch++) {
+            out = dump_streamed(b.path, batch);
+            assert_string_equal(out, want);
+            free(out);
+        }
+        tb_cleanup(&b);
+    }
+}
+
 static void test_wide_index(void **state)
 {
     (void)state;
@@ -219,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_escaping_and_odd_codes),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_wide_index),
+        cmocka_unit_test(test_meta_after_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

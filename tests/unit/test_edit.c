@@ -110,11 +110,56 @@ static void test_truncated_stays_truncated(void **state)
     tb_cleanup(&b);
 }
 
+/* A META after records (the recorder writes some at stop) stays after the
+ * remaining records, where dump prints it (docs/FORMAT.md §6.1): after the
+ * record that followed it, or after the first remaining one when only
+ * dropped records preceded it; one before the first record stays first. */
+static void test_meta_positions_kept(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    tb_meta(&b, "python", "3.12.1");
+    tb_thread(&b, 1);                                   /* 0 */
+    tb_meta(&b, "early", "1");                          /* after 0 */
+    tb_thread(&b, 2);                                   /* 1 */
+    tb_thread(&b, 3);                                   /* 2 */
+    tb_meta(&b, "mid", "1");                            /* after 2 */
+    tb_thread(&b, 4);                                   /* 3 */
+    tb_meta(&b, "at_stop", "1");                        /* after 3 */
+    tb_finish(&b);
+    gr_trace in, out;
+    assert_int_equal(tb_load(&b, &in), GR_READ_OK);
+    char path[] = "/tmp/gr-unit-edit-XXXXXX";
+    tmp_path(path);
+    char err[256];
+    uint64_t drop[1] = {0}; /* "early" followed only the dropped record */
+    assert_int_equal(gr_edit_drop(&in, drop, 1, path, err, sizeof err), 0);
+    assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+    assert_int_equal(out.nrecs, 3);
+    assert_int_equal(out.nmetas, 4);
+    uint64_t want[4] = {0, 1, 2, 3}; /* python, early, mid, at_stop */
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(out.metas[k].at, want[k]);
+    gr_trace_free(&out);
+    /* nothing dropped: every META where it was */
+    assert_int_equal(gr_edit_drop(&in, NULL, 0, path, err, sizeof err), 0);
+    assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+    assert_int_equal(out.nmetas, in.nmetas);
+    for (size_t k = 0; k < in.nmetas; k++)
+        assert_int_equal(out.metas[k].at, in.metas[k].at);
+    gr_trace_free(&out);
+    gr_trace_free(&in);
+    unlink(path);
+    tb_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drop_keeps_rest),
         cmocka_unit_test(test_truncated_stays_truncated),
+        cmocka_unit_test(test_meta_positions_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,8 @@
  * waiting for its C_RETURN, an episode of the subject profiler off, a
  * prediction, open frames at STOP without a STACK).  Also: ranges and
  * their record indices, the chunk count and the trace's end seen by a
- * worker that stops early, a range past the end, a truncated trace. */
+ * worker that stops early, a range past the end, a truncated trace; a
+ * verdict from the METAs written at stop (split.h, of_whole). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,7 +173,7 @@ static void test_truncated(void **state)
 
 /* Record indices of a range; a worker that stops early still knows the
  * chunk count and the trailer (seek.h), and reports no verdict about the
- * end of the trace. */
+ * end of the trace; a range that ends at the last chunk does. */
 static void test_range_and_end(void **state)
 {
     (void)state;
@@ -203,12 +204,83 @@ static void test_range_and_end(void **state)
     assert_int_equal(r.nv, 0);
     gr_check_result_free(&r);
     gr_trace_free(&t);
+    /* --to the number of chunks is the last range too: it runs the
+     * end-of-trace verdicts (open frames at STOP), as --to omitted does */
+    gr_check_result r2;
+    sp = (gr_split){.from = 1, .to = UINT64_MAX};
+    assert_int_equal(gr_trace_open(&t, b.path), GR_READ_OK);
+    assert_int_equal(gr_check_split(&t, &sp, &r2), GR_SPLIT_OK);
+    gr_trace_free(&t);
+    sp = (gr_split){.from = 1, .to = chunks};
+    assert_int_equal(gr_trace_open(&t, b.path), GR_READ_OK);
+    assert_int_equal(gr_check_split(&t, &sp, &r), GR_SPLIT_OK);
+    assert_true(sp.ended && sp.chunks == chunks);
+    assert_int_equal(r.nv, r2.nv);
+    for (size_t i = 0; i < r.nv; i++)
+        assert_string_equal(r.v[i].message, r2.v[i].message);
+    assert_int_equal(r.nnotes, r2.nnotes);
+    assert_int_equal(r.nwarnings, r2.nwarnings);
+    gr_check_result_free(&r);
+    gr_check_result_free(&r2);
+    gr_trace_free(&t);
     /* past the end */
     sp = (gr_split){.from = chunks, .to = UINT64_MAX};
     assert_int_equal(gr_trace_open(&t, b.path), GR_READ_OK);
     assert_int_equal(gr_check_split(&t, &sp, &r), GR_SPLIT_PAST_END);
     assert_true(sp.chunks == chunks);
     assert_int_equal(r.nv, 0);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* The continued switches' self-check (METAs written at stop, after the
+ * last record) names a switch in an earlier chunk: the worker whose range
+ * holds it stops before the METAs, so the last range's worker keeps the
+ * violation (split.h), also when its --to is the number of chunks (nothing
+ * pending there: it runs the end-of-trace verdicts because no chunk is
+ * left). */
+static void test_verdict_from_metas_at_stop(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 1 << 16);
+    uint32_t mod = tb_py(&b, "<module>", "s.py", 1), f = tb_py(&b, "f", "s.py", 5);
+    uint32_t sw = tb_c(&b, "greenlet.switch");
+    tb_flush(&b); /* chunk 0: definitions only */
+    tb_thread(&b, 1);                                              /* 0 */
+    tb_greenlet(&b, 1, 1, 0, GR_GL_MAIN, 1, mod);                  /* 1 */
+    tb_greenlet(&b, 1, 2, 1, GR_GL_SUSPENDED, 1, f);               /* 2 */
+    tb_ev(&b, GR_C_CALL, 1, 1, sw);                                /* 3 */
+    tb_switch(&b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_CONTINUED, 0, 255); /* 4 */
+    tb_ev(&b, GR_CALL, 1, 2, f);                                   /* 5 */
+    tb_ev(&b, GR_RETURN, 1, 2, f);                                 /* 6 */
+    tb_flush(&b); /* chunk 1 */
+    tb_meta(&b, "continued_verified", "1");
+    tb_meta(&b, "continued_mismatch", "1");
+    tb_meta(&b, "continued_mismatch_first", "4 1 2 1");
+    tb_finish(&b); /* chunk 2 */
+    gr_check_result r;
+    whole(b.path, &r);
+    assert_true(has(&r, GR_RULE_SWITCH_CONSISTENCY, "self-check GREENREPLAY_VERIFY_CONTINUED"));
+    gr_check_result_free(&r);
+    assert_int_equal(split_same_as_whole(b.path), 3);
+    gr_trace t;
+    for (int k = 0; k < 2; k++) {
+        gr_split sp = {.from = 1, .to = k ? 3 : UINT64_MAX};
+        assert_int_equal(gr_trace_open(&t, b.path), GR_READ_OK);
+        assert_int_equal(gr_check_split(&t, &sp, &r), GR_SPLIT_OK);
+        assert_true(sp.ended);
+        assert_true(has(&r, GR_RULE_SWITCH_CONSISTENCY, "self-check"));
+        gr_check_result_free(&r);
+        gr_trace_free(&t);
+    }
+    /* a range that holds the switch but not the end: not there */
+    gr_split sp = {.from = 0, .to = 2};
+    assert_int_equal(gr_trace_open(&t, b.path), GR_READ_OK);
+    assert_int_equal(gr_check_split(&t, &sp, &r), GR_SPLIT_OK);
+    assert_false(sp.ended);
+    assert_false(has(&r, GR_RULE_SWITCH_CONSISTENCY, "self-check"));
+    gr_check_result_free(&r);
     gr_trace_free(&t);
     tb_cleanup(&b);
 }
@@ -263,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_range_and_end),
         cmocka_unit_test(test_skip_rest),
+        cmocka_unit_test(test_verdict_from_metas_at_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
