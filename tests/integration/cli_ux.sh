@@ -13,6 +13,12 @@
 #     the CLI on a pseudo-terminal)
 #   an empty trace's coverage says "no threads recorded" (text and HTML), JSON
 #     stays numeric
+#   record after a program that left without the recorder's stop (os._exit,
+#     a segfault): one stderr line saying so and how many complete chunks
+#     the trace holds (none for a short program, else N up to the byte
+#     where `dump` says the trace is cut); nothing said after a normal exit
+#     or an uncaught exception; the program's exit status passes through
+#   record -o F x.py (the script where PYTHON goes): a hint naming PYTHON
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -219,6 +225,64 @@ assert cv["threads"] == 0 and cv["checked_stacks"] == 0 and cv["with_ground_trut
 else
     gr_bad "empty trace coverage"
     gr_show "$W/em.txt"
+fi
+
+# ---- 6. record says when the program left without the recorder's stop
+cut_line() { grep -c "^greenreplay: record: .*without the recorder's stop\|^greenreplay: record: the program was killed" "$1"; }
+printf 'import os\nos._exit(7)\n' >"$W/exit_short.py"
+printf 'import os\ndef f(i):\n    return i\nfor i in range(200000):\n    f(i)\nos._exit(3)\n' >"$W/exit_long.py"
+printf 'import ctypes\nctypes.string_at(0)\n' >"$W/segv.py"
+printf 'raise ValueError("boom")\n' >"$W/raises.py"
+printf 'import sys\nsys.exit(4)\n' >"$W/sysexit.py"
+"$cli" record -o "$W/xs.grt" -- "$GR_PY" "$W/exit_short.py" >/dev/null 2>"$W/xs.err"
+rc=$?
+if [ $rc -eq 7 ] &&
+   [ "$(cat "$W/xs.err")" = "greenreplay: record: the program exited (status 7) without the recorder's stop (os._exit?); $W/xs.grt holds no complete chunk (the recorder writes 64 KiB at a time): nothing of this run can be checked" ]; then
+    gr_ok "record after a short program's os._exit(7): exit 7, one line: the trace holds no complete chunk"
+else
+    gr_bad "record after os._exit(7) of a short program (exit $rc)"
+    gr_show "$W/xs.err"
+fi
+"$cli" record -o "$W/xl.grt" -- "$GR_PY" "$W/exit_long.py" >/dev/null 2>"$W/xl.err"
+rc=$?
+cut=$("$cli" dump "$W/xl.grt" 2>/dev/null | sed -n 's/^# truncated at byte //p')
+if [ $rc -eq 3 ] && [ -n "$cut" ] && [ "$(wc -l <"$W/xl.err")" -eq 1 ] &&
+   grep -Eq "^greenreplay: record: the program exited \(status 3\) without the recorder's stop \(os._exit\?\); $W/xl.grt holds the [1-9][0-9]* complete chunks? written before \(up to byte $cut\), the records after (it|them) are lost$" "$W/xl.err"; then
+    gr_ok "record after os._exit(3) of a longer program: exit 3, one line with the complete chunks up to byte $cut (where dump says the trace is cut)"
+else
+    gr_bad "record after os._exit(3) of a longer program (exit $rc, dump cut at '$cut')"
+    gr_show "$W/xl.err"
+fi
+"$cli" record -o "$W/sg.grt" -- "$GR_PY" "$W/segv.py" >/dev/null 2>"$W/sg.err"
+rc=$?
+if [ $rc -eq 139 ] &&
+   grep -qx "greenreplay: record: the program was killed by signal 11 (.*); $W/sg.grt holds no complete chunk (the recorder writes 64 KiB at a time): nothing of this run can be checked" "$W/sg.err" &&
+   [ "$(cut_line "$W/sg.err")" -eq 1 ]; then
+    gr_ok "record after a segfault (ctypes): exit 139, one line: killed by signal 11, no complete chunk"
+else
+    gr_bad "record after a segfault (exit $rc)"
+    gr_show "$W/sg.err"
+fi
+for p in raises:1 sysexit:4; do
+    name=${p%%:*} want=${p#*:}
+    "$cli" record -o "$W/$name.grt" -- "$GR_PY" "$W/$name.py" >/dev/null 2>"$W/$name.err"
+    rc=$?
+    if [ $rc -eq "$want" ] && [ "$(cut_line "$W/$name.err")" -eq 0 ] &&
+       ! grep -q '^greenreplay:' "$W/$name.err" && "$cli" check -q "$W/$name.grt" >/dev/null 2>&1; then
+        gr_ok "record of a program ending by $name: exit $want, trace complete, no line of record's"
+    else
+        gr_bad "record of a program ending by $name (exit $rc, want $want)"
+        gr_show "$W/$name.err"
+    fi
+done
+"$cli" record -o "$W/h.grt" "$W/raises.py" >/dev/null 2>"$W/h.err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
+   [ "$(cat "$W/h.err")" = "greenreplay: record: need PYTHON before the script, e.g. \`-- python3 $W/raises.py\` (\`greenreplay record --help\` shows the usage)" ]; then
+    gr_ok "record -o F SCRIPT.py (no PYTHON): exit 2, one line asking for PYTHON before the script"
+else
+    gr_bad "record -o F SCRIPT.py without PYTHON (exit $rc)"
+    gr_show "$W/h.err"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
