@@ -19,6 +19,10 @@
 #     where `dump` says the trace is cut); nothing said after a normal exit
 #     or an uncaught exception; the program's exit status passes through
 #   record -o F x.py (the script where PYTHON goes): a hint naming PYTHON
+#   the round trip the script's header gives (script, record --manual, diff
+#     --c-names script) on a whole-program recording (record without
+#     --manual, the default): same structure, also --anonymize with --rename;
+#     a script of a program with one more switch still differs
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -283,6 +287,54 @@ if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
 else
     gr_bad "record -o F SCRIPT.py without PYTHON (exit $rc)"
     gr_show "$W/h.err"
+fi
+
+# ---- 7. the script's round trip on a whole-program recording
+if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+    for n in 3 4; do
+        cat >"$W/gl$n.py" <<EOF
+import greenlet
+
+def worker(n):
+    for i in range(n):
+        parent.switch(i)
+
+def helper(x):
+    return x * 2
+
+parent = greenlet.getcurrent()
+g = greenlet.greenlet(worker)
+v = g.switch($n)
+while not g.dead:
+    helper(v)
+    v = g.switch()
+EOF
+        "$cli" record -o "$W/gl$n.grt" -- "$GR_PY" "$W/gl$n.py" >"$W/gl$n.log" 2>&1
+    done
+    ok=1
+    for anon in "" --anonymize; do
+        "$cli" script -q $anon "$W/gl3.grt" -o "$W/rt$anon.py" &&
+            "$cli" record --manual -o "$W/rt$anon.grt" -- "$GR_PY" "$W/rt$anon.py" >>"$W/rt.log" 2>&1 || ok=0
+    done
+    "$cli" script -q "$W/gl4.grt" -o "$W/rt4.py" &&
+        "$cli" record --manual -o "$W/rt4.grt" -- "$GR_PY" "$W/rt4.py" >>"$W/rt.log" 2>&1 || ok=0
+    "$cli" diff --c-names script "$W/gl3.grt" "$W/rt.grt" >"$W/rt.diff" 2>&1
+    rc1=$?
+    "$cli" diff --rename --c-names script "$W/gl3.grt" "$W/rt--anonymize.grt" >"$W/rta.diff" 2>&1
+    rc2=$?
+    "$cli" diff --c-names script "$W/gl3.grt" "$W/rt4.grt" >"$W/rt4.diff" 2>&1
+    rc3=$?
+    if [ $ok = 1 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] &&
+       grep -q '^# Compare: *greenreplay diff --c-names script' "$W/rt.py" &&
+       grep -q '^same structure' "$W/rt.diff" && grep -q '^same structure' "$W/rta.diff" &&
+       grep -q '^+ .*CALL .*helper' "$W/rt4.diff"; then
+        gr_ok "script of a whole-program recording, recorded with --manual: diff --c-names script says same structure (also --anonymize/--rename); one more switch differs"
+    else
+        gr_bad "whole-program round trip: diff exits $rc1 (plain), $rc2 (--rename), $rc3 (one more switch: want 1)"
+        gr_show "$W/rt.log" "$W/rt.diff" "$W/rta.diff" "$W/rt4.diff"
+    fi
+else
+    skip "whole-program round trip: greenlet is not importable by $GR_PY"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
