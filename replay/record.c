@@ -501,19 +501,23 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
  * KiB at a time, docs/FORMAT.md section 2) or none, so that a user knows
  * at once whether `check` has anything to read.  Ring mode writes the file
  * only at exit and on flush: a cut there keeps the previous snapshot.
- * Returns 1 when a line was written, 0 when the trace has its trailer, is
- * empty or missing (the caller says so) or cannot be read (`check` names
+ * Returns 1 when a line was written; 0 when the trace has its trailer
+ * (the recording stopped before, e.g. at the KeyboardInterrupt that
+ * SIGINT raised: Python then ends by that signal), 2 when it is empty or
+ * missing (the caller says so), 3 when it cannot be read (`check` names
  * the cause). */
 static int report_cut(const char *how, const char *output, const char *out_abs, uint64_t ring)
 {
     struct stat st;
     if (stat(out_abs, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-        return 0;
+        return 2;
     gr_trace t;
     uint64_t chunks = 0;
-    int said = 0;
+    int said = 3;
     if (gr_trace_open(&t, out_abs) == GR_READ_OK && gr_trace_skip_rest(&t, &chunks) == 0 &&
-        !t.has_trailer) {
+        t.has_trailer) {
+        said = 0;
+    } else if (!t.err.status && !t.has_trailer) {
         if (chunks == 0)
             fprintf(stderr,
                     "greenreplay: record: %s; %s holds no complete chunk (%s): nothing of this run "
@@ -743,7 +747,14 @@ int gr_cmd_record(int argc, char **argv)
         int sig = WTERMSIG(status);
         char how[96];
         snprintf(how, sizeof how, "the program was killed by signal %d (%s)", sig, strsignal(sig));
-        if (!report_cut(how, output, out_abs, ring))
+        int said = report_cut(how, output, out_abs, ring);
+        if (said == 0)
+            fprintf(stderr, "greenreplay: record: %s; the trace %s is complete (recording stopped "
+                            "before)\n",
+                    how, output);
+        else if (said == 2)
+            fprintf(stderr, "greenreplay: record: %s; no trace was written to %s\n", how, output);
+        else if (said == 3)
             fprintf(stderr, "greenreplay: record: %s\n", how);
         return 128 + sig;
     }

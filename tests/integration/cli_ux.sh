@@ -17,7 +17,9 @@
 #     a segfault): one stderr line saying so and how many complete chunks
 #     the trace holds (none for a short program, else N up to the byte
 #     where `dump` says the trace is cut); nothing said after a normal exit
-#     or an uncaught exception; the program's exit status passes through
+#     or an uncaught exception; after SIGINT (KeyboardInterrupt, then Python
+#     ends by the signal) that the trace is complete; the program's exit
+#     status passes through
 #   record -o F x.py (the script where PYTHON goes): a hint naming PYTHON
 #   the round trip the script's header gives (script, record --manual, diff
 #     --c-names script) on a whole-program recording (record without
@@ -279,6 +281,25 @@ for p in raises:1 sysexit:4; do
         gr_show "$W/$name.err"
     fi
 done
+# SIGINT: KeyboardInterrupt stops the recording (trailer written), then Python
+# ends by SIGINT: record says the trace is complete, not that it was cut
+printf 'import time\ndef f():\n    pass\nfor i in range(100):\n    f()\nprint("ready", flush=True)\ntime.sleep(30)\n' >"$W/sleepy.py"
+"$GR_PY" - "$cli" "$W/int.grt" "$GR_PY" "$W/sleepy.py" >"$W/int.out" 2>"$W/int.err" <<'EOF'
+import signal, subprocess, sys
+cli, out, py, script = sys.argv[1:]
+p = subprocess.Popen([cli, "record", "-o", out, "--", py, script], stdout=subprocess.PIPE,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+p.stdout.readline()  # "ready": the program runs
+p.send_signal(signal.SIGINT)
+print("rc", p.wait())
+EOF
+if grep -qx "rc 130" "$W/int.out" && "$cli" check -q "$W/int.grt" >/dev/null 2>&1 &&
+   grep -qx "greenreplay: record: the program was killed by signal 2 (Interrupt); the trace $W/int.grt is complete (recording stopped before)" "$W/int.err"; then
+    gr_ok "record, SIGINT to it: KeyboardInterrupt, exit 130, the trace complete and record says so"
+else
+    gr_bad "record, SIGINT to it: want exit 130 and 'the trace ... is complete'"
+    gr_show "$W/int.out" "$W/int.err"
+fi
 "$cli" record -o "$W/h.grt" "$W/raises.py" >/dev/null 2>"$W/h.err"
 rc=$?
 if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
