@@ -241,35 +241,31 @@ printf 'import os\ndef f(i):\n    return i\nfor i in range(200000):\n    f(i)\no
 printf 'import ctypes\nctypes.string_at(0)\n' >"$W/segv.py"
 printf 'raise ValueError("boom")\n' >"$W/raises.py"
 printf 'import sys\nsys.exit(4)\n' >"$W/sysexit.py"
-"$cli" record -o "$W/xs.grt" -- "$GR_PY" "$W/exit_short.py" >/dev/null 2>"$W/xs.err"
-rc=$?
-if [ $rc -eq 7 ] &&
-   [ "$(cat "$W/xs.err")" = "greenreplay: record: the program exited (status 7) without the recorder's stop (os._exit?); $W/xs.grt holds no complete chunk (the recorder writes 64 KiB at a time): nothing of this run can be checked" ]; then
-    gr_ok "record after a short program's os._exit(7): exit 7, one line: the trace holds no complete chunk"
-else
-    gr_bad "record after os._exit(7) of a short program (exit $rc)"
-    gr_show "$W/xs.err"
-fi
-"$cli" record -o "$W/xl.grt" -- "$GR_PY" "$W/exit_long.py" >/dev/null 2>"$W/xl.err"
-rc=$?
-cut=$("$cli" dump "$W/xl.grt" 2>/dev/null | sed -n 's/^# truncated at byte //p')
-if [ $rc -eq 3 ] && [ -n "$cut" ] && [ "$(wc -l <"$W/xl.err")" -eq 1 ] &&
-   grep -Eq "^greenreplay: record: the program exited \(status 3\) without the recorder's stop \(os._exit\?\); $W/xl.grt holds the [1-9][0-9]* complete chunks? written before \(up to byte $cut\), the records after (it|them) are lost$" "$W/xl.err"; then
-    gr_ok "record after os._exit(3) of a longer program: exit 3, one line with the complete chunks up to byte $cut (where dump says the trace is cut)"
-else
-    gr_bad "record after os._exit(3) of a longer program (exit $rc, dump cut at '$cut')"
-    gr_show "$W/xl.err"
-fi
-"$cli" record -o "$W/sg.grt" -- "$GR_PY" "$W/segv.py" >/dev/null 2>"$W/sg.err"
-rc=$?
-if [ $rc -eq 139 ] &&
-   grep -qx "greenreplay: record: the program was killed by signal 11 (.*); $W/sg.grt holds no complete chunk (the recorder writes 64 KiB at a time): nothing of this run can be checked" "$W/sg.err" &&
-   [ "$(cut_line "$W/sg.err")" -eq 1 ]; then
-    gr_ok "record after a segfault (ctypes): exit 139, one line: killed by signal 11, no complete chunk"
-else
-    gr_bad "record after a segfault (exit $rc)"
-    gr_show "$W/sg.err"
-fi
+# cut_case NAME WANT_RC LINE WHAT: record $W/NAME.py into $W/NAME.grt; want
+# exit WANT_RC and stderr exactly one line matching the extended regex LINE
+# ($T stands for the trace's path).
+cut_case() {
+    local name=$1 want=$2 line=$3 what=$4 rc
+    "$cli" record -o "$W/$name.grt" -- "$GR_PY" "$W/$name.py" >/dev/null 2>"$W/$name.err"
+    rc=$?
+    line=${line//\$T/$W/$name.grt}
+    if [ $rc -eq "$want" ] && [ "$(wc -l <"$W/$name.err")" -eq 1 ] && grep -Eqx "$line" "$W/$name.err"; then
+        gr_ok "$what"
+    else
+        gr_bad "$what: want exit $want and one line like '$line'; got exit $rc"
+        gr_show "$W/$name.err"
+    fi
+}
+nochunk='holds no complete chunk \(the recorder writes 64 KiB at a time\): nothing of this run can be checked'
+cut_case exit_short 7 "greenreplay: record: the program exited \(status 7\) without the recorder's stop \(os._exit\?\); \$T $nochunk" \
+    "record after a short program's os._exit(7): exit 7, one line: the trace holds no complete chunk"
+cut_case segv 139 "greenreplay: record: the program was killed by signal 11 \(.*\); \$T $nochunk" \
+    "record after a segfault (ctypes): exit 139, one line: killed by signal 11, no complete chunk"
+# a longer program: N complete chunks, up to the byte where dump says the trace is cut
+"$cli" record -o "$W/exit_long.grt" -- "$GR_PY" "$W/exit_long.py" >/dev/null 2>&1
+cut=$("$cli" dump "$W/exit_long.grt" 2>/dev/null | sed -n 's/^# truncated at byte //p')
+cut_case exit_long 3 "greenreplay: record: the program exited \(status 3\) without the recorder's stop \(os._exit\?\); \$T holds the [1-9][0-9]* complete chunks? written before \(up to byte ${cut:-NONE}\), the records after (it|them) are lost" \
+    "record after os._exit(3) of a longer program: exit 3, one line with the complete chunks up to byte $cut (where dump says the trace is cut)"
 for p in raises:1 sysexit:4; do
     name=${p%%:*} want=${p#*:}
     "$cli" record -o "$W/$name.grt" -- "$GR_PY" "$W/$name.py" >/dev/null 2>"$W/$name.err"
