@@ -25,7 +25,9 @@
 #     --c-names script) on a whole-program recording (record without
 #     --manual, the default): same structure, also --anonymize with --rename;
 #     a script of a program with one more switch still differs; script
-#     notes nothing for such a trace (its start at the top is reproduced)
+#     notes nothing for such a trace (its start at the top is reproduced);
+#     a program ended by an uncaught exception round-trips too (what follows
+#     its <module>'s return is not compared, and diff says so)
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -351,6 +353,22 @@ EOF
     else
         gr_bad "whole-program round trip: diff exits $rc1 (plain), $rc2 (--rename), $rc3 (one more switch: want 1)"
         gr_show "$W/rt.notes" "$W/rt.log" "$W/rt.diff" "$W/rta.diff" "$W/rt4.diff"
+    fi
+    # a program ending by an uncaught exception: the recording stops at it,
+    # the script exits normally; what follows <module>'s return is not compared
+    printf 'import greenlet\ndef f():\n    raise ValueError("boom")\ngreenlet.greenlet(f).switch()\n' >"$W/boom.py"
+    "$cli" record -o "$W/boom.grt" -- "$GR_PY" "$W/boom.py" >"$W/boom.log" 2>&1
+    rc0=$?
+    "$cli" script -q "$W/boom.grt" -o "$W/rtb.py" &&
+        "$cli" record --manual -o "$W/rtb.grt" -- "$GR_PY" "$W/rtb.py" >>"$W/rt.log" 2>&1
+    "$cli" diff --c-names script "$W/boom.grt" "$W/rtb.grt" >"$W/rtb.diff" 2>&1
+    rc=$?
+    if [ $rc0 -eq 1 ] && [ $rc -eq 0 ] && grep -q '^same structure' "$W/rtb.diff" &&
+       grep -q "^# not compared: [1-9][0-9]* records of A and [1-9][0-9]* of B after the program's <module> returned" "$W/rtb.diff"; then
+        gr_ok "script of a program that ended by an uncaught exception: same structure, the interpreter's exit not compared (said so)"
+    else
+        gr_bad "round trip of a program ending by an uncaught exception: record exit $rc0 (want 1), diff exit $rc (want 0)"
+        gr_show "$W/boom.log" "$W/rtb.diff"
     fi
 else
     skip "whole-program round trip: greenlet is not importable by $GR_PY"
