@@ -4,9 +4,9 @@
  * built by `make` into BUILD/python next to this executable, installed by
  * `make install` into PREFIX/lib/greenreplay/python, or named by
  * GREENREPLAY_PYTHONPATH (the `greenreplay` command of a pip install sets
- * it).  This command checks its options and the interpreter, prepares the environment, runs the interpreter as a child,
- * forwards signals to it and passes its exit status through; it needs no
- * Python itself.
+ * it).  This command checks its options and the interpreter, prepares the
+ * environment, runs the interpreter as a child, forwards signals to it and
+ * passes its exit status through; it needs no Python itself.
  *
  * Whole-program mode (no --manual) puts greenreplay/boot first on
  * PYTHONPATH: its sitecustomize starts recording at the call of the
