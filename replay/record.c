@@ -4,11 +4,9 @@
  * built by `make` into BUILD/python next to this executable, installed by
  * `make install` into PREFIX/lib/greenreplay/python, or named by
  * GREENREPLAY_PYTHONPATH (the `greenreplay` command of a pip install sets
- * it).  This command checks its options and the
- * GREENREPLAY_PYTHONPATH).  This command checks its options and the
- * interpreter, prepares the environment, runs the interpreter as a child,
- * forwards signals to it and passes its exit status through; it needs no
- * Python itself.
+ * it).  This command checks its options and the interpreter, prepares the
+ * environment, runs the interpreter as a child, forwards signals to it and
+ * passes its exit status through; it needs no Python itself.
  *
  * Whole-program mode (no --manual) puts greenreplay/boot first on
  * PYTHONPATH: its sitecustomize starts recording at the call of the
@@ -19,8 +17,10 @@
 #include "record.h"
 
 #include "format.h"
+#include "seek.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -95,10 +95,12 @@ static const char usage_record[] =
     "goes to stderr.  More in README.md, \"Under faults\".\n"
     "\n"
     "exit status: the program's own; 128+N if it was killed by signal N (the\n"
-    "trace then holds every complete chunk written before); 2 bad usage (one\n"
-    "line naming the option), an interpreter that is missing or that the\n"
-    "recorder is not built for (with the `make PYTHON=...` to run), or an\n"
-    "output FILE that cannot or must not be written.\n";
+    "trace then holds every complete chunk written before, 64 KiB each; a line\n"
+    "on stderr says how many, also after os._exit(), which skips the\n"
+    "recorder's stop); 2 bad usage (one line naming the option), an\n"
+    "interpreter that is missing or that the recorder is not built for (with\n"
+    "the `make PYTHON=...` to run), or an output FILE that cannot or must\n"
+    "not be written.\n";
 
 /* One-line usage error naming the cause; exit status 2. */
 static int usage_error(const char *fmt, const char *arg)
@@ -492,6 +494,49 @@ static void forward(int sig, siginfo_t *info, void *ctx)
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
+/* After the program ended: when the trace at out_abs lacks its trailer
+ * (the program was killed, crashed, or left by os._exit(), which runs no
+ * exit handler), say on stderr what `how` ended it and what the trace
+ * still holds: the complete chunks written before (the recorder writes 64
+ * KiB at a time, docs/FORMAT.md section 2) or none, so that a user knows
+ * at once whether `check` has anything to read.  Ring mode writes the file
+ * only at exit and on flush: a cut there keeps the previous snapshot.
+ * Returns 1 when a line was written; 0 when the trace has its trailer
+ * (the recording stopped before, e.g. at the KeyboardInterrupt that
+ * SIGINT raised: Python then ends by that signal), 2 when it is empty or
+ * missing (the caller says so), 3 when it cannot be read (`check` names
+ * the cause). */
+static int report_cut(const char *how, const char *output, const char *out_abs, uint64_t ring)
+{
+    struct stat st;
+    if (stat(out_abs, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+        return 2;
+    gr_trace t;
+    uint64_t chunks = 0;
+    int said = 3;
+    if (gr_trace_open(&t, out_abs) == GR_READ_OK && gr_trace_skip_rest(&t, &chunks) == 0 &&
+        t.has_trailer) {
+        said = 0;
+    } else if (!t.err.status && !t.has_trailer) {
+        if (chunks == 0)
+            fprintf(stderr,
+                    "greenreplay: record: %s; %s holds no complete chunk (%s): nothing of this run "
+                    "can be checked\n",
+                    how, output,
+                    ring ? "--ring writes the file at exit and on --flush-signal"
+                         : "the recorder writes 64 KiB at a time");
+        else
+            fprintf(stderr,
+                    "greenreplay: record: %s; %s holds the %" PRIu64 " complete chunk%s written "
+                    "before (up to byte %" PRIu64 "), the records after %s are lost\n",
+                    how, output, chunks, chunks == 1 ? "" : "s", t.truncated_at,
+                    chunks == 1 ? "it" : "them");
+        said = 1;
+    }
+    gr_trace_free(&t);
+    return said;
+}
+
 int gr_cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -560,8 +605,13 @@ int gr_cmd_record(int argc, char **argv)
     if (optind >= argc)
         return usage_error("%s", "need, after --, PYTHON and the program (SCRIPT, -m MODULE, -c CODE or -)");
     struct program prog;
-    if (parse_program(argc - optind, argv + optind, manual, &prog) < 0)
+    if (parse_program(argc - optind, argv + optind, manual, &prog) < 0) {
+        size_t n = strlen(argv[optind]);
+        if (argc - optind == 1 && n > 3 && strcmp(argv[optind] + n - 3, ".py") == 0)
+            /* `record -o F x.py`: the script was taken as the interpreter */
+            return usage_error("need PYTHON before the script, e.g. `-- python3 %s`", argv[optind]);
         return usage_error("%s", "need, after PYTHON, the program: SCRIPT, -m MODULE, -c CODE or -");
+    }
     if (prog.refused)
         return usage_error("PYTHON option %s keeps the recorder out (it ignores PYTHONPATH or site, "
                            "through which greenreplay loads); not supported",
@@ -695,17 +745,35 @@ int gr_cmd_record(int argc, char **argv)
     child_pid = 0;
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
-        fprintf(stderr, "greenreplay: record: the program was killed by signal %d (%s); %s holds the "
-                        "chunks written before\n",
-                sig, strsignal(sig), output);
+        char how[96];
+        snprintf(how, sizeof how, "the program was killed by signal %d (%s)", sig, strsignal(sig));
+        int said = report_cut(how, output, out_abs, ring);
+        if (said == 0)
+            fprintf(stderr, "greenreplay: record: %s; the trace %s is complete (recording stopped "
+                            "before)\n",
+                    how, output);
+        else if (said == 2)
+            fprintf(stderr, "greenreplay: record: %s; no trace was written to %s\n", how, output);
+        else if (said == 3)
+            fprintf(stderr, "greenreplay: record: %s\n", how);
         return 128 + sig;
     }
     int rc = WEXITSTATUS(status);
     if (stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", output,
-                manual ? "did not call greenreplay.start()"
+                manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
+                         "os._exit()"
+                : ring ? "ended before its first frame ran, recording could not start, or, --ring "
+                         "writing the file at exit, it left without the recorder's stop, e.g. by "
+                         "os._exit()"
                        : "ended before its first frame ran, or recording could not start");
     else if (stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s\n", output);
+    else {
+        char how[96];
+        snprintf(how, sizeof how, "the program exited (status %d) without the recorder's stop (os._exit?)",
+                 rc);
+        report_cut(how, output, out_abs, ring);
+    }
     return rc;
 }

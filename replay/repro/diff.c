@@ -100,6 +100,18 @@ typedef struct side {
     gr_idmap cmap;
     struct cshadow *csh;
     size_t ncsh, cap_csh;
+    /* --c-names script: where recording started (top_start_of).  top_seed:
+     * the GREENLET record of the greenlet that called start(), whose seed
+     * is compared without greenreplay's own frames; top_skip: the record
+     * not compared (the RETURN of start(), or the CALL of the program's
+     * <module> that a whole-program recording starts with); top_module:
+     * that <module>'s code, compared as the seed's frame.  GR_NONE: n/a. */
+    size_t top_seed, top_skip, top_module;
+    /* --c-names script: the RETURN of the module thread's <module> (exit_of;
+     * GR_NONE: none), and how many records of that thread after it are not
+     * compared (interpreter exit, which a script does not reproduce). */
+    size_t exit_at, exit_skipped;
+    uint64_t exit_tid;
 } side;
 
 
@@ -190,6 +202,38 @@ static void put_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
 
 static void put_cont_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r);
 
+/* The stack of GREENLET or STACK record i; --c-names script: without
+ * greenreplay's own frames in the seed of the greenlet that called start()
+ * (side.top_seed; with the <module> a whole-program recording calls first)
+ * and in the STACK records at exit of the module thread (side.exit_at:
+ * the recorder stops at exit or at an uncaught exception, in frames of
+ * its own). */
+static void put_seed(ctx *c, side *s, gr_sb *sb, const gr_record *r, size_t i)
+{
+    if (i != s->top_seed && !(r->tag == GR_STACK && s->exit_at != GR_NONE && i > s->exit_at &&
+                              r->tid == s->exit_tid)) {
+        put_stack(c, s, sb, r);
+        return;
+    }
+    const uint32_t *ids = gr_record_stack(s->t, r);
+    size_t shown = 0;
+    gr_sb_puts(sb, " stack=");
+    for (uint32_t k = 0; k < r->depth; k++) {
+        if (gr_shape_is_recorder_code(s->t, ids[k]))
+            continue;
+        if (shown++)
+            gr_sb_puts(sb, " > ");
+        put_name(c, s, sb, ids[k], GR_NONE, 1);
+    }
+    if (i == s->top_seed && s->top_module != GR_NONE) {
+        if (shown++)
+            gr_sb_puts(sb, " > ");
+        put_name(c, s, sb, (uint32_t)s->top_module, GR_NONE, 1);
+    }
+    if (!shown)
+        gr_sb_putc(sb, '-');
+}
+
 static const char *const kinds[] = {"THREAD", "GREENLET", "CALL",  "RETURN", "C_CALL",
                                     "C_RETURN", "C_EXCEPTION", "SWITCH", "THROW", "MARK",
                                     "DEAD", "START", "STOP", "STACK", "INSTR", "HOOK"};
@@ -200,6 +244,8 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
 {
     const gr_record *r = &s->t->recs[i];
     if (r->tag == GR_INSTR && !c->cmp_instr)
+        return 0;
+    if (i == s->top_skip)
         return 0;
     /* The program's greenlet trace callback (HOOK slot greenlet): a script
      * (`greenreplay script`) does not install one, so with the names a
@@ -217,7 +263,7 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
         gr_sb_puts(sb, " parent=");
         put_parent(s, sb, r->tid, r->parent);
         gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
-        put_stack(c, s, sb, r);
+        put_seed(c, s, sb, r, i);
         break;
     case GR_CALL:
     case GR_RETURN:
@@ -278,7 +324,7 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
     }
     case GR_STACK:
         gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
-        put_stack(c, s, sb, r);
+        put_seed(c, s, sb, r, i);
         break;
     case GR_INSTR:
         gr_sb_printf(sb, " frames=%" PRIu64 " stale=%" PRIu64, r->parent, r->use_tracing);
@@ -383,6 +429,108 @@ static void put_cont_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
     }
 }
 
+/* --c-names script (a script's recording against its original): where
+ * the first START is, the two traces begin differently although the
+ * script reproduces the original.  A whole-program recording (`record`
+ * without --manual) starts with no frame of the program open and calls
+ * its <module> first; its script calls greenreplay.start() at its top
+ * level, so the recording of the script has <module> and start() in the
+ * seed and returns from start() first.  Under --manual both return from
+ * start() first.  Set s->top_* so that both compare as the seed with the
+ * program's frames (<module> included) and without greenreplay's own. */
+static void top_start_of(side *s)
+{
+    const gr_trace *t = s->t;
+    size_t st = GR_NONE, seed = GR_NONE, k;
+    for (k = 0; k < t->nrecs && st == GR_NONE; k++)
+        if (t->recs[k].tag == GR_START)
+            st = k;
+    if (st == GR_NONE)
+        return;
+    const gr_record *r0 = &t->recs[st];
+    for (k = st; k-- > 0;)
+        if (t->recs[k].tag == GR_GREENLET && t->recs[k].tid == r0->tid && t->recs[k].gid == r0->gid) {
+            seed = k;
+            break;
+        }
+    if (seed == GR_NONE)
+        return;
+    const gr_record *first = NULL;
+    for (k = st + 1; k < t->nrecs; k++) /* the first event (a HOOK of start() is none) */
+        if (t->recs[k].tid == r0->tid && t->recs[k].tag != GR_THREAD && t->recs[k].tag != GR_GREENLET &&
+            t->recs[k].tag != GR_HOOK && t->recs[k].tag != GR_INSTR) {
+            first = &t->recs[k];
+            break;
+        }
+    if (!first)
+        return;
+    if (first->tag == GR_RETURN && gr_shape_is_recorder_code(t, (uint32_t)first->code)) {
+        s->top_seed = seed;
+        s->top_skip = k;
+        return;
+    }
+    const gr_record *g = &t->recs[seed];
+    const uint32_t *ids = gr_record_stack(t, g);
+    for (uint32_t d = 0; d < g->depth; d++)
+        if (!gr_shape_is_recorder_code(t, ids[d]))
+            return; /* a frame of the program (or -m's runpy) below start */
+    const gr_code *cd = first->tag == GR_CALL ? gr_trace_code(t, (uint32_t)first->code) : NULL;
+    size_t n = 0;
+    const uint8_t *q = cd ? gr_trace_string(t, cd->qualname, &n) : NULL;
+    if (q && n == 8 && memcmp(q, "<module>", 8) == 0) {
+        s->top_seed = seed;
+        s->top_skip = k;
+        s->top_module = first->code;
+    }
+}
+
+/* --c-names script: the end of the program.  A script reproduces nothing
+ * after the module thread's <module> returns (its own exit makes those
+ * records: docs/WORKFLOW.md), while the original may have stopped at an
+ * uncaught exception (in the recorder's hook, before the interpreter's
+ * shutdown) or run exit handlers.  So the records of that thread after
+ * the RETURN of <module>, but STOP and STACK, are not compared (counted in
+ * s->exit_skipped; the report says how many).  The <module> is the one a
+ * whole-program recording called first, or the outermost frame of the
+ * seed of the greenlet that called start(). */
+static void exit_of(side *s)
+{
+    const gr_trace *t = s->t;
+    s->exit_at = GR_NONE;
+    if (s->top_seed == GR_NONE)
+        return;
+    const gr_record *g = &t->recs[s->top_seed];
+    uint64_t code = s->top_module;
+    if (code == GR_NONE) {
+        const uint32_t *ids = gr_record_stack(t, g);
+        if (!g->depth || gr_shape_is_recorder_code(t, ids[0]))
+            return;
+        const gr_code *cd = gr_trace_code(t, ids[0]);
+        size_t n = 0;
+        const uint8_t *q = cd ? gr_trace_string(t, cd->qualname, &n) : NULL;
+        if (!q || n != 8 || memcmp(q, "<module>", 8) != 0)
+            return;
+        code = ids[0];
+    }
+    size_t k;
+    for (k = s->top_skip + 1; k < t->nrecs; k++) {
+        const gr_record *r = &t->recs[k];
+        if (r->tag == GR_RETURN && r->tid == g->tid && r->gid == g->gid && r->code == code)
+            break;
+    }
+    if (k >= t->nrecs)
+        return;
+    s->exit_at = k;
+    s->exit_tid = g->tid;
+    for (k++; k < t->nrecs; k++) {
+        const gr_record *r = &t->recs[k];
+        if (r->tid == s->exit_tid && r->tag != GR_STOP && r->tag != GR_STACK && s->keep[k]) {
+            s->keep[k] = 0;
+            s->exit_skipped++;
+        }
+    }
+}
+
 static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
 {
     memset(s, 0, sizeof *s);
@@ -390,9 +538,12 @@ static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
     s->keep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
     memset(s->keep, 1, t->nrecs ? t->nrecs : 1);
     gr_ignore_apply(t, o->ignore, s->keep, s->ignored);
+    s->top_seed = s->top_skip = s->top_module = s->exit_at = GR_NONE;
     if (o->c_names == GR_CNAMES_SCRIPT) {
         gr_shape_build(&s->shape, t, o->rename);
         s->has_shape = 1;
+        top_start_of(s);
+        exit_of(s);
     }
     for (size_t i = 0; i < t->nrecs; i++) {
         const gr_record *r = &t->recs[i];
@@ -637,6 +788,10 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
     if (!c.cmp_ut && (A.knows_ut || B.knows_ut))
         gr_sb_printf(&sb, "%suse_tracing (only %s knows it: CPython 3.9-3.11)", sb.len ? "; " : "",
                      A.knows_ut ? "A" : "B");
+    if (A.exit_skipped || B.exit_skipped)
+        gr_sb_printf(&sb, "%s%zu records of A and %zu of B after the program's <module> returned "
+                          "(interpreter exit, which a script does not reproduce)",
+                     sb.len ? "; " : "", A.exit_skipped, B.exit_skipped);
     if (sb.len)
         fprintf(out, "# not compared: %s\n", sb.s);
     for (int i = 0; i < GR_IGNORE_COUNT; i++)

@@ -1214,8 +1214,14 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
                 k--;
             if (k == 0) {
-                note(s, i, "start() called with no frame of the program open: the script calls "
-                           "it at its top level");
+                /* With no frame open at all (a whole-program recording:
+                 * `record` without --manual starts before the program's
+                 * <module>), start() at the script's top level is the
+                 * reproduction, which `diff --c-names script` compares
+                 * alike: nothing to note. */
+                if (g->depth)
+                    note(s, i, "start() called with no frame of the program open: the script "
+                               "calls it at its top level");
                 s->start_at_top = 1;
             } else {
                 frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));

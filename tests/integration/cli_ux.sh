@@ -13,6 +13,21 @@
 #     the CLI on a pseudo-terminal)
 #   an empty trace's coverage says "no threads recorded" (text and HTML), JSON
 #     stays numeric
+#   record after a program that left without the recorder's stop (os._exit,
+#     a segfault): one stderr line saying so and how many complete chunks
+#     the trace holds (none for a short program, else N up to the byte
+#     where `dump` says the trace is cut); nothing said after a normal exit
+#     or an uncaught exception; after SIGINT (KeyboardInterrupt, then Python
+#     ends by the signal) that the trace is complete; the program's exit
+#     status passes through
+#   record -o F x.py (the script where PYTHON goes): a hint naming PYTHON
+#   the round trip the script's header gives (script, record --manual, diff
+#     --c-names script) on a whole-program recording (record without
+#     --manual, the default): same structure, also --anonymize with --rename;
+#     a script of a program with one more switch still differs; script
+#     notes nothing for such a trace (its start at the top is reproduced);
+#     a program ended by an uncaught exception round-trips too (what follows
+#     its <module>'s return is not compared, and diff says so)
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -219,6 +234,144 @@ assert cv["threads"] == 0 and cv["checked_stacks"] == 0 and cv["with_ground_trut
 else
     gr_bad "empty trace coverage"
     gr_show "$W/em.txt"
+fi
+
+# ---- 6. record says when the program left without the recorder's stop
+cut_line() { grep -c "^greenreplay: record: .*without the recorder's stop\|^greenreplay: record: the program was killed" "$1"; }
+printf 'import os\nos._exit(7)\n' >"$W/exit_short.py"
+printf 'import os\ndef f(i):\n    return i\nfor i in range(200000):\n    f(i)\nos._exit(3)\n' >"$W/exit_long.py"
+printf 'import ctypes\nctypes.string_at(0)\n' >"$W/segv.py"
+printf 'raise ValueError("boom")\n' >"$W/raises.py"
+printf 'import sys\nsys.exit(4)\n' >"$W/sysexit.py"
+# cut_case NAME WANT_RC LINE WHAT: record $W/NAME.py into $W/NAME.grt; want
+# exit WANT_RC and stderr exactly one line matching the extended regex LINE
+# ($T stands for the trace's path).
+cut_case() {
+    local name=$1 want=$2 line=$3 what=$4 rc
+    "$cli" record -o "$W/$name.grt" -- "$GR_PY" "$W/$name.py" >/dev/null 2>"$W/$name.err"
+    rc=$?
+    line=${line//\$T/$W/$name.grt}
+    if [ $rc -eq "$want" ] && [ "$(wc -l <"$W/$name.err")" -eq 1 ] && grep -Eqx "$line" "$W/$name.err"; then
+        gr_ok "$what"
+    else
+        gr_bad "$what: want exit $want and one line like '$line'; got exit $rc"
+        gr_show "$W/$name.err"
+    fi
+}
+nochunk='holds no complete chunk \(the recorder writes 64 KiB at a time\): nothing of this run can be checked'
+cut_case exit_short 7 "greenreplay: record: the program exited \(status 7\) without the recorder's stop \(os._exit\?\); \$T $nochunk" \
+    "record after a short program's os._exit(7): exit 7, one line: the trace holds no complete chunk"
+cut_case segv 139 "greenreplay: record: the program was killed by signal 11 \(.*\); \$T $nochunk" \
+    "record after a segfault (ctypes): exit 139, one line: killed by signal 11, no complete chunk"
+# a longer program: N complete chunks, up to the byte where dump says the trace is cut
+"$cli" record -o "$W/exit_long.grt" -- "$GR_PY" "$W/exit_long.py" >/dev/null 2>&1
+cut=$("$cli" dump "$W/exit_long.grt" 2>/dev/null | sed -n 's/^# truncated at byte //p')
+cut_case exit_long 3 "greenreplay: record: the program exited \(status 3\) without the recorder's stop \(os._exit\?\); \$T holds the [1-9][0-9]* complete chunks? written before \(up to byte ${cut:-NONE}\), the records after (it|them) are lost" \
+    "record after os._exit(3) of a longer program: exit 3, one line with the complete chunks up to byte $cut (where dump says the trace is cut)"
+for p in raises:1 sysexit:4; do
+    name=${p%%:*} want=${p#*:}
+    "$cli" record -o "$W/$name.grt" -- "$GR_PY" "$W/$name.py" >/dev/null 2>"$W/$name.err"
+    rc=$?
+    if [ $rc -eq "$want" ] && [ "$(cut_line "$W/$name.err")" -eq 0 ] &&
+       ! grep -q '^greenreplay:' "$W/$name.err" && "$cli" check -q "$W/$name.grt" >/dev/null 2>&1; then
+        gr_ok "record of a program ending by $name: exit $want, trace complete, no line of record's"
+    else
+        gr_bad "record of a program ending by $name (exit $rc, want $want)"
+        gr_show "$W/$name.err"
+    fi
+done
+# SIGINT: KeyboardInterrupt stops the recording (trailer written), then Python
+# ends by SIGINT: record says the trace is complete, not that it was cut
+printf 'import time\ndef f():\n    pass\nfor i in range(100):\n    f()\nprint("ready", flush=True)\ntime.sleep(30)\n' >"$W/sleepy.py"
+"$GR_PY" - "$cli" "$W/int.grt" "$GR_PY" "$W/sleepy.py" >"$W/int.out" 2>"$W/int.err" <<'EOF'
+import signal, subprocess, sys
+cli, out, py, script = sys.argv[1:]
+p = subprocess.Popen([cli, "record", "-o", out, "--", py, script], stdout=subprocess.PIPE,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+p.stdout.readline()  # "ready": the program runs
+p.send_signal(signal.SIGINT)
+print("rc", p.wait())
+EOF
+if grep -qx "rc 130" "$W/int.out" && "$cli" check -q "$W/int.grt" >/dev/null 2>&1 &&
+   grep -qx "greenreplay: record: the program was killed by signal 2 (Interrupt); the trace $W/int.grt is complete (recording stopped before)" "$W/int.err"; then
+    gr_ok "record, SIGINT to it: KeyboardInterrupt, exit 130, the trace complete and record says so"
+else
+    gr_bad "record, SIGINT to it: want exit 130 and 'the trace ... is complete'"
+    gr_show "$W/int.out" "$W/int.err"
+fi
+"$cli" record -o "$W/h.grt" "$W/raises.py" >/dev/null 2>"$W/h.err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
+   [ "$(cat "$W/h.err")" = "greenreplay: record: need PYTHON before the script, e.g. \`-- python3 $W/raises.py\` (\`greenreplay record --help\` shows the usage)" ]; then
+    gr_ok "record -o F SCRIPT.py (no PYTHON): exit 2, one line asking for PYTHON before the script"
+else
+    gr_bad "record -o F SCRIPT.py without PYTHON (exit $rc)"
+    gr_show "$W/h.err"
+fi
+
+# ---- 7. the script's round trip on a whole-program recording
+if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+    for n in 3 4; do
+        cat >"$W/gl$n.py" <<EOF
+import greenlet
+
+def worker(n):
+    for i in range(n):
+        parent.switch(i)
+
+def helper(x):
+    return x * 2
+
+parent = greenlet.getcurrent()
+g = greenlet.greenlet(worker)
+v = g.switch($n)
+while not g.dead:
+    helper(v)
+    v = g.switch()
+EOF
+        "$cli" record -o "$W/gl$n.grt" -- "$GR_PY" "$W/gl$n.py" >"$W/gl$n.log" 2>&1
+    done
+    ok=1
+    for anon in "" --anonymize; do
+        "$cli" script $anon "$W/gl3.grt" -o "$W/rt$anon.py" 2>>"$W/rt.notes" &&
+            "$cli" record --manual -o "$W/rt$anon.grt" -- "$GR_PY" "$W/rt$anon.py" >>"$W/rt.log" 2>&1 || ok=0
+    done
+    "$cli" script -q "$W/gl4.grt" -o "$W/rt4.py" &&
+        "$cli" record --manual -o "$W/rt4.grt" -- "$GR_PY" "$W/rt4.py" >>"$W/rt.log" 2>&1 || ok=0
+    "$cli" diff --c-names script "$W/gl3.grt" "$W/rt.grt" >"$W/rt.diff" 2>&1
+    rc1=$?
+    "$cli" diff --rename --c-names script "$W/gl3.grt" "$W/rt--anonymize.grt" >"$W/rta.diff" 2>&1
+    rc2=$?
+    "$cli" diff --c-names script "$W/gl3.grt" "$W/rt4.grt" >"$W/rt4.diff" 2>&1
+    rc3=$?
+    if [ $ok = 1 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] && [ ! -s "$W/rt.notes" ] &&
+       ! grep -q 'Not reproduced' "$W/rt.py" &&
+       grep -q '^# Compare: *greenreplay diff --c-names script' "$W/rt.py" &&
+       grep -q '^same structure' "$W/rt.diff" && grep -q '^same structure' "$W/rta.diff" &&
+       grep -q '^+ .*CALL .*helper' "$W/rt4.diff"; then
+        gr_ok "script of a whole-program recording (no note: it is reproduced), recorded with --manual: diff --c-names script says same structure (also --anonymize/--rename); one more switch differs"
+    else
+        gr_bad "whole-program round trip: diff exits $rc1 (plain), $rc2 (--rename), $rc3 (one more switch: want 1)"
+        gr_show "$W/rt.notes" "$W/rt.log" "$W/rt.diff" "$W/rta.diff" "$W/rt4.diff"
+    fi
+    # a program ending by an uncaught exception: the recording stops at it,
+    # the script exits normally; what follows <module>'s return is not compared
+    printf 'import greenlet\ndef f():\n    raise ValueError("boom")\ngreenlet.greenlet(f).switch()\n' >"$W/boom.py"
+    "$cli" record -o "$W/boom.grt" -- "$GR_PY" "$W/boom.py" >"$W/boom.log" 2>&1
+    rc0=$?
+    "$cli" script -q "$W/boom.grt" -o "$W/rtb.py" &&
+        "$cli" record --manual -o "$W/rtb.grt" -- "$GR_PY" "$W/rtb.py" >>"$W/rt.log" 2>&1
+    "$cli" diff --c-names script "$W/boom.grt" "$W/rtb.grt" >"$W/rtb.diff" 2>&1
+    rc=$?
+    if [ $rc0 -eq 1 ] && [ $rc -eq 0 ] && grep -q '^same structure' "$W/rtb.diff" &&
+       grep -q "^# not compared: [1-9][0-9]* records of A and [1-9][0-9]* of B after the program's <module> returned" "$W/rtb.diff"; then
+        gr_ok "script of a program that ended by an uncaught exception: same structure, the interpreter's exit not compared (said so)"
+    else
+        gr_bad "round trip of a program ending by an uncaught exception: record exit $rc0 (want 1), diff exit $rc (want 0)"
+        gr_show "$W/boom.log" "$W/rtb.diff"
+    fi
+else
+    skip "whole-program round trip: greenlet is not importable by $GR_PY"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
