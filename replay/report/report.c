@@ -44,11 +44,32 @@ static void where(gr_sb *sb, const gr_violation *v)
         gr_sb_printf(sb, " (t%" PRIu64 " g%" PRIu64 ")", v->tid, v->gid);
 }
 
-/* "trace ends at byte N ..." for a truncated trace. */
+/* Where a truncated trace's valid part ends, for its one-line summary:
+ * the file's size and the offset where its last complete chunk ends
+ * (t->truncated_at), which differ when the file ends inside a chunk.  A
+ * streamed trace's t->size is the bytes read, which at the end is the
+ * file's size. */
+static void cut_where(gr_sb *sb, const gr_trace *t)
+{
+    uint64_t size = t->size, at = t->truncated_at;
+    if (size < GR_HEADER_LEN)
+        gr_sb_printf(sb, "%" PRIu64 " byte%s, inside its %d-byte header", size, size == 1 ? "" : "s",
+                     GR_HEADER_LEN);
+    else if (size <= at && at <= GR_HEADER_LEN)
+        gr_sb_printf(sb, "%" PRIu64 " bytes, only its header (no chunk)", size);
+    else if (size <= at)
+        gr_sb_printf(sb, "%" PRIu64 " bytes, every chunk complete", size);
+    else
+        gr_sb_printf(sb, "%" PRIu64 " bytes, the chunk at byte %" PRIu64 " is incomplete (%s)", size,
+                     at, at <= GR_HEADER_LEN ? "no complete chunk" : "the complete chunks end there");
+}
+
+/* "truncated: N bytes, ...; no trailer ..." for a truncated trace. */
 static void truncation_line(gr_sb *sb, const gr_trace *t)
 {
-    gr_sb_printf(sb, "trace ends at byte %" PRIu64 " without a trailer (recording cut short); ",
-                 t->truncated_at);
+    gr_sb_puts(sb, "truncated: ");
+    cut_where(sb, t);
+    gr_sb_puts(sb, "; no trailer (recording cut short); ");
     if (gr_trace_count(t))
         gr_sb_printf(sb, "checked records 0..%" PRIu64, gr_trace_count(t) - 1);
     else
@@ -107,7 +128,8 @@ static const char *plural(size_t n, const char *one, const char *many)
 static void ended_by(gr_sb *sb, const gr_trace *t)
 {
     if (!t->has_trailer) {
-        gr_sb_printf(sb, "cut short at byte %" PRIu64 " (no trailer)", t->truncated_at);
+        gr_sb_puts(sb, "cut short (no trailer): ");
+        cut_where(sb, t);
         return;
     }
     switch (t->trailer.reason) {

@@ -897,9 +897,23 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
         gr_sb_putc(&h, '.');
         line(R, out, 0, h.s, h.len, NULL);
     }
+    /* The interpreter to record it with: the trace holds no paths (no
+     * executable), so the header names the original's version instead of a
+     * `python3` that may be another interpreter, without greenlet. */
+    line(R, out, 0, "#", 1, NULL);
+    static const char rec[] = "# Record it:  greenreplay record --manual -o repro.grt -- PYTHON THIS_FILE";
+    line(R, out, 0, rec, sizeof rec - 1, NULL);
+    gr_sb_reset(&h);
+    gr_sb_puts(&h, "#   PYTHON: the Python that ran the original");
+    if (py && !R->o->anonymize) {
+        gr_sb_puts(&h, " (");
+        gr_sb_escape(&h, py, npy, 0);
+        gr_sb_putc(&h, ')');
+    }
+    if (R->s->uses_greenlet)
+        gr_sb_puts(&h, ", with greenlet");
+    line(R, out, 0, h.s, h.len, NULL);
     static const char *const text[] = {
-        "#",
-        "# Record it:  greenreplay record --manual -o repro.grt -- python3 THIS_FILE",
         "# Compare:    greenreplay diff --c-names script ORIGINAL.grt repro.grt",
         "#",
         "# It acts out the greenlets of the trace (creation, parents, the order of",

@@ -335,6 +335,8 @@ static void fill_coverage(ck *c)
             cv->nothing = "every record was lost: the trailer counts events the file does not hold";
         else if (t->has_trailer)
             cv->nothing = "the trace holds no record";
+        else if (t->truncated_at <= GR_HEADER_LEN && t->size > GR_HEADER_LEN)
+            cv->nothing = "the first chunk is incomplete: the recording was cut short inside it";
         else if (t->truncated_at <= GR_HEADER_LEN)
             cv->nothing = "the file holds only its header: the recording ended before its first chunk";
         else

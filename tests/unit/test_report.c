@@ -80,11 +80,54 @@ static void test_text_truncated(void **state)
     gr_check_result r;
     gr_check_run(&t, &r);
     char *s = text_of(&t, &r);
-    char want[160];
-    snprintf(want, sizeof want, "trace ends at byte %zu without a trailer (recording cut "
-                                "short); checked records 0..5\n", t.size);
+    char want[200];
+    snprintf(want, sizeof want, "truncated: %zu bytes, every chunk complete; no trailer "
+                                "(recording cut short); checked records 0..5\n", t.size);
     assert_non_null(strstr(s, want));
     assert_non_null(strstr(s, "open at end of truncated trace"));
+    free(s);
+    gr_check_result_free(&r);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* Append the first 10 bytes of a records chunk announcing 100: the file
+ * then ends inside a chunk. */
+static void append_partial_chunk(const char *path)
+{
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    uint8_t part[10] = {GR_CHUNK_RECORDS, 100, 0, 0, 0};
+    assert_int_equal(fwrite(part, 1, sizeof part, f), sizeof part);
+    fclose(f);
+}
+
+/* A file cut inside a chunk: the summary line gives the file's size and
+ * where the complete chunks end, not only the latter. */
+static void test_text_truncated_inside_chunk(void **state)
+{
+    (void)state;
+    tb b;
+    build(&b, 1);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    size_t whole = t.size;
+    gr_trace_free(&t);
+    append_partial_chunk(b.path);
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    assert_int_equal(t.truncated_at, whole);
+    gr_check_result r;
+    gr_check_run(&t, &r);
+    char *s = text_of(&t, &r);
+    char want[240];
+    snprintf(want, sizeof want, "\ntruncated: %zu bytes, the chunk at byte %zu is incomplete (the "
+                                "complete chunks end there); no trailer (recording cut short); "
+                                "checked records 0..5\n", whole + 10, whole);
+    if (!strstr(s, want))
+        fail_msg("lacks '%s' in:\n%s", want, s);
+    snprintf(want, sizeof want, "\n  ended by             cut short (no trailer): %zu bytes, the "
+                                "chunk at byte %zu is incomplete", whole + 10, whole);
+    assert_non_null(strstr(s, want));
     free(s);
     gr_check_result_free(&r);
     gr_trace_free(&t);
@@ -212,7 +255,7 @@ static void test_xml_escape(void **state)
 /* Every way a trace can hold nothing of the program; each must give status
  * nothing_checked (exit 2) in text, JSON and JUnit, never "clean". */
 enum empty_kind { EMPTY_FILE, HEADER_ONLY, HALF_HEADER, ALL_DROPPED, NO_RECORD_TRAILER,
-                  OWN_RECORDS_ONLY, NEMPTY };
+                  OWN_RECORDS_ONLY, FIRST_CHUNK_CUT, NEMPTY };
 
 static void build_empty(tb *b, enum empty_kind k)
 {
@@ -238,6 +281,8 @@ static void build_empty(tb *b, enum empty_kind k)
     case OWN_RECORDS_ONLY: tb_finish(b); break;
     default: tb_abandon(b); break;
     }
+    if (k == FIRST_CHUNK_CUT)
+        append_partial_chunk(b->path);
     if (k == EMPTY_FILE || k == HALF_HEADER) {
         FILE *f = fopen(b->path, k == EMPTY_FILE ? "wb" : "r+b");
         assert_non_null(f);
@@ -253,6 +298,7 @@ static void test_nothing_checked(void **state)
     static const char *const why[NEMPTY] = {
         "the file is empty", "the file holds only its header", "inside its 16-byte header",
         "every record was dropped", "the trace holds no record", "no event of the program",
+        "the first chunk is incomplete",
     };
     for (int k = 0; k < NEMPTY; k++) {
         tb b;
@@ -388,6 +434,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_text_truncated),
+        cmocka_unit_test(test_text_truncated_inside_chunk),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_junit),
         cmocka_unit_test(test_xml_escape),
