@@ -528,7 +528,12 @@ int gr_cmd_conform(int argc, char **argv)
         for (int i = 0; i < r.nprog; i++)
             child[k++] = r.prog[i];
         child[k] = NULL;
+        /* record's line about a trace cut short (os._exit) must not name
+         * a file that cleanup() deletes. */
+        if (!r.keep && !r.trace_out)
+            gr_record_set_trace_label("the temporary trace (conform deletes it; --keep keeps it)");
         rc = gr_cmd_record(k, child);
+        gr_record_set_trace_label(NULL);
     }
     double t_run = now_s() - t0;
     free(child);

@@ -949,6 +949,8 @@ static int cmd_script(int argc, char **argv)
     }
     if (argc - optind != 1)
         return bad_usage(usage_script, "%s", "script needs exactly one TRACE");
+    if (out && refuse_output("script", "-o", out))
+        return 2;
     gr_trace t;
     if (load(&t, argv[optind])) {
         gr_trace_free(&t);
@@ -972,15 +974,17 @@ static int cmd_script(int argc, char **argv)
     int rc = 0;
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "greenreplay: %s: %s\n", out, strerror(errno));
+        fprintf(stderr, "greenreplay: script: -o %s: cannot write it: %s\n", out, strerror(errno));
         rc = 2;
     } else {
         if (fwrite(prog.s ? prog.s : "", 1, prog.len, f) != prog.len || fflush(f) != 0)
             rc = 2;
         if (out && fclose(f) != 0)
             rc = 2;
-        if (rc)
-            fprintf(stderr, "greenreplay: %s: writing the script failed\n", out ? out : "stdout");
+        if (rc && out)
+            fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
+        else if (rc)
+            fputs("greenreplay: script: stdout: writing the script failed\n", stderr);
     }
     gr_sb_free(&prog);
     gr_sb_free(&notes);

@@ -506,7 +506,8 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
  * SIGINT raised: Python then ends by that signal), 2 when it is empty or
  * missing (the caller says so), 3 when it cannot be read (`check` names
  * the cause). */
-static int report_cut(const char *how, const char *output, const char *out_abs, uint64_t ring)
+static int report_cut(const char *how, const char *output, const char *out_abs, uint64_t ring,
+                      const char *max_size)
 {
     struct stat st;
     if (stat(out_abs, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
@@ -517,6 +518,15 @@ static int report_cut(const char *how, const char *output, const char *out_abs, 
     if (gr_trace_open(&t, out_abs) == GR_READ_OK && gr_trace_skip_rest(&t, &chunks) == 0 &&
         t.has_trailer) {
         said = 0;
+        /* The size cap stops recording quietly inside the program (it must
+         * not disturb it); say it here, where only `check` did before. */
+        if (t.trailer.reason == GR_STOP_SIZE_CAP && t.trailer.dropped)
+            fprintf(stderr,
+                    "greenreplay: record: %s reached %s%s: the last %" PRIu64 " record%s %s dropped "
+                    "(see check)\n",
+                    output, max_size ? "--max-size " : "its size cap", max_size ? max_size : "",
+                    t.trailer.dropped, t.trailer.dropped == 1 ? "" : "s",
+                    t.trailer.dropped == 1 ? "was" : "were");
     } else if (!t.err.status && !t.has_trailer) {
         if (chunks == 0)
             fprintf(stderr,
@@ -537,6 +547,13 @@ static int report_cut(const char *how, const char *output, const char *out_abs, 
     return said;
 }
 
+static const char *trace_label; /* gr_record_set_trace_label */
+
+void gr_record_set_trace_label(const char *label)
+{
+    trace_label = label;
+}
+
 int gr_cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -553,7 +570,7 @@ int gr_cmd_record(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL, *root = NULL, *switches = NULL, *stacks = NULL;
+    const char *output = NULL, *root = NULL, *switches = NULL, *stacks = NULL, *max_size_arg = NULL;
     int times = 0, manual = 0, force = 0, flush_sig = 0, c;
     uint64_t max_size = 0, ring = 0;
     optind = 1;
@@ -566,6 +583,7 @@ int gr_cmd_record(int argc, char **argv)
         case 'M': manual = 1; break;
         case 'f': force = 1; break;
         case 'S':
+            max_size_arg = optarg;
             if (!(max_size = gr_record_parse_size(optarg)))
                 return usage_error("--max-size: '%s' is not a size (a number of bytes > 0, with an "
                                    "optional suffix k, M or G)",
@@ -735,6 +753,8 @@ int gr_cmd_record(int argc, char **argv)
         sigaction(flush_sig, &sa, NULL);
     sigprocmask(SIG_SETMASK, &saved, NULL);
 
+    /* The trace as the end-of-run lines name it. */
+    const char *shown = trace_label ? trace_label : output;
     int status;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
@@ -747,20 +767,20 @@ int gr_cmd_record(int argc, char **argv)
         int sig = WTERMSIG(status);
         char how[96];
         snprintf(how, sizeof how, "the program was killed by signal %d (%s)", sig, strsignal(sig));
-        int said = report_cut(how, output, out_abs, ring);
+        int said = report_cut(how, shown, out_abs, ring, max_size_arg);
         if (said == 0)
             fprintf(stderr, "greenreplay: record: %s; the trace %s is complete (recording stopped "
                             "before)\n",
-                    how, output);
+                    how, shown);
         else if (said == 2)
-            fprintf(stderr, "greenreplay: record: %s; no trace was written to %s\n", how, output);
+            fprintf(stderr, "greenreplay: record: %s; no trace was written to %s\n", how, shown);
         else if (said == 3)
             fprintf(stderr, "greenreplay: record: %s\n", how);
         return 128 + sig;
     }
     int rc = WEXITSTATUS(status);
     if (stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-        fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", output,
+        fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", shown,
                 manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
                          "os._exit()"
                 : ring ? "ended before its first frame ran, recording could not start, or, --ring "
@@ -768,12 +788,12 @@ int gr_cmd_record(int argc, char **argv)
                          "os._exit()"
                        : "ended before its first frame ran, or recording could not start");
     else if (stat(out_abs, &st) != 0)
-        fprintf(stderr, "greenreplay: record: no trace was written to %s\n", output);
+        fprintf(stderr, "greenreplay: record: no trace was written to %s\n", shown);
     else {
         char how[96];
         snprintf(how, sizeof how, "the program exited (status %d) without the recorder's stop (os._exit?)",
                  rc);
-        report_cut(how, output, out_abs, ring);
+        report_cut(how, shown, out_abs, ring, max_size_arg);
     }
     return rc;
 }

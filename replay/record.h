@@ -13,6 +13,13 @@
  * output file (one line on stderr naming the option or cause). */
 int gr_cmd_record(int argc, char **argv);
 
+/* How the lines gr_cmd_record prints after the program ended (a trace cut
+ * short, none written, --max-size reached) name the trace: `label`
+ * (borrowed, kept until the next call) instead of the -o path, e.g.
+ * conform's "the temporary trace" that it deletes afterwards; NULL: the -o
+ * path again. */
+void gr_record_set_trace_label(const char *label);
+
 /* Option values of `record`, parsed as `record --help` documents them.
  * gr_record_parse_size: "64k", "1.5M", "100" -> bytes; 0 if not a size > 0.
  * gr_record_parse_count: decimal > 0 (at most 2^40); 0 if not one.

@@ -3,6 +3,7 @@
 
 #include "dump.h"
 #include "idmap.h"
+#include "outfile.h"
 #include "text.h"
 #include "version.h"
 
@@ -656,6 +657,12 @@ int gr_cmd_export(int argc, char **argv)
     if (times_path && no_times)
         return usage_error("%s", "--times and --no-times exclude each other");
     const char *path = argv[optind];
+    const char *out_name = output && strcmp(output, "-") != 0 ? output : NULL;
+    int oe = out_name ? gr_outfile_check(out_name) : 0;
+    if (oe) { /* refused before the trace is read, like check --junit/--html */
+        fprintf(stderr, "greenreplay: export: -o %s: cannot write it: %s\n", out_name, strerror(oe));
+        return 2;
+    }
 
     int rc = 2;
     gr_trace t;
@@ -692,9 +699,10 @@ int gr_cmd_export(int argc, char **argv)
                                : "the extra times are ignored");
     if (!no_check)
         gr_check_run(&t, &res);
-    f = output && strcmp(output, "-") != 0 ? fopen(output, "w") : stdout;
+    f = out_name ? fopen(out_name, "w") : stdout;
     if (!f) {
-        fprintf(stderr, "greenreplay: %s: %s\n", output, strerror(errno));
+        fprintf(stderr, "greenreplay: export: -o %s: cannot write it: %s\n", out_name,
+                strerror(errno));
         goto done;
     }
     gr_export_stats st;
@@ -703,16 +711,22 @@ int gr_cmd_export(int argc, char **argv)
         wrc = -1;
     f = NULL;
     if (wrc < 0) {
-        fprintf(stderr, "greenreplay: %s: writing the export failed\n",
-                output ? output : "stdout");
+        if (out_name)
+            fprintf(stderr, "greenreplay: export: -o %s: writing the export failed\n", out_name);
+        else
+            fputs("greenreplay: export: stdout: writing the export failed\n", stderr);
         goto done;
     }
     fprintf(stderr,
-            "greenreplay: export: %s: %zu %s, %zu slices, %zu switches, %zu marks, %zu "
-            "violations, %zu returns without call, %zu frames closed at end; time: %s\n",
-            output && strcmp(output, "-") != 0 ? output : "stdout", st.tracks,
-            fmt == GR_EXPORT_CHROME ? "tracks" : "profiles", st.slices, st.switches, st.marks,
-            st.violations, st.unmatched, st.closed_at_end,
+            "greenreplay: export: %s: %zu %s, %zu slice%s, %zu switch%s, %zu mark%s, %zu "
+            "violation%s, %zu return%s without call, %zu frame%s closed at end; time: %s\n",
+            out_name ? out_name : "stdout", st.tracks,
+            fmt == GR_EXPORT_CHROME ? (st.tracks == 1 ? "track" : "tracks")
+                                    : (st.tracks == 1 ? "profile" : "profiles"),
+            st.slices, st.slices == 1 ? "" : "s", st.switches, st.switches == 1 ? "" : "es",
+            st.marks, st.marks == 1 ? "" : "s", st.violations, st.violations == 1 ? "" : "s",
+            st.unmatched, st.unmatched == 1 ? "" : "s", st.closed_at_end,
+            st.closed_at_end == 1 ? "" : "s",
             have_times ? gr_sb_str(&side) : "record order (1 us per record)");
     rc = 0;
 done:
