@@ -326,7 +326,7 @@ static const char usage_diff[] =
 
 static const char usage_reduce[] =
     "usage: greenreplay reduce SCRIPT --python PY --rule RULE [-o OUT.py]\n"
-    "                          [--timeout S] [--max-runs N] [--workdir DIR] [-q]\n"
+    "                          [--timeout S] [--max-runs N] [--workdir DIR] [--keep] [-q]\n"
     "\n"
     "Shrink SCRIPT, a program written by `greenreplay script` that fails, for as\n"
     "long as the failure persists: delta debugging (ddmin) over its units (the\n"
@@ -347,6 +347,10 @@ static const char usage_reduce[] =
     "                   (default: five times the original's run, at least 5)\n"
     "  --max-runs N     stop after N runs with the smallest script so far (0: none)\n"
     "  --workdir DIR    where the scratch directory goes ($TMPDIR or /tmp)\n"
+    "  --keep           keep the scratch directory (greenreplay-reduce.XXXXXX: the\n"
+    "                   last candidate, its trace and record's output) and name it;\n"
+    "                   without it, it is removed however reduce ends (also on\n"
+    "                   SIGINT, SIGTERM, SIGHUP)\n"
     "  -q, --quiet      no progress\n"
     "  -h, --help       show this help\n"
     "\n"
@@ -1130,6 +1134,7 @@ static int cmd_reduce(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"max-runs", required_argument, NULL, 'm'},
         {"workdir", required_argument, NULL, 'w'},
+        {"keep", no_argument, NULL, 'k'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -1155,6 +1160,7 @@ static int cmd_reduce(int argc, char **argv)
             o.max_runs = (size_t)v;
             break;
         case 'w': o.workdir = optarg; break;
+        case 'k': o.keep = 1; break;
         case 'q': o.log = NULL; break;
         case 'h': fputs(usage_reduce, stdout); return 0;
         default: return option_error(usage_reduce, c, argv);

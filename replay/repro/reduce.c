@@ -7,6 +7,7 @@
 #include "reader.h"
 #include "text.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -398,6 +399,94 @@ static int write_file(const char *path, const char *text, size_t n)
     return close(fd);
 }
 
+/* ---- the scratch directory ---------------------------------------------- */
+
+/* What a signal handler needs to clean up: the running candidate's process
+ * group and the scratch paths (only async-signal-safe calls use them). */
+static volatile sig_atomic_t scratch_child;
+static char scratch_dir[4096], scratch_files[3][4200];
+static volatile sig_atomic_t scratch_armed;
+
+/* SIGINT/SIGTERM/SIGHUP while reducing: end the candidate, remove the
+ * scratch directory, then die of the signal as if unhandled. */
+static void scratch_signal(int sig)
+{
+    if (scratch_child > 0)
+        kill(-(pid_t)scratch_child, SIGKILL);
+    if (scratch_armed) {
+        for (int i = 0; i < 3; i++)
+            unlink(scratch_files[i]);
+        rmdir(scratch_dir);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static const int scratch_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void scratch_arm(const rctx *c, int keep)
+{
+    snprintf(scratch_dir, sizeof scratch_dir, "%s", c->dir);
+    snprintf(scratch_files[0], sizeof scratch_files[0], "%s", c->py);
+    snprintf(scratch_files[1], sizeof scratch_files[1], "%s", c->grt);
+    snprintf(scratch_files[2], sizeof scratch_files[2], "%s", c->log);
+    scratch_armed = !keep;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = scratch_signal;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof scratch_signals / sizeof *scratch_signals; i++)
+        sigaction(scratch_signals[i], &sa, NULL);
+}
+
+static void scratch_disarm(void)
+{
+    for (size_t i = 0; i < sizeof scratch_signals / sizeof *scratch_signals; i++)
+        signal(scratch_signals[i], SIG_DFL);
+    scratch_armed = 0;
+}
+
+/* Remove the scratch directory and whatever the runs left in it (it holds
+ * only files). */
+static void scratch_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[4400];
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* The last non-empty line of file `path` (at most n-1 bytes of it) into
+ * buf; "" when there is none. */
+static void last_line(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        size_t k = strcspn(line, "\r\n");
+        line[k] = '\0';
+        if (k) {
+            if (k >= n)
+                k = n - 1;
+            memcpy(buf, line, k);
+            buf[k] = '\0';
+        }
+    }
+    fclose(f);
+}
+
 /* Record script c->py into c->grt.  Returns the exit status (128+N for a
  * signal, 124 on timeout), -1 if it could not start. */
 static int record(rctx *c)
@@ -421,6 +510,7 @@ static int record(rctx *c)
         _exit(127);
     }
     setpgid(pid, pid);
+    scratch_child = pid;
     double deadline = now() + c->timeout;
     int st;
     for (;;) {
@@ -428,15 +518,17 @@ static int record(rctx *c)
         if (w == pid)
             break;
         if (w < 0 && errno != EINTR)
-            return -1;
+            return scratch_child = 0, -1;
         if (now() > deadline) {
             kill(-pid, SIGKILL);
             waitpid(pid, &st, 0);
+            scratch_child = 0;
             return 124;
         }
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    scratch_child = 0;
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
     return WEXITSTATUS(st);
@@ -565,6 +657,7 @@ int gr_reduce(const gr_reduce_opts *o)
     snprintf(c.py, sizeof c.py, "%s/candidate.py", c.dir);
     snprintf(c.grt, sizeof c.grt, "%s/candidate.grt", c.dir);
     snprintf(c.log, sizeof c.log, "%s/candidate.log", c.dir);
+    scratch_arm(&c, o->keep);
     c.def_keep = gr_xrealloc(NULL, u.ndefs + 1);
     memset(c.def_keep, 1, u.ndefs + 1);
     uint8_t *keep = gr_xrealloc(NULL, u.nunits);
@@ -605,11 +698,21 @@ int gr_reduce(const gr_reduce_opts *o)
         fprintf(log, "reduce: original: record exit %d, %ld %s violation%s [%.1f s]\n", st,
                 k < 0 ? 0 : k, o->rule, k == 1 ? "" : "s", now() - c.t0);
     if (k <= 0) {
-        fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit %d%s; "
-                        "its output: %s): nothing to reduce\n",
-                o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "", c.log);
+        if (o->keep) {
+            fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit "
+                            "%d%s; its output: %s): nothing to reduce\n",
+                    o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "", c.log);
+        } else { /* the log goes with the scratch directory: quote its end */
+            char tail[200];
+            last_line(c.log, tail, sizeof tail);
+            fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit "
+                            "%d%s; %s%s%s): nothing to reduce\n",
+                    o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "",
+                    tail[0] ? "its last output line: " : "no output",
+                    tail, tail[0] ? "; --keep keeps all of it" : "");
+        }
         rc = 1;
-        goto keep_dir;
+        goto out;
     }
     c.status = st;
 
@@ -644,9 +747,8 @@ int gr_reduce(const gr_reduce_opts *o)
     gr_sb_puts(&res, "#!/usr/bin/env python3\n");
     gr_sb_printf(&res, "# Reduced by `greenreplay reduce` (%zu of %zu units kept): recording it\n"
                        "# still gives %s violations.\n"
-                       "# Record it:  greenreplay record --manual -o repro.grt -- python3 "
-                       "THIS_FILE\n",
-                 kept, u.nunits, o->rule);
+                       "# Record it:  greenreplay record --manual -o repro.grt -- %s THIS_FILE\n",
+                 kept, u.nunits, o->rule, o->python);
     gr_sb_put(&res, body, blen);
     free(body);
     if (log)
@@ -666,11 +768,11 @@ int gr_reduce(const gr_reduce_opts *o)
         fclose(f);
     gr_sb_free(&res);
 out:
-    unlink(c.py);
-    unlink(c.grt);
-    unlink(c.log);
-    rmdir(c.dir);
-keep_dir:
+    if (o->keep)
+        fprintf(stderr, "greenreplay: reduce: kept the scratch directory %s\n", c.dir);
+    else
+        scratch_remove(c.dir);
+    scratch_disarm();
     free(keep);
     free(c.def_keep);
     gr_units_free(&u);

@@ -100,6 +100,9 @@ typedef struct gr_reduce_opts {
     unsigned timeout_s;   /* seconds per run; 0: five times the original's
                              run, at least 5 */
     size_t max_runs;      /* 0: no limit */
+    int keep;             /* keep the scratch directory (named on stderr);
+                             0: it is removed on every way out, also on
+                             SIGINT, SIGTERM and SIGHUP */
     FILE *log;            /* progress (stderr), NULL: quiet */
 } gr_reduce_opts;
 
