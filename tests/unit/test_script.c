@@ -54,11 +54,13 @@ static void test_pystr(void **state)
 /* The seed scenario (fixtures/seed.py) as a trace: main calls x, then
  * switches into a new greenlet running x; `switch` names the C call of
  * the switch, `label` the mark. */
-static void build_seed(tb *b, const char *switch_name, const char *label)
+static void build_seed_meta(tb *b, const char *switch_name, const char *label, int metas)
 {
     tb_open(b, 0);
-    tb_meta(b, "python", "3.11.2");
-    tb_meta(b, "greenlet", "2.0.2");
+    if (metas) {
+        tb_meta(b, "python", "3.11.2");
+        tb_meta(b, "greenlet", "2.0.2");
+    }
     uint32_t mod = tb_py(b, "<module>", "fixtures/seed.py", 1);
     uint32_t mainf = tb_py(b, "main", "fixtures/seed.py", 18);
     uint32_t start = tb_py(b, "start", "<greenreplay>/__init__.py", 0);
@@ -99,6 +101,11 @@ static void build_seed(tb *b, const char *switch_name, const char *label)
     tb_finish(b);
 }
 
+static void build_seed(tb *b, const char *switch_name, const char *label)
+{
+    build_seed_meta(b, switch_name, label, 1);
+}
+
 /* Write the script of the trace at b; program and notes owned by caller. */
 static size_t script_of(tb *b, int anonymize, char **prog, char **notes)
 {
@@ -113,6 +120,39 @@ static size_t script_of(tb *b, int anonymize, char **prog, char **notes)
     *prog = gr_sb_take(&p);
     *notes = gr_sb_take(&n);
     return k;
+}
+
+/* The header's "Record it" line names no `python3` (on PATH it may be an
+ * interpreter without greenlet) but PYTHON, the one that ran the original,
+ * with its version from META `python` when the trace has it (not with
+ * --anonymize, which keeps no string of the trace); the same bytes twice. */
+static void test_script_header_python(void **state)
+{
+    (void)state;
+    static const char rec[] = "\n# Record it:  greenreplay record --manual -o repro.grt -- PYTHON "
+                              "THIS_FILE\n#   PYTHON: the Python that ran the original";
+    for (int metas = 0; metas <= 1; metas++) {
+        for (int anon = 0; anon <= 1; anon++) {
+            tb b;
+            build_seed_meta(&b, "greenlet.greenlet.switch", "in x", metas);
+            char *prog, *notes, *prog2, *notes2;
+            script_of(&b, anon, &prog, &notes);
+            script_of(&b, anon, &prog2, &notes2);
+            assert_string_equal(prog, prog2);
+            char want[400];
+            snprintf(want, sizeof want, "%s%s, with greenlet\n", rec,
+                     metas && !anon ? " (3.11.2)" : "");
+            if (!strstr(prog, want))
+                fail_msg("metas %d anonymize %d: lacks '%s' in:\n%.900s", metas, anon, want, prog);
+            assert_null(strstr(prog, "python3 THIS_FILE"));
+            assert_int_equal(strstr(prog, "3.11.2") != NULL, metas && !anon);
+            free(prog);
+            free(notes);
+            free(prog2);
+            free(notes2);
+            tb_cleanup(&b);
+        }
+    }
 }
 
 static void test_script_seed(void **state)
@@ -297,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_builtins_table),
         cmocka_unit_test(test_pystr),
         cmocka_unit_test(test_script_seed),
+        cmocka_unit_test(test_script_header_python),
         cmocka_unit_test(test_shape_keeps),
         cmocka_unit_test(test_script_anonymized),
         cmocka_unit_test(test_script_notes),
