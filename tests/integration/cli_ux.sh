@@ -28,6 +28,22 @@
 #     notes nothing for such a trace (its start at the top is reproduced);
 #     a program ended by an uncaught exception round-trips too (what follows
 #     its <module>'s return is not compared, and diff says so)
+#   script's header names PYTHON, the Python that ran the original with the
+#     version of the trace's META python, never a bare python3; same bytes
+#     twice
+#   a file cut inside its first chunk: check's line gives the file's size and
+#     the offset of the incomplete chunk, and does not call it header-only
+#   export's summary: "1 track" for one greenlet, "tracks" for more
+#   export/script -o that cannot be written: "greenreplay: CMD: -o PATH:
+#     cannot write it: CAUSE", exit 2, refused before the trace is read
+#   record --max-size that dropped records: one line with the trailer's count;
+#     none when nothing was dropped
+#   reduce with nothing to reduce (and on SIGTERM) removes its scratch
+#     directory; --keep keeps and names it
+#   record's -o after a run that dies before recording: an existing file is
+#     left empty, a missing one is not created (README "Stale output")
+#   conform on a program ending in os._exit: record's line does not name the
+#     temporary trace conform deletes (with --keep it does, and it exists)
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -372,6 +388,172 @@ EOF
     fi
 else
     skip "whole-program round trip: greenlet is not importable by $GR_PY"
+fi
+
+# ---- 8. small fixes of a new-user review
+# script's header: the interpreter to record it with
+ver=$("$cli" dump "$W/good.grt" 2>/dev/null | sed -n 's/^# python: //p' | head -n 1)
+"$cli" script -q -o "$W/hdr1.py" "$W/good.grt" 2>/dev/null
+"$cli" script -q -o "$W/hdr2.py" "$W/good.grt" 2>/dev/null
+if [ -n "$ver" ] && cmp -s "$W/hdr1.py" "$W/hdr2.py" &&
+   grep -qx '# Record it:  greenreplay record --manual -o repro.grt -- PYTHON THIS_FILE' "$W/hdr1.py" &&
+   grep -qxF "#   PYTHON: the Python that ran the original ($ver), with greenlet" "$W/hdr1.py" &&
+   ! grep -q 'python3 THIS_FILE' "$W/hdr1.py"; then
+    gr_ok "script's header: record it with PYTHON, the Python that ran the original ($ver), not python3; same bytes twice"
+else
+    gr_bad "script's header: want PYTHON and the original's version '$ver', no python3, same bytes twice"
+    sed -n '1,8p' "$W/hdr1.py" | sed 's/^/      | /'
+fi
+
+# a file cut inside its first chunk
+size=$(wc -c <"$W/good.grt")
+if [ "$size" -gt 500 ]; then
+    head -c 500 "$W/good.grt" >"$W/cut500.grt"
+    "$cli" check "$W/cut500.grt" >"$W/cut500.txt" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] &&
+       grep -qx 'truncated: 500 bytes, the chunk at byte 16 is incomplete (no complete chunk); no trailer (recording cut short); no complete record to check' "$W/cut500.txt" &&
+       grep -qx 'result: nothing checked (the first chunk is incomplete: the recording was cut short inside it)' "$W/cut500.txt" &&
+       ! grep -q 'only its header' "$W/cut500.txt"; then
+        gr_ok "check of a file cut at 500 bytes inside its first chunk: the size and the incomplete chunk at byte 16, not 'only its header'"
+    else
+        gr_bad "check of a file cut inside its first chunk (exit $rc)"
+        gr_show "$W/cut500.txt"
+    fi
+else
+    gr_bad "good.grt has $size bytes: too short to cut at 500"
+fi
+
+# export's summary: singular and plural
+printf 'def f():\n    return 1\nf()\n' >"$W/one.py"
+"$cli" record -o "$W/one.grt" -- "$GR_PY" "$W/one.py" >/dev/null 2>&1
+"$cli" export --format chrome -o "$W/one.json" "$W/one.grt" 2>"$W/one.err"
+"$cli" export --format chrome -o "$W/two.json" "$W/good.grt" 2>"$W/two.err"
+if grep -q ': 1 track, [0-9]* slices, 0 switches, 0 marks, 0 violations, 0 returns without call' "$W/one.err" &&
+   grep -q ': [2-9][0-9]* tracks, ' "$W/two.err" && ! grep -q ' 1 tracks\| 1 slices\| 1 marks' "$W/one.err" "$W/two.err"; then
+    gr_ok "export's summary: 1 track, N tracks (singular and plural)"
+else
+    gr_bad "export's summary: singular/plural"
+    gr_show "$W/one.err" "$W/two.err"
+fi
+
+# export/script -o that cannot be written
+for cmd in export script; do
+    for t in "$W/no/such/dir/x.out:No such file or directory" "$W:Is a directory"; do
+        target=${t%%:*} cause=${t#*:}
+        if [ $cmd = export ]; then
+            "$cli" export --format chrome -o "$target" "$W/good.grt" >"$W/w.out" 2>"$W/w.err"
+        else
+            "$cli" script -o "$target" "$W/good.grt" >"$W/w.out" 2>"$W/w.err"
+        fi
+        rc=$?
+        want="greenreplay: $cmd: -o $target: cannot write it: $cause"
+        if [ $rc -eq 2 ] && [ ! -s "$W/w.out" ] && [ "$(cat "$W/w.err")" = "$want" ] && [ ! -e "$W/no" ]; then
+            gr_ok "$cmd -o to $cause: one line naming the command, -o, the path and the cause, exit 2"
+        else
+            gr_bad "$cmd -o $target: want exit 2 and '$want'; got exit $rc"
+            gr_show "$W/w.out" "$W/w.err"
+        fi
+    done
+done
+# the missing trace is reported, not the output (refused after the usage, before the trace)
+"$cli" script -o "$W/ok.py" "$W/missing.grt" >/dev/null 2>"$W/w.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'missing.grt' "$W/w.err" && [ ! -e "$W/ok.py" ]; then
+    gr_ok "script -o OK MISSING.grt: the missing trace is named, nothing written"
+else
+    gr_bad "script -o OK MISSING.grt: exit $rc"
+    gr_show "$W/w.err"
+fi
+
+# record --max-size that dropped records says so
+printf 'def f(i):\n    return i\nfor i in range(50000):\n    f(i)\n' >"$W/many.py"
+"$cli" record --max-size 20k -o "$W/cap.grt" -- "$GR_PY" "$W/many.py" >/dev/null 2>"$W/cap.err"
+rc=$?
+dropped=$("$cli" dump "$W/cap.grt" 2>/dev/null | sed -n 's/^# trailer: .*dropped=\([0-9]*\) .*reason=size-cap$/\1/p')
+"$cli" record --max-size 100M -o "$W/nocap.grt" -- "$GR_PY" "$W/many.py" >/dev/null 2>"$W/nocap.err"
+rc2=$?
+if [ $rc -eq 0 ] && [ -n "$dropped" ] && [ "$dropped" -gt 0 ] &&
+   [ "$(cat "$W/cap.err")" = "greenreplay: record: $W/cap.grt reached --max-size 20k: the last $dropped records were dropped (see check)" ] &&
+   [ $rc2 -eq 0 ] && [ ! -s "$W/nocap.err" ]; then
+    gr_ok "record --max-size 20k: one line with the $dropped dropped records of the trailer; none under 100M"
+else
+    gr_bad "record --max-size: exit $rc/$rc2, trailer dropped '${dropped:-?}'"
+    gr_show "$W/cap.err" "$W/nocap.err"
+fi
+
+# reduce leaves no scratch directory, unless --keep
+"$cli" script -q -o "$W/red.py" "$W/good.grt" 2>/dev/null
+mkdir -p "$W/tmpd"
+TMPDIR=$W/tmpd "$cli" reduce "$W/red.py" --python "$GR_PY" --rule blind_spot -q >/dev/null 2>"$W/red.err"
+rc=$?
+left=$(ls -A "$W/tmpd")
+if [ $rc -eq 1 ] && [ -z "$left" ] && grep -q 'nothing to reduce' "$W/red.err" && ! grep -q "$W/tmpd" "$W/red.err"; then
+    gr_ok "reduce with nothing to reduce: exit 1, its scratch directory removed and not named"
+else
+    gr_bad "reduce with nothing to reduce: exit $rc, left in TMPDIR: '$left'"
+    gr_show "$W/red.err"
+fi
+TMPDIR=$W/tmpd "$cli" reduce "$W/red.py" --python "$GR_PY" --rule blind_spot -q --keep >/dev/null 2>"$W/red.err"
+rc=$?
+kept=$(sed -n 's/^greenreplay: reduce: kept the scratch directory //p' "$W/red.err")
+if [ $rc -eq 1 ] && [ -n "$kept" ] && [ -s "$kept/candidate.py" ] && grep -q "its output: $kept/candidate.log" "$W/red.err"; then
+    gr_ok "reduce --keep: the scratch directory is kept and named, with the candidate and record's output"
+else
+    gr_bad "reduce --keep: exit $rc, kept '${kept:-none}'"
+    gr_show "$W/red.err"
+fi
+rm -rf "$W/tmpd"/*
+# SIGTERM while the original runs: the candidate killed, the directory removed
+printf 'import time  #@1\ntime.sleep(60)  #@2\n' >"$W/slow.py"
+TMPDIR=$W/tmpd "$cli" reduce "$W/slow.py" --python "$GR_PY" --rule blind_spot -q >/dev/null 2>&1 &
+rpid=$!
+for _ in $(seq 100); do [ -n "$(ls -A "$W/tmpd")" ] && break; sleep 0.05; done
+sleep 0.5
+kill -TERM $rpid
+wait $rpid
+rc=$?
+left=$(ls -A "$W/tmpd")
+if [ $rc -eq 143 ] && [ -z "$left" ] && ! pgrep -f "$W/tmpd" >/dev/null; then
+    gr_ok "reduce killed by SIGTERM: exit 143, the running candidate ended, the scratch directory removed"
+else
+    gr_bad "reduce killed by SIGTERM: exit $rc, left: '$left'"
+fi
+
+# what a run that dies before recording leaves at -o (README "Stale output")
+printf 'def (\n' >"$W/syntax.py"
+rm -f "$W/new.grt"
+"$cli" record -o "$W/new.grt" -- "$GR_PY" "$W/syntax.py" >/dev/null 2>"$W/new.err"
+cp "$W/good.grt" "$W/old.grt"
+"$cli" record -o "$W/old.grt" -- "$GR_PY" "$W/syntax.py" >/dev/null 2>"$W/old.err"
+if [ ! -e "$W/new.grt" ] && [ -f "$W/old.grt" ] && [ ! -s "$W/old.grt" ] &&
+   grep -q "no trace was written to $W/new.grt" "$W/new.err" &&
+   grep -q "no trace was written to $W/old.grt" "$W/old.err"; then
+    gr_ok "record of a program that dies before recording: a missing -o is not created, an existing one left empty"
+else
+    gr_bad "record of a program that dies before recording: new -o $(ls -l "$W/new.grt" 2>&1), old -o $(wc -c <"$W/old.grt" 2>&1) bytes"
+    gr_show "$W/new.err" "$W/old.err"
+fi
+
+# conform: record's line about a cut trace names no file conform deletes
+if "$cli" conform --list --python "$GR_PY" 2>/dev/null | grep -Eq '^cprofile[[:space:]]+yes'; then
+    printf 'import os\ndef f():\n    return 1\nf()\nos._exit(3)\n' >"$W/cexit.py"
+    "$cli" conform --profiler cprofile -- "$GR_PY" "$W/cexit.py" >/dev/null 2>"$W/c1.err"
+    rc1=$?
+    "$cli" conform --keep --profiler cprofile -- "$GR_PY" "$W/cexit.py" >/dev/null 2>"$W/c2.err"
+    rc2=$?
+    named=$(sed -n "s/^greenreplay: record: .*without the recorder's stop (os._exit?); \([^ ]*\) holds no complete chunk.*/\1/p" "$W/c2.err")
+    if [ $rc1 -eq 2 ] && grep -q "^greenreplay: record: .*without the recorder's stop (os._exit?); the temporary trace (conform deletes it; --keep keeps it) holds no complete chunk" "$W/c1.err" &&
+       ! grep -q "^greenreplay: record: .*/trace.grt" "$W/c1.err" &&
+       [ $rc2 -eq 2 ] && [ -n "$named" ] && [ -e "$named" ]; then
+        gr_ok "conform after os._exit: record's line names no deleted temporary trace; with --keep it names the kept one"
+    else
+        gr_bad "conform after os._exit: exit $rc1/$rc2, kept trace '${named:-none}'"
+        gr_show "$W/c1.err" "$W/c2.err"
+    fi
+    [ -n "$named" ] && rm -rf "$(dirname "$named")"
+else
+    skip "conform after os._exit: the cprofile adapter is not available for $GR_PY"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
