@@ -58,7 +58,8 @@ static void cut_where(gr_sb *sb, const gr_trace *t)
     else if (size <= at && at <= GR_HEADER_LEN)
         gr_sb_printf(sb, "%" PRIu64 " bytes, only its header (no chunk)", size);
     else if (size <= at)
-        gr_sb_printf(sb, "%" PRIu64 " bytes, every chunk complete", size);
+        gr_sb_printf(sb, "%" PRIu64 " bytes, the complete chunks end at byte %" PRIu64
+                         ", the end of the file", size, at);
     else
         gr_sb_printf(sb, "%" PRIu64 " bytes, the chunk at byte %" PRIu64 " is incomplete (%s)", size,
                      at, at <= GR_HEADER_LEN ? "no complete chunk" : "the complete chunks end there");

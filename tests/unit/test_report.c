@@ -81,8 +81,9 @@ static void test_text_truncated(void **state)
     gr_check_run(&t, &r);
     char *s = text_of(&t, &r);
     char want[200];
-    snprintf(want, sizeof want, "truncated: %zu bytes, every chunk complete; no trailer "
-                                "(recording cut short); checked records 0..5\n", t.size);
+    snprintf(want, sizeof want, "truncated: %zu bytes, the complete chunks end at byte %zu, the "
+                                "end of the file; no trailer (recording cut short); checked "
+                                "records 0..5\n", t.size, t.size);
     assert_non_null(strstr(s, want));
     assert_non_null(strstr(s, "open at end of truncated trace"));
     free(s);
