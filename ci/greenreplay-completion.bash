@@ -20,7 +20,7 @@ _greenreplay_opts() {
         edit)   echo "--drop --chunk -o --output --help" ;;
         script) echo "--anonymize -o --output --quiet --help" ;;
         diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --help" ;;
-        reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --quiet --help" ;;
+        reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --keep --quiet --help" ;;
         export) echo "--format -o --output --times --no-times --no-check --help" ;;
         conform) echo "--profiler --list --python --json -o --output --keep --results --no-record --root --switches --help" ;;
     esac

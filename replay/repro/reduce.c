@@ -423,6 +423,7 @@ static void scratch_signal(int sig)
 }
 
 static const int scratch_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction scratch_saved[3]; /* restored by scratch_disarm */
 
 static void scratch_arm(const rctx *c, int keep)
 {
@@ -435,14 +436,17 @@ static void scratch_arm(const rctx *c, int keep)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = scratch_signal;
     sigfillset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof scratch_signals / sizeof *scratch_signals; i++)
-        sigaction(scratch_signals[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof scratch_signals / sizeof *scratch_signals; i++) {
+        sigaction(scratch_signals[i], NULL, &scratch_saved[i]);
+        if (scratch_saved[i].sa_handler != SIG_IGN) /* e.g. SIGHUP under nohup stays ignored */
+            sigaction(scratch_signals[i], &sa, NULL);
+    }
 }
 
 static void scratch_disarm(void)
 {
     for (size_t i = 0; i < sizeof scratch_signals / sizeof *scratch_signals; i++)
-        signal(scratch_signals[i], SIG_DFL);
+        sigaction(scratch_signals[i], &scratch_saved[i], NULL);
     scratch_armed = 0;
 }
 
