@@ -12,9 +12,13 @@
 # switch_stacks="every"), callback.
 # Prints two tables (instructions per profile event over no profiler, and
 # per switch, each against the empty C profile function) with the goals of
-# issues 8 and 11.  The callgrind files of the larger size are kept in
-# BUILD/bench/instr/WORKLOAD-MODE.out for callgrind_annotate.  Takes about
-# 5 minutes (valgrind runs Python about 50 times slower).  Needs valgrind.
+# issues 8 and 11, and for the empty function and the passive modes the
+# instructions run inside the profile function itself (callgrind
+# --toggle-collect: the recorder's own share, independent of where the
+# interpreter's and greenlet's allocations land).  The callgrind files of
+# the larger size are kept in BUILD/bench/instr/WORKLOAD-MODE.out for
+# callgrind_annotate.  Takes about 8 minutes (valgrind runs Python about
+# 50 times slower).  Needs valgrind.
 # Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
 set -euo pipefail
 PY=/usr/bin/python3
@@ -25,7 +29,7 @@ while [ $# -gt 0 ]; do
         --python) PY=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "instr_cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -44,10 +48,12 @@ export PYTHONPATH="$build/bench:$build/python"
 # docs/PERFORMANCE.md, "Continued switches".)
 export PYTHONHASHSEED=0
 
-# instructions WORKLOAD MODE N: total user-space instructions of one run.
+# instructions WORKLOAD MODE N [FUNCTION]: total user-space instructions of
+# one run; with FUNCTION, only those executed inside it and what it calls
+# (callgrind --toggle-collect).
 instructions() {
-    local f="$out/$1-$2-$3.out"
-    valgrind --tool=callgrind --callgrind-out-file="$f" "$PY" "$here/instr_one.py" \
+    local f="$out/$1-$2-$3${4:+-own}.out"
+    valgrind --tool=callgrind ${4:+--toggle-collect=$4} --callgrind-out-file="$f" "$PY" "$here/instr_one.py" \
         --workload "$1" --mode "$2" --n "$3" --out "$out/trace.grt" >"$out/stdout" 2>"$out/stderr" ||
         { echo "instr_cost.sh: callgrind run $1 $2 $3 failed:" >&2; tail -3 "$out/stderr" >&2; exit 1; }
     awk '/^(summary|totals):/ {print $2; exit}' "$f"
@@ -65,8 +71,8 @@ table() {
     else
         work=$(( 2 * (n2 - n1) )) # a round trip is two switches
     fi
-    echo "| $w workload, sizes $n1 and $n2 ($work $unit apart) | instructions per $unit | over no profiler | vs empty C profile function |"
-    echo "|---|---:|---:|---:|"
+    echo "| $w workload, sizes $n1 and $n2 ($work $unit apart) | instructions per $unit | over no profiler | vs empty C profile function | inside the profile function |"
+    echo "|---|---:|---:|---:|---:|"
     local none="" empty="" m a b per over num rel
     for m in $modes; do
         a=$(instructions "$w" "$m" "$n1")
@@ -84,7 +90,18 @@ table() {
             if [ "$w" = profile ]; then num=$over; else num=$per; fi
             rel=$(awk -v o="$num" -v e="$empty" 'BEGIN {printf "%.2fx", o / e}')
         fi
-        echo "| $m | $per | $over | $rel |"
+        # The profile function's own share: what runs inside it (the
+        # recorder's gr_profile with everything it calls: greenlet's C API,
+        # the chunk writes), not CPython's cost of calling it.
+        local fn="" own=""
+        case "$m" in empty) fn=empty_profile ;; passive|every) fn=gr_profile ;; esac
+        if [ -n "$fn" ]; then
+            a=$(instructions "$w" "$m" "$n1" "$fn")
+            b=$(instructions "$w" "$m" "$n2" "$fn")
+            rm -f "$out/$w-$m-$n1-own.out" "$out/$w-$m-$n2-own.out"
+            own=$(( (b - a) / work ))
+        fi
+        echo "| $m | $per | $over | $rel | $own |"
     done
 }
 
