@@ -2,6 +2,7 @@
 #include "dump.h"
 
 #include "idmap.h"
+#include "report.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -681,7 +682,9 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
         else
             gr_sb_printf(&sb, " reason=%" PRIu64 "\n", t->trailer.reason);
     } else {
-        gr_sb_printf(&sb, "# truncated at byte %" PRIu64 "\n", t->truncated_at);
+        gr_sb_puts(&sb, "# truncated: ");
+        gr_report_cut_where(&sb, t);
+        gr_sb_putc(&sb, '\n');
     }
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);

@@ -421,7 +421,8 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
                          " reason=%s",
                      t->trailer.events, t->trailer.dropped, t->trailer.errors, why ? why : "?");
     } else {
-        gr_sb_printf(sb, "; no trailer: trace cut short at byte %" PRIu64, t->truncated_at);
+        gr_sb_puts(sb, "; no trailer: truncated: ");
+        gr_report_cut_where(sb, t);
     }
     gr_sb_puts(sb, "</p>\n");
     for (size_t i = 0; i < r->nwarnings; i++) {

@@ -44,12 +44,8 @@ static void where(gr_sb *sb, const gr_violation *v)
         gr_sb_printf(sb, " (t%" PRIu64 " g%" PRIu64 ")", v->tid, v->gid);
 }
 
-/* Where a truncated trace's valid part ends, for its one-line summary:
- * the file's size and the offset where its last complete chunk ends
- * (t->truncated_at), which differ when the file ends inside a chunk.  A
- * streamed trace's t->size is the bytes read, which at the end is the
- * file's size. */
-static void cut_where(gr_sb *sb, const gr_trace *t)
+/* Documented in report.h. */
+void gr_report_cut_where(gr_sb *sb, const gr_trace *t)
 {
     uint64_t size = t->size, at = t->truncated_at;
     if (size < GR_HEADER_LEN)
@@ -69,7 +65,7 @@ static void cut_where(gr_sb *sb, const gr_trace *t)
 static void truncation_line(gr_sb *sb, const gr_trace *t)
 {
     gr_sb_puts(sb, "truncated: ");
-    cut_where(sb, t);
+    gr_report_cut_where(sb, t);
     gr_sb_puts(sb, "; no trailer (recording cut short); ");
     if (gr_trace_count(t))
         gr_sb_printf(sb, "checked records 0..%" PRIu64, gr_trace_count(t) - 1);
@@ -130,7 +126,7 @@ static void ended_by(gr_sb *sb, const gr_trace *t)
 {
     if (!t->has_trailer) {
         gr_sb_puts(sb, "cut short (no trailer): ");
-        cut_where(sb, t);
+        gr_report_cut_where(sb, t);
         return;
     }
     switch (t->trailer.reason) {

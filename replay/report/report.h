@@ -44,6 +44,17 @@ void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv);
  * events with real stacks (gr_coverage.truth_points). */
 const char *gr_coverage_blind_spots(const gr_coverage *cv);
 
+/* Append to sb where a truncated trace (t->truncated) is cut, in the
+ * words every command uses (check's `truncated:` line, check --html, dump's
+ * last line, stats, diff): the file's size in bytes (t->size; for a
+ * streamed trace the bytes read, which at the end is the file's size) and
+ * where the valid part ends (t->truncated_at, a byte offset), e.g.
+ * "500 bytes, the chunk at byte 16 is incomplete (no complete chunk)",
+ * "N bytes, the complete chunks end at byte N, the end of the file",
+ * "N bytes, only its header (no chunk)", "N bytes, inside its 16-byte
+ * header".  No newline.  sb stays owned by the caller. */
+void gr_report_cut_where(gr_sb *sb, const gr_trace *t);
+
 /* Write the text report of one checked trace to out: the truncation line,
  * warnings, r->summary (if any), a count per rule checked (r->nrules),
  * each violation with its context dump lines, the informational notes,

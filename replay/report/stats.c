@@ -3,6 +3,7 @@
 
 #include "dump.h"
 #include "idmap.h"
+#include "report.h"
 #include "text.h"
 
 #include <inttypes.h>
@@ -137,8 +138,13 @@ int gr_stats_print_text(FILE *out, const gr_trace *t, const gr_stats *s)
     if (t->has_trailer)
         fprintf(out, ", trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64 "\n",
                 t->trailer.events, t->trailer.dropped, t->trailer.errors);
-    else
-        fprintf(out, ", truncated at byte %" PRIu64 "\n", t->truncated_at);
+    else {
+        gr_sb sb;
+        gr_sb_init(&sb);
+        gr_report_cut_where(&sb, t);
+        fprintf(out, ", truncated: %s\n", sb.s);
+        gr_sb_free(&sb);
+    }
     if (s->chunks)
         fprintf(out, "chunks: %" PRIu64 " (`check --from A --to B` takes indices 0..%" PRIu64 ")\n",
                 s->chunks, s->chunks - 1);

@@ -5,6 +5,7 @@
 #include "diff_ignore.h"
 #include "dump.h"
 #include "idmap.h"
+#include "report.h"
 #include "script_shape.h"
 #include "text.h"
 
@@ -612,6 +613,19 @@ static void meta_of(const gr_trace *t, const char *key, gr_sb *sb)
     gr_sb_putc(sb, '?');
 }
 
+/* "# A ends early (truncated: WHERE): the last N records of B are not
+ * compared" for a truncated trace `side` (t) shorter than `other`; WHERE
+ * from gr_report_cut_where. */
+static void ends_early(FILE *out, char who, const gr_trace *t, char other, size_t n)
+{
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_report_cut_where(&sb, t);
+    fprintf(out, "# %c ends early (truncated: %s): the last %zu records of %c are not compared\n",
+            who, sb.s, n, other);
+    gr_sb_free(&sb);
+}
+
 static void header_line(FILE *out, char sign, const char *name, const gr_trace *t)
 {
     gr_sb sb;
@@ -624,7 +638,10 @@ static void header_line(FILE *out, char sign, const char *name, const gr_trace *
     meta_of(t, "greenlet", &sb);
     gr_sb_printf(&sb, "; %zu records", t->nrecs);
     if (t->truncated)
-        gr_sb_printf(&sb, ", truncated at byte %" PRIu64, t->truncated_at);
+        {
+        gr_sb_puts(&sb, ", truncated: ");
+        gr_report_cut_where(&sb, t);
+    }
     if (t->gap)
         gr_sb_printf(&sb, ", the last records of a ring: %" PRIu64 " earlier dropped", t->gap);
     gr_sb_puts(&sb, ")\n");
@@ -843,13 +860,9 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
         i = j;
     }
     if (tail_b)
-        fprintf(out, "# A ends early (truncated at byte %" PRIu64 "): the last %zu records of B "
-                     "are not compared\n",
-                a->truncated_at, tail_b);
+        ends_early(out, 'A', a, 'B', tail_b);
     if (tail_a)
-        fprintf(out, "# B ends early (truncated at byte %" PRIu64 "): the last %zu records of A "
-                     "are not compared\n",
-                b->truncated_at, tail_a);
+        ends_early(out, 'B', b, 'A', tail_a);
     if (exhausted)
         fprintf(out, "# the traces differ too much to align in full: a part is shown as "
                      "replaced as a whole\n");

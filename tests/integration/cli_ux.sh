@@ -281,7 +281,7 @@ cut_case segv 139 "greenreplay: record: the program was killed by signal 11 \(.*
     "record after a segfault (ctypes): exit 139, one line: killed by signal 11, no complete chunk"
 # a longer program: N complete chunks, up to the byte where dump says the trace is cut
 "$cli" record -o "$W/exit_long.grt" -- "$GR_PY" "$W/exit_long.py" >/dev/null 2>&1
-cut=$("$cli" dump "$W/exit_long.grt" 2>/dev/null | sed -n 's/^# truncated at byte //p')
+cut=$("$cli" dump "$W/exit_long.grt" 2>/dev/null | sed -n 's/^# truncated: [0-9]* bytes, the complete chunks end at byte \([0-9]*\),.*/\1/p; s/^# truncated: [0-9]* bytes, the chunk at byte \([0-9]*\) is incomplete.*/\1/p')
 cut_case exit_long 3 "greenreplay: record: the program exited \(status 3\) without the recorder's stop \(os._exit\?\); \$T holds the [1-9][0-9]* complete chunks? written before \(up to byte ${cut:-NONE}\), the records after (it|them) are lost" \
     "record after os._exit(3) of a longer program: exit 3, one line with the complete chunks up to byte $cut (where dump says the trace is cut)"
 for p in raises:1 sysexit:4; do

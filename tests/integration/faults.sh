@@ -92,7 +92,7 @@ rc=$?
 drc=$?
 "$cli" check "$work/kill.grt" >"$work/kill.check" 2>&1
 crc=$?
-if [ $rc -eq 137 ] && [ $drc -eq 0 ] && grep -q '^# truncated at byte' "$work/kill.dump" &&
+if [ $rc -eq 137 ] && [ $drc -eq 0 ] && grep -q '^# truncated: [0-9]* bytes, ' "$work/kill.dump" &&
    [ "$(grep -c '^ *[0-9]' "$work/kill.dump")" -gt 0 ] && [ $crc -ne 2 ]; then
     ok "SIGKILL while recording: record exit 137, trace readable ($(grep -c '^ *[0-9]' "$work/kill.dump") records, truncated), check exit $crc"
 else

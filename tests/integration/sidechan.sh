@@ -79,7 +79,7 @@ for how in exit kill; do
         gr_show "$tr.check"
     elif [ "$mism" != 0 ]; then
         gr_bad "$name: sampled stacks mismatched: '$mism'"; gr_show "$tr.check"
-    elif [ "$drc" -ne 0 ] || ! grep -q ' wait=[0-9]*ns cb=' "$tr.dump" || ! grep -q '^# truncated at byte' "$tr.dump"; then
+    elif [ "$drc" -ne 0 ] || ! grep -q ' wait=[0-9]*ns cb=' "$tr.dump" || ! grep -q '^# truncated: [0-9]* bytes, ' "$tr.dump"; then
         gr_bad "$name: dump --times exited $drc"; gr_show "$tr.dump.err"
     else
         gr_ok "$name: check --stall (exit $crc) read $got_sw of $made switches and $got_p of $taken samples" \

@@ -111,7 +111,9 @@ static void test_truncated_line(void **state)
     assert_int_equal(tb_load(&b, &t), GR_READ_OK);
     char *out = dump_str(&t, NULL);
     char want[sizeof golden + 128];
-    snprintf(want, sizeof want, "%s# truncated at byte %zu\n", golden, t.size);
+    snprintf(want, sizeof want,
+             "%s# truncated: %zu bytes, the complete chunks end at byte %zu, the end of the file\n",
+             golden, t.size, t.size);
     assert_string_equal(out, want);
     free(out);
     gr_trace_free(&t);

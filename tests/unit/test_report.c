@@ -135,6 +135,37 @@ static void test_text_truncated_inside_chunk(void **state)
     tb_cleanup(&b);
 }
 
+/* gr_report_cut_where, the words check, dump, stats, diff and check --html
+ * share for a cut trace: each case of the file's size against where its
+ * complete chunks end. */
+static void cut_where_is(uint64_t size, uint64_t at, const char *want)
+{
+    gr_trace t;
+    memset(&t, 0, sizeof t);
+    t.truncated = 1;
+    t.size = size;
+    t.truncated_at = at;
+    gr_sb sb;
+    gr_sb_init(&sb);
+    gr_report_cut_where(&sb, &t);
+    if (!sb.s || strcmp(sb.s, want) != 0)
+        fail_msg("size %llu, cut at %llu: got '%s', want '%s'", (unsigned long long)size,
+                 (unsigned long long)at, sb.s ? sb.s : "(null)", want);
+    gr_sb_free(&sb);
+}
+
+static void test_cut_where(void **state)
+{
+    (void)state;
+    cut_where_is(0, 0, "0 bytes, inside its 16-byte header");
+    cut_where_is(1, 0, "1 byte, inside its 16-byte header");
+    cut_where_is(16, 16, "16 bytes, only its header (no chunk)");
+    cut_where_is(500, 16, "500 bytes, the chunk at byte 16 is incomplete (no complete chunk)");
+    cut_where_is(500, 300, "500 bytes, the chunk at byte 300 is incomplete (the complete chunks "
+                           "end there)");
+    cut_where_is(300, 300, "300 bytes, the complete chunks end at byte 300, the end of the file");
+}
+
 static void test_json(void **state)
 {
     (void)state;
@@ -436,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_text_truncated),
         cmocka_unit_test(test_text_truncated_inside_chunk),
+        cmocka_unit_test(test_cut_where),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_junit),
         cmocka_unit_test(test_xml_escape),
