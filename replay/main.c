@@ -1090,10 +1090,17 @@ static int cmd_diff(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         const gr_trace *x = k ? &b : &a;
         if (x->nrecs == 0) {
+            gr_sb why;
+            gr_sb_init(&why);
+            if (x->truncated) {
+                gr_sb_puts(&why, "truncated: "); /* check's words for a cut trace */
+                gr_report_cut_where(&why, x);
+            } else {
+                gr_sb_puts(&why, "every record was dropped");
+            }
             fprintf(stderr, "greenreplay: diff: %s: no record to compare (%s)\n", argv[optind + k],
-                    x->truncated && x->truncated_at < 16 ? "empty, or cut inside its header"
-                    : x->truncated ? "cut short before its first record"
-                                   : "every record was dropped");
+                    why.s);
+            gr_sb_free(&why);
             goto done;
         }
     }

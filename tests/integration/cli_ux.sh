@@ -33,6 +33,8 @@
 #     twice
 #   a file cut inside its first chunk: check's line gives the file's size and
 #     the offset of the incomplete chunk, and does not call it header-only
+#   a cut trace (inside its first chunk, at a chunk boundary) through dump,
+#     stats, diff and check --html: the same words as check's line
 #   export's summary: "1 track" for one greenlet, "tracks" for more
 #   export/script -o that cannot be written: "greenreplay: CMD: -o PATH:
 #     cannot write it: CAUSE", exit 2, refused before the trace is read
@@ -422,6 +424,50 @@ if [ "$size" -gt 500 ]; then
     fi
 else
     gr_bad "good.grt has $size bytes: too short to cut at 500"
+fi
+
+# a cut trace through dump, stats, diff and check --html, in check's words
+# (gr_report_cut_where): cut inside its first chunk (cut500.grt) and at a
+# chunk boundary (exit_long.grt, os._exit after 6 chunks); never the bare
+# "truncated at byte N", which reads as if the file were N bytes
+printf 'def f(i):\n    return i\nfor i in range(200000):\n    f(i)\n' >"$W/exit_full.py"
+"$cli" record -o "$W/exit_full.grt" -- "$GR_PY" "$W/exit_full.py" >/dev/null 2>&1
+# cut_words NAME GRT WHERE OTHER: dump, stats, diff GRT OTHER, check --html
+cut_words() {
+    local name=$1 grt=$2 where=$3 other=$4 bad=""
+    "$cli" dump "$grt" >"$W/$name.dump" 2>&1 || bad="$bad dump-exit"
+    [ "$(tail -n 1 "$W/$name.dump")" = "# truncated: $where" ] || bad="$bad dump"
+    "$cli" stats "$grt" >"$W/$name.stats" 2>&1 || bad="$bad stats-exit"
+    head -n 1 "$W/$name.stats" | grep -qF ", truncated: $where" || bad="$bad stats"
+    "$cli" diff "$grt" "$other" >"$W/$name.diff" 2>&1
+    case $name in
+    cut500) grep -qxF "greenreplay: diff: $grt: no record to compare (truncated: $where)" "$W/$name.diff" || bad="$bad diff" ;;
+    *) grep -qF "records, truncated: $where)" "$W/$name.diff" &&
+       grep -q "^# A ends early (truncated: $where): the last [0-9]* records of B are not compared" "$W/$name.diff" || bad="$bad diff" ;;
+    esac
+    "$cli" check --html "$W/$name.html" "$grt" >/dev/null 2>&1
+    grep -qF "no trailer: truncated: $where<" "$W/$name.html" || bad="$bad html"
+    grep -qF "truncated: $where; no trailer" <("$cli" check "$grt" 2>&1) || bad="$bad check"
+    if grep -q 'truncated at byte\|cut short at byte\|ends early (truncated at' \
+        "$W/$name.dump" "$W/$name.stats" "$W/$name.diff" "$W/$name.html"; then
+        bad="$bad old-words"
+    fi
+    if [ -z "$bad" ]; then
+        gr_ok "$name: dump, stats, diff, check and check --html all say '$where'"
+    else
+        gr_bad "$name: want '$where' everywhere; wrong:$bad"
+        gr_show "$W/$name.dump" "$W/$name.stats" "$W/$name.diff"
+    fi
+}
+if [ -f "$W/cut500.grt" ]; then
+    cut_words cut500 "$W/cut500.grt" '500 bytes, the chunk at byte 16 is incomplete (no complete chunk)' "$W/good.grt"
+fi
+if [ -s "$W/exit_long.grt" ] && [ -s "$W/exit_full.grt" ]; then
+    lsize=$(wc -c <"$W/exit_long.grt")
+    cut_words exit_long "$W/exit_long.grt" \
+        "$lsize bytes, the complete chunks end at byte $lsize, the end of the file" "$W/exit_full.grt"
+else
+    gr_bad "a trace cut at a chunk boundary: exit_long.grt or exit_full.grt not recorded"
 fi
 
 # export's summary: singular and plural
