@@ -208,6 +208,13 @@ static int is_builtin(const char *s)
 }
 
 /* Write the verdict JSON (when --json) and return the exit status. */
+/* 1 if path names an existing file. */
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static int finish(struct run *r, const char *verdict, const char *reason, json_t *header, json_t *diffs,
                   size_t checked, int program_status, double t_run, double t_cmp, int status)
 {
@@ -232,7 +239,8 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
         json_object_set_new(tm, "comparison_s", json_real(t_cmp));
         json_object_set_new(o, "timing", tm);
         json_object_set_new(o, "trace", r->trace[0] && (r->keep || r->trace_out) ? json_string(r->trace) : json_null());
-        json_object_set_new(o, "results", r->results[0] && (r->keep || r->results_out) ? json_string(r->results)
+        json_object_set_new(o, "results", r->results[0] && (r->keep || r->results_out) &&
+                                                  file_exists(r->results) ? json_string(r->results)
                                                                                           : json_null());
         if (!header)
             json_decref(h);
@@ -250,8 +258,23 @@ static void cleanup(struct run *r)
     if (!r->tmpdir[0])
         return;
     if (r->keep) {
-        fprintf(stderr, "greenreplay: conform: kept %s%s%s\n", r->trace_out ? "" : r->trace,
-                r->trace_out || r->results_out ? "" : " and ", r->results_out ? "" : r->results);
+        /* Name only what exists: a program that ends by os._exit (or a
+         * signal) never lets the adapter write results.json, and a run
+         * that never started the recorder leaves no trace. */
+        int kt = !r->trace_out && file_exists(r->trace);
+        int kr = !r->results_out && file_exists(r->results);
+        if (kt || kr)
+            fprintf(stderr, "greenreplay: conform: kept %s%s%s%s\n", kt ? r->trace : "",
+                    kt && kr ? " and " : "", kr ? r->results : "",
+                    !kr && !r->results_out ? " (no results.json: the program ended before "
+                                             "the adapter wrote it)"
+                    : !kt && !r->trace_out ? " (no trace was written)"
+                                           : "");
+        else if (!r->trace_out || !r->results_out)
+            fprintf(stderr, "greenreplay: conform: --keep: nothing to keep in %s (no trace "
+                            "and no results.json were written)\n", r->tmpdir);
+        if (!kt && !kr)
+            rmdir(r->tmpdir);
         return;
     }
     if (!r->trace_out)

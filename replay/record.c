@@ -780,7 +780,10 @@ int gr_cmd_record(int argc, char **argv)
         return 128 + sig;
     }
     int rc = WEXITSTATUS(status);
-    if (stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+    /* An existing -o left empty and a new one never created have the same
+     * causes: both lines give them. */
+    int empty = stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+    if (empty || stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", shown,
                 manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
                          "os._exit()"
@@ -788,8 +791,6 @@ int gr_cmd_record(int argc, char **argv)
                          "writing the file at exit, it left without the recorder's stop, e.g. by "
                          "os._exit()"
                        : "ended before its first frame ran, or recording could not start");
-    else if (stat(out_abs, &st) != 0)
-        fprintf(stderr, "greenreplay: record: no trace was written to %s\n", shown);
     else {
         char how[96];
         snprintf(how, sizeof how, "the program exited (status %d) without the recorder's stop (os._exit?)",

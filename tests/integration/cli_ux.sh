@@ -43,9 +43,11 @@
 #   reduce with nothing to reduce (and on SIGTERM) removes its scratch
 #     directory; --keep keeps and names it
 #   record's -o after a run that dies before recording: an existing file is
-#     left empty, a missing one is not created (README "Stale output")
+#     left empty, a missing one is not created (README "Stale output"); the
+#     "no trace was written" line gives the reason in both cases
 #   conform on a program ending in os._exit: record's line does not name the
-#     temporary trace conform deletes (with --keep it does, and it exists)
+#     temporary trace conform deletes (with --keep it does, and it exists);
+#     --keep's "kept" line names only the trace, not the unwritten results.json
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -573,9 +575,9 @@ rm -f "$W/new.grt"
 cp "$W/good.grt" "$W/old.grt"
 "$cli" record -o "$W/old.grt" -- "$GR_PY" "$W/syntax.py" >/dev/null 2>"$W/old.err"
 if [ ! -e "$W/new.grt" ] && [ -f "$W/old.grt" ] && [ ! -s "$W/old.grt" ] &&
-   grep -q "no trace was written to $W/new.grt" "$W/new.err" &&
-   grep -q "no trace was written to $W/old.grt" "$W/old.err"; then
-    gr_ok "record of a program that dies before recording: a missing -o is not created, an existing one left empty"
+   grep -qx "greenreplay: record: no trace was written to $W/new.grt (the program ended before its first frame ran, or recording could not start)" "$W/new.err" &&
+   grep -qx "greenreplay: record: no trace was written to $W/old.grt (the program ended before its first frame ran, or recording could not start)" "$W/old.err"; then
+    gr_ok "record of a program that dies before recording: a missing -o is not created, an existing one left empty; both lines give the reason"
 else
     gr_bad "record of a program that dies before recording: new -o $(ls -l "$W/new.grt" 2>&1), old -o $(wc -c <"$W/old.grt" 2>&1) bytes"
     gr_show "$W/new.err" "$W/old.err"
@@ -591,8 +593,10 @@ if "$cli" conform --list --python "$GR_PY" 2>/dev/null | grep -Eq '^cprofile[[:s
     named=$(sed -n "s/^greenreplay: record: .*without the recorder's stop (os._exit?); \([^ ]*\) holds no complete chunk.*/\1/p" "$W/c2.err")
     if [ $rc1 -eq 2 ] && grep -q "^greenreplay: record: .*without the recorder's stop (os._exit?); the temporary trace (conform deletes it; --keep keeps it) holds no complete chunk" "$W/c1.err" &&
        ! grep -q "^greenreplay: record: .*/trace.grt" "$W/c1.err" &&
-       [ $rc2 -eq 2 ] && [ -n "$named" ] && [ -e "$named" ]; then
-        gr_ok "conform after os._exit: record's line names no deleted temporary trace; with --keep it names the kept one"
+       [ $rc2 -eq 2 ] && [ -n "$named" ] && [ -e "$named" ] &&
+       grep -qx "greenreplay: conform: kept $named (no results.json: the program ended before the adapter wrote it)" "$W/c2.err" &&
+       [ ! -e "$(dirname "$named")/results.json" ]; then
+        gr_ok "conform after os._exit: record's line names no deleted temporary trace; with --keep it names the kept one, and 'kept' names only the trace (no results.json was written)"
     else
         gr_bad "conform after os._exit: exit $rc1/$rc2, kept trace '${named:-none}'"
         gr_show "$W/c1.err" "$W/c2.err"
