@@ -204,7 +204,7 @@ demo: setup
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: all
+integration: all $(BUILD)/bench/gentrace
 	tests/integration/run.sh --python $(PYTHON)
 	tests/integration/record_modes.sh --python $(PYTHON)
 	tests/integration/script_roundtrip.sh --python $(PYTHON)

@@ -147,8 +147,7 @@ if [ -x "$gentrace" ] || make -s -C "$top" "$gentrace" >/dev/null 2>&1; then
         bad "gentrace: edit failed: $(cat "$work/edit.err")"
     fi
 else
-    echo "SKIP  gentrace: $gentrace could not be built"
-    skip=$((skip + 1))
+    bad "gentrace: $gentrace could not be built (make $gentrace)"
 fi
 
 # ---- bad ranges ---------------------------------------------------------------
