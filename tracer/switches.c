@@ -239,15 +239,17 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
         /* Its parent's gid: as last time when it is the same object and
          * no greenlet was freed since (so the address names the same
          * one). */
-        if (parent == Py_None)
+        if (parent == Py_None) {
             pg = 0;
-        else if (parent == e->par && e->par_frees == r->gl_frees)
+            e->par = Py_None; /* a main greenlet: not asked again */
+        } else if (parent == e->par && e->par_frees == r->gl_frees) {
             pg = e->par_gid;
-        else
+        } else {
             pg = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
-        e->par = parent;
-        e->par_gid = pg;
-        e->par_frees = r->gl_frees;
+            e->par = parent;
+            e->par_gid = pg;
+            e->par_frees = r->gl_frees;
+        }
         int known = parent == Py_None || pg;
         Py_DECREF(parent);
         if (!known)

@@ -475,10 +475,7 @@ static void top_start_of(side *s)
     for (uint32_t d = 0; d < g->depth; d++)
         if (!gr_shape_is_recorder_code(t, ids[d]))
             return; /* a frame of the program (or -m's runpy) below start */
-    const gr_code *cd = first->tag == GR_CALL ? gr_trace_code(t, (uint32_t)first->code) : NULL;
-    size_t n = 0;
-    const uint8_t *q = cd ? gr_trace_string(t, cd->qualname, &n) : NULL;
-    if (q && n == 8 && memcmp(q, "<module>", 8) == 0) {
+    if (first->tag == GR_CALL && gr_shape_is_module_code(t, (uint32_t)first->code)) {
         s->top_seed = seed;
         s->top_skip = k;
         s->top_module = first->code;
@@ -504,12 +501,7 @@ static void exit_of(side *s)
     uint64_t code = s->top_module;
     if (code == GR_NONE) {
         const uint32_t *ids = gr_record_stack(t, g);
-        if (!g->depth || gr_shape_is_recorder_code(t, ids[0]))
-            return;
-        const gr_code *cd = gr_trace_code(t, ids[0]);
-        size_t n = 0;
-        const uint8_t *q = cd ? gr_trace_string(t, cd->qualname, &n) : NULL;
-        if (!q || n != 8 || memcmp(q, "<module>", 8) != 0)
+        if (!g->depth || gr_shape_is_recorder_code(t, ids[0]) || !gr_shape_is_module_code(t, ids[0]))
             return;
         code = ids[0];
     }

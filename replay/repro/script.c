@@ -151,15 +151,6 @@ static const char *throw_exc(render *R, uint64_t tid, uint64_t gid)
 static size_t variant_of(render *R, size_t frame);
 static size_t thread_entry(render *R, const gr_sthread *th, gr_sb *out);
 
-/* Whether code id `code` is a module's top-level code ("<module>"). */
-static int qual_is_module(const gr_shape *s, uint32_t code)
-{
-    const gr_code *c = gr_trace_code(s->t, code);
-    size_t n;
-    const uint8_t *q = c ? gr_trace_string(s->t, c->qualname, &n) : NULL;
-    return q && c->kind == GR_CODE_PY && n == 8 && memcmp(q, "<module>", 8) == 0;
-}
-
 /* Turn "a, b, " (k items, each followed by ", ") into a tuple "(a, b)" or
  * "(a,)", appended to dst. */
 static void tuple_of(gr_sb *dst, const char *items, size_t len, size_t k)
@@ -968,7 +959,7 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
         root = first; /* no greenlet: the thread's only stack */
     size_t module_frame = GR_NONE;
     if (root && root->run != GR_NONE && !shape.frames[root->run].external &&
-        qual_is_module(&shape, shape.frames[root->run].code))
+        gr_shape_is_module_code(shape.t, shape.frames[root->run].code))
         module_frame = root->run;
     gr_sb body;
     gr_sb_init(&body);

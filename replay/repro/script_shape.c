@@ -68,6 +68,12 @@ int gr_shape_c_named(const gr_trace *t, uint32_t code, const char *name, int suf
     return c && c->kind == GR_CODE_C && qual_is(t, code, name, suffix);
 }
 
+int gr_shape_is_module_code(const gr_trace *t, uint32_t code)
+{
+    const gr_code *c = gr_trace_code(t, code);
+    return c && c->kind == GR_CODE_PY && qual_is(t, code, "<module>", 0);
+}
+
 static int is_c(const gr_trace *t, uint32_t code)
 {
     const gr_code *c = gr_trace_code(t, code);

@@ -242,6 +242,10 @@ void gr_shape_label(const gr_shape *s, gr_sb *sb, uint64_t label);
  * "<greenreplay>/"). */
 int gr_shape_is_recorder_code(const gr_trace *t, uint32_t code);
 
+/* Whether code id `code` is a module's top-level Python code (qualname
+ * "<module>"). */
+int gr_shape_is_module_code(const gr_trace *t, uint32_t code);
+
 /* Whether C code id `code` is named NAME (NUL-terminated) exactly, or ends
  * with "." NAME when suffix is non-zero. */
 int gr_shape_c_named(const gr_trace *t, uint32_t code, const char *name, int suffix);

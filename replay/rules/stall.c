@@ -598,27 +598,26 @@ static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall 
                      tm->trailer_samples, tm->nsamples);
         gr_check_add_warning(res, gr_sb_take(&sb));
     }
-    char *untracked = meta(t, "sampler_untracked_greenlets");
-    if (untracked) {
-        gr_sb_printf(&sb, "%s greenlets were past the sampler registry's capacity (start(..., "
-                          "max_greenlets=N): greenlets alive at once) and were never sampled",
-                     untracked);
-        gr_check_add_warning(res, gr_sb_take(&sb));
-        free(untracked);
-    }
-    char *lost = meta(t, "sampler_samples_lost_full");
-    if (lost) {
-        gr_sb_printf(&sb, "%s samples lost: the sampler's ring and own buffer were full (the "
-                          "program recorded nothing for that long, so nothing drained them)", lost);
-        gr_check_add_warning(res, gr_sb_take(&sb));
-        free(lost);
-    }
-    char *large = meta(t, "sampler_samples_lost_large");
-    if (large) {
-        gr_sb_printf(&sb, "%s samples were larger than the sampler's ring takes (start(..., "
-                          "keep=N) too large) and were dropped", large);
-        gr_check_add_warning(res, gr_sb_take(&sb));
-        free(large);
+    /* Counts the recorder writes at stop, each a warning: META key, then
+     * what follows the count. */
+    static const char *const counted[][2] = {
+        {"sampler_untracked_greenlets",
+         "greenlets were past the sampler registry's capacity (start(..., max_greenlets=N): "
+         "greenlets alive at once) and were never sampled"},
+        {"sampler_samples_lost_full",
+         "samples lost: the sampler's ring and own buffer were full (the program recorded "
+         "nothing for that long, so nothing drained them)"},
+        {"sampler_samples_lost_large",
+         "samples were larger than the sampler's ring takes (start(..., keep=N) too large) and "
+         "were dropped"},
+    };
+    for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
+        char *v = meta(t, counted[i][0]);
+        if (v) {
+            gr_sb_printf(&sb, "%s %s", v, counted[i][1]);
+            gr_check_add_warning(res, gr_sb_take(&sb));
+            free(v);
+        }
     }
     gr_sb_free(&sb);
 }
