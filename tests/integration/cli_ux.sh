@@ -48,6 +48,9 @@
 #   conform on a program ending in os._exit: record's line does not name the
 #     temporary trace conform deletes (with --keep it does, and it exists);
 #     --keep's "kept" line names only the trace, not the unwritten results.json
+#   ci/envs.sh python ID for a known environment not provisioned (a fresh
+#     cache): exit 3, nothing on stdout, one line saying how to provision it;
+#     an unknown ID: exit 2
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -604,6 +607,20 @@ if "$cli" conform --list --python "$GR_PY" 2>/dev/null | grep -Eq '^cprofile[[:s
     [ -n "$named" ] && rm -rf "$(dirname "$named")"
 else
     skip "conform after os._exit: the cprofile adapter is not available for $GR_PY"
+fi
+
+# ci/envs.sh python ID: not provisioned (exit 3) is not unknown (exit 2)
+GREENREPLAY_CACHE=$W/envcache "$GR_ROOT/ci/envs.sh" python host-3.11 >"$W/envpy.out" 2>"$W/envpy.err"
+rc1=$?
+GREENREPLAY_CACHE=$W/envcache "$GR_ROOT/ci/envs.sh" python no-such-env >"$W/envpy2.out" 2>"$W/envpy2.err"
+rc2=$?
+if [ $rc1 -eq 3 ] && [ ! -s "$W/envpy.out" ] && [ "$(wc -l <"$W/envpy.err")" -eq 1 ] &&
+   grep -qx "envs: host-3.11 is not provisioned yet (.*): run ci/envs.sh provision host-3.11" "$W/envpy.err" &&
+   [ $rc2 -eq 2 ] && [ ! -s "$W/envpy2.out" ] && grep -q "unknown environment 'no-such-env'" "$W/envpy2.err"; then
+    gr_ok "ci/envs.sh python of an environment not provisioned: exit 3, no path, '$(cat "$W/envpy.err")'; unknown: exit 2"
+else
+    gr_bad "ci/envs.sh python: not provisioned exit $rc1, unknown exit $rc2"
+    gr_show "$W/envpy.out" "$W/envpy.err" "$W/envpy2.err"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
