@@ -134,7 +134,8 @@ typedef struct gr_trace {
                              indexed record (all of it as the recorder
                              writes them; dump's header, FORMAT §6.1) */
     gr_gap *gaps;         /* each GAP definition, in file order (edit
-                             writes them back where they were) */
+                             writes them back where they were); loaded
+                             traces only, none when streamed */
     size_t ngaps;
     gr_record *recs;      /* indexed records, recs[i].index == i */
     size_t nrecs;

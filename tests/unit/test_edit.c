@@ -222,6 +222,15 @@ static void test_gaps_kept(void **state)
     assert_int_equal(out.gaps[1].at, 1);
     assert_int_equal(out.gap, 10);
     gr_trace_free(&out);
+    /* streamed, the reader keeps the sums only (no memory per GAP) */
+    assert_int_equal(gr_trace_open(&out, path), GR_READ_OK);
+    while (gr_trace_next_chunk(&out) > 0)
+        ;
+    assert_int_equal(out.err.status, 0);
+    assert_int_equal(out.gap, 10);
+    assert_int_equal(out.gap_head, 5);
+    assert_int_equal(out.ngaps, 0);
+    gr_trace_free(&out);
     gr_trace_free(&in);
     unlink(path);
     tb_cleanup(&b);
