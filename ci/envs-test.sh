@@ -49,6 +49,43 @@ assert d["host-3.11"]["status"] != "unavailable"
 expect_rc 3 "provision of an unavailable user env" $E --env gone=/no/such/python provision gone
 expect_rc 125 "run in an unavailable user env" $E --env gone=/no/such/python run gone -- python -V
 
+# python ID in a fresh cache, where nothing is provisioned: an environment
+# that is known but not provisioned exits 3 (an unknown one 2), prints
+# nothing on stdout (so "$(ci/envs.sh python ID)" is empty) and one stderr
+# line naming the provision command.  Built with `build` but not yet
+# smoke-tested: the wrapper, and a note; its definition changed since: 3.
+fresh=$(mktemp -d "${TMPDIR:-/tmp}/envs-test.XXXXXX")
+python_in_fresh() {   # NAME WANT_RC WANT_STDERR_PART ARGS...: ci/envs.sh ARGS... in the fresh cache
+    local name=$1 want=$2 part=$3 rc out_ok=0; shift 3
+    GREENREPLAY_CACHE=$fresh/cache $E "$@" >"$fresh/out" 2>"$fresh/err"; rc=$?
+    if [ "$want" = 0 ]; then [ -x "$(cat "$fresh/out")" ] && out_ok=1   # the wrapper's path
+    else [ -s "$fresh/out" ] || out_ok=1; fi                            # nothing
+    if [ "$rc" = "$want" ] && [ $out_ok = 1 ] && [ "$(wc -l <"$fresh/err")" = 1 ] && grep -qF -- "$part" "$fresh/err"; then
+        ok "$name (exit $rc): $(cat "$fresh/err")"
+    else
+        bad "$name: exit $rc, want $want and one stderr line with '$part'"
+        sed 's/^/      | /' "$fresh/out" "$fresh/err" | tail -5
+    fi
+}
+python_in_fresh "python of a host env not provisioned" 3 \
+    "host-3.11 is not provisioned yet (recorder not built and smoke-tested for this clone): run ci/envs.sh provision host-3.11" \
+    python host-3.11
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+    python_in_fresh "python of a root env not provisioned" 3 \
+        "sid-3.14 is not provisioned yet (root sid not built): run ci/envs.sh provision sid-3.14" python sid-3.14
+fi
+python_in_fresh "python of an unknown env" 2 "unknown environment 'no-such-env'" python no-such-env
+if GREENREPLAY_CACHE=$fresh/cache $E --env mine=/usr/bin/python3 build mine >"$fresh/build.log" 2>&1; then
+    python_in_fresh "python of a built env not smoke-tested: the wrapper" 0 \
+        "note: mine is built but not smoke-tested yet" --env mine=/usr/bin/python3 python mine
+    python_in_fresh "python of a built env whose definition changed" 3 \
+        "mine is not provisioned yet (definition changed since its build): run ci/envs.sh provision mine" \
+        --env "mine=/usr/bin/python3 -X dev" python mine
+else
+    bad "build of a user env in a fresh cache"; tail -5 "$fresh/build.log" | sed 's/^/      | /'
+fi
+rm -rf "$fresh"
+
 ready=$($E list --json | /usr/bin/python3 -c '
 import json, sys
 print(" ".join(e["id"] for e in json.load(sys.stdin) if e["status"] == "ready"))')

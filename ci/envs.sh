@@ -58,7 +58,8 @@ Commands:
   record ID [RECORD OPTIONS] -- SCRIPT [ARGS...]
                                  `build/greenreplay record` with ID's interpreter
   python [--inner] ID            print ID's interpreter command (a wrapper on the
-                                 host; --inner: as seen inside the environment)
+                                 host; --inner: as seen inside the environment);
+                                 exit 3 if ID is not provisioned (nothing printed)
   clean [--roots] ID...          forget builds of ID (--roots: its root too)
   help                           this text
 
@@ -1157,9 +1158,23 @@ cmd_python() {
     env_status "$1"
     [ "$ST" != unavailable ] || die $EX_UNAVAILABLE "$1 is unavailable: $WHY"
     if [ $inner = 1 ]; then interp_words "$1" | paste -sd' ' -; return; fi
+    # A wrapper is printed only when it runs ID's interpreter with ID's own
+    # recorder: ready, or built (`build ID`) for the current definition but
+    # not smoke-tested yet (a note says so).  Otherwise nothing on stdout, so
+    # "$(ci/envs.sh python ID)" is empty, and one line on how to provision.
+    local d
+    d=$(envdir "$1")
+    if [ "$ST" != ready ]; then
+        if [ "$WHY" = "recorder not built and smoke-tested for this clone" ] && [ -n "$(recorder_so "$1")" ]; then
+            [ "$(cat "$d/definition" 2>/dev/null)" = "$(definition "$1")" ] ||
+                die $EX_UNAVAILABLE "$1 is not provisioned yet (definition changed since its build): run ci/envs.sh provision $1"
+            err "note: $1 is built but not smoke-tested yet (ci/envs.sh provision $1 makes it ready)"
+        else
+            die $EX_UNAVAILABLE "$1 is not provisioned yet ($WHY): run ci/envs.sh provision $1"
+        fi
+    fi
     write_wrapper "$1"
-    printf '%s\n' "$(envdir "$1")/bin/python"
-    [ "$ST" = ready ] || err "note: $1 is not provisioned yet: $WHY"
+    printf '%s\n' "$d/bin/python"
 }
 
 # Rewrite a leading python/python3/pythonX.Y into the environment's interpreter.

@@ -138,6 +138,14 @@ int gr_emit_meta(gr_writer *w, uint32_t key, uint32_t value)
     return gr_writer_append(w, buf, (size_t)(p - buf));
 }
 
+int gr_emit_gap(gr_writer *w, uint64_t n)
+{
+    uint8_t buf[1 + GR_VARINT_MAX], *p = buf;
+    *p++ = GR_GAP;
+    p = gr_put_varint(p, n);
+    return gr_writer_append(w, buf, (size_t)(p - buf));
+}
+
 int gr_emit_record(gr_writer *w, const gr_record *r, const uint32_t *stack)
 {
     /* The full form's size bounds the compact one's; reserve it first (a

@@ -611,6 +611,15 @@ static int read_records(gr_trace *t, size_t limit)
         else if (tag == GR_GAP) {
             uint64_t n;
             TRY(get(&d, &n));
+            /* Each GAP's place, for a loaded trace only: a streamed one
+             * keeps the sums, so that a file of GAPs costs it nothing. */
+            if (!t->streaming) {
+                if (grow((void **)&t->gaps, &t->cap_gaps, t->ngaps + 1, sizeof *t->gaps) < 0)
+                    return no_memory(&t->err, t->name);
+                t->gaps[t->ngaps].at = t->nrecs;
+                t->gaps[t->ngaps].n = n;
+                t->ngaps++;
+            }
             t->gap += n;
             if (t->first + t->nrecs == 0)
                 t->gap_head += n;
@@ -849,6 +858,7 @@ void gr_trace_free(gr_trace *t)
     free(t->strings);
     free(t->codes);
     free(t->metas);
+    free(t->gaps);
     free(t->recs);
     free(t->stacks);
     memset(t, 0, sizeof *t);

@@ -82,6 +82,13 @@ typedef struct gr_meta {
     uint64_t at;
 } gr_meta;
 
+/* One GAP definition (§3): n indexed records left out (ring mode) before
+ * the record with index `at` (the number of indexed records before it in
+ * the file, as for gr_meta). */
+typedef struct gr_gap {
+    uint64_t at, n;
+} gr_gap;
+
 /* One decoded indexed record (§4).  Fields a kind does not have are 0. */
 typedef struct gr_record {
     uint64_t index;       /* 0-based index among indexed records */
@@ -126,6 +133,10 @@ typedef struct gr_trace {
     uint64_t gap_head;    /* the part of gap defined before the first
                              indexed record (all of it as the recorder
                              writes them; dump's header, FORMAT §6.1) */
+    gr_gap *gaps;         /* each GAP definition, in file order (edit
+                             writes them back where they were); loaded
+                             traces only, none when streamed */
+    size_t ngaps;
     gr_record *recs;      /* indexed records, recs[i].index == i */
     size_t nrecs;
     uint32_t *stacks;     /* pool of code ids referenced by records */
@@ -136,7 +147,7 @@ typedef struct gr_trace {
     uint64_t truncated_at; /* byte offset where the valid part ends */
     gr_error err;         /* set when a read fails */
     /* capacities (internal) */
-    size_t cap_strings, cap_codes, cap_metas, cap_recs, cap_stacks;
+    size_t cap_strings, cap_codes, cap_metas, cap_gaps, cap_recs, cap_stacks;
     /* Iteration (gr_trace_open / gr_trace_next_chunk).  A loaded trace
      * (gr_trace_load, gr_trace_parse) holds every record: first is 0.  A
      * streamed one holds the records of the last chunk decoded: recs[0] is

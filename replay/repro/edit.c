@@ -65,17 +65,27 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
         gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
         m++;
     }
+    /* Every GAP is kept (records the ring dropped are lost whatever edit
+     * leaves out): before the first remaining record that followed it in
+     * t, or after the last one.  So a GAP between two kept records stays
+     * between them, and one whose records around it were all dropped still
+     * counts its loss. */
+    size_t g = 0;
     uint64_t written = 0;
     for (size_t i = 0; i < t->nrecs; i++) {
         for (; m < t->nmetas && t->metas[m].at <= i && written; m++)
             gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
         if (gone[i])
             continue;
+        for (; g < t->ngaps && t->gaps[g].at <= i; g++)
+            gr_emit_gap(w, t->gaps[g].n);
         gr_emit_record(w, &t->recs[i], gr_record_stack(t, &t->recs[i]));
         written++;
     }
     for (; m < t->nmetas; m++)
         gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
+    for (; g < t->ngaps; g++)
+        gr_emit_gap(w, t->gaps[g].n);
     free(gone);
     int failed = w->dropped != 0 || w->error != 0;
     int e = w->error;

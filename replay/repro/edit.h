@@ -1,5 +1,7 @@
 /* edit.h - rewrite a trace without some indexed records (`greenreplay
- * edit`), to build test cases and bug reports.  All definitions are kept.
+ * edit`), to build test cases and bug reports.  All definitions are kept,
+ * GAP records (records a ring dropped) too: an edited trace never hides a
+ * loss.
  */
 #ifndef GR_EDIT_H
 #define GR_EDIT_H
@@ -17,7 +19,11 @@
  * later META just before the first remaining record that followed it in
  * t, or after the last one, and after the first remaining record when
  * only dropped records preceded it (so that `dump` prints it among the
- * METAs after the records, as it does for t: docs/FORMAT.md §6.1).  If t
+ * METAs after the records, as it does for t: docs/FORMAT.md §6.1).  Each
+ * GAP definition of t (t->gaps) is written with the same count just before
+ * the first remaining record at or after its place in t, or after the last
+ * remaining record when none follows: one between two kept records stays
+ * between them, and the output's GAPs add up to t's (t->gap).  If t
  * has a trailer, the output gets one with the same
  * dropped, errors and reason and events = records written; a truncated t
  * gives an output without trailer (truncated as well).

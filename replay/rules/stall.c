@@ -546,6 +546,8 @@ size_t gr_stall_run(const gr_trace *t, const gr_times *tm, uint64_t max_wait_ns,
     if (profile && !strcmp(profile, "off")) {
         /* start(profile=False): no profile events, so no shadow stacks to
          * compare the samples with. */
+        st->stacks = st->stacks_not_compared = tm->nstacks;
+        st->stacks_reason = GR_STALL_NO_PROFILE;
         add_profile_off(res);
     } else {
         check_stacks(t, tm, c, st, res);
@@ -1150,6 +1152,10 @@ int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stal
         profile_off = profile && !strcmp(profile, "off");
         free(profile);
     }
+    if (!rc && profile_off) {
+        st->stacks = st->stacks_not_compared = hdr.nstacks;
+        st->stacks_reason = GR_STALL_NO_PROFILE;
+    }
     if (!rc && !profile_off) {
         st->stacks = hdr.nstacks;
         size_t next = 0; /* number of the next sample to compare */
@@ -1322,6 +1328,11 @@ void gr_stall_summary(gr_sb *sb, const gr_stall *st)
                      st->frames_sum, st->frames_under_lock_sum, st->samples_under_lock,
                      st->samples_under_lock == 1 ? "" : "s", st->failed_sum, st->torn_sum);
     }
+    if (st->stacks_reason) {
+        gr_sb_printf(sb, "sampled stacks: %zu, not compared (%s)\n", st->stacks,
+                     st->stacks_reason);
+        return;
+    }
     gr_sb_printf(sb, "sampled stacks: %zu: %zu equal, %zu partial, %zu torn by a switch, "
                      "%zu with unknown code, %zu mismatched",
                  st->stacks, st->stacks_equal, st->stacks_partial, st->stacks_torn,
@@ -1408,6 +1419,9 @@ json_t *gr_stall_json(const gr_stall *st)
     json_object_set_new(s, "unknown", json_integer((json_int_t)st->stacks_unknown));
     json_object_set_new(s, "mismatched", json_integer((json_int_t)st->stacks_mismatched));
     json_object_set_new(s, "unusable", json_integer((json_int_t)st->stacks_unusable));
+    json_object_set_new(s, "not_compared", json_integer((json_int_t)st->stacks_not_compared));
+    json_object_set_new(s, "compared", json_boolean(st->stacks_reason == NULL));
+    json_object_set_new(s, "reason", opt_str(st->stacks_reason));
     json_object_set_new(o, "stacks", s);
     return o;
 }

@@ -82,7 +82,16 @@ typedef struct gr_stall {
     size_t stacks_unknown;    /* hold code id 0: not compared */
     size_t stacks_mismatched; /* `sample` violations */
     size_t stacks_unusable;   /* refer to code ids or records the trace lacks */
+    size_t stacks_not_compared; /* none was compared: all of them (stacks),
+                                   for the reason below */
+    const char *stacks_reason;  /* why the sampled stacks were not compared
+                                   (static text: GR_STALL_NO_PROFILE), or
+                                   NULL when they were */
 } gr_stall;
+
+/* stacks_reason of a trace recorded with start(profile=False) (META
+ * profile: off): no profile events, so no shadow stacks to compare with. */
+#define GR_STALL_NO_PROFILE "recorded without the profile function, profile=False"
 
 /* Check trace t against its side channel tm, which must hold sampler
  * data (gr_times_has_sampler).  max_wait_ns is the stall_wait threshold.
@@ -130,7 +139,9 @@ int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stal
 /* Append the figures of *st as text lines (each ending in a newline):
  * sampler mode and interval, waits per switch, holds per sample with a
  * table of hold against greenlets and frames, frames read under the lock,
- * failed reads, torn copies, and the outcome of the sampled stacks. */
+ * failed reads, torn copies, and the outcome of the sampled stacks
+ * ("sampled stacks: N: N equal, ...", or "sampled stacks: N, not compared
+ * (REASON)" when st->stacks_reason is set). */
 void gr_stall_summary(gr_sb *sb, const gr_stall *st);
 
 /* The figures as a JSON object (new reference): see docs/FORMAT.md §7.1. */

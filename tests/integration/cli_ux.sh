@@ -48,6 +48,13 @@
 #   conform on a program ending in os._exit: record's line does not name the
 #     temporary trace conform deletes (with --keep it does, and it exists);
 #     --keep's "kept" line names only the trace, not the unwritten results.json
+#   ci/envs.sh python ID for a known environment not provisioned (a fresh
+#     cache): exit 3, nothing on stdout, one line saying how to provision it;
+#     an unknown ID: exit 2
+#   docs/WORKFLOW.md's first block runs as written (app.py a fixture,
+#     ci/envs.sh a stub printing the interpreter): each command exits 0, the
+#     optional reduce 1 (nothing to reduce); its commands name the
+#     interpreters only as "$PYTHON" and "$BAD_PYTHON"
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -604,6 +611,49 @@ if "$cli" conform --list --python "$GR_PY" 2>/dev/null | grep -Eq '^cprofile[[:s
     [ -n "$named" ] && rm -rf "$(dirname "$named")"
 else
     skip "conform after os._exit: the cprofile adapter is not available for $GR_PY"
+fi
+
+# ci/envs.sh python ID: not provisioned (exit 3) is not unknown (exit 2)
+GREENREPLAY_CACHE=$W/envcache "$GR_ROOT/ci/envs.sh" python host-3.11 >"$W/envpy.out" 2>"$W/envpy.err"
+rc1=$?
+GREENREPLAY_CACHE=$W/envcache "$GR_ROOT/ci/envs.sh" python no-such-env >"$W/envpy2.out" 2>"$W/envpy2.err"
+rc2=$?
+if [ $rc1 -eq 3 ] && [ ! -s "$W/envpy.out" ] && [ "$(wc -l <"$W/envpy.err")" -eq 1 ] &&
+   grep -qx "envs: host-3.11 is not provisioned yet (.*): run ci/envs.sh provision host-3.11" "$W/envpy.err" &&
+   [ $rc2 -eq 2 ] && [ ! -s "$W/envpy2.out" ] && grep -q "unknown environment 'no-such-env'" "$W/envpy2.err"; then
+    gr_ok "ci/envs.sh python of an environment not provisioned: exit 3, no path, '$(cat "$W/envpy.err")'; unknown: exit 2"
+else
+    gr_bad "ci/envs.sh python: not provisioned exit $rc1, unknown exit $rc2"
+    gr_show "$W/envpy.out" "$W/envpy.err" "$W/envpy2.err"
+fi
+
+# docs/WORKFLOW.md's first block, run line by line in a scratch directory
+# where ci/envs.sh is a stub that prints this test's interpreter.
+wf=$W/workflow
+mkdir -p "$wf/ci"
+printf '#!/bin/sh\nprintf "%%s\\n" %q\n' "$GR_PY" >"$wf/ci/envs.sh"
+chmod +x "$wf/ci/envs.sh"
+cp "$GR_ROOT/fixtures/seed.py" "$wf/app.py"
+awk '/^```sh$/ { n++; next } n == 1 && /^```$/ { exit } n == 1' "$GR_ROOT/docs/WORKFLOW.md" >"$wf/block.sh"
+if ! /usr/bin/python3 -c 'import greenlet' 2>/dev/null; then
+    skip "docs/WORKFLOW.md's first block: /usr/bin/python3 (its PYTHON) has no greenlet"
+else
+    (cd "$wf" && PATH=$(dirname "$cli"):$PATH && export PATH &&
+     while IFS= read -r line; do
+         case $line in ''|'#'*) continue ;; esac
+         eval "$line" >/dev/null 2>>"$wf/err"
+         printf '%d %s\n' $? "${line%%#*}"
+     done <"$wf/block.sh") >"$wf/rcs" 2>&1
+    n=$(grep -c . "$wf/rcs")
+    if [ "$n" -ge 9 ] && ! grep -v '^0 ' "$wf/rcs" | grep -qv '^1 greenreplay reduce ' &&
+       grep -q '^1 greenreplay reduce repro.py --python "$BAD_PYTHON"' "$wf/rcs" &&
+       grep -q 'does not fail with blind_spot' "$wf/err" &&
+       ! grep -Eq -- '-- (python3?|PY) |"\$\(ci/envs.sh python' "$GR_ROOT/docs/WORKFLOW.md"; then
+        gr_ok "docs/WORKFLOW.md's first block runs as written ($n commands; reduce: nothing to reduce) and names the interpreters \$PYTHON / \$BAD_PYTHON"
+    else
+        gr_bad "docs/WORKFLOW.md's first block: exit status per command below"
+        gr_show "$wf/rcs" "$wf/err"
+    fi
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/integration/record_modes.sh --python PY: `greenreplay record` on real
-# programs: -m module, a size cap, ring mode, the flush signal.  One line per
+# programs: -m module, a size cap, ring mode (and edit of a ring trace: its
+# GAP is kept), the flush signal.  One line per
 # test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 PY=/usr/bin/python3
@@ -85,6 +86,21 @@ if [ "$n" -ge 1000 ] && [ "$n" -le 3000 ] && "$cli" dump "$work/ring.grt" | grep
     ok "record --ring 1000: $n records kept, GAP recorded, check clean"
 else
     bad "record --ring 1000: $n records, check exit $rc"; head -8 "$work/ring.check"
+fi
+
+# edit keeps the ring's GAP: the ring trace without its first record (and
+# one more) counts the same records lost, in check's line and dump's.
+lost() { "$cli" check "$1" 2>&1 | grep '^  records lost'; }
+"$cli" edit --drop 0,5 -o "$work/ring-edit.grt" "$work/ring.grt" 2>"$work/ring-edit.err"
+rc=$?
+want=$(lost "$work/ring.grt")
+got=$(lost "$work/ring-edit.grt")
+ring_line=$("$cli" dump "$work/ring.grt" | grep '^# ring:')
+if [ $rc -eq 0 ] && [ -n "$ring_line" ] && [[ $want == *"ring gap "[1-9]* ]] && [ "$got" = "$want" ] &&
+   [ "$("$cli" dump "$work/ring-edit.grt" | grep '^# ring:')" = "$ring_line" ]; then
+    ok "edit --drop 0,5 of the ring trace keeps its GAP:$(printf '%s' "$got" | tr -s ' ')"
+else
+    bad "edit of the ring trace: exit $rc, records lost '$got', want '$want'"; cat "$work/ring-edit.err"
 fi
 
 # Flush signal: the program checks that the file grew when it signalled

@@ -18,7 +18,10 @@
 #     greenlets killed at the end) in each sampler mode: the checker's
 #     rules that need profile events (blind_spot, imbalance) say nothing
 #     and the coverage says blind spots were not checkable, because there
-#     were no profile events; `check --stall` passes two-phase and seqlock
+#     were no profile events; the sampled stacks are not compared, and
+#     check --stall says so ("sampled stacks: N, not compared (REASON)";
+#     JSON stall.stacks: compared false, the reason, not_compared = total,
+#     none equal or mismatched); `check --stall` passes two-phase and seqlock
 #     (exit 0) and flags hold-lock with stall_depth only (exit 1).  The
 #     stall_wait threshold is raised to 100 ms there: this test is about
 #     the verdicts that need no clock (a loaded host can deschedule the
@@ -139,8 +142,12 @@ for mode in two-phase seqlock hold-lock; do
 t = json.load(open(sys.argv[1]))["traces"][0]
 print(" ".join("%s=%d" % kv for kv in sorted(t["counts"].items())))
 print(t["coverage"]["blind_spots"], t["stall"]["switches"], t["stall"]["samples"])
-print(any("recorded without the profile function" in w for w in t["warnings"]))' "$tr.json" >"$tr.sum" 2>&1
+print(any("recorded without the profile function" in w for w in t["warnings"]))
+s = t["stall"]["stacks"]
+print(s["compared"], s["reason"], s["total"] == s["not_compared"] > 0, s["equal"] + s["mismatched"])' "$tr.json" >"$tr.sum" 2>&1
     counts=$(sed -n 1p "$tr.sum") cov=$(sed -n 2p "$tr.sum") warned=$(sed -n 3p "$tr.sum")
+    stacks=$(sed -n 4p "$tr.sum")
+    "$GR_CLI" check --stall --max-wait-us 100000 "$tr" >"$tr.txt" 2>&1
     want_rc=0 want_counts="blind_spot=0 callback_guard=0 imbalance=0 propagation=0 sample=0"
     want_counts="$want_counts stall_depth=0 stall_wait=0 switch_consistency=0"
     if [ "$mode" = hold-lock ]; then
@@ -155,9 +162,14 @@ print(any("recorded without the profile function" in w for w in t["warnings"]))'
         ! "$GR_CLI" check "$tr" 2>&1 | grep -q 'blind spots *not checkable (recorded without the profile function'; then
         gr_bad "$name: the report does not say the stacks were not compared: $cov, warned $warned"
         gr_show "$tr.sum"
+    elif [ "$stacks" != "False recorded without the profile function, profile=False True 0" ] ||
+        ! grep -qx 'sampled stacks: [1-9][0-9]*, not compared (recorded without the profile function, profile=False)' "$tr.txt"; then
+        gr_bad "$name: the sampled stacks are not said to be not compared (JSON: $stacks)"
+        grep '^sampled stacks' "$tr.txt" | gr_show /dev/stdin
     else
         gr_ok "$name: check --stall exit $crc, rules: $counts; blind spots not checkable (no" \
-              "profile events; switches, samples: ${cov#* })"
+              "profile events; switches, samples: ${cov#* }); '$(grep '^sampled stacks' "$tr.txt")'," \
+              "JSON stacks compared false with the reason"
     fi
 done
 

@@ -1,5 +1,6 @@
-/* test_edit.c - replay/repro/edit.c: dropping records keeps definitions, renumbers
- * the rest, keeps the trailer (or its absence), rejects bad indices. */
+/* test_edit.c - replay/repro/edit.c: dropping records keeps definitions and
+ * GAPs, renumbers the rest, keeps the trailer (or its absence), rejects bad
+ * indices. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,12 +155,94 @@ static void test_meta_positions_kept(void **state)
     tb_cleanup(&b);
 }
 
+/* GAP records (ring mode, §3) are kept whatever is dropped: each before the
+ * first kept record that followed it, or after the last kept one; the
+ * output's GAPs add up to the input's, so an edited trace counts the same
+ * loss (check's "records lost", dump's ring lines). */
+static void test_gaps_kept(void **state)
+{
+    (void)state;
+    static const uint8_t gap5[] = {GR_GAP, 5}, gap3[] = {GR_GAP, 3}, gap2[] = {GR_GAP, 2};
+    tb b;
+    tb_open(&b, 0);
+    tb_meta(&b, "python", "3.12.1");
+    tb_raw(&b, gap5, sizeof gap5);                      /* head: before 0 */
+    tb_thread(&b, 1);                                   /* 0 */
+    tb_thread(&b, 2);                                   /* 1 */
+    tb_raw(&b, gap3, sizeof gap3);                      /* between 1 and 2 */
+    tb_thread(&b, 3);                                   /* 2 */
+    tb_thread(&b, 4);                                   /* 3 */
+    tb_raw(&b, gap2, sizeof gap2);                      /* after 3, the last */
+    tb_finish(&b);
+    gr_trace in, out;
+    assert_int_equal(tb_load(&b, &in), GR_READ_OK);
+    assert_int_equal(in.ngaps, 3);
+    assert_int_equal(in.gap, 10);
+    assert_int_equal(in.gap_head, 5);
+    char path[] = "/tmp/gr-unit-edit-XXXXXX";
+    tmp_path(path);
+    char err[256];
+    static const struct {
+        uint64_t drop[4];
+        size_t ndrop, nrecs;
+        uint64_t at[3]; /* where each GAP is in the output */
+        uint64_t head;  /* the part before the first record */
+        uint64_t first_tid; /* the first kept record's thread, 0: none kept */
+    } cases[] = {
+        {{0}, 0, 4, {0, 2, 4}, 5, 1},           /* nothing dropped: as in */
+        {{1}, 1, 3, {0, 1, 3}, 5, 1},           /* GAP 3 stays between threads 1 and 3 */
+        {{0, 1}, 2, 2, {0, 0, 2}, 8, 3},        /* GAP 3 before the first kept record */
+        {{2, 3}, 2, 2, {0, 2, 2}, 5, 1},        /* GAP 3 after the last kept record */
+        {{3, 0, 2, 1}, 4, 0, {0, 0, 0}, 10, 0}, /* every record dropped: every GAP */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        assert_int_equal(gr_edit_drop(&in, cases[k].drop, cases[k].ndrop, path, err, sizeof err), 0);
+        assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+        assert_int_equal(out.nrecs, cases[k].nrecs);
+        assert_int_equal(out.ngaps, 3);
+        uint64_t n[3] = {5, 3, 2};
+        for (int j = 0; j < 3; j++) {
+            assert_int_equal(out.gaps[j].n, n[j]);
+            assert_int_equal(out.gaps[j].at, cases[k].at[j]);
+        }
+        assert_int_equal(out.gap, 10);
+        assert_int_equal(out.gap_head, cases[k].head);
+        if (cases[k].first_tid)
+            assert_int_equal(out.recs[0].tid, cases[k].first_tid);
+        assert_int_equal(out.nmetas, 1);
+        assert_int_equal(out.metas[0].at, 0);
+        gr_trace_free(&out);
+    }
+    /* a GAP that shares a chunk boundary with records: the same, with
+     * chunks of a few records */
+    uint64_t drop1 = 1;
+    assert_int_equal(gr_edit_write(&in, &drop1, 1, 8, path, err, sizeof err), 0);
+    assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+    assert_int_equal(out.ngaps, 3);
+    assert_int_equal(out.gaps[1].at, 1);
+    assert_int_equal(out.gap, 10);
+    gr_trace_free(&out);
+    /* streamed, the reader keeps the sums only (no memory per GAP) */
+    assert_int_equal(gr_trace_open(&out, path), GR_READ_OK);
+    while (gr_trace_next_chunk(&out) > 0)
+        ;
+    assert_int_equal(out.err.status, 0);
+    assert_int_equal(out.gap, 10);
+    assert_int_equal(out.gap_head, 5);
+    assert_int_equal(out.ngaps, 0);
+    gr_trace_free(&out);
+    gr_trace_free(&in);
+    unlink(path);
+    tb_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_drop_keeps_rest),
         cmocka_unit_test(test_truncated_stays_truncated),
         cmocka_unit_test(test_meta_positions_kept),
+        cmocka_unit_test(test_gaps_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

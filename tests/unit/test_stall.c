@@ -186,7 +186,10 @@ static size_t run_max(fx *x, uint64_t max_wait_ns)
     const gr_stall *st = &x->st;
     assert_int_equal(st->stacks, st->stacks_equal + st->stacks_partial + st->stacks_torn +
                                      st->stacks_unknown + st->stacks_mismatched +
-                                     st->stacks_unusable);
+                                     st->stacks_unusable + st->stacks_not_compared);
+    /* all compared, or none, with the reason why */
+    assert_true(st->stacks_reason ? st->stacks_not_compared == st->stacks
+                                  : st->stacks_not_compared == 0);
     assert_int_equal(st->stacks_mismatched, x->res.counts[GR_RULE_SAMPLE]);
     same_streamed(x, max_wait_ns, nv);
     return nv;
@@ -496,19 +499,48 @@ static int has_warning(const fx *x, const char *phrase)
 
 /* start(profile=False) with the fixed sampler: clean.  The checker's
  * stack rules need profile events (blind_spot, imbalance: not compared,
- * test_check.c), and so do the sampled stacks (said in a warning). */
+ * test_check.c), and so do the sampled stacks: said in a warning, in the
+ * summary ("sampled stacks: N, not compared (REASON)", not counts of 0
+ * that read as a pass) and in JSON (compared false, the reason). */
 static void test_profile_off_passes(void **state)
 {
     (void)state;
     fx x;
     begin_off(&x, "two-phase", 1, 2000, 0);
+    ts_sample(&x.s, 9, 9, 900, 2, 4, 0, 0, 0, 2); /* a second sample: 3 stacks in all */
+    ts_stack(&x.s, 2, 2, x.f, x.h);
+    ts_stack(&x.s, 1, 2, x.mod, x.main);
     assert_int_equal(run(&x), 0);
     assert_true(x.res.coverage.profile_off);
     assert_int_equal(x.st.switches, 6);
-    assert_int_equal(x.st.samples, 1);
+    assert_int_equal(x.st.samples, 2);
+    assert_int_equal(x.st.stacks, 3);
+    assert_int_equal(x.st.stacks_not_compared, 3);
+    assert_int_equal(x.st.stacks_equal, 0);
     assert_int_equal(x.st.stacks_mismatched, 0);
+    assert_string_equal(x.st.stacks_reason, GR_STALL_NO_PROFILE);
     assert_true(has_warning(&x, "recorded without the profile function (profile=False): "
                                 "sampled stacks were not compared"));
+    assert_non_null(strstr(x.res.summary, "\nsampled stacks: 3, not compared (recorded without "
+                                          "the profile function, profile=False)\n"));
+    assert_null(strstr(x.res.summary, "equal"));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gr_report_text(f, &x.t, &x.res);
+    fclose(f);
+    assert_non_null(strstr(text, "sampled stacks: 3, not compared (recorded without the profile "
+                                 "function, profile=False)\n"));
+    free(text);
+    json_t *j = gr_stall_json(&x.st);
+    json_t *s = json_object_get(j, "stacks");
+    assert_int_equal(json_integer_value(json_object_get(s, "total")), 3);
+    assert_int_equal(json_integer_value(json_object_get(s, "not_compared")), 3);
+    assert_int_equal(json_integer_value(json_object_get(s, "equal")), 0);
+    assert_true(json_is_false(json_object_get(s, "compared")));
+    assert_string_equal(json_string_value(json_object_get(s, "reason")),
+                        "recorded without the profile function, profile=False");
+    json_decref(j);
     end(&x);
 }
 
@@ -629,6 +661,10 @@ static void test_reports(void **state)
     assert_int_equal(json_integer_value(json_object_get(st, "frames_under_lock")), 2);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "stacks"),
                                                         "mismatched")), 1);
+    assert_true(json_is_true(json_object_get(json_object_get(st, "stacks"), "compared")));
+    assert_true(json_is_null(json_object_get(json_object_get(st, "stacks"), "reason")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "stacks"),
+                                                        "not_compared")), 0);
     char *dump = json_dumps(j, 0);
     assert_non_null(dump);
     free(dump);
