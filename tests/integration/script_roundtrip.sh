@@ -16,7 +16,9 @@
 #                    mpkg.manual` (--manual): script says -m in its header
 #                    and makes none of runpy's launch frames, its recording
 #                    has the same schedule (diff --c-names script, exit 0),
-#                    and the two programs' traces differ (exit 1)
+#                    and the two programs' traces differ (exit 1); the
+#                    --manual one's script --anonymize holds none of its
+#                    names and has the same structure up to renaming
 # Then (all fixtures only):
 #   anonymize        gevent_spawn (20 greenlets): `script --anonymize` holds
 #                    none of the trace's qualnames, file names or labels
@@ -54,7 +56,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --python) [ $# -ge 2 ] || usage; GR_PY=$2; shift 2 ;;
         --python=*) GR_PY=${1#--python=}; shift ;;
-        -h|--help) sed -n '2,37p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "script_roundtrip.sh: unknown option $1" >&2; usage ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -168,9 +170,10 @@ test_module_m() {
             tail -n 10 "$base.orig.log" | detail
             continue
         fi
-        if ! "$GR_CLI" dump "$base.grt" | grep -q "stack=_run_module_as_main .* > _run_code "; then
+        "$GR_CLI" dump "$base.grt" >"$base.dump" 2>&1
+        if ! grep -q "stack=_run_module_as_main .* > _run_code " "$base.dump"; then
             fail "-m $mod ($how): the trace has no runpy launch frames below the module"
-            "$GR_CLI" dump "$base.grt" | head -n 8 | detail
+            head -n 8 "$base.dump" | detail
             continue
         fi
         script_and_record "$base.grt" "$base.repro"
@@ -180,8 +183,8 @@ test_module_m() {
             detail <"$base.repro.notes"
             continue
         fi
-        if grep -q "^# The program was run with -m" "$base.repro.py" &&
-            ! grep -v '^#' "$base.repro.py" | grep -q "_run_code\|_run_module_as_main" &&
+        if grep -q "^# The program was launched with -m" "$base.repro.py" &&
+            ! awk '!/^#/ && /_run_code|_run_module_as_main/ { f = 1 } END { exit !f }' "$base.repro.py" &&
             [ ! -s "$base.repro.notes" ]; then
             pass "-m $mod ($how): the script says -m in its header, has no runpy frame and no note"
         else
@@ -203,6 +206,20 @@ test_module_m() {
             detail 50 <"$base.diff"
         fi
     done
+    # --anonymize: none of the trace's names (runpy's either), same
+    # structure up to renaming
+    local t=$WORK/m-mpkg.manual.grt anon=$WORK/m-anon
+    if [ -s "$t" ]; then
+        script_and_record "$t" "$anon" --anonymize
+        rc=$?
+        if [ "$rc" -eq 0 ] && "$GR_PY" "$ROOT/tests/integration/script_names.py" "$t" "$anon.py" >"$anon.names" 2>&1 &&
+            "$GR_CLI" diff --rename --c-names script "$t" "$anon.grt" >"$anon.diff" 2>&1; then
+            pass "-m mpkg.manual --anonymize: none of the trace's names ($(tail -n 1 "$anon.names")), same structure up to renaming"
+        else
+            fail "-m mpkg.manual --anonymize: script/record exit $rc, names or diff"
+            cat "$anon.notes" "$anon.names" "$anon.diff" 2>/dev/null | detail 40
+        fi
+    fi
     local a=$WORK/m-mpkg.grt b=$WORK/m-mpkg.manual.repro.grt
     if [ -s "$a" ] && [ -s "$b" ]; then
         "$GR_CLI" diff --c-names script "$a" "$b" >"$WORK/m-cross.diff" 2>&1

@@ -298,7 +298,7 @@ static char *normalized(const char *prog)
 static void test_script_as_file(void **state)
 {
     (void)state;
-    static const char para[] = "#\n# The program was run with -m (python -m MODULE)";
+    static const char para[] = "#\n# The program was launched with -m (python -m MODULE)";
     for (int anon = 0; anon <= 1; anon++) {
         char *pf, *nf;
         assert_int_equal(script_of(AS_FILE, anon, &pf, &nf), 0);
@@ -311,6 +311,12 @@ static void test_script_as_file(void **state)
                 fail_msg("-m script: notes: %s", nm);
             char *at = strstr(pm, para);
             assert_non_null(at);
+            /* the frames named, but not in an anonymized script (no string
+             * of the trace) */
+            if (anon)
+                assert_null(strstr(pm, "_run_"));
+            else
+                assert_non_null(strstr(pm, "(_run_module_as_main > _run_code > exec)"));
             /* remove the paragraph ("#" and 3 lines): the rest is the file's script */
             char *end = at;
             for (int i = 0; i < 4 && end; i++)
@@ -320,6 +326,7 @@ static void test_script_as_file(void **state)
             char *got = normalized(pm);
             assert_string_equal(got, want);
             assert_null(strstr(pm, "_run_code"));
+            assert_null(strstr(pm, "_run_module_as_main"));
             free(got);
             free(pm);
             free(nm);

@@ -25,7 +25,7 @@ def run():
     c = greenlet.greenlet(consumer)
     c.switch()
     for i in range(3):
-        greenreplay.mark("give %d" % i)
+        greenreplay.mark("sent %d" % i)
         c.switch(i)
     try:
         c.throw(greenlet.GreenletExit)
