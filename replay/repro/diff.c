@@ -5,6 +5,7 @@
 #include "diff_ignore.h"
 #include "dump.h"
 #include "idmap.h"
+#include "launch.h"
 #include "report.h"
 #include "script_shape.h"
 #include "text.h"
@@ -113,6 +114,12 @@ typedef struct side {
      * compared (interpreter exit, which a script does not reproduce). */
     size_t exit_at, exit_skipped;
     uint64_t exit_tid;
+    /* A program run with -m (launch.h): runpy's launch frames are left out
+     * of every stack, and the records returning from them are not
+     * compared (launch_skipped of them), so that the trace compares with
+     * one of the program run as a file, or of its script. */
+    gr_launch launch;
+    size_t launch_skipped;
 } side;
 
 
@@ -188,14 +195,16 @@ static void put_name(ctx *c, side *s, gr_sb *sb, uint32_t code, size_t rec, int 
     }
 }
 
+/* Record r's stack without runpy's launch frames at its bottom (launch.h). */
 static void put_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r)
 {
     const uint32_t *ids = gr_record_stack(s->t, r);
+    uint32_t from = (uint32_t)gr_launch_record_prefix(s->t, r);
     gr_sb_puts(sb, " stack=");
-    if (!r->depth)
+    if (from >= r->depth)
         gr_sb_putc(sb, '-');
-    for (uint32_t i = 0; i < r->depth; i++) {
-        if (i)
+    for (uint32_t i = from; i < r->depth; i++) {
+        if (i > from)
             gr_sb_puts(sb, " > ");
         put_name(c, s, sb, ids[i], GR_NONE, 1);
     }
@@ -219,7 +228,7 @@ static void put_seed(ctx *c, side *s, gr_sb *sb, const gr_record *r, size_t i)
     const uint32_t *ids = gr_record_stack(s->t, r);
     size_t shown = 0;
     gr_sb_puts(sb, " stack=");
-    for (uint32_t k = 0; k < r->depth; k++) {
+    for (uint32_t k = (uint32_t)gr_launch_record_prefix(s->t, r); k < r->depth; k++) {
         if (gr_shape_is_recorder_code(s->t, ids[k]))
             continue;
         if (shown++)
@@ -375,7 +384,7 @@ static void cshadow_set(cshadow *h, const gr_trace *t, const gr_record *r, int c
     const uint32_t *ids = gr_record_stack(t, r);
     h->ids = gr_xgrow(h->ids, &h->cap, r->depth + 1, sizeof *h->ids);
     h->n = 0;
-    for (uint32_t k = 0; k < r->depth; k++) {
+    for (uint32_t k = (uint32_t)gr_launch_record_prefix(t, r); k < r->depth; k++) {
         const gr_code *cd = gr_trace_code(t, ids[k]);
         if (!cd || cd->kind != GR_CODE_C)
             h->ids[h->n++] = ids[k];
@@ -472,9 +481,9 @@ static void top_start_of(side *s)
     }
     const gr_record *g = &t->recs[seed];
     const uint32_t *ids = gr_record_stack(t, g);
-    for (uint32_t d = 0; d < g->depth; d++)
+    for (uint32_t d = (uint32_t)gr_launch_record_prefix(t, g); d < g->depth; d++)
         if (!gr_shape_is_recorder_code(t, ids[d]))
-            return; /* a frame of the program (or -m's runpy) below start */
+            return; /* a frame of the program below start */
     if (first->tag == GR_CALL && gr_shape_is_module_code(t, (uint32_t)first->code)) {
         s->top_seed = seed;
         s->top_skip = k;
@@ -501,9 +510,10 @@ static void exit_of(side *s)
     uint64_t code = s->top_module;
     if (code == GR_NONE) {
         const uint32_t *ids = gr_record_stack(t, g);
-        if (!g->depth || gr_shape_is_recorder_code(t, ids[0]) || !gr_shape_is_module_code(t, ids[0]))
+        size_t b = gr_launch_record_prefix(t, g); /* below: runpy's, under -m */
+        if (g->depth <= b || gr_shape_is_recorder_code(t, ids[b]) || !gr_shape_is_module_code(t, ids[b]))
             return;
-        code = ids[0];
+        code = ids[b];
     }
     size_t k;
     for (k = s->top_skip + 1; k < t->nrecs; k++) {
@@ -531,6 +541,14 @@ static void side_init(side *s, const gr_trace *t, const gr_diff_opts *o)
     s->keep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
     memset(s->keep, 1, t->nrecs ? t->nrecs : 1);
     gr_ignore_apply(t, o->ignore, s->keep, s->ignored);
+    gr_launch_find(t, &s->launch);
+    for (size_t k = 0; k < s->launch.nframes; k++) {
+        size_t i = s->launch.ret_rec[k];
+        if (i != GR_LAUNCH_NONE && s->keep[i]) {
+            s->keep[i] = 0;
+            s->launch_skipped++;
+        }
+    }
     s->top_seed = s->top_skip = s->top_module = s->exit_at = GR_NONE;
     if (o->c_names == GR_CNAMES_SCRIPT) {
         gr_shape_build(&s->shape, t, o->rename);
@@ -801,6 +819,10 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
         gr_sb_printf(&sb, "%s%zu records of A and %zu of B after the program's <module> returned "
                           "(interpreter exit, which a script does not reproduce)",
                      sb.len ? "; " : "", A.exit_skipped, B.exit_skipped);
+    if (A.launch_skipped || B.launch_skipped)
+        gr_sb_printf(&sb, "%s%zu records of A and %zu of B returning from runpy's launch frames "
+                          "(python -m; left out of stacks too)",
+                     sb.len ? "; " : "", A.launch_skipped, B.launch_skipped);
     if (sb.len)
         fprintf(out, "# not compared: %s\n", sb.s);
     for (int i = 0; i < GR_IGNORE_COUNT; i++)

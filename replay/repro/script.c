@@ -916,6 +916,25 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
     };
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         line(R, out, 0, text[i], strlen(text[i]), NULL);
+    if (R->s->launched_m) {
+        /* No module name; anonymized, not the frames' names either: such a
+         * script holds no string of the trace. */
+        static const char *const m[] = {
+            "#",
+            "# The program was launched with -m (python -m MODULE): runpy's launch",
+            "# frames below its <module> (_run_module_as_main > _run_code > exec) are",
+            "# left out, and this script is a file; diff compares both without them.",
+        };
+        static const char *const anon[] = {
+            "#",
+            "# The program was launched with -m (python -m MODULE): the interpreter's",
+            "# launch frames below the program's are left out, and this script is a",
+            "# file; diff compares both without them.",
+        };
+        const char *const *p = R->o->anonymize ? anon : m;
+        for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+            line(R, out, 0, p[i], strlen(p[i]), NULL);
+    }
     if (nnotes) {
         line(R, out, 0, "#", 1, NULL);
         line(R, out, 0, "# Not reproduced:", 17, NULL);

@@ -4,6 +4,7 @@
 
 #include "dump.h"
 #include "idmap.h"
+#include "launch.h"
 #include "script_builtins.h"
 #include "text.h"
 
@@ -381,6 +382,11 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
                       uint64_t rec)
 {
     uint32_t ids[GR_STACK_CAP];
+    if (!cut) { /* runpy's frames below a -m program's <module> (launch.h) */
+        size_t skip = gr_launch_prefix(s->t, ids_in, n_in);
+        ids_in += skip;
+        n_in -= skip;
+    }
     size_t n = py_ids(s->t, ids_in, n_in > GR_STACK_CAP ? GR_STACK_CAP : n_in, ids);
     /* Stack positions of g's open Python frames, outermost first. */
     size_t *pos = gr_xrealloc(NULL, (g->depth + 1) * sizeof *pos), np = 0;
@@ -516,7 +522,8 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
              GR_STACK_CAP);
     const uint32_t *ids = gr_record_stack(s->t, r);
     size_t prev = GR_NONE;
-    for (uint32_t k = 0; k < r->depth; k++) {
+    /* runpy's frames below a -m program's <module> (launch.h): not made */
+    for (uint32_t k = (uint32_t)gr_launch_record_prefix(s->t, r); k < r->depth; k++) {
         if (is_c(s->t, ids[k])) {
             if (!(th->late && !th->raw && k == r->depth - 1))
                 note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
@@ -1179,10 +1186,19 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         gr_idmap_free(&next);
     }
 
+    /* A program run with -m: runpy's launch frames are not made (seeds and
+     * real stacks drop them, on_greenlet and reconcile) and their returns
+     * are skipped, so that the script, run as a file, has the same frames
+     * (launch.h). */
+    gr_launch launch;
+    gr_launch_find(t, &launch);
+    s->launched_m = launch.found;
     int stopped = 0;
     uint64_t last_tid = 0;
     for (size_t i = 0; i < t->nrecs && !stopped; i++) {
         const gr_record *r = &t->recs[i];
+        if (gr_launch_is_return(&launch, i))
+            continue;
         gr_sthread *th = thread_of(s, r->tid, 1);
         if (r->tid == s->module_tid)
             th->module = 1;

@@ -210,6 +210,9 @@ typedef struct gr_shape {
     int stop_at_end;      /* no STOP and no frame open at the end: the script
                              stops at the end of its module */
     uint64_t module_tid;  /* thread acted out by the script's main thread */
+    int launched_m;       /* the program was run with `python -m`: runpy's
+                             launch frames below its <module> are left out
+                             (launch.h), the script runs as a file */
     int uses_greenlet;    /* some gid is non-zero */
     gr_snote *notes;      /* in order of first occurrence */
     size_t nnotes, cap_notes;

@@ -2,7 +2,7 @@
 # tests/integration/script_roundtrip.sh - `greenreplay script`, `diff` and
 # `reduce` on real recordings.
 #
-# usage: tests/integration/script_roundtrip.sh --python PY [NAME...]
+# usage: tests/integration/script_roundtrip.sh --python PY [NAME...|mpkg]
 #
 # For each fixtures/NAME.py (or only the NAMEs given), in fresh processes:
 #   roundtrip NAME   record it, `greenreplay script` the trace, record the
@@ -10,6 +10,15 @@
 #                    --c-names script` the two traces: same structure
 #                    (exit 0).  Qualnames are compared, not files and lines;
 #                    C functions by the names the script reproduces.
+# Then (all fixtures only, or the NAME mpkg alone):
+#   -m               the package tests/integration/programs/mpkg recorded as
+#                    `python -m mpkg` (whole program) and `python -m
+#                    mpkg.manual` (--manual): script says -m in its header
+#                    and makes none of runpy's launch frames, its recording
+#                    has the same schedule (diff --c-names script, exit 0),
+#                    and the two programs' traces differ (exit 1); the
+#                    --manual one's script --anonymize holds none of its
+#                    names and has the same structure up to renaming
 # Then (all fixtures only):
 #   anonymize        gevent_spawn (20 greenlets): `script --anonymize` holds
 #                    none of the trace's qualnames, file names or labels
@@ -47,7 +56,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --python) [ $# -ge 2 ] || usage; GR_PY=$2; shift 2 ;;
         --python=*) GR_PY=${1#--python=}; shift ;;
-        -h|--help) sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "script_roundtrip.sh: unknown option $1" >&2; usage ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -129,10 +138,107 @@ roundtrip() {
     fi
 }
 
+# ---------------------------------------------------------------- -m
+
+# record_m OUT LOG [--manual] MODULE: record `GR_PY -m MODULE` from
+# tests/integration/programs (names relative to it).
+record_m() {
+    local out=$1 log=$2
+    shift 2
+    rm -f "$out"
+    (cd "$ROOT/tests/integration/programs" && timeout --kill-after=10 300 \
+        "$GR_CLI" record --root . -o "$out" "${@:1:$#-1}" -- "$GR_PY" -m "${@: -1}") >"$log" 2>&1
+}
+
+test_module_m() {
+    if ! "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+        skip "-m: requires greenlet"
+        return
+    fi
+    local mod how base rc
+    for mod in mpkg mpkg.manual; do
+        how="whole program"
+        base=$WORK/m-$mod
+        if [ "$mod" = mpkg.manual ]; then
+            how="--manual"
+            record_m "$base.grt" "$base.orig.log" --manual "$mod"
+        else
+            record_m "$base.grt" "$base.orig.log" "$mod"
+        fi
+        if [ ! -s "$base.grt" ]; then
+            fail "-m $mod ($how): recording wrote no trace"
+            tail -n 10 "$base.orig.log" | detail
+            continue
+        fi
+        "$GR_CLI" dump "$base.grt" >"$base.dump" 2>&1
+        if ! grep -q "stack=_run_module_as_main .* > _run_code " "$base.dump"; then
+            fail "-m $mod ($how): the trace has no runpy launch frames below the module"
+            head -n 8 "$base.dump" | detail
+            continue
+        fi
+        script_and_record "$base.grt" "$base.repro"
+        rc=$?
+        if [ "$rc" -eq 99 ]; then
+            fail "-m $mod ($how): script failed"
+            detail <"$base.repro.notes"
+            continue
+        fi
+        if grep -q "^# The program was launched with -m" "$base.repro.py" &&
+            ! awk '!/^#/ && /_run_code|_run_module_as_main/ { f = 1 } END { exit !f }' "$base.repro.py" &&
+            [ ! -s "$base.repro.notes" ]; then
+            pass "-m $mod ($how): the script says -m in its header, has no runpy frame and no note"
+        else
+            fail "-m $mod ($how): script header, runpy frames or notes"
+            { head -n 25 "$base.repro.py"; cat "$base.repro.notes"; } | detail
+        fi
+        if [ "$rc" -ne 0 ]; then
+            fail "-m $mod ($how): recording the script exited $rc"
+            tail -n 15 "$base.repro.log" | detail
+            continue
+        fi
+        "$GR_CLI" diff --c-names script "$base.grt" "$base.repro.grt" >"$base.diff" 2>&1
+        rc=$?
+        # the whole program's trace ends with the launch frames' returns
+        if [ "$rc" -eq 0 ] && { [ "$mod" = mpkg.manual ] || grep -q "returning from runpy's launch frames" "$base.diff"; }; then
+            pass "-m $mod ($how): its script's recording has the same schedule ($(tail -n 1 "$base.diff"))"
+        else
+            fail "-m $mod ($how): diff --c-names script exited $rc"
+            detail 50 <"$base.diff"
+        fi
+    done
+    # --anonymize: none of the trace's names (runpy's either), same
+    # structure up to renaming
+    local t=$WORK/m-mpkg.manual.grt anon=$WORK/m-anon
+    if [ -s "$t" ]; then
+        script_and_record "$t" "$anon" --anonymize
+        rc=$?
+        if [ "$rc" -eq 0 ] && "$GR_PY" "$ROOT/tests/integration/script_names.py" "$t" "$anon.py" >"$anon.names" 2>&1 &&
+            "$GR_CLI" diff --rename --c-names script "$t" "$anon.grt" >"$anon.diff" 2>&1; then
+            pass "-m mpkg.manual --anonymize: none of the trace's names ($(tail -n 1 "$anon.names")), same structure up to renaming"
+        else
+            fail "-m mpkg.manual --anonymize: script/record exit $rc, names or diff"
+            cat "$anon.notes" "$anon.names" "$anon.diff" 2>/dev/null | detail 40
+        fi
+    fi
+    local a=$WORK/m-mpkg.grt b=$WORK/m-mpkg.manual.repro.grt
+    if [ -s "$a" ] && [ -s "$b" ]; then
+        "$GR_CLI" diff --c-names script "$a" "$b" >"$WORK/m-cross.diff" 2>&1
+        rc=$?
+        if [ "$rc" -eq 1 ]; then
+            pass "-m: the whole-program trace against the --manual one's script: different (exit 1)"
+        else
+            fail "-m: the whole-program trace against the --manual one's script: exit $rc, expected 1"
+            detail <"$WORK/m-cross.diff"
+        fi
+    fi
+}
+
 fixtures=()
+ONLY_M=0
 if [ ${#ONLY[@]} -gt 0 ]; then
     for n in "${ONLY[@]}"; do
         n=$(basename "$n" .py)
+        if [ "$n" = mpkg ]; then ONLY_M=1; continue; fi
         if [ -f "$ROOT/fixtures/$n.py" ]; then fixtures+=("$ROOT/fixtures/$n.py")
         else echo "script_roundtrip.sh: no fixture fixtures/$n.py" >&2; exit 2; fi
     done
@@ -156,7 +262,10 @@ finish() {
     [ "$NFAIL" -eq 0 ]
     exit
 }
-[ ${#ONLY[@]} -gt 0 ] && finish
+if [ ${#ONLY[@]} -gt 0 ]; then
+    [ "$ONLY_M" -eq 1 ] && test_module_m
+    finish
+fi
 
 # ---------------------------------------------------------------- anonymize
 
@@ -419,6 +528,7 @@ test_reduce() {
     fi
 }
 
+test_module_m
 test_anonymize
 test_notes
 test_diff

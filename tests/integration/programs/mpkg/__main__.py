@@ -1,0 +1,4 @@
+"""python -m mpkg: the schedule at module level (whole-program recording)."""
+from mpkg import sched
+
+sched.run()
