@@ -212,6 +212,9 @@ PyDoc_STRVAR(start_doc,
 "(idle or blocked in C) its samples wait in a ring and a buffer of fixed size\n"
 "(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes); past them, samples are not\n"
 "taken and are counted in the META record sampler_samples_lost_full.\n"
+"GREENREPLAY_SAMPLER_RING_MAX (bytes, 1024 to 64 MiB, the default; read here,\n"
+"once, ValueError outside) caps the ring: a sample larger than the ring takes\n"
+"is dropped and counted in the META record sampler_samples_lost_large.\n"
 "In passive mode a switch back into\n"
 "a greenlet whose every turn since its last real stack was seen is written\n"
 "without a stack (flag continued, docs/FORMAT.md section 4); `every_stack`\n"
@@ -272,6 +275,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     int mode = -1;
+    size_t ring_max = 0; /* the sampler ring's cap: 0 for the default */
     if (sampler) {
         mode = gr_sampler_mode(sampler);
         if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
@@ -282,6 +286,25 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             return NULL;
         }
         times = 1;
+        /* GREENREPLAY_SAMPLER_RING_MAX=BYTES (read here, once): the cap of
+         * the sampler's ring (sampler.h gr_sampler_start, ring_max), for
+         * tests that make over-large samples; refused outside its bounds. */
+        const char *rm = getenv("GREENREPLAY_SAMPLER_RING_MAX");
+        if (rm && *rm) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(rm, &end, 10);
+            if (errno || *end || *rm == '-' || v < GR_SAMPLER_RING_MAX_LEAST ||
+                v > GR_SAMPLER_RING_CAP) {
+                Py_DECREF(path_obj);
+                PyErr_Format(PyExc_ValueError,
+                             "GREENREPLAY_SAMPLER_RING_MAX=%s: must be a number of bytes from %u "
+                             "to %u",
+                             rm, GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP);
+                return NULL;
+            }
+            ring_max = (size_t)v;
+        }
     }
     const char *path = PyBytes_AS_STRING(path_obj);
     if (gr_active) {
@@ -490,7 +513,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
          * fill them quickly; unset or 0: the default. */
         const char *rb = getenv("GREENREPLAY_SAMPLER_RING");
         size_t ring_bytes = rb ? (size_t)strtoull(rb, NULL, 10) : 0;
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes);
+        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes,
+                                      ring_max);
         if (!r->sampler)
             gr_swallow(r); /* recording goes on without samples */
     }

@@ -103,11 +103,10 @@ static void hand_over(gr_sampler *s)
     while (s->out_len - at >= 4) {
         uint32_t n;
         memcpy(&n, s->out + at, 4);
-        if (n > max) { /* never fits (keep beyond the ring's cap): dropped, counted */
-            __atomic_store_n(&s->lost_large, s->lost_large + 1, __ATOMIC_RELAXED);
-        } else if (gr_handoff_push(&s->ho, s->out + at + 4, n) < 0) {
+        /* take_sample keeps no entry above the ring's greatest (n > max
+         * would never be pushed): stop there rather than spin. */
+        if (n > max || gr_handoff_push(&s->ho, s->out + at + 4, n) < 0)
             break;
-        }
         at += 4 + (size_t)n;
     }
     if (at) {
@@ -188,6 +187,16 @@ static void take_sample(gr_sampler *s)
         lose_sample(s);
         return;
     }
+    if (hl + body > gr_handoff_max_entry(&s->ho)) {
+        /* Larger than the ring can ever take (a `keep` of thousands of
+         * stacks past its cap, or GREENREPLAY_SAMPLER_RING_MAX): dropped
+         * here and counted as such, not as taken, so that the trailer's
+         * sample count is what the side channel holds. */
+        s->out_len = entry_at;
+        __atomic_store_n(&s->lost_large, s->lost_large + 1, __ATOMIC_RELAXED);
+        hand_over(s);
+        return;
+    }
     memmove(s->out + body_at + hl, s->out + body_at, body);
     memcpy(s->out + body_at, hdr, hl);
     s->out_len += hl;
@@ -241,7 +250,8 @@ static void *sampler_main(void *arg)
 }
 
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
-                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes)
+                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes,
+                             size_t ring_max)
 {
     if (interval_ns < 100000) {
         errno = EINVAL;
@@ -266,17 +276,20 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->jobs = calloc(reg->cap, sizeof *s->jobs);
     s->gids = calloc(reg->cap, sizeof *s->gids);
     s->slots = calloc(reg->cap, sizeof *s->slots);
-    /* The ring takes four of the largest samples (1 MiB at least, 64 MiB
-     * at most): the consumer drains it at every switch, every side
+    /* The ring takes four of the largest samples (1 MiB at least,
+     * ring_max at most, 64 MiB by default): the consumer drains it at every switch, every side
      * channel chunk and at a record when a quarter of it is used or a
      * second has passed (recorder.c gr_times_entry), so it rarely holds
      * more than a few.  The own buffer, as large, holds what the ring
      * cannot take while the program records nothing; both are allocated
      * once (pages the samples never reach stay untouched). */
     s->largest = 4 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    size_t cap = ring_max ? ring_max : GR_SAMPLER_RING_CAP;
+    cap = cap < GR_SAMPLER_RING_MAX_LEAST ? GR_SAMPLER_RING_MAX_LEAST : cap;
+    cap = cap > GR_SAMPLER_RING_CAP ? GR_SAMPLER_RING_CAP : cap;
     size_t ring = ring_bytes ? ring_bytes : (1u << 20), least = 4 * s->largest + 64;
     ring = ring < least ? least : ring;
-    ring = ring > (64u << 20) ? (64u << 20) : ring;
+    ring = ring > cap ? cap : ring;
     s->out_cap = ring < s->largest ? s->largest : ring;
     s->out = malloc(s->out_cap);
     if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || !s->out ||

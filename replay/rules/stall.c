@@ -608,8 +608,8 @@ static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall 
          "samples lost: the sampler's ring and own buffer were full (the program recorded "
          "nothing for that long, so nothing drained them)"},
         {"sampler_samples_lost_large",
-         "samples were larger than the sampler's ring takes (start(..., keep=N) too large) and "
-         "were dropped"},
+         "samples were larger than the sampler's ring takes (start(..., keep=N) too large for "
+         "the ring's cap, 64 MiB or GREENREPLAY_SAMPLER_RING_MAX) and were dropped"},
     };
     for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
         char *v = meta(t, counted[i][0]);

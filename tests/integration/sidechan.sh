@@ -32,6 +32,13 @@
 #     --stall` warns with that count, and every sample kept is in the side
 #     channel (its trailer and `check --stall` agree, 0 mismatched); the
 #     same program without the idle stretch loses none and is not warned.
+#   - a ring capped at 1 KiB (GREENREPLAY_SAMPLER_RING_MAX) and one greenlet
+#     120 frames deep: its samples are larger than the ring takes; they are
+#     counted as dropped (META sampler_samples_lost_large, check --stall's
+#     warning with that count), never as taken: the trailer's sample count
+#     agrees with the side channel (no 'trailer counts' warning);
+#     GREENREPLAY_SAMPLER_RING_MAX out of bounds or not a number: start()
+#     raises ValueError naming it.
 # Programs: tests/integration/programs/sidechan_crash.py (the recording),
 # side_relayout.py (the 1.2 layout), sidechan_idle.py (the idle program).  Needs greenlet for PY (else skipped).
 # Exit status: 0 all passed (or skipped), 1 a test failed, 2 bad usage.
@@ -216,6 +223,46 @@ print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]
     else
         gr_ok "$name: own buffer held at most $peak of $buf bytes; $meta samples lost, counted" \
               "(META, check --stall warning); $got_p kept, all in the side channel"
+    fi
+done
+
+# Samples larger than the ring takes: dropped and counted, never as taken.
+tr=$work/large.grt
+name="ring capped at 1 KiB, one greenlet 120 frames deep"
+(cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=1024 timeout 120 "$PY" "$PROG/sidechan_idle.py" "$tr" \
+    --idle 0 --depths 3,3,120,3,3) >"$tr.out" 2>"$tr.err"
+rc=$?
+"$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
+crc=$?
+"$GR_CLI" dump "$tr" >"$tr.dump" 2>&1
+ring=$("$PY" -c 'import json, sys
+print(json.loads(open(sys.argv[1]).readline())["end"]["ring_bytes"])' "$tr.out" 2>/dev/null)
+meta=$(sed -n 's/^# sampler_samples_lost_large: \([0-9]*\)$/\1/p' "$tr.dump")
+warned=$(sed -n 's/^warning: \([0-9]*\) samples were larger than the sampler.s ring takes .*GREENREPLAY_SAMPLER_RING_MAX.*/\1/p' "$tr.check")
+got_p=$(grep -m1 '^sampler: ' "$tr.check" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\2/p')
+mism=$(sed -n 's/^sampled stacks: .* \([0-9]*\) mismatched\(, [0-9]* not comparable\)\{0,1\}$/\1/p' "$tr.check")
+if [ "$rc" -ne 0 ] || [ "$ring" != 1024 ]; then
+    gr_bad "$name: the program exited $rc, ring '$ring' bytes"; gr_show "$tr.err" "$tr.out"
+elif [ "$crc" -gt 1 ] || grep -q 'trailer counts' "$tr.check" || [ -z "$got_p" ] || [ "$got_p" -eq 0 ]; then
+    gr_bad "$name: check --stall exited $crc, read '$got_p' samples (trailer and side channel must agree)"
+    gr_show "$tr.check"
+elif [ -z "$meta" ] || [ "$meta" -eq 0 ] || [ "$warned" != "$meta" ] || [ "$mism" != 0 ]; then
+    gr_bad "$name: META lost_large '$meta', check --stall warned of '$warned', mismatched '$mism'"
+    gr_show "$tr.check"
+else
+    gr_ok "$name: $meta over-large samples dropped and counted (META, warning), $got_p kept," \
+          "trailer and side channel agree"
+fi
+for v in 1023 67108865 12k -1; do
+    name="GREENREPLAY_SAMPLER_RING_MAX=$v refused"
+    out=$(cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=$v timeout 60 "$PY" "$PROG/sidechan_idle.py" \
+        "$work/bad.grt" --idle 0 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
+        grep -q "^ValueError: GREENREPLAY_SAMPLER_RING_MAX=$v: must be a number of bytes from 1024 to 67108864$"; then
+        gr_ok "$name (ValueError)"
+    else
+        gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
     fi
 done
 

@@ -11,7 +11,10 @@
  *    (the drain after stop passes exactly nsamples, which equals the
  *    stub's unwind calls), so the samples kept plus lost_full account for
  *    every sampling time;
- *  - a consumer that drains keeps the sampler from losing any.
+ *  - a consumer that drains keeps the sampler from losing any;
+ *  - a sample larger than the ring takes (ring_max cuts it) is dropped
+ *    and counted as such (lost_large), not as taken: the consumer gets
+ *    exactly the samples counted in nsamples.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,21 +32,24 @@
 /* ---- the unwinder's stub (unwind.h) ------------------------------- */
 
 static _Atomic uint64_t unwinds; /* gr_unwind_many calls (one per sample taken) */
+static _Atomic int deep_every; /* when > 0: every deep_every-th call reads
+                                  GR_SAMPLE_DEPTH frames, not 3 */
 
 void gr_unwind_init(void) {}
 
 uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st)
 {
-    uint64_t frames = 0;
+    uint64_t frames = 0, call = atomic_fetch_add(&unwinds, 1);
+    int every = atomic_load(&deep_every);
+    int depth = every > 0 && call % (uint64_t)every == 0 ? GR_SAMPLE_DEPTH : 3;
     for (size_t i = 0; i < n; i++) {
-        jobs[i].depth = 3;
+        jobs[i].depth = depth;
         if (jobs[i].codes)
-            for (int d = 0; d < 3; d++)
+            for (int d = 0; d < depth; d++)
                 jobs[i].codes[d] = jobs[i].frame + (uintptr_t)d;
-        frames += 3;
+        frames += (uint64_t)depth;
     }
     st->reads += n;
-    atomic_fetch_add(&unwinds, 1);
     return frames;
 }
 
@@ -124,21 +130,36 @@ static void test_sizes(void **state)
     gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
     /* keep=1: the largest sample is 4 + 10 + 258 varints of 10 bytes. */
     size_t largest = 4 + 10 * GR_VARINT_MAX + (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
-    gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0, 0);
     assert_non_null(s);
     assert_int_equal(s->ho.cap, 1u << 20);
     assert_int_equal(s->out_cap, 1u << 20);
     assert_int_equal(s->largest, largest);
     gr_sampler_free(s);
-    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 1); /* raised */
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 1, 0); /* raised */
     assert_non_null(s);
     assert_true(s->ho.cap >= 4 * largest && s->ho.cap < 4 * largest + 128);
     assert_int_equal(s->out_cap, s->ho.cap);
     gr_sampler_free(s);
-    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000, 0);
     assert_non_null(s);
     assert_int_equal(s->ho.cap, 100000);
     assert_int_equal(s->out_cap, 100000);
+    gr_sampler_free(s);
+    /* ring_max cuts the ring below four of the largest samples; the own
+     * buffer still holds one; a ring_max out of bounds is brought in. */
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000, 2048);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, 2048);
+    assert_int_equal(s->out_cap, largest);
+    gr_sampler_free(s);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0, 1);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, GR_SAMPLER_RING_MAX_LEAST);
+    gr_sampler_free(s);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, (size_t)1 << 30, (size_t)1 << 30);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, GR_SAMPLER_RING_CAP);
     gr_sampler_free(s);
     gr_registry_free(r);
 }
@@ -150,7 +171,7 @@ static void idle_in(enum gr_reg_mode mode)
 {
     gr_registry *r = four_greenlets(mode);
     atomic_store(&unwinds, 0);
-    gr_sampler *s = gr_sampler_start(r, &no_events, 100u * 1000, 1, 1);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 100u * 1000, 1, 1, 0);
     assert_non_null(s);
     for (int i = 0; i < 2000 && !__atomic_load_n(&s->lost_full, __ATOMIC_RELAXED); i++)
         sleep_ms(10);
@@ -184,7 +205,7 @@ static void test_drained_loses_none(void **state)
 {
     (void)state;
     gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
-    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 1);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 1, 0);
     assert_non_null(s);
     drained d = {0, 0, 0};
     for (int i = 0; i < 100; i++) {
@@ -201,6 +222,40 @@ static void test_drained_loses_none(void **state)
     gr_registry_free(r);
 }
 
+/* A ring capped at 1 KiB (greatest entry 508 bytes) and every third
+ * sample one stack of GR_SAMPLE_DEPTH frames (about 530 bytes): those are
+ * dropped and counted in lost_large, not in nsamples; the consumer gets
+ * exactly nsamples samples, all of the 3-frame stacks, so the trailer's
+ * count (nsamples) agrees with the side channel's. */
+static void test_oversized_dropped(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    atomic_store(&unwinds, 0);
+    atomic_store(&deep_every, 3);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 0, 1024);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, 1024);
+    drained d = {0, 0, 0};
+    for (int i = 0; i < 2000 && (__atomic_load_n(&s->lost_large, __ATOMIC_RELAXED) < 3 ||
+                                 __atomic_load_n(&s->nsamples, __ATOMIC_RELAXED) < 6);
+         i++) {
+        gr_sampler_drain(s, take, &d);
+        sleep_ms(2);
+    }
+    gr_sampler_stop(s);
+    gr_sampler_drain(s, take, &d);
+    atomic_store(&deep_every, 0);
+    assert_true(s->lost_large >= 3);
+    assert_true(s->nsamples >= 6);
+    assert_int_equal(d.n, s->nsamples);
+    assert_int_equal(d.bad, 0);
+    /* Every sampling time unwound is either kept or counted as dropped. */
+    assert_int_equal(atomic_load(&unwinds), s->nsamples + s->lost_large + s->lost_full);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_idle_hold_lock),
         cmocka_unit_test(test_idle_seqlock),
         cmocka_unit_test(test_drained_loses_none),
+        cmocka_unit_test(test_oversized_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

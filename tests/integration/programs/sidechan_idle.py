@@ -5,9 +5,9 @@ them, and the samples they cannot hold must be counted (tracer/sampler.h,
 gr_sampler_drain).
 
 usage: GREENREPLAY_SAMPLER_RING=BYTES python sidechan_idle.py TRACE [--idle SECONDS]
-                                                                     [--profile 0|1]
+                                                 [--profile 0|1] [--depths D,D,D,D,D]
 
-Records 5 greenlets suspended 20 frames deep, with the two-phase sampler
+Records 5 greenlets suspended 20 frames deep (--depths: each its own depth), with the two-phase sampler
 every 200 us storing one stack per sample (keep=1, so that a small ring is
 allowed), then sleeps --idle seconds (default 1.5) in C, then switches
 round robin until the sampler has taken 20 samples more (the samples waiting
@@ -44,7 +44,10 @@ def main():
     profile = sys.argv[sys.argv.index("--profile") + 1] != "0" if "--profile" in sys.argv else True
     native = greenreplay._greenreplay
     greenreplay.start(path, sampler="two-phase", interval_us=200, keep=1, profile=profile)
-    gs = [greenlet.greenlet(lambda: deep(20)) for _ in range(5)]
+    depths = [20] * 5
+    if "--depths" in sys.argv:
+        depths = [int(d) for d in sys.argv[sys.argv.index("--depths") + 1].split(",")]
+    gs = [greenlet.greenlet(lambda d=d: deep(d)) for d in depths]
     for g in gs:
         g.switch()
     time.sleep(idle)
