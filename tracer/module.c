@@ -210,8 +210,11 @@ PyDoc_STRVAR(start_doc,
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  While the program records nothing\n"
 "(idle or blocked in C) its samples wait in a ring and a buffer of fixed size\n"
-"(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes); past them, samples are not\n"
-"taken and are counted in the META record sampler_samples_lost_full.\n"
+"(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes); past them, the buffer is\n"
+"thinned (every other sample kept, then a sample every 2, 4, 8... sampling\n"
+"times) so that its samples span the whole stretch in the same memory; the\n"
+"sampling times without a kept sample are counted in the META record\n"
+"sampler_samples_thinned.\n"
 "GREENREPLAY_SAMPLER_RING_MAX (bytes, 1024 to 64 MiB, the default; read here,\n"
 "once, ValueError outside) caps the ring: a sample larger than the ring takes\n"
 "is dropped and counted in the META record sampler_samples_lost_large.\n"
@@ -805,13 +808,22 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (r->sampler && r->sampler->lost_full) {
         /* Sampling times skipped because the sampler's ring and own buffer
-         * were full: the program recorded nothing for longer than they
-         * hold (sampler.h gr_sampler_drain).  A count (META records hold
+         * were full and the own buffer too small to thin (sampler.h
+         * gr_sampler_drain).  A count (META records hold
          * no times: where the samples are missing, the 'P' entries' t_ns
          * say); check --stall warns. */
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_full);
         emit_meta(r, "sampler_samples_lost_full", n);
+    }
+    if (r->sampler && r->sampler->thinned) {
+        /* Sampling times without a kept sample while the program recorded
+         * nothing for longer than the ring and own buffer hold: the own
+         * buffer was thinned to stay spread over the whole stretch
+         * (sampler.h gr_sampler_drain); check --stall warns. */
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->thinned);
+        emit_meta(r, "sampler_samples_thinned", n);
     }
     if (r->sampler && r->sampler->lost_large) {
         /* Samples above the ring's greatest entry (a `keep` beyond its
@@ -1108,7 +1120,13 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
  * was released while they were unwound), and the sampler's buffering
  * (sampler.h): `ring_bytes` and `buffer_bytes` (capacities of its handoff
  * ring and own buffer, fixed), `buffer_peak` (most bytes its own buffer
- * held so far), `samples_lost_full` (sampling times skipped, both full).
+ * held so far), `samples_lost_full` (sampling times skipped, both full and
+ * the buffer too small to thin), and its thinning (sampler.h):
+ * `sampling_times` (so far), `samples_thinned` (sampling times without a
+ * kept sample), `thin_stride` (now: 1 when not thinning) and
+ * `thin_stride_peak`, and `start_ns` (the sampler's start on
+ * CLOCK_MONOTONIC, ns: the origin of the samples' t_ns, so a program can
+ * place them against time.monotonic_ns()).
  * Read under the GIL, which every writer of the registry figures holds;
  * the sampler thread's are read relaxed. */
 static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
@@ -1122,13 +1140,21 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
     gr_sampler *s = r->sampler;
     unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
     Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K}", "capacity", g->cap - 1,
+    unsigned long long ticks = s ? __atomic_load_n(&s->ticks, __ATOMIC_RELAXED) : 0;
+    unsigned long long thinned = s ? __atomic_load_n(&s->thinned, __ATOMIC_RELAXED) : 0;
+    unsigned long long stride = s ? __atomic_load_n(&s->stride, __ATOMIC_RELAXED) : 1;
+    unsigned long long stride_peak = s ? __atomic_load_n(&s->stride_peak, __ATOMIC_RELAXED) : 1;
+    unsigned long long start_ns = s ? s->t0 : 0;
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K}",
+                         "capacity", g->cap - 1,
                          "live", g->live, "peak_live", g->peak_live, "reused",
                          (unsigned long long)g->reused, "untracked", (unsigned long long)g->overflow,
                          "bytes", (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled,
                          "ring_bytes", (Py_ssize_t)(s ? s->ho.cap : 0), "buffer_bytes",
                          (Py_ssize_t)(s ? s->out_cap : 0), "buffer_peak", peak,
-                         "samples_lost_full", lost);
+                         "samples_lost_full", lost, "sampling_times", ticks, "samples_thinned",
+                         thinned, "thin_stride", stride, "thin_stride_peak", stride_peak, "start_ns",
+                         start_ns);
 }
 
 static PyMethodDef methods[] = {
@@ -1147,7 +1173,8 @@ static PyMethodDef methods[] = {
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
      "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
      "reused, untracked, bytes, recycled_stacks, ring_bytes, buffer_bytes, buffer_peak,\n"
-     "samples_lost_full) while recording with a sampler, else None."},
+     "samples_lost_full, sampling_times, samples_thinned, thin_stride, thin_stride_peak, start_ns)\n"
+     "while recording with a sampler, else None."},
     {"_on_uncaught", mod_on_uncaught, METH_O,
      "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
      "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"

@@ -85,12 +85,26 @@ typedef struct {
     /* Samples lost, never silently (the recorder writes them as META
      * records at stop: module.c).  Atomic stores: read by other threads. */
     uint64_t lost_full;         /* sampling times skipped: the ring and
-                                   `out` were full (the consumer did not
-                                   drain: the program recorded nothing) */
+                                   `out` were full and `out` held fewer
+                                   than two samples to thin (only with a
+                                   ring_max below two of the largest) */
     uint64_t lost_large;        /* samples unwound, then dropped: larger
                                    than the ring's greatest entry (only when
                                    `keep` makes the ring's cap, 64 MiB or
                                    ring_max, too small); not in nsamples */
+    /* Thinning (gr_sampler_drain): while nobody drains and the own
+     * buffer has filled, a sample is taken only every `stride` sampling
+     * times.  Atomic stores: read by other threads. */
+    uint64_t ticks;             /* sampling times so far: each is a sample
+                                   kept (nsamples), thinned, lost_full or
+                                   lost_large */
+    uint64_t stride;            /* 1, or a power of two while thinning */
+    uint64_t stride_peak;       /* greatest stride so far */
+    uint64_t last_kept;         /* tick of the newest sample kept */
+    uint64_t thinned;           /* sampling times of thinned stretches
+                                   without a kept sample: skipped between
+                                   two kept ones, or dropped from the own
+                                   buffer when it was thinned */
     uint32_t rr;                /* round-robin start for stored stacks */
 } gr_sampler;
 
@@ -131,11 +145,19 @@ void gr_sampler_stop(gr_sampler *s);
  * when that is more (at most 64 MiB, or ring_max); the own buffer has the same
  * capacity, allocated once.  When both are full (the program recorded
  * nothing for that long: idle in C, blocked, or profile=False without a
- * switch), the sampler takes no sample at its next times, counting each
- * in s->lost_full (never silently: stop()
- * writes META sampler_samples_lost_full), until the consumer drains: the
- * samples' memory stays within twice the ring's capacity however long the
- * program idles.  A sample above the ring's greatest entry (only with a
+ * switch), the sampler thins its own buffer: it keeps every other sample
+ * there, counting from the newest, and from then on takes a sample only
+ * every s->stride sampling times (2, then 4, 8... each time the buffer
+ * fills again).  The ring keeps the start of the stretch and the own
+ * buffer samples evenly spread over the rest, up to its newest sampling
+ * time (the newest sample is never dropped), in memory that stays within
+ * twice the ring's capacity however long the program idles.  Sampling
+ * times without a kept sample are counted in s->thinned (never silently:
+ * stop() writes META sampler_samples_thinned); the stride returns to 1
+ * once the consumer has taken every sample.  Only an own buffer that
+ * holds fewer than two samples cannot be thinned: the sampling time is
+ * then skipped and counted in s->lost_full (META
+ * sampler_samples_lost_full).  A sample above the ring's greatest entry (only with a
  * `keep` beyond the ring's cap: 64 MiB, or ring_max) is dropped when it is
  * taken and counted in s->lost_large, not in s->nsamples: the samples
  * passed here are exactly s->nsamples.

@@ -1,8 +1,9 @@
 """A recording with the reference sampler whose program idles in C (one
 time.sleep, no record written meanwhile), for tests/integration/sidechan.sh:
 the sampler's ring and own buffer must stay bounded while nothing drains
-them, and the samples they cannot hold must be counted (tracer/sampler.h,
-gr_sampler_drain).
+them, their samples must span the whole idle stretch (the own buffer is
+thinned), and the sampling times without a kept sample must be counted
+(tracer/sampler.h, gr_sampler_drain).
 
 usage: GREENREPLAY_SAMPLER_RING=BYTES python sidechan_idle.py TRACE [--idle SECONDS]
                                                  [--profile 0|1] [--depths D,D,D,D,D]
@@ -14,7 +15,9 @@ round robin until the sampler has taken 20 samples more (the samples waiting
 are drained meanwhile), then stops.  --profile 0 records with profile=False
 (only the switches record).  Prints one JSON line: `idle` (the sampler's
 figures right after the sleep: _sampler_registry() and `samples`,
-_sampler_samples()), and `end` (the same right before stop()).
+_sampler_samples()), `end` (the same right before stop()), and `idle_from`
+and `idle_to`, when the sleep began and ended in the samples' time (ns since
+the sampler's start: CLOCK_MONOTONIC, as time.monotonic_ns()).
 """
 import json
 import sys
@@ -50,14 +53,18 @@ def main():
     gs = [greenlet.greenlet(lambda d=d: deep(d)) for d in depths]
     for g in gs:
         g.switch()
+    start_ns = native._sampler_registry()["start_ns"]
+    idle_from = time.monotonic_ns() - start_ns
     time.sleep(idle)
+    idle_to = time.monotonic_ns() - start_ns
     at_idle = figures(native)
     deadline = time.monotonic() + 20
     while native._sampler_samples() < at_idle["samples"] + 20 and time.monotonic() < deadline:
         for g in gs:
             g.switch()
     end = figures(native)
-    print(json.dumps({"idle": at_idle, "end": end}), flush=True)
+    print(json.dumps({"idle": at_idle, "end": end, "idle_from": idle_from, "idle_to": idle_to}),
+          flush=True)
     greenreplay.stop()
     return 0
 
