@@ -1098,9 +1098,10 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
                          "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
 }
 
-/* _sampler_samples(): samples the reference sampler has taken so far in
- * the active recording (an int), or None when no recording with a sampler
- * is active.  Read without stopping the sampler thread (a relaxed atomic
+/* _sampler_samples(): samples the reference sampler has kept so far in
+ * the active recording (an int: taken, less those dropped when an idle
+ * stretch was thinned, so it can go down then; sampler.h nsamples), or
+ * None when no recording with a sampler is active.  Read without stopping the sampler thread (a relaxed atomic
  * load); used by fixtures/stall/stall.py to run until enough samples. */
 static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
 {
@@ -1190,7 +1191,8 @@ static PyMethodDef methods[] = {
      "freed with their end not yet written) and 'greenlet_slots_allocated'; None otherwise.\n"
      "For tests of bounded memory."},
     {"_sampler_samples", mod_sampler_samples, METH_NOARGS,
-     "Samples taken so far by the active recording's sampler, or None."},
+     "Samples kept so far by the active recording's sampler (taken, less those an idle\n"
+     "stretch's thinning dropped), or None."},
     {NULL, NULL, 0, NULL},
 };
 
