@@ -210,8 +210,14 @@ PyDoc_STRVAR(start_doc,
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  While the program records nothing\n"
 "(idle or blocked in C) its samples wait in a ring and a buffer of fixed size\n"
-"(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes); past them, samples are not\n"
-"taken and are counted in the META record sampler_samples_lost_full.\n"
+"(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes); past them, the buffer is\n"
+"thinned (every other sample kept, then a sample every 2, 4, 8... sampling\n"
+"times) so that its samples span the whole stretch in the same memory; the\n"
+"sampling times without a kept sample are counted in the META record\n"
+"sampler_samples_thinned.\n"
+"GREENREPLAY_SAMPLER_RING_MAX (bytes, 1024 to 64 MiB, the default; read here,\n"
+"once, ValueError outside) caps the ring: a sample larger than the ring takes\n"
+"is dropped and counted in the META record sampler_samples_lost_large.\n"
 "In passive mode a switch back into\n"
 "a greenlet whose every turn since its last real stack was seen is written\n"
 "without a stack (flag continued, docs/FORMAT.md section 4); `every_stack`\n"
@@ -272,6 +278,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     int mode = -1;
+    size_t ring_max = 0; /* the sampler ring's cap: 0 for the default */
     if (sampler) {
         mode = gr_sampler_mode(sampler);
         if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
@@ -282,6 +289,25 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             return NULL;
         }
         times = 1;
+        /* GREENREPLAY_SAMPLER_RING_MAX=BYTES (read here, once): the cap of
+         * the sampler's ring (sampler.h gr_sampler_start, ring_max), for
+         * tests that make over-large samples; refused outside its bounds. */
+        const char *rm = getenv("GREENREPLAY_SAMPLER_RING_MAX");
+        if (rm && *rm) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(rm, &end, 10);
+            if (errno || *end || *rm == '-' || v < GR_SAMPLER_RING_MAX_LEAST ||
+                v > GR_SAMPLER_RING_CAP) {
+                Py_DECREF(path_obj);
+                PyErr_Format(PyExc_ValueError,
+                             "GREENREPLAY_SAMPLER_RING_MAX=%s: must be a number of bytes from %u "
+                             "to %u",
+                             rm, GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP);
+                return NULL;
+            }
+            ring_max = (size_t)v;
+        }
     }
     const char *path = PyBytes_AS_STRING(path_obj);
     if (gr_active) {
@@ -490,7 +516,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
          * fill them quickly; unset or 0: the default. */
         const char *rb = getenv("GREENREPLAY_SAMPLER_RING");
         size_t ring_bytes = rb ? (size_t)strtoull(rb, NULL, 10) : 0;
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes);
+        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes,
+                                      ring_max);
         if (!r->sampler)
             gr_swallow(r); /* recording goes on without samples */
     }
@@ -781,13 +808,22 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (r->sampler && r->sampler->lost_full) {
         /* Sampling times skipped because the sampler's ring and own buffer
-         * were full: the program recorded nothing for longer than they
-         * hold (sampler.h gr_sampler_drain).  A count (META records hold
+         * were full and the own buffer too small to thin (sampler.h
+         * gr_sampler_drain).  A count (META records hold
          * no times: where the samples are missing, the 'P' entries' t_ns
          * say); check --stall warns. */
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_full);
         emit_meta(r, "sampler_samples_lost_full", n);
+    }
+    if (r->sampler && r->sampler->thinned) {
+        /* Sampling times without a kept sample while the program recorded
+         * nothing for longer than the ring and own buffer hold: the own
+         * buffer was thinned to stay spread over the whole stretch
+         * (sampler.h gr_sampler_drain); check --stall warns. */
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->thinned);
+        emit_meta(r, "sampler_samples_thinned", n);
     }
     if (r->sampler && r->sampler->lost_large) {
         /* Samples above the ring's greatest entry (a `keep` beyond its
@@ -1062,9 +1098,10 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
                          "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
 }
 
-/* _sampler_samples(): samples the reference sampler has taken so far in
- * the active recording (an int), or None when no recording with a sampler
- * is active.  Read without stopping the sampler thread (a relaxed atomic
+/* _sampler_samples(): samples the reference sampler has kept so far in
+ * the active recording (an int: taken, less those dropped when an idle
+ * stretch was thinned, so it can go down then; sampler.h nsamples), or
+ * None when no recording with a sampler is active.  Read without stopping the sampler thread (a relaxed atomic
  * load); used by fixtures/stall/stall.py to run until enough samples. */
 static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
 {
@@ -1084,7 +1121,13 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
  * was released while they were unwound), and the sampler's buffering
  * (sampler.h): `ring_bytes` and `buffer_bytes` (capacities of its handoff
  * ring and own buffer, fixed), `buffer_peak` (most bytes its own buffer
- * held so far), `samples_lost_full` (sampling times skipped, both full).
+ * held so far), `samples_lost_full` (sampling times skipped, both full and
+ * the buffer too small to thin), and its thinning (sampler.h):
+ * `sampling_times` (so far), `samples_thinned` (sampling times without a
+ * kept sample), `thin_stride` (now: 1 when not thinning) and
+ * `thin_stride_peak`, and `start_ns` (the sampler's start on
+ * CLOCK_MONOTONIC, ns: the origin of the samples' t_ns, so a program can
+ * place them against time.monotonic_ns()).
  * Read under the GIL, which every writer of the registry figures holds;
  * the sampler thread's are read relaxed. */
 static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
@@ -1098,13 +1141,21 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
     gr_sampler *s = r->sampler;
     unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
     Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K}", "capacity", g->cap - 1,
+    unsigned long long ticks = s ? __atomic_load_n(&s->ticks, __ATOMIC_RELAXED) : 0;
+    unsigned long long thinned = s ? __atomic_load_n(&s->thinned, __ATOMIC_RELAXED) : 0;
+    unsigned long long stride = s ? __atomic_load_n(&s->stride, __ATOMIC_RELAXED) : 1;
+    unsigned long long stride_peak = s ? __atomic_load_n(&s->stride_peak, __ATOMIC_RELAXED) : 1;
+    unsigned long long start_ns = s ? s->t0 : 0;
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K}",
+                         "capacity", g->cap - 1,
                          "live", g->live, "peak_live", g->peak_live, "reused",
                          (unsigned long long)g->reused, "untracked", (unsigned long long)g->overflow,
                          "bytes", (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled,
                          "ring_bytes", (Py_ssize_t)(s ? s->ho.cap : 0), "buffer_bytes",
                          (Py_ssize_t)(s ? s->out_cap : 0), "buffer_peak", peak,
-                         "samples_lost_full", lost);
+                         "samples_lost_full", lost, "sampling_times", ticks, "samples_thinned",
+                         thinned, "thin_stride", stride, "thin_stride_peak", stride_peak, "start_ns",
+                         start_ns);
 }
 
 static PyMethodDef methods[] = {
@@ -1123,7 +1174,8 @@ static PyMethodDef methods[] = {
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
      "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
      "reused, untracked, bytes, recycled_stacks, ring_bytes, buffer_bytes, buffer_peak,\n"
-     "samples_lost_full) while recording with a sampler, else None."},
+     "samples_lost_full, sampling_times, samples_thinned, thin_stride, thin_stride_peak, start_ns)\n"
+     "while recording with a sampler, else None."},
     {"_on_uncaught", mod_on_uncaught, METH_O,
      "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"
      "uncaught exception is about to reach sys.excepthook (its audit event, CPython 3.8+);\n"
@@ -1139,7 +1191,8 @@ static PyMethodDef methods[] = {
      "freed with their end not yet written) and 'greenlet_slots_allocated'; None otherwise.\n"
      "For tests of bounded memory."},
     {"_sampler_samples", mod_sampler_samples, METH_NOARGS,
-     "Samples taken so far by the active recording's sampler, or None."},
+     "Samples kept so far by the active recording's sampler (taken, less those an idle\n"
+     "stretch's thinning dropped), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -103,11 +103,10 @@ static void hand_over(gr_sampler *s)
     while (s->out_len - at >= 4) {
         uint32_t n;
         memcpy(&n, s->out + at, 4);
-        if (n > max) { /* never fits (keep beyond the ring's cap): dropped, counted */
-            __atomic_store_n(&s->lost_large, s->lost_large + 1, __ATOMIC_RELAXED);
-        } else if (gr_handoff_push(&s->ho, s->out + at + 4, n) < 0) {
+        /* take_sample keeps no entry above the ring's greatest (n > max
+         * would never be pushed): stop there rather than spin. */
+        if (n > max || gr_handoff_push(&s->ho, s->out + at + 4, n) < 0)
             break;
-        }
         at += 4 + (size_t)n;
     }
     if (at) {
@@ -116,11 +115,58 @@ static void hand_over(gr_sampler *s)
     }
 }
 
-/* The ring and the own buffer are full: this sampling time is skipped and
- * counted (no unwinding either: nothing could keep its result). */
+/* The ring and the own buffer are full, and the own buffer holds fewer
+ * than two samples (a ring_max below two of the largest samples): this
+ * sampling time is skipped and counted (no unwinding either: nothing
+ * could keep its result). */
 static void lose_sample(gr_sampler *s)
 {
     __atomic_store_n(&s->lost_full, s->lost_full + 1, __ATOMIC_RELAXED);
+}
+
+/* Counts a sampling time of a thinned stretch without a kept sample. */
+static void thinned(gr_sampler *s, uint64_t n)
+{
+    __atomic_store_n(&s->thinned, s->thinned + n, __ATOMIC_RELAXED);
+}
+
+/* The own buffer is full while the ring is (nobody drains): keep every
+ * other sample of it, counting from the newest (which stays), and double
+ * the stride, so that its samples stay evenly spread, `stride` sampling
+ * times apart, from the oldest it holds to the newest.  Returns -1 when it
+ * holds fewer than two samples (nothing to thin).  Sampler thread only. */
+static int thin(gr_sampler *s)
+{
+    size_t m = 0, at = 0;
+    while (s->out_len - at >= 4) {
+        uint32_t n;
+        memcpy(&n, s->out + at, 4);
+        at += 4 + (size_t)n;
+        m++;
+    }
+    if (m < 2)
+        return -1;
+    size_t to = 0, i = 0;
+    at = 0;
+    while (s->out_len - at >= 4) {
+        uint32_t n;
+        memcpy(&n, s->out + at, 4);
+        size_t len = 4 + (size_t)n;
+        if ((m - 1 - i) % 2 == 0) {
+            memmove(s->out + to, s->out + at, len);
+            to += len;
+        }
+        at += len;
+        i++;
+    }
+    s->out_len = to;
+    uint64_t dropped = m / 2;
+    __atomic_store_n(&s->nsamples, s->nsamples - dropped, __ATOMIC_RELAXED);
+    thinned(s, dropped);
+    __atomic_store_n(&s->stride, s->stride * 2, __ATOMIC_RELAXED);
+    if (s->stride > s->stride_peak)
+        __atomic_store_n(&s->stride_peak, s->stride, __ATOMIC_RELAXED);
+    return 0;
 }
 
 static void take_sample(gr_sampler *s)
@@ -130,14 +176,27 @@ static void take_sample(gr_sampler *s)
     uint32_t n;
     unwind_totals tot = {0, 0, 0};
 
-    /* Room for the largest sample, or the sample is not taken: the
-     * samples waiting for the consumer stay within s->out (bounded while
-     * the program records nothing, sampler.h gr_sampler_drain). */
+    uint64_t tick = s->ticks + 1;
+    __atomic_store_n(&s->ticks, tick, __ATOMIC_RELAXED);
+    /* Room for the largest sample, or the own buffer is thinned (sampler.h
+     * gr_sampler_drain): the samples waiting for the consumer stay within
+     * s->out, spread over the whole stretch in which the program records
+     * nothing, however long. */
     if (s->out_len)
         hand_over(s); /* the consumer may have made room since */
-    if (s->out_cap - s->out_len < s->largest) {
-        lose_sample(s);
-        return;
+    if (!s->out_len && s->stride > 1) /* the consumer took all: stretch over */
+        __atomic_store_n(&s->stride, 1, __ATOMIC_RELAXED);
+    for (;;) {
+        if (s->stride > 1 && tick - s->last_kept < s->stride) {
+            thinned(s, 1); /* between two kept sampling times: not taken */
+            return;
+        }
+        if (s->out_cap - s->out_len >= s->largest)
+            break;
+        if (thin(s) < 0) {
+            lose_sample(s);
+            return;
+        }
     }
     /* Length prefix now, patched below; the header is put in front of
      * the stacks at the end. */
@@ -188,13 +247,24 @@ static void take_sample(gr_sampler *s)
         lose_sample(s);
         return;
     }
+    if (hl + body > gr_handoff_max_entry(&s->ho)) {
+        /* Larger than the ring can ever take (a `keep` of thousands of
+         * stacks past its cap, or GREENREPLAY_SAMPLER_RING_MAX): dropped
+         * here and counted as such, not as taken, so that the trailer's
+         * sample count is what the side channel holds. */
+        s->out_len = entry_at;
+        __atomic_store_n(&s->lost_large, s->lost_large + 1, __ATOMIC_RELAXED);
+        hand_over(s);
+        return;
+    }
     memmove(s->out + body_at + hl, s->out + body_at, body);
     memcpy(s->out + body_at, hdr, hl);
     s->out_len += hl;
     uint32_t len = (uint32_t)(s->out_len - body_at);
     memcpy(s->out + entry_at, &len, 4);
-    /* Atomic store: read by _sampler_samples() on another thread. */
+    /* Atomic stores: read by _sampler_samples() on another thread. */
     __atomic_store_n(&s->nsamples, s->nsamples + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->last_kept, tick, __ATOMIC_RELAXED);
     if (s->out_len > s->out_peak)
         __atomic_store_n(&s->out_peak, s->out_len, __ATOMIC_RELAXED);
     hand_over(s);
@@ -241,7 +311,8 @@ static void *sampler_main(void *arg)
 }
 
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
-                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes)
+                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes,
+                             size_t ring_max)
 {
     if (interval_ns < 100000) {
         errno = EINVAL;
@@ -255,6 +326,7 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->interval_ns = interval_ns;
     s->keep = keep;
     s->t0 = gr_now_ns();
+    s->stride = s->stride_peak = 1;
     pthread_mutex_init(&s->wake_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -266,17 +338,20 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->jobs = calloc(reg->cap, sizeof *s->jobs);
     s->gids = calloc(reg->cap, sizeof *s->gids);
     s->slots = calloc(reg->cap, sizeof *s->slots);
-    /* The ring takes four of the largest samples (1 MiB at least, 64 MiB
-     * at most): the consumer drains it at every switch, every side
+    /* The ring takes four of the largest samples (1 MiB at least,
+     * ring_max at most, 64 MiB by default): the consumer drains it at every switch, every side
      * channel chunk and at a record when a quarter of it is used or a
      * second has passed (recorder.c gr_times_entry), so it rarely holds
      * more than a few.  The own buffer, as large, holds what the ring
      * cannot take while the program records nothing; both are allocated
      * once (pages the samples never reach stay untouched). */
     s->largest = 4 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    size_t cap = ring_max ? ring_max : GR_SAMPLER_RING_CAP;
+    cap = cap < GR_SAMPLER_RING_MAX_LEAST ? GR_SAMPLER_RING_MAX_LEAST : cap;
+    cap = cap > GR_SAMPLER_RING_CAP ? GR_SAMPLER_RING_CAP : cap;
     size_t ring = ring_bytes ? ring_bytes : (1u << 20), least = 4 * s->largest + 64;
     ring = ring < least ? least : ring;
-    ring = ring > (64u << 20) ? (64u << 20) : ring;
+    ring = ring > cap ? cap : ring;
     s->out_cap = ring < s->largest ? s->largest : ring;
     s->out = malloc(s->out_cap);
     if (!s->snap || !s->codes || !s->jobs || !s->gids || !s->slots || !s->out ||

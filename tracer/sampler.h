@@ -38,6 +38,12 @@
 /* Greatest depth read per greenlet stack. */
 #define GR_SAMPLE_DEPTH 256
 
+/* Bounds of the ring's capacity cap (gr_sampler_start's ring_max,
+ * GREENREPLAY_SAMPLER_RING_MAX), in bytes: 64 MiB by default and at most,
+ * 1 KiB at least. */
+#define GR_SAMPLER_RING_CAP (64u << 20)
+#define GR_SAMPLER_RING_MAX_LEAST 1024u
+
 typedef struct {
     gr_registry *reg;           /* borrowed; outlives the sampler */
     const _Atomic uint64_t *events; /* borrowed: count of indexed records */
@@ -72,16 +78,33 @@ typedef struct {
                                    prefix and sample) that `keep` allows */
     size_t out_peak;            /* greatest out_len seen (atomic: read by
                                    _sampler_registry() on another thread) */
-    uint64_t nsamples;          /* samples taken (atomic: read by other threads) */
+    uint64_t nsamples;          /* samples taken and kept: what the consumer
+                                   gets, the side channel's trailer count
+                                   (atomic: read by other threads) */
     gr_handoff ho;              /* samples handed to the consumer (handoff.h) */
     /* Samples lost, never silently (the recorder writes them as META
      * records at stop: module.c).  Atomic stores: read by other threads. */
     uint64_t lost_full;         /* sampling times skipped: the ring and
-                                   `out` were full (the consumer did not
-                                   drain: the program recorded nothing) */
-    uint64_t lost_large;        /* samples larger than the ring's greatest
-                                   entry (only when `keep` makes the ring's
-                                   64 MiB cap too small) */
+                                   `out` were full and `out` held fewer
+                                   than two samples to thin (only with a
+                                   ring_max below two of the largest) */
+    uint64_t lost_large;        /* samples unwound, then dropped: larger
+                                   than the ring's greatest entry (only when
+                                   `keep` makes the ring's cap, 64 MiB or
+                                   ring_max, too small); not in nsamples */
+    /* Thinning (gr_sampler_drain): while nobody drains and the own
+     * buffer has filled, a sample is taken only every `stride` sampling
+     * times.  Atomic stores: read by other threads. */
+    uint64_t ticks;             /* sampling times so far: each is a sample
+                                   kept (nsamples), thinned, lost_full or
+                                   lost_large */
+    uint64_t stride;            /* 1, or a power of two while thinning */
+    uint64_t stride_peak;       /* greatest stride so far */
+    uint64_t last_kept;         /* tick of the newest sample kept */
+    uint64_t thinned;           /* sampling times of thinned stretches
+                                   without a kept sample: skipped between
+                                   two kept ones, or dropped from the own
+                                   buffer when it was thinned */
     uint32_t rr;                /* round-robin start for stored stacks */
 } gr_sampler;
 
@@ -90,11 +113,20 @@ typedef struct {
  * (relaxed) to stamp each sample with the trace's record count.
  * ring_bytes: capacity of the handoff ring and of the sampler's own buffer
  * each, in bytes; 0 for the default (see gr_sampler_drain); any value is
- * raised to four of the largest samples and cut to 64 MiB (a smaller one
- * is for tests: GREENREPLAY_SAMPLER_RING, module.c).  Returns a new
- * sampler owned by the caller, or NULL (errno set). */
+ * raised to four of the largest samples and cut to ring_max (a smaller one
+ * is for tests: GREENREPLAY_SAMPLER_RING, module.c).  ring_max: the cap
+ * of the ring's capacity in bytes, 0 for GR_SAMPLER_RING_CAP (64 MiB);
+ * kept within [GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP] (module.c
+ * refuses values outside: GREENREPLAY_SAMPLER_RING_MAX).  A cap below four
+ * of the largest samples lets a deep sample exceed the ring's greatest
+ * entry: such samples are dropped and counted in lost_large (the tests
+ * use it to make them).  The own buffer holds at least one largest
+ * sample.  Returns a new sampler owned by the caller, or NULL (errno
+ * set: EINVAL for interval_ns below 100 µs, ENOMEM, or pthread_create's
+ * error). */
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
-                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes);
+                             uint64_t interval_ns, uint32_t keep, size_t ring_bytes,
+                             size_t ring_max);
 
 /* Stop and join the thread (samples not handed over yet stay for
  * gr_sampler_drain). */
@@ -110,15 +142,25 @@ void gr_sampler_stop(gr_sampler *s);
  * drained for a while), the sampler keeps its samples in its own buffer
  * and hands them over later.  The ring's capacity is fixed at
  * gr_sampler_start: 1 MiB, or four of the largest samples `keep` allows
- * when that is more (at most 64 MiB); the own buffer has the same
+ * when that is more (at most 64 MiB, or ring_max); the own buffer has the same
  * capacity, allocated once.  When both are full (the program recorded
  * nothing for that long: idle in C, blocked, or profile=False without a
- * switch), the sampler takes no sample at its next times, counting each
- * in s->lost_full (never silently: stop()
- * writes META sampler_samples_lost_full), until the consumer drains: the
- * samples' memory stays within twice the ring's capacity however long the
- * program idles.  A sample above the ring's greatest entry (only with a
- * `keep` beyond the 64 MiB cap) is dropped and counted in s->lost_large.
+ * switch), the sampler thins its own buffer: it keeps every other sample
+ * there, counting from the newest, and from then on takes a sample only
+ * every s->stride sampling times (2, then 4, 8... each time the buffer
+ * fills again).  The ring keeps the start of the stretch and the own
+ * buffer samples evenly spread over the rest, up to its newest sampling
+ * time (the newest sample is never dropped), in memory that stays within
+ * twice the ring's capacity however long the program idles.  Sampling
+ * times without a kept sample are counted in s->thinned (never silently:
+ * stop() writes META sampler_samples_thinned); the stride returns to 1
+ * once the consumer has taken every sample.  Only an own buffer that
+ * holds fewer than two samples cannot be thinned: the sampling time is
+ * then skipped and counted in s->lost_full (META
+ * sampler_samples_lost_full).  A sample above the ring's greatest entry (only with a
+ * `keep` beyond the ring's cap: 64 MiB, or ring_max) is dropped when it is
+ * taken and counted in s->lost_large, not in s->nsamples: the samples
+ * passed here are exactly s->nsamples.
  *
  * Each sample is a sequence of varints:
  *   idx_begin idx_end t_ns hold_ns greenlets frames frames_under_lock

@@ -573,7 +573,8 @@ static void add_profile_off(gr_check_result *res)
 
 /* The warnings before the rules' (in this order): no `sampler` META, the
  * side channel truncated, its trailer counts against the entries read, the
- * registry overflow META, the samples lost (META sampler_samples_lost_full,
+ * registry overflow META, the samples thinned or lost (META
+ * sampler_samples_thinned, sampler_samples_lost_full,
  * sampler_samples_lost_large).  tm: nwaits and nsamples are the totals. */
 static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall *st,
                           gr_check_result *res)
@@ -606,12 +607,16 @@ static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall 
         {"sampler_untracked_greenlets",
          "greenlets were past the sampler registry's capacity (start(..., max_greenlets=N): "
          "greenlets alive at once) and were never sampled"},
+        {"sampler_samples_thinned",
+         "sampling times without a sample kept: the program recorded nothing for longer than "
+         "the sampler's ring and own buffer hold, so the own buffer was thinned (the samples "
+         "kept span the stretch, further apart)"},
         {"sampler_samples_lost_full",
          "samples lost: the sampler's ring and own buffer were full (the program recorded "
          "nothing for that long, so nothing drained them)"},
         {"sampler_samples_lost_large",
-         "samples were larger than the sampler's ring takes (start(..., keep=N) too large) and "
-         "were dropped"},
+         "samples were larger than the sampler's ring takes (start(..., keep=N) too large for "
+         "the ring's cap, 64 MiB or GREENREPLAY_SAMPLER_RING_MAX) and were dropped"},
     };
     for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
         char *v = meta(t, counted[i][0]);

@@ -29,14 +29,25 @@
 #   - a program idle in C (time.sleep: no record) for longer than the
 #     sampler's ring and own buffer hold (shrunk to 16 KiB each with
 #     GREENREPLAY_SAMPLER_RING, a sample every 200 us), with and without the
-#     profile function: the own buffer never holds more than its capacity,
-#     the sampling times it could not keep are counted (META
-#     sampler_samples_lost_full, the count the sampler reported), `check
-#     --stall` warns with that count, and every sample kept is in the side
-#     channel (its trailer and `check --stall` agree, 0 mismatched); the
-#     same program without the idle stretch loses none and is not warned.
+#     profile function: the own buffer never holds more than its capacity
+#     and is thinned instead of losing samples (stride 4 at least), so the
+#     samples kept span the stretch (some in its first quarter, some in
+#     its last); the sampling times without a kept sample are counted
+#     (META sampler_samples_thinned, the count the sampler reported),
+#     `check --stall` warns with that count, none is lost, and every
+#     sample kept is in the side channel (its trailer and `check --stall`
+#     agree, 0 mismatched); the same program without the idle stretch
+#     thins none and is not warned.
+#   - a ring capped at 1 KiB (GREENREPLAY_SAMPLER_RING_MAX) and one greenlet
+#     120 frames deep: its samples are larger than the ring takes; they are
+#     counted as dropped (META sampler_samples_lost_large, check --stall's
+#     warning with that count), never as taken: the trailer's sample count
+#     agrees with the side channel (no 'trailer counts' warning);
+#     GREENREPLAY_SAMPLER_RING_MAX out of bounds or not a number: start()
+#     raises ValueError naming it.
 # Programs: tests/integration/programs/sidechan_crash.py (the recording),
-# side_relayout.py (the 1.2 layout), sidechan_idle.py (the idle program).  Needs greenlet for PY (else skipped).
+# side_relayout.py (the 1.2 layout), sidechan_idle.py (the idle program),
+# side_samples.py (the samples' times).  Needs greenlet for PY (else skipped).
 # Exit status: 0 all passed (or skipped), 1 a test failed, 2 bad usage.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -189,45 +200,99 @@ for how in profile nonprofile noidle; do
     "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
     crc=$?
     "$GR_CLI" dump "$tr" >"$tr.dump" 2>&1
-    # The figures: ring, buffer, peak, lost (after the idle), lost and
-    # samples (at the end), the META count, the warning's count, the
-    # samples in the side channel, the mismatched stacks.
+    "$PY" "$PROG/side_samples.py" "$tr.times" >"$tr.samples" 2>&1
+    # The figures: ring, buffer, peak, thinned (after the idle), thinned,
+    # lost and samples (at the end), the greatest stride; the samples kept
+    # in the first and in the last quarter of the idle stretch.
     figs=$("$PY" -c 'import json, sys
 d = json.loads(open(sys.argv[1]).readline())
 i, e = d["idle"], d["end"]
-print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]), i["samples_lost_full"],
-      e["samples_lost_full"], e["samples"])' "$tr.out" 2>/dev/null)
-    read -r ring buf peak lost_idle lost_end taken <<<"${figs:-x x x x x x}"
-    meta=$(sed -n 's/^# sampler_samples_lost_full: \([0-9]*\)$/\1/p' "$tr.dump")
-    warned=$(sed -n 's/^warning: \([0-9]*\) samples lost: the sampler.s ring and own buffer were full.*/\1/p' "$tr.check")
+t = json.load(open(sys.argv[2]))["t_ns"]
+a, b = d["idle_from"], d["idle_to"]
+q = (b - a) // 4
+print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]), i["samples_thinned"],
+      e["samples_thinned"], e["samples_lost_full"], e["samples"], e["thin_stride_peak"],
+      sum(a <= x < a + q for x in t), sum(b - q <= x < b for x in t))' "$tr.out" "$tr.samples" 2>/dev/null)
+    read -r ring buf peak thin_idle thin_end lost_end taken stride first_q last_q \
+        <<<"${figs:-x x x x x x x x x x}"
+    meta=$(sed -n 's/^# sampler_samples_thinned: \([0-9]*\)$/\1/p' "$tr.dump")
+    meta_lost=$(sed -n 's/^# sampler_samples_lost_full: \([0-9]*\)$/\1/p' "$tr.dump")
+    warned=$(sed -n 's/^warning: \([0-9]*\) sampling times without a sample kept: .*thinned.*/\1/p' "$tr.check")
     line=$(grep -m1 '^sampler: ' "$tr.check")
     got_p=$(printf '%s\n' "$line" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\2/p')
     mism=$(sed -n 's/^sampled stacks: .* \([0-9]*\) mismatched\(, [0-9]* not comparable\)\{0,1\}$/\1/p' "$tr.check")
     if [ "$rc" -ne 0 ] || [ "$ring" = x ]; then
-        gr_bad "$name: the program exited $rc"; gr_show "$tr.err" "$tr.out"
+        gr_bad "$name: the program exited $rc"; gr_show "$tr.err" "$tr.out" "$tr.samples"
     elif [ "$crc" -gt 1 ] || grep -q 'trailer counts' "$tr.check" || [ -z "$got_p" ] ||
         [ "$got_p" -lt "$taken" ]; then
         gr_bad "$name: check --stall exited $crc, read '$got_p' samples of at least $taken"
         gr_show "$tr.check"
     elif [ "$ring" -ne 16384 ] || [ "$buf" -ne 16384 ] || [ "$peak" -gt "$buf" ]; then
         gr_bad "$name: ring $ring bytes, own buffer $buf bytes, which held up to $peak"
+    elif [ "$lost_end" -ne 0 ] || [ -n "$meta_lost" ]; then
+        gr_bad "$name: $lost_end samples lost (META '$meta_lost'): the own buffer should be thinned"
     elif [ "$how" = noidle ]; then
-        if [ "$lost_end" -ne 0 ] || [ -n "$meta" ] || [ -n "$warned" ] || [ "$mism" != 0 ]; then
-            gr_bad "$name: lost $lost_end, META '$meta', warning '$warned', mismatched '$mism'"
+        if [ "$thin_end" -ne 0 ] || [ -n "$meta" ] || [ -n "$warned" ] || [ "$mism" != 0 ]; then
+            gr_bad "$name: thinned $thin_end, META '$meta', warning '$warned', mismatched '$mism'"
             gr_show "$tr.check"
         else
-            gr_ok "$name: $got_p samples, none lost, no warning"
+            gr_ok "$name: $got_p samples, none thinned or lost, no warning"
         fi
-    elif [ "$peak" -eq 0 ] || [ "$lost_idle" -eq 0 ] || [ -z "$meta" ] || [ "$meta" -lt "$lost_end" ] ||
-        [ "$lost_end" -lt "$lost_idle" ] || [ "$warned" != "$meta" ]; then
-        gr_bad "$name: buffer peak $peak; lost $lost_idle after the idle, $lost_end at the end," \
-               "META '$meta', check --stall warned of '$warned'"
+    elif [ "$peak" -eq 0 ] || [ "$thin_idle" -eq 0 ] || [ "$stride" -lt 4 ] || [ -z "$meta" ] ||
+        [ "$meta" -lt "$thin_end" ] || [ "$thin_end" -lt "$thin_idle" ] || [ "$warned" != "$meta" ]; then
+        gr_bad "$name: buffer peak $peak; thinned $thin_idle after the idle, $thin_end at the end" \
+               "(stride up to $stride), META '$meta', check --stall warned of '$warned'"
         gr_show "$tr.check"
+    elif [ "$first_q" -eq 0 ] || [ "$last_q" -eq 0 ]; then
+        gr_bad "$name: the samples kept do not span the idle stretch: $first_q in its first" \
+               "quarter, $last_q in its last"
     elif [ "$how" = profile ] && [ "$mism" != 0 ]; then
         gr_bad "$name: sampled stacks mismatched: '$mism'"; gr_show "$tr.check"
     else
-        gr_ok "$name: own buffer held at most $peak of $buf bytes; $meta samples lost, counted" \
-              "(META, check --stall warning); $got_p kept, all in the side channel"
+        gr_ok "$name: own buffer held at most $peak of $buf bytes; thinned (stride up to $stride):" \
+              "$first_q samples kept in the first quarter of the stretch, $last_q in the last;" \
+              "$meta sampling times thinned, counted (META, check --stall warning); $got_p kept," \
+              "all in the side channel"
+    fi
+done
+
+# Samples larger than the ring takes: dropped and counted, never as taken.
+tr=$work/large.grt
+name="ring capped at 1 KiB, one greenlet 120 frames deep"
+(cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=1024 timeout 120 "$PY" "$PROG/sidechan_idle.py" "$tr" \
+    --idle 0 --depths 3,3,120,3,3) >"$tr.out" 2>"$tr.err"
+rc=$?
+"$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
+crc=$?
+"$GR_CLI" dump "$tr" >"$tr.dump" 2>&1
+ring=$("$PY" -c 'import json, sys
+print(json.loads(open(sys.argv[1]).readline())["end"]["ring_bytes"])' "$tr.out" 2>/dev/null)
+meta=$(sed -n 's/^# sampler_samples_lost_large: \([0-9]*\)$/\1/p' "$tr.dump")
+warned=$(sed -n 's/^warning: \([0-9]*\) samples were larger than the sampler.s ring takes .*GREENREPLAY_SAMPLER_RING_MAX.*/\1/p' "$tr.check")
+got_p=$(grep -m1 '^sampler: ' "$tr.check" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\2/p')
+mism=$(sed -n 's/^sampled stacks: .* \([0-9]*\) mismatched\(, [0-9]* not comparable\)\{0,1\}$/\1/p' "$tr.check")
+if [ "$rc" -ne 0 ] || [ "$ring" != 1024 ]; then
+    gr_bad "$name: the program exited $rc, ring '$ring' bytes"; gr_show "$tr.err" "$tr.out"
+elif [ "$crc" -gt 1 ] || grep -q 'trailer counts' "$tr.check" || [ -z "$got_p" ] || [ "$got_p" -eq 0 ]; then
+    gr_bad "$name: check --stall exited $crc, read '$got_p' samples (trailer and side channel must agree)"
+    gr_show "$tr.check"
+elif [ -z "$meta" ] || [ "$meta" -eq 0 ] || [ "$warned" != "$meta" ] || [ "$mism" != 0 ]; then
+    gr_bad "$name: META lost_large '$meta', check --stall warned of '$warned', mismatched '$mism'"
+    gr_show "$tr.check"
+else
+    gr_ok "$name: $meta over-large samples dropped and counted (META, warning), $got_p kept," \
+          "trailer and side channel agree"
+fi
+for v in 1023 67108865 12k -1; do
+    name="GREENREPLAY_SAMPLER_RING_MAX=$v refused"
+    out=$(cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=$v timeout 60 "$PY" "$PROG/sidechan_idle.py" \
+        "$work/bad.grt" --idle 0 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
+        grep -q "^ValueError: GREENREPLAY_SAMPLER_RING_MAX=$v: must be a number of bytes from 1024 to 67108864$"; then
+        gr_ok "$name (ValueError)"
+    else
+        gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
     fi
 done
 

@@ -5,13 +5,17 @@
  *  - the ring and the own buffer get the sizes asked (raised to four of
  *    the largest samples; 1 MiB each by default);
  *  - with nobody draining, the own buffer never holds more than its
- *    capacity, and the sampling times it cannot keep are counted
- *    (lost_full), without unwinding;
- *  - every sample taken reaches the consumer, once, whole and in order
- *    (the drain after stop passes exactly nsamples, which equals the
- *    stub's unwind calls), so the samples kept plus lost_full account for
- *    every sampling time;
- *  - a consumer that drains keeps the sampler from losing any.
+ *    capacity: once full it is thinned (every other sample kept, then a
+ *    sample every 2, 4, 8... sampling times), so the samples kept span the
+ *    whole idle stretch, its start and its end; every sampling time is
+ *    accounted for (kept, thinned, lost), and the stride returns to 1 once
+ *    a consumer has taken every sample;
+ *  - every sample kept reaches the consumer, once, whole and in order
+ *    (the drain after stop passes exactly nsamples);
+ *  - a consumer that drains keeps the sampler from losing any;
+ *  - a sample larger than the ring takes (ring_max cuts it) is dropped
+ *    and counted as such (lost_large), not as taken: the consumer gets
+ *    exactly the samples counted in nsamples.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,21 +33,24 @@
 /* ---- the unwinder's stub (unwind.h) ------------------------------- */
 
 static _Atomic uint64_t unwinds; /* gr_unwind_many calls (one per sample taken) */
+static _Atomic int deep_every; /* when > 0: every deep_every-th call reads
+                                  GR_SAMPLE_DEPTH frames, not 3 */
 
 void gr_unwind_init(void) {}
 
 uint64_t gr_unwind_many(gr_unwind_job *jobs, size_t n, gr_unwind_stats *st)
 {
-    uint64_t frames = 0;
+    uint64_t frames = 0, call = atomic_fetch_add(&unwinds, 1);
+    int every = atomic_load(&deep_every);
+    int depth = every > 0 && call % (uint64_t)every == 0 ? GR_SAMPLE_DEPTH : 3;
     for (size_t i = 0; i < n; i++) {
-        jobs[i].depth = 3;
+        jobs[i].depth = depth;
         if (jobs[i].codes)
-            for (int d = 0; d < 3; d++)
+            for (int d = 0; d < depth; d++)
                 jobs[i].codes[d] = jobs[i].frame + (uintptr_t)d;
-        frames += 3;
+        frames += (uint64_t)depth;
     }
     st->reads += n;
-    atomic_fetch_add(&unwinds, 1);
     return frames;
 }
 
@@ -79,7 +86,8 @@ static gr_registry *four_greenlets(enum gr_reg_mode mode)
 }
 
 typedef struct {
-    uint64_t n, last_t;
+    uint64_t n, last_t, first_t;
+    uint64_t cut, last_before_cut; /* the newest t_ns below cut (if set) */
     int bad;
 } drained;
 
@@ -95,7 +103,11 @@ static void take(void *ctx, const unsigned char *p, size_t n)
             d->bad++;
     if (d->n && h[2] <= d->last_t) /* t_ns: taken in order */
         d->bad++;
+    if (!d->n)
+        d->first_t = h[2];
     d->last_t = h[2];
+    if (h[2] < d->cut)
+        d->last_before_cut = h[2];
     if (h[9] != 1 || h[4] != 4) /* keep=1 stack; 4 slots copied */
         d->bad++;
     for (uint64_t s = 0; s < h[9]; s++) {
@@ -124,52 +136,101 @@ static void test_sizes(void **state)
     gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
     /* keep=1: the largest sample is 4 + 10 + 258 varints of 10 bytes. */
     size_t largest = 4 + 10 * GR_VARINT_MAX + (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
-    gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0, 0);
     assert_non_null(s);
     assert_int_equal(s->ho.cap, 1u << 20);
     assert_int_equal(s->out_cap, 1u << 20);
     assert_int_equal(s->largest, largest);
     gr_sampler_free(s);
-    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 1); /* raised */
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 1, 0); /* raised */
     assert_non_null(s);
     assert_true(s->ho.cap >= 4 * largest && s->ho.cap < 4 * largest + 128);
     assert_int_equal(s->out_cap, s->ho.cap);
     gr_sampler_free(s);
-    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000, 0);
     assert_non_null(s);
     assert_int_equal(s->ho.cap, 100000);
     assert_int_equal(s->out_cap, 100000);
     gr_sampler_free(s);
+    /* ring_max cuts the ring below four of the largest samples; the own
+     * buffer still holds one; a ring_max out of bounds is brought in. */
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 100000, 2048);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, 2048);
+    assert_int_equal(s->out_cap, largest);
+    gr_sampler_free(s);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0, 1);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, GR_SAMPLER_RING_MAX_LEAST);
+    gr_sampler_free(s);
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, (size_t)1 << 30, (size_t)1 << 30);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, GR_SAMPLER_RING_CAP);
+    gr_sampler_free(s);
     gr_registry_free(r);
 }
 
+static uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* Waits (at most 20 s: a loaded machine) until cond(s) holds; 0 or -1. */
+static int wait_for(gr_sampler *s, int (*cond)(gr_sampler *, uint64_t), uint64_t arg)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (cond(s, arg))
+            return 0;
+        sleep_ms(10);
+    }
+    return -1;
+}
+static int stride_at_least(gr_sampler *s, uint64_t k) { return ld(&s->stride) >= k; }
+static int kept_after(gr_sampler *s, uint64_t tick) { return ld(&s->last_kept) > tick; }
+
 /* Nobody drains, a sample every 100 us, into a ring and a buffer of about
- * 11 KB each (some 700 samples of 30 bytes together), until the sampler
- * has lost some (at most 20 s: a loaded machine), then 50 ms more. */
+ * 11 KB each (some 400 samples of 30 bytes together).  Once both are full
+ * the own buffer is thinned (stride 2, 4, 8...), never more memory, and
+ * the samples kept span the idle stretch: the first ones (before it was
+ * ever thinned, t < t_full) and one taken after the stride reached 8 (t >=
+ * t_late, the end of the stretch).  Every sampling time is accounted for:
+ * kept, thinned, or lost (none here).  Then a consumer drains: the stride
+ * returns to 1. */
 static void idle_in(enum gr_reg_mode mode)
 {
     gr_registry *r = four_greenlets(mode);
     atomic_store(&unwinds, 0);
-    gr_sampler *s = gr_sampler_start(r, &no_events, 100u * 1000, 1, 1);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 100u * 1000, 1, 1, 0);
     assert_non_null(s);
-    for (int i = 0; i < 2000 && !__atomic_load_n(&s->lost_full, __ATOMIC_RELAXED); i++)
-        sleep_ms(10);
-    sleep_ms(50);
+    assert_int_equal(wait_for(s, stride_at_least, 2), 0);
+    uint64_t t_full = gr_now_ns() - s->t0;
+    assert_int_equal(wait_for(s, stride_at_least, 8), 0);
+    uint64_t t_late = gr_now_ns() - s->t0, tick = ld(&s->ticks);
+    assert_int_equal(wait_for(s, kept_after, tick), 0); /* a sample after t_late */
+    assert_true(ld(&s->thinned) > 0);
+    assert_true(ld(&s->out_peak) <= s->out_cap);
+    /* A consumer now: it takes everything, the stretch is over.  The
+     * samples of the stretch are those before d.cut. */
+    drained d = {0};
+    d.cut = gr_now_ns() - s->t0;
+    for (int i = 0; i < 2000 && ld(&s->stride) != 1; i++) {
+        gr_sampler_drain(s, take, &d);
+        sleep_ms(2);
+    }
+    assert_int_equal(ld(&s->stride), 1);
     gr_sampler_stop(s);
-    uint64_t taken = s->nsamples, lost = s->lost_full;
-    assert_true(s->out_peak <= s->out_cap);
-    assert_true(lost > 0);
-    assert_int_equal(s->lost_large, 0);
-    /* Every sample taken was unwound once; no lost one was. */
-    assert_int_equal(atomic_load(&unwinds), taken);
-    drained d = {0, 0, 0};
-    assert_int_equal(gr_sampler_drain(s, take, &d), taken);
-    assert_int_equal(d.n, taken);
+    gr_sampler_drain(s, take, &d);
+    assert_true(d.first_t < t_full);          /* the start of the stretch is kept */
+    assert_true(d.last_before_cut >= t_late); /* and its end */
+    assert_int_equal(d.n, s->nsamples);
     assert_int_equal(d.bad, 0);
     assert_int_equal(gr_sampler_drain(s, take, &d), 0); /* nothing twice */
-    /* What was kept is about what fits: the ring and the buffer less one
-     * largest sample, each entry 4 bytes of length and at most 48 bytes. */
-    assert_true(taken * 52 >= s->ho.cap + s->out_cap - s->largest - 52);
+    assert_int_equal(s->lost_full, 0);
+    assert_int_equal(s->lost_large, 0);
+    assert_true(s->stride_peak >= 8);
+    assert_true(s->out_peak <= s->out_cap);
+    /* Each sampling time: kept, or thinned (skipped, or dropped when the
+     * buffer was thinned: those were unwound). */
+    assert_int_equal(s->ticks, s->nsamples + s->thinned + s->lost_full + s->lost_large);
+    assert_true(atomic_load(&unwinds) >= s->nsamples);
+    assert_true(atomic_load(&unwinds) < s->ticks);
     gr_sampler_free(s);
     gr_registry_free(r);
 }
@@ -184,9 +245,9 @@ static void test_drained_loses_none(void **state)
 {
     (void)state;
     gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
-    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 1);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 1, 0);
     assert_non_null(s);
-    drained d = {0, 0, 0};
+    drained d = {0};
     for (int i = 0; i < 100; i++) {
         gr_sampler_drain(s, take, &d);
         sleep_ms(2);
@@ -201,6 +262,40 @@ static void test_drained_loses_none(void **state)
     gr_registry_free(r);
 }
 
+/* A ring capped at 1 KiB (greatest entry 508 bytes) and every third
+ * sample one stack of GR_SAMPLE_DEPTH frames (about 530 bytes): those are
+ * dropped and counted in lost_large, not in nsamples; the consumer gets
+ * exactly nsamples samples, all of the 3-frame stacks, so the trailer's
+ * count (nsamples) agrees with the side channel's. */
+static void test_oversized_dropped(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    atomic_store(&unwinds, 0);
+    atomic_store(&deep_every, 3);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 1000u * 1000, 1, 0, 1024);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, 1024);
+    drained d = {0};
+    for (int i = 0; i < 2000 && (__atomic_load_n(&s->lost_large, __ATOMIC_RELAXED) < 3 ||
+                                 __atomic_load_n(&s->nsamples, __ATOMIC_RELAXED) < 6);
+         i++) {
+        gr_sampler_drain(s, take, &d);
+        sleep_ms(2);
+    }
+    gr_sampler_stop(s);
+    gr_sampler_drain(s, take, &d);
+    atomic_store(&deep_every, 0);
+    assert_true(s->lost_large >= 3);
+    assert_true(s->nsamples >= 6);
+    assert_int_equal(d.n, s->nsamples);
+    assert_int_equal(d.bad, 0);
+    /* Every sampling time unwound is either kept or counted as dropped. */
+    assert_int_equal(atomic_load(&unwinds), s->nsamples + s->lost_large + s->lost_full);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_idle_hold_lock),
         cmocka_unit_test(test_idle_seqlock),
         cmocka_unit_test(test_drained_loses_none),
+        cmocka_unit_test(test_oversized_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
