@@ -13,6 +13,8 @@
 #    the main greenlet dropped) exits 1 with a blind_spot naming the
 #    function and the greenlet; the documented example adapter passes and
 #    is the very file docs/conform.md shows;
+#  - calls the harness makes into the program at exit (after its finish
+#    MARK, the profiler stopped) are not counted as the program's;
 #  - --json holds the documented fields; an unavailable profiler is a skip
 #    (3), an adapter without results() and usage errors are errors (2).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
@@ -117,6 +119,21 @@ EOF
 else
     gr_bad "broken adapter: exit $rc"
     gr_show "$GR_WORK/broken.out" "$GR_WORK/broken.json"
+fi
+
+# The harness's own work at exit (after its finish MARK, the profiler
+# stopped) calls the program's code: not counted as the program's.  The
+# trace must show such a call after the MARK, else the test proves nothing.
+"$GR_CLI" conform --profiler cprofile -o "$GR_WORK/harness.grt" \
+    -- "$PY" "$ADAPTERS/harness_calls.py" >"$GR_WORK/harness.out" 2>&1
+rc=$?
+late=$("$GR_CLI" dump "$GR_WORK/harness.grt" 2>/dev/null |
+    sed -n '/"greenreplay-conform: finish"/,$p' | grep -c ' CALL .* LazyModule.__getattr__ ')
+if [ $rc -eq 0 ] && [ "${late:-0}" -ge 1 ] && grep -q ': pass, [0-9]* functions checked, 0 differences$' "$GR_WORK/harness.out"; then
+    gr_ok "harness calls at exit: $late call(s) of the program's __getattr__ after the finish MARK, not counted (pass)"
+else
+    gr_bad "harness calls at exit: exit $rc, ${late:-0} call(s) after the finish MARK"
+    gr_show "$GR_WORK/harness.out"
 fi
 
 # The documented example adapter: passes, and is the file the docs show.

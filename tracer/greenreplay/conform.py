@@ -377,7 +377,9 @@ def _finish():
         # Is the recorder still this thread's profile function (its own or
         # chained)?  The MARK says so in its flags; a profiler that writes
         # the thread state directly displaces it without an audit event
-        # (yappi 1.0), and the recording then has no ground truth.
+        # (yappi 1.0), and the recording then has no ground truth.  The
+        # MARK also ends the program for the comparison: what follows is
+        # this harness's work, even where it calls the program's code.
         _mark(MARK_FINISH)
     except Exception:
         pass
