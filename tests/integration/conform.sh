@@ -13,6 +13,7 @@
 #    the main greenlet dropped) exits 1 with a blind_spot naming the
 #    function and the greenlet; the documented example adapter passes and
 #    is the very file docs/conform.md shows;
+#  - a program without greenlets passes with every available adapter;
 #  - calls the harness makes into the program at exit (after its finish
 #    MARK, the profiler stopped) are not counted as the program's;
 #  - --json holds the documented fields; an unavailable profiler is a skip
@@ -120,6 +121,20 @@ else
     gr_bad "broken adapter: exit $rc"
     gr_show "$GR_WORK/broken.out" "$GR_WORK/broken.json"
 fi
+
+# A program without greenlets: every available adapter passes (the profile
+# module raised AssertionError at the return of <module>, which its
+# adapter had not shown it called).
+for adapter in $available; do
+    "$GR_CLI" conform --profiler "$adapter" -- "$PY" "$ADAPTERS/no_greenlets.py" >"$GR_WORK/plain.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q "Error\|^note:" "$GR_WORK/plain.out" && grep -qx 14 "$GR_WORK/plain.out"; then
+        gr_ok "no greenlets, $adapter: pass"
+    else
+        gr_bad "no greenlets, $adapter: exit $rc"
+        gr_show "$GR_WORK/plain.out"
+    fi
+done
 
 # The harness's own work at exit (after its finish MARK, the profiler
 # stopped) calls the program's code: not counted as the program's.  The

@@ -21,7 +21,12 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
     version() -> str             the profiler's version (free text)
     start([ctx])                 enable it; ctx (if start takes an argument) is
                                  a dict: script, root, main_code (the code
-                                 object of the program's __main__ module)
+                                 object of the program's __main__ module),
+                                 frame (the program's <module> frame, at its
+                                 call: it is running and the profiler sees
+                                 its return; None when the program starts
+                                 the profiler itself, "# conform-start:
+                                 manual")
     stop()                       disable it
     results() -> dict            what it measured, with any of:
         "functions": [{"file", "line", "name", "calls"}]   call counts per
@@ -268,7 +273,7 @@ def begin(frame):
             _write(out, dict(_header(module, spec), skip=reason or "not available"))
             return
         ctx = {"script": os.path.abspath(frame.f_code.co_filename), "root": root,
-               "main_code": frame.f_code}
+               "main_code": frame.f_code, "frame": frame}
         try:
             takes_ctx = len(inspect.signature(module.start).parameters) > 0
         except (TypeError, ValueError):
@@ -276,6 +281,7 @@ def begin(frame):
         atexit.register(_finish)
         _state.update(ctx=ctx, takes_ctx=takes_ctx)
         if _manual(frame.f_code.co_filename):
+            ctx["frame"] = None  # started from the program's code, deeper
             _state["manual"] = True
             return
         _start()
@@ -321,10 +327,13 @@ def _mark(label):
 
 def _start():
     module = _state["module"]
-    if _state["takes_ctx"]:
-        module.start(_state["ctx"])
-    else:
-        module.start()
+    try:
+        if _state["takes_ctx"]:
+            module.start(_state["ctx"])
+        else:
+            module.start()
+    finally:
+        _state["ctx"].pop("frame", None)  # the harness keeps no frame alive
     _state["started"] = True
 
 
