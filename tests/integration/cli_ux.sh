@@ -55,6 +55,9 @@
 #     ci/envs.sh a stub printing the interpreter): each command exits 0, the
 #     optional reduce 1 (nothing to reduce); its commands name the
 #     interpreters only as "$PYTHON" and "$BAD_PYTHON"
+#   passive switch detection is the default and installs no greenlet trace
+#     callback (greenlet.gettrace() stays None); --switches callback installs
+#     one; record --help, the man page and README say so
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -654,6 +657,32 @@ else
         gr_bad "docs/WORKFLOW.md's first block: exit status per command below"
         gr_show "$wf/rcs" "$wf/err"
     fi
+fi
+
+# Passive switch detection is the default and installs no greenlet trace
+# callback; --switches callback installs one (greenlet.gettrace() returns
+# it), as record --help, the man page and the README say.
+if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+    printf 'import greenlet\nprint(type(greenlet.gettrace()).__name__)\n' >"$W/gettrace.py"
+    "$cli" record -o "$W/gt1.grt" -- "$GR_PY" "$W/gettrace.py" >"$W/gt1.out" 2>&1
+    "$cli" record --switches callback -o "$W/gt2.grt" -- "$GR_PY" "$W/gettrace.py" >"$W/gt2.out" 2>&1
+    help=$("$cli" record --help | tr -s ' \n' ' ')
+    man=$(tr -s ' \n' ' ' <"$GR_ROOT/docs/greenreplay.1")
+    readme=$(sed -n 1,200p "$GR_ROOT/README.md" | tr -s ' \n' ' ')
+    if grep -qx NoneType "$W/gt1.out" && grep -qx ThreadRecorder "$W/gt2.out" &&
+        "$cli" dump "$W/gt1.grt" | grep -q '^# switches: passive$' &&
+        printf '%s' "$help" | grep -q "passive (the default): no greenlet trace callback is installed" &&
+        printf '%s' "$help" | grep -q "callback: installs a greenlet trace callback" &&
+        printf '%s' "$man" | grep -q "By default switches are detected passively: no greenlet trace callback is installed" &&
+        printf '%s' "$man" | grep -q 'switches callback installs a greenlet trace callback' &&
+        printf '%s' "$readme" | grep -q 'switches are detected passively by default, with no greenlet trace callback installed' &&
+        printf '%s' "$readme" | grep -q '`--switches callback` (`start(switches="callback")`) installs a greenlet trace callback'; then
+        gr_ok "switches: passive by default installs no greenlet callback, --switches callback installs one; --help, man page and README say so"
+    else
+        gr_bad "switches: default gettrace '$(cat "$W/gt1.out")', callback '$(cat "$W/gt2.out")', or --help/man/README silent"
+    fi
+else
+    skip "switches: greenlet is not importable by $GR_PY"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
