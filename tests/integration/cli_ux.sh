@@ -24,7 +24,8 @@
 #   the round trip the script's header gives (script, record --manual, diff
 #     --c-names script) on a whole-program recording (record without
 #     --manual, the default): same structure, also --anonymize with --rename;
-#     a script of a program with one more switch still differs; script
+#     a script of a program with one more switch still differs; an
+#     anonymized script's header names diff's --rename; script
 #     notes nothing for such a trace (its start at the top is reproduced);
 #     a program ended by an uncaught exception round-trips too (what follows
 #     its <module>'s return is not compared, and diff says so)
@@ -376,7 +377,8 @@ EOF
     rc3=$?
     if [ $ok = 1 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] && [ ! -s "$W/rt.notes" ] &&
        ! grep -q 'Not reproduced' "$W/rt.py" &&
-       grep -q '^# Compare: *greenreplay diff --c-names script' "$W/rt.py" &&
+       grep -q '^# Compare: *greenreplay diff --c-names script ORIGINAL' "$W/rt.py" &&
+       grep -q '^# Compare: *greenreplay diff --c-names script --rename ORIGINAL' "$W/rt--anonymize.py" &&
        grep -q '^same structure' "$W/rt.diff" && grep -q '^same structure' "$W/rta.diff" &&
        grep -q '^+ .*CALL .*helper' "$W/rt4.diff"; then
         gr_ok "script of a whole-program recording (no note: it is reproduced), recorded with --manual: diff --c-names script says same structure (also --anonymize/--rename); one more switch differs"
