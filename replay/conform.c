@@ -222,9 +222,9 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         return;
     }
     /* After the finish MARK the harness stops the profiler and collects its
-     * results: calls made then (the harness asking a program's object for
-     * an attribute, a finaliser run by its allocations, another thread
-     * still running) are not the program's as the profiler saw it.  Still
+     * results: calls made then (a finaliser the collector runs during its
+     * allocations, another thread still running) are not the program's as
+     * the profiler saw it.  Still
      * read: GREENLET and the STACK records at stop (the real stacks of
      * greenlets suspended since before), and HOOK (a takeover found at
      * stop). */

@@ -27,8 +27,8 @@
  * used (their frames may have been called before the profiler started).
  * The MARK GR_CONFORM_MARK_FINISH, written at exit before the profiler
  * stops, ends the program: after it only GREENLET, HOOK and STACK (at stop)
- * records are read; the harness's own work then (results, code map) may
- * call the program's code, unseen by the stopped profiler.
+ * records are read: the program's code may still run during the harness's
+ * work then (a finaliser, another thread), unseen by the stopped profiler.
  *
  * Per-record logic is in gr_conform_feed, which takes one decoded record:
  * it works the same over a streaming reader.

@@ -62,6 +62,7 @@ import inspect
 import json
 import os
 import sys
+import types
 
 BUILTINS = ("cprofile", "profile", "yappi", "coverage", "coverage-py",
             "coverage-monitoring", "line_profiler")
@@ -216,7 +217,12 @@ def _files_for_code(paths):
     program's modules name."""
     files = {}
     for mod in list(sys.modules.values()):
-        f = getattr(mod, "__file__", None)
+        # Read the module's own dict, so that no code of the program runs
+        # here (getattr would call a lazy module's __getattr__ or an
+        # object's that the program put in sys.modules).
+        if not issubclass(type(mod), types.ModuleType):
+            continue
+        f = object.__getattribute__(mod, "__dict__").get("__file__")
         if isinstance(f, str) and f.endswith(".py"):
             n = paths(f)
             if n is not None:
@@ -388,7 +394,8 @@ def _finish():
         # the thread state directly displaces it without an audit event
         # (yappi 1.0), and the recording then has no ground truth.  The
         # MARK also ends the program for the comparison: what follows is
-        # this harness's work, even where it calls the program's code.
+        # this harness's work, even where the program's code runs during
+        # it (a finaliser, another thread).
         _mark(MARK_FINISH)
     except Exception:
         pass
