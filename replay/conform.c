@@ -42,6 +42,8 @@ struct gr_conform {
     int seen_call;
     int windowed;  /* a start MARK was seen: count only inside the window */
     int in_window; /* between the start and the stop MARK */
+    int finished;  /* the finish MARK was seen: the program has ended and
+                      what follows is the harness's own work at exit */
     uint64_t displaced_at;  /* the record where that was found */
     uint64_t displaced_tid; /* the finish MARK's thread, when the recorder
                                was not its profile function there */
@@ -216,8 +218,18 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             c->displaced_tid = r->tid;
             c->displaced_at = r->index;
         }
+        c->finished = 1;
         return;
     }
+    /* After the finish MARK the harness stops the profiler and collects its
+     * results: calls made then (a finaliser the collector runs during its
+     * allocations, another thread still running) are not the program's as
+     * the profiler saw it.  Still
+     * read: GREENLET and the STACK records at stop (the real stacks of
+     * greenlets suspended since before), and HOOK (a takeover found at
+     * stop). */
+    if (c->finished && r->tag != GR_GREENLET && r->tag != GR_STACK && r->tag != GR_HOOK)
+        return;
     if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
         return;
     switch (r->tag) {

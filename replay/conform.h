@@ -25,6 +25,10 @@
  * GR_CONFORM_MARK_START before it starts and GR_CONFORM_MARK_STOP after it
  * stops: only CALL records between the two count, and real stacks are not
  * used (their frames may have been called before the profiler started).
+ * The MARK GR_CONFORM_MARK_FINISH, written at exit before the profiler
+ * stops, ends the program: after it only GREENLET, HOOK and STACK (at stop)
+ * records are read: the program's code may still run during the harness's
+ * work then (a finaliser, another thread), unseen by the stopped profiler.
  *
  * Per-record logic is in gr_conform_feed, which takes one decoded record:
  * it works the same over a streaming reader.

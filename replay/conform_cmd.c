@@ -12,6 +12,7 @@
 #include "conform_cmd.h"
 
 #include "conform.h"
+#include "outfile.h"
 #include "reader.h"
 #include "record.h"
 #include "text.h"
@@ -39,7 +40,8 @@ const char gr_conform_usage[] =
     "switch detection by default) with a profiler under test enabled inside it\n"
     "by an adapter, right after recording starts at the program's first frame,\n"
     "and stopped at exit (after the program's non-daemon threads, before\n"
-    "recording stops).  Then compare what the profiler reports with the ground\n"
+    "recording stops; what the harness runs from then on is not counted).\n"
+    "Then compare what the profiler reports with the ground\n"
     "truth of the recording: the calls the recorder saw per function and\n"
     "greenlet, raised where real stacks (MARK, SWITCH with the target's real\n"
     "stack, STACK at stop) prove more.  Compared: Python functions under the\n"
@@ -57,7 +59,9 @@ const char gr_conform_usage[] =
     "                    available for PY\n"
     "  --python PY       the interpreter (--list: default python3); with it, the\n"
     "                    words after -- are SCRIPT [ARGS] without PYTHON\n"
-    "  --json FILE       write the verdict as JSON: profiler, profiler_version,\n"
+    "  --json FILE       write the verdict as JSON (FILE -: standard output, which\n"
+    "                    then holds the JSON alone; the lines conform and the\n"
+    "                    program print there go to stderr): profiler, profiler_version,\n"
     "                    python, greenlet, verdict (pass|fail|skip|error),\n"
     "                    reason, functions_checked, differences [{kind, function\n"
     "                    (FILE:QUALNAME), line, greenlet (\"thread T greenlet G\n"
@@ -72,6 +76,11 @@ const char gr_conform_usage[] =
     "                    for checking that recording changes no result\n"
     "  --root DIR        code file names relative to DIR (default: SCRIPT's directory)\n"
     "  --switches MODE   the recorder's switch detection (default passive)\n"
+    "\n"
+    "--json, --results and -o are checked before anything runs: a path that\n"
+    "cannot be written, the program's script, a -o file that is not a trace, or\n"
+    "two of them naming one file is refused (one line, exit 2), as is an\n"
+    "interpreter that cannot be run (the line says where it goes).\n"
     "\n"
     "Kinds of difference: blind_spot (the profiler counts fewer calls than ran,\n"
     "or fewer hits of a function's first body line; the greenlets where the\n"
@@ -192,6 +201,7 @@ struct run {
     int nprog;
     const char *json_out, *trace_out, *results_out, *root, *switches;
     int keep, no_record;
+    int json_fd;             /* --json -: the real stdout (fd 1 then points to stderr); else -1 */
     char tmpdir[PATH_MAX];
     char trace[PATH_MAX], results[PATH_MAX];
     char pkg[PATH_MAX];
@@ -244,8 +254,15 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
                                                                                           : json_null());
         if (!header)
             json_decref(h);
-        if (json_dump_file(o, r->json_out, JSON_INDENT(1) | JSON_SORT_KEYS) != 0) {
-            fprintf(stderr, "greenreplay: conform: --json %s: cannot write\n", r->json_out);
+        int bad;
+        if (r->json_fd >= 0)
+            bad = json_dumpfd(o, r->json_fd, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 ||
+                  write(r->json_fd, "\n", 1) != 1;
+        else
+            bad = json_dump_file(o, r->json_out, JSON_INDENT(1) | JSON_SORT_KEYS) != 0;
+        if (bad) {
+            fprintf(stderr, "greenreplay: conform: --json %s: cannot write it: %s\n",
+                    r->json_fd >= 0 ? "- (standard output)" : r->json_out, strerror(errno));
             status = 2;
         }
         json_decref(o);
@@ -340,7 +357,109 @@ static int absolute_path(const char *p, char *out, size_t n)
     return 0;
 }
 
+/* The canonical name of path, which may not exist yet: realpath of its
+ * directory, then its last component.  Returns 0, or -1 when the directory
+ * cannot be resolved. */
+static int canonical_path(const char *path, char *out, size_t n)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (!realpath(dir, real))
+        return -1;
+    return (size_t)snprintf(out, n, "%s/%s", strcmp(real, "/") == 0 ? "" : real, base) < n ? 0 : -1;
+}
+
+/* Whether paths a and b name the same file (existing or to be created). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ca[PATH_MAX], cb[PATH_MAX];
+    return canonical_path(a, ca, sizeof ca) == 0 && canonical_path(b, cb, sizeof cb) == 0 && strcmp(ca, cb) == 0;
+}
+
+/* Refuse, before anything runs, an output that conform could only fail to
+ * write at the end of the run (or that would overwrite the program or
+ * another output): --json FILE (not -), --results FILE, -o TRACE as record
+ * refuses it.  One line naming the option on stderr; returns 0 or -1. */
+static int check_outputs(const struct run *r, const char *script)
+{
+    const char *opt[2] = {"--json", "--results"};
+    const char *path[2] = {r->json_out && strcmp(r->json_out, "-") != 0 ? r->json_out : NULL, r->results_out};
+    for (int i = 0; i < 2; i++) {
+        if (!path[i])
+            continue;
+        int e = gr_outfile_check(path[i]);
+        if (e) {
+            fprintf(stderr, "greenreplay: conform: %s %s: cannot write it: %s\n", opt[i], path[i], strerror(e));
+            return -1;
+        }
+        if (same_file(path[i], script)) {
+            fprintf(stderr, "greenreplay: conform: %s %s: is the program's script; refusing to overwrite it\n",
+                    opt[i], path[i]);
+            return -1;
+        }
+    }
+    if (r->trace_out && gr_record_check_output("conform", "-o", r->trace_out, script) < 0)
+        return -1;
+    const char *all[3] = {path[0], path[1], r->trace_out};
+    const char *names[3] = {"--json", "--results", "-o"};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++) {
+            if (!all[i] || !all[j])
+                continue;
+            if (same_file(all[i], all[j])) {
+                fprintf(stderr, "greenreplay: conform: %s and %s name the same file %s\n", names[i], names[j],
+                        all[i]);
+                return -1;
+            }
+        }
+    return 0;
+}
+
+/* The one line for an interpreter that cannot be run, into reason (n
+ * bytes), with the likely mistake (a script given where the interpreter
+ * goes). */
+static void no_interpreter(const char *python, int from_option, char *reason, size_t n)
+{
+    struct stat st;
+    if (!from_option && stat(python, &st) == 0 && S_ISREG(st.st_mode) && access(python, X_OK) != 0)
+        snprintf(reason, n,
+                 "%s is not an interpreter: the first word after -- is the interpreter, e.g. `-- python3 %s` "
+                 "(or --python PY)",
+                 python, python);
+    else
+        snprintf(reason, n, "interpreter not found or not executable: %s (%s, e.g. %s)", python,
+                 from_option ? "--python names the interpreter" : "the first word after -- is the interpreter",
+                 from_option ? "--python python3" : "`-- python3 SCRIPT`");
+}
+
+static int conform_main(struct run *r, int argc, char **argv);
+
 int gr_cmd_conform(int argc, char **argv)
+{
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.json_fd = -1;
+    int status = conform_main(&r, argc, argv);
+    if (r.json_fd >= 0) { /* stdout back where it was */
+        fflush(stdout);
+        dup2(r.json_fd, 1);
+        close(r.json_fd);
+    }
+    return status;
+}
+
+static int conform_main(struct run *r, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"profiler", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'j'},
@@ -350,48 +469,53 @@ int gr_cmd_conform(int argc, char **argv)
         {"root", required_argument, NULL, 'r'},     {"switches", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
-    struct run r;
-    memset(&r, 0, sizeof r);
     int list = 0, c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:o:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'p': r.spec = optarg; break;
-        case 'j': r.json_out = optarg; break;
-        case 'o': r.trace_out = optarg; break;
-        case 'k': r.keep = 1; break;
-        case 'P': r.python = optarg; break;
+        case 'p': r->spec = optarg; break;
+        case 'j': r->json_out = optarg; break;
+        case 'o': r->trace_out = optarg; break;
+        case 'k': r->keep = 1; break;
+        case 'P': r->python = optarg; break;
         case 'l': list = 1; break;
-        case 'R': r.results_out = optarg; break;
-        case 'N': r.no_record = 1; break;
-        case 'r': r.root = optarg; break;
+        case 'R': r->results_out = optarg; break;
+        case 'N': r->no_record = 1; break;
+        case 'r': r->root = optarg; break;
         case 'W':
             if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0)
                 return usage_error("--switches: '%s' is not passive or callback", optarg);
-            r.switches = optarg;
+            r->switches = optarg;
             break;
         case 'h': fputs(gr_conform_usage, stdout); return 0;
         case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
         }
     }
-    if (gr_record_package_dir(r.pkg, sizeof r.pkg) < 0) {
+    if (gr_record_package_dir(r->pkg, sizeof r->pkg) < 0) {
         fprintf(stderr, "greenreplay: conform: cannot find the greenreplay package (/proc/self/exe)\n");
         return 2;
     }
     struct stat st;
-    if (stat(r.pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "greenreplay: conform: recorder package not found at %s (run `make`)\n", r.pkg);
+    if (stat(r->pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "greenreplay: conform: recorder package not found at %s (run `make`)\n", r->pkg);
         return 2;
     }
     const char *old_pp = getenv("PYTHONPATH");
     char *saved_pp = old_pp ? gr_xstrdup(old_pp) : NULL;
     if (list) {
-        if (optind < argc || r.spec)
+        if (optind < argc || r->spec)
             return usage_error("%s", "--list takes no program and no --profiler");
-        const char *py = r.python ? r.python : "python3";
-        set_pythonpath(r.pkg, saved_pp);
+        const char *py = r->python ? r->python : "python3";
+        if (gr_record_find_program(py) != 0) {
+            char why[PATH_MAX + 200];
+            no_interpreter(py, 1, why, sizeof why);
+            fprintf(stderr, "greenreplay: conform: %s\n", why);
+            free(saved_pp);
+            return 2;
+        }
+        set_pythonpath(r->pkg, saved_pp);
         /* stdout is the adapters' table (machine-read); which interpreter
          * answered goes to stderr */
         fprintf(stderr, "greenreplay: conform: adapters as %s sees them (--python PY for another)\n",
@@ -409,14 +533,45 @@ int gr_cmd_conform(int argc, char **argv)
         }
         return 0;
     }
-    if (!r.spec)
+    if (!r->spec)
         return usage_error("%s", "--profiler NAME|PATH.py is required (or --list)");
     if (optind >= argc)
-        return usage_error("%s", r.python ? "need, after --, SCRIPT [ARGS]" : "need, after --, PYTHON SCRIPT [ARGS]");
-    if (!r.python)
-        r.python = argv[optind++];
-    if (optind >= argc)
+        return usage_error("%s", r->python ? "need, after --, SCRIPT [ARGS]" : "need, after --, PYTHON SCRIPT [ARGS]");
+    int python_given = r->python != NULL;
+    if (!r->python)
+        r->python = argv[optind++];
+    if (optind >= argc) {
+        size_t n = strlen(r->python);
+        if (!python_given && n > 3 && strcmp(r->python + n - 3, ".py") == 0)
+            return usage_error("need PYTHON before the script, e.g. `-- python3 %s`", r->python);
         return usage_error("%s", "need, after PYTHON, the SCRIPT to run");
+    }
+    if (r->no_record && !r->results_out)
+        return usage_error("%s", "--no-record needs --results FILE (it compares nothing)");
+    if (r->no_record && (r->trace_out || r->json_out))
+        return usage_error("%s", "--no-record writes no trace and no verdict (-o, --json)");
+    if (check_outputs(r, argv[optind]) < 0) {
+        free(saved_pp);
+        return 2;
+    }
+    if (r->json_out && strcmp(r->json_out, "-") == 0) {
+        /* stdout is the JSON document alone: what conform and the program
+         * would print there goes to stderr */
+        fflush(stdout);
+        r->json_fd = dup(1);
+        if (r->json_fd < 0 || dup2(2, 1) < 0) {
+            fprintf(stderr, "greenreplay: conform: --json -: %s\n", strerror(errno));
+            free(saved_pp);
+            return 2;
+        }
+    }
+    if (gr_record_find_program(r->python) != 0) {
+        char why[PATH_MAX + 200];
+        no_interpreter(r->python, python_given, why, sizeof why);
+        fprintf(stderr, "greenreplay: conform: %s\n", why);
+        free(saved_pp);
+        return finish(r, "error", why, NULL, NULL, 0, -1, 0, 0, 2);
+    }
     if (argv[optind][0] == '-')
         return usage_error("the program must be a SCRIPT file (not %s: interpreter options, -m and -c are not "
                            "supported by conform)",
@@ -425,31 +580,27 @@ int gr_cmd_conform(int argc, char **argv)
         fprintf(stderr, "greenreplay: conform: cannot read the script %s: %s\n", argv[optind], strerror(errno));
         return 2;
     }
-    if (r.no_record && !r.results_out)
-        return usage_error("%s", "--no-record needs --results FILE (it compares nothing)");
-    if (r.no_record && (r.trace_out || r.json_out))
-        return usage_error("%s", "--no-record writes no trace and no verdict (-o, --json)");
-    r.prog = argv + optind;
-    r.nprog = argc - optind;
-    if (is_builtin(r.spec)) {
-        snprintf(r.spec_abs, sizeof r.spec_abs, "%s", r.spec);
-    } else if (absolute_path(r.spec, r.spec_abs, sizeof r.spec_abs) < 0 || access(r.spec_abs, R_OK) != 0) {
+    r->prog = argv + optind;
+    r->nprog = argc - optind;
+    if (is_builtin(r->spec)) {
+        snprintf(r->spec_abs, sizeof r->spec_abs, "%s", r->spec);
+    } else if (absolute_path(r->spec, r->spec_abs, sizeof r->spec_abs) < 0 || access(r->spec_abs, R_OK) != 0) {
         fprintf(stderr, "greenreplay: conform: --profiler %s: not a built-in adapter and not a readable file\n",
-                r.spec);
+                r->spec);
         return 2;
     }
 
     /* 1. The adapter, as the interpreter sees it. */
-    set_pythonpath(r.pkg, saved_pp);
+    set_pythonpath(r->pkg, saved_pp);
     gr_sb out;
     gr_sb_init(&out);
-    int rc = probe(r.python, r.spec_abs, &out);
+    int rc = probe(r->python, r->spec_abs, &out);
     if (rc != 0) {
         gr_sb_free(&out);
         free(saved_pp);
         if (rc != 2)
-            fprintf(stderr, "greenreplay: conform: cannot run %s (status %d)\n", r.python, rc);
-        return finish(&r, "error", "the adapter could not be loaded", NULL, NULL, 0, -1, 0, 0, 2);
+            fprintf(stderr, "greenreplay: conform: cannot run %s (status %d)\n", r->python, rc);
+        return finish(r, "error", "the adapter could not be loaded", NULL, NULL, 0, -1, 0, 0, 2);
     }
     char *line = gr_sb_take(&out);
     char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
@@ -457,13 +608,13 @@ int gr_cmd_conform(int argc, char **argv)
     if (nl)
         *nl = '\0';
     if (!f2) {
-        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r.python);
+        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r->python);
         free(line);
         free(saved_pp);
         return 2;
     }
     if (strncmp(f1 + 1, "no\t", 3) != 0 && strncmp(f1 + 1, "yes\t", 4) != 0) {
-        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r.python);
+        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r->python);
         free(line);
         free(saved_pp);
         return 2;
@@ -471,7 +622,7 @@ int gr_cmd_conform(int argc, char **argv)
     if (strncmp(f1 + 1, "no\t", 3) == 0) {
         printf("skip: %s\n", f2 + 1);
         json_t *h = json_object();
-        int st3 = finish(&r, "skip", f2 + 1, h, NULL, 0, -1, 0, 0, 3);
+        int st3 = finish(r, "skip", f2 + 1, h, NULL, 0, -1, 0, 0, 3);
         json_decref(h);
         free(line);
         free(saved_pp);
@@ -481,54 +632,54 @@ int gr_cmd_conform(int argc, char **argv)
 
     /* 2. Where the results and the trace go. */
     const char *tmp = getenv("TMPDIR");
-    snprintf(r.tmpdir, sizeof r.tmpdir, "%s/greenreplay-conform.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(r.tmpdir)) {
+    snprintf(r->tmpdir, sizeof r->tmpdir, "%s/greenreplay-conform.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(r->tmpdir)) {
         fprintf(stderr, "greenreplay: conform: cannot create a temporary directory in %s: %s\n",
                 tmp && *tmp ? tmp : "/tmp", strerror(errno));
         free(saved_pp);
         return 2;
     }
-    if (r.results_out) {
-        if (absolute_path(r.results_out, r.results, sizeof r.results) < 0) {
+    if (r->results_out) {
+        if (absolute_path(r->results_out, r->results, sizeof r->results) < 0) {
             free(saved_pp);
-            return usage_error("--results %s: path too long", r.results_out);
+            return usage_error("--results %s: path too long", r->results_out);
         }
-        unlink(r.results);
+        unlink(r->results);
     } else {
-        if ((size_t)snprintf(r.results, sizeof r.results, "%s/results.json", r.tmpdir) >= sizeof r.results)
-            return usage_error("TMPDIR %s: path too long", r.tmpdir);
+        if ((size_t)snprintf(r->results, sizeof r->results, "%s/results.json", r->tmpdir) >= sizeof r->results)
+            return usage_error("TMPDIR %s: path too long", r->tmpdir);
     }
-    if (r.trace_out)
-        snprintf(r.trace, sizeof r.trace, "%s", r.trace_out);
+    if (r->trace_out)
+        snprintf(r->trace, sizeof r->trace, "%s", r->trace_out);
     else
-        if ((size_t)snprintf(r.trace, sizeof r.trace, "%s/trace.grt", r.tmpdir) >= sizeof r.trace)
-            return usage_error("TMPDIR %s: path too long", r.tmpdir);
-    setenv("GREENREPLAY_CONFORM", r.spec_abs, 1);
-    setenv("GREENREPLAY_CONFORM_RESULTS", r.results, 1);
+        if ((size_t)snprintf(r->trace, sizeof r->trace, "%s/trace.grt", r->tmpdir) >= sizeof r->trace)
+            return usage_error("TMPDIR %s: path too long", r->tmpdir);
+    setenv("GREENREPLAY_CONFORM", r->spec_abs, 1);
+    setenv("GREENREPLAY_CONFORM_RESULTS", r->results, 1);
     char root_abs[PATH_MAX];
-    if (!r.root) {
-        if (absolute_path(r.prog[0], root_abs, sizeof root_abs) == 0) {
+    if (!r->root) {
+        if (absolute_path(r->prog[0], root_abs, sizeof root_abs) == 0) {
             char *slash = strrchr(root_abs, '/');
             if (slash == root_abs)
                 slash[1] = '\0';
             else
                 *slash = '\0';
-            r.root = root_abs;
+            r->root = root_abs;
         }
     }
-    if (r.root)
-        setenv("GREENREPLAY_ROOT", r.root, 1);
+    if (r->root)
+        setenv("GREENREPLAY_ROOT", r->root, 1);
 
     /* 3. The run. */
-    char **child = gr_xrealloc(NULL, (size_t)(r.nprog + 12) * sizeof *child);
+    char **child = gr_xrealloc(NULL, (size_t)(r->nprog + 12) * sizeof *child);
     int k = 0;
     double t0 = now_s();
-    if (r.no_record) {
-        child[k++] = (char *)r.python;
-        for (int i = 0; i < r.nprog; i++)
-            child[k++] = r.prog[i];
+    if (r->no_record) {
+        child[k++] = (char *)r->python;
+        for (int i = 0; i < r->nprog; i++)
+            child[k++] = r->prog[i];
         child[k] = NULL;
-        rc = run_no_record(&r, child);
+        rc = run_no_record(r, child);
     } else {
         /* record puts the package on PYTHONPATH itself */
         if (!saved_pp || !*saved_pp)
@@ -537,23 +688,23 @@ int gr_cmd_conform(int argc, char **argv)
             setenv("PYTHONPATH", saved_pp, 1);
         child[k++] = (char *)"record";
         child[k++] = (char *)"-o";
-        child[k++] = r.trace;
-        if (r.root) {
+        child[k++] = r->trace;
+        if (r->root) {
             child[k++] = (char *)"--root";
-            child[k++] = (char *)r.root;
+            child[k++] = (char *)r->root;
         }
-        if (r.switches) {
+        if (r->switches) {
             child[k++] = (char *)"--switches";
-            child[k++] = (char *)r.switches;
+            child[k++] = (char *)r->switches;
         }
         child[k++] = (char *)"--";
-        child[k++] = (char *)r.python;
-        for (int i = 0; i < r.nprog; i++)
-            child[k++] = r.prog[i];
+        child[k++] = (char *)r->python;
+        for (int i = 0; i < r->nprog; i++)
+            child[k++] = r->prog[i];
         child[k] = NULL;
         /* record's line about a trace cut short (os._exit) must not name
          * a file that cleanup() deletes. */
-        if (!r.keep && !r.trace_out)
+        if (!r->keep && !r->trace_out)
             gr_record_set_trace_label("the temporary trace (conform deletes it; --keep keeps it)");
         rc = gr_cmd_record(k, child);
         gr_record_set_trace_label(NULL);
@@ -565,16 +716,16 @@ int gr_cmd_conform(int argc, char **argv)
     if (rc >= 128) {
         snprintf(reason, sizeof reason, "the program was killed by signal %d", rc - 128);
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
-        cleanup(&r);
-        return finish(&r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);
+        cleanup(r);
+        return finish(r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);
     }
     if (rc != 0)
         printf("note: the program exited with status %d\n", rc);
-    json_t *res = load_results(r.results, reason, sizeof reason);
+    json_t *res = load_results(r->results, reason, sizeof reason);
     if (!res) {
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
-        cleanup(&r);
-        return finish(&r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);
+        cleanup(r);
+        return finish(r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);
     }
     const char *skip = json_string_value(json_object_get(res, "skip"));
     const char *err = json_string_value(json_object_get(res, "error"));
@@ -585,13 +736,13 @@ int gr_cmd_conform(int argc, char **argv)
         else
             fprintf(stderr, "greenreplay: conform: %s\n", err);
         snprintf(reason, sizeof reason, "%s", skip ? skip : err);
-        cleanup(&r);
-        st2 = finish(&r, skip ? "skip" : "error", reason, res, NULL, 0, rc, t_run, 0, st2);
+        cleanup(r);
+        st2 = finish(r, skip ? "skip" : "error", reason, res, NULL, 0, rc, t_run, 0, st2);
         json_decref(res);
         return st2;
     }
-    if (r.no_record) {
-        cleanup(&r);
+    if (r->no_record) {
+        cleanup(r);
         json_decref(res);
         return 0;
     }
@@ -599,13 +750,13 @@ int gr_cmd_conform(int argc, char **argv)
     /* 4. The comparison. */
     double t1 = now_s();
     gr_trace t;
-    int ls = gr_trace_load(&t, r.trace);
+    int ls = gr_trace_load(&t, r->trace);
     if (ls != GR_READ_OK) {
         snprintf(reason, sizeof reason, "%s", t.err.msg);
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         gr_trace_free(&t);
-        cleanup(&r);
-        int st2 = finish(&r, "error", reason, res, NULL, 0, rc, t_run, 0, 2);
+        cleanup(r);
+        int st2 = finish(r, "error", reason, res, NULL, 0, rc, t_run, 0, 2);
         json_decref(res);
         return st2;
     }
@@ -636,7 +787,7 @@ int gr_cmd_conform(int argc, char **argv)
     int crashed = v == GR_CONFORM_PASS && rc != 0;
     const char *verdict = v == GR_CONFORM_PASS && !crashed ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
     if (v != GR_CONFORM_ERROR)
-        printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r.spec,
+        printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r->spec,
                pv ? pv : "?", py ? py : "?", gl ? gl : "?", verdict, checked, checked == 1 ? "" : "s", nd,
                nd == 1 ? "" : "s");
     if (v == GR_CONFORM_FAIL)
@@ -652,9 +803,9 @@ int gr_cmd_conform(int argc, char **argv)
     }
     if (v == GR_CONFORM_ERROR)
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
-    cleanup(&r);
+    cleanup(r);
     json_object_set(res, "notes", notes); /* finish copies it */
-    int status = finish(&r, verdict, reason, res, diffs, checked, rc, t_run, t_cmp, v);
+    int status = finish(r, verdict, reason, res, diffs, checked, rc, t_run, t_cmp, v);
     json_decref(diffs);
     json_decref(notes);
     json_decref(res);

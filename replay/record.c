@@ -72,17 +72,25 @@ static const char usage_record[] =
     "  --flush-signal SIG flush the trace on signal SIG (USR1, SIGUSR2, a number)\n"
     "                     without stopping; in ring mode this writes the file.\n"
     "                     SIG sent to `greenreplay record` is forwarded too\n"
-    "  --switches MODE    how greenlet switches are detected: passive (default):\n"
-    "                     no greenlet trace callback, each switch is seen at the\n"
-    "                     target's first profile event or mark, with its real\n"
-    "                     stack; callback: greenlet.settrace announces them (any\n"
+    "  --switches MODE    how greenlet switches are detected.  passive (the\n"
+    "                     default): no greenlet trace callback is installed; the\n"
+    "                     recorder looks for a switch at each mark and at each\n"
+    "                     profile event after which one may have happened (asking\n"
+    "                     greenlet which greenlet runs) and writes it with the\n"
+    "                     target's real stack, or as continued without asking (see\n"
+    "                     --switch-stacks).  callback: installs a greenlet trace\n"
+    "                     callback (greenlet.settrace, chained in front of the\n"
+    "                     program's; greenlet.gettrace() then returns the\n"
+    "                     recorder's) that announces switches and throws; any such\n"
     "                     callback makes greenlet recompute the target's tracing\n"
-    "                     state, hiding the greenlet issue 256 class)\n"
+    "                     state, hiding the greenlet issue 256 class that passive\n"
+    "                     mode exists to see\n"
     "  --switch-stacks WHEN  passive mode: needed (default): a switch back into a\n"
     "                     greenlet whose turns since its last real stack were all\n"
     "                     seen is written without a stack (flag continued: the\n"
-    "                     trace gives it; docs/FORMAT.md section 4); every: the\n"
-    "                     real stack at every switch (slower)\n"
+    "                     trace gives it; docs/FORMAT.md section 4; Python\n"
+    "                     3.9-3.11, not with --ring); every: the real stack at\n"
+    "                     every switch (slower)\n"
     "  --manual           do not start recording; only make `import greenreplay`\n"
     "                     work, so the program calls greenreplay.start()/stop()\n"
     "                     itself (start() with no path writes FILE)\n"
@@ -326,18 +334,19 @@ static int has_magic(int fd)
     return k == (ssize_t)sizeof m && memcmp(m, GR_MAGIC, GR_MAGIC_LEN) == 0;
 }
 
-/* Check that `path` may be written as a trace, and empty it if it exists,
- * so that a run that never starts recording leaves no old trace behind.
- * A directory, an unwritable path, a file that is the program's script, or
- * a non-empty regular file without the trace magic (unless force) is
- * refused: one line naming `opt` on stderr, -1.  `script` is the program's
- * SCRIPT or NULL. */
-static int prepare_output(const char *opt, const char *path, const char *script, int force)
+/* Check that `path` may be written as a trace, and (unless dry) empty it
+ * if it exists, so that a run that never starts recording leaves no old
+ * trace behind.  A directory, an unwritable path, a file that is the
+ * program's script, or a non-empty regular file without the trace magic
+ * (unless force) is refused: one line "greenreplay: CMD: OPT PATH: why" on
+ * stderr, -1.  `script` is the program's SCRIPT or NULL. */
+static int check_output(const char *cmd, const char *opt, const char *path, const char *script, int force,
+                        int dry)
 {
     struct stat st, sst;
     if (stat(path, &st) != 0) {
         if (errno != ENOENT) {
-            fprintf(stderr, "greenreplay: record: %s %s: %s\n", opt, path, strerror(errno));
+            fprintf(stderr, "greenreplay: %s: %s %s: %s\n", cmd, opt, path, strerror(errno));
             return -1;
         }
         char *copy = strdup(path);
@@ -345,46 +354,61 @@ static int prepare_output(const char *opt, const char *path, const char *script,
         int rc = access(dir, W_OK | X_OK);
         int e = errno;
         if (rc != 0)
-            fprintf(stderr, "greenreplay: record: %s %s: cannot create it in %s: %s\n", opt, path, dir,
+            fprintf(stderr, "greenreplay: %s: %s %s: cannot create it in %s: %s\n", cmd, opt, path, dir,
                     strerror(e));
         free(copy);
         return rc == 0 ? 0 : -1;
     }
     if (S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "greenreplay: record: %s %s: is a directory\n", opt, path);
+        fprintf(stderr, "greenreplay: %s: %s %s: is a directory\n", cmd, opt, path);
         return -1;
     }
     if (script && stat(script, &sst) == 0 && sst.st_dev == st.st_dev && sst.st_ino == st.st_ino) {
-        fprintf(stderr, "greenreplay: record: %s %s: is the program's script; refusing to overwrite it\n",
-                opt, path);
+        fprintf(stderr, "greenreplay: %s: %s %s: is the program's script; refusing to overwrite it\n",
+                cmd, opt, path);
         return -1;
     }
     if (!S_ISREG(st.st_mode)) { /* /dev/null, a FIFO, ...: only writable */
         if (access(path, W_OK) != 0) {
-            fprintf(stderr, "greenreplay: record: %s %s: %s\n", opt, path, strerror(errno));
+            fprintf(stderr, "greenreplay: %s: %s %s: %s\n", cmd, opt, path, strerror(errno));
             return -1;
         }
         return 0;
     }
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        fprintf(stderr, "greenreplay: record: %s %s: cannot write it: %s\n", opt, path, strerror(errno));
+        fprintf(stderr, "greenreplay: %s: %s %s: cannot write it: %s\n", cmd, opt, path, strerror(errno));
         return -1;
     }
     int magic = st.st_size ? has_magic(fd) : 1;
     if (magic <= 0 && !force) {
         fprintf(stderr,
-                "greenreplay: record: %s %s: exists and is not a greenreplay trace; refusing to "
-                "overwrite it (--force does)\n",
-                opt, path);
+                "greenreplay: %s: %s %s: exists and is not a greenreplay trace; refusing to "
+                "overwrite it%s\n",
+                cmd, opt, path, strcmp(cmd, "record") == 0 ? " (--force does)" : "");
         close(fd);
         return -1;
     }
+    if (dry) {
+        close(fd);
+        return 0;
+    }
     int rc = ftruncate(fd, 0);
     if (rc != 0)
-        fprintf(stderr, "greenreplay: record: %s %s: cannot empty it: %s\n", opt, path, strerror(errno));
+        fprintf(stderr, "greenreplay: %s: %s %s: cannot empty it: %s\n", cmd, opt, path, strerror(errno));
     close(fd);
     return rc == 0 ? 0 : -1;
+}
+
+static int prepare_output(const char *opt, const char *path, const char *script, int force)
+{
+    return check_output("record", opt, path, script, force, 0);
+}
+
+/* record.h */
+int gr_record_check_output(const char *cmd, const char *opt, const char *path, const char *script)
+{
+    return check_output(cmd, opt, path, script, 0, 1);
 }
 
 /* The side channel FILE.times of an earlier run: emptied if it is one (a

@@ -29,6 +29,13 @@ uint64_t gr_record_parse_size(const char *s);
 /* Whether the interpreter `prog`, a path or a name looked up on PATH, can
  * be executed: 0 yes, -1 no (errno from access(2)). */
 int gr_record_find_program(const char *prog);
+/* Whether `path` may be written as record's -o trace, asked before
+ * anything runs and changing nothing: refused are a directory, a path that
+ * cannot be created or written, the program's `script` (NULL: none) and an
+ * existing non-empty file that is not a greenreplay trace.  On refusal one
+ * line "greenreplay: CMD: OPT PATH: why" goes to stderr.  All strings
+ * borrowed.  Returns 0, or -1 when refused. */
+int gr_record_check_output(const char *cmd, const char *opt, const char *path, const char *script);
 uint64_t gr_record_parse_count(const char *s);
 int gr_record_parse_signal(const char *s);
 /* The directory `record` puts on PYTHONPATH, holding the greenreplay

@@ -904,8 +904,14 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
     if (R->s->uses_greenlet)
         gr_sb_puts(&h, ", with greenlet");
     line(R, out, 0, h.s, h.len, NULL);
+    /* Anonymized names match the original's only up to renaming. */
+    static const char cmp[] = "# Compare:    greenreplay diff --c-names script ORIGINAL.grt repro.grt";
+    static const char cmp_anon[] = "# Compare:    greenreplay diff --c-names script --rename ORIGINAL.grt repro.grt";
+    if (R->o->anonymize)
+        line(R, out, 0, cmp_anon, sizeof cmp_anon - 1, NULL);
+    else
+        line(R, out, 0, cmp, sizeof cmp - 1, NULL);
     static const char *const text[] = {
-        "# Compare:    greenreplay diff --c-names script ORIGINAL.grt repro.grt",
         "#",
         "# It acts out the greenlets of the trace (creation, parents, the order of",
         "# switches, throws and deaths; not the values they pass), the calls in",

@@ -24,7 +24,8 @@
 #   the round trip the script's header gives (script, record --manual, diff
 #     --c-names script) on a whole-program recording (record without
 #     --manual, the default): same structure, also --anonymize with --rename;
-#     a script of a program with one more switch still differs; script
+#     a script of a program with one more switch still differs; an
+#     anonymized script's header names diff's --rename; script
 #     notes nothing for such a trace (its start at the top is reproduced);
 #     a program ended by an uncaught exception round-trips too (what follows
 #     its <module>'s return is not compared, and diff says so)
@@ -55,6 +56,9 @@
 #     ci/envs.sh a stub printing the interpreter): each command exits 0, the
 #     optional reduce 1 (nothing to reduce); its commands name the
 #     interpreters only as "$PYTHON" and "$BAD_PYTHON"
+#   passive switch detection is the default and installs no greenlet trace
+#     callback (greenlet.gettrace() stays None); --switches callback installs
+#     one; record --help, the man page and README say so
 #
 # usage: tests/integration/cli_ux.sh [--python PY]
 # Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
@@ -373,7 +377,8 @@ EOF
     rc3=$?
     if [ $ok = 1 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 1 ] && [ ! -s "$W/rt.notes" ] &&
        ! grep -q 'Not reproduced' "$W/rt.py" &&
-       grep -q '^# Compare: *greenreplay diff --c-names script' "$W/rt.py" &&
+       grep -q '^# Compare: *greenreplay diff --c-names script ORIGINAL' "$W/rt.py" &&
+       grep -q '^# Compare: *greenreplay diff --c-names script --rename ORIGINAL' "$W/rt--anonymize.py" &&
        grep -q '^same structure' "$W/rt.diff" && grep -q '^same structure' "$W/rta.diff" &&
        grep -q '^+ .*CALL .*helper' "$W/rt4.diff"; then
         gr_ok "script of a whole-program recording (no note: it is reproduced), recorded with --manual: diff --c-names script says same structure (also --anonymize/--rename); one more switch differs"
@@ -654,6 +659,32 @@ else
         gr_bad "docs/WORKFLOW.md's first block: exit status per command below"
         gr_show "$wf/rcs" "$wf/err"
     fi
+fi
+
+# Passive switch detection is the default and installs no greenlet trace
+# callback; --switches callback installs one (greenlet.gettrace() returns
+# it), as record --help, the man page and the README say.
+if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+    printf 'import greenlet\nprint(type(greenlet.gettrace()).__name__)\n' >"$W/gettrace.py"
+    "$cli" record -o "$W/gt1.grt" -- "$GR_PY" "$W/gettrace.py" >"$W/gt1.out" 2>&1
+    "$cli" record --switches callback -o "$W/gt2.grt" -- "$GR_PY" "$W/gettrace.py" >"$W/gt2.out" 2>&1
+    help=$("$cli" record --help | tr -s ' \n' ' ')
+    man=$(tr -s ' \n' ' ' <"$GR_ROOT/docs/greenreplay.1")
+    readme=$(sed -n 1,200p "$GR_ROOT/README.md" | tr -s ' \n' ' ')
+    if grep -qx NoneType "$W/gt1.out" && grep -qx ThreadRecorder "$W/gt2.out" &&
+        "$cli" dump "$W/gt1.grt" | grep -q '^# switches: passive$' &&
+        printf '%s' "$help" | grep -q "passive (the default): no greenlet trace callback is installed" &&
+        printf '%s' "$help" | grep -q "callback: installs a greenlet trace callback" &&
+        printf '%s' "$man" | grep -q "By default switches are detected passively: no greenlet trace callback is installed" &&
+        printf '%s' "$man" | grep -q 'switches callback installs a greenlet trace callback' &&
+        printf '%s' "$readme" | grep -q 'switches are detected passively by default, with no greenlet trace callback installed' &&
+        printf '%s' "$readme" | grep -q '`--switches callback` (`start(switches="callback")`) installs a greenlet trace callback'; then
+        gr_ok "switches: passive by default installs no greenlet callback, --switches callback installs one; --help, man page and README say so"
+    else
+        gr_bad "switches: default gettrace '$(cat "$W/gt1.out")', callback '$(cat "$W/gt2.out")', or --help/man/README silent"
+    fi
+else
+    skip "switches: greenlet is not importable by $GR_PY"
 fi
 
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"

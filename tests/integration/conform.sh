@@ -13,7 +13,14 @@
 #    the main greenlet dropped) exits 1 with a blind_spot naming the
 #    function and the greenlet; the documented example adapter passes and
 #    is the very file docs/conform.md shows;
-#  - --json holds the documented fields; an unavailable profiler is a skip
+#  - a program without greenlets passes with every available adapter;
+#  - the program's code that runs while the harness works at exit (after
+#    its finish MARK, the profiler stopped) is not counted as the
+#    program's, and the harness itself calls none of it;
+#  - --json holds the documented fields, --json - writes them to stdout
+#    alone; outputs that cannot be written (or would overwrite the script
+#    or each other) are refused before anything runs, a missing
+#    interpreter gets a one-line hint; an unavailable profiler is a skip
 #    (3), an adapter without results() and usage errors are errors (2).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
@@ -119,6 +126,40 @@ else
     gr_show "$GR_WORK/broken.out" "$GR_WORK/broken.json"
 fi
 
+# A program without greenlets: every available adapter passes (the profile
+# module raised AssertionError at the return of <module>, which its
+# adapter had not shown it called).
+for adapter in $available; do
+    "$GR_CLI" conform --profiler "$adapter" -- "$PY" "$ADAPTERS/no_greenlets.py" >"$GR_WORK/plain.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q "Error\|^note:" "$GR_WORK/plain.out" && grep -qx 14 "$GR_WORK/plain.out"; then
+        gr_ok "no greenlets, $adapter: pass"
+    else
+        gr_bad "no greenlets, $adapter: exit $rc"
+        gr_show "$GR_WORK/plain.out"
+    fi
+done
+
+# The harness's own work at exit (after its finish MARK, the profiler
+# stopped) runs the program's code: a finaliser the collector calls during
+# the harness's allocations; not counted as the program's.  The trace must
+# show such a call after the MARK, else the test proves nothing.  And the
+# harness itself calls none of the program's code (a lazy module's
+# __getattr__, when it reads the modules' __file__).
+"$GR_CLI" conform --profiler cprofile -o "$GR_WORK/harness.grt" \
+    -- "$PY" "$ADAPTERS/harness_calls.py" >"$GR_WORK/harness.out" 2>&1
+rc=$?
+"$GR_CLI" dump "$GR_WORK/harness.grt" 2>/dev/null | sed -n '/"greenreplay-conform: finish"/,$p' >"$GR_WORK/harness.late"
+late=$(grep -c ' CALL .* Node.__del__ ' "$GR_WORK/harness.late")
+lazy=$(grep -c ' CALL .* LazyModule.__getattr__ ' "$GR_WORK/harness.late")
+if [ $rc -eq 0 ] && [ "$late" -ge 1 ] && [ "$lazy" -eq 0 ] &&
+    grep -q ': pass, [0-9]* functions checked, 0 differences$' "$GR_WORK/harness.out"; then
+    gr_ok "harness calls at exit: $late finaliser call(s) after the finish MARK, not counted (pass); the harness calls no __getattr__ of the program's"
+else
+    gr_bad "harness calls at exit: exit $rc, $late finaliser call(s) and $lazy __getattr__ call(s) after the finish MARK"
+    gr_show "$GR_WORK/harness.out"
+fi
+
 # The documented example adapter: passes, and is the file the docs show.
 "$GR_CLI" conform --profiler "$ADAPTERS/callcount.py" -- "$PY" "$FIX/direct_then_run.py" \
     >"$GR_WORK/example.out" 2>&1
@@ -175,6 +216,74 @@ check_status 2 "unknown adapter" "$GR_CLI" conform --profiler no-such-profiler -
 check_status 2 "no --profiler" "$GR_CLI" conform -- "$PY" "$FIX/direct_then_run.py"
 check_status 2 "no program" "$GR_CLI" conform --profiler cprofile
 check_status 2 "interpreter option" "$GR_CLI" conform --profiler cprofile -- "$PY" -c pass
+
+# Outputs conform could not write at the end, or that would overwrite the
+# program or each other, are refused before anything runs: the interpreter
+# is a wrapper that leaves a file when it runs (the probe included).
+prog=$GR_WORK/prog.py
+cp "$ADAPTERS/no_greenlets.py" "$prog"
+printf '#!/bin/sh\ntouch "%s/ran"\nexec "%s" "$@"\n' "$GR_WORK" "$PY" >"$GR_WORK/markpy"
+chmod +x "$GR_WORK/markpy"
+printf 'not a trace\n' >"$GR_WORK/notes.txt"
+refused() { # LABEL PATTERN OPTIONS...: exit 2, one line matching PATTERN, nothing ran
+    local label=$1 pattern=$2
+    shift 2
+    rm -f "$GR_WORK/ran"
+    "$GR_CLI" conform --profiler cprofile "$@" -- "$GR_WORK/markpy" "$prog" >"$GR_WORK/s.out" 2>"$GR_WORK/s.err"
+    local rc=$? lines
+    lines=$(cat "$GR_WORK/s.out" "$GR_WORK/s.err" | wc -l)
+    if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$GR_WORK/s.err" && [ ! -e "$GR_WORK/ran" ] &&
+        cmp -s "$prog" "$ADAPTERS/no_greenlets.py"; then
+        gr_ok "refused up front: $label ($(cat "$GR_WORK/s.err"))"
+    else
+        gr_bad "refused up front: $label: exit $rc, $lines lines$([ -e "$GR_WORK/ran" ] && echo ', the interpreter ran')"
+        gr_show "$GR_WORK/s.out" "$GR_WORK/s.err"
+    fi
+}
+refused "--json in a missing directory" "^greenreplay: conform: --json $GR_WORK/no/v.json: cannot write it: " \
+    --json "$GR_WORK/no/v.json"
+refused "--json a directory" "^greenreplay: conform: --json $GR_WORK: cannot write it: Is a directory" --json "$GR_WORK"
+refused "-o in a missing directory" "^greenreplay: conform: -o $GR_WORK/no/t.grt: cannot create it in " -o "$GR_WORK/no/t.grt"
+refused "-o a file that is not a trace" "^greenreplay: conform: -o $GR_WORK/notes.txt: exists and is not a greenreplay trace" \
+    -o "$GR_WORK/notes.txt"
+refused "--results in a missing directory" "^greenreplay: conform: --results $GR_WORK/no/r.json: cannot write it: " \
+    --results "$GR_WORK/no/r.json"
+refused "--results the script" "^greenreplay: conform: --results $prog: is the program's script" --results "$prog"
+refused "--json the script" "^greenreplay: conform: --json $prog: is the program's script" --json "$prog"
+refused "--json and -o one file" "^greenreplay: conform: --json and -o name the same file" \
+    --json "$GR_WORK/same" -o "$GR_WORK/./same"
+[ -e "$GR_WORK/same" ] && gr_bad "--json and -o one file: $GR_WORK/same was created"
+
+# A missing interpreter: one line saying where the interpreter goes; the
+# error verdict in --json.
+check_status 2 "missing interpreter" "$GR_CLI" conform --profiler cprofile --json "$GR_WORK/nopy.json" \
+    -- "$GR_WORK/no-python" "$prog"
+if grep -q "interpreter not found or not executable: $GR_WORK/no-python (the first word after -- is the interpreter, e.g. \`-- python3 SCRIPT\`)" "$GR_WORK/s.err" &&
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and "no-python" in d["reason"], d' "$GR_WORK/nopy.json"; then
+    gr_ok "missing interpreter: the hint, and the error verdict in --json"
+else
+    gr_bad "missing interpreter: hint or --json"
+    gr_show "$GR_WORK/s.err" "$GR_WORK/nopy.json"
+fi
+check_status 2 "script where the interpreter goes" "$GR_CLI" conform --profiler cprofile -- "$prog" arg
+grep -q "$prog is not an interpreter: .*\`-- python3 $prog\`" "$GR_WORK/s.err" &&
+    gr_ok "script where the interpreter goes: the line shows -- python3 SCRIPT" ||
+    gr_bad "script where the interpreter goes: no hint"
+check_status 2 "--list with a missing --python" "$GR_CLI" conform --list --python "$GR_WORK/no-python"
+grep -q "(--python names the interpreter" "$GR_WORK/s.err" && gr_ok "--list with a missing --python: the hint" ||
+    gr_bad "--list with a missing --python: no hint"
+
+# --json -: stdout is the JSON document alone (the program's output and
+# the summary line go to stderr).
+"$GR_CLI" conform --profiler cprofile --json - -- "$PY" "$prog" >"$GR_WORK/j.out" 2>"$GR_WORK/j.err"
+rc=$?
+if [ $rc -eq 0 ] && [ ! -e ./- ] && "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "pass", d' "$GR_WORK/j.out" &&
+    grep -qx 14 "$GR_WORK/j.err" && grep -q "^conform: cprofile .*: pass, " "$GR_WORK/j.err"; then
+    gr_ok "--json -: the JSON alone on stdout, the program's output and the summary on stderr"
+else
+    gr_bad "--json -: exit $rc"
+    gr_show "$GR_WORK/j.out" "$GR_WORK/j.err"
+fi
 if "$GR_CLI" conform --help | grep -q "^Exit status: 0 the profiler agrees"; then
     gr_ok "help: documents the exit status"
 else

@@ -268,6 +268,63 @@ static void test_displaced_recorder_is_error(void **state)
     assert_int_equal(with_finish_mark(0), GR_CONFORM_ERROR);
 }
 
+/* After the finish MARK the harness stops the profiler and collects its
+ * results: a call it makes into the program (main, and the C call main
+ * makes) is not counted; a STACK at stop still proves work twice in g2. */
+static int after_finish(const char *results_json)
+{
+    fx f;
+    memset(&f, 0, sizeof f);
+    tb_open(&f.b, 0);
+    uint32_t mod = tb_py(&f.b, "<module>", "prog.py", 1);
+    uint32_t main_ = tb_py(&f.b, "main", "prog.py", 10);
+    uint32_t work = tb_py(&f.b, "work", "prog.py", 5);
+    uint32_t fin = tb_py(&f.b, "_finish", "<greenreplay>/conform.py", 0);
+    uint32_t mk = tb_c(&f.b, "greenreplay._greenreplay.mark");
+    uint32_t len = tb_c(&f.b, "builtins.len");
+    uint32_t label = tb_str(&f.b, GR_CONFORM_MARK_FINISH);
+    tb_thread(&f.b, 1);
+    tb_greenlet(&f.b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_simple(&f.b, GR_START, 1, 1);
+    tb_ev(&f.b, GR_CALL, 1, 1, mod);
+    tb_ev(&f.b, GR_CALL, 1, 1, main_);
+    tb_ev(&f.b, GR_RETURN, 1, 1, main_);
+    tb_ev(&f.b, GR_RETURN, 1, 1, mod);
+    tb_greenlet(&f.b, 1, 2, 1, 0, 0);
+    tb_ev(&f.b, GR_CALL, 1, 1, fin);
+    tb_mark(&f.b, 1, 1, label, mk, GR_MARK_PROFILE_OURS, 1, fin);
+    tb_ev(&f.b, GR_CALL, 1, 1, main_); /* the harness calls the program's main */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, len);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, len);
+    tb_ev(&f.b, GR_RETURN, 1, 1, main_);
+    tb_ev(&f.b, GR_RETURN, 1, 1, fin);
+    tb_stack(&f.b, 1, 2, 0, 2, work, work); /* at stop: g2 suspended in work > work */
+    tb_finish(&f.b);
+    assert_int_equal(tb_load(&f.b, &f.t), GR_READ_OK);
+    int v = compare(&f, results_json);
+    if (v == GR_CONFORM_FAIL) {
+        assert_int_equal(json_array_size(f.diffs), 1);
+        json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
+        assert_int_equal(json_integer_value(json_object_get(d, "truth")), 2);
+    }
+    end(&f);
+    return v;
+}
+
+static void test_harness_calls_after_finish_not_counted(void **state)
+{
+    (void)state;
+    const char *agree = "{\"threads\": \"starting\", \"functions\": ["
+                        "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1},"
+                        "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 2}],"
+                        "\"c_functions\": [{\"name\": \"builtins.len\", \"calls\": 0}]}";
+    assert_int_equal(after_finish(agree), GR_CONFORM_PASS);
+    const char *short_work = "{\"threads\": \"starting\", \"functions\": ["
+                             "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1},"
+                             "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 1}]}";
+    assert_int_equal(after_finish(short_work), GR_CONFORM_FAIL);
+}
+
 static void test_nothing_to_compare_is_error(void **state)
 {
     (void)state;
@@ -292,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_line_hits),
         cmocka_unit_test(test_c_functions),
         cmocka_unit_test(test_displaced_recorder_is_error),
+        cmocka_unit_test(test_harness_calls_after_finish_not_counted),
         cmocka_unit_test(test_nothing_to_compare_is_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

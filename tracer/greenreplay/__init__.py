@@ -253,7 +253,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
 
     Installs the C profile function on every thread (threads started later
     included) without changing what sys.getprofile(), threading.getprofile()
-    or greenlet.gettrace() return to the program; when the program installs
+    or greenlet.gettrace() return to the program (greenlet.gettrace(): in
+    passive mode; switches="callback" installs the recorder's greenlet
+    callback, which it then returns); when the program installs
     its own profile function the recorder chains in front of it and writes a
     HOOK record.  Raises RuntimeError when already recording,
     ValueError without a path, OSError when the file cannot be written."""

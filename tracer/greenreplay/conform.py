@@ -21,7 +21,12 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
     version() -> str             the profiler's version (free text)
     start([ctx])                 enable it; ctx (if start takes an argument) is
                                  a dict: script, root, main_code (the code
-                                 object of the program's __main__ module)
+                                 object of the program's __main__ module),
+                                 frame (the program's <module> frame, at its
+                                 call: it is running and the profiler sees
+                                 its return; None when the program starts
+                                 the profiler itself, "# conform-start:
+                                 manual")
     stop()                       disable it
     results() -> dict            what it measured, with any of:
         "functions": [{"file", "line", "name", "calls"}]   call counts per
@@ -57,6 +62,7 @@ import inspect
 import json
 import os
 import sys
+import types
 
 BUILTINS = ("cprofile", "profile", "yappi", "coverage", "coverage-py",
             "coverage-monitoring", "line_profiler")
@@ -211,7 +217,12 @@ def _files_for_code(paths):
     program's modules name."""
     files = {}
     for mod in list(sys.modules.values()):
-        f = getattr(mod, "__file__", None)
+        # Read the module's own dict, so that no code of the program runs
+        # here (getattr would call a lazy module's __getattr__ or an
+        # object's that the program put in sys.modules).
+        if not issubclass(type(mod), types.ModuleType):
+            continue
+        f = object.__getattribute__(mod, "__dict__").get("__file__")
         if isinstance(f, str) and f.endswith(".py"):
             n = paths(f)
             if n is not None:
@@ -268,7 +279,7 @@ def begin(frame):
             _write(out, dict(_header(module, spec), skip=reason or "not available"))
             return
         ctx = {"script": os.path.abspath(frame.f_code.co_filename), "root": root,
-               "main_code": frame.f_code}
+               "main_code": frame.f_code, "frame": frame}
         try:
             takes_ctx = len(inspect.signature(module.start).parameters) > 0
         except (TypeError, ValueError):
@@ -276,6 +287,7 @@ def begin(frame):
         atexit.register(_finish)
         _state.update(ctx=ctx, takes_ctx=takes_ctx)
         if _manual(frame.f_code.co_filename):
+            ctx["frame"] = None  # started from the program's code, deeper
             _state["manual"] = True
             return
         _start()
@@ -321,10 +333,13 @@ def _mark(label):
 
 def _start():
     module = _state["module"]
-    if _state["takes_ctx"]:
-        module.start(_state["ctx"])
-    else:
-        module.start()
+    try:
+        if _state["takes_ctx"]:
+            module.start(_state["ctx"])
+        else:
+            module.start()
+    finally:
+        _state["ctx"].pop("frame", None)  # the harness keeps no frame alive
     _state["started"] = True
 
 
@@ -377,7 +392,10 @@ def _finish():
         # Is the recorder still this thread's profile function (its own or
         # chained)?  The MARK says so in its flags; a profiler that writes
         # the thread state directly displaces it without an audit event
-        # (yappi 1.0), and the recording then has no ground truth.
+        # (yappi 1.0), and the recording then has no ground truth.  The
+        # MARK also ends the program for the comparison: what follows is
+        # this harness's work, even where the program's code runs during
+        # it (a finaliser, another thread).
         _mark(MARK_FINISH)
     except Exception:
         pass

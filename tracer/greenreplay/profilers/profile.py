@@ -2,7 +2,12 @@
 
 It has no enable(): its dispatcher is installed with sys.setprofile on the
 starting thread only, after set_cmd() pushed the fake outermost frame that
-create_stats() expects (as Profile.run does).  Its dispatcher asserts that
+create_stats() expects (as Profile.run does) and then the call of the
+program's <module> frame, which is already running when the profiler
+starts (as Profile.runcall's function would have been seen called): without
+it, the return of <module> is one the profiler never saw called, and its
+dispatcher raises AssertionError ('Bad return') there, at the end of every
+program.  Its dispatcher asserts that
 a returning frame is the one it saw called last or that one's caller; a
 greenlet switch breaks that order, and CPython then removes the profile
 function and raises the AssertionError into the program."""
@@ -20,10 +25,13 @@ def version():
     return "profile (CPython %s)" % sys.version.split()[0]
 
 
-def start():
+def start(ctx):
     global _prof
     _prof = profile.Profile()
     _prof.set_cmd("greenreplay conform")
+    if ctx.get("frame") is not None:
+        # the call event of <module>, with the profiler's own handler
+        _prof.dispatch["call"](_prof, ctx["frame"], 0)
     sys.setprofile(_prof.dispatcher)
 
 
