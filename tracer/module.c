@@ -206,7 +206,8 @@ PyDoc_STRVAR(start_doc,
 "`max_greenlets` - 1 greenlets alive at once (2 <= max_greenlets <= 2**30; the\n"
 "slot of a dead or freed greenlet is reused; greenlets that find every slot\n"
 "taken are counted in the META record sampler_untracked_greenlets, never\n"
-"sampled) and unwinding and storing `keep` stacks per sample\n"
+"sampled) and unwinding and storing `keep` stacks per sample (0 <= keep <=\n"
+"8192: the sampler's memory grows with it, docs/PERFORMANCE.md)\n"
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  While the program records nothing\n"
 "(idle or blocked in C) its samples wait in a ring and a buffer of fixed size\n"
@@ -248,13 +249,14 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     Py_ssize_t chunk = 0;
     const char *sampler = NULL;
     unsigned long long interval_us = 5000;
-    unsigned int keep = 64, max_greenlets = 65536;
+    Py_ssize_t keep = 64;
+    unsigned int max_greenlets = 65536;
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
     const char *switches = "passive";
     PyObject *entry = NULL, *entry_c = NULL;
     int every_stack = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOOp:start", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KnIpKKsOOp:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
                                      &max_size, &ring, &switches, &entry, &entry_c, &every_stack))
@@ -288,6 +290,15 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_ValueError,
                             "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
                             "2 <= max_greenlets <= 2**30");
+            return NULL;
+        }
+        /* The sampler's buffers grow with keep (sampler.h,
+         * GR_SAMPLER_KEEP_MAX): a huge one is refused, not allocated. */
+        if (keep < 0 || keep > GR_SAMPLER_KEEP_MAX) {
+            Py_DECREF(path_obj);
+            PyErr_Format(PyExc_ValueError,
+                         "keep=%zd: must be a number of stacks per sample from 0 to %u", keep,
+                         GR_SAMPLER_KEEP_MAX);
             return NULL;
         }
         times = 1;
@@ -532,7 +543,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         t->had_events = 1;
     }
     if (r->reg) {
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes,
+        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, (uint32_t)keep, ring_bytes,
                                       ring_max);
         if (!r->sampler)
             gr_swallow(r); /* recording goes on without samples */
