@@ -21,6 +21,9 @@
 #     ends by the signal) that the trace is complete; the program's exit
 #     status passes through
 #   record -o F x.py (the script where PYTHON goes): a hint naming PYTHON
+#   record -- "" x.py: says the interpreter is empty; an interpreter that is
+#     missing, not executable or does not run: one line with the cause;
+#     reduce --python likewise, up front (exit 2, not "nothing to reduce")
 #   the round trip the script's header gives (script, record --manual, diff
 #     --c-names script) on a whole-program recording (record without
 #     --manual, the default): same structure, also --anonymize with --rename;
@@ -340,6 +343,37 @@ else
     gr_show "$W/h.err"
 fi
 
+# record with an empty interpreter argument, or one that does not run: one
+# line naming the cause, exit 2, no trace.  (The empty name was looked up
+# on PATH, found a directory, and "record:  does not run" named nothing.)
+"$cli" record -o "$W/h.grt" -- "" "$W/raises.py" >/dev/null 2>"$W/h.err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
+   [ "$(cat "$W/h.err")" = "greenreplay: record: the interpreter is empty (PYTHON, the first word after --, e.g. \`-- python3 SCRIPT\`) (\`greenreplay record --help\` shows the usage)" ]; then
+    gr_ok "record -- \"\" SCRIPT: exit 2, one line saying the interpreter is empty"
+else
+    gr_bad "record -- \"\" SCRIPT (exit $rc)"
+    gr_show "$W/h.err"
+fi
+mkdir -p "$W/notpy"
+for bad in /bin/false "$W/notpy" "$W/no-such-python"; do
+    case $bad in
+        /bin/false) cause='exit status 1' ;;
+        "$W/notpy") cause='cannot execute it: Permission denied' ;;
+        *) cause='No such file or directory' ;;
+    esac
+    "$cli" record -o "$W/h.grt" -- "$bad" "$W/raises.py" >/dev/null 2>"$W/h.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] && [ "$(wc -l <"$W/h.err")" -eq 1 ] &&
+       grep -qF "greenreplay: record: " "$W/h.err" && grep -qF "$bad" "$W/h.err" &&
+       grep -qF "($cause)" "$W/h.err"; then
+        gr_ok "record -- $bad SCRIPT: exit 2, one line with the cause ($cause)"
+    else
+        gr_bad "record -- $bad SCRIPT (exit $rc): want one line with '($cause)'"
+        gr_show "$W/h.err"
+    fi
+done
+
 # ---- 7. the script's round trip on a whole-program recording
 if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
     for n in 3 4; do
@@ -545,6 +579,28 @@ fi
 # reduce leaves no scratch directory, unless --keep
 "$cli" script -q -o "$W/red.py" "$W/good.grt" 2>/dev/null
 mkdir -p "$W/tmpd"
+
+# reduce with an interpreter that does not run: refused up front with the
+# cause, as record does (exit 2, nothing run, no scratch directory), not
+# taken for a script that does not fail ("nothing to reduce", exit 1)
+mkdir -p "$W/notpy"
+for bad in "" /bin/false "$W/notpy" "$W/no-such-python"; do
+    case $bad in
+        '') want='greenreplay: reduce: --python: the interpreter is empty' ;;
+        /bin/false) want='greenreplay: reduce: /bin/false does not run as a Python interpreter (exit status 1)' ;;
+        "$W/notpy") want="greenreplay: reduce: $W/notpy does not run as a Python interpreter (cannot execute it: Permission denied)" ;;
+        *) want="greenreplay: reduce: interpreter not found or not executable: $bad (No such file or directory)" ;;
+    esac
+    TMPDIR=$W/tmpd "$cli" reduce "$W/red.py" --python "$bad" --rule blind_spot -q >/dev/null 2>"$W/red.err"
+    rc=$?
+    left=$(ls -A "$W/tmpd")
+    if [ $rc -eq 2 ] && [ -z "$left" ] && [ "$(cat "$W/red.err")" = "$want" ]; then
+        gr_ok "reduce --python '$bad': exit 2, one line with the cause"
+    else
+        gr_bad "reduce --python '$bad': exit $rc, left in TMPDIR: '$left'; want: $want"
+        gr_show "$W/red.err"
+    fi
+done
 TMPDIR=$W/tmpd "$cli" reduce "$W/red.py" --python "$GR_PY" --rule blind_spot -q >/dev/null 2>"$W/red.err"
 rc=$?
 left=$(ls -A "$W/tmpd")
