@@ -54,7 +54,8 @@
 #     --keep's "kept" line names only the trace, not the unwritten results.json
 #   ci/envs.sh python ID for a known environment not provisioned (a fresh
 #     cache): exit 3, nothing on stdout, one line saying how to provision it;
-#     an unknown ID: exit 2
+#     an unknown ID: exit 2; ci/peer.sh --env ID passes that reason through
+#     (it said "unavailable" whatever the cause), and a note on success
 #   docs/WORKFLOW.md's first block runs as written (app.py a fixture,
 #     ci/envs.sh a stub printing the interpreter): each command exits 0, the
 #     optional reduce 1 (nothing to reduce); its commands name the
@@ -686,6 +687,39 @@ if [ $rc1 -eq 3 ] && [ ! -s "$W/envpy.out" ] && [ "$(wc -l <"$W/envpy.err")" -eq
 else
     gr_bad "ci/envs.sh python: not provisioned exit $rc1, unknown exit $rc2"
     gr_show "$W/envpy.out" "$W/envpy.err" "$W/envpy2.err"
+fi
+
+# ci/peer.sh --env ID passes ci/envs.sh python's reason through (it said
+# "unavailable" whatever the cause), and its notes on success; run from a
+# scratch copy whose ci/envs.sh and Makefile are stubs.
+pw=$W/peer
+mkdir -p "$pw/ci"
+cp "$GR_ROOT/ci/peer.sh" "$GR_ROOT/ci/envs.conf" "$pw/ci/"
+printf 'cli:\n\t@true\n' >"$pw/Makefile"
+cat >"$pw/ci/envs.sh" <<'STUB'
+#!/bin/sh
+case $1 in
+    build) exit 0 ;;
+    python) if [ "$2" = stub-missing ]; then
+                echo "envs: $2 is not provisioned yet (no root at /nowhere): run ci/envs.sh provision $2" >&2
+                exit 3
+            fi
+            echo "envs: note: $2 is built but not smoke-tested yet" >&2
+            echo /bin/false ;;
+esac
+STUB
+chmod +x "$pw/ci/envs.sh"
+GREENREPLAY_CLI=$cli BUILD=$pw/build "$pw/ci/peer.sh" --env stub-missing --out "$pw/out1" >"$pw/out1.log" 2>"$pw/err1"
+rc1=$?
+GREENREPLAY_CLI=$cli BUILD=$pw/build "$pw/ci/peer.sh" --env stub-noted --out "$pw/out2" >"$pw/out2.log" 2>"$pw/err2"
+rc2=$?
+if [ $rc1 -eq 3 ] && [ "$(cat "$pw/err1")" = "peer: ci/envs.sh python stub-missing: stub-missing is not provisioned yet (no root at /nowhere): run ci/envs.sh provision stub-missing" ] &&
+   [ $rc2 -eq 3 ] && [ "$(head -n 1 "$pw/err2")" = "peer: ci/envs.sh python stub-noted: note: stub-noted is built but not smoke-tested yet" ] &&
+   sed -n 2p "$pw/err2" | grep -q "^peer: stub-noted cannot run greenlet's test suite"; then
+    gr_ok "ci/peer.sh --env: ci/envs.sh python's reason passed through (exit 3), and its note on success"
+else
+    gr_bad "ci/peer.sh --env: exit $rc1 / $rc2"
+    gr_show "$pw/err1" "$pw/err2"
 fi
 
 # docs/WORKFLOW.md's first block, run line by line in a scratch directory
