@@ -60,6 +60,8 @@
 #     ci/envs.sh a stub printing the interpreter): each command exits 0, the
 #     optional reduce 1 (nothing to reduce); its commands name the
 #     interpreters only as "$PYTHON" and "$BAD_PYTHON"
+#   make help names every .PHONY target and every script that make
+#     integration and make integration-debug run
 #   passive switch detection is the default and installs no greenlet trace
 #     callback (greenlet.gettrace() stays None); --switches callback installs
 #     one; record --help, the man page and README say so
@@ -715,11 +717,32 @@ GREENREPLAY_CLI=$cli BUILD=$pw/build "$pw/ci/peer.sh" --env stub-noted --out "$p
 rc2=$?
 if [ $rc1 -eq 3 ] && [ "$(cat "$pw/err1")" = "peer: ci/envs.sh python stub-missing: stub-missing is not provisioned yet (no root at /nowhere): run ci/envs.sh provision stub-missing" ] &&
    [ $rc2 -eq 3 ] && [ "$(head -n 1 "$pw/err2")" = "peer: ci/envs.sh python stub-noted: note: stub-noted is built but not smoke-tested yet" ] &&
-   sed -n 2p "$pw/err2" | grep -q "^peer: stub-noted cannot run greenlet's test suite"; then
+   grep -q "^peer: stub-noted cannot run greenlet's test suite" <<<"$(sed -n 2p "$pw/err2")"; then
     gr_ok "ci/peer.sh --env: ci/envs.sh python's reason passed through (exit 3), and its note on success"
 else
     gr_bad "ci/peer.sh --env: exit $rc1 / $rc2"
     gr_show "$pw/err1" "$pw/err2"
+fi
+
+# make help names every target of .PHONY and every test script the
+# integration and integration-debug targets run (it once left out conform.sh
+# and a dozen others under `make integration`).
+helpout=$(make -s -C "$GR_ROOT" help 2>&1)
+targets=$(awk '/^\.PHONY:/ { on = 1 } on { print; if (!/\\$/) exit }' "$GR_ROOT/Makefile" |
+          sed 's/^\.PHONY://; s/\\$//' | tr -s ' \t' '\n' | grep -v '^$')
+scripts=$(awk '/^(integration|integration-debug):/ { on = 1; next } on && /^\t/ { print; next } { on = 0 }' \
+              "$GR_ROOT/Makefile" | grep -o '[A-Za-z0-9_./-]*\.sh' | sed 's|.*/||')
+missing=""
+for t in $targets; do
+    grep -qE "make $t([^a-z-]|$)" <<<"$helpout" || missing+=" target:$t"   # (no pipe: grep -q
+done
+for f in $scripts; do
+    grep -qF "$f" <<<"$helpout" || missing+=" script:$f"   # ends early, pipefail)
+done
+if [ -n "$targets" ] && [ "$(printf '%s\n' "$scripts" | wc -l)" -ge 20 ] && [ -z "$missing" ]; then
+    gr_ok "make help names every .PHONY target and every script make integration(-debug) runs ($(printf '%s\n' "$scripts" | wc -l) scripts)"
+else
+    gr_bad "make help lacks:${missing:- (no targets or scripts found in the Makefile)}"
 fi
 
 # docs/WORKFLOW.md's first block, run line by line in a scratch directory
