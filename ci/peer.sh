@@ -95,7 +95,15 @@ else
     make -s -C "$ROOT" cli BUILD="$BUILD" >"$OUT/make.log" 2>&1 || { cat "$OUT/make.log" >&2; die 2 "make cli failed"; }
     "$ROOT/ci/envs.sh" build "$ENV_ID" >"$OUT/build.log" 2>&1 ||
         { tail -n 5 "$OUT/build.log" >&2; die 3 "cannot build the recorder for $ENV_ID (ci/envs.sh provision $ENV_ID; log $OUT/build.log)"; }
-    PY=$("$ROOT/ci/envs.sh" python "$ENV_ID" 2>/dev/null) || die 3 "environment $ENV_ID is unavailable (ci/envs.sh list)"
+    # Its stderr is the reason when it fails (not provisioned, no root...),
+    # else a note (built but not smoke-tested): passed on either way.
+    PY=$("$ROOT/ci/envs.sh" python "$ENV_ID" 2>"$OUT/envs-python.err")
+    rc=$?
+    if [ $rc -ne 0 ] || [ -z "$PY" ]; then
+        why=$(sed -n 's/^envs: //; $p' "$OUT/envs-python.err")
+        die 3 "ci/envs.sh python $ENV_ID: ${why:-exit status $rc, no interpreter printed (ci/envs.sh list)}"
+    fi
+    sed "s|^envs: |peer: ci/envs.sh python $ENV_ID: |" "$OUT/envs-python.err" >&2
     export GREENREPLAY_PYTHONPATH
     GREENREPLAY_PYTHONPATH=$(dirname "$(dirname "$PY")")/build/python
     # A Debian root: its suite's python3-objgraph and python3-psutil,

@@ -369,7 +369,9 @@ static const char usage_reduce[] =
     "  -h, --help       show this help\n"
     "\n"
     "exit status: 0 reduced script written, 1 SCRIPT does not fail that way\n"
-    "(nothing written), 2 bad input or usage, I/O error.\n";
+    "(nothing written), 2 bad input or usage (also PY missing, or not running as\n"
+    "a Python interpreter with the recorder: checked first, as record does),\n"
+    "I/O error.\n";
 
 /* The usage error of every command: one line on stderr, "greenreplay:
  * COMMAND: MESSAGE (`greenreplay COMMAND --help` shows the usage)" (the

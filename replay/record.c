@@ -153,6 +153,10 @@ int gr_record_package_dir(char *buf, size_t n)
 /* record.h */
 int gr_record_find_program(const char *prog)
 {
+    if (!*prog) { /* "" would find the first directory on PATH */
+        errno = ENOENT;
+        return -1;
+    }
     if (strchr(prog, '/'))
         return access(prog, X_OK);
     const char *path = getenv("PATH");
@@ -435,11 +439,8 @@ static int prepare_side(const char *out_abs, int times, int force)
     return 0;
 }
 
-/* Run PYTHON -S -c PROBE PKG: does the recorder exist for this interpreter,
- * in PKG or on its sys.path (a wrapper such as ci/envs.sh's may add the
- * directory of its own build)?  0 yes; otherwise prints the one-line reason
- * (with the make command to run) and returns -1. */
-static int probe_interpreter(const char *python, const char *pkg)
+/* record.h */
+int gr_record_probe_interpreter(const char *cmd, const char *python, const char *pkg)
 {
     static const char probe[] =
         "import sys, os, importlib.machinery as m\n"
@@ -451,13 +452,15 @@ static int probe_interpreter(const char *python, const char *pkg)
         "    sys.exit(3)\n";
     int fds[2];
     if (pipe(fds) < 0) {
-        perror("greenreplay: record: pipe");
+        fprintf(stderr, "greenreplay: %s: pipe: %s\n", cmd, strerror(errno));
         return -1;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        perror("greenreplay: record: fork");
+        fprintf(stderr, "greenreplay: %s: fork: %s\n", cmd, strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
         return -1;
     }
     if (pid == 0) {
@@ -470,6 +473,9 @@ static int probe_interpreter(const char *python, const char *pkg)
             dup2(null, 2);
         }
         execlp(python, python, "-S", "-c", probe, pkg, (char *)NULL);
+        /* The cause, for the parent's message (a directory, a file without
+         * an interpreter line, a missing loader...). */
+        dprintf(1, "exec: %s\n", strerror(errno));
         _exit(127);
     }
     close(fds[1]);
@@ -493,12 +499,18 @@ static int probe_interpreter(const char *python, const char *pkg)
         char *why = nl + 1;
         why[strcspn(why, "\n")] = '\0';
         fprintf(stderr,
-                "greenreplay: record: the recorder is not built for %s (Python %s: %s); run "
+                "greenreplay: %s: the recorder is not built for %s (Python %s: %s); run "
                 "`make PYTHON=%s`\n",
-                python, buf, why, python);
+                cmd, python, buf, why, python);
         return -1;
     }
-    fprintf(stderr, "greenreplay: record: %s does not run as a Python interpreter (%s %d)\n", python,
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && strncmp(buf, "exec: ", 6) == 0) {
+        buf[strcspn(buf, "\n")] = '\0';
+        fprintf(stderr, "greenreplay: %s: %s does not run as a Python interpreter (cannot execute it: %s)\n",
+                cmd, python, buf + 6);
+        return -1;
+    }
+    fprintf(stderr, "greenreplay: %s: %s does not run as a Python interpreter (%s %d)\n", cmd, python,
             WIFEXITED(status) ? "exit status" : "signal",
             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     return -1;
@@ -660,8 +672,12 @@ int gr_cmd_record(int argc, char **argv)
                            "through which greenreplay loads); not supported",
                            prog.refused);
     const char *python = prog.python;
+    if (!*python)
+        return usage_error("%s", "the interpreter is empty (PYTHON, the first word after --, e.g. "
+                                 "`-- python3 SCRIPT`)");
     if (gr_record_find_program(python) != 0) {
-        fprintf(stderr, "greenreplay: record: interpreter not found or not executable: %s\n", python);
+        fprintf(stderr, "greenreplay: record: interpreter not found or not executable: %s (%s)\n", python,
+                strerror(errno));
         return 2;
     }
     char pkg[PATH_MAX];
@@ -703,7 +719,7 @@ int gr_cmd_record(int argc, char **argv)
         return 2;
     sprintf(pythonpath, "%s%s%s", pkg, old && *old ? ":" : "", old && *old ? old : "");
     setenv("PYTHONPATH", pythonpath, 1);
-    if (probe_interpreter(python, pkg) < 0) {
+    if (gr_record_probe_interpreter("record", python, pkg) < 0) {
         free(pythonpath);
         return 2;
     }

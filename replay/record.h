@@ -27,8 +27,16 @@ void gr_record_set_trace_label(const char *label);
  * a signal a program can catch and flush on. */
 uint64_t gr_record_parse_size(const char *s);
 /* Whether the interpreter `prog`, a path or a name looked up on PATH, can
- * be executed: 0 yes, -1 no (errno from access(2)). */
+ * be executed: 0 yes, -1 no (errno from access(2); ENOENT for ""). */
 int gr_record_find_program(const char *prog);
+/* Whether `python` runs as a Python interpreter that finds the recorder in
+ * `pkg` (gr_record_package_dir) or on its own sys.path (a wrapper such as
+ * ci/envs.sh's may add its build's): runs `python -S -c PROBE pkg`, stdin
+ * and stderr on /dev/null.  0 yes; otherwise one line "greenreplay: CMD:
+ * ..." on stderr with the cause (the recorder not built for that Python
+ * and the make command to run; or that it does not run, with the exec
+ * error, exit status or signal) and -1.  Strings borrowed. */
+int gr_record_probe_interpreter(const char *cmd, const char *python, const char *pkg);
 /* Whether `path` may be written as record's -o trace, asked before
  * anything runs and changing nothing: refused are a directory, a path that
  * cannot be created or written, the program's `script` (NULL: none) and an

@@ -206,11 +206,13 @@ PyDoc_STRVAR(start_doc,
 "`max_greenlets` - 1 greenlets alive at once (2 <= max_greenlets <= 2**30; the\n"
 "slot of a dead or freed greenlet is reused; greenlets that find every slot\n"
 "taken are counted in the META record sampler_untracked_greenlets, never\n"
-"sampled) and unwinding and storing `keep` stacks per sample\n"
+"sampled) and unwinding and storing `keep` stacks per sample (0 <= keep <=\n"
+"8192: the sampler's memory grows with it, docs/PERFORMANCE.md)\n"
 "(hold-lock: unwinding all under the lock, storing `keep`); its data go\n"
 "to the side channel, which it turns on.  While the program records nothing\n"
 "(idle or blocked in C) its samples wait in a ring and a buffer of fixed size\n"
-"(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes); past them, the buffer is\n"
+"(1 MiB each, or GREENREPLAY_SAMPLER_RING bytes, 1024 to 64 MiB, read here, once,\n"
+"ValueError outside); past them, the buffer is\n"
 "thinned (every other sample kept, then a sample every 2, 4, 8... sampling\n"
 "times) so that its samples span the whole stretch in the same memory; the\n"
 "sampling times without a kept sample are counted in the META record\n"
@@ -247,13 +249,14 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     Py_ssize_t chunk = 0;
     const char *sampler = NULL;
     unsigned long long interval_us = 5000;
-    unsigned int keep = 64, max_greenlets = 65536;
+    Py_ssize_t keep = 64;
+    unsigned int max_greenlets = 65536;
     int profile = 1;
     unsigned long long max_size = 0, ring = 0;
     const char *switches = "passive";
     PyObject *entry = NULL, *entry_c = NULL;
     int every_stack = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KIIpKKsOOp:start", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KnIpKKsOOp:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
                                      &max_size, &ring, &switches, &entry, &entry_c, &every_stack))
@@ -279,6 +282,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     int mode = -1;
     size_t ring_max = 0; /* the sampler ring's cap: 0 for the default */
+    size_t ring_bytes = 0; /* the sampler ring's capacity: 0 for the default */
     if (sampler) {
         mode = gr_sampler_mode(sampler);
         if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
@@ -286,6 +290,15 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_ValueError,
                             "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
                             "2 <= max_greenlets <= 2**30");
+            return NULL;
+        }
+        /* The sampler's buffers grow with keep (sampler.h,
+         * GR_SAMPLER_KEEP_MAX): a huge one is refused, not allocated. */
+        if (keep < 0 || keep > GR_SAMPLER_KEEP_MAX) {
+            Py_DECREF(path_obj);
+            PyErr_Format(PyExc_ValueError,
+                         "keep=%zd: must be a number of stacks per sample from 0 to %u", keep,
+                         GR_SAMPLER_KEEP_MAX);
             return NULL;
         }
         times = 1;
@@ -307,6 +320,25 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
                 return NULL;
             }
             ring_max = (size_t)v;
+        }
+        /* GREENREPLAY_SAMPLER_RING=BYTES (read here, once): the capacity
+         * of the sampler's ring and own buffer (sampler.h), for tests that
+         * fill them quickly; unset or empty: the default (1 MiB); refused
+         * outside the bounds of GREENREPLAY_SAMPLER_RING_MAX. */
+        const char *rb = getenv("GREENREPLAY_SAMPLER_RING");
+        if (rb && *rb) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(rb, &end, 10);
+            if (errno || *end || *rb == '-' || v < GR_SAMPLER_RING_MAX_LEAST ||
+                v > GR_SAMPLER_RING_CAP) {
+                Py_DECREF(path_obj);
+                PyErr_Format(PyExc_ValueError,
+                             "GREENREPLAY_SAMPLER_RING=%s: must be a number of bytes from %u to %u",
+                             rb, GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP);
+                return NULL;
+            }
+            ring_bytes = (size_t)v;
         }
     }
     const char *path = PyBytes_AS_STRING(path_obj);
@@ -511,12 +543,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         t->had_events = 1;
     }
     if (r->reg) {
-        /* GREENREPLAY_SAMPLER_RING=BYTES (read here, once): the capacity
-         * of the sampler's ring and own buffer (sampler.h), for tests that
-         * fill them quickly; unset or 0: the default. */
-        const char *rb = getenv("GREENREPLAY_SAMPLER_RING");
-        size_t ring_bytes = rb ? (size_t)strtoull(rb, NULL, 10) : 0;
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, keep, ring_bytes,
+        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, (uint32_t)keep, ring_bytes,
                                       ring_max);
         if (!r->sampler)
             gr_swallow(r); /* recording goes on without samples */

@@ -314,7 +314,7 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
                              uint64_t interval_ns, uint32_t keep, size_t ring_bytes,
                              size_t ring_max)
 {
-    if (interval_ns < 100000) {
+    if (interval_ns < 100000 || keep > GR_SAMPLER_KEEP_MAX) {
         errno = EINVAL;
         return NULL;
     }

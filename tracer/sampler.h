@@ -44,6 +44,16 @@
 #define GR_SAMPLER_RING_CAP (64u << 20)
 #define GR_SAMPLER_RING_MAX_LEAST 1024u
 
+/* Greatest `keep` (stacks stored per sample) gr_sampler_start takes.  The
+ * sampler's memory grows with it: `codes` is keep x GR_SAMPLE_DEPTH
+ * addresses (2 KiB per stack), and the ring and the own buffer are each
+ * raised to four of the largest samples (104 + 2,580 x keep bytes) up to
+ * GR_SAMPLER_RING_CAP.  At 8192: 16 MiB of addresses, ring and buffer
+ * 64 MiB each, 144 MiB at most; its largest sample (20.2 MiB) still fits
+ * the 64 MiB ring's greatest entry, so only a ring_max makes samples too
+ * large.  dd-trace-py unwinds 50 stacks per sample; the default is 64. */
+#define GR_SAMPLER_KEEP_MAX 8192u
+
 typedef struct {
     gr_registry *reg;           /* borrowed; outlives the sampler */
     const _Atomic uint64_t *events; /* borrowed: count of indexed records */
@@ -122,8 +132,8 @@ typedef struct {
  * entry: such samples are dropped and counted in lost_large (the tests
  * use it to make them).  The own buffer holds at least one largest
  * sample.  Returns a new sampler owned by the caller, or NULL (errno
- * set: EINVAL for interval_ns below 100 µs, ENOMEM, or pthread_create's
- * error). */
+ * set: EINVAL for interval_ns below 100 µs or keep over
+ * GR_SAMPLER_KEEP_MAX, ENOMEM, or pthread_create's error). */
 gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
                              uint64_t interval_ns, uint32_t keep, size_t ring_bytes,
                              size_t ring_max);

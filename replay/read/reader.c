@@ -611,6 +611,10 @@ static int read_records(gr_trace *t, size_t limit)
         else if (tag == GR_GAP) {
             uint64_t n;
             TRY(get(&d, &n));
+            /* The running total must stay a count: a crafted file whose
+             * GAPs sum past 2^64-1 would wrap it to a small number. */
+            if (n > UINT64_MAX - t->gap)
+                return dfail(&d, GR_E_VALUE, "ring GAP total over 2^64-1 dropped records");
             /* Each GAP's place, for a loaded trace only: a streamed one
              * keeps the sums, so that a file of GAPs costs it nothing. */
             if (!t->streaming) {

@@ -129,7 +129,8 @@ typedef struct gr_trace {
     gr_meta *metas;       /* in file order */
     size_t nmetas;
     uint64_t gap;         /* records dropped before these by ring mode
-                             (sum of GAP definitions, §3) */
+                             (sum of GAP definitions, §3; a GAP taking
+                             it over UINT64_MAX is GR_E_VALUE) */
     uint64_t gap_head;    /* the part of gap defined before the first
                              indexed record (all of it as the recorder
                              writes them; dump's header, FORMAT §6.1) */

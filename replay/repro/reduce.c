@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -624,11 +625,25 @@ int gr_reduce(const gr_reduce_opts *o)
                 o->rule);
         return 2;
     }
-    if (gr_record_find_program(o->python) != 0) {
-        fprintf(stderr, "greenreplay: reduce: interpreter not found or not executable: %s\n",
-                o->python);
+    if (!*o->python) {
+        fprintf(stderr, "greenreplay: reduce: --python: the interpreter is empty\n");
         return 2;
     }
+    if (gr_record_find_program(o->python) != 0) {
+        fprintf(stderr, "greenreplay: reduce: interpreter not found or not executable: %s (%s)\n",
+                o->python, strerror(errno));
+        return 2;
+    }
+    /* As record does before running anything: an interpreter that does not
+     * run (or lacks the recorder) is named with its cause here, not taken
+     * for a script that does not fail. */
+    char pkg[PATH_MAX];
+    if (gr_record_package_dir(pkg, sizeof pkg) < 0) {
+        fprintf(stderr, "greenreplay: reduce: cannot find the recorder package beside this executable\n");
+        return 2;
+    }
+    if (gr_record_probe_interpreter("reduce", o->python, pkg) < 0)
+        return 2;
     char *src;
     size_t nsrc;
     if (read_file(o->script, &src, &nsrc) < 0) {

@@ -21,6 +21,9 @@
 #     ends by the signal) that the trace is complete; the program's exit
 #     status passes through
 #   record -o F x.py (the script where PYTHON goes): a hint naming PYTHON
+#   record -- "" x.py: says the interpreter is empty; an interpreter that is
+#     missing, not executable or does not run: one line with the cause;
+#     reduce --python likewise, up front (exit 2, not "nothing to reduce")
 #   the round trip the script's header gives (script, record --manual, diff
 #     --c-names script) on a whole-program recording (record without
 #     --manual, the default): same structure, also --anonymize with --rename;
@@ -51,11 +54,14 @@
 #     --keep's "kept" line names only the trace, not the unwritten results.json
 #   ci/envs.sh python ID for a known environment not provisioned (a fresh
 #     cache): exit 3, nothing on stdout, one line saying how to provision it;
-#     an unknown ID: exit 2
+#     an unknown ID: exit 2; ci/peer.sh --env ID passes that reason through
+#     (it said "unavailable" whatever the cause), and a note on success
 #   docs/WORKFLOW.md's first block runs as written (app.py a fixture,
 #     ci/envs.sh a stub printing the interpreter): each command exits 0, the
 #     optional reduce 1 (nothing to reduce); its commands name the
 #     interpreters only as "$PYTHON" and "$BAD_PYTHON"
+#   make help names every .PHONY target and every script that make
+#     integration and make integration-debug run
 #   passive switch detection is the default and installs no greenlet trace
 #     callback (greenlet.gettrace() stays None); --switches callback installs
 #     one; record --help, the man page and README say so
@@ -340,6 +346,37 @@ else
     gr_show "$W/h.err"
 fi
 
+# record with an empty interpreter argument, or one that does not run: one
+# line naming the cause, exit 2, no trace.  (The empty name was looked up
+# on PATH, found a directory, and "record:  does not run" named nothing.)
+"$cli" record -o "$W/h.grt" -- "" "$W/raises.py" >/dev/null 2>"$W/h.err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
+   [ "$(cat "$W/h.err")" = "greenreplay: record: the interpreter is empty (PYTHON, the first word after --, e.g. \`-- python3 SCRIPT\`) (\`greenreplay record --help\` shows the usage)" ]; then
+    gr_ok "record -- \"\" SCRIPT: exit 2, one line saying the interpreter is empty"
+else
+    gr_bad "record -- \"\" SCRIPT (exit $rc)"
+    gr_show "$W/h.err"
+fi
+mkdir -p "$W/notpy"
+for bad in /bin/false "$W/notpy" "$W/no-such-python"; do
+    case $bad in
+        /bin/false) cause='exit status 1' ;;
+        "$W/notpy") cause='cannot execute it: Permission denied' ;;
+        *) cause='No such file or directory' ;;
+    esac
+    "$cli" record -o "$W/h.grt" -- "$bad" "$W/raises.py" >/dev/null 2>"$W/h.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] && [ "$(wc -l <"$W/h.err")" -eq 1 ] &&
+       grep -qF "greenreplay: record: " "$W/h.err" && grep -qF "$bad" "$W/h.err" &&
+       grep -qF "($cause)" "$W/h.err"; then
+        gr_ok "record -- $bad SCRIPT: exit 2, one line with the cause ($cause)"
+    else
+        gr_bad "record -- $bad SCRIPT (exit $rc): want one line with '($cause)'"
+        gr_show "$W/h.err"
+    fi
+done
+
 # ---- 7. the script's round trip on a whole-program recording
 if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
     for n in 3 4; do
@@ -545,6 +582,28 @@ fi
 # reduce leaves no scratch directory, unless --keep
 "$cli" script -q -o "$W/red.py" "$W/good.grt" 2>/dev/null
 mkdir -p "$W/tmpd"
+
+# reduce with an interpreter that does not run: refused up front with the
+# cause, as record does (exit 2, nothing run, no scratch directory), not
+# taken for a script that does not fail ("nothing to reduce", exit 1)
+mkdir -p "$W/notpy"
+for bad in "" /bin/false "$W/notpy" "$W/no-such-python"; do
+    case $bad in
+        '') want='greenreplay: reduce: --python: the interpreter is empty' ;;
+        /bin/false) want='greenreplay: reduce: /bin/false does not run as a Python interpreter (exit status 1)' ;;
+        "$W/notpy") want="greenreplay: reduce: $W/notpy does not run as a Python interpreter (cannot execute it: Permission denied)" ;;
+        *) want="greenreplay: reduce: interpreter not found or not executable: $bad (No such file or directory)" ;;
+    esac
+    TMPDIR=$W/tmpd "$cli" reduce "$W/red.py" --python "$bad" --rule blind_spot -q >/dev/null 2>"$W/red.err"
+    rc=$?
+    left=$(ls -A "$W/tmpd")
+    if [ $rc -eq 2 ] && [ -z "$left" ] && [ "$(cat "$W/red.err")" = "$want" ]; then
+        gr_ok "reduce --python '$bad': exit 2, one line with the cause"
+    else
+        gr_bad "reduce --python '$bad': exit $rc, left in TMPDIR: '$left'; want: $want"
+        gr_show "$W/red.err"
+    fi
+done
 TMPDIR=$W/tmpd "$cli" reduce "$W/red.py" --python "$GR_PY" --rule blind_spot -q >/dev/null 2>"$W/red.err"
 rc=$?
 left=$(ls -A "$W/tmpd")
@@ -630,6 +689,60 @@ if [ $rc1 -eq 3 ] && [ ! -s "$W/envpy.out" ] && [ "$(wc -l <"$W/envpy.err")" -eq
 else
     gr_bad "ci/envs.sh python: not provisioned exit $rc1, unknown exit $rc2"
     gr_show "$W/envpy.out" "$W/envpy.err" "$W/envpy2.err"
+fi
+
+# ci/peer.sh --env ID passes ci/envs.sh python's reason through (it said
+# "unavailable" whatever the cause), and its notes on success; run from a
+# scratch copy whose ci/envs.sh and Makefile are stubs.
+pw=$W/peer
+mkdir -p "$pw/ci"
+cp "$GR_ROOT/ci/peer.sh" "$GR_ROOT/ci/envs.conf" "$pw/ci/"
+printf 'cli:\n\t@true\n' >"$pw/Makefile"
+cat >"$pw/ci/envs.sh" <<'STUB'
+#!/bin/sh
+case $1 in
+    build) exit 0 ;;
+    python) if [ "$2" = stub-missing ]; then
+                echo "envs: $2 is not provisioned yet (no root at /nowhere): run ci/envs.sh provision $2" >&2
+                exit 3
+            fi
+            echo "envs: note: $2 is built but not smoke-tested yet" >&2
+            echo /bin/false ;;
+esac
+STUB
+chmod +x "$pw/ci/envs.sh"
+GREENREPLAY_CLI=$cli BUILD=$pw/build "$pw/ci/peer.sh" --env stub-missing --out "$pw/out1" >"$pw/out1.log" 2>"$pw/err1"
+rc1=$?
+GREENREPLAY_CLI=$cli BUILD=$pw/build "$pw/ci/peer.sh" --env stub-noted --out "$pw/out2" >"$pw/out2.log" 2>"$pw/err2"
+rc2=$?
+if [ $rc1 -eq 3 ] && [ "$(cat "$pw/err1")" = "peer: ci/envs.sh python stub-missing: stub-missing is not provisioned yet (no root at /nowhere): run ci/envs.sh provision stub-missing" ] &&
+   [ $rc2 -eq 3 ] && [ "$(head -n 1 "$pw/err2")" = "peer: ci/envs.sh python stub-noted: note: stub-noted is built but not smoke-tested yet" ] &&
+   grep -q "^peer: stub-noted cannot run greenlet's test suite" <<<"$(sed -n 2p "$pw/err2")"; then
+    gr_ok "ci/peer.sh --env: ci/envs.sh python's reason passed through (exit 3), and its note on success"
+else
+    gr_bad "ci/peer.sh --env: exit $rc1 / $rc2"
+    gr_show "$pw/err1" "$pw/err2"
+fi
+
+# make help names every target of .PHONY and every test script the
+# integration and integration-debug targets run (it once left out conform.sh
+# and a dozen others under `make integration`).
+helpout=$(make -s -C "$GR_ROOT" help 2>&1)
+targets=$(awk '/^\.PHONY:/ { on = 1 } on { print; if (!/\\$/) exit }' "$GR_ROOT/Makefile" |
+          sed 's/^\.PHONY://; s/\\$//' | tr -s ' \t' '\n' | grep -v '^$')
+scripts=$(awk '/^(integration|integration-debug):/ { on = 1; next } on && /^\t/ { print; next } { on = 0 }' \
+              "$GR_ROOT/Makefile" | grep -o '[A-Za-z0-9_./-]*\.sh' | sed 's|.*/||')
+missing=""
+for t in $targets; do
+    grep -qE "make $t([^a-z-]|$)" <<<"$helpout" || missing+=" target:$t"   # (no pipe: grep -q
+done
+for f in $scripts; do
+    grep -qF "$f" <<<"$helpout" || missing+=" script:$f"   # ends early, pipefail)
+done
+if [ -n "$targets" ] && [ "$(printf '%s\n' "$scripts" | wc -l)" -ge 20 ] && [ -z "$missing" ]; then
+    gr_ok "make help names every .PHONY target and every script make integration(-debug) runs ($(printf '%s\n' "$scripts" | wc -l) scripts)"
+else
+    gr_bad "make help lacks:${missing:- (no targets or scripts found in the Makefile)}"
 fi
 
 # docs/WORKFLOW.md's first block, run line by line in a scratch directory

@@ -44,7 +44,9 @@
 #     warning with that count), never as taken: the trailer's sample count
 #     agrees with the side channel (no 'trailer counts' warning);
 #     GREENREPLAY_SAMPLER_RING_MAX out of bounds or not a number: start()
-#     raises ValueError naming it.
+#     raises ValueError naming it; so does GREENREPLAY_SAMPLER_RING (which
+#     read any garbage as 0, the default); start(keep=) outside 0..8192
+#     (the sampler's memory grows with it) raises ValueError naming keep.
 # Programs: tests/integration/programs/sidechan_crash.py (the recording),
 # side_relayout.py (the 1.2 layout), sidechan_idle.py (the idle program),
 # side_samples.py (the samples' times).  Needs greenlet for PY (else skipped).
@@ -283,17 +285,43 @@ else
     gr_ok "$name: $meta over-large samples dropped and counted (META, warning), $got_p kept," \
           "trailer and side channel agree"
 fi
-for v in 1023 67108865 12k -1; do
-    name="GREENREPLAY_SAMPLER_RING_MAX=$v refused"
-    out=$(cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=$v timeout 60 "$PY" "$PROG/sidechan_idle.py" \
-        "$work/bad.grt" --idle 0 2>&1)
+for var in GREENREPLAY_SAMPLER_RING_MAX GREENREPLAY_SAMPLER_RING; do
+    for v in 1023 67108865 12k -1 0 x; do
+        name="$var=$v refused"
+        out=$(cd "$work" && env "$var=$v" timeout 60 "$PY" "$PROG/sidechan_idle.py" \
+            "$work/bad.grt" --idle 0 2>&1)
+        rc=$?
+        if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
+            grep -q "^ValueError: $var=$v: must be a number of bytes from 1024 to 67108864$"; then
+            gr_ok "$name (ValueError)"
+        else
+            gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
+        fi
+    done
+done
+for k in 8193 -1 4294967296; do
+    name="start(keep=$k) with the sampler refused"
+    out=$(cd "$work" && timeout 60 "$PY" -c 'import sys, greenreplay
+greenreplay.start(sys.argv[1], sampler="two-phase", keep=int(sys.argv[2]))' "$work/keep.grt" "$k" 2>&1)
     rc=$?
     if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
-        grep -q "^ValueError: GREENREPLAY_SAMPLER_RING_MAX=$v: must be a number of bytes from 1024 to 67108864$"; then
+        grep -q "^ValueError: keep=$k: must be a number of stacks per sample from 0 to 8192$"; then
         gr_ok "$name (ValueError)"
     else
         gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
     fi
 done
+# keep=8192, the greatest: the sampler starts (its buffers allocated: no
+# error counted in the trailer).
+name="start(keep=8192) with the sampler records, sampler started"
+if (cd "$work" && timeout 60 "$PY" -c 'import sys, greenreplay
+greenreplay.start(sys.argv[1], sampler="two-phase", keep=8192)
+greenreplay.stop()' "$work/keep.grt") >"$work/keep.out" 2>&1 &&
+    "$GR_CLI" dump "$work/keep.grt" >"$work/keep.dump" 2>&1 &&
+    grep -q '^# sampler: two-phase$' "$work/keep.dump" && grep -q ' errors=0 reason=stop$' "$work/keep.dump"; then
+    gr_ok "$name"
+else
+    gr_bad "$name"; gr_show "$work/keep.out" "$work/keep.dump"
+fi
 
 gr_tally

@@ -722,6 +722,45 @@ static void test_stream_matches_parse(void **state)
     free(d);
 }
 
+/* The running sum of a file's GAPs (FORMAT §3) cannot wrap: the GAP that
+ * takes it over UINT64_MAX is corrupt at its own offset, loaded or streamed;
+ * a sum of exactly UINT64_MAX is read. */
+static void test_gap_total_overflow(void **state)
+{
+    (void)state;
+    uint8_t p[64], *q = p;
+    *q++ = GR_GAP;
+    q = gr_put_varint(q, UINT64_MAX);
+    size_t second = (size_t)(q - p);
+    *q++ = GR_GAP;
+    *q++ = 1;
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, p, (size_t)(q - p), 1, &n);
+    expect_corrupt(d, n, GR_E_VALUE, P0 + second, "ring GAP total over 2^64-1");
+    stream_equals_parse(d, n);
+    free(d);
+    /* 2^63 + 2^63 wraps to exactly 0 */
+    q = p;
+    *q++ = GR_GAP;
+    q = gr_put_varint(q, UINT64_C(1) << 63);
+    second = (size_t)(q - p);
+    *q++ = GR_GAP;
+    q = gr_put_varint(q, UINT64_C(1) << 63);
+    d = tb_memfile(GR_CHUNK_RECORDS, p, (size_t)(q - p), 1, &n);
+    expect_corrupt(d, n, GR_E_VALUE, P0 + second, "ring GAP total");
+    free(d);
+    /* 2^63 + (2^63 - 1): the largest sum, read */
+    q = p + second + 1;
+    q = gr_put_varint(q, (UINT64_C(1) << 63) - 1);
+    d = tb_memfile(GR_CHUNK_RECORDS, p, (size_t)(q - p), 1, &n);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "x.grt", d, n), GR_READ_OK);
+    assert_true(t.gap == UINT64_MAX && t.gap_head == UINT64_MAX);
+    gr_trace_free(&t);
+    stream_equals_parse(d, n);
+    free(d);
+}
+
 static void test_truncated_specific(void **state)
 {
     (void)state;
@@ -1365,6 +1404,7 @@ int main(void)
         cmocka_unit_test(test_oversize_chunk),
         cmocka_unit_test(test_unknown_record_tag),
         cmocka_unit_test(test_compact_records),
+        cmocka_unit_test(test_gap_total_overflow),
         cmocka_unit_test(test_instr_values),
         cmocka_unit_test(test_id_before_definition),
         cmocka_unit_test(test_string_past_chunk),

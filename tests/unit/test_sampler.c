@@ -26,6 +26,7 @@
 #include "format.h"
 #include "sampler.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -167,6 +168,21 @@ static void test_sizes(void **state)
     assert_non_null(s);
     assert_int_equal(s->ho.cap, GR_SAMPLER_RING_CAP);
     gr_sampler_free(s);
+    /* keep: at most GR_SAMPLER_KEEP_MAX, whose buffers stay within the
+     * documented bound and whose largest sample fits the ring's greatest
+     * entry (half of it); one more is refused, nothing allocated. */
+    s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, GR_SAMPLER_KEEP_MAX, 0, 0);
+    assert_non_null(s);
+    assert_int_equal(s->ho.cap, GR_SAMPLER_RING_CAP);
+    assert_int_equal(s->out_cap, GR_SAMPLER_RING_CAP);
+    assert_true(s->largest <= GR_SAMPLER_RING_CAP / 2);
+    gr_sampler_free(s);
+    errno = 0;
+    assert_null(gr_sampler_start(r, &no_events, 50u * 1000 * 1000, GR_SAMPLER_KEEP_MAX + 1, 0, 0));
+    assert_int_equal(errno, EINVAL);
+    errno = 0;
+    assert_null(gr_sampler_start(r, &no_events, 50u * 1000 * 1000, UINT32_MAX, 0, 0));
+    assert_int_equal(errno, EINVAL);
     gr_registry_free(r);
 }
 

@@ -201,7 +201,9 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         interval_us microseconds (>= 100) it copies the registry of
         tracked greenlets and unwinds and stores `keep` suspended
         greenlets' stacks (round robin over samples; hold-lock unwinds all
-        of them under the lock and stores `keep`).  The registry has
+        of them under the lock and stores `keep`; 0 <= keep <= 8192, else
+        ValueError: the sampler's memory grows with it, 144 MiB at 8192,
+        docs/PERFORMANCE.md).  The registry has
         max_greenlets - 1 slots (2 to 2**30), one per greenlet alive at
         once: a dead or freed greenlet's slot is reused; greenlets that
         find every slot taken are counted (META
