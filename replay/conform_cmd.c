@@ -78,9 +78,10 @@ const char gr_conform_usage[] =
     "  --switches MODE   the recorder's switch detection (default passive)\n"
     "\n"
     "--json, --results and -o are checked before anything runs: a path that\n"
-    "cannot be written, the program's script, a -o file that is not a trace, or\n"
-    "two of them naming one file is refused (one line, exit 2), as is an\n"
-    "interpreter that cannot be run (the line says where it goes).\n"
+    "cannot be written, the program's script, the --profiler adapter file, a -o\n"
+    "file that is not a trace, or two of them naming one file is refused (one\n"
+    "line, exit 2), as is an interpreter that cannot be run (the line says\n"
+    "where it goes).\n"
     "\n"
     "Kinds of difference: blind_spot (the profiler counts fewer calls than ran,\n"
     "or fewer hits of a function's first body line; the greenlets where the\n"
@@ -388,9 +389,10 @@ static int same_file(const char *a, const char *b)
 }
 
 /* Refuse, before anything runs, an output that conform could only fail to
- * write at the end of the run (or that would overwrite the program or
- * another output): --json FILE (not -), --results FILE, -o TRACE as record
- * refuses it.  One line naming the option on stderr; returns 0 or -1. */
+ * write at the end of the run (or that would overwrite the program, the
+ * adapter file of --profiler PATH.py, or another output): --json FILE (not
+ * -), --results FILE, -o TRACE as record refuses it.  One line naming the
+ * option on stderr; returns 0 or -1. */
 static int check_outputs(const struct run *r, const char *script)
 {
     const char *opt[2] = {"--json", "--results"};
@@ -413,6 +415,14 @@ static int check_outputs(const struct run *r, const char *script)
         return -1;
     const char *all[3] = {path[0], path[1], r->trace_out};
     const char *names[3] = {"--json", "--results", "-o"};
+    /* --results is removed before the run and --json written after it: the
+     * adapter file would be lost (an empty one even passes the -o check). */
+    for (int i = 0; i < 3 && !is_builtin(r->spec); i++)
+        if (all[i] && same_file(all[i], r->spec)) {
+            fprintf(stderr, "greenreplay: conform: %s %s: is the --profiler adapter; refusing to overwrite it\n",
+                    names[i], all[i]);
+            return -1;
+        }
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++) {
             if (!all[i] || !all[j])
