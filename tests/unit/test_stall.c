@@ -497,6 +497,18 @@ static int has_warning(const fx *x, const char *phrase)
     return 0;
 }
 
+/* The text report of x (gr_report_text), malloc'd: the caller frees it. */
+static char *text_report(fx *x)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    gr_report_text(f, &x->t, &x->res);
+    fclose(f);
+    return text;
+}
+
 /* start(profile=False) with the fixed sampler: clean.  The checker's
  * stack rules need profile events (blind_spot, imbalance: not compared,
  * test_check.c), and so do the sampled stacks: said in a warning, in the
@@ -524,11 +536,7 @@ static void test_profile_off_passes(void **state)
     assert_non_null(strstr(x.res.summary, "\nsampled stacks: 3, not compared (recorded without "
                                           "the profile function, profile=False)\n"));
     assert_null(strstr(x.res.summary, "equal"));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    gr_report_text(f, &x.t, &x.res);
-    fclose(f);
+    char *text = text_report(&x);
     assert_non_null(strstr(text, "sampled stacks: 3, not compared (recorded without the profile "
                                  "function, profile=False)\n"));
     free(text);
@@ -634,11 +642,7 @@ static void test_reports(void **state)
     ts_sample(&x.s, 11, 11, 3000000, 2, 2, 2, 0, 0, 1);
     ts_stack(&x.s, 2, 1, x.f);
     assert_int_equal(run(&x), 3);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    gr_report_text(f, &x.t, &x.res);
-    fclose(f);
+    char *text = text_report(&x);
     assert_non_null(strstr(text, "  stall_wait           1\n  stall_depth          1\n"
                                  "  sample               1\n"));
     assert_non_null(strstr(text, "\nstall_depth at event 11: sample 0"));
