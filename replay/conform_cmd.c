@@ -41,15 +41,15 @@ const char gr_conform_usage[] =
     "by an adapter, right after recording starts at the program's first frame,\n"
     "and stopped at exit (after the program's non-daemon threads, before\n"
     "recording stops; what the harness runs from then on is not counted).\n"
-    "Then compare what the profiler reports with the ground\n"
-    "truth of the recording: the calls the recorder saw per function and\n"
-    "greenlet, raised where real stacks (MARK, SWITCH with the target's real\n"
-    "stack, STACK at stop) prove more.  Compared: Python functions under the\n"
-    "root (default: the script's directory) except the script's <module>, and\n"
-    "(cprofile) the C functions they call, which the profiler must count at\n"
-    "least as often as they called them; only\n"
-    "the thread that started the profiler for profilers that profile one thread\n"
-    "(cprofile, profile, line_profiler).  Details: docs/conform.md.\n"
+    "Then compare what the profiler reports with the ground truth of the\n"
+    "recording: the calls the recorder saw per function and greenlet, raised\n"
+    "where real stacks (MARK, SWITCH with the target's real stack, STACK at\n"
+    "stop) prove more.  Compared: Python functions under the root (default:\n"
+    "the script's directory) except the script's <module>, and (cprofile) the\n"
+    "C functions they call, which the profiler must count at least as often\n"
+    "as they called them; only the thread that started the profiler for\n"
+    "profilers that profile one thread (cprofile, profile, line_profiler).\n"
+    "Details: docs/conform.md.\n"
     "\n"
     "  --profiler NAME|PATH.py  a built-in adapter (cprofile, profile, yappi,\n"
     "                    coverage, coverage-py, coverage-monitoring,\n"
@@ -61,12 +61,13 @@ const char gr_conform_usage[] =
     "                    words after -- are SCRIPT [ARGS] without PYTHON\n"
     "  --json FILE       write the verdict as JSON (FILE -: standard output, which\n"
     "                    then holds the JSON alone; the lines conform and the\n"
-    "                    program print there go to stderr): profiler, profiler_version,\n"
-    "                    python, greenlet, verdict (pass|fail|skip|error),\n"
-    "                    reason, functions_checked, differences [{kind, function\n"
-    "                    (FILE:QUALNAME), line, greenlet (\"thread T greenlet G\n"
-    "                    (main|run: F)\" or a list of them), truth, profiler,\n"
-    "                    message}], program_status, timing {recorded_run_s,\n"
+    "                    program print there go to stderr): profiler,\n"
+    "                    profiler_version, python, greenlet, verdict\n"
+    "                    (pass|fail|skip|error), reason, functions_checked,\n"
+    "                    differences [{kind, function (FILE:QUALNAME), line,\n"
+    "                    greenlet (\"thread T greenlet G (main|run: F)\" or a\n"
+    "                    list of them), truth, profiler, message}],\n"
+    "                    program_status, timing {recorded_run_s,\n"
     "                    comparison_s}, trace, results\n"
     "  -o, --output TRACE  keep the recording there (default: a temporary file)\n"
     "  --keep            keep the temporary trace and results file (paths printed)\n"
@@ -78,9 +79,10 @@ const char gr_conform_usage[] =
     "  --switches MODE   the recorder's switch detection (default passive)\n"
     "\n"
     "--json, --results and -o are checked before anything runs: a path that\n"
-    "cannot be written, the program's script, a -o file that is not a trace, or\n"
-    "two of them naming one file is refused (one line, exit 2), as is an\n"
-    "interpreter that cannot be run (the line says where it goes).\n"
+    "cannot be written, the program's script, the --profiler adapter file, a -o\n"
+    "file that is not a trace, or two of them naming one file is refused (one\n"
+    "line, exit 2), as is an interpreter that cannot be run (the line says\n"
+    "where it goes).\n"
     "\n"
     "Kinds of difference: blind_spot (the profiler counts fewer calls than ran,\n"
     "or fewer hits of a function's first body line; the greenlets where the\n"
@@ -388,9 +390,10 @@ static int same_file(const char *a, const char *b)
 }
 
 /* Refuse, before anything runs, an output that conform could only fail to
- * write at the end of the run (or that would overwrite the program or
- * another output): --json FILE (not -), --results FILE, -o TRACE as record
- * refuses it.  One line naming the option on stderr; returns 0 or -1. */
+ * write at the end of the run (or that would overwrite the program, the
+ * adapter file of --profiler PATH.py, or another output): --json FILE (not
+ * -), --results FILE, -o TRACE as record refuses it.  One line naming the
+ * option on stderr; returns 0 or -1. */
 static int check_outputs(const struct run *r, const char *script)
 {
     const char *opt[2] = {"--json", "--results"};
@@ -413,6 +416,14 @@ static int check_outputs(const struct run *r, const char *script)
         return -1;
     const char *all[3] = {path[0], path[1], r->trace_out};
     const char *names[3] = {"--json", "--results", "-o"};
+    /* --results is removed before the run and --json written after it: the
+     * adapter file would be lost (an empty one even passes the -o check). */
+    for (int i = 0; i < 3 && !is_builtin(r->spec); i++)
+        if (all[i] && same_file(all[i], r->spec)) {
+            fprintf(stderr, "greenreplay: conform: %s %s: is the --profiler adapter; refusing to overwrite it\n",
+                    names[i], all[i]);
+            return -1;
+        }
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++) {
             if (!all[i] || !all[j])

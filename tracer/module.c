@@ -854,7 +854,8 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (r->sampler && r->sampler->lost_large) {
         /* Samples above the ring's greatest entry (a `keep` beyond its
-         * 64 MiB cap): dropped, counted. */
+         * cap, 64 MiB or GREENREPLAY_SAMPLER_RING_MAX): dropped when
+         * taken, counted, never in the trailer's sample count. */
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_large);
         emit_meta(r, "sampler_samples_lost_large", n);

@@ -184,7 +184,7 @@ static void take_sample(gr_sampler *s)
      * nothing, however long. */
     if (s->out_len)
         hand_over(s); /* the consumer may have made room since */
-    if (!s->out_len && s->stride > 1) /* the consumer took all: stretch over */
+    if (!s->out_len && s->stride > 1) /* the ring took all of it: drained, stretch over */
         __atomic_store_n(&s->stride, 1, __ATOMIC_RELAXED);
     for (;;) {
         if (s->stride > 1 && tick - s->last_kept < s->stride) {
@@ -338,8 +338,10 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->jobs = calloc(reg->cap, sizeof *s->jobs);
     s->gids = calloc(reg->cap, sizeof *s->gids);
     s->slots = calloc(reg->cap, sizeof *s->slots);
-    /* The ring takes four of the largest samples (1 MiB at least,
-     * ring_max at most, 64 MiB by default): the consumer drains it at every switch, every side
+    /* The ring takes 1 MiB or ring_bytes, raised to four of the largest
+     * samples, then cut to the cap (ring_max, 64 MiB by default; a cap
+     * below four of the largest lets deep samples exceed the ring's
+     * greatest entry: lost_large).  The consumer drains it at every switch, every side
      * channel chunk and at a record when a quarter of it is used or a
      * second has passed (recorder.c gr_times_entry), so it rarely holds
      * more than a few.  The own buffer, as large, holds what the ring

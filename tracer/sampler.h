@@ -164,7 +164,8 @@ void gr_sampler_stop(gr_sampler *s);
  * twice the ring's capacity however long the program idles.  Sampling
  * times without a kept sample are counted in s->thinned (never silently:
  * stop() writes META sampler_samples_thinned); the stride returns to 1
- * once the consumer has taken every sample.  Only an own buffer that
+ * once the ring has room for every sample of the own buffer again (the
+ * consumer drained it: the own buffer is empty at a sampling time).  Only an own buffer that
  * holds fewer than two samples cannot be thinned: the sampling time is
  * then skipped and counted in s->lost_full (META
  * sampler_samples_lost_full).  A sample above the ring's greatest entry (only with a

@@ -80,7 +80,9 @@ typedef struct gr_launch {
  * has no such seed. */
 void gr_launch_find(const gr_trace *t, gr_launch *l);
 
-/* Whether record index i is the return of one of l's launch frames. */
+/* Whether record index i (0-based, into the trace l was filled from) is
+ * the return of one of l's launch frames (l->ret_rec): 1 or 0, always 0
+ * when l->found is 0.  l is borrowed, filled by gr_launch_find. */
 int gr_launch_is_return(const gr_launch *l, size_t i);
 
 #endif

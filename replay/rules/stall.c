@@ -612,8 +612,9 @@ static void head_warnings(const gr_trace *t, const gr_times *tm, const gr_stall 
          "the sampler's ring and own buffer hold, so the own buffer was thinned (the samples "
          "kept span the stretch, further apart)"},
         {"sampler_samples_lost_full",
-         "samples lost: the sampler's ring and own buffer were full (the program recorded "
-         "nothing for that long, so nothing drained them)"},
+         "samples lost: the sampler's ring and own buffer were full while the program "
+         "recorded nothing, and the own buffer could not be thinned (too small, with "
+         "GREENREPLAY_SAMPLER_RING_MAX; or a recorder that did not thin yet)"},
         {"sampler_samples_lost_large",
          "samples were larger than the sampler's ring takes (start(..., keep=N) too large for "
          "the ring's cap, 64 MiB or GREENREPLAY_SAMPLER_RING_MAX) and were dropped"},

@@ -18,8 +18,8 @@
 #    its finish MARK, the profiler stopped) is not counted as the
 #    program's, and the harness itself calls none of it;
 #  - --json holds the documented fields, --json - writes them to stdout
-#    alone; outputs that cannot be written (or would overwrite the script
-#    or each other) are refused before anything runs, a missing
+#    alone; outputs that cannot be written (or would overwrite the script,
+#    the adapter file or each other) are refused before anything runs, a missing
 #    interpreter gets a one-line hint; an unavailable profiler is a skip
 #    (3), an adapter without results() and usage errors are errors (2).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
@@ -229,7 +229,8 @@ refused() { # LABEL PATTERN OPTIONS...: exit 2, one line matching PATTERN, nothi
     local label=$1 pattern=$2
     shift 2
     rm -f "$GR_WORK/ran"
-    "$GR_CLI" conform --profiler cprofile "$@" -- "$GR_WORK/markpy" "$prog" >"$GR_WORK/s.out" 2>"$GR_WORK/s.err"
+    "$GR_CLI" conform --profiler "${refused_profiler:-cprofile}" "$@" -- "$GR_WORK/markpy" "$prog" \
+        >"$GR_WORK/s.out" 2>"$GR_WORK/s.err"
     local rc=$? lines
     lines=$(cat "$GR_WORK/s.out" "$GR_WORK/s.err" | wc -l)
     if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$GR_WORK/s.err" && [ ! -e "$GR_WORK/ran" ] &&
@@ -253,6 +254,15 @@ refused "--json the script" "^greenreplay: conform: --json $prog: is the program
 refused "--json and -o one file" "^greenreplay: conform: --json and -o name the same file" \
     --json "$GR_WORK/same" -o "$GR_WORK/./same"
 [ -e "$GR_WORK/same" ] && gr_bad "--json and -o one file: $GR_WORK/same was created"
+# The adapter file of --profiler PATH.py: --results is removed before the
+# run and --json written after it, so either would lose the adapter.
+cp "$ADAPTERS/callcount.py" "$GR_WORK/adapter.py"
+for opt in --results --json; do
+    refused_profiler=$GR_WORK/adapter.py refused "$opt the adapter file" \
+        "^greenreplay: conform: $opt $GR_WORK/./adapter.py: is the --profiler adapter; refusing to overwrite it" \
+        "$opt" "$GR_WORK/./adapter.py"
+    cmp -s "$GR_WORK/adapter.py" "$ADAPTERS/callcount.py" || gr_bad "$opt the adapter file: the adapter was changed"
+done
 
 # A missing interpreter: one line saying where the interpreter goes; the
 # error verdict in --json.

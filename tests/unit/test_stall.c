@@ -46,6 +46,9 @@ typedef struct fx {
 
 /* Set by a test before begin(): the META sampler_untracked_greenlets. */
 static const char *untracked_meta;
+/* Set by a test before begin(): more META records, key then value, NULL
+ * after the last. */
+static const char *const *extra_metas;
 
 /* Chunk capacity of the trace and its side channel (0: 64 KiB, one chunk
  * each; the second run of every test uses tiny chunks, so that records,
@@ -63,6 +66,8 @@ static void begin(fx *x, const char *mode)
     }
     if (untracked_meta)
         tb_meta(&x->b, "sampler_untracked_greenlets", untracked_meta);
+    for (size_t i = 0; extra_metas && extra_metas[i]; i += 2)
+        tb_meta(&x->b, extra_metas[i], extra_metas[i + 1]);
     x->mod = tb_py(&x->b, "<module>", "s.py", 1);
     x->main = tb_py(&x->b, "main", "s.py", 10);
     x->x = tb_py(&x->b, "x", "s.py", 20);
@@ -497,6 +502,18 @@ static int has_warning(const fx *x, const char *phrase)
     return 0;
 }
 
+/* The text report of x (gr_report_text), malloc'd: the caller frees it. */
+static char *text_report(fx *x)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    gr_report_text(f, &x->t, &x->res);
+    fclose(f);
+    return text;
+}
+
 /* start(profile=False) with the fixed sampler: clean.  The checker's
  * stack rules need profile events (blind_spot, imbalance: not compared,
  * test_check.c), and so do the sampled stacks: said in a warning, in the
@@ -524,11 +541,7 @@ static void test_profile_off_passes(void **state)
     assert_non_null(strstr(x.res.summary, "\nsampled stacks: 3, not compared (recorded without "
                                           "the profile function, profile=False)\n"));
     assert_null(strstr(x.res.summary, "equal"));
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    gr_report_text(f, &x.t, &x.res);
-    fclose(f);
+    char *text = text_report(&x);
     assert_non_null(strstr(text, "sampled stacks: 3, not compared (recorded without the profile "
                                  "function, profile=False)\n"));
     free(text);
@@ -623,6 +636,40 @@ static void test_registry_overflow_warned(void **state)
     }
 }
 
+/* The sampler's counts at stop (META), each a warning that starts with
+ * the count and says what it counts; lost_full names its one cause left
+ * (an own buffer too small to thin), besides a recorder that did not thin
+ * yet (its traces still read). */
+static void test_sampler_counts_warned(void **state)
+{
+    (void)state;
+    static const char *const metas[] = {"sampler_samples_thinned", "11", "sampler_samples_lost_full", "12",
+                                        "sampler_samples_lost_large", "13", NULL};
+    static const char *const want[] = {
+        "11 sampling times without a sample kept: the program recorded nothing for longer than "
+        "the sampler's ring and own buffer hold, so the own buffer was thinned",
+        "12 samples lost: the sampler's ring and own buffer were full while the program "
+        "recorded nothing, and the own buffer could not be thinned (too small, with "
+        "GREENREPLAY_SAMPLER_RING_MAX; or a recorder that did not thin yet)",
+        "13 samples were larger than the sampler's ring takes",
+    };
+    fx x;
+    extra_metas = metas;
+    begin(&x, "two-phase");
+    extra_metas = NULL;
+    run(&x);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!has_warning(&x, want[i]))
+            fail_msg("no warning '%s'", want[i]);
+    end(&x);
+    begin(&x, "two-phase"); /* none without the META records */
+    run(&x);
+    assert_false(has_warning(&x, "sampling times without a sample kept"));
+    assert_false(has_warning(&x, "samples lost"));
+    assert_false(has_warning(&x, "larger than the sampler's ring"));
+    end(&x);
+}
+
 /* ---------------------------------------------------------------- output */
 
 static void test_reports(void **state)
@@ -634,11 +681,7 @@ static void test_reports(void **state)
     ts_sample(&x.s, 11, 11, 3000000, 2, 2, 2, 0, 0, 1);
     ts_stack(&x.s, 2, 1, x.f);
     assert_int_equal(run(&x), 3);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    gr_report_text(f, &x.t, &x.res);
-    fclose(f);
+    char *text = text_report(&x);
     assert_non_null(strstr(text, "  stall_wait           1\n  stall_depth          1\n"
                                  "  sample               1\n"));
     assert_non_null(strstr(text, "\nstall_depth at event 11: sample 0"));
@@ -721,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_profile_on_same_records_flagged),
         cmocka_unit_test(test_side_channel_does_not_fit),
         cmocka_unit_test(test_registry_overflow_warned),
+        cmocka_unit_test(test_sampler_counts_warned),
         cmocka_unit_test(test_reports),
         cmocka_unit_test(test_plain_check_unchanged),
     };

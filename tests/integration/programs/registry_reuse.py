@@ -29,7 +29,6 @@ channel's samples hold (docs/FORMAT.md section 5: 'P' chunks), "samples",
 import argparse
 import json
 import os
-import struct
 import sys
 import time
 
@@ -41,6 +40,7 @@ import greenreplay
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                                 "fixtures", "scale"))
 from scale import status  # noqa: E402
+from side_samples import samples  # noqa: E402  (this directory: the side channel's samples)
 
 
 def deep(d):
@@ -56,38 +56,13 @@ def body(i):
 
 def sampled(path, above):
     """What the samples of side channel `path` name: counts (see above)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    off, chunks = 16, []
-    while off + 9 <= len(data):
-        n = struct.unpack_from("<I", data, off + 1)[0]
-        if data[off:off + 1] == b"P":
-            chunks.append(data[off + 9:off + 9 + n])
-        off += 9 + n
-    pay, pos = b"".join(chunks), 0
-
-    def varint():
-        nonlocal pos
-        v = sh = 0
-        while True:
-            b = pay[pos]
-            pos += 1
-            v |= (b & 0x7F) << sh
-            sh += 7
-            if not b & 0x80:
-                return v
-
-    gids, samples, stacks = set(), 0, 0
-    while pos < len(pay):
-        h = [varint() for _ in range(10)]
-        samples += 1
-        for _ in range(h[9]):
-            gid, depth = varint(), varint()
-            for _ in range(depth):
-                varint()
+    gids, nsamples, stacks = set(), 0, 0
+    for _, st in samples(path):
+        nsamples += 1
+        for gid, _ in st:
             gids.add(gid)
             stacks += 1
-    return {"samples": samples, "stacks": stacks, "gids": len(gids), "max_gid": max(gids or [0]),
+    return {"samples": nsamples, "stacks": stacks, "gids": len(gids), "max_gid": max(gids or [0]),
             "gids_above": sum(1 for g in gids if g > above)}
 
 
