@@ -381,6 +381,26 @@ static json_t *find_entry(json_t *arr, const char *file, long long line, const c
     return at == 1 ? only : NULL;
 }
 
+/* The entry of arr (objects with file, line, name) for file:line whose
+ * name's last component is the qualname's: exactly, no fallback.  NULL
+ * when absent or arr is not an array. */
+static json_t *find_exact(json_t *arr, const char *file, long long line, const char *qualname)
+{
+    size_t i;
+    json_t *v;
+    if (!json_is_array(arr))
+        return NULL;
+    json_array_foreach(arr, i, v) {
+        json_t *l = json_object_get(v, "line");
+        const char *f = json_string_value(json_object_get(v, "file"));
+        const char *nm = json_string_value(json_object_get(v, "name"));
+        if (json_is_integer(l) && json_integer_value(l) == line && f && strcmp(f, file) == 0 && nm &&
+            strcmp(base_name(nm), base_name(qualname)) == 0)
+            return v;
+    }
+    return NULL;
+}
+
 static long long int_of(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
@@ -540,6 +560,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");
+    json_t *unmeasured = json_object_get(results, "unmeasured");
     const char *gencalls = json_string_value(json_object_get(results, "generator_calls"));
     int starts_only = gencalls && strcmp(gencalls, "starts") == 0;
     const char *threads = json_string_value(json_object_get(results, "threads"));
@@ -579,6 +600,27 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         gr_sb_reset(&fname);
         gr_sb_printf(&fname, "%s:%s", fl, qn);
         long long line = (long long)cd->line;
+
+        /* A function the profiler cannot measure apart (its own
+         * limitation, named by the adapter): a note when it ran, no check. */
+        json_t *um = find_exact(unmeasured, fl, line, qn);
+        if (um) {
+            json_t *ceu = code_entry(results, fl, line, qn);
+            json_t *bu = ceu ? json_object_get(ceu, "body") : NULL;
+            /* (noted only where a check would have run: a line profiler
+             * checks nothing in a function without a body line of its own) */
+            if (truth && (json_is_array(fns) || (json_is_array(bu) && json_array_size(bu)))) {
+                gr_sb_reset(&gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                const char *why = json_string_value(json_object_get(um, "reason"));
+                gr_sb_reset(&msg);
+                gr_sb_printf(&msg, "not checked, a limitation of the profiler: %s; it ran %llu time%s: %s",
+                             why && *why ? why : "the adapter cannot measure it", (unsigned long long)truth,
+                             truth == 1 ? "" : "s", gr_sb_str(&gtext));
+                add_diff(*notes, "limitation", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
+            }
+            continue;
+        }
 
         if (json_is_array(fns)) {
             json_t *e = find_entry(fns, fl, line, qn);
@@ -737,6 +779,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             if (matched[i] || !fl || !nm || calls <= 0 || (exclude && in_list(exclude, fl)))
                 continue;
             long long line = int_of(v, "line");
+            if (find_exact(unmeasured, fl, line, nm))
+                continue; /* not measured apart: not checked */
             if (c->module_code) {
                 const gr_code *m = gr_trace_code(t, c->module_code);
                 if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &file), fl) == 0)

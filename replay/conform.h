@@ -72,7 +72,7 @@ enum gr_conform_verdict {
 /* Compare the adapter's normalised results (the results file of
  * greenreplay/conform.py, schema 1: "functions", "lines", "line_hits",
  * "code", "threads", "generator_calls", "exclude_files") with the truth in
- * c, whose code and string ids are those of trace t.
+ * c, whose code and string ids are those of trace t ("unmeasured" too).
  *
  * Returns the verdict.  *differences receives a new JSON array (owned by
  * the caller, json_decref) of objects {kind, function ("file:qualname"),
@@ -86,7 +86,11 @@ enum gr_conform_verdict {
  * compared other than the starting one, the program installed its own
  * profile function (HOOK action 1): a profiler that writes another thread's
  * state directly (yappi) raises no audit event and may displace the
- * recorder there unseen; notes do not change the verdict.
+ * recorder there unseen; and kind "limitation" (truth: its calls,
+ * profiler: 0): a function that ran and that the results list in
+ * "unmeasured" ([{file, line, name, reason}]: the profiler cannot measure
+ * it apart, e.g. line_profiler's twins of identical bytecode); such a
+ * function is not checked.  Notes do not change the verdict.
  * Generators and coroutines, when the results say "generator_calls":
  * "starts" (the profiler counts a call once, the recording each
  * resumption), are only checked for 0 calls and for excess.

@@ -14,6 +14,8 @@
 #    function and the greenlet; the documented example adapter passes and
 #    is the very file docs/conform.md shows;
 #  - a program without greenlets passes with every available adapter;
+#  - line_profiler's twins of byte-identical bytecode are a limitation
+#    note, not a missing_lines difference;
 #  - the program's code that runs while the harness works at exit (after
 #    its finish MARK, the profiler stopped) is not counted as the
 #    program's, and the harness itself calls none of it;
@@ -139,6 +141,45 @@ for adapter in $available; do
         gr_show "$GR_WORK/plain.out"
     fi
 done
+
+# Twins of byte-identical bytecode under line_profiler: the second twin's
+# lines are never counted (line_profiler keys by bytecode and registers a
+# copy the program never runs): a named limitation note, not a
+# missing_lines verdict.  The results must show the lost hits (else this
+# proves nothing), and the twin must have run (cprofile counts it).
+if printf '%s\n' "$available" | grep -qx line_profiler; then
+    "$GR_CLI" conform --profiler line_profiler --json "$GR_WORK/twins.json" --results "$GR_WORK/twins.res" \
+        -- "$PY" "$ADAPTERS/twins.py" >"$GR_WORK/twins.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/twins.json" "$GR_WORK/twins.res" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = json.load(open(sys.argv[2]))
+assert d["verdict"] == "pass" and d["differences"] == [], d["differences"]
+notes = [n for n in d["notes"] if n["kind"] == "limitation"]
+assert [n["function"] for n in notes] == ["twins.py:second"], d["notes"]
+assert notes[0]["truth"] == 1, notes[0]
+assert "second has the bytecode of first (line 10)" in notes[0]["message"], notes[0]["message"]
+hits = {h["name"]: h["hits"] for h in res["line_hits"]}
+assert hits["second"] == {} and hits["first"] and hits["third"], hits
+assert [u["name"] for u in res["unmeasured"]] == ["second"], res["unmeasured"]
+EOF
+        gr_ok "twins, line_profiler: second's lost hits are a limitation note naming first, not missing_lines (pass)"
+    else
+        gr_bad "twins, line_profiler: exit $rc"
+        gr_show "$GR_WORK/twins.out" "$GR_WORK/twins.json"
+    fi
+else
+    echo "SKIP  twins, line_profiler: not available"
+fi
+"$GR_CLI" conform --profiler cprofile --results "$GR_WORK/twins.cp" -- "$PY" "$ADAPTERS/twins.py" >"$GR_WORK/twins.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && "$PY" -c 'import json, sys; f = {x["name"]: x["calls"] for x in json.load(open(sys.argv[1]))["functions"]}; assert f["second"] == 1 and f["first"] == 3, f' "$GR_WORK/twins.cp"; then
+    gr_ok "twins, cprofile: pass, second ran once, first three times"
+else
+    gr_bad "twins, cprofile: exit $rc"
+    gr_show "$GR_WORK/twins.out"
+fi
 
 # The harness's own work at exit (after its finish MARK, the profiler
 # stopped) runs the program's code: a finaliser the collector calls during

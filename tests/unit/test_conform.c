@@ -202,6 +202,45 @@ static void test_line_hits(void **state)
     end(&f);
 }
 
+/* A function the results list as "unmeasured" (the profiler cannot
+ * measure it apart: line_profiler's twins of identical bytecode) is not
+ * checked: a "limitation" note with the adapter's reason when it ran,
+ * never a difference; an entry naming another function changes nothing. */
+static void test_unmeasured_is_a_limitation_note(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    const char *code = "\"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, "
+                       "\"body\": [6, 7]}, {\"line\": 10, \"name\": \"main\", \"generator\": false, "
+                       "\"body\": [11]}]}";
+    const char *hits = "\"line_hits\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"hits\": {}}, "
+                       "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"hits\": {\"11\": 1}}]";
+    char buf[1000];
+    snprintf(buf, sizeof buf,
+             "{%s, %s, \"unmeasured\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", "
+             "\"reason\": \"work has the bytecode of main\"}]}", hits, code);
+    assert_int_equal(compare(&f, buf), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.diffs), 0);
+    assert_int_equal(f.checked, 1); /* main only */
+    assert_int_equal(json_array_size(f.notes), 1);
+    json_t *n = json_array_get(f.notes, 0);
+    assert_string_equal(json_string_value(json_object_get(n, "kind")), "limitation");
+    assert_string_equal(json_string_value(json_object_get(n, "function")), "prog.py:work");
+    assert_int_equal(json_integer_value(json_object_get(n, "truth")), 3);
+    assert_non_null(strstr(json_string_value(json_object_get(n, "message")), "work has the bytecode of main"));
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    /* the same results naming another line: work's empty hits are flagged */
+    snprintf(buf, sizeof buf,
+             "{%s, %s, \"unmeasured\": [{\"file\": \"prog.py\", \"line\": 6, \"name\": \"work\", "
+             "\"reason\": \"elsewhere\"}]}", hits, code);
+    assert_int_equal(compare(&f, buf), GR_CONFORM_FAIL);
+    diff_of(&f, "missing_lines", "prog.py:work");
+    assert_int_equal(json_array_size(f.notes), 0);
+    end(&f);
+}
+
 static void test_c_functions(void **state)
 {
     (void)state;
@@ -347,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_mark_proves_calls_the_recorder_missed),
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_line_hits),
+        cmocka_unit_test(test_unmeasured_is_a_limitation_note),
         cmocka_unit_test(test_c_functions),
         cmocka_unit_test(test_displaced_recorder_is_error),
         cmocka_unit_test(test_harness_calls_after_finish_not_counted),
