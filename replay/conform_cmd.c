@@ -73,7 +73,8 @@ const char gr_conform_usage[] =
     "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
     "  --no-record       run the program with the profiler but without the\n"
     "                    recorder; write --results (required) and compare nothing:\n"
-    "                    for checking that recording changes no result\n"
+    "                    for checking that recording changes no result (exit 0,\n"
+    "                    or 2 when the program failed: its status is printed)\n"
     "  --root DIR        code file names relative to DIR (default: SCRIPT's directory)\n"
     "  --switches MODE   the recorder's switch detection (default passive)\n"
     "\n"
@@ -89,7 +90,8 @@ const char gr_conform_usage[] =
     "line_profiler).\n"
     "\n"
     "Output: one line per difference, \"note:\" lines (excess counts that cannot\n"
-    "be verified), then one summary line.  When the program exits with a\n"
+    "be verified; functions the profiler cannot measure apart, a limitation\n"
+    "the adapter names), then one summary line.  When the program exits with a\n"
     "non-zero status, a line says so and the comparison still runs (the\n"
     "adapter's results are written at exit, the trace up to the end): its\n"
     "differences give 1, but no difference gives 2, never a pass (the profiler\n"
@@ -742,8 +744,15 @@ static int conform_main(struct run *r, int argc, char **argv)
         return st2;
     }
     if (r->no_record) {
+        /* Nothing is compared: the program's failure is the outcome (2, as
+         * with recording when no difference is found; never 0). */
         cleanup(r);
         json_decref(res);
+        if (rc != 0) {
+            fprintf(stderr, "greenreplay: conform: --no-record: the program exited with status %d (its results "
+                            "are in %s)\n", rc, r->results);
+            return 2;
+        }
         return 0;
     }
 

@@ -19,6 +19,7 @@
 #  - the program's code that runs while the harness works at exit (after
 #    its finish MARK, the profiler stopped) is not counted as the
 #    program's, and the harness itself calls none of it;
+#  - a program that exits non-zero gives 2, recorded or not (--no-record);
 #  - --json holds the documented fields, --json - writes them to stdout
 #    alone; outputs that cannot be written (or would overwrite the script
 #    or each other) are refused before anything runs, a missing
@@ -200,6 +201,26 @@ else
     gr_bad "harness calls at exit: exit $rc, $late finaliser call(s) and $lazy __getattr__ call(s) after the finish MARK"
     gr_show "$GR_WORK/harness.out"
 fi
+
+# A program that fails: never a pass, with or without recording (2, one
+# line naming its status); the results are still written.
+for mode in record no-record; do
+    opt=()
+    [ $mode = no-record ] && opt=(--no-record)
+    rm -f "$GR_WORK/fails.res"
+    "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/fails.res" \
+        -- "$PY" "$ADAPTERS/fails.py" >"$GR_WORK/fails.out" 2>"$GR_WORK/fails.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$GR_WORK/fails.err")" -eq 1 ] &&
+        grep -q "^greenreplay: conform: .*the program exited with status 3" "$GR_WORK/fails.err" &&
+        grep -qx "note: the program exited with status 3" "$GR_WORK/fails.out" &&
+        "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any(f["name"] == "work" and f["calls"] == 1 for f in d["functions"]), d' "$GR_WORK/fails.res"; then
+        gr_ok "program fails, $mode: exit 2, its status named, results written"
+    else
+        gr_bad "program fails, $mode: exit $rc"
+        gr_show "$GR_WORK/fails.out" "$GR_WORK/fails.err"
+    fi
+done
 
 # The documented example adapter: passes, and is the file the docs show.
 "$GR_CLI" conform --profiler "$ADAPTERS/callcount.py" -- "$PY" "$FIX/direct_then_run.py" \
