@@ -427,26 +427,39 @@ static void describe_gl(const gr_conform *c, const gr_trace *t, uint64_t tid, ui
     }
 }
 
-/* Truth of one function: per-greenlet counts (max of calls and proven) of
- * the threads in scope, their total, and the JSON "greenlet" value naming
- * where the `deficit` uncounted calls ran (deficit 0: every greenlet). */
+/* Truth of one function in one greenlet: the larger of the calls the
+ * recorder saw and those real stacks prove. */
 static uint64_t gl_truth(const struct gl_count *e)
 {
     return e->calls > e->proven ? e->calls : e->proven;
 }
 
+/* Where function f ran, in the threads in scope (scope_tid, 0: all), and
+ * where its `deficit` uncounted calls ran (unit "call", missed
+ * "uncounted"; for line hits "run", "without a hit").  Returns the JSON "greenlet" value (a string for one greenlet,
+ * else a list; owned by the caller) and appends the text to text:
+ *   - deficit 0, or every call uncounted: each greenlet with its count,
+ *     "2 in thread 1 greenlet 1 (main), 1 in thread 1 greenlet 2 (...)";
+ *   - one greenlet: "1 call uncounted, of the 2 in thread 1 greenlet 1 (main)";
+ *   - one greenlet whose count is the deficit: "2 calls uncounted, as many
+ *     as ran in thread 1 greenlet 2 (run: worker)" (named alone);
+ *   - the non-main greenlets adding up to it: "... as many as ran outside
+ *     the main greenlets: 1 in ..., 1 in ..." (named alone);
+ *   - else: "1 call uncounted, among: 1 in ..., 1 in ..." (all named).
+ * The profiler gives a total only: the last three are what the counts
+ * allow, not proof of which calls it missed. */
 static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_truth *f, uint64_t scope_tid,
-                     uint64_t deficit, gr_sb *text)
+                     uint64_t deficit, const char *unit, const char *missed, gr_sb *text)
 {
-    /* Which greenlets: one whose count is exactly the deficit; else all
-     * but the threads' main greenlets when they add up to it; else all. */
     const struct gl_count *exact = NULL;
-    int nexact = 0;
-    uint64_t nonmain = 0;
+    int nexact = 0, ngl = 0;
+    uint64_t nonmain = 0, total = 0;
     for (size_t i = 0; i < f->n; i++) {
         const struct gl_count *e = &f->gl[i];
         if ((scope_tid && e->tid != scope_tid) || !gl_truth(e))
             continue;
+        ngl++;
+        total += gl_truth(e);
         if (deficit && gl_truth(e) == deficit) {
             exact = e;
             nexact++;
@@ -455,7 +468,17 @@ static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_tru
         if (!(g && g->main) && e->gid)
             nonmain += gl_truth(e);
     }
-    int mode = deficit && nexact == 1 ? 1 : deficit && nonmain == deficit ? 2 : 0;
+    if (deficit >= total)
+        deficit = 0; /* none counted: where they ran is where they were missed */
+    /* mode 0 every greenlet with its count; 1 one greenlet, part missed;
+     * 2 the one greenlet with as many; 3 the non-main ones; 4 among all */
+    int mode = !deficit ? 0 : ngl == 1 ? 1 : nexact == 1 ? 2 : nonmain == deficit ? 3 : 4;
+    if (mode)
+        gr_sb_printf(text, "%llu %s%s %s%s", (unsigned long long)deficit, unit, deficit == 1 ? "" : "s", missed,
+                     mode == 1   ? ", of the "
+                     : mode == 2 ? ", as many as ran in "
+                     : mode == 3 ? ", as many as ran outside the main greenlets: "
+                                 : ", among: ");
     json_t *arr = json_array();
     gr_sb one;
     gr_sb_init(&one);
@@ -463,17 +486,21 @@ static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_tru
         const struct gl_count *e = &f->gl[i];
         if ((scope_tid && e->tid != scope_tid) || !gl_truth(e))
             continue;
-        if (mode == 1 && e != exact)
+        if (mode == 2 && e != exact)
             continue;
         struct gl_info *g = find_gl(c, e->tid, e->gid);
-        if (mode == 2 && ((g && g->main) || !e->gid))
+        if (mode == 3 && ((g && g->main) || !e->gid))
             continue;
         gr_sb_reset(&one);
         describe_gl(c, t, e->tid, e->gid, &one);
         json_array_append_new(arr, json_string(gr_sb_str(&one)));
-        gr_sb_printf(text, "%s%llu in %s%s", json_array_size(arr) > 1 ? ", " : "",
-                     (unsigned long long)gl_truth(e), gr_sb_str(&one),
-                     e->proven > e->calls ? " (seen in real stacks)" : "");
+        if (mode == 2)
+            gr_sb_puts(text, gr_sb_str(&one));
+        else
+            gr_sb_printf(text, "%s%llu in %s", json_array_size(arr) > 1 ? ", " : "",
+                         (unsigned long long)gl_truth(e), gr_sb_str(&one));
+        if (e->proven > e->calls)
+            gr_sb_puts(text, " (seen in real stacks)");
     }
     gr_sb_free(&one);
     if (json_array_size(arr) == 1) {
@@ -611,7 +638,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
              * checks nothing in a function without a body line of its own) */
             if (truth && (json_is_array(fns) || (json_is_array(bu) && json_array_size(bu)))) {
                 gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
                 const char *why = json_string_value(json_object_get(um, "reason"));
                 gr_sb_reset(&msg);
                 gr_sb_printf(&msg, "not checked, a limitation of the profiler: %s; it ran %llu time%s: %s",
@@ -642,7 +669,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 (*checked)++;
                 if ((uint64_t)prof < truth && (!starts || prof == 0)) {
                     gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, &gtext);
+                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted", &gtext);
                     gr_sb_reset(&msg);
                     gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
                                  prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
@@ -650,7 +677,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                     add_diff(*differences, "blind_spot", gr_sb_str(&fname), line, gl, truth, prof, gr_sb_str(&msg));
                 } else if ((uint64_t)prof > truth) {
                     gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
                     gr_sb_reset(&msg);
                     gr_sb_printf(&msg, "the profiler counts %lld calls of %s (line %lld), the recording %llu%s%s", prof,
                                  qn, line, (unsigned long long)truth, truth ? ": " : "", gr_sb_str(&gtext));
@@ -683,7 +710,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             (*checked)++;
             if (!found) {
                 gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
                 gr_sb_reset(&msg);
                 gr_sb_printf(&msg, "no line of %s (body lines %lld-%lld) is recorded as executed; it ran %llu time%s: %s",
                              qn, json_integer_value(json_array_get(body, 0)),
@@ -712,7 +739,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             int generator = json_is_true(json_object_get(ce, "generator"));
             if (!sum || (!generator && (uint64_t)first < truth)) {
                 gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, &gtext);
+                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, "run", "without a hit", &gtext);
                 gr_sb_reset(&msg);
                 if (!sum)
                     gr_sb_printf(&msg, "no hit on any line of %s (body lines %lld-%lld); it ran %llu time%s: %s", qn,
@@ -758,7 +785,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         if ((uint64_t)prof >= truth)
             continue;
         gr_sb_reset(&gtext);
-        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, &gtext);
+        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, "call", "uncounted", &gtext);
         gr_sb_reset(&msg);
         gr_sb_printf(&msg,
                      "the profiler counts %lld call%s of the C function %s in all, the program's functions "

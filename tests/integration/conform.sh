@@ -122,6 +122,8 @@ gl = hit[0]["greenlet"]
 gl = gl if isinstance(gl, list) else [gl]
 assert gl == ["thread 1 greenlet 2 (run: worker)", "thread 1 greenlet 3 (run: worker)"], gl
 assert hit[0]["truth"] == 3 and hit[0]["profiler"] == 1, hit[0]
+assert hit[0]["message"].endswith(": 2 calls uncounted, as many as ran outside the main greenlets: "
+                                  "1 in thread 1 greenlet 2 (run: worker), 1 in thread 1 greenlet 3 (run: worker)"), hit[0]
 EOF
     gr_ok "broken adapter: exit 1, blind_spot worker in thread 1 greenlets 2 and 3"
 else

@@ -130,6 +130,42 @@ static void test_uncounted_greenlet_calls_are_blind_spot(void **state)
     assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 1);
     /* the shortfall equals g2's calls: g2 is named, alone */
     assert_string_equal(json_string_value(json_object_get(d, "greenlet")), "thread 1 greenlet 2 (run: work)");
+    assert_string_equal(json_string_value(json_object_get(d, "message")),
+                        "the profiler counts 1 call of work (line 5), the recording 3: 2 calls uncounted, as many "
+                        "as ran in thread 1 greenlet 2 (run: work)");
+    end(&f);
+}
+
+/* The message says how many calls were missed, and where they can have
+ * run: never a greenlet's whole count as if all of it were missed. */
+static void test_blind_spot_message_names_the_shortfall(void **state)
+{
+    (void)state;
+    fx f;
+    /* work: 1 call in g1, 1 in g2 (a mark); 1 counted: the non-main g2 */
+    build(&f, 0);
+    assert_int_equal(compare(&f, CALLS(1, 1)), GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
+    assert_string_equal(json_string_value(json_object_get(d, "message")),
+                        "the profiler counts 1 call of work (line 5), the recording 2: 1 call uncounted, as many "
+                        "as ran outside the main greenlets: 1 in thread 1 greenlet 2 (run: work) (seen in real "
+                        "stacks)");
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    /* none counted: each greenlet with its count, all named */
+    assert_int_equal(compare(&f, CALLS(0, 1)), GR_CONFORM_FAIL);
+    d = diff_of(&f, "blind_spot", "prog.py:work");
+    assert_string_equal(json_string_value(json_object_get(d, "message")),
+                        "the profiler counts 0 calls of work (line 5), the recording 2: 1 in thread 1 greenlet 1 "
+                        "(main), 1 in thread 1 greenlet 2 (run: work) (seen in real stacks)");
+    assert_int_equal(json_array_size(json_object_get(d, "greenlet")), 2);
+    end(&f);
+    /* work: 1 in g1, 2 in g2; 1 counted of 3, 1 missing: g1's count */
+    build(&f, 1);
+    assert_int_equal(compare(&f, CALLS(2, 1)), GR_CONFORM_FAIL);
+    d = diff_of(&f, "blind_spot", "prog.py:work");
+    assert_non_null(strstr(json_string_value(json_object_get(d, "message")),
+                           "the recording 3: 1 call uncounted, as many as ran in thread 1 greenlet 1 (main)"));
     end(&f);
 }
 
@@ -199,6 +235,9 @@ static void test_line_hits(void **state)
     assert_int_equal(compare(&f, buf), GR_CONFORM_FAIL);
     json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
     assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 2);
+    assert_string_equal(json_string_value(json_object_get(d, "message")),
+                        "2 hits of the first body line 6 of work, which ran 3 times: 1 run without a hit, as many "
+                        "as ran in thread 1 greenlet 1 (main)");
     end(&f);
 }
 
@@ -345,6 +384,10 @@ static int after_finish(const char *results_json)
         assert_int_equal(json_array_size(f.diffs), 1);
         json_t *d = diff_of(&f, "blind_spot", "prog.py:work");
         assert_int_equal(json_integer_value(json_object_get(d, "truth")), 2);
+        /* one greenlet, part of its calls missed: "of the 2", not "2 in" */
+        assert_non_null(strstr(json_string_value(json_object_get(d, "message")),
+                               "the recording 2: 1 call uncounted, of the 2 in thread 1 greenlet 2 (run: work) "
+                               "(seen in real stacks)"));
     }
     end(&f);
     return v;
@@ -382,6 +425,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_agree_pass),
         cmocka_unit_test(test_uncounted_greenlet_calls_are_blind_spot),
+        cmocka_unit_test(test_blind_spot_message_names_the_shortfall),
         cmocka_unit_test(test_excess_is_miscount),
         cmocka_unit_test(test_mark_proves_calls_the_recorder_missed),
         cmocka_unit_test(test_lines),
