@@ -17,8 +17,9 @@
 #  - line_profiler's twins of byte-identical bytecode are a limitation
 #    note, not a missing_lines difference;
 #  - the program's code that runs while the harness works at exit (after
-#    its finish MARK, the profiler stopped) is not counted as the
-#    program's, and the harness itself calls none of it;
+#    its finish MARK) is not counted as the program's (a finaliser; another
+#    thread while a profiler of every thread stops: a note), and the
+#    harness itself calls none of it;
 #  - a program that exits non-zero gives 2, recorded or not (--no-record);
 #  - --json holds the documented fields, --json - writes them to stdout
 #    alone; outputs that cannot be written (or would overwrite the script
@@ -184,9 +185,11 @@ else
     gr_show "$GR_WORK/twins.out"
 fi
 
-# The harness's own work at exit (after its finish MARK, the profiler
-# stopped) runs the program's code: a finaliser the collector calls during
-# the harness's allocations; not counted as the program's.  The trace must
+# The harness's own work at exit (after its finish MARK) runs the
+# program's code: a finaliser the collector calls from an audit hook at the
+# first audit event after the program's last atexit hook (the profiler's
+# stop, or the harness opening a file); not counted as the program's (a
+# note where the profiler, stopping, may have counted it).  The trace must
 # show such a call after the MARK, else the test proves nothing.  And the
 # harness itself calls none of the program's code (a lazy module's
 # __getattr__, when it reads the modules' __file__).
@@ -223,6 +226,37 @@ for mode in record no-record; do
         gr_show "$GR_WORK/fails.out" "$GR_WORK/fails.err"
     fi
 done
+
+# Another thread runs while the harness stops a profiler of every thread
+# (yappi, made deterministic by the adapter stop_window.py): the calls it
+# makes then, after the finish MARK, are counted by the profiler but not as
+# the program's: a note naming them, not a miscount.  yappi must have
+# counted them (else this proves nothing).
+if printf '%s\n' "$available" | grep -qx yappi; then
+    "$GR_CLI" conform --profiler "$ADAPTERS/stop_window.py" --json "$GR_WORK/late.json" --results "$GR_WORK/late.res" \
+        -- "$PY" "$ADAPTERS/late_thread.py" >"$GR_WORK/late.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/late.json" "$GR_WORK/late.res" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = json.load(open(sys.argv[2]))
+assert d["verdict"] == "pass" and d["differences"] == [], d["differences"]
+calls = {f["name"]: f["calls"] for f in res["functions"]}
+assert calls["tick"] == 3, calls
+tick = [n for n in d["notes"] if n["function"] == "late_thread.py:tick"]
+assert len(tick) == 1 and tick[0]["kind"] == "unverified", d["notes"]
+assert tick[0]["truth"] == 1 and tick[0]["profiler"] == 3, tick[0]
+assert "; 2 more ran after the finish mark while the profiler was stopping, which it may have counted: not a verdict" \
+    in tick[0]["message"], tick[0]["message"]
+EOF
+        gr_ok "late thread, yappi: 2 calls while the profiler stopped, counted by it: a note, pass"
+    else
+        gr_bad "late thread, yappi: exit $rc"
+        gr_show "$GR_WORK/late.out" "$GR_WORK/late.json"
+    fi
+else
+    echo "SKIP  late thread, yappi: not available"
+fi
 
 # The documented example adapter: passes, and is the file the docs show.
 "$GR_CLI" conform --profiler "$ADAPTERS/callcount.py" -- "$PY" "$FIX/direct_then_run.py" \

@@ -407,6 +407,104 @@ static void test_harness_calls_after_finish_not_counted(void **state)
     assert_int_equal(after_finish(short_work), GR_CONFORM_FAIL);
 }
 
+/* While the harness stops the profiler (between the finish MARK and the
+ * MARK that it stopped) work runs once on thread 1 (a finaliser, an audit
+ * hook its stop raises) and tick twice on thread 2 (a daemon thread); the
+ * profiler may have counted any of these: an excess up to them is a note,
+ * beyond them a miscount.  After the second MARK nothing counts.  The
+ * profiler's stop changing thread 1's profile function unannounced there
+ * is no displaced recorder (the finish MARK showed it in place); on
+ * another thread it still is (what ran there before may be missing).
+ * other_thread_hook: add an unannounced HOOK on thread 2 after the MARK. */
+static int stopping(const char *results_json, int other_thread_hook, json_t **notes, char *reason, size_t n)
+{
+    fx f;
+    memset(&f, 0, sizeof f);
+    tb_open(&f.b, 0);
+    uint32_t mod = tb_py(&f.b, "<module>", "prog.py", 1);
+    uint32_t main_ = tb_py(&f.b, "main", "prog.py", 10);
+    uint32_t work = tb_py(&f.b, "work", "prog.py", 5);
+    uint32_t tick = tb_py(&f.b, "tick", "prog.py", 20);
+    uint32_t fin = tb_py(&f.b, "_finish", "<greenreplay>/conform.py", 0);
+    uint32_t mk = tb_c(&f.b, "greenreplay._greenreplay.mark");
+    uint32_t finish = tb_str(&f.b, GR_CONFORM_MARK_FINISH);
+    uint32_t stopped = tb_str(&f.b, GR_CONFORM_MARK_STOPPED);
+    tb_thread(&f.b, 1);
+    tb_greenlet(&f.b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_simple(&f.b, GR_START, 1, 1);
+    tb_ev(&f.b, GR_CALL, 1, 1, mod);
+    tb_ev(&f.b, GR_CALL, 1, 1, main_);
+    tb_ev(&f.b, GR_RETURN, 1, 1, main_);
+    tb_thread(&f.b, 2);
+    tb_greenlet(&f.b, 2, 2, 0, GR_GL_MAIN, 0);
+    tb_ev(&f.b, GR_RETURN, 1, 1, mod);
+    tb_ev(&f.b, GR_CALL, 1, 1, fin);
+    tb_mark(&f.b, 1, 1, finish, mk, GR_MARK_PROFILE_OURS, 1, fin);
+    tb_ev(&f.b, GR_CALL, 1, 1, work);
+    tb_ev(&f.b, GR_RETURN, 1, 1, work);
+    tb_ev(&f.b, GR_CALL, 2, 2, tick);
+    tb_ev(&f.b, GR_RETURN, 2, 2, tick);
+    tb_ev(&f.b, GR_CALL, 2, 2, tick);
+    tb_ev(&f.b, GR_RETURN, 2, 2, tick);
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_CLEARED, GR_HOOK_UNANNOUNCED, 0);
+    if (other_thread_hook)
+        tb_hook(&f.b, 2, 2, GR_HOOK_PROFILE, GR_HOOK_CLEARED, GR_HOOK_UNANNOUNCED, 0);
+    tb_mark(&f.b, 1, 1, stopped, mk, GR_MARK_PROFILE_OURS, 1, fin);
+    tb_ev(&f.b, GR_CALL, 1, 1, work); /* the profiler stopped: nobody counts this */
+    tb_ev(&f.b, GR_RETURN, 1, 1, work);
+    tb_ev(&f.b, GR_RETURN, 1, 1, fin);
+    tb_finish(&f.b);
+    assert_int_equal(tb_load(&f.b, &f.t), GR_READ_OK);
+    int v = compare(&f, results_json);
+    *notes = json_incref(f.notes);
+    snprintf(reason, n, "%s", f.reason);
+    if (v == GR_CONFORM_FAIL) {
+        assert_int_equal(json_array_size(f.diffs), 1);
+        json_t *d = diff_of(&f, "miscount", "prog.py:tick");
+        assert_non_null(strstr(json_string_value(json_object_get(d, "message")),
+                               "2 more ran after the finish mark while the profiler was stopping"));
+    }
+    end(&f);
+    return v;
+}
+
+static void test_calls_while_the_profiler_stops(void **state)
+{
+    (void)state;
+    json_t *notes;
+    char reason[300];
+    /* all threads: work 1 (0 + 1 late), tick 2 (0 + 2 late) */
+    const char *counted = "{\"threads\": \"all\", \"functions\": ["
+                          "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1},"
+                          "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 1},"
+                          "{\"file\": \"prog.py\", \"line\": 20, \"name\": \"tick\", \"calls\": 2}]}";
+    assert_int_equal(stopping(counted, 0, &notes, reason, sizeof reason), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(notes), 2);
+    json_t *n = json_array_get(notes, 1);
+    assert_string_equal(json_string_value(json_object_get(n, "kind")), "unverified");
+    assert_string_equal(json_string_value(json_object_get(n, "function")), "prog.py:tick");
+    assert_non_null(strstr(json_string_value(json_object_get(n, "message")),
+                           "the recording 0, and 2 more ran after the finish mark while the profiler was stopping, "
+                           "which it may have counted: not a verdict"));
+    json_decref(notes);
+    /* none of them counted: no note */
+    const char *none = "{\"threads\": \"all\", \"functions\": ["
+                       "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1}]}";
+    assert_int_equal(stopping(none, 0, &notes, reason, sizeof reason), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(notes), 0);
+    json_decref(notes);
+    /* tick 3: more than ran, even counting the late calls */
+    const char *beyond = "{\"threads\": \"all\", \"functions\": ["
+                         "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1},"
+                         "{\"file\": \"prog.py\", \"line\": 20, \"name\": \"tick\", \"calls\": 3}]}";
+    assert_int_equal(stopping(beyond, 0, &notes, reason, sizeof reason), GR_CONFORM_FAIL);
+    json_decref(notes);
+    /* the unannounced change on thread 2 after the MARK: no ground truth */
+    assert_int_equal(stopping(none, 1, &notes, reason, sizeof reason), GR_CONFORM_ERROR);
+    assert_non_null(strstr(reason, "displaced the recorder on thread 2"));
+    json_decref(notes);
+}
+
 static void test_nothing_to_compare_is_error(void **state)
 {
     (void)state;
@@ -434,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_c_functions),
         cmocka_unit_test(test_displaced_recorder_is_error),
         cmocka_unit_test(test_harness_calls_after_finish_not_counted),
+        cmocka_unit_test(test_calls_while_the_profiler_stops),
         cmocka_unit_test(test_nothing_to_compare_is_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -325,6 +325,7 @@ def _preimport():
 MARK_START = "greenreplay-conform: start"
 MARK_STOP = "greenreplay-conform: stop"
 MARK_FINISH = "greenreplay-conform: finish"
+MARK_STOPPED = "greenreplay-conform: profiler stopped"
 
 
 def _manual(script):
@@ -419,6 +420,13 @@ def _finish():
         except Exception as e:
             _fail("stop", e)
             return
+        try:
+            # Calls between the two MARKs (a finaliser, an audit hook the
+            # profiler's stop raises, another thread) the profiler may have
+            # counted: the comparison keeps them apart.
+            _mark(MARK_STOPPED)
+        except Exception:
+            pass
     try:
         raw = module.results()
         paths = _state["paths"]
