@@ -460,8 +460,9 @@ static uint64_t gl_truth(const struct gl_count *e)
 
 /* Where function f ran, in the threads in scope (scope_tid, 0: all), and
  * where its `deficit` uncounted calls ran (unit "call", missed
- * "uncounted"; for line hits "run", "without a hit").  Returns the JSON "greenlet" value (a string for one greenlet,
- * else a list; owned by the caller) and appends the text to text:
+ * "uncounted"; for line hits "run", "without a hit").  Returns the JSON
+ * "greenlet" value (a string for one greenlet, else a list; owned by the
+ * caller) and appends the text to text:
  *   - deficit 0, or every call uncounted: each greenlet with its count,
  *     "2 in thread 1 greenlet 1 (main), 1 in thread 1 greenlet 2 (...)";
  *   - one greenlet: "1 call uncounted, of the 2 in thread 1 greenlet 1 (main)";
@@ -704,7 +705,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 (*checked)++;
                 if ((uint64_t)prof < truth && (!starts || prof == 0)) {
                     gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted", &gtext);
+                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted",
+                                       &gtext);
                     gr_sb_reset(&msg);
                     gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
                                  prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
@@ -783,7 +785,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             int generator = json_is_true(json_object_get(ce, "generator"));
             if (!sum || (!generator && (uint64_t)first < truth)) {
                 gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, "run", "without a hit", &gtext);
+                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, "run", "without a hit",
+                                   &gtext);
                 gr_sb_reset(&msg);
                 if (!sum)
                     gr_sb_printf(&msg, "no hit on any line of %s (body lines %lld-%lld); it ran %llu time%s: %s", qn,
