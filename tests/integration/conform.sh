@@ -16,6 +16,7 @@
 #  - a program without greenlets passes with every available adapter;
 #  - line_profiler's twins of byte-identical bytecode are a limitation
 #    note, not a missing_lines difference;
+#  - cprofile names C methods bound to a class as the trace does;
 #  - the program's code that runs while the harness works at exit (after
 #    its finish MARK) is not counted as the program's (a finaliser; another
 #    thread while a profiler of every thread stops: a note), and the
@@ -183,6 +184,26 @@ if [ $rc -eq 0 ] && "$PY" -c 'import json, sys; f = {x["name"]: x["calls"] for x
 else
     gr_bad "twins, cprofile: exit $rc"
     gr_show "$GR_WORK/twins.out"
+fi
+
+# C methods bound to a class (dict.fromkeys, object.__new__): the cprofile
+# adapter names them as the trace does, without cProfile's address: pass.
+# The trace must hold those calls from the program's function.
+"$GR_CLI" conform --profiler cprofile -o "$GR_WORK/cm.grt" --results "$GR_WORK/cm.res" \
+    -- "$PY" "$ADAPTERS/c_methods.py" >"$GR_WORK/cm.out" 2>&1
+rc=$?
+seen=$("$GR_CLI" dump "$GR_WORK/cm.grt" 2>/dev/null | grep -cE ' C_CALL .* type\.(from_bytes|fromkeys|fromhex|__new__)$')
+if [ $rc -eq 0 ] && [ "$seen" -eq 4 ] && "$PY" - "$GR_WORK/cm.res" <<'EOF'; then
+import json, sys
+c = {f["name"]: f["calls"] for f in json.load(open(sys.argv[1]))["c_functions"]}
+for n in ("type.from_bytes", "type.fromkeys", "type.fromhex", "type.__new__"):
+    assert c.get(n, 0) >= 1, (n, c)
+assert not [n for n in c if "0x" in n], c
+EOF
+    gr_ok "C methods bound to a class, cprofile: named as the trace names them (4 calls), pass"
+else
+    gr_bad "C methods bound to a class, cprofile: exit $rc, $seen of 4 calls in the trace"
+    gr_show "$GR_WORK/cm.out"
 fi
 
 # The harness's own work at exit (after its finish MARK) runs the
