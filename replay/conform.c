@@ -13,6 +13,8 @@ struct gl_count {
     uint64_t tid, gid;
     uint64_t calls;  /* CALL records */
     uint64_t proven; /* most occurrences in one real stack above the seed */
+    uint64_t window; /* CALL records between the finish MARK and the MARK
+                        that the profiler stopped: it may count them */
 };
 
 /* Per code id: the greenlets it ran in. */
@@ -44,6 +46,10 @@ struct gr_conform {
     int in_window; /* between the start and the stop MARK */
     int finished;  /* the finish MARK was seen: the program has ended and
                       what follows is the harness's own work at exit */
+    int stopped;   /* the MARK GR_CONFORM_MARK_STOPPED was seen: the
+                      harness stopped the profiler */
+    uint64_t finish_tid; /* the finish MARK's thread, when the recorder was
+                            its profile function there (0 otherwise) */
     uint64_t displaced_at;  /* the record where that was found */
     uint64_t displaced_tid; /* the finish MARK's thread, when the recorder
                                was not its profile function there */
@@ -218,13 +224,27 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             c->displaced_tid = r->tid;
             c->displaced_at = r->index;
         }
+        if (r->flags & GR_MARK_PROFILE_OURS)
+            c->finish_tid = r->tid;
         c->finished = 1;
+        return;
+    }
+    if (r->tag == GR_MARK && c->finished && mark_is(t, r, GR_CONFORM_MARK_STOPPED)) {
+        c->stopped = 1;
+        return;
+    }
+    /* Between the two, the harness is stopping the profiler: a call made
+     * then (a finaliser, an audit hook the profiler's stop raises, another
+     * thread) may or may not be counted by it.  Kept apart: an excess up to
+     * these is not a verdict. */
+    if (c->finished && !c->stopped && r->tag == GR_CALL && (!c->windowed || c->in_window)) {
+        count_of(c, r->code, r->tid, r->gid)->window++;
         return;
     }
     /* After the finish MARK the harness stops the profiler and collects its
      * results: calls made then (a finaliser the collector runs during its
      * allocations, another thread still running) are not the program's as
-     * the profiler saw it.  Still
+     * the profiler saw it (those before the profiler stopped: above).  Still
      * read: GREENLET and the STACK records at stop (the real stacks of
      * greenlets suspended since before), and HOOK (a takeover found at
      * stop). */
@@ -255,7 +275,11 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         /* A takeover the recorder found without the audit event (at a mark
          * or at stop): what ran before it on that thread is missing from
          * the recording (docs/FORMAT.md, HOOK who bit 2). */
-        if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid) {
+        /* Not after the finish MARK on its thread, when the MARK showed
+         * the recorder in place there: what the profiler's stop does to the
+         * thread's profile function then is not the program's. */
+        if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid &&
+            !(c->finished && c->finish_tid && r->tid == c->finish_tid)) {
             c->displaced_tid = r->tid;
             c->displaced_at = r->index;
         }
@@ -381,6 +405,26 @@ static json_t *find_entry(json_t *arr, const char *file, long long line, const c
     return at == 1 ? only : NULL;
 }
 
+/* The entry of arr (objects with file, line, name) for file:line whose
+ * name's last component is the qualname's: exactly, no fallback.  NULL
+ * when absent or arr is not an array. */
+static json_t *find_exact(json_t *arr, const char *file, long long line, const char *qualname)
+{
+    size_t i;
+    json_t *v;
+    if (!json_is_array(arr))
+        return NULL;
+    json_array_foreach(arr, i, v) {
+        json_t *l = json_object_get(v, "line");
+        const char *f = json_string_value(json_object_get(v, "file"));
+        const char *nm = json_string_value(json_object_get(v, "name"));
+        if (json_is_integer(l) && json_integer_value(l) == line && f && strcmp(f, file) == 0 && nm &&
+            strcmp(base_name(nm), base_name(qualname)) == 0)
+            return v;
+    }
+    return NULL;
+}
+
 static long long int_of(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
@@ -407,26 +451,40 @@ static void describe_gl(const gr_conform *c, const gr_trace *t, uint64_t tid, ui
     }
 }
 
-/* Truth of one function: per-greenlet counts (max of calls and proven) of
- * the threads in scope, their total, and the JSON "greenlet" value naming
- * where the `deficit` uncounted calls ran (deficit 0: every greenlet). */
+/* Truth of one function in one greenlet: the larger of the calls the
+ * recorder saw and those real stacks prove. */
 static uint64_t gl_truth(const struct gl_count *e)
 {
     return e->calls > e->proven ? e->calls : e->proven;
 }
 
+/* Where function f ran, in the threads in scope (scope_tid, 0: all), and
+ * where its `deficit` uncounted calls ran (unit "call", missed
+ * "uncounted"; for line hits "run", "without a hit").  Returns the JSON
+ * "greenlet" value (a string for one greenlet, else a list; owned by the
+ * caller) and appends the text to text:
+ *   - deficit 0, or every call uncounted: each greenlet with its count,
+ *     "2 in thread 1 greenlet 1 (main), 1 in thread 1 greenlet 2 (...)";
+ *   - one greenlet: "1 call uncounted, of the 2 in thread 1 greenlet 1 (main)";
+ *   - one greenlet whose count is the deficit: "2 calls uncounted, as many
+ *     as ran in thread 1 greenlet 2 (run: worker)" (named alone);
+ *   - the non-main greenlets adding up to it: "... as many as ran outside
+ *     the main greenlets: 1 in ..., 1 in ..." (named alone);
+ *   - else: "1 call uncounted, among: 1 in ..., 1 in ..." (all named).
+ * The profiler gives a total only: the last three are what the counts
+ * allow, not proof of which calls it missed. */
 static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_truth *f, uint64_t scope_tid,
-                     uint64_t deficit, gr_sb *text)
+                     uint64_t deficit, const char *unit, const char *missed, gr_sb *text)
 {
-    /* Which greenlets: one whose count is exactly the deficit; else all
-     * but the threads' main greenlets when they add up to it; else all. */
     const struct gl_count *exact = NULL;
-    int nexact = 0;
-    uint64_t nonmain = 0;
+    int nexact = 0, ngl = 0;
+    uint64_t nonmain = 0, total = 0;
     for (size_t i = 0; i < f->n; i++) {
         const struct gl_count *e = &f->gl[i];
         if ((scope_tid && e->tid != scope_tid) || !gl_truth(e))
             continue;
+        ngl++;
+        total += gl_truth(e);
         if (deficit && gl_truth(e) == deficit) {
             exact = e;
             nexact++;
@@ -435,7 +493,17 @@ static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_tru
         if (!(g && g->main) && e->gid)
             nonmain += gl_truth(e);
     }
-    int mode = deficit && nexact == 1 ? 1 : deficit && nonmain == deficit ? 2 : 0;
+    if (deficit >= total)
+        deficit = 0; /* none counted: where they ran is where they were missed */
+    /* mode 0 every greenlet with its count; 1 one greenlet, part missed;
+     * 2 the one greenlet with as many; 3 the non-main ones; 4 among all */
+    int mode = !deficit ? 0 : ngl == 1 ? 1 : nexact == 1 ? 2 : nonmain == deficit ? 3 : 4;
+    if (mode)
+        gr_sb_printf(text, "%llu %s%s %s%s", (unsigned long long)deficit, unit, deficit == 1 ? "" : "s", missed,
+                     mode == 1   ? ", of the "
+                     : mode == 2 ? ", as many as ran in "
+                     : mode == 3 ? ", as many as ran outside the main greenlets: "
+                                 : ", among: ");
     json_t *arr = json_array();
     gr_sb one;
     gr_sb_init(&one);
@@ -443,17 +511,21 @@ static json_t *where(const gr_conform *c, const gr_trace *t, const struct fn_tru
         const struct gl_count *e = &f->gl[i];
         if ((scope_tid && e->tid != scope_tid) || !gl_truth(e))
             continue;
-        if (mode == 1 && e != exact)
+        if (mode == 2 && e != exact)
             continue;
         struct gl_info *g = find_gl(c, e->tid, e->gid);
-        if (mode == 2 && ((g && g->main) || !e->gid))
+        if (mode == 3 && ((g && g->main) || !e->gid))
             continue;
         gr_sb_reset(&one);
         describe_gl(c, t, e->tid, e->gid, &one);
         json_array_append_new(arr, json_string(gr_sb_str(&one)));
-        gr_sb_printf(text, "%s%llu in %s%s", json_array_size(arr) > 1 ? ", " : "",
-                     (unsigned long long)gl_truth(e), gr_sb_str(&one),
-                     e->proven > e->calls ? " (seen in real stacks)" : "");
+        if (mode == 2)
+            gr_sb_puts(text, gr_sb_str(&one));
+        else
+            gr_sb_printf(text, "%s%llu in %s", json_array_size(arr) > 1 ? ", " : "",
+                         (unsigned long long)gl_truth(e), gr_sb_str(&one));
+        if (e->proven > e->calls)
+            gr_sb_puts(text, " (seen in real stacks)");
     }
     gr_sb_free(&one);
     if (json_array_size(arr) == 1) {
@@ -498,6 +570,17 @@ static size_t blind_threads(const gr_conform *c, uint64_t scope_tid)
     return k;
 }
 
+/* Calls of f in the threads in scope while the harness was stopping the
+ * profiler (between the finish MARK and GR_CONFORM_MARK_STOPPED). */
+static uint64_t window_of(const struct fn_truth *f, uint64_t scope_tid)
+{
+    uint64_t w = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (!scope_tid || f->gl[i].tid == scope_tid)
+            w += f->gl[i].window;
+    return w;
+}
+
 /* Explain why an excess cannot be verified, when it cannot. */
 static void excess(const gr_conform *c, uint64_t scope_tid, gr_sb *msg)
 {
@@ -540,6 +623,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");
+    json_t *unmeasured = json_object_get(results, "unmeasured");
     const char *gencalls = json_string_value(json_object_get(results, "generator_calls"));
     int starts_only = gencalls && strcmp(gencalls, "starts") == 0;
     const char *threads = json_string_value(json_object_get(results, "threads"));
@@ -580,6 +664,27 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         gr_sb_printf(&fname, "%s:%s", fl, qn);
         long long line = (long long)cd->line;
 
+        /* A function the profiler cannot measure apart (its own
+         * limitation, named by the adapter): a note when it ran, no check. */
+        json_t *um = find_exact(unmeasured, fl, line, qn);
+        if (um) {
+            json_t *ceu = code_entry(results, fl, line, qn);
+            json_t *bu = ceu ? json_object_get(ceu, "body") : NULL;
+            /* (noted only where a check would have run: a line profiler
+             * checks nothing in a function without a body line of its own) */
+            if (truth && (json_is_array(fns) || (json_is_array(bu) && json_array_size(bu)))) {
+                gr_sb_reset(&gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
+                const char *why = json_string_value(json_object_get(um, "reason"));
+                gr_sb_reset(&msg);
+                gr_sb_printf(&msg, "not checked, a limitation of the profiler: %s; it ran %llu time%s: %s",
+                             why && *why ? why : "the adapter cannot measure it", (unsigned long long)truth,
+                             truth == 1 ? "" : "s", gr_sb_str(&gtext));
+                add_diff(*notes, "limitation", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
+            }
+            continue;
+        }
+
         if (json_is_array(fns)) {
             json_t *e = find_entry(fns, fl, line, qn);
             long long prof = e ? int_of(e, "calls") : 0;
@@ -600,22 +705,32 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 (*checked)++;
                 if ((uint64_t)prof < truth && (!starts || prof == 0)) {
                     gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, &gtext);
+                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted",
+                                       &gtext);
                     gr_sb_reset(&msg);
                     gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
                                  prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
                                  starts ? " (with resumptions)" : "", gr_sb_str(&gtext));
                     add_diff(*differences, "blind_spot", gr_sb_str(&fname), line, gl, truth, prof, gr_sb_str(&msg));
                 } else if ((uint64_t)prof > truth) {
+                    /* Calls made while the profiler was stopping: it may
+                     * have counted any of them. */
+                    uint64_t win = window_of(f, scope_tid);
+                    int late = (uint64_t)prof - truth <= win;
                     gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
                     gr_sb_reset(&msg);
                     gr_sb_printf(&msg, "the profiler counts %lld calls of %s (line %lld), the recording %llu%s%s", prof,
                                  qn, line, (unsigned long long)truth, truth ? ": " : "", gr_sb_str(&gtext));
-                    excess(c, scope_tid, &msg);
-                    add_diff(blind_threads(c, scope_tid) ? *notes : *differences,
-                             blind_threads(c, scope_tid) ? "unverified" : "miscount", gr_sb_str(&fname), line, gl,
-                             truth, prof, gr_sb_str(&msg));
+                    if (win)
+                        gr_sb_printf(&msg, "%s%llu more ran after the finish mark while the profiler was stopping%s",
+                                     truth ? "; " : ", and ", (unsigned long long)win,
+                                     late ? ", which it may have counted: not a verdict" : "");
+                    if (!late)
+                        excess(c, scope_tid, &msg);
+                    int note = late || blind_threads(c, scope_tid);
+                    add_diff(note ? *notes : *differences, note ? "unverified" : "miscount", gr_sb_str(&fname), line,
+                             gl, truth, prof, gr_sb_str(&msg));
                 }
             }
         }
@@ -641,7 +756,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             (*checked)++;
             if (!found) {
                 gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, &gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
                 gr_sb_reset(&msg);
                 gr_sb_printf(&msg, "no line of %s (body lines %lld-%lld) is recorded as executed; it ran %llu time%s: %s",
                              qn, json_integer_value(json_array_get(body, 0)),
@@ -670,7 +785,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             int generator = json_is_true(json_object_get(ce, "generator"));
             if (!sum || (!generator && (uint64_t)first < truth)) {
                 gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, &gtext);
+                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, "run", "without a hit",
+                                   &gtext);
                 gr_sb_reset(&msg);
                 if (!sum)
                     gr_sb_printf(&msg, "no hit on any line of %s (body lines %lld-%lld); it ran %llu time%s: %s", qn,
@@ -716,7 +832,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         if ((uint64_t)prof >= truth)
             continue;
         gr_sb_reset(&gtext);
-        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, &gtext);
+        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, "call", "uncounted", &gtext);
         gr_sb_reset(&msg);
         gr_sb_printf(&msg,
                      "the profiler counts %lld call%s of the C function %s in all, the program's functions "
@@ -737,6 +853,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             if (matched[i] || !fl || !nm || calls <= 0 || (exclude && in_list(exclude, fl)))
                 continue;
             long long line = int_of(v, "line");
+            if (find_exact(unmeasured, fl, line, nm))
+                continue; /* not measured apart: not checked */
             if (c->module_code) {
                 const gr_code *m = gr_trace_code(t, c->module_code);
                 if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &file), fl) == 0)

@@ -28,7 +28,11 @@
  * The MARK GR_CONFORM_MARK_FINISH, written at exit before the profiler
  * stops, ends the program: after it only GREENLET, HOOK and STACK (at stop)
  * records are read: the program's code may still run during the harness's
- * work then (a finaliser, another thread), unseen by the stopped profiler.
+ * work then (a finaliser, another thread), unseen by the stopped profiler;
+ * calls until GR_CONFORM_MARK_STOPPED are kept apart (the profiler may
+ * have seen them).  A HOOK there that shows the profile function changed
+ * unannounced on the finish MARK's own thread, when the MARK showed the
+ * recorder in place, is the profiler's stop, not a displaced recorder.
  *
  * Per-record logic is in gr_conform_feed, which takes one decoded record:
  * it works the same over a streaming reader.
@@ -47,6 +51,12 @@
 /* Written at exit before the profiler stops: without GR_MARK_PROFILE_OURS
  * the profiler displaced the recorder unseen on that thread. */
 #define GR_CONFORM_MARK_FINISH "greenreplay-conform: finish"
+/* Written at exit right after the harness stopped the profiler.  CALL
+ * records between the finish MARK and this one may or may not have been
+ * counted by the profiler (it was stopping: a finaliser, an audit hook its
+ * stop raises, another thread): an excess up to them is a note, not a
+ * difference.  Without this MARK the window runs to the end. */
+#define GR_CONFORM_MARK_STOPPED "greenreplay-conform: profiler stopped"
 
 /* Ground truth accumulated from the records fed so far (opaque). */
 typedef struct gr_conform gr_conform;
@@ -72,7 +82,7 @@ enum gr_conform_verdict {
 /* Compare the adapter's normalised results (the results file of
  * greenreplay/conform.py, schema 1: "functions", "lines", "line_hits",
  * "code", "threads", "generator_calls", "exclude_files") with the truth in
- * c, whose code and string ids are those of trace t.
+ * c, whose code and string ids are those of trace t ("unmeasured" too).
  *
  * Returns the verdict.  *differences receives a new JSON array (owned by
  * the caller, json_decref) of objects {kind, function ("file:qualname"),
@@ -86,7 +96,13 @@ enum gr_conform_verdict {
  * compared other than the starting one, the program installed its own
  * profile function (HOOK action 1): a profiler that writes another thread's
  * state directly (yappi) raises no audit event and may displace the
- * recorder there unseen; notes do not change the verdict.
+ * recorder there unseen; an excess no larger than the calls made while the
+ * harness was stopping the profiler (between the finish MARK and
+ * GR_CONFORM_MARK_STOPPED), also "unverified"; and kind "limitation" (truth: its calls,
+ * profiler: 0): a function that ran and that the results list in
+ * "unmeasured" ([{file, line, name, reason}]: the profiler cannot measure
+ * it apart, e.g. line_profiler's twins of identical bytecode); such a
+ * function is not checked.  Notes do not change the verdict.
  * Generators and coroutines, when the results say "generator_calls":
  * "starts" (the profiler counts a call once, the recording each
  * resumption), are only checked for 0 calls and for excess.

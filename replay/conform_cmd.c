@@ -40,15 +40,16 @@ const char gr_conform_usage[] =
     "switch detection by default) with a profiler under test enabled inside it\n"
     "by an adapter, right after recording starts at the program's first frame,\n"
     "and stopped at exit (after the program's non-daemon threads, before\n"
-    "recording stops; what the harness runs from then on is not counted).\n"
-    "Then compare what the profiler reports with the ground truth of the\n"
-    "recording: the calls the recorder saw per function and greenlet, raised\n"
-    "where real stacks (MARK, SWITCH with the target's real stack, STACK at\n"
-    "stop) prove more.  Compared: Python functions under the root (default:\n"
-    "the script's directory) except the script's <module>, and (cprofile) the\n"
-    "C functions they call, which the profiler must count at least as often\n"
-    "as they called them; only the thread that started the profiler for\n"
-    "profilers that profile one thread (cprofile, profile, line_profiler).\n"
+    "recording stops; what the harness runs from then on is not counted, and\n"
+    "an excess the profiler counted while stopping is a note).  Then compare\n"
+    "what the profiler reports with the ground truth of the recording: the\n"
+    "calls the recorder saw per function and greenlet, raised where real\n"
+    "stacks (MARK, SWITCH with the target's real stack, STACK at stop) prove\n"
+    "more.  Compared: Python functions under the root (default: the script's\n"
+    "directory) except the script's <module>, and (cprofile) the C functions\n"
+    "they call, which the profiler must count at least as often as they\n"
+    "called them; only the thread that started the profiler for profilers\n"
+    "that profile one thread (cprofile, profile, line_profiler).\n"
     "Details: docs/conform.md.\n"
     "\n"
     "  --profiler NAME|PATH.py  a built-in adapter (cprofile, profile, yappi,\n"
@@ -74,7 +75,8 @@ const char gr_conform_usage[] =
     "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
     "  --no-record       run the program with the profiler but without the\n"
     "                    recorder; write --results (required) and compare nothing:\n"
-    "                    for checking that recording changes no result\n"
+    "                    for checking that recording changes no result (exit 0,\n"
+    "                    or 2 when the program failed: its status is printed)\n"
     "  --root DIR        code file names relative to DIR (default: SCRIPT's directory)\n"
     "  --switches MODE   the recorder's switch detection (default passive)\n"
     "\n"
@@ -91,7 +93,8 @@ const char gr_conform_usage[] =
     "line_profiler).\n"
     "\n"
     "Output: one line per difference, \"note:\" lines (excess counts that cannot\n"
-    "be verified), then one summary line.  When the program exits with a\n"
+    "be verified; functions the profiler cannot measure apart, a limitation\n"
+    "the adapter names), then one summary line.  When the program exits with a\n"
     "non-zero status, a line says so and the comparison still runs (the\n"
     "adapter's results are written at exit, the trace up to the end): its\n"
     "differences give 1, but no difference gives 2, never a pass (the profiler\n"
@@ -753,8 +756,15 @@ static int conform_main(struct run *r, int argc, char **argv)
         return st2;
     }
     if (r->no_record) {
+        /* Nothing is compared: the program's failure is the outcome (2, as
+         * with recording when no difference is found; never 0). */
         cleanup(r);
         json_decref(res);
+        if (rc != 0) {
+            fprintf(stderr, "greenreplay: conform: --no-record: the program exited with status %d (its results "
+                            "are in %s)\n", rc, r->results);
+            return 2;
+        }
         return 0;
     }
 

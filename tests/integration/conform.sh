@@ -14,9 +14,14 @@
 #    function and the greenlet; the documented example adapter passes and
 #    is the very file docs/conform.md shows;
 #  - a program without greenlets passes with every available adapter;
+#  - line_profiler's twins of byte-identical bytecode are a limitation
+#    note, not a missing_lines difference;
+#  - cprofile names C methods bound to a class as the trace does;
 #  - the program's code that runs while the harness works at exit (after
-#    its finish MARK, the profiler stopped) is not counted as the
-#    program's, and the harness itself calls none of it;
+#    its finish MARK) is not counted as the program's (a finaliser; another
+#    thread while a profiler of every thread stops: a note), and the
+#    harness itself calls none of it;
+#  - a program that exits non-zero gives 2, recorded or not (--no-record);
 #  - --json holds the documented fields, --json - writes them to stdout
 #    alone; outputs that cannot be written (or would overwrite the script,
 #    the adapter file or each other) are refused before anything runs, a missing
@@ -119,6 +124,8 @@ gl = hit[0]["greenlet"]
 gl = gl if isinstance(gl, list) else [gl]
 assert gl == ["thread 1 greenlet 2 (run: worker)", "thread 1 greenlet 3 (run: worker)"], gl
 assert hit[0]["truth"] == 3 and hit[0]["profiler"] == 1, hit[0]
+assert hit[0]["message"].endswith(": 2 calls uncounted, as many as ran outside the main greenlets: "
+                                  "1 in thread 1 greenlet 2 (run: worker), 1 in thread 1 greenlet 3 (run: worker)"), hit[0]
 EOF
     gr_ok "broken adapter: exit 1, blind_spot worker in thread 1 greenlets 2 and 3"
 else
@@ -140,9 +147,70 @@ for adapter in $available; do
     fi
 done
 
-# The harness's own work at exit (after its finish MARK, the profiler
-# stopped) runs the program's code: a finaliser the collector calls during
-# the harness's allocations; not counted as the program's.  The trace must
+# Twins of byte-identical bytecode under line_profiler: the second twin's
+# lines are never counted (line_profiler keys by bytecode and registers a
+# copy the program never runs): a named limitation note, not a
+# missing_lines verdict.  The results must show the lost hits (else this
+# proves nothing), and the twin must have run (cprofile counts it).
+if printf '%s\n' "$available" | grep -qx line_profiler; then
+    "$GR_CLI" conform --profiler line_profiler --json "$GR_WORK/twins.json" --results "$GR_WORK/twins.res" \
+        -- "$PY" "$ADAPTERS/twins.py" >"$GR_WORK/twins.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/twins.json" "$GR_WORK/twins.res" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = json.load(open(sys.argv[2]))
+assert d["verdict"] == "pass" and d["differences"] == [], d["differences"]
+notes = [n for n in d["notes"] if n["kind"] == "limitation"]
+assert [n["function"] for n in notes] == ["twins.py:second"], d["notes"]
+assert notes[0]["truth"] == 1, notes[0]
+assert "second has the bytecode of first (line 10)" in notes[0]["message"], notes[0]["message"]
+hits = {h["name"]: h["hits"] for h in res["line_hits"]}
+assert hits["second"] == {} and hits["first"] and hits["third"], hits
+assert [u["name"] for u in res["unmeasured"]] == ["second"], res["unmeasured"]
+EOF
+        gr_ok "twins, line_profiler: second's lost hits are a limitation note naming first, not missing_lines (pass)"
+    else
+        gr_bad "twins, line_profiler: exit $rc"
+        gr_show "$GR_WORK/twins.out" "$GR_WORK/twins.json"
+    fi
+else
+    echo "SKIP  twins, line_profiler: not available"
+fi
+"$GR_CLI" conform --profiler cprofile --results "$GR_WORK/twins.cp" -- "$PY" "$ADAPTERS/twins.py" >"$GR_WORK/twins.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && "$PY" -c 'import json, sys; f = {x["name"]: x["calls"] for x in json.load(open(sys.argv[1]))["functions"]}; assert f["second"] == 1 and f["first"] == 3, f' "$GR_WORK/twins.cp"; then
+    gr_ok "twins, cprofile: pass, second ran once, first three times"
+else
+    gr_bad "twins, cprofile: exit $rc"
+    gr_show "$GR_WORK/twins.out"
+fi
+
+# C methods bound to a class (dict.fromkeys, object.__new__): the cprofile
+# adapter names them as the trace does, without cProfile's address: pass.
+# The trace must hold those calls from the program's function.
+"$GR_CLI" conform --profiler cprofile -o "$GR_WORK/cm.grt" --results "$GR_WORK/cm.res" \
+    -- "$PY" "$ADAPTERS/c_methods.py" >"$GR_WORK/cm.out" 2>&1
+rc=$?
+seen=$("$GR_CLI" dump "$GR_WORK/cm.grt" 2>/dev/null | grep -cE ' C_CALL .* type\.(from_bytes|fromkeys|fromhex|__new__)$')
+if [ $rc -eq 0 ] && [ "$seen" -eq 4 ] && "$PY" - "$GR_WORK/cm.res" <<'EOF'; then
+import json, sys
+c = {f["name"]: f["calls"] for f in json.load(open(sys.argv[1]))["c_functions"]}
+for n in ("type.from_bytes", "type.fromkeys", "type.fromhex", "type.__new__"):
+    assert c.get(n, 0) >= 1, (n, c)
+assert not [n for n in c if "0x" in n], c
+EOF
+    gr_ok "C methods bound to a class, cprofile: named as the trace names them (4 calls), pass"
+else
+    gr_bad "C methods bound to a class, cprofile: exit $rc, $seen of 4 calls in the trace"
+    gr_show "$GR_WORK/cm.out"
+fi
+
+# The harness's own work at exit (after its finish MARK) runs the
+# program's code: a finaliser the collector calls from an audit hook at the
+# first audit event after the program's last atexit hook (the profiler's
+# stop, or the harness opening a file); not counted as the program's (a
+# note where the profiler, stopping, may have counted it).  The trace must
 # show such a call after the MARK, else the test proves nothing.  And the
 # harness itself calls none of the program's code (a lazy module's
 # __getattr__, when it reads the modules' __file__).
@@ -158,6 +226,57 @@ if [ $rc -eq 0 ] && [ "$late" -ge 1 ] && [ "$lazy" -eq 0 ] &&
 else
     gr_bad "harness calls at exit: exit $rc, $late finaliser call(s) and $lazy __getattr__ call(s) after the finish MARK"
     gr_show "$GR_WORK/harness.out"
+fi
+
+# A program that fails: never a pass, with or without recording (2, one
+# line naming its status); the results are still written.
+for mode in record no-record; do
+    opt=()
+    [ $mode = no-record ] && opt=(--no-record)
+    rm -f "$GR_WORK/fails.res"
+    "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/fails.res" \
+        -- "$PY" "$ADAPTERS/fails.py" >"$GR_WORK/fails.out" 2>"$GR_WORK/fails.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$GR_WORK/fails.err")" -eq 1 ] &&
+        grep -q "^greenreplay: conform: .*the program exited with status 3" "$GR_WORK/fails.err" &&
+        grep -qx "note: the program exited with status 3" "$GR_WORK/fails.out" &&
+        "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert any(f["name"] == "work" and f["calls"] == 1 for f in d["functions"]), d' "$GR_WORK/fails.res"; then
+        gr_ok "program fails, $mode: exit 2, its status named, results written"
+    else
+        gr_bad "program fails, $mode: exit $rc"
+        gr_show "$GR_WORK/fails.out" "$GR_WORK/fails.err"
+    fi
+done
+
+# Another thread runs while the harness stops a profiler of every thread
+# (yappi, made deterministic by the adapter stop_window.py): the calls it
+# makes then, after the finish MARK, are counted by the profiler but not as
+# the program's: a note naming them, not a miscount.  yappi must have
+# counted them (else this proves nothing).
+if printf '%s\n' "$available" | grep -qx yappi; then
+    "$GR_CLI" conform --profiler "$ADAPTERS/stop_window.py" --json "$GR_WORK/late.json" --results "$GR_WORK/late.res" \
+        -- "$PY" "$ADAPTERS/late_thread.py" >"$GR_WORK/late.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/late.json" "$GR_WORK/late.res" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+res = json.load(open(sys.argv[2]))
+assert d["verdict"] == "pass" and d["differences"] == [], d["differences"]
+calls = {f["name"]: f["calls"] for f in res["functions"]}
+assert calls["tick"] == 3, calls
+tick = [n for n in d["notes"] if n["function"] == "late_thread.py:tick"]
+assert len(tick) == 1 and tick[0]["kind"] == "unverified", d["notes"]
+assert tick[0]["truth"] == 1 and tick[0]["profiler"] == 3, tick[0]
+assert "; 2 more ran after the finish mark while the profiler was stopping, which it may have counted: not a verdict" \
+    in tick[0]["message"], tick[0]["message"]
+EOF
+        gr_ok "late thread, yappi: 2 calls while the profiler stopped, counted by it: a note, pass"
+    else
+        gr_bad "late thread, yappi: exit $rc"
+        gr_show "$GR_WORK/late.out" "$GR_WORK/late.json"
+    fi
+else
+    echo "SKIP  late thread, yappi: not available"
 fi
 
 # The documented example adapter: passes, and is the file the docs show.

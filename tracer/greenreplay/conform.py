@@ -42,6 +42,11 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
         "generator_calls": "resumptions" (default: like CPython's profile
             events, every resumption of a generator or coroutine counts as
             a call) or "starts" (counted once per call)
+        "unmeasured": [{"file", "line", "name", "reason"}]   functions the
+            profiler cannot measure apart (a limitation of the profiler,
+            e.g. line_profiler's twins of identical bytecode): not checked;
+            conform prints a note of kind "limitation" with the reason for
+            each that ran
 
 The results file (schema 1) holds the adapter's results with files
 normalised and filtered, plus: adapter, profiler_version, python,
@@ -209,6 +214,15 @@ def _normalise(raw, paths):
                              "hits": {str(k): int(v) for k, v in sorted(fn["hits"].items(), key=lambda kv: int(kv[0]))}})
         hits.sort(key=lambda d: (d["file"], d["line"], d["name"]))
         res["line_hits"] = hits
+    if "unmeasured" in raw:
+        um = []
+        for fn in raw["unmeasured"]:
+            f = paths(fn["file"])
+            if f is not None:
+                um.append({"file": f, "line": int(fn["line"]), "name": str(fn["name"]),
+                           "reason": str(fn.get("reason", ""))})
+        um.sort(key=lambda d: (d["file"], d["line"], d["name"]))
+        res["unmeasured"] = um
     return res
 
 
@@ -311,6 +325,7 @@ def _preimport():
 MARK_START = "greenreplay-conform: start"
 MARK_STOP = "greenreplay-conform: stop"
 MARK_FINISH = "greenreplay-conform: finish"
+MARK_STOPPED = "greenreplay-conform: profiler stopped"
 
 
 def _manual(script):
@@ -405,6 +420,13 @@ def _finish():
         except Exception as e:
             _fail("stop", e)
             return
+        try:
+            # Calls between the two MARKs (a finaliser, an audit hook the
+            # profiler's stop raises, another thread) the profiler may have
+            # counted: the comparison keeps them apart.
+            _mark(MARK_STOPPED)
+        except Exception:
+            pass
     try:
         raw = module.results()
         paths = _state["paths"]

@@ -33,11 +33,24 @@ def stop():
 
 
 def _c_name(label):
-    # cProfile's labels of C functions, as the trace names them:
-    # "<built-in method builtins.len>" -> "builtins.len",
-    # "<method 'pop' of 'dict' objects>" -> "dict.pop".
+    # cProfile's label of a C function (its normalizeUserObj) as the trace
+    # names it (the recorder: a method by the type that defines it, else by
+    # the type of the object it is bound to; a function by its module):
+    #   "<built-in method builtins.len>"             -> "builtins.len"
+    #   "<method 'append' of 'list' objects>"        -> "list.append"
+    #   "<built-in method fromkeys>": bound to a class (dict.fromkeys,
+    #     int.from_bytes: cProfile finds no such attribute on the class's
+    #     type and has no module to name)            -> "type.fromkeys"
+    #   "<built-in method __new__ of type object at 0x...>" (object.__new__:
+    #     cProfile shows the repr of type's __new__) -> "type.__new__"
+    # The address is dropped: the name is the same in every run.
     if label.startswith("<built-in method ") and label.endswith(">"):
-        return label[len("<built-in method "):-1]
+        name = label[len("<built-in method "):-1]
+        method, sep, rest = name.partition(" of ")
+        if sep:
+            owner, sep, _addr = rest.partition(" object at ")
+            return "%s.%s" % (owner, method) if sep and owner and " " not in owner else None
+        return name if "." in name else "type." + name
     if label.startswith("<method '") and label.endswith("' objects>"):
         name, _, owner = label[len("<method '"):-len("' objects>")].partition("' of '")
         return "%s.%s" % (owner, name)
