@@ -36,6 +36,8 @@ typedef struct prediction {
     size_t callee_mark;     /* 1 + index of the last MARK seen in a new
                                callee (no evidence), 0 none */
     size_t callee_depth;    /* that MARK's Python depth */
+    size_t si;              /* its shadow (shpred holds 1 + its index while
+                               it is open), made by on_record */
 } prediction;
 
 /* Per thread. */
@@ -47,9 +49,9 @@ typedef struct pthread {
     int sw_nctx;
     int prop_reported;      /* propagation reported for `current` since it
                                was switched to */
-    gr_idmap made;          /* (gid, version) -> index of the prediction
-                               made for it on this thread (one per greenlet
-                               and version): predicted() in O(1) */
+    gr_idmap made;          /* the (gid, version) pairs predicted on this
+                               thread (one prediction per greenlet and
+                               version; values unused): predicted() in O(1) */
 } pthread;
 
 typedef struct pstate {
@@ -59,8 +61,11 @@ typedef struct pstate {
                                prediction, 0 none */
     size_t nshpred;
     prediction *pred;       /* in the order made, which is the order of
-                               their switch_index */
+                               their switch_index; the decided ones are
+                               dropped now and then (compact): memory
+                               for the open ones */
     size_t npred, cap_pred;
+    size_t nopen;           /* how many of them are open */
     size_t first_open;      /* every prediction before it is decided (the
                                open one with the lowest switch_index, or
                                npred): pending() and finish() start there */
@@ -87,6 +92,30 @@ static void advance(pstate *ps)
         ps->first_open++;
 }
 
+/* Drop the decided predictions once they are at least half of the array
+ * (each compaction moves at most as many as it drops: linear overall).
+ * Their lines are gone already (decide); the open ones keep their order
+ * (by switch_index) and lines, and shpred follows them. */
+static void compact(ck *c)
+{
+    pstate *ps = st(c);
+    if (ps->npred < 64 || ps->nopen * 2 > ps->npred)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < ps->npred; i++) {
+        if (!ps->pred[i].open)
+            continue;
+        prediction *p = &ps->pred[n];
+        if (n != i)
+            *p = ps->pred[i];
+        if (p->si < ps->nshpred && ps->shpred[p->si] == i + 1)
+            ps->shpred[p->si] = n + 1;
+        n++;
+    }
+    ps->npred = n;
+    ps->first_open = 0;
+}
+
 static void init(ck *c)
 {
     pstate *ps = gr_xrealloc(NULL, sizeof *ps);
@@ -101,6 +130,7 @@ static void init(ck *c)
 static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const char *why)
 {
     p->open = 0;
+    st(c)->nopen--;
     advance(st(c));
     size_t si;
     if (ck_find_shadow(c, p->tid, p->gid, &si) && *shpred(c, si) == (size_t)(p - st(c)->pred) + 1)
@@ -115,6 +145,7 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
         gr_sb_printf(&c->msg, "; refuted by the %s at event %" PRIu64 ", %s", ck_kind_name(at),
                      at->index, why);
         ck_add_warning(c);
+        ck_free_lines(p->text); /* a warning has no context lines */
         return;
     }
     if (at)
@@ -230,15 +261,9 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
      * again at every switch into it. */
     if (predicted(pt, r))
         return;
-    if (ps->npred == ps->cap_pred) {
-        size_t n = ps->cap_pred ? 2 * ps->cap_pred : 8;
-        prediction *p = realloc(ps->pred, n * sizeof *p);
-        if (!p)
-            return;
-        ps->pred = p;
-        ps->cap_pred = n;
-    }
-    gr_idmap_put(&pt->made, r->gid, r->tracing, ps->npred);
+    compact(c);
+    ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
+    gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
     prediction *p = &ps->pred[ps->npred++];
     if (!ps->events_on) { /* events can settle it from now on (on_record) */
         ck_rule_kinds(c, GR_RULE_PROPAGATION, gr_rule_propagation.kinds | GR_KINDS_EVENTS);
@@ -257,6 +282,7 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     else
         memset(p->text, 0, sizeof p->text);
     p->open = 1;
+    ps->nopen++;
     p->callee_mark = 0;
     p->callee_depth = 0;
     p->depth = r->parent < GR_STACK_CAP ? (size_t)r->parent : 0;
@@ -264,6 +290,7 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     const ck_shadow *s = &c->sh[si];
     p->level = ck_innermost_py(s);
     p->code = p->level == SIZE_MAX ? 0 : s->e[p->level].code;
+    p->si = si;
     *shpred(c, si) = ps->npred; /* 1 + index */
 }
 
@@ -392,8 +419,9 @@ static void on_prefix(ck *c, const ck_event *e)
         pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
         if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index || predicted(pt, r))
             break;
+        compact(c);
         ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
-        gr_idmap_put(&pt->made, r->gid, r->tracing, ps->npred);
+        gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
         prediction *p = &ps->pred[ps->npred++];
         memset(p, 0, sizeof *p);
         p->tid = r->tid;
