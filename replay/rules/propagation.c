@@ -69,9 +69,9 @@ typedef struct pstate {
     size_t first_open;      /* every prediction before it is decided (the
                                open one with the lowest switch_index, or
                                npred): pending() and finish() start there */
-    int events_on;          /* the profile events are asked for (the first
-                               prediction of on_record; one made by
-                               on_prefix, before a split range, does not) */
+    int events_on;          /* the profile events are asked for (at the
+                               first prediction of on_record; before a split
+                               range on_prefix only marks the pairs made) */
 } pstate;
 
 static pstate *st(ck *c)
@@ -392,7 +392,7 @@ static void release(ck *c)
  * worker of its switch; later verdicts depend on whether propagation was
  * reported since the thread's last switch, on that switch (for the INSTR
  * right after it), and on the predictions made (one per greenlet and
- * version): kept closed, for that count only. */
+ * version): only their (gid, version) pairs are kept (pthread.made). */
 static void on_prefix(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
@@ -417,18 +417,10 @@ static void on_prefix(ck *c, const ck_event *e)
         break;
     case GR_INSTR:
         pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index || predicted(pt, r))
-            break;
-        compact(c);
-        ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
-        gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
-        prediction *p = &ps->pred[ps->npred++];
-        memset(p, 0, sizeof *p);
-        p->tid = r->tid;
-        p->gid = r->gid;
-        p->version = r->tracing;
-        p->switch_index = pt->sw_index;
-        advance(ps);
+        /* made, for "one per greenlet and version"; nothing else of it is
+         * needed (decided by the worker of its switch) */
+        if (r->use_tracing && pt->sw_profiled && pt->sw_index + 1 == r->index)
+            gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
         break;
     default:
         break;
