@@ -90,8 +90,10 @@ static void sw(uint64_t from, uint64_t to, uint64_t flags, uint64_t *from_ver, u
                    .flags = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET | GR_SW_USE_TRACING_KNOWN |
                             GR_SW_INFERRED | flags,
                    .use_tracing = 1};
-    if (instr) /* 3.12+: no use_tracing */
-        r.flags &= ~(uint64_t)GR_SW_USE_TRACING_KNOWN, r.use_tracing = 0;
+    if (instr) { /* 3.12+: no use_tracing */
+        r.flags &= ~(uint64_t)GR_SW_USE_TRACING_KNOWN;
+        r.use_tracing = 0;
+    }
     rec(&r, NULL);
     if (!instr)
         return;
