@@ -634,7 +634,8 @@ static int cmd_check(int argc, char **argv)
         unusable:
             if (jtraces)
                 json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
-            gr_junit_add_unusable(&ju, argv[i], t.err.msg);
+            if (junit)
+                gr_junit_add_unusable(&ju, argv[i], t.err.msg);
             gr_html_add_unusable(&hr, argv[i], t.err.msg);
             if (quiet)
                 gr_color_check_unusable(stdout, argv[i], t.err.msg, color);
@@ -660,7 +661,8 @@ static int cmd_check(int argc, char **argv)
                 fprintf(stderr, "greenreplay: %s\n", err);
                 if (jtraces)
                     json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
-                gr_junit_add_unusable(&ju, argv[i], err);
+                if (junit)
+                    gr_junit_add_unusable(&ju, argv[i], err);
                 gr_html_add_unusable(&hr, argv[i], err);
                 if (quiet)
                     gr_color_check_unusable(stdout, argv[i], err, color);
@@ -712,7 +714,9 @@ static int cmd_check(int argc, char **argv)
                 print_range(stdout, &range);
             gr_color_report(stdout, &t, &res, color);
         }
-        gr_junit_add_trace(&ju, &t, &res);
+        if (junit) /* built only when asked for (its memory grows with the
+                      violations and warnings of every trace) */
+            gr_junit_add_trace(&ju, &t, &res);
         if (html)
             gr_html_add_trace(&hr, &t, &res);
         gr_check_result_free(&res);

@@ -6,6 +6,8 @@
  * or refuted by evidence about the resumed frame. */
 #include "rule.h"
 
+#include "idmap.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@ typedef struct prediction {
     size_t callee_mark;     /* 1 + index of the last MARK seen in a new
                                callee (no evidence), 0 none */
     size_t callee_depth;    /* that MARK's Python depth */
+    size_t si;              /* its shadow (shpred holds 1 + its index while
+                               it is open), made by on_record */
 } prediction;
 
 /* Per thread. */
@@ -45,6 +49,9 @@ typedef struct pthread {
     int sw_nctx;
     int prop_reported;      /* propagation reported for `current` since it
                                was switched to */
+    gr_idmap made;          /* the (gid, version) pairs predicted on this
+                               thread (one prediction per greenlet and
+                               version; values unused): predicted() in O(1) */
 } pthread;
 
 typedef struct pstate {
@@ -53,8 +60,18 @@ typedef struct pstate {
     size_t *shpred;         /* by shadow index: 1 + index of its open
                                prediction, 0 none */
     size_t nshpred;
-    prediction *pred;
+    prediction *pred;       /* in the order made, which is the order of
+                               their switch_index; the decided ones are
+                               dropped now and then (compact): memory
+                               for the open ones */
     size_t npred, cap_pred;
+    size_t nopen;           /* how many of them are open */
+    size_t first_open;      /* every prediction before it is decided (the
+                               open one with the lowest switch_index, or
+                               npred): pending() and finish() start there */
+    int events_on;          /* the profile events are asked for (at the
+                               first prediction of on_record; before a split
+                               range on_prefix only marks the pairs made) */
 } pstate;
 
 static pstate *st(ck *c)
@@ -66,6 +83,37 @@ static size_t *shpred(ck *c, size_t si)
 {
     pstate *p = st(c);
     return ck_slot((void **)&p->shpred, &p->nshpred, si, sizeof *p->shpred);
+}
+
+/* Move first_open past the decided predictions (each is passed once). */
+static void advance(pstate *ps)
+{
+    while (ps->first_open < ps->npred && !ps->pred[ps->first_open].open)
+        ps->first_open++;
+}
+
+/* Drop the decided predictions once they are at least half of the array
+ * (each compaction moves at most as many as it drops: linear overall).
+ * Their lines are gone already (decide); the open ones keep their order
+ * (by switch_index) and lines, and shpred follows them. */
+static void compact(ck *c)
+{
+    pstate *ps = st(c);
+    if (ps->npred < 64 || ps->nopen * 2 > ps->npred)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < ps->npred; i++) {
+        if (!ps->pred[i].open)
+            continue;
+        prediction *p = &ps->pred[n];
+        if (n != i)
+            *p = ps->pred[i];
+        if (p->si < ps->nshpred && ps->shpred[p->si] == i + 1)
+            ps->shpred[p->si] = n + 1;
+        n++;
+    }
+    ps->npred = n;
+    ps->first_open = 0;
 }
 
 static void init(ck *c)
@@ -82,6 +130,8 @@ static void init(ck *c)
 static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const char *why)
 {
     p->open = 0;
+    st(c)->nopen--;
+    advance(st(c));
     size_t si;
     if (ck_find_shadow(c, p->tid, p->gid, &si) && *shpred(c, si) == (size_t)(p - st(c)->pred) + 1)
         *shpred(c, si) = 0;
@@ -95,6 +145,7 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
         gr_sb_printf(&c->msg, "; refuted by the %s at event %" PRIu64 ", %s", ck_kind_name(at),
                      at->index, why);
         ck_add_warning(c);
+        ck_free_lines(p->text); /* a warning has no context lines */
         return;
     }
     if (at)
@@ -192,14 +243,12 @@ static void settle_mark(ck *c, const gr_record *r, size_t si)
         decide(c, p, r, 0, "which matched with the resumed frame innermost");
 }
 
-/* Whether a prediction was made for INSTR r's greenlet and version. */
-static int predicted(const pstate *ps, const gr_record *r)
+/* Whether a prediction was made for INSTR r's greenlet and version (on
+ * pt, r's thread). */
+static int predicted(const pthread *pt, const gr_record *r)
 {
-    for (size_t i = 0; i < ps->npred; i++)
-        if (ps->pred[i].tid == r->tid && ps->pred[i].gid == r->gid &&
-            ps->pred[i].version == r->tracing)
-            return 1;
-    return 0;
+    size_t i;
+    return gr_idmap_get(&pt->made, r->gid, r->tracing, &i);
 }
 
 static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
@@ -210,19 +259,16 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     /* One prediction per greenlet and instrumentation version: a greenlet
      * that keeps stale frames (a hub parked in its loop) is not reported
      * again at every switch into it. */
-    if (predicted(ps, r))
+    if (predicted(pt, r))
         return;
-    if (ps->npred == ps->cap_pred) {
-        size_t n = ps->cap_pred ? 2 * ps->cap_pred : 8;
-        prediction *p = realloc(ps->pred, n * sizeof *p);
-        if (!p)
-            return;
-        ps->pred = p;
-        ps->cap_pred = n;
-    }
+    compact(c);
+    ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
+    gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
     prediction *p = &ps->pred[ps->npred++];
-    if (ps->npred == 1) /* events can settle it from now on (on_record) */
+    if (!ps->events_on) { /* events can settle it from now on (on_record) */
         ck_rule_kinds(c, GR_RULE_PROPAGATION, gr_rule_propagation.kinds | GR_KINDS_EVENTS);
+        ps->events_on = 1;
+    }
     p->tid = r->tid;
     p->gid = r->gid;
     p->version = r->tracing;
@@ -236,6 +282,7 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     else
         memset(p->text, 0, sizeof p->text);
     p->open = 1;
+    ps->nopen++;
     p->callee_mark = 0;
     p->callee_depth = 0;
     p->depth = r->parent < GR_STACK_CAP ? (size_t)r->parent : 0;
@@ -243,6 +290,7 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     const ck_shadow *s = &c->sh[si];
     p->level = ck_innermost_py(s);
     p->code = p->level == SIZE_MAX ? 0 : s->e[p->level].code;
+    p->si = si;
     *shpred(c, si) = ps->npred; /* 1 + index */
 }
 
@@ -318,7 +366,7 @@ static void on_record(ck *c, const ck_event *e)
 static void finish(ck *c)
 {
     pstate *ps = st(c);
-    for (size_t i = 0; i < ps->npred; i++)
+    for (size_t i = ps->first_open; i < ps->npred; i++)
         if (ps->pred[i].open)
             decide(c, &ps->pred[i], NULL, 0, NULL);
 }
@@ -331,6 +379,8 @@ static void release(ck *c)
     for (size_t i = 0; i < ps->npred; i++)
         ck_free_lines(ps->pred[i].text);
     free(ps->pred);
+    for (size_t i = 0; i < ps->nth; i++)
+        gr_idmap_free(&ps->th[i].made);
     free(ps->th);
     free(ps->shpred);
     free(ps);
@@ -342,7 +392,7 @@ static void release(ck *c)
  * worker of its switch; later verdicts depend on whether propagation was
  * reported since the thread's last switch, on that switch (for the INSTR
  * right after it), and on the predictions made (one per greenlet and
- * version): kept closed, for that count only. */
+ * version): only their (gid, version) pairs are kept (pthread.made). */
 static void on_prefix(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
@@ -367,15 +417,10 @@ static void on_prefix(ck *c, const ck_event *e)
         break;
     case GR_INSTR:
         pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        if (!r->use_tracing || !pt->sw_profiled || pt->sw_index + 1 != r->index || predicted(ps, r))
-            break;
-        ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
-        prediction *p = &ps->pred[ps->npred++];
-        memset(p, 0, sizeof *p);
-        p->tid = r->tid;
-        p->gid = r->gid;
-        p->version = r->tracing;
-        p->switch_index = pt->sw_index;
+        /* made, for "one per greenlet and version"; nothing else of it is
+         * needed (decided by the worker of its switch) */
+        if (r->use_tracing && pt->sw_profiled && pt->sw_index + 1 == r->index)
+            gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
         break;
     default:
         break;
@@ -386,9 +431,9 @@ static void on_prefix(ck *c, const ck_event *e)
 static int pending(const ck *c, uint64_t hi)
 {
     const pstate *ps = c->rule_state[GR_RULE_PROPAGATION];
-    for (size_t i = 0; ps && i < ps->npred; i++)
-        if (ps->pred[i].open && ps->pred[i].switch_index < hi)
-            return 1;
+    /* the open prediction with the lowest switch_index (advance) */
+    if (ps && ps->first_open < ps->npred && ps->pred[ps->first_open].switch_index < hi)
+        return 1;
     /* A switch just before: the INSTR right after it makes a prediction
      * about it (on_instr). */
     for (size_t i = 0; ps && i < ps->nth; i++)

@@ -7,12 +7,22 @@
  * passive mode for such a program (docs/FORMAT.md), and it is clean:
  * `check` finds no violation in it.
  *
- * usage: gentrace OUT EVENTS [WORKERS [MAXDEPTH]]
+ * usage: gentrace OUT EVENTS [WORKERS [MAXDEPTH [INSTR]]]
  *   OUT       trace file to write
  *   EVENTS    indexed records to write (approximately: the last burst and
  *             the drain at the end are finished)
  *   WORKERS   live worker greenlets (default 1000)
  *   MAXDEPTH  deepest Python call nesting in a burst (default 40)
+ *   INSTR     0 (default): a CPython 3.11 trace.  N >= 1: a 3.12+ trace
+ *             (python META 3.12.1, switches without use_tracing): an INSTR
+ *             record after every SWITCH, the instrumentation version going
+ *             up by one every N switches (the program sets a profile
+ *             function again; the running greenlet's frames are
+ *             re-instrumented).  A greenlet resumed at a newer version
+ *             than it last ran at has its one frame stale (INSTR stale 1),
+ *             a predicted blind spot that the C_RETURN of its switch()
+ *             refutes: the trace stays free of violations, and `check`
+ *             gives one warning per such resume.
  * Prints "records N bytes B greenlets G" on stdout.  Exit 0, or 2 on bad
  * usage or a write error.  Deterministic: the same arguments give the same
  * bytes.  Uses the replayer's encoder (replay/read/encode.h) and the
@@ -66,13 +76,33 @@ static void ev(int tag, uint64_t gid, uint32_t c)
     rec(&r, NULL);
 }
 
-static void sw(uint64_t from, uint64_t to, uint64_t flags)
+/* INSTR mode (0: off): the version goes up every `instr` switches; the
+ * switches so far. */
+static uint64_t instr, nsw;
+
+/* A switch from `from` to `to`.  In INSTR mode, *from_ver and *to_ver are
+ * the versions the greenlets' frames were last instrumented at (updated),
+ * to_frames the target's Python frames. */
+static void sw(uint64_t from, uint64_t to, uint64_t flags, uint64_t *from_ver, uint64_t *to_ver,
+               uint64_t to_frames)
 {
     gr_record r = {.tag = GR_SWITCH, .tid = 1, .gid = from, .target = to, .parent = 1,
                    .flags = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET | GR_SW_USE_TRACING_KNOWN |
                             GR_SW_INFERRED | flags,
                    .use_tracing = 1};
+    if (instr) { /* 3.12+: no use_tracing */
+        r.flags &= ~(uint64_t)GR_SW_USE_TRACING_KNOWN;
+        r.use_tracing = 0;
+    }
     rec(&r, NULL);
+    if (!instr)
+        return;
+    uint64_t v = 1 + nsw++ / instr;
+    *from_ver = v; /* running when the version went up: re-instrumented */
+    gr_record in = {.tag = GR_INSTR, .tid = 1, .gid = to, .tracing = v, .parent = to_frames,
+                    .use_tracing = to_frames && *to_ver != v ? to_frames : 0};
+    *to_ver = v;
+    rec(&in, NULL);
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
@@ -86,17 +116,18 @@ static uint64_t rnd(uint64_t n)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5)
-        die("usage: gentrace OUT EVENTS [WORKERS [MAXDEPTH]]");
+    if (argc < 3 || argc > 6)
+        die("usage: gentrace OUT EVENTS [WORKERS [MAXDEPTH [INSTR]]]");
     uint64_t events = strtoull(argv[2], NULL, 10);
     size_t workers = argc > 3 ? strtoul(argv[3], NULL, 10) : 1000;
     size_t maxdepth = argc > 4 ? strtoul(argv[4], NULL, 10) : 40;
+    instr = argc > 5 ? strtoull(argv[5], NULL, 10) : 0;
     if (!events || !workers || !maxdepth || maxdepth > 100)
         die("EVENTS, WORKERS >= 1 and 1 <= MAXDEPTH <= 100");
     w = gr_writer_open(argv[1], GR_STREAM_CANONICAL, 0);
     if (!w)
         die("cannot open the output");
-    uint32_t k = str("python"), v = str("3.11.2");
+    uint32_t k = str("python"), v = str(instr ? "3.12.1" : "3.11.2");
     gr_emit_meta(w, k, v);
     k = str("switches"), v = str("passive");
     gr_emit_meta(w, k, v);
@@ -125,11 +156,12 @@ int main(int argc, char **argv)
         uint64_t gid;
         int bursts;
         int started;
+        uint64_t ver; /* INSTR mode: the version its frames have */
     } wk;
     wk *pool = calloc(workers, sizeof *pool);
     if (!pool)
         die("out of memory");
-    uint64_t next_gid = 2, greenlets = 1;
+    uint64_t next_gid = 2, greenlets = 1, hub_ver = 1;
     uint32_t stack[128];
     int draining = 0;
     size_t live = workers;
@@ -147,11 +179,11 @@ int main(int argc, char **argv)
         if (!g->started) {
             r = (gr_record){.tag = GR_GREENLET, .tid = 1, .gid = g->gid, .parent = 1};
             rec(&r, NULL);
-            sw(1, g->gid, GR_SW_NEW);
+            sw(1, g->gid, GR_SW_NEW, &hub_ver, &g->ver, 0);
             ev(GR_CALL, g->gid, run);
             g->started = 1;
         } else {
-            sw(1, g->gid, 0);
+            sw(1, g->gid, 0, &hub_ver, &g->ver, 1);
             ev(GR_C_RETURN, g->gid, swc);
         }
         /* a burst: nested calls, C calls, sometimes a MARK */
@@ -178,13 +210,13 @@ int main(int argc, char **argv)
             ev(GR_RETURN, g->gid, stack[--n]);
         if (--g->bursts > 0) { /* yield to the hub */
             ev(GR_C_CALL, g->gid, swc);
-            sw(g->gid, 1, 0);
+            sw(g->gid, 1, 0, &g->ver, &hub_ver, 1);
             ev(GR_C_RETURN, 1, swc);
             continue;
         }
         /* done: return, die, and be replaced unless draining */
         ev(GR_RETURN, g->gid, run);
-        sw(g->gid, 1, GR_SW_ORIGIN_DEAD);
+        sw(g->gid, 1, GR_SW_ORIGIN_DEAD, &g->ver, &hub_ver, 1);
         ev(GR_DEAD, g->gid, 0);
         ev(GR_C_RETURN, 1, swc);
         if (!draining && nrec >= events)

@@ -150,6 +150,44 @@ else
     bad "gentrace: $gentrace could not be built (make $gentrace)"
 fi
 
+# ---- a synthetic CPython 3.12+ trace: predictions ---------------------------
+# gentrace INSTR 3: an INSTR record after every switch, the instrumentation
+# version up every 3 switches, so that many resumed greenlets are predicted
+# blind (tests/bench/gentrace.c) and the C_RETURN of their switch() refutes
+# it (a warning each).  Of every 5th such resume of a worker, that C_RETURN
+# and the worker's next C_CALL of switch() are dropped: no evidence before
+# it switches away, an unconfirmed prediction (a violation).  Predictions
+# are made before every range and decided in it or after it: the whole
+# check and the merged ranges must agree, warnings included.
+if [ -x "$gentrace" ]; then
+    "$gentrace" "$work/geni.grt" 60000 40 40 3 >/dev/null
+    "$cli" dump "$work/geni.grt" >"$work/geni.txt"
+    drops=$(awk '
+        $2 == "INSTR" && $7 == "stale=1" && $4 != "g1" { k++; if (k % 5 == 0) { after = $1 + 1; want[$4] = 1 } next }
+        $1 == after && $2 == "C_RETURN" { print $1; next }
+        $2 == "C_CALL" && ($4 in want) && $5 == "greenlet.switch" { print $1; delete want[$4] }
+    ' "$work/geni.txt" | sort -n | uniq | paste -sd, -)
+    if "$cli" edit --chunk 4096 --drop "$drops" -o "$work/geniv.grt" "$work/geni.grt" 2>"$work/edit.err" &&
+        "$cli" edit --chunk 4096 -o "$work/genic.grt" "$work/geni.grt" 2>>"$work/edit.err"; then
+        "$cli" check --format json "$work/geniv.grt" >"$work/geniv.json" 2>/dev/null
+        np=$(jq '[.traces[0].violations[] | select(.rule == "propagation")] | length' "$work/geniv.json")
+        nw=$(jq '.traces[0].warnings | length' "$work/geniv.json")
+        nc=$("$cli" check --format json "$work/genic.grt" 2>/dev/null | jq '.violations')
+        if [ "${np:-0}" -lt 10 ] || [ "${nw:-0}" -lt 100 ] || [ "${nc:-1}" -ne 0 ]; then
+            bad "gentrace INSTR: $np unconfirmed predictions and $nw refuted (want >= 10, >= 100), clean trace $nc violation(s) (want 0)"
+        else
+            n=$(nchunks "$work/geniv.grt")
+            # shellcheck disable=SC2046
+            check_splits "gentrace INSTR with unconfirmed predictions ($n chunks)" "$work/geniv.grt" $(all_splits "$n")
+            n=$(nchunks "$work/genic.grt")
+            # shellcheck disable=SC2046
+            check_splits "gentrace INSTR clean, predictions refuted ($n chunks)" "$work/genic.grt" $(all_splits "$n")
+        fi
+    else
+        bad "gentrace INSTR: edit failed: $(cat "$work/edit.err")"
+    fi
+fi
+
 # ---- bad ranges ---------------------------------------------------------------
 t=$work/gen.grt
 [ -f "$t" ] || t=$work/seed.grt

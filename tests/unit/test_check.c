@@ -1149,6 +1149,126 @@ static void test_predicted_blind_spot_unconfirmed(void **state)
     end(&f);
 }
 
+/* 64 greenlets g10..g73, each first seen suspended inside switch() in x,
+ * switched to by g1 with our profile function on; INSTR says x is stale at
+ * version 3.  Greenlet k (its bit in `confirmed`, k 0..63) takes a MARK in x
+ * that no C_CALL brackets (the blind spot: confirmed), else x reports the
+ * C_RETURN of switch itself (refuted).  Then a second round at version 3
+ * (no new prediction) and a third at version 4 (one each again, all
+ * refuted).  Many predictions open and closed across the 48-byte chunks:
+ * the split checks (load_check) cut between them.  sw[k] gets the first
+ * round's switch into greenlet k. */
+/* One switch of g1 into greenlet g (seeded suspended in x) and back, with
+ * an INSTR saying x is stale at `version`; with `blind`, x's events are
+ * lost and a MARK in x shows it, else x reports the C_RETURN of switch().
+ * Returns the index of the switch into g. */
+static uint64_t predict_round(fx *f, uint64_t g, uint64_t version, int blind)
+{
+    uint64_t flags = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET;
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
+    uint64_t i = tb_switch(&f->b, GR_SWITCH, 1, 1, g, 1, flags, 0, 0);
+    gr_record in = {.tag = GR_INSTR, .tid = 1, .gid = g, .tracing = version, .parent = 1,
+                    .use_tracing = 1};
+    tb_rec(&f->b, &in, NULL);
+    if (blind) { /* x's own C calls are lost: its c_call of switch too */
+        tb_mark(&f->b, 1, g, f->label, f->mk, GR_MARK_PROFILE_OURS, 1, f->x);
+    } else {
+        tb_ev(&f->b, GR_C_RETURN, 1, g, f->sw);
+        tb_ev(&f->b, GR_C_CALL, 1, g, f->sw);
+    }
+    tb_switch(&f->b, GR_SWITCH, 1, g, 1, 0, flags, 0, 0);
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    return i;
+}
+
+static void many_predictions(fx *f, uint64_t confirmed, uint64_t *sw)
+{
+    begin(f);
+    for (uint64_t k = 0; k < 64; k++)
+        tb_greenlet(&f->b, 1, 10 + k, 1, GR_GL_SUSPENDED, 1, f->x);
+    for (int round = 0; round < 3; round++)
+        for (uint64_t k = 0; k < 64; k++) {
+            uint64_t i = predict_round(f, 10 + k, round < 2 ? 3 : 4,
+                                       round == 0 && ((confirmed >> k) & 1));
+            if (round == 0)
+                sw[k] = i;
+        }
+}
+
+/* Every prediction refuted by the resumed frame's own C_RETURN: no
+ * violation, one warning per greenlet and version (64 at 3, 64 at 4). */
+static void test_predicted_many_greenlets_refuted(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t sw[64];
+    many_predictions(&f, 0, sw);
+    load_check(&f, 0);
+    expect_clean(&f);
+    assert_int_equal(f.res.nwarnings, 128);
+    for (size_t i = 0; i < f.res.nwarnings; i++)
+        assert_non_null(strstr(f.res.warnings[i], "an event of a C call of the resumed frame itself"));
+    end(&f);
+}
+
+/* Every 4th greenlet's prediction confirmed by its blind MARK (reported at
+ * its switch), the others refuted. */
+static void test_predicted_many_greenlets_confirmed(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t sw[64], confirmed = UINT64_C(0x1111111111111111);
+    many_predictions(&f, confirmed, sw);
+    load_check(&f, 0);
+    for (int k = 0; k < 64; k++)
+        if ((confirmed >> k) & 1) {
+            const gr_violation *v = expect(&f, GR_RULE_PROPAGATION, sw[k],
+                                           "confirmed by the blind spot at MARK");
+            assert_int_equal(v->gid, 10 + (uint64_t)k);
+        }
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 16);
+    assert_int_equal(f.res.nwarnings, 48 + 64);
+    end(&f);
+}
+
+/* A prediction stays open on t2 (its greenlet g101 keeps running) while
+ * t1 makes and settles 192 others (63 before it): the decided ones are
+ * dropped from memory meanwhile (t2's moves to the front), and t2's is
+ * still found by its evidence, a blind MARK in the resumed frame
+ * (confirmed, at t2's switch, with its context lines). */
+static void test_predicted_open_while_many_settle(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    for (uint64_t k = 0; k < 64; k++)
+        tb_greenlet(&f.b, 1, 10 + k, 1, GR_GL_SUSPENDED, 1, f.x);
+    for (uint64_t k = 0; k < 63; k++) /* decided before t2's is made (t2's
+                                         is then moved: compact) */
+        predict_round(&f, 10 + k, 2, 0);
+    tb_thread(&f.b, 2);
+    tb_greenlet(&f.b, 2, 100, 0, GR_GL_MAIN, 1, f.mod);
+    tb_greenlet(&f.b, 2, 101, 100, GR_GL_SUSPENDED, 1, f.x);
+    tb_ev(&f.b, GR_C_CALL, 2, 100, f.sw);
+    uint64_t sw2 = tb_switch(&f.b, GR_SWITCH, 2, 100, 101, 1,
+                             GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
+    gr_record in = {.tag = GR_INSTR, .tid = 2, .gid = 101, .tracing = 3, .parent = 1,
+                    .use_tracing = 1};
+    tb_rec(&f.b, &in, NULL);
+    for (int round = 0; round < 3; round++)
+        for (uint64_t k = 0; k < 64; k++)
+            predict_round(&f, 10 + k, 3 + (uint64_t)round, 0);
+    uint64_t m = tb_mark(&f.b, 2, 101, f.label, f.mk, GR_MARK_PROFILE_OURS, 1, f.x);
+    load_check(&f, 0);
+    char want[64];
+    snprintf(want, sizeof want, "confirmed by the blind spot at MARK %llu", (unsigned long long)m);
+    const gr_violation *v = expect(&f, GR_RULE_PROPAGATION, sw2, want);
+    assert_true(v->tid == 2 && v->gid == 101);
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    assert_int_equal(f.res.nwarnings, 255);
+    end(&f);
+}
+
 static void test_no_prediction(void **state)
 {
     (void)state;
@@ -1978,6 +2098,9 @@ int main(void)
         cmocka_unit_test(test_predicted_blind_spot_confirmed_by_blind_mark),
         cmocka_unit_test(test_predicted_blind_spot_not_refuted_by_mark_in_callee),
         cmocka_unit_test(test_predicted_blind_spot_unconfirmed),
+        cmocka_unit_test(test_predicted_many_greenlets_refuted),
+        cmocka_unit_test(test_predicted_many_greenlets_confirmed),
+        cmocka_unit_test(test_predicted_open_while_many_settle),
         cmocka_unit_test(test_no_prediction),
         cmocka_unit_test(test_mark_not_bracketed_no_c_call),
         cmocka_unit_test(test_mark_not_bracketed_no_c_return),
