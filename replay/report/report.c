@@ -193,8 +193,24 @@ void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
     else if (!some)
         gr_sb_puts(sb, "none");
     if (some) {
-        gr_sb_printf(sb, "%" PRIu64 " (trailer dropped %" PRIu64 ", ring gap %" PRIu64,
-                     cv->dropped + cv->gap + cv->missing, cv->dropped, cv->gap);
+        /* The three are counts read from the file: a crafted trailer's
+         * dropped near 2^64 would wrap their sum to a small number, so the
+         * sum saturates and says it did (the parts are printed as read). */
+        uint64_t lost = cv->dropped, add[2] = {cv->gap, cv->missing};
+        int over = 0;
+        for (int i = 0; i < 2; i++) {
+            if (add[i] > UINT64_MAX - lost) {
+                lost = UINT64_MAX;
+                over = 1;
+            }
+            else
+                lost += add[i];
+        }
+        if (over) /* no recording loses 2^64 records: say the file lies */
+            gr_sb_puts(sb, "more than 2^64-1, the trailer's count is not plausible");
+        else
+            gr_sb_printf(sb, "%" PRIu64, lost);
+        gr_sb_printf(sb, " (trailer dropped %" PRIu64 ", ring gap %" PRIu64, cv->dropped, cv->gap);
         if (cv->missing)
             gr_sb_printf(sb, ", %" PRIu64 " counted by the trailer but not in the file",
                          cv->missing);
