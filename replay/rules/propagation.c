@@ -167,12 +167,12 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
     if (ck_find_shadow(c, p->tid, p->gid, &si) && *shpred(c, si) == (size_t)(p - st(c)->pred) + 1)
         *shpred(c, si) = 0;
     if (at && !confirm && p->ordinal > GR_PROP_LISTED) {
-        /* Refuted, past the greenlet's first predictions: counted in one
-         * line per greenlet (finish), not listed.  A switch past a split
-         * range is the next worker's to count. */
+        /* Refuted, past the greenlet's first predictions: counted in the
+         * greenlet's entry of c->res->folded (one line), not listed; at
+         * once, as a split range's worker that stops early runs no
+         * finish.  A switch past a split range is the next worker's to
+         * count. */
         if (p->switch_index < c->split_hi) {
-            /* counted in the result at once: a split range's worker that
-             * stops early runs no finish */
             pgreenlet *g = &st(c)->gl[p->gl];
             gr_check_result *res = c->res;
             if (!g->folded) {
