@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,8 @@ const char gr_conform_usage[] =
     "cannot be written, the program's script, the --profiler adapter file, a -o\n"
     "file that is not a trace, or two of them naming one file is refused (one\n"
     "line, exit 2), as is an interpreter that cannot be run (the line says\n"
-    "where it goes).\n"
+    "where it goes).  Every error once the options are read (usage included)\n"
+    "writes the error verdict to --json (not over the script or another output).\n"
     "\n"
     "Kinds of difference: blind_spot (the profiler counts fewer calls than ran,\n"
     "or fewer hits of a function's first body line; the greenlets where the\n"
@@ -207,6 +209,9 @@ struct run {
     const char *json_out, *trace_out, *results_out, *root, *switches;
     int keep, no_record;
     int json_fd;             /* --json -: the real stdout (fd 1 then points to stderr); else -1 */
+    int outputs_checked;     /* check_outputs passed: --json FILE may be written */
+    char **args;             /* the words after the options (SCRIPT or PYTHON SCRIPT...) */
+    int nargs;
     char tmpdir[PATH_MAX];
     char trace[PATH_MAX], results[PATH_MAX];
     char pkg[PATH_MAX];
@@ -236,7 +241,7 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
     if (r->json_out) {
         json_t *o = json_object();
         json_t *h = header ? header : json_object();
-        json_object_set_new(o, "profiler", json_string(r->spec));
+        json_object_set_new(o, "profiler", r->spec ? json_string(r->spec) : json_null());
         const char *keys[] = {"profiler_version", "python", "greenlet"};
         for (size_t i = 0; i < 3; i++) {
             const char *v = json_string_value(json_object_get(h, keys[i]));
@@ -259,15 +264,14 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
                                                                                           : json_null());
         if (!header)
             json_decref(h);
-        int bad;
-        if (r->json_fd >= 0)
-            bad = json_dumpfd(o, r->json_fd, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 ||
-                  write(r->json_fd, "\n", 1) != 1;
+        int bad, fd = r->json_fd >= 0 ? r->json_fd : strcmp(r->json_out, "-") == 0 ? STDOUT_FILENO : -1;
+        if (fd >= 0) /* --json -: the real stdout (still fd 1 before the run redirects it) */
+            bad = json_dumpfd(o, fd, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 || write(fd, "\n", 1) != 1;
         else
             bad = json_dump_file(o, r->json_out, JSON_INDENT(1) | JSON_SORT_KEYS) != 0;
         if (bad) {
             fprintf(stderr, "greenreplay: conform: --json %s: cannot write it: %s\n",
-                    r->json_fd >= 0 ? "- (standard output)" : r->json_out, strerror(errno));
+                    fd >= 0 ? "- (standard output)" : r->json_out, strerror(errno));
             status = 2;
         }
         json_decref(o);
@@ -395,9 +399,10 @@ static int same_file(const char *a, const char *b)
 /* Refuse, before anything runs, an output that conform could only fail to
  * write at the end of the run (or that would overwrite the program, the
  * adapter file of --profiler PATH.py, or another output): --json FILE (not
- * -), --results FILE, -o TRACE as record refuses it.  One line naming the
- * option on stderr; returns 0 or -1. */
-static int check_outputs(const struct run *r, const char *script)
+ * -), --results FILE, -o TRACE as record refuses it.  Returns 0, or -1
+ * with the cause in why (n bytes: the option, the path and why), or -2
+ * when record's line for -o is on stderr already (why: a shorter cause). */
+static int check_outputs(const struct run *r, const char *script, char *why, size_t n)
 {
     const char *opt[2] = {"--json", "--results"};
     const char *path[2] = {r->json_out && strcmp(r->json_out, "-") != 0 ? r->json_out : NULL, r->results_out};
@@ -406,25 +411,26 @@ static int check_outputs(const struct run *r, const char *script)
             continue;
         int e = gr_outfile_check(path[i]);
         if (e) {
-            fprintf(stderr, "greenreplay: conform: %s %s: cannot write it: %s\n", opt[i], path[i], strerror(e));
+            snprintf(why, n, "%s %s: cannot write it: %s", opt[i], path[i], strerror(e));
             return -1;
         }
         if (same_file(path[i], script)) {
-            fprintf(stderr, "greenreplay: conform: %s %s: is the program's script; refusing to overwrite it\n",
-                    opt[i], path[i]);
+            snprintf(why, n, "%s %s: is the program's script; refusing to overwrite it", opt[i], path[i]);
             return -1;
         }
     }
-    if (r->trace_out && gr_record_check_output("conform", "-o", r->trace_out, script) < 0)
-        return -1;
+    if (r->trace_out && gr_record_check_output("conform", "-o", r->trace_out, script) < 0) {
+        snprintf(why, n, "-o %s: refused as the trace (not writable, or an existing file that is not a trace)",
+                 r->trace_out);
+        return -2;
+    }
     const char *all[3] = {path[0], path[1], r->trace_out};
     const char *names[3] = {"--json", "--results", "-o"};
     /* --results is removed before the run and --json written after it: the
      * adapter file would be lost (an empty one even passes the -o check). */
     for (int i = 0; i < 3 && !is_builtin(r->spec); i++)
         if (all[i] && same_file(all[i], r->spec)) {
-            fprintf(stderr, "greenreplay: conform: %s %s: is the --profiler adapter; refusing to overwrite it\n",
-                    names[i], all[i]);
+            snprintf(why, n, "%s %s: is the --profiler adapter; refusing to overwrite it", names[i], all[i]);
             return -1;
         }
     for (int i = 0; i < 3; i++)
@@ -432,8 +438,7 @@ static int check_outputs(const struct run *r, const char *script)
             if (!all[i] || !all[j])
                 continue;
             if (same_file(all[i], all[j])) {
-                fprintf(stderr, "greenreplay: conform: %s and %s name the same file %s\n", names[i], names[j],
-                        all[i]);
+                snprintf(why, n, "%s and %s name the same file %s", names[i], names[j], all[i]);
                 return -1;
             }
         }
@@ -455,6 +460,54 @@ static void no_interpreter(const char *python, int from_option, char *reason, si
         snprintf(reason, n, "interpreter not found or not executable: %s (%s, e.g. %s)", python,
                  from_option ? "--python names the interpreter" : "the first word after -- is the interpreter",
                  from_option ? "--python python3" : "`-- python3 SCRIPT`");
+}
+
+/* Whether the error verdict may be written to --json: always to stdout
+ * (-); to a FILE once check_outputs passed, or before (a usage error) when
+ * FILE can be written and is none of the words after the options (the
+ * script, wherever it is), the adapter file, -o or --results. */
+static int json_may_write(const struct run *r)
+{
+    if (!r->json_out)
+        return 0;
+    if (strcmp(r->json_out, "-") == 0 || r->outputs_checked)
+        return 1;
+    if (gr_outfile_check(r->json_out) != 0)
+        return 0;
+    for (int i = 0; i < r->nargs; i++)
+        if (same_file(r->json_out, r->args[i]))
+            return 0;
+    const char *other[3] = {r->spec && !is_builtin(r->spec) ? r->spec : NULL, r->trace_out, r->results_out};
+    for (int i = 0; i < 3; i++)
+        if (other[i] && same_file(r->json_out, other[i]))
+            return 0;
+    return 1;
+}
+
+/* The error verdict with reason in --json, when it may be written
+ * (json_may_write); the line on stderr is the caller's.  Returns 2, or
+ * finish()'s status. */
+static int error_verdict(struct run *r, const char *reason)
+{
+    return json_may_write(r) ? finish(r, "error", reason, NULL, NULL, 0, -1, 0, 0, 2) : 2;
+}
+
+/* An error once the options are read: one line "greenreplay: conform:
+ * REASON" on stderr (with where the usage is when `usage`), and the error
+ * verdict with that reason in --json when it may be written
+ * (json_may_write), so that a CI job reading the JSON never finds none.
+ * Returns 2 (the exit status), or finish()'s. */
+static int fail(struct run *r, int usage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct run *r, int usage, const char *fmt, ...)
+{
+    char reason[2 * PATH_MAX + 300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "greenreplay: conform: %s%s\n", reason,
+            usage ? " (`greenreplay conform --help` shows the usage)" : "");
+    return error_verdict(r, reason);
 }
 
 static int conform_main(struct run *r, int argc, char **argv);
@@ -483,7 +536,10 @@ static int conform_main(struct run *r, int argc, char **argv)
         {"root", required_argument, NULL, 'r'},     {"switches", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
-    int list = 0, c;
+    int list = 0, help = 0, c;
+    /* The first bad option is reported once all are read: --json may come
+     * after it, and it gets the error verdict too. */
+    char bad[PATH_MAX + 100] = "";
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:o:h", opts, NULL)) != -1) {
@@ -498,27 +554,44 @@ static int conform_main(struct run *r, int argc, char **argv)
         case 'N': r->no_record = 1; break;
         case 'r': r->root = optarg; break;
         case 'W':
-            if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0)
-                return usage_error("--switches: '%s' is not passive or callback", optarg);
-            r->switches = optarg;
+            if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0) {
+                if (!bad[0])
+                    snprintf(bad, sizeof bad, "--switches: '%s' is not passive or callback", optarg);
+            } else
+                r->switches = optarg;
             break;
-        case 'h': fputs(gr_conform_usage, stdout); return 0;
-        case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
-        default: return usage_error("unknown option %s", argv[optind - 1]);
+        case 'h':
+            help = !bad[0];
+            break;
+        case ':':
+            if (!bad[0])
+                snprintf(bad, sizeof bad, "option %s needs an argument", argv[optind - 1]);
+            break;
+        default:
+            if (!bad[0])
+                snprintf(bad, sizeof bad, "unknown option %s", argv[optind - 1]);
+            break;
+        }
+        if (help) {
+            fputs(gr_conform_usage, stdout);
+            return 0;
         }
     }
-    if (gr_record_package_dir(r->pkg, sizeof r->pkg) < 0) {
-        fprintf(stderr, "greenreplay: conform: cannot find the greenreplay package (/proc/self/exe)\n");
-        return 2;
-    }
+    r->args = argv + optind;
+    r->nargs = argc - optind;
+    if (bad[0] && !list)
+        return fail(r, 1, "%s", bad);
+    if (bad[0])
+        return usage_error("%s", bad);
+    if (gr_record_package_dir(r->pkg, sizeof r->pkg) < 0)
+        return fail(r, 0, "%s", "cannot find the greenreplay package (/proc/self/exe)");
     struct stat st;
-    if (stat(r->pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "greenreplay: conform: recorder package not found at %s (run `make`)\n", r->pkg);
-        return 2;
-    }
+    if (stat(r->pkg, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail(r, 0, "recorder package not found at %s (run `make`)", r->pkg);
     const char *old_pp = getenv("PYTHONPATH");
-    char *saved_pp = old_pp ? gr_xstrdup(old_pp) : NULL;
     if (list) {
+        /* --list prints the adapters' table, never a verdict: --json is
+         * not written here */
         if (optind < argc || r->spec)
             return usage_error("%s", "--list takes no program and no --profiler");
         const char *py = r->python ? r->python : "python3";
@@ -526,10 +599,9 @@ static int conform_main(struct run *r, int argc, char **argv)
             char why[PATH_MAX + 200];
             no_interpreter(py, 1, why, sizeof why);
             fprintf(stderr, "greenreplay: conform: %s\n", why);
-            free(saved_pp);
             return 2;
         }
-        set_pythonpath(r->pkg, saved_pp);
+        set_pythonpath(r->pkg, old_pp);
         /* stdout is the adapters' table (machine-read); which interpreter
          * answered goes to stderr */
         fprintf(stderr, "greenreplay: conform: adapters as %s sees them (--python PY for another)\n",
@@ -539,7 +611,6 @@ static int conform_main(struct run *r, int argc, char **argv)
         int rc = probe(py, NULL, &out);
         fputs(gr_sb_str(&out), stdout);
         gr_sb_free(&out);
-        free(saved_pp);
         if (rc != 0) {
             if (rc != 2)
                 fprintf(stderr, "greenreplay: conform: %s could not list the adapters (status %d)\n", py, rc);
@@ -548,63 +619,59 @@ static int conform_main(struct run *r, int argc, char **argv)
         return 0;
     }
     if (!r->spec)
-        return usage_error("%s", "--profiler NAME|PATH.py is required (or --list)");
+        return fail(r, 1, "%s", "--profiler NAME|PATH.py is required (or --list)");
     if (optind >= argc)
-        return usage_error("%s", r->python ? "need, after --, SCRIPT [ARGS]" : "need, after --, PYTHON SCRIPT [ARGS]");
+        return fail(r, 1, "%s", r->python ? "need, after --, SCRIPT [ARGS]" : "need, after --, PYTHON SCRIPT [ARGS]");
     int python_given = r->python != NULL;
     if (!r->python)
         r->python = argv[optind++];
     if (optind >= argc) {
         size_t n = strlen(r->python);
         if (!python_given && n > 3 && strcmp(r->python + n - 3, ".py") == 0)
-            return usage_error("need PYTHON before the script, e.g. `-- python3 %s`", r->python);
-        return usage_error("%s", "need, after PYTHON, the SCRIPT to run");
+            return fail(r, 1, "need PYTHON before the script, e.g. `-- python3 %s`", r->python);
+        return fail(r, 1, "%s", "need, after PYTHON, the SCRIPT to run");
     }
     if (r->no_record && !r->results_out)
-        return usage_error("%s", "--no-record needs --results FILE (it compares nothing)");
+        return fail(r, 1, "%s", "--no-record needs --results FILE (it compares nothing)");
     if (r->no_record && (r->trace_out || r->json_out))
-        return usage_error("%s", "--no-record writes no trace and no verdict (-o, --json)");
-    if (check_outputs(r, argv[optind]) < 0) {
-        free(saved_pp);
-        return 2;
-    }
+        return fail(r, 1, "%s", "--no-record writes no trace and no verdict (-o, --json)");
+    char why[2 * PATH_MAX + 200];
+    int co = check_outputs(r, argv[optind], why, sizeof why);
+    if (co == -2) /* record's line is on stderr */
+        return error_verdict(r, why);
+    if (co < 0)
+        return fail(r, 0, "%s", why);
+    r->outputs_checked = 1;
     if (r->json_out && strcmp(r->json_out, "-") == 0) {
         /* stdout is the JSON document alone: what conform and the program
          * would print there goes to stderr */
         fflush(stdout);
         r->json_fd = dup(1);
-        if (r->json_fd < 0 || dup2(2, 1) < 0) {
-            fprintf(stderr, "greenreplay: conform: --json -: %s\n", strerror(errno));
-            free(saved_pp);
-            return 2;
-        }
+        if (r->json_fd < 0 || dup2(2, 1) < 0)
+            return fail(r, 0, "--json -: %s", strerror(errno));
     }
     if (gr_record_find_program(r->python) != 0) {
-        char why[PATH_MAX + 200];
         no_interpreter(r->python, python_given, why, sizeof why);
-        fprintf(stderr, "greenreplay: conform: %s\n", why);
-        free(saved_pp);
-        return finish(r, "error", why, NULL, NULL, 0, -1, 0, 0, 2);
+        return fail(r, 0, "%s", why);
     }
     if (argv[optind][0] == '-')
-        return usage_error("the program must be a SCRIPT file (not %s: interpreter options, -m and -c are not "
-                           "supported by conform)",
-                           argv[optind]);
-    if (access(argv[optind], R_OK) != 0) {
-        fprintf(stderr, "greenreplay: conform: cannot read the script %s: %s\n", argv[optind], strerror(errno));
-        return 2;
-    }
+        return fail(r, 1,
+                    "the program must be a SCRIPT file (not %s: interpreter options, -m and -c are not "
+                    "supported by conform)",
+                    argv[optind]);
+    if (access(argv[optind], R_OK) != 0)
+        return fail(r, 0, "cannot read the script %s: %s", argv[optind], strerror(errno));
     r->prog = argv + optind;
     r->nprog = argc - optind;
     if (is_builtin(r->spec)) {
         snprintf(r->spec_abs, sizeof r->spec_abs, "%s", r->spec);
     } else if (absolute_path(r->spec, r->spec_abs, sizeof r->spec_abs) < 0 || access(r->spec_abs, R_OK) != 0) {
-        fprintf(stderr, "greenreplay: conform: --profiler %s: not a built-in adapter and not a readable file\n",
-                r->spec);
-        return 2;
+        return fail(r, 0, "--profiler %s: not a built-in adapter and not a readable file", r->spec);
     }
 
     /* 1. The adapter, as the interpreter sees it. */
+    old_pp = getenv("PYTHONPATH");
+    char *saved_pp = old_pp ? gr_xstrdup(old_pp) : NULL;
     set_pythonpath(r->pkg, saved_pp);
     gr_sb out;
     gr_sb_init(&out);
@@ -621,17 +688,10 @@ static int conform_main(struct run *r, int argc, char **argv)
     char *nl = f2 ? strchr(f2 + 1, '\n') : NULL;
     if (nl)
         *nl = '\0';
-    if (!f2) {
-        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r->python);
+    if (!f2 || (strncmp(f1 + 1, "no\t", 3) != 0 && strncmp(f1 + 1, "yes\t", 4) != 0)) {
         free(line);
         free(saved_pp);
-        return 2;
-    }
-    if (strncmp(f1 + 1, "no\t", 3) != 0 && strncmp(f1 + 1, "yes\t", 4) != 0) {
-        fprintf(stderr, "greenreplay: conform: unexpected probe output from %s\n", r->python);
-        free(line);
-        free(saved_pp);
-        return 2;
+        return fail(r, 0, "unexpected probe output from %s", r->python);
     }
     if (strncmp(f1 + 1, "no\t", 3) == 0) {
         printf("skip: %s\n", f2 + 1);
@@ -648,26 +708,32 @@ static int conform_main(struct run *r, int argc, char **argv)
     const char *tmp = getenv("TMPDIR");
     snprintf(r->tmpdir, sizeof r->tmpdir, "%s/greenreplay-conform.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(r->tmpdir)) {
-        fprintf(stderr, "greenreplay: conform: cannot create a temporary directory in %s: %s\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        int e = errno;
         free(saved_pp);
-        return 2;
+        r->tmpdir[0] = '\0';
+        return fail(r, 0, "cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                    strerror(e));
     }
     if (r->results_out) {
         if (absolute_path(r->results_out, r->results, sizeof r->results) < 0) {
             free(saved_pp);
-            return usage_error("--results %s: path too long", r->results_out);
+            rmdir(r->tmpdir);
+            return fail(r, 1, "--results %s: path too long", r->results_out);
         }
         unlink(r->results);
-    } else {
-        if ((size_t)snprintf(r->results, sizeof r->results, "%s/results.json", r->tmpdir) >= sizeof r->results)
-            return usage_error("TMPDIR %s: path too long", r->tmpdir);
+    } else if ((size_t)snprintf(r->results, sizeof r->results, "%s/results.json", r->tmpdir) >=
+               sizeof r->results) {
+        free(saved_pp);
+        rmdir(r->tmpdir);
+        return fail(r, 0, "TMPDIR %s: path too long", r->tmpdir);
     }
     if (r->trace_out)
         snprintf(r->trace, sizeof r->trace, "%s", r->trace_out);
-    else
-        if ((size_t)snprintf(r->trace, sizeof r->trace, "%s/trace.grt", r->tmpdir) >= sizeof r->trace)
-            return usage_error("TMPDIR %s: path too long", r->tmpdir);
+    else if ((size_t)snprintf(r->trace, sizeof r->trace, "%s/trace.grt", r->tmpdir) >= sizeof r->trace) {
+        free(saved_pp);
+        rmdir(r->tmpdir);
+        return fail(r, 0, "TMPDIR %s: path too long", r->tmpdir);
+    }
     setenv("GREENREPLAY_CONFORM", r->spec_abs, 1);
     setenv("GREENREPLAY_CONFORM_RESULTS", r->results, 1);
     char root_abs[PATH_MAX];

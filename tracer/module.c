@@ -853,9 +853,10 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         emit_meta(r, "sampler_samples_thinned", n);
     }
     if (r->sampler && r->sampler->lost_large) {
-        /* Samples above the ring's greatest entry (a `keep` beyond its
-         * cap, 64 MiB or GREENREPLAY_SAMPLER_RING_MAX): dropped when
-         * taken, counted, never in the trailer's sample count. */
+        /* Samples above the ring's greatest entry (half of it: only with
+         * a GREENREPLAY_SAMPLER_RING_MAX below two of the largest
+         * samples): dropped when taken, counted, never in the trailer's
+         * sample count. */
         char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_large);
         emit_meta(r, "sampler_samples_lost_large", n);

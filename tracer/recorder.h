@@ -432,9 +432,12 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
  * fill.  A stretch of the run that writes no record (the program idle or
  * blocked in C, or profile=False and no switch) drains nothing: the
  * samples wait in the sampler's ring, then in its own buffer, both fixed
- * (sampler.h); once both are full the sampler skips its sampling times and
- * counts them (META sampler_samples_lost_full at stop, which check --stall
- * reports), so the memory stays bounded however long the program idles.
+ * (sampler.h); once both are full the sampler thins its own buffer and
+ * counts the sampling times without a kept sample (META
+ * sampler_samples_thinned at stop, which check --stall reports; only a
+ * GREENREPLAY_SAMPLER_RING_MAX below two of the largest samples makes it
+ * skip them instead: sampler_samples_lost_full), so the memory stays
+ * bounded however long the program idles.
  * The samples of the first part of an idle stretch are kept (1 MiB of ring
  * and 1 MiB of buffer by default: measured, 2,645 samples of five 20-frame
  * stacks, 13 s at a 5 ms interval; 126 samples of 64 stacks 50 frames

@@ -116,7 +116,8 @@ static void hand_over(gr_sampler *s)
 }
 
 /* The ring and the own buffer are full, and the own buffer holds fewer
- * than two samples (a ring_max below two of the largest samples): this
+ * than two samples (out_cap below the largest sample plus the one held:
+ * only a ring_max below two of the largest samples, sampler.h): this
  * sampling time is skipped and counted (no unwinding either: nothing
  * could keep its result). */
 static void lose_sample(gr_sampler *s)
@@ -248,8 +249,9 @@ static void take_sample(gr_sampler *s)
         return;
     }
     if (hl + body > gr_handoff_max_entry(&s->ho)) {
-        /* Larger than the ring can ever take (a `keep` of thousands of
-         * stacks past its cap, or GREENREPLAY_SAMPLER_RING_MAX): dropped
+        /* Larger than the ring can ever take (its greatest entry, half of
+         * it: only with GREENREPLAY_SAMPLER_RING_MAX, as half of 64 MiB
+         * holds the largest sample of every keep): dropped
          * here and counted as such, not as taken, so that the trailer's
          * sample count is what the side channel holds. */
         s->out_len = entry_at;

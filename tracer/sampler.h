@@ -94,14 +94,20 @@ typedef struct {
     gr_handoff ho;              /* samples handed to the consumer (handoff.h) */
     /* Samples lost, never silently (the recorder writes them as META
      * records at stop: module.c).  Atomic stores: read by other threads. */
-    uint64_t lost_full;         /* sampling times skipped: the ring and
-                                   `out` were full and `out` held fewer
-                                   than two samples to thin (only with a
-                                   ring_max below two of the largest) */
+    uint64_t lost_full;         /* sampling times skipped: the ring full,
+                                   `out` with less room than `largest` and
+                                   fewer than two samples to thin: out_cap
+                                   below `largest` plus the sample held,
+                                   which needs a ring_max below two of the
+                                   largest (without one out_cap >= 2 x
+                                   largest for every keep up to
+                                   GR_SAMPLER_KEEP_MAX) */
     uint64_t lost_large;        /* samples unwound, then dropped: larger
-                                   than the ring's greatest entry (only when
-                                   `keep` makes the ring's cap, 64 MiB or
-                                   ring_max, too small); not in nsamples */
+                                   than the ring's greatest entry (half of
+                                   it); as rare: only a ring_max below two
+                                   of the largest (half of 64 MiB holds
+                                   the largest of every keep); not in
+                                   nsamples */
     /* Thinning (gr_sampler_drain): while nobody drains and the own
      * buffer has filled, a sample is taken only every `stride` sampling
      * times.  Atomic stores: read by other threads. */
@@ -166,12 +172,16 @@ void gr_sampler_stop(gr_sampler *s);
  * stop() writes META sampler_samples_thinned); the stride returns to 1
  * once the ring has room for every sample of the own buffer again (the
  * consumer drained it: the own buffer is empty at a sampling time).  Only an own buffer that
- * holds fewer than two samples cannot be thinned: the sampling time is
- * then skipped and counted in s->lost_full (META
- * sampler_samples_lost_full).  A sample above the ring's greatest entry (only with a
- * `keep` beyond the ring's cap: 64 MiB, or ring_max) is dropped when it is
- * taken and counted in s->lost_large, not in s->nsamples: the samples
- * passed here are exactly s->nsamples.
+ * holds fewer than two samples and less room than the largest cannot be
+ * thinned: the sampling time is then skipped and counted in s->lost_full
+ * (META sampler_samples_lost_full).  That needs out_cap below the largest
+ * sample plus the one held, so a ring_max below two of the largest
+ * samples: without one, out_cap >= min(64 MiB, 4 x largest + 64) >= 2 x
+ * largest for every keep (at GR_SAMPLER_KEEP_MAX the largest is 20.2
+ * MiB).  A sample above the ring's greatest entry (half of it: again only
+ * with such a ring_max) is dropped when it is taken and counted in
+ * s->lost_large, not in s->nsamples: the samples passed here are exactly
+ * s->nsamples.
  *
  * Each sample is a sequence of varints:
  *   idx_begin idx_end t_ns hold_ns greenlets frames frames_under_lock

@@ -136,8 +136,9 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
     gr_sb_printf(&sb, ", %" PRIu64 " records", gr_trace_count(t));
     if (t->truncated)
         gr_sb_puts(&sb, " [truncated]");
-    if (r->nwarnings)
-        gr_sb_printf(&sb, " [%zu warning%s]", r->nwarnings, r->nwarnings == 1 ? "" : "s");
+    if (r->nwarnings + r->nfolded) /* a line of counted warnings is one */
+        gr_sb_printf(&sb, " [%zu warning%s]", r->nwarnings + r->nfolded,
+                     r->nwarnings + r->nfolded == 1 ? "" : "s");
     gr_sb_putc(&sb, '\n');
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);

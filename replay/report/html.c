@@ -430,6 +430,16 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
         esc(sb, r->warnings[i]);
         gr_sb_puts(sb, "</p>\n");
     }
+    gr_sb fline;
+    gr_sb_init(&fline);
+    for (size_t i = 0; i < r->nfolded; i++) {
+        gr_sb_reset(&fline);
+        gr_report_folded(&fline, &r->folded[i]);
+        gr_sb_puts(sb, "<p class=\"warn\">warning: ");
+        esc(sb, gr_sb_str(&fline));
+        gr_sb_puts(sb, "</p>\n");
+    }
+    gr_sb_free(&fline);
     if (r->summary) {
         gr_sb_puts(sb, "<pre>");
         esc(sb, r->summary);

@@ -163,6 +163,15 @@ static void blind_line(gr_sb *sb, const gr_coverage *cv)
                      cv->shadows, unit);
 }
 
+void gr_report_folded(gr_sb *sb, const gr_folded *f)
+{
+    gr_sb_printf(sb, "%s: %" PRIu64 " more refuted predicted blind spot%s of g%" PRIu64 " (t%" PRIu64
+                     ") not listed (a greenlet's refuted predictions are listed for its first %d "
+                     "predictions only)",
+                 gr_rule_name(f->rule), f->count, plural(f->count, "", "s"), f->gid, f->tid,
+                 GR_PROP_LISTED);
+}
+
 void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
 {
     gr_sb_puts(sb, "coverage:\n");
@@ -193,8 +202,24 @@ void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
     else if (!some)
         gr_sb_puts(sb, "none");
     if (some) {
-        gr_sb_printf(sb, "%" PRIu64 " (trailer dropped %" PRIu64 ", ring gap %" PRIu64,
-                     cv->dropped + cv->gap + cv->missing, cv->dropped, cv->gap);
+        /* The three are counts read from the file: a crafted trailer's
+         * dropped near 2^64 would wrap their sum to a small number, so the
+         * sum saturates and says it did (the parts are printed as read). */
+        uint64_t lost = cv->dropped, add[2] = {cv->gap, cv->missing};
+        int over = 0;
+        for (int i = 0; i < 2; i++) {
+            if (add[i] > UINT64_MAX - lost) {
+                lost = UINT64_MAX;
+                over = 1;
+            }
+            else
+                lost += add[i];
+        }
+        if (over) /* no recording loses 2^64 records: say the file lies */
+            gr_sb_puts(sb, "more than 2^64-1, the trailer's count is not plausible");
+        else
+            gr_sb_printf(sb, "%" PRIu64, lost);
+        gr_sb_printf(sb, " (trailer dropped %" PRIu64 ", ring gap %" PRIu64, cv->dropped, cv->gap);
         if (cv->missing)
             gr_sb_printf(sb, ", %" PRIu64 " counted by the trailer but not in the file",
                          cv->missing);
@@ -271,6 +296,11 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
     }
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&sb, "warning: %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->nfolded; i++) {
+        gr_sb_puts(&sb, "warning: ");
+        gr_report_folded(&sb, &r->folded[i]);
+        gr_sb_putc(&sb, '\n');
+    }
     if (r->summary)
         gr_sb_puts(&sb, r->summary);
     for (int k = 0; k < rules_of(r); k++)
@@ -366,6 +396,17 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     for (size_t i = 0; i < r->nwarnings; i++)
         json_array_append_new(w, gr_json_str(r->warnings[i]));
     json_object_set_new(o, "warnings", w);
+    json_t *fw = json_array(); /* counted per greenlet, not in `warnings` */
+    for (size_t i = 0; i < r->nfolded; i++) {
+        const gr_folded *f = &r->folded[i];
+        json_t *jf = json_object();
+        json_object_set_new(jf, "rule", json_string(gr_rule_name(f->rule)));
+        json_object_set_new(jf, "tid", gr_json_u64(f->tid));
+        json_object_set_new(jf, "gid", gr_json_u64(f->gid));
+        json_object_set_new(jf, "count", gr_json_u64(f->count));
+        json_array_append_new(fw, jf);
+    }
+    json_object_set_new(o, "folded_warnings", fw);
     json_t *counts = json_object();
     for (int k = 0; k < rules_of(r); k++)
         json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));
@@ -519,6 +560,11 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
         gr_sb_puts(&tmp, r->summary);
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->nfolded; i++) {
+        gr_sb_puts(&tmp, "warning: ");
+        gr_report_folded(&tmp, &r->folded[i]);
+        gr_sb_putc(&tmp, '\n');
+    }
     for (size_t i = 0; i < r->nnotes; i++)
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);

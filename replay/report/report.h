@@ -34,6 +34,11 @@ int gr_check_exit_code(enum gr_check_status s);
 /* "clean", "violations", "unusable" or "nothing_checked" (JSON status). */
 const char *gr_check_status_name(enum gr_check_status s);
 
+/* Append the line (no "warning: ", no newline) of warnings counted, not
+ * listed (gr_check_result.folded): "propagation: N more refuted predicted
+ * blind spots of gG (tT) not listed (...)". */
+void gr_report_folded(gr_sb *sb, const gr_folded *f);
+
 /* Append the coverage section of the text report (docs/FORMAT.md §7):
  * "coverage:" and one line each for records, threads and greenlets seen,
  * ground truth, blind spots, records lost and what ended the recording. */

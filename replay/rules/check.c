@@ -442,6 +442,7 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     memset(c, 0, sizeof *c);
     c->t = t;
     c->res = res;
+    c->split_hi = UINT64_MAX;
     gr_sb_init(&c->msg);
     c->lines = t->streaming;
     c->shcache = calloc(CK_SHCACHE, sizeof *c->shcache);
@@ -657,5 +658,6 @@ void gr_check_result_free(gr_check_result *res)
         free(res->warnings[i]);
     free(res->warnings);
     free(res->summary);
+    free(res->folded);
     memset(res, 0, sizeof *res);
 }

@@ -128,6 +128,22 @@ int gr_check_ground_truth(const gr_trace *t, const gr_record *r);
  * program's. */
 int gr_code_is_own(const gr_trace *t, uint32_t code);
 
+/* Warnings of one kind about one greenlet counted, not listed: the
+ * propagation rule lists a greenlet's first GR_PROP_LISTED refuted
+ * predictions in full and counts the refutations of its later ones here
+ * (docs/FORMAT.md §7), so that a 3.12+ trace with a prediction at every
+ * switch does not keep a ~420-byte warning for each. */
+typedef struct gr_folded {
+    enum gr_rule rule;   /* GR_RULE_PROPAGATION */
+    uint64_t tid, gid;   /* the greenlet */
+    uint64_t count;      /* warnings not listed (>= 1) */
+} gr_folded;
+
+/* Refuted predictions listed in full per greenlet: those of its first
+ * GR_PROP_LISTED predictions (counted in the order made, so that a split
+ * check lists the same ones). */
+#define GR_PROP_LISTED 3
+
 /* Result of checking one trace.  Everything is owned; free with
  * gr_check_result_free. */
 typedef struct gr_check_result {
@@ -142,6 +158,11 @@ typedef struct gr_check_result {
     size_t nwarnings, cap_warnings;
     char *summary;       /* owned figures of extra checks (stall.h), lines
                             ending in newlines; NULL when none */
+    gr_folded *folded;   /* warnings counted per greenlet, not listed: one
+                            entry per greenlet, in the order of its first
+                            one counted (a split check: those about its
+                            range's switches) */
+    size_t nfolded, cap_folded;
     gr_coverage coverage; /* what was checkable */
 } gr_check_result;
 

@@ -38,7 +38,18 @@ typedef struct prediction {
     size_t callee_depth;    /* that MARK's Python depth */
     size_t si;              /* its shadow (shpred holds 1 + its index while
                                it is open), made by on_record */
+    size_t gl;              /* its greenlet's entry in pstate.gl */
+    uint64_t ordinal;       /* 1 for the greenlet's first prediction, ... */
 } prediction;
+
+/* Per greenlet with a prediction: how many were made (before a split
+ * range too: on_prefix), and where the refuted ones counted, not listed
+ * (those past its first GR_PROP_LISTED predictions), are counted. */
+typedef struct pgreenlet {
+    uint64_t tid, gid;
+    uint64_t made;
+    size_t folded;          /* 1 + its index in c->res->folded, 0 none yet */
+} pgreenlet;
 
 /* Per thread. */
 typedef struct pthread {
@@ -52,6 +63,7 @@ typedef struct pthread {
     gr_idmap made;          /* the (gid, version) pairs predicted on this
                                thread (one prediction per greenlet and
                                version; values unused): predicted() in O(1) */
+    gr_idmap gls;           /* (gid, 0) -> its index in pstate.gl */
 } pthread;
 
 typedef struct pstate {
@@ -72,6 +84,9 @@ typedef struct pstate {
     int events_on;          /* the profile events are asked for (at the
                                first prediction of on_record; before a split
                                range on_prefix only marks the pairs made) */
+    pgreenlet *gl;          /* greenlets with a prediction, in the order of
+                               their first (pthread.gls finds them) */
+    size_t ngl, cap_gl;
 } pstate;
 
 static pstate *st(ck *c)
@@ -116,6 +131,22 @@ static void compact(ck *c)
     ps->first_open = 0;
 }
 
+/* One more prediction made for r's greenlet (on pt, r's thread): returns
+ * its entry in ps->gl, made.  Counted before a split range too, so that
+ * the ordinals, and the warnings listed, are those of the whole check. */
+static size_t made_one(pstate *ps, pthread *pt, const gr_record *r)
+{
+    size_t k;
+    if (!gr_idmap_get(&pt->gls, r->gid, 0, &k)) {
+        ps->gl = gr_xgrow(ps->gl, &ps->cap_gl, ps->ngl + 1, sizeof *ps->gl);
+        k = ps->ngl++;
+        ps->gl[k] = (pgreenlet){.tid = r->tid, .gid = r->gid};
+        gr_idmap_put(&pt->gls, r->gid, 0, k);
+    }
+    ps->gl[k].made++;
+    return k;
+}
+
 static void init(ck *c)
 {
     pstate *ps = gr_xrealloc(NULL, sizeof *ps);
@@ -135,6 +166,27 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
     size_t si;
     if (ck_find_shadow(c, p->tid, p->gid, &si) && *shpred(c, si) == (size_t)(p - st(c)->pred) + 1)
         *shpred(c, si) = 0;
+    if (at && !confirm && p->ordinal > GR_PROP_LISTED) {
+        /* Refuted, past the greenlet's first predictions: counted in the
+         * greenlet's entry of c->res->folded (one line), not listed; at
+         * once, as a split range's worker that stops early runs no
+         * finish.  A switch past a split range is the next worker's to
+         * count. */
+        if (p->switch_index < c->split_hi) {
+            pgreenlet *g = &st(c)->gl[p->gl];
+            gr_check_result *res = c->res;
+            if (!g->folded) {
+                res->folded = gr_xgrow(res->folded, &res->cap_folded, res->nfolded + 1,
+                                       sizeof *res->folded);
+                res->folded[res->nfolded++] = (gr_folded){.rule = GR_RULE_PROPAGATION, .tid = g->tid,
+                                                          .gid = g->gid, .count = 0};
+                g->folded = res->nfolded;
+            }
+            res->folded[g->folded - 1].count++;
+        }
+        ck_free_lines(p->text);
+        return;
+    }
     gr_sb_printf(&c->msg,
                  "predicted blind spot: profiling is on for t%" PRIu64 " but %" PRIu64 " of the %"
                  PRIu64 " frames of g%" PRIu64 " are not instrumented at monitoring version %" PRIu64
@@ -265,6 +317,8 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
     ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
     gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
     prediction *p = &ps->pred[ps->npred++];
+    p->gl = made_one(ps, pt, r);
+    p->ordinal = ps->gl[p->gl].made;
     if (!ps->events_on) { /* events can settle it from now on (on_record) */
         ck_rule_kinds(c, GR_RULE_PROPAGATION, gr_rule_propagation.kinds | GR_KINDS_EVENTS);
         ps->events_on = 1;
@@ -379,9 +433,12 @@ static void release(ck *c)
     for (size_t i = 0; i < ps->npred; i++)
         ck_free_lines(ps->pred[i].text);
     free(ps->pred);
-    for (size_t i = 0; i < ps->nth; i++)
+    for (size_t i = 0; i < ps->nth; i++) {
         gr_idmap_free(&ps->th[i].made);
+        gr_idmap_free(&ps->th[i].gls);
+    }
     free(ps->th);
+    free(ps->gl);
     free(ps->shpred);
     free(ps);
     c->rule_state[GR_RULE_PROPAGATION] = NULL;
@@ -419,8 +476,11 @@ static void on_prefix(ck *c, const ck_event *e)
         pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
         /* made, for "one per greenlet and version"; nothing else of it is
          * needed (decided by the worker of its switch) */
-        if (r->use_tracing && pt->sw_profiled && pt->sw_index + 1 == r->index)
+        if (r->use_tracing && pt->sw_profiled && pt->sw_index + 1 == r->index &&
+            !predicted(pt, r)) {
             gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
+            made_one(ps, pt, r);
+        }
         break;
     default:
         break;

@@ -154,6 +154,10 @@ struct gr_checker {
                                marked stateless are not run */
     int no_end;             /* split.h: stopped before the end of the trace:
                                no end-of-trace verdicts, notes or warnings */
+    uint64_t split_hi;      /* split.h: the first record past the range once
+                               known (the worker reads on), else UINT64_MAX:
+                               what is counted about a switch there is the
+                               next worker's (gr_check_result.folded) */
     uint32_t kind_rules[256]; /* by record tag: the rules (bit k: gr_rule_table[k])
                                  whose on_record wants that kind (rule.h) */
     uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */

@@ -51,7 +51,7 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
     c->prefix = sp->from > 0;
     for (;;) {
         if (n == sp->to)
-            sp->hi = gr_trace_count(t);
+            c->split_hi = sp->hi = gr_trace_count(t);
         if (n >= sp->to && !any_pending(c, sp->hi)) {
             c->no_end = 1;
             break;

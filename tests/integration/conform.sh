@@ -26,7 +26,10 @@
 #    alone; outputs that cannot be written (or would overwrite the script,
 #    the adapter file or each other) are refused before anything runs, a missing
 #    interpreter gets a one-line hint; an unavailable profiler is a skip
-#    (3), an adapter without results() and usage errors are errors (2).
+#    (3), an adapter without results() and usage errors are errors (2);
+#    every error once the options are read (usage, unreadable script,
+#    unknown adapter, refused -o) writes the error verdict to --json - or
+#    --json FILE (never over the script).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -412,6 +415,66 @@ if [ $rc -eq 0 ] && [ ! -e ./- ] && "$PY" -c 'import json, sys; d = json.load(op
 else
     gr_bad "--json -: exit $rc"
     gr_show "$GR_WORK/j.out" "$GR_WORK/j.err"
+fi
+# Every error once the options are read writes the error verdict to
+# --json (a CI job reading it never finds nothing): usage errors, a bad
+# option wherever --json is, a script that cannot be read, an unknown
+# adapter, a refused -o; stdout holds the JSON alone, stderr the one line.
+json_error() { # LABEL REASON-PATTERN OPTIONS...
+    local label=$1 pattern=$2
+    shift 2
+    "$GR_CLI" conform "$@" >"$GR_WORK/je.out" 2>"$GR_WORK/je.err"
+    local rc=$?
+    if [ $rc -eq 2 ] && [ "$(wc -l <"$GR_WORK/je.err")" -eq 1 ] &&
+        "$PY" - "$GR_WORK/je.out" "$pattern" "$(cat "$GR_WORK/je.err")" <<'EOF'; then
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == "error", d
+assert re.search(sys.argv[2], d["reason"]), (d["reason"], sys.argv[2])
+assert d["functions_checked"] == 0 and d["differences"] == [] and d["program_status"] is None, d
+EOF
+        gr_ok "--json - on an early error: $label ($(cat "$GR_WORK/je.err"))"
+    else
+        gr_bad "--json - on an early error: $label: exit $rc"
+        gr_show "$GR_WORK/je.out" "$GR_WORK/je.err"
+    fi
+}
+json_error "no --profiler" '^--profiler NAME\|PATH\.py is required' --json - -- "$PY" "$prog"
+json_error "no program" '^need, after --, PYTHON SCRIPT' --profiler cprofile --json -
+json_error "no script" '^need, after PYTHON, the SCRIPT' --json - --profiler cprofile -- "$PY"
+json_error "unknown option after --json" '^unknown option --bogus$' --json - --bogus --profiler cprofile -- "$PY" "$prog"
+json_error "unknown option before --json" '^unknown option --bogus$' --bogus --json - --profiler cprofile -- "$PY" "$prog"
+json_error "bad --switches" "^--switches: 'x' is not passive or callback" --json - --switches x --profiler cprofile \
+    -- "$PY" "$prog"
+json_error "interpreter option" '^the program must be a SCRIPT file \(not -c' --json - --profiler cprofile -- "$PY" -c pass
+json_error "unreadable script" "^cannot read the script $GR_WORK/nosuch.py: " --json - --profiler cprofile \
+    -- "$PY" "$GR_WORK/nosuch.py"
+json_error "unknown adapter" '^--profiler no-such-profiler: not a built-in adapter' --json - --profiler no-such-profiler \
+    -- "$PY" "$prog"
+json_error "--no-record with --json" '^--no-record writes no trace and no verdict' --json - --no-record \
+    --results "$GR_WORK/nr.json" --profiler cprofile -- "$PY" "$prog"
+[ -e "$GR_WORK/nr.json" ] && gr_bad "--no-record with --json: results were written"
+json_error "-o refused" "^-o $GR_WORK/no/t.grt: refused as the trace" --json - -o "$GR_WORK/no/t.grt" \
+    --profiler cprofile -- "$PY" "$prog"
+# --json FILE too, when FILE is none of the other paths; never over the
+# words after the options (a usage error may not know which is the script).
+rm -f "$GR_WORK/usage.json"
+"$GR_CLI" conform --json "$GR_WORK/usage.json" --bogus --profiler cprofile -- "$PY" "$prog" >"$GR_WORK/je.out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] &&
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"] == "unknown option --bogus", d' "$GR_WORK/usage.json"; then
+    gr_ok "--json FILE on a usage error: the error verdict in FILE"
+else
+    gr_bad "--json FILE on a usage error: exit $rc"
+    gr_show "$GR_WORK/je.out" "$GR_WORK/usage.json"
+fi
+"$GR_CLI" conform --json "$prog" --bogus --profiler cprofile -- "$PY" "$prog" >"$GR_WORK/je.out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && cmp -s "$prog" "$ADAPTERS/no_greenlets.py"; then
+    gr_ok "--json naming the script on a usage error: the script is left alone"
+else
+    gr_bad "--json naming the script on a usage error: exit $rc, script changed"
+    cp "$ADAPTERS/no_greenlets.py" "$prog"
 fi
 if "$GR_CLI" conform --help | grep -q "^Exit status: 0 the profiler agrees"; then
     gr_ok "help: documents the exit status"

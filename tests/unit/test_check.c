@@ -1265,7 +1265,91 @@ static void test_predicted_open_while_many_settle(void **state)
     const gr_violation *v = expect(&f, GR_RULE_PROPAGATION, sw2, want);
     assert_true(v->tid == 2 && v->gid == 101);
     assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
-    assert_int_equal(f.res.nwarnings, 255);
+    /* g10..g72: 4 predictions each (versions 2..5), g73 3: the first 3 of
+     * each greenlet listed, the 4th counted */
+    assert_int_equal(f.res.nwarnings, 63 * 3 + 3);
+    assert_int_equal(f.res.nfolded, 63);
+    for (size_t i = 0; i < f.res.nfolded; i++)
+        assert_true(f.res.folded[i].gid == 10 + i && f.res.folded[i].count == 1);
+    end(&f);
+}
+
+/* g10 predicted blind at 8 versions in a row (one prediction each), every
+ * one refuted by x's own C_RETURN but the 6th, confirmed by a blind MARK.
+ * The refutations of its first GR_PROP_LISTED predictions are listed in
+ * full; the later ones (4th, 5th, 7th, 8th) are counted in one line, and
+ * the confirmed 6th is a violation all the same.  Checked in two ranges at
+ * every chunk boundary: the same warnings listed, and the counts add up to
+ * the whole check's. */
+static void test_predicted_refutations_folded(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    tb_greenlet(&f.b, 1, 10, 1, GR_GL_SUSPENDED, 1, f.x);
+    uint64_t sw6 = 0;
+    for (uint64_t v = 1; v <= 8; v++) {
+        uint64_t i = predict_round(&f, 10, v, v == 6);
+        if (v == 6)
+            sw6 = i;
+    }
+    load_check(&f, 0);
+    expect(&f, GR_RULE_PROPAGATION, sw6, "confirmed by the blind spot at MARK");
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    assert_int_equal(f.res.nwarnings, GR_PROP_LISTED);
+    for (size_t i = 0; i < f.res.nwarnings; i++) {
+        char want[48];
+        snprintf(want, sizeof want, "monitoring version %zu", i + 1);
+        assert_non_null(strstr(f.res.warnings[i], want));
+        assert_non_null(strstr(f.res.warnings[i], "refuted by the C_RETURN"));
+    }
+    assert_int_equal(f.res.nfolded, 1);
+    assert_true(f.res.folded[0].rule == GR_RULE_PROPAGATION && f.res.folded[0].tid == 1 &&
+                f.res.folded[0].gid == 10);
+    assert_int_equal(f.res.folded[0].count, 4);
+    char *s = report_of(&f.t, &f.res);
+    assert_non_null(strstr(s, "\nwarning: propagation: 4 more refuted predicted blind spots of g10 (t1) "
+                              "not listed (a greenlet's refuted predictions are listed for its first 3 "
+                              "predictions only)\n"));
+    free(s);
+    json_t *o = gr_report_json_trace(&f.t, &f.res);
+    json_t *fw = json_object_get(o, "folded_warnings");
+    assert_int_equal(json_array_size(fw), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(fw, 0), "count")), 4);
+    /* and the line of the truncation (no trailer: load_check(&f, 0)) */
+    assert_int_equal(json_array_size(json_object_get(o, "warnings")), GR_PROP_LISTED + 1);
+    json_decref(o);
+    uint64_t nchunks = split_same_as_whole(f.b.path);
+    assert_true(nchunks > 3);
+    for (uint64_t cut = 1; cut < nchunks; cut++) {
+        uint64_t folded = 0;
+        size_t listed = 0;
+        for (int k = 0; k < 2; k++) {
+            gr_split sp = {.from = k ? cut : 0, .to = k ? UINT64_MAX : cut};
+            gr_trace t;
+            gr_check_result r;
+            assert_int_equal(gr_trace_open(&t, f.b.path), GR_READ_OK);
+            assert_int_equal(gr_check_split(&t, &sp, &r), GR_SPLIT_OK);
+            for (size_t i = 0; i < r.nfolded; i++)
+                folded += r.folded[i].count;
+            /* each listed warning is the whole check's (the merge keeps
+             * each once) */
+            for (size_t i = 0; i < r.nwarnings; i++) {
+                size_t j = 0;
+                while (j < f.res.nwarnings && strcmp(f.res.warnings[j], r.warnings[i]) != 0)
+                    j++;
+                if (j == f.res.nwarnings)
+                    fail_msg("cut %llu: warning not in the whole check: %s", (unsigned long long)cut,
+                             r.warnings[i]);
+                listed++;
+            }
+            gr_check_result_free(&r);
+            gr_trace_free(&t);
+        }
+        if (folded != 4 || listed < GR_PROP_LISTED)
+            fail_msg("cut %llu: %llu counted (want 4), %zu listed", (unsigned long long)cut,
+                     (unsigned long long)folded, listed);
+    }
     end(&f);
 }
 
@@ -2101,6 +2185,7 @@ int main(void)
         cmocka_unit_test(test_predicted_many_greenlets_refuted),
         cmocka_unit_test(test_predicted_many_greenlets_confirmed),
         cmocka_unit_test(test_predicted_open_while_many_settle),
+        cmocka_unit_test(test_predicted_refutations_folded),
         cmocka_unit_test(test_no_prediction),
         cmocka_unit_test(test_mark_not_bracketed_no_c_call),
         cmocka_unit_test(test_mark_not_bracketed_no_c_return),

@@ -9,6 +9,7 @@
 #include "report.h"
 #include "trace_builder.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -461,6 +462,42 @@ static void test_coverage(void **state)
     }
 }
 
+/* Records lost: the sum of the trailer's dropped, the ring's GAPs and the
+ * records the trailer counts but the file lacks saturates instead of
+ * wrapping: a crafted trailer with dropped = 2^64-1 and 3 records missing
+ * would otherwise read "2 records lost". */
+static void test_records_lost_saturates(void **state)
+{
+    (void)state;
+    static const uint64_t dropped[] = {UINT64_MAX, UINT64_MAX - 3, UINT64_MAX - 2};
+    static const char *const want[] = {
+        "  records lost         more than 2^64-1, the trailer's count is not plausible (trailer "
+        "dropped 18446744073709551615, ring gap 0, 3 counted by the trailer but not in the file)\n",
+        "  records lost         18446744073709551615 (trailer dropped 18446744073709551612, ring gap "
+        "0, 3 counted by the trailer but not in the file)\n",
+        "  records lost         more than 2^64-1, the trailer's count is not plausible (trailer "
+        "dropped 18446744073709551613, ring gap 0, 3 counted by the trailer but not in the file)\n",
+    };
+    for (int i = 0; i < 3; i++) {
+        tb b;
+        build(&b, 0);
+        gr_trace t;
+        assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+        t.trailer.events += 3; /* 3 records counted, not in the file */
+        t.trailer.dropped = dropped[i];
+        gr_check_result r;
+        assert_int_equal(gr_check_run(&t, &r), 1); /* build()'s imbalance */
+        assert_int_equal(r.coverage.missing, 3);
+        char *s = text_of(&t, &r);
+        if (!strstr(s, want[i]))
+            fail_msg("dropped=%" PRIu64 ": no '%s' in:\n%s", dropped[i], want[i], s);
+        free(s);
+        gr_check_result_free(&r);
+        gr_trace_free(&t);
+        tb_cleanup(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_xml_escape),
         cmocka_unit_test(test_nothing_checked),
         cmocka_unit_test(test_coverage),
+        cmocka_unit_test(test_records_lost_saturates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,11 @@
  *  - a consumer that drains keeps the sampler from losing any;
  *  - a sample larger than the ring takes (ring_max cuts it) is dropped
  *    and counted as such (lost_large), not as taken: the consumer gets
- *    exactly the samples counted in nsamples.
+ *    exactly the samples counted in nsamples;
+ *  - samples are lost (lost_full, lost_large) only with a ring_max below
+ *    two of the largest samples: without one, for every keep, the own
+ *    buffer holds two of them and the ring's greatest entry one; with a
+ *    ring_max of 1 KiB, sampling times are skipped and counted lost_full.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -312,6 +316,59 @@ static void test_oversized_dropped(void **state)
     gr_registry_free(r);
 }
 
+/* When samples can be lost: only a ring_max below two of the largest
+ * samples.  Without one (any `keep` up to GR_SAMPLER_KEEP_MAX, any ring
+ * size asked), the own buffer holds two of the largest samples, so it can
+ * always be thinned (lost_full never counts), and the largest sample fits
+ * the ring's greatest entry (lost_large never counts): at KEEP_MAX the
+ * largest sample is 20.2 MiB, the ring and the buffer 64 MiB each. */
+static void test_loss_needs_ring_max(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    static const uint32_t keeps[] = {0, 1, 64, 101, 102, 3250, 6502, 6503, GR_SAMPLER_KEEP_MAX};
+    static const size_t rings[] = {0, GR_SAMPLER_RING_MAX_LEAST, (size_t)1 << 20, GR_SAMPLER_RING_CAP};
+    for (size_t i = 0; i < sizeof keeps / sizeof *keeps; i++)
+        for (size_t j = 0; j < sizeof rings / sizeof *rings; j++) {
+            gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, keeps[i], rings[j], 0);
+            assert_non_null(s);
+            if (s->out_cap < 2 * s->largest || s->largest > gr_handoff_max_entry(&s->ho))
+                fail_msg("keep %u, ring %zu: own buffer %zu, ring's greatest entry %zu, largest sample %zu",
+                         keeps[i], rings[j], s->out_cap, gr_handoff_max_entry(&s->ho), s->largest);
+            gr_sampler_free(s);
+        }
+    gr_registry_free(r);
+}
+
+/* The other way: a ring_max of 1 KiB with keep=1 leaves an own buffer of
+ * one largest sample (2,684 bytes); nobody drains.  Once the ring is full
+ * the buffer holds one 3-frame sample, has less room than the largest and
+ * nothing to thin: every later sampling time is skipped and counted in
+ * lost_full (not unwound), and each is accounted for. */
+static void test_lost_full_small_ring_max(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    atomic_store(&unwinds, 0);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 200u * 1000, 1, 0, GR_SAMPLER_RING_MAX_LEAST);
+    assert_non_null(s);
+    assert_int_equal(s->out_cap, s->largest);
+    for (int i = 0; i < 2000 && ld(&s->lost_full) < 5; i++)
+        sleep_ms(10);
+    gr_sampler_stop(s);
+    assert_true(s->lost_full >= 5);
+    assert_int_equal(s->lost_large, 0);
+    assert_int_equal(s->thinned, 0);
+    assert_int_equal(s->ticks, s->nsamples + s->thinned + s->lost_full + s->lost_large);
+    assert_int_equal(atomic_load(&unwinds), s->nsamples); /* a lost sampling time unwinds nothing */
+    drained d = {0};
+    gr_sampler_drain(s, take, &d);
+    assert_int_equal(d.n, s->nsamples);
+    assert_int_equal(d.bad, 0);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +378,8 @@ int main(void)
         cmocka_unit_test(test_idle_seqlock),
         cmocka_unit_test(test_drained_loses_none),
         cmocka_unit_test(test_oversized_dropped),
+        cmocka_unit_test(test_loss_needs_ring_max),
+        cmocka_unit_test(test_lost_full_small_ring_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
