@@ -745,7 +745,10 @@ PyObject *gr_uncaught_cb;
  * stops recording there, before the traceback is printed (3.13+ prints it
  * with Python code), without replacing sys.excepthook: the program sees its
  * own hook.  The callable is greenreplay's (set by _on_uncaught); its
- * errors are swallowed. */
+ * errors are swallowed.  It runs inside a tracing guard: it is the
+ * recorder's work, not the program's, and a profiler the program (or
+ * greenreplay conform) still runs there must not count its calls
+ * (_thread._count, the stop); the recorder does not record them either. */
 static void uncaught(gr_recorder *r)
 {
     PyObject *cb = gr_uncaught_cb;
@@ -753,13 +756,26 @@ static void uncaught(gr_recorder *r)
         return;
     Py_INCREF(cb);
     GR_EXC_SAVE(saved);
+    PyThreadState *ts = PyThreadState_Get();
+    int was_quiet = r->quiet;
+    PyFrameObject *was_top = r->quiet_top;
+    if (!was_quiet) {
+        r->quiet_top = PyEval_GetFrame();
+        r->quiet = 1;
+    }
+    gr_enter_tracing(ts);
     PyObject *res = PyObject_CallNoArgs(cb);
+    gr_leave_tracing(ts);
+    /* r may have stopped and been freed: only touch it if still active. */
+    if (gr_active == r) {
+        r->quiet = was_quiet;
+        r->quiet_top = was_top;
+    }
     Py_XDECREF(res);
     if (!res)
         PyErr_Clear();
     GR_EXC_RESTORE(saved);
     Py_DECREF(cb);
-    (void)r;
 }
 
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)

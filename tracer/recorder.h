@@ -179,6 +179,13 @@ typedef struct gr_recorder {
     PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
 
     uint32_t mark_code, stop_code; /* code ids of our C functions */
+    int quiet;              /* 1 while the recorder's own Python code runs
+                               in a tracing guard (hooks.c uncaught): no
+                               profile event of it was recorded, so stop()
+                               there writes this thread's stack from
+                               quiet_top, without the guarded frames */
+    PyFrameObject *quiet_top; /* borrowed: the thread's frame when the guard
+                               was entered (NULL: none) */
 
     /* Switch detection (switches.c). */
     int callback_mode;      /* 1: greenlet trace callback installed (old
