@@ -211,6 +211,18 @@ static inline int gr_set_profile_for(PyThreadState *ts, Py_tracefunc fn, PyObjec
     return _PyEval_SetProfile(ts, fn, arg);
 }
 
+/* The last instruction a frame started (its call in progress, while a C
+ * function it called runs): PyFrame_GetLasti is public from 3.11; before,
+ * the f_lasti field. */
+static inline int gr_frame_lasti(PyFrameObject *f)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(f);
+#else
+    return f->f_lasti;
+#endif
+}
+
 /* Current frame of a thread, new reference or NULL.  PyThreadState_GetFrame
  * is public from 3.9 (bpo-39947). */
 static inline PyFrameObject *gr_tstate_frame(PyThreadState *ts)

@@ -236,6 +236,10 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->foothold = 0;
     t->foot_func = NULL;
     t->foot_obj = NULL;
+    t->foot_frame = NULL;
+    t->foot_lasti = -1;
+    t->foot_prof = NULL;
+    t->foot_pobj = NULL;
     t->subject = r->profile_on;
     t->displaced = 0;
     t->cb_pending = 0;
@@ -656,15 +660,49 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     Py_CLEAR(t->foot_obj);
 }
 
+/* Whether an event the foothold gets still comes from inside the audit
+ * dispatch, before the change the audit event announced: the program's
+ * own audit hooks run after the recorder's, and one that may be traced
+ * (__cantrace__) gives the foothold its events.  So: the profile slot is
+ * what it was at the audit event, the event's frame is above the frame
+ * that was running then, and that frame is still in the same call (its
+ * last instruction unchanged: the C function that raised the event has
+ * not returned).  Without a frame at the audit event, no. */
+static int foot_in_dispatch(gr_thread *t, PyThreadState *ts, PyFrameObject *frame)
+{
+    if (!t->foot_frame || !frame || frame == t->foot_frame ||
+        ts->c_profilefunc != t->foot_prof || ts->c_profileobj != t->foot_pobj)
+        return 0;
+    int found = 0;
+    PyFrameObject *f = PyFrame_GetBack(frame); /* may allocate (3.11+) */
+    while (f) {
+        if (f == t->foot_frame) {
+            found = gr_frame_lasti(f) == t->foot_lasti;
+            Py_DECREF(f);
+            break;
+        }
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return found;
+}
+
 /* Trace function that holds the trace slot from the audit event of a
  * program's profile change to the next event after the change: that is
- * where the recorder can see what the program installed. */
+ * where the recorder can see what the program installed.  Events from
+ * inside the audit dispatch (foot_in_dispatch) come before the change:
+ * the foothold stays for the next one. */
 static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = r ? thread_known(r) : tls_thread;
     Py_tracefunc prev = t ? t->foot_func : NULL;
+    if (r && t && t->foothold && foot_in_dispatch(t, ts, frame))
+        return prev ? prev(obj, frame, what, arg) : 0;
     if (r && t) {
         GR_EXC_SAVE(saved);
         drop_foothold(r, t, ts);
@@ -795,6 +833,10 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     t->hook_pending = 1;
     t->hook_code = t->last_c_call;
     t->foothold = 1;
+    t->foot_frame = PyEval_GetFrame();
+    t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
+    t->foot_prof = ts->c_profilefunc;
+    t->foot_pobj = ts->c_profileobj;
     t->foot_func = ts->c_tracefunc;
     if (t->foot_func) {
         /* The program's trace function stays; we chain in front of it. */

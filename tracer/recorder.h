@@ -63,6 +63,17 @@ typedef struct gr_thread {
                                the next event (after a program's change) */
     Py_tracefunc foot_func; /* the trace slot's function before it */
     PyObject *foot_obj;     /* owned: and its object */
+    PyFrameObject *foot_frame; /* the frame running at the audit event
+                               (compared, never dereferenced after it
+                               returned), NULL if none: events of frames
+                               above it while its call is still the one in
+                               progress (foot_lasti) and the profile slot
+                               unchanged (foot_prof, foot_pobj) come from
+                               inside the audit dispatch (a traced audit
+                               hook of the program), before the change */
+    int foot_lasti;
+    Py_tracefunc foot_prof; /* the profile slot at the audit event */
+    PyObject *foot_pobj;    /* (compared only) */
     int subject;            /* the subject profiler is on this thread */
     int displaced;          /* the program displaced the subject with its own
                                profile function (it saw None: the recorder is
