@@ -594,10 +594,10 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         }
         t->chain_func = NULL;
         Py_CLEAR(t->chain_obj);
-        r->own_change = 1;
+        gr_own_change_begin(r);
         if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
-        r->own_change = 0;
+        gr_own_change_end(r);
     } else {
         action = GR_HOOK_SET;
         if (t->subject) {
@@ -652,9 +652,9 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     if (t->foot_func) {
         ts->c_tracefunc = t->foot_func; /* its object never left the slot */
     } else {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetTrace(NULL, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     t->foot_func = NULL;
     Py_CLEAR(t->foot_obj);
@@ -843,9 +843,9 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         Py_XSETREF(t->foot_obj, Py_XNewRef(ts->c_traceobj));
         ts->c_tracefunc = foothold;
     } else {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetTrace(foothold, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     if (PyErr_Occurred())
         gr_swallow(r);

@@ -526,10 +526,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         if (o) {
             o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
             o->had_events = 1; /* the recorder's function is installed there */
-            r->own_change = 1;
+            gr_own_change_begin(r);
             if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
-            r->own_change = 0;
+            gr_own_change_end(r);
             Py_DECREF(o);
         }
     }
@@ -537,9 +537,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         wrap_sys_setprofile(r);
         /* No object: sys.getprofile() keeps returning None (hooks.c finds
          * the thread's state itself). */
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetProfile(gr_profile, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
         t->had_events = 1;
     }
     if (r->reg) {
@@ -823,12 +823,12 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
         if (ts->c_profilefunc != gr_profile)
             continue;
-        r->own_change = 1;
+        gr_own_change_begin(r);
         if (ts == cur)
             PyEval_SetProfile(NULL, NULL);
         else if (gr_set_profile_for(ts, NULL, NULL) < 0)
             PyErr_Clear();
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     /* Callback mode: the greenlet callback of this thread, if it is still
      * ours.  Other threads' callbacks see the generation change and put
@@ -1013,9 +1013,9 @@ static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ss
     GR_EXC_SAVE(saved);
     gr_thread *t = gr_thread_current(r);
     if (t) {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetProfile(gr_profile, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
         static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
         PyObject *frame = args[0];
         int what = -1;
@@ -1073,9 +1073,9 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     unwrap_sys_setprofile();
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc == gr_profile) {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetProfile(NULL, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     gr_active = NULL;
     if (r->dw != r->w)

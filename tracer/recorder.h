@@ -373,6 +373,26 @@ void gr_times_entry(gr_recorder *r);
 /* Write a record of `tag` with n varint fields (n <= 8). */
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields);
 
+/* The recorder itself changes a profile or trace slot (installs or
+ * removes its own function, takes or gives back the foothold).  CPython
+ * raises the audit event sys.setprofile / sys.settrace for it; the
+ * recorder's own audit hook ignores it (own_change), and the program's
+ * audit hooks, which run too, run untraced (the tracing guard, compat.h):
+ * a hook the program marked __cantrace__ would otherwise make calls that
+ * the recorder records (after STOP, at stop) and the program's profilers
+ * count, for an event that exists only because of the recorder. */
+static inline void gr_own_change_begin(gr_recorder *r)
+{
+    r->own_change = 1;
+    gr_enter_tracing(PyThreadState_Get());
+}
+
+static inline void gr_own_change_end(gr_recorder *r)
+{
+    gr_leave_tracing(PyThreadState_Get());
+    r->own_change = 0;
+}
+
 /* Count one indexed record written and stamp the side channel. */
 static inline void gr_count_record(gr_recorder *r)
 {
