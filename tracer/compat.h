@@ -152,7 +152,9 @@ static inline int gr_use_tracing_now(PyThreadState *ts)
 
 /* Run Python code that no profile or trace function, and no sys.monitoring
  * tool, sees: the recorder's own work inside the program (the uncaught
- * exception's stop), which a profiler under test must not count.  CPython
+ * exception's stop, hooks.c; the program's audit hooks that its own slot
+ * changes raise, recorder.h gr_own_change_begin), which neither the
+ * recorder nor a profiler under test must count.  CPython
  * reports no event while tstate->tracing > 0 (3.9-3.11 call_trace; 3.12+
  * call_instrumentation_vector), the guard it runs profile functions in.
  * gr_enter_tracing(ts) raises it; gr_leave_tracing(ts) lowers it and
