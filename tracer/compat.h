@@ -150,6 +150,43 @@ static inline int gr_use_tracing_now(PyThreadState *ts)
 #endif
 }
 
+/* Run Python code that no profile or trace function, and no sys.monitoring
+ * tool, sees: the recorder's own work inside the program (the uncaught
+ * exception's stop, hooks.c; the program's audit hooks that its own slot
+ * changes raise, recorder.h gr_own_change_begin), which neither the
+ * recorder nor a profiler under test must count.  CPython
+ * reports no event while tstate->tracing > 0 (3.9-3.11 call_trace; 3.12+
+ * call_instrumentation_vector), the guard it runs profile functions in.
+ * gr_enter_tracing(ts) raises it; gr_leave_tracing(ts) lowers it and
+ * recomputes use_tracing from the functions set then (the code in between
+ * may have set or cleared them), as PyThreadState_LeaveTracing does.
+ * Public API from 3.11; 3.9/3.10 by hand, as greenlet's own guard. */
+static inline void gr_enter_tracing(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_EnterTracing(ts);
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->tracing++;
+    ts->cframe->use_tracing = 0;
+#else
+    ts->tracing++;
+    ts->use_tracing = 0;
+#endif
+}
+
+static inline void gr_leave_tracing(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_LeaveTracing(ts);
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->tracing--;
+    ts->cframe->use_tracing = ts->tracing <= 0 && (ts->c_tracefunc || ts->c_profilefunc);
+#else
+    ts->tracing--;
+    ts->use_tracing = ts->tracing <= 0 && (ts->c_tracefunc || ts->c_profilefunc);
+#endif
+}
+
 /* Replace only the function of a thread's profile slot, keeping its object
  * (what sys.getprofile() returns) and firing no audit event: used to chain
  * in front of a profile function the program installed.  On 3.9-3.11 the
@@ -174,6 +211,18 @@ PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyO
 static inline int gr_set_profile_for(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
 {
     return _PyEval_SetProfile(ts, fn, arg);
+}
+
+/* The last instruction a frame started (its call in progress, while a C
+ * function it called runs): PyFrame_GetLasti is public from 3.11; before,
+ * the f_lasti field. */
+static inline int gr_frame_lasti(PyFrameObject *f)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(f);
+#else
+    return f->f_lasti;
+#endif
 }
 
 /* Current frame of a thread, new reference or NULL.  PyThreadState_GetFrame

@@ -236,6 +236,10 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->foothold = 0;
     t->foot_func = NULL;
     t->foot_obj = NULL;
+    t->foot_frame = NULL;
+    t->foot_lasti = -1;
+    t->foot_prof = NULL;
+    t->foot_pobj = NULL;
     t->subject = r->profile_on;
     t->displaced = 0;
     t->cb_pending = 0;
@@ -590,10 +594,10 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         }
         t->chain_func = NULL;
         Py_CLEAR(t->chain_obj);
-        r->own_change = 1;
+        gr_own_change_begin(r);
         if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
-        r->own_change = 0;
+        gr_own_change_end(r);
     } else {
         action = GR_HOOK_SET;
         if (t->subject) {
@@ -648,23 +652,57 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     if (t->foot_func) {
         ts->c_tracefunc = t->foot_func; /* its object never left the slot */
     } else {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetTrace(NULL, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     t->foot_func = NULL;
     Py_CLEAR(t->foot_obj);
 }
 
+/* Whether an event the foothold gets still comes from inside the audit
+ * dispatch, before the change the audit event announced: the program's
+ * own audit hooks run after the recorder's, and one that may be traced
+ * (__cantrace__) gives the foothold its events.  So: the profile slot is
+ * what it was at the audit event, the event's frame is above the frame
+ * that was running then, and that frame is still in the same call (its
+ * last instruction unchanged: the C function that raised the event has
+ * not returned).  Without a frame at the audit event, no. */
+static int foot_in_dispatch(gr_thread *t, PyThreadState *ts, PyFrameObject *frame)
+{
+    if (!t->foot_frame || !frame || frame == t->foot_frame ||
+        ts->c_profilefunc != t->foot_prof || ts->c_profileobj != t->foot_pobj)
+        return 0;
+    int found = 0;
+    PyFrameObject *f = PyFrame_GetBack(frame); /* may allocate (3.11+) */
+    while (f) {
+        if (f == t->foot_frame) {
+            found = gr_frame_lasti(f) == t->foot_lasti;
+            Py_DECREF(f);
+            break;
+        }
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return found;
+}
+
 /* Trace function that holds the trace slot from the audit event of a
  * program's profile change to the next event after the change: that is
- * where the recorder can see what the program installed. */
+ * where the recorder can see what the program installed.  Events from
+ * inside the audit dispatch (foot_in_dispatch) come before the change:
+ * the foothold stays for the next one. */
 static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = r ? thread_known(r) : tls_thread;
     Py_tracefunc prev = t ? t->foot_func : NULL;
+    if (r && t && t->foothold && foot_in_dispatch(t, ts, frame))
+        return prev ? prev(obj, frame, what, arg) : 0;
     if (r && t) {
         GR_EXC_SAVE(saved);
         drop_foothold(r, t, ts);
@@ -745,7 +783,10 @@ PyObject *gr_uncaught_cb;
  * stops recording there, before the traceback is printed (3.13+ prints it
  * with Python code), without replacing sys.excepthook: the program sees its
  * own hook.  The callable is greenreplay's (set by _on_uncaught); its
- * errors are swallowed. */
+ * errors are swallowed.  It runs inside a tracing guard: it is the
+ * recorder's work, not the program's, and a profiler the program (or
+ * greenreplay conform) still runs there must not count its calls
+ * (_thread._count, the stop); the recorder does not record them either. */
 static void uncaught(gr_recorder *r)
 {
     PyObject *cb = gr_uncaught_cb;
@@ -753,13 +794,26 @@ static void uncaught(gr_recorder *r)
         return;
     Py_INCREF(cb);
     GR_EXC_SAVE(saved);
+    PyThreadState *ts = PyThreadState_Get();
+    int was_quiet = r->quiet;
+    PyFrameObject *was_top = r->quiet_top;
+    if (!was_quiet) {
+        r->quiet_top = PyEval_GetFrame();
+        r->quiet = 1;
+    }
+    gr_enter_tracing(ts);
     PyObject *res = PyObject_CallNoArgs(cb);
+    gr_leave_tracing(ts);
+    /* r may have stopped and been freed: only touch it if still active. */
+    if (gr_active == r) {
+        r->quiet = was_quiet;
+        r->quiet_top = was_top;
+    }
     Py_XDECREF(res);
     if (!res)
         PyErr_Clear();
     GR_EXC_RESTORE(saved);
     Py_DECREF(cb);
-    (void)r;
 }
 
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
@@ -779,15 +833,19 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     t->hook_pending = 1;
     t->hook_code = t->last_c_call;
     t->foothold = 1;
+    t->foot_frame = PyEval_GetFrame();
+    t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
+    t->foot_prof = ts->c_profilefunc;
+    t->foot_pobj = ts->c_profileobj;
     t->foot_func = ts->c_tracefunc;
     if (t->foot_func) {
         /* The program's trace function stays; we chain in front of it. */
         Py_XSETREF(t->foot_obj, Py_XNewRef(ts->c_traceobj));
         ts->c_tracefunc = foothold;
     } else {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetTrace(foothold, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     if (PyErr_Occurred())
         gr_swallow(r);

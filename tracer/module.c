@@ -526,10 +526,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         if (o) {
             o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
             o->had_events = 1; /* the recorder's function is installed there */
-            r->own_change = 1;
+            gr_own_change_begin(r);
             if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
-            r->own_change = 0;
+            gr_own_change_end(r);
             Py_DECREF(o);
         }
     }
@@ -537,9 +537,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         wrap_sys_setprofile(r);
         /* No object: sys.getprofile() keeps returning None (hooks.c finds
          * the thread's state itself). */
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetProfile(gr_profile, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
         t->had_events = 1;
     }
     if (r->reg) {
@@ -566,6 +566,21 @@ static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
     return *alive ? gr_tstate_frame(t->tstate) : NULL;
 }
 
+/* The top of the stopping thread's stack for its STACK record, and the C
+ * function to put on it (our stop).  Inside the recorder's tracing guard
+ * (r->quiet: the uncaught exception's stop, hooks.c) the frames above the
+ * guard and the stop were never reported, so the stack ends at the frame
+ * the guard was entered from. */
+static PyFrameObject *stop_top(gr_recorder *r)
+{
+    return r->quiet ? r->quiet_top : PyEval_GetFrame();
+}
+
+static uint32_t stop_c(gr_recorder *r)
+{
+    return r->quiet ? 0 : r->stop_code;
+}
+
 /* One STACK record per live greenlet seen, in gid order; with greenlet
  * missing, one per thread (gid 0). */
 static int by_gid(const void *a, const void *b)
@@ -583,12 +598,12 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             if (!t->tid)
                 continue;
             int alive = 1;
-            PyFrameObject *top = t == me ? PyEval_GetFrame() : NULL;
+            PyFrameObject *top = t == me ? stop_top(r) : NULL;
             PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
             if (!alive)
                 continue;
             uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? r->stop_code : 0);
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? stop_c(r) : 0);
             Py_XDECREF(other);
         }
         return;
@@ -621,7 +636,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             if (alive) {
                 uint64_t f[3] = {pend->tid, gid, GR_STACK_RUNNING};
                 gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                              pend == me ? PyEval_GetFrame() : other, pend == me ? r->stop_code : 0);
+                              pend == me ? stop_top(r) : other, pend == me ? stop_c(r) : 0);
             }
             Py_XDECREF(other);
             continue;
@@ -674,7 +689,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         if (runner && alive) {
             uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                          runner == me ? PyEval_GetFrame() : other, runner == me ? r->stop_code : 0);
+                          runner == me ? stop_top(r) : other, runner == me ? stop_c(r) : 0);
             Py_XDECREF(other);
         } else if ((runner || gone) && is_main) {
             /* The main greenlet of a thread that has ended. */
@@ -786,11 +801,11 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_sampler_stop(r->sampler); /* joins; the thread never takes the GIL */
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
-        gr_thread_first_sight(r, me, PyEval_GetFrame(), r->stop_code, 1);
+        gr_thread_first_sight(r, me, stop_top(r), stop_c(r), 1);
     if (me && r->greenlet_mod && !me->gl_pending) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != me->cur_g)
-            gr_switch_seen(r, me, g, PyEval_GetFrame(), 1, 0);
+            gr_switch_seen(r, me, g, stop_top(r), 1, 0);
         Py_XDECREF(g);
     }
     if (me) {
@@ -808,12 +823,12 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
         if (ts->c_profilefunc != gr_profile)
             continue;
-        r->own_change = 1;
+        gr_own_change_begin(r);
         if (ts == cur)
             PyEval_SetProfile(NULL, NULL);
         else if (gr_set_profile_for(ts, NULL, NULL) < 0)
             PyErr_Clear();
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     /* Callback mode: the greenlet callback of this thread, if it is still
      * ours.  Other threads' callbacks see the generation change and put
@@ -999,9 +1014,9 @@ static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ss
     GR_EXC_SAVE(saved);
     gr_thread *t = gr_thread_current(r);
     if (t) {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetProfile(gr_profile, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
         static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
         PyObject *frame = args[0];
         int what = -1;
@@ -1059,9 +1074,9 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     unwrap_sys_setprofile();
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc == gr_profile) {
-        r->own_change = 1;
+        gr_own_change_begin(r);
         PyEval_SetProfile(NULL, NULL);
-        r->own_change = 0;
+        gr_own_change_end(r);
     }
     gr_active = NULL;
     if (r->dw != r->w)

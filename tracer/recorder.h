@@ -63,6 +63,17 @@ typedef struct gr_thread {
                                the next event (after a program's change) */
     Py_tracefunc foot_func; /* the trace slot's function before it */
     PyObject *foot_obj;     /* owned: and its object */
+    PyFrameObject *foot_frame; /* the frame running at the audit event
+                               (compared, never dereferenced after it
+                               returned), NULL if none: events of frames
+                               above it while its call is still the one in
+                               progress (foot_lasti) and the profile slot
+                               unchanged (foot_prof, foot_pobj) come from
+                               inside the audit dispatch (a traced audit
+                               hook of the program), before the change */
+    int foot_lasti;
+    Py_tracefunc foot_prof; /* the profile slot at the audit event */
+    PyObject *foot_pobj;    /* (compared only) */
     int subject;            /* the subject profiler is on this thread */
     int displaced;          /* the program displaced the subject with its own
                                profile function (it saw None: the recorder is
@@ -179,6 +190,13 @@ typedef struct gr_recorder {
     PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
 
     uint32_t mark_code, stop_code; /* code ids of our C functions */
+    int quiet;              /* 1 while the recorder's own Python code runs
+                               in a tracing guard (hooks.c uncaught): no
+                               profile event of it was recorded, so stop()
+                               there writes this thread's stack from
+                               quiet_top, without the guarded frames */
+    PyFrameObject *quiet_top; /* borrowed: the thread's frame when the guard
+                               was entered (NULL: none) */
 
     /* Switch detection (switches.c). */
     int callback_mode;      /* 1: greenlet trace callback installed (old
@@ -354,6 +372,26 @@ void gr_times_entry(gr_recorder *r);
 
 /* Write a record of `tag` with n varint fields (n <= 8). */
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields);
+
+/* The recorder itself changes a profile or trace slot (installs or
+ * removes its own function, takes or gives back the foothold).  CPython
+ * raises the audit event sys.setprofile / sys.settrace for it; the
+ * recorder's own audit hook ignores it (own_change), and the program's
+ * audit hooks, which run too, run untraced (the tracing guard, compat.h):
+ * a hook the program marked __cantrace__ would otherwise make calls that
+ * the recorder records (after STOP, at stop) and the program's profilers
+ * count, for an event that exists only because of the recorder. */
+static inline void gr_own_change_begin(gr_recorder *r)
+{
+    r->own_change = 1;
+    gr_enter_tracing(PyThreadState_Get());
+}
+
+static inline void gr_own_change_end(gr_recorder *r)
+{
+    gr_leave_tracing(PyThreadState_Get());
+    r->own_change = 0;
+}
 
 /* Count one indexed record written and stamp the side channel. */
 static inline void gr_count_record(gr_recorder *r)

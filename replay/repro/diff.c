@@ -3,6 +3,7 @@
 
 #include "diff_align.h"
 #include "diff_ignore.h"
+#include "check.h"
 #include "dump.h"
 #include "idmap.h"
 #include "launch.h"
@@ -216,12 +217,13 @@ static void put_cont_stack(ctx *c, side *s, gr_sb *sb, const gr_record *r);
  * greenreplay's own frames in the seed of the greenlet that called start()
  * (side.top_seed; with the <module> a whole-program recording calls first)
  * and in the STACK records at exit of the module thread (side.exit_at:
- * the recorder stops at exit or at an uncaught exception, in frames of
- * its own). */
+ * the recorder stops at exit in frames of its own, ending in its C stop,
+ * or at an uncaught exception, where it writes none of them). */
 static void put_seed(ctx *c, side *s, gr_sb *sb, const gr_record *r, size_t i)
 {
-    if (i != s->top_seed && !(r->tag == GR_STACK && s->exit_at != GR_NONE && i > s->exit_at &&
-                              r->tid == s->exit_tid)) {
+    int at_exit = r->tag == GR_STACK && s->exit_at != GR_NONE && i > s->exit_at &&
+                  r->tid == s->exit_tid;
+    if (i != s->top_seed && !at_exit) {
         put_stack(c, s, sb, r);
         return;
     }
@@ -229,7 +231,7 @@ static void put_seed(ctx *c, side *s, gr_sb *sb, const gr_record *r, size_t i)
     size_t shown = 0;
     gr_sb_puts(sb, " stack=");
     for (uint32_t k = (uint32_t)gr_launch_record_prefix(s->t, r); k < r->depth; k++) {
-        if (gr_shape_is_recorder_code(s->t, ids[k]))
+        if (at_exit ? gr_code_is_own(s->t, ids[k]) : gr_shape_is_recorder_code(s->t, ids[k]))
             continue;
         if (shown++)
             gr_sb_puts(sb, " > ");

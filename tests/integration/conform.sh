@@ -22,6 +22,9 @@
 #    thread while a profiler of every thread stops: a note), and the
 #    harness itself calls none of it;
 #  - a program that exits non-zero gives 2, recorded or not (--no-record);
+#  - a program ended by an uncaught exception gets the same cprofile results
+#    recorded and unrecorded (the recorder's stop there is not counted), on
+#    PY and on CPython 3.12 (GR_PY312; skipped with the reason if missing);
 #  - --json holds the documented fields, --json - writes them to stdout
 #    alone; outputs that cannot be written (or would overwrite the script,
 #    the adapter file or each other) are refused before anything runs, a missing
@@ -250,6 +253,52 @@ for mode in record no-record; do
         gr_show "$GR_WORK/fails.out" "$GR_WORK/fails.err"
     fi
 done
+
+# A program that ends by an uncaught exception: the recorder stops at
+# sys.excepthook's audit event, while the profiler still runs; what that
+# stop runs (_thread._count, the stop itself) is hidden from the profiler:
+# the same results recorded and unrecorded (cProfile counted _thread._count
+# in the recorded run only).  On PY and on a CPython 3.12 (GR_PY312,
+# default pyenv's 3.12.1: cProfile on sys.monitoring there), skipped with
+# the reason when there is none or the recorder does not build for it.
+uncaught_case() { # PY LABEL
+    local py=$1 label=$2 mode rc ok=1
+    for mode in record no-record; do
+        opt=()
+        [ $mode = no-record ] && opt=(--no-record)
+        rm -f "$GR_WORK/unc.$mode.res"
+        "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/unc.$mode.res" \
+            -- "$py" "$ADAPTERS/uncaught.py" >"$GR_WORK/unc.$mode.out" 2>&1
+        rc=$?
+        [ $rc -eq 2 ] && grep -qx "note: the program exited with status 1" "$GR_WORK/unc.$mode.out" || ok=0
+    done
+    if [ $ok = 1 ] && cmp -s "$GR_WORK/unc.record.res" "$GR_WORK/unc.no-record.res" &&
+        "$py" - "$GR_WORK/unc.record.res" <<'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {x["name"]: x["calls"] for x in d["functions"]}
+assert f.get("step") == 6 and f.get("run") == 2, f
+c = [x["name"] for x in d["c_functions"]]
+assert "_thread._count" not in c, c
+EOF
+        gr_ok "uncaught exception, cprofile, $label: identical results recorded and unrecorded (no _thread._count), exit 2"
+    else
+        gr_bad "uncaught exception, cprofile, $label: results differ or wrong status"
+        diff "$GR_WORK/unc.no-record.res" "$GR_WORK/unc.record.res" | gr_show - "$GR_WORK/unc.record.out"
+    fi
+}
+uncaught_case "$PY" "Python $pyver"
+PY312=${GR_PY312:-$HOME/.pyenv/versions/3.12.1/bin/python3.12}
+v312=$("$PY312" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+if [ "$v312" != 3.12 ]; then
+    echo "SKIP  uncaught exception, cprofile, Python 3.12: no CPython 3.12 at $PY312 (GR_PY312)"
+elif [ "$v312" = "$pyver" ]; then
+    : # PY is a 3.12: done above
+elif ! make -C "$GR_ROOT" -s ext PYTHON="$PY312" ${BUILD:+BUILD="$BUILD"} >"$GR_WORK/build312.log" 2>&1; then
+    echo "SKIP  uncaught exception, cprofile, Python 3.12: the recorder does not build for $PY312"
+else
+    uncaught_case "$PY312" "Python 3.12"
+fi
 
 # Another thread runs while the harness stops a profiler of every thread
 # (yappi, made deterministic by the adapter stop_window.py): the calls it

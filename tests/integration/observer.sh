@@ -11,6 +11,8 @@
 #    (fixtures/profile_save_restore.py, fixtures/cprofile_midway.py: the
 #    program's own profile functions and cProfile's counts are undisturbed);
 #  - fork with and without the sampler: the child neither hangs nor records;
+#  - cProfile under a traced audit hook of the program's loses nothing and
+#    counts the same (tests/integration/programs/traced_audit_hook.py);
 #  - greenlet's deferred cleanup runs at the program's own API call, not at
 #    the recorder's (tests/integration/programs/deferred_cleanup.py).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
@@ -213,6 +215,38 @@ if [ "$rc" -eq 0 ] && cmp -s "$out.plain" "$out.log" && [ "$rules" = blind_spot 
 else
     bad "thread pool giving each task threading._profile_hook: record exit $rc, rules '$rules', $nviol violations, $nwarn warnings, $calls calls of task (want 20)"
     diff "$out.plain" "$out.log" | head -5
+fi
+
+# cProfile under an audit hook of the program's that is itself traced
+# (__cantrace__): the hook runs after the recorder's, before the profile
+# function changes (3.9-3.11).  Nothing may be lost after it: every call of
+# after and work recorded, each change of cProfile's a HOOK naming its C
+# call (never "unannounced", which the recorder found only at stop, every
+# event after the first change lost), no record after the stop's STACK
+# (the hook, traced, ran in the recorder's own uninstall), no recorder
+# error; cProfile counts the same recorded and unrecorded.  On 3.12+
+# cProfile changes no profile slot: no HOOK.
+out=$work/audit
+(cd "$GR_ROOT" && "$PY" tests/integration/programs/traced_audit_hook.py) >"$out.plain" 2>&1
+(cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$PY" tests/integration/programs/traced_audit_hook.py) >"$out.log" 2>&1
+rc=$?
+"$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
+afters=$(grep -c ' CALL .* after (' "$out.dump")
+works=$(grep -c ' CALL .* work (' "$out.dump")
+hooks=$(grep -c ' HOOK .* profile ' "$out.dump")
+named=$(grep -c ' HOOK .* profile .* during=_lsprof\.Profiler\.\(enable\|disable\)$' "$out.dump")
+unann=$(grep -c ' HOOK .*unannounced' "$out.dump")
+last=$(grep '^ *[0-9]' "$out.dump" | tail -n 1 | awk '{print $2}')
+want_hooks=4
+[ "$("$PY" -c 'import sys; print(int(sys.version_info >= (3, 12)))')" = 1 ] && want_hooks=0
+if [ "$rc" -eq 0 ] && [ -s "$out.plain" ] && cmp -s "$out.plain" "$out.log" && [ "$afters" -eq 2 ] &&
+   [ "$works" -eq 3 ] && [ "$hooks" -eq $want_hooks ] && [ "$named" -eq $want_hooks ] && [ "$unann" -eq 0 ] &&
+   [ "$last" = STACK ] && grep -q '^# trailer: .* errors=0 ' "$out.dump"; then
+    ok "cProfile under a traced audit hook: nothing lost (2 after, 3 work), $hooks HOOKs each naming cProfile's call, none unannounced, nothing after the stop's STACK, same counts recorded and unrecorded"
+else
+    bad "cProfile under a traced audit hook: record exit $rc, $afters after (want 2), $works work (want 3), $hooks HOOKs ($named named, want $want_hooks), $unann unannounced, last record $last"
+    diff "$out.plain" "$out.log" | head -5
+    grep ' HOOK \|^# trailer' "$out.dump" | head -8
 fi
 
 echo "$pass passed, $fail failed${skipped:+, $skipped skipped}"
