@@ -138,9 +138,12 @@ static void set_pythonpath(const char *prefix, const char *old)
 
 /* Run argv, its stdout into *out (when out is non-NULL), stderr passed
  * through.  Returns the exit status, 128+N when killed by signal N, -1 when
- * it could not run. */
-static int run_child(char *const argv[], gr_sb *out)
+ * it could not run.  *sig (when sig is non-NULL) is N when it was killed by
+ * signal N, else 0: an exit status of 128+N (sys.exit(130)) is not a signal. */
+static int run_child(char *const argv[], gr_sb *out, int *sig)
 {
+    if (sig)
+        *sig = 0;
     int fd[2] = {-1, -1};
     if (out && pipe(fd) < 0)
         return -1;
@@ -176,8 +179,11 @@ static int run_child(char *const argv[], gr_sb *out)
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -1;
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status)) {
+        if (sig)
+            *sig = WTERMSIG(status);
         return 128 + WTERMSIG(status);
+    }
     return WEXITSTATUS(status);
 }
 
@@ -197,7 +203,7 @@ static int probe(const char *python, const char *spec, gr_sb *out)
 {
     char *argv[] = {(char *)python, (char *)"-c", (char *)probe_code, (char *)(spec ? "--probe" : "--list"),
                     (char *)spec, NULL};
-    return run_child(argv, out);
+    return run_child(argv, out, NULL);
 }
 
 struct run {
@@ -333,7 +339,10 @@ static json_t *load_results(const char *path, char *reason, size_t n)
     return res;
 }
 
-static int run_no_record(struct run *r, char **argv)
+/* Run the program (argv) unrecorded, the adapter's harness on its path.
+ * Returns its exit status (128+N when killed by signal N; *sig is then N,
+ * else 0), 2 when it could not run (one line on stderr). */
+static int run_no_record(struct run *r, char **argv, int *sig)
 {
     const char *old = getenv("PYTHONPATH");
     gr_sb pp;
@@ -344,7 +353,7 @@ static int run_no_record(struct run *r, char **argv)
     setenv("GREENREPLAY_PROGRAM", "1", 1);
     setenv("GREENREPLAY_CONFORM_NORECORD", "1", 1);
     setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
-    int rc = run_child(argv, NULL);
+    int rc = run_child(argv, NULL, sig);
     if (rc < 0) {
         fprintf(stderr, "greenreplay: conform: cannot run %s\n", r->python);
         return 2;
@@ -752,14 +761,14 @@ static int conform_main(struct run *r, int argc, char **argv)
 
     /* 3. The run. */
     char **child = gr_xrealloc(NULL, (size_t)(r->nprog + 12) * sizeof *child);
-    int k = 0;
+    int k = 0, killed = 0;
     double t0 = now_s();
     if (r->no_record) {
         child[k++] = (char *)r->python;
         for (int i = 0; i < r->nprog; i++)
             child[k++] = r->prog[i];
         child[k] = NULL;
-        rc = run_no_record(r, child);
+        rc = run_no_record(r, child, &killed);
     } else {
         /* record puts the package on PYTHONPATH itself */
         if (!saved_pp || !*saved_pp)
@@ -787,14 +796,17 @@ static int conform_main(struct run *r, int argc, char **argv)
         if (!r->keep && !r->trace_out)
             gr_record_set_trace_label("the temporary trace (conform deletes it; --keep keeps it)");
         rc = gr_cmd_record(k, child);
+        killed = gr_record_last_signal();
         gr_record_set_trace_label(NULL);
     }
     double t_run = now_s() - t0;
     free(child);
     free(saved_pp);
     char reason[PATH_MAX + 600];
-    if (rc >= 128) {
-        snprintf(reason, sizeof reason, "the program was killed by signal %d", rc - 128);
+    /* The signal as waitpid saw it: a program's own exit status 128+N
+     * (sys.exit(130)) is no signal and goes on as any non-zero status. */
+    if (killed) {
+        snprintf(reason, sizeof reason, "the program was killed by signal %d (%s)", killed, strsignal(killed));
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         cleanup(r);
         return finish(r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);

@@ -585,6 +585,12 @@ static int report_cut(const char *how, const char *output, const char *out_abs, 
 }
 
 static const char *trace_label; /* gr_record_set_trace_label */
+static int last_signal;         /* gr_record_last_signal */
+
+int gr_record_last_signal(void)
+{
+    return last_signal;
+}
 
 void gr_record_set_trace_label(const char *label)
 {
@@ -593,6 +599,7 @@ void gr_record_set_trace_label(const char *label)
 
 int gr_cmd_record(int argc, char **argv)
 {
+    last_signal = 0;
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
         {"times", no_argument, NULL, 't'},
@@ -806,6 +813,7 @@ int gr_cmd_record(int argc, char **argv)
     child_pid = 0;
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
+        last_signal = sig;
         char how[96];
         snprintf(how, sizeof how, "the program was killed by signal %d (%s)", sig, strsignal(sig));
         int said = report_cut(how, shown, out_abs, ring, max_size_arg);

@@ -20,6 +20,12 @@ int gr_cmd_record(int argc, char **argv);
  * path again. */
 void gr_record_set_trace_label(const char *label);
 
+/* The signal that killed the program of the last gr_cmd_record call (N, as
+ * waitpid reported it), 0 when it exited (whatever its status: 130 from
+ * sys.exit(130) is 0 here), did not run, or no call was made yet.  Lets a
+ * caller tell 128+N from a signal; no errors. */
+int gr_record_last_signal(void);
+
 /* Option values of `record`, parsed as `record --help` documents them.
  * gr_record_parse_size: "64k", "1.5M", "100" -> bytes; 0 if not a size > 0.
  * gr_record_parse_count: decimal > 0 (at most 2^40); 0 if not one.

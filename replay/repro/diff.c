@@ -662,7 +662,9 @@ static void header_line(FILE *out, char sign, const char *name, const gr_trace *
 }
 
 /* The shadow stack of (tid, gid) in t just before record `upto`
- * (qualnames, " > "), at most the innermost 6 entries. */
+ * (qualnames, " > "), at most the innermost 6 entries.  A GREENLET seed's
+ * stack enters without runpy's launch frames at its bottom (launch.h), as
+ * diff compares stacks; their returns then match no entry and pop none. */
 static void shadow_before(const gr_trace *t, size_t upto, uint64_t tid, uint64_t gid, gr_sb *out)
 {
     uint32_t *st = NULL;
@@ -675,7 +677,7 @@ static void shadow_before(const gr_trace *t, size_t upto, uint64_t tid, uint64_t
         case GR_GREENLET: {
             const uint32_t *ids = gr_record_stack(t, r);
             n = 0;
-            for (uint32_t k = 0; k < r->depth; k++) {
+            for (uint32_t k = (uint32_t)gr_launch_record_prefix(t, r); k < r->depth; k++) {
                 st = gr_xgrow(st, &cap, n + 1, sizeof *st);
                 st[n++] = ids[k];
             }

@@ -22,7 +22,8 @@
  *
  * These frames are the interpreter's, not the program's: `greenreplay
  * script` writes a script that runs as a file, without them, and `diff`
- * compares stacks without them and does not compare their returns, so
+ * compares stacks without them (and shows the stack at a divergence
+ * without them) and does not compare their returns, so
  * that a trace of `python -m pkg.mod` compares with one of the same
  * program run as a file (or of its script).  Both use the one rule here.
  *

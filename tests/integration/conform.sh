@@ -22,6 +22,8 @@
 #    thread while a profiler of every thread stops: a note), and the
 #    harness itself calls none of it;
 #  - a program that exits non-zero gives 2, recorded or not (--no-record);
+#    sys.exit(130) is named as exit status 130, a program killed by SIGTERM
+#    as signal 15 (waitpid's word, not the status 128+N);
 #  - a program ended by an uncaught exception gets the same cprofile results
 #    recorded and unrecorded (the recorder's stop there is not counted), on
 #    PY and on CPython 3.12 (GR_PY312; skipped with the reason if missing);
@@ -251,6 +253,33 @@ for mode in record no-record; do
     else
         gr_bad "program fails, $mode: exit $rc"
         gr_show "$GR_WORK/fails.out" "$GR_WORK/fails.err"
+    fi
+done
+
+# Exit status 128+N is not a signal: sys.exit(130) is named as the status
+# it is, a program killed by SIGTERM as signal 15, recorded or not.
+for mode in record no-record; do
+    opt=()
+    [ $mode = no-record ] && opt=(--no-record)
+    "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/exit130.res" \
+        -- "$PY" "$ADAPTERS/exit130.py" >"$GR_WORK/exit130.out" 2>"$GR_WORK/exit130.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "^greenreplay: conform: .*the program exited with status 130" "$GR_WORK/exit130.err" &&
+        ! grep -q "signal" "$GR_WORK/exit130.err"; then
+        gr_ok "sys.exit(130), $mode: exit 2, named as status 130, no signal"
+    else
+        gr_bad "sys.exit(130), $mode: exit $rc"
+        gr_show "$GR_WORK/exit130.out" "$GR_WORK/exit130.err"
+    fi
+    "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/killed.res" \
+        -- "$PY" "$ADAPTERS/killed.py" >"$GR_WORK/killed.out" 2>"$GR_WORK/killed.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qx "greenreplay: conform: the program was killed by signal 15 (.*)" "$GR_WORK/killed.err" &&
+        ! grep -q "exited with status" "$GR_WORK/killed.err" "$GR_WORK/killed.out"; then
+        gr_ok "SIGTERM, $mode: exit 2, named as signal 15"
+    else
+        gr_bad "SIGTERM, $mode: exit $rc"
+        gr_show "$GR_WORK/killed.out" "$GR_WORK/killed.err"
     fi
 done
 

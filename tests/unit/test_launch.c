@@ -2,8 +2,9 @@
  * program run with -m: the rule on one stack, the returns of a trace) and
  * its use by script_shape.c/script.c and diff.c: a trace of `python -m`
  * gives the script of the same program run as a file (with a header line
- * saying -m), and diff compares the two as the same.  Every equality has
- * a twin that must differ. */
+ * saying -m), and diff compares the two as the same and shows the stack
+ * at a divergence without them.  Every equality has a twin that must
+ * differ. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -370,10 +371,27 @@ static int diff_of(enum how ha, int extra_a, enum how hb, int extra_b, int c_nam
     return rc;
 }
 
+/* The first hunk header's text after "@@ -a,b +c,d @@ " (the greenlet
+ * and its stack at the divergence) into buf; "" when there is none. */
+static void hunk_stack(const char *out, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    const char *h = strstr(out, "@@ -");
+    if (!h)
+        return;
+    h = strstr(h + 4, " @@ ");
+    if (!h)
+        return;
+    h += 4;
+    size_t len = strcspn(h, "\n");
+    snprintf(buf, n, "%.*s", (int)len, h);
+}
+
 static void test_diff_as_file(void **state)
 {
     (void)state;
     static const int modes[] = {GR_CNAMES_EXACT, GR_CNAMES_SCRIPT};
+    char hs[256];
     for (size_t i = 0; i < 2; i++) {
         char *out;
         for (enum how how = M_FROZEN; how <= M_STDLIB; how++) {
@@ -383,9 +401,18 @@ static void test_diff_as_file(void **state)
             assert_non_null(strstr(out, "3 records of A and 0 of B returning from runpy's launch "
                                         "frames"));
             free(out);
-            /* twin: one more call in the -m trace is still a difference */
+            /* twin: one more call in the -m trace is still a difference;
+             * the stack at the divergence is the program's, without
+             * runpy's launch frames, as diff compares it */
             assert_int_equal(diff_of(how, 1, AS_FILE, 0, modes[i], &out), 1);
             assert_non_null(strstr(out, "CALL"));
+            hunk_stack(out, hs, sizeof hs);
+            assert_string_equal(hs, "t1 g1 in A: <module>");
+            free(out);
+            /* and with the -m trace as B */
+            assert_int_equal(diff_of(AS_FILE, 0, how, 1, modes[i], &out), 1);
+            hunk_stack(out, hs, sizeof hs);
+            assert_string_equal(hs, "t1 g1 in B: <module>");
             free(out);
         }
         /* 3.9's runpy.py against 3.11's frozen runpy: the same */
@@ -394,6 +421,11 @@ static void test_diff_as_file(void **state)
         /* runpy's frames above a frame of the program stay: different */
         assert_int_equal(diff_of(M_PROGRAM, 0, AS_FILE, 0, modes[i], &out), 1);
         assert_null(strstr(out, "launch frames"));
+        free(out);
+        /* and the stack at a divergence shows them there */
+        assert_int_equal(diff_of(M_PROGRAM, 1, M_PROGRAM, 0, modes[i], &out), 1);
+        hunk_stack(out, hs, sizeof hs);
+        assert_string_equal(hs, "t1 g1 in A: caller > _run_module_as_main > _run_code > builtins.exec > <module>");
         free(out);
     }
 }
