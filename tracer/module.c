@@ -239,6 +239,27 @@ PyDoc_STRVAR(start_doc,
 "frames are not in the trace.  `entry_c` is the C function that called it\n"
 "(exec, under runpy for -m), which then tops the seed stack.");
 
+/* Read the environment variable `name` as a sampler ring size in bytes
+ * into *out (unchanged when the variable is unset or empty).  Returns 0, or
+ * -1 with ValueError set (naming the variable and its bounds) when it is not
+ * a decimal number from GR_SAMPLER_RING_MAX_LEAST to GR_SAMPLER_RING_CAP. */
+static int env_ring_bytes(const char *name, size_t *out)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || *s == '-' || v < GR_SAMPLER_RING_MAX_LEAST || v > GR_SAMPLER_RING_CAP) {
+        PyErr_Format(PyExc_ValueError, "%s=%s: must be a number of bytes from %u to %u", name, s,
+                     GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
@@ -302,43 +323,16 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             return NULL;
         }
         times = 1;
-        /* GREENREPLAY_SAMPLER_RING_MAX=BYTES (read here, once): the cap of
-         * the sampler's ring (sampler.h gr_sampler_start, ring_max), for
-         * tests that make over-large samples; refused outside its bounds. */
-        const char *rm = getenv("GREENREPLAY_SAMPLER_RING_MAX");
-        if (rm && *rm) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(rm, &end, 10);
-            if (errno || *end || *rm == '-' || v < GR_SAMPLER_RING_MAX_LEAST ||
-                v > GR_SAMPLER_RING_CAP) {
-                Py_DECREF(path_obj);
-                PyErr_Format(PyExc_ValueError,
-                             "GREENREPLAY_SAMPLER_RING_MAX=%s: must be a number of bytes from %u "
-                             "to %u",
-                             rm, GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP);
-                return NULL;
-            }
-            ring_max = (size_t)v;
-        }
-        /* GREENREPLAY_SAMPLER_RING=BYTES (read here, once): the capacity
+        /* GREENREPLAY_SAMPLER_RING_MAX=BYTES: the cap of the sampler's
+         * ring (sampler.h gr_sampler_start, ring_max), for tests that make
+         * over-large samples.  GREENREPLAY_SAMPLER_RING=BYTES: the capacity
          * of the sampler's ring and own buffer (sampler.h), for tests that
-         * fill them quickly; unset or empty: the default (1 MiB); refused
-         * outside the bounds of GREENREPLAY_SAMPLER_RING_MAX. */
-        const char *rb = getenv("GREENREPLAY_SAMPLER_RING");
-        if (rb && *rb) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(rb, &end, 10);
-            if (errno || *end || *rb == '-' || v < GR_SAMPLER_RING_MAX_LEAST ||
-                v > GR_SAMPLER_RING_CAP) {
-                Py_DECREF(path_obj);
-                PyErr_Format(PyExc_ValueError,
-                             "GREENREPLAY_SAMPLER_RING=%s: must be a number of bytes from %u to %u",
-                             rb, GR_SAMPLER_RING_MAX_LEAST, GR_SAMPLER_RING_CAP);
-                return NULL;
-            }
-            ring_bytes = (size_t)v;
+         * fill them quickly.  Each read here, once; unset or empty: the
+         * default; refused outside their bounds (env_ring_bytes). */
+        if (env_ring_bytes("GREENREPLAY_SAMPLER_RING_MAX", &ring_max) < 0 ||
+            env_ring_bytes("GREENREPLAY_SAMPLER_RING", &ring_bytes) < 0) {
+            Py_DECREF(path_obj);
+            return NULL;
         }
     }
     const char *path = PyBytes_AS_STRING(path_obj);
