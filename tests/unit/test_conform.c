@@ -196,14 +196,18 @@ static void test_mark_proves_calls_the_recorder_missed(void **state)
     end(&f);
 }
 
+/* The results' "code" member for prog.py's work (line 5, body 6-7) and
+ * main (line 10, body 11), as the line-based tests give it. */
+#define CODE_WORK_MAIN                                                                                 \
+    "\"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, "            \
+    "\"body\": [6, 7]}, {\"line\": 10, \"name\": \"main\", \"generator\": false, \"body\": [11]}]}"
+
 static void test_lines(void **state)
 {
     (void)state;
     fx f;
     build(&f, 1);
-    const char *code = "\"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, "
-                       "\"body\": [6, 7]}, {\"line\": 10, \"name\": \"main\", \"generator\": false, "
-                       "\"body\": [11]}]}";
+    const char *code = CODE_WORK_MAIN;
     char buf[600];
     snprintf(buf, sizeof buf, "{\"threads\": \"all\", \"lines\": {\"prog.py\": [6, 11]}, %s}", code);
     assert_int_equal(compare(&f, buf), GR_CONFORM_PASS);
@@ -250,9 +254,7 @@ static void test_unmeasured_is_a_limitation_note(void **state)
     (void)state;
     fx f;
     build(&f, 1);
-    const char *code = "\"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, "
-                       "\"body\": [6, 7]}, {\"line\": 10, \"name\": \"main\", \"generator\": false, "
-                       "\"body\": [11]}]}";
+    const char *code = CODE_WORK_MAIN;
     const char *hits = "\"line_hits\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"hits\": {}}, "
                        "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"hits\": {\"11\": 1}}]";
     char buf[1000];
