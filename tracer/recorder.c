@@ -773,26 +773,75 @@ void gr_put_back_callback(gr_thread *t)
     Py_CLEAR(t->settrace);
 }
 
-/* The code object a greenlet trace callback runs (borrowed), or NULL: a
- * Python function, a bound method's function, or the Python __call__ of
- * an instance's class (found in the class dicts along its MRO, so no
- * Python code of the program runs); NULL for a C callable. */
-static PyCodeObject *callback_code(PyObject *cb)
+/* The callable a functools.partial object calls (new reference), or NULL
+ * when tp is not functools.partial: read through the C type's own `func`
+ * member descriptor, so no code of the program runs (a subclass's
+ * __getattribute__ or property is not consulted). */
+static PyObject *partial_func(PyTypeObject *tp, PyObject *obj)
 {
-    if (PyMethod_Check(cb))
-        cb = PyMethod_GET_FUNCTION(cb);
-    if (PyFunction_Check(cb))
-        return (PyCodeObject *)PyFunction_GET_CODE(cb);
-    PyObject *mro = Py_TYPE(cb)->tp_mro;
-    if (!mro || !PyTuple_Check(mro))
+    if (strcmp(tp->tp_name, "functools.partial") != 0 || !tp->tp_dict)
         return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
-        PyObject *d = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict;
-        PyObject *call = d && PyDict_Check(d) ? PyDict_GetItemString(d, "__call__") : NULL;
-        if (call)
-            return PyFunction_Check(call) ? (PyCodeObject *)PyFunction_GET_CODE(call) : NULL;
+    PyObject *desc = PyDict_GetItemString(tp->tp_dict, "func");
+    if (!desc || !Py_IS_TYPE(desc, &PyMemberDescr_Type) || !Py_TYPE(desc)->tp_descr_get)
+        return NULL;
+    PyObject *fn = Py_TYPE(desc)->tp_descr_get(desc, obj, (PyObject *)tp);
+    if (!fn)
+        PyErr_Clear();
+    return fn;
+}
+
+/* How deep callback_id follows callables that call another (bound
+ * methods, functools.partial): a partial of a partial of ... */
+#define GR_CALLBACK_DEPTH 16
+
+/* The code id of what greenlet runs when it calls trace callback cb: the
+ * code of a Python function, of a bound method's function, of the
+ * __call__ defined in Python by the class of a callable object (found in
+ * the class dicts along its MRO), or of the callable a functools.partial
+ * wraps (followed through nested partials and bound methods): the frame
+ * greenlet's call of cb runs first, which the checker looks for (§7,
+ * callback_guard and blind_spot).  A callback that runs no Python code of
+ * its own (a builtin, a bound C method, a partial of one, an object of a
+ * C type) gets the identity of that C callable, named as its C_CALL
+ * events would name it (e.g. `dict.setdefault`, `builtins.print`, or the
+ * type's name).  No code of the program runs.  0 on failure (swallowed). */
+static uint32_t callback_id(gr_recorder *r, PyObject *cb)
+{
+    uint32_t id = 0;
+    Py_INCREF(cb);
+    for (int hop = 0; hop < GR_CALLBACK_DEPTH; hop++) {
+        PyObject *next = NULL;
+        if (PyMethod_Check(cb)) {
+            next = Py_NewRef(PyMethod_GET_FUNCTION(cb));
+        } else if (PyFunction_Check(cb)) {
+            id = gr_code_id(r, (PyCodeObject *)PyFunction_GET_CODE(cb));
+            break;
+        } else if (!PyCFunction_Check(cb)) {
+            PyObject *mro = Py_TYPE(cb)->tp_mro;
+            Py_ssize_t n = mro && PyTuple_Check(mro) ? PyTuple_GET_SIZE(mro) : 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyTypeObject *tp = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+                PyObject *d = tp->tp_dict;
+                PyObject *call = d && PyDict_Check(d) ? PyDict_GetItemString(d, "__call__") : NULL;
+                if (!call)
+                    continue;
+                if (PyFunction_Check(call))
+                    id = gr_code_id(r, (PyCodeObject *)PyFunction_GET_CODE(call));
+                else
+                    next = partial_func(tp, cb);
+                break;
+            }
+            if (id)
+                break;
+        }
+        if (!next)
+            break; /* a C callable: cb */
+        Py_SETREF(cb, next);
     }
-    return NULL;
+    if (!id)
+        id = gr_cfunc_id(r, cb);
+    Py_DECREF(cb);
+    return id;
 }
 
 void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start)
@@ -817,10 +866,9 @@ void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start)
         who = GR_HOOK_CHAINED;
     }
     if (!(at_start && prog == Py_None)) {
-        PyCodeObject *co = prog == Py_None ? NULL : callback_code(prog);
         uint64_t f[6] = {t->tid, t->cur_gid, GR_HOOK_GREENLET,
                          prog == Py_None ? GR_HOOK_CLEARED : GR_HOOK_SET, who,
-                         co ? gr_code_id(r, co) : 0};
+                         prog == Py_None ? 0 : callback_id(r, prog)};
         gr_emit(r, GR_HOOK, 6, f);
     }
     Py_DECREF(cb);

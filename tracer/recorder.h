@@ -649,8 +649,10 @@ void gr_put_back_callback(gr_thread *t);
 
 /* The program's greenlet trace callback on thread t (greenlet.gettrace(),
  * read only; in callback mode the one ours chains to), written as a HOOK
- * record of slot GR_HOOK_GREENLET whose code is the callback's code id (0:
- * a C callable): the checker's callback_guard rule (greenlet PR 268,
+ * record of slot GR_HOOK_GREENLET whose code is the callback's code id
+ * (the Python code its call runs first, also through functools.partial;
+ * else the C callable's identity; 0 only on failure, swallowed): the
+ * checker's callback_guard rule (greenlet PR 268,
  * TracingGuard) needs to know which frames are the callback's.  Called by
  * start() for its thread, at the first sight of another thread once
  * greenlet is asked about it (gr_thread_first_sight, gr_thread_touch)

@@ -40,7 +40,7 @@ typedef struct guard_hit {
 
 /* Per thread. */
 typedef struct gthread {
-    uint32_t cb_code;       /* the program's greenlet callback (0: none or C) */
+    uint32_t cb_code;       /* the program's greenlet callback's Python code (0: none, or C) */
     int after_switch;       /* the previous record was a SWITCH/THROW */
     int sw_throw;
     uint64_t sw_origin;
@@ -97,8 +97,10 @@ static void on_record(ck *c, const ck_event *e)
     gthread *gt = gth(c, e->th_index);
     switch (r->tag) {
     case GR_HOOK:
+        /* A C callable (a builtin, or a partial of one) runs no frame of
+         * its own that a CALL could show: nothing to look for. */
         if (r->flags == GR_HOOK_GREENLET)
-            gt->cb_code = r->tracing == GR_HOOK_SET ? r->code : 0;
+            gt->cb_code = r->tracing == GR_HOOK_SET && !ck_code_is_c(c->t, r->code) ? r->code : 0;
         return; /* keeps after_switch */
     case GR_DEAD:
     case GR_INSTR:

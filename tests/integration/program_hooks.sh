@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/integration/program_hooks.sh --python PY: the recorder and the
+# program's own hooks, in passive and in callback mode.
+#  - greenlet trace callbacks that are not Python functions
+#    (programs/partial_callback.py): each HOOK of slot greenlet names the
+#    callback (a functools.partial by the code it runs, a builtin by its C
+#    identity, never code id 0), the marks inside the partials are excused
+#    as the callback's (check clean), and the program prints the same lines
+#    recorded and unrecorded.
+# One line per test, then "N passed, N failed".  Exit 1 if any failed.
+set -u
+. "$(dirname "$0")/lib.sh"
+gr_script_init hooks "$@"
+PY=$GR_PY work=$GR_WORK
+"$PY" -c 'import greenlet' 2>/dev/null || gr_skip_all "program hooks: greenlet is not importable by $PY"
+progs=$GR_ROOT/tests/integration/programs
+
+# rec MODE NAME: record programs/NAME.py whole in switch mode MODE into
+# $work/NAME.MODE.grt (output in .out, check's in .check, its exit in .crc).
+rec() {
+    local mode=$1 name=$2 tr=$work/$2.$1
+    (cd "$progs" && timeout 120 "$GR_CLI" record --switches "$mode" -o "$tr.grt" -- "$PY" "$name.py") \
+        >"$tr.out" 2>&1
+    echo $? >"$tr.rc"
+    "$GR_CLI" check "$tr.grt" >"$tr.check" 2>&1
+    echo $? >"$tr.crc"
+    "$GR_CLI" dump "$tr.grt" >"$tr.dump" 2>&1
+}
+
+(cd "$progs" && PYTHONPATH=${BUILD:-$GR_ROOT/build}/python "$PY" partial_callback.py) >"$work/partial.plain" 2>&1
+l_cb=$(grep -n '^def callback' "$progs/partial_callback.py" | cut -d: -f1)
+l_note=$(grep -n '    def note' "$progs/partial_callback.py" | cut -d: -f1)
+for mode in passive callback; do
+    rec "$mode" partial_callback
+    tr=$work/partial_callback.$mode
+    hooks=$(sed -n 's/^ *[0-9]* HOOK  *t1 g1 greenlet //p' "$tr.dump" | tr '\n' ';')
+    want="set callback=callback (partial_callback.py:$l_cb);set callback=Sink.note (partial_callback.py:$l_note);set callback=dict.setdefault;cleared;"
+    if [ "$(cat "$tr.rc")" = 0 ] && [ "$(cat "$tr.crc")" = 0 ] && [ "$hooks" = "$want" ] &&
+       [ "$(grep -c 'MARK .*"in .*partial callback' "$tr.dump")" -ge 2 ] &&
+       diff -q "$work/partial.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
+        gr_ok "partial and builtin greenlet callbacks ($mode): HOOKs name them, marks in them excused, clean"
+    else
+        gr_bad "partial and builtin greenlet callbacks ($mode): record exit $(cat "$tr.rc"), check exit $(cat "$tr.crc"), HOOKs '$hooks'"
+        gr_show "$tr.out" "$tr.check"
+    fi
+done
+
+gr_tally
