@@ -35,6 +35,23 @@ static void thread_dealloc(gr_thread *t)
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
+/* Whether a switch to greenlet g can be written without g's stack: g is
+ * known to the recording, or a greenlet created while recording (no seed
+ * needed).  A greenlet alive at start() or a main greenlet seen for the
+ * first time needs its frames as its seed: written at its first event or
+ * mark() instead. */
+static int unseen_writable(gr_recorder *r, PyObject *g)
+{
+    if (gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0) || gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0))
+        return gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0) != 0;
+    PyObject *parent = gr_greenlet_parent(r, g);
+    int ok = parent && parent != Py_None;
+    Py_XDECREF(parent);
+    if (!parent)
+        PyErr_Clear();
+    return ok;
+}
+
 /* Callback mode: greenlet announces a switch or throw.  Runs in the
  * target, after the stack switch, inside greenlet's tracing guard.  The
  * record is written at the target's first event (switches.c), where its
@@ -53,6 +70,14 @@ static void note_switch_callback(gr_recorder *r, gr_thread *t, PyObject *event, 
          * follow, so the switch is written here, in the target. */
         PyFrameObject *top = PyEval_GetFrame();
         gr_switch_seen(r, t, t->cb_target, top, 0, is_throw);
+    } else if (gr_tstate_tracing(PyThreadState_GET()) > 1 && unseen_writable(r, t->cb_target)) {
+        /* greenlet's guard adds one: the switch was made inside a profile
+         * or trace function of the program (or a greenlet callback it
+         * calls), so the target delivers no event until that returns:
+         * the switch is written here, or it would be lost with every
+         * greenlet that ran there.  Without a stack: this callback may be
+         * wrapped by the program's, whose frames are on top. */
+        gr_switch_seen(r, t, t->cb_target, NULL, GR_SEEN_IN_TRACING, is_throw);
     }
 }
 
@@ -551,7 +576,26 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
             pass = c_pop(r, t);
     }
     Py_tracefunc f = t ? t->chain_func : NULL;
-    return f && pass ? f(obj, frame, what, arg) : 0;
+    if (!f || !pass)
+        return 0;
+    if (!r || !t || !r->greenlet_mod || r->callback_mode)
+        return f(obj, frame, what, arg);
+    /* Passive mode: a switch made inside the program's function delivers
+     * no event (the thread is tracing), so the greenlets that run there
+     * are not seen.  Say so: the witness moved across the call. */
+    PyThreadState *ts = PyThreadState_GET();
+    uint64_t w0 = gr_switch_witness(ts);
+    uint64_t at = atomic_load_explicit(&r->nevents, memory_order_relaxed);
+    uint64_t tid = t->tid, gid = t->cur_gid;
+    int rc = f(obj, frame, what, arg);
+    if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
+        if (!r->prof_switches++) {
+            r->prof_switch_first[0] = at - 1; /* the event just written */
+            r->prof_switch_first[1] = tid;
+            r->prof_switch_first[2] = gid;
+        }
+    }
+    return rc;
 }
 
 /* ---- the program's own hooks -------------------------------------------- */

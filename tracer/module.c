@@ -886,6 +886,18 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
             emit_meta(r, "continued_mismatch_first", n);
         }
     }
+    if (r->prof_switches) {
+        /* Passive mode: greenlets ran inside the program's own profile
+         * function, unseen (hooks.c, gr_profile_chain): how many of its
+         * calls, and the first ("INDEX TID GID" of the event it was
+         * called for). */
+        char n[96];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->prof_switches);
+        emit_meta(r, "switches_in_profile_function", n);
+        snprintf(n, sizeof n, "%llu %llu %llu", (unsigned long long)r->prof_switch_first[0],
+                 (unsigned long long)r->prof_switch_first[1], (unsigned long long)r->prof_switch_first[2]);
+        emit_meta(r, "switches_in_profile_function_first", n);
+    }
     if (r->pw) { /* the sampler is joined: every sample left, then the last chunks */
         gr_side_drain(r);
         /* A failed write is the side channel's error (its writer's, which

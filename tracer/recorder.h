@@ -231,6 +231,15 @@ typedef struct gr_recorder {
     uint64_t cont_first[4];  /* the first mismatch: record index, tid, gid
                                 written, gid greenlet named (0: not one seen) */
 
+    /* Passive mode: calls of the program's own profile function (chained
+     * by gr_profile_chain) during which the thread's switch witness moved:
+     * greenlets ran inside it, where no event is delivered, so none of
+     * their switches could be seen (callback mode writes them: hooks.c,
+     * GR_SEEN_IN_TRACING).  Written as META records at stop(). */
+    uint64_t prof_switches;     /* such calls */
+    uint64_t prof_switch_first[3]; /* the first: index of the event whose
+                                      call it was, tid, gid */
+
     int own_change;         /* the recorder itself is changing a hook */
     int wrapping;           /* inside the recorder's sys.setprofile */
     int any_chain;          /* a program's profile function was chained */
@@ -579,14 +588,26 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
  * it cannot be trusted with this greenlet (witness_ok cleared). */
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
 
+/* Where gr_switch_seen is called from (its `at_mark`). */
+#define GR_SEEN_AT_EVENT 0   /* inside the profile callback, at the target's first event */
+#define GR_SEEN_AT_MARK 1    /* mark() or stop(): the tracing state is read directly */
+#define GR_SEEN_IN_TRACING 2 /* callback mode, in greenlet's callback for a switch made
+                              * while the thread was inside a profile or trace function
+                              * (tracing on before greenlet's guard): the target delivers
+                              * no event, so the switch is written there, without a stack */
+
 /* Passive switch detection: greenlet `g` (borrowed) is running on thread
  * t, which last saw t->cur_g.  Writes the SWITCH (or the THROW/SWITCH
  * greenlet's callback announced, in callback mode) with the target's real
  * stack from `top` outwards (borrowed, may be NULL), DEAD for an origin
- * that died, and updates t.  at_mark: seen by mark() or stop(), where the
- * tracing state is read directly; else inside a profile callback.
- * raising: the event is a C_EXCEPTION (the target resumed with an
- * exception: written as THROW, as greenlet would report it). */
+ * that died, and updates t.  at_mark: GR_SEEN_AT_MARK seen by mark() or
+ * stop(), where the tracing state is read directly; GR_SEEN_AT_EVENT
+ * inside a profile callback; GR_SEEN_IN_TRACING (above): no real stack
+ * (state bit 8 clear; `top` must be NULL), the origin's death asked, and
+ * nothing it implies about the origin's suspension kept (no continued
+ * switch back to it).  raising: the event is a C_EXCEPTION (the target
+ * resumed with an exception: written as THROW, as greenlet would report
+ * it). */
 void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
                     int raising);
 

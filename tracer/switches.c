@@ -346,9 +346,10 @@ void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
     gr_gl_settle(r, gid);
 }
 
-void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
+void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int seen,
                     int raising)
 {
+    int at_mark = seen == GR_SEEN_AT_MARK, in_tracing = seen == GR_SEEN_IN_TRACING;
     GR_EXC_SAVE(saved);
     PyThreadState *ts = PyThreadState_Get();
     uint64_t t0 = r->reg ? gr_now_ns() : 0;
@@ -401,7 +402,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
      * inside that call.  Asking greenlet costs a weakref and an
      * attribute lookup per switch.  A death missed here (events lost
      * while the origin ran) is written when it is freed or at stop(). */
-    int dead = og && og != tg && (at_mark || t->may_have_ended) && greenlet_dead(r, og);
+    int dead = og && og != tg && (at_mark || in_tracing || t->may_have_ended) && greenlet_dead(r, og);
 
     if (!announced)
         flags |= GR_SW_INFERRED;
@@ -409,7 +410,8 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         flags |= GR_SW_AT_MARK;
     if (dead)
         flags |= GR_SW_ORIGIN_DEAD;
-    flags |= GR_SW_REAL_STACK;
+    if (!in_tracing)
+        flags |= GR_SW_REAL_STACK;
     uint64_t f[7] = {t->tid, og, tg, pg};
     switch_state(ts, at_mark, flags, f);
 
@@ -437,12 +439,13 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     switch_instr(r, t, tg);
     if (dead)
         gr_emit_dead(r, og, t->tid);
-    if (at_mark)
+    if (at_mark || in_tracing)
         t->break_stamp = ++r->stamp; /* the target ran without an event */
     /* Continued switches: a direct switch leaves the origin suspended in
      * the C call of its last event (above). */
     gr_gl *oe = og && og != tg ? gr_gl_of(r, og) : NULL;
-    switch_hand_over(r, t, oe, !dead && t->sw_direct && !at_mark && t->ccall_frame && r->continued_ok,
+    switch_hand_over(r, t, oe,
+                     !dead && t->sw_direct && !at_mark && !in_tracing && t->ccall_frame && r->continued_ok,
                      g, tg, gr_gl_of(r, tg));
     if (r->reg)
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);

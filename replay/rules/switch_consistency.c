@@ -146,6 +146,32 @@ static void finish(ck *c)
     c->res->v[c->res->nv - 1].of_whole = 1;
 }
 
+/* Passive mode: greenlets ran inside the program's own profile function
+ * (META switches_in_profile_function: how many of its calls; _first:
+ * "INDEX TID GID" of the event of the first).  A switch made there
+ * delivers no event, so the recorder could not see which greenlets ran
+ * nor what they called: a warning, since nothing says whether the
+ * profiler missed any Python code there (callback mode records those
+ * switches, docs/FORMAT.md section 4). */
+static void report(ck *c)
+{
+    char count[32], first[128];
+    if (c->no_end || !meta_value(c, "switches_in_profile_function", count, sizeof count))
+        return;
+    uint64_t index = 0, tid = 0, gid = 0;
+    if (!meta_value(c, "switches_in_profile_function_first", first, sizeof first) ||
+        sscanf(first, "%" SCNu64 " %" SCNu64 " %" SCNu64, &index, &tid, &gid) != 3)
+        index = tid = gid = 0;
+    gr_sb_printf(&c->msg,
+                 "switch_consistency: greenlets ran inside the program's own profile function, "
+                 "unseen, in %s of its calls (the first at event %" PRIu64 " on t%" PRIu64 " g%" PRIu64
+                 "): a switch made there delivers no event, so passive mode cannot tell which "
+                 "greenlets ran or what they called; record with --switches callback to see those "
+                 "switches",
+                 count, index, tid, gid);
+    ck_add_warning(c);
+}
+
 const gr_rule_ops gr_rule_switch_consistency = {
     .id = GR_RULE_SWITCH_CONSISTENCY,
     .kinds = GR_KINDS_EVENTS | GR_KIND(GR_MARK) | GR_KIND(GR_GREENLET) | GR_KIND(GR_DEAD) |
@@ -153,5 +179,6 @@ const gr_rule_ops gr_rule_switch_consistency = {
              GR_KIND(GR_THROW),
     .on_record = on_record,
     .finish = finish,
+    .report = report,
     .stateless = 1, /* reads the shadows and running greenlets only */
 };

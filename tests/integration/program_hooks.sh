@@ -7,6 +7,12 @@
 #    identity, never code id 0), the marks inside the partials are excused
 #    as the callback's (check clean), and the program prints the same lines
 #    recorded and unrecorded.
+#  - greenlet switches made inside the program's own profile function
+#    (programs/switch_in_profile.py): callback mode writes each of them
+#    (tracing 1) and the death of the greenlet that ran there whole;
+#    passive mode, which cannot see them, says so (META, a warning of
+#    check); in both the verdict is the displaced profiler and the missed
+#    call of target() (blind_spot), nothing else.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -41,6 +47,38 @@ for mode in passive callback; do
         gr_ok "partial and builtin greenlet callbacks ($mode): HOOKs name them, marks in them excused, clean"
     else
         gr_bad "partial and builtin greenlet callbacks ($mode): record exit $(cat "$tr.rc"), check exit $(cat "$tr.crc"), HOOKs '$hooks'"
+        gr_show "$tr.out" "$tr.check"
+    fi
+done
+
+(cd "$progs" && "$PY" switch_in_profile.py) >"$work/sip.plain" 2>&1
+for mode in passive callback; do
+    rec "$mode" switch_in_profile
+    tr=$work/switch_in_profile.$mode
+    "$GR_CLI" check --format json "$tr.grt" >"$tr.json" 2>/dev/null
+    got=$("$PY" - "$tr.json" <<'PYEOF'
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+v = t.get("violations", [])
+w = [x for x in t.get("warnings", []) if "inside the program's own profile function" in x]
+print(",".join(x["rule"] for x in v), "missed-target" if any("missed call of target" in x["message"] for x in v) else "-",
+      "warned" if w else "silent")
+PYEOF
+)
+    inside=$(grep -c 'SWITCH .* tracing=1 ' "$tr.dump")
+    dead=$(grep -c ' DEAD ' "$tr.dump")
+    meta=$(sed -n 's/^# switches_in_profile_function: //p' "$tr.dump")
+    if [ "$mode" = passive ]; then
+        want="blind_spot,blind_spot missed-target warned" want_inside=0 want_meta=1 want_dead=1
+    else
+        want="blind_spot,blind_spot missed-target silent" want_inside=4 want_meta= want_dead=2
+    fi
+    if [ "$(cat "$tr.rc")" = 0 ] && [ "$got" = "$want" ] && [ "$inside" = "$want_inside" ] &&
+       [ "$meta" = "$want_meta" ] && [ "$dead" = "$want_dead" ] &&
+       diff -q "$work/sip.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
+        gr_ok "switches inside the program's profile function ($mode): $inside written, verdict '$got'"
+    else
+        gr_bad "switches inside the program's profile function ($mode): record exit $(cat "$tr.rc"), verdict '$got' (want '$want'), $inside switches with tracing 1 (want $want_inside), $dead DEAD (want $want_dead), META '$meta' (want '$want_meta')"
         gr_show "$tr.out" "$tr.check"
     fi
 done
