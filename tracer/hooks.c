@@ -32,6 +32,7 @@ static void thread_dealloc(gr_thread *t)
     Py_CLEAR(t->settrace);
     Py_CLEAR(t->chain_obj);
     Py_CLEAR(t->foot_obj);
+    Py_CLEAR(t->foot_frame);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -702,6 +703,7 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     }
     t->foot_func = NULL;
     Py_CLEAR(t->foot_obj);
+    Py_CLEAR(t->foot_frame);
 }
 
 /* Whether an event the foothold gets still comes from inside the audit
@@ -711,7 +713,9 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
  * what it was at the audit event, the event's frame is above the frame
  * that was running then, and that frame is still in the same call (its
  * last instruction unchanged: the C function that raised the event has
- * not returned).  Without a frame at the audit event, no. */
+ * not returned).  Without a frame at the audit event, no.  The frame is
+ * compared by identity, which is sound because t->foot_frame is a strong
+ * reference: no other frame can have its address while it is held. */
 static int foot_in_dispatch(gr_thread *t, PyThreadState *ts, PyFrameObject *frame)
 {
     if (!t->foot_frame || !frame || frame == t->foot_frame ||
@@ -860,11 +864,24 @@ static void uncaught(gr_recorder *r)
     Py_DECREF(cb);
 }
 
+/* Whether the calling thread's gr_thread (its TLS cache, valid for
+ * recording r) holds a foothold frame. */
+static inline int t_foothold_frame(gr_recorder *r)
+{
+    return tls_gen == r->tls_key && tls_thread && tls_thread->foot_frame;
+}
+
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 {
     gr_recorder *r = gr_active;
     if (r && gr_uncaught_cb && strcmp(event, "sys.excepthook") == 0) {
         uncaught(r);
+        return 0;
+    }
+    if (r && !r->own_change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
+        /* The program takes the trace slot from the foothold, which then
+         * decides nothing more: its frame need not be held. */
+        Py_CLEAR(tls_thread->foot_frame);
         return 0;
     }
     if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
@@ -877,7 +894,10 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     t->hook_pending = 1;
     t->hook_code = t->last_c_call;
     t->foothold = 1;
-    t->foot_frame = PyEval_GetFrame();
+    /* C audit hooks run before the dispatch's tracing guard: a thread
+     * tracing now (inside a profile or trace function) stays so for the
+     * whole dispatch, and no event can come from inside it. */
+    Py_XSETREF(t->foot_frame, gr_tstate_tracing(ts) ? NULL : (PyFrameObject *)Py_XNewRef(PyEval_GetFrame()));
     t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
     t->foot_prof = ts->c_profilefunc;
     t->foot_pobj = ts->c_profileobj;
@@ -913,5 +933,6 @@ void gr_hooks_stop(gr_recorder *r)
             ts->c_tracefunc = t->foot_func;
             t->foothold = 0;
         }
+        Py_CLEAR(t->foot_frame); /* a foothold the program's trace function displaced */
     }
 }

@@ -63,14 +63,21 @@ typedef struct gr_thread {
                                the next event (after a program's change) */
     Py_tracefunc foot_func; /* the trace slot's function before it */
     PyObject *foot_obj;     /* owned: and its object */
-    PyFrameObject *foot_frame; /* the frame running at the audit event
-                               (compared, never dereferenced after it
-                               returned), NULL if none: events of frames
-                               above it while its call is still the one in
-                               progress (foot_lasti) and the profile slot
-                               unchanged (foot_prof, foot_pobj) come from
-                               inside the audit dispatch (a traced audit
-                               hook of the program), before the change */
+    PyFrameObject *foot_frame; /* owned: the frame running at the audit
+                               event, NULL if none or if the thread was
+                               tracing then (no event can come from inside
+                               that dispatch): events of frames above it
+                               while its call is still the one in progress
+                               (foot_lasti) and the profile slot unchanged
+                               (foot_prof, foot_pobj) come from inside the
+                               audit dispatch (a traced audit hook of the
+                               program), before the change.  Held from the
+                               audit event to the foothold's first event
+                               from outside the dispatch (or the program's
+                               sys.settrace, or stop()), so that no other
+                               frame can take its address while it is
+                               compared; released before the frame returns
+                               (its return event is such an event) */
     int foot_lasti;
     Py_tracefunc foot_prof; /* the profile slot at the audit event */
     PyObject *foot_pobj;    /* (compared only) */

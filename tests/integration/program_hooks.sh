@@ -13,6 +13,13 @@
 #    passive mode, which cannot see them, says so (META, a warning of
 #    check); in both the verdict is the displaced profiler and the missed
 #    call of target() (blind_spot), nothing else.
+#  - the foothold at the audit event sys.setprofile (programs/foothold_refs.py):
+#    the frame it holds is released by the frame's next line (its reference
+#    count), none is held when the thread was tracing then (a local of the
+#    program's trace function is freed when that returns), a traced audit
+#    hook of the program still runs before the change, the same output
+#    recorded and unrecorded, and on 3.9-3.11 (cProfile changes the slot)
+#    the toggle's enable() and disable() are each a HOOK naming its call.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -80,6 +87,27 @@ PYEOF
     else
         gr_bad "switches inside the program's profile function ($mode): record exit $(cat "$tr.rc"), verdict '$got' (want '$want'), $inside switches with tracing 1 (want $want_inside), $dead DEAD (want $want_dead), META '$meta' (want '$want_meta')"
         gr_show "$tr.out" "$tr.check"
+    fi
+done
+
+(cd "$progs" && PYTHONPATH=${BUILD:-$GR_ROOT/build}/python "$PY" foothold_refs.py) >"$work/foot.plain" 2>&1
+slots=1
+"$PY" -c 'import sys; sys.exit(sys.version_info >= (3, 12))' || slots=0
+for mode in passive callback; do
+    rec "$mode" foothold_refs
+    tr=$work/foothold_refs.$mode
+    hooks=$(grep -m2 ' HOOK .* profile ' "$tr.dump" | sed 's/.* profile \([a-z]*\) .*during=\([^ ]*\).*/\1 \2/' | tr '\n' ';')
+    want_hooks='set _lsprof.Profiler.enable;restored _lsprof.Profiler.disable;'
+    [ "$slots" = 1 ] || want_hooks=$hooks
+    if [ "$(cat "$tr.rc")" = 0 ] && [ "$hooks" = "$want_hooks" ] &&
+       grep -qx 'refcount of the frame: before 0 after 0' "$work/foot.plain" &&
+       grep -qx "local of the trace function freed when it returned: \['local'\]" "$work/foot.plain" &&
+       grep -qx 'audit hook ran traced, below it: True' "$work/foot.plain" &&
+       diff -q "$work/foot.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
+        gr_ok "foothold ($mode): no reference left to the program, traced audit hook before the change, HOOKs '$hooks'"
+    else
+        gr_bad "foothold ($mode): record exit $(cat "$tr.rc"), HOOKs '$hooks' (want '$want_hooks'); unrecorded, then recorded:"
+        gr_show "$work/foot.plain" "$tr.out"
     fi
 done
 
