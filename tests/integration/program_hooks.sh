@@ -65,7 +65,8 @@ for mode in passive callback; do
     "$GR_CLI" check --format json "$tr.grt" >"$tr.json" 2>/dev/null
     got=$("$PY" - "$tr.json" <<'PYEOF'
 import json, sys
-t = json.load(open(sys.argv[1]))["traces"][0]
+with open(sys.argv[1]) as f:
+    t = json.load(f)["traces"][0]
 v = t.get("violations", [])
 w = [x for x in t.get("warnings", []) if "inside the program's own profile function" in x]
 print(",".join(x["rule"] for x in v), "missed-target" if any("missed call of target" in x["message"] for x in v) else "-",
