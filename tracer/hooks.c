@@ -43,8 +43,10 @@ static void thread_dealloc(gr_thread *t)
  * mark() instead. */
 static int unseen_writable(gr_recorder *r, PyObject *g)
 {
-    if (gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0) || gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0))
-        return gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0) != 0;
+    if (gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0))
+        return 1;
+    if (gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0))
+        return 0;
     PyObject *parent = gr_greenlet_parent(r, g);
     int ok = parent && parent != Py_None;
     Py_XDECREF(parent);
