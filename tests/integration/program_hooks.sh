@@ -6,7 +6,9 @@
 #    callback (a functools.partial by the code it runs, a builtin by its C
 #    identity, never code id 0), the marks inside the partials are excused
 #    as the callback's (check clean), and the program prints the same lines
-#    recorded and unrecorded.
+#    recorded and unrecorded; set before start() (--manual,
+#    programs/partial_callback_chained.py), in callback mode the HOOK says
+#    the recorder chains to it.
 #  - greenlet switches made inside the program's own profile function
 #    (programs/switch_in_profile.py): callback mode writes each of them
 #    (tracing 1) and the death of the greenlet that ran there whole;
@@ -54,6 +56,25 @@ for mode in passive callback; do
         gr_ok "partial and builtin greenlet callbacks ($mode): HOOKs name them, marks in them excused, clean"
     else
         gr_bad "partial and builtin greenlet callbacks ($mode): record exit $(cat "$tr.rc"), check exit $(cat "$tr.crc"), HOOKs '$hooks'"
+        gr_show "$tr.out" "$tr.check"
+    fi
+done
+
+# The same, set before start() and chained to by the recorder's callback.
+for mode in passive callback; do
+    tr=$work/chained.$mode
+    (cd "$progs" && timeout 120 "$GR_CLI" record --manual --switches "$mode" -o "$tr.grt" -- "$PY" \
+        partial_callback_chained.py) >"$tr.out" 2>&1
+    rc=$?
+    "$GR_CLI" check "$tr.grt" >"$tr.check" 2>&1
+    crc=$?
+    hooks=$("$GR_CLI" dump "$tr.grt" 2>&1 | sed -n 's/^ *[0-9]* HOOK  *t1 g1 greenlet //p' | tr '\n' ';')
+    want="set callback=callback (partial_callback_chained.py:$(grep -n '^def callback' "$progs/partial_callback_chained.py" | cut -d: -f1));set callback=dict.setdefault;"
+    [ "$mode" = callback ] && want="set chained ${want#set }"
+    if [ $rc -eq 0 ] && [ $crc -eq 0 ] && [ "$hooks" = "$want" ] && grep -q "saw \['switch'\]" "$tr.out"; then
+        gr_ok "partial greenlet callback set before start() ($mode): '$hooks', clean"
+    else
+        gr_bad "partial greenlet callback set before start() ($mode): record exit $rc, check exit $crc, HOOKs '$hooks' (want '$want')"
         gr_show "$tr.out" "$tr.check"
     fi
 done
