@@ -595,7 +595,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
  * it cannot be trusted with this greenlet (witness_ok cleared). */
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
 
-/* Where gr_switch_seen is called from (its `at_mark`). */
+/* Where gr_switch_seen is called from (its `seen`). */
 #define GR_SEEN_AT_EVENT 0   /* inside the profile callback, at the target's first event */
 #define GR_SEEN_AT_MARK 1    /* mark() or stop(): the tracing state is read directly */
 #define GR_SEEN_IN_TRACING 2 /* callback mode, in greenlet's callback for a switch made
@@ -607,7 +607,7 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
  * t, which last saw t->cur_g.  Writes the SWITCH (or the THROW/SWITCH
  * greenlet's callback announced, in callback mode) with the target's real
  * stack from `top` outwards (borrowed, may be NULL), DEAD for an origin
- * that died, and updates t.  at_mark: GR_SEEN_AT_MARK seen by mark() or
+ * that died, and updates t.  seen: GR_SEEN_AT_MARK by mark() or
  * stop(), where the tracing state is read directly; GR_SEEN_AT_EVENT
  * inside a profile callback; GR_SEEN_IN_TRACING (above): no real stack
  * (state bit 8 clear; `top` must be NULL), the origin's death asked, and
@@ -615,7 +615,7 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
  * switch back to it).  raising: the event is a C_EXCEPTION (the target
  * resumed with an exception: written as THROW, as greenlet would report
  * it). */
-void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int at_mark,
+void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top, int seen,
                     int raising);
 
 /* Collect the addresses of the greenlets started and not dead now
