@@ -866,6 +866,38 @@ static void uncaught(gr_recorder *r)
     Py_DECREF(cb);
 }
 
+/* A new sys.setprofile audit event on thread t (state ts) while its
+ * foothold still waits for its first event after the previous change:
+ * when the profile slot is no longer what it was at the previous audit
+ * event, that change is done (two changes with no traced event between
+ * them: both in a profile or trace function of the program, where no
+ * event is delivered), so it is resolved now, with its own HOOK, and the
+ * foothold is given up (the trace slot back to what it held, unless the
+ * program's sys.settrace has taken it since); 1: the caller sets up a new
+ * foothold for this change.  0 while the slot is unchanged (this event
+ * comes from inside the previous dispatch, or that change has not been
+ * made): the foothold stays as it is. */
+static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    if (ts->c_profilefunc == t->foot_prof && ts->c_profileobj == t->foot_pobj)
+        return 0;
+    GR_EXC_SAVE(saved);
+    if (ts->c_tracefunc == foothold) {
+        drop_foothold(r, t, ts);
+    } else {
+        t->foothold = 0;
+        t->foot_func = NULL;
+        Py_CLEAR(t->foot_obj);
+        Py_CLEAR(t->foot_frame);
+    }
+    if (r->profile_on)
+        resolve_profile_slot(r, t, ts, 0);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+    return 1;
+}
+
 /* Whether the calling thread's gr_thread (its TLS cache, valid for
  * recording r) holds a foothold frame. */
 static inline int t_foothold_frame(gr_recorder *r)
@@ -890,7 +922,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = thread_known(r);
-    if (!t || t->foothold)
+    if (!t || (t->foothold && !foothold_overtaken(r, t, ts)))
         return 0;
     GR_EXC_SAVE(saved);
     t->hook_pending = 1;

@@ -14,7 +14,11 @@ function raises the audit event too).
 
 The recorder's foothold must also stay in front of the audit hook's events
 (traced, before the change): the toggle's two changes are each written as
-a HOOK naming its C call (enable, then disable)."""
+a HOOK naming its C call (enable, then disable); so are the two the trace
+function makes, with no event between them: set, then restored (the
+subject back), not one "cleared".  (The call of traced() comes while
+cProfile's disable() has left the slot empty, before the recorder's next
+event: it is lost, and check says so as an imbalance at its return.)"""
 import cProfile
 import sys
 import weakref
