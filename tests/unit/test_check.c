@@ -1675,6 +1675,46 @@ static void test_continued_mismatch_flagged(void **state)
     end(&f);
 }
 
+/* passive mode: greenlets ran inside the program's own profile function
+ * (META switches_in_profile_function, written at stop): a warning naming
+ * the count and the first call, not a violation; without the META none */
+static void profile_switch_trace(fx *f, int with_meta)
+{
+    begin_open(f);
+    begin_records(f);
+    tb_ev(&f->b, GR_CALL, 1, 1, f->x);                                    /* 4 */
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->x);                                  /* 5 */
+    if (with_meta) {
+        tb_meta(&f->b, "switches_in_profile_function", "2");
+        tb_meta(&f->b, "switches_in_profile_function_first", "4 1 1");
+    }
+    load_check(f, 1);
+}
+
+static size_t profile_switch_warnings(const fx *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->res.nwarnings; i++)
+        if (strstr(f->res.warnings[i], "greenlets ran inside the program's own profile function, unseen, "
+                                       "in 2 of its calls (the first at event 4 on t1 g1)"))
+            n++;
+    return n;
+}
+
+static void test_switches_in_profile_function_warned(void **state)
+{
+    (void)state;
+    fx f;
+    profile_switch_trace(&f, 1);
+    assert_int_equal(f.res.nv, 0);
+    assert_int_equal(profile_switch_warnings(&f), 1);
+    end(&f);
+    profile_switch_trace(&f, 0);
+    assert_int_equal(f.res.nv, 0);
+    assert_int_equal(profile_switch_warnings(&f), 0);
+    end(&f);
+}
+
 /* a new greenlet first seen with a frame whose call was never reported
  * (greenlet issue 256 in passive mode): blind spot at the SWITCH, once;
  * the shadow is re-seeded from the real stack, so x's return matches */
@@ -2222,6 +2262,7 @@ int main(void)
         cmocka_unit_test(test_mark_in_callback_not_greenlet_callback),
         cmocka_unit_test(test_continued_verified_clean),
         cmocka_unit_test(test_continued_mismatch_flagged),
+        cmocka_unit_test(test_switches_in_profile_function_warned),
         cmocka_unit_test(test_many_dead_greenlets_clean),
         cmocka_unit_test(test_record_long_after_dead_flagged),
         cmocka_unit_test(test_gid_reused_after_dead_flagged),
