@@ -595,7 +595,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         t->chain_func = NULL;
         Py_CLEAR(t->chain_obj);
         gr_own_change_begin(r);
-        if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
+        if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
     } else {
@@ -653,7 +653,7 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
         ts->c_tracefunc = t->foot_func; /* its object never left the slot */
     } else {
         gr_own_change_begin(r);
-        PyEval_SetTrace(NULL, NULL);
+        gr_own_set_trace(ts, NULL, NULL);
         gr_own_change_end(r);
     }
     t->foot_func = NULL;
@@ -844,7 +844,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         ts->c_tracefunc = foothold;
     } else {
         gr_own_change_begin(r);
-        PyEval_SetTrace(foothold, NULL);
+        gr_own_set_trace(ts, foothold, NULL);
         gr_own_change_end(r);
     }
     if (PyErr_Occurred())

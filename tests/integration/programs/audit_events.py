@@ -1,0 +1,79 @@
+"""The audit events of profile and trace changes that the program's own
+audit hook sees, recorded and not (tests/integration/observer.sh compares
+the two runs; issue 8, transparency).  The hook writes one line per event
+straight to file descriptor 1 as it happens, so events raised while the
+interpreter shuts down (the recorder's stop at exit) are in the output
+too: the event, the thread it was raised on (main, or the name of the
+thread) and the step of the program it belongs to.
+
+Steps: cProfile enable, disable and create_stats (which disables a second
+time); sys.setprofile(f) then sys.setprofile(None); sys.settrace(f) then
+sys.settrace(None); a thread started without threading's profile hook;
+threading.setprofile(f) and a thread started with it; threading's hook
+cleared.  Then cProfile's counts of this file's functions."""
+import cProfile
+import os
+import pstats
+import sys
+import threading
+
+step = "start"
+
+
+def hook(event, args):
+    if event in ("sys.setprofile", "sys.settrace") or event.startswith(
+            ("sys.monitoring", "sys._setprofileallthreads", "sys._settraceallthreads")):
+        name = threading.current_thread().name
+        name = "main" if name == "MainThread" else name
+        os.write(1, ("audit %s %s at %s\n" % (event, name, step)).encode())
+
+
+sys.addaudithook(hook)
+
+
+def work(n):
+    return n + 1
+
+
+def prof(frame, event, arg):
+    pass
+
+
+def trace(frame, event, arg):
+    return None
+
+
+def run_thread(name):
+    t = threading.Thread(target=work, args=(1,), name=name)
+    t.start()
+    t.join()
+
+
+step = "cprofile"
+p = cProfile.Profile()
+p.enable()
+work(1)
+p.disable()
+p.create_stats()
+step = "setprofile"
+sys.setprofile(prof)
+work(2)
+sys.setprofile(None)
+step = "settrace"
+sys.settrace(trace)
+work(3)
+sys.settrace(None)
+step = "thread"
+run_thread("plain")
+step = "threading.setprofile"
+threading.setprofile(prof)
+run_thread("hooked")
+threading.setprofile(None)
+step = "after"
+work(4)
+stats = pstats.Stats(p).stats
+for (file, line, name), (cc, nc, tt, ct, callers) in sorted(stats.items(), key=lambda kv: kv[0][2]):
+    if file == __file__:
+        print(name, nc)
+sys.stdout.flush()
+step = "exit"
