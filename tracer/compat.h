@@ -239,15 +239,50 @@ PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyO
  * 3.12+: legacy profiling and tracing run on sys.monitoring (PEP 669,
  * Python/legacy_tracing.c): a change also counts the interpreter's
  * profiling/tracing threads and re-instruments code with internal
- * functions that are not exported, so the CPython function is called and
- * its audit event raised (docs/ARCHITECTURE.md, observer effects).
- * _PyEval_SetTrace is not exported from 3.13: the trace slot changed there
- * is the calling thread's (PyEval_SetTrace), the only one the recorder
- * changes.  Return 0, or -1 with an exception set (3.12+
- * _PyEval_SetProfile, when an audit hook refuses the event). */
-#define GR_OWN_SLOTS_SILENT (PY_VERSION_HEX < 0x030C0000)
-#if PY_VERSION_HEX < 0x030A0000
+ * functions that are not exported, so the CPython function is called
+ * (_PyEval_SetProfile; _PyEval_SetTrace is not exported from 3.13, so
+ * PyEval_SetTrace, on the calling thread: the only one whose trace slot
+ * the recorder changes).  Its audit event is kept from the program's
+ * audit hooks instead: they are the interpreter's list interp->audit_hooks
+ * (sys.addaudithook; internal/pycore_interp.h, 3.14+
+ * pycore_interp_structs.h), which PySys_Audit calls after the runtime's C
+ * hooks (PySys_AddAuditHook, the recorder's own among them); the list is
+ * set aside for the duration of the call and put back.  No Python code
+ * runs in between: the old object of the slot is kept alive until after
+ * (its finalizer would run there otherwise), and the garbage collector
+ * runs only from the eval loop's breaker since 3.12 (gh-97922), not from
+ * the allocations the call makes.  C hooks still see the event.  Not on
+ * free-threaded builds (Py_GIL_DISABLED), where another thread's audit
+ * events could fall in the window: the event is raised there.
+ * Return 0, or -1 with an exception set (3.12+ _PyEval_SetProfile, when
+ * a C audit hook refuses the event). */
+#if PY_VERSION_HEX < 0x030A0000 || PY_VERSION_HEX >= 0x030C0000
 #include <internal/pycore_interp.h>
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+/* Set the interpreter's audit hooks of Python aside (NULL: none to set
+ * aside, or a free-threaded build), and put them back. */
+static inline PyObject *gr_audit_hooks_aside(PyInterpreterState *interp)
+{
+#ifdef Py_GIL_DISABLED
+    (void)interp;
+    return NULL;
+#else
+    PyObject *hooks = interp->audit_hooks;
+    interp->audit_hooks = NULL;
+    return hooks;
+#endif
+}
+static inline void gr_audit_hooks_back(PyInterpreterState *interp, PyObject *hooks)
+{
+#ifdef Py_GIL_DISABLED
+    (void)interp;
+    (void)hooks;
+#else
+    if (hooks)
+        interp->audit_hooks = hooks; /* still NULL: no Python code ran */
+#endif
+}
 #endif
 #if PY_VERSION_HEX < 0x030C0000
 static inline void gr_update_use_tracing(PyThreadState *ts)
@@ -265,7 +300,13 @@ static inline void gr_update_use_tracing(PyThreadState *ts)
 static inline int gr_slot_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
 {
 #if PY_VERSION_HEX >= 0x030C0000
-    return _PyEval_SetProfile(ts, fn, arg);
+    PyInterpreterState *interp = PyThreadState_Get()->interp; /* where the event is raised */
+    PyObject *keep = Py_XNewRef(ts->c_profileobj);
+    PyObject *hooks = gr_audit_hooks_aside(interp);
+    int rc = _PyEval_SetProfile(ts, fn, arg);
+    gr_audit_hooks_back(interp, hooks);
+    Py_XDECREF(keep);
+    return rc;
 #else
     PyObject *old = ts->c_profileobj;
     ts->c_profilefunc = NULL;
@@ -283,8 +324,12 @@ static inline int gr_slot_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObje
 static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
 {
 #if PY_VERSION_HEX >= 0x030C0000
-    (void)ts;
+    PyInterpreterState *interp = ts->interp;
+    PyObject *keep = Py_XNewRef(ts->c_traceobj);
+    PyObject *hooks = gr_audit_hooks_aside(interp);
     PyEval_SetTrace(fn, arg); /* reports its own failure (unraisable) */
+    gr_audit_hooks_back(interp, hooks);
+    Py_XDECREF(keep);
     return 0;
 #else
     PyObject *old = ts->c_traceobj;
