@@ -10,7 +10,9 @@ Steps: cProfile enable, disable and create_stats (which disables a second
 time); sys.setprofile(f) then sys.setprofile(None); sys.settrace(f) then
 sys.settrace(None); a thread started without threading's profile hook;
 threading.setprofile(f) and a thread started with it; threading's hook
-cleared.  Then cProfile's counts of this file's functions."""
+cleared; on 3.12+ threading.setprofile_all_threads(f) and (None), which
+change the profile slot from C (PyEval_SetProfileAllThreads), not through
+sys.setprofile.  Then cProfile's counts of this file's functions."""
 import cProfile
 import os
 import pstats
@@ -69,6 +71,11 @@ step = "threading.setprofile"
 threading.setprofile(prof)
 run_thread("hooked")
 threading.setprofile(None)
+if hasattr(threading, "setprofile_all_threads"):  # 3.12+: C code changes every thread's slot
+    step = "setprofile_all_threads"
+    threading.setprofile_all_threads(prof)
+    work(5)
+    threading.setprofile_all_threads(None)
 step = "after"
 work(4)
 stats = pstats.Stats(p).stats
