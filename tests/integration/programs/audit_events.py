@@ -1,5 +1,5 @@
 """The audit events of profile and trace changes that the program's own
-audit hook sees, recorded and not (tests/integration/observer.sh compares
+audit hook sees, recorded and not (tests/integration/audit_hooks.sh compares
 the two runs; issue 8, transparency).  The hook writes one line per event
 straight to file descriptor 1 as it happens, so events raised while the
 interpreter shuts down (the recorder's stop at exit) are in the output
