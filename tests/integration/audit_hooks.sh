@@ -14,7 +14,9 @@
 # Run with PY and with every other interpreter found: GR_AUDIT_PYTHONS (a
 # space-separated list), else pyenv's 3.9-3.13 (`pyenv root`/versions);
 # the recorder is built for each (make ext PYTHON=...); one that is missing
-# or does not build is skipped.  Greenlet is not needed.
+# or does not build is skipped.  And in the Debian roots of ci/envs.sh
+# (GR_AUDIT_ENVS, default bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15) where
+# the recorder is built for this clone.  Greenlet is not needed.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 # shellcheck source=lib.sh
@@ -36,6 +38,31 @@ else
 fi
 pythons+=("${more[@]}")
 
+# compare LABEL OUT: OUT.plain (unrecorded output), OUT.log (recorded
+# output) and OUT.grt (the trace), record's exit status in $rc.
+compare() {
+    local label=$1 out=$2 threads events
+    grep -v '^greenreplay\|^envs: ' "$out.log" >"$out.rec"
+    grep -v '^envs: ' "$out.plain" >"$out.plainf"
+    "$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
+    threads=$(awk '$2 == "CALL" && $5 == "work" { print $3 }' "$out.dump" | sort -u | wc -l)
+    events=$(grep -c '^audit ' "$out.plainf")
+    if [ "$rc" -ne 0 ]; then
+        gr_bad "audit events with $label: record exit $rc"
+        gr_show "$out.log"
+    elif [ "$events" -lt 7 ] || ! grep -q '^work 1$' "$out.plainf"; then
+        gr_bad "audit events with $label: the program did not run through unrecorded ($events events)"
+        gr_show "$out.plainf"
+    elif ! diff -u "$out.plainf" "$out.rec" >"$out.diff"; then
+        gr_bad "audit events with $label: the program's audit hook saw other events recorded (- unrecorded, + recorded)"
+        gr_show "$out.diff"
+    elif [ "$threads" -ne 3 ]; then
+        gr_bad "audit events with $label: the recording saw work() on $threads threads, expected 3"
+    else
+        gr_ok "audit events with $label: the same $events events and cProfile counts recorded and unrecorded; work() recorded on 3 threads"
+    fi
+}
+
 n=0
 for py in "${pythons[@]}"; do
     n=$((n + 1))
@@ -51,23 +78,21 @@ for py in "${pythons[@]}"; do
     (cd "$GR_ROOT" && "$py" "$prog") >"$out.plain" 2>&1
     (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$py" "$prog") >"$out.log" 2>&1
     rc=$?
-    grep -v '^greenreplay' "$out.log" >"$out.rec"
-    "$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
-    threads=$(awk '$2 == "CALL" && $5 == "work" { print $3 }' "$out.dump" | sort -u | wc -l)
-    events=$(grep -c '^audit ' "$out.plain")
-    if [ "$rc" -ne 0 ]; then
-        gr_bad "audit events with $ver: record exit $rc"
-        gr_show "$out.log"
-    elif [ "$events" -lt 7 ] || ! grep -q '^work 1$' "$out.plain"; then
-        gr_bad "audit events with $ver: the program did not run through unrecorded ($events events)"
-        gr_show "$out.plain"
-    elif ! diff -u "$out.plain" "$out.rec" >"$out.diff"; then
-        gr_bad "audit events with $ver: the program's audit hook saw other events recorded (- unrecorded, + recorded)"
-        gr_show "$out.diff"
-    elif [ "$threads" -ne 3 ]; then
-        gr_bad "audit events with $ver: the recording saw work() on $threads threads, expected 3"
-    else
-        gr_ok "audit events with $ver: the same $events events and cProfile counts recorded and unrecorded; work() recorded on 3 threads"
+    compare "$ver" "$out"
+done
+
+# Debian roots (ci/envs.sh) where the recorder is already built for this
+# clone (ci/envs.sh build ID; not built here: it takes a while).
+for id in ${GR_AUDIT_ENVS-bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15}; do
+    if ! "$GR_ROOT/ci/envs.sh" python "$id" >/dev/null 2>&1; then
+        echo "SKIP  audit events in $id: not built for this clone (ci/envs.sh build $id)"
+        continue
     fi
+    n=$((n + 1))
+    out=$GR_WORK/run.$n
+    (cd "$GR_ROOT" && ci/envs.sh run "$id" -- python "$prog") >"$out.plain" 2>&1
+    (cd "$GR_ROOT" && ci/envs.sh record "$id" -o "$out.grt" -- "$prog") >"$out.log" 2>&1
+    rc=$?
+    compare "$id" "$out"
 done
 gr_tally
