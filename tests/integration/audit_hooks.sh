@@ -9,7 +9,8 @@
 # disable and create_stats, sys.setprofile, sys.settrace, threads with and
 # without threading.setprofile, 3.12+ threading.setprofile_all_threads,
 # the recorder's stop at exit) and prints cProfile's counts; the two runs
-# must print the same lines, and the recording must have seen the program
+# must print the same lines (and the events its trace function saw in
+# work()), and the recording must have seen the program
 # (its calls of work() on each of its three threads).
 # Run with PY and with every other interpreter found: GR_AUDIT_PYTHONS (a
 # space-separated list), else pyenv's 3.9-3.13 (`pyenv root`/versions);

@@ -7,12 +7,13 @@ too: the event, the thread it was raised on (main, or the name of the
 thread) and the step of the program it belongs to.
 
 Steps: cProfile enable, disable and create_stats (which disables a second
-time); sys.setprofile(f) then sys.setprofile(None); sys.settrace(f) then
-sys.settrace(None); a thread started without threading's profile hook;
+time); sys.setprofile(f) then sys.setprofile(None); sys.settrace(f), which
+traces work()'s lines, then sys.settrace(None); a thread started without threading's profile hook;
 threading.setprofile(f) and a thread started with it; threading's hook
 cleared; on 3.12+ threading.setprofile_all_threads(f) and (None), which
 change the profile slot from C (PyEval_SetProfileAllThreads), not through
-sys.setprofile.  Then cProfile's counts of this file's functions."""
+sys.setprofile.  Then cProfile's counts of this file's functions and the
+events the trace function saw in work()."""
 import cProfile
 import os
 import pstats
@@ -41,7 +42,15 @@ def prof(frame, event, arg):
     pass
 
 
+traced = []
+
+
 def trace(frame, event, arg):
+    # the line events of work(): line tracing still works after the
+    # recorder held and gave back the trace slot (3.9: tracing_possible)
+    if frame.f_code is work.__code__:
+        traced.append(event)
+        return trace
     return None
 
 
@@ -82,5 +91,6 @@ stats = pstats.Stats(p).stats
 for (file, line, name), (cc, nc, tt, ct, callers) in sorted(stats.items(), key=lambda kv: kv[0][2]):
     if file == __file__:
         print(name, nc)
+print("traced work():", " ".join(traced))
 sys.stdout.flush()
 step = "exit"
