@@ -251,7 +251,9 @@ PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyO
  * runs in between: the old object of the slot is kept alive until after
  * (its finalizer would run there otherwise), and the garbage collector
  * runs only from the eval loop's breaker since 3.12 (gh-97922), not from
- * the allocations the call makes.  C hooks still see the event.  Not on
+ * the allocations the call makes; the one exception is a C audit hook
+ * refusing sys.settrace, which PyEval_SetTrace reports through
+ * sys.unraisablehook inside the window.  C hooks still see the event.  Not on
  * free-threaded builds (Py_GIL_DISABLED), where another thread's audit
  * events could fall in the window: the event is raised there.
  * Return 0, or -1 with an exception set (3.12+ _PyEval_SetProfile, when
