@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +70,9 @@ const char gr_conform_usage[] =
     "                    differences [{kind, function (FILE:QUALNAME), line,\n"
     "                    greenlet (\"thread T greenlet G (main|run: F)\" or a\n"
     "                    list of them), truth, profiler, message}],\n"
-    "                    program_status, timing {recorded_run_s,\n"
-    "                    comparison_s}, trace, results\n"
+    "                    program_status (128+N when killed by signal N),\n"
+    "                    program_signal (\"SIGINT\"..., null when not killed),\n"
+    "                    timing {recorded_run_s, comparison_s}, trace, results\n"
     "  -o, --output TRACE  keep the recording there (default: a temporary file)\n"
     "  --keep            keep the temporary trace and results file (paths printed)\n"
     "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
@@ -214,6 +216,7 @@ struct run {
     int nprog;
     const char *json_out, *trace_out, *results_out, *root, *switches;
     int keep, no_record;
+    int signal;              /* the signal that killed the program (waitpid), 0 none */
     int json_fd;             /* --json -: the real stdout (fd 1 then points to stderr); else -1 */
     int outputs_checked;     /* check_outputs passed: --json FILE may be written */
     char **args;             /* the words after the options (SCRIPT or PYTHON SCRIPT...) */
@@ -233,7 +236,6 @@ static int is_builtin(const char *s)
     return 0;
 }
 
-/* Write the verdict JSON (when --json) and return the exit status. */
 /* 1 if path names an existing file. */
 static int file_exists(const char *path)
 {
@@ -241,6 +243,32 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The name of signal sig ("SIGINT") into out (n bytes); "SIG" and the
+ * number for one not in the table (the names are POSIX's; glibc's
+ * sigabbrev_np is not in every C library the tool builds with). */
+static void signal_name(int sig, char *out, size_t n)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+        {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+        {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+        {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
+        {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].sig == sig) {
+            snprintf(out, n, "%s", names[i].name);
+            return;
+        }
+    snprintf(out, n, "SIG%d", sig);
+}
+
+/* Write the verdict JSON (when --json) and return the exit status:
+ * program_status is the program's exit status (128+N when killed by signal
+ * N), -1 when it did not run; r->signal is the signal (program_signal). */
 static int finish(struct run *r, const char *verdict, const char *reason, json_t *header, json_t *diffs,
                   size_t checked, int program_status, double t_run, double t_cmp, int status)
 {
@@ -260,6 +288,13 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
         json_t *nt = json_object_get(h, "notes");
         json_object_set_new(o, "notes", json_is_array(nt) ? json_incref(nt) : json_array());
         json_object_set_new(o, "program_status", program_status < 0 ? json_null() : json_integer(program_status));
+        if (r->signal) {
+            char name[32];
+            signal_name(r->signal, name, sizeof name);
+            json_object_set_new(o, "program_signal", json_string(name));
+        } else {
+            json_object_set_new(o, "program_signal", json_null());
+        }
         json_t *tm = json_object();
         json_object_set_new(tm, "recorded_run_s", json_real(t_run));
         json_object_set_new(tm, "comparison_s", json_real(t_cmp));
@@ -799,6 +834,7 @@ static int conform_main(struct run *r, int argc, char **argv)
         killed = gr_record_last_signal();
         gr_record_set_trace_label(NULL);
     }
+    r->signal = killed;
     double t_run = now_s() - t0;
     free(child);
     free(saved_pp);
@@ -806,7 +842,10 @@ static int conform_main(struct run *r, int argc, char **argv)
     /* The signal as waitpid saw it: a program's own exit status 128+N
      * (sys.exit(130)) is no signal and goes on as any non-zero status. */
     if (killed) {
-        snprintf(reason, sizeof reason, "the program was killed by signal %d (%s)", killed, strsignal(killed));
+        char sname[32];
+        signal_name(killed, sname, sizeof sname);
+        snprintf(reason, sizeof reason, "the program was killed by signal %d (%s, %s)", killed, sname,
+                 strsignal(killed));
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         cleanup(r);
         return finish(r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);

@@ -23,7 +23,8 @@
 #    harness itself calls none of it;
 #  - a program that exits non-zero gives 2, recorded or not (--no-record);
 #    sys.exit(130) is named as exit status 130, a program killed by SIGTERM
-#    as signal 15 (waitpid's word, not the status 128+N);
+#    as signal 15, by SIGINT as signal 2 (waitpid's word, not the status
+#    128+N); --json's program_signal is null, SIGTERM, SIGINT;
 #  - a program ended by an uncaught exception gets the same cprofile results
 #    recorded and unrecorded (the recorder's stop there is not counted), on
 #    PY and on CPython 3.12 (GR_PY312; skipped with the reason if missing);
@@ -257,29 +258,55 @@ for mode in record no-record; do
 done
 
 # Exit status 128+N is not a signal: sys.exit(130) is named as the status
-# it is, a program killed by SIGTERM as signal 15, recorded or not.
+# it is, a program killed by SIGTERM as signal 15, recorded or not; --json
+# (recorded only) tells sys.exit(130) from SIGINT by program_signal.
+json_signal() { # FILE STATUS SIGNAL|null: program_status and program_signal in --json FILE
+    "$PY" - "$@" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = None if sys.argv[3] == "null" else sys.argv[3]
+assert d["verdict"] == "error", d
+assert d["program_status"] == int(sys.argv[2]), d
+assert "program_signal" in d and d["program_signal"] == want, d
+EOF
+}
 for mode in record no-record; do
     opt=()
     [ $mode = no-record ] && opt=(--no-record)
+    [ $mode = record ] && opt=(--json "$GR_WORK/exit130.json")
     "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/exit130.res" \
         -- "$PY" "$ADAPTERS/exit130.py" >"$GR_WORK/exit130.out" 2>"$GR_WORK/exit130.err"
     rc=$?
     if [ $rc -eq 2 ] && grep -q "^greenreplay: conform: .*the program exited with status 130" "$GR_WORK/exit130.err" &&
-        ! grep -q "signal" "$GR_WORK/exit130.err"; then
-        gr_ok "sys.exit(130), $mode: exit 2, named as status 130, no signal"
+        ! grep -q "signal" "$GR_WORK/exit130.err" &&
+        { [ $mode = no-record ] || json_signal "$GR_WORK/exit130.json" 130 null; }; then
+        gr_ok "sys.exit(130), $mode: exit 2, named as status 130, no signal$([ $mode = record ] && echo '; --json: program_signal null')"
     else
         gr_bad "sys.exit(130), $mode: exit $rc"
         gr_show "$GR_WORK/exit130.out" "$GR_WORK/exit130.err"
     fi
+    [ $mode = record ] && opt=(--json "$GR_WORK/killed.json")
     "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/killed.res" \
         -- "$PY" "$ADAPTERS/killed.py" >"$GR_WORK/killed.out" 2>"$GR_WORK/killed.err"
     rc=$?
-    if [ $rc -eq 2 ] && grep -qx "greenreplay: conform: the program was killed by signal 15 (.*)" "$GR_WORK/killed.err" &&
-        ! grep -q "exited with status" "$GR_WORK/killed.err" "$GR_WORK/killed.out"; then
-        gr_ok "SIGTERM, $mode: exit 2, named as signal 15"
+    if [ $rc -eq 2 ] && grep -qx "greenreplay: conform: the program was killed by signal 15 (SIGTERM, .*)" "$GR_WORK/killed.err" &&
+        ! grep -q "exited with status" "$GR_WORK/killed.err" "$GR_WORK/killed.out" &&
+        { [ $mode = no-record ] || json_signal "$GR_WORK/killed.json" 143 SIGTERM; }; then
+        gr_ok "SIGTERM, $mode: exit 2, named as signal 15$([ $mode = record ] && echo '; --json: program_signal SIGTERM')"
     else
         gr_bad "SIGTERM, $mode: exit $rc"
         gr_show "$GR_WORK/killed.out" "$GR_WORK/killed.err"
+    fi
+    [ $mode = record ] && opt=(--json "$GR_WORK/sigint.json")
+    "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/sigint.res" \
+        -- "$PY" "$ADAPTERS/sigint.py" >"$GR_WORK/sigint.out" 2>"$GR_WORK/sigint.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "^greenreplay: conform: the program was killed by signal 2 (SIGINT, .*)" "$GR_WORK/sigint.err" &&
+        { [ $mode = no-record ] || json_signal "$GR_WORK/sigint.json" 130 SIGINT; }; then
+        gr_ok "SIGINT, $mode: exit 2, named as signal 2$([ $mode = record ] && echo '; --json: status 130 as sys.exit(130), program_signal SIGINT')"
+    else
+        gr_bad "SIGINT, $mode: exit $rc"
+        gr_show "$GR_WORK/sigint.out" "$GR_WORK/sigint.err" "$GR_WORK/sigint.json"
     fi
 done
 
@@ -382,9 +409,10 @@ if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/pass.json" "$pyver" <<'EOF'; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 for k in ("profiler", "profiler_version", "python", "greenlet", "verdict", "reason",
-          "functions_checked", "differences", "notes", "timing", "program_status"):
+          "functions_checked", "differences", "notes", "timing", "program_status", "program_signal"):
     assert k in d, k
 assert d["profiler"] == "cprofile" and d["verdict"] == "pass" and d["differences"] == []
+assert d["program_status"] == 0 and d["program_signal"] is None, d
 assert d["python"].startswith(sys.argv[2] + "."), d["python"]
 assert d["functions_checked"] >= 5, d["functions_checked"]
 assert d["timing"]["recorded_run_s"] > 0 and d["timing"]["comparison_s"] >= 0
@@ -510,6 +538,7 @@ d = json.load(open(sys.argv[1]))
 assert d["verdict"] == "error", d
 assert re.search(sys.argv[2], d["reason"]), (d["reason"], sys.argv[2])
 assert d["functions_checked"] == 0 and d["differences"] == [] and d["program_status"] is None, d
+assert d["program_signal"] is None, d
 EOF
         gr_ok "--json - on an early error: $label ($(cat "$GR_WORK/je.err"))"
     else
