@@ -35,7 +35,8 @@
 #    (3), an adapter without results() and usage errors are errors (2);
 #    every error once the options are read (usage, unreadable script,
 #    unknown adapter, refused -o) writes the error verdict to --json - or
-#    --json FILE (never over the script).
+#    --json FILE (never over the script); --list with --json is such an
+#    error (the table is no verdict).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -561,6 +562,9 @@ json_error "unknown adapter" '^--profiler no-such-profiler: not a built-in adapt
 json_error "--no-record with --json" '^--no-record writes no trace and no verdict' --json - --no-record \
     --results "$GR_WORK/nr.json" --profiler cprofile -- "$PY" "$prog"
 [ -e "$GR_WORK/nr.json" ] && gr_bad "--no-record with --json: results were written"
+json_error "--list with --json" '^--list prints the adapters. table, not a verdict: --json is refused' --list \
+    --json - --python "$PY"
+json_error "--list with --json, a bad option too" '^unknown option --bogus$' --list --json - --bogus
 json_error "-o refused" "^-o $GR_WORK/no/t.grt: refused as the trace" --json - -o "$GR_WORK/no/t.grt" \
     --profiler cprofile -- "$PY" "$prog"
 # --json FILE too, when FILE is none of the other paths; never over the
@@ -574,6 +578,16 @@ if [ $rc -eq 2 ] &&
 else
     gr_bad "--json FILE on a usage error: exit $rc"
     gr_show "$GR_WORK/je.out" "$GR_WORK/usage.json"
+fi
+rm -f "$GR_WORK/list.json"
+"$GR_CLI" conform --list --python "$PY" --json "$GR_WORK/list.json" >"$GR_WORK/je.out" 2>"$GR_WORK/je.err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -s "$GR_WORK/je.out" ] && [ "$(wc -l <"$GR_WORK/je.err")" -eq 1 ] &&
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"].startswith("--list prints"), d' "$GR_WORK/list.json"; then
+    gr_ok "--list --json FILE: refused, one line, no table, the error verdict in FILE"
+else
+    gr_bad "--list --json FILE: exit $rc"
+    gr_show "$GR_WORK/je.out" "$GR_WORK/je.err" "$GR_WORK/list.json"
 fi
 "$GR_CLI" conform --json "$prog" --bogus --profiler cprofile -- "$PY" "$prog" >"$GR_WORK/je.out" 2>&1
 rc=$?
