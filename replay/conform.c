@@ -32,6 +32,8 @@ struct gl_info {
     uint32_t nseed;
     uint32_t *sh;        /* its Python frames as the recorder saw them */
     size_t nsh, capsh;
+    uint32_t ccall;      /* the C function it is calling (a C_CALL with no
+                            C_RETURN, C_EXCEPTION or CALL after it), 0 none */
 };
 
 struct gr_conform {
@@ -57,6 +59,19 @@ struct gr_conform {
                              program installed a profile function (HOOK
                              action 1): calls may have run unseen */
     size_t nblind, capblind;
+    int program_ran;    /* a CALL after the program's <module>, or a C_CALL,
+                           was seen: the adapter's start (automatic mode)
+                           is over */
+    int adapter_slot;   /* the adapter's start installed a profile function
+                           on the starting thread (a HOOK set there, unseen
+                           by the recorder's events: during 0 before the
+                           program ran, or under the harness's frames) */
+    uint64_t own_at;    /* the first HOOK where the program installed its
+                           own profile function on the starting thread
+                           (announced, during a C call of its own), 0 none */
+    uint32_t own_during, own_top, own_inner; /* that HOOK's C call, the top
+                           Python frame then and the innermost one under
+                           the root (0 none) */
     uint8_t *rootcode;  /* per code id: 0 unknown, 1 Python code under the
                            root, 2 anything else */
     size_t nrootcode;
@@ -196,6 +211,23 @@ static void sh_push(struct gl_info *g, uint32_t code)
     g->sh[g->nsh++] = code;
 }
 
+/* Whether C function code installs a profile function on the calling
+ * thread: sys.setprofile, cProfile's enable() (a profile function on
+ * 3.9-3.11), sys._setprofileallthreads (threading.setprofile_all_threads,
+ * 3.12+).  A C extension's own call of PyEval_SetProfile is not told
+ * from a profiler's (docs/conform.md). */
+static int installs_profiler(const gr_trace *t, uint32_t code)
+{
+    static const char *const names[] = {"sys.setprofile", "_lsprof.Profiler.enable", "sys._setprofileallthreads"};
+    const gr_code *cd = gr_trace_code(t, code);
+    size_t n = 0;
+    const uint8_t *q = cd && cd->kind == GR_CODE_C ? gr_trace_string(t, cd->qualname, &n) : NULL;
+    for (size_t i = 0; q && i < sizeof names / sizeof *names; i++)
+        if (n == strlen(names[i]) && memcmp(q, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
 /* Whether MARK r carries label (the harness's window marks). */
 static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
 {
@@ -283,6 +315,43 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             c->displaced_tid = r->tid;
             c->displaced_at = r->index;
         }
+        /* A profile function installed on the starting thread: the
+         * adapter's own at its start (automatic mode: inside the boot's
+         * profile function, so no C call of it is seen and the program has
+         * not run yet; manual mode: under the harness's frames), or the
+         * program's own (cProfile's enable() on 3.9-3.11, sys.setprofile),
+         * which displaces a profiler of that slot: a thread has one. */
+        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && !(r->parent & GR_HOOK_UNANNOUNCED) &&
+            r->tid == c->start_tid && !c->finished) {
+            struct gl_info *g = add_gl(c, r->tid, r->gid);
+            int harness = 0;
+            uint32_t inner = 0;
+            for (size_t k = g->nsh; k-- > 0;) {
+                const gr_code *cd = gr_trace_code(t, g->sh[k]);
+                size_t fn = 0;
+                const uint8_t *f = cd ? gr_trace_string(t, cd->file, &fn) : NULL;
+                if (f && fn >= 13 && memcmp(f, "<greenreplay>", 13) == 0)
+                    harness = 1;
+                if (!inner && is_root_code(c, t, g->sh[k]))
+                    inner = g->sh[k];
+            }
+            /* The C call that changed it: `during` when its c_return went
+             * to the new function, else the C call still open (its
+             * c_return came after the HOOK: sys.setprofile).  Only the
+             * calls that install a profile function count as the
+             * program's: a profiler of the slot that puts itself back
+             * from its own callback (yappi does, in a new greenlet and at
+             * a C call) changes it while some other C call is open. */
+            uint32_t during = r->code ? r->code : g->ccall;
+            if (harness || (!r->code && !c->program_ran)) {
+                c->adapter_slot = 1;
+            } else if (during && installs_profiler(t, during) && !c->own_at) {
+                c->own_at = r->index;
+                c->own_during = during;
+                c->own_top = g->nsh ? g->sh[g->nsh - 1] : 0;
+                c->own_inner = inner;
+            }
+        }
         /* The program put its own profile function on another thread than
          * the one it started on: a profiler that writes the thread state
          * directly (yappi does, for every thread) raises no audit event
@@ -300,6 +369,8 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             c->start_tid = r->tid;
         break;
     case GR_CALL: {
+        if (c->seen_call)
+            c->program_ran = 1;
         if (!c->seen_call) {
             c->seen_call = 1;
             c->module_code = r->code;
@@ -309,6 +380,7 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             g->first_code = r->code;
         count_of(c, r->code, r->tid, r->gid)->calls++;
         sh_push(g, r->code);
+        g->ccall = 0;
         break;
     }
     case GR_RETURN: {
@@ -326,10 +398,16 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         /* A C call made by the program's own code: a C function's truth
          * counts only these (its callers elsewhere are not compared). */
         struct gl_info *g = add_gl(c, r->tid, r->gid);
+        c->program_ran = 1;
+        g->ccall = r->code;
         if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && g->sh[g->nsh - 1] != c->module_code)
             count_of(c, r->code, r->tid, r->gid)->calls++;
         break;
     }
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        add_gl(c, r->tid, r->gid)->ccall = 0;
+        break;
     case GR_MARK:
         if (c->windowed)
             break; /* frames in a stack may have been called before the window */
@@ -449,6 +527,21 @@ static void describe_gl(const gr_conform *c, const gr_trace *t, uint64_t tid, ui
         gr_sb_escape(out, p ? p : (const uint8_t *)"?", p ? n : 1, 0);
         gr_sb_putc(out, ')');
     }
+}
+
+/* Code id code as "FILE:QUALNAME" (a Python function) or its qualified
+ * name (a C function), appended to out; "?" for an unknown id. */
+static void code_name(const gr_trace *t, uint32_t code, gr_sb *out)
+{
+    const gr_code *cd = code ? gr_trace_code(t, code) : NULL;
+    size_t n = 0, fn = 0;
+    const uint8_t *q = cd ? gr_trace_string(t, cd->qualname, &n) : NULL;
+    const uint8_t *f = cd && cd->kind == GR_CODE_PY ? gr_trace_string(t, cd->file, &fn) : NULL;
+    if (f && fn) {
+        gr_sb_escape(out, f, fn, 0);
+        gr_sb_putc(out, ':');
+    }
+    gr_sb_escape(out, q ? q : (const uint8_t *)"?", q ? n : 1, 0);
 }
 
 /* Truth of one function in one greenlet: the larger of the calls the
@@ -620,6 +713,27 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                  "thread's profile function directly; found at event %llu): the recording misses what ran "
                  "there before, so it holds no ground truth to compare with",
                  (unsigned long long)c->displaced_tid, (unsigned long long)c->displaced_at);
+        return GR_CONFORM_ERROR;
+    }
+    if (c->adapter_slot && c->own_at) {
+        gr_sb where_, during;
+        gr_sb_init(&where_);
+        gr_sb_init(&during);
+        code_name(t, c->own_inner ? c->own_inner : c->own_top, &where_);
+        if (c->own_inner && c->own_top && c->own_top != c->own_inner) {
+            gr_sb_puts(&where_, " (through ");
+            code_name(t, c->own_top, &where_);
+            gr_sb_putc(&where_, ')');
+        }
+        code_name(t, c->own_during, &during);
+        snprintf(reason, n,
+                 "unsupported: the program installs its own profiler at %s (%s, event %llu) on thread %llu, "
+                 "displacing the profiler under test there (a thread has one profile function): its counts would "
+                 "differ falsely, so nothing is compared",
+                 gr_sb_str(&where_), gr_sb_str(&during), (unsigned long long)c->own_at,
+                 (unsigned long long)c->start_tid);
+        gr_sb_free(&where_);
+        gr_sb_free(&during);
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");

@@ -105,10 +105,16 @@ const char gr_conform_usage[] =
     "differences give 1, but no difference gives 2, never a pass (the profiler\n"
     "may have raised into the program).\n"
     "\n"
+    "A program that installs its own profiler (sys.setprofile, cProfile's\n"
+    "enable()) on the starting thread where the profiler under test is the\n"
+    "profile function displaces it: nothing is compared, the verdict is an\n"
+    "error saying \"unsupported: the program installs its own profiler at ...\".\n"
+    "\n"
     "Exit status: 0 the profiler agrees with the recording; 1 differences;\n"
     "2 usage error, recording or adapter error, program killed by a signal,\n"
-    "no results, or nothing to compare (one line naming the cause); 3 the\n"
-    "profiler is not available in this interpreter (one line \"skip: REASON\").\n";
+    "no results, nothing to compare, or unsupported (one line naming the\n"
+    "cause); 3 the profiler is not available in this interpreter (one line\n"
+    "\"skip: REASON\").\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

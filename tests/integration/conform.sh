@@ -25,6 +25,9 @@
 #    sys.exit(130) is named as exit status 130, a program killed by SIGTERM
 #    as signal 15, by SIGINT as signal 2 (waitpid's word, not the status
 #    128+N); --json's program_signal is null, SIGTERM, SIGINT;
+#  - a program that runs its own profiler (cProfile, sys.setprofile) where
+#    the adapter's profiler is the profile function gets "unsupported" (2)
+#    naming where, not false differences; other adapters pass;
 #  - a program ended by an uncaught exception gets the same cprofile results
 #    recorded and unrecorded (the recorder's stop there is not counted), on
 #    PY and on CPython 3.12 (GR_PY312; skipped with the reason if missing);
@@ -356,6 +359,42 @@ elif ! make -C "$GR_ROOT" -s ext PYTHON="$PY312" ${BUILD:+BUILD="$BUILD"} >"$GR_
 else
     uncaught_case "$PY312" "Python 3.12"
 fi
+
+# A program that runs its own profiler (cProfile, or sys.setprofile) while
+# the adapter's profiler is the thread's profile function displaces it:
+# "unsupported" naming where (exit 2), never false differences (exit 1).
+# A profiler of another slot is not displaced and passes: coverage and
+# line_profiler (the trace function), cProfile on 3.12+ (sys.monitoring,
+# where the program's own cProfile cannot start: own_profiler.py goes on
+# without it).  yappi only before 3.12 (its 3.12+ all-threads install is
+# not checked here).
+old_py=$("$PY" -c 'import sys; print(int(sys.version_info < (3, 12)))')
+for how in cprofile setprofile; do
+    for a in cprofile profile yappi coverage line_profiler; do
+        printf '%s\n' "$available" | grep -qx "$a" || continue
+        [ "$a" = yappi ] && [ "$old_py" = 0 ] && continue
+        want=pass
+        case $a in
+        profile | yappi) [ $how = setprofile ] || [ "$old_py" = 1 ] && want=unsupported ;;
+        cprofile) [ "$old_py" = 1 ] && want=unsupported ;;
+        esac
+        during=sys.setprofile
+        [ $how = cprofile ] && during=_lsprof.Profiler.enable
+        "$GR_CLI" conform --profiler "$a" --json "$GR_WORK/own.json" -- "$PY" "$ADAPTERS/own_profiler.py" "$how" \
+            >"$GR_WORK/own.out" 2>"$GR_WORK/own.err"
+        rc=$?
+        if [ $want = unsupported ] && [ $rc -eq 2 ] && [ ! -s "$GR_WORK/own.out" ] &&
+            grep -qx "greenreplay: conform: unsupported: the program installs its own profiler at own_profiler.py:<module> ($during, event [0-9]*) on thread 1, displacing the profiler under test there (a thread has one profile function): its counts would differ falsely, so nothing is compared" "$GR_WORK/own.err" &&
+            "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"].startswith("unsupported: the program installs its own profiler at ") and d["differences"] == [], d' "$GR_WORK/own.json"; then
+            gr_ok "own profiler ($how), $a: unsupported, exit 2, where it was installed"
+        elif [ $want = pass ] && [ $rc -eq 0 ]; then
+            gr_ok "own profiler ($how), $a: pass (the adapter's profiler is not the profile function)"
+        else
+            gr_bad "own profiler ($how), $a: exit $rc (want $want)"
+            gr_show "$GR_WORK/own.out" "$GR_WORK/own.err"
+        fi
+    done
+done
 
 # Another thread runs while the harness stops a profiler of every thread
 # (yappi, made deterministic by the adapter stop_window.py): the calls it
