@@ -30,9 +30,12 @@
  * records are read: the program's code may still run during the harness's
  * work then (a finaliser, another thread), unseen by the stopped profiler;
  * calls until GR_CONFORM_MARK_STOPPED are kept apart (the profiler may
- * have seen them).  A HOOK there that shows the profile function changed
- * unannounced on the finish MARK's own thread, when the MARK showed the
- * recorder in place, is the profiler's stop, not a displaced recorder.
+ * have seen them); on the other threads, the calls in progress at the
+ * finish MARK and the one their last RETURN ended may have been missed by
+ * the stopping profiler (a note when they cover a shortfall).  A HOOK there
+ * that shows the profile function changed unannounced on the finish MARK's
+ * own thread, when the MARK showed the recorder in place, is the
+ * profiler's stop, not a displaced recorder.
  *
  * A HOOK "set" of the starting thread's profile function at the adapter's
  * start (before the program ran, or under the harness's frames) shows the
