@@ -293,8 +293,10 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
     /* (c is also written by is_root_code, through this non-const pointer.) */
     const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
     if (r->tag == GR_MARK && !c->windowed && mark_is(t, r, GR_CONFORM_MARK_START)) {
-        /* The program started the profiler itself: forget what ran before. */
+        /* The program started the profiler itself: forget what ran before
+         * (a profile function of its own installed then displaced none). */
         c->windowed = c->in_window = 1;
+        c->own_at = 0;
         for (size_t i = 0; i < c->nfn; i++)
             c->fn[i].n = 0;
         return;

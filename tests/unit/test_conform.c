@@ -597,7 +597,9 @@ static void test_calls_in_limbo_on_another_thread_at_finish(void **state)
  * error.  Without it (a profiler on sys.monitoring or the trace slot) the
  * comparison runs; a profile function put back during another C call is
  * the profiler's own doing.  manual: the adapter is started by the program's
- * <module> (start_profiler, under the harness's frames, calling enable). */
+ * <module> (start_profiler, under the harness's frames, calling enable),
+ * after the program installed a profile function of its own (not yet a
+ * displacement). */
 enum { OWN_SETPROFILE, OWN_ENABLE, OWN_NONE, OWN_REINSTALL };
 static int own_profiler(int adapter_hook, int manual, int how, char *reason, size_t n)
 {
@@ -620,6 +622,10 @@ static int own_profiler(int adapter_hook, int manual, int how, char *reason, siz
     if (adapter_hook && !manual)
         tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED, 0);
     if (manual) {
+        /* before the start: the profiler is not running, nothing displaced */
+        tb_ev(&f.b, GR_C_CALL, 1, 1, setprofile);
+        tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED, 0);
+        tb_ev(&f.b, GR_C_RETURN, 1, 1, setprofile);
         tb_ev(&f.b, GR_CALL, 1, 1, startp);
         tb_mark(&f.b, 1, 1, start, mk, GR_MARK_PROFILE_OURS, 2, mod, startp);
         tb_ev(&f.b, GR_C_CALL, 1, 1, enable);
