@@ -66,8 +66,10 @@ help:
 	@echo "                    script_roundtrip.sh (script -> record -> diff, reduce),"
 	@echo "                    check_verdicts.sh (nothing checked never passes), streamed.sh,"
 	@echo "                    demo_known.sh (known issues), gen_finalize.sh (diff --ignore),"
-	@echo "                    observer.sh (passive and callback mode agree), program_hooks.sh (the"
-	@echo "                    program's greenlet callbacks and profile functions), continued_adversary.sh,"
+	@echo "                    observer.sh (passive and callback mode agree), audit_hooks.sh (a"
+	@echo "                    program's audit hook sees the same events recorded, on every"
+	@echo "                    interpreter found), program_hooks.sh (the program's greenlet"
+	@echo "                    callbacks and profile functions), continued_adversary.sh,"
 	@echo "                    continued.sh, registry.sh and sidechan.sh (the sampler),"
 	@echo "                    faults.sh (disk full, signals, bad options), export.sh (export,"
 	@echo "                    check --html), split.sh (check --from/--to), cli_ux.sh (help texts,"
@@ -239,6 +241,7 @@ integration: all $(BUILD)/bench/gentrace
 	tests/integration/demo_known.sh
 	tests/integration/gen_finalize.sh --python $(PYTHON)
 	tests/integration/observer.sh --python $(PYTHON)
+	tests/integration/audit_hooks.sh --python $(PYTHON)
 	tests/integration/program_hooks.sh --python $(PYTHON)
 	tests/integration/continued_adversary.sh --python $(PYTHON)
 	tests/integration/registry.sh --python $(PYTHON)

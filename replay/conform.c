@@ -15,6 +15,18 @@ struct gl_count {
     uint64_t proven; /* most occurrences in one real stack above the seed */
     uint64_t window; /* CALL records between the finish MARK and the MARK
                         that the profiler stopped: it may count them */
+    uint64_t limbo;  /* calls on another thread than the finish MARK's that
+                        were in progress, or had just returned, when the
+                        MARK was written: a profiler whose callback that
+                        thread was still running (or that counts a call at
+                        its return) may not have counted them */
+};
+
+/* A thread's last Python CALL or RETURN record (before the finish MARK). */
+struct thr_last {
+    uint64_t tid, gid;
+    uint32_t code;
+    uint8_t tag; /* GR_CALL or GR_RETURN */
 };
 
 /* Per code id: the greenlets it ran in. */
@@ -32,6 +44,10 @@ struct gl_info {
     uint32_t nseed;
     uint32_t *sh;        /* its Python frames as the recorder saw them */
     size_t nsh, capsh;
+    size_t nseedpy;      /* how many of them come from its seed (not calls
+                            the recorder saw) */
+    uint32_t ccall;      /* the C function it is calling (a C_CALL with no
+                            C_RETURN, C_EXCEPTION or CALL after it), 0 none */
 };
 
 struct gr_conform {
@@ -57,6 +73,21 @@ struct gr_conform {
                              program installed a profile function (HOOK
                              action 1): calls may have run unseen */
     size_t nblind, capblind;
+    int program_ran;    /* a CALL after the program's <module>, or a C_CALL,
+                           was seen: the adapter's start (automatic mode)
+                           is over */
+    int adapter_slot;   /* the adapter's start installed a profile function
+                           on the starting thread (a HOOK set there, unseen
+                           by the recorder's events: during 0 before the
+                           program ran, or under the harness's frames) */
+    uint64_t own_at;    /* the first HOOK where the program installed its
+                           own profile function on the starting thread
+                           (announced, during a C call of its own), 0 none */
+    uint32_t own_during, own_top, own_inner; /* that HOOK's C call, the top
+                           Python frame then and the innermost one under
+                           the root (0 none) */
+    struct thr_last *last; /* per thread seen */
+    size_t nlast, caplast;
     uint8_t *rootcode;  /* per code id: 0 unknown, 1 Python code under the
                            root, 2 anything else */
     size_t nrootcode;
@@ -86,6 +117,7 @@ void gr_conform_free(gr_conform *c)
     free(c->gl);
     free(c->scratch);
     free(c->blind_tids);
+    free(c->last);
     free(c);
 }
 
@@ -196,6 +228,58 @@ static void sh_push(struct gl_info *g, uint32_t code)
     g->sh[g->nsh++] = code;
 }
 
+/* Whether C function code installs a profile function on the calling
+ * thread: sys.setprofile, cProfile's enable() (a profile function on
+ * 3.9-3.11), sys._setprofileallthreads (threading.setprofile_all_threads,
+ * 3.12+).  A C extension's own call of PyEval_SetProfile is not told
+ * from a profiler's (docs/conform.md). */
+static int installs_profiler(const gr_trace *t, uint32_t code)
+{
+    static const char *const names[] = {"sys.setprofile", "_lsprof.Profiler.enable", "sys._setprofileallthreads"};
+    const gr_code *cd = gr_trace_code(t, code);
+    size_t n = 0;
+    const uint8_t *q = cd && cd->kind == GR_CODE_C ? gr_trace_string(t, cd->qualname, &n) : NULL;
+    for (size_t i = 0; q && i < sizeof names / sizeof *names; i++)
+        if (n == strlen(names[i]) && memcmp(q, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+/* Remember r (a CALL or RETURN) as its thread's last. */
+static void note_last(gr_conform *c, const gr_record *r)
+{
+    size_t i = 0;
+    while (i < c->nlast && c->last[i].tid != r->tid)
+        i++;
+    if (i == c->nlast) {
+        c->last = gr_xgrow(c->last, &c->caplast, c->nlast + 1, sizeof *c->last);
+        c->nlast++;
+    }
+    c->last[i] = (struct thr_last){.tid = r->tid, .gid = r->gid, .code = r->code, .tag = r->tag};
+}
+
+/* At the finish MARK written on thread tid: on every other thread, the
+ * calls in progress in the greenlet of its last CALL or RETURN (the frames
+ * the recorder saw called), and the call that RETURN ended, are in limbo.
+ * That thread stopped somewhere after its last record, possibly inside the
+ * profiler's callback for it (yappi's runs Python code, where the GIL can
+ * pass to the harness, which then stops the profiler): the profiler may
+ * not have counted that call; one that counts a call at its return (yappi)
+ * never counts the calls still in progress when it stops. */
+static void limbo_at_finish(gr_conform *c, uint64_t tid)
+{
+    for (size_t i = 0; i < c->nlast; i++) {
+        const struct thr_last *l = &c->last[i];
+        if (l->tid == tid)
+            continue;
+        if (l->tag == GR_RETURN)
+            count_of(c, l->code, l->tid, l->gid)->limbo++;
+        struct gl_info *g = find_gl(c, l->tid, l->gid);
+        for (size_t k = g ? g->nseedpy : 0; g && k < g->nsh; k++)
+            count_of(c, g->sh[k], l->tid, l->gid)->limbo++;
+    }
+}
+
 /* Whether MARK r carries label (the harness's window marks). */
 static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
 {
@@ -209,8 +293,10 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
     /* (c is also written by is_root_code, through this non-const pointer.) */
     const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
     if (r->tag == GR_MARK && !c->windowed && mark_is(t, r, GR_CONFORM_MARK_START)) {
-        /* The program started the profiler itself: forget what ran before. */
+        /* The program started the profiler itself: forget what ran before
+         * (a profile function of its own installed then displaced none). */
         c->windowed = c->in_window = 1;
+        c->own_at = 0;
         for (size_t i = 0; i < c->nfn; i++)
             c->fn[i].n = 0;
         return;
@@ -226,6 +312,8 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         }
         if (r->flags & GR_MARK_PROFILE_OURS)
             c->finish_tid = r->tid;
+        if (!c->windowed) /* (manual mode: the profiler stopped before) */
+            limbo_at_finish(c, r->tid);
         c->finished = 1;
         return;
     }
@@ -260,6 +348,7 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         g->seed = NULL;
         g->nseed = r->depth;
         g->nsh = 0;
+        g->nseedpy = 0;
         if (r->depth) {
             g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
             memcpy(g->seed, stack, r->depth * sizeof *g->seed);
@@ -268,6 +357,7 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
                 if (cd && cd->kind == GR_CODE_PY)
                     sh_push(g, stack[i]);
             }
+            g->nseedpy = g->nsh;
         }
         break;
     }
@@ -282,6 +372,43 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             !(c->finished && c->finish_tid && r->tid == c->finish_tid)) {
             c->displaced_tid = r->tid;
             c->displaced_at = r->index;
+        }
+        /* A profile function installed on the starting thread: the
+         * adapter's own at its start (automatic mode: inside the boot's
+         * profile function, so no C call of it is seen and the program has
+         * not run yet; manual mode: under the harness's frames), or the
+         * program's own (cProfile's enable() on 3.9-3.11, sys.setprofile),
+         * which displaces a profiler of that slot: a thread has one. */
+        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && !(r->parent & GR_HOOK_UNANNOUNCED) &&
+            r->tid == c->start_tid && !c->finished) {
+            struct gl_info *g = add_gl(c, r->tid, r->gid);
+            int harness = 0;
+            uint32_t inner = 0;
+            for (size_t k = g->nsh; k-- > 0;) {
+                const gr_code *cd = gr_trace_code(t, g->sh[k]);
+                size_t fn = 0;
+                const uint8_t *f = cd ? gr_trace_string(t, cd->file, &fn) : NULL;
+                if (f && fn >= 13 && memcmp(f, "<greenreplay>", 13) == 0)
+                    harness = 1;
+                if (!inner && is_root_code(c, t, g->sh[k]))
+                    inner = g->sh[k];
+            }
+            /* The C call that changed it: `during` when its c_return went
+             * to the new function, else the C call still open (its
+             * c_return came after the HOOK: sys.setprofile).  Only the
+             * calls that install a profile function count as the
+             * program's: a profiler of the slot that puts itself back
+             * from its own callback (yappi does, in a new greenlet and at
+             * a C call) changes it while some other C call is open. */
+            uint32_t during = r->code ? r->code : g->ccall;
+            if (harness || (!r->code && !c->program_ran)) {
+                c->adapter_slot = 1;
+            } else if (during && installs_profiler(t, during) && !c->own_at) {
+                c->own_at = r->index;
+                c->own_during = during;
+                c->own_top = g->nsh ? g->sh[g->nsh - 1] : 0;
+                c->own_inner = inner;
+            }
         }
         /* The program put its own profile function on another thread than
          * the one it started on: a profiler that writes the thread state
@@ -300,6 +427,8 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             c->start_tid = r->tid;
         break;
     case GR_CALL: {
+        if (c->seen_call)
+            c->program_ran = 1;
         if (!c->seen_call) {
             c->seen_call = 1;
             c->module_code = r->code;
@@ -309,6 +438,8 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             g->first_code = r->code;
         count_of(c, r->code, r->tid, r->gid)->calls++;
         sh_push(g, r->code);
+        g->ccall = 0;
+        note_last(c, r);
         break;
     }
     case GR_RETURN: {
@@ -318,18 +449,27 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         for (size_t k = g->nsh; k-- > 0;)
             if (g->sh[k] == r->code) {
                 g->nsh = k;
+                if (g->nseedpy > k)
+                    g->nseedpy = k;
                 break;
             }
+        note_last(c, r);
         break;
     }
     case GR_C_CALL: {
         /* A C call made by the program's own code: a C function's truth
          * counts only these (its callers elsewhere are not compared). */
         struct gl_info *g = add_gl(c, r->tid, r->gid);
+        c->program_ran = 1;
+        g->ccall = r->code;
         if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && g->sh[g->nsh - 1] != c->module_code)
             count_of(c, r->code, r->tid, r->gid)->calls++;
         break;
     }
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+        add_gl(c, r->tid, r->gid)->ccall = 0;
+        break;
     case GR_MARK:
         if (c->windowed)
             break; /* frames in a stack may have been called before the window */
@@ -449,6 +589,21 @@ static void describe_gl(const gr_conform *c, const gr_trace *t, uint64_t tid, ui
         gr_sb_escape(out, p ? p : (const uint8_t *)"?", p ? n : 1, 0);
         gr_sb_putc(out, ')');
     }
+}
+
+/* Code id code as "FILE:QUALNAME" (a Python function) or its qualified
+ * name (a C function), appended to out; "?" for an unknown id. */
+static void code_name(const gr_trace *t, uint32_t code, gr_sb *out)
+{
+    const gr_code *cd = code ? gr_trace_code(t, code) : NULL;
+    size_t n = 0, fn = 0;
+    const uint8_t *q = cd ? gr_trace_string(t, cd->qualname, &n) : NULL;
+    const uint8_t *f = cd && cd->kind == GR_CODE_PY ? gr_trace_string(t, cd->file, &fn) : NULL;
+    if (f && fn) {
+        gr_sb_escape(out, f, fn, 0);
+        gr_sb_putc(out, ':');
+    }
+    gr_sb_escape(out, q ? q : (const uint8_t *)"?", q ? n : 1, 0);
 }
 
 /* Truth of one function in one greenlet: the larger of the calls the
@@ -581,6 +736,17 @@ static uint64_t window_of(const struct fn_truth *f, uint64_t scope_tid)
     return w;
 }
 
+/* Calls of f in the threads in scope that were in limbo at the finish
+ * MARK (limbo_at_finish). */
+static uint64_t limbo_of(const struct fn_truth *f, uint64_t scope_tid)
+{
+    uint64_t w = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (!scope_tid || f->gl[i].tid == scope_tid)
+            w += f->gl[i].limbo;
+    return w;
+}
+
 /* Explain why an excess cannot be verified, when it cannot. */
 static void excess(const gr_conform *c, uint64_t scope_tid, gr_sb *msg)
 {
@@ -620,6 +786,27 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                  "thread's profile function directly; found at event %llu): the recording misses what ran "
                  "there before, so it holds no ground truth to compare with",
                  (unsigned long long)c->displaced_tid, (unsigned long long)c->displaced_at);
+        return GR_CONFORM_ERROR;
+    }
+    if (c->adapter_slot && c->own_at) {
+        gr_sb where_, during;
+        gr_sb_init(&where_);
+        gr_sb_init(&during);
+        code_name(t, c->own_inner ? c->own_inner : c->own_top, &where_);
+        if (c->own_inner && c->own_top && c->own_top != c->own_inner) {
+            gr_sb_puts(&where_, " (through ");
+            code_name(t, c->own_top, &where_);
+            gr_sb_putc(&where_, ')');
+        }
+        code_name(t, c->own_during, &during);
+        snprintf(reason, n,
+                 "unsupported: the program installs its own profiler at %s (%s, event %llu) on thread %llu, "
+                 "displacing the profiler under test there (a thread has one profile function): its counts would "
+                 "differ falsely, so nothing is compared",
+                 gr_sb_str(&where_), gr_sb_str(&during), (unsigned long long)c->own_at,
+                 (unsigned long long)c->start_tid);
+        gr_sb_free(&where_);
+        gr_sb_free(&during);
         return GR_CONFORM_ERROR;
     }
     json_t *exclude = json_object_get(results, "exclude_files");
@@ -711,7 +898,19 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                     gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
                                  prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
                                  starts ? " (with resumptions)" : "", gr_sb_str(&gtext));
-                    add_diff(*differences, "blind_spot", gr_sb_str(&fname), line, gl, truth, prof, gr_sb_str(&msg));
+                    /* Calls another thread was in the middle of (or had
+                     * just returned from) when the harness stopped the
+                     * profiler: it may have missed them. */
+                    uint64_t lim = limbo_of(f, scope_tid);
+                    int limbo = truth - (uint64_t)prof <= lim;
+                    if (limbo)
+                        gr_sb_printf(&msg,
+                                     "; %llu of them %s in progress or had just returned on another thread than the "
+                                     "one that ended the program when the finish mark was written, which the "
+                                     "profiler, stopped then, may not have counted: not a verdict",
+                                     (unsigned long long)lim, lim == 1 ? "was" : "were");
+                    add_diff(limbo ? *notes : *differences, limbo ? "unverified" : "blind_spot", gr_sb_str(&fname),
+                             line, gl, truth, prof, gr_sb_str(&msg));
                 } else if ((uint64_t)prof > truth) {
                     /* Calls made while the profiler was stopping: it may
                      * have counted any of them. */

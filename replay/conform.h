@@ -30,9 +30,19 @@
  * records are read: the program's code may still run during the harness's
  * work then (a finaliser, another thread), unseen by the stopped profiler;
  * calls until GR_CONFORM_MARK_STOPPED are kept apart (the profiler may
- * have seen them).  A HOOK there that shows the profile function changed
- * unannounced on the finish MARK's own thread, when the MARK showed the
- * recorder in place, is the profiler's stop, not a displaced recorder.
+ * have seen them); on the other threads, the calls in progress at the
+ * finish MARK and the one their last RETURN ended may have been missed by
+ * the stopping profiler (a note when they cover a shortfall).  A HOOK there
+ * that shows the profile function changed unannounced on the finish MARK's
+ * own thread, when the MARK showed the recorder in place, is the
+ * profiler's stop, not a displaced recorder.
+ *
+ * A HOOK "set" of the starting thread's profile function at the adapter's
+ * start (before the program ran, or under the harness's frames) shows the
+ * profiler under test is that profile function; a later one during the
+ * program's call of sys.setprofile, cProfile's enable() or
+ * sys._setprofileallthreads displaced it: the comparison is then an error
+ * ("unsupported: the program installs its own profiler at ...").
  *
  * Per-record logic is in gr_conform_feed, which takes one decoded record:
  * it works the same over a streaming reader.
@@ -111,7 +121,9 @@ enum gr_conform_verdict {
  * error too when the MARK GR_CONFORM_MARK_FINISH shows that the recorder
  * was no longer the profile function of its thread (a profiler that writes
  * the thread state directly, without the audit event, displaced it): the
- * recording then holds no ground truth for what followed. */
+ * recording then holds no ground truth for what followed; and when the
+ * program installed its own profile function where the profiler under
+ * test was the starting thread's (reason "unsupported: ..."). */
 int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
                        json_t **notes, size_t *checked, char *reason, size_t n);
 

@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,15 +43,17 @@ const char gr_conform_usage[] =
     "by an adapter, right after recording starts at the program's first frame,\n"
     "and stopped at exit (after the program's non-daemon threads, before\n"
     "recording stops; what the harness runs from then on is not counted, and\n"
-    "an excess the profiler counted while stopping is a note).  Then compare\n"
-    "what the profiler reports with the ground truth of the recording: the\n"
-    "calls the recorder saw per function and greenlet, raised where real\n"
-    "stacks (MARK, SWITCH with the target's real stack, STACK at stop) prove\n"
-    "more.  Compared: Python functions under the root (default: the script's\n"
-    "directory) except the script's <module>, and (cprofile) the C functions\n"
-    "they call, which the profiler must count at least as often as they\n"
-    "called them; only the thread that started the profiler for profilers\n"
-    "that profile one thread (cprofile, profile, line_profiler).\n"
+    "an excess the profiler counted while stopping is a note, as is a\n"
+    "shortfall of calls another thread was in, or had just returned from,\n"
+    "then).  Then compare what the profiler reports with the ground truth of\n"
+    "the recording: the calls the recorder saw per function and greenlet,\n"
+    "raised where real stacks (MARK, SWITCH with the target's real stack,\n"
+    "STACK at stop) prove more.  Compared: Python functions under the root\n"
+    "(default: the script's directory) except the script's <module>, and\n"
+    "(cprofile) the C functions they call, which the profiler must count at\n"
+    "least as often as they called them; only the thread that started the\n"
+    "profiler for profilers that profile one thread (cprofile, profile,\n"
+    "line_profiler).\n"
     "Details: docs/conform.md.\n"
     "\n"
     "  --profiler NAME|PATH.py  a built-in adapter (cprofile, profile, yappi,\n"
@@ -58,7 +61,8 @@ const char gr_conform_usage[] =
     "                    line_profiler) or your own adapter file\n"
     "  --list            print the built-in adapters, one per line: NAME, yes or\n"
     "                    no, and the profiler's version or why it is not\n"
-    "                    available for PY\n"
+    "                    available for PY (tab-separated); no verdict: --list\n"
+    "                    with --json is refused (exit 2, the error verdict in it)\n"
     "  --python PY       the interpreter (--list: default python3); with it, the\n"
     "                    words after -- are SCRIPT [ARGS] without PYTHON\n"
     "  --json FILE       write the verdict as JSON (FILE -: standard output, which\n"
@@ -69,8 +73,9 @@ const char gr_conform_usage[] =
     "                    differences [{kind, function (FILE:QUALNAME), line,\n"
     "                    greenlet (\"thread T greenlet G (main|run: F)\" or a\n"
     "                    list of them), truth, profiler, message}],\n"
-    "                    program_status, timing {recorded_run_s,\n"
-    "                    comparison_s}, trace, results\n"
+    "                    program_status (128+N when killed by signal N),\n"
+    "                    program_signal (\"SIGINT\"..., null when not killed),\n"
+    "                    timing {recorded_run_s, comparison_s}, trace, results\n"
     "  -o, --output TRACE  keep the recording there (default: a temporary file)\n"
     "  --keep            keep the temporary trace and results file (paths printed)\n"
     "  --results FILE    write the adapter's results there (JSON, schema 1)\n"
@@ -102,10 +107,16 @@ const char gr_conform_usage[] =
     "differences give 1, but no difference gives 2, never a pass (the profiler\n"
     "may have raised into the program).\n"
     "\n"
+    "A program that installs its own profiler (sys.setprofile, cProfile's\n"
+    "enable()) on the starting thread where the profiler under test is the\n"
+    "profile function displaces it: nothing is compared, the verdict is an\n"
+    "error saying \"unsupported: the program installs its own profiler at ...\".\n"
+    "\n"
     "Exit status: 0 the profiler agrees with the recording; 1 differences;\n"
     "2 usage error, recording or adapter error, program killed by a signal,\n"
-    "no results, or nothing to compare (one line naming the cause); 3 the\n"
-    "profiler is not available in this interpreter (one line \"skip: REASON\").\n";
+    "no results, nothing to compare, or unsupported (one line naming the\n"
+    "cause); 3 the profiler is not available in this interpreter (one line\n"
+    "\"skip: REASON\").\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -214,6 +225,7 @@ struct run {
     int nprog;
     const char *json_out, *trace_out, *results_out, *root, *switches;
     int keep, no_record;
+    int signal;              /* the signal that killed the program (waitpid), 0 none */
     int json_fd;             /* --json -: the real stdout (fd 1 then points to stderr); else -1 */
     int outputs_checked;     /* check_outputs passed: --json FILE may be written */
     char **args;             /* the words after the options (SCRIPT or PYTHON SCRIPT...) */
@@ -233,7 +245,6 @@ static int is_builtin(const char *s)
     return 0;
 }
 
-/* Write the verdict JSON (when --json) and return the exit status. */
 /* 1 if path names an existing file. */
 static int file_exists(const char *path)
 {
@@ -241,6 +252,32 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The name of signal sig ("SIGINT") into out (n bytes); "SIG" and the
+ * number for one not in the table (the names are POSIX's; glibc's
+ * sigabbrev_np is not in every C library the tool builds with). */
+static void signal_name(int sig, char *out, size_t n)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {
+        {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+        {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+        {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+        {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
+        {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].sig == sig) {
+            snprintf(out, n, "%s", names[i].name);
+            return;
+        }
+    snprintf(out, n, "SIG%d", sig);
+}
+
+/* Write the verdict JSON (when --json) and return the exit status:
+ * program_status is the program's exit status (128+N when killed by signal
+ * N), -1 when it did not run; r->signal is the signal (program_signal). */
 static int finish(struct run *r, const char *verdict, const char *reason, json_t *header, json_t *diffs,
                   size_t checked, int program_status, double t_run, double t_cmp, int status)
 {
@@ -260,6 +297,13 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
         json_t *nt = json_object_get(h, "notes");
         json_object_set_new(o, "notes", json_is_array(nt) ? json_incref(nt) : json_array());
         json_object_set_new(o, "program_status", program_status < 0 ? json_null() : json_integer(program_status));
+        if (r->signal) {
+            char name[32];
+            signal_name(r->signal, name, sizeof name);
+            json_object_set_new(o, "program_signal", json_string(name));
+        } else {
+            json_object_set_new(o, "program_signal", json_null());
+        }
         json_t *tm = json_object();
         json_object_set_new(tm, "recorded_run_s", json_real(t_run));
         json_object_set_new(tm, "comparison_s", json_real(t_cmp));
@@ -588,10 +632,15 @@ static int conform_main(struct run *r, int argc, char **argv)
     }
     r->args = argv + optind;
     r->nargs = argc - optind;
-    if (bad[0] && !list)
-        return fail(r, 1, "%s", bad);
+    /* --list prints the adapters' table, never a verdict: with --json, a
+     * CI job would find no verdict where it looks for one (or an old
+     * one), so the combination is refused, the error verdict in --json. */
+    if (list && r->json_out && !bad[0])
+        snprintf(bad, sizeof bad, "%s",
+                 "--list prints the adapters' table, not a verdict: --json is refused with it (the table on "
+                 "stdout is the machine-readable form: NAME, yes|no, version or reason, tab-separated)");
     if (bad[0])
-        return usage_error("%s", bad);
+        return fail(r, 1, "%s", bad);
     if (gr_record_package_dir(r->pkg, sizeof r->pkg) < 0)
         return fail(r, 0, "%s", "cannot find the greenreplay package (/proc/self/exe)");
     struct stat st;
@@ -599,8 +648,8 @@ static int conform_main(struct run *r, int argc, char **argv)
         return fail(r, 0, "recorder package not found at %s (run `make`)", r->pkg);
     const char *old_pp = getenv("PYTHONPATH");
     if (list) {
-        /* --list prints the adapters' table, never a verdict: --json is
-         * not written here */
+        /* --list prints the adapters' table, never a verdict (--json was
+         * refused above) */
         if (optind < argc || r->spec)
             return usage_error("%s", "--list takes no program and no --profiler");
         const char *py = r->python ? r->python : "python3";
@@ -799,6 +848,7 @@ static int conform_main(struct run *r, int argc, char **argv)
         killed = gr_record_last_signal();
         gr_record_set_trace_label(NULL);
     }
+    r->signal = killed;
     double t_run = now_s() - t0;
     free(child);
     free(saved_pp);
@@ -806,7 +856,10 @@ static int conform_main(struct run *r, int argc, char **argv)
     /* The signal as waitpid saw it: a program's own exit status 128+N
      * (sys.exit(130)) is no signal and goes on as any non-zero status. */
     if (killed) {
-        snprintf(reason, sizeof reason, "the program was killed by signal %d (%s)", killed, strsignal(killed));
+        char sname[32];
+        signal_name(killed, sname, sizeof sname);
+        snprintf(reason, sizeof reason, "the program was killed by signal %d (%s, %s)", killed, sname,
+                 strsignal(killed));
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         cleanup(r);
         return finish(r, "error", reason, NULL, NULL, 0, rc, t_run, 0, 2);

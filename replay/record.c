@@ -817,10 +817,9 @@ int gr_cmd_record(int argc, char **argv)
         char how[96];
         snprintf(how, sizeof how, "the program was killed by signal %d (%s)", sig, strsignal(sig));
         int said = report_cut(how, shown, out_abs, ring, max_size_arg);
-        if (said == 0)
-            fprintf(stderr, "greenreplay: record: %s; the trace %s is complete (recording stopped "
-                            "before)\n",
-                    how, shown);
+        if (said == 0) /* (a label names the trace itself: "the temporary trace (...)") */
+            fprintf(stderr, "greenreplay: record: %s; %s%s is complete (recording stopped before)\n", how,
+                    trace_label ? "" : "the trace ", shown);
         else if (said == 2)
             fprintf(stderr, "greenreplay: record: %s; no trace was written to %s\n", how, shown);
         else if (said == 3)

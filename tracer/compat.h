@@ -8,8 +8,10 @@
 
 /* A translation unit that reads frames without the GIL (unwind.c) defines
  * GR_COMPAT_FRAMES first: it needs CPython's internal frame layout, which
- * only Py_BUILD_CORE_MODULE exposes. */
-#if defined(GR_COMPAT_FRAMES) && !defined(Py_BUILD_CORE_MODULE)
+ * only Py_BUILD_CORE_MODULE exposes.  The one that writes the recorder's
+ * own profile and trace slots (slots.c) defines GR_COMPAT_SLOTS: on 3.9 it
+ * needs the interpreter's internal ceval state. */
+#if (defined(GR_COMPAT_FRAMES) || defined(GR_COMPAT_SLOTS)) && !defined(Py_BUILD_CORE_MODULE)
 #define Py_BUILD_CORE_MODULE
 #endif
 
@@ -198,20 +200,156 @@ static inline void gr_swap_profile_func(PyThreadState *ts, Py_tracefunc fn)
     ts->c_profilefunc = fn;
 }
 
-/* Set or clear the C profile function of another thread.
- * _PyEval_SetProfile(tstate, ...) is exported on 3.9-3.13 (the per-tstate
- * variant, bpo-39947 in 3.9); 3.12 also added
- * PyEval_SetProfileAllThreads, which we do not use because it would replace
- * other tools' profilers on threads that are not ours. */
+/* _PyEval_SetProfile(tstate, ...), the per-thread variant (bpo-39947 in
+ * 3.9), is exported on 3.9-3.13+; 3.13 moved its declaration to
+ * internal/pycore_ceval.h (still PyAPI_FUNC): declare it here rather than
+ * pull in Py_BUILD_CORE.  3.12 also added PyEval_SetProfileAllThreads, which
+ * the recorder does not use: it would replace other tools' profilers on
+ * threads that are not ours. */
 #if PY_VERSION_HEX >= 0x030D0000
-/* 3.13 moved the declaration to internal/pycore_ceval.h (still PyAPI_FUNC,
- * so still exported): declare it here rather than pull in Py_BUILD_CORE. */
 PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyObject *arg);
 #endif
-static inline int gr_set_profile_for(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
+
+#ifdef GR_COMPAT_SLOTS
+/* The recorder's own changes of a thread's profile or trace slot (slots.c,
+ * recorder.h gr_own_set_profile), which must not raise the audit events
+ * sys.setprofile / sys.settrace that a program's audit hook would see
+ * (issue 8: without the recorder there is no such change).
+ * _PyEval_SetProfile/_PyEval_SetTrace raise the event first, then write
+ * the slot; on 3.9-3.11 the slot is plain thread state, so the write is
+ * mirrored here step for step, minus the audit call (Python/ceval.c of
+ * each version): keep the old object, empty the slot, recompute
+ * use_tracing from the other slot alone (so that function is not ignored
+ * while the old object may be freed), release the old object, set the new
+ * object and function, recompute use_tracing.  The new object is taken
+ * before the old one is released (no difference for the recorder, which
+ * passes NULL).  Per version:
+ *  - 3.9: tstate->use_tracing; a trace change also moves the interpreter's
+ *    count of threads with a trace function, interp->ceval.tracing_possible
+ *    (internal/pycore_interp.h, struct _ceval_state), which gates line
+ *    events;
+ *  - 3.10: tstate->cframe->use_tracing (CPython PR 25276, bpo-43760); no
+ *    tracing_possible any more;
+ *  - 3.11: cframe->use_tracing as _PyThreadState_UpdateTracingState
+ *    computes it (internal/pycore_pystate.h): 255 when tstate->tracing is
+ *    0 and a function is set, else 0.
+ * (gh-98257's reordering, release the old object last, is 3.12+; 3.9-3.11
+ * got a re-entrancy guard in sys.setprofile/sys.settrace instead, which
+ * the recorder's own changes do not go through.)
+ * 3.12+: legacy profiling and tracing run on sys.monitoring (PEP 669,
+ * Python/legacy_tracing.c): a change also counts the interpreter's
+ * profiling/tracing threads and re-instruments code with internal
+ * functions that are not exported, so the CPython function is called
+ * (_PyEval_SetProfile; _PyEval_SetTrace is not exported from 3.13, so
+ * PyEval_SetTrace, on the calling thread: the only one whose trace slot
+ * the recorder changes).  Its audit event is kept from the program's
+ * audit hooks instead: they are the interpreter's list interp->audit_hooks
+ * (sys.addaudithook; internal/pycore_interp.h, 3.14+
+ * pycore_interp_structs.h), which PySys_Audit calls after the runtime's C
+ * hooks (PySys_AddAuditHook, the recorder's own among them); the list is
+ * set aside for the duration of the call and put back.  No Python code
+ * runs in between: the old object of the slot is kept alive until after
+ * (its finalizer would run there otherwise), and the garbage collector
+ * runs only from the eval loop's breaker since 3.12 (gh-97922), not from
+ * the allocations the call makes; the one exception is a C audit hook
+ * refusing sys.settrace, which PyEval_SetTrace reports through
+ * sys.unraisablehook inside the window.  C hooks still see the event.  Not on
+ * free-threaded builds (Py_GIL_DISABLED), where another thread's audit
+ * events could fall in the window: the event is raised there.
+ * Return 0, or -1 with an exception set (3.12+ _PyEval_SetProfile, when
+ * a C audit hook refuses the event). */
+#if PY_VERSION_HEX < 0x030A0000 || PY_VERSION_HEX >= 0x030C0000
+#include <internal/pycore_interp.h>
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+/* Set the interpreter's audit hooks of Python aside (NULL: none to set
+ * aside, or a free-threaded build), and put them back. */
+static inline PyObject *gr_audit_hooks_aside(PyInterpreterState *interp)
 {
-    return _PyEval_SetProfile(ts, fn, arg);
+#ifdef Py_GIL_DISABLED
+    (void)interp;
+    return NULL;
+#else
+    PyObject *hooks = interp->audit_hooks;
+    interp->audit_hooks = NULL;
+    return hooks;
+#endif
 }
+static inline void gr_audit_hooks_back(PyInterpreterState *interp, PyObject *hooks)
+{
+#ifdef Py_GIL_DISABLED
+    (void)interp;
+    (void)hooks;
+#else
+    if (hooks)
+        interp->audit_hooks = hooks; /* still NULL: no Python code ran */
+#endif
+}
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+static inline void gr_update_use_tracing(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    ts->cframe->use_tracing = (ts->tracing == 0 && (ts->c_tracefunc || ts->c_profilefunc)) ? 255 : 0;
+#elif PY_VERSION_HEX >= 0x030A0000
+    ts->cframe->use_tracing = (ts->c_tracefunc != NULL) || (ts->c_profilefunc != NULL);
+#else
+    ts->use_tracing = (ts->c_tracefunc != NULL) || (ts->c_profilefunc != NULL);
+#endif
+}
+#endif
+
+static inline int gr_slot_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyInterpreterState *interp = PyThreadState_Get()->interp; /* where the event is raised */
+    PyObject *keep = Py_XNewRef(ts->c_profileobj);
+    PyObject *hooks = gr_audit_hooks_aside(interp);
+    int rc = _PyEval_SetProfile(ts, fn, arg);
+    gr_audit_hooks_back(interp, hooks);
+    Py_XDECREF(keep);
+    return rc;
+#else
+    PyObject *old = ts->c_profileobj;
+    ts->c_profilefunc = NULL;
+    ts->c_profileobj = NULL;
+    gr_update_use_tracing(ts); /* the trace function alone, while old may be freed */
+    Py_XINCREF(arg);
+    Py_XDECREF(old);
+    ts->c_profileobj = arg;
+    ts->c_profilefunc = fn;
+    gr_update_use_tracing(ts);
+    return 0;
+#endif
+}
+
+static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyInterpreterState *interp = ts->interp;
+    PyObject *keep = Py_XNewRef(ts->c_traceobj);
+    PyObject *hooks = gr_audit_hooks_aside(interp);
+    PyEval_SetTrace(fn, arg); /* reports its own failure (unraisable) */
+    gr_audit_hooks_back(interp, hooks);
+    Py_XDECREF(keep);
+    return 0;
+#else
+    PyObject *old = ts->c_traceobj;
+#if PY_VERSION_HEX < 0x030A0000
+    ts->interp->ceval.tracing_possible += (fn != NULL) - (ts->c_tracefunc != NULL);
+#endif
+    ts->c_tracefunc = NULL;
+    ts->c_traceobj = NULL;
+    gr_update_use_tracing(ts); /* the profile function alone, while old may be freed */
+    Py_XINCREF(arg);
+    Py_XDECREF(old);
+    ts->c_traceobj = arg;
+    ts->c_tracefunc = fn;
+    gr_update_use_tracing(ts);
+    return 0;
+#endif
+}
+#endif /* GR_COMPAT_SLOTS */
 
 /* The last instruction a frame started (its call in progress, while a C
  * function it called runs): PyFrame_GetLasti is public from 3.11; before,

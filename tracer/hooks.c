@@ -642,7 +642,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         t->chain_func = NULL;
         Py_CLEAR(t->chain_obj);
         gr_own_change_begin(r);
-        if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
+        if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
     } else {
@@ -700,7 +700,7 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
         ts->c_tracefunc = t->foot_func; /* its object never left the slot */
     } else {
         gr_own_change_begin(r);
-        PyEval_SetTrace(NULL, NULL);
+        gr_own_set_trace(ts, NULL, NULL);
         gr_own_change_end(r);
     }
     t->foot_func = NULL;
@@ -766,6 +766,29 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 
 PyObject *gr_thread_hook, *gr_program_thread_hook;
 
+/* Whether the Python code calling the running C function is threading's
+ * Thread._bootstrap_inner: a function named so, running in the threading
+ * module's namespace.  It hands threading's profile hook to sys.setprofile
+ * only when one is set (`if _profile_hook: _sys.setprofile(_profile_hook)`,
+ * 3.9-3.15), which while recording is always the case: the recorder's. */
+static int called_by_thread_bootstrap(void)
+{
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    if (!f)
+        return 0;
+    PyObject *name = gr_frame_code(f)->co_name;
+    if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "_bootstrap_inner") != 0)
+        return 0;
+    PyObject *modname = PyUnicode_FromString("threading");
+    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
+    Py_XDECREF(modname);
+    int found = threading && PyModule_Check(threading) && PyEval_GetGlobals() == PyModule_GetDict(threading);
+    Py_XDECREF(threading);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return found;
+}
+
 /* sys.setprofile while recording (module.c installs it in the sys module
  * under the same name): the original, then at once what the foothold would
  * do at the next event.  So the c_return of this very call goes to the
@@ -781,7 +804,12 @@ PyObject *gr_thread_hook, *gr_program_thread_hook;
  * threads get): for the program that is its own threading.setprofile
  * function if it set one, else the profiler a standard tool installed for
  * every thread, the subject, which comes back (HOOK restored).  Chaining to
- * the bootstrap instead would record the events twice. */
+ * the bootstrap instead would record the events twice.  When that caller is
+ * threading's own thread start and the program set no hook, threading
+ * would not have called sys.setprofile at all: the original is not called
+ * either, so the program's audit hooks see no sys.setprofile event the
+ * program did not make (issue 8), and the recorder takes the new thread's
+ * empty slot as for a restored subject. */
 static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 {
     gr_recorder *r = gr_active;
@@ -802,9 +830,14 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
-    r->wrapping++;
-    PyObject *res = PyObject_CallOneArg(orig, func);
-    r->wrapping--;
+    PyObject *res;
+    if (standard && called_by_thread_bootstrap()) {
+        res = Py_NewRef(Py_None);
+    } else {
+        r->wrapping++;
+        res = PyObject_CallOneArg(orig, func);
+        r->wrapping--;
+    }
     if (res && gr_active == r) {
         /* threading's hook on a thread the recorder has not reached
          * (gevent's pool starts its threads with start_new_thread, which
@@ -942,7 +975,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         ts->c_tracefunc = foothold;
     } else {
         gr_own_change_begin(r);
-        PyEval_SetTrace(foothold, NULL);
+        gr_own_set_trace(ts, foothold, NULL);
         gr_own_change_end(r);
     }
     if (PyErr_Occurred())

@@ -521,7 +521,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
             o->had_events = 1; /* the recorder's function is installed there */
             gr_own_change_begin(r);
-            if (gr_set_profile_for(ts, gr_profile, NULL) < 0)
+            if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
             gr_own_change_end(r);
             Py_DECREF(o);
@@ -532,7 +532,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         /* No object: sys.getprofile() keeps returning None (hooks.c finds
          * the thread's state itself). */
         gr_own_change_begin(r);
-        PyEval_SetProfile(gr_profile, NULL);
+        if (gr_own_set_profile(me, gr_profile, NULL) < 0)
+            gr_swallow(r);
         gr_own_change_end(r);
         t->had_events = 1;
     }
@@ -818,9 +819,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         if (ts->c_profilefunc != gr_profile)
             continue;
         gr_own_change_begin(r);
-        if (ts == cur)
-            PyEval_SetProfile(NULL, NULL);
-        else if (gr_set_profile_for(ts, NULL, NULL) < 0)
+        if (gr_own_set_profile(ts, NULL, NULL) < 0)
             PyErr_Clear();
         gr_own_change_end(r);
     }
@@ -1021,7 +1020,8 @@ static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ss
     gr_thread *t = gr_thread_current(r);
     if (t) {
         gr_own_change_begin(r);
-        PyEval_SetProfile(gr_profile, NULL);
+        if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
+            gr_swallow(r);
         gr_own_change_end(r);
         static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
         PyObject *frame = args[0];
@@ -1081,7 +1081,8 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc == gr_profile) {
         gr_own_change_begin(r);
-        PyEval_SetProfile(NULL, NULL);
+        if (gr_own_set_profile(ts, NULL, NULL) < 0)
+            PyErr_Clear();
         gr_own_change_end(r);
     }
     gr_active = NULL;

@@ -390,12 +390,16 @@ void gr_times_entry(gr_recorder *r);
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields);
 
 /* The recorder itself changes a profile or trace slot (installs or
- * removes its own function, takes or gives back the foothold).  CPython
- * raises the audit event sys.setprofile / sys.settrace for it; the
- * recorder's own audit hook ignores it (own_change), and the program's
- * audit hooks, which run too, run untraced (the tracing guard, compat.h):
- * a hook the program marked __cantrace__ would otherwise make calls that
- * the recorder records (after STOP, at stop) and the program's profilers
+ * removes its own function, takes or gives back the foothold), between
+ * gr_own_change_begin and gr_own_change_end, with gr_own_set_profile /
+ * gr_own_set_trace.  The program's audit hooks (sys.addaudithook) see no
+ * event for it, as without the recorder (compat.h, slots section): on
+ * 3.9-3.11 no event is raised; on 3.12+ CPython raises sys.setprofile /
+ * sys.settrace to the C hooks only, which the recorder's own ignores
+ * (own_change).  Where the program's hooks would still run (a
+ * free-threaded build), they run untraced (the tracing guard, compat.h): a
+ * hook the program marked __cantrace__ would otherwise make calls that the
+ * recorder records (after STOP, at stop) and the program's profilers
  * count, for an event that exists only because of the recorder. */
 static inline void gr_own_change_begin(gr_recorder *r)
 {
@@ -408,6 +412,18 @@ static inline void gr_own_change_end(gr_recorder *r)
     gr_leave_tracing(PyThreadState_Get());
     r->own_change = 0;
 }
+
+/* Set the profile function of thread state ts (any thread of the
+ * interpreter) to fn with object arg (borrowed; the slot takes its own
+ * reference and releases the one it held), as the recorder's own change:
+ * no audit event reaches the program's audit hooks (slots.c, compat.h
+ * slots section).  GIL held.  Returns 0, or -1 with a Python exception set
+ * (3.12+ only: a C audit hook refused the event). */
+int gr_own_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
+
+/* The same for the trace function of ts, which must be the calling
+ * thread's state (3.12+ can only change that one).  Returns 0. */
+int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
 
 /* Count one indexed record written and stamp the side channel. */
 static inline void gr_count_record(gr_recorder *r)

@@ -23,7 +23,11 @@
 #    harness itself calls none of it;
 #  - a program that exits non-zero gives 2, recorded or not (--no-record);
 #    sys.exit(130) is named as exit status 130, a program killed by SIGTERM
-#    as signal 15 (waitpid's word, not the status 128+N);
+#    as signal 15, by SIGINT as signal 2 (waitpid's word, not the status
+#    128+N); --json's program_signal is null, SIGTERM, SIGINT;
+#  - a program that runs its own profiler (cProfile, sys.setprofile) where
+#    the adapter's profiler is the profile function gets "unsupported" (2)
+#    naming where, not false differences; other adapters pass;
 #  - a program ended by an uncaught exception gets the same cprofile results
 #    recorded and unrecorded (the recorder's stop there is not counted), on
 #    PY and on CPython 3.12 (GR_PY312; skipped with the reason if missing);
@@ -34,7 +38,8 @@
 #    (3), an adapter without results() and usage errors are errors (2);
 #    every error once the options are read (usage, unreadable script,
 #    unknown adapter, refused -o) writes the error verdict to --json - or
-#    --json FILE (never over the script).
+#    --json FILE (never over the script); --list with --json is such an
+#    error (the table is no verdict).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -257,29 +262,57 @@ for mode in record no-record; do
 done
 
 # Exit status 128+N is not a signal: sys.exit(130) is named as the status
-# it is, a program killed by SIGTERM as signal 15, recorded or not.
+# it is, a program killed by SIGTERM as signal 15, recorded or not; --json
+# (recorded only) tells sys.exit(130) from SIGINT by program_signal.
+json_signal() { # FILE STATUS SIGNAL|null: program_status and program_signal in --json FILE
+    "$PY" - "$@" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = None if sys.argv[3] == "null" else sys.argv[3]
+assert d["verdict"] == "error", d
+assert d["program_status"] == int(sys.argv[2]), d
+assert "program_signal" in d and d["program_signal"] == want, d
+EOF
+}
 for mode in record no-record; do
     opt=()
     [ $mode = no-record ] && opt=(--no-record)
+    [ $mode = record ] && opt=(--json "$GR_WORK/exit130.json")
     "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/exit130.res" \
         -- "$PY" "$ADAPTERS/exit130.py" >"$GR_WORK/exit130.out" 2>"$GR_WORK/exit130.err"
     rc=$?
     if [ $rc -eq 2 ] && grep -q "^greenreplay: conform: .*the program exited with status 130" "$GR_WORK/exit130.err" &&
-        ! grep -q "signal" "$GR_WORK/exit130.err"; then
-        gr_ok "sys.exit(130), $mode: exit 2, named as status 130, no signal"
+        ! grep -q "signal" "$GR_WORK/exit130.err" &&
+        { [ $mode = no-record ] || json_signal "$GR_WORK/exit130.json" 130 null; }; then
+        gr_ok "sys.exit(130), $mode: exit 2, named as status 130, no signal$([ $mode = record ] && echo '; --json: program_signal null')"
     else
         gr_bad "sys.exit(130), $mode: exit $rc"
         gr_show "$GR_WORK/exit130.out" "$GR_WORK/exit130.err"
     fi
+    [ $mode = record ] && opt=(--json "$GR_WORK/killed.json")
     "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/killed.res" \
         -- "$PY" "$ADAPTERS/killed.py" >"$GR_WORK/killed.out" 2>"$GR_WORK/killed.err"
     rc=$?
-    if [ $rc -eq 2 ] && grep -qx "greenreplay: conform: the program was killed by signal 15 (.*)" "$GR_WORK/killed.err" &&
-        ! grep -q "exited with status" "$GR_WORK/killed.err" "$GR_WORK/killed.out"; then
-        gr_ok "SIGTERM, $mode: exit 2, named as signal 15"
+    if [ $rc -eq 2 ] && grep -qx "greenreplay: conform: the program was killed by signal 15 (SIGTERM, .*)" "$GR_WORK/killed.err" &&
+        ! grep -q "exited with status" "$GR_WORK/killed.err" "$GR_WORK/killed.out" &&
+        { [ $mode = no-record ] || json_signal "$GR_WORK/killed.json" 143 SIGTERM; }; then
+        gr_ok "SIGTERM, $mode: exit 2, named as signal 15$([ $mode = record ] && echo '; --json: program_signal SIGTERM')"
     else
         gr_bad "SIGTERM, $mode: exit $rc"
         gr_show "$GR_WORK/killed.out" "$GR_WORK/killed.err"
+    fi
+    [ $mode = record ] && opt=(--json "$GR_WORK/sigint.json")
+    "$GR_CLI" conform --profiler cprofile "${opt[@]}" --results "$GR_WORK/sigint.res" \
+        -- "$PY" "$ADAPTERS/sigint.py" >"$GR_WORK/sigint.out" 2>"$GR_WORK/sigint.err"
+    rc=$?
+    # (record's own line names conform's temporary trace as such, once)
+    if [ $rc -eq 2 ] && grep -q "^greenreplay: conform: the program was killed by signal 2 (SIGINT, .*)" "$GR_WORK/sigint.err" &&
+        { [ $mode = no-record ] || { json_signal "$GR_WORK/sigint.json" 130 SIGINT &&
+            grep -qx "greenreplay: record: the program was killed by signal 2 (.*); the temporary trace (conform deletes it; --keep keeps it) is complete (recording stopped before)" "$GR_WORK/sigint.err"; }; }; then
+        gr_ok "SIGINT, $mode: exit 2, named as signal 2$([ $mode = record ] && echo '; --json: status 130 as sys.exit(130), program_signal SIGINT')"
+    else
+        gr_bad "SIGINT, $mode: exit $rc"
+        gr_show "$GR_WORK/sigint.out" "$GR_WORK/sigint.err" "$GR_WORK/sigint.json"
     fi
 done
 
@@ -328,6 +361,42 @@ elif ! make -C "$GR_ROOT" -s ext PYTHON="$PY312" ${BUILD:+BUILD="$BUILD"} >"$GR_
 else
     uncaught_case "$PY312" "Python 3.12"
 fi
+
+# A program that runs its own profiler (cProfile, or sys.setprofile) while
+# the adapter's profiler is the thread's profile function displaces it:
+# "unsupported" naming where (exit 2), never false differences (exit 1).
+# A profiler of another slot is not displaced and passes: coverage and
+# line_profiler (the trace function), cProfile on 3.12+ (sys.monitoring,
+# where the program's own cProfile cannot start: own_profiler.py goes on
+# without it).  yappi only before 3.12 (its 3.12+ all-threads install is
+# not checked here).
+old_py=$("$PY" -c 'import sys; print(int(sys.version_info < (3, 12)))')
+for how in cprofile setprofile; do
+    for a in cprofile profile yappi coverage line_profiler; do
+        printf '%s\n' "$available" | grep -qx "$a" || continue
+        [ "$a" = yappi ] && [ "$old_py" = 0 ] && continue
+        want=pass
+        case $a in
+        profile | yappi) [ $how = setprofile ] || [ "$old_py" = 1 ] && want=unsupported ;;
+        cprofile) [ "$old_py" = 1 ] && want=unsupported ;;
+        esac
+        during=sys.setprofile
+        [ $how = cprofile ] && during=_lsprof.Profiler.enable
+        "$GR_CLI" conform --profiler "$a" --json "$GR_WORK/own.json" -- "$PY" "$ADAPTERS/own_profiler.py" "$how" \
+            >"$GR_WORK/own.out" 2>"$GR_WORK/own.err"
+        rc=$?
+        if [ $want = unsupported ] && [ $rc -eq 2 ] && [ ! -s "$GR_WORK/own.out" ] &&
+            grep -qx "greenreplay: conform: unsupported: the program installs its own profiler at own_profiler.py:<module> ($during, event [0-9]*) on thread 1, displacing the profiler under test there (a thread has one profile function): its counts would differ falsely, so nothing is compared" "$GR_WORK/own.err" &&
+            "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"].startswith("unsupported: the program installs its own profiler at ") and d["differences"] == [], d' "$GR_WORK/own.json"; then
+            gr_ok "own profiler ($how), $a: unsupported, exit 2, where it was installed"
+        elif [ $want = pass ] && [ $rc -eq 0 ]; then
+            gr_ok "own profiler ($how), $a: pass (the adapter's profiler is not the profile function)"
+        else
+            gr_bad "own profiler ($how), $a: exit $rc (want $want)"
+            gr_show "$GR_WORK/own.out" "$GR_WORK/own.err"
+        fi
+    done
+done
 
 # Another thread runs while the harness stops a profiler of every thread
 # (yappi, made deterministic by the adapter stop_window.py): the calls it
@@ -382,9 +451,10 @@ if [ $rc -eq 0 ] && "$PY" - "$GR_WORK/pass.json" "$pyver" <<'EOF'; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 for k in ("profiler", "profiler_version", "python", "greenlet", "verdict", "reason",
-          "functions_checked", "differences", "notes", "timing", "program_status"):
+          "functions_checked", "differences", "notes", "timing", "program_status", "program_signal"):
     assert k in d, k
 assert d["profiler"] == "cprofile" and d["verdict"] == "pass" and d["differences"] == []
+assert d["program_status"] == 0 and d["program_signal"] is None, d
 assert d["python"].startswith(sys.argv[2] + "."), d["python"]
 assert d["functions_checked"] >= 5, d["functions_checked"]
 assert d["timing"]["recorded_run_s"] > 0 and d["timing"]["comparison_s"] >= 0
@@ -510,6 +580,7 @@ d = json.load(open(sys.argv[1]))
 assert d["verdict"] == "error", d
 assert re.search(sys.argv[2], d["reason"]), (d["reason"], sys.argv[2])
 assert d["functions_checked"] == 0 and d["differences"] == [] and d["program_status"] is None, d
+assert d["program_signal"] is None, d
 EOF
         gr_ok "--json - on an early error: $label ($(cat "$GR_WORK/je.err"))"
     else
@@ -532,6 +603,9 @@ json_error "unknown adapter" '^--profiler no-such-profiler: not a built-in adapt
 json_error "--no-record with --json" '^--no-record writes no trace and no verdict' --json - --no-record \
     --results "$GR_WORK/nr.json" --profiler cprofile -- "$PY" "$prog"
 [ -e "$GR_WORK/nr.json" ] && gr_bad "--no-record with --json: results were written"
+json_error "--list with --json" '^--list prints the adapters. table, not a verdict: --json is refused' --list \
+    --json - --python "$PY"
+json_error "--list with --json, a bad option too" '^unknown option --bogus$' --list --json - --bogus
 json_error "-o refused" "^-o $GR_WORK/no/t.grt: refused as the trace" --json - -o "$GR_WORK/no/t.grt" \
     --profiler cprofile -- "$PY" "$prog"
 # --json FILE too, when FILE is none of the other paths; never over the
@@ -545,6 +619,16 @@ if [ $rc -eq 2 ] &&
 else
     gr_bad "--json FILE on a usage error: exit $rc"
     gr_show "$GR_WORK/je.out" "$GR_WORK/usage.json"
+fi
+rm -f "$GR_WORK/list.json"
+"$GR_CLI" conform --list --python "$PY" --json "$GR_WORK/list.json" >"$GR_WORK/je.out" 2>"$GR_WORK/je.err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -s "$GR_WORK/je.out" ] && [ "$(wc -l <"$GR_WORK/je.err")" -eq 1 ] &&
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"].startswith("--list prints"), d' "$GR_WORK/list.json"; then
+    gr_ok "--list --json FILE: refused, one line, no table, the error verdict in FILE"
+else
+    gr_bad "--list --json FILE: exit $rc"
+    gr_show "$GR_WORK/je.out" "$GR_WORK/je.err" "$GR_WORK/list.json"
 fi
 "$GR_CLI" conform --json "$prog" --bogus --profiler cprofile -- "$PY" "$prog" >"$GR_WORK/je.out" 2>&1
 rc=$?

@@ -8,9 +8,9 @@ event (no event can come from inside that dispatch), so the program sees
 no reference of the recorder's once the frame's next line runs: the frame
 object's reference count, the program's traced audit hook and a local of
 the program's own trace function (freed when that function returns) are
-the same recorded and unrecorded.  Prints what it saw (not how many times
-the audit hook ran: the recorder's own putting back of its profile
-function raises the audit event too).
+the same recorded and unrecorded.  Prints what it saw, and how many times
+the audit hook ran (the recorder's own slot changes raise no audit event
+the program sees).
 
 The recorder's foothold must also stay in front of the audit hook's events
 (traced, before the change): the toggle's two changes are each written as
@@ -88,3 +88,4 @@ seen = traced()
 sys.settrace(None)
 print("local of the trace function freed when it returned:", seen)
 print("audit hook ran traced, below it:", hook.depth > 2)
+print("audit hook calls:", hook.calls)

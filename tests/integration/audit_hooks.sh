@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# tests/integration/audit_hooks.sh --python PY: the program's own audit hook
+# (sys.addaudithook) sees the same profile and trace events recorded and
+# unrecorded (issue 8, transparency): the recorder's own changes of the
+# profile and trace slots raise no event it sees (tracer/compat.h, slots
+# section), nor does threading's start of a thread without a program hook.
+# tests/integration/programs/audit_events.py logs every sys.setprofile,
+# sys.settrace and sys.monitoring.* event as it happens (cProfile enable,
+# disable and create_stats, sys.setprofile, sys.settrace, threads with and
+# without threading.setprofile, 3.12+ threading.setprofile_all_threads,
+# the recorder's stop at exit) and prints cProfile's counts; the two runs
+# must print the same lines (and the events its trace function saw in
+# work()), and the recording must have seen the program
+# (its calls of work() on each of its three threads).
+# Run with PY and with every other interpreter found: GR_AUDIT_PYTHONS (a
+# space-separated list), else pyenv's 3.9-3.13 (`pyenv root`/versions);
+# the recorder is built for each (make ext PYTHON=...); one that is missing
+# or does not build is skipped.  And in the Debian roots of ci/envs.sh
+# (GR_AUDIT_ENVS, default bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15) that
+# are provisioned; the recorder is built there for this clone when needed.  Greenlet is not needed.
+# One line per test, then "N passed, N failed".  Exit 1 if any failed.
+set -u
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+gr_script_init audit "$@"
+prog=tests/integration/programs/audit_events.py
+
+pythons=("$GR_PY")
+if [ -n "${GR_AUDIT_PYTHONS+set}" ]; then
+    read -r -a more <<<"$GR_AUDIT_PYTHONS"
+else
+    proot=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+    more=()
+    for d in "$proot"/versions/3.9.* "$proot"/versions/3.1[0-3].*; do
+        [ -d "$d" ] || continue
+        v=$(basename "$d")
+        more+=("$d/bin/python${v%.*}")
+    done
+fi
+pythons+=("${more[@]}")
+
+# compare LABEL OUT: OUT.plain (unrecorded output), OUT.log (recorded
+# output) and OUT.grt (the trace), record's exit status in $rc.
+compare() {
+    local label=$1 out=$2 threads events
+    grep -v '^greenreplay\|^envs: ' "$out.log" >"$out.rec"
+    grep -v '^envs: ' "$out.plain" >"$out.plainf"
+    "$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
+    threads=$(awk '$2 == "CALL" && $5 == "work" { print $3 }' "$out.dump" | sort -u | wc -l)
+    events=$(grep -c '^audit ' "$out.plainf")
+    if [ "$rc" -ne 0 ]; then
+        gr_bad "audit events with $label: record exit $rc"
+        gr_show "$out.log"
+    elif [ "$events" -lt 7 ] || ! grep -q '^work 1$' "$out.plainf"; then
+        gr_bad "audit events with $label: the program did not run through unrecorded ($events events)"
+        gr_show "$out.plainf"
+    elif ! diff -u "$out.plainf" "$out.rec" >"$out.diff"; then
+        gr_bad "audit events with $label: the program's audit hook saw other events recorded (- unrecorded, + recorded)"
+        gr_show "$out.diff"
+    elif [ "$threads" -ne 3 ]; then
+        gr_bad "audit events with $label: the recording saw work() on $threads threads, expected 3"
+    else
+        gr_ok "audit events with $label: the same $events events and cProfile counts recorded and unrecorded; work() recorded on 3 threads"
+    fi
+}
+
+n=0
+for py in "${pythons[@]}"; do
+    n=$((n + 1))
+    if ! ver=$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null); then
+        echo "SKIP  audit events with $py: not an interpreter"
+        continue
+    fi
+    if [ "$n" -gt 1 ] && ! make -C "$GR_ROOT" -s ext PYTHON="$py" >"$GR_WORK/build.$n.log" 2>&1; then
+        echo "SKIP  audit events with $py ($ver): the recorder does not build for it"
+        continue
+    fi
+    out=$GR_WORK/run.$n
+    (cd "$GR_ROOT" && "$py" "$prog") >"$out.plain" 2>&1
+    (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$py" "$prog") >"$out.log" 2>&1
+    rc=$?
+    compare "$ver" "$out"
+done
+
+# Debian roots (ci/envs.sh) that are provisioned (their roots are not made
+# here: about a minute each).  The recorder is built for this clone when its
+# build is missing or older than tracer/ (ci/envs.sh build ID, about 20 s):
+# an old build would test the old recorder.
+for id in ${GR_AUDIT_ENVS-bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15}; do
+    state=$("$GR_ROOT/ci/envs.sh" list --json "$id" 2>/dev/null |
+        "$GR_PY" -c 'import json, sys; e = json.load(sys.stdin)[0]; print(e["status"], e.get("recorder") or "missing")' 2>/dev/null)
+    case $state in
+    "ready built") ;;
+    ready\ *|"not provisioned missing")
+        # ready but stale, or a root whose only missing step is the build
+        if ! "$GR_ROOT/ci/envs.sh" build "$id" >"$GR_WORK/build.$id.log" 2>&1; then
+            echo "SKIP  audit events in $id: not provisioned or the recorder does not build ($(tail -n 1 "$GR_WORK/build.$id.log"))"
+            continue
+        fi ;;
+    *)
+        echo "SKIP  audit events in $id: ${state:-unknown environment} (ci/envs.sh provision $id)"
+        continue ;;
+    esac
+    n=$((n + 1))
+    out=$GR_WORK/run.$n
+    (cd "$GR_ROOT" && ci/envs.sh run "$id" -- python "$prog") >"$out.plain" 2>&1
+    (cd "$GR_ROOT" && ci/envs.sh record "$id" -o "$out.grt" -- "$prog") >"$out.log" 2>&1
+    rc=$?
+    compare "$id" "$out"
+done
+gr_tally

@@ -1,0 +1,15 @@
+"""A program killed by SIGINT sent to itself (tests/integration/conform.sh):
+Python raises KeyboardInterrupt, runs its atexit hooks (the adapter's
+results are written) and then kills itself with SIGINT, so its status is
+130 as with exit130.py's sys.exit(130); conform's --json must tell the two
+apart by program_signal."""
+import os
+import signal
+
+
+def work(n):
+    return n + 1
+
+
+work(1)
+os.kill(os.getpid(), signal.SIGINT)
