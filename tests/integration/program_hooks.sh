@@ -8,7 +8,9 @@
 #    as the callback's (check clean), and the program prints the same lines
 #    recorded and unrecorded; set before start() (--manual,
 #    programs/partial_callback_chained.py), in callback mode the HOOK says
-#    the recorder chains to it.
+#    the recorder chains to it; under the mutguard mutant (greenlet without
+#    its TracingGuard; its venv when built) callback_guard names the
+#    partials' functions.
 #  - greenlet switches made inside the program's own profile function
 #    (programs/switch_in_profile.py): callback mode writes each of them
 #    (tracing 1) and the death of the greenlet that ran there whole;
@@ -61,6 +63,33 @@ for mode in passive callback; do
         gr_bad "partial and builtin greenlet callbacks ($mode): record exit $(cat "$tr.rc"), check exit $(cat "$tr.crc"), HOOKs '$hooks'"
         gr_show "$tr.out" "$tr.check"
     fi
+done
+
+# The mutguard mutant (greenlet without its TracingGuard, ci/mutants/,
+# venvs of tests/mutants/run.sh --prepare): callback_guard now sees the
+# partials' calls, by the code they run, in both modes.
+cache=$(realpath -m "${GREENREPLAY_CACHE:-$HOME/.cache/greenreplay}")
+for mpy in "$cache"/matrix/venvs/mutguard-*/bin/python; do
+    [ -x "$mpy" ] || { echo "SKIP  partial callbacks under mutguard: venv not built (tests/mutants/run.sh --prepare mutguard-3.11)"; break; }
+    mname=$(basename "$(dirname "$(dirname "$mpy")")")
+    if ! PYTHONPATH=${BUILD:-$GR_ROOT/build}/python "$mpy" -c 'import greenreplay._greenreplay' 2>/dev/null; then
+        echo "SKIP  partial callbacks under $mname: no recorder built for it (make ext PYTHON=$mpy)"
+        continue
+    fi
+    for mode in passive callback; do
+        tr=$work/$mname.$mode
+        (cd "$progs" && timeout 120 "$GR_CLI" record --switches "$mode" -o "$tr.grt" -- "$mpy" partial_callback.py) \
+            >"$tr.out" 2>&1
+        "$GR_CLI" check "$tr.grt" >"$tr.check" 2>&1
+        named=$(sed -n 's/^callback_guard at event [0-9]* (t1 g2): greenlet ran its trace callback \([^ ]*\) .*/\1/p' "$tr.check" |
+                sed 's/^note$/Sink.note/' | tr '\n' ' ')
+        if [ "$named" = "callback Sink.note " ]; then
+            gr_ok "partial callbacks under $mname ($mode): callback_guard names $named"
+        else
+            gr_bad "partial callbacks under $mname ($mode): callback_guard named '$named' (want 'callback Sink.note ')"
+            gr_show "$tr.out" "$tr.check"
+        fi
+    done
 done
 
 # The same, set before start() and chained to by the recorder's callback.
