@@ -327,9 +327,10 @@ static uint64_t doze_skip(const gr_sampler *s)
 
 /* Sleep through `skip` sampling times, the first at *next: until the
  * sampling time after them, unless a drain (gr_sampler_drain) takes
- * samples meanwhile, or stop.  The sampling times passed are counted as
- * thinned (as take_sample would have) and *next moves past them.  Returns
- * 1 when stopping, else 0; *early receives whether a drain cut it short. */
+ * samples meanwhile, or stop.  The sampling times passed (all of them, or
+ * those up to now when cut short) are counted as thinned, as take_sample
+ * would have, and *next moves past them.  Returns 1 when stopping, else
+ * 0; *early receives whether a drain cut it short. */
 static int doze(gr_sampler *s, struct timespec *next, uint64_t skip, int *early)
 {
     struct timespec until = *next;
@@ -348,22 +349,22 @@ static int doze(gr_sampler *s, struct timespec *next, uint64_t skip, int *early)
     s->wake_req = 0;
     atomic_store_explicit(&s->dozing, 0, memory_order_relaxed);
     pthread_mutex_unlock(&s->wake_lock);
-    if (atomic_load_explicit(&s->stop, memory_order_acquire))
-        return 1;
+    int stopping = atomic_load_explicit(&s->stop, memory_order_acquire);
     uint64_t passed = skip;
-    if (*early) { /* the sampling times up to now */
+    if (*early || stopping) { /* the sampling times up to now */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         int64_t d = (int64_t)(now.tv_sec - next->tv_sec) * 1000000000 + (now.tv_nsec - next->tv_nsec);
         passed = d < 0 ? 0 : 1 + (uint64_t)d / s->interval_ns;
         passed = passed < skip ? passed : skip;
-        __atomic_store_n(&s->woken, s->woken + 1, __ATOMIC_RELAXED);
+        if (*early)
+            __atomic_store_n(&s->woken, s->woken + 1, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&s->ticks, s->ticks + passed, __ATOMIC_RELAXED);
     __atomic_store_n(&s->dozed, s->dozed + passed, __ATOMIC_RELAXED);
     thinned(s, passed);
     add_ns(next, passed * s->interval_ns);
-    return 0;
+    return stopping;
 }
 
 static void *sampler_main(void *arg)
