@@ -206,10 +206,9 @@ void gr_sampler_stop(gr_sampler *s);
  * META sampler_samples_thinned, after the last drain); the stride returns
  * to 1 once the ring has room for every sample of the own buffer again
  * (the consumer drained it: the own buffer is empty at a sampling time).
- * Only an own buffer that
- * holds fewer than two samples and less room than the largest cannot be
- * thinned: the sampling time is then skipped and counted in s->lost_full
- * (META sampler_samples_lost_full).  That needs out_cap below the largest
+ * Only an own buffer that holds fewer than two samples and less room than
+ * the largest cannot be thinned: the sampling time is then skipped and
+ * counted in s->lost_full (META sampler_samples_lost_full).  That needs out_cap below the largest
  * sample plus the one held, so a ring_max below two of the largest
  * samples: without one, out_cap >= min(64 MiB, 4 x largest + 64) >= 2 x
  * largest for every keep (at GR_SAMPLER_KEEP_MAX the largest is 20.2
