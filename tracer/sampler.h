@@ -210,9 +210,9 @@ void gr_sampler_stop(gr_sampler *s);
  * the largest cannot be thinned: the sampling time is then skipped and
  * counted in s->lost_full (META sampler_samples_lost_full).  That needs
  * out_cap below the largest sample plus the one held, so a ring_max below
- * two of the largest samples: without one, out_cap >= min(64 MiB, 4 x largest + 64) >= 2 x
- * largest for every keep (at GR_SAMPLER_KEEP_MAX the largest is 20.2
- * MiB).  A sample above the ring's greatest entry (half of it: again only
+ * two of the largest samples: without one, out_cap >= min(64 MiB, 4 x
+ * largest + 64) >= 2 x largest for every keep (at GR_SAMPLER_KEEP_MAX the
+ * largest is 20.2 MiB).  A sample above the ring's greatest entry (half of it: again only
  * with such a ring_max) is dropped when it is taken and counted in
  * s->lost_large, not in s->nsamples: the samples passed here are exactly
  * s->nsamples (thinned ones are subtracted from it as they are dropped).
