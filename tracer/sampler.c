@@ -354,7 +354,8 @@ static int doze(gr_sampler *s, struct timespec *next, uint64_t skip, int *early)
     if (*early || stopping) { /* the sampling times up to now */
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t d = (int64_t)(now.tv_sec - next->tv_sec) * 1000000000 + (now.tv_nsec - next->tv_nsec);
+        int64_t d = (int64_t)(now.tv_sec - next->tv_sec) * 1000000000 +
+                    (now.tv_nsec - next->tv_nsec);
         passed = d < 0 ? 0 : 1 + (uint64_t)d / s->interval_ns;
         passed = passed < skip ? passed : skip;
         if (*early)
