@@ -31,8 +31,12 @@
 #     GREENREPLAY_SAMPLER_RING, a sample every 200 us), with and without the
 #     profile function: the own buffer never holds more than its capacity
 #     and is thinned instead of losing samples (stride 4 at least), so the
-#     samples kept span the stretch (some in its first quarter, some in
-#     its last); the sampling times without a kept sample are counted
+#     samples kept span the stretch evenly (some in its first quarter, some
+#     in its last, and the first quarter not denser than 3 times the last,
+#     plus 4: the ring's samples are thinned too); the sampler thread sleeps
+#     through sampling times it does not take (META-free figures of
+#     _sampler_registry(): `dozed`, fewer wakes than sampling times); the
+#     sampling times without a kept sample are counted
 #     (META sampler_samples_thinned, the count the sampler reported),
 #     `check --stall` warns with that count, none is lost, and every
 #     sample kept is in the side channel (its trailer and `check --stall`
@@ -214,9 +218,10 @@ a, b = d["idle_from"], d["idle_to"]
 q = (b - a) // 4
 print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]), i["samples_thinned"],
       e["samples_thinned"], e["samples_lost_full"], e["samples"], e["thin_stride_peak"],
-      sum(a <= x < a + q for x in t), sum(b - q <= x < b for x in t))' "$tr.out" "$tr.samples" 2>/dev/null)
-    read -r ring buf peak thin_idle thin_end lost_end taken stride first_q last_q \
-        <<<"${figs:-x x x x x x x x x x}"
+      sum(a <= x < a + q for x in t), sum(b - q <= x < b for x in t), i["dozed"],
+      i["sampling_times"] - i["wakes"])' "$tr.out" "$tr.samples" 2>/dev/null)
+    read -r ring buf peak thin_idle thin_end lost_end taken stride first_q last_q dozed slept \
+        <<<"${figs:-x x x x x x x x x x x x}"
     meta=$(sed -n 's/^# sampler_samples_thinned: \([0-9]*\)$/\1/p' "$tr.dump")
     meta_lost=$(sed -n 's/^# sampler_samples_lost_full: \([0-9]*\)$/\1/p' "$tr.dump")
     warned=$(sed -n 's/^warning: \([0-9]*\) sampling times without a sample kept: .*thinned.*/\1/p' "$tr.check")
@@ -245,14 +250,18 @@ print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]
         gr_bad "$name: buffer peak $peak; thinned $thin_idle after the idle, $thin_end at the end" \
                "(stride up to $stride), META '$meta', check --stall warned of '$warned'"
         gr_show "$tr.check"
-    elif [ "$first_q" -eq 0 ] || [ "$last_q" -eq 0 ]; then
-        gr_bad "$name: the samples kept do not span the idle stretch: $first_q in its first" \
-               "quarter, $last_q in its last"
+    elif [ "$first_q" -eq 0 ] || [ "$last_q" -eq 0 ] || [ "$first_q" -gt $((3 * last_q + 4)) ]; then
+        gr_bad "$name: the samples kept do not span the idle stretch evenly: $first_q in its" \
+               "first quarter, $last_q in its last"
+    elif [ "$dozed" -eq 0 ] || [ "$slept" -le 0 ]; then
+        gr_bad "$name: the sampler thread slept through $dozed sampling times, woke for all but" \
+               "$slept of them (want it to sleep through some while it thins)"
     elif [ "$how" = profile ] && [ "$mism" != 0 ]; then
         gr_bad "$name: sampled stacks mismatched: '$mism'"; gr_show "$tr.check"
     else
         gr_ok "$name: own buffer held at most $peak of $buf bytes; thinned (stride up to $stride):" \
-              "$first_q samples kept in the first quarter of the stretch, $last_q in the last;" \
+              "$first_q samples kept in the first quarter of the stretch, $last_q in the last" \
+              "(the start thinned as the rest); $dozed sampling times slept through;" \
               "$meta sampling times thinned, counted (META, check --stall warning); $got_p kept," \
               "all in the side channel"
     fi
