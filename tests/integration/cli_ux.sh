@@ -7,10 +7,11 @@
 #   check -q: one stdout line per trace, also "FILE: unusable: CAUSE" for a
 #     missing or corrupt one (its stderr line stays, exit status unchanged)
 #   greenreplay.recording() that raises on entry leaves no temporary directory
-#   help texts: check's ground truth counts SWITCH stacks; export's summary
-#     terms are the ones it prints (switches); colour follows the terminal and
-#     NO_COLOR / TERM=dumb turn it off (greenreplay --help, the man page, and
-#     the CLI on a pseudo-terminal)
+#   help texts: no line of greenreplay --help or any command's --help is
+#     over 80 columns; check's ground truth counts SWITCH stacks; export's
+#     summary terms are the ones it prints (switches); colour follows the
+#     terminal and NO_COLOR / TERM=dumb turn it off (greenreplay --help, the
+#     man page, and the CLI on a pseudo-terminal)
 #   an empty trace's coverage says "no threads recorded" (text and HTML), JSON
 #     stays numeric
 #   record after a program that left without the recorder's stop (os._exit,
@@ -229,6 +230,23 @@ if [ $terms_ok = 1 ] && ! printf '%s\n' "$eh" | grep -qw flows; then
     gr_ok "export --help's summary terms are the ones export prints (switches, not flows)"
 else
     gr_bad "export --help summary: '$sum' against '$(cat "$W/e.err")'"
+fi
+# every help text fits an 80-column terminal: greenreplay --help and the
+# --help of each command its "commands:" list names (tabs expanded)
+cmds=$("$cli" --help | sed -n '/^commands:/,/^$/p' | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p')
+wide=""
+for c in "" $cmds; do
+    if ! out=$("$cli" $c --help 2>&1); then
+        wide+=" ${c:-greenreplay}:--help-failed"
+        continue
+    fi
+    n=$(printf '%s\n' "$out" | expand | awk 'length($0) > 80' | wc -l)
+    [ "$n" -eq 0 ] || wide+=" ${c:-greenreplay}:$n"
+done
+if [ "$(printf '%s\n' $cmds | wc -l)" -ge 10 ] && [ -z "$wide" ]; then
+    gr_ok "--help of greenreplay and of its $(printf '%s\n' $cmds | wc -l) commands: no line over 80 columns"
+else
+    gr_bad "help lines over 80 columns (command:lines):${wide:- none, but only '$(echo $cmds)' found in the commands list}"
 fi
 mh=$("$cli" --help | tr '\n' ' ')
 man=$(tr '\n' ' ' <"$GR_ROOT/docs/greenreplay.1")
