@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "diff.h"
+#include "diff_run.h"
 #include "launch.h"
 #include "script.h"
 #include "trace_builder.h"
@@ -353,22 +354,10 @@ static int diff_of(enum how ha, int extra_a, enum how hb, int extra_b, int c_nam
     size_t ret[3];
     build(&a, ha, extra_a, ret);
     build(&b, hb, extra_b, ret);
-    gr_trace ta, tb_;
-    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
-    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
     gr_diff_opts o;
     gr_diff_defaults(&o);
     o.c_names = c_names;
-    size_t len;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
-    int rc = gr_diff(f, &ta, "A", &tb_, "B", &o);
-    fclose(f);
-    gr_trace_free(&ta);
-    gr_trace_free(&tb_);
-    tb_cleanup(&a);
-    tb_cleanup(&b);
-    return rc;
+    return tb_diff(&a, &b, &o, out);
 }
 
 /* The first hunk header's text after "@@ -a,b +c,d @@ " (the greenlet
