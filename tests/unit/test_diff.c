@@ -13,7 +13,7 @@
 #include "diff.h"
 #include "diff_align.h"
 #include "diff_ignore.h"
-#include "diff_run.h"
+#include "tb_run.h"
 #include "trace_builder.h"
 
 #include <stdio.h>

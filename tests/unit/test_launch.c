@@ -12,9 +12,9 @@
 #include <cmocka.h>
 
 #include "diff.h"
-#include "diff_run.h"
 #include "launch.h"
 #include "script.h"
+#include "tb_run.h"
 #include "trace_builder.h"
 
 #include <stdio.h>
@@ -251,17 +251,8 @@ static size_t script_of(enum how how, int anonymize, char **prog, char **notes)
     tb b;
     size_t ret[3];
     build(&b, how, 0, ret);
-    gr_trace t;
-    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
-    gr_script_opts o = {.anonymize = anonymize, .source = NULL};
-    gr_sb p, n;
-    gr_sb_init(&p);
-    gr_sb_init(&n);
-    size_t k = gr_script_write(&t, &o, &p, &n);
-    gr_trace_free(&t);
+    size_t k = tb_script(&b, anonymize, NULL, prog, notes);
     tb_cleanup(&b);
-    *prog = gr_sb_take(&p);
-    *notes = gr_sb_take(&n);
     return k;
 }
 
