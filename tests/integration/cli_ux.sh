@@ -355,28 +355,30 @@ else
     gr_bad "record, SIGINT to it: want exit 130 and 'the trace ... is complete'"
     gr_show "$W/int.out" "$W/int.err"
 fi
-"$cli" record -o "$W/h.grt" "$W/raises.py" >/dev/null 2>"$W/h.err"
-rc=$?
-if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
-   [ "$(cat "$W/h.err")" = "greenreplay: record: need PYTHON before the script, e.g. \`-- python3 $W/raises.py\` (\`greenreplay record --help\` shows the usage)" ]; then
-    gr_ok "record -o F SCRIPT.py (no PYTHON): exit 2, one line asking for PYTHON before the script"
-else
-    gr_bad "record -o F SCRIPT.py without PYTHON (exit $rc)"
-    gr_show "$W/h.err"
-fi
+# record_refused NAME WANT ARGS...: `record -o $W/h.grt ARGS...` exits 2,
+# writes no trace, and its stderr is the one line WANT.
+record_refused() {
+    local name=$1 want=$2 rc
+    shift 2
+    "$cli" record -o "$W/h.grt" "$@" >/dev/null 2>"$W/h.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] && [ "$(cat "$W/h.err")" = "$want" ]; then
+        gr_ok "$name"
+    else
+        gr_bad "$name: exit $rc, want 2 and the line '$want'"
+        gr_show "$W/h.err"
+    fi
+}
+record_refused "record -o F SCRIPT.py (no PYTHON): exit 2, one line asking for PYTHON before the script" \
+    "greenreplay: record: need PYTHON before the script, e.g. \`-- python3 $W/raises.py\` (\`greenreplay record --help\` shows the usage)" \
+    "$W/raises.py"
 
 # record with an empty interpreter argument, or one that does not run: one
 # line naming the cause, exit 2, no trace.  (The empty name was looked up
 # on PATH, found a directory, and "record:  does not run" named nothing.)
-"$cli" record -o "$W/h.grt" -- "" "$W/raises.py" >/dev/null 2>"$W/h.err"
-rc=$?
-if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
-   [ "$(cat "$W/h.err")" = "greenreplay: record: the interpreter is empty (PYTHON, the first word after --, e.g. \`-- python3 SCRIPT\`) (\`greenreplay record --help\` shows the usage)" ]; then
-    gr_ok "record -- \"\" SCRIPT: exit 2, one line saying the interpreter is empty"
-else
-    gr_bad "record -- \"\" SCRIPT (exit $rc)"
-    gr_show "$W/h.err"
-fi
+record_refused "record -- \"\" SCRIPT: exit 2, one line saying the interpreter is empty" \
+    "greenreplay: record: the interpreter is empty (PYTHON, the first word after --, e.g. \`-- python3 SCRIPT\`) (\`greenreplay record --help\` shows the usage)" \
+    -- "" "$W/raises.py"
 mkdir -p "$W/notpy"
 for bad in /bin/false "$W/notpy" "$W/no-such-python"; do
     case $bad in
