@@ -227,8 +227,14 @@ static void idle_in(enum gr_reg_mode mode)
     assert_true(ld(&s->thinned) > 0);
     assert_true(ld(&s->out_peak) <= s->out_cap);
     /* A consumer now: it takes everything, the stretch is over.  The
-     * samples of the stretch are those before d.cut. */
+     * samples of the stretch are those taken before its first drain
+     * returned (d.cut, set then: every sample the own buffer holds at that
+     * point is handed to the ring at the next sampling time, before any
+     * thinning could drop the newest of them, however long this thread is
+     * descheduled before the cut). */
     drained d = {0};
+    d.cut = UINT64_MAX;
+    gr_sampler_drain(s, take, &d);
     d.cut = gr_now_ns() - s->t0;
     for (int i = 0; i < 2000 && ld(&s->stride) != 1; i++) {
         gr_sampler_drain(s, take, &d);
