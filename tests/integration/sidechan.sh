@@ -294,31 +294,31 @@ else
     gr_ok "$name: $meta over-large samples dropped and counted (META, warning), $got_p kept," \
           "trailer and side channel agree"
 fi
-for var in GREENREPLAY_SAMPLER_RING_MAX GREENREPLAY_SAMPLER_RING; do
-    for v in 1023 67108865 12k -1 0 x; do
-        name="$var=$v refused"
-        out=$(cd "$work" && env "$var=$v" timeout 60 "$PY" "$PROG/sidechan_idle.py" \
-            "$work/bad.grt" --idle 0 2>&1)
-        rc=$?
-        if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
-            grep -q "^ValueError: $var=$v: must be a number of bytes from 1024 to 67108864$"; then
-            gr_ok "$name (ValueError)"
-        else
-            gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
-        fi
-    done
-done
-for k in 8193 -1 4294967296; do
-    name="start(keep=$k) with the sampler refused"
-    out=$(cd "$work" && timeout 60 "$PY" -c 'import sys, greenreplay
-greenreplay.start(sys.argv[1], sampler="two-phase", keep=int(sys.argv[2]))' "$work/keep.grt" "$k" 2>&1)
+# refused NAME WANT CMD...: CMD, run in $work, exits non-zero and the last
+# line of its output is WANT (the ValueError that refuses a bad setting).
+refused() {
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$(cd "$work" && "$@" 2>&1)
     rc=$?
-    if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
-        grep -q "^ValueError: keep=$k: must be a number of stacks per sample from 0 to 8192$"; then
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | tail -1)" = "$want" ]; then
         gr_ok "$name (ValueError)"
     else
         gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
     fi
+}
+for var in GREENREPLAY_SAMPLER_RING_MAX GREENREPLAY_SAMPLER_RING; do
+    for v in 1023 67108865 12k -1 0 x; do
+        refused "$var=$v refused" \
+            "ValueError: $var=$v: must be a number of bytes from 1024 to 67108864" \
+            env "$var=$v" timeout 60 "$PY" "$PROG/sidechan_idle.py" "$work/bad.grt" --idle 0
+    done
+done
+for k in 8193 -1 4294967296; do
+    refused "start(keep=$k) with the sampler refused" \
+        "ValueError: keep=$k: must be a number of stacks per sample from 0 to 8192" \
+        timeout 60 "$PY" -c 'import sys, greenreplay
+greenreplay.start(sys.argv[1], sampler="two-phase", keep=int(sys.argv[2]))' "$work/keep.grt" "$k"
 done
 # keep=8192, the greatest: the sampler starts (its buffers allocated: no
 # error counted in the trailer).

@@ -96,6 +96,19 @@ static char *report_of(const gr_trace *t, const gr_check_result *res)
     return buf;
 }
 
+/* Opens f's file streamed into *st: one chunk at a time, or, batch > 0,
+ * the first chunk with records whole (as check and dump read it), then
+ * batches of `batch` records. */
+static void open_streamed(const fx *f, gr_trace *st, size_t batch)
+{
+    assert_int_equal(gr_trace_open(st, f->b.path), GR_READ_OK);
+    if (batch) {
+        while (!st->nrecs && gr_trace_next_chunk(st) > 0)
+            ;
+        gr_trace_set_batch(st, batch);
+    }
+}
+
 /* The same file checked streamed (one 48-byte chunk at a time, or after
  * the first chunk batches of `batch` records, 0 the default; context lines
  * kept by the checker) gives the same report as loaded whole. */
@@ -103,12 +116,7 @@ static void same_streamed_batch(fx *f, size_t batch)
 {
     gr_trace st;
     gr_check_result sr;
-    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
-    if (batch) { /* the first chunk with records whole, as check and dump do */
-        while (!st.nrecs && gr_trace_next_chunk(&st) > 0)
-            ;
-        gr_trace_set_batch(&st, batch);
-    }
+    open_streamed(f, &st, batch);
     assert_int_not_equal(gr_check_stream(&st, &sr), SIZE_MAX);
     assert_true(st.streaming);
     assert_true(gr_trace_count(&st) == f->t.nrecs);
@@ -119,12 +127,7 @@ static void same_streamed_batch(fx *f, size_t batch)
     gr_check_result_free(&sr);
     gr_trace_free(&st);
     /* dump, streamed, writes what it writes from the loaded trace */
-    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
-    if (batch) { /* the first chunk with records whole, as check and dump do */
-        while (!st.nrecs && gr_trace_next_chunk(&st) > 0)
-            ;
-        gr_trace_set_batch(&st, batch);
-    }
+    open_streamed(f, &st, batch);
     char *da = NULL, *db = NULL;
     size_t la = 0, lb = 0;
     FILE *ma = open_memstream(&da, &la), *mb = open_memstream(&db, &lb);
@@ -998,9 +1001,7 @@ static uint64_t switch_to_stale(fx *f, uint64_t stale, uint64_t flags)
 {
     tb_greenlet(&f->b, 1, 2, 1, GR_GL_SUSPENDED, 1, f->x);                     /* 4 */
     uint64_t sw = tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, flags, 0, 0);       /* 5 */
-    gr_record r = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 1,
-                   .use_tracing = stale};
-    tb_rec(&f->b, &r, NULL);                                                  /* 6 */
+    tb_instr(&f->b, 1, 2, 3, 1, stale);                                       /* 6 */
     return sw;
 }
 
@@ -1067,9 +1068,7 @@ static void test_predicted_blind_spot_refuted_by_own_return(void **state)
     /* g2 seeded [y x] (not suspended: no C call open), x is resumed */
     tb_greenlet(&f.b, 1, 2, 1, 0, 2, f.y, f.x);                                  /* 4 */
     tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
-    gr_record r = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 2,
-                   .use_tracing = 2};
-    tb_rec(&f.b, &r, NULL);                                                      /* 6 */
+    tb_instr(&f.b, 1, 2, 3, 2, 2);                                               /* 6 */
     uint64_t ret = tb_ev(&f.b, GR_RETURN, 1, 2, f.x);                            /* 7 */
     load_check(&f, 0);
     expect_clean(&f);
@@ -1140,8 +1139,7 @@ static void test_predicted_blind_spot_unconfirmed(void **state)
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
     /* Back into g2, still stale at the same version: not predicted again. */
     tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
-    gr_record again = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 1, .use_tracing = 1};
-    tb_rec(&f.b, &again, NULL);
+    tb_instr(&f.b, 1, 2, 3, 1, 1);
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
     load_check(&f, 0);
     expect(&f, GR_RULE_PROPAGATION, sw, "not confirmed: no MARK ran");
@@ -1167,9 +1165,7 @@ static uint64_t predict_round(fx *f, uint64_t g, uint64_t version, int blind)
     uint64_t flags = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET;
     tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
     uint64_t i = tb_switch(&f->b, GR_SWITCH, 1, 1, g, 1, flags, 0, 0);
-    gr_record in = {.tag = GR_INSTR, .tid = 1, .gid = g, .tracing = version, .parent = 1,
-                    .use_tracing = 1};
-    tb_rec(&f->b, &in, NULL);
+    tb_instr(&f->b, 1, g, version, 1, 1);
     if (blind) { /* x's own C calls are lost: its c_call of switch too */
         tb_mark(&f->b, 1, g, f->label, f->mk, GR_MARK_PROFILE_OURS, 1, f->x);
     } else {
@@ -1252,9 +1248,7 @@ static void test_predicted_open_while_many_settle(void **state)
     tb_ev(&f.b, GR_C_CALL, 2, 100, f.sw);
     uint64_t sw2 = tb_switch(&f.b, GR_SWITCH, 2, 100, 101, 1,
                              GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
-    gr_record in = {.tag = GR_INSTR, .tid = 2, .gid = 101, .tracing = 3, .parent = 1,
-                    .use_tracing = 1};
-    tb_rec(&f.b, &in, NULL);
+    tb_instr(&f.b, 2, 101, 3, 1, 1);
     for (int round = 0; round < 3; round++)
         for (uint64_t k = 0; k < 64; k++)
             predict_round(&f, 10 + k, 3 + (uint64_t)round, 0);
