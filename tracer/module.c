@@ -1165,7 +1165,8 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
  * (sampler.h): `ring_bytes` and `buffer_bytes` (capacities of its handoff
  * ring and own buffer, fixed), `buffer_peak` (most bytes its own buffer
  * held so far), `samples_lost_full` (sampling times skipped, both full and
- * the buffer too small to thin), and its thinning (sampler.h):
+ * the buffer too small to thin), `samples_lost_large` (samples larger
+ * than the ring takes, dropped), and its thinning (sampler.h):
  * `sampling_times` (so far), `samples_thinned` (sampling times without a
  * kept sample), `thin_stride` (now: 1 when not thinning) and
  * `thin_stride_peak`, `wakes` (sampling times its thread woke for) and
@@ -1185,6 +1186,7 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
         r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
     gr_sampler *s = r->sampler;
     unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
+    unsigned long long lost_large = s ? __atomic_load_n(&s->lost_large, __ATOMIC_RELAXED) : 0;
     Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;
     unsigned long long ticks = s ? __atomic_load_n(&s->ticks, __ATOMIC_RELAXED) : 0;
     unsigned long long thinned = s ? __atomic_load_n(&s->thinned, __ATOMIC_RELAXED) : 0;
@@ -1193,14 +1195,15 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
     unsigned long long wakes = s ? __atomic_load_n(&s->wakes, __ATOMIC_RELAXED) : 0;
     unsigned long long dozed = s ? __atomic_load_n(&s->dozed, __ATOMIC_RELAXED) : 0;
     unsigned long long start_ns = s ? s->t0 : 0;
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
                          "capacity", g->cap - 1,
                          "live", g->live, "peak_live", g->peak_live, "reused",
                          (unsigned long long)g->reused, "untracked", (unsigned long long)g->overflow,
                          "bytes", (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled,
                          "ring_bytes", (Py_ssize_t)(s ? s->ho.cap : 0), "buffer_bytes",
                          (Py_ssize_t)(s ? s->out_cap : 0), "buffer_peak", peak,
-                         "samples_lost_full", lost, "sampling_times", ticks, "samples_thinned",
+                         "samples_lost_full", lost, "samples_lost_large", lost_large,
+                         "sampling_times", ticks, "samples_thinned",
                          thinned, "thin_stride", stride, "thin_stride_peak", stride_peak, "wakes",
                          wakes, "dozed", dozed, "start_ns", start_ns);
 }

@@ -271,7 +271,7 @@ done
 tr=$work/large.grt
 name="ring capped at 1 KiB, one greenlet 120 frames deep"
 (cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=1024 timeout 120 "$PY" "$PROG/sidechan_idle.py" "$tr" \
-    --idle 0 --depths 3,3,120,3,3) >"$tr.out" 2>"$tr.err"
+    --idle 0 --depths 3,3,120,3,3 --until-lost-large) >"$tr.out" 2>"$tr.err"
 rc=$?
 "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
 crc=$?
