@@ -157,9 +157,12 @@ $(PKG_DIR)/%.py: tracer/greenreplay/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ)
+# The tests' shared headers (trace_builder.h, tb_run.h...) are
+# prerequisites, not inputs of the link.
+UNIT_HDR := $(wildcard tests/unit/*.h)
+$(BUILD)/tests/%: tests/unit/%.c $(REPLAY_OBJ) $(UNIT_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lcmocka
 
 # test_handoff races the sampler's sample ring (pure C, two threads).
 $(BUILD)/tests/test_handoff: $(BUILD)/obj/tracer/handoff.o

@@ -32,10 +32,12 @@
 #include <unistd.h>
 
 const char gr_conform_usage[] =
-    "usage: greenreplay conform --profiler NAME|PATH.py [--json FILE] [-o TRACE] [--keep]\n"
-    "                           [--root DIR] [--switches passive|callback]\n"
-    "                           [--results FILE] [--no-record] -- PYTHON SCRIPT [ARGS...]\n"
-    "       greenreplay conform --profiler NAME|PATH.py --python PY [...] -- SCRIPT [ARGS...]\n"
+    "usage: greenreplay conform --profiler NAME|PATH.py [--json FILE] [-o TRACE]\n"
+    "                           [--keep] [--root DIR] [--switches passive|callback]\n"
+    "                           [--results FILE] [--no-record]\n"
+    "                           -- PYTHON SCRIPT [ARGS...]\n"
+    "       greenreplay conform --profiler NAME|PATH.py --python PY [...]\n"
+    "                           -- SCRIPT [ARGS...]\n"
     "       greenreplay conform --list [--python PY]\n"
     "\n"
     "Run SCRIPT recorded (as `greenreplay record` does: whole program, passive\n"
@@ -83,7 +85,8 @@ const char gr_conform_usage[] =
     "                    recorder; write --results (required) and compare nothing:\n"
     "                    for checking that recording changes no result (exit 0,\n"
     "                    or 2 when the program failed: its status is printed)\n"
-    "  --root DIR        code file names relative to DIR (default: SCRIPT's directory)\n"
+    "  --root DIR        code file names relative to DIR (default: SCRIPT's\n"
+    "                    directory)\n"
     "  --switches MODE   the recorder's switch detection (default passive)\n"
     "\n"
     "--json, --results and -o are checked before anything runs: a path that\n"

@@ -74,8 +74,10 @@ static const char usage_main[] =
 static const char usage_check[] =
     "usage: greenreplay check FILE... [--format text|json] [--junit OUT.xml]\n"
     "                         [--html OUT.html] [-q] [--color[=WHEN]] [--in-memory]\n"
-    "       greenreplay check --stall [--max-wait-us N] FILE... [--format ...] [--junit ...]\n"
-    "       greenreplay check --from A [--to B] FILE... [--format ...] [--junit ...] [-q]\n"
+    "       greenreplay check --stall [--max-wait-us N] FILE...\n"
+    "                         [--format ...] [--junit ...]\n"
+    "       greenreplay check --from A [--to B] FILE...\n"
+    "                         [--format ...] [--junit ...] [-q]\n"
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
     "and report violations of the rules imbalance, blind_spot,\n"
@@ -294,7 +296,8 @@ static const char usage_diff[] =
     "compare alike), switch state (prof, tracing, use_tracing when both traces\n"
     "know it); INSTR records only when both traces have them.  A program run\n"
     "with `python -m`: runpy's launch frames below its <module> are left out of\n"
-    "the stacks and their returns are not compared, as `script` leaves them out.\n"
+    "the stacks and of INSTR's frame counts, and their returns are not compared,\n"
+    "as `script` leaves them out.\n"
     "\n"
     "options:\n"
     "  --ignore ARG     skip known version differences: ARG is a known-issues file\n"
@@ -340,7 +343,8 @@ static const char usage_diff[] =
 
 static const char usage_reduce[] =
     "usage: greenreplay reduce SCRIPT --python PY --rule RULE [-o OUT.py]\n"
-    "                          [--timeout S] [--max-runs N] [--workdir DIR] [--keep] [-q]\n"
+    "                          [--timeout S] [--max-runs N] [--workdir DIR]\n"
+    "                          [--keep] [-q]\n"
     "\n"
     "Shrink SCRIPT, a program written by `greenreplay script` that fails, for as\n"
     "long as the failure persists: delta debugging (ddmin) over its units (the\n"
@@ -1238,7 +1242,10 @@ int main(int argc, char **argv)
         return gr_version_print(stdout) < 0 ? 2 : 0;
     }
     if (strcmp(cmd, "help") == 0) {
-        if (argc == 2) {
+        /* `help`, `help --help` (as every command takes) and `help help`:
+         * the overview. */
+        if (argc == 2 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0 ||
+            strcmp(argv[2], "help") == 0) {
             fputs(usage_main, stdout);
             return 0;
         }

@@ -38,8 +38,10 @@
 static const char usage_record[] =
     "usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] [--force]\n"
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
-    "                          [--switches passive|callback] [--switch-stacks needed|every]\n"
-    "                          -- PYTHON [PYTHON OPTIONS] SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
+    "                          [--switches passive|callback]\n"
+    "                          [--switch-stacks needed|every]\n"
+    "                          -- PYTHON [PYTHON OPTIONS]\n"
+    "                             SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
     "\n"
     "Run the program with PYTHON, recording profile events and greenlet\n"
     "switches into the trace FILE: from the call of the program's first frame\n"

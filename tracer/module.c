@@ -833,6 +833,11 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
 
+    /* The sampler is joined: every sample left goes to the side channel
+     * now, before the counts below, as the last drain may still thin the
+     * ring's samples of an idle stretch (sampler.h gr_sampler_drain). */
+    if (r->pw)
+        gr_side_drain(r);
     if (r->reg && r->reg->overflow) {
         /* Greenlets that found every registry slot taken (more alive at
          * once than its capacity) were not tracked by the sampler: say so
@@ -897,8 +902,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
                  (unsigned long long)r->prof_switch_first[1], (unsigned long long)r->prof_switch_first[2]);
         emit_meta(r, "switches_in_profile_function_first", n);
     }
-    if (r->pw) { /* the sampler is joined: every sample left, then the last chunks */
-        gr_side_drain(r);
+    if (r->pw) { /* drained above (nothing is left), then the last chunks */
         /* A failed write is the side channel's error (its writer's, which
          * makes its gr_writer_finish below fail, and stop() raise). */
         gr_writer_finish(r->ww, NULL, 0);
@@ -1173,10 +1177,13 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
  * (sampler.h): `ring_bytes` and `buffer_bytes` (capacities of its handoff
  * ring and own buffer, fixed), `buffer_peak` (most bytes its own buffer
  * held so far), `samples_lost_full` (sampling times skipped, both full and
- * the buffer too small to thin), and its thinning (sampler.h):
+ * the buffer too small to thin), `samples_lost_large` (samples larger
+ * than the ring takes, dropped), and its thinning (sampler.h):
  * `sampling_times` (so far), `samples_thinned` (sampling times without a
  * kept sample), `thin_stride` (now: 1 when not thinning) and
- * `thin_stride_peak`, and `start_ns` (the sampler's start on
+ * `thin_stride_peak`, `wakes` (sampling times its thread woke for) and
+ * `dozed` (sampling times it slept through while thinning, also in
+ * `samples_thinned`), and `start_ns` (the sampler's start on
  * CLOCK_MONOTONIC, ns: the origin of the samples' t_ns, so a program can
  * place them against time.monotonic_ns()).
  * Read under the GIL, which every writer of the registry figures holds;
@@ -1191,22 +1198,26 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
         r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
     gr_sampler *s = r->sampler;
     unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
+    unsigned long long lost_large = s ? __atomic_load_n(&s->lost_large, __ATOMIC_RELAXED) : 0;
     Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;
     unsigned long long ticks = s ? __atomic_load_n(&s->ticks, __ATOMIC_RELAXED) : 0;
     unsigned long long thinned = s ? __atomic_load_n(&s->thinned, __ATOMIC_RELAXED) : 0;
     unsigned long long stride = s ? __atomic_load_n(&s->stride, __ATOMIC_RELAXED) : 1;
     unsigned long long stride_peak = s ? __atomic_load_n(&s->stride_peak, __ATOMIC_RELAXED) : 1;
+    unsigned long long wakes = s ? __atomic_load_n(&s->wakes, __ATOMIC_RELAXED) : 0;
+    unsigned long long dozed = s ? __atomic_load_n(&s->dozed, __ATOMIC_RELAXED) : 0;
     unsigned long long start_ns = s ? s->t0 : 0;
-    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K}",
+    return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
                          "capacity", g->cap - 1,
                          "live", g->live, "peak_live", g->peak_live, "reused",
                          (unsigned long long)g->reused, "untracked", (unsigned long long)g->overflow,
                          "bytes", (Py_ssize_t)gr_registry_bytes(g), "recycled_stacks", recycled,
                          "ring_bytes", (Py_ssize_t)(s ? s->ho.cap : 0), "buffer_bytes",
                          (Py_ssize_t)(s ? s->out_cap : 0), "buffer_peak", peak,
-                         "samples_lost_full", lost, "sampling_times", ticks, "samples_thinned",
-                         thinned, "thin_stride", stride, "thin_stride_peak", stride_peak, "start_ns",
-                         start_ns);
+                         "samples_lost_full", lost, "samples_lost_large", lost_large,
+                         "sampling_times", ticks, "samples_thinned",
+                         thinned, "thin_stride", stride, "thin_stride_peak", stride_peak, "wakes",
+                         wakes, "dozed", dozed, "start_ns", start_ns);
 }
 
 static PyMethodDef methods[] = {
@@ -1225,7 +1236,8 @@ static PyMethodDef methods[] = {
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
      "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
      "reused, untracked, bytes, recycled_stacks, ring_bytes, buffer_bytes, buffer_peak,\n"
-     "samples_lost_full, sampling_times, samples_thinned, thin_stride, thin_stride_peak, start_ns)\n"
+     "samples_lost_full, sampling_times, samples_thinned, thin_stride, thin_stride_peak, wakes,\n"
+     "dozed, start_ns)\n"
      "while recording with a sampler, else None."},
     {"_on_uncaught", mod_on_uncaught, METH_O,
      "_on_uncaught(callable or None): call it with no arguments when, while recording, an\n"

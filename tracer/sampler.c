@@ -125,10 +125,11 @@ static void lose_sample(gr_sampler *s)
     __atomic_store_n(&s->lost_full, s->lost_full + 1, __ATOMIC_RELAXED);
 }
 
-/* Counts a sampling time of a thinned stretch without a kept sample. */
+/* Counts n sampling times of a thinned stretch without a kept sample.
+ * An atomic addition: the consumer thins too (gr_sampler_drain). */
 static void thinned(gr_sampler *s, uint64_t n)
 {
-    __atomic_store_n(&s->thinned, s->thinned + n, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&s->thinned, n, __ATOMIC_RELAXED);
 }
 
 /* The own buffer is full while the ring is (nobody drains): keep every
@@ -162,7 +163,7 @@ static int thin(gr_sampler *s)
     }
     s->out_len = to;
     uint64_t dropped = m / 2;
-    __atomic_store_n(&s->nsamples, s->nsamples - dropped, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&s->nsamples, dropped, __ATOMIC_RELAXED);
     thinned(s, dropped);
     __atomic_store_n(&s->stride, s->stride * 2, __ATOMIC_RELAXED);
     if (s->stride > s->stride_peak)
@@ -179,6 +180,11 @@ static void take_sample(gr_sampler *s)
 
     uint64_t tick = s->ticks + 1;
     __atomic_store_n(&s->ticks, tick, __ATOMIC_RELAXED);
+    /* What a doze after this sampling time compares with (sampler_main):
+     * the drains so far, read before hand_over finds the ring full, and
+     * the records so far. */
+    s->drains_seen = atomic_load_explicit(&s->drains, memory_order_seq_cst);
+    s->events_seen = atomic_load_explicit(s->events, memory_order_relaxed);
     /* Room for the largest sample, or the own buffer is thinned (sampler.h
      * gr_sampler_drain): the samples waiting for the consumer stay within
      * s->out, spread over the whole stretch in which the program records
@@ -199,11 +205,13 @@ static void take_sample(gr_sampler *s)
             return;
         }
     }
-    /* Length prefix now, patched below; the header is put in front of
-     * the stacks at the end. */
+    /* Length prefix now, patched below, and the sampling time's tick (for
+     * the consumer's thinning, gr_sampler_drain); the header is put in
+     * front of the stacks at the end. */
     unsigned char hdr[10 * GR_VARINT_MAX];
     size_t entry_at = s->out_len;
-    s->out_len += 4;
+    memcpy(s->out + entry_at + 4, &tick, 8);
+    s->out_len += 4 + 8;
     size_t body_at = s->out_len;
     if (reg->mode == GR_REG_SEQLOCK) {
         idx_begin = atomic_load_explicit(s->events, memory_order_relaxed);
@@ -248,7 +256,7 @@ static void take_sample(gr_sampler *s)
         lose_sample(s);
         return;
     }
-    if (hl + body > gr_handoff_max_entry(&s->ho)) {
+    if (8 + hl + body > gr_handoff_max_entry(&s->ho)) {
         /* Larger than the ring can ever take (its greatest entry, half of
          * it: only with GREENREPLAY_SAMPLER_RING_MAX, as half of 64 MiB
          * holds the largest sample of every keep): dropped
@@ -262,10 +270,11 @@ static void take_sample(gr_sampler *s)
     memmove(s->out + body_at + hl, s->out + body_at, body);
     memcpy(s->out + body_at, hdr, hl);
     s->out_len += hl;
-    uint32_t len = (uint32_t)(s->out_len - body_at);
+    uint32_t len = (uint32_t)(s->out_len - entry_at - 4); /* tick and sample */
     memcpy(s->out + entry_at, &len, 4);
-    /* Atomic stores: read by _sampler_samples() on another thread. */
-    __atomic_store_n(&s->nsamples, s->nsamples + 1, __ATOMIC_RELAXED);
+    /* Atomic: read by _sampler_samples() on another thread, and the
+     * consumer's thinning subtracts from it. */
+    __atomic_fetch_add(&s->nsamples, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->last_kept, tick, __ATOMIC_RELAXED);
     if (s->out_len > s->out_peak)
         __atomic_store_n(&s->out_peak, s->out_len, __ATOMIC_RELAXED);
@@ -286,27 +295,107 @@ static int sleep_until(gr_sampler *s, const struct timespec *next)
     return atomic_load_explicit(&s->stop, memory_order_acquire);
 }
 
+static void add_ns(struct timespec *t, uint64_t ns)
+{
+    ns += (uint64_t)t->tv_nsec;
+    t->tv_sec += (time_t)(ns / 1000000000u);
+    t->tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* Longest doze, in ns: a minute (far more than any stride reaches in
+ * practice; it only keeps the arithmetic in range). */
+#define DOZE_MAX_NS (60ull * 1000000000ull)
+
+/* After a sampling time: how many of the next sampling times the thread
+ * may sleep through (0: wake at the next one).  Only while it thins (the
+ * stride above 1), its own buffer still holds samples the ring did not
+ * take (nobody drained: the ring full), and no record was written since
+ * the sampling time (the program idle): then every sampling time before
+ * last_kept + stride would only be counted as thinned (take_sample), so
+ * the thread sleeps until that one.  Sampler thread only. */
+static uint64_t doze_skip(const gr_sampler *s)
+{
+    if (s->stride <= 1 || !s->out_len ||
+        atomic_load_explicit(s->events, memory_order_relaxed) != s->events_seen)
+        return 0;
+    uint64_t taken = s->last_kept + s->stride; /* the next sampling time taken */
+    if (taken <= s->ticks + 1)
+        return 0;
+    uint64_t skip = taken - s->ticks - 1, most = DOZE_MAX_NS / s->interval_ns;
+    return skip < most ? skip : most;
+}
+
+/* Sleep through `skip` sampling times, the first at *next: until the
+ * sampling time after them, unless a drain (gr_sampler_drain) takes
+ * samples meanwhile, or stop.  The sampling times passed (all of them, or
+ * those up to now when cut short) are counted as thinned, as take_sample
+ * would have, and *next moves past them.  Returns 1 when stopping, else
+ * 0; *early receives whether a drain cut it short. */
+static int doze(gr_sampler *s, struct timespec *next, uint64_t skip, int *early)
+{
+    struct timespec until = *next;
+    add_ns(&until, skip * s->interval_ns);
+    pthread_mutex_lock(&s->wake_lock);
+    /* Dozing first, then the drains: a drain either sees `dozing` (and
+     * wakes the thread) or has counted itself before this load (seq_cst,
+     * both sides), so that no drain goes unseen. */
+    atomic_store_explicit(&s->dozing, 1, memory_order_seq_cst);
+    int drained = atomic_load_explicit(&s->drains, memory_order_seq_cst) != s->drains_seen;
+    while (!drained && !s->wake_req && !atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        if (pthread_cond_timedwait(&s->wake, &s->wake_lock, &until) == ETIMEDOUT)
+            break;
+    }
+    *early = drained || s->wake_req;
+    s->wake_req = 0;
+    atomic_store_explicit(&s->dozing, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&s->wake_lock);
+    int stopping = atomic_load_explicit(&s->stop, memory_order_acquire);
+    uint64_t passed = skip;
+    if (*early || stopping) { /* the sampling times up to now */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t d = (int64_t)(now.tv_sec - next->tv_sec) * 1000000000 +
+                    (now.tv_nsec - next->tv_nsec);
+        passed = d < 0 ? 0 : 1 + (uint64_t)d / s->interval_ns;
+        passed = passed < skip ? passed : skip;
+        if (*early)
+            __atomic_store_n(&s->woken, s->woken + 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&s->ticks, s->ticks + passed, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->dozed, s->dozed + passed, __ATOMIC_RELAXED);
+    thinned(s, passed);
+    add_ns(next, passed * s->interval_ns);
+    return stopping;
+}
+
 static void *sampler_main(void *arg)
 {
     gr_sampler *s = arg;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     for (;;) {
-        uint64_t ns = (uint64_t)next.tv_nsec + s->interval_ns;
-        next.tv_sec += (time_t)(ns / 1000000000u);
-        next.tv_nsec = (long)(ns % 1000000000u);
+        add_ns(&next, s->interval_ns);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec)) {
             /* Behind (the last sample took longer than the interval): wait
              * a full interval from now rather than sample back to back, as
              * dd-trace-py's sampler does (sleep_until(now + interval)). */
-            ns = (uint64_t)now.tv_nsec + s->interval_ns;
-            next.tv_sec = now.tv_sec + (time_t)(ns / 1000000000u);
-            next.tv_nsec = (long)(ns % 1000000000u);
+            next = now;
+            add_ns(&next, s->interval_ns);
         }
-        if (sleep_until(s, &next))
+        uint64_t skip = doze_skip(s);
+        int early = 0;
+        if (skip) {
+            if (doze(s, &next, skip, &early))
+                break;
+            /* Cut short: sample at the next sampling time from now on. */
+            if (early && sleep_until(s, &next))
+                break;
+        } else if (sleep_until(s, &next)) {
             break;
+        }
+        __atomic_store_n(&s->wakes, s->wakes + 1, __ATOMIC_RELAXED);
         take_sample(s);
     }
     return NULL;
@@ -349,7 +438,7 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
      * more than a few.  The own buffer, as large, holds what the ring
      * cannot take while the program records nothing; both are allocated
      * once (pages the samples never reach stay untouched). */
-    s->largest = 4 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    s->largest = 4 + 8 + 10 * GR_VARINT_MAX + (size_t)keep * (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
     size_t cap = ring_max ? ring_max : GR_SAMPLER_RING_CAP;
     cap = cap < GR_SAMPLER_RING_MAX_LEAST ? GR_SAMPLER_RING_MAX_LEAST : cap;
     cap = cap > GR_SAMPLER_RING_CAP ? GR_SAMPLER_RING_CAP : cap;
@@ -402,20 +491,58 @@ void gr_sampler_free(gr_sampler *s)
     free(s);
 }
 
+/* One entry (tick and sample, n bytes at p) for the consumer: passed to
+ * fn, or, while the sampler thins (stride above 1) and it is less than
+ * `stride` sampling times after the last one passed in this drain (*last,
+ * *have), dropped and counted as thinned.  Returns 1 when passed. */
+static int pass_entry(gr_sampler *s, const unsigned char *p, size_t n, uint64_t stride,
+                      uint64_t *last, int *have,
+                      void (*fn)(void *ctx, const unsigned char *p, size_t n), void *ctx)
+{
+    uint64_t tick;
+    memcpy(&tick, p, 8);
+    if (stride > 1 && *have && tick - *last < stride) {
+        __atomic_fetch_sub(&s->nsamples, 1, __ATOMIC_RELAXED);
+        thinned(s, 1);
+        return 0;
+    }
+    *last = tick;
+    *have = 1;
+    fn(ctx, p + 8, n - 8);
+    return 1;
+}
+
 uint64_t gr_sampler_drain(gr_sampler *s, void (*fn)(void *ctx, const unsigned char *p, size_t n),
                           void *ctx)
 {
-    uint64_t k = 0;
+    uint64_t k = 0, popped = 0, last = 0;
+    int have = 0;
     if (!s)
         return 0;
+    /* The stride the sampler thins its own buffer to: the ring's samples
+     * (the start of the idle stretch, at the full rate) are thinned to it
+     * here, so that the stretch is kept evenly, not its start more
+     * densely. */
+    uint64_t stride = __atomic_load_n(&s->stride, __ATOMIC_RELAXED);
     for (;;) {
         size_t n;
         const unsigned char *p = gr_handoff_peek(&s->ho, &n);
         if (!p)
             break;
-        fn(ctx, p, n);
+        k += (uint64_t)pass_entry(s, p, n, stride, &last, &have, fn, ctx);
         gr_handoff_pop(&s->ho);
-        k++;
+        popped++;
+    }
+    if (popped && s->running) {
+        /* Room in the ring again: a dozing sampler thread wakes (seq_cst:
+         * see doze). */
+        atomic_fetch_add_explicit(&s->drains, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&s->dozing, memory_order_seq_cst)) {
+            pthread_mutex_lock(&s->wake_lock);
+            s->wake_req = 1;
+            pthread_cond_signal(&s->wake);
+            pthread_mutex_unlock(&s->wake_lock);
+        }
     }
     if (s->running)
         return k;
@@ -424,9 +551,8 @@ uint64_t gr_sampler_drain(gr_sampler *s, void (*fn)(void *ctx, const unsigned ch
     while (s->out_len - at >= 4) {
         uint32_t n;
         memcpy(&n, s->out + at, 4);
-        fn(ctx, s->out + at + 4, n);
+        k += (uint64_t)pass_entry(s, s->out + at + 4, n, stride, &last, &have, fn, ctx);
         at += 4 + (size_t)n;
-        k++;
     }
     s->out_len = 0;
     return k;

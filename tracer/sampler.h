@@ -47,7 +47,7 @@
 /* Greatest `keep` (stacks stored per sample) gr_sampler_start takes.  The
  * sampler's memory grows with it: `codes` is keep x GR_SAMPLE_DEPTH
  * addresses (2 KiB per stack), and the ring and the own buffer are each
- * raised to four of the largest samples (104 + 2,580 x keep bytes) up to
+ * raised to four of the largest samples (112 + 2,580 x keep bytes, with its length and tick) up to
  * GR_SAMPLER_RING_CAP.  At 8192: 16 MiB of addresses, ring and buffer
  * 64 MiB each, 144 MiB at most; its largest sample (20.2 MiB) still fits
  * the 64 MiB ring's greatest entry, so only a ring_max makes samples too
@@ -64,9 +64,27 @@ typedef struct {
 
     pthread_t thread;
     _Atomic int stop;
-    pthread_mutex_t wake_lock;  /* with `wake`: lets stop() cut a sleep short */
+    pthread_mutex_t wake_lock;  /* with `wake`: lets stop() and a drain cut a
+                                   sleep short */
     pthread_cond_t wake;
     int running;
+    /* Dozing (sampler.c, doze): while the sampler thins, the ring is full
+     * and the program writes no record, the thread sleeps until its next
+     * sampling time that keeps a sample, not every interval; a drain that
+     * takes samples wakes it (drains, dozing, wake_req). */
+    _Atomic uint64_t drains;    /* drains that took samples while running
+                                   (consumer writes) */
+    _Atomic int dozing;         /* the thread is in a doze (it writes) */
+    int wake_req;               /* under wake_lock: a drain took samples
+                                   during the doze */
+    uint64_t drains_seen;       /* sampler thread: `drains` and the record
+                                   count at the last sampling time */
+    uint64_t events_seen;
+    uint64_t wakes;             /* sampling times the thread woke for (a
+                                   doze's are one); atomic stores */
+    uint64_t dozed;             /* sampling times slept through (also in
+                                   `thinned`); atomic stores */
+    uint64_t woken;             /* dozes cut short by a drain; atomic stores */
 
     /* Owned by the sampler thread until gr_sampler_stop returns. */
     gr_reg_entry *snap;         /* phase-1 copy, reg->cap entries */
@@ -78,8 +96,12 @@ typedef struct {
     uint64_t recycled;          /* stacks dropped: their slot was released
                                    (greenlet died or freed) while unwound */
     unsigned char *out;         /* samples not handed over yet, each a 4-byte
-                                   length (host order) and the sample (see
-                                   gr_sampler_drain); normally the one
+                                   length n (host order) and n bytes: the
+                                   8-byte tick of its sampling time (host
+                                   order, for the consumer's thinning) and
+                                   the sample (see gr_sampler_drain); the
+                                   ring's entries are those n bytes;
+                                   normally the one
                                    being taken, more when the handoff ring
                                    was full.  Allocated once at start,
                                    out_cap bytes: never grows */
@@ -110,17 +132,22 @@ typedef struct {
                                    nsamples */
     /* Thinning (gr_sampler_drain): while nobody drains and the own
      * buffer has filled, a sample is taken only every `stride` sampling
-     * times.  Atomic stores: read by other threads. */
+     * times, and the consumer thins the ring's samples to the same
+     * stride.  Atomic stores (nsamples and thinned: atomic additions, as
+     * both threads change them): read by other threads. */
     uint64_t ticks;             /* sampling times so far: each is a sample
                                    kept (nsamples), thinned, lost_full or
-                                   lost_large */
+                                   lost_large (a doze's counted when it
+                                   ends) */
     uint64_t stride;            /* 1, or a power of two while thinning */
     uint64_t stride_peak;       /* greatest stride so far */
     uint64_t last_kept;         /* tick of the newest sample kept */
     uint64_t thinned;           /* sampling times of thinned stretches
                                    without a kept sample: skipped between
-                                   two kept ones, or dropped from the own
-                                   buffer when it was thinned */
+                                   two kept ones (slept through: dozed),
+                                   dropped from the own buffer when it was
+                                   thinned, or dropped from the ring by the
+                                   consumer (gr_sampler_drain) */
     uint32_t rr;                /* round-robin start for stored stacks */
 } gr_sampler;
 
@@ -164,24 +191,31 @@ void gr_sampler_stop(gr_sampler *s);
  * switch), the sampler thins its own buffer: it keeps every other sample
  * there, counting from the newest, and from then on takes a sample only
  * every s->stride sampling times (2, then 4, 8... each time the buffer
- * fills again).  The ring keeps the start of the stretch and the own
+ * fills again); meanwhile its thread sleeps through the sampling times it
+ * would not take while no record is written (a drain that takes samples
+ * wakes it: sampling at the full rate resumes at the next sampling time).
+ * The ring holds the start of the stretch at the full rate, the own
  * buffer samples evenly spread over the rest, up to its newest sampling
- * time (the newest sample is never dropped), in memory that stays within
- * twice the ring's capacity however long the program idles.  Sampling
- * times without a kept sample are counted in s->thinned (never silently:
- * stop() writes META sampler_samples_thinned); the stride returns to 1
- * once the ring has room for every sample of the own buffer again (the
- * consumer drained it: the own buffer is empty at a sampling time).  Only an own buffer that
- * holds fewer than two samples and less room than the largest cannot be
- * thinned: the sampling time is then skipped and counted in s->lost_full
- * (META sampler_samples_lost_full).  That needs out_cap below the largest
- * sample plus the one held, so a ring_max below two of the largest
- * samples: without one, out_cap >= min(64 MiB, 4 x largest + 64) >= 2 x
- * largest for every keep (at GR_SAMPLER_KEEP_MAX the largest is 20.2
- * MiB).  A sample above the ring's greatest entry (half of it: again only
+ * time, in memory that stays within twice the ring's capacity however
+ * long the program idles; this function thins the ring's samples to the
+ * stride reached (read once per call: a sample is passed when it is at
+ * least `stride` sampling times after the last one passed in the same
+ * call, the first always), so that the samples passed are spread evenly
+ * over the whole stretch, its start included.  Sampling times without a
+ * kept sample are counted in s->thinned (never silently: stop() writes
+ * META sampler_samples_thinned, after the last drain); the stride returns
+ * to 1 once the ring has room for every sample of the own buffer again
+ * (the consumer drained it: the own buffer is empty at a sampling time).
+ * Only an own buffer that holds fewer than two samples and less room than
+ * the largest cannot be thinned: the sampling time is then skipped and
+ * counted in s->lost_full (META sampler_samples_lost_full).  That needs
+ * out_cap below the largest sample plus the one held, so a ring_max below
+ * two of the largest samples: without one, out_cap >= min(64 MiB, 4 x
+ * largest + 64) >= 2 x largest for every keep (at GR_SAMPLER_KEEP_MAX the
+ * largest is 20.2 MiB).  A sample above the ring's greatest entry (half of it: again only
  * with such a ring_max) is dropped when it is taken and counted in
  * s->lost_large, not in s->nsamples: the samples passed here are exactly
- * s->nsamples.
+ * s->nsamples (thinned ones are subtracted from it as they are dropped).
  *
  * Each sample is a sequence of varints:
  *   idx_begin idx_end t_ns hold_ns greenlets frames frames_under_lock

@@ -165,6 +165,15 @@ static void blind_line(gr_sb *sb, const gr_coverage *cv)
 
 void gr_report_folded(gr_sb *sb, const gr_folded *f)
 {
+    if (f->whole) {
+        gr_sb_printf(sb, "%s: %" PRIu64 " more refuted predicted blind spot%s of the trace not "
+                         "listed (a trace lists the refutations of its first %d predictions that "
+                         "are among their greenlet's first %d, and counts the later ones per "
+                         "greenlet for its first %d greenlets with more)",
+                     gr_rule_name(f->rule), f->count, plural(f->count, "", "s"),
+                     GR_PROP_TRACE_LISTED, GR_PROP_LISTED, GR_PROP_FOLDED_LINES);
+        return;
+    }
     gr_sb_printf(sb, "%s: %" PRIu64 " more refuted predicted blind spot%s of g%" PRIu64 " (t%" PRIu64
                      ") not listed (a greenlet's refuted predictions are listed for its first %d "
                      "predictions only)",
@@ -401,8 +410,9 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         const gr_folded *f = &r->folded[i];
         json_t *jf = json_object();
         json_object_set_new(jf, "rule", json_string(gr_rule_name(f->rule)));
-        json_object_set_new(jf, "tid", gr_json_u64(f->tid));
-        json_object_set_new(jf, "gid", gr_json_u64(f->gid));
+        /* null: the trace's count past the cap (gr_folded.whole) */
+        json_object_set_new(jf, "tid", f->whole ? json_null() : gr_json_u64(f->tid));
+        json_object_set_new(jf, "gid", f->whole ? json_null() : gr_json_u64(f->gid));
         json_object_set_new(jf, "count", gr_json_u64(f->count));
         json_array_append_new(fw, jf);
     }

@@ -36,7 +36,9 @@ const char *gr_check_status_name(enum gr_check_status s);
 
 /* Append the line (no "warning: ", no newline) of warnings counted, not
  * listed (gr_check_result.folded): "propagation: N more refuted predicted
- * blind spots of gG (tT) not listed (...)". */
+ * blind spots of gG (tT) not listed (...)", or for the trace's count past
+ * the caps (f->whole) "propagation: N more refuted predicted blind spots
+ * of the trace not listed (...)". */
 void gr_report_folded(gr_sb *sb, const gr_folded *f);
 
 /* Append the coverage section of the text report (docs/FORMAT.md §7):

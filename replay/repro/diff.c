@@ -246,6 +246,36 @@ static void put_seed(ctx *c, side *s, gr_sb *sb, const gr_record *r, size_t i)
         gr_sb_putc(sb, '-');
 }
 
+/* INSTR record i of side s: its `frames` and `stale` into *frames and
+ * *stale, without runpy's launch frames of a -m program (launch.h) when
+ * its target is the launch greenlet and they are still open there, so
+ * that it compares with the program run as a file (or its script).  The
+ * launch frames' code runs nowhere else: they lag the instrumentation
+ * version exactly when the program's <module> above them does, so a
+ * stale count of at least their number holds them.  A walk cut at the
+ * recorder's cap (GR_STACK_CAP frames: the bottom ones not seen) is
+ * compared as it is. */
+static void instr_counts(const side *s, size_t i, const gr_record *r, uint64_t *frames,
+                         uint64_t *stale)
+{
+    const gr_launch *l = &s->launch;
+    *frames = r->parent;
+    *stale = r->use_tracing;
+    if (!l->found || r->tid != l->tid || r->gid != l->gid || r->parent >= GR_STACK_CAP)
+        return;
+    uint64_t open = 0;
+    for (size_t k = 0; k < l->nframes; k++) {
+        const gr_code *c = gr_trace_code(s->t, l->code[k]);
+        if (c && c->kind == GR_CODE_PY && (l->ret_rec[k] == GR_LAUNCH_NONE || l->ret_rec[k] > i))
+            open++;
+    }
+    if (open > *frames)
+        return;
+    *frames -= open;
+    if (*stale >= open)
+        *stale -= open;
+}
+
 static const char *const kinds[] = {"THREAD", "GREENLET", "CALL",  "RETURN", "C_CALL",
                                     "C_RETURN", "C_EXCEPTION", "SWITCH", "THROW", "MARK",
                                     "DEAD", "START", "STOP", "STACK", "INSTR", "HOOK"};
@@ -338,9 +368,12 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
         gr_sb_printf(sb, " flags=%" PRIu64, r->flags);
         put_seed(c, s, sb, r, i);
         break;
-    case GR_INSTR:
-        gr_sb_printf(sb, " frames=%" PRIu64 " stale=%" PRIu64, r->parent, r->use_tracing);
+    case GR_INSTR: {
+        uint64_t frames, stale;
+        instr_counts(s, i, r, &frames, &stale);
+        gr_sb_printf(sb, " frames=%" PRIu64 " stale=%" PRIu64, frames, stale);
         break;
+    }
     default: break; /* DEAD, START, STOP */
     }
     return 1;

@@ -13,9 +13,10 @@
  *                                 (GREENLET seeds, STACK), not in the real
  *                                 Python stacks of MARK and SWITCH
  *
- * (checked on CPython 3.9.18, 3.10.13, 3.11.7, 3.12.1 and 3.13.0: the
- * same two functions and the exec call in each; their line numbers
- * differ and are not looked at).  A whole-program recording then starts
+ * (checked on CPython 3.9.18, 3.10.13, 3.11.7, 3.12.1, 3.13.0, and the
+ * -m round trip of tests/integration/script_roundtrip.sh on 3.13.5 and
+ * 3.14.10, "<frozen runpy>" there too: the same two functions and the
+ * exec call in each; their line numbers differ and are not looked at).  A whole-program recording then starts
  * with that seed and ends, after the `<module>` returns, with the returns
  * of the three frames (C_RETURN exec, RETURN _run_code, RETURN
  * _run_module_as_main).
@@ -23,7 +24,8 @@
  * These frames are the interpreter's, not the program's: `greenreplay
  * script` writes a script that runs as a file, without them, and `diff`
  * compares stacks without them (and shows the stack at a divergence
- * without them) and does not compare their returns, so
+ * without them, and leaves them out of the frame counts of an INSTR into
+ * that greenlet) and does not compare their returns, so
  * that a trace of `python -m pkg.mod` compares with one of the same
  * program run as a file (or of its script).  Both use the one rule here.
  *

@@ -128,14 +128,21 @@ int gr_check_ground_truth(const gr_trace *t, const gr_record *r);
  * program's. */
 int gr_code_is_own(const gr_trace *t, uint32_t code);
 
-/* Warnings of one kind about one greenlet counted, not listed: the
- * propagation rule lists a greenlet's first GR_PROP_LISTED refuted
- * predictions in full and counts the refutations of its later ones here
- * (docs/FORMAT.md §7), so that a 3.12+ trace with a prediction at every
- * switch does not keep a ~420-byte warning for each. */
+/* Warnings of one kind counted, not listed: the propagation rule lists
+ * the refutations of a greenlet's first GR_PROP_LISTED predictions in full
+ * (at most GR_PROP_TRACE_LISTED in the whole trace) and counts the others
+ * here (docs/FORMAT.md §7), so that a 3.12+ trace with a prediction at
+ * every switch does not keep a ~350-byte warning for each: one entry per
+ * greenlet for those past its first predictions (for at most
+ * GR_PROP_FOLDED_LINES greenlets), and one for the trace (`whole`) for
+ * the rest. */
 typedef struct gr_folded {
     enum gr_rule rule;   /* GR_RULE_PROPAGATION */
-    uint64_t tid, gid;   /* the greenlet */
+    int whole;           /* 1: the trace's count of refutations past the
+                            caps (GR_PROP_TRACE_LISTED, GR_PROP_FOLDED_LINES;
+                            tid and gid 0, unused); 0: the greenlet's past
+                            its first predictions */
+    uint64_t tid, gid;   /* the greenlet (whole 0) */
     uint64_t count;      /* warnings not listed (>= 1) */
 } gr_folded;
 
@@ -143,6 +150,20 @@ typedef struct gr_folded {
  * GR_PROP_LISTED predictions (counted in the order made, so that a split
  * check lists the same ones). */
 #define GR_PROP_LISTED 3
+
+/* Of those, the trace's first GR_PROP_TRACE_LISTED predictions (in the
+ * order made, counted before a split range too) are listed when refuted;
+ * the refutations of the later ones are counted in one line, so that the
+ * listed warnings of a trace take at most about 350 KB whatever its
+ * length. */
+#define GR_PROP_TRACE_LISTED 1000
+
+/* The refutations past a greenlet's first GR_PROP_LISTED predictions are
+ * counted in a line of its own for the trace's first GR_PROP_FOLDED_LINES
+ * greenlets to have more than GR_PROP_LISTED predictions (in the order of
+ * their (GR_PROP_LISTED + 1)th, counted before a split range too); those
+ * of later greenlets in the trace's one line. */
+#define GR_PROP_FOLDED_LINES 1000
 
 /* Result of checking one trace.  Everything is owned; free with
  * gr_check_result_free. */

@@ -40,15 +40,35 @@ typedef struct prediction {
                                it is open), made by on_record */
     size_t gl;              /* its greenlet's entry in pstate.gl */
     uint64_t ordinal;       /* 1 for the greenlet's first prediction, ... */
+    int listed;             /* refuted, its warning is listed: one of its
+                               greenlet's first GR_PROP_LISTED, and of
+                               those one of the trace's first
+                               GR_PROP_TRACE_LISTED (made_one) */
 } prediction;
 
-/* Per greenlet with a prediction: how many were made (before a split
- * range too: on_prefix), and where the refuted ones counted, not listed
- * (those past its first GR_PROP_LISTED predictions), are counted. */
+/* Per greenlet with a prediction, until its DEAD (forget): how many were
+ * made (before a split range too: on_prefix), the versions predicted, and
+ * where the refuted ones counted, not listed (those past its first
+ * GR_PROP_LISTED predictions), are counted.  A free entry (forget) holds
+ * in `made` 1 + the index of the next free one (0: the last). */
 typedef struct pgreenlet {
     uint64_t tid, gid;
-    uint64_t made;
+    uint64_t made;          /* predictions made: its (gid, version) pairs in
+                               pthread.made, a chain from last_v */
+    uint64_t last_v;        /* the version of its latest prediction; the
+                               pair (gid, v) holds the version predicted
+                               before v (the chain forget walks) */
     size_t folded;          /* 1 + its index in c->res->folded, 0 none yet */
+    uint8_t unchained;      /* a version too large for an idmap value
+                               (>= SIZE_MAX, only in a made-up trace) broke
+                               the chain: never forgotten */
+    uint8_t dead;           /* forgotten at its DEAD with a prediction
+                               still open: freed when that is decided */
+    uint8_t own_line;       /* its refutations past its first
+                               GR_PROP_LISTED predictions are counted in a
+                               line of its own: one of the trace's first
+                               GR_PROP_FOLDED_LINES greenlets to have that
+                               many (made_one); else in the trace's line */
 } pgreenlet;
 
 /* Per thread. */
@@ -61,9 +81,12 @@ typedef struct pthread {
     int prop_reported;      /* propagation reported for `current` since it
                                was switched to */
     gr_idmap made;          /* the (gid, version) pairs predicted on this
-                               thread (one prediction per greenlet and
-                               version; values unused): predicted() in O(1) */
-    gr_idmap gls;           /* (gid, 0) -> its index in pstate.gl */
+                               thread since the greenlet's last DEAD (one
+                               prediction per greenlet and version):
+                               predicted() in O(1); value: the version
+                               predicted before (pgreenlet.last_v) */
+    gr_idmap gls;           /* (gid, 0) -> its index in pstate.gl, for the
+                               greenlets predicted since their last DEAD */
 } pthread;
 
 typedef struct pstate {
@@ -84,9 +107,25 @@ typedef struct pstate {
     int events_on;          /* the profile events are asked for (at the
                                first prediction of on_record; before a split
                                range on_prefix only marks the pairs made) */
-    pgreenlet *gl;          /* greenlets with a prediction, in the order of
-                               their first (pthread.gls finds them) */
+    pgreenlet *gl;          /* greenlets with a prediction (pthread.gls
+                               finds them); an entry is reused after its
+                               greenlet's DEAD (forget) */
     size_t ngl, cap_gl;
+    size_t free_gl;         /* 1 + index of the first free entry of gl, 0 none */
+    uint64_t listable;      /* predictions made (before a split range too)
+                               that are among their greenlet's first
+                               GR_PROP_LISTED: the first GR_PROP_TRACE_LISTED
+                               of them are listed when refuted */
+    uint64_t lined;         /* greenlets (lives) that reached GR_PROP_LISTED
+                               + 1 predictions (before a split range too):
+                               the first GR_PROP_FOLDED_LINES of them get a
+                               line of their own (pgreenlet.own_line) */
+    size_t whole_folded;    /* 1 + index in c->res->folded of the count of
+                               the trace's refutations past those caps, 0
+                               none */
+    size_t psw1;            /* 1 + index of the last SWITCH/THROW replayed
+                               when it set its thread's sw_profiled, else 0
+                               (pending) */
 } pstate;
 
 static pstate *st(ck *c)
@@ -131,20 +170,67 @@ static void compact(ck *c)
     ps->first_open = 0;
 }
 
-/* One more prediction made for r's greenlet (on pt, r's thread): returns
- * its entry in ps->gl, made.  Counted before a split range too, so that
+/* One more prediction made for INSTR r's greenlet and version (on pt,
+ * r's thread; not predicted() yet): its pair goes into pt->made.  Returns
+ * its greenlet's entry in ps->gl, made; *listed receives whether its
+ * refutation would be listed.  Counted before a split range too, so that
  * the ordinals, and the warnings listed, are those of the whole check. */
-static size_t made_one(pstate *ps, pthread *pt, const gr_record *r)
+static size_t made_one(pstate *ps, pthread *pt, const gr_record *r, int *listed)
 {
     size_t k;
     if (!gr_idmap_get(&pt->gls, r->gid, 0, &k)) {
-        ps->gl = gr_xgrow(ps->gl, &ps->cap_gl, ps->ngl + 1, sizeof *ps->gl);
-        k = ps->ngl++;
+        if (ps->free_gl) {
+            k = ps->free_gl - 1;
+            ps->free_gl = (size_t)ps->gl[k].made;
+        } else {
+            ps->gl = gr_xgrow(ps->gl, &ps->cap_gl, ps->ngl + 1, sizeof *ps->gl);
+            k = ps->ngl++;
+        }
         ps->gl[k] = (pgreenlet){.tid = r->tid, .gid = r->gid};
         gr_idmap_put(&pt->gls, r->gid, 0, k);
     }
-    ps->gl[k].made++;
+    pgreenlet *g = &ps->gl[k];
+    if (g->made && g->last_v >= SIZE_MAX)
+        g->unchained = 1;
+    gr_idmap_put(&pt->made, r->gid, r->tracing, g->made && !g->unchained ? (size_t)g->last_v : 0);
+    g->last_v = r->tracing;
+    g->made++;
+    *listed = 0;
+    if (g->made <= GR_PROP_LISTED)
+        *listed = ++ps->listable <= GR_PROP_TRACE_LISTED;
+    else if (g->made == GR_PROP_LISTED + 1)
+        g->own_line = ++ps->lined <= GR_PROP_FOLDED_LINES;
     return k;
+}
+
+/* Greenlet gid of thread pt is dead (its DEAD record): forget its entries
+ * (its pairs in pt->made and its entry in ps->gl), so that they do not
+ * grow with every greenlet ever predicted; `open` says a prediction of it
+ * is still open (its entry is freed when that is decided).  A record of
+ * the greenlet after its DEAD starts it afresh: predicted again at any
+ * version, its predictions counted from 1. */
+static void forget(pstate *ps, pthread *pt, uint64_t gid, int open)
+{
+    size_t k;
+    if (!gr_idmap_get(&pt->gls, gid, 0, &k))
+        return;
+    pgreenlet *g = &ps->gl[k];
+    if (g->unchained)
+        return;
+    uint64_t v = g->last_v;
+    for (uint64_t i = 0; i < g->made; i++) {
+        size_t prev = 0;
+        gr_idmap_get(&pt->made, gid, v, &prev);
+        gr_idmap_del(&pt->made, gid, v);
+        v = prev;
+    }
+    gr_idmap_del(&pt->gls, gid, 0);
+    if (open) {
+        g->dead = 1;
+        return;
+    }
+    g->made = ps->free_gl;
+    ps->free_gl = k + 1;
 }
 
 static void init(ck *c)
@@ -160,33 +246,45 @@ static void init(ck *c)
  * or not bracketed), `why` names the evidence for a refutation. */
 static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const char *why)
 {
+    pstate *ps = st(c);
     p->open = 0;
-    st(c)->nopen--;
-    advance(st(c));
-    size_t si;
-    if (ck_find_shadow(c, p->tid, p->gid, &si) && *shpred(c, si) == (size_t)(p - st(c)->pred) + 1)
-        *shpred(c, si) = 0;
-    if (at && !confirm && p->ordinal > GR_PROP_LISTED) {
+    ps->nopen--;
+    advance(ps);
+    /* its shadow lives while the prediction is open (keeps) */
+    if (ps->shpred[p->si] == (size_t)(p - ps->pred) + 1)
+        ps->shpred[p->si] = 0;
+    pgreenlet *g = &ps->gl[p->gl];
+    int folded = at && !confirm && !p->listed;
+    if (folded) {
         /* Refuted, past the greenlet's first predictions: counted in the
-         * greenlet's entry of c->res->folded (one line), not listed; at
-         * once, as a split range's worker that stops early runs no
-         * finish.  A switch past a split range is the next worker's to
-         * count. */
+         * greenlet's entry of c->res->folded (one line; past the trace's
+         * caps, in the trace's), not listed; at once, as a split range's
+         * worker that stops early runs no finish.  A switch past a split
+         * range is the next worker's to count. */
         if (p->switch_index < c->split_hi) {
-            pgreenlet *g = &st(c)->gl[p->gl];
+            int whole = p->ordinal <= GR_PROP_LISTED || !g->own_line;
+            size_t *at_folded = whole ? &ps->whole_folded : &g->folded;
             gr_check_result *res = c->res;
-            if (!g->folded) {
+            if (!*at_folded) {
                 res->folded = gr_xgrow(res->folded, &res->cap_folded, res->nfolded + 1,
                                        sizeof *res->folded);
-                res->folded[res->nfolded++] = (gr_folded){.rule = GR_RULE_PROPAGATION, .tid = g->tid,
-                                                          .gid = g->gid, .count = 0};
-                g->folded = res->nfolded;
+                res->folded[res->nfolded++] = (gr_folded){.rule = GR_RULE_PROPAGATION,
+                                                          .whole = whole,
+                                                          .tid = whole ? 0 : g->tid,
+                                                          .gid = whole ? 0 : g->gid, .count = 0};
+                *at_folded = res->nfolded;
             }
-            res->folded[g->folded - 1].count++;
+            res->folded[*at_folded - 1].count++;
         }
         ck_free_lines(p->text);
-        return;
     }
+    if (g->dead) { /* its greenlet died while it was open (forget) */
+        g->dead = 0;
+        g->made = ps->free_gl;
+        ps->free_gl = p->gl + 1;
+    }
+    if (folded)
+        return;
     gr_sb_printf(&c->msg,
                  "predicted blind spot: profiling is on for t%" PRIu64 " but %" PRIu64 " of the %"
                  PRIu64 " frames of g%" PRIu64 " are not instrumented at monitoring version %" PRIu64
@@ -228,13 +326,10 @@ static prediction *open_pred(ck *c, size_t si)
     return p->open ? p : NULL;
 }
 
-/* Settle the open prediction of (tid, gid), if any, without evidence (the
- * greenlet switched away, or the trace ended). */
-static void settle(ck *c, uint64_t tid, uint64_t gid)
+/* Settle the open prediction of shadow si, if any, without evidence (its
+ * greenlet switched away). */
+static void settle(ck *c, size_t si)
 {
-    size_t si;
-    if (!ck_find_shadow(c, tid, gid, &si))
-        return;
     prediction *p = open_pred(c, si);
     if (p)
         decide(c, p, NULL, 0, NULL);
@@ -315,9 +410,8 @@ static void on_instr(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
         return;
     compact(c);
     ps->pred = gr_xgrow(ps->pred, &ps->cap_pred, ps->npred + 1, sizeof *ps->pred);
-    gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
     prediction *p = &ps->pred[ps->npred++];
-    p->gl = made_one(ps, pt, r);
+    p->gl = made_one(ps, pt, r, &p->listed);
     p->ordinal = ps->gl[p->gl].made;
     if (!ps->events_on) { /* events can settle it from now on (on_record) */
         ck_rule_kinds(c, GR_RULE_PROPAGATION, gr_rule_propagation.kinds | GR_KINDS_EVENTS);
@@ -363,9 +457,10 @@ static void on_switch(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
         pt->prop_reported = 1;
     }
     if (st(c)->npred)
-        settle(c, r->tid, r->gid);
+        settle(c, e->si); /* the origin's */
     pt->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
     pt->sw_index = (size_t)r->index;
+    st(c)->psw1 = pt->sw_profiled ? pt->sw_index + 1 : 0;
     if (pt->sw_profiled)
         pt->sw_nctx = ck_make_ctx(e->th, (size_t)r->index, pt->sw_ctx);
 }
@@ -411,6 +506,9 @@ static void on_record(ck *c, const ck_event *e)
         break;
     case GR_INSTR:
         on_instr(c, r, e, pt);
+        break;
+    case GR_DEAD:
+        forget(ps, pt, r->gid, open_pred(c, e->si) != NULL);
         break;
     default:
         break;
@@ -463,6 +561,7 @@ static void on_prefix(ck *c, const ck_event *e)
         pt->prop_reported = (r->flags & need) == need && r->use_tracing == 0 && r->tracing == 0;
         pt->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
         pt->sw_index = (size_t)r->index;
+        ps->psw1 = pt->sw_profiled ? pt->sw_index + 1 : 0;
         if (pt->sw_profiled)
             pt->sw_nctx = ck_make_ctx(e->th, (size_t)r->index, pt->sw_ctx);
         break;
@@ -478,9 +577,13 @@ static void on_prefix(ck *c, const ck_event *e)
          * needed (decided by the worker of its switch) */
         if (r->use_tracing && pt->sw_profiled && pt->sw_index + 1 == r->index &&
             !predicted(pt, r)) {
-            gr_idmap_put(&pt->made, r->gid, r->tracing, 0);
-            made_one(ps, pt, r);
+            int listed;
+            made_one(ps, pt, r, &listed);
         }
+        break;
+    case GR_DEAD: /* no prediction is open before the range */
+        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
+        forget(ps, pt, r->gid, 0);
         break;
     default:
         break;
@@ -494,12 +597,11 @@ static int pending(const ck *c, uint64_t hi)
     /* the open prediction with the lowest switch_index (advance) */
     if (ps && ps->first_open < ps->npred && ps->pred[ps->first_open].switch_index < hi)
         return 1;
-    /* A switch just before: the INSTR right after it makes a prediction
-     * about it (on_instr). */
-    for (size_t i = 0; ps && i < ps->nth; i++)
-        if (ps->th[i].sw_profiled && ps->th[i].sw_index < hi && ps->th[i].sw_index + 1 >= c->pos)
-            return 1;
-    return 0;
+    /* The last record replayed is a switch that set its thread's
+     * sw_profiled: the INSTR right after it makes a prediction about it
+     * (on_instr).  (Only the last record can be the switch just before the
+     * next one.) */
+    return ps && ps->psw1 && ps->psw1 - 1 < hi && ps->psw1 >= c->pos;
 }
 
 /* A shadow with an open prediction stays (rule.h): the prediction is about
@@ -513,7 +615,8 @@ static int keeps(const ck *c, size_t si)
 const gr_rule_ops gr_rule_propagation = {
     .id = GR_RULE_PROPAGATION,
     /* and the profile events once a prediction exists (on_instr) */
-    .kinds = GR_KIND(GR_SWITCH) | GR_KIND(GR_THROW) | GR_KIND(GR_MARK) | GR_KIND(GR_INSTR),
+    .kinds = GR_KIND(GR_SWITCH) | GR_KIND(GR_THROW) | GR_KIND(GR_MARK) | GR_KIND(GR_INSTR) |
+             GR_KIND(GR_DEAD),
     .init = init,
     .on_record = on_record,
     .finish = finish,

@@ -7,10 +7,11 @@
 #   check -q: one stdout line per trace, also "FILE: unusable: CAUSE" for a
 #     missing or corrupt one (its stderr line stays, exit status unchanged)
 #   greenreplay.recording() that raises on entry leaves no temporary directory
-#   help texts: check's ground truth counts SWITCH stacks; export's summary
-#     terms are the ones it prints (switches); colour follows the terminal and
-#     NO_COLOR / TERM=dumb turn it off (greenreplay --help, the man page, and
-#     the CLI on a pseudo-terminal)
+#   help texts: no line of greenreplay --help or any command's --help is
+#     over 80 columns; check's ground truth counts SWITCH stacks; export's
+#     summary terms are the ones it prints (switches); colour follows the
+#     terminal and NO_COLOR / TERM=dumb turn it off (greenreplay --help, the
+#     man page, and the CLI on a pseudo-terminal)
 #   an empty trace's coverage says "no threads recorded" (text and HTML), JSON
 #     stays numeric
 #   record after a program that left without the recorder's stop (os._exit,
@@ -230,6 +231,23 @@ if [ $terms_ok = 1 ] && ! printf '%s\n' "$eh" | grep -qw flows; then
 else
     gr_bad "export --help summary: '$sum' against '$(cat "$W/e.err")'"
 fi
+# every help text fits an 80-column terminal: greenreplay --help and the
+# --help of each command its "commands:" list names (tabs expanded)
+cmds=$("$cli" --help | sed -n '/^commands:/,/^$/p' | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p')
+wide=""
+for c in "" $cmds; do
+    if ! out=$("$cli" $c --help 2>&1); then
+        wide+=" ${c:-greenreplay}:--help-failed"
+        continue
+    fi
+    n=$(printf '%s\n' "$out" | expand | awk 'length($0) > 80' | wc -l)
+    [ "$n" -eq 0 ] || wide+=" ${c:-greenreplay}:$n"
+done
+if [ "$(printf '%s\n' $cmds | wc -l)" -ge 10 ] && [ -z "$wide" ]; then
+    gr_ok "--help of greenreplay and of its $(printf '%s\n' $cmds | wc -l) commands: no line over 80 columns"
+else
+    gr_bad "help lines over 80 columns (command:lines):${wide:- none, but only '$(echo $cmds)' found in the commands list}"
+fi
 mh=$("$cli" --help | tr '\n' ' ')
 man=$(tr '\n' ' ' <"$GR_ROOT/docs/greenreplay.1")
 if printf '%s' "$mh" | grep -q 'NO_COLOR' && printf '%s' "$mh" | grep -q 'TERM=dumb' &&
@@ -337,28 +355,30 @@ else
     gr_bad "record, SIGINT to it: want exit 130 and 'the trace ... is complete'"
     gr_show "$W/int.out" "$W/int.err"
 fi
-"$cli" record -o "$W/h.grt" "$W/raises.py" >/dev/null 2>"$W/h.err"
-rc=$?
-if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
-   [ "$(cat "$W/h.err")" = "greenreplay: record: need PYTHON before the script, e.g. \`-- python3 $W/raises.py\` (\`greenreplay record --help\` shows the usage)" ]; then
-    gr_ok "record -o F SCRIPT.py (no PYTHON): exit 2, one line asking for PYTHON before the script"
-else
-    gr_bad "record -o F SCRIPT.py without PYTHON (exit $rc)"
-    gr_show "$W/h.err"
-fi
+# record_refused NAME WANT ARGS...: `record -o $W/h.grt ARGS...` exits 2,
+# writes no trace, and its stderr is the one line WANT.
+record_refused() {
+    local name=$1 want=$2 rc
+    shift 2
+    "$cli" record -o "$W/h.grt" "$@" >/dev/null 2>"$W/h.err"
+    rc=$?
+    if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] && [ "$(cat "$W/h.err")" = "$want" ]; then
+        gr_ok "$name"
+    else
+        gr_bad "$name: exit $rc, want 2 and the line '$want'"
+        gr_show "$W/h.err"
+    fi
+}
+record_refused "record -o F SCRIPT.py (no PYTHON): exit 2, one line asking for PYTHON before the script" \
+    "greenreplay: record: need PYTHON before the script, e.g. \`-- python3 $W/raises.py\` (\`greenreplay record --help\` shows the usage)" \
+    "$W/raises.py"
 
 # record with an empty interpreter argument, or one that does not run: one
 # line naming the cause, exit 2, no trace.  (The empty name was looked up
 # on PATH, found a directory, and "record:  does not run" named nothing.)
-"$cli" record -o "$W/h.grt" -- "" "$W/raises.py" >/dev/null 2>"$W/h.err"
-rc=$?
-if [ $rc -eq 2 ] && [ ! -e "$W/h.grt" ] &&
-   [ "$(cat "$W/h.err")" = "greenreplay: record: the interpreter is empty (PYTHON, the first word after --, e.g. \`-- python3 SCRIPT\`) (\`greenreplay record --help\` shows the usage)" ]; then
-    gr_ok "record -- \"\" SCRIPT: exit 2, one line saying the interpreter is empty"
-else
-    gr_bad "record -- \"\" SCRIPT (exit $rc)"
-    gr_show "$W/h.err"
-fi
+record_refused "record -- \"\" SCRIPT: exit 2, one line saying the interpreter is empty" \
+    "greenreplay: record: the interpreter is empty (PYTHON, the first word after --, e.g. \`-- python3 SCRIPT\`) (\`greenreplay record --help\` shows the usage)" \
+    -- "" "$W/raises.py"
 mkdir -p "$W/notpy"
 for bad in /bin/false "$W/notpy" "$W/no-such-python"; do
     case $bad in

@@ -18,7 +18,10 @@
 #                    has the same schedule (diff --c-names script, exit 0),
 #                    and the two programs' traces differ (exit 1); the
 #                    --manual one's script --anonymize holds none of its
-#                    names and has the same structure up to renaming
+#                    names and has the same structure up to renaming; the
+#                    same again with the interpreters of trixie-3.13 and
+#                    sid-3.14 (ci/envs.sh; skipped, with the reason, where
+#                    not provisioned)
 # Then (all fixtures only):
 #   anonymize        gevent_spawn (20 greenlets): `script --anonymize` holds
 #                    none of the trace's qualnames, file names or labels
@@ -150,15 +153,30 @@ record_m() {
         "$GR_CLI" record --root . -o "$out" "${@:1:$#-1}" -- "$GR_PY" -m "${@: -1}") >"$log" 2>&1
 }
 
+# test_module_m [ENV]: the -m tests with GR_PY, or with the interpreter of
+# the environment ENV of ci/envs.sh (runpy differs by version: a .py file
+# on 3.9/3.10, frozen since 3.11); skipped with ci/envs.sh's reason when ENV
+# is not provisioned.  The tests' names and scratch files carry ENV.
 test_module_m() {
+    local env=${1:-} tag="-m" dir=$WORK
+    if [ -n "$env" ]; then
+        local envpy
+        if ! envpy=$("$ROOT/ci/envs.sh" python "$env" 2>"$WORK/envs-$env.err"); then
+            skip "-m in $env: $(head -n 1 "$WORK/envs-$env.err")"
+            return
+        fi
+        tag="-m [$env]" dir=$WORK/$env
+        mkdir -p "$dir"
+        local GR_PY=$envpy # seen by record_m and script_and_record too
+    fi
     if ! "$GR_PY" -c 'import greenlet' 2>/dev/null; then
-        skip "-m: requires greenlet"
+        skip "$tag: requires greenlet"
         return
     fi
     local mod how base rc
     for mod in mpkg mpkg.manual; do
         how="whole program"
-        base=$WORK/m-$mod
+        base=$dir/m-$mod
         if [ "$mod" = mpkg.manual ]; then
             how="--manual"
             record_m "$base.grt" "$base.orig.log" --manual "$mod"
@@ -166,33 +184,33 @@ test_module_m() {
             record_m "$base.grt" "$base.orig.log" "$mod"
         fi
         if [ ! -s "$base.grt" ]; then
-            fail "-m $mod ($how): recording wrote no trace"
+            fail "$tag $mod ($how): recording wrote no trace"
             tail -n 10 "$base.orig.log" | detail
             continue
         fi
         "$GR_CLI" dump "$base.grt" >"$base.dump" 2>&1
         if ! grep -q "stack=_run_module_as_main .* > _run_code " "$base.dump"; then
-            fail "-m $mod ($how): the trace has no runpy launch frames below the module"
+            fail "$tag $mod ($how): the trace has no runpy launch frames below the module"
             head -n 8 "$base.dump" | detail
             continue
         fi
         script_and_record "$base.grt" "$base.repro"
         rc=$?
         if [ "$rc" -eq 99 ]; then
-            fail "-m $mod ($how): script failed"
+            fail "$tag $mod ($how): script failed"
             detail <"$base.repro.notes"
             continue
         fi
         if grep -q "^# The program was launched with -m" "$base.repro.py" &&
             ! awk '!/^#/ && /_run_code|_run_module_as_main/ { f = 1 } END { exit !f }' "$base.repro.py" &&
             [ ! -s "$base.repro.notes" ]; then
-            pass "-m $mod ($how): the script says -m in its header, has no runpy frame and no note"
+            pass "$tag $mod ($how): the script says -m in its header, has no runpy frame and no note"
         else
-            fail "-m $mod ($how): script header, runpy frames or notes"
+            fail "$tag $mod ($how): script header, runpy frames or notes"
             { head -n 25 "$base.repro.py"; cat "$base.repro.notes"; } | detail
         fi
         if [ "$rc" -ne 0 ]; then
-            fail "-m $mod ($how): recording the script exited $rc"
+            fail "$tag $mod ($how): recording the script exited $rc"
             tail -n 15 "$base.repro.log" | detail
             continue
         fi
@@ -200,37 +218,49 @@ test_module_m() {
         rc=$?
         # the whole program's trace ends with the launch frames' returns
         if [ "$rc" -eq 0 ] && { [ "$mod" = mpkg.manual ] || grep -q "returning from runpy's launch frames" "$base.diff"; }; then
-            pass "-m $mod ($how): its script's recording has the same schedule ($(tail -n 1 "$base.diff"))"
+            pass "$tag $mod ($how): its script's recording has the same schedule ($(tail -n 1 "$base.diff"))"
         else
-            fail "-m $mod ($how): diff --c-names script exited $rc"
+            fail "$tag $mod ($how): diff --c-names script exited $rc"
             detail 50 <"$base.diff"
         fi
     done
     # --anonymize: none of the trace's names (runpy's either), same
     # structure up to renaming
-    local t=$WORK/m-mpkg.manual.grt anon=$WORK/m-anon
+    local t=$dir/m-mpkg.manual.grt anon=$dir/m-anon
     if [ -s "$t" ]; then
         script_and_record "$t" "$anon" --anonymize
         rc=$?
         if [ "$rc" -eq 0 ] && "$GR_PY" "$ROOT/tests/integration/script_names.py" "$t" "$anon.py" >"$anon.names" 2>&1 &&
             "$GR_CLI" diff --rename --c-names script "$t" "$anon.grt" >"$anon.diff" 2>&1; then
-            pass "-m mpkg.manual --anonymize: none of the trace's names ($(tail -n 1 "$anon.names")), same structure up to renaming"
+            pass "$tag mpkg.manual --anonymize: none of the trace's names ($(tail -n 1 "$anon.names")), same structure up to renaming"
         else
-            fail "-m mpkg.manual --anonymize: script/record exit $rc, names or diff"
+            fail "$tag mpkg.manual --anonymize: script/record exit $rc, names or diff"
             cat "$anon.notes" "$anon.names" "$anon.diff" 2>/dev/null | detail 40
         fi
     fi
-    local a=$WORK/m-mpkg.grt b=$WORK/m-mpkg.manual.repro.grt
+    local a=$dir/m-mpkg.grt b=$dir/m-mpkg.manual.repro.grt
     if [ -s "$a" ] && [ -s "$b" ]; then
-        "$GR_CLI" diff --c-names script "$a" "$b" >"$WORK/m-cross.diff" 2>&1
+        "$GR_CLI" diff --c-names script "$a" "$b" >"$dir/m-cross.diff" 2>&1
         rc=$?
         if [ "$rc" -eq 1 ]; then
-            pass "-m: the whole-program trace against the --manual one's script: different (exit 1)"
+            pass "$tag: the whole-program trace against the --manual one's script: different (exit 1)"
         else
-            fail "-m: the whole-program trace against the --manual one's script: exit $rc, expected 1"
-            detail <"$WORK/m-cross.diff"
+            fail "$tag: the whole-program trace against the --manual one's script: exit $rc, expected 1"
+            detail <"$dir/m-cross.diff"
         fi
     fi
+}
+
+# The -m tests with GR_PY, then in each of M_ENVS (ci/envs.sh) where it is
+# provisioned: the launch-prefix rule (replay/repro/launch.c) on the runpy
+# of other CPython versions than the host's.
+M_ENVS="trixie-3.13 sid-3.14"
+test_module_m_envs() {
+    local e
+    test_module_m
+    for e in $M_ENVS; do
+        test_module_m "$e"
+    done
 }
 
 fixtures=()
@@ -263,7 +293,7 @@ finish() {
     exit
 }
 if [ ${#ONLY[@]} -gt 0 ]; then
-    [ "$ONLY_M" -eq 1 ] && test_module_m
+    [ "$ONLY_M" -eq 1 ] && test_module_m_envs
     finish
 fi
 
@@ -528,7 +558,7 @@ test_reduce() {
     fi
 }
 
-test_module_m
+test_module_m_envs
 test_anonymize
 test_notes
 test_diff

@@ -31,8 +31,12 @@
 #     GREENREPLAY_SAMPLER_RING, a sample every 200 us), with and without the
 #     profile function: the own buffer never holds more than its capacity
 #     and is thinned instead of losing samples (stride 4 at least), so the
-#     samples kept span the stretch (some in its first quarter, some in
-#     its last); the sampling times without a kept sample are counted
+#     samples kept span the stretch evenly (some in its first quarter, some
+#     in its last, and the first quarter not denser than 3 times the last,
+#     plus 4: the ring's samples are thinned too); the sampler thread sleeps
+#     through sampling times it does not take (META-free figures of
+#     _sampler_registry(): `dozed`, fewer wakes than sampling times); the
+#     sampling times without a kept sample are counted
 #     (META sampler_samples_thinned, the count the sampler reported),
 #     `check --stall` warns with that count, none is lost, and every
 #     sample kept is in the side channel (its trailer and `check --stall`
@@ -214,9 +218,10 @@ a, b = d["idle_from"], d["idle_to"]
 q = (b - a) // 4
 print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]), i["samples_thinned"],
       e["samples_thinned"], e["samples_lost_full"], e["samples"], e["thin_stride_peak"],
-      sum(a <= x < a + q for x in t), sum(b - q <= x < b for x in t))' "$tr.out" "$tr.samples" 2>/dev/null)
-    read -r ring buf peak thin_idle thin_end lost_end taken stride first_q last_q \
-        <<<"${figs:-x x x x x x x x x x}"
+      sum(a <= x < a + q for x in t), sum(b - q <= x < b for x in t), i["dozed"],
+      i["sampling_times"] - i["wakes"])' "$tr.out" "$tr.samples" 2>/dev/null)
+    read -r ring buf peak thin_idle thin_end lost_end taken stride first_q last_q dozed slept \
+        <<<"${figs:-x x x x x x x x x x x x}"
     meta=$(sed -n 's/^# sampler_samples_thinned: \([0-9]*\)$/\1/p' "$tr.dump")
     meta_lost=$(sed -n 's/^# sampler_samples_lost_full: \([0-9]*\)$/\1/p' "$tr.dump")
     warned=$(sed -n 's/^warning: \([0-9]*\) sampling times without a sample kept: .*thinned.*/\1/p' "$tr.check")
@@ -245,14 +250,18 @@ print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]
         gr_bad "$name: buffer peak $peak; thinned $thin_idle after the idle, $thin_end at the end" \
                "(stride up to $stride), META '$meta', check --stall warned of '$warned'"
         gr_show "$tr.check"
-    elif [ "$first_q" -eq 0 ] || [ "$last_q" -eq 0 ]; then
-        gr_bad "$name: the samples kept do not span the idle stretch: $first_q in its first" \
-               "quarter, $last_q in its last"
+    elif [ "$first_q" -eq 0 ] || [ "$last_q" -eq 0 ] || [ "$first_q" -gt $((3 * last_q + 4)) ]; then
+        gr_bad "$name: the samples kept do not span the idle stretch evenly: $first_q in its" \
+               "first quarter, $last_q in its last"
+    elif [ "$dozed" -eq 0 ] || [ "$slept" -le 0 ]; then
+        gr_bad "$name: the sampler thread slept through $dozed sampling times, woke for all but" \
+               "$slept of them (want it to sleep through some while it thins)"
     elif [ "$how" = profile ] && [ "$mism" != 0 ]; then
         gr_bad "$name: sampled stacks mismatched: '$mism'"; gr_show "$tr.check"
     else
         gr_ok "$name: own buffer held at most $peak of $buf bytes; thinned (stride up to $stride):" \
-              "$first_q samples kept in the first quarter of the stretch, $last_q in the last;" \
+              "$first_q samples kept in the first quarter of the stretch, $last_q in the last" \
+              "(the start thinned as the rest); $dozed sampling times slept through;" \
               "$meta sampling times thinned, counted (META, check --stall warning); $got_p kept," \
               "all in the side channel"
     fi
@@ -262,7 +271,7 @@ done
 tr=$work/large.grt
 name="ring capped at 1 KiB, one greenlet 120 frames deep"
 (cd "$work" && GREENREPLAY_SAMPLER_RING_MAX=1024 timeout 120 "$PY" "$PROG/sidechan_idle.py" "$tr" \
-    --idle 0 --depths 3,3,120,3,3) >"$tr.out" 2>"$tr.err"
+    --idle 0 --depths 3,3,120,3,3 --until-lost-large) >"$tr.out" 2>"$tr.err"
 rc=$?
 "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
 crc=$?
@@ -285,31 +294,31 @@ else
     gr_ok "$name: $meta over-large samples dropped and counted (META, warning), $got_p kept," \
           "trailer and side channel agree"
 fi
-for var in GREENREPLAY_SAMPLER_RING_MAX GREENREPLAY_SAMPLER_RING; do
-    for v in 1023 67108865 12k -1 0 x; do
-        name="$var=$v refused"
-        out=$(cd "$work" && env "$var=$v" timeout 60 "$PY" "$PROG/sidechan_idle.py" \
-            "$work/bad.grt" --idle 0 2>&1)
-        rc=$?
-        if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
-            grep -q "^ValueError: $var=$v: must be a number of bytes from 1024 to 67108864$"; then
-            gr_ok "$name (ValueError)"
-        else
-            gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
-        fi
-    done
-done
-for k in 8193 -1 4294967296; do
-    name="start(keep=$k) with the sampler refused"
-    out=$(cd "$work" && timeout 60 "$PY" -c 'import sys, greenreplay
-greenreplay.start(sys.argv[1], sampler="two-phase", keep=int(sys.argv[2]))' "$work/keep.grt" "$k" 2>&1)
+# refused NAME WANT CMD...: CMD, run in $work, exits non-zero and the last
+# line of its output is WANT (the ValueError that refuses a bad setting).
+refused() {
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$(cd "$work" && "$@" 2>&1)
     rc=$?
-    if [ "$rc" -ne 0 ] && printf '%s\n' "$out" | tail -1 |
-        grep -q "^ValueError: keep=$k: must be a number of stacks per sample from 0 to 8192$"; then
+    if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$out" | tail -1)" = "$want" ]; then
         gr_ok "$name (ValueError)"
     else
         gr_bad "$name: exit $rc"; printf '%s\n' "$out" | gr_show /dev/stdin
     fi
+}
+for var in GREENREPLAY_SAMPLER_RING_MAX GREENREPLAY_SAMPLER_RING; do
+    for v in 1023 67108865 12k -1 0 x; do
+        refused "$var=$v refused" \
+            "ValueError: $var=$v: must be a number of bytes from 1024 to 67108864" \
+            env "$var=$v" timeout 60 "$PY" "$PROG/sidechan_idle.py" "$work/bad.grt" --idle 0
+    done
+done
+for k in 8193 -1 4294967296; do
+    refused "start(keep=$k) with the sampler refused" \
+        "ValueError: keep=$k: must be a number of stacks per sample from 0 to 8192" \
+        timeout 60 "$PY" -c 'import sys, greenreplay
+greenreplay.start(sys.argv[1], sampler="two-phase", keep=int(sys.argv[2]))' "$work/keep.grt" "$k"
 done
 # keep=8192, the greatest: the sampler starts (its buffers allocated: no
 # error counted in the trailer).

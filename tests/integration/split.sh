@@ -195,6 +195,33 @@ if [ -x "$gentrace" ]; then
     fi
 fi
 
+# The same generator, longer: more than GR_PROP_TRACE_LISTED (1000)
+# refutations among the greenlets' first 3 predictions, so the whole check
+# lists 1000 and counts the rest in the trace's line (folded_warnings with
+# tid and gid null); the workers list the same ones and their counts add up
+# (the merge groups the null entries as one), cut at every 6th boundary and
+# in 3 ranges.
+if [ -x "$gentrace" ]; then
+    "$gentrace" "$work/genl.grt" 200000 40 40 3 >/dev/null
+    if "$cli" edit --chunk 4096 -o "$work/genlc.grt" "$work/genl.grt" 2>"$work/edit.err"; then
+        "$cli" check --format json "$work/genlc.grt" >"$work/genl.json" 2>/dev/null
+        nl=$(jq '.traces[0].warnings | length' "$work/genl.json")
+        nt=$(jq '[.traces[0].folded_warnings[] | select(.tid == null and .gid == null) | .count] | add // 0' "$work/genl.json")
+        n=$(nchunks "$work/genlc.grt")
+        if [ "${nl:-0}" -ne 1000 ] || [ "${nt:-0}" -lt 100 ]; then
+            bad "gentrace INSTR, 200,000 records: $nl warnings listed (want 1000), $nt counted for the trace (want >= 100)"
+        else
+            cuts=()
+            for ((a = 1; a < n; a += 6)); do cuts+=("$a"); done
+            cuts+=("$((n / 3)),$((2 * n / 3))" "1,$((n - 1))")
+            check_splits "gentrace INSTR past the trace's cap of listed refutations ($n chunks, $nt counted for the trace)" \
+                "$work/genlc.grt" "${cuts[@]}"
+        fi
+    else
+        bad "gentrace INSTR, 200,000 records: edit failed: $(cat "$work/edit.err")"
+    fi
+fi
+
 # ---- bad ranges ---------------------------------------------------------------
 t=$work/gen.grt
 [ -f "$t" ] || t=$work/seed.grt

@@ -96,6 +96,19 @@ static char *report_of(const gr_trace *t, const gr_check_result *res)
     return buf;
 }
 
+/* Opens f's file streamed into *st: one chunk at a time, or, batch > 0,
+ * the first chunk with records whole (as check and dump read it), then
+ * batches of `batch` records. */
+static void open_streamed(const fx *f, gr_trace *st, size_t batch)
+{
+    assert_int_equal(gr_trace_open(st, f->b.path), GR_READ_OK);
+    if (batch) {
+        while (!st->nrecs && gr_trace_next_chunk(st) > 0)
+            ;
+        gr_trace_set_batch(st, batch);
+    }
+}
+
 /* The same file checked streamed (one 48-byte chunk at a time, or after
  * the first chunk batches of `batch` records, 0 the default; context lines
  * kept by the checker) gives the same report as loaded whole. */
@@ -103,12 +116,7 @@ static void same_streamed_batch(fx *f, size_t batch)
 {
     gr_trace st;
     gr_check_result sr;
-    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
-    if (batch) { /* the first chunk with records whole, as check and dump do */
-        while (!st.nrecs && gr_trace_next_chunk(&st) > 0)
-            ;
-        gr_trace_set_batch(&st, batch);
-    }
+    open_streamed(f, &st, batch);
     assert_int_not_equal(gr_check_stream(&st, &sr), SIZE_MAX);
     assert_true(st.streaming);
     assert_true(gr_trace_count(&st) == f->t.nrecs);
@@ -119,12 +127,7 @@ static void same_streamed_batch(fx *f, size_t batch)
     gr_check_result_free(&sr);
     gr_trace_free(&st);
     /* dump, streamed, writes what it writes from the loaded trace */
-    assert_int_equal(gr_trace_open(&st, f->b.path), GR_READ_OK);
-    if (batch) { /* the first chunk with records whole, as check and dump do */
-        while (!st.nrecs && gr_trace_next_chunk(&st) > 0)
-            ;
-        gr_trace_set_batch(&st, batch);
-    }
+    open_streamed(f, &st, batch);
     char *da = NULL, *db = NULL;
     size_t la = 0, lb = 0;
     FILE *ma = open_memstream(&da, &la), *mb = open_memstream(&db, &lb);
@@ -998,9 +1001,7 @@ static uint64_t switch_to_stale(fx *f, uint64_t stale, uint64_t flags)
 {
     tb_greenlet(&f->b, 1, 2, 1, GR_GL_SUSPENDED, 1, f->x);                     /* 4 */
     uint64_t sw = tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, flags, 0, 0);       /* 5 */
-    gr_record r = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 1,
-                   .use_tracing = stale};
-    tb_rec(&f->b, &r, NULL);                                                  /* 6 */
+    tb_instr(&f->b, 1, 2, 3, 1, stale);                                       /* 6 */
     return sw;
 }
 
@@ -1067,9 +1068,7 @@ static void test_predicted_blind_spot_refuted_by_own_return(void **state)
     /* g2 seeded [y x] (not suspended: no C call open), x is resumed */
     tb_greenlet(&f.b, 1, 2, 1, 0, 2, f.y, f.x);                                  /* 4 */
     tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
-    gr_record r = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 2,
-                   .use_tracing = 2};
-    tb_rec(&f.b, &r, NULL);                                                      /* 6 */
+    tb_instr(&f.b, 1, 2, 3, 2, 2);                                               /* 6 */
     uint64_t ret = tb_ev(&f.b, GR_RETURN, 1, 2, f.x);                            /* 7 */
     load_check(&f, 0);
     expect_clean(&f);
@@ -1140,8 +1139,7 @@ static void test_predicted_blind_spot_unconfirmed(void **state)
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
     /* Back into g2, still stale at the same version: not predicted again. */
     tb_switch(&f.b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
-    gr_record again = {.tag = GR_INSTR, .tid = 1, .gid = 2, .tracing = 3, .parent = 1, .use_tracing = 1};
-    tb_rec(&f.b, &again, NULL);
+    tb_instr(&f.b, 1, 2, 3, 1, 1);
     tb_switch(&f.b, GR_SWITCH, 1, 2, 1, 0, GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
     load_check(&f, 0);
     expect(&f, GR_RULE_PROPAGATION, sw, "not confirmed: no MARK ran");
@@ -1167,9 +1165,7 @@ static uint64_t predict_round(fx *f, uint64_t g, uint64_t version, int blind)
     uint64_t flags = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET;
     tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
     uint64_t i = tb_switch(&f->b, GR_SWITCH, 1, 1, g, 1, flags, 0, 0);
-    gr_record in = {.tag = GR_INSTR, .tid = 1, .gid = g, .tracing = version, .parent = 1,
-                    .use_tracing = 1};
-    tb_rec(&f->b, &in, NULL);
+    tb_instr(&f->b, 1, g, version, 1, 1);
     if (blind) { /* x's own C calls are lost: its c_call of switch too */
         tb_mark(&f->b, 1, g, f->label, f->mk, GR_MARK_PROFILE_OURS, 1, f->x);
     } else {
@@ -1252,9 +1248,7 @@ static void test_predicted_open_while_many_settle(void **state)
     tb_ev(&f.b, GR_C_CALL, 2, 100, f.sw);
     uint64_t sw2 = tb_switch(&f.b, GR_SWITCH, 2, 100, 101, 1,
                              GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET, 0, 0);
-    gr_record in = {.tag = GR_INSTR, .tid = 2, .gid = 101, .tracing = 3, .parent = 1,
-                    .use_tracing = 1};
-    tb_rec(&f.b, &in, NULL);
+    tb_instr(&f.b, 2, 101, 3, 1, 1);
     for (int round = 0; round < 3; round++)
         for (uint64_t k = 0; k < 64; k++)
             predict_round(&f, 10 + k, 3 + (uint64_t)round, 0);
@@ -1350,6 +1344,189 @@ static void test_predicted_refutations_folded(void **state)
             fail_msg("cut %llu: %llu counted (want 4), %zu listed", (unsigned long long)cut,
                      (unsigned long long)folded, listed);
     }
+    end(&f);
+}
+
+/* The refutations counted of res (its folded entries) and those of the
+ * two-range split of path at chunk `cut`, merged as docs/ARCHITECTURE.md
+ * merges them (summed per greenlet, and the trace's lines summed), are the
+ * same; every warning a range lists is one of the whole check's, and each
+ * of the whole check's is listed by a range. */
+static void split_warnings_same(const char *path, const gr_check_result *whole, uint64_t cut)
+{
+    uint64_t *sum = calloc(whole->nfolded + 1, sizeof *sum);
+    unsigned char *seen = calloc(whole->nwarnings + 1, 1);
+    assert_true(sum && seen);
+    for (int k = 0; k < 2; k++) {
+        gr_split sp = {.from = k ? cut : 0, .to = k ? UINT64_MAX : cut};
+        gr_trace t;
+        gr_check_result r;
+        assert_int_equal(gr_trace_open(&t, path), GR_READ_OK);
+        assert_int_equal(gr_check_split(&t, &sp, &r), GR_SPLIT_OK);
+        for (size_t i = 0; i < r.nfolded; i++) {
+            const gr_folded *a = &r.folded[i];
+            size_t j = 0;
+            while (j < whole->nfolded &&
+                   !(whole->folded[j].whole == a->whole && whole->folded[j].tid == a->tid &&
+                     whole->folded[j].gid == a->gid))
+                j++;
+            if (j == whole->nfolded)
+                fail_msg("cut %llu: a count of g%llu not in the whole check", (unsigned long long)cut,
+                         (unsigned long long)a->gid);
+            sum[j] += a->count;
+        }
+        for (size_t i = 0; i < r.nwarnings; i++) {
+            size_t j = 0;
+            while (j < whole->nwarnings && strcmp(whole->warnings[j], r.warnings[i]) != 0)
+                j++;
+            if (j == whole->nwarnings)
+                fail_msg("cut %llu: warning not in the whole check: %s", (unsigned long long)cut,
+                         r.warnings[i]);
+            seen[j] = 1;
+        }
+        gr_check_result_free(&r);
+        gr_trace_free(&t);
+    }
+    for (size_t j = 0; j < whole->nfolded; j++)
+        if (sum[j] != whole->folded[j].count)
+            fail_msg("cut %llu: %llu counted for g%llu (whole %d), the whole check %llu",
+                     (unsigned long long)cut, (unsigned long long)sum[j],
+                     (unsigned long long)whole->folded[j].gid, whole->folded[j].whole,
+                     (unsigned long long)whole->folded[j].count);
+    for (size_t j = 0; j < whole->nwarnings; j++)
+        if (!seen[j])
+            fail_msg("cut %llu: no range lists %s", (unsigned long long)cut, whole->warnings[j]);
+    free(sum);
+    free(seen);
+}
+
+/* GR_PROP_FOLDED_LINES + 2 greenlets, each predicted at versions 1 to 4
+ * in rounds (every prediction refuted by x's own C_RETURN).  Listed: the
+ * refutations of the trace's first GR_PROP_TRACE_LISTED predictions among
+ * their greenlet's first GR_PROP_LISTED (round 1's first 1000 greenlets);
+ * counted per greenlet: the 4th predictions of the first
+ * GR_PROP_FOLDED_LINES greenlets; the rest (2 of round 1, rounds 2 and 3,
+ * 2 of round 4) in the trace's one line, JSON tid and gid null.  The same
+ * in two ranges at every chunk boundary. */
+static void test_predicted_refutations_capped(void **state)
+{
+    (void)state;
+    fx f;
+    memset(&f, 0, sizeof f);
+    tb_open(&f.b, 16384); /* a few chunks: checked in pieces at each */
+    begin_records(&f);
+    const uint64_t n = GR_PROP_FOLDED_LINES + 2;
+    for (uint64_t k = 0; k < n; k++)
+        tb_greenlet(&f.b, 1, 10 + k, 1, GR_GL_SUSPENDED, 1, f.x);
+    for (uint64_t v = 1; v <= 4; v++)
+        for (uint64_t k = 0; k < n; k++)
+            predict_round(&f, 10 + k, v, 0);
+    load_check(&f, 1);
+    expect_clean(&f);
+    assert_int_equal(f.res.nwarnings, GR_PROP_TRACE_LISTED);
+    for (size_t i = 0; i < f.res.nwarnings; i++) {
+        char want[96];
+        snprintf(want, sizeof want, "frames of g%zu are not instrumented at monitoring version 1 ",
+                 10 + i);
+        assert_non_null(strstr(f.res.warnings[i], want));
+    }
+    uint64_t whole = (n - GR_PROP_TRACE_LISTED) + 2 * n + (n - GR_PROP_FOLDED_LINES);
+    assert_int_equal(f.res.nfolded, GR_PROP_FOLDED_LINES + 1);
+    size_t nwhole = 0;
+    for (size_t i = 0, k = 0; i < f.res.nfolded; i++) {
+        const gr_folded *g = &f.res.folded[i];
+        assert_int_equal(g->rule, GR_RULE_PROPAGATION);
+        if (g->whole) {
+            nwhole++;
+            assert_int_equal(g->count, whole);
+            continue;
+        }
+        assert_true(g->tid == 1 && g->gid == 10 + k && g->count == 1);
+        k++;
+    }
+    assert_int_equal(nwhole, 1);
+    char *s = report_of(&f.t, &f.res), want[512];
+    snprintf(want, sizeof want,
+             "\nwarning: propagation: %llu more refuted predicted blind spots of the trace not "
+             "listed (a trace lists the refutations of its first %d predictions that are among "
+             "their greenlet's first %d, and counts the later ones per greenlet for its first %d "
+             "greenlets with more)\n",
+             (unsigned long long)whole, GR_PROP_TRACE_LISTED, GR_PROP_LISTED, GR_PROP_FOLDED_LINES);
+    assert_non_null(strstr(s, want));
+    assert_non_null(strstr(s, "\nwarning: propagation: 1 more refuted predicted blind spot of g10 (t1) "
+                              "not listed"));
+    assert_null(strstr(s, "blind spot of g1011 (t1)"));
+    free(s);
+    json_t *o = gr_report_json_trace(&f.t, &f.res);
+    json_t *fw = json_object_get(o, "folded_warnings");
+    assert_int_equal(json_array_size(fw), GR_PROP_FOLDED_LINES + 1);
+    size_t nnull = 0;
+    for (size_t i = 0; i < json_array_size(fw); i++) {
+        json_t *e = json_array_get(fw, i);
+        if (json_is_null(json_object_get(e, "tid"))) {
+            nnull++;
+            assert_true(json_is_null(json_object_get(e, "gid")));
+            assert_int_equal(json_integer_value(json_object_get(e, "count")), whole);
+        }
+    }
+    assert_int_equal(nnull, 1);
+    json_decref(o);
+    uint64_t nchunks = split_same_as_whole(f.b.path);
+    assert_true(nchunks > 3);
+    for (uint64_t cut = 1; cut < nchunks; cut++)
+        split_warnings_same(f.b.path, &f.res, cut);
+    end(&f);
+}
+
+/* The (gid, version) pairs predicted are forgotten at the greenlet's DEAD:
+ * g10, predicted at versions 1 and 2, dies; records after its DEAD (a
+ * GREENLET seeding it in x again, a switch into it: switch_consistency's)
+ * start it afresh, and it is predicted at version 2 again, as its first
+ * prediction (refuted by x's C_RETURN, listed).  g11 dies with
+ * its prediction open (then switches away: not confirmed, a violation);
+ * its entry is freed then and taken by g12, whose 4th prediction is
+ * counted under g12.  The same whole, streamed, with the dead shadows
+ * kept, and in two ranges at every chunk boundary (load_check). */
+static void test_predicted_forgotten_at_dead(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    for (uint64_t k = 0; k < 3; k++)
+        tb_greenlet(&f.b, 1, 10 + k, 1, GR_GL_SUSPENDED, 1, f.x);
+    predict_round(&f, 10, 1, 0);
+    predict_round(&f, 10, 2, 0);
+    tb_simple(&f.b, GR_DEAD, 1, 10);
+    tb_greenlet(&f.b, 1, 10, 1, GR_GL_SUSPENDED, 1, f.x); /* back, in x */
+    uint64_t again = predict_round(&f, 10, 2, 0);
+    uint64_t flags = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET;
+    tb_ev(&f.b, GR_C_CALL, 1, 1, f.sw);
+    uint64_t sw11 = tb_switch(&f.b, GR_SWITCH, 1, 1, 11, 1, flags, 0, 0);
+    gr_record in = {.tag = GR_INSTR, .tid = 1, .gid = 11, .tracing = 2, .parent = 1,
+                    .use_tracing = 1};
+    tb_rec(&f.b, &in, NULL);
+    tb_simple(&f.b, GR_DEAD, 1, 11);
+    tb_switch(&f.b, GR_SWITCH, 1, 11, 1, 0, flags, 0, 0);
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.sw);
+    for (uint64_t v = 1; v <= 4; v++)
+        predict_round(&f, 12, v, 0);
+    load_check(&f, 1);
+    expect(&f, GR_RULE_PROPAGATION, sw11, "not confirmed: no MARK ran in that greenlet");
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    assert_true(count(&f, GR_RULE_SWITCH_CONSISTENCY) >= 1); /* g10 after its DEAD */
+    /* g10 at 1, 2 and 2 again; g12 at 1, 2, 3 */
+    assert_int_equal(f.res.nwarnings, 6);
+    size_t at2 = 0;
+    for (size_t i = 0; i < f.res.nwarnings; i++)
+        at2 += strstr(f.res.warnings[i], "of g10 are not instrumented at monitoring version 2 ") !=
+               NULL;
+    assert_int_equal(at2, 2);
+    char want[64];
+    snprintf(want, sizeof want, "refuted by the C_RETURN at event %llu",
+             (unsigned long long)again + 2);
+    assert_non_null(strstr(f.res.warnings[2], want));
+    assert_int_equal(f.res.nfolded, 1);
+    assert_true(!f.res.folded[0].whole && f.res.folded[0].gid == 12 && f.res.folded[0].count == 1);
     end(&f);
 }
 
@@ -2226,6 +2403,8 @@ int main(void)
         cmocka_unit_test(test_predicted_many_greenlets_confirmed),
         cmocka_unit_test(test_predicted_open_while_many_settle),
         cmocka_unit_test(test_predicted_refutations_folded),
+        cmocka_unit_test(test_predicted_refutations_capped),
+        cmocka_unit_test(test_predicted_forgotten_at_dead),
         cmocka_unit_test(test_no_prediction),
         cmocka_unit_test(test_mark_not_bracketed_no_c_call),
         cmocka_unit_test(test_mark_not_bracketed_no_c_return),

@@ -13,6 +13,7 @@
 #include "diff.h"
 #include "diff_align.h"
 #include "diff_ignore.h"
+#include "tb_run.h"
 #include "trace_builder.h"
 
 #include <stdio.h>
@@ -208,7 +209,7 @@ static void build(tb *b, const spec *s)
     tb_greenlet(b, 1, s->g2, 1, 0, 0);
     tb_switch(b, GR_SWITCH, 1, 1, s->g2, 1, 5, 0, 255);
     if (s->instr)
-        tb_rec(b, &(gr_record){.tag = GR_INSTR, .tid = 1, .gid = s->g2, .tracing = 1}, NULL);
+        tb_instr(b, 1, s->g2, 1, 0, 0);
     tb_ev(b, GR_CALL, 1, s->g2, x);
     tb_ev(b, GR_C_CALL, 1, s->g2, mk);
     tb_mark(b, 1, s->g2, lab, mk, 2, 1, x);
@@ -230,8 +231,7 @@ static void build(tb *b, const spec *s)
     tb_ev(b, GR_RETURN, 1, s->g2, x);
     tb_switch(b, GR_SWITCH, 1, s->g2, 1, 0, 5 | GR_SW_ORIGIN_DEAD, 0, 255);
     if (s->instr)
-        tb_rec(b, &(gr_record){.tag = GR_INSTR, .tid = 1, .gid = 1, .tracing = 1, .parent = 2},
-               NULL);
+        tb_instr(b, 1, 1, 1, 2, 0);
     tb_simple(b, GR_DEAD, 1, s->g2);
     if (s->truncate) {
         tb_abandon(b);
@@ -249,19 +249,7 @@ static int run_diff(const spec *sa, const spec *sb, const gr_diff_opts *o, char 
     tb a, b;
     build(&a, sa);
     build(&b, sb);
-    gr_trace ta, tb_;
-    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
-    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
-    size_t len;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
-    int rc = gr_diff(f, &ta, "A", &tb_, "B", o);
-    fclose(f);
-    gr_trace_free(&ta);
-    gr_trace_free(&tb_);
-    tb_cleanup(&a);
-    tb_cleanup(&b);
-    return rc;
+    return tb_diff(&a, &b, o, out);
 }
 
 /* a continued switch (no stack: its records give it) against the same
@@ -432,20 +420,10 @@ static int diff_gen(int pair_a, int stray_a, unsigned ignore)
     tb a, b;
     build_gen(&a, pair_a, stray_a);
     build_gen(&b, 0, 0);
-    gr_trace ta, tb_;
-    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
-    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
     gr_diff_opts o;
     gr_diff_defaults(&o);
     o.ignore = ignore;
-    FILE *f = fopen("/dev/null", "w");
-    int rc = gr_diff(f, &ta, "A", &tb_, "B", &o);
-    fclose(f);
-    gr_trace_free(&ta);
-    gr_trace_free(&tb_);
-    tb_cleanup(&a);
-    tb_cleanup(&b);
-    return rc;
+    return tb_diff(&a, &b, &o, NULL);
 }
 
 static void test_ignore_normalizations(void **state)

@@ -14,6 +14,7 @@
 #include "diff.h"
 #include "launch.h"
 #include "script.h"
+#include "tb_run.h"
 #include "trace_builder.h"
 
 #include <stdio.h>
@@ -47,6 +48,14 @@ static void define(tb *b, enum how how, codes *c)
     c->other = tb_py(b, "caller", "pkg/mod.py", 9);
 }
 
+/* When `on`: build() records as CPython 3.12+ does, an INSTR after each
+ * SWITCH; the one into the main greenlet with these frames and stale
+ * counts (the one into g2: 0 and 0). */
+static struct {
+    int on;
+    uint64_t frames, stale;
+} instr;
+
 /* A whole-program recording (START before the <module>'s CALL): the
  * module calls exec itself, then switches into a greenlet running f that
  * marks, and returns; then the launch frames return.  extra_call: one
@@ -57,7 +66,7 @@ static void build(tb *b, enum how how, int extra_call, size_t ret[3])
 {
     codes c;
     tb_open(b, 0);
-    tb_meta(b, "python", "3.11.2");
+    tb_meta(b, "python", instr.on ? "3.13.5" : "3.11.2");
     tb_meta(b, "greenlet", "2.0.2");
     define(b, how, &c);
     uint32_t lab = tb_str(b, "in f");
@@ -80,6 +89,8 @@ static void build(tb *b, enum how how, int extra_call, size_t ret[3])
     tb_ev(b, GR_C_CALL, 1, 1, c.sw);
     tb_greenlet(b, 1, 2, 1, 0, 0);
     tb_switch(b, GR_SWITCH, 1, 1, 2, 1, GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_NEW, 0, 255);
+    if (instr.on)
+        tb_instr(b, 1, 2, 1, 0, 0);
     tb_ev(b, GR_CALL, 1, 2, c.f);
     tb_ev(b, GR_C_CALL, 1, 2, c.mk);
     tb_mark(b, 1, 2, lab, c.mk, GR_MARK_PROFILE_OURS, 1, c.f);
@@ -97,6 +108,8 @@ static void build(tb *b, enum how how, int extra_call, size_t ret[3])
     else
         tb_switch_stack(b, GR_SWITCH, 1, 2, 1, 0,
                         GR_SW_PROFILE_OURS | GR_SW_INFERRED | GR_SW_ORIGIN_DEAD, 0, 255, 1, c.mod);
+    if (instr.on)
+        tb_instr(b, 1, 1, 1, instr.frames, instr.stale);
     tb_simple(b, GR_DEAD, 1, 2);
     tb_ev(b, GR_C_RETURN, 1, 1, c.sw);
     tb_ev(b, GR_RETURN, 1, 1, c.mod);
@@ -250,17 +263,8 @@ static size_t script_of(enum how how, int anonymize, char **prog, char **notes)
     tb b;
     size_t ret[3];
     build(&b, how, 0, ret);
-    gr_trace t;
-    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
-    gr_script_opts o = {.anonymize = anonymize, .source = NULL};
-    gr_sb p, n;
-    gr_sb_init(&p);
-    gr_sb_init(&n);
-    size_t k = gr_script_write(&t, &o, &p, &n);
-    gr_trace_free(&t);
+    size_t k = tb_script(&b, anonymize, NULL, prog, notes);
     tb_cleanup(&b);
-    *prog = gr_sb_take(&p);
-    *notes = gr_sb_take(&n);
     return k;
 }
 
@@ -353,22 +357,10 @@ static int diff_of(enum how ha, int extra_a, enum how hb, int extra_b, int c_nam
     size_t ret[3];
     build(&a, ha, extra_a, ret);
     build(&b, hb, extra_b, ret);
-    gr_trace ta, tb_;
-    assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
-    assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
     gr_diff_opts o;
     gr_diff_defaults(&o);
     o.c_names = c_names;
-    size_t len;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
-    int rc = gr_diff(f, &ta, "A", &tb_, "B", &o);
-    fclose(f);
-    gr_trace_free(&ta);
-    gr_trace_free(&tb_);
-    tb_cleanup(&a);
-    tb_cleanup(&b);
-    return rc;
+    return tb_diff(&a, &b, &o, out);
 }
 
 /* The first hunk header's text after "@@ -a,b +c,d @@ " (the greenlet
@@ -430,6 +422,62 @@ static void test_diff_as_file(void **state)
     }
 }
 
+/* diff of A (launched as ha) and B (hb), recorded by a 3.12+ interpreter:
+ * the INSTR into the main greenlet with frames fa, stale sa in A and fb,
+ * sb in B. */
+static int diff_instr(enum how ha, uint64_t fa, uint64_t sa, enum how hb, uint64_t fb,
+                      uint64_t sb, int c_names, char **out)
+{
+    tb a, b;
+    size_t ret[3];
+    instr.on = 1;
+    instr.frames = fa;
+    instr.stale = sa;
+    build(&a, ha, 0, ret);
+    instr.frames = fb;
+    instr.stale = sb;
+    build(&b, hb, 0, ret);
+    instr.on = 0;
+    gr_diff_opts o;
+    gr_diff_defaults(&o);
+    o.c_names = c_names;
+    return tb_diff(&a, &b, &o, out);
+}
+
+/* 3.12+: an INSTR's frame counts (the target's frames, the stale ones) of
+ * the main greenlet of a -m program hold runpy's two Python launch frames
+ * (exec is C: no frame): diff leaves them out, so the INSTR compares with
+ * the program's run as a file; stale ones too (they lag with the
+ * <module>).  Twins: one more frame, or one stale frame fewer, differs; a
+ * walk cut at the cap (128 frames) is compared as it is. */
+static void test_diff_instr_as_file(void **state)
+{
+    (void)state;
+    static const int modes[] = {GR_CNAMES_EXACT, GR_CNAMES_SCRIPT};
+    for (size_t i = 0; i < 2; i++)
+        for (enum how how = M_FROZEN; how <= M_STDLIB; how++) {
+            char *out;
+            int rc = diff_instr(how, 3, 0, AS_FILE, 1, 0, modes[i], &out);
+            if (rc != 0)
+                fail_msg("INSTR, -m against file, c_names %d: rc %d\n%s", modes[i], rc, out);
+            free(out);
+            assert_int_equal(diff_instr(AS_FILE, 1, 0, how, 3, 0, modes[i], &out), 0);
+            free(out);
+            assert_int_equal(diff_instr(how, 3, 3, AS_FILE, 1, 1, modes[i], &out), 0);
+            free(out);
+            assert_int_equal(diff_instr(how, 4, 0, AS_FILE, 1, 0, modes[i], &out), 1);
+            assert_non_null(strstr(out, "INSTR"));
+            free(out);
+            assert_int_equal(diff_instr(how, 3, 2, AS_FILE, 1, 1, modes[i], &out), 1);
+            assert_non_null(strstr(out, "INSTR"));
+            free(out);
+            assert_int_equal(diff_instr(how, 128, 0, AS_FILE, 128, 0, modes[i], &out), 0);
+            free(out);
+            assert_int_equal(diff_instr(how, 128, 0, AS_FILE, 126, 0, modes[i], &out), 1);
+            free(out);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_find_truncated),
         cmocka_unit_test(test_script_as_file),
         cmocka_unit_test(test_diff_as_file),
+        cmocka_unit_test(test_diff_instr_as_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,20 @@ typedef struct {
     uint64_t n, last_t, first_t;
     uint64_t cut, last_before_cut; /* the newest t_ns below cut (if set) */
     int bad;
+    /* want_gap > 0: samples passed less than want_gap sampling times after
+     * the one before (since have_prev was cleared) are counted in close */
+    uint64_t want_gap, prev_tick, close;
+    int have_prev;
 } drained;
+
+/* The tick of the sampling time of the sample p that gr_sampler_drain
+ * passes: the 8 bytes in front of it (sampler.h, `out`; internal). */
+static uint64_t tick_of(const unsigned char *p)
+{
+    uint64_t t;
+    memcpy(&t, p - 8, 8);
+    return t;
+}
 
 /* A sample (sampler.h): ten header varints, then nstacks stacks of gid,
  * depth and depth code addresses; checks its shape and its order. */
@@ -102,7 +115,13 @@ static void take(void *ctx, const unsigned char *p, size_t n)
 {
     drained *d = ctx;
     const unsigned char *end = p + n;
-    uint64_t h[10];
+    uint64_t h[10], tick = tick_of(p);
+    if (d->have_prev && tick <= d->prev_tick) /* ticks: in order */
+        d->bad++;
+    if (d->want_gap && d->have_prev && tick - d->prev_tick < d->want_gap)
+        d->close++;
+    d->prev_tick = tick;
+    d->have_prev = 1;
     for (int i = 0; i < 10; i++)
         if (gr_get_varint(&p, end, &h[i]) < 0)
             d->bad++;
@@ -140,7 +159,7 @@ static void test_sizes(void **state)
     (void)state;
     gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
     /* keep=1: the largest sample is 4 + 10 + 258 varints of 10 bytes. */
-    size_t largest = 4 + 10 * GR_VARINT_MAX + (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
+    size_t largest = 4 + 8 + 10 * GR_VARINT_MAX + (2 + GR_SAMPLE_DEPTH) * GR_VARINT_MAX;
     gr_sampler *s = gr_sampler_start(r, &no_events, 50u * 1000 * 1000, 1, 0, 0);
     assert_non_null(s);
     assert_int_equal(s->ho.cap, 1u << 20);
@@ -203,16 +222,22 @@ static int wait_for(gr_sampler *s, int (*cond)(gr_sampler *, uint64_t), uint64_t
     return -1;
 }
 static int stride_at_least(gr_sampler *s, uint64_t k) { return ld(&s->stride) >= k; }
+static int ticks_at_least(gr_sampler *s, uint64_t k) { return ld(&s->ticks) >= k; }
 static int kept_after(gr_sampler *s, uint64_t tick) { return ld(&s->last_kept) > tick; }
 
 /* Nobody drains, a sample every 100 us, into a ring and a buffer of about
- * 11 KB each (some 400 samples of 30 bytes together).  Once both are full
+ * 11 KB each (some 580 samples of 38 bytes together).  Once both are full
  * the own buffer is thinned (stride 2, 4, 8...), never more memory, and
  * the samples kept span the idle stretch: the first ones (before it was
  * ever thinned, t < t_full) and one taken after the stride reached 8 (t >=
- * t_late, the end of the stretch).  Every sampling time is accounted for:
- * kept, thinned, or lost (none here).  Then a consumer drains: the stride
- * returns to 1. */
+ * t_late, the end of the stretch).  Meanwhile the thread sleeps through
+ * the sampling times it does not take: at a stride of 8 or more, at most
+ * one wake in 4 sampling times (counted, not timed).  Then a consumer
+ * drains: its first drain passes the ring's samples thinned to the stride
+ * (none closer than the stride reached: the start of the stretch is not
+ * kept more densely than the rest), the first of them kept; the stride
+ * returns to 1.  Every sampling time is accounted for: kept, thinned, or
+ * lost (none here). */
 static void idle_in(enum gr_reg_mode mode)
 {
     gr_registry *r = four_greenlets(mode);
@@ -226,10 +251,28 @@ static void idle_in(enum gr_reg_mode mode)
     assert_int_equal(wait_for(s, kept_after, tick), 0); /* a sample after t_late */
     assert_true(ld(&s->thinned) > 0);
     assert_true(ld(&s->out_peak) <= s->out_cap);
+    /* Dozing: 64 sampling times more at a stride of 8 or more, the thread
+     * woke for at most a quarter of them (one per stride, and the end of
+     * a doze counted late). */
+    uint64_t t0 = ld(&s->ticks), w0 = ld(&s->wakes);
+    assert_int_equal(wait_for(s, ticks_at_least, t0 + 64), 0);
+    uint64_t t1 = ld(&s->ticks), w1 = ld(&s->wakes);
+    if ((w1 - w0) * 4 > t1 - t0 + 8)
+        fail_msg("%llu wakes for %llu sampling times at stride %llu", (unsigned long long)(w1 - w0),
+                 (unsigned long long)(t1 - t0), (unsigned long long)ld(&s->stride));
+    assert_true(ld(&s->dozed) > 0);
+    assert_true(ld(&s->wakes) < ld(&s->ticks));
     /* A consumer now: it takes everything, the stretch is over.  The
-     * samples of the stretch are those before d.cut. */
+     * samples of the stretch are those before d.cut.  The first drain
+     * passes the ring's samples at the stride reached at least (it can
+     * only grow before the drain reads it). */
     drained d = {0};
     d.cut = gr_now_ns() - s->t0;
+    d.want_gap = ld(&s->stride);
+    assert_true(d.want_gap >= 8);
+    assert_true(gr_sampler_drain(s, take, &d) > 0);
+    assert_int_equal(d.close, 0);
+    d.want_gap = 0;
     for (int i = 0; i < 2000 && ld(&s->stride) != 1; i++) {
         gr_sampler_drain(s, take, &d);
         sleep_ms(2);
@@ -310,8 +353,14 @@ static void test_oversized_dropped(void **state)
     assert_true(s->nsamples >= 6);
     assert_int_equal(d.n, s->nsamples);
     assert_int_equal(d.bad, 0);
-    /* Every sampling time unwound is either kept or counted as dropped. */
-    assert_int_equal(atomic_load(&unwinds), s->nsamples + s->lost_large + s->lost_full);
+    /* Every sampling time unwound is either kept or dropped as too large;
+     * one lost for a full ring and own buffer (lost_full: only when this
+     * thread, descheduled, did not drain for some 40 ms, the ring's 1 KiB
+     * of samples) unwinds nothing; none is thinned (the own buffer holds
+     * one largest sample: nothing to thin); each is accounted for. */
+    assert_int_equal(atomic_load(&unwinds), s->nsamples + s->lost_large);
+    assert_int_equal(s->thinned, 0);
+    assert_int_equal(s->ticks, s->nsamples + s->lost_large + s->lost_full);
     gr_sampler_free(s);
     gr_registry_free(r);
 }
@@ -369,6 +418,55 @@ static void test_lost_full_small_ring_max(void **state)
     gr_registry_free(r);
 }
 
+static void count_only(void *ctx, const unsigned char *p, size_t n)
+{
+    (void)p, (void)n;
+    (*(uint64_t *)ctx)++;
+}
+
+/* A drain cuts a doze short: with nobody draining and every sample deep
+ * (some 540 bytes, about 19 to a 11 KB ring), a sample every 2 ms reaches
+ * a stride of 64 within about a second, and the thread then dozes up to
+ * 126 ms at a time; a drain while it dozes wakes it (woken), and it
+ * samples again at the full rate once its buffer is handed over (the
+ * stride back to 1).  Not timed: a drain that comes just after a doze
+ * ended (the test thread descheduled for most of 100 ms) wakes nothing,
+ * and the test waits for the next doze, up to 5 times. */
+static void test_doze_cut_by_drain(void **state)
+{
+    (void)state;
+    gr_registry *r = four_greenlets(GR_REG_TWO_PHASE);
+    atomic_store(&deep_every, 1);
+    gr_sampler *s = gr_sampler_start(r, &no_events, 2000u * 1000, 1, 1, 0);
+    assert_non_null(s);
+    uint64_t passed = 0;
+    int cut = 0;
+    for (int attempt = 0; attempt < 5 && !cut; attempt++) {
+        assert_int_equal(wait_for(s, stride_at_least, 64), 0);
+        for (int i = 0; i < 20000 && !atomic_load(&s->dozing); i++)
+            sleep_ms(1);
+        uint64_t w0 = ld(&s->woken);
+        assert_true(gr_sampler_drain(s, count_only, &passed) > 0);
+        uint64_t t0 = ld(&s->ticks);
+        for (int i = 0; i < 2000 && ld(&s->woken) == w0 && ld(&s->ticks) < t0 + 128; i++)
+            sleep_ms(1);
+        cut = ld(&s->woken) > w0;
+        for (int i = 0; i < 2000 && ld(&s->stride) != 1; i++) { /* the stretch is over */
+            gr_sampler_drain(s, count_only, &passed);
+            sleep_ms(2);
+        }
+        assert_int_equal(ld(&s->stride), 1);
+    }
+    gr_sampler_stop(s);
+    gr_sampler_drain(s, count_only, &passed);
+    atomic_store(&deep_every, 0);
+    assert_true(cut);
+    assert_int_equal(passed, s->nsamples);
+    assert_int_equal(s->ticks, s->nsamples + s->thinned + s->lost_full + s->lost_large);
+    gr_sampler_free(s);
+    gr_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_idle_hold_lock),
         cmocka_unit_test(test_idle_seqlock),
         cmocka_unit_test(test_drained_loses_none),
+        cmocka_unit_test(test_doze_cut_by_drain),
         cmocka_unit_test(test_oversized_dropped),
         cmocka_unit_test(test_loss_needs_ring_max),
         cmocka_unit_test(test_lost_full_small_ring_max),

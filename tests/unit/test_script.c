@@ -13,6 +13,7 @@
 #include "script.h"
 #include "script_builtins.h"
 #include "script_shape.h"
+#include "tb_run.h"
 #include "trace_builder.h"
 
 #include <stdio.h>
@@ -109,17 +110,7 @@ static void build_seed(tb *b, const char *switch_name, const char *label)
 /* Write the script of the trace at b; program and notes owned by caller. */
 static size_t script_of(tb *b, int anonymize, char **prog, char **notes)
 {
-    gr_trace t;
-    assert_int_equal(tb_load(b, &t), GR_READ_OK);
-    gr_script_opts o = {.anonymize = anonymize, .source = "seed.grt"};
-    gr_sb p, n;
-    gr_sb_init(&p);
-    gr_sb_init(&n);
-    size_t k = gr_script_write(&t, &o, &p, &n);
-    gr_trace_free(&t);
-    *prog = gr_sb_take(&p);
-    *notes = gr_sb_take(&n);
-    return k;
+    return tb_script(b, anonymize, "seed.grt", prog, notes);
 }
 
 /* The header's "Record it" line names no `python3` (on PATH it may be an

@@ -96,15 +96,13 @@ static void build(tb *b, int finish)
     tb_ev(b, GR_C_CALL, 1, 1, c.sw);
     tb_switch(b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
     tb_flush(b);
-    gr_record in = {.tag = GR_INSTR, .tid = 1, .gid = 2, .parent = 2, .tracing = 7,
-                    .use_tracing = 1};
-    tb_rec(b, &in, NULL);
+    tb_instr(b, 1, 2, 7, 2, 1);
     tb_switch(b, GR_SWITCH, 1, 2, 1, 1, OURS_KNOWN, 0, 1);
     tb_ev(b, GR_C_RETURN, 1, 1, c.sw);
     tb_flush(b);
     tb_ev(b, GR_C_CALL, 1, 1, c.sw);
     tb_switch(b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN, 0, 1);
-    tb_rec(b, &in, NULL);
+    tb_instr(b, 1, 2, 7, 2, 1);
     tb_switch(b, GR_SWITCH, 1, 2, 1, 1, OURS_KNOWN, 0, 1);
     tb_ev(b, GR_C_RETURN, 1, 1, c.sw);
     /* F: STOP with g2 still open in f (B), STACK records only for g1 and

@@ -146,6 +146,17 @@ static inline uint64_t tb_switch_stack(tb *b, int tag, uint64_t tid, uint64_t or
     return tb_rec(b, &r, ids);
 }
 
+/* INSTR (3.12+, after a SWITCH/THROW): the target gid's tracing state
+ * there, the interpreter's instrumentation version, the target's Python
+ * frames and how many of them are stale (at most frames). */
+static inline uint64_t tb_instr(tb *b, uint64_t tid, uint64_t gid, uint64_t version,
+                                uint64_t frames, uint64_t stale)
+{
+    gr_record r = {.tag = GR_INSTR, .tid = tid, .gid = gid, .tracing = version,
+                   .parent = frames, .use_tracing = stale};
+    return tb_rec(b, &r, NULL);
+}
+
 /* HOOK: slot, action, who (GR_HOOK_* bits), code of the C call in
  * progress (0 none). */
 static inline uint64_t tb_hook(tb *b, uint64_t tid, uint64_t gid, uint64_t slot, uint64_t action,

@@ -7,12 +7,14 @@ thinned), and the sampling times without a kept sample must be counted
 
 usage: GREENREPLAY_SAMPLER_RING=BYTES python sidechan_idle.py TRACE [--idle SECONDS]
                                                  [--profile 0|1] [--depths D,D,D,D,D]
+                                                 [--until-lost-large]
 
 Records 5 greenlets suspended 20 frames deep (--depths: each its own depth), with the two-phase sampler
 every 200 us storing one stack per sample (keep=1, so that a small ring is
 allowed), then sleeps --idle seconds (default 1.5) in C, then switches
 round robin until the sampler has taken 20 samples more (the samples waiting
-are drained meanwhile), then stops.  --profile 0 records with profile=False
+are drained meanwhile; --until-lost-large: and until a sample was dropped as
+larger than the ring takes), then stops.  --profile 0 records with profile=False
 (only the switches record).  Prints one JSON line: `idle` (the sampler's
 figures right after the sleep: _sampler_registry() and `samples`,
 _sampler_samples()), `end` (the same right before stop()), and `idle_from`
@@ -59,7 +61,13 @@ def main():
     idle_to = time.monotonic_ns() - start_ns
     at_idle = figures(native)
     deadline = time.monotonic() + 20
-    while native._sampler_samples() < at_idle["samples"] + 20 and time.monotonic() < deadline:
+    # A greenlet deeper than the ring takes (--depths with GREENREPLAY_SAMPLER_
+    # RING_MAX) is sampled only when a sampling time finds it: go on until one
+    # did (a loaded host can give 20 samples without it), within the deadline.
+    want_large = "--until-lost-large" in sys.argv
+    while (native._sampler_samples() < at_idle["samples"] + 20
+           or (want_large and not native._sampler_registry()["samples_lost_large"])) \
+            and time.monotonic() < deadline:
         for g in gs:
             g.switch()
     end = figures(native)

@@ -1,0 +1,59 @@
+/* tb_run.h - header-only helpers for unit tests that run a command's core
+ * on traces built with trace_builder.h: two traces compared as `greenreplay
+ * diff A B` compares them (test_diff.c, test_launch.c), a trace's script
+ * as `greenreplay script` writes it (test_script.c, test_launch.c).
+ * Include after cmocka.h. */
+#ifndef GR_TB_RUN_H
+#define GR_TB_RUN_H
+
+#include "diff.h"
+#include "script.h"
+#include "trace_builder.h"
+
+#include <stdio.h>
+
+/* Loads the finished traces of a and b (a trace that does not load fails
+ * the test), runs gr_diff on them labelled "A" and "B" with options o,
+ * frees them and removes both builders' files (tb_cleanup).  Returns
+ * gr_diff's status (0 same structure, 1 different, 2 error); its output,
+ * NUL-terminated, goes to *out (malloc'd, the caller frees), or nowhere
+ * when out is NULL. */
+static inline int tb_diff(tb *a, tb *b, const gr_diff_opts *o, char **out)
+{
+    gr_trace ta, tb_;
+    assert_int_equal(tb_load(a, &ta), GR_READ_OK);
+    assert_int_equal(tb_load(b, &tb_), GR_READ_OK);
+    size_t len;
+    FILE *f = out ? open_memstream(out, &len) : fopen("/dev/null", "w");
+    assert_non_null(f);
+    int rc = gr_diff(f, &ta, "A", &tb_, "B", o);
+    fclose(f);
+    gr_trace_free(&ta);
+    gr_trace_free(&tb_);
+    tb_cleanup(a);
+    tb_cleanup(b);
+    return rc;
+}
+
+/* Loads the finished trace of b (one that does not load fails the test)
+ * and writes its script with gr_script_write (options anonymize, and
+ * source: the trace's name in the header, NULL none); the program and the
+ * notes go to *prog and *notes (malloc'd, the caller frees).  b's file
+ * stays.  Returns gr_script_write's count. */
+static inline size_t tb_script(tb *b, int anonymize, const char *source, char **prog,
+                               char **notes)
+{
+    gr_trace t;
+    assert_int_equal(tb_load(b, &t), GR_READ_OK);
+    gr_script_opts o = {.anonymize = anonymize, .source = source};
+    gr_sb p, n;
+    gr_sb_init(&p);
+    gr_sb_init(&n);
+    size_t k = gr_script_write(&t, &o, &p, &n);
+    gr_trace_free(&t);
+    *prog = gr_sb_take(&p);
+    *notes = gr_sb_take(&n);
+    return k;
+}
+
+#endif
