@@ -349,6 +349,54 @@ static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject
     return 0;
 #endif
 }
+
+/* The event the calling thread is dispatching to a trace or profile
+ * function now, and the frame it concerns (borrowed), for a profile change
+ * made inside that function: a CALL or RETURN dispatched to the program's
+ * trace function goes to the profile slot only after it returns (CPython's
+ * trace_function_entry/exit call the trace function first), so to whatever
+ * the change left there.
+ *  - 3.11: call_trace keeps the event in tstate->tracing_what and gives the
+ *    frame object its line in f_lineno only during the dispatch (0 outside
+ *    it, internal/pycore_frame.h), so the frame being dispatched is the
+ *    innermost one with a line; tracing_what holds a stale value outside
+ *    call_trace (a greenlet callback's tracing guard), hence the frame test.
+ *  - 3.9/3.10 keep no such event (3.9 keeps f_lineno up to date outside
+ *    tracing too): unknown.
+ *  - 3.12+: a profile change raises no pending dispatch of this kind
+ *    (sys.monitoring delivers the legacy events itself): unknown.
+ * Returns 1 with *frame and *what (PyTrace_*) set, 0 when unknown or no
+ * dispatch.  Never raises (PyFrame_GetBack's errors are cleared). */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#include <internal/pycore_frame.h>
+static inline int gr_slot_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what)
+{
+    if (!ts->tracing)
+        return 0;
+    PyFrameObject *f = PyThreadState_GetFrame(ts); /* new reference */
+    while (f && f->f_lineno == 0) {
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    if (!f)
+        return 0;
+    *frame = f;
+    Py_DECREF(f); /* borrowed: the thread's stack keeps it while dispatching */
+    *what = ts->tracing_what;
+    return 1;
+}
+#else
+static inline int gr_slot_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what)
+{
+    (void)ts;
+    (void)frame;
+    (void)what;
+    return 0;
+}
+#endif
 #endif /* GR_COMPAT_SLOTS */
 
 /* The last instruction a frame started (its call in progress, while a C

@@ -266,6 +266,9 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->foot_obj = NULL;
     t->foot_frame = NULL;
     t->foot_lasti = -1;
+    t->foot_withheld = -1;
+    t->foot_code = 0;
+    t->chain_calls = 0;
     t->foot_prof = NULL;
     t->foot_pobj = NULL;
     t->subject = r->profile_on;
@@ -581,8 +584,16 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     Py_tracefunc f = t ? t->chain_func : NULL;
     if (!f || !pass)
         return 0;
-    if (!r || !t || !r->greenlet_mod || r->callback_mode)
+    if (!r || !t)
         return f(obj, frame, what, arg);
+    if (!r->greenlet_mod || r->callback_mode) {
+        Py_INCREF(t); /* the program's function may stop the recording */
+        t->chain_calls++;
+        int rc = f(obj, frame, what, arg);
+        t->chain_calls--;
+        Py_DECREF(t);
+        return rc;
+    }
     /* Passive mode: a switch made inside the program's function delivers
      * no event (the thread is tracing), so the greenlets that run there
      * are not seen.  Say so: the witness moved across the call. */
@@ -590,7 +601,11 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     uint64_t w0 = gr_switch_witness(ts);
     uint64_t at = atomic_load_explicit(&r->nevents, memory_order_relaxed);
     uint64_t tid = t->tid, gid = t->cur_gid;
+    Py_INCREF(t);
+    t->chain_calls++;
     int rc = f(obj, frame, what, arg);
+    t->chain_calls--;
+    Py_DECREF(t);
     if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
         if (!r->prof_switches++) {
             r->prof_switch_first[0] = at - 1; /* the event just written */
@@ -689,6 +704,41 @@ static void resolve_all(gr_recorder *r)
     }
 }
 
+/* Whether the profile slot of ts holds the recorder's own function. */
+static inline int slot_is_ours(PyThreadState *ts)
+{
+    return ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
+}
+
+/* Take the event the foothold's change withheld (t->foot_withheld), if the
+ * recorder's function was not in the profile slot when the program's trace
+ * function returned: returns the record tag to write once the slot is
+ * resolved (withheld_write), or 0.  Call before resolving: the slot then
+ * is still what the trace function left (no event reached the program's
+ * code in between: the foothold gets the first one). */
+static int withheld_take(gr_thread *t, PyThreadState *ts)
+{
+    int what = t->foot_withheld;
+    t->foot_withheld = -1;
+    if (what < 0 || slot_is_ours(ts))
+        return 0;
+    return what == PyTrace_CALL ? GR_CALL : GR_RETURN;
+}
+
+/* Write the withheld event taken by withheld_take (tag), after the HOOKs
+ * of the changes that withheld it: the program's trace function made them
+ * before the event went to the profile slot.  The event is the program's,
+ * as the recorder's function would have been given it (docs/FORMAT.md §4
+ * HOOK, "withheld events"). */
+static void withheld_write(gr_recorder *r, gr_thread *t, int tag)
+{
+    if (!tag || !t->tid)
+        return;
+    t->may_have_ended = tag == GR_RETURN;
+    t->ccall_frame = NULL;
+    gr_emit3(r, tag, t->tid, t->cur_gid, t->foot_code);
+}
+
 /* Give the trace slot of the calling thread back to what it held before
  * the foothold. */
 static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
@@ -755,8 +805,10 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         return prev ? prev(obj, frame, what, arg) : 0;
     if (r && t) {
         GR_EXC_SAVE(saved);
+        int withheld = withheld_take(t, ts);
         drop_foothold(r, t, ts);
         resolve_all(r);
+        withheld_write(r, t, withheld);
         if (PyErr_Occurred())
             gr_swallow(r);
         GR_EXC_RESTORE(saved);
@@ -915,6 +967,10 @@ static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     if (ts->c_profilefunc == t->foot_prof && ts->c_profileobj == t->foot_pobj)
         return 0;
     GR_EXC_SAVE(saved);
+    /* Still tracing: the dispatch that made the previous change may be this
+     * one, its withheld event not yet delivered (the caller looks again). */
+    int withheld = gr_tstate_tracing(ts) ? 0 : withheld_take(t, ts);
+    t->foot_withheld = -1;
     if (ts->c_tracefunc == foothold) {
         drop_foothold(r, t, ts);
     } else {
@@ -925,6 +981,7 @@ static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     }
     if (r->profile_on)
         resolve_profile_slot(r, t, ts, 0);
+    withheld_write(r, t, withheld);
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
@@ -968,6 +1025,19 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
     t->foot_prof = ts->c_profilefunc;
     t->foot_pobj = ts->c_profileobj;
+    /* Made inside the program's trace function dispatching a CALL or RETURN
+     * (not the program's profile function, whose event is recorded already),
+     * with the recorder's function in the profile slot: that event goes to
+     * the profile slot after the trace function returns, to what the change
+     * leaves there (withheld_take). */
+    t->foot_withheld = -1;
+    PyFrameObject *df;
+    int dw;
+    if (gr_tstate_tracing(ts) && !t->chain_calls && slot_is_ours(ts) && gr_own_dispatch(ts, &df, &dw) &&
+        (dw == PyTrace_CALL || dw == PyTrace_RETURN)) {
+        t->foot_code = gr_code_id(r, gr_frame_code(df));
+        t->foot_withheld = dw;
+    }
     t->foot_func = ts->c_tracefunc;
     if (t->foot_func) {
         /* The program's trace function stays; we chain in front of it. */

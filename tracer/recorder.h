@@ -79,6 +79,19 @@ typedef struct gr_thread {
                                compared; released before the frame returns
                                (its return event is such an event) */
     int foot_lasti;
+    int foot_withheld;      /* PyTrace_CALL or PyTrace_RETURN: the change
+                               was made inside the program's trace function
+                               dispatching that event of a frame (3.11,
+                               gr_own_dispatch), with the recorder's function
+                               in the profile slot: the event goes to the
+                               profile slot after the trace function returns,
+                               to what the change left there.  If that is not
+                               the recorder's, the event is written at the
+                               foothold's first event (foot_code); -1: none */
+    uint32_t foot_code;     /* code id of that event's frame */
+    int chain_calls;        /* gr_profile_chain is calling the program's
+                               profile function (a profile dispatch: its
+                               event is recorded already) */
     Py_tracefunc foot_prof; /* the profile slot at the audit event */
     PyObject *foot_pobj;    /* (compared only) */
     int subject;            /* the subject profiler is on this thread */
@@ -424,6 +437,12 @@ int gr_own_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
 /* The same for the trace function of ts, which must be the calling
  * thread's state (3.12+ can only change that one).  Returns 0. */
 int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
+
+/* The event thread state ts (the calling thread's) is dispatching to a
+ * trace or profile function now and its frame (borrowed), when the
+ * interpreter says (3.11; compat.h gr_slot_dispatch): 1 with *frame and
+ * *what (PyTrace_*) set, else 0.  GIL held; never raises. */
+int gr_own_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what);
 
 /* Count one indexed record written and stamp the side channel. */
 static inline void gr_count_record(gr_recorder *r)

@@ -25,7 +25,14 @@
 #    recorded and unrecorded, and on 3.9-3.11 (cProfile changes the slot)
 #    the toggle's enable() and disable() are each a HOOK naming its call,
 #    and so are the two made inside the trace function, with no event
-#    between them (set, then restored: not one "cleared").
+#    between them (set, then restored: not one "cleared"); on 3.11 the call
+#    of traced() the second pair withheld from the recorder is written
+#    after them, and check finds no imbalance.
+#  - events withheld by a profile change inside the program's trace
+#    function (programs/withheld_events.py, 3.11: CPython gives the profile
+#    slot the "call" or "return" only after the trace function returns): the
+#    CALL or RETURN is written after the change's HOOKs, in both modes; the
+#    one verdict is the blind spot of the subject cProfile displaced.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -152,8 +159,9 @@ PYEOF
 done
 
 (cd "$progs" && PYTHONPATH=${BUILD:-$GR_ROOT/build}/python "$PY" foothold_refs.py) >"$work/foot.plain" 2>&1
-slots=1
+slots=1 has_dispatch=0
 "$PY" -c 'import sys; sys.exit(sys.version_info >= (3, 12))' || slots=0
+"$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' && has_dispatch=1
 for mode in passive callback; do
     rec "$mode" foothold_refs
     tr=$work/foothold_refs.$mode
@@ -161,16 +169,48 @@ for mode in passive callback; do
             tr '\n' ';')
     want_hooks='set _lsprof.Profiler.enable;restored _lsprof.Profiler.disable;set;restored;'
     [ "$slots" = 1 ] || want_hooks=$hooks
-    if [ "$(cat "$tr.rc")" = 0 ] && [ "$hooks" = "$want_hooks" ] &&
+    # 3.11: the call of traced() follows the two HOOKs made in the trace
+    # function; the one verdict is the toggle's displaced subject.
+    after=$(grep -A1 ' HOOK .* profile restored subject=on$' "$tr.dump" | sed -n 's/^ *[0-9]* CALL  *t1 g1 \([a-z]*\) .*/\1/p')
+    verdict=$(sed -n 's/^\([a-z_]*\) at event .*/\1/p' "$tr.check" | tr '\n' ' ')
+    want_after=traced want_verdict="blind_spot "
+    [ "$has_dispatch" = 1 ] || want_after=$after want_verdict=$verdict
+    if [ "$(cat "$tr.rc")" = 0 ] && [ "$hooks" = "$want_hooks" ] && [ "$after" = "$want_after" ] &&
+       [ "$verdict" = "$want_verdict" ] &&
        grep -qx 'refcount of the frame: before 0 after 0' "$work/foot.plain" &&
        grep -qx "local of the trace function freed when it returned: \['local'\]" "$work/foot.plain" &&
        grep -qx 'audit hook ran traced, below it: True' "$work/foot.plain" &&
        diff -q "$work/foot.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
         gr_ok "foothold ($mode): no reference left to the program, traced audit hook before the change, HOOKs '$hooks'"
     else
-        gr_bad "foothold ($mode): record exit $(cat "$tr.rc"), HOOKs '$hooks' (want '$want_hooks'); unrecorded, then recorded:"
+        gr_bad "foothold ($mode): record exit $(cat "$tr.rc"), HOOKs '$hooks' (want '$want_hooks'), call after them '$after' (want '$want_after'), verdicts '$verdict' (want '$want_verdict'); unrecorded, then recorded:"
         gr_show "$work/foot.plain" "$tr.out"
     fi
 done
+
+# Events withheld by a change inside the program's trace function: 3.11
+# only (3.9/3.10 keep no record of the event being dispatched; 3.12+
+# cProfile changes no profile slot).
+if [ "$has_dispatch" = 1 ]; then
+    (cd "$progs" && "$PY" withheld_events.py) >"$work/withheld.plain" 2>&1
+    for mode in passive callback; do
+        rec "$mode" withheld_events
+        tr=$work/withheld_events.$mode
+        seq=$(sed -n '/C_RETURN  *t1 g1 sys.settrace$/,/C_CALL  *t1 g1 sys.settrace$/{p;/C_CALL/q;}' "$tr.dump" | grep -v 'Hook\|sys.settrace' |
+              sed 's/^ *[0-9]* \([A-Z_]*\)  *t1 g1 \(profile [a-z]*\|[a-z_]*\).*/\1 \2/' | tr '\n' ';')
+        want="HOOK profile set;HOOK profile restored;CALL called_toggled;RETURN called_toggled;CALL returned_toggled;HOOK profile set;HOOK profile restored;RETURN returned_toggled;HOOK profile set;CALL called_enabled;RETURN called_enabled;CALL inner;RETURN inner;"
+        verdict=$(sed -n 's/^\([a-z_]*\) at event .*/\1/p' "$tr.check" | tr '\n' ' ')
+        if [ "$(cat "$tr.rc")" = 0 ] && [ "$seq" = "$want" ] && [ "$verdict" = "blind_spot " ] &&
+           grep -q 'replaced by the program.s own profile function.*2 Python calls ran unseen by it .*first: called_enabled' "$tr.check" &&
+           diff -q "$work/withheld.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
+            gr_ok "events withheld by a change in the trace function ($mode): written after its HOOKs, verdict the displaced subject only"
+        else
+            gr_bad "events withheld by a change in the trace function ($mode): record exit $(cat "$tr.rc"), records '$seq' (want '$want'), verdicts '$verdict' (want 'blind_spot ')"
+            gr_show "$tr.check"
+        fi
+    done
+else
+    echo "SKIP  events withheld by a change in the trace function: $("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])') keeps no record of the event being dispatched (3.11 only)"
+fi
 
 gr_tally

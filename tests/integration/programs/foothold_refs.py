@@ -16,9 +16,11 @@ The recorder's foothold must also stay in front of the audit hook's events
 (traced, before the change): the toggle's two changes are each written as
 a HOOK naming its C call (enable, then disable); so are the two the trace
 function makes, with no event between them: set, then restored (the
-subject back), not one "cleared".  (The call of traced() comes while
-cProfile's disable() has left the slot empty, before the recorder's next
-event: it is lost, and check says so as an imbalance at its return.)"""
+subject back), not one "cleared".  The call of traced() goes to the
+profile slot after the trace function returns, while cProfile's disable()
+has left it empty: on 3.11 the recorder writes it after the two HOOKs
+(tracing_what names the event being dispatched); on 3.9/3.10 it is lost,
+and check says so as an imbalance at its return."""
 import cProfile
 import sys
 import weakref
