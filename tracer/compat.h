@@ -99,6 +99,18 @@ static inline uint64_t gr_switch_witness(PyThreadState *ts)
  * compiled out before 3.12. */
 #define GR_INSTR_SWITCH (PY_VERSION_HEX >= 0x030C0000)
 
+/* Whether the profile function is a sys.monitoring tool dispatched after the
+ * trace function within one event (3.12+, Python/legacy_tracing.c: tool 6
+ * profile, tool 7 trace; Python/instrumentation.c calls an event's tools
+ * from the highest id down, from a set of tools taken before the first is
+ * called).  The profile tool is on only while some thread of the
+ * interpreter has a profile function (interp->sys_profiling_threads): when
+ * none had one as the event began, a profile function installed by the
+ * trace function during that CALL or RETURN does not get it.  3.9-3.11
+ * read the profile slot after the trace function returns
+ * (trace_function_entry/exit): it gets it. */
+#define GR_PROFILE_TOOL (PY_VERSION_HEX >= 0x030C0000)
+
 /* Whether the version keeps a per-thread (and so, with greenlet, per
  * greenlet) "use_tracing" flag that gates profile events:
  *  - 3.9: tstate->use_tracing;

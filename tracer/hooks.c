@@ -790,6 +790,19 @@ static int foot_in_dispatch(gr_thread *t, PyThreadState *ts, PyFrameObject *fram
     return found;
 }
 
+/* Whether no thread of the calling thread's interpreter has a profile
+ * function: on 3.12+ the profile tool is then off for the event being
+ * dispatched (compat.h GR_PROFILE_TOOL).  Always 0 before 3.12. */
+static int no_profiling_thread(PyThreadState *me)
+{
+    if (!GR_PROFILE_TOOL)
+        return 0;
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+        if (ts->c_profilefunc)
+            return 0;
+    return 1;
+}
+
 /* Trace function that holds the trace slot from the audit event of a
  * program's profile change to the next event after the change: that is
  * where the recorder can see what the program installed.  Events from
@@ -806,9 +819,17 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     if (r && t) {
         GR_EXC_SAVE(saved);
         int withheld = withheld_take(t, ts);
+        /* 3.12+: with no profiling thread (the program cleared every
+         * profile slot: threading.setprofile_all_threads(None)), this
+         * event's profile tool is off, so the recorder's function put back
+         * now would not get a CALL or RETURN: it is given the event here,
+         * after the HOOK. */
+        int tool_off = (what == PyTrace_CALL || what == PyTrace_RETURN) && no_profiling_thread(ts);
         drop_foothold(r, t, ts);
         resolve_all(r);
         withheld_write(r, t, withheld);
+        if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
+            gr_profile(NULL, frame, what, arg);
         if (PyErr_Occurred())
             gr_swallow(r);
         GR_EXC_RESTORE(saved);

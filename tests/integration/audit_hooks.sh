@@ -18,6 +18,13 @@
 # or does not build is skipped.  And in the Debian roots of ci/envs.sh
 # (GR_AUDIT_ENVS, default bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15) that
 # are provisioned; the recorder is built there for this clone when needed.  Greenlet is not needed.
+# With each 3.12+ interpreter of that list: threading.setprofile_all_threads
+# with a second thread alive (programs/profile_all_threads.py): prof sees
+# the same calls recorded and not, the return of setprofile_all_threads
+# after the None that puts the subject back is recorded (with every slot
+# empty CPython's profile tool is off for it: the recorder writes it), and
+# the one verdict per thread is the displaced subject's blind spot, on the
+# calling thread naming sys._setprofileallthreads (no imbalance).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 # shellcheck source=lib.sh
@@ -65,6 +72,7 @@ compare() {
 }
 
 n=0
+all_py=()
 for py in "${pythons[@]}"; do
     n=$((n + 1))
     if ! ver=$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null); then
@@ -80,6 +88,36 @@ for py in "${pythons[@]}"; do
     (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$py" "$prog") >"$out.log" 2>&1
     rc=$?
     compare "$ver" "$out"
+    case $ver in 3.[0-9].*|3.1[01].*) continue ;; esac
+    all_py+=("$py")
+done
+
+# all_threads PY: programs/profile_all_threads.py recorded with PY (3.12+).
+all_threads() {
+    local py=$1 ver out verdicts ret
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    out=$GR_WORK/allthreads.$ver
+    (cd "$GR_ROOT/tests/integration/programs" && "$py" profile_all_threads.py) >"$out.plain" 2>&1
+    (cd "$GR_ROOT/tests/integration/programs" && "$GR_CLI" record -o "$out.grt" -- "$py" profile_all_threads.py) >"$out.log" 2>&1
+    rc=$?
+    "$GR_CLI" check "$out.grt" >"$out.check" 2>&1
+    "$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
+    verdicts=$(sed -n 's/^\([a-z_]*\) at event [0-9]* (\(t[0-9]*\) g0).*/\1 \2/p' "$out.check" | sort | tr '\n' ';')
+    ret=$(grep -A1 ' HOOK  *t1 g0 profile restored subject=on during=sys._setprofileallthreads$' "$out.dump" |
+          sed -n 's/^ *[0-9]* RETURN  *t1 g0 \(setprofile_all_threads\) .*/\1/p')
+    if [ $rc -eq 0 ] && [ "$verdicts" = "blind_spot t1;blind_spot t2;" ] && [ "$ret" = setprofile_all_threads ] &&
+       grep -q "^blind_spot at event [0-9]* (t1 g0): .*during sys._setprofileallthreads in setprofile_all_threads" "$out.check" &&
+       grep -qx "prof saw: \['work', 'work'\]" "$out.plain" &&
+       diff -q "$out.plain" <(grep -v '^greenreplay' "$out.log") >/dev/null; then
+        gr_ok "setprofile_all_threads with $ver: its return recorded after the subject is back, verdicts '$verdicts'"
+    else
+        gr_bad "setprofile_all_threads with $ver: record exit $rc, verdicts '$verdicts' (want 'blind_spot t1;blind_spot t2;'), return after the restore '$ret'"
+        gr_show "$out.plain" "$out.log" "$out.check"
+    fi
+}
+[ ${#all_py[@]} -gt 0 ] || echo "SKIP  setprofile_all_threads: no 3.12+ interpreter with the recorder built (pyenv's, or GR_AUDIT_PYTHONS)"
+for py in "${all_py[@]}"; do
+    all_threads "$py"
 done
 
 # Debian roots (ci/envs.sh) that are provisioned (their roots are not made
