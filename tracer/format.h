@@ -147,6 +147,12 @@ enum gr_hook_action {
                                     threads); found at a MARK: the recorder's
                                     own events between the thread's previous
                                     record and this HOOK may be lost */
+#define GR_HOOK_BY_OTHER 0x8u   /* another thread made the change (3.12+
+                                    threading.setprofile_all_threads,
+                                    PyEval_SetProfileAllThreads): its tid is
+                                    who >> GR_HOOK_BY_SHIFT, and `during` is
+                                    the C call in progress there, not here */
+#define GR_HOOK_BY_SHIFT 8
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u

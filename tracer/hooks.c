@@ -268,6 +268,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->foot_lasti = -1;
     t->foot_withheld = -1;
     t->foot_code = 0;
+    t->by_tid = 0;
+    t->by_code = 0;
     t->chain_calls = 0;
     t->foot_prof = NULL;
     t->foot_pobj = NULL;
@@ -622,6 +624,10 @@ static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32
 {
     uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
                    (t->unannounced ? GR_HOOK_UNANNOUNCED : 0);
+    if (t->by_tid) {
+        who |= GR_HOOK_BY_OTHER | (uint64_t)t->by_tid << GR_HOOK_BY_SHIFT;
+        code = t->by_code;
+    }
     uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
     gr_emit(r, GR_HOOK, 6, f);
 }
@@ -692,15 +698,24 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 }
 
 /* Every thread's profile slot, after a change announced by the audit
- * hook (a change can concern another thread: 3.12's
- * threading.setprofile_all_threads). */
-static void resolve_all(gr_recorder *r)
+ * hook on thread `by` (a change can concern another thread: 3.12's
+ * threading.setprofile_all_threads): another thread's HOOK names `by` and
+ * the C call in progress there (GR_HOOK_BY_OTHER). */
+static void resolve_all(gr_recorder *r, gr_thread *by)
 {
     PyThreadState *me = PyThreadState_Get();
+    uint32_t by_code = by->hook_pending ? by->hook_code : 0;
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = thread_of_tstate(r, ts);
-        if (t && r->profile_on)
-            resolve_profile_slot(r, t, ts, 0);
+        if (!t || !r->profile_on)
+            continue;
+        if (t != by && by->tid) {
+            t->by_tid = by->tid;
+            t->by_code = by_code;
+        }
+        resolve_profile_slot(r, t, ts, 0);
+        t->by_tid = 0;
+        t->by_code = 0;
     }
 }
 
@@ -826,7 +841,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
          * after the HOOK. */
         int tool_off = (what == PyTrace_CALL || what == PyTrace_RETURN) && no_profiling_thread(ts);
         drop_foothold(r, t, ts);
-        resolve_all(r);
+        resolve_all(r, t);
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
             gr_profile(NULL, frame, what, arg);

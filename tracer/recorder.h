@@ -79,6 +79,9 @@ typedef struct gr_thread {
                                compared; released before the frame returns
                                (its return event is such an event) */
     int foot_lasti;
+    uint32_t by_tid;        /* resolving a change another thread made
+                               (its tid, HOOK GR_HOOK_BY_OTHER), else 0 */
+    uint32_t by_code;       /* and the C call in progress there */
     int foot_withheld;      /* PyTrace_CALL or PyTrace_RETURN: the change
                                was made inside the program's trace function
                                dispatching that event of a frame (3.11,

@@ -33,6 +33,8 @@ typedef struct bthread {
     char *off_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
     uint64_t off_action, off_gid;
     uint32_t off_code;      /* the C call during which it happened */
+    uint64_t off_by;        /* the thread that made it, if another one
+                               (HOOK GR_HOOK_BY_OTHER), else 0 */
     uint32_t off_frame;     /* innermost Python frame then (0 unknown) */
     uint64_t off_calls;     /* Python calls since, unseen by the subject */
     int off_unannounced;    /* the HOOK came without the audit event */
@@ -164,11 +166,15 @@ static void episode_message(ck *c, const ck_thread *th, const bthread *bt, const
                  bt->off_action == GR_HOOK_SET ? "replaced by the program's own profile function"
                                                : "removed by the program",
                  bt->off_index);
+    if (bt->off_by)
+        gr_sb_printf(&c->msg, ", made by t%" PRIu64, bt->off_by);
     if (bt->off_code) {
         gr_sb_puts(&c->msg, ", during ");
         ck_code_name(c, bt->off_code);
     }
     if (bt->off_frame) {
+        if (bt->off_by)
+            gr_sb_printf(&c->msg, "; t%" PRIu64 " was", th->tid);
         gr_sb_puts(&c->msg, " in ");
         ck_code_name(c, bt->off_frame);
     }
@@ -262,6 +268,7 @@ static void on_hook(ck *c, const ck_event *e, bthread *bt)
     bt->off_unannounced = (r->parent & GR_HOOK_UNANNOUNCED) != 0;
     bt->off_gid = r->gid;
     bt->off_code = r->code;
+    bt->off_by = (r->parent & GR_HOOK_BY_OTHER) ? r->parent >> GR_HOOK_BY_SHIFT : 0;
     bt->off_frame = 0;
     const ck_shadow *s = &c->sh[e->si];
     size_t k = ck_innermost_py(s);

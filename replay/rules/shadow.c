@@ -346,7 +346,7 @@ void ck_apply(ck *c, const ck_event *e)
          * reports its c_return to whatever the program installed, not to
          * the recorder. */
         ck_shadow *s = &c->sh[e->si];
-        if (r->flags == GR_HOOK_PROFILE && r->code && s->n && s->e[s->n - 1].is_c &&
+        if (r->flags == GR_HOOK_PROFILE && r->code && !(r->parent & GR_HOOK_BY_OTHER) && s->n && s->e[s->n - 1].is_c &&
             s->e[s->n - 1].code == r->code)
             s->n--;
         if (r->parent & GR_HOOK_UNANNOUNCED) {

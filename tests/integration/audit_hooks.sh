@@ -24,7 +24,8 @@
 # after the None that puts the subject back is recorded (with every slot
 # empty CPython's profile tool is off for it: the recorder writes it), and
 # the one verdict per thread is the displaced subject's blind spot, on the
-# calling thread naming sys._setprofileallthreads (no imbalance).
+# calling thread naming sys._setprofileallthreads, on the other naming the
+# calling thread too (HOOK by=t1; no imbalance).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 # shellcheck source=lib.sh
@@ -107,6 +108,7 @@ all_threads() {
           sed -n 's/^ *[0-9]* RETURN  *t1 g0 \(setprofile_all_threads\) .*/\1/p')
     if [ $rc -eq 0 ] && [ "$verdicts" = "blind_spot t1;blind_spot t2;" ] && [ "$ret" = setprofile_all_threads ] &&
        grep -q "^blind_spot at event [0-9]* (t1 g0): .*during sys._setprofileallthreads in setprofile_all_threads" "$out.check" &&
+       grep -q "^blind_spot at event [0-9]* (t2 g0): .*, made by t1, during sys._setprofileallthreads; t2 was in " "$out.check" &&
        grep -qx "prof saw: \['work', 'work'\]" "$out.plain" &&
        diff -q "$out.plain" <(grep -v '^greenreplay' "$out.log") >/dev/null; then
         gr_ok "setprofile_all_threads with $ver: its return recorded after the subject is back, verdicts '$verdicts'"

@@ -1983,6 +1983,41 @@ static void test_hook_replaced_profiler_named_once(void **state)
     end(&f);
 }
 
+/* the program replaced the profile function of every thread from t1
+ * (threading.setprofile_all_threads, 3.12+): t2's HOOK names t1 and its C
+ * call (GR_HOOK_BY_OTHER), which is not t2's own: t2's C call in progress
+ * (a lock) keeps its shadow entry, so its c_return is no imbalance; the
+ * verdict on t2 names the thread and the call that made the change */
+static void test_hook_replaced_from_other_thread(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t allp = tb_c(&f.b, "sys._setprofileallthreads");
+    uint32_t lock = tb_c(&f.b, "_thread.lock.acquire");
+    uint64_t by1 = GR_HOOK_BY_OTHER | (1u << GR_HOOK_BY_SHIFT);
+    tb_thread(&f.b, 2);                                                      /* 4 */
+    tb_greenlet(&f.b, 2, 5, 0, GR_GL_MAIN, 1, f.y);                          /* 5 */
+    tb_ev(&f.b, GR_C_CALL, 2, 5, lock);                                      /* 6 */
+    tb_ev(&f.b, GR_C_CALL, 1, 1, allp);                                      /* 7 */
+    tb_hook(&f.b, 2, 5, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED | by1, allp); /* 8 */
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED, allp); /* 9 */
+    tb_ev(&f.b, GR_C_RETURN, 2, 5, lock);
+    tb_ev(&f.b, GR_CALL, 2, 5, f.x);
+    tb_ev(&f.b, GR_RETURN, 2, 5, f.x);
+    tb_ev(&f.b, GR_C_CALL, 1, 1, allp);
+    tb_hook(&f.b, 2, 5, GR_HOOK_PROFILE, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON | by1, allp);
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, allp);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    load_check(&f, 0);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_BLIND_SPOT, 8,
+           "(HOOK at event 8, made by t1, during sys._setprofileallthreads; t2 was in y (seed.py:30)): "
+           "1 Python call ran unseen by it until event 14");
+    end(&f);
+}
+
 /* one episode of the subject removed by the program: the calls ran
  * meanwhile, appended to the builder (remove during the C call setp,
  * CALL/RETURN of x `calls` times, put back: the c_return of each setp goes
@@ -2427,6 +2462,7 @@ int main(void)
         cmocka_unit_test(test_mark_tracing_off_is_propagation),
         cmocka_unit_test(test_mark_tracing_on_clean),
         cmocka_unit_test(test_hook_replaced_profiler_named_once),
+        cmocka_unit_test(test_hook_replaced_from_other_thread),
         cmocka_unit_test(test_hook_restored_without_calls_clean),
         cmocka_unit_test(test_abandoned_greenlet_is_a_note),
         cmocka_unit_test(test_two_threads),
