@@ -373,8 +373,12 @@ static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject
  *    it, internal/pycore_frame.h), so the frame being dispatched is the
  *    innermost one with a line; tracing_what holds a stale value outside
  *    call_trace (a greenlet callback's tracing guard), hence the frame test.
- *  - 3.9/3.10 keep no such event (3.9 keeps f_lineno up to date outside
- *    tracing too): unknown.
+ *  - 3.10: call_trace gives the frame its line in f_lineno during the
+ *    dispatch too (0 outside it), but keeps no event: only a CALL of a
+ *    frame that has not started (f_lasti -1: no other event comes then) is
+ *    known; a RETURN, or the CALL of a resumed generator, is not.
+ *  - 3.9 keeps neither (f_lineno is kept up to date outside tracing too):
+ *    unknown.
  *  - 3.12+: a profile change raises no pending dispatch of this kind
  *    (sys.monitoring delivers the legacy events itself): unknown.
  * Returns 1 with *frame and *what (PyTrace_*) set, 0 when unknown or no
@@ -398,6 +402,20 @@ static inline int gr_slot_dispatch(PyThreadState *ts, PyFrameObject **frame, int
     *frame = f;
     Py_DECREF(f); /* borrowed: the thread's stack keeps it while dispatching */
     *what = ts->tracing_what;
+    return 1;
+}
+#elif PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030B0000
+static inline int gr_slot_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what)
+{
+    if (!ts->tracing)
+        return 0;
+    PyFrameObject *f = ts->frame; /* borrowed, as its f_back chain */
+    while (f && f->f_lineno == 0)
+        f = f->f_back;
+    if (!f || f->f_lasti >= 0)
+        return 0;
+    *frame = f;
+    *what = PyTrace_CALL;
     return 1;
 }
 #else

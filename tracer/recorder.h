@@ -84,8 +84,9 @@ typedef struct gr_thread {
     uint32_t by_code;       /* and the C call in progress there */
     int foot_withheld;      /* PyTrace_CALL or PyTrace_RETURN: the change
                                was made inside the program's trace function
-                               dispatching that event of a frame (3.11,
-                               gr_own_dispatch), with the recorder's function
+                               dispatching that event of a frame (3.11;
+                               3.10: a frame's first CALL; gr_own_dispatch),
+                               with the recorder's function
                                in the profile slot: the event goes to the
                                profile slot after the trace function returns,
                                to what the change left there.  If that is not
@@ -443,8 +444,9 @@ int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
 
 /* The event thread state ts (the calling thread's) is dispatching to a
  * trace or profile function now and its frame (borrowed), when the
- * interpreter says (3.11; compat.h gr_slot_dispatch): 1 with *frame and
- * *what (PyTrace_*) set, else 0.  GIL held; never raises. */
+ * interpreter says (3.10: the CALL of a frame not started yet; 3.11: any;
+ * compat.h gr_slot_dispatch): 1 with *frame and *what (PyTrace_*) set,
+ * else 0.  GIL held; never raises. */
 int gr_own_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what);
 
 /* Count one indexed record written and stamp the side channel. */

@@ -18,9 +18,10 @@ a HOOK naming its C call (enable, then disable); so are the two the trace
 function makes, with no event between them: set, then restored (the
 subject back), not one "cleared".  The call of traced() goes to the
 profile slot after the trace function returns, while cProfile's disable()
-has left it empty: on 3.11 the recorder writes it after the two HOOKs
-(tracing_what names the event being dispatched); on 3.9/3.10 it is lost,
-and check says so as an imbalance at its return."""
+has left it empty: on 3.10/3.11 the recorder writes it after the two
+HOOKs (the interpreter says which frame, and on 3.11 which event, it is
+dispatching); on 3.9 it is lost, and check says so as an imbalance at its
+return."""
 import cProfile
 import sys
 import weakref
