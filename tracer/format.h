@@ -153,6 +153,12 @@ enum gr_hook_action {
                                     who >> GR_HOOK_BY_SHIFT, and `during` is
                                     the C call in progress there, not here */
 #define GR_HOOK_BY_SHIFT 8
+#define GR_HOOK_IN_TRACE 0x10u  /* made inside the program's trace function
+                                    while it handled an event the
+                                    interpreter does not name (3.9/3.10):
+                                    a call or return it handled went to the
+                                    profile slot after it returned, to what
+                                    the change left there, not the recorder */
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u

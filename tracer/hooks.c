@@ -268,6 +268,8 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->foot_lasti = -1;
     t->foot_withheld = -1;
     t->foot_code = 0;
+    t->foot_intrace = 0;
+    t->hook_intrace = 0;
     t->by_tid = 0;
     t->by_code = 0;
     t->chain_calls = 0;
@@ -623,7 +625,7 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
 {
     uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
-                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0);
+                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->hook_intrace ? GR_HOOK_IN_TRACE : 0);
     if (t->by_tid) {
         who |= GR_HOOK_BY_OTHER | (uint64_t)t->by_tid << GR_HOOK_BY_SHIFT;
         code = t->by_code;
@@ -735,6 +737,9 @@ static int withheld_take(gr_thread *t, PyThreadState *ts)
 {
     int what = t->foot_withheld;
     t->foot_withheld = -1;
+    /* (an event the interpreter does not name: the HOOK says so) */
+    t->hook_intrace = t->foot_intrace && !slot_is_ours(ts);
+    t->foot_intrace = 0;
     if (what < 0 || slot_is_ours(ts))
         return 0;
     return what == PyTrace_CALL ? GR_CALL : GR_RETURN;
@@ -842,6 +847,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         int tool_off = (what == PyTrace_CALL || what == PyTrace_RETURN) && no_profiling_thread(ts);
         drop_foothold(r, t, ts);
         resolve_all(r, t);
+        t->hook_intrace = 0;
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
             gr_profile(NULL, frame, what, arg);
@@ -1007,6 +1013,7 @@ static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
      * one, its withheld event not yet delivered (the caller looks again). */
     int withheld = gr_tstate_tracing(ts) ? 0 : withheld_take(t, ts);
     t->foot_withheld = -1;
+    t->foot_intrace = 0;
     if (ts->c_tracefunc == foothold) {
         drop_foothold(r, t, ts);
     } else {
@@ -1017,6 +1024,7 @@ static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     }
     if (r->profile_on)
         resolve_profile_slot(r, t, ts, 0);
+    t->hook_intrace = 0;
     withheld_write(r, t, withheld);
     if (PyErr_Occurred())
         gr_swallow(r);
@@ -1067,12 +1075,17 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
      * the profile slot after the trace function returns, to what the change
      * leaves there (withheld_take). */
     t->foot_withheld = -1;
+    t->foot_intrace = 0;
     PyFrameObject *df;
     int dw;
-    if (gr_tstate_tracing(ts) && !t->chain_calls && slot_is_ours(ts) && gr_own_dispatch(ts, &df, &dw) &&
-        (dw == PyTrace_CALL || dw == PyTrace_RETURN)) {
-        t->foot_code = gr_code_id(r, gr_frame_code(df));
-        t->foot_withheld = dw;
+    if (gr_tstate_tracing(ts) && !t->chain_calls && slot_is_ours(ts) && ts->c_tracefunc &&
+        ts->c_tracefunc != foothold) {
+        if (!gr_own_dispatch(ts, &df, &dw)) {
+            t->foot_intrace = 1; /* which event: unknown (3.9/3.10) */
+        } else if (dw == PyTrace_CALL || dw == PyTrace_RETURN) {
+            t->foot_code = gr_code_id(r, gr_frame_code(df));
+            t->foot_withheld = dw;
+        }
     }
     t->foot_func = ts->c_tracefunc;
     if (t->foot_func) {

@@ -93,6 +93,12 @@ typedef struct gr_thread {
                                the recorder's, the event is written at the
                                foothold's first event (foot_code); -1: none */
     uint32_t foot_code;     /* code id of that event's frame */
+    int foot_intrace;       /* the change was made there too, but the
+                               interpreter does not say which event it
+                               handled (3.9/3.10): the HOOK says so
+                               (GR_HOOK_IN_TRACE) if the slot is not the
+                               recorder's at the foothold's first event */
+    int hook_intrace;       /* set while that HOOK is written */
     int chain_calls;        /* gr_profile_chain is calling the program's
                                profile function (a profile dispatch: its
                                event is recorded already) */

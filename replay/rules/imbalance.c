@@ -47,6 +47,17 @@ static void on_return(ck *c, const ck_event *e, int is_c)
                                 "122029 class (c_call not reported to the profiler)");
         gr_sb_puts(&c->msg, "; ignored");
     }
+    /* The frame on top at a HOOK made inside the program's trace function
+     * (GR_HOOK_IN_TRACE) is the one missed, or the call missed is above
+     * it: the event that function handled went elsewhere. */
+    const ck_thread *th = e->th;
+    if (th->intrace && r->gid == th->intrace_gid &&
+        (k > 0 ? k < th->intrace_depth : s->n == th->intrace_depth))
+        gr_sb_printf(&c->msg, "; cause: the program's trace function changed the profile slot "
+                              "(HOOK at event %" PRIu64 ") while it handled a call or return, "
+                              "which CPython then gave to what the change left in the slot, not "
+                              "to the recorder (this Python does not say which event it handled)",
+                     th->intrace_index);
     ck_violate(c, GR_RULE_IMBALANCE, r, e->th, r->gid);
 }
 

@@ -275,6 +275,8 @@ void ck_apply(ck *c, const ck_event *e)
         undead(c, e->si);
         if (!e->skip)
             pop(&c->sh[e->si], r, r->tag != GR_RETURN);
+        if (th->intrace && r->gid == th->intrace_gid && c->sh[e->si].n < th->intrace_depth)
+            th->intrace = 0; /* the frame on top at the HOOK has returned */
         break;
     case GR_SWITCH:
     case GR_THROW: {
@@ -352,6 +354,12 @@ void ck_apply(ck *c, const ck_event *e)
         if (r->parent & GR_HOOK_UNANNOUNCED) {
             th->observer_gap = 1;
             th->gap_index = r->index;
+        }
+        if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_IN_TRACE)) {
+            th->intrace = 1;
+            th->intrace_index = r->index;
+            th->intrace_gid = r->gid;
+            th->intrace_depth = s->n;
         }
         break;
     }

@@ -80,6 +80,13 @@ typedef struct ck_thread {
                                to that HOOK; the next MARK's real stack
                                reseeds the shadow (no comparison there) */
     uint64_t gap_index;     /* that HOOK */
+    int intrace;            /* a HOOK with GR_HOOK_IN_TRACE: a call or
+                               return the program's trace function handled
+                               may have gone to the function it left in the
+                               slot; until the frame on top then returns */
+    uint64_t intrace_index; /* that HOOK */
+    uint64_t intrace_gid;   /* its greenlet */
+    size_t intrace_depth;   /* its shadow's depth after it */
     int had_events;         /* a profile event (CALL..C_EXCEPTION) was seen */
     int unobserved;         /* a MARK on this thread, before any of its
                                profile events, found no profile function of
