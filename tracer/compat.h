@@ -379,8 +379,8 @@ static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject
  *    known; a RETURN, or the CALL of a resumed generator, is not.
  *  - 3.9 keeps neither (f_lineno is kept up to date outside tracing too):
  *    unknown.
- *  - 3.12+: a profile change raises no pending dispatch of this kind
- *    (sys.monitoring delivers the legacy events itself): unknown.
+ *  - 3.12+ (legacy tracing on sys.monitoring, whose trace tool is also
+ *    called before the profile tool) keep neither: unknown.
  * Returns 1 with *frame and *what (PyTrace_*) set, 0 when unknown or no
  * dispatch.  Never raises (PyFrame_GetBack's errors are cleared). */
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000

@@ -155,7 +155,7 @@ enum gr_hook_action {
 #define GR_HOOK_BY_SHIFT 8
 #define GR_HOOK_IN_TRACE 0x10u  /* made inside the program's trace function
                                     while it handled an event the
-                                    interpreter does not name (3.9/3.10):
+                                    interpreter does not name (not 3.11):
                                     a call or return it handled went to the
                                     profile slot after it returned, to what
                                     the change left there, not the recorder */

@@ -1081,7 +1081,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     if (gr_tstate_tracing(ts) && !t->chain_calls && slot_is_ours(ts) && ts->c_tracefunc &&
         ts->c_tracefunc != foothold) {
         if (!gr_own_dispatch(ts, &df, &dw)) {
-            t->foot_intrace = 1; /* which event: unknown (3.9/3.10) */
+            t->foot_intrace = 1; /* which event: unknown (not 3.11: compat.h) */
         } else if (dw == PyTrace_CALL || dw == PyTrace_RETURN) {
             t->foot_code = gr_code_id(r, gr_frame_code(df));
             t->foot_withheld = dw;

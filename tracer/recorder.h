@@ -95,7 +95,7 @@ typedef struct gr_thread {
     uint32_t foot_code;     /* code id of that event's frame */
     int foot_intrace;       /* the change was made there too, but the
                                interpreter does not say which event it
-                               handled (3.9/3.10): the HOOK says so
+                               handled (not 3.11): the HOOK says so
                                (GR_HOOK_IN_TRACE) if the slot is not the
                                recorder's at the foothold's first event */
     int hook_intrace;       /* set while that HOOK is written */
