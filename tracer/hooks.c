@@ -642,10 +642,80 @@ static void resolve_all(gr_recorder *r)
     }
 }
 
+/* Give the trace slot of thread state ts (thread t, any thread) back to
+ * the function it held before a foreign foothold (its object never left
+ * the slot). */
+static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+static void drop_foreign(gr_thread *t, PyThreadState *ts)
+{
+    if (t->foothold != 2)
+        return;
+    t->foothold = 0;
+    if (ts->c_tracefunc == foothold)
+        gr_own_swap_trace(ts, t->foot_func);
+    t->foot_func = NULL;
+}
+
+/* Foreign footholds.  A profile change announced on one thread can
+ * concern another thread's slot: PyEval_SetProfileAllThreads (yappi
+ * 1.6+ on 3.12+ calls it for every new thread it profiles, from that
+ * thread), _PyEval_SetProfile on another thread state (yappi 1.4 at its
+ * start on 3.11), threading.setprofile_all_threads.  The audit event comes
+ * on the calling thread, whose foothold sees the change at its next event
+ * (resolve_all, every thread); but the GIL can pass to another thread
+ * before that event, and that thread's profile events then went to the
+ * program's function alone (yappi 1.6.10 on 3.13: the main thread lost
+ * hundreds of calls, 2 runs in 20, with nothing in the trace saying so).
+ * So every other thread the recorder follows gets a foothold too, swapped
+ * into its trace slot (its own trace function chained, its object kept):
+ * the first event of any of them after the change resolves every slot.
+ * The trace function gets a Python call or return before the profile
+ * function (3.12+: sys.monitoring calls the tools from the highest id
+ * down, sys.settrace's 7 before sys.setprofile's 6; 3.9-3.11: the eval
+ * loop calls c_tracefunc, then c_profilefunc), and line events go to it
+ * alone, so what such a thread can still give to the program's function
+ * alone is C calls: the end of the C call it was in when the change came
+ * (blocked with the GIL released: a lock, a sleep), which the HOOK then
+ * names (`during`: its c_return went to the program's function; see
+ * foothold()), and a C call it makes and ends before its next Python-level
+ * event (on the line where the blocking call returned), not recorded. */
+static void foothold_others(gr_recorder *r, PyThreadState *me)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts == me)
+            continue;
+        gr_thread *t = thread_of_tstate(r, ts);
+        if (!t || t->ended || !t->tid || t->foothold || ts->c_tracefunc == foothold)
+            continue;
+        Py_tracefunc prev = ts->c_tracefunc;
+        if (gr_own_swap_trace(ts, foothold) < 0)
+            return;
+        t->foothold = 2;
+        t->foot_func = prev;
+        t->foot_frame = NULL;
+    }
+}
+
+/* Drop the foreign footholds of every thread but `me`: the change they
+ * watched for has been resolved. */
+static void drop_foreign_all(gr_recorder *r, PyThreadState *me)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        gr_thread *t = thread_of_tstate(r, ts);
+        if (t && t->foothold == 2)
+            drop_foreign(t, ts);
+    }
+}
+
 /* Give the trace slot of the calling thread back to what it held before
  * the foothold. */
 static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 {
+    if (t->foothold == 2) {
+        drop_foreign(t, ts);
+        return;
+    }
     if (!t->foothold)
         return;
     t->foothold = 0;
@@ -701,12 +771,31 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = r ? thread_known(r) : tls_thread;
     Py_tracefunc prev = t ? t->foot_func : NULL;
-    if (r && t && t->foothold && foot_in_dispatch(t, ts, frame))
+    if (r && t && t->foothold == 1 && foot_in_dispatch(t, ts, frame))
         return prev ? prev(obj, frame, what, arg) : 0;
     if (r && t) {
         GR_EXC_SAVE(saved);
+        int own = t->foothold == 1;
+        if (t->foothold == 2 && t->ccall_frame && frame == t->ccall_frame &&
+            ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain) {
+            /* A foreign foothold, in the frame that made this thread's
+             * last recorded event, a C_CALL: that C call has ended, and
+             * its end went to the function another thread put in this
+             * thread's slot.  The HOOK names it (`during`), as for a
+             * change made inside the C call. */
+            t->hook_pending = 1;
+            t->hook_code = t->last_c_call;
+            t->last_c_call = 0;
+            t->ccall_frame = NULL;
+            t->may_have_ended = 1;
+            (void)c_pop(r, t);
+        }
         drop_foothold(r, t, ts);
         resolve_all(r);
+        /* The change is made (this thread's audit event came before it):
+         * the other threads' footholds have nothing left to watch. */
+        if (own)
+            drop_foreign_all(r, ts);
         if (PyErr_Occurred())
             gr_swallow(r);
         GR_EXC_RESTORE(saved);
@@ -856,10 +945,20 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         uncaught(r);
         return 0;
     }
+    if (r && !r->own_change && tls_gen == r->tls_key && tls_thread && tls_thread->foothold == 2 &&
+        strcmp(event, "sys.settrace") == 0) {
+        /* The program changes this thread's trace slot, which holds a
+         * foreign foothold: give the slot back first, so the change
+         * replaces the program's own function and CPython counts it. */
+        drop_foreign(tls_thread, PyThreadState_Get());
+        return 0;
+    }
     if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = thread_known(r);
+    if (t && t->foothold == 2)
+        drop_foreign(t, ts); /* this thread's own change: its own foothold */
     if (!t || t->foothold)
         return 0;
     GR_EXC_SAVE(saved);
@@ -880,6 +979,8 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         gr_own_set_trace(ts, foothold, NULL);
         gr_own_change_end(r);
     }
+    if (ts->c_tracefunc == foothold)
+        foothold_others(r, ts);
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
@@ -896,7 +997,9 @@ void gr_hooks_stop(gr_recorder *r)
             continue;
         if (ts->c_profilefunc == gr_profile_chain && t->chain_func)
             gr_swap_profile_func(ts, t->chain_func);
-        if (t->foothold && ts == me)
+        if (t->foothold == 2)
+            drop_foreign(t, ts);
+        else if (t->foothold && ts == me)
             drop_foothold(r, t, ts);
         else if (t->foothold && ts->c_tracefunc == foothold) {
             ts->c_tracefunc = t->foot_func;
