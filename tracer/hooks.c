@@ -251,6 +251,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->at_start = 0;
     t->ended = 0;
     t->unannounced = 0;
+    t->ran_unseen = 0;
     t->had_events = 0;
     t->cbits = 0;
     if (PyList_GET_SIZE(r->threads) >= r->threads_sweep_at)
@@ -559,7 +560,7 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
 {
     uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
-                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0);
+                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->ran_unseen ? GR_HOOK_RAN : 0);
     uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
     gr_emit(r, GR_HOOK, 6, f);
 }
@@ -575,8 +576,11 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
     Py_tracefunc f = ts->c_profilefunc;
     uint32_t code = t->hook_pending ? t->hook_code : 0;
     t->hook_pending = 0;
+    int ran = t->ran_unseen;
+    t->ran_unseen = 0;
     if (f == gr_profile || f == gr_profile_chain)
         return;
+    t->ran_unseen = ran; /* for emit_hook, below */
     int action;
     if (!f) {
         /* Cleared.  While the subject was displaced by the program's own
@@ -611,6 +615,24 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code);
+    t->ran_unseen = 0;
+}
+
+/* Whether thread state ts (thread t, not the calling thread), with a
+ * foothold still waiting for its next event, has run since the foothold
+ * was taken: its running frame or that frame's instruction is no longer
+ * the one then (1: the call that made the change, at its own audit event;
+ * 2: where it waited when another thread's audit event came).  Then C
+ * calls it made since went to the program's function alone (GR_HOOK_RAN).
+ * Also 1 when the frame could not be materialized (NULL, no error kept). */
+static int moved_on(gr_thread *t, PyThreadState *ts)
+{
+    PyFrameObject *f = gr_tstate_frame(ts);
+    int moved = f != t->foot_frame || (f && gr_frame_lasti(f) != t->foot_lasti);
+    Py_XDECREF(f);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return moved;
 }
 
 void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
@@ -637,8 +659,11 @@ static void resolve_all(gr_recorder *r)
     PyThreadState *me = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = thread_of_tstate(r, ts);
-        if (t && r->profile_on)
-            resolve_profile_slot(r, t, ts, 0);
+        if (!t || !r->profile_on)
+            continue;
+        if (ts != me && t->foothold && moved_on(t, ts))
+            t->ran_unseen = 1;
+        resolve_profile_slot(r, t, ts, 0);
     }
 }
 
@@ -693,7 +718,14 @@ static void foothold_others(gr_recorder *r, PyThreadState *me)
             return;
         t->foothold = 2;
         t->foot_func = prev;
-        t->foot_frame = NULL;
+        /* Where the thread waits now (moved_on: did it run before the
+         * change was resolved?). */
+        PyFrameObject *f = gr_tstate_frame(ts);
+        t->foot_frame = f;
+        t->foot_lasti = f ? gr_frame_lasti(f) : -1;
+        Py_XDECREF(f);
+        if (PyErr_Occurred())
+            PyErr_Clear();
     }
 }
 
@@ -776,8 +808,12 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     if (r && t) {
         GR_EXC_SAVE(saved);
         int own = t->foothold == 1;
-        if (t->foothold == 2 && t->ccall_frame && frame == t->ccall_frame &&
-            ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain) {
+        int ran = t->foothold == 2 && ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain;
+        /* A foreign foothold on a thread whose slot still holds the
+         * program's function: this thread ran with it alone since the
+         * change (how far, the recorder cannot tell: C calls only). */
+        t->ran_unseen = ran;
+        if (ran && t->ccall_frame && frame == t->ccall_frame) {
             /* A foreign foothold, in the frame that made this thread's
              * last recorded event, a C_CALL: that C call has ended, and
              * its end went to the function another thread put in this

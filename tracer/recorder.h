@@ -110,6 +110,9 @@ typedef struct gr_thread {
                                events on this thread */
     int unannounced;        /* resolving a profile slot changed without the
                                audit event (gr_profile_slot_at_mark) */
+    int ran_unseen;         /* resolving a profile slot of a thread that
+                               ran with the program's function alone since
+                               the change (HOOK who GR_HOOK_RAN) */
     /* Passive mode's continued switches (switches.c, "Continued
      * switches"): */
     PyFrameObject *ccall_frame; /* frame of the last event recorded here if
