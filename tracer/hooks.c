@@ -802,6 +802,23 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = r ? thread_known(r) : tls_thread;
+    if (r && !t) {
+        /* A thread the recorder has not reached, after its change
+         * (stray_foothold): every followed thread's slot, then the
+         * foothold goes. */
+        GR_EXC_SAVE(saved);
+        resolve_all(r);
+        drop_foreign_all(r, ts);
+        if (ts->c_tracefunc == foothold) {
+            gr_own_change_begin(r);
+            gr_own_set_trace(ts, NULL, NULL);
+            gr_own_change_end(r);
+        }
+        if (PyErr_Occurred())
+            gr_swallow(r);
+        GR_EXC_RESTORE(saved);
+        return 0;
+    }
     Py_tracefunc prev = t ? t->foot_func : NULL;
     if (r && t && t->foothold == 1 && foot_in_dispatch(t, ts, frame))
         return prev ? prev(obj, frame, what, arg) : 0;
@@ -837,6 +854,34 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         GR_EXC_RESTORE(saved);
     }
     return prev ? prev(obj, frame, what, arg) : 0;
+}
+
+/* The audit event of a profile change on a thread the recorder has not
+ * reached (yet): a thread started before threading's hook was the
+ * recorder's, or a new thread before it (yappi 1.6+ on 3.12+: its
+ * PyEval_SetProfileAllThreads from a thread that has started gives every
+ * thread state its function, a new thread's not yet running too, whose
+ * first event then makes yappi call it again, before threading's hook
+ * brings the recorder; 1 run in 10 lost the rest of a worker thread).  The
+ * change can concern the followed threads: foreign footholds on them, and
+ * a foothold on this thread if its trace slot is empty (on 3.12+ the
+ * foreign footholds get events only while some thread has a trace
+ * function installed through CPython); this thread itself stays as it
+ * was, not followed.  Its foothold (foothold(), no gr_thread) resolves
+ * every followed slot at its next event and goes. */
+static void stray_foothold(gr_recorder *r, PyThreadState *ts)
+{
+    GR_EXC_SAVE(saved);
+    if (!ts->c_tracefunc) {
+        gr_own_change_begin(r);
+        gr_own_set_trace(ts, foothold, NULL);
+        gr_own_change_end(r);
+    }
+    if (ts->c_tracefunc)
+        foothold_others(r, ts);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
 }
 
 PyObject *gr_thread_hook, *gr_program_thread_hook;
@@ -993,9 +1038,13 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = thread_known(r);
-    if (t && t->foothold == 2)
+    if (!t) {
+        stray_foothold(r, ts);
+        return 0;
+    }
+    if (t->foothold == 2)
         drop_foreign(t, ts); /* this thread's own change: its own foothold */
-    if (!t || t->foothold)
+    if (t->foothold)
         return 0;
     GR_EXC_SAVE(saved);
     t->hook_pending = 1;
