@@ -13,10 +13,15 @@ to the switch interval:
   main     wakes (the c_return of go.acquire goes to count alone) and calls
            leaf() N times while changer waits; then back.release()
 
+With "stray", changer is started with _thread.start_new_thread, so the
+recorder never reaches it (threading's hook does not run there): the change
+comes from a thread it does not follow (as yappi's from a new thread whose
+state got yappi's function before threading's hook ran).
+
 Prints how many calls of leaf the program's own profile function counted on
 the main thread, the same recorded and unrecorded.  Needs 3.12+
 (sys._setprofileallthreads); prints "skip: ..." before.
-usage: foreign_change.py [N]
+usage: foreign_change.py [stray]
 """
 import _thread
 import sys
@@ -26,7 +31,8 @@ if not hasattr(sys, "_setprofileallthreads"):
     print("skip: no sys._setprofileallthreads before 3.12")
     sys.exit(0)
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+N = 50
+stray = sys.argv[1:] == ["stray"]
 main_ident = threading.get_ident()
 counted = [0]
 
@@ -42,20 +48,26 @@ def leaf(i):
 
 go = _thread.allocate_lock()
 back = _thread.allocate_lock()
+done = _thread.allocate_lock()
 go.acquire()
 back.acquire()
+done.acquire()
 
 
 def changer():
     sys._setprofileallthreads(count); go.release(); back.acquire()  # noqa: E702 (one line: no line event)
+    done.release()
 
 
-t = threading.Thread(target=changer)
-t.start()
+if stray:
+    _thread.start_new_thread(changer, ())
+else:
+    t = threading.Thread(target=changer)
+    t.start()
 go.acquire()
 total = 0
 for i in range(N):
     total = leaf(total)
 back.release()
-t.join()
+done.acquire()
 print("leaf calls counted on the main thread:", counted[0], "total:", total)
