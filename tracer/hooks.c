@@ -843,6 +843,12 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
             t->may_have_ended = 1;
             (void)c_pop(r, t);
         }
+        /* This thread's own foothold at an event of a frame the C call
+         * named at the audit event called (not of its caller, foot_frame
+         * then): that C call is still in progress, its c_return comes to
+         * the recorder. */
+        if (own && t->hook_pending && t->hook_code && frame != t->foot_frame)
+            t->hook_code = 0;
         drop_foothold(r, t, ts);
         resolve_all(r);
         /* The change is made (this thread's audit event came before it):
@@ -1048,9 +1054,15 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         return 0;
     GR_EXC_SAVE(saved);
     t->hook_pending = 1;
-    t->hook_code = t->last_c_call;
     t->foothold = 1;
     t->foot_frame = PyEval_GetFrame();
+    /* The C call in progress made the change only if it was this
+     * thread's last event and no Python frame runs above its caller:
+     * not when Python code made it, a profile callback of the program's
+     * included (yappi 1.7 on 3.14 at a new thread's call of run(), inside
+     * threading's _contextvars.Context.run, whose c_return comes to the
+     * recorder later). */
+    t->hook_code = t->ccall_frame && t->ccall_frame == t->foot_frame ? t->last_c_call : 0;
     t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
     t->foot_prof = ts->c_profilefunc;
     t->foot_pobj = ts->c_profileobj;
