@@ -349,6 +349,39 @@ static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject
     return 0;
 #endif
 }
+
+/* Swap the function of a thread's trace slot for fn, on any thread of the
+ * interpreter (the calling thread's or another's), keeping its object and
+ * raising no audit event: a foothold on a thread other than the one whose
+ * audit event announced a profile change (hooks.c, foreign footholds).  No
+ * re-instrumentation (3.12+: the calling thread's own foothold, set just
+ * before through gr_slot_set_trace, keeps the trace events of every thread
+ * on; each thread's legacy trace handler reads its own c_tracefunc), but
+ * the interpreter's count of threads with a trace function moves as
+ * CPython's own changes move it, so a later change of the slot by CPython
+ * (sys.settrace, PyThreadState_Clear at thread exit) finds it right:
+ * 3.12+ interp->sys_tracing_threads, 3.9 interp->ceval.tracing_possible;
+ * 3.10/3.11 have none.  Returns 0, or -1 where it cannot be done
+ * (free-threaded builds: another thread may be running). */
+static inline int gr_slot_swap_trace(PyThreadState *ts, Py_tracefunc fn)
+{
+#ifdef Py_GIL_DISABLED
+    (void)ts;
+    (void)fn;
+    return -1;
+#else
+    int delta = (fn != NULL) - (ts->c_tracefunc != NULL);
+#if PY_VERSION_HEX >= 0x030C0000
+    ts->interp->sys_tracing_threads += delta;
+#elif PY_VERSION_HEX < 0x030A0000
+    ts->interp->ceval.tracing_possible += delta;
+#else
+    (void)delta;
+#endif
+    ts->c_tracefunc = fn;
+    return 0;
+#endif
+}
 #endif /* GR_COMPAT_SLOTS */
 
 /* The last instruction a frame started (its call in progress, while a C

@@ -147,6 +147,14 @@ enum gr_hook_action {
                                     threads); found at a MARK: the recorder's
                                     own events between the thread's previous
                                     record and this HOOK may be lost */
+#define GR_HOOK_RAN 0x8u         /* the thread ran with the program's function
+                                    alone between the change (announced, but
+                                    on another thread, or on this one before
+                                    its next event) and this HOOK: C calls it
+                                    made there (c_call, c_return) may be
+                                    missing; Python calls and returns are not
+                                    (the recorder's trace foothold gets them
+                                    first) */
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u

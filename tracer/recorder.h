@@ -60,7 +60,12 @@ typedef struct gr_thread {
                                or NULL (its object stays in the slot) */
     PyObject *chain_obj;    /* owned: that slot's object when we chained */
     int foothold;           /* our trace function holds the trace slot until
-                               the next event (after a program's change) */
+                               the next event (after a program's change):
+                               1 taken at this thread's own audit event,
+                               2 a foreign foothold: taken while another
+                               thread's audit event announced a change
+                               that may concern this thread's slot (its
+                               function swapped in, gr_own_swap_trace) */
     Py_tracefunc foot_func; /* the trace slot's function before it */
     PyObject *foot_obj;     /* owned: and its object */
     PyFrameObject *foot_frame; /* owned: the frame running at the audit
@@ -112,6 +117,9 @@ typedef struct gr_thread {
                                events on this thread */
     int unannounced;        /* resolving a profile slot changed without the
                                audit event (gr_profile_slot_at_mark) */
+    int ran_unseen;         /* resolving a profile slot of a thread that
+                               ran with the program's function alone since
+                               the change (HOOK who GR_HOOK_RAN) */
     /* Passive mode's continued switches (switches.c, "Continued
      * switches"): */
     PyFrameObject *ccall_frame; /* frame of the last event recorded here if
@@ -424,6 +432,15 @@ int gr_own_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
 /* The same for the trace function of ts, which must be the calling
  * thread's state (3.12+ can only change that one).  Returns 0. */
 int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
+
+/* Replace only the function of the trace slot of thread state ts (any
+ * thread of the interpreter; its object stays), keeping the interpreter's
+ * count of threads with a trace function right, without an audit event and
+ * without re-instrumenting code: for a foothold on another thread while the
+ * calling thread's own foothold (gr_own_set_trace) keeps trace events on
+ * (hooks.c).  GIL held.  Returns 0, or -1 on a free-threaded build
+ * (nothing changed). */
+int gr_own_swap_trace(PyThreadState *ts, Py_tracefunc fn);
 
 /* Count one indexed record written and stamp the side channel. */
 static inline void gr_count_record(gr_recorder *r)
