@@ -550,8 +550,10 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
 /* Passive detection at a profile event of thread t (slow path of
  * gr_switch_check): asks greenlet which greenlet runs and, if it is not
  * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
- * event's frame.  frame, what, arg: as given to the profile function. */
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
+ * event's frame.  frame, what: as given to the profile function; ts: the
+ * calling thread's state (PyThreadState_GET(), borrowed), read once per
+ * event by the caller. */
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts);
 
 /* Passive detection at a profile event: greenlet is asked only when the
  * thread's switch witness (compat.h) changed since it was last asked, so
@@ -561,7 +563,8 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
  * it). */
 static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
-    uint64_t v = gr_switch_witness(PyThreadState_GET());
+    PyThreadState *ts = PyThreadState_GET();
+    uint64_t v = gr_switch_witness(ts);
     /* Without a trusted witness (witness_ok 0), t->witness stays
      * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
     if (v != t->witness) {
@@ -569,7 +572,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
          * previous event: no greenlet ran unseen in between. */
         t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
         t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
-        gr_switch_check_slow(r, t, frame, what);
+        gr_switch_check_slow(r, t, frame, what, ts);
         t->sw_direct = 0;
     }
 }
