@@ -474,9 +474,6 @@ static inline int c_pop(gr_recorder *r, gr_thread *t)
  * is not given. */
 static const uint8_t tag_of_what[8] = {GR_CALL, 0, 0, GR_RETURN, GR_C_CALL, GR_C_EXCEPTION, GR_C_RETURN, 0};
 
-/* Tags after which the greenlet may have finished (bit per tag). */
-#define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
-
 /* The hot path: an event of a thread already seen whose running greenlet
  * is known, with no program profile function chained anywhere.  The same
  * records as record_event, with its branches laid out for this case: the
@@ -493,16 +490,16 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     } else {
         code = gr_cfunc_id_cached(r, arg, &slot);
     }
-    if (r->greenlet_mod)
-        gr_switch_check(r, t, frame, what);
-    /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
-    t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
-    t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
-    if (tag >= GR_C_CALL)
-        t->last_c_call = tag == GR_C_CALL ? code : 0;
-    gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
-    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
-        gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+    if (r->greenlet_mod) {
+        /* gr_switch_check's test, inline; what follows a moved witness is
+         * out of line (the switch path). */
+        PyThreadState *ts = PyThreadState_GET();
+        if (__builtin_expect(gr_switch_witness(ts) != t->witness, 0)) {
+            gr_event_switched(r, t, frame, what, tag, arg, ts, code, slot);
+            return;
+        }
+    }
+    gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
 
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)

@@ -661,6 +661,38 @@ void gr_put_back_callback(gr_thread *t);
  * c_return of greenlet.settrace.  Never raises. */
 void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start);
 
+/* Tags after which the greenlet may have finished (bit per tag). */
+#define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
+
+/* The profile function's fast path after its switch check (hooks.c
+ * record_fast, switches.c gr_event_switched): the thread's state after an
+ * event of record tag `tag` (GR_CALL..GR_C_EXCEPTION) in `frame` (address
+ * only), then its record, with code id `code` and its cache slot `slot`;
+ * arg: the event's C function (C_* events), to notice the program
+ * changing its greenlet callback. */
+static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
+                                                                int tag, PyObject *arg, uint32_t code, unsigned slot)
+{
+    /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
+    t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
+    t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
+    if (tag >= GR_C_CALL)
+        t->last_c_call = tag == GR_C_CALL ? code : 0;
+    gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
+    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+        gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+}
+
+/* The profile function's fast path (hooks.c record_fast) at an event of
+ * thread t whose switch witness moved since the thread's previous event:
+ * the switch check (gr_switch_check, with a continued switch written
+ * straight away), then gr_event_tail.  frame, what, arg: as given to the
+ * profile function; tag: the event's record tag; ts: the calling thread's
+ * state (borrowed); code, slot: the event's code id and cache slot.  Out
+ * of line: the fast path without a switch stays short. */
+void gr_event_switched(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, int tag, PyObject *arg,
+                       PyThreadState *ts, uint32_t code, unsigned slot);
+
 extern PyTypeObject gr_thread_type;
 
 /* The C profile function installed with PyEval_SetProfile; obj is the

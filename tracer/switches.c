@@ -129,7 +129,7 @@ static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e)
  * hook changed, not freed, not running), or NULL.  A stale entry (its
  * greenlet ran since, or its slot went to another greenlet) fails the
  * checks: entries are never removed, only overwritten. */
-static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame)
+static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame, uint32_t *slot)
 {
     /* Newest first: in a round trip the target is the origin of the
      * switch before.  At most one entry can hold (two greenlets are never
@@ -141,8 +141,10 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
         uint32_t s = t->susp_slot[i];
         gr_gl *e = s && s <= r->gl_used ? &r->gl[s - 1] : NULL;
         if (e && e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
-            e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp)
+            e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp) {
+            *slot = s;
             return e;
+        }
     }
     return NULL;
 }
@@ -209,12 +211,13 @@ static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t
     GR_EXC_RESTORE(saved);
 }
 
-/* A continued switch to greenlet e at an event (C_RETURN or C_EXCEPTION,
- * `what`) on thread t (thread state ts): written and 1; 0 (nothing
+/* A continued switch to greenlet e (slot es - 1) at an event (C_RETURN or
+ * C_EXCEPTION, `what`) on thread t (thread state ts): written and 1; 0 (nothing
  * written) when the full path must write it: the origin may have ended
  * (its death is asked there), or the target's parent is not a greenlet
  * seen yet. */
-static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what, PyThreadState *ts)
+static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e,
+                                                                   uint32_t es, int what, PyThreadState *ts)
 {
     if (t->may_have_ended)
         return 0;
@@ -263,39 +266,91 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what, Py
         if (!known)
             return 0;
     }
-    uint32_t og = t->cur_gid, tg = e->gid;
-    uint64_t f[7] = {t->tid, og, tg, pg};
+    uint32_t og = t->cur_gid, tg = e->gid, tid = t->tid;
+    uint64_t f[7];
     switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, f);
     if (r->verify_continued)
         verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
-    uint8_t *p = gr_writer_reserve(r->w, 2 + 7 * GR_VARINT_MAX);
+    gr_writer *w = r->w;
+    uint8_t *p = gr_writer_reserve(w, 2 + 7 * GR_VARINT_MAX);
     if (p) {
-        p = gr_enc_switch_head(&r->w->ctx, p, what == PyTrace_C_EXCEPTION ? GR_THROW : GR_SWITCH, f);
+        int thr = what == PyTrace_C_EXCEPTION;
+        gr_chunk_ctx *c = &w->ctx;
+        if (tid == c->tid && og == c->gid && c->sw_known && f[4] == c->sw_state && f[5] == c->sw_tracing &&
+            f[6] == c->sw_use_tracing) {
+            /* gr_enc_switch_head's shortest form (the usual one: the
+             * origin's C_CALL was the chunk's last record, and the state
+             * is the chunk's last switch's), without its field array. */
+            c->gid = tg;
+            *p++ = (uint8_t)(thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME);
+            p = gr_put_varint(p, tg);
+            p = gr_put_varint(p, pg);
+        } else {
+            f[0] = tid;
+            f[1] = og;
+            f[2] = tg;
+            f[3] = pg;
+            p = gr_enc_switch_head(c, p, thr ? GR_THROW : GR_SWITCH, f);
+        }
         *p++ = 0;
-        gr_writer_commit(r->w, p);
+        gr_writer_commit(w, p);
         gr_count_record(r);
     } else {
-        gr_writer_drop(r->w);
+        gr_writer_drop(w);
     }
     switch_instr(r, t, tg);
     /* The origin's slot: the one remembered at its switch in, if it
      * still holds that gid (gids are never reused). */
     uint32_t os = t->cur_slot;
-    gr_gl *oe = os && os <= r->gl_used && r->gl[os - 1].gid == og ? &r->gl[os - 1] : gr_gl_of(r, og);
-    switch_hand_over(r, t, oe, t->ccall_frame != NULL, g, tg, e);
+    gr_gl *oe;
+    if (os && os <= r->gl_used && r->gl[os - 1].gid == og) {
+        oe = &r->gl[os - 1];
+    } else {
+        oe = gr_gl_of(r, og);
+        os = oe ? (uint32_t)(oe - r->gl) + 1 : 0;
+    }
+    /* switch_hand_over with both slots known (es: e's). */
+    if (oe) {
+        if (oe->on == t)
+            oe->on = NULL;
+        if (t->ccall_frame) { /* susp_note */
+            unsigned i = t->susp_next;
+            t->susp_next = (i + 1) % GR_SUSP_KEEP;
+            t->susp_frame[i] = t->ccall_frame;
+            t->susp_slot[i] = os;
+            oe->susp_frame = (uintptr_t)t->ccall_frame;
+            oe->susp_stamp = ++r->stamp;
+        }
+    }
+    t->cur_g = g;
+    t->cur_gid = tg;
+    t->cur_slot = es;
+    e->tid = tid;
+    e->on = t;
+    e->susp_frame = 0; /* it runs: its suspension is over */
     return 1;
 }
+
+static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
 
 void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts)
 {
     if (!t->sw_direct)
         t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
     else if (r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
-        gr_gl *e = susp_find(r, t, frame);
-        if (e && switch_continued(r, t, e, what, ts))
+        uint32_t es;
+        gr_gl *e = susp_find(r, t, frame, &es);
+        if (e && switch_continued(r, t, e, es, what, ts))
             return;
     }
+    switch_asked(r, t, frame, what);
+}
+
+/* gr_switch_check_slow after the continued switch: ask greenlet which
+ * greenlet runs on thread t and write the switch if it is not t->cur_g. */
+static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
     PyObject *g = gr_current_greenlet(r);
     if (g && g != t->cur_g) {
         GR_EXC_SAVE(saved); /* PyFrame_GetBack may allocate (3.11+) */
@@ -309,6 +364,30 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
         GR_EXC_RESTORE(saved);
     }
     Py_XDECREF(g);
+}
+
+void gr_event_switched(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, int tag, PyObject *arg,
+                       PyThreadState *ts, uint32_t code, unsigned slot)
+{
+    /* gr_switch_check and gr_switch_check_slow, with the continued
+     * switch (the common case) first. */
+    uint64_t v = gr_switch_witness(ts), was = t->witness;
+    int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
+    t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
+    if (direct && r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+        uint32_t es;
+        gr_gl *e = susp_find(r, t, frame, &es);
+        if (e && switch_continued(r, t, e, es, what, ts)) {
+            gr_event_tail(r, t, frame, tag, arg, code, slot);
+            return;
+        }
+    }
+    t->sw_direct = direct;
+    if (!direct)
+        t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
+    switch_asked(r, t, frame, what);
+    t->sw_direct = 0;
+    gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
