@@ -667,17 +667,23 @@ void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start);
 /* The profile function's fast path after its switch check (hooks.c
  * record_fast, switches.c gr_event_switched): the thread's state after an
  * event of record tag `tag` (GR_CALL..GR_C_EXCEPTION) in `frame` (address
- * only), then its record, with code id `code` and its cache slot `slot`;
- * arg: the event's C function (C_* events), to notice the program
- * changing its greenlet callback. */
-static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
-                                                                int tag, PyObject *arg, uint32_t code, unsigned slot)
+ * only) and of code id `code` (gr_event_state), then its record, with the
+ * code's cache slot `slot`; arg: the event's C function (C_* events), to
+ * notice the program changing its greenlet callback. */
+static inline __attribute__((always_inline)) void gr_event_state(gr_thread *t, PyFrameObject *frame, int tag,
+                                                                 uint32_t code)
 {
     /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
     t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
     t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
     if (tag >= GR_C_CALL)
         t->last_c_call = tag == GR_C_CALL ? code : 0;
+}
+
+static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
+                                                                int tag, PyObject *arg, uint32_t code, unsigned slot)
+{
+    gr_event_state(t, frame, tag, code);
     gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
     if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
         gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */

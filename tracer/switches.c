@@ -212,13 +212,17 @@ static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t
 }
 
 /* A continued switch to greenlet e (slot es - 1) at an event (C_RETURN or
- * C_EXCEPTION, `what`) on thread t (thread state ts): written and 1; 0 (nothing
- * written) when the full path must write it: the origin may have ended
- * (its death is asked there), or the target's parent is not a greenlet
- * seen yet. */
+ * C_EXCEPTION, `what`) on thread t (thread state ts): written and 1; 0
+ * (nothing written) when the full path must write it: the origin may have
+ * ended (its death is asked there), or the target's parent is not a
+ * greenlet seen yet.  ev_tag (0: none): the event's record tag, its code
+ * id ev_code and cache slot ev_slot: 2 when that record was written too,
+ * right after the SWITCH (gr_event_state is then the caller's). */
 static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e,
-                                                                   uint32_t es, int what, PyThreadState *ts)
+                                                                   uint32_t es, int what, PyThreadState *ts,
+                                                                   int ev_tag, uint32_t ev_code, unsigned ev_slot)
 {
+    int written = 1;
     if (t->may_have_ended)
         return 0;
     PyObject *g = (PyObject *)e->addr;
@@ -294,8 +298,32 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
             p = gr_enc_switch_head(c, p, thr ? GR_THROW : GR_SWITCH, f);
         }
         *p++ = 0;
-        gr_writer_commit(w, p);
-        gr_count_record(r);
+        uint8_t *base = w->buf + GR_CHUNK_HEADER_LEN;
+        if (ev_tag && !r->tw && (size_t)(p - base) + 1 + 3 * GR_VARINT_MAX <= w->cap) {
+            /* The event's own record (C_RETURN or C_EXCEPTION, code id
+             * ev_code) right after it, where gr_writer_event would put it
+             * (its room in this chunk: no flush between the two), in the
+             * context the SWITCH left (tid, tg): gr_enc_event_slot's
+             * short forms.  Both counted at once (no side channel: its
+             * entries go record by record). */
+            unsigned k = (unsigned)(ev_tag - GR_CALL);
+            if (c->code[ev_slot] == ev_code && k < 4 && ev_code) {
+                *p++ = (uint8_t)(GR_CACHED_BASE + k * GR_CODE_SLOTS + ev_slot);
+            } else {
+                *p++ = (uint8_t)(GR_CTX_EVENT + k);
+                c->code[ev_slot] = ev_code;
+                p = gr_put_varint(p, ev_code);
+            }
+            w->len = (size_t)(p - base);
+            w->records += 2;
+            w->indexed += 2;
+            atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 2,
+                                  memory_order_relaxed);
+            written = 2;
+        } else {
+            gr_writer_commit(w, p);
+            gr_count_record(r);
+        }
     } else {
         gr_writer_drop(w);
     }
@@ -329,7 +357,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
     e->tid = tid;
     e->on = t;
     e->susp_frame = 0; /* it runs: its suspension is over */
-    return 1;
+    return written;
 }
 
 static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
@@ -341,7 +369,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
     else if (r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
-        if (e && switch_continued(r, t, e, es, what, ts))
+        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0))
             return;
     }
     switch_asked(r, t, frame, what);
@@ -377,7 +405,14 @@ void gr_event_switched(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int w
     if (direct && r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
-        if (e && switch_continued(r, t, e, es, what, ts)) {
+        int written = e ? switch_continued(r, t, e, es, what, ts, tag, code, slot) : 0;
+        if (written == 2) {
+            gr_event_state(t, frame, tag, code);
+            if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+                gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+            return;
+        }
+        if (written) {
             gr_event_tail(r, t, frame, tag, arg, code, slot);
             return;
         }
