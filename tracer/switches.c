@@ -139,8 +139,10 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
         if (t->susp_frame[i] != frame)
             continue;
         uint32_t s = t->susp_slot[i];
-        gr_gl *e = s && s <= r->gl_used ? &r->gl[s - 1] : NULL;
-        if (e && e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
+        if (!s || s > r->gl_used)
+            continue;
+        gr_gl *e = &r->gl[s - 1];
+        if (e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
             e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp) {
             *slot = s;
             return e;
@@ -271,8 +273,10 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
             return 0;
     }
     uint32_t og = t->cur_gid, tg = e->gid, tid = t->tid;
-    uint64_t f[7];
-    switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, f);
+    uint64_t st[7]; /* the state in st[4..6] (kept apart from the
+                       record's field array below: held in registers) */
+    switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, st);
+    uint64_t state = st[4], tracing = st[5], use_tracing = st[6];
     if (r->verify_continued)
         verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
@@ -281,8 +285,8 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
     if (p) {
         int thr = what == PyTrace_C_EXCEPTION;
         gr_chunk_ctx *c = &w->ctx;
-        if (tid == c->tid && og == c->gid && c->sw_known && f[4] == c->sw_state && f[5] == c->sw_tracing &&
-            f[6] == c->sw_use_tracing) {
+        if (tid == c->tid && og == c->gid && c->sw_known && state == c->sw_state && tracing == c->sw_tracing &&
+            use_tracing == c->sw_use_tracing) {
             /* gr_enc_switch_head's shortest form (the usual one: the
              * origin's C_CALL was the chunk's last record, and the state
              * is the chunk's last switch's), without its field array. */
@@ -291,10 +295,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
             p = gr_put_varint(p, tg);
             p = gr_put_varint(p, pg);
         } else {
-            f[0] = tid;
-            f[1] = og;
-            f[2] = tg;
-            f[3] = pg;
+            uint64_t f[7] = {tid, og, tg, pg, state, tracing, use_tracing};
             p = gr_enc_switch_head(c, p, thr ? GR_THROW : GR_SWITCH, f);
         }
         *p++ = 0;
