@@ -49,6 +49,8 @@ typedef struct gr_writer {
     uint64_t indexed;     /* of which indexed (counted by the recorder) */
     uint64_t indexed_written; /* indexed records in chunks written or kept */
     int blocked;          /* error or capped: nothing more is accepted */
+    size_t open_cap;      /* cap, or 0 once blocked: gr_writer_reserve's
+                             fast test is one compare */
     uint64_t dropped;     /* records lost (write error, size cap) */
     int error;            /* errno of the first failed write, 0 if none */
     int prealloc;         /* the file system takes fallocate (trailer reserve) */
@@ -111,7 +113,7 @@ uint8_t *gr_writer_reserve_slow(gr_writer *w, size_t n);
  * writer. */
 static inline __attribute__((always_inline)) uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
 {
-    if (!w->blocked && w->cap - w->len >= n)
+    if (w->len + n <= w->open_cap) /* not blocked, and room in this chunk */
         return w->buf + GR_CHUNK_HEADER_LEN + w->len;
     return gr_writer_reserve_slow(w, n);
 }
