@@ -495,7 +495,7 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
          * out of line (the switch path). */
         PyThreadState *ts = PyThreadState_GET();
         if (__builtin_expect(gr_switch_witness(ts) != t->witness, 0)) {
-            gr_event_switched(r, t, frame, what, tag, arg, ts, code, slot);
+            gr_event_switched(t, frame, tag, arg, ts, GR_CODE_SLOT(code, slot));
             return;
         }
     }

@@ -689,15 +689,20 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
         gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
 }
 
+/* A code id and its cache slot in one argument (gr_event_switched). */
+#define GR_CODE_SLOT(code, slot) ((uint64_t)(code) | (uint64_t)(slot) << 32)
+
 /* The profile function's fast path (hooks.c record_fast) at an event of
- * thread t whose switch witness moved since the thread's previous event:
- * the switch check (gr_switch_check, with a continued switch written
- * straight away), then gr_event_tail.  frame, what, arg: as given to the
- * profile function; tag: the event's record tag; ts: the calling thread's
- * state (borrowed); code, slot: the event's code id and cache slot.  Out
- * of line: the fast path without a switch stays short. */
-void gr_event_switched(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, int tag, PyObject *arg,
-                       PyThreadState *ts, uint32_t code, unsigned slot);
+ * thread t of the active recording (gr_active) whose switch witness moved
+ * since the thread's previous event: the switch check (gr_switch_check,
+ * with a continued switch written straight away), then gr_event_tail.
+ * frame, arg: as given to the profile function; tag: the event's record
+ * tag (GR_CALL..GR_C_EXCEPTION: the profile function's `what`); ts: the
+ * calling thread's state (borrowed); code_slot: the event's code id and
+ * its cache slot (GR_CODE_SLOT).  Out of line, so that the fast path
+ * without a switch stays short; six arguments, all in registers. */
+void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                       uint64_t code_slot);
 
 extern PyTypeObject gr_thread_type;
 

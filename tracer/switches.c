@@ -395,18 +395,28 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
     Py_XDECREF(g);
 }
 
-void gr_event_switched(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, int tag, PyObject *arg,
-                       PyThreadState *ts, uint32_t code, unsigned slot)
+/* The profile function's `what` of each event record tag
+ * (GR_CALL..GR_C_EXCEPTION, at tag - GR_CALL). */
+static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CALL, PyTrace_C_RETURN,
+                                      PyTrace_C_EXCEPTION};
+
+void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                       uint64_t code_slot)
 {
+    gr_recorder *r = gr_active;
+    uint32_t code = (uint32_t)code_slot;
+    unsigned slot = (unsigned)(code_slot >> 32);
     /* gr_switch_check and gr_switch_check_slow, with the continued
      * switch (the common case) first. */
     uint64_t v = gr_switch_witness(ts), was = t->witness;
     int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
     t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
-    if (direct && r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+    if (direct && r->continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
-        int written = e ? switch_continued(r, t, e, es, what, ts, tag, code, slot) : 0;
+        int written = e ? switch_continued(r, t, e, es, tag == GR_C_RETURN ? PyTrace_C_RETURN : PyTrace_C_EXCEPTION,
+                                           ts, tag, code, slot)
+                        : 0;
         if (written == 2) {
             gr_event_state(t, frame, tag, code);
             if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
@@ -421,7 +431,7 @@ void gr_event_switched(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int w
     t->sw_direct = direct;
     if (!direct)
         t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
-    switch_asked(r, t, frame, what);
+    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
     t->sw_direct = 0;
     gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
