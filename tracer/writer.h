@@ -155,10 +155,16 @@ static inline __attribute__((always_inline)) int gr_writer_event(gr_writer *w, i
 static inline __attribute__((always_inline)) int gr_writer_event_slot(gr_writer *w, int tag, uint64_t tid,
                                                                       uint64_t gid, uint32_t code, unsigned slot)
 {
-    uint8_t *p = gr_writer_reserve(w, 1 + 3 * GR_VARINT_MAX);
-    if (!p) {
-        gr_writer_drop(w);
-        return -1;
+    uint8_t *p;
+    /* gr_writer_reserve, its fast path apart (no NULL test there). */
+    if (__builtin_expect(w->len + 1 + 3 * GR_VARINT_MAX <= w->open_cap, 1)) {
+        p = w->buf + GR_CHUNK_HEADER_LEN + w->len;
+    } else {
+        p = gr_writer_reserve_slow(w, 1 + 3 * GR_VARINT_MAX);
+        if (!p) {
+            gr_writer_drop(w);
+            return -1;
+        }
     }
     gr_writer_commit(w, gr_enc_event_slot(&w->ctx, p, tag, tid, gid, code, slot));
     return 0;
