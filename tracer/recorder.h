@@ -109,9 +109,11 @@ typedef struct gr_thread {
      * switches"): */
     PyFrameObject *ccall_frame; /* frame of the last event recorded here if
                                it was a C_CALL (address only), else NULL */
-    int sw_direct;          /* set while a switch is being written: the
-                               witness moved by exactly one since this
-                               thread's previous event */
+    int sw_direct;          /* set while greenlet is asked and the switch
+                               written (switches.c; a continued switch
+                               needs no flag): the witness moved by
+                               exactly one since this thread's previous
+                               event */
     uint64_t break_stamp;   /* r->stamp when continuity last broke here */
     PyFrameObject *susp_frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
                                suspensions seen here (first in, first
