@@ -493,7 +493,7 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     if (r->greenlet_mod) {
         /* gr_switch_check's test, inline; what follows a moved witness is
          * out of line (the switch path). */
-        PyThreadState *ts = PyThreadState_GET();
+        PyThreadState *ts = gr_tstate_now();
         if (__builtin_expect(gr_switch_witness(ts) != t->witness, 0)) {
             gr_event_switched(t, frame, tag, arg, ts, GR_CODE_SLOT(code, slot));
             return;

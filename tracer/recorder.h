@@ -565,7 +565,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
  * it). */
 static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
-    PyThreadState *ts = PyThreadState_GET();
+    PyThreadState *ts = gr_tstate_now();
     uint64_t v = gr_switch_witness(ts);
     /* Without a trusted witness (witness_ok 0), t->witness stays
      * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
