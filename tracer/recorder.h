@@ -254,7 +254,10 @@ typedef struct gr_recorder {
 } gr_recorder;
 
 /* The one active recording, or NULL. */
-extern gr_recorder *gr_active;
+/* (Declared hidden, as the extension's -fvisibility=hidden defines it: the
+ * profile function then loads it in one instruction, not through the
+ * GOT.) */
+extern __attribute__((visibility("hidden"))) gr_recorder *gr_active;
 
 /* ---- identities (recorder.c) --------------------------------------- */
 
