@@ -248,6 +248,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_pending = 0;
     t->bound = 0;
     t->gl_pending = 0;
+    gr_thread_path(t);
     t->at_start = 0;
     t->ended = 0;
     t->unannounced = 0;
@@ -510,7 +511,7 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     gr_thread *t = thread_known(r);
     if (!t)
         return 0;
-    if (__builtin_expect(t->tid && !t->gl_pending, 1)) {
+    if (__builtin_expect(!t->slow_path, 1)) { /* t->tid && !t->gl_pending */
         /* A profile function is only given CALL, RETURN and C_* events. */
         int tag = tag_of_what[(unsigned)what & 7u];
         if (__builtin_expect(tag != 0, 1))

@@ -87,6 +87,9 @@ typedef struct gr_thread {
     int gl_pending;         /* passive mode: greenlet not asked about this
                                thread yet; cur_gid is a placeholder for its
                                main greenlet (recorder.c) */
+    int slow_path;          /* !tid || gl_pending, kept so by
+                               gr_thread_path: the profile function's fast
+                               path does not apply (hooks.c) */
     uint64_t cbits;         /* C calls passed on to the program's function
                                (hooks.c), without greenlet */
     int ended;              /* its thread has ended (its thread state was
@@ -124,6 +127,12 @@ typedef struct gr_thread {
     uint32_t cur_slot;      /* gl slot + 1 of cur_gid as of its switch in
                                (a hint: check its gid before use), or 0 */
 } gr_thread;
+
+/* Set t->slow_path after a change of t->tid or t->gl_pending. */
+static inline void gr_thread_path(gr_thread *t)
+{
+    t->slow_path = !t->tid || t->gl_pending;
+}
 
 /* gr_thread.witness when greenlet must be asked at the next event. */
 #define GR_WITNESS_UNKNOWN UINT64_MAX
