@@ -248,7 +248,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_pending = 0;
     t->bound = 0;
     t->gl_pending = 0;
-    gr_thread_path(t);
+    gr_thread_path(r, t);
     t->at_start = 0;
     t->ended = 0;
     t->unannounced = 0;
@@ -511,14 +511,21 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     gr_thread *t = thread_known(r);
     if (!t)
         return 0;
-    if (__builtin_expect(!t->slow_path, 1)) { /* t->tid && !t->gl_pending */
-        /* A profile function is only given CALL, RETURN and C_* events. */
+    if (__builtin_expect(!t->slow_path, 1)) {
+        /* t->tid && !t->gl_pending, and no program's function chained.
+         * A profile function is only given CALL, RETURN and C_* events. */
         int tag = tag_of_what[(unsigned)what & 7u];
         if (__builtin_expect(tag != 0, 1))
             record_fast(r, t, frame, what, tag, arg);
-        /* C-call bookkeeping once a program's function was chained
-         * (as below). */
-        if (__builtin_expect(r->any_chain, 0) && tag >= GR_C_CALL) {
+        return 0;
+    }
+    if (t->tid && !t->gl_pending) {
+        /* The same once a program's function was chained somewhere, with
+         * the C-call bookkeeping (as below). */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (tag != 0)
+            record_fast(r, t, frame, what, tag, arg);
+        if (tag >= GR_C_CALL) {
             if (tag == GR_C_CALL)
                 c_push(r, t, 0);
             else
@@ -603,7 +610,12 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
             t->displaced = 1;
         }
         t->chain_func = f;
-        r->any_chain = 1;
+        if (!r->any_chain) {
+            r->any_chain = 1;
+            /* Every thread's events now take the bookkeeping path. */
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
+                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
+        }
         Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
         gr_swap_profile_func(ts, gr_profile_chain);
     }

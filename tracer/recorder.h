@@ -87,9 +87,10 @@ typedef struct gr_thread {
     int gl_pending;         /* passive mode: greenlet not asked about this
                                thread yet; cur_gid is a placeholder for its
                                main greenlet (recorder.c) */
-    int slow_path;          /* !tid || gl_pending, kept so by
-                               gr_thread_path: the profile function's fast
-                               path does not apply (hooks.c) */
+    int slow_path;          /* !tid || gl_pending || the recording's
+                               any_chain, kept so by gr_thread_path: the
+                               profile function's fast path does not apply
+                               as it is (hooks.c) */
     uint64_t cbits;         /* C calls passed on to the program's function
                                (hooks.c), without greenlet */
     int ended;              /* its thread has ended (its thread state was
@@ -128,11 +129,6 @@ typedef struct gr_thread {
                                (a hint: check its gid before use), or 0 */
 } gr_thread;
 
-/* Set t->slow_path after a change of t->tid or t->gl_pending. */
-static inline void gr_thread_path(gr_thread *t)
-{
-    t->slow_path = !t->tid || t->gl_pending;
-}
 
 /* gr_thread.witness when greenlet must be asked at the next event. */
 #define GR_WITNESS_UNKNOWN UINT64_MAX
@@ -261,6 +257,13 @@ typedef struct gr_recorder {
     time_t drain_sec;       /* CLOCK_MONOTONIC second of the last look at
                                the sampler's ring from gr_times_entry */
 } gr_recorder;
+
+/* Set t->slow_path (t of recording r) after a change of t->tid,
+ * t->gl_pending or r->any_chain. */
+static inline void gr_thread_path(const gr_recorder *r, gr_thread *t)
+{
+    t->slow_path = !t->tid || t->gl_pending || r->any_chain;
+}
 
 /* The one active recording, or NULL. */
 /* (Declared hidden, as the extension's -fvisibility=hidden defines it: the
