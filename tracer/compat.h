@@ -67,6 +67,21 @@ static inline int gr_tstate_tracing(PyThreadState *ts)
     return ts->tracing;
 }
 
+/* The calling thread's state, for a caller that holds the GIL with a
+ * thread state (the profile function): PyThreadState_Get without its test
+ * for none (a fatal error), two instructions less per event.  Public as
+ * PyThreadState_GetUnchecked from 3.13; _PyThreadState_UncheckedGet
+ * before (cpython/pystate.h, 3.5-3.12; an alias of the public one
+ * after). */
+static inline PyThreadState *gr_tstate_now(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyThreadState_GetUnchecked();
+#else
+    return _PyThreadState_UncheckedGet();
+#endif
+}
+
 /* A per-thread counter that every greenlet switch changes, read to skip
  * asking greenlet which greenlet runs when no switch can have happened.
  * greenlet increments tstate->context_ver each time it restores a

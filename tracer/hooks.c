@@ -276,6 +276,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_pending = 0;
     t->bound = 0;
     t->gl_pending = 0;
+    gr_thread_path(r, t);
     t->at_start = 0;
     t->ended = 0;
     t->unannounced = 0;
@@ -503,9 +504,6 @@ static inline int c_pop(gr_recorder *r, gr_thread *t)
  * is not given. */
 static const uint8_t tag_of_what[8] = {GR_CALL, 0, 0, GR_RETURN, GR_C_CALL, GR_C_EXCEPTION, GR_C_RETURN, 0};
 
-/* Tags after which the greenlet may have finished (bit per tag). */
-#define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
-
 /* The hot path: an event of a thread already seen whose running greenlet
  * is known, with no program profile function chained anywhere.  The same
  * records as record_event, with its branches laid out for this case: the
@@ -522,16 +520,16 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     } else {
         code = gr_cfunc_id_cached(r, arg, &slot);
     }
-    if (r->greenlet_mod)
-        gr_switch_check(r, t, frame, what);
-    /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
-    t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
-    t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
-    if (tag >= GR_C_CALL)
-        t->last_c_call = tag == GR_C_CALL ? code : 0;
-    gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
-    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
-        gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+    if (r->greenlet_mod) {
+        /* gr_switch_check's test, inline; what follows a moved witness is
+         * out of line (the switch path). */
+        PyThreadState *ts = gr_tstate_now();
+        if (__builtin_expect(gr_switch_witness(ts) != t->witness, 0)) {
+            gr_event_switched(t, frame, tag, arg, ts, GR_CODE_SLOT(code, slot));
+            return;
+        }
+    }
+    gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
 
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -542,14 +540,21 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     gr_thread *t = thread_known(r);
     if (!t)
         return 0;
-    if (__builtin_expect(t->tid && !t->gl_pending, 1)) {
-        /* A profile function is only given CALL, RETURN and C_* events. */
+    if (__builtin_expect(!t->slow_path, 1)) {
+        /* t->tid && !t->gl_pending, and no program's function chained.
+         * A profile function is only given CALL, RETURN and C_* events. */
         int tag = tag_of_what[(unsigned)what & 7u];
         if (__builtin_expect(tag != 0, 1))
             record_fast(r, t, frame, what, tag, arg);
-        /* C-call bookkeeping once a program's function was chained
-         * (as below). */
-        if (__builtin_expect(r->any_chain, 0) && tag >= GR_C_CALL) {
+        return 0;
+    }
+    if (t->tid && !t->gl_pending) {
+        /* The same once a program's function was chained somewhere, with
+         * the C-call bookkeeping (as below). */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (tag != 0)
+            record_fast(r, t, frame, what, tag, arg);
+        if (tag >= GR_C_CALL) {
             if (tag == GR_C_CALL)
                 c_push(r, t, 0);
             else
@@ -656,7 +661,12 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
             t->displaced = 1;
         }
         t->chain_func = f;
-        r->any_chain = 1;
+        if (!r->any_chain) {
+            r->any_chain = 1;
+            /* Every thread's events now take the bookkeeping path. */
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
+                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
+        }
         Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
         gr_swap_profile_func(ts, gr_profile_chain);
     }
