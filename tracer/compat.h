@@ -67,6 +67,21 @@ static inline int gr_tstate_tracing(PyThreadState *ts)
     return ts->tracing;
 }
 
+/* The calling thread's state, for a caller that holds the GIL with a
+ * thread state (the profile function): PyThreadState_Get without its test
+ * for none (a fatal error), two instructions less per event.  Public as
+ * PyThreadState_GetUnchecked from 3.13; _PyThreadState_UncheckedGet
+ * before (cpython/pystate.h, 3.5-3.12; an alias of the public one
+ * after). */
+static inline PyThreadState *gr_tstate_now(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyThreadState_GetUnchecked();
+#else
+    return _PyThreadState_UncheckedGet();
+#endif
+}
+
 /* A per-thread counter that every greenlet switch changes, read to skip
  * asking greenlet which greenlet runs when no switch can have happened.
  * greenlet increments tstate->context_ver each time it restores a
@@ -362,6 +377,38 @@ static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject
 #endif
 }
 
+/* Swap the function of a thread's trace slot for fn, on any thread of the
+ * interpreter (the calling thread's or another's), keeping its object and
+ * raising no audit event: a foothold on a thread other than the one whose
+ * audit event announced a profile change (hooks.c, foreign footholds).  No
+ * re-instrumentation (3.12+: the calling thread's own foothold, set just
+ * before through gr_slot_set_trace, keeps the trace events of every thread
+ * on; each thread's legacy trace handler reads its own c_tracefunc), but
+ * the interpreter's count of threads with a trace function moves as
+ * CPython's own changes move it, so a later change of the slot by CPython
+ * (sys.settrace, PyThreadState_Clear at thread exit) finds it right:
+ * 3.12+ interp->sys_tracing_threads, 3.9 interp->ceval.tracing_possible;
+ * 3.10/3.11 have none.  Returns 0, or -1 where it cannot be done
+ * (free-threaded builds: another thread may be running). */
+static inline int gr_slot_swap_trace(PyThreadState *ts, Py_tracefunc fn)
+{
+#ifdef Py_GIL_DISABLED
+    (void)ts;
+    (void)fn;
+    return -1;
+#else
+    int delta = (fn != NULL) - (ts->c_tracefunc != NULL);
+#if PY_VERSION_HEX >= 0x030C0000
+    ts->interp->sys_tracing_threads += delta;
+#elif PY_VERSION_HEX < 0x030A0000
+    ts->interp->ceval.tracing_possible += delta;
+#else
+    (void)delta;
+#endif
+    ts->c_tracefunc = fn;
+    return 0;
+#endif
+}
 /* The event the calling thread is dispatching to a trace or profile
  * function now, and the frame it concerns (borrowed), for a profile change
  * made inside that function: a CALL or RETURN dispatched to the program's

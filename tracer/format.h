@@ -147,13 +147,21 @@ enum gr_hook_action {
                                     threads); found at a MARK: the recorder's
                                     own events between the thread's previous
                                     record and this HOOK may be lost */
-#define GR_HOOK_BY_OTHER 0x8u   /* another thread made the change (3.12+
+#define GR_HOOK_RAN 0x8u         /* the thread ran with the program's function
+                                    alone between the change (announced, but
+                                    on another thread, or on this one before
+                                    its next event) and this HOOK: C calls it
+                                    made there (c_call, c_return) may be
+                                    missing; Python calls and returns are not
+                                    (the recorder's trace foothold gets them
+                                    first) */
+#define GR_HOOK_BY_OTHER 0x10u  /* another thread made the change (3.12+
                                     threading.setprofile_all_threads,
                                     PyEval_SetProfileAllThreads): its tid is
                                     who >> GR_HOOK_BY_SHIFT, and `during` is
                                     the C call in progress there, not here */
 #define GR_HOOK_BY_SHIFT 8
-#define GR_HOOK_IN_TRACE 0x10u  /* made inside the program's trace function
+#define GR_HOOK_IN_TRACE 0x20u  /* made inside the program's trace function
                                     while it handled an event the
                                     interpreter does not name (not 3.11):
                                     a call or return it handled went to the

@@ -283,9 +283,11 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_pending = 0;
     t->bound = 0;
     t->gl_pending = 0;
+    gr_thread_path(r, t);
     t->at_start = 0;
     t->ended = 0;
     t->unannounced = 0;
+    t->ran_unseen = 0;
     t->had_events = 0;
     t->cbits = 0;
     if (PyList_GET_SIZE(r->threads) >= r->threads_sweep_at)
@@ -509,9 +511,6 @@ static inline int c_pop(gr_recorder *r, gr_thread *t)
  * is not given. */
 static const uint8_t tag_of_what[8] = {GR_CALL, 0, 0, GR_RETURN, GR_C_CALL, GR_C_EXCEPTION, GR_C_RETURN, 0};
 
-/* Tags after which the greenlet may have finished (bit per tag). */
-#define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
-
 /* The hot path: an event of a thread already seen whose running greenlet
  * is known, with no program profile function chained anywhere.  The same
  * records as record_event, with its branches laid out for this case: the
@@ -528,16 +527,16 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     } else {
         code = gr_cfunc_id_cached(r, arg, &slot);
     }
-    if (r->greenlet_mod)
-        gr_switch_check(r, t, frame, what);
-    /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
-    t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
-    t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
-    if (tag >= GR_C_CALL)
-        t->last_c_call = tag == GR_C_CALL ? code : 0;
-    gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
-    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
-        gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+    if (r->greenlet_mod) {
+        /* gr_switch_check's test, inline; what follows a moved witness is
+         * out of line (the switch path). */
+        PyThreadState *ts = gr_tstate_now();
+        if (__builtin_expect(gr_switch_witness(ts) != t->witness, 0)) {
+            gr_event_switched(t, frame, tag, arg, ts, GR_CODE_SLOT(code, slot));
+            return;
+        }
+    }
+    gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
 
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -548,14 +547,21 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     gr_thread *t = thread_known(r);
     if (!t)
         return 0;
-    if (__builtin_expect(t->tid && !t->gl_pending, 1)) {
-        /* A profile function is only given CALL, RETURN and C_* events. */
+    if (__builtin_expect(!t->slow_path, 1)) {
+        /* t->tid && !t->gl_pending, and no program's function chained.
+         * A profile function is only given CALL, RETURN and C_* events. */
         int tag = tag_of_what[(unsigned)what & 7u];
         if (__builtin_expect(tag != 0, 1))
             record_fast(r, t, frame, what, tag, arg);
-        /* C-call bookkeeping once a program's function was chained
-         * (as below). */
-        if (__builtin_expect(r->any_chain, 0) && tag >= GR_C_CALL) {
+        return 0;
+    }
+    if (t->tid && !t->gl_pending) {
+        /* The same once a program's function was chained somewhere, with
+         * the C-call bookkeeping (as below). */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (tag != 0)
+            record_fast(r, t, frame, what, tag, arg);
+        if (tag >= GR_C_CALL) {
             if (tag == GR_C_CALL)
                 c_push(r, t, 0);
             else
@@ -625,8 +631,12 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
 {
     uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
-                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->hook_intrace ? GR_HOOK_IN_TRACE : 0);
-    if (t->by_tid) {
+                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->ran_unseen ? GR_HOOK_RAN : 0) |
+                   (t->hook_intrace ? GR_HOOK_IN_TRACE : 0);
+    /* Another thread's change names that thread and its C call, unless a C
+     * call of this thread's own ended with the program's function (code:
+     * its c_return went there, foothold()), which `during` names then. */
+    if (t->by_tid && !code) {
         who |= GR_HOOK_BY_OTHER | (uint64_t)t->by_tid << GR_HOOK_BY_SHIFT;
         code = t->by_code;
     }
@@ -645,8 +655,11 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
     Py_tracefunc f = ts->c_profilefunc;
     uint32_t code = t->hook_pending ? t->hook_code : 0;
     t->hook_pending = 0;
+    int ran = t->ran_unseen;
+    t->ran_unseen = 0;
     if (f == gr_profile || f == gr_profile_chain)
         return;
+    t->ran_unseen = ran; /* for emit_hook, below */
     int action;
     if (!f) {
         /* Cleared.  While the subject was displaced by the program's own
@@ -675,12 +688,35 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
             t->displaced = 1;
         }
         t->chain_func = f;
-        r->any_chain = 1;
+        if (!r->any_chain) {
+            r->any_chain = 1;
+            /* Every thread's events now take the bookkeeping path. */
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
+                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
+        }
         Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
         gr_swap_profile_func(ts, gr_profile_chain);
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code);
+    t->ran_unseen = 0;
+}
+
+/* Whether thread state ts (thread t, not the calling thread), with a
+ * foothold still waiting for its next event, has run since the foothold
+ * was taken: its running frame or that frame's instruction is no longer
+ * the one then (1: the call that made the change, at its own audit event;
+ * 2: where it waited when another thread's audit event came).  Then C
+ * calls it made since went to the program's function alone (GR_HOOK_RAN).
+ * Also 1 when the frame could not be materialized (NULL, no error kept). */
+static int moved_on(gr_thread *t, PyThreadState *ts)
+{
+    PyFrameObject *f = gr_tstate_frame(ts);
+    int moved = f != t->foot_frame || (f && gr_frame_lasti(f) != t->foot_lasti);
+    Py_XDECREF(f);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return moved;
 }
 
 void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
@@ -706,18 +742,93 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 static void resolve_all(gr_recorder *r, gr_thread *by)
 {
     PyThreadState *me = PyThreadState_Get();
-    uint32_t by_code = by->hook_pending ? by->hook_code : 0;
+    uint32_t by_code = by && by->hook_pending ? by->hook_code : 0;
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = thread_of_tstate(r, ts);
         if (!t || !r->profile_on)
             continue;
-        if (t != by && by->tid) {
+        if (ts != me && t->foothold && moved_on(t, ts))
+            t->ran_unseen = 1;
+        if (by && t != by && by->tid) {
             t->by_tid = by->tid;
             t->by_code = by_code;
         }
         resolve_profile_slot(r, t, ts, 0);
         t->by_tid = 0;
         t->by_code = 0;
+    }
+}
+
+/* Give the trace slot of thread state ts (thread t, any thread) back to
+ * the function it held before a foreign foothold (its object never left
+ * the slot). */
+static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+static void drop_foreign(gr_thread *t, PyThreadState *ts)
+{
+    if (t->foothold != 2)
+        return;
+    t->foothold = 0;
+    if (ts->c_tracefunc == foothold)
+        gr_own_swap_trace(ts, t->foot_func);
+    t->foot_func = NULL;
+    Py_CLEAR(t->foot_frame);
+}
+
+/* Foreign footholds.  A profile change announced on one thread can
+ * concern another thread's slot: PyEval_SetProfileAllThreads (yappi
+ * 1.6+ on 3.12+ calls it for every new thread it profiles, from that
+ * thread), _PyEval_SetProfile on another thread state (yappi 1.4 at its
+ * start on 3.11), threading.setprofile_all_threads.  The audit event comes
+ * on the calling thread, whose foothold sees the change at its next event
+ * (resolve_all, every thread); but the GIL can pass to another thread
+ * before that event, and that thread's profile events then went to the
+ * program's function alone (yappi 1.6.10 on 3.13: the main thread lost
+ * hundreds of calls, 2 runs in 20, with nothing in the trace saying so).
+ * So every other thread the recorder follows gets a foothold too, swapped
+ * into its trace slot (its own trace function chained, its object kept):
+ * the first event of any of them after the change resolves every slot.
+ * The trace function gets a Python call or return before the profile
+ * function (3.12+: sys.monitoring calls the tools from the highest id
+ * down, sys.settrace's 7 before sys.setprofile's 6; 3.9-3.11: the eval
+ * loop calls c_tracefunc, then c_profilefunc), and line events go to it
+ * alone, so what such a thread can still give to the program's function
+ * alone is C calls: the end of the C call it was in when the change came
+ * (blocked with the GIL released: a lock, a sleep), which the HOOK then
+ * names (`during`: its c_return went to the program's function; see
+ * foothold()), and a C call it makes and ends before its next Python-level
+ * event (on the line where the blocking call returned), not recorded. */
+static void foothold_others(gr_recorder *r, PyThreadState *me)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts == me)
+            continue;
+        gr_thread *t = thread_of_tstate(r, ts);
+        if (!t || t->ended || !t->tid || t->foothold || ts->c_tracefunc == foothold)
+            continue;
+        Py_tracefunc prev = ts->c_tracefunc;
+        if (gr_own_swap_trace(ts, foothold) < 0)
+            return;
+        t->foothold = 2;
+        t->foot_func = prev;
+        /* Where the thread waits now (moved_on: did it run before the
+         * change was resolved?). */
+        PyFrameObject *f = gr_tstate_frame(ts); /* a new reference, held (moved_on) */
+        Py_XSETREF(t->foot_frame, f);
+        t->foot_lasti = f ? gr_frame_lasti(f) : -1;
+        if (PyErr_Occurred())
+            PyErr_Clear();
+    }
+}
+
+/* Drop the foreign footholds of every thread but `me`: the change they
+ * watched for has been resolved. */
+static void drop_foreign_all(gr_recorder *r, PyThreadState *me)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        gr_thread *t = thread_of_tstate(r, ts);
+        if (t && t->foothold == 2)
+            drop_foreign(t, ts);
     }
 }
 
@@ -763,6 +874,10 @@ static void withheld_write(gr_recorder *r, gr_thread *t, int tag)
  * the foothold. */
 static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 {
+    if (t->foothold == 2) {
+        drop_foreign(t, ts);
+        return;
+    }
     if (!t->foothold)
         return;
     t->foothold = 0;
@@ -823,6 +938,18 @@ static int no_profiling_thread(PyThreadState *me)
     return 1;
 }
 
+/* The thread other than `me` whose own foothold (an audit event there)
+ * waits for the change it announced, or NULL. */
+static gr_thread *own_foothold_thread(gr_recorder *r, PyThreadState *me)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        gr_thread *t = ts == me ? NULL : thread_of_tstate(r, ts);
+        if (t && t->foothold == 1)
+            return t;
+    }
+    return NULL;
+}
+
 /* Trace function that holds the trace slot from the audit event of a
  * program's profile change to the next event after the change: that is
  * where the recorder can see what the program installed.  Events from
@@ -833,21 +960,69 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = r ? thread_known(r) : tls_thread;
+    if (r && !t) {
+        /* A thread the recorder has not reached, after its change
+         * (stray_foothold): every followed thread's slot, then the
+         * foothold goes. */
+        GR_EXC_SAVE(saved);
+        resolve_all(r, own_foothold_thread(r, ts));
+        drop_foreign_all(r, ts);
+        if (ts->c_tracefunc == foothold) {
+            gr_own_change_begin(r);
+            gr_own_set_trace(ts, NULL, NULL);
+            gr_own_change_end(r);
+        }
+        if (PyErr_Occurred())
+            gr_swallow(r);
+        GR_EXC_RESTORE(saved);
+        return 0;
+    }
     Py_tracefunc prev = t ? t->foot_func : NULL;
-    if (r && t && t->foothold && foot_in_dispatch(t, ts, frame))
+    if (r && t && t->foothold == 1 && foot_in_dispatch(t, ts, frame))
         return prev ? prev(obj, frame, what, arg) : 0;
     if (r && t) {
         GR_EXC_SAVE(saved);
-        int withheld = withheld_take(t, ts);
+        int own = t->foothold == 1;
+        int ran = t->foothold == 2 && ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain;
+        /* the thread whose audit event announced the change */
+        gr_thread *by = own ? t : own_foothold_thread(r, ts);
+        int withheld = own ? withheld_take(t, ts) : 0;
         /* 3.12+: with no profiling thread (the program cleared every
          * profile slot: threading.setprofile_all_threads(None)), this
          * event's profile tool is off, so the recorder's function put back
          * now would not get a CALL or RETURN: it is given the event here,
          * after the HOOK. */
         int tool_off = (what == PyTrace_CALL || what == PyTrace_RETURN) && no_profiling_thread(ts);
+        /* A foreign foothold on a thread whose slot still holds the
+         * program's function: this thread ran with it alone since the
+         * change (how far, the recorder cannot tell: C calls only). */
+        t->ran_unseen = ran;
+        if (ran && t->ccall_frame && frame == t->ccall_frame) {
+            /* A foreign foothold, in the frame that made this thread's
+             * last recorded event, a C_CALL: that C call has ended, and
+             * its end went to the function another thread put in this
+             * thread's slot.  The HOOK names it (`during`), as for a
+             * change made inside the C call. */
+            t->hook_pending = 1;
+            t->hook_code = t->last_c_call;
+            t->last_c_call = 0;
+            t->ccall_frame = NULL;
+            t->may_have_ended = 1;
+            (void)c_pop(r, t);
+        }
+        /* This thread's own foothold at an event of a frame the C call
+         * named at the audit event called (not of its caller, foot_frame
+         * then): that C call is still in progress, its c_return comes to
+         * the recorder. */
+        if (own && t->hook_pending && t->hook_code && frame != t->foot_frame)
+            t->hook_code = 0;
         drop_foothold(r, t, ts);
-        resolve_all(r, t);
+        resolve_all(r, by);
         t->hook_intrace = 0;
+        /* The change is made (this thread's audit event came before it):
+         * the other threads' footholds have nothing left to watch. */
+        if (own)
+            drop_foreign_all(r, ts);
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
             gr_profile(NULL, frame, what, arg);
@@ -856,6 +1031,34 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         GR_EXC_RESTORE(saved);
     }
     return prev ? prev(obj, frame, what, arg) : 0;
+}
+
+/* The audit event of a profile change on a thread the recorder has not
+ * reached (yet): a thread started before threading's hook was the
+ * recorder's, or a new thread before it (yappi 1.6+ on 3.12+: its
+ * PyEval_SetProfileAllThreads from a thread that has started gives every
+ * thread state its function, a new thread's not yet running too, whose
+ * first event then makes yappi call it again, before threading's hook
+ * brings the recorder; 1 run in 10 lost the rest of a worker thread).  The
+ * change can concern the followed threads: foreign footholds on them, and
+ * a foothold on this thread if its trace slot is empty (on 3.12+ the
+ * foreign footholds get events only while some thread has a trace
+ * function installed through CPython); this thread itself stays as it
+ * was, not followed.  Its foothold (foothold(), no gr_thread) resolves
+ * every followed slot at its next event and goes. */
+static void stray_foothold(gr_recorder *r, PyThreadState *ts)
+{
+    GR_EXC_SAVE(saved);
+    if (!ts->c_tracefunc) {
+        gr_own_change_begin(r);
+        gr_own_set_trace(ts, foothold, NULL);
+        gr_own_change_end(r);
+    }
+    if (ts->c_tracefunc)
+        foothold_others(r, ts);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
 }
 
 PyObject *gr_thread_hook, *gr_program_thread_hook;
@@ -1008,6 +1211,11 @@ static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 {
     if (ts->c_profilefunc == t->foot_prof && ts->c_profileobj == t->foot_pobj)
         return 0;
+    /* The C call that made the first change, if the HOOK would name it
+     * (`during`), is the one raising this audit event and has not
+     * returned (PyEval_SetProfileAllThreads, 3.12+: one event per thread
+     * from one call): its c_return comes to the recorder, put back now. */
+    t->hook_code = 0;
     GR_EXC_SAVE(saved);
     /* Still tracing: the dispatch that made the previous change may be this
      * one, its withheld event not yet delivered (the caller looks again). */
@@ -1046,6 +1254,14 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         uncaught(r);
         return 0;
     }
+    if (r && !r->own_change && tls_gen == r->tls_key && tls_thread && tls_thread->foothold == 2 &&
+        strcmp(event, "sys.settrace") == 0) {
+        /* The program changes this thread's trace slot, which holds a
+         * foreign foothold: give the slot back first, so the change
+         * replaces the program's own function and CPython counts it. */
+        drop_foreign(tls_thread, PyThreadState_Get());
+        return 0;
+    }
     if (r && !r->own_change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
         /* The program takes the trace slot from the foothold, which then
          * decides nothing more: its frame need not be held. */
@@ -1056,16 +1272,29 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = thread_known(r);
-    if (!t || (t->foothold && !foothold_overtaken(r, t, ts)))
+    if (!t) {
+        stray_foothold(r, ts);
+        return 0;
+    }
+    if (t->foothold == 2)
+        drop_foreign(t, ts); /* this thread's own change: its own foothold */
+    if (t->foothold && !foothold_overtaken(r, t, ts))
         return 0;
     GR_EXC_SAVE(saved);
     t->hook_pending = 1;
-    t->hook_code = t->last_c_call;
     t->foothold = 1;
     /* C audit hooks run before the dispatch's tracing guard: a thread
      * tracing now (inside a profile or trace function) stays so for the
      * whole dispatch, and no event can come from inside it. */
-    Py_XSETREF(t->foot_frame, gr_tstate_tracing(ts) ? NULL : (PyFrameObject *)Py_XNewRef(PyEval_GetFrame()));
+    PyFrameObject *cur = PyEval_GetFrame();
+    Py_XSETREF(t->foot_frame, gr_tstate_tracing(ts) ? NULL : (PyFrameObject *)Py_XNewRef(cur));
+    /* The C call in progress made the change only if it was this
+     * thread's last event and no Python frame runs above its caller:
+     * not when Python code made it, a profile callback of the program's
+     * included (yappi 1.7 on 3.14 at a new thread's call of run(), inside
+     * threading's _contextvars.Context.run, whose c_return comes to the
+     * recorder later). */
+    t->hook_code = t->ccall_frame && t->ccall_frame == cur ? t->last_c_call : 0;
     t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
     t->foot_prof = ts->c_profilefunc;
     t->foot_pobj = ts->c_profileobj;
@@ -1097,6 +1326,8 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         gr_own_set_trace(ts, foothold, NULL);
         gr_own_change_end(r);
     }
+    if (ts->c_tracefunc == foothold)
+        foothold_others(r, ts);
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
@@ -1113,7 +1344,9 @@ void gr_hooks_stop(gr_recorder *r)
             continue;
         if (ts->c_profilefunc == gr_profile_chain && t->chain_func)
             gr_swap_profile_func(ts, t->chain_func);
-        if (t->foothold && ts == me)
+        if (t->foothold == 2)
+            drop_foreign(t, ts);
+        else if (t->foothold && ts == me)
             drop_foothold(r, t, ts);
         else if (t->foothold && ts->c_tracefunc == foothold) {
             ts->c_tracefunc = t->foot_func;

@@ -659,6 +659,7 @@ static uint32_t register_pending_main(gr_recorder *r, gr_thread *t)
 void gr_thread_touch(gr_recorder *r, gr_thread *t)
 {
     t->gl_pending = 0;
+    gr_thread_path(r, t);
     PyObject *g = gr_current_greenlet(r);
     if (!g)
         return;
@@ -688,6 +689,7 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
                            int defer)
 {
     t->tid = ++r->nthreads;
+    gr_thread_path(r, t);
     uint64_t f[1] = {t->tid};
     gr_emit(r, GR_THREAD, 1, f);
 
@@ -699,6 +701,7 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
         t->cur_gid = register_pending_main(r, t);
         t->cur_g = NULL;
         t->gl_pending = t->cur_gid != 0;
+        gr_thread_path(r, t);
         uint64_t g[4] = {t->tid, t->cur_gid, 0, GR_GL_MAIN};
         gr_emit_stack(r, GR_GREENLET, 4, g, 3, GR_GL_CUT, top, extra_c);
         return;

@@ -60,7 +60,12 @@ typedef struct gr_thread {
                                or NULL (its object stays in the slot) */
     PyObject *chain_obj;    /* owned: that slot's object when we chained */
     int foothold;           /* our trace function holds the trace slot until
-                               the next event (after a program's change) */
+                               the next event (after a program's change):
+                               1 taken at this thread's own audit event,
+                               2 a foreign foothold: taken while another
+                               thread's audit event announced a change
+                               that may concern this thread's slot (its
+                               function swapped in, gr_own_swap_trace) */
     Py_tracefunc foot_func; /* the trace slot's function before it */
     PyObject *foot_obj;     /* owned: and its object */
     PyFrameObject *foot_frame; /* owned: the frame running at the audit
@@ -117,6 +122,10 @@ typedef struct gr_thread {
     int gl_pending;         /* passive mode: greenlet not asked about this
                                thread yet; cur_gid is a placeholder for its
                                main greenlet (recorder.c) */
+    int slow_path;          /* !tid || gl_pending || the recording's
+                               any_chain, kept so by gr_thread_path: the
+                               profile function's fast path does not apply
+                               as it is (hooks.c) */
     uint64_t cbits;         /* C calls passed on to the program's function
                                (hooks.c), without greenlet */
     int ended;              /* its thread has ended (its thread state was
@@ -135,13 +144,18 @@ typedef struct gr_thread {
                                events on this thread */
     int unannounced;        /* resolving a profile slot changed without the
                                audit event (gr_profile_slot_at_mark) */
+    int ran_unseen;         /* resolving a profile slot of a thread that
+                               ran with the program's function alone since
+                               the change (HOOK who GR_HOOK_RAN) */
     /* Passive mode's continued switches (switches.c, "Continued
      * switches"): */
     PyFrameObject *ccall_frame; /* frame of the last event recorded here if
                                it was a C_CALL (address only), else NULL */
-    int sw_direct;          /* set while a switch is being written: the
-                               witness moved by exactly one since this
-                               thread's previous event */
+    int sw_direct;          /* set while greenlet is asked and the switch
+                               written (switches.c; a continued switch
+                               needs no flag): the witness moved by
+                               exactly one since this thread's previous
+                               event */
     uint64_t break_stamp;   /* r->stamp when continuity last broke here */
     PyFrameObject *susp_frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
                                suspensions seen here (first in, first
@@ -152,6 +166,7 @@ typedef struct gr_thread {
     uint32_t cur_slot;      /* gl slot + 1 of cur_gid as of its switch in
                                (a hint: check its gid before use), or 0 */
 } gr_thread;
+
 
 /* gr_thread.witness when greenlet must be asked at the next event. */
 #define GR_WITNESS_UNKNOWN UINT64_MAX
@@ -290,8 +305,18 @@ typedef struct gr_recorder {
                                the sampler's ring from gr_times_entry */
 } gr_recorder;
 
+/* Set t->slow_path (t of recording r) after a change of t->tid,
+ * t->gl_pending or r->any_chain. */
+static inline void gr_thread_path(const gr_recorder *r, gr_thread *t)
+{
+    t->slow_path = !t->tid || t->gl_pending || r->any_chain;
+}
+
 /* The one active recording, or NULL. */
-extern gr_recorder *gr_active;
+/* (Declared hidden, as the extension's -fvisibility=hidden defines it: the
+ * profile function then loads it in one instruction, not through the
+ * GOT.) */
+extern __attribute__((visibility("hidden"))) gr_recorder *gr_active;
 
 /* ---- identities (recorder.c) --------------------------------------- */
 
@@ -448,6 +473,14 @@ int gr_own_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
  * thread's state (3.12+ can only change that one).  Returns 0. */
 int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
 
+/* Replace only the function of the trace slot of thread state ts (any
+ * thread of the interpreter; its object stays), keeping the interpreter's
+ * count of threads with a trace function right, without an audit event and
+ * without re-instrumenting code: for a foothold on another thread while the
+ * calling thread's own foothold (gr_own_set_trace) keeps trace events on
+ * (hooks.c).  GIL held.  Returns 0, or -1 on a free-threaded build
+ * (nothing changed). */
+int gr_own_swap_trace(PyThreadState *ts, Py_tracefunc fn);
 /* The event thread state ts (the calling thread's) is dispatching to a
  * trace or profile function now and its frame (borrowed), when the
  * interpreter says (3.10: the CALL of a frame not started yet; 3.11: any;
@@ -612,8 +645,10 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
 /* Passive detection at a profile event of thread t (slow path of
  * gr_switch_check): asks greenlet which greenlet runs and, if it is not
  * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
- * event's frame.  frame, what, arg: as given to the profile function. */
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
+ * event's frame.  frame, what: as given to the profile function; ts: the
+ * calling thread's state (PyThreadState_GET(), borrowed), read once per
+ * event by the caller. */
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts);
 
 /* Passive detection at a profile event: greenlet is asked only when the
  * thread's switch witness (compat.h) changed since it was last asked, so
@@ -623,7 +658,8 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
  * it). */
 static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
 {
-    uint64_t v = gr_switch_witness(PyThreadState_GET());
+    PyThreadState *ts = gr_tstate_now();
+    uint64_t v = gr_switch_witness(ts);
     /* Without a trusted witness (witness_ok 0), t->witness stays
      * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
     if (v != t->witness) {
@@ -631,7 +667,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
          * previous event: no greenlet ran unseen in between. */
         t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
         t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
-        gr_switch_check_slow(r, t, frame, what);
+        gr_switch_check_slow(r, t, frame, what, ts);
         t->sw_direct = 0;
     }
 }
@@ -733,6 +769,49 @@ void gr_put_back_callback(gr_thread *t);
  * (at_start: nothing written when there is no callback), and after each
  * c_return of greenlet.settrace.  Never raises. */
 void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start);
+
+/* Tags after which the greenlet may have finished (bit per tag). */
+#define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
+
+/* The profile function's fast path after its switch check (hooks.c
+ * record_fast, switches.c gr_event_switched): the thread's state after an
+ * event of record tag `tag` (GR_CALL..GR_C_EXCEPTION) in `frame` (address
+ * only) and of code id `code` (gr_event_state), then its record, with the
+ * code's cache slot `slot`; arg: the event's C function (C_* events), to
+ * notice the program changing its greenlet callback. */
+static inline __attribute__((always_inline)) void gr_event_state(gr_thread *t, PyFrameObject *frame, int tag,
+                                                                 uint32_t code)
+{
+    /* A CALL or C_CALL leaves the greenlet inside a call (alive). */
+    t->may_have_ended = (int)((GR_ENDING_TAGS >> tag) & 1u);
+    t->ccall_frame = tag == GR_C_CALL ? frame : NULL;
+    if (tag >= GR_C_CALL)
+        t->last_c_call = tag == GR_C_CALL ? code : 0;
+}
+
+static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
+                                                                int tag, PyObject *arg, uint32_t code, unsigned slot)
+{
+    gr_event_state(t, frame, tag, code);
+    gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
+    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+        gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+}
+
+/* A code id and its cache slot in one argument (gr_event_switched). */
+#define GR_CODE_SLOT(code, slot) ((uint64_t)(code) | (uint64_t)(slot) << 32)
+
+/* The profile function's fast path (hooks.c record_fast) at an event of
+ * thread t of the active recording (gr_active) whose switch witness moved
+ * since the thread's previous event: the switch check (gr_switch_check,
+ * with a continued switch written straight away), then gr_event_tail.
+ * frame, arg: as given to the profile function; tag: the event's record
+ * tag (GR_CALL..GR_C_EXCEPTION: the profile function's `what`); ts: the
+ * calling thread's state (borrowed); code_slot: the event's code id and
+ * its cache slot (GR_CODE_SLOT).  Out of line, so that the fast path
+ * without a switch stays short; six arguments, all in registers. */
+void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                       uint64_t code_slot);
 
 extern PyTypeObject gr_thread_type;
 

@@ -16,6 +16,11 @@ int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg)
     return gr_slot_set_trace(ts, fn, arg);
 }
 
+int gr_own_swap_trace(PyThreadState *ts, Py_tracefunc fn)
+{
+    return gr_slot_swap_trace(ts, fn);
+}
+
 int gr_own_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what)
 {
     return gr_slot_dispatch(ts, frame, what);

@@ -39,7 +39,9 @@ PyObject *gr_current_greenlet(gr_recorder *r)
     return g;
 }
 
-PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
+/* gr_greenlet_parent, inline for the switch path (the exported one is a
+ * call of its own: about 13 instructions per parent read). */
+static inline PyObject *greenlet_parent(gr_recorder *r, PyObject *g)
 {
     if (!r->gl_parent)
         return PyObject_GetAttr(g, r->str_parent);
@@ -47,6 +49,11 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
     if (!p && !PyErr_Occurred())
         p = Py_NewRef(Py_None);
     return p;
+}
+
+PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
+{
+    return greenlet_parent(r, g);
 }
 
 /* ---- continued switches ------------------------------------------------
@@ -122,7 +129,7 @@ static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e)
  * hook changed, not freed, not running), or NULL.  A stale entry (its
  * greenlet ran since, or its slot went to another greenlet) fails the
  * checks: entries are never removed, only overwritten. */
-static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame)
+static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame, uint32_t *slot)
 {
     /* Newest first: in a round trip the target is the origin of the
      * switch before.  At most one entry can hold (two greenlets are never
@@ -132,10 +139,14 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
         if (t->susp_frame[i] != frame)
             continue;
         uint32_t s = t->susp_slot[i];
-        gr_gl *e = s && s <= r->gl_used ? &r->gl[s - 1] : NULL;
-        if (e && e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
-            e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp)
+        if (!s || s > r->gl_used)
+            continue;
+        gr_gl *e = &r->gl[s - 1];
+        if (e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
+            e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp) {
+            *slot = s;
             return e;
+        }
     }
     return NULL;
 }
@@ -202,12 +213,18 @@ static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t
     GR_EXC_RESTORE(saved);
 }
 
-/* A continued switch to greenlet e at an event (C_RETURN or C_EXCEPTION,
- * `what`) on thread t: written and 1; 0 (nothing written) when the full
- * path must write it: the origin may have ended (its death is asked
- * there), or the target's parent is not a greenlet seen yet. */
-static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
+/* A continued switch to greenlet e (slot es - 1) at an event (C_RETURN or
+ * C_EXCEPTION, `what`) on thread t (thread state ts): written and 1; 0
+ * (nothing written) when the full path must write it: the origin may have
+ * ended (its death is asked there), or the target's parent is not a
+ * greenlet seen yet.  ev_tag (0: none): the event's record tag, its code
+ * id ev_code and cache slot ev_slot: 2 when that record was written too,
+ * right after the SWITCH (gr_event_state is then the caller's). */
+static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e,
+                                                                   uint32_t es, int what, PyThreadState *ts,
+                                                                   int ev_tag, uint32_t ev_code, unsigned ev_slot)
 {
+    int written = 1;
     if (t->may_have_ended)
         return 0;
     PyObject *g = (PyObject *)e->addr;
@@ -226,10 +243,10 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
         if (r->gl_parent) {
             /* greenlet's C API: no Python code, the pending exception of a
              * C_EXCEPTION untouched. */
-            parent = gr_greenlet_parent(r, g);
+            parent = greenlet_parent(r, g);
         } else {
             GR_EXC_SAVE(saved); /* the `parent` attribute (greenlet < 2.0) */
-            parent = gr_greenlet_parent(r, g);
+            parent = greenlet_parent(r, g);
             if (!parent)
                 PyErr_Clear();
             GR_EXC_RESTORE(saved);
@@ -255,39 +272,114 @@ static int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e, int what)
         if (!known)
             return 0;
     }
-    uint32_t og = t->cur_gid, tg = e->gid;
-    uint64_t f[7] = {t->tid, og, tg, pg};
-    switch_state(PyThreadState_GET(), 0, GR_SW_INFERRED | GR_SW_CONTINUED, f);
+    uint32_t og = t->cur_gid, tg = e->gid, tid = t->tid;
+    uint64_t st[7]; /* the state in st[4..6] (kept apart from the
+                       record's field array below: held in registers) */
+    switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, st);
+    uint64_t state = st[4], tracing = st[5], use_tracing = st[6];
     if (r->verify_continued)
         verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
-    uint8_t *p = gr_writer_reserve(r->w, 2 + 7 * GR_VARINT_MAX);
+    gr_writer *w = r->w;
+    uint8_t *p = gr_writer_reserve(w, 2 + 7 * GR_VARINT_MAX);
     if (p) {
-        p = gr_enc_switch_head(&r->w->ctx, p, what == PyTrace_C_EXCEPTION ? GR_THROW : GR_SWITCH, f);
+        int thr = what == PyTrace_C_EXCEPTION;
+        gr_chunk_ctx *c = &w->ctx;
+        if (tid == c->tid && og == c->gid && c->sw_known && state == c->sw_state && tracing == c->sw_tracing &&
+            use_tracing == c->sw_use_tracing) {
+            /* gr_enc_switch_head's shortest form (the usual one: the
+             * origin's C_CALL was the chunk's last record, and the state
+             * is the chunk's last switch's), without its field array. */
+            c->gid = tg;
+            *p++ = (uint8_t)(thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME);
+            p = gr_put_varint(p, tg);
+            p = gr_put_varint(p, pg);
+        } else {
+            uint64_t f[7] = {tid, og, tg, pg, state, tracing, use_tracing};
+            p = gr_enc_switch_head(c, p, thr ? GR_THROW : GR_SWITCH, f);
+        }
         *p++ = 0;
-        gr_writer_commit(r->w, p);
-        gr_count_record(r);
+        uint8_t *base = w->buf + GR_CHUNK_HEADER_LEN;
+        if (ev_tag && !r->tw && (size_t)(p - base) + 1 + 3 * GR_VARINT_MAX <= w->cap) {
+            /* The event's own record (C_RETURN or C_EXCEPTION, code id
+             * ev_code) right after it, where gr_writer_event would put it
+             * (its room in this chunk: no flush between the two), in the
+             * context the SWITCH left (tid, tg): gr_enc_event_slot's
+             * short forms.  Both counted at once (no side channel: its
+             * entries go record by record). */
+            unsigned k = (unsigned)(ev_tag - GR_CALL);
+            if (c->code[ev_slot] == ev_code && k < 4 && ev_code) {
+                *p++ = (uint8_t)(GR_CACHED_BASE + k * GR_CODE_SLOTS + ev_slot);
+            } else {
+                *p++ = (uint8_t)(GR_CTX_EVENT + k);
+                c->code[ev_slot] = ev_code;
+                p = gr_put_varint(p, ev_code);
+            }
+            w->len = (size_t)(p - base);
+            w->records += 2;
+            w->indexed += 2;
+            atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 2,
+                                  memory_order_relaxed);
+            written = 2;
+        } else {
+            gr_writer_commit(w, p);
+            gr_count_record(r);
+        }
     } else {
-        gr_writer_drop(r->w);
+        gr_writer_drop(w);
     }
     switch_instr(r, t, tg);
     /* The origin's slot: the one remembered at its switch in, if it
      * still holds that gid (gids are never reused). */
     uint32_t os = t->cur_slot;
-    gr_gl *oe = os && os <= r->gl_used && r->gl[os - 1].gid == og ? &r->gl[os - 1] : gr_gl_of(r, og);
-    switch_hand_over(r, t, oe, t->ccall_frame != NULL, g, tg, e);
-    return 1;
+    gr_gl *oe;
+    if (os && os <= r->gl_used && r->gl[os - 1].gid == og) {
+        oe = &r->gl[os - 1];
+    } else {
+        oe = gr_gl_of(r, og);
+        os = oe ? (uint32_t)(oe - r->gl) + 1 : 0;
+    }
+    /* switch_hand_over with both slots known (es: e's). */
+    if (oe) {
+        if (oe->on == t)
+            oe->on = NULL;
+        if (t->ccall_frame) { /* susp_note */
+            unsigned i = t->susp_next;
+            t->susp_next = (i + 1) % GR_SUSP_KEEP;
+            t->susp_frame[i] = t->ccall_frame;
+            t->susp_slot[i] = os;
+            oe->susp_frame = (uintptr_t)t->ccall_frame;
+            oe->susp_stamp = ++r->stamp;
+        }
+    }
+    t->cur_g = g;
+    t->cur_gid = tg;
+    t->cur_slot = es;
+    e->tid = tid;
+    e->on = t;
+    e->susp_frame = 0; /* it runs: its suspension is over */
+    return written;
 }
 
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
+
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts)
 {
     if (!t->sw_direct)
         t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
     else if (r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
-        gr_gl *e = susp_find(r, t, frame);
-        if (e && switch_continued(r, t, e, what))
+        uint32_t es;
+        gr_gl *e = susp_find(r, t, frame, &es);
+        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0))
             return;
     }
+    switch_asked(r, t, frame, what);
+}
+
+/* gr_switch_check_slow after the continued switch: ask greenlet which
+ * greenlet runs on thread t and write the switch if it is not t->cur_g. */
+static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
     PyObject *g = gr_current_greenlet(r);
     if (g && g != t->cur_g) {
         GR_EXC_SAVE(saved); /* PyFrame_GetBack may allocate (3.11+) */
@@ -301,6 +393,47 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
         GR_EXC_RESTORE(saved);
     }
     Py_XDECREF(g);
+}
+
+/* The profile function's `what` of each event record tag
+ * (GR_CALL..GR_C_EXCEPTION, at tag - GR_CALL). */
+static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CALL, PyTrace_C_RETURN,
+                                      PyTrace_C_EXCEPTION};
+
+void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                       uint64_t code_slot)
+{
+    gr_recorder *r = gr_active;
+    uint32_t code = (uint32_t)code_slot;
+    unsigned slot = (unsigned)(code_slot >> 32);
+    /* gr_switch_check and gr_switch_check_slow, with the continued
+     * switch (the common case) first. */
+    uint64_t v = gr_switch_witness(ts), was = t->witness;
+    int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
+    t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
+    if (direct && r->continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
+        uint32_t es;
+        gr_gl *e = susp_find(r, t, frame, &es);
+        int written = e ? switch_continued(r, t, e, es, tag == GR_C_RETURN ? PyTrace_C_RETURN : PyTrace_C_EXCEPTION,
+                                           ts, tag, code, slot)
+                        : 0;
+        if (written == 2) {
+            gr_event_state(t, frame, tag, code);
+            if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+                gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
+            return;
+        }
+        if (written) {
+            gr_event_tail(r, t, frame, tag, arg, code, slot);
+            return;
+        }
+    }
+    t->sw_direct = direct;
+    if (!direct)
+        t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
+    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
+    t->sw_direct = 0;
+    gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)

@@ -55,6 +55,13 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* Nothing more is accepted (an error, the size cap); see open_cap. */
+static void block(gr_writer *w)
+{
+    w->blocked = 1;
+    w->open_cap = 0;
+}
+
 static gr_writer *writer_new(char stream, size_t chunk_cap)
 {
     if (chunk_cap == 0)
@@ -73,6 +80,7 @@ static gr_writer *writer_new(char stream, size_t chunk_cap)
     }
     w->fd = -1;
     w->cap = chunk_cap;
+    w->open_cap = chunk_cap;
     w->stream = stream;
     w->chunk_tag = stream == GR_STREAM_SIDE ? GR_CHUNK_TIMES : GR_CHUNK_RECORDS;
     return w;
@@ -157,13 +165,13 @@ static int write_chunk(gr_writer *w, char tag, const uint8_t *payload, size_t le
     if (preallocate(w, w->written, need) < 0) {
         if (!w->error)
             w->error = errno;
-        w->blocked = 1;
+        block(w);
         return -1;
     }
     if (write_all(w->fd, h, sizeof h) < 0 || write_all(w->fd, payload, len) < 0) {
         if (!w->error)
             w->error = errno ? errno : EIO;
-        w->blocked = 1;
+        block(w);
         /* Take back a partly written chunk, so that the file ends with
          * whole chunks and the trailer can follow them. */
         if (ftruncate(w->fd, (off_t)w->written) < 0 || lseek(w->fd, (off_t)w->written, SEEK_SET) < 0)
@@ -218,19 +226,20 @@ int gr_writer_flush(gr_writer *w)
         if (p->blocked) {
             rc = -1;
         } else if (p->limit && p->written + GR_CHUNK_HEADER_LEN + w->len > p->limit) {
-            p->capped = p->blocked = 1;
+            p->capped = 1;
+            block(p);
             rc = -1;
         } else {
             rc = write_chunk(p, w->chunk_tag, w->buf + GR_CHUNK_HEADER_LEN, w->len);
         }
         if (rc < 0) {
-            w->blocked = 1;
+            block(w);
             w->error = p->error;
             w->dropped += w->records;
         }
     } else if (w->limit && w->written + GR_CHUNK_HEADER_LEN + w->len > w->limit) {
         w->capped = 1;
-        w->blocked = 1;
+        block(w);
         w->dropped += w->records;
         rc = -1;
     } else {

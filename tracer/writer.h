@@ -49,6 +49,8 @@ typedef struct gr_writer {
     uint64_t indexed;     /* of which indexed (counted by the recorder) */
     uint64_t indexed_written; /* indexed records in chunks written or kept */
     int blocked;          /* error or capped: nothing more is accepted */
+    size_t open_cap;      /* cap, or 0 once blocked: gr_writer_reserve's
+                             fast test is one compare */
     uint64_t dropped;     /* records lost (write error, size cap) */
     int error;            /* errno of the first failed write, 0 if none */
     int prealloc;         /* the file system takes fallocate (trailer reserve) */
@@ -111,7 +113,7 @@ uint8_t *gr_writer_reserve_slow(gr_writer *w, size_t n);
  * writer. */
 static inline __attribute__((always_inline)) uint8_t *gr_writer_reserve(gr_writer *w, size_t n)
 {
-    if (!w->blocked && w->cap - w->len >= n)
+    if (w->len + n <= w->open_cap) /* not blocked, and room in this chunk */
         return w->buf + GR_CHUNK_HEADER_LEN + w->len;
     return gr_writer_reserve_slow(w, n);
 }
@@ -153,10 +155,16 @@ static inline __attribute__((always_inline)) int gr_writer_event(gr_writer *w, i
 static inline __attribute__((always_inline)) int gr_writer_event_slot(gr_writer *w, int tag, uint64_t tid,
                                                                       uint64_t gid, uint32_t code, unsigned slot)
 {
-    uint8_t *p = gr_writer_reserve(w, 1 + 3 * GR_VARINT_MAX);
-    if (!p) {
-        gr_writer_drop(w);
-        return -1;
+    uint8_t *p;
+    /* gr_writer_reserve, its fast path apart (no NULL test there). */
+    if (__builtin_expect(w->len + 1 + 3 * GR_VARINT_MAX <= w->open_cap, 1)) {
+        p = w->buf + GR_CHUNK_HEADER_LEN + w->len;
+    } else {
+        p = gr_writer_reserve_slow(w, 1 + 3 * GR_VARINT_MAX);
+        if (!p) {
+            gr_writer_drop(w);
+            return -1;
+        }
     }
     gr_writer_commit(w, gr_enc_event_slot(&w->ctx, p, tag, tid, gid, code, slot));
     return 0;

@@ -386,6 +386,8 @@ static void record_line(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
             PUT_LIT(sb, " chained");
         if (r->parent & GR_HOOK_UNANNOUNCED)
             PUT_LIT(sb, " unannounced");
+        if (r->parent & GR_HOOK_RAN)
+            PUT_LIT(sb, " ran");
         if (r->parent & GR_HOOK_IN_TRACE)
             PUT_LIT(sb, " in-trace");
         if (r->parent & GR_HOOK_BY_OTHER)

@@ -10,6 +10,22 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+/* The cause, once, of an imbalance on a thread that ran with the
+ * program's profile function alone before the recorder saw the change
+ * (HOOK with GR_HOOK_RAN): the recorder's own events, not the profiler,
+ * missed the C call's c_call or c_return. */
+static void ran_cause(ck *c, const ck_thread *th)
+{
+    if (!th->ran_gap)
+        return; /* shadow.c clears it after this record */
+    gr_sb_printf(&c->msg, "; cause: the recorder lost it, not the profiler: t%" PRIu64
+                          " ran with the program's profile function alone before the recorder saw "
+                          "it (HOOK at event %" PRIu64 ", ran: a change another thread announced, or "
+                          "this thread's own before its next event), and C calls made there went "
+                          "to that function only",
+                 th->tid, th->ran_index);
+}
+
 /* RETURN / C_RETURN / C_EXCEPTION against the shadow top. */
 static void on_return(ck *c, const ck_event *e, int is_c)
 {
@@ -42,11 +58,12 @@ static void on_return(ck *c, const ck_event *e, int is_c)
         else
             gr_sb_puts(&c->msg, "empty");
         gr_sb_puts(&c->msg, ")");
-        if (is_c)
+        if (is_c && !e->th->ran_gap)
             gr_sb_puts(&c->msg, "; a c_return without its c_call is the CPython issue "
                                 "122029 class (c_call not reported to the profiler)");
         gr_sb_puts(&c->msg, "; ignored");
     }
+    ran_cause(c, e->th);
     /* The frame on top at a HOOK made inside the program's trace function
      * (GR_HOOK_IN_TRACE) is the one missed, or the call missed is above
      * it: the event that function handled went elsewhere. */

@@ -208,23 +208,27 @@ static void reseed(ck *c, ck_shadow *s, const gr_record *r)
 }
 
 /* RETURN / C_RETURN / C_EXCEPTION: pop the matching entry, or resync
- * (the imbalance rule reports the same cases). */
-static void pop(ck_shadow *s, const gr_record *r, int is_c)
+ * (the imbalance rule reports the same cases).  Returns 1 for a case the
+ * imbalance rule reports, else 0. */
+static int pop(ck_shadow *s, const gr_record *r, int is_c)
 {
     ck_entry *top = s->n ? &s->e[s->n - 1] : NULL;
     if (top && top->code == r->code && top->is_c == is_c) {
         s->n--;
-        return;
+        return 0;
     }
     if (is_c && top && top->seed && top->gap_ok) {
         top->gap_ok = 0; /* the C call the seed's frame was inside */
-        return;
+        return 0;
     }
+    if (!top && s->base_unknown)
+        return 0; /* returns below the known part of the stack */
     size_t k = s->n;
     while (k > 0 && !(s->e[k - 1].code == r->code && s->e[k - 1].is_c == is_c))
         k--;
     if (k > 0) /* the entry is deeper: the returns above it were lost */
         s->n = k - 1;
+    return 1;
 }
 
 /* The record's greenlet (and a switch's target) is alive again: a record
@@ -273,8 +277,8 @@ void ck_apply(ck *c, const ck_event *e)
         th->had_events = 1;
         running(th, r);
         undead(c, e->si);
-        if (!e->skip)
-            pop(&c->sh[e->si], r, r->tag != GR_RETURN);
+        if (!e->skip && pop(&c->sh[e->si], r, r->tag != GR_RETURN))
+            th->ran_gap = 0; /* the imbalance rule named the cause, once */
         if (th->intrace && r->gid == th->intrace_gid && c->sh[e->si].n < th->intrace_depth)
             th->intrace = 0; /* the frame on top at the HOOK has returned */
         break;
@@ -354,6 +358,10 @@ void ck_apply(ck *c, const ck_event *e)
         if (r->parent & GR_HOOK_UNANNOUNCED) {
             th->observer_gap = 1;
             th->gap_index = r->index;
+        }
+        if (r->flags == GR_HOOK_PROFILE) {
+            th->ran_gap = (r->parent & GR_HOOK_RAN) != 0;
+            th->ran_index = r->index;
         }
         if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_IN_TRACE)) {
             th->intrace = 1;

@@ -80,6 +80,12 @@ typedef struct ck_thread {
                                to that HOOK; the next MARK's real stack
                                reseeds the shadow (no comparison there) */
     uint64_t gap_index;     /* that HOOK */
+    int ran_gap;            /* a HOOK with GR_HOOK_RAN: the thread ran with
+                               the program's profile function alone before
+                               the recorder saw the change, so a C call's
+                               c_call or c_return may be missing; the next
+                               imbalance of the thread names it (once) */
+    uint64_t ran_index;     /* that HOOK */
     int intrace;            /* a HOOK with GR_HOOK_IN_TRACE: a call or
                                return the program's trace function handled
                                may have gone to the function it left in the

@@ -18,6 +18,15 @@
 # or does not build is skipped.  And in the Debian roots of ci/envs.sh
 # (GR_AUDIT_ENVS, default bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15) that
 # are provisioned; the recorder is built there for this clone when needed.  Greenlet is not needed.
+# On 3.12+ each also runs tests/integration/programs/foreign_change.py: a
+# thread replaces every thread's profile function (sys._setprofileallthreads,
+# as yappi 1.6+ does from each new thread) and the main thread runs before
+# that thread has another event (forced with locks): all 50 calls of leaf()
+# on the main thread recorded (none without the recorder's foreign
+# foothold), a HOOK for it, no imbalance on it, and an imbalance elsewhere
+# only with its cause (HOOK ran); the program's own profile function counts
+# the same recorded and unrecorded.  The same with the change made by a
+# thread the recorder does not follow (foreign_change.py stray).
 # With each 3.12+ interpreter of that list: threading.setprofile_all_threads
 # with a second thread alive (programs/profile_all_threads.py): prof sees
 # the same calls recorded and not, the return of setprofile_all_threads
@@ -72,6 +81,38 @@ compare() {
     fi
 }
 
+# foreign LABEL OUT: OUT.fplain, OUT.flog, OUT.fgrt of foreign_change.py.
+foreign() {
+    local label=$1 out=$2 leafs hooks bad_imb
+    grep -v '^greenreplay\|^envs: ' "$out.flog" >"$out.frec"
+    grep -v '^envs: ' "$out.fplain" >"$out.fplainf"
+    if grep -q '^skip: ' "$out.fplainf"; then
+        echo "SKIP  foreign profile change with $label: $(sed 's/^skip: //' "$out.fplainf")"
+        return
+    fi
+    "$GR_CLI" dump "$out.fgrt" >"$out.fdump" 2>&1
+    "$GR_CLI" check "$out.fgrt" >"$out.fcheck" 2>&1
+    leafs=$(awk '$2 == "CALL" && $3 == "t1" && $5 == "leaf" { n++ } END { print n + 0 }' "$out.fdump")
+    hooks=$(awk '$2 == "HOOK" && $3 == "t1" && $5 == "profile" && $6 == "set" { n++ } END { print n + 0 }' "$out.fdump")
+    bad_imb=$(grep -c '^imbalance at event [0-9]* (t1 ' "$out.fcheck")
+    bad_imb=$((bad_imb + $(grep '^imbalance at event' "$out.fcheck" | grep -vc 'cause: the recorder lost it')))
+    if [ "$frc" -ne 0 ]; then
+        gr_bad "foreign profile change with $label: record exit $frc"
+        gr_show "$out.flog"
+    elif ! grep -q '^leaf calls counted on the main thread: 50 total: 50$' "$out.fplainf" ||
+         ! diff -u "$out.fplainf" "$out.frec" >"$out.fdiff"; then
+        gr_bad "foreign profile change with $label: the program printed other lines recorded (- unrecorded, + recorded)"
+        gr_show "$out.fdiff"
+    elif [ "$leafs" -ne 50 ] || [ "$hooks" -lt 1 ] || [ "$bad_imb" -ne 0 ]; then
+        gr_bad "foreign profile change with $label: $leafs of 50 calls of leaf on t1 recorded, $hooks HOOKs of t1 (want 1+), $bad_imb imbalances on t1 or without their cause"
+        grep ' HOOK ' "$out.fdump" | head -5
+        grep '^imbalance' "$out.fcheck" | head -3
+    else
+        gr_ok "foreign profile change with $label: all 50 calls of leaf on the main thread recorded, its HOOK written, no imbalance without its cause"
+    fi
+}
+
+fprog=tests/integration/programs/foreign_change.py
 n=0
 all_py=()
 for py in "${pythons[@]}"; do
@@ -89,6 +130,12 @@ for py in "${pythons[@]}"; do
     (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$py" "$prog") >"$out.log" 2>&1
     rc=$?
     compare "$ver" "$out"
+    for mode in followed stray; do
+        (cd "$GR_ROOT" && "$py" "$fprog" $mode) >"$out.fplain" 2>&1
+        (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.fgrt" -- "$py" "$fprog" $mode) >"$out.flog" 2>&1
+        frc=$?
+        foreign "$ver ($mode)" "$out"
+    done
     case $ver in 3.[0-9].*|3.1[01].*) continue ;; esac
     all_py+=("$py")
 done
@@ -128,13 +175,16 @@ done
 # an old build would test the old recorder.
 for id in ${GR_AUDIT_ENVS-bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15}; do
     state=$("$GR_ROOT/ci/envs.sh" list --json "$id" 2>/dev/null |
-        "$GR_PY" -c 'import json, sys; e = json.load(sys.stdin)[0]; print(e["status"], e.get("recorder") or "missing")' 2>/dev/null)
+        "$GR_PY" -c 'import json, sys
+e = json.load(sys.stdin)[0]
+print(e["status"], "|", e.get("recorder") or "missing", "|", e.get("reason") or "")' 2>/dev/null)
     case $state in
-    "ready built") ;;
-    ready\ *|"not provisioned missing")
-        # ready but stale, or a root whose only missing step is the build
-        if ! "$GR_ROOT/ci/envs.sh" build "$id" >"$GR_WORK/build.$id.log" 2>&1; then
-            echo "SKIP  audit events in $id: not provisioned or the recorder does not build ($(tail -n 1 "$GR_WORK/build.$id.log"))"
+    "ready | built |"*) ;;
+    "ready | "*|*"| recorder "*)
+        # the root is there; the recorder's build for this clone is old,
+        # missing or not smoke-tested yet (provision does only that then)
+        if ! "$GR_ROOT/ci/envs.sh" provision "$id" >"$GR_WORK/build.$id.log" 2>&1; then
+            echo "SKIP  audit events in $id: the recorder does not build there ($(tail -n 1 "$GR_WORK/build.$id.log"))"
             continue
         fi ;;
     *)
@@ -147,5 +197,11 @@ for id in ${GR_AUDIT_ENVS-bullseye-3.9 trixie-3.13 sid-3.14 sid-3.15}; do
     (cd "$GR_ROOT" && ci/envs.sh record "$id" -o "$out.grt" -- "$prog") >"$out.log" 2>&1
     rc=$?
     compare "$id" "$out"
+    for mode in followed stray; do
+        (cd "$GR_ROOT" && ci/envs.sh run "$id" -- python "$fprog" $mode) >"$out.fplain" 2>&1
+        (cd "$GR_ROOT" && ci/envs.sh record "$id" -o "$out.fgrt" -- "$fprog" $mode) >"$out.flog" 2>&1
+        frc=$?
+        foreign "$id ($mode)" "$out"
+    done
 done
 gr_tally
