@@ -719,9 +719,31 @@ static int moved_on(gr_thread *t, PyThreadState *ts)
     return moved;
 }
 
+static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* Forget the calling-thread foothold of t (its state only: the trace slot
+ * is left as it is). */
+static void forget_foothold(gr_thread *t)
+{
+    t->foothold = 0;
+    t->foot_func = NULL;
+    Py_CLEAR(t->foot_obj);
+    Py_CLEAR(t->foot_frame);
+}
+
 void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 {
     Py_tracefunc f = ts->c_profilefunc;
+    /* A thread's own foothold the program's trace change displaced (no
+     * sys.settrace audit event resolved it): it will get no event, so the
+     * change it waited for is looked at here (hook_pending names its C
+     * call). */
+    if (t->foothold == 1 && ts->c_tracefunc != foothold) {
+        forget_foothold(t);
+        if (r->profile_on && t->tid && gr_tstate_tracing(ts) <= 0)
+            resolve_profile_slot(r, t, ts, 0);
+        return;
+    }
     if (!r->profile_on || !t->tid || f == gr_profile || f == gr_profile_chain ||
         t->hook_pending || t->foothold || gr_tstate_tracing(ts) > 0)
         return;
@@ -762,7 +784,6 @@ static void resolve_all(gr_recorder *r, gr_thread *by)
 /* Give the trace slot of thread state ts (thread t, any thread) back to
  * the function it held before a foreign foothold (its object never left
  * the slot). */
-static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
 static void drop_foreign(gr_thread *t, PyThreadState *ts)
 {
@@ -880,17 +901,17 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     }
     if (!t->foothold)
         return;
-    t->foothold = 0;
-    if (t->foot_func) {
+    /* Only while the slot still holds the foothold: a function the
+     * program's sys.settrace put there since stays. */
+    if (ts->c_tracefunc != foothold) {
+    } else if (t->foot_func) {
         ts->c_tracefunc = t->foot_func; /* its object never left the slot */
     } else {
         gr_own_change_begin(r);
         gr_own_set_trace(ts, NULL, NULL);
         gr_own_change_end(r);
     }
-    t->foot_func = NULL;
-    Py_CLEAR(t->foot_obj);
-    Py_CLEAR(t->foot_frame);
+    forget_foothold(t);
 }
 
 /* Whether an event the foothold gets still comes from inside the audit
@@ -1207,15 +1228,18 @@ static void uncaught(gr_recorder *r)
  * foothold for this change.  0 while the slot is unchanged (this event
  * comes from inside the previous dispatch, or that change has not been
  * made): the foothold stays as it is. */
-static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+static int foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts, int keep_code)
 {
     if (ts->c_profilefunc == t->foot_prof && ts->c_profileobj == t->foot_pobj)
         return 0;
     /* The C call that made the first change, if the HOOK would name it
      * (`during`), is the one raising this audit event and has not
      * returned (PyEval_SetProfileAllThreads, 3.12+: one event per thread
-     * from one call): its c_return comes to the recorder, put back now. */
-    t->hook_code = 0;
+     * from one call): its c_return comes to the recorder, put back now.
+     * keep_code: the audit event is another call's (sys.settrace), made
+     * from the frame that made the change: that C call has returned. */
+    if (!keep_code)
+        t->hook_code = 0;
     GR_EXC_SAVE(saved);
     /* Still tracing: the dispatch that made the previous change may be this
      * one, its withheld event not yet delivered (the caller looks again). */
@@ -1262,6 +1286,19 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         drop_foreign(tls_thread, PyThreadState_Get());
         return 0;
     }
+    if (r && !r->own_change && tls_gen == r->tls_key && tls_thread && tls_thread->foothold == 1 &&
+        strcmp(event, "sys.settrace") == 0) {
+        /* The program takes the trace slot from this thread's own
+         * foothold, after the change it announced (prof.enable();
+         * sys.settrace(f), or both in the program's trace function): the
+         * foothold would get no event, so the change is resolved now,
+         * with its HOOK, and the foothold given up before the slot
+         * changes hands. */
+        gr_thread *t = tls_thread;
+        PyFrameObject *cur = PyEval_GetFrame();
+        if (foothold_overtaken(r, t, PyThreadState_Get(), t->foot_frame && cur == t->foot_frame))
+            return 0;
+    }
     if (r && !r->own_change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
         /* The program takes the trace slot from the foothold, which then
          * decides nothing more: its frame need not be held. */
@@ -1278,7 +1315,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     }
     if (t->foothold == 2)
         drop_foreign(t, ts); /* this thread's own change: its own foothold */
-    if (t->foothold && !foothold_overtaken(r, t, ts))
+    if (t->foothold && !foothold_overtaken(r, t, ts, 0))
         return 0;
     GR_EXC_SAVE(saved);
     t->hook_pending = 1;

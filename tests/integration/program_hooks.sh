@@ -33,6 +33,13 @@
 #    slot the "call" or "return" only after the trace function returns): the
 #    CALL or RETURN is written after the change's HOOKs, in both modes; the
 #    one verdict is the blind spot of the subject cProfile displaced.
+#  - a profile change from C followed by the program's sys.settrace before
+#    any traced event (programs/foothold_settrace.py, 3.9-3.11: cProfile's
+#    enable() changes the slot): on one line, the HOOK names enable() and
+#    check's one verdict is the profiler it displaced; made in the trace
+#    function with sys.settrace(None), a HOOK too, and after stop() a
+#    frame's f_trace gets no event (no recorder function left in the trace
+#    slot).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -215,6 +222,34 @@ if [ "$has_dispatch" = 1 ]; then
     done
 else
     echo "SKIP  events withheld by a change in the trace function: $("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])') does not say which event it is dispatching (3.11 only)"
+fi
+
+# A profile change from C, then the program's sys.settrace before any
+# traced event: the settrace resolves the change (3.9-3.11: cProfile
+# changes the profile slot).
+if [ "$slots" = 1 ]; then
+    for case in oneline none; do
+        tr=$work/foothold_settrace.$case
+        (cd "$progs" && timeout 120 "$GR_CLI" record --manual -o "$tr.grt" -- "$PY" foothold_settrace.py "$case") \
+            >"$tr.out" 2>&1
+        rc=$?
+        "$GR_CLI" check "$tr.grt" >"$tr.check" 2>&1
+        hooks=$("$GR_CLI" dump "$tr.grt" 2>&1 | sed -n 's/^ *[0-9]* HOOK  *t1 g1 profile //p' | tr '\n' ';')
+        want="set subject=off chained during=_lsprof.Profiler.enable;"
+        [ "$case" = none ] && want="set subject=off chained;"
+        verdict=$(sed -n 's/^\([a-z_]*\) at event .*/\1/p' "$tr.check" | tr '\n' ' ')
+        if [ $rc -eq 0 ] && [ "$hooks" = "$want" ] && [ "$verdict" = "blind_spot " ] &&
+           grep -q 'replaced by the program.s own profile function' "$tr.check" &&
+           { [ "$case" = none ] || grep -q 'during _lsprof.Profiler.enable' "$tr.check"; } &&
+           grep -qx "case $case trace function None f_trace events after stop \[\]" "$tr.out"; then
+            gr_ok "profile change then sys.settrace ($case): HOOK '$hooks', verdict the displaced profiler, no trace function left after stop"
+        else
+            gr_bad "profile change then sys.settrace ($case): record exit $rc, HOOKs '$hooks' (want '$want'), verdicts '$verdict' (want 'blind_spot ')"
+            gr_show "$tr.out" "$tr.check"
+        fi
+    done
+else
+    echo "SKIP  profile change then sys.settrace: cProfile changes no profile slot on 3.12+"
 fi
 
 gr_tally
