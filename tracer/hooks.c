@@ -980,11 +980,23 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 {
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
-    gr_thread *t = r ? thread_known(r) : tls_thread;
-    if (r && !t) {
+    if (!r) {
+        /* No recording (gr_hooks_stop removes every foothold: this is
+         * only a safety net): the foothold goes, and the thread's state
+         * of a recording gone is not read. */
+        if (ts->c_tracefunc == foothold) {
+            GR_EXC_SAVE(saved);
+            (void)gr_own_swap_trace(ts, NULL);
+            GR_EXC_RESTORE(saved);
+        }
+        return 0;
+    }
+    gr_thread *t = thread_known(r);
+    if (!t || !t->foothold) {
         /* A thread the recorder has not reached, after its change
-         * (stray_foothold): every followed thread's slot, then the
-         * foothold goes. */
+         * (stray_foothold), or one it came to follow since (a later
+         * recording's, or threading's hook): every followed thread's
+         * slot, then the foothold goes. */
         GR_EXC_SAVE(saved);
         resolve_all(r, own_foothold_thread(r, ts));
         drop_foreign_all(r, ts);
@@ -1391,4 +1403,25 @@ void gr_hooks_stop(gr_recorder *r)
         }
         Py_CLEAR(t->foot_frame); /* a foothold the program's trace function displaced */
     }
+    /* Footholds left on threads the recorder does not follow (stray
+     * footholds, on an empty trace slot): none may outlive the recording. */
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
+        if (ts->c_tracefunc != foothold)
+            continue;
+        if (ts == me) {
+            gr_own_change_begin(r);
+            gr_own_set_trace(ts, NULL, NULL);
+            gr_own_change_end(r);
+        } else {
+            (void)gr_own_swap_trace(ts, NULL);
+        }
+    }
+}
+
+int gr_footholds(PyThreadState *me)
+{
+    int n = 0;
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+        n += ts->c_tracefunc == foothold;
+    return n;
 }

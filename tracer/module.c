@@ -1142,6 +1142,13 @@ static PyObject *mod_test_swap_profile(PyObject *module, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _footholds(): how many threads have the recorder's foothold in their
+ * trace slot (an int), for tests: none after stop(). */
+static PyObject *mod_footholds(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromLong(gr_footholds(PyThreadState_Get()));
+}
+
 /* _tracked(): the recorder's per-thread and per-greenlet state in use,
  * for tests of bounded memory (issue 9). */
 static PyObject *mod_tracked(PyObject *module, PyObject *unused)
@@ -1248,6 +1255,9 @@ static PyMethodDef methods[] = {
      "For tests only: replace the function of the calling thread's (non-empty) profile slot\n"
      "with one that does nothing, writing the thread state directly, without the audit event\n"
      "sys.setprofile, as a C extension may (yappi's per-thread start)."},
+    {"_footholds", mod_footholds, METH_NOARGS,
+     "For tests only: how many threads have the recorder's foothold (its trace function that\n"
+     "waits for the next event after a profile change) in their trace slot; 0 after stop()."},
     {"_tracked", mod_tracked, METH_NOARGS,
      "While recording: a dict of the recorder's state in use: 'threads' (per-thread entries:\n"
      "the live threads and ended ones not yet swept), 'greenlet_slots' (greenlets alive, or\n"

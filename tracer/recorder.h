@@ -751,6 +751,12 @@ extern PyMethodDef gr_sys_setprofile_def;
  * and drop any foothold in the trace slot. */
 void gr_hooks_stop(gr_recorder *r);
 
+/* How many thread states of the interpreter of `me` (the calling thread's
+ * state) have the recorder's foothold (hooks.c) in their trace slot, with
+ * or without a recording: for tests (none may outlive a recording).  GIL
+ * held; never raises. */
+int gr_footholds(PyThreadState *me);
+
 /* Callback mode: put back the greenlet trace callback the thread had
  * before ours, if ours is still the active one; never calls settrace
  * with the callback already active (greenlet issue 332).  Clears

@@ -40,6 +40,10 @@
 #    function with sys.settrace(None), a HOOK too, and after stop() a
 #    frame's f_trace gets no event (no recorder function left in the trace
 #    slot).
+#  - a stray foothold (programs/stray_foothold.py, 3.9-3.11): a profile
+#    change from C on a thread the recorder does not follow, blocked before
+#    its next event when the recording stops: after stop() no thread's
+#    trace slot holds the recorder's foothold, nor after a second recording.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -250,6 +254,23 @@ if [ "$slots" = 1 ]; then
     done
 else
     echo "SKIP  profile change then sys.settrace: cProfile changes no profile slot on 3.12+"
+fi
+
+# A stray foothold left by a thread blocked when the recording stops.
+if [ "$slots" = 1 ]; then
+    tr=$work/stray_foothold
+    (cd "$progs" && timeout 120 "$GR_CLI" record --manual -o "$tr.grt" -- "$PY" stray_foothold.py "$tr.2.grt") \
+        >"$tr.out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -qx 'footholds after stop: 0' "$tr.out" &&
+       grep -qx 'footholds after the second stop: 0' "$tr.out"; then
+        gr_ok "stray foothold: none left in a trace slot after stop()"
+    else
+        gr_bad "stray foothold: record exit $rc, footholds left after stop():"
+        gr_show "$tr.out"
+    fi
+else
+    echo "SKIP  stray foothold: cProfile changes no profile slot on 3.12+"
 fi
 
 gr_tally
