@@ -1049,13 +1049,21 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
          * the recorder. */
         if (own && t->hook_pending && t->hook_code && frame != t->foot_frame)
             t->hook_code = 0;
-        drop_foothold(r, t, ts);
+        if (!own)
+            drop_foothold(r, t, ts);
         resolve_all(r, by);
         t->hook_intrace = 0;
         /* The change is made (this thread's audit event came before it):
-         * the other threads' footholds have nothing left to watch. */
-        if (own)
+         * the other threads' footholds have nothing left to watch.  They
+         * go first: this thread's own foothold, given back last through
+         * CPython's setter, then finds no other thread counted as tracing
+         * and turns the trace events off (3.12+: swapping the others out
+         * afterwards would leave them on, every code object instrumented
+         * for line events, until the program's next sys.settrace). */
+        if (own) {
             drop_foreign_all(r, ts);
+            drop_foothold(r, t, ts);
+        }
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
             gr_profile(NULL, frame, what, arg);
@@ -1385,18 +1393,24 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 
 void gr_hooks_stop(gr_recorder *r)
 {
-    /* Unchain: the program's profile functions get their slots back. */
+    /* Unchain: the program's profile functions get their slots back.  The
+     * calling thread's foothold goes last, through CPython's setter, once
+     * the other threads' are swapped out (see foothold()). */
     PyThreadState *me = PyThreadState_Get();
+    gr_thread *mine = NULL;
+    int others = gr_footholds(me) - (me->c_tracefunc == foothold);
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = thread_of_tstate(r, ts);
         if (!t)
             continue;
         if (ts->c_profilefunc == gr_profile_chain && t->chain_func)
             gr_swap_profile_func(ts, t->chain_func);
+        if (ts == me) {
+            mine = t;
+            continue;
+        }
         if (t->foothold == 2)
             drop_foreign(t, ts);
-        else if (t->foothold && ts == me)
-            drop_foothold(r, t, ts);
         else if (t->foothold && ts->c_tracefunc == foothold) {
             ts->c_tracefunc = t->foot_func;
             t->foothold = 0;
@@ -1405,17 +1419,24 @@ void gr_hooks_stop(gr_recorder *r)
     }
     /* Footholds left on threads the recorder does not follow (stray
      * footholds, on an empty trace slot): none may outlive the recording. */
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
-        if (ts->c_tracefunc != foothold)
-            continue;
-        if (ts == me) {
-            gr_own_change_begin(r);
-            gr_own_set_trace(ts, NULL, NULL);
-            gr_own_change_end(r);
-        } else {
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts))
+        if (ts != me && ts->c_tracefunc == foothold)
             (void)gr_own_swap_trace(ts, NULL);
-        }
+    if (mine) {
+        drop_foothold(r, mine, me);
+        Py_CLEAR(mine->foot_frame);
     }
+    gr_own_change_begin(r);
+    if (me->c_tracefunc == foothold) {
+        gr_own_set_trace(me, NULL, NULL);
+    } else if (GR_PROFILE_TOOL && others) {
+        /* 3.12+: the slot set again as it is, so that CPython turns the
+         * trace events off if the swaps above left no thread tracing. */
+        gr_own_set_trace(me, me->c_tracefunc, me->c_traceobj);
+    }
+    gr_own_change_end(r);
+    if (PyErr_Occurred())
+        PyErr_Clear();
 }
 
 int gr_footholds(PyThreadState *me)

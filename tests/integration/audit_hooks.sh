@@ -81,6 +81,11 @@ compare() {
     fi
 }
 
+# With each 3.12+ interpreter of that list, too: after the footholds of a
+# sys._setprofileallthreads (the changing thread's own one first) are given
+# back, no code is instrumented for line events (programs/
+# foothold_instrumentation.py: a probe function's adaptive bytecode has no
+# INSTRUMENTED_LINE, as unrecorded).
 # foreign LABEL OUT: OUT.fplain, OUT.flog, OUT.fgrt of foreign_change.py.
 foreign() {
     local label=$1 out=$2 leafs hooks bad_imb
@@ -167,6 +172,26 @@ all_threads() {
 [ ${#all_py[@]} -gt 0 ] || echo "SKIP  setprofile_all_threads: no 3.12+ interpreter with the recorder built (pyenv's, or GR_AUDIT_PYTHONS)"
 for py in "${all_py[@]}"; do
     all_threads "$py"
+done
+
+# instrumented PY: programs/foothold_instrumentation.py recorded with PY (3.12+).
+instrumented() {
+    local py=$1 ver out
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    out=$GR_WORK/instrumented.$ver
+    (cd "$GR_ROOT/tests/integration/programs" && "$py" foothold_instrumentation.py) >"$out.plain" 2>&1
+    (cd "$GR_ROOT/tests/integration/programs" && "$GR_CLI" record -o "$out.grt" -- "$py" foothold_instrumentation.py) >"$out.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -qx 'probe instrumented for line events: False' "$out.plain" &&
+       diff -q "$out.plain" <(grep -v '^greenreplay' "$out.log") >/dev/null; then
+        gr_ok "footholds given back with $ver: no code instrumented for line events"
+    else
+        gr_bad "footholds given back with $ver: record exit $rc; unrecorded, then recorded:"
+        gr_show "$out.plain" "$out.log"
+    fi
+}
+for py in "${all_py[@]}"; do
+    instrumented "$py"
 done
 
 # Debian roots (ci/envs.sh) that are provisioned (their roots are not made
