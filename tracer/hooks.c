@@ -1411,9 +1411,13 @@ void gr_hooks_stop(gr_recorder *r)
         }
         if (t->foothold == 2)
             drop_foreign(t, ts);
-        else if (t->foothold && ts->c_tracefunc == foothold) {
-            ts->c_tracefunc = t->foot_func;
-            t->foothold = 0;
+        else if (t->foothold) {
+            /* Another thread's own foothold: swapped out so that the
+             * interpreter's count of tracing threads comes down with it
+             * (taken on an empty slot, it was counted). */
+            if (ts->c_tracefunc == foothold)
+                (void)gr_own_swap_trace(ts, t->foot_func);
+            forget_foothold(t);
         }
         Py_CLEAR(t->foot_frame); /* a foothold the program's trace function displaced */
     }

@@ -85,7 +85,8 @@ compare() {
 # sys._setprofileallthreads (the changing thread's own one first) are given
 # back, no code is instrumented for line events (programs/
 # foothold_instrumentation.py: a probe function's adaptive bytecode has no
-# INSTRUMENTED_LINE, as unrecorded).
+# INSTRUMENTED_LINE, as unrecorded); and after stop() with the changing
+# thread's own foothold still waiting (foothold_instrumentation.py atstop).
 # foreign LABEL OUT: OUT.fplain, OUT.flog, OUT.fgrt of foreign_change.py.
 foreign() {
     local label=$1 out=$2 leafs hooks bad_imb
@@ -174,24 +175,29 @@ for py in "${all_py[@]}"; do
     all_threads "$py"
 done
 
-# instrumented PY: programs/foothold_instrumentation.py recorded with PY (3.12+).
+# instrumented PY CASE: programs/foothold_instrumentation.py recorded with
+# PY (3.12+); CASE "" or atstop (then the program starts and stops).
 instrumented() {
-    local py=$1 ver out
+    local py=$1 case=$2 ver out manual=
     ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    out=$GR_WORK/instrumented.$ver
-    (cd "$GR_ROOT/tests/integration/programs" && "$py" foothold_instrumentation.py) >"$out.plain" 2>&1
-    (cd "$GR_ROOT/tests/integration/programs" && "$GR_CLI" record -o "$out.grt" -- "$py" foothold_instrumentation.py) >"$out.log" 2>&1
+    out=$GR_WORK/instrumented.$ver$case
+    [ -n "$case" ] && manual=--manual
+    (cd "$GR_ROOT/tests/integration/programs" && GREENREPLAY_OUTPUT=$out.plain.grt PYTHONPATH=${BUILD:-$GR_ROOT/build}/python \
+        "$py" foothold_instrumentation.py $case) >"$out.plain" 2>&1
+    (cd "$GR_ROOT/tests/integration/programs" && "$GR_CLI" record $manual -o "$out.grt" -- "$py" foothold_instrumentation.py $case) \
+        >"$out.log" 2>&1
     rc=$?
     if [ $rc -eq 0 ] && grep -qx 'probe instrumented for line events: False' "$out.plain" &&
-       diff -q "$out.plain" <(grep -v '^greenreplay' "$out.log") >/dev/null; then
-        gr_ok "footholds given back with $ver: no code instrumented for line events"
+       diff -q <(grep -v '^greenreplay' "$out.plain") <(grep -v '^greenreplay' "$out.log") >/dev/null; then
+        gr_ok "footholds given back with $ver${case:+ ($case)}: no code instrumented for line events"
     else
-        gr_bad "footholds given back with $ver: record exit $rc; unrecorded, then recorded:"
+        gr_bad "footholds given back with $ver${case:+ ($case)}: record exit $rc; unrecorded, then recorded:"
         gr_show "$out.plain" "$out.log"
     fi
 }
 for py in "${all_py[@]}"; do
-    instrumented "$py"
+    instrumented "$py" ""
+    instrumented "$py" atstop
 done
 
 # Debian roots (ci/envs.sh) that are provisioned (their roots are not made

@@ -6,11 +6,17 @@ given them all back, no code may stay instrumented for trace events: no
 thread has a trace function, so a function run afterwards has no
 INSTRUMENTED_LINE in its bytecode (code._co_code_adaptive), as without the
 recorder.  The changing thread's own foothold gets the first event (the
-main thread waits in a C call meanwhile).  Prints whether the probe
-function is instrumented for line events, the same recorded and
-unrecorded (False).  Needs 3.12+; prints "skip: ..." before."""
+main thread waits in a C call meanwhile).  With "atstop" (record --manual)
+the changing thread blocks before its next event instead and the main
+thread stops the recording: stop() takes that thread's own foothold away
+too, and with it the trace events.  Prints whether the probe function is
+instrumented for line events, the same recorded and unrecorded (False).
+Needs 3.12+; prints "skip: ..." before.
+usage: foothold_instrumentation.py [atstop]"""
 import _thread
 import dis
+import functools
+import operator
 import sys
 import threading
 
@@ -45,8 +51,29 @@ def changer():
     return done
 
 
-t = threading.Thread(target=changer)
-t.start()
-go.acquire()
+def blocked_changer():
+    # C calls only, no event between them: the change, then the thread
+    # says it is there and blocks before its own foothold gets an event.
+    change = functools.partial(sys._setprofileallthreads, count)
+    list(map(operator.call, [change, go.release, blocker.acquire]))
+
+
+if sys.argv[1:] == ["atstop"]:
+    import greenreplay
+
+    blocker = _thread.allocate_lock()
+    blocker.acquire()
+    greenreplay.start()
+    t = threading.Thread(target=blocked_changer)
+    t.start()
+    go.acquire()
+    greenreplay.stop()
+    instrumented = line_instrumented()
+    blocker.release()
+else:
+    t = threading.Thread(target=changer)
+    t.start()
+    go.acquire()
+    instrumented = line_instrumented()
 t.join()
-print("probe instrumented for line events:", line_instrumented())
+print("probe instrumented for line events:", instrumented)
