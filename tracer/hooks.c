@@ -986,7 +986,11 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
          * of a recording gone is not read. */
         if (ts->c_tracefunc == foothold) {
             GR_EXC_SAVE(saved);
-            (void)gr_own_swap_trace(ts, NULL);
+            gr_enter_tracing(ts);
+            gr_own_set_trace(ts, NULL, NULL); /* no recording: no audit hook of ours to quiet */
+            gr_leave_tracing(ts);
+            if (PyErr_Occurred())
+                PyErr_Clear();
             GR_EXC_RESTORE(saved);
         }
         return 0;
