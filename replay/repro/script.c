@@ -772,8 +772,10 @@ static void write_prelude(render *R, gr_sb *out)
         unit_str(R, out, 0, "import sys");
     if (need & GR_NEED_TIME)
         unit_str(R, out, 0, "import time");
-    if (need & GR_NEED_CPROFILE)
+    if (need & GR_NEED_CPROFILE) {
         unit_str(R, out, 0, "import cProfile");
+        unit_str(R, out, 0, "_CP = cProfile.Profile()  # every enable()/disable() of the trace");
+    }
     if (need & GR_NEED_THREAD)
         unit_str(R, out, 0, "import _thread");
     if (u & U_THREADING)

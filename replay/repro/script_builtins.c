@@ -10,9 +10,13 @@
  * event.  Arguments never raise, block, print or keep state. */
 static const gr_builtin table[] = {
     /* cProfile's own enable/disable (3.9-3.11: they take the thread's
-     * profile slot: HOOK records); a fresh profiler object each time */
-    {"_lsprof.Profiler.disable", "cProfile.Profile().disable()", GR_NEED_CPROFILE, 0},
-    {"_lsprof.Profiler.enable", "cProfile.Profile().enable()", GR_NEED_CPROFILE, 0},
+     * profile slot: HOOK records), all on one profiler object made at the
+     * script's start (_CP, script.c), as a program keeps its profiler: a
+     * fresh object per call would be freed while enabled once the slot
+     * lets it go, and _lsprof's dealloc then clears the slot a second
+     * time, a change the recorded program never made */
+    {"_lsprof.Profiler.disable", "_CP.disable()", GR_NEED_CPROFILE, 0},
+    {"_lsprof.Profiler.enable", "_CP.enable()", GR_NEED_CPROFILE, 0},
     {"_thread.allocate_lock", "_thread.allocate_lock()", GR_NEED_THREAD, 0},
     {"_thread.get_ident", "_thread.get_ident()", GR_NEED_THREAD, 0},
     {"builtins.abs", "abs(0)", 0, 0},
