@@ -653,6 +653,7 @@ static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32
 static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, int standard)
 {
     Py_tracefunc f = ts->c_profilefunc;
+    PyObject *old_chain = NULL;
     uint32_t code = t->hook_pending ? t->hook_code : 0;
     t->hook_pending = 0;
     int ran = t->ran_unseen;
@@ -694,12 +695,23 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
             for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
                 gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
         }
-        Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
+        /* The profile object chained before is released last, once the
+         * slot is whole again: releasing it can run its finalizer, and
+         * _lsprof's clears the slot when the profiler is still enabled
+         * (a cProfile.Profile().enable() held only by the slot, replaced
+         * by another profiler's enable()).  Released between the two
+         * writes, that clear left gr_profile_chain in the slot with no
+         * object, and the next event called the program's function with
+         * a NULL object: a crash.  Released here, the clear empties the
+         * slot whole (its own audit event: a HOOK at the next event). */
+        old_chain = t->chain_obj;
+        t->chain_obj = Py_XNewRef(ts->c_profileobj);
         gr_swap_profile_func(ts, gr_profile_chain);
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code);
     t->ran_unseen = 0;
+    Py_XDECREF(old_chain);
 }
 
 /* Whether thread state ts (thread t, not the calling thread), with a
