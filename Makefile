@@ -45,38 +45,33 @@ DEBUG_PYTHON ?= /usr/bin/python3.11d
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext setup demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext deps setup check demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
-        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale
+        matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale \
+        transparency peer-full realworld
 all: cli ext
 
 help:
 	@echo "greenreplay make targets:"
 	@echo "  make              build $(CLI) and the recorder for PYTHON=$(PYTHON)"
 	@echo "                    (make all; make cli: the CLI alone; make ext: the recorder alone)"
-	@echo "  make demo         install what is missing (make setup), build, record and check every"
+	@echo "  make check        the fast loop: build, make unit, then the host-only integration"
+	@echo "                    scripts (lines marked host in tests/integration/suites.txt); no apt,"
+	@echo "                    no pip, no root, no network (run make deps once); CHECK_JOBS scripts"
+	@echo "                    at a time (default 2)"
+	@echo "  make demo         install what is missing (make deps), build, record and check every"
 	@echo "                    fixture (ci/demo.sh)"
 	@echo "  make test         install what is missing, build, then make unit, make integration and"
-	@echo "                    make integration-debug"
+	@echo "                    make integration-debug (the full suite)"
 	@echo "  make unit         every cmocka unit test, tests/unit/test_*.c (format, reader, checker,"
 	@echo "                    commands, recorder's writer, sampler, registry...)"
-	@echo "  make integration  build, then these tests/integration scripts, in this order:"
-	@echo "                    run.sh (every fixture vs its golden dump, check outcome, rerun),"
-	@echo "                    record_modes.sh (-m, --max-size, --ring, flush signal),"
-	@echo "                    script_roundtrip.sh (script -> record -> diff, reduce),"
-	@echo "                    check_verdicts.sh (nothing checked never passes), streamed.sh,"
-	@echo "                    demo_known.sh (known issues), gen_finalize.sh (diff --ignore),"
-	@echo "                    observer.sh (passive and callback mode agree), audit_hooks.sh (a"
-	@echo "                    program's audit hook sees the same events recorded, on every"
-	@echo "                    interpreter found), program_hooks.sh (the program's greenlet"
-	@echo "                    callbacks and profile functions), continued_adversary.sh,"
-	@echo "                    continued.sh, registry.sh and sidechan.sh (the sampler),"
-	@echo "                    faults.sh (disk full, signals, bad options), export.sh (export,"
-	@echo "                    check --html), split.sh (check --from/--to), cli_ux.sh (help texts,"
-	@echo "                    error lines, colour), conform.sh (greenreplay conform, its adapters),"
-	@echo "                    pip_install.sh (pip install ., make install), matrix_mutants.sh and"
-	@echo "                    profiler_axis.sh (report verdicts), root_packages.sh (ci/envs.sh),"
-	@echo "                    then tests/mutants/run.sh (the mutant greenlets, as make mutants)"
+	@echo "  make integration  build, then every script of tests/integration/suites.txt in order"
+	@echo "                    (tests/integration/suite.sh): it goes on after a failing script and"
+	@echo "                    ends with one line per script (PASS/FAIL, seconds); pyenv"
+	@echo "                    interpreters, Debian roots, pip into fresh venvs and the mutant"
+	@echo "                    greenlets (tests/mutants/run.sh) included; the scripts, in order"
+	@echo "                    (* also in make check):"
+	@awk '!/^#/ && NF { sub(/^integration\//, "", $$1); printf "%s%s%s", (n++ % 5 ? " " : (n > 1 ? "\n" : "") "                    "), $$1, ($$3 == "host" ? "*" : "") } END { print "" }' tests/integration/suites.txt
 	@echo "  make integration-debug  the recorder built for DEBUG_PYTHON (Py_DEBUG: reference counts,"
 	@echo "                    GIL, CPython's assertions), tests/integration/debug.sh (a subset of the"
 	@echo "                    integration tests, references kept after stop()) and matrix_verdicts.sh"
@@ -119,7 +114,19 @@ help:
 	@echo "                    (tests/mutants/run.sh --prepare)"
 	@echo "  make peer         greenlet's own test suite unrecorded and under greenreplay record, per-test"
 	@echo "                    outcomes compared; slowdown and trace size (ci/peer.sh; PEER_ARGS='--env trixie-3.13')"
-	@echo "  make setup        apt packages the project needs (ci/setup.sh)"
+	@echo "  make transparency every probe (tests/transparency/probes) and fixture, unrecorded and recorded"
+	@echo "                    in whole-program and --manual mode, both --switches modes: the program's"
+	@echo "                    output must not change (tests/transparency/run.py; ~20 min loaded, 2,000"
+	@echo "                    forks included; TRANSPARENCY_ARGS='--env trixie-3.13' for a root)"
+	@echo "  make peer-full    make peer in ring and file mode (--max-size) on the host, trixie-3.13,"
+	@echo "                    sid-3.14 and sid-3.15 (ci/peer-full.sh; PEER_FULL_ARGS='--quick': file"
+	@echo "                    mode on the host, three modules, what .ci/run adds)"
+	@echo "  make deps         apt packages the project needs (ci/setup.sh; root or sudo);"
+	@echo "                    make setup is the same"
+	@echo "  make realworld    the precision benchmark: tests/realworld/*.py (programs from public"
+	@echo "                    reports, each with its right verdict) recorded whole-program and --manual,"
+	@echo "                    passive and callback, in every environment found; confusion table,"
+	@echo "                    precision and recall; fails on a wrong verdict (REALWORLD_ARGS=--quick)"
 	@echo "  make install      install the CLI, the recorder for PYTHON and the man page into"
 	@echo "                    \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)); pip install . is the other way"
 	@echo "  make uninstall    remove what make install put there"
@@ -131,7 +138,9 @@ help:
 	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full),"
 	@echo "  PROFILERS_ARGS='...' options of ci/profilers.sh (e.g. --quick, --profilers yappi),"
 	@echo "  SCALE_ARGS='...' options of ci/scale.sh, FUZZ_SECONDS=N (make fuzz),"
-	@echo "  BENCH_EVENTS=N (make bench), PREFIX=dir and DESTDIR=dir (make install)"
+	@echo "  BENCH_EVENTS=N (make bench), CHECK_JOBS=N (make check), PREFIX=dir and DESTDIR=dir"
+	@echo "  (make install)"
+	@echo "  REALWORLD_ARGS='...' options of tests/realworld/run.py (--quick, --only NAME, --host-only)"
 
 cli: $(CLI)
 ext: $(EXT) $(PKG_PY)
@@ -215,51 +224,47 @@ fuzz: fuzz-build all
 
 # AddressSanitizer + UBSan build of the CLI, unit tests and recorder in
 # build/asan, running the unit and integration tests (ci/asan.sh).
-asan: setup
+asan: deps
 	ci/asan.sh --python $(PYTHON)
 
-setup:
+deps:
 	ci/setup.sh
+
+setup: deps
 
 mutants:
 	tests/mutants/run.sh --prepare
 
-peer: setup
+peer: deps
 	$(MAKE) all
 	ci/peer.sh $(PEER_ARGS)
 
-demo: setup
+# greenlet's suite in ring and file mode, on the host and the trixie and sid
+# roots (ci/peer-full.sh --help; PEER_FULL_ARGS=--quick: file mode, host,
+# three modules).
+PEER_FULL_ARGS ?=
+peer-full: deps
+	$(MAKE) all
+	ci/peer-full.sh $(PEER_FULL_ARGS)
+
+demo: deps
 	$(MAKE) all
 	ci/demo.sh --python $(PYTHON)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# The integration scripts are listed in tests/integration/suites.txt;
+# suite.sh runs them all, goes on after a failure and ends with a summary.
 integration: all $(BUILD)/bench/gentrace
-	tests/integration/run.sh --python $(PYTHON)
-	tests/integration/record_modes.sh --python $(PYTHON)
-	tests/integration/script_roundtrip.sh --python $(PYTHON)
-	tests/integration/check_verdicts.sh --python $(PYTHON)
-	tests/integration/streamed.sh --python $(PYTHON)
-	tests/integration/demo_known.sh
-	tests/integration/gen_finalize.sh --python $(PYTHON)
-	tests/integration/observer.sh --python $(PYTHON)
-	tests/integration/audit_hooks.sh --python $(PYTHON)
-	tests/integration/program_hooks.sh --python $(PYTHON)
-	tests/integration/continued_adversary.sh --python $(PYTHON)
-	tests/integration/registry.sh --python $(PYTHON)
-	tests/integration/sidechan.sh --python $(PYTHON)
-	tests/integration/continued.sh --python $(PYTHON)
-	tests/integration/faults.sh --python $(PYTHON)
-	tests/integration/export.sh --python $(PYTHON)
-	tests/integration/split.sh --python $(PYTHON)
-	tests/integration/cli_ux.sh --python $(PYTHON)
-	tests/integration/conform.sh --python $(PYTHON)
-	tests/integration/pip_install.sh
-	tests/integration/matrix_mutants.sh
-	tests/integration/profiler_axis.sh
-	tests/integration/root_packages.sh
-	tests/mutants/run.sh
+	tests/integration/suite.sh --python $(PYTHON) full
+
+# The fast loop: no apt, no pip, no root, no network (make deps first).
+# CHECK_JOBS scripts run at a time.
+CHECK_JOBS ?= 2
+check: all $(BUILD)/bench/gentrace
+	$(MAKE) unit
+	tests/integration/suite.sh --python $(PYTHON) --jobs $(CHECK_JOBS) host
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
 # beside the release build in $(BUILD)/python/greenreplay).
@@ -271,7 +276,7 @@ integration-debug: cli
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
 
-test: setup
+test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
@@ -304,19 +309,24 @@ bench: all $(BUILD)/bench/gentrace
 	tests/bench/run.sh --python $(PYTHON)
 	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
 
+# The transparency oracle, full set (tests/transparency/run.py --help).
+TRANSPARENCY_ARGS ?=
+transparency: all
+	tests/transparency/run.py --python $(PYTHON) $(TRANSPARENCY_ARGS)
+
 # The compatibility matrix (docs/matrix.md): ci/matrix.sh --help.
 MATRIX_ARGS ?=
-matrix: setup
+matrix: deps
 	$(MAKE) all
 	ci/matrix.sh $(MATRIX_ARGS)
 
 # The profiler axis (docs/matrix.md, "Profiler axis"): ci/profilers.sh --help.
 PROFILERS_ARGS ?=
-profilers: setup
+profilers: deps
 	$(MAKE) all
 	ci/profilers.sh $(PROFILERS_ARGS)
 
-matrix-golden: setup
+matrix-golden: deps
 	$(MAKE) all
 	ci/matrix.sh --update-goldens $(MATRIX_ARGS)
 
@@ -329,6 +339,11 @@ browser-test: all
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
+
+# The precision benchmark (tests/realworld/run.py --help).
+REALWORLD_ARGS ?=
+realworld: all
+	tests/realworld/run.py --python $(PYTHON) $(REALWORLD_ARGS)
 
 # Scale tests (ci/scale.sh --help); big traces under ~/.cache/greenreplay/scale.
 SCALE_ARGS ?=

@@ -23,8 +23,8 @@ INNER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Packages every Debian root gets, besides python3.X and python3.X-dev.
 ROOT_PACKAGES=(python3-greenlet python3-gevent gcc make libc6-dev zlib1g-dev)
 # Packages a root gets where its suite has them: the profilers of the
-# profiler axis (ci/profilers.sh, issue 10) and greenlet's own test
-# dependencies (`make peer` in a root, issue 8).  A suite without one is
+# profiler axis (ci/profilers.sh) and greenlet's own test
+# dependencies (`make peer` in a root).  A suite without one is
 # recorded in the root's stamp (lacks=) and the root is still ready; whether
 # a package's extension is built for each of the root's interpreters is
 # what the probe reports (the env's info file: yappi=, coverage=, ...).

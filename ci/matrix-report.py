@@ -305,7 +305,8 @@ def check_violations(path):
         for v in t.get("violations") or []:
             if isinstance(v, dict) and isinstance(v.get("rule"), str):
                 out.append({"rule": v["rule"], "index": v.get("index"), "tid": v.get("tid"),
-                            "gid": v.get("gid"), "message": str(v.get("message", ""))})
+                            "gid": v.get("gid"), "message": str(v.get("message", "")),
+                            "advisory": v.get("advisory") is True})
     return {"violations": out, "warnings": warnings}, None
 
 
@@ -400,6 +401,9 @@ def classify(cell, env, known, base_dir):
            "determinism_note": cell.get("determinism_note") or None,
            "callback_mode": cell.get("callback_mode", "unchecked"),
            "callback_rules": cell.get("callback_rules") or None,
+           "whole_mode": cell.get("whole_mode", "unchecked"),
+           "whole_rules": cell.get("whole_rules") or None,
+           "whole_expect": cell.get("whole_expect") or None,
            "exit_status": int(cell["rc"]) if cell.get("rc", "").lstrip("-").isdigit() else None,
            "duration_s": float(cell["duration"]) if cell.get("duration") else None, "files": {},
            "crash": None}
@@ -427,8 +431,10 @@ def classify(cell, env, known, base_dir):
             res["violations"] = rep["violations"]
             res["warnings"] = rep["warnings"]
             got_rules = {v["rule"] for v in rep["violations"]}
+            # findings that do not fail (displaced) leave the exit status 0
+            failing = {v["rule"] for v in rep["violations"] if not v["advisory"]}
             crc = cell.get("check_rc")
-            if (crc == "0" and got_rules) or (crc == "1" and not got_rules):
+            if (crc == "0" and failing) or (crc == "1" and not failing):
                 problem = "check exit status %s disagrees with its JSON report (rules: %s)" % (
                     crc, ",".join(sorted(got_rules)) or "none")
     counts = {}
@@ -508,6 +514,7 @@ def mutant_outcome(cell, res):
     cell's `aimed` says whether the "# fixtures:" line of the mutant's
     patch (ci/mutants/NAME.patch) names the fixture (it must then kill
     it)."""
+    whole_outcome(cell, res)
     m = cell.get("mutant")
     if not m:
         return res
@@ -520,6 +527,40 @@ def mutant_outcome(cell, res):
         res["reason"] = "%s survived: %s" % (m, res["reason"])
         res["outcome"] = "survived"
     return res
+
+
+def whole_outcome(cell, res):
+    """The whole-program recording of the cell (whole_mode=ran: ci/matrix.sh
+    recorded the fixture without --manual too, as the WHOLE column of
+    ci/matrix-greenlet.conf asks).  whole_killed: its rules (crash included)
+    are not what the fixture's "# expect:" line says.  In a mutant column a
+    fixture aimed at the mutant must kill it this way too (WHOLE kill): a
+    survival is whole_problem; with WHOLE "known WHY" a survival is
+    expected for WHY and a kill is the problem (the entry is stale)."""
+    mode = cell.get("whole_mode", "unchecked")
+    if mode == "unchecked":
+        return
+    expect = (cell.get("whole_expect") or "").split(None, 1)
+    if mode != "ran":
+        res["whole_outcome"] = "unusable"
+        killed = True
+    else:
+        got = set(split_list(cell.get("whole_rules")))
+        want = set(split_list(cell.get("want_rules")))
+        if cell.get("want_crash") == "1":
+            want.add("crash")
+        killed = got != want
+        res["whole_outcome"] = "killed" if killed else "survived"
+    if not cell.get("mutant") or cell.get("aimed") != "1" or not expect:
+        return
+    if expect[0] == "kill" and not killed:
+        res["whole_problem"] = "%s survived whole-program (record without --manual)" % cell.get("mutant")
+    elif expect[0] == "known":
+        if killed:
+            res["whole_problem"] = ("%s is now killed whole-program: write kill instead of known in "
+                                    "ci/matrix-greenlet.conf" % cell.get("mutant"))
+        else:
+            res["whole_known"] = expect[1] if len(expect) > 1 else "known"
 
 
 def cmd_cell(args):
@@ -676,7 +717,11 @@ would be `FAIL` elsewhere) and *survived* when it comes out as the
 fixture expects of unmodified greenlet. A fixture aimed at a mutant
 (named by the `# fixtures:` line of its patch, marked ◎) must kill it; unmodified
 greenlet of the same sources and Python (`pyenv-3.10-gl2.0`, `pyenv-3.11-gl2.0`)
-must stay clean.
+must stay clean. Each fixture is also recorded whole-program (`greenreplay
+record` without `--manual`, the default mode): "whole-program: killed" or
+"survived" follows the cell; ✗ marks an aimed fixture that the WHOLE column
+of `ci/matrix-greenlet.conf` expects to kill the mutant whole-program and
+did not (or one listed there as known that now kills it).
 """
 
 
@@ -711,11 +756,21 @@ def mutants_md(doc):
             if c["outcome"] == "killed":
                 rules = ",".join(c.get("got", {}).get("rules") or []) or (
                     "crash" if (c.get("got") or {}).get("crashed") else "run")
-                cells.append("%s**killed** (%s)" % (mark, rules))
+                text = "%s**killed** (%s)" % (mark, rules)
             elif c["outcome"] == "survived":
-                cells.append(mark + "survived")
+                text = mark + "survived"
             else:
-                cells.append(mark + md_cell(c))
+                text = mark + md_cell(c)
+            w_o = c.get("whole_outcome")
+            if w_o:
+                text += "; whole-program: " + ("**%s**" % w_o if w_o == "killed" else w_o)
+                if c.get("whole_rules") and w_o == "killed":
+                    text += " (%s)" % c["whole_rules"]
+                if c.get("whole_problem"):
+                    text += " ✗"
+                elif c.get("whole_known"):
+                    text += " (known)"
+            cells.append(text)
         w("| `%s` | " % fx["name"] + " | ".join(cells) + " |")
     w("")
     if ms.get("ran"):
@@ -1099,7 +1154,11 @@ mutation score follow the main table. `make mutants` (`tests/mutants/run.sh
 --prepare`) builds them and shows each class to a plain `sys.setprofile`
 program without the recorder; `ci/matrix.sh --envs 'mut*,pyenv-3.1[01]-gl2.0'`
 runs the mutants beside their unmodified controls; `--require-kills` makes a
-surviving aimed cell a failure.
+surviving aimed cell a failure. Mutants and controls also record every
+fixture whole-program (the WHOLE column of `ci/matrix-greenlet.conf`): an
+aimed fixture must kill the mutant that way too, unless WHOLE says `known`
+with the reason; a known one that kills fails `--require-kills` until
+WHOLE is changed to `kill`.
 
 **Known issues** (`fixtures/known-issues.ini`): a cell whose outcome differs
 from the fixture's `# expect:` line is `known` when every unexpected
@@ -1442,7 +1501,7 @@ def observer_md(doc):
              "Every cell is recorded twice: in passive mode (the default: no greenlet trace "
              "callback) and with greenlet's callback (`--switches callback`). Any greenlet "
              "callback makes greenlet recompute the target's tracing state, so on a greenlet of "
-             "the issue 256 class the callback hides what passive mode sees. %d cells compared, "
+             "the greenlet issue 256 class the callback hides what passive mode sees. %d cells compared, "
              "%d differ." % (checked, len(cells)), ""]
     if cells:
         lines += ["| environment | fixture | passive | callback |", "|---|---|---|---|"]
@@ -1521,7 +1580,10 @@ def render(doc, out, docs):
     if s["outcomes"].get("fail"):
         return 1
     if doc.get("generated", {}).get("require_kills") and any(
-            c["outcome"] == "survived" and c.get("aimed") for c in doc["cells"]):
+            (c["outcome"] == "survived" and c.get("aimed")) or c.get("whole_problem") for c in doc["cells"]):
+        for c in doc["cells"]:
+            if c.get("whole_problem"):
+                print("whole-program: %s/%s: %s" % (c["env"], c["fixture"], c["whole_problem"]))
         return 1
     if s["env_errors"]:
         return 3

@@ -63,7 +63,10 @@
 #   --timeout SEC             limit per recording (default 120)
 #   --strict                  exit 3 when an environment could not run
 #   --require-kills           exit 1 when a mutant survives a fixture aimed at
-#                             it (mutant environments: ci/matrix-greenlet.conf)
+#                             it (mutant environments: ci/matrix-greenlet.conf),
+#                             manual or whole-program: the mutants and their
+#                             controls (WHOLE column of that file) record each
+#                             fixture whole-program too (record without --manual)
 #
 # Output: build/matrix/matrix.json, junit.xml, matrix.md, index.html (each
 # cell links to cells/ENV/NAME.html: its violations and trace dump).
@@ -96,7 +99,7 @@ usage() { sed -n '4,8p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/matri
 
 # ---------------------------------------------------------------- commands
 case "${1:-}" in
-    -h|--help|help) sed -n '2,73p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help|help) sed -n '2,80p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     merge) shift; exec "$HOST_PY" "$REPORT" merge "$@" ;;
     report) shift; [ $# -ge 1 ] || usage; exec "$HOST_PY" "$REPORT" render "$@" ;;
     known) shift; exec "$HOST_PY" "$REPORT" known "$@" ;;
@@ -169,6 +172,23 @@ if [ $GREENLET_BUILDS = 1 ]; then
 fi
 # mutant_of ENV: the ci/mutants patch ENV's greenlet is built with, or nothing.
 mutant_of() { printf '%s' "${GB_MUT[$1]:-}"; }
+# whole_of ENV: the WHOLE column of ci/matrix-greenlet.conf for ENV (kill,
+# known REASON, control), or nothing: whether and how its cells are also
+# recorded whole-program.
+GB_CONF=${GREENREPLAY_MATRIX_GREENLET_CONF:-$ROOT/ci/matrix-greenlet.conf}
+whole_of() {
+    [ -n "${GB_PY[$1]:-}" ] || return 0
+    awk -v n="$1" '$1 == n && NF >= 6 && $6 != "-" { for (i = 1; i <= 5; i++) $i = ""; sub(/^ +/, ""); print; exit }' "$GB_CONF"
+}
+# gr_record_whole PY SCRIPT OUT LOG [TIMEOUT]: as gr_record, whole-program
+# (no --manual: recording runs from the program's first frame; the
+# fixture's own start() and stop() do nothing).
+gr_record_whole() {
+    local py=$1 script=$2 out=$3 log=$4 limit=${5:-300}
+    rm -f "$out"
+    (cd "$GR_ROOT" && timeout --kill-after=10 "$limit" \
+        "$GR_CLI" record --root "$GR_ROOT" -o "$out" -- "$py" "$script") >"$log" 2>&1
+}
 # aimed FIXTURE MUTANT: status 0 when the "# fixtures:" line of
 # ci/mutants/MUTANT.patch names FIXTURE (kept there, not in the fixture, so
 # that the fixtures' lines, which their goldens hold, do not move).
@@ -428,7 +448,7 @@ run_cell() {
 
     # Both switch modes (docs/FORMAT.md section 4): the same fixture recorded
     # with greenlet's trace callback; a verdict that differs from the passive
-    # one is an observer effect (expected on greenlets of the issue 256
+    # one is an observer effect (expected on greenlets of the greenlet issue 256
     # class, which any callback heals), reported, never hidden.
     local cbrules="" cbstate=unchecked
     # (the JSON reports are read with the host's Python: GR_PY of lib.sh)
@@ -452,6 +472,27 @@ run_cell() {
     printf 'callback_mode=%s
 callback_rules=%s
 ' "$cbstate" "${cbrules:-clean}" >>"$cell"
+
+    # Whole-program mode, where ci/matrix-greenlet.conf's WHOLE column asks
+    # for it (the mutants and their controls): the default mode of
+    # `greenreplay record` must tell a mutant apart too, not only the
+    # fixture's own start().
+    local wexp wstate=unchecked wrules=""
+    wexp=$(whole_of "$env")
+    if [ -n "$wexp" ] && [ -z "$problem" ]; then
+        local tw=$WORK/$name.whole.grt
+        gr_record_whole "$py" "fixtures/$name.py" "$tw" "$WORK/whole.log" "$TIMEOUT"
+        local rw=$?
+        if "$GR_CLI" check --format json "$tw" >"$WORK/whole.json" 2>/dev/null || [ $? -eq 1 ]; then
+            wrules=$(gr_json_rules "$WORK/whole.json" 2>/dev/null)
+            [ "$rw" -ge 128 ] && wrules="crash${wrules:+,$wrules}"
+            wstate=ran
+        else
+            wstate=unusable
+        fi
+        rm -f "$tw" "$tw.times"
+    fi
+    printf 'whole_mode=%s\nwhole_rules=%s\nwhole_expect=%s\n' "$wstate" "$wrules" "$wexp" >>"$cell"
 
     # Determinism: a second recording in a fresh process.
     local dstate=unchecked dnote=""

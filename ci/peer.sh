@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ci/peer.sh - greenlet's own test suite as the judge of "the recorder does
-# not change what it measures" (issue 8; `make peer`).
+# not change what it measures" (`make peer`).
 #
 # usage: ci/peer.sh [OPTIONS] [MODULE...]
 #

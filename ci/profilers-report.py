@@ -109,6 +109,16 @@ def applicable(known, profiler, env, fixture):
 
 
 def classify(cell, env, known, stem):
+    """_classify, with the cell's note (a mutant cell: where its
+    expectation comes from, ci/profilers-mutants.conf) after the reason."""
+    res = _classify(cell, env, known, stem)
+    if cell.get("note"):
+        res["note"] = cell["note"]
+        res["reason"] = "%s [%s]" % (res.get("reason") or "", cell["note"])
+    return res
+
+
+def _classify(cell, env, known, stem):
     """The outcome of one cell (a dict for profilers.json).  STEM is the
     cell file's path without .cell."""
     prof = cell.get("profiler", "")

@@ -57,6 +57,11 @@
 #                               (default docs/matrix.md, when every default
 #                               environment ran)
 #   --no-provision              run what is ready; do not provision
+#   --no-mutants                leave out the mutant cells of
+#                               ci/profilers-mutants.conf (by default they run
+#                               when their fixture and profiler are selected
+#                               and --envs is not given or names them; their
+#                               greenlet is built by ci/matrix-greenlet.sh)
 #   --timeout SEC               limit per cell (default 120)
 #
 # Output: DIR/profilers.json, DIR/profilers.md, DIR/index.html, and the
@@ -104,7 +109,7 @@ case "${1:-}" in
 esac
 
 SEL_ENVS=() SEL_FIX=() SEL_PROF=() ENV_ARGS=() KNOWN=$ROOT/fixtures/known-issues.ini OUT=$ROOT/build/matrix/profilers
-DOCS=auto PROVISION=1 TIMEOUT=120 QUICK=0
+DOCS=auto PROVISION=1 TIMEOUT=120 QUICK=0 MUTANTS=1
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value"; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -125,6 +130,7 @@ while [ $# -gt 0 ]; do
         --docs) need "$@"; DOCS=$(realpath -m "$2"); shift 2 ;;
         --no-docs) DOCS=none; shift ;;
         --no-provision) PROVISION=0; shift ;;
+        --no-mutants) MUTANTS=0; shift ;;
         --timeout) need "$@"; TIMEOUT=$2; shift 2 ;;
         *) printf 'profilers: unknown argument %s\n' "$1" >&2; usage ;;
     esac
@@ -140,6 +146,7 @@ if [ $QUICK = 1 ]; then
     fi
     [ ${#SEL_PROF[@]} -gt 0 ] || SEL_PROF=("${QUICK_PROFILERS[@]}")
 fi
+ENVS_GIVEN=${#SEL_ENVS[@]}
 [ ${#SEL_ENVS[@]} -gt 0 ] || SEL_ENVS=("${DEFAULT_ENVS[@]}")
 [ ${#SEL_FIX[@]} -gt 0 ] || SEL_FIX=("${DEFAULT_FIXTURES[@]}")
 
@@ -186,6 +193,40 @@ fi
 
 mkdir -p "$OUT" || die 2 "cannot create $OUT"
 ENVS_JSON=$OUT/envs.json
+
+# Mutant cells (ci/profilers-mutants.conf): only the (fixture, profiler)
+# pairs listed there run in a mutant environment, each expecting the
+# verdict of the line.  The mutant's venv is built by ci/matrix-greenlet.sh
+# and added as a user environment, as ci/matrix.sh does.
+declare -A MUT_WANT=() MUT_NOTE=() MUT_ENV=()
+if [ $MUTANTS = 1 ] && [ $LIST_ONLY = 0 ]; then
+    while read -r mid mfx mprof mverdict mrest; do
+        case "$mid" in ''|'#'*) continue ;; esac
+        if [ "$ENVS_GIVEN" -gt 0 ]; then
+            hit=0
+            # shellcheck disable=SC2053
+            for p in "${SEL_ENVS[@]}"; do [[ $mid == $p ]] && hit=1; done
+            [ $hit = 1 ] || continue
+        fi
+        [[ " ${FIXTURES[*]} " == *" $mfx "* ]] && [[ " ${PROFILERS[*]} " == *" $mprof "* ]] || continue
+        MUT_ENV[$mid]=1
+        MUT_WANT[$mid/$mfx/$mprof]=$mverdict
+        if [ "${mrest%% *}" = known ]; then
+            mrest=${mrest#known }
+            MUT_WANT[$mid/$mfx/$mprof]=${mrest%% *}
+            MUT_NOTE[$mid/$mfx/$mprof]="known: $mverdict expected of the mutant, ${mrest%% *} today: ${mrest#* }"
+        fi
+    done <"$ROOT/ci/profilers-mutants.conf"
+    if [ ${#MUT_ENV[@]} -gt 0 ]; then
+        while IFS=$'\t' read -r mid mstate mpy; do
+            if [ "$mstate" = ready ]; then
+                ENV_ARGS+=(--env "$mid=$mpy"); SEL_ENVS+=("$mid")
+            else
+                say "(mutant $mid is $mstate: $mpy; its cells are left out)"
+            fi
+        done < <("$ROOT/ci/matrix-greenlet.sh" prepare "${!MUT_ENV[@]}" 2>"$OUT/mutants-prepare.log")
+    fi
+fi
 "$ENVS_SH" "${ENV_ARGS[@]}" list --json >"$ENVS_JSON.tmp" 2>"$OUT/list.err" ||
     { cat "$OUT/list.err" >&2; die 2 "ci/envs.sh list failed (a bad --env or matrix file?)"; }
 mv "$ENVS_JSON.tmp" "$ENVS_JSON"
@@ -216,7 +257,14 @@ W=8
 for n in "${FIXTURES[@]}"; do [ ${#n} -gt $W ] && W=${#n}; done
 PW=8
 for p in "${PROFILERS[@]}"; do p=$(basename "$p"); [ ${#p} -gt $PW ] && PW=${#p}; done
-NC=$(( ${#SEL_IDS[@]} * ${#FIXTURES[@]} * ${#PROFILERS[@]} ))
+NC=0
+for id in "${SEL_IDS[@]}"; do
+    if [ -n "${MUT_ENV[$id]:-}" ]; then
+        for k in "${!MUT_WANT[@]}"; do [ "${k%%/*}" = "$id" ] && NC=$((NC + 1)); done
+    else
+        NC=$((NC + ${#FIXTURES[@]} * ${#PROFILERS[@]}))
+    fi
+done
 say "== profiler axis ($(elapsed)): ${#SEL_IDS[@]} environment(s) x ${#FIXTURES[@]} fixture(s) x ${#PROFILERS[@]} profiler(s) = $NC cells"
 
 # cell ENV PROFILER FIXTURE KEY=VALUE...: write a cell file, print its outcome.
@@ -277,6 +325,9 @@ print(e["status"] + ("" if e["status"] == "ready" else ": " + (e.get("reason") o
             why=${REQ[$name]}
         fi
         for prof in "${PROFILERS[@]}"; do
+            if [ -n "${MUT_ENV[$id]:-}" ] && [ -z "${MUT_WANT[$id/$name/$(basename "${prof%.py}")]:-}" ]; then
+                continue   # a mutant runs only its listed pairs
+            fi
             ci=$((ci + 1))
             pn=$(basename "${prof%.py}")
             c=$(cell_file "$id" "$prof" "$name")
@@ -284,7 +335,10 @@ print(e["status"] + ("" if e["status"] == "ready" else ": " + (e.get("reason") o
             printf '  [%3d/%d %s] %-*s %-*s ' "$ci" "$NC" "$id" "$W" "$name" "$PW" "$pn"
             tc=$(date +%s.%N)
             want=$(expectation "$f" "$pyver" "$pn")
+            [ -n "${MUT_ENV[$id]:-}" ] && want=${MUT_WANT[$id/$name/$pn]}
             printf 'env=%s\nfixture=%s\nprofiler=%s\nexpect=%s\n' "$id" "$name" "$pn" "${want:-none}" >"$c"
+            [ -z "${MUT_ENV[$id]:-}" ] ||
+                printf 'note=expectation of ci/profilers-mutants.conf%s\n' "${MUT_NOTE[$id/$name/$pn]:+; ${MUT_NOTE[$id/$name/$pn]}}" >>"$c"
             if [ -n "$why" ]; then
                 printf 'state=skip\nskip_reason=%s\n' "$why" >>"$c"
                 finish_cell "$c" "$tc"

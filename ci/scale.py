@@ -1,6 +1,6 @@
 """Scale tests (`make scale`, ci/scale.sh): run the workloads of
 fixtures/scale/scale.py at production sizes and print time and peak memory,
-each figure with the goal of issue 11 beside it where the issue gives one.
+each figure with its goal beside it where there is one.
 
 usage: python3 ci/scale.py [--python PY] [--cli GREENREPLAY] [--cache DIR]
                            [--greenlets N] [--threads N] [--events N]
@@ -283,7 +283,7 @@ def main():
                 d = (pts[-1]["hwm_kb"] - b[pts[-1]["at"]]["hwm_kb"]) - (pts[0]["hwm_kb"] - b[pts[0]["at"]]["hwm_kb"])
                 per = d * 1024.0 / (pts[-1]["at"] - pts[0]["at"])
                 print("  recorder's share grew by %s from %d to %d threads: %.0f bytes per thread "
-                      "(issue 9: ~300 B per thread ever seen, kept until stop; goal: bounded)" % (
+                      "(before: ~300 B per thread ever seen, kept until stop; goal: bounded)" % (
                           mb(d), pts[0]["at"], pts[-1]["at"], per))
             print("  CPU time: recorded %.1f s, unrecorded %.1f s" % (rec["cpu_s"], base["cpu_s"]))
             size = os.path.getsize(tr)

@@ -2,7 +2,7 @@
 # ci/scale.sh - scale tests (`make scale`, not part of `make test`): 1 M
 # greenlets and 10,000 threads over a recorded run, and a 100 M-event
 # recording checked and dumped; time and peak memory of each, with the goals
-# of issue 11 beside them.  Big traces go to ~/.cache/greenreplay/scale.
+# beside them.  Big traces go to ~/.cache/greenreplay/scale.
 # Takes 10 minutes or more on a 2-CPU machine.
 #
 # usage: ci/scale.sh [--python PY] [options of ci/scale.py: --greenlets N

@@ -232,7 +232,7 @@ def main():
                         % (mode, hm[lo_d], lo_d, hm[hi_d], hi_d))
         print()
 
-    print("goal (issue 11): two-phase and seqlock ratio <= 1.1 on a quiet machine:")
+    print("goal: two-phase and seqlock ratio <= 1.1 on a quiet machine:")
     for (mode, cpu), rs in sorted(ratios.items()):
         if mode != "hold-lock":
             print("  %-9s %-14s median %.2f [%.2f-%.2f]: %s" % (

@@ -12,6 +12,11 @@
 struct gl_count {
     uint64_t tid, gid;
     uint64_t calls;  /* CALL records */
+    uint64_t open;      /* frames of it still running (on the greenlet's
+                           stack) when the profiler stopped */
+    uint64_t primitive; /* of them, calls made while the function had no
+                           frame in the greenlet's stack (pstats' primitive
+                           calls: not recursive) */
     uint64_t proven; /* most occurrences in one real stack above the seed */
     uint64_t window; /* CALL records between the finish MARK and the MARK
                         that the profiler stopped: it may count them */
@@ -35,6 +40,14 @@ struct fn_truth {
     size_t n, cap;
 };
 
+/* Calls of callee made by caller (its frame below it in the greenlet's
+ * stack) in thread tid: a caller->callee edge as pstats keeps them. */
+struct edge {
+    uint64_t tid;
+    uint32_t caller, callee; /* callee 0: an empty slot */
+    uint64_t calls;
+};
+
 /* A greenlet as first seen. */
 struct gl_info {
     uint64_t tid, gid;
@@ -46,6 +59,16 @@ struct gl_info {
     size_t nsh, capsh;
     size_t nseedpy;      /* how many of them come from its seed (not calls
                             the recorder saw) */
+    uint32_t *shc;       /* per entry of sh: the C function being called
+                            when that frame was called (0 none) */
+    size_t capshc;
+    uint32_t incall;     /* the C function being called in the top frame
+                            of sh (0 none): set by C_CALL, cleared by its
+                            C_RETURN or C_EXCEPTION, restored by the RETURN
+                            of a Python function it called */
+    size_t nbefore;      /* manual start: how many of sh were called before
+                            the start MARK (the profiler never saw them
+                            called, so it cannot name them as callers) */
     uint32_t ccall;      /* the C function it is calling (a C_CALL with no
                             C_RETURN, C_EXCEPTION or CALL after it), 0 none */
 };
@@ -93,6 +116,9 @@ struct gr_conform {
     size_t nrootcode;
     uint32_t *scratch; /* sorted copy of a stack */
     size_t capscratch;
+    struct edge *edges; /* caller->callee calls between Python functions
+                           under the root (open addressing, nedges used) */
+    size_t nedges, capedges;
 };
 
 gr_conform *gr_conform_new(void)
@@ -112,12 +138,14 @@ void gr_conform_free(gr_conform *c)
     for (size_t i = 0; i < c->ngl; i++) {
         free(c->gl[i].seed);
         free(c->gl[i].sh);
+        free(c->gl[i].shc);
     }
     free(c->rootcode);
     free(c->gl);
     free(c->scratch);
     free(c->blind_tids);
     free(c->last);
+    free(c->edges);
     free(c);
 }
 
@@ -222,9 +250,42 @@ static int is_root_code(gr_conform *c, const gr_trace *t, uint32_t code)
     return c->rootcode[code] == 1;
 }
 
+static size_t edge_slot(const struct edge *tab, size_t cap, uint64_t tid, uint32_t caller, uint32_t callee)
+{
+    size_t h = (size_t)((tid * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)caller << 32 | callee) * 0xC2B2AE3D27D4EB4Full);
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!tab[i].callee || (tab[i].tid == tid && tab[i].caller == caller && tab[i].callee == callee))
+            return i;
+}
+
+/* The edge caller->callee of thread tid (created with 0 calls). */
+static struct edge *edge_of(gr_conform *c, uint64_t tid, uint32_t caller, uint32_t callee)
+{
+    if ((c->nedges + 1) * 2 > c->capedges) {
+        size_t cap = c->capedges ? c->capedges * 2 : 256;
+        struct edge *tab = gr_xrealloc(NULL, cap * sizeof *tab);
+        memset(tab, 0, cap * sizeof *tab);
+        for (size_t i = 0; i < c->capedges; i++)
+            if (c->edges[i].callee)
+                tab[edge_slot(tab, cap, c->edges[i].tid, c->edges[i].caller, c->edges[i].callee)] = c->edges[i];
+        free(c->edges);
+        c->edges = tab;
+        c->capedges = cap;
+    }
+    struct edge *e = &c->edges[edge_slot(c->edges, c->capedges, tid, caller, callee)];
+    if (!e->callee) {
+        *e = (struct edge){.tid = tid, .caller = caller, .callee = callee};
+        c->nedges++;
+    }
+    return e;
+}
+
 static void sh_push(struct gl_info *g, uint32_t code)
 {
     g->sh = gr_xgrow(g->sh, &g->capsh, g->nsh + 1, sizeof *g->sh);
+    g->shc = gr_xgrow(g->shc, &g->capshc, g->nsh + 1, sizeof *g->shc);
+    g->shc[g->nsh] = g->incall;
+    g->incall = 0;
     g->sh[g->nsh++] = code;
 }
 
@@ -280,6 +341,18 @@ static void limbo_at_finish(gr_conform *c, uint64_t tid)
     }
 }
 
+/* The profiler stops: every frame still on a greenlet's stack is a call
+ * in progress (a profiler may count its primitive call and its caller at
+ * its return: yappi does). */
+static void mark_open(gr_conform *c)
+{
+    for (size_t i = 0; i < c->ngl; i++) {
+        struct gl_info *g = &c->gl[i];
+        for (size_t k = g->nseedpy; k < g->nsh; k++)
+            count_of(c, g->sh[k], g->tid, g->gid)->open++;
+    }
+}
+
 /* Whether MARK r carries label (the harness's window marks). */
 static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
 {
@@ -299,10 +372,16 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         c->own_at = 0;
         for (size_t i = 0; i < c->nfn; i++)
             c->fn[i].n = 0;
+        for (size_t i = 0; i < c->ngl; i++)
+            c->gl[i].nbefore = c->gl[i].nsh;
+        if (c->edges)
+            memset(c->edges, 0, c->capedges * sizeof *c->edges);
+        c->nedges = 0;
         return;
     }
     if (r->tag == GR_MARK && c->in_window && mark_is(t, r, GR_CONFORM_MARK_STOP)) {
         c->in_window = 0;
+        mark_open(c);
         return;
     }
     if (r->tag == GR_MARK && mark_is(t, r, GR_CONFORM_MARK_FINISH)) {
@@ -312,8 +391,10 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         }
         if (r->flags & GR_MARK_PROFILE_OURS)
             c->finish_tid = r->tid;
-        if (!c->windowed) /* (manual mode: the profiler stopped before) */
+        if (!c->windowed) { /* (manual mode: the profiler stopped before) */
             limbo_at_finish(c, r->tid);
+            mark_open(c);
+        }
         c->finished = 1;
         return;
     }
@@ -349,6 +430,8 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         g->nseed = r->depth;
         g->nsh = 0;
         g->nseedpy = 0;
+        g->incall = 0;
+
         if (r->depth) {
             g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
             memcpy(g->seed, stack, r->depth * sizeof *g->seed);
@@ -359,6 +442,7 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             }
             g->nseedpy = g->nsh;
         }
+        g->nbefore = c->in_window ? g->nseedpy : 0; /* (its seed: called before the start) */
         break;
     }
     case GR_HOOK:
@@ -436,7 +520,20 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         struct gl_info *g = add_gl(c, r->tid, r->gid);
         if (!g->first_code)
             g->first_code = r->code;
-        count_of(c, r->code, r->tid, r->gid)->calls++;
+        struct gl_count *n = count_of(c, r->code, r->tid, r->gid);
+        n->calls++;
+        /* Primitive unless the function has a frame in this greenlet's
+         * stack already; the caller is the frame below, when it is a
+         * Python function (not a C function being called, and not the
+         * bottom of a new greenlet, which has no caller in its stack). */
+        size_t k = g->nsh;
+        while (k > 0 && g->sh[k - 1] != r->code)
+            k--;
+        if (!k)
+            n->primitive++;
+        if (!g->incall && g->nsh && g->nsh > g->nbefore && is_root_code(c, t, g->sh[g->nsh - 1]) &&
+            is_root_code(c, t, r->code))
+            edge_of(c, r->tid, g->sh[g->nsh - 1], r->code)->calls++;
         sh_push(g, r->code);
         g->ccall = 0;
         note_last(c, r);
@@ -449,8 +546,11 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         for (size_t k = g->nsh; k-- > 0;)
             if (g->sh[k] == r->code) {
                 g->nsh = k;
+                g->incall = g->shc[k];
                 if (g->nseedpy > k)
                     g->nseedpy = k;
+                if (g->nbefore > k)
+                    g->nbefore = k;
                 break;
             }
         note_last(c, r);
@@ -462,14 +562,18 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         struct gl_info *g = add_gl(c, r->tid, r->gid);
         c->program_ran = 1;
         g->ccall = r->code;
+        g->incall = r->code;
         if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && g->sh[g->nsh - 1] != c->module_code)
             count_of(c, r->code, r->tid, r->gid)->calls++;
         break;
     }
     case GR_C_RETURN:
-    case GR_C_EXCEPTION:
-        add_gl(c, r->tid, r->gid)->ccall = 0;
+    case GR_C_EXCEPTION: {
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        g->ccall = 0;
+        g->incall = 0;
         break;
+    }
     case GR_MARK:
         if (c->windowed)
             break; /* frames in a stack may have been called before the window */
@@ -762,6 +866,149 @@ static void excess(const gr_conform *c, uint64_t scope_tid, gr_sb *msg)
                     "recorder unseen");
 }
 
+/* Whether the JSON array arr holds the integer v. */
+static int has_int(json_t *arr, long long v)
+{
+    size_t i;
+    json_t *x;
+    if (!json_is_array(arr))
+        return 0;
+    json_array_foreach(arr, i, x) {
+        if (json_is_integer(x) && json_integer_value(x) == v)
+            return 1;
+    }
+    return 0;
+}
+
+static void put_range(gr_sb *out, long long first, long long last)
+{
+    gr_sb_printf(out, "%s%lld", out->len ? ", " : "", first);
+    if (last != first)
+        gr_sb_printf(out, "-%lld", last);
+}
+
+/* The lines of body (a sorted array of line numbers) that are in a and
+ * not in b (arrays; NULL: empty), appended to out as "43, 65-66" (runs of
+ * consecutive body lines joined).  Returns how many. */
+static size_t line_diff(json_t *body, json_t *a, json_t *b, gr_sb *out)
+{
+    size_t i, n = 0;
+    json_t *x;
+    long long first = 0, last = 0;
+    int open = 0;
+    json_array_foreach(body, i, x) {
+        long long v = json_integer_value(x);
+        int in = has_int(a, v) && !has_int(b, v);
+        if (in) {
+            n++;
+            if (open && v == last + 1) {
+                last = v;
+                continue;
+            }
+            if (open)
+                put_range(out, first, last);
+            first = last = v;
+            open = 1;
+        }
+    }
+    if (open)
+        put_range(out, first, last);
+    return n;
+}
+
+/* The callers of callee (code id) that the profiler reports (its entry's
+ * "callers": [{file, line, name, calls}]) against the recording's
+ * caller->callee edges in the threads in scope, callers from the
+ * program's <module> and from excluded files left out (the profiler
+ * started inside <module>).  A difference per edge whose counts differ
+ * (kind "caller_calls").  Returns 1 (callee compared); *nedges grows by
+ * the edges compared. */
+static size_t compare_callers(const gr_conform *c, const gr_trace *t, uint32_t callee, uint64_t scope_tid,
+                              json_t *callers, json_t *exclude, const char *fname, const char *qn, long long line,
+                              json_t *diffs, size_t *nedges)
+{
+    /* The recording's callers of callee, summed over threads. */
+    struct { uint32_t caller; uint64_t calls; } *sum = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < c->capedges; i++) {
+        const struct edge *e = &c->edges[i];
+        if (e->callee != callee || !e->callee || (scope_tid && e->tid != scope_tid) || e->caller == c->module_code)
+            continue;
+        size_t k = 0;
+        while (k < n && sum[k].caller != e->caller)
+            k++;
+        if (k == n) {
+            sum = gr_xgrow(sum, &cap, n + 1, sizeof *sum);
+            sum[n].caller = e->caller;
+            sum[n++].calls = 0;
+        }
+        sum[k].calls += e->calls;
+    }
+    unsigned char *seen = calloc(json_array_size(callers) + 1, 1);
+    if (!seen) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+    gr_sb file, qual, msg, who;
+    gr_sb_init(&file);
+    gr_sb_init(&qual);
+    gr_sb_init(&msg);
+    gr_sb_init(&who);
+    for (size_t k = 0; k < n; k++) {
+        const gr_code *cd = gr_trace_code(t, sum[k].caller);
+        if (!cd)
+            continue;
+        const char *cf = str_of(t, cd->file, &file);
+        if (exclude && in_list(exclude, cf))
+            continue;
+        const char *cq = str_of(t, cd->qualname, &qual);
+        json_t *pe = find_entry(callers, cf, (long long)cd->line, cq);
+        long long pc = pe ? int_of(pe, "calls") : 0;
+        size_t idx;
+        json_t *v;
+        json_array_foreach(callers, idx, v) {
+            if (v == pe)
+                seen[idx] = 1;
+        }
+        (*nedges)++;
+        if ((uint64_t)pc == sum[k].calls)
+            continue;
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld) from %s:%s (line %lld), the recording %llu",
+                     pc, pc == 1 ? "" : "s", qn, line, cf, cq, (long long)cd->line,
+                     (unsigned long long)sum[k].calls);
+        add_diff(diffs, "caller_calls", fname, line, NULL, sum[k].calls, pc, gr_sb_str(&msg));
+    }
+    /* Callers the profiler names that the recording never saw call it. */
+    size_t idx;
+    json_t *v;
+    json_array_foreach(callers, idx, v) {
+        const char *cf = json_string_value(json_object_get(v, "file"));
+        const char *cn = json_string_value(json_object_get(v, "name"));
+        long long cl = int_of(v, "line"), pc = int_of(v, "calls");
+        if (seen[idx] || !cf || !cn || pc <= 0 || (exclude && in_list(exclude, cf)))
+            continue;
+        if (c->module_code) {
+            const gr_code *m = gr_trace_code(t, c->module_code);
+            if (m && (long long)m->line == cl && strcmp(str_of(t, m->file, &file), cf) == 0)
+                continue; /* <module>: not compared */
+        }
+        (*nedges)++;
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld) from %s:%s (line %lld), which the "
+                           "recording never saw call it",
+                     pc, pc == 1 ? "" : "s", qn, line, cf, cn, cl);
+        add_diff(diffs, "caller_calls", fname, line, NULL, 0, pc, gr_sb_str(&msg));
+    }
+    free(seen);
+    free(sum);
+    gr_sb_free(&file);
+    gr_sb_free(&qual);
+    gr_sb_free(&msg);
+    gr_sb_free(&who);
+    return 1;
+}
+
 int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
                        json_t **notes, size_t *checked, char *reason, size_t n)
 {
@@ -811,6 +1058,12 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
     }
     json_t *exclude = json_object_get(results, "exclude_files");
     json_t *unmeasured = json_object_get(results, "unmeasured");
+    /* The reference line tracer's results (a second, unrecorded run), when
+     * conform could run it: the exact line comparison. */
+    json_t *ref = json_is_object(json_object_get(results, "reference")) ? json_object_get(results, "reference")
+                                                                          : NULL;
+    size_t ncompared_exact = 0, ncompared_loose = 0, nno_line = 0, nnever = 0;
+    size_t nprimitive = 0, ncallers_of = 0, nedges = 0, ntotal = 0, nhits = 0, ncfn = 0;
     const char *gencalls = json_string_value(json_object_get(results, "generator_calls"));
     int starts_only = gencalls && strcmp(gencalls, "starts") == 0;
     const char *threads = json_string_value(json_object_get(results, "threads"));
@@ -889,7 +1142,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             json_t *ce0 = code_entry(results, fl, line, qn);
             int starts = starts_only && ce0 && json_is_true(json_object_get(ce0, "generator"));
             if (truth || prof) {
-                (*checked)++;
+                (*checked)++; ntotal++;
                 if ((uint64_t)prof < truth && (!starts || prof == 0)) {
                     gr_sb_reset(&gtext);
                     json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted",
@@ -933,6 +1186,48 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 }
             }
         }
+        /* Primitive calls and callers, where the totals agree (else the
+         * difference above says it all) and the recorder saw every call
+         * (none proven by real stacks alone). */
+        json_t *pe = json_is_array(fns) && truth ? find_entry(fns, fl, line, qn) : NULL;
+        int all_seen = 1;
+        for (size_t i = 0; i < f->n; i++)
+            if ((!scope_tid || f->gl[i].tid == scope_tid) && f->gl[i].proven > f->gl[i].calls)
+                all_seen = 0;
+        json_t *ce1 = pe ? code_entry(results, fl, line, qn) : NULL;
+        int starts1 = starts_only && ce1 && json_is_true(json_object_get(ce1, "generator"));
+        int running = 0;
+        for (size_t i = 0; i < f->n; i++)
+            if ((!scope_tid || f->gl[i].tid == scope_tid) && f->gl[i].open)
+                running = 1;
+        if (pe && (uint64_t)int_of(pe, "calls") == truth && all_seen && !starts1 && !running) {
+            json_t *pj = json_object_get(pe, "primitive");
+            if (json_is_integer(pj)) {
+                uint64_t tp = 0;
+                for (size_t i = 0; i < f->n; i++)
+                    if (!scope_tid || f->gl[i].tid == scope_tid)
+                        tp += f->gl[i].primitive;
+                nprimitive++;
+                if ((uint64_t)json_integer_value(pj) != tp) {
+                    gr_sb_reset(&gtext);
+                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
+                    gr_sb_reset(&msg);
+                    gr_sb_printf(&msg,
+                                 "the profiler counts %lld primitive call%s of %s (line %lld), the recording %llu "
+                                 "(calls made while %s had no frame in its greenlet's stack; all %llu calls "
+                                 "agree): %s",
+                                 (long long)json_integer_value(pj), json_integer_value(pj) == 1 ? "" : "s", qn,
+                                 line, (unsigned long long)tp, qn, (unsigned long long)truth, gr_sb_str(&gtext));
+                    add_diff(*differences, "primitive_calls", gr_sb_str(&fname), line, gl, tp,
+                             json_integer_value(pj), gr_sb_str(&msg));
+                }
+            }
+            json_t *callers = json_object_get(pe, "callers");
+            if (json_is_array(callers))
+                ncallers_of += compare_callers(c, t, code, scope_tid, callers, exclude, fname.len ? gr_sb_str(&fname)
+                                                                                                  : "",
+                                               qn, line, *differences, &nedges);
+        }
         if (!truth)
             continue;
         json_t *ce = (json_is_object(lines) || json_is_array(hits)) ? code_entry(results, fl, line, qn) : NULL;
@@ -941,6 +1236,67 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             continue; /* no body line of its own to look for */
         if (json_is_object(lines)) {
             json_t *done = json_object_get(lines, fl);
+            json_object_set_new(ce, "compared", json_true()); /* (the second pass skips it) */
+            (*checked)++;
+            /* Exact, where the reference run ran the function as often as
+             * the recording saw it called: the same work, so the same
+             * lines (docs/conform.md, "Executed lines"). */
+            json_t *re = ref ? find_exact(json_object_get(ref, "functions"), fl, line, qn) : NULL;
+            long long rcalls = re ? int_of(re, "calls") : 0;
+            uint64_t seen = 0;
+            for (size_t i = 0; i < f->n; i++)
+                if (!scope_tid || f->gl[i].tid == scope_tid)
+                    seen += f->gl[i].calls;
+            if (ref && rcalls > 0 && (uint64_t)rcalls == seen) {
+                json_t *rdone = json_object_get(json_object_get(ref, "lines"), fl);
+                gr_sb lost, more;
+                gr_sb_init(&lost);
+                gr_sb_init(&more);
+                size_t nlost = line_diff(body, rdone, done, &lost);
+                size_t nmore = line_diff(body, done, rdone, &more);
+                ncompared_exact++;
+                if (nlost) {
+                    gr_sb_reset(&gtext);
+                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
+                    gr_sb_reset(&msg);
+                    gr_sb_printf(&msg,
+                                 "line%s %s of %s ran (the reference line tracer saw %s) but %s not recorded as "
+                                 "executed; it ran %llu time%s: %s",
+                                 nlost == 1 ? "" : "s", gr_sb_str(&lost), qn, nlost == 1 ? "it" : "them",
+                                 nlost == 1 ? "is" : "are", (unsigned long long)truth, truth == 1 ? "" : "s",
+                                 gr_sb_str(&gtext));
+                    add_diff(*differences, "missing_lines", gr_sb_str(&fname), line, gl, truth, (long long)nlost,
+                             gr_sb_str(&msg));
+                }
+                if (nmore) {
+                    gr_sb_reset(&gtext);
+                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
+                    gr_sb_reset(&msg);
+                    gr_sb_printf(&msg,
+                                 "line%s %s of %s %s recorded as executed, but the reference line tracer %s "
+                                 "run; it ran %llu time%s: %s",
+                                 nmore == 1 ? "" : "s", gr_sb_str(&more), qn, nmore == 1 ? "is" : "are",
+                                 nmore == 1 ? "never saw it" : "saw none of them", (unsigned long long)truth,
+                                 truth == 1 ? "" : "s", gr_sb_str(&gtext));
+                    add_diff(*differences, "extra_lines", gr_sb_str(&fname), line, gl, truth, (long long)nmore,
+                             gr_sb_str(&msg));
+                }
+                gr_sb_free(&lost);
+                gr_sb_free(&more);
+                continue;
+            }
+            ncompared_loose++;
+            if (ref) {
+                gr_sb_reset(&gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
+                gr_sb_reset(&msg);
+                gr_sb_printf(&msg,
+                             "its lines are not compared exactly: the reference run called it %lld time%s, the "
+                             "recorded run %llu (the two runs differ there); only that it has an executed line "
+                             "is checked: %s",
+                             rcalls, rcalls == 1 ? "" : "s", (unsigned long long)seen, gr_sb_str(&gtext));
+                add_diff(*notes, "unverified", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
+            }
             size_t i, j, found = 0;
             json_t *b, *x;
             json_array_foreach(body, i, b) {
@@ -952,7 +1308,6 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                         }
                     }
             }
-            (*checked)++;
             if (!found) {
                 gr_sb_reset(&gtext);
                 json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
@@ -969,7 +1324,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             json_t *h = e ? json_object_get(e, "hits") : NULL;
             if (!json_is_object(h))
                 continue; /* not registered with the line profiler */
-            (*checked)++;
+            (*checked)++; nhits++;
             long long sum = 0, first = 0;
             char key[32];
             size_t i;
@@ -1027,7 +1382,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             if (nm && strcmp(nm, qn) == 0)
                 prof += int_of(v, "calls");
         }
-        (*checked)++;
+        (*checked)++; ncfn++;
         if ((uint64_t)prof >= truth)
             continue;
         gr_sb_reset(&gtext);
@@ -1059,7 +1414,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &file), fl) == 0)
                     continue;
             }
-            (*checked)++;
+            (*checked)++; ntotal++;
             gr_sb_reset(&fname);
             gr_sb_printf(&fname, "%s:%s", fl, nm);
             gr_sb_reset(&msg);
@@ -1071,6 +1426,142 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                      gr_sb_str(&msg));
         }
     }
+    /* Executed lines, of functions the recording never saw run (in the
+     * threads compared), and line numbers the file does not have. */
+    if (json_is_object(lines)) {
+        json_t *code = json_object_get(results, "code");
+        json_t *sizes = json_object_get(results, "file_lines");
+        const char *fl;
+        json_t *done;
+        json_object_foreach(lines, fl, done) {
+            if (exclude && in_list(exclude, fl))
+                continue;
+            json_t *arr = json_object_get(code, fl), *ce;
+            size_t i;
+            /* (manual start: a frame called before the window may run on
+             * inside it, seen by the profiler, not counted by the truth) */
+            json_array_foreach(json_is_array(arr) && !c->windowed ? arr : NULL, i, ce) {
+                json_t *body = json_object_get(ce, "body");
+                if (json_is_true(json_object_get(ce, "compared")) || !json_is_array(body))
+                    continue;
+                const char *nm = json_string_value(json_object_get(ce, "name"));
+                long long l0 = int_of(ce, "line");
+                if (!nm || find_exact(unmeasured, fl, l0, nm))
+                    continue;
+                gr_sb lost;
+                gr_sb_init(&lost);
+                size_t k = line_diff(body, done, NULL, &lost);
+                if (k) {
+                    gr_sb_reset(&fname);
+                    gr_sb_printf(&fname, "%s:%s", fl, nm);
+                    gr_sb_reset(&msg);
+                    gr_sb_printf(&msg, "line%s %s of %s %s recorded as executed, but the recording never saw %s run",
+                                 k == 1 ? "" : "s", gr_sb_str(&lost), nm, k == 1 ? "is" : "are", nm);
+                    excess(c, scope_tid, &msg);
+                    int note = blind_threads(c, scope_tid) != 0;
+                    add_diff(note ? *notes : *differences, note ? "unverified" : "extra_lines", gr_sb_str(&fname),
+                             l0, NULL, 0, (long long)k, gr_sb_str(&msg));
+                }
+                nnever++;
+                gr_sb_free(&lost);
+            }
+            /* Line numbers past the end of the file (or below 1). */
+            json_t *size = json_object_get(sizes, fl);
+            if (!json_is_integer(size))
+                continue;
+            long long nlines = json_integer_value(size), bad = 0, first_bad = 0;
+            json_t *x;
+            gr_sb_reset(&gtext);
+            json_array_foreach(done, i, x) {
+                long long v = json_integer_value(x);
+                if (v >= 1 && v <= nlines)
+                    continue;
+                if (!bad++)
+                    first_bad = v;
+                if (bad <= 10)
+                    gr_sb_printf(&gtext, "%s%lld", bad > 1 ? ", " : "", v);
+            }
+            nno_line++;
+            if (bad) {
+                gr_sb_reset(&msg);
+                gr_sb_printf(&msg, "line%s %s%s recorded as executed in %s, which has %lld line%s", bad == 1 ? "" : "s",
+                             gr_sb_str(&gtext), bad > 10 ? ", ..." : "", fl, nlines, nlines == 1 ? "" : "s");
+                add_diff(*differences, "no_such_line", fl, first_bad, NULL, 0, bad, gr_sb_str(&msg));
+            }
+        }
+    }
+    /* What was compared, and what not: printed with the verdict. */
+    json_t *yes = json_array(), *no = json_array();
+    gr_sb_reset(&msg);
+    if (json_is_array(fns)) {
+        int has_prim = 0, has_callers = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(fns, i, v) {
+            has_prim |= json_object_get(v, "primitive") != NULL;
+            has_callers |= json_object_get(v, "callers") != NULL;
+        }
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "total calls of %zu function%s", ntotal, ntotal == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        if (has_prim) {
+            gr_sb_reset(&msg);
+            gr_sb_printf(&msg, "primitive calls of %zu function%s", nprimitive, nprimitive == 1 ? "" : "s");
+            json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        } else {
+            json_array_append_new(no, json_string("primitive calls (the adapter reports none)"));
+        }
+        if (has_callers) {
+            gr_sb_reset(&msg);
+            gr_sb_printf(&msg, "%zu caller edge%s (into %zu function%s)", nedges, nedges == 1 ? "" : "s",
+                         ncallers_of, ncallers_of == 1 ? "" : "s");
+            json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+            json_array_append_new(no, json_string("calls from <module> and from C functions"));
+        } else {
+            json_array_append_new(no, json_string("caller edges (the adapter reports none)"));
+        }
+        if (has_prim || has_callers)
+            json_array_append_new(no, json_string("primitive calls and callers of a function whose total differs, "
+                                                  "that real stacks alone show ran, or still running at the end"));
+        if (starts_only)
+            json_array_append_new(no, json_string("resumptions of generators and coroutines (counted once)"));
+        json_array_append_new(no, json_string("times"));
+    }
+    if (json_is_array(cfns)) {
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "calls of %zu C function%s (at least the program's own)", ncfn, ncfn == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+    }
+    if (json_is_object(lines)) {
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "exact executed lines of %zu function%s", ncompared_exact, ncompared_exact == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        if (ncompared_loose) {
+            gr_sb_reset(&msg);
+            gr_sb_printf(&msg, "an executed line of %zu function%s", ncompared_loose, ncompared_loose == 1 ? "" : "s");
+            json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        }
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "lines of %zu function%s the recording never saw run, line numbers of %zu file%s", nnever,
+                     nnever == 1 ? "" : "s", nno_line, nno_line == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        const char *why = json_string_value(json_object_get(results, "reference_missing"));
+        if (why) {
+            gr_sb_reset(&msg);
+            gr_sb_printf(&msg, "exact lines (no reference run: %s)", why);
+            json_array_append_new(no, json_string(gr_sb_str(&msg)));
+        }
+        json_array_append_new(no, json_string("lines of <module>"));
+    }
+    if (json_is_array(hits)) {
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "line hits of %zu function%s (every line hit, the first body line as often as it ran)",
+                     nhits, nhits == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        json_array_append_new(no, json_string("hits of other lines than the first, times"));
+    }
+    json_object_set_new(results, "compared", yes);
+    json_object_set_new(results, "not_compared", no);
     free(matched);
     gr_sb_free(&file);
     gr_sb_free(&qual);

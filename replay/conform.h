@@ -100,8 +100,17 @@ enum gr_conform_verdict {
  * list), truth, profiler, message}; kinds: "blind_spot" (the profiler
  * counts fewer calls than ran, or fewer hits of a function's first line),
  * "miscount" (more calls than ran; a C function named by its qualname,
- * line 0, only ever as a blind_spot), "missing_lines" (a function that ran
- * has no executed line of its body).  *notes receives a new array of the
+ * line 0, only ever as a blind_spot), "primitive_calls" (the totals
+ * agree, the calls made while the function had no frame in its greenlet's
+ * stack do not: results "primitive"), "caller_calls" (the calls on one
+ * caller->callee edge differ: results "callers"), "missing_lines" (a
+ * function that ran has no executed line of its body; with results
+ * "reference", the reference line tracer's run, a body line it ran that
+ * the profiler lacks), "extra_lines" (a body line reported that the
+ * reference never ran, or of a function the recording never saw run),
+ * "no_such_line" (a line number outside its file: results "file_lines").
+ * What was compared and what not goes into results as "compared" and
+ * "not_compared" (arrays of strings).  *notes receives a new array of the
  * same objects, kind "unverified": an excess count while, on a thread
  * compared other than the starting one, the program installed its own
  * profile function (HOOK action 1): a profiler that writes another thread's

@@ -99,16 +99,29 @@ const char gr_conform_usage[] =
     "Kinds of difference: blind_spot (the profiler counts fewer calls than ran,\n"
     "or fewer hits of a function's first body line; the greenlets where the\n"
     "uncounted calls ran are named), miscount (more calls than ran),\n"
-    "missing_lines (a function that ran has no executed line: coverage,\n"
-    "line_profiler).\n"
+    "primitive_calls (the totals agree, the calls made while the function had\n"
+    "no frame in its greenlet's stack do not: cprofile, profile, yappi),\n"
+    "caller_calls (the calls on one caller->callee edge differ),\n"
+    "missing_lines (lines that ran are not recorded as executed, or a function\n"
+    "that ran has none: coverage, line_profiler), extra_lines (lines recorded\n"
+    "as executed that did not run), no_such_line (a line number past the end\n"
+    "of its file).\n"
+    "\n"
+    "Executed lines (coverage) are compared exactly: conform runs the program a\n"
+    "second time, unrecorded, under a reference line tracer (sys.settrace, no\n"
+    "stack), whose lines are the truth where it called the function as often\n"
+    "as the recording saw it called (else, and with # conform-start: manual,\n"
+    "only an executed line is required, and the verdict says so).\n"
     "\n"
     "Output: one line per difference, \"note:\" lines (excess counts that cannot\n"
     "be verified; functions the profiler cannot measure apart, a limitation\n"
-    "the adapter names), then one summary line.  When the program exits with a\n"
-    "non-zero status, a line says so and the comparison still runs (the\n"
-    "adapter's results are written at exit, the trace up to the end): its\n"
-    "differences give 1, but no difference gives 2, never a pass (the profiler\n"
-    "may have raised into the program).\n"
+    "the adapter names), one summary line, then one line \"compared: ...; not\n"
+    "compared: ...\" (also --json's compared and not_compared: what the\n"
+    "verdict rests on, and what it does not, e.g. times).  When the program\n"
+    "exits with a non-zero status, a line says so and the comparison still\n"
+    "runs (the adapter's results are written at exit, the trace up to the\n"
+    "end): its differences give 1, but no difference gives 2, never a pass\n"
+    "(the profiler may have raised into the program).\n"
     "\n"
     "A program that installs its own profiler (sys.setprofile, cProfile's\n"
     "enable()) on the starting thread where the profiler under test is the\n"
@@ -235,6 +248,7 @@ struct run {
     int nargs;
     char tmpdir[PATH_MAX];
     char trace[PATH_MAX], results[PATH_MAX];
+    char reference[PATH_MAX]; /* the reference line tracer's results ("" none) */
     char pkg[PATH_MAX];
 };
 
@@ -299,6 +313,9 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
         json_object_set_new(o, "differences", diffs ? json_incref(diffs) : json_array());
         json_t *nt = json_object_get(h, "notes");
         json_object_set_new(o, "notes", json_is_array(nt) ? json_incref(nt) : json_array());
+        json_t *cmp = json_object_get(h, "compared"), *ncmp = json_object_get(h, "not_compared");
+        json_object_set_new(o, "compared", json_is_array(cmp) ? json_incref(cmp) : json_array());
+        json_object_set_new(o, "not_compared", json_is_array(ncmp) ? json_incref(ncmp) : json_array());
         json_object_set_new(o, "program_status", program_status < 0 ? json_null() : json_integer(program_status));
         if (r->signal) {
             char name[32];
@@ -352,9 +369,17 @@ static void cleanup(struct run *r)
         else if (!r->trace_out || !r->results_out)
             fprintf(stderr, "greenreplay: conform: --keep: nothing to keep in %s (no trace "
                             "and no results.json were written)\n", r->tmpdir);
-        if (!kt && !kr)
+        if (r->reference[0] && file_exists(r->reference))
+            fprintf(stderr, "greenreplay: conform: kept %s (the reference line tracer's results)\n", r->reference);
+        else if (!kt && !kr)
             rmdir(r->tmpdir);
         return;
+    }
+    if (r->reference[0]) {
+        char tmp[PATH_MAX + 8];
+        snprintf(tmp, sizeof tmp, "%s.tmp", r->reference);
+        unlink(r->reference);
+        unlink(tmp);
     }
     if (!r->trace_out)
         unlink(r->trace);
@@ -389,7 +414,7 @@ static json_t *load_results(const char *path, char *reason, size_t n)
 /* Run the program (argv) unrecorded, the adapter's harness on its path.
  * Returns its exit status (128+N when killed by signal N; *sig is then N,
  * else 0), 2 when it could not run (one line on stderr). */
-static int run_no_record(struct run *r, char **argv, int *sig)
+static int run_no_record(struct run *r, char **argv, gr_sb *out, int *sig)
 {
     const char *old = getenv("PYTHONPATH");
     gr_sb pp;
@@ -399,13 +424,62 @@ static int run_no_record(struct run *r, char **argv, int *sig)
     gr_sb_free(&pp);
     setenv("GREENREPLAY_PROGRAM", "1", 1);
     setenv("GREENREPLAY_CONFORM_NORECORD", "1", 1);
-    setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
-    int rc = run_child(argv, NULL, sig);
+    int rc = run_child(argv, out, sig);
     if (rc < 0) {
         fprintf(stderr, "greenreplay: conform: cannot run %s\n", r->python);
         return 2;
     }
     return rc;
+}
+
+/* Run the program a second time, unrecorded, under the reference line
+ * tracer (greenreplay/profilers/reference_lines.py), and put its results
+ * into res as "reference"; or, when that run cannot give them (the program
+ * starts the profiler itself, the run ends otherwise than the recorded
+ * one, no results), "reference_missing": why.  The run's standard output
+ * is dropped (the program printed it once already); its stderr passes. */
+static void reference_run(struct run *r, json_t *res, int recorded_status)
+{
+    const char *start = json_string_value(json_object_get(res, "start"));
+    if (start && strcmp(start, "manual") == 0) {
+        json_object_set_new(res, "reference_missing",
+                            json_string("the program starts the profiler itself (# conform-start: manual)"));
+        return;
+    }
+    if ((size_t)snprintf(r->reference, sizeof r->reference, "%s/reference.json", r->tmpdir) >= sizeof r->reference) {
+        r->reference[0] = '\0';
+        json_object_set_new(res, "reference_missing", json_string("TMPDIR: path too long"));
+        return;
+    }
+    char **child = gr_xrealloc(NULL, (size_t)(r->nprog + 2) * sizeof *child);
+    int k = 0, sig = 0;
+    child[k++] = (char *)r->python;
+    for (int i = 0; i < r->nprog; i++)
+        child[k++] = r->prog[i];
+    child[k] = NULL;
+    setenv("GREENREPLAY_CONFORM", "reference-lines", 1);
+    setenv("GREENREPLAY_CONFORM_RESULTS", r->reference, 1);
+    gr_sb out;
+    gr_sb_init(&out);
+    int rc = run_no_record(r, child, &out, &sig);
+    gr_sb_free(&out);
+    free(child);
+    char why[PATH_MAX + 200];
+    json_t *ref = NULL;
+    if (rc != recorded_status)
+        snprintf(why, sizeof why, "the reference run exited with status %d, the recorded run with %d", rc,
+                 recorded_status);
+    else if (!(ref = load_results(r->reference, why, sizeof why)))
+        ;
+    else if (json_object_get(ref, "error") || json_object_get(ref, "skip"))
+        snprintf(why, sizeof why, "the reference line tracer failed: %s",
+                 json_string_value(json_object_get(ref, json_object_get(ref, "error") ? "error" : "skip")));
+    if (ref && !json_object_get(ref, "error") && !json_object_get(ref, "skip") && rc == recorded_status) {
+        json_object_set_new(res, "reference", ref);
+        return;
+    }
+    json_decref(ref);
+    json_object_set_new(res, "reference_missing", json_string(why));
 }
 
 static int absolute_path(const char *p, char *out, size_t n)
@@ -816,11 +890,17 @@ static int conform_main(struct run *r, int argc, char **argv)
     int k = 0, killed = 0;
     double t0 = now_s();
     if (r->no_record) {
+        /* the boot takes its two directories off the user's PYTHONPATH,
+         * not the one the probe above ran with */
+        if (!saved_pp || !*saved_pp)
+            unsetenv("PYTHONPATH");
+        else
+            setenv("PYTHONPATH", saved_pp, 1);
         child[k++] = (char *)r->python;
         for (int i = 0; i < r->nprog; i++)
             child[k++] = r->prog[i];
         child[k] = NULL;
-        rc = run_no_record(r, child, &killed);
+        rc = run_no_record(r, child, NULL, &killed);
     } else {
         /* record puts the package on PYTHONPATH itself */
         if (!saved_pp || !*saved_pp)
@@ -902,6 +982,11 @@ static int conform_main(struct run *r, int argc, char **argv)
         return 0;
     }
 
+    /* 3b. Executed lines: the reference line tracer's run gives the lines
+     * that ran (docs/conform.md, "Executed lines"). */
+    if (json_is_object(json_object_get(res, "lines")))
+        reference_run(r, res, rc);
+
     /* 4. The comparison. */
     double t1 = now_s();
     gr_trace t;
@@ -945,6 +1030,18 @@ static int conform_main(struct run *r, int argc, char **argv)
         printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r->spec,
                pv ? pv : "?", py ? py : "?", gl ? gl : "?", verdict, checked, checked == 1 ? "" : "s", nd,
                nd == 1 ? "" : "s");
+    if (v != GR_CONFORM_ERROR) {
+        /* What the verdict rests on, and what it does not. */
+        const char *heads[] = {"compared", "not compared"}, *keys[] = {"compared", "not_compared"};
+        for (int h = 0; h < 2; h++) {
+            json_t *arr = json_object_get(res, keys[h]);
+            printf("%s%s: ", h ? "; " : "", heads[h]);
+            if (!json_array_size(arr))
+                printf("nothing");
+            json_array_foreach(arr, i, d) printf("%s%s", i ? ", " : "", json_string_value(d));
+        }
+        printf("\n");
+    }
     if (v == GR_CONFORM_FAIL)
         snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
     if (crashed) {

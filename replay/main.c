@@ -1,5 +1,7 @@
-/* main.c - the `greenreplay` command line: dispatch to record (recorder),
- * check, dump, stats and edit (replayer, pure C). */
+/* main.c - the `greenreplay` command line: dispatch to its eleven
+ * commands, record (runs the recorder) and conform (runs a profiler under
+ * test), and check, dump, stats, edit, script, diff, reduce, export and
+ * help (replayer, pure C).  usage_main below lists them. */
 #include "check.h"
 #include "color.h"
 #include "diff.h"
@@ -9,6 +11,7 @@
 #include "export.h"
 #include "html.h"
 #include "outfile.h"
+#include "pyproject.h"
 #include "reader.h"
 #include "record.h"
 #include "conform_cmd.h"
@@ -81,8 +84,15 @@ static const char usage_check[] =
     "\n"
     "Replay each trace FILE (*.grt) against a shadow stack per (thread, greenlet)\n"
     "and report violations of the rules imbalance, blind_spot,\n"
-    "switch_consistency, propagation and callback_guard (docs/FORMAT.md\n"
-    "section 7).\n"
+    "switch_consistency, propagation, callback_guard and unreached\n"
+    "(docs/FORMAT.md section 7, docs/RULES.md).\n"
+    "\n"
+    "The program's own changes to the profiler (sys.setprofile(None), cProfile's\n"
+    "enable()/disable()) are findings of the rule displaced: listed, counted\n"
+    "(\"program changes to the profiler: N\") and not failing unless\n"
+    "--fail-on displaced.  Example:\n"
+    "  greenreplay check T.grt                      # exit 0 with only those\n"
+    "  greenreplay check --fail-on displaced T.grt  # exit 1 with any of them\n"
     "\n"
     "With --stall, also read the side channel FILE.times of a recording made\n"
     "with the greenlet sampler (start(sampler=...)) and report the sampler mode\n"
@@ -105,6 +115,17 @@ static const char usage_check[] =
     "                 violation with the dump lines of up to 3 preceding records\n"
     "                 of its thread, informational notes, a result line\n"
     "  --format json  one JSON document on stdout for all files\n"
+    "  --allow RULE[:FUNCTION]  violations of RULE (those naming FUNCTION, a\n"
+    "                 qualname, e.g. displaced:ThreadPool._after_run_task) are\n"
+    "                 still listed and counted, marked allowed, and do not make\n"
+    "                 the exit status 1; repeatable; also `allow = [...]` under\n"
+    "                 [tool.greenreplay] in the nearest pyproject.toml\n"
+    "  --fail-on RULE findings of RULE make the exit status 1 although they do\n"
+    "                 not by default (displaced); repeatable; also\n"
+    "                 `fail_on = [\"displaced\"]` under [tool.greenreplay]\n"
+    "  --strict-known a known-benign cause (a library that removes the profiler\n"
+    "                 by design: gevent's thread pool) is a displaced finding,\n"
+    "                 not a note (pyproject: strict_known = true)\n"
     "  --junit OUT    also write a JUnit XML report to OUT: one testsuite per\n"
     "                 trace, one testcase per rule\n"
     "  --html OUT     also write a self-contained HTML report to OUT: each\n"
@@ -561,9 +582,15 @@ static int cmd_check(int argc, char **argv)
         {"in-memory", no_argument, NULL, 'M'},
         {"color", optional_argument, NULL, 'C'},
         {"colour", optional_argument, NULL, 'C'},
+        {"allow", required_argument, NULL, 'a'},
+        {"strict-known", no_argument, NULL, 'k'},
+        {"fail-on", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    const char **allow = NULL, **fail_on = NULL;
+    size_t nallow = 0, nfail_on = 0;
+    int strict_known = -1;
     int json = 0, stall = 0, wait_set = 0, quiet = 0, in_memory = 0, split = 0, c;
     gr_split range = {.from = 0, .to = UINT64_MAX};
     enum gr_color_mode color_mode = GR_COLOR_AUTO;
@@ -584,6 +611,15 @@ static int cmd_check(int argc, char **argv)
                 return bad_usage(usage_check, "unknown format '%s' (text or json)", optarg);
             break;
         case 'j': junit = optarg; break;
+        case 'a':
+            allow = gr_xgrow(allow, &(size_t){nallow}, nallow + 1, sizeof *allow);
+            allow[nallow++] = optarg;
+            break;
+        case 'k': strict_known = 1; break;
+        case 'O':
+            fail_on = gr_xgrow(fail_on, &(size_t){nfail_on}, nfail_on + 1, sizeof *fail_on);
+            fail_on[nfail_on++] = optarg;
+            break;
         case 's': stall = 1; break;
         case 'F':
         case 'T':
@@ -604,6 +640,47 @@ static int cmd_check(int argc, char **argv)
     }
     if (optind >= argc)
         return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
+    /* [tool.greenreplay] of the nearest pyproject.toml, then the options */
+    gr_pyproject pp;
+    char pperr[512];
+    if (gr_pyproject_read(&pp, pperr, sizeof pperr) < 0) {
+        fprintf(stderr, "greenreplay: check: %s\n", pperr);
+        free(allow);
+        free(fail_on);
+        return 2;
+    }
+    for (size_t k = 0; k < pp.nfail_on; k++) {
+        fail_on = gr_xgrow(fail_on, &(size_t){nfail_on}, nfail_on + 1, sizeof *fail_on);
+        fail_on[nfail_on++] = pp.fail_on[k];
+    }
+    for (size_t k = 0; k < pp.nallow; k++) {
+        allow = gr_xgrow(allow, &(size_t){nallow}, nallow + 1, sizeof *allow);
+        allow[nallow++] = pp.allow[k];
+    }
+    if (strict_known < 0)
+        strict_known = pp.strict_known > 0;
+    gr_check_known_causes(strict_known);
+    {
+        /* a name that is no rule, on the command line or in the file */
+        gr_check_result probe;
+        memset(&probe, 0, sizeof probe);
+        long bad = gr_check_fail_on(fail_on, nfail_on);
+        const char *opt = "--fail-on", *spec = bad >= 0 ? fail_on[bad] : NULL;
+        int in_file = bad >= 0 && (size_t)bad >= nfail_on - pp.nfail_on;
+        if (bad < 0 && (bad = gr_check_allow(&probe, allow, nallow)) >= 0) {
+            opt = "--allow";
+            spec = allow[bad];
+            in_file = (size_t)bad >= nallow - pp.nallow;
+        }
+        if (spec) {
+            fprintf(stderr, "greenreplay: check: %s '%s': no such rule%s%s%s\n", opt, spec,
+                    in_file ? " (in " : "", in_file ? pp.path : "", in_file ? ")" : "");
+            free(allow);
+            free(fail_on);
+            gr_pyproject_free(&pp);
+            return 2;
+        }
+    }
     if (wait_set && !stall)
         return bad_usage(usage_check, "%s", "--max-wait-us needs --stall");
     if (quiet && json)
@@ -696,6 +773,7 @@ static int cmd_check(int argc, char **argv)
             goto unusable;
         }
         total += nv;
+        gr_check_allow(&res, allow, nallow);
         int code = gr_check_exit_code(gr_check_status_of(&res));
         if (code > status)
             status = code;
@@ -733,7 +811,7 @@ static int cmd_check(int argc, char **argv)
         json_object_set_new(doc, "traces", jtraces);
         json_object_set_new(doc, "violations", gr_json_u64(total));
         json_object_set_new(doc, "exit_code", json_integer(status));
-        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         fputc('\n', stdout);
         json_decref(doc);
     }

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,12 +100,13 @@ static const char usage_record[] =
     "                     itself (start() with no path writes FILE)\n"
     "  -h, --help         show this help\n"
     "\n"
-    "PYTHONHASHSEED is set to 0 unless already set, so that runs repeat.\n"
+    "Hash randomization stays as without the recorder: set PYTHONHASHSEED\n"
+    "yourself for runs that repeat set and dict orders.\n"
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT (and SIG of --flush-signal) sent to\n"
     "`greenreplay record` are forwarded to the program, and record waits for it.\n"
     "A failed write (disk full) never reaches the program: the trace ends with\n"
     "a trailer saying write-error and how many records were lost, and one line\n"
-    "goes to stderr.  More in README.md, \"Under faults\".\n"
+    "goes to stderr.  More in docs/USAGE.md, \"Under faults\".\n"
     "\n"
     "exit status: the program's own; 128+N if it was killed by signal N (the\n"
     "trace then holds every complete chunk written before, 64 KiB each; a line\n"
@@ -406,6 +409,58 @@ static int check_output(const char *cmd, const char *opt, const char *path, cons
     return rc == 0 ? 0 : -1;
 }
 
+/* Two records writing one -o at once both exited 0 and left a corrupt
+ * file.  record holds an exclusive flock(2) on the trace (created empty if
+ * need be) from before it is emptied until the program ends; a second one
+ * is refused.  Returns 0, or -1 with the message printed. */
+static int lock_fd = -1;
+static int lock_created; /* the lock created the file: removed if left empty */
+
+static int lock_output(const char *path, const char *shown)
+{
+    if (lock_fd >= 0) {
+        close(lock_fd);
+        lock_fd = -1;
+    }
+    struct stat st;
+    int existed = stat(path, &st) == 0;
+    lock_created = 0;
+    if (existed && !S_ISREG(st.st_mode))
+        return 0; /* /dev/null, a FIFO: nothing to corrupt */
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0)
+        return 0; /* prepare_output names the cause */
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR)
+            continue;
+        if (errno == EWOULDBLOCK) {
+            fprintf(stderr, "greenreplay: record: -o %s: another greenreplay record is writing it\n",
+                    shown);
+            close(fd);
+            return -1;
+        }
+        break; /* a file system without flock: go on unlocked */
+    }
+    lock_fd = fd;
+    lock_created = !existed;
+    return 0;
+}
+
+/* After the program (or a failure before it): a file the lock created and
+ * nothing wrote is removed, so that a run that never started recording
+ * leaves no new file behind; then the lock is released. */
+static void unlock_output(const char *path)
+{
+    struct stat st;
+    if (lock_created && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        unlink(path);
+    lock_created = 0;
+    if (lock_fd >= 0) {
+        close(lock_fd);
+        lock_fd = -1;
+    }
+}
+
 static int prepare_output(const char *opt, const char *path, const char *script, int force)
 {
     return check_output("record", opt, path, script, force, 0);
@@ -522,13 +577,31 @@ int gr_record_probe_interpreter(const char *cmd, const char *python, const char 
 
 static volatile sig_atomic_t child_pid;
 
+static volatile sig_atomic_t child_own_group; /* the program runs in a group of its own */
+
 /* Forward a signal to the program.  One the terminal sent (SI_KERNEL:
  * Ctrl-C, Ctrl-\, hangup) reached the program's process group already. */
+
 static void forward(int sig, siginfo_t *info, void *ctx)
 {
     (void)ctx;
-    if (child_pid > 0 && (!info || info->si_code != SI_KERNEL))
+    /* In record's group, the program already got what the terminal sent
+     * (SI_KERNEL); in its own group, it gets only what record forwards. */
+    if (child_pid > 0 && (child_own_group || !info || info->si_code != SI_KERNEL))
         kill((pid_t)child_pid, sig);
+}
+
+/* Whether record runs in the foreground of its controlling terminal: the
+ * program then stays in record's process group, where job control (^C,
+ * ^Z, terminal reads) reaches it as it would without record. */
+static int terminal_foreground(void)
+{
+    int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int fg = tcgetpgrp(fd) == getpgrp();
+    close(fd);
+    return fg;
 }
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -557,6 +630,11 @@ static int report_cut(const char *how, const char *output, const char *out_abs, 
     if (gr_trace_open(&t, out_abs) == GR_READ_OK && gr_trace_skip_rest(&t, &chunks) == 0 &&
         t.has_trailer) {
         said = 0;
+        if (t.trailer.reason == GR_STOP_SIGNAL) { /* tracer/crash.c wrote it */
+            fprintf(stderr, "greenreplay: record: %s; %s holds the records up to the crash "
+                            "(see check)\n", how, output);
+            said = 1;
+        }
         /* The size cap stops recording quietly inside the program (it must
          * not disturb it); say it here, where only `check` did before. */
         if (t.trailer.reason == GR_STOP_SIZE_CAP && t.trailer.dropped)
@@ -566,6 +644,11 @@ static int report_cut(const char *how, const char *output, const char *out_abs, 
                     output, max_size ? "--max-size " : "its size cap", max_size ? max_size : "",
                     t.trailer.dropped, t.trailer.dropped == 1 ? "" : "s",
                     t.trailer.dropped == 1 ? "was" : "were");
+        if (t.trailer.replaced) /* a name or label too long, or not UTF-8 */
+            fprintf(stderr,
+                    "greenreplay: record: %s: %" PRIu64 " string%s written other than recorded "
+                    "(cut to fit a chunk, or not UTF-8; see check)\n",
+                    output, t.trailer.replaced, t.trailer.replaced == 1 ? "" : "s");
     } else if (!t.err.status && !t.has_trailer) {
         if (chunks == 0)
             fprintf(stderr,
@@ -733,7 +816,12 @@ int gr_cmd_record(int argc, char **argv)
         return 2;
     }
     /* Only now, after every check: empty the old trace. */
+    if (lock_output(out_abs, output) < 0) {
+        free(pythonpath);
+        return 2;
+    }
     if (prepare_output("-o", out_abs, prog.script, force) < 0 || prepare_side(out_abs, times, force) < 0) {
+        unlock_output(out_abs);
         free(pythonpath);
         return 2;
     }
@@ -768,7 +856,6 @@ int gr_cmd_record(int argc, char **argv)
         snprintf(num, sizeof num, "%d", flush_sig);
         setenv("GREENREPLAY_FLUSH_SIGNAL", abbrev ? abbrev : num, 1);
     }
-    setenv("PYTHONHASHSEED", getenv("PYTHONHASHSEED") ? getenv("PYTHONHASHSEED") : "0", 1);
 
     /* Block the forwarded signals until the child's pid is known. */
     sigset_t block, saved;
@@ -779,18 +866,38 @@ int gr_cmd_record(int argc, char **argv)
         sigaddset(&block, flush_sig);
     sigprocmask(SIG_BLOCK, &block, &saved);
     fflush(NULL);
+    /* Without a terminal in front (CI runners, supervisors, timeout(1)),
+     * a signal usually goes to record's whole process group (kill --
+     * -PGID): a program in that group got it once from the sender and once
+     * more forwarded, and one that stops gracefully on its first SIGTERM
+     * and forcibly on its second changed its exit status.  There the
+     * program gets a group of its own, and only record's forwarding
+     * reaches it; it dies with record (PR_SET_PDEATHSIG) when a SIGKILL
+     * to the group leaves nothing to forward. */
+    int own_group = !terminal_foreground();
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         perror("greenreplay: record: fork");
+        unlock_output(out_abs);
         sigprocmask(SIG_SETMASK, &saved, NULL);
         return 2;
     }
     if (pid == 0) {
+        if (own_group) {
+            setpgid(0, 0);
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) /* record died before the line above */
+                _exit(128 + SIGKILL);
+        }
         sigprocmask(SIG_SETMASK, &saved, NULL);
         execvp(python, argv + optind);
         fprintf(stderr, "greenreplay: record: cannot run %s: %s\n", python, strerror(errno));
         _exit(127);
     }
+    if (own_group)
+        setpgid(pid, pid); /* (either side may run first) */
+    child_own_group = own_group;
     child_pid = pid;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -813,6 +920,7 @@ int gr_cmd_record(int argc, char **argv)
         }
     }
     child_pid = 0;
+    unlock_output(out_abs);
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         last_signal = sig;

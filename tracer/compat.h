@@ -49,6 +49,17 @@ static inline PyCodeObject *gr_frame_code(PyFrameObject *f)
 #endif
 }
 
+/* Globals of a frame, new reference.  PyFrame_GetGlobals is new in 3.11
+ * (bpo-46836, which made PyFrameObject opaque). */
+static inline PyObject *gr_frame_globals(PyFrameObject *f)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetGlobals(f);
+#else
+    return Py_NewRef(f->f_globals);
+#endif
+}
+
 /* Qualified name of a code object, borrowed.  co_qualname is new in 3.11
  * (bpo-44530); earlier versions only have co_name. */
 static inline PyObject *gr_code_qualname(PyCodeObject *co)
@@ -179,6 +190,95 @@ static inline int gr_use_tracing_now(PyThreadState *ts)
 #endif
 }
 
+/* Whole-program start (boot.c): the one-shot profile function that waits
+ * for the program's first frame is set while `site` imports the boot, in
+ * frames that return before the program runs.  On 3.10/3.11 setting a
+ * profile function sets the running CFrame's use_tracing, and an eval loop
+ * that returns copies its CFrame's use_tracing into the one below (CPython
+ * PR 25276, bpo-43760): the flag reaches tstate->root_cframe, and every
+ * CFrame entered later (runpy's, for -m) starts from it.  greenlet 1.1.0
+ * starts new greenlets on the root CFrame (greenlet issue 256), so a stale
+ * 1 there shows a profiler what it would not see.  A profiler started in the
+ * program's first frame leaves every CFrame below it as a trace function
+ * alone sets it: gr_unarm_below(ts), called at that frame's call event,
+ * puts them back to that.  3.9 keeps one flag per thread
+ * (tstate->use_tracing, recomputed by the next setprofile) and 3.12+ none
+ * (PEP 669): nothing to do there. */
+static inline void gr_unarm_below(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    for (_PyCFrame *c = ts->cframe ? ts->cframe->previous : NULL; c; c = c->previous)
+        c->use_tracing = ts->c_tracefunc ? 255 : 0;
+#elif PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030B0000
+    for (CFrame *c = ts->cframe ? ts->cframe->previous : NULL; c; c = c->previous)
+        c->use_tracing = ts->c_tracefunc != NULL;
+#else
+    (void)ts;
+#endif
+}
+
+/* CPython's JIT (PEP 744, built with --enable-experimental-jit, 3.13+,
+ * turned on or off by PYTHON_JIT) runs no executor while a profile function
+ * is set, so code paths only the JIT runs cannot run under recording.  The
+ * recorder says so (META jit): "enabled" when sys._jit.is_enabled() says so
+ * (3.14+); "requested" on a version without sys._jit (3.13) when
+ * PYTHON_JIT is set to something other than 0 (the build may have no JIT);
+ * NULL otherwise and before 3.13. */
+static inline const char *gr_jit_state(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *jit = PySys_GetObject("_jit"); /* borrowed */
+    if (jit) {
+        PyObject *on = PyObject_CallMethod(jit, "is_enabled", NULL);
+        int yes = on ? PyObject_IsTrue(on) : 0;
+        Py_XDECREF(on);
+        PyErr_Clear();
+        return yes > 0 ? "enabled" : NULL;
+    }
+    PyErr_Clear();
+    const char *env = getenv("PYTHON_JIT");
+    return env && *env && strcmp(env, "0") != 0 ? "requested" : NULL;
+#else
+    return NULL;
+#endif
+}
+
+/* Whether the atexit module's callbacks belong to the interpreter rather
+ * than to the module object (3.10, bpo-42639): from then on a module that
+ * imported atexit only to register may take it out of sys.modules again,
+ * and a later `import atexit` still runs the same callbacks.  Before, a
+ * second atexit module replaced the first one's callbacks. */
+#define GR_ATEXIT_SHARED (PY_VERSION_HEX >= 0x030A0000)
+
+/* For tests of the whole-program start: the use_tracing flags that gate
+ * profile events, read directly, as a list: 3.10/3.11 one per CFrame from
+ * the running one down to tstate->root_cframe (CPython PR 25276,
+ * bpo-43760); 3.9 [tstate->use_tracing, tstate->tracing]; 3.12+ an empty
+ * list (the instrumentation is read by instr.c). */
+static inline PyObject *gr_use_tracing_list(PyThreadState *ts)
+{
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+#if PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030C0000
+    for (__typeof__(ts->cframe) c = ts->cframe; c; c = c->previous) {
+        PyObject *v = PyLong_FromLong(c->use_tracing ? 1 : 0);
+        if (!v || PyList_Append(out, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+#elif PY_VERSION_HEX < 0x030A0000
+    Py_DECREF(out);
+    out = Py_BuildValue("[ii]", ts->use_tracing ? 1 : 0, ts->tracing);
+#else
+    (void)ts;
+#endif
+    return out;
+}
+
 /* Run Python code that no profile or trace function, and no sys.monitoring
  * tool, sees: the recorder's own work inside the program (the uncaught
  * exception's stop, hooks.c; the program's audit hooks that its own slot
@@ -241,7 +341,7 @@ PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyO
 /* The recorder's own changes of a thread's profile or trace slot (slots.c,
  * recorder.h gr_own_set_profile), which must not raise the audit events
  * sys.setprofile / sys.settrace that a program's audit hook would see
- * (issue 8: without the recorder there is no such change).
+ * (without the recorder there is no such change).
  * _PyEval_SetProfile/_PyEval_SetTrace raise the event first, then write
  * the slot; on 3.9-3.11 the slot is plain thread state, so the write is
  * mirrored here step for step, minus the audit call (Python/ceval.c of

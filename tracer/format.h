@@ -41,6 +41,7 @@ enum gr_stop_reason {
     GR_STOP_WRITE_ERROR = 3,
     GR_STOP_SIZE_CAP = 4,  /* records past the size cap were dropped */
     GR_STOP_SNAPSHOT = 5,  /* written while recording went on (flush) */
+    GR_STOP_SIGNAL = 6,    /* a fatal signal (SIGSEGV, SIGABRT, ...): trailer field 6 */
 };
 
 /* §3 definitions and §4 indexed records */

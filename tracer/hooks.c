@@ -146,7 +146,7 @@ static int by_tstate(const void *a, const void *b)
 
 /* Drop from r->threads the gr_threads of threads that have ended: their
  * thread state (with their thread id) is no longer in the interpreter's
- * list, or a new thread took both over (ended; issue 9: memory
+ * list, or a new thread took both over (ended; memory stays
  * bounded by the live threads, not by every thread ever seen).  What the
  * recording still needs of such a thread stays in its greenlets' state:
  * they are marked GR_GLS_GONE (stop() then knows their thread ended and
@@ -283,6 +283,10 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->hook_pending = 0;
     t->bound = 0;
     t->gl_pending = 0;
+    t->starting = 0;
+    t->start_nopy = 0;
+    t->start_head = NULL;
+    t->start_site = 0;
     gr_thread_path(r, t);
     t->at_start = 0;
     t->ended = 0;
@@ -387,8 +391,22 @@ gr_thread *gr_thread_current(gr_recorder *r)
     return t;
 }
 
+/* Take thread state ts out of r->adopt: 1 if it was there. */
+static int adopt_take(gr_recorder *r, PyThreadState *ts)
+{
+    for (size_t i = 0; i < r->nadopt; i++) {
+        if (r->adopt[i] == ts) {
+            r->adopt[i] = r->adopt[--r->nadopt];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The calling thread's gr_thread if the recorder knows this thread, else
- * NULL (no new one: a thread the recorder never reached stays unknown). */
+ * NULL (no new one: a thread the recorder never reached stays unknown; a
+ * thread state it went into when threading started the thread, r->adopt,
+ * gets its gr_thread at its first event). */
 static inline gr_thread *thread_known(gr_recorder *r)
 {
     /* tls_gen is set only with tls_thread, and r->tls_key is never 0. */
@@ -397,10 +415,221 @@ static inline gr_thread *thread_known(gr_recorder *r)
     gr_thread *t = tls_after_sweep(r);
     if (t)
         return t;
-    t = thread_unbound(r, PyThreadState_Get());
+    PyThreadState *ts = PyThreadState_Get();
+    t = thread_unbound(r, ts);
     if (t)
         bind_thread(r, t);
+    else if (r->nadopt && adopt_take(r, ts))
+        t = gr_thread_current(r);
     return t;
+}
+
+/* ---- threads the program starts ----------------------------------------- */
+
+/* The recorder follows the threads threading.Thread.start starts, as a
+ * profiler installed with threading.setprofile before the program would,
+ * without touching threading (its setprofile, getprofile, _profile_hook
+ * stay the program's).  threading calls _thread.start_new_thread (3.9-3.12)
+ * or _thread.start_joinable_thread (3.13+), which creates the new thread
+ * state in the calling thread and returns before the new thread can run
+ * Python code (it takes the GIL first: t_bootstrap 3.9-3.12, thread_run
+ * 3.13+).  New thread states go to the head of the interpreter's list
+ * (new_threadstate, every version).  So at the c_return of that call the
+ * thread states in front of the head seen at its c_call are new, and the
+ * recorder puts its profile function into the fresh one (no profile or
+ * trace function, no frame), as start() does for existing threads: with no
+ * object, so sys.getprofile() there stays None.  Its gr_thread is made at
+ * its first event (thread_known, r->adopt).  A program's
+ * threading.setprofile(f) is then the program's sys.setprofile(f) inside
+ * the thread (threading's _bootstrap_inner makes it): chained, with a HOOK,
+ * as any other.
+ * Threads started otherwise (_thread.start_new_thread called directly, a
+ * private copy of threading as eventlet's) are not followed, exactly as
+ * threading.setprofile would not reach them; their starts are counted per
+ * call site (r->start_sites) and written at stop (THREADS_UNREACHED).  On
+ * 3.12+ the start's audit event (_thread.start_new_thread, added in 3.12;
+ * _thread.start_joinable_thread) names the function: one written in C runs
+ * no Python code of its own and is not counted.  Before 3.12 every start
+ * is counted. */
+
+/* Index + 1 of the start site (code of frame f, its line, via: a string
+ * constant), added if new; 0 if memory runs out. */
+static uint32_t start_site(gr_recorder *r, PyFrameObject *f, const char *via)
+{
+    uint32_t code = f ? gr_code_id(r, gr_frame_code(f)) : 0;
+    uint32_t line = f ? (uint32_t)PyFrame_GetLineNumber(f) : 0;
+    for (size_t i = 0; i < r->nstart_sites; i++) {
+        gr_start_site *s = &r->start_sites[i];
+        if (s->code == code && s->line == line && s->via == via)
+            return (uint32_t)i + 1;
+    }
+    if (r->nstart_sites == r->start_sites_cap) {
+        size_t cap = r->start_sites_cap ? 2 * r->start_sites_cap : 8;
+        gr_start_site *more = PyMem_Realloc(r->start_sites, cap * sizeof *more);
+        if (!more)
+            return 0;
+        r->start_sites = more;
+        r->start_sites_cap = cap;
+    }
+    r->start_sites[r->nstart_sites] = (gr_start_site){code, line, via, 0, 0, 0};
+    return (uint32_t)++r->nstart_sites;
+}
+
+/* Whether the running Python frame (the caller of the C call) is
+ * threading's Thread.start: a function named so in the namespace of
+ * sys.modules["threading"]. */
+static int in_thread_start(PyFrameObject *f)
+{
+    PyObject *name = gr_frame_code(f)->co_name;
+    if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "start") != 0)
+        return 0;
+    PyObject *modname = PyUnicode_FromString("threading");
+    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
+    Py_XDECREF(modname);
+    int found = threading && PyModule_Check(threading) && PyEval_GetGlobals() == PyModule_GetDict(threading);
+    Py_XDECREF(threading);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return found;
+}
+
+/* Whether C function object f is _thread's start_new_thread (or its old
+ * name start_new) or start_joinable_thread. */
+static int is_thread_start(PyObject *f)
+{
+    if (!PyCFunction_Check(f))
+        return 0;
+    PyCFunctionObject *cf = (PyCFunctionObject *)f;
+    if (!cf->m_module || !PyUnicode_Check(cf->m_module) || PyUnicode_CompareWithASCIIString(cf->m_module, "_thread") != 0)
+        return 0;
+    const char *name = cf->m_ml->ml_name;
+    return strcmp(name, "start_new_thread") == 0 || strcmp(name, "start_joinable_thread") == 0 ||
+           strcmp(name, "start_new") == 0;
+}
+
+/* The audit event of a thread start (3.12+), between its c_call and
+ * c_return: a function written in C runs no Python code of its own. */
+static void thread_start_announced(gr_recorder *r, PyObject *args)
+{
+    PyObject *func = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+    gr_thread *t = func && PyCFunction_Check(func) ? thread_known(r) : NULL;
+    if (t && t->starting)
+        t->start_nopy = 1;
+}
+
+/* The thread state a start not followed made (in front of head, the
+ * list's head at its c_call), kept with its start site: if that thread
+ * later applies threading's profile hook itself (sys_setprofile), the
+ * recorder goes in with it and the start counts as followed. */
+static void remember_unfollowed(gr_recorder *r, PyThreadState *me, PyThreadState *head, uint32_t site_no)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && ts != head;
+         ts = PyThreadState_Next(ts)) {
+        if (ts == me)
+            continue;
+        if (r->nunfollowed == r->unfollowed_cap) {
+            size_t cap = r->unfollowed_cap ? 2 * r->unfollowed_cap : 8;
+            struct gr_unfollowed *more = PyMem_Realloc(r->unfollowed, cap * sizeof *more);
+            if (!more)
+                return;
+            r->unfollowed = more;
+            r->unfollowed_cap = cap;
+        }
+        r->unfollowed[r->nunfollowed++] = (struct gr_unfollowed){ts, site_no};
+        return; /* one thread per call */
+    }
+}
+
+/* Thread state ts, started unfollowed, is reached now: its start counts
+ * as followed.  Thread states are reused after a thread ends, so an entry
+ * found for another thread at worst moves one count between sites. */
+static void unfollowed_reached(gr_recorder *r, PyThreadState *ts)
+{
+    for (size_t i = 0; i < r->nunfollowed; i++) {
+        if (r->unfollowed[i].ts != ts)
+            continue;
+        uint32_t site_no = r->unfollowed[i].site;
+        if (site_no && site_no <= r->nstart_sites) {
+            r->start_sites[site_no - 1].followed++;
+            r->start_sites[site_no - 1].handover = 1;
+        }
+        r->unfollowed[i] = r->unfollowed[--r->nunfollowed];
+        return;
+    }
+}
+
+/* A C call of thread t (state as a profile function sees it: what, arg)
+ * that may start a thread.  Out of line: the profile function tests only
+ * that arg is one of the two start functions (r->thread_start). */
+static __attribute__((noinline)) void thread_start_event(gr_recorder *r, gr_thread *t, int what, PyObject *arg)
+{
+    if (!is_thread_start(arg))
+        return;
+    GR_EXC_SAVE(saved);
+    PyThreadState *me = PyThreadState_Get();
+    if (what == PyTrace_C_CALL) {
+        PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the caller */
+        int via_threading = f && in_thread_start(f);
+        PyFrameObject *site_frame = via_threading ? PyFrame_GetBack(f) : (PyFrameObject *)Py_XNewRef(f);
+        t->start_site = start_site(r, site_frame, via_threading ? "threading.Thread.start" : "_thread.start_new_thread");
+        Py_XDECREF(site_frame);
+        t->starting = via_threading ? 1 : 2;
+        t->start_nopy = 0;
+        t->start_head = PyInterpreterState_ThreadHead(me->interp);
+        gr_thread_path(r, t);
+        goto out;
+    }
+    if (!t->starting)
+        goto out;
+    uint32_t site_no = t->start_site <= r->nstart_sites ? t->start_site : 0;
+    gr_start_site *site = site_no ? &r->start_sites[site_no - 1] : NULL;
+    PyThreadState *head = t->start_head;
+    int follow = t->starting == 1, count = what == PyTrace_C_RETURN && !t->start_nopy;
+    t->starting = 0;
+    t->start_nopy = 0;
+    t->start_site = 0;
+    t->start_head = NULL;
+    gr_thread_path(r, t);
+    if (!count)
+        goto out; /* no thread started, or one running C code only */
+    if (site)
+        site->started++;
+    if (!follow) {
+        remember_unfollowed(r, me, head, site_no);
+        goto out;
+    }
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && ts != head;
+         ts = PyThreadState_Next(ts)) {
+        if (ts == me || ts->c_profilefunc || ts->c_tracefunc)
+            continue;
+        PyFrameObject *running = PyThreadState_GetFrame(ts);
+        Py_XDECREF(running);
+        if (running)
+            continue;
+        if (r->nadopt == r->adopt_cap) {
+            size_t cap = r->adopt_cap ? 2 * r->adopt_cap : 8;
+            PyThreadState **more = PyMem_Realloc(r->adopt, cap * sizeof *more);
+            if (!more)
+                break;
+            r->adopt = more;
+            r->adopt_cap = cap;
+        }
+        gr_own_change_begin(r);
+        int rc = gr_own_set_profile(ts, gr_profile, NULL);
+        gr_own_change_end(r);
+        if (rc < 0) {
+            gr_swallow(r);
+            break;
+        }
+        r->adopt[r->nadopt++] = ts;
+        if (site)
+            site->followed++;
+        break; /* one thread per call */
+    }
+out:
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
 }
 
 /* ---- the profile function --------------------------------------------- */
@@ -426,6 +655,33 @@ static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *fra
     GR_EXC_RESTORE(saved);
 }
 
+/* greenreplay's own frames (recorder.h, gr_code_ours): whether the event
+ * is theirs, not to be recorded: the call and return of such a frame, and
+ * the C calls it makes (t->ours_frame, the innermost of them running).
+ * Python functions they call are recorded, as called by the frame below.
+ * Inline: one test per event once such code was seen (r->ours). */
+static inline int is_ours_event(const gr_recorder *r, const gr_thread *t, PyFrameObject *frame, int what,
+                                uint32_t code)
+{
+    /* (Events written later by the foothold may come without a frame.) */
+    return what <= PyTrace_RETURN ? gr_code_ours(r, code) : frame == t->ours_frame && frame;
+}
+
+/* After is_ours_event: the call or return of such a frame moves
+ * t->ours_frame (to the caller when it is ours too). */
+static __attribute__((noinline)) void ours_moved(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
+    if (what == PyTrace_CALL) {
+        t->ours_frame = frame;
+    } else if (what == PyTrace_RETURN) {
+        GR_EXC_SAVE(saved);
+        PyFrameObject *back = PyFrame_GetBack(frame); /* may allocate (3.11+) */
+        t->ours_frame = back && gr_code_ours(r, gr_code_id(r, gr_frame_code(back))) ? back : NULL;
+        Py_XDECREF(back);
+        GR_EXC_RESTORE(saved);
+    }
+}
+
 /* Record one profile event of thread t: the general path (first event of
  * a thread, a thread whose greenlet is not known yet; gr_profile_chain). */
 static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
@@ -442,9 +698,15 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
         code = gr_cfunc_id(r, arg);
+        if (arg == r->thread_start[0] || arg == r->thread_start[1])
+            thread_start_event(r, t, what, arg);
         break;
     default:
         break;
+    }
+    if (r->ours && is_ours_event(r, t, frame, what, code)) {
+        ours_moved(r, t, frame, what);
+        return;
     }
     if (t->gl_pending && gr_code_is_gl(r, code))
         gr_thread_touch(r, t);
@@ -526,6 +788,12 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
         code = gr_code_id_cached(r, gr_frame_code(frame), &slot);
     } else {
         code = gr_cfunc_id_cached(r, arg, &slot);
+        if (__builtin_expect(arg == r->thread_start[0] || arg == r->thread_start[1], 0))
+            thread_start_event(r, t, what, arg);
+    }
+    if (r->ours && __builtin_expect(is_ours_event(r, t, frame, what, code), 0)) {
+        ours_moved(r, t, frame, what);
+        return;
     }
     if (r->greenlet_mod) {
         /* gr_switch_check's test, inline; what follows a moved witness is
@@ -1118,29 +1386,22 @@ static void stray_foothold(gr_recorder *r, PyThreadState *ts)
     GR_EXC_RESTORE(saved);
 }
 
-PyObject *gr_thread_hook, *gr_program_thread_hook;
-
-/* Whether the Python code calling the running C function is threading's
- * Thread._bootstrap_inner: a function named so, running in the threading
- * module's namespace.  It hands threading's profile hook to sys.setprofile
- * only when one is set (`if _profile_hook: _sys.setprofile(_profile_hook)`,
- * 3.9-3.15), which while recording is always the case: the recorder's. */
-static int called_by_thread_bootstrap(void)
+/* Whether func is what threading.setprofile last set (threading's
+ * _profile_hook, None when the program set none or has no threading):
+ * code that hands it to sys.setprofile gives the thread what threading's
+ * new threads get. */
+static int is_thread_profile_hook(PyObject *func)
 {
-    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-    if (!f)
-        return 0;
-    PyObject *name = gr_frame_code(f)->co_name;
-    if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "_bootstrap_inner") != 0)
-        return 0;
-    PyObject *modname = PyUnicode_FromString("threading");
-    PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
-    Py_XDECREF(modname);
-    int found = threading && PyModule_Check(threading) && PyEval_GetGlobals() == PyModule_GetDict(threading);
+    PyObject *name = PyUnicode_FromString("threading");
+    PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    PyObject *hook = threading ? PyObject_GetAttrString(threading, "_profile_hook") : NULL;
     Py_XDECREF(threading);
     if (PyErr_Occurred())
         PyErr_Clear();
-    return found;
+    int same = func == (hook ? hook : Py_None);
+    Py_XDECREF(hook);
+    return same;
 }
 
 /* sys.setprofile while recording (module.c installs it in the sys module
@@ -1151,53 +1412,44 @@ static int called_by_thread_bootstrap(void)
  * gets no c_return of the call that set it (CPython reports c_return only
  * when a profile function was set at the c_call).
  *
- * threading's profile hook is the recorder's bootstrap
- * (greenreplay._thread_bootstrap) while recording, and code that reads
- * threading._profile_hook directly hands it to sys.setprofile (gevent's
- * thread pool does, before each task, to give the worker thread what new
- * threads get): for the program that is its own threading.setprofile
- * function if it set one, else the profiler a standard tool installed for
- * every thread, the subject, which comes back (HOOK restored).  Chaining to
- * the bootstrap instead would record the events twice.  When that caller is
- * threading's own thread start and the program set no hook, threading
- * would not have called sys.setprofile at all: the original is not called
- * either, so the program's audit hooks see no sys.setprofile event the
- * program did not make (issue 8), and the recorder takes the new thread's
- * empty slot as for a restored subject. */
+ * The recorder stands for a profiler installed with threading.setprofile
+ * before the program.  Code that reads threading._profile_hook and hands
+ * it to sys.setprofile gives the thread that profiler: gevent 20.12+'s
+ * thread pool does before each task, in workers it starts with
+ * _thread.start_new_thread, and clears the slot after it.  So when the
+ * program set no threading hook, sys.setprofile(None) on a thread the
+ * recorder never reached brings it in as the subject (HOOK restored), and
+ * so again on such a thread after the subject was removed; where the
+ * subject is installed, it removes it, as any clear does.  The program's
+ * own hook (threading.setprofile(prof)) handed to a thread never reached
+ * brings the recorder in too, chained in front of prof as on threading's
+ * threads (HOOK set): the observer sees the tasks either way. */
 static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 {
     gr_recorder *r = gr_active;
     PyObject *orig = gr_sys_setprofile_orig;
-    int standard = 0, via_hook = 0;
-    if (r && gr_thread_hook && func == gr_thread_hook) {
-        via_hook = 1;
-        if (gr_program_thread_hook && gr_program_thread_hook != Py_None) {
-            func = gr_program_thread_hook;
-        } else {
-            func = Py_None;
-            standard = 1;
-        }
-    }
     if (!orig) {
         PyErr_SetString(PyExc_RuntimeError, "sys.setprofile is not available");
         return NULL;
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
-    PyObject *res;
-    if (standard && called_by_thread_bootstrap()) {
-        res = Py_NewRef(Py_None);
-    } else {
-        r->wrapping++;
-        res = PyObject_CallOneArg(orig, func);
-        r->wrapping--;
-    }
+    r->wrapping++;
+    PyObject *res = PyObject_CallOneArg(orig, func);
+    r->wrapping--;
     if (res && gr_active == r) {
-        /* threading's hook on a thread the recorder has not reached
-         * (gevent's pool starts its threads with start_new_thread, which
-         * threading's hook never sees): the recorder comes with it, as
-         * _thread_start would have brought it. */
-        gr_thread *t = via_hook ? gr_thread_current(r) : thread_known(r);
+        gr_thread *t = thread_known(r);
+        int standard = 0;
+        if (r->profile_on && (!t || (func == Py_None && t->by_hook && !t->subject)) &&
+            is_thread_profile_hook(func)) {
+            standard = func == Py_None;
+            if (!t) {
+                unfollowed_reached(r, PyThreadState_Get());
+                t = gr_thread_current(r);
+                if (t)
+                    t->by_hook = 1;
+            }
+        }
         if (t) {
             GR_EXC_SAVE(saved);
             t->hook_pending = 0; /* no C call to pop: its c_return comes to us */
@@ -1341,6 +1593,11 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         Py_CLEAR(tls_thread->foot_frame);
         return 0;
     }
+    if (r && r->profile_on && !r->own_change && event[0] == '_' &&
+        (strcmp(event, "_thread.start_new_thread") == 0 || strcmp(event, "_thread.start_joinable_thread") == 0)) {
+        thread_start_announced(r, args);
+        return 0;
+    }
     if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
@@ -1351,7 +1608,11 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     }
     if (t->foothold == 2)
         drop_foreign(t, ts); /* this thread's own change: its own foothold */
-    if (t->foothold && !foothold_overtaken(r, t, ts, 0))
+    /* Raised inside a profile or trace function (a profiler that
+     * re-installs itself from its own first event: yappi 1.4): the C call
+     * of the first change has ended, its c_return delivered to the
+     * program's function that runs now, so the HOOK still names it. */
+    if (t->foothold && !foothold_overtaken(r, t, ts, gr_tstate_tracing(ts) > 0))
         return 0;
     GR_EXC_SAVE(saved);
     t->hook_pending = 1;

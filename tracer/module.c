@@ -7,6 +7,9 @@
  * mark) ever raises.
  */
 #include "recorder.h"
+#include "boot.h"
+
+#include <pthread.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@ static void recorder_free(gr_recorder *r)
     gr_writer_abandon(r->tw);
     free(r->path);
     gr_ptrmap_free(&r->codes);
+    PyMem_Free(r->ours);
     gr_ptrmap_free(&r->greenlets);
     gr_ptrmap_free(&r->weakrefs);
     gr_ptrmap_free(&r->preexisting);
@@ -38,11 +42,19 @@ static void recorder_free(gr_recorder *r)
     PyMem_Free(r->gl);
     PyMem_Free(r->gl_free);
     PyMem_Free(r->code_gl);
+    PyMem_Free(r->freed_abandoned);
+    r->freed_abandoned = NULL;
+    r->nfreed_abandoned = r->cap_freed_abandoned = 0;
     gr_ptrmap_free(&r->gl_index);
     Py_XDECREF(r->strings);
     Py_XDECREF(r->identities);
     Py_XDECREF(r->keep);
     Py_XDECREF(r->threads);
+    PyMem_Free(r->adopt);
+    Py_XDECREF(r->thread_start[0]);
+    Py_XDECREF(r->thread_start[1]);
+    PyMem_Free(r->start_sites);
+    PyMem_Free(r->unfollowed);
     Py_XDECREF(r->forget);
     for (size_t i = 0; i < r->nrules; i++) {
         free(r->rules[i].prefix);
@@ -99,12 +111,119 @@ static void emit_meta(gr_recorder *r, const char *key, const char *value)
     gr_emit(r, GR_META, 2, f);
 }
 
-/* Import greenlet if it can be imported; r->greenlet_mod stays NULL if not. */
-static void import_greenlet(gr_recorder *r)
+/* The names in sys.modules now (a new reference to a list), or NULL. */
+static PyObject *module_names(void)
 {
+    PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+    return modules && PyDict_Check(modules) ? PyDict_Keys(modules) : NULL;
+}
+
+/* Take out of sys.modules the names that are not in before (the list
+ * module_names gave earlier): modules imported for the recorder alone,
+ * which the program would not have.  greenlet's own state is C state
+ * (its types and thread states are static): a program that imports
+ * greenlet later gets a new package module around the same types,
+ * functions and C API. */
+static void forget_new_modules(PyObject *before)
+{
+    PyObject *modules = PyImport_GetModuleDict();
+    PyObject *now = module_names();
+    if (!before || !now || !modules) {
+        Py_XDECREF(now);
+        PyErr_Clear();
+        return;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(now); i++) {
+        PyObject *name = PyList_GET_ITEM(now, i);
+        int had = PySequence_Contains(before, name);
+        if (had == 0 && PyDict_DelItem(modules, name) < 0)
+            PyErr_Clear();
+        else if (had < 0)
+            PyErr_Clear();
+    }
+    Py_DECREF(now);
+}
+
+/* sys.path_importer_cache as a list of (path, finder, finder._path_mtime)
+ * tuples (a new reference), or NULL. */
+static PyObject *finder_states(void)
+{
+    PyObject *cache = PySys_GetObject("path_importer_cache"); /* borrowed */
+    if (!cache || !PyDict_Check(cache))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    Py_ssize_t pos = 0;
+    PyObject *key, *finder;
+    while (out && PyDict_Next(cache, &pos, &key, &finder)) {
+        PyObject *mtime = finder != Py_None ? PyObject_GetAttrString(finder, "_path_mtime") : NULL;
+        if (!mtime)
+            PyErr_Clear();
+        PyObject *t = PyTuple_Pack(3, key, finder, mtime ? mtime : Py_None);
+        Py_XDECREF(mtime);
+        if (!t || PyList_Append(out, t) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(t);
+    }
+    return out;
+}
+
+/* Put the path finders back as before (finder_states): a finder made
+ * since leaves sys.path_importer_cache, and one that has listed its
+ * directory since forgets the listing (invalidate_caches), so the
+ * program's own imports list and stat what they would have. */
+static void forget_new_finders(PyObject *before)
+{
+    PyObject *cache = PySys_GetObject("path_importer_cache");
+    if (!before || !cache || !PyDict_Check(cache))
+        return;
+    PyObject *keys = PyDict_Keys(cache);
+    for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys); i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i);
+        PyObject *finder = PyDict_GetItemWithError(cache, key); /* borrowed */
+        PyObject *old = NULL;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(before); j++) {
+            PyObject *t = PyList_GET_ITEM(before, j);
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(t, 0), key, Py_EQ);
+            if (eq > 0) {
+                old = t;
+                break;
+            }
+        }
+        if (!old) {
+            if (PyDict_DelItem(cache, key) < 0)
+                PyErr_Clear();
+            continue;
+        }
+        if (!finder || finder != PyTuple_GET_ITEM(old, 1) || finder == Py_None)
+            continue;
+        PyObject *mtime = PyObject_GetAttrString(finder, "_path_mtime");
+        int same = mtime ? PyObject_RichCompareBool(mtime, PyTuple_GET_ITEM(old, 2), Py_EQ) : 1;
+        Py_XDECREF(mtime);
+        if (same == 0) {
+            PyObject *r = PyObject_CallMethod(finder, "invalidate_caches", NULL);
+            Py_XDECREF(r);
+        }
+        PyErr_Clear();
+    }
+    Py_XDECREF(keys);
+    PyErr_Clear();
+}
+
+/* Import greenlet if it can be imported; r->greenlet_mod stays NULL if not.
+ * forget: whole-program mode, where the program must not find greenlet (or
+ * what greenlet's package imports, __future__) in sys.modules unless it
+ * imported it itself: the recorder keeps its references, sys.modules
+ * forgets them, and the path finders forget what the import listed. */
+static void import_greenlet(gr_recorder *r, int forget)
+{
+    PyObject *before = forget ? module_names() : NULL;
+    PyObject *finders = forget ? finder_states() : NULL;
+    PyErr_Clear();
     r->greenlet_mod = PyImport_ImportModule("greenlet");
     if (!r->greenlet_mod) {
         PyErr_Clear();
+        Py_XDECREF(before);
+        Py_XDECREF(finders);
         return;
     }
     r->getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
@@ -134,6 +253,14 @@ static void import_greenlet(gr_recorder *r)
         r->gl_parent = (PyObject * (*)(PyObject *)) api[11];
     Py_XDECREF(ver);
     PyErr_Clear();
+    if (before) {
+        forget_new_modules(before);
+        Py_DECREF(before);
+    }
+    if (finders) {
+        forget_new_finders(finders);
+        Py_DECREF(finders);
+    }
 }
 
 /* ---- sys.setprofile while recording (hooks.c) ----------------------------- */
@@ -357,6 +484,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_ptrmap_init(&r->preexisting);
     r->callback_mode = callback_mode;
     r->profile_on = profile;
+    r->hide_ours = entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
     r->strings = PyDict_New();
     r->identities = PyDict_New();
     r->keep = PyList_New(0);
@@ -420,7 +548,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_DECREF(tp);
     }
     Py_CLEAR(path_obj);
-    import_greenlet(r);
+    import_greenlet(r, entry != NULL);
 
     /* Environment first: META records hold no paths and no times. */
     char version[32];
@@ -444,6 +572,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!profile)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", callback_mode ? "callback" : "passive");
+    const char *jit = gr_jit_state(); /* compat.h: what recording turns off */
+    if (jit)
+        emit_meta(r, "jit", jit);
     /* Continued switches (switches.c): passive mode without the sampler's
      * registry, outside ring mode, on 3.9-3.11 (compat.h,
      * GR_CONTINUED_SWITCHES), unless every switch must carry its real
@@ -487,7 +618,23 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     r->gen = ++next_gen;
     r->tls_key = r->gen << 32;
     r->threads_sweep_at = 64;
+    /* The C functions that start threads (hooks.c, "threads the program
+     * starts"); _thread is imported at interpreter start-up. */
+    PyObject *thread_name = PyUnicode_FromString("_thread");
+    PyObject *thread_mod = thread_name ? PyImport_GetModule(thread_name) : NULL;
+    Py_XDECREF(thread_name);
+    if (thread_mod) {
+        r->thread_start[0] = PyObject_GetAttrString(thread_mod, "start_new_thread");
+        if (!r->thread_start[0])
+            PyErr_Clear();
+        r->thread_start[1] = PyObject_GetAttrString(thread_mod, "start_joinable_thread");
+        if (!r->thread_start[1])
+            PyErr_Clear();
+        Py_DECREF(thread_mod);
+    }
+    PyErr_Clear();
     gr_active = r;
+    gr_crash_install();
     clock_gettime(CLOCK_MONOTONIC, &r->last);
 
     /* The calling thread: its Python stack now.  This C function is not in
@@ -708,6 +855,14 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         Py_DECREF(g);
     }
     PyMem_Free(gids);
+    /* Freed unfinished after their thread ended (recorder.c): abandoned
+     * like those still alive, with no frames written. */
+    for (size_t i = 0; i < r->nfreed_abandoned; i++) {
+        uint64_t f[3] = {r->freed_abandoned[i] >> 32, r->freed_abandoned[i] & 0xffffffffu,
+                         GR_STACK_THREAD_ENDED};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+    }
+    r->nfreed_abandoned = 0;
 }
 
 /* Ring mode: write the trace file from memory (a temporary file renamed
@@ -734,9 +889,9 @@ static int write_ring(gr_recorder *r, int reason)
         rc = gr_writer_append(f, gap, (size_t)(q - gap));
     if (rc == 0)
         rc = gr_writer_copy_chunks(f, r->w);
-    uint64_t trailer[4] = {r->w->held + r->w->records, r->w->dropped + r->dw->dropped, r->errors,
-                           (uint64_t)reason};
-    if (gr_writer_finish(f, trailer, 4) < 0)
+    uint64_t trailer[5] = {r->w->held + r->w->records, r->w->dropped + r->dw->dropped, r->errors,
+                           (uint64_t)reason, r->replaced};
+    if (gr_writer_finish(f, trailer, r->replaced ? 5 : 4) < 0)
         rc = -1;
     if (rc == 0 && rename(tmp, r->path) < 0)
         rc = -1;
@@ -829,6 +984,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     if (me)
         gr_put_back_callback(me);
     gr_active = NULL;
+    gr_crash_remove();
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
@@ -902,6 +1058,18 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
                  (unsigned long long)r->prof_switch_first[1], (unsigned long long)r->prof_switch_first[2]);
         emit_meta(r, "switches_in_profile_function_first", n);
     }
+    for (size_t i = 0; i < r->nstart_sites; i++) {
+        /* Threads started while recording that the recorder never went
+         * into (hooks.c, "threads the program starts"): per call site,
+         * "COUNT CODE LINE VIA" (docs/FORMAT.md section 3, META). */
+        const gr_start_site *s = &r->start_sites[i];
+        if (s->started <= s->followed || s->handover)
+            continue;
+        char n[160];
+        snprintf(n, sizeof n, "%llu %u %u %s", (unsigned long long)(s->started - s->followed), s->code, s->line,
+                 s->via);
+        emit_meta(r, "threads_unreached", n);
+    }
     if (r->pw) { /* drained above (nothing is left), then the last chunks */
         /* A failed write is the side channel's error (its writer's, which
          * makes its gr_writer_finish below fail, and stop() raise). */
@@ -924,8 +1092,8 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
             reason = GR_STOP_WRITE_ERROR;
         if (r->w->capped || werr) /* the records in the file are fewer */
             nev = r->w->indexed_written;
-        uint64_t trailer[4] = {nev, r->w->dropped, r->errors, (uint64_t)reason};
-        rc = gr_writer_finish(r->w, trailer, 4);
+        uint64_t trailer[5] = {nev, r->w->dropped, r->errors, (uint64_t)reason, r->replaced};
+        rc = gr_writer_finish(r->w, trailer, r->replaced ? 5 : 4);
         r->w = r->dw = NULL;
     }
     if (r->tw) {
@@ -977,8 +1145,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
             Py_XDECREF(g);
         }
         PyObject *s = PyObject_Str(label);
-        const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
-        if (!text)
+        if (!s)
             gr_swallow(r);
         gr_profile_slot_at_mark(r, t, ts);
         int ours = ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
@@ -994,7 +1161,8 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
             if (ut == 0 && ts->c_profilefunc && gr_tstate_tracing(ts) == 0)
                 flags |= GR_MARK_TRACING_OFF;
         }
-        uint64_t f[5] = {t->tid, t->cur_gid, gr_string_id(r, text ? text : "?"), r->mark_code, flags};
+        uint64_t f[5] = {t->tid, t->cur_gid, s ? gr_string_id_obj(r, s) : gr_string_id(r, "?"), r->mark_code,
+                         flags};
         gr_emit_stack(r, GR_MARK, 5, f, 4, GR_MARK_CUT, top, 0);
         Py_XDECREF(s);
     }
@@ -1006,64 +1174,6 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
 
 /* ---- helpers for the Python package --------------------------------------- */
 
-PyDoc_STRVAR(thread_start_doc,
-"_thread_start(frame, event, arg)\n--\n\n"
-"Profile function body for a thread started after start(): installs the C\n"
-"profile function on this thread and records this first event.  Used by\n"
-"greenreplay's threading.setprofile hook; never raises.");
-
-static PyObject *mod_thread_start(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    gr_recorder *r = gr_active;
-    if (!r || nargs != 3)
-        Py_RETURN_NONE;
-    PyThreadState *ts = PyThreadState_Get();
-    if (ts->c_profilefunc == gr_profile)
-        Py_RETURN_NONE;
-    GR_EXC_SAVE(saved);
-    gr_thread *t = gr_thread_current(r);
-    if (t) {
-        gr_own_change_begin(r);
-        if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
-            gr_swallow(r);
-        gr_own_change_end(r);
-        static const char *events[] = {"call", "exception", "line", "return", "c_call", "c_exception", "c_return"};
-        PyObject *frame = args[0];
-        int what = -1;
-        if (PyUnicode_Check(args[1]))
-            for (int i = 0; i < 7; i++)
-                if (PyUnicode_CompareWithASCIIString(args[1], events[i]) == 0)
-                    what = i;
-        if (what >= 0 && PyFrame_Check(frame))
-            gr_profile((PyObject *)t, (PyFrameObject *)frame, what, args[2]);
-    }
-    if (PyErr_Occurred())
-        gr_swallow(r);
-    GR_EXC_RESTORE(saved);
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(thread_hooks_doc,
-"_thread_hooks(bootstrap, program)\n--\n\n"
-"Tell the recorder's sys.setprofile which function is greenreplay's\n"
-"threading profile hook (bootstrap) and which the program set with\n"
-"threading.setprofile (program, or None): code that hands\n"
-"threading._profile_hook to sys.setprofile gets the program's function,\n"
-"or the subject profiler back (hooks.c, sys_setprofile).  None, None\n"
-"forgets both.");
-
-static PyObject *mod_thread_hooks(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "_thread_hooks(bootstrap, program)");
-        return NULL;
-    }
-    Py_XSETREF(gr_thread_hook, args[0] == Py_None ? NULL : Py_NewRef(args[0]));
-    Py_XSETREF(gr_program_thread_hook, args[1] == Py_None ? NULL : Py_NewRef(args[1]));
-    Py_RETURN_NONE;
-}
-
 static PyObject *mod_forget(PyObject *module, PyObject *wr)
 {
     if (gr_active)
@@ -1071,13 +1181,42 @@ static PyObject *mod_forget(PyObject *module, PyObject *wr)
     Py_RETURN_NONE;
 }
 
+/* The recording of the parent, in the child of a fork(), from the
+ * pthread_atfork child handler until mod_forked tidies it away. */
+static gr_recorder *forked_rec;
+
+/* pthread_atfork child handler: runs in the child of every fork() (os.fork
+ * from any thread, subprocess with preexec_fn), before CPython's own
+ * after-fork code and every os.register_at_fork hook (threading's among
+ * them).  From here on nothing reaches the parent's trace file: the
+ * writers that exist are the parent's (gr_writer_forked), and the profile
+ * function and greenlet callback find no recording (gr_active) and return
+ * at once.  No Python API here: only plain stores. */
+static void at_fork_child(void)
+{
+    gr_writer_forked();
+    if (gr_active) {
+        forked_rec = gr_active;
+        gr_active = NULL;
+    }
+}
+
 /* os.register_at_fork(after_in_child=...): the child must not write into
- * the parent's trace.  Recording ends in the child, silently. */
+ * the parent's trace.  Recording ends in the child, silently: the
+ * recording at_fork_child took away is taken down (hooks given back,
+ * buffers dropped). */
 static PyObject *mod_forked(PyObject *module, PyObject *unused)
 {
-    gr_recorder *r = gr_active;
+    gr_recorder *r = forked_rec;
+    forked_rec = NULL;
+    if (!r)
+        r = gr_active;
     if (!r)
         Py_RETURN_NONE;
+    /* The hooks' teardown below names the recording; what it may still
+     * buffer is dropped with the writers (they were made before the
+     * fork and write nothing). */
+    gr_active = r;
     /* Hooks first, while gr_active still names the recording: the
      * program's own profile function gets its slot back unchained. */
     gr_hooks_stop(r);
@@ -1150,7 +1289,7 @@ static PyObject *mod_footholds(PyObject *module, PyObject *unused)
 }
 
 /* _tracked(): the recorder's per-thread and per-greenlet state in use,
- * for tests of bounded memory (issue 9). */
+ * for tests of bounded memory. */
 static PyObject *mod_tracked(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
@@ -1232,14 +1371,13 @@ static PyMethodDef methods[] = {
     {"stop", (PyCFunction)(void (*)(void))mod_stop, METH_VARARGS | METH_KEYWORDS, stop_doc},
     {"mark", mod_mark, METH_O, mark_doc},
     {"flush", mod_flush, METH_NOARGS, flush_doc},
-    {"_thread_start", (PyCFunction)(void (*)(void))mod_thread_start, METH_FASTCALL, thread_start_doc},
-    {"_thread_hooks", (PyCFunction)(void (*)(void))mod_thread_hooks, METH_FASTCALL, thread_hooks_doc},
     {"_forget", mod_forget, METH_O, "Weakref callback: a greenlet seen while recording was freed."},
     {"_forked", mod_forked, METH_NOARGS,
      "After fork, in the child: end recording without writing to the parent's trace; the\n"
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    GR_BOOT_METHODS
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
      "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
      "reused, untracked, bytes, recycled_stacks, ring_bytes, buffer_bytes, buffer_peak,\n"
@@ -1288,6 +1426,10 @@ PyMODINIT_FUNC PyInit__greenreplay(void)
         if (PySys_AddAuditHook(gr_audit_hook, NULL) < 0)
             return NULL;
         audit_added = 1;
+        if (pthread_atfork(NULL, NULL, at_fork_child) != 0) {
+            PyErr_SetString(PyExc_RuntimeError, "greenreplay: pthread_atfork failed");
+            return NULL;
+        }
     }
     return PyModule_Create(&moduledef);
 }

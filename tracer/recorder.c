@@ -2,6 +2,8 @@
  * and the records of one recording (docs/FORMAT.md §3-4). */
 #include "recorder.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 gr_recorder *gr_active;
@@ -163,11 +165,14 @@ void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
 }
 
 /* Collect up to GR_STACK_CAP code ids from `top` outwards into ids[],
- * innermost first.  Returns the count; *cut = 1 if frames were left out. */
-static int collect_stack(gr_recorder *r, PyFrameObject *top, uint32_t *ids, int *cut)
+ * innermost first, leaving out greenreplay's own frames (gr_code_ours).
+ * Returns the count; *cut = 1 if frames were left out for the cap;
+ * *top_ours = 1 if `top` itself is ours. */
+static int collect_stack(gr_recorder *r, PyFrameObject *top, uint32_t *ids, int *cut, int *top_ours)
 {
     int n = 0;
     *cut = 0;
+    *top_ours = 0;
     if (!top)
         return 0;
     PyFrameObject *f = top;
@@ -178,7 +183,11 @@ static int collect_stack(gr_recorder *r, PyFrameObject *top, uint32_t *ids, int 
             Py_DECREF(f);
             break;
         }
-        ids[n++] = gr_code_id(r, gr_frame_code(f));
+        uint32_t id = gr_code_id(r, gr_frame_code(f));
+        if (!gr_code_ours(r, id))
+            ids[n++] = id;
+        else if (f == top)
+            *top_ours = 1;
         PyFrameObject *back = PyFrame_GetBack(f);
         Py_DECREF(f);
         f = back;
@@ -190,8 +199,10 @@ void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_fi
                    uint64_t cut_bit, PyFrameObject *top, uint32_t extra_c)
 {
     uint32_t ids[GR_STACK_CAP + 1];
-    int cut = 0;
-    int depth = collect_stack(r, top, ids, &cut);
+    int cut = 0, top_ours = 0;
+    int depth = collect_stack(r, top, ids, &cut, &top_ours);
+    if (top_ours)
+        extra_c = 0; /* a C function greenreplay's own frame called */
     if (cut)
         fields[flag_field] |= cut_bit;
     /* collect_stack may have defined codes: reserve only now. */
@@ -213,6 +224,41 @@ void gr_emit_stack(gr_recorder *r, int tag, int n, uint64_t *fields, int flag_fi
 
 /* ---- strings ---------------------------------------------------------- */
 
+/* A string of more bytes than this is cut: a definition must fit in one
+ * chunk (FORMAT §2: a record never spans two), with room to spare for the
+ * records around it; under --max-size 8K chunks are 1 KiB. */
+static size_t string_room(const gr_writer *w)
+{
+    return w->cap / 2 > 64 ? w->cap / 2 : 64;
+}
+
+/* Write the STRING definition of `len` bytes at utf8, cut to the writer's
+ * room with a marker "...[N bytes cut]" (counted in r->replaced). */
+static void define_string(gr_recorder *r, const char *utf8, size_t len)
+{
+    char mark[48];
+    size_t keep = len, mlen = 0;
+    size_t room = string_room(r->dw);
+    if (len > room) {
+        mlen = (size_t)snprintf(mark, sizeof mark, "...[%zu bytes cut]", len);
+        keep = room - mlen;
+        while (keep > 0 && ((uint8_t)utf8[keep] & 0xC0) == 0x80)
+            keep--; /* cut on a character boundary */
+        r->replaced++;
+    }
+    size_t need = 1 + GR_VARINT_MAX + keep + mlen;
+    uint8_t *p = gr_writer_reserve(r->dw, need);
+    if (!p) {
+        gr_writer_drop(r->dw);
+        return;
+    }
+    *p++ = GR_STRING;
+    p = gr_put_varint(p, (uint64_t)(keep + mlen));
+    memcpy(p, utf8, keep);
+    memcpy(p + keep, mark, mlen);
+    gr_writer_commit(r->dw, p + keep + mlen);
+}
+
 static uint32_t string_id_obj(gr_recorder *r, PyObject *s)
 {
     PyObject *v = PyDict_GetItemWithError(r->strings, s);
@@ -220,32 +266,45 @@ static uint32_t string_id_obj(gr_recorder *r, PyObject *s)
         return (uint32_t)PyLong_AsUnsignedLong(v);
     if (PyErr_Occurred())
         goto fail;
-    Py_ssize_t len;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(s, &len);
-    if (!utf8)
+    if (!PyUnicode_Check(s)) {
+        PyErr_SetString(PyExc_TypeError, "greenreplay: a string was expected");
         goto fail;
+    }
+    Py_ssize_t len;
+    PyObject *enc = NULL;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(s, &len);
+    if (!utf8) {
+        /* Lone surrogates (a non-UTF-8 file name decoded with
+         * surrogateescape, a name made by the program): kept readable as
+         * \udcXX, and counted. */
+        PyErr_Clear();
+        enc = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
+        if (!enc)
+            goto fail;
+        utf8 = PyBytes_AS_STRING(enc);
+        len = PyBytes_GET_SIZE(enc);
+        r->replaced++;
+    }
     uint32_t id = r->nstrings + 1;
     PyObject *idobj = PyLong_FromUnsignedLong(id);
     if (!idobj || PyDict_SetItem(r->strings, s, idobj) < 0) {
         Py_XDECREF(idobj);
+        Py_XDECREF(enc);
         goto fail;
     }
     Py_DECREF(idobj);
     r->nstrings = id;
-    size_t need = 1 + GR_VARINT_MAX + (size_t)len;
-    uint8_t *p = gr_writer_reserve(r->dw, need);
-    if (!p) {
-        gr_writer_drop(r->dw);
-        return id;
-    }
-    *p++ = GR_STRING;
-    p = gr_put_varint(p, (uint64_t)len);
-    memcpy(p, utf8, (size_t)len);
-    gr_writer_commit(r->dw, p + len);
+    define_string(r, utf8, (size_t)len);
+    Py_XDECREF(enc);
     return id;
 fail:
     gr_swallow(r);
     return 0;
+}
+
+uint32_t gr_string_id_obj(gr_recorder *r, PyObject *s)
+{
+    return string_id_obj(r, s);
 }
 
 uint32_t gr_string_id(gr_recorder *r, const char *s)
@@ -319,18 +378,61 @@ fail:
 static PyObject *rewrite_path(gr_recorder *r, PyObject *filename, int *keep_line)
 {
     *keep_line = 1;
-    const char *s = PyUnicode_AsUTF8(filename);
-    if (!s)
-        return NULL;
+    /* Bytes as the file system has them: a non-UTF-8 directory (lib\xe9,
+     * decoded with surrogateescape) matches its rule too.  The part after
+     * the prefix is kept whole, NULs included. */
+    PyObject *b = PyUnicode_Check(filename)
+                      ? PyUnicode_AsEncodedString(filename, "utf-8", "surrogateescape")
+                      : NULL;
+    if (!b) {
+        PyErr_Clear(); /* not a str, or surrogates of another kind */
+        Py_INCREF(filename);
+        return filename;
+    }
+    const char *s = PyBytes_AS_STRING(b);
+    size_t n = (size_t)PyBytes_GET_SIZE(b);
     for (size_t i = 0; i < r->nrules; i++) {
         const gr_path_rule *rule = &r->rules[i];
-        if (strncmp(s, rule->prefix, rule->prefix_len) == 0) {
+        if (n >= rule->prefix_len && memcmp(s, rule->prefix, rule->prefix_len) == 0) {
             *keep_line = rule->keep_line;
-            return PyUnicode_FromFormat("%s%s", rule->replacement, s + rule->prefix_len);
+            size_t rn = strlen(rule->replacement), tn = n - rule->prefix_len;
+            char *buf = PyMem_Malloc(rn + tn + 1);
+            PyObject *out = NULL;
+            if (buf) {
+                memcpy(buf, rule->replacement, rn);
+                memcpy(buf + rn, s + rule->prefix_len, tn);
+                out = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)(rn + tn), "surrogateescape");
+                PyMem_Free(buf);
+            } else {
+                PyErr_NoMemory();
+            }
+            Py_DECREF(b);
+            return out;
         }
     }
+    Py_DECREF(b);
     Py_INCREF(filename);
     return filename;
+}
+
+/* Note code id `id` as greenreplay's own (recorder.h, gr_code_ours). */
+static int mark_ours(gr_recorder *r, uint32_t id)
+{
+    if (id >= r->ours_cap) {
+        uint32_t cap = r->ours_cap ? r->ours_cap : 64;
+        while (cap <= id)
+            cap *= 2;
+        unsigned char *o = PyMem_Realloc(r->ours, cap);
+        if (!o) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(o + r->ours_cap, 0, cap - r->ours_cap);
+        r->ours = o;
+        r->ours_cap = cap;
+    }
+    r->ours[id] = 1;
+    return 0;
 }
 
 static uint32_t code_id_slow(gr_recorder *r, PyCodeObject *co)
@@ -344,6 +446,24 @@ static uint32_t code_id_slow(gr_recorder *r, PyCodeObject *co)
     uint32_t id = identity_id(r, GR_CODE_PY, gr_code_qualname(co), file,
                               keep_line ? co->co_firstlineno : 0);
     Py_DECREF(file);
+    /* The code of a generator or coroutine is said once (META generator):
+     * a throw() into one that delegates (yield from, await) reaches the
+     * inner one without an event of the outer frame, which the real stack
+     * still holds (CPython issue 73776); the checker must know which
+     * frames can be in that state. */
+    if (id && r->code_gl && id <= r->ncodes && !(r->code_gl[id] & GR_CODE_GENERATOR) &&
+        (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR |
+                         CO_ITERABLE_COROUTINE))) {
+        char v[16];
+        snprintf(v, sizeof v, "%" PRIu32, id);
+        r->code_gl[id] |= GR_CODE_GENERATOR;
+        uint64_t f[2] = {gr_string_id(r, "generator"), gr_string_id(r, v)};
+        gr_emit(r, GR_META, 2, f);
+    }
+    /* The one rule without line numbers is greenreplay's own package
+     * (greenreplay/__init__.py, _path_rules): its code is ours. */
+    if (id && !keep_line && r->hide_ours && mark_ours(r, id) < 0)
+        gr_swallow(r);
     /* Keep the code object alive so its address is not reused by another
      * code object while this recording maps it. */
     if (id && PyList_Append(r->keep, (PyObject *)co) == 0 &&
@@ -552,8 +672,22 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
      * thousands of suspended greenlets in each ended thread grows the
      * recorder's memory until stop() (greenlet's own test
      * test_untracked_memory_doesnt_increase_unfinished_thread_dealloc_in_main). */
-    if (!(e->state & (GR_GLS_DEAD | GR_GLS_MAIN)) && e->tid && thread_ended(r, e))
+    if (!(e->state & (GR_GLS_DEAD | GR_GLS_MAIN)) && e->tid && thread_ended(r, e)) {
         e->state |= GR_GLS_DEAD;
+        /* 8 bytes kept per such greenlet, for stop()'s STACK record */
+        if (r->nfreed_abandoned == r->cap_freed_abandoned) {
+            size_t cap = r->cap_freed_abandoned ? 2 * r->cap_freed_abandoned : 64;
+            uint64_t *a = PyMem_Realloc(r->freed_abandoned, cap * sizeof *a);
+            if (a) {
+                r->freed_abandoned = a;
+                r->cap_freed_abandoned = cap;
+            }
+        }
+        if (r->nfreed_abandoned < r->cap_freed_abandoned)
+            r->freed_abandoned[r->nfreed_abandoned++] = (uint64_t)e->tid << 32 | gid;
+        else
+            gr_swallow(r);
+    }
     gr_gl_settle(r, gid);
 }
 

@@ -165,11 +165,43 @@ typedef struct gr_thread {
     unsigned susp_next;     /* where the next one goes */
     uint32_t cur_slot;      /* gl slot + 1 of cur_gid as of its switch in
                                (a hint: check its gid before use), or 0 */
+    int starting;           /* in a thread start (its c_call seen): 1
+                               from threading.Thread.start (at its c_return
+                               the recorder goes into the new thread
+                               state), 2 another caller (hooks.c) */
+    int start_nopy;         /* its function is C code (audit event, 3.12+) */
+    int by_hook;            /* reached when it applied threading's profile
+                               hook itself (hooks.c sys_setprofile) */
+    PyThreadState *start_head; /* the interpreter's first thread state at
+                               that c_call (address only) */
+    uint32_t start_site;    /* r->start_sites index + 1 of that start, or 0 */
+    PyFrameObject *ours_frame; /* the recorder's own Python frame running
+                               here (address only; gr_code_ours), whose C
+                               calls are not recorded, or NULL */
 } gr_thread;
+
+/* Where threads that run Python code were started while recording
+ * (hooks.c): the Python code that called _thread.start_new_thread or
+ * _thread.start_joinable_thread, how many it started and how many of them
+ * the recorder went into.  Written at stop as THREADS_UNREACHED records
+ * for the difference (docs/FORMAT.md section 4). */
+typedef struct {
+    uint32_t code;          /* code id of the calling function, 0 unknown */
+    uint32_t line;          /* its line then */
+    const char *via;        /* "_thread.start_new_thread", "threading.Thread.start" */
+    uint64_t started, followed;
+    int handover;           /* one of its threads applied threading's profile
+                               hook itself (gevent's thread pool): those
+                               that never did ran only the pool's own code
+                               before any task, and are not reported */
+} gr_start_site;
 
 
 /* gr_thread.witness when greenlet must be asked at the next event. */
 #define GR_WITNESS_UNKNOWN UINT64_MAX
+
+/* code_gl bit: a generator's or coroutine's code, said by META generator. */
+#define GR_CODE_GENERATOR 2
 
 typedef struct gr_recorder {
     uint64_t gen;           /* generation, bumped by every start() */
@@ -186,6 +218,9 @@ typedef struct gr_recorder {
                                the GIL (relaxed load + store, a plain move),
                                read by the sampler thread */
     uint64_t errors;        /* swallowed internal failures */
+    uint64_t replaced;      /* strings written other than they are: too long
+                               for a chunk (cut), or not encodable as UTF-8
+                               (backslashreplace); trailer field 5 */
 
     uint32_t nthreads, ngreenlets, nstrings, ncodes;
     gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
@@ -197,6 +232,13 @@ typedef struct gr_recorder {
     uint32_t last_co_id;    /* ... its code id ... */
     uint32_t last_co_slot;  /* ... and that id's code cache slot (FORMAT
                                §4.1: id % GR_CODE_SLOTS) */
+    unsigned char *ours;    /* PyMem: ours[id] = 1 for the code ids of
+                               greenreplay's own Python code (the package
+                               directory, "<greenreplay>/"), whose frames
+                               are not recorded; NULL until one is seen */
+    uint32_t ours_cap;      /* entries of `ours` */
+    int hide_ours;          /* whole-program recording: greenreplay's own
+                               frames are left out (`ours` filled) */
     PyMethodDef *last_ml;   /* one-entry cache in front of `codes` for
                                C_* events of a builtin function or method:
                                its PyMethodDef ... */
@@ -209,6 +251,20 @@ typedef struct gr_recorder {
     PyObject *identities;   /* dict (kind, qualname, file, line) -> code id */
     PyObject *keep;         /* list: code objects and types kept alive so
                                their addresses stay unique while recording */
+    PyObject *thread_start[2]; /* _thread.start_new_thread and
+                               start_joinable_thread (or NULL): their C
+                               calls start threads (hooks.c) */
+    PyThreadState **adopt;  /* PyMem: new thread states the recorder went
+                               into, whose thread has not had an event yet
+                               (hooks.c thread_known) */
+    size_t nadopt, adopt_cap;
+    gr_start_site *start_sites; /* PyMem, nstart_sites of them */
+    size_t nstart_sites, start_sites_cap;
+    struct gr_unfollowed {  /* PyMem: thread states started while recording */
+        PyThreadState *ts;  /* that the recorder did not go into (address */
+        uint32_t site;      /* only), with their start site index + 1, */
+    } *unfollowed;          /* until threading's hook brings the recorder */
+    size_t nunfollowed, unfollowed_cap; /* there (hooks.c sys_setprofile) */
     PyObject *threads;      /* list of gr_thread: the threads alive, and
                                ended ones until the next sweep (hooks.c
                                gr_thread_new), so its length stays within
@@ -265,6 +321,12 @@ typedef struct gr_recorder {
                                gr_thread/gr_gl (switches.c) */
     uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
                                breaks every thread's continuity */
+    uint64_t *freed_abandoned; /* PyMem: (tid << 32 | gid) of greenlets
+                               freed unfinished after their thread ended
+                               (stop() writes a STACK "thread ended" for
+                               each: the profile events left their frames
+                               open, and nothing else says why) */
+    size_t nfreed_abandoned, cap_freed_abandoned;
     uint64_t gl_frees;      /* greenlets seen freed so far (an address may
                                name another greenlet after) */
     /* GREENREPLAY_VERIFY_CONTINUED=1 (read at start()): at every
@@ -288,8 +350,8 @@ typedef struct gr_recorder {
     int own_change;         /* the recorder itself is changing a hook */
     int wrapping;           /* inside the recorder's sys.setprofile */
     int any_chain;          /* a program's profile function was chained */
-    uint8_t *code_gl;       /* PyMem; per code id: code of greenlet, gevent
-                               or eventlet */
+    uint8_t *code_gl;       /* PyMem; per code id: bit 0 code of greenlet,
+                               gevent or eventlet; GR_CODE_GENERATOR */
     int profile_on;         /* profile=True at start */
 
     /* Sampler (issue: sampling never stalls switches); NULL when off. */
@@ -328,6 +390,19 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
 {
     uint32_t id = gr_ptrmap_get(&r->codes, (uintptr_t)co, 0);
     return id ? id : gr_code_id_slow(r, co);
+}
+
+/* Whether code id `id` is greenreplay's own Python code, in a whole-program
+ * recording (r->hide_ours): the start() and stop() the program calls
+ * (no-ops there), the stop at exit, Recording.__exit__, the pytest plugin.
+ * The recorder records the program, not itself: those frames, and the C
+ * calls they make, are not recorded, nor are they in any stack
+ * (recorder.c, collect_stack).  A --manual recording still shows them: the
+ * checker reads the seed of the greenlet that called start() with its
+ * start() frame on top. */
+static inline int gr_code_ours(const gr_recorder *r, uint32_t id)
+{
+    return id < r->ours_cap && r->ours[id];
 }
 
 /* gr_code_id through the one-entry cache (the profile function's hot
@@ -412,6 +487,20 @@ static inline uint32_t gr_cfunc_id_cached(gr_recorder *r, PyObject *fn, unsigned
 
 /* String id of a UTF-8 string, defining it on first sight.  0 on failure. */
 uint32_t gr_string_id(gr_recorder *r, const char *s);
+
+/* String id of the str object s (embedded NULs kept), defining it on first
+ * sight.  A string that is not encodable as UTF-8 (lone surrogates, e.g.
+ * a file name decoded with surrogateescape) is written with
+ * backslashreplace, and one too long for a chunk is cut with a marker;
+ * both are counted in r->replaced.  0 on failure. */
+uint32_t gr_string_id_obj(gr_recorder *r, PyObject *s);
+
+/* Fatal signals (crash.c): at start, a handler that writes the buffered
+ * records and a trailer (reason crash) on SIGSEGV, SIGBUS, SIGILL, SIGFPE
+ * and SIGABRT, then passes the signal on to the handler before it; at
+ * stop, that handler put back. */
+void gr_crash_install(void);
+void gr_crash_remove(void);
 
 /* gid of a greenlet object, defining it (GREENLET record, with its parent
  * first and, if it is suspended, its stack) on first sight.  0 for None or
@@ -537,7 +626,7 @@ void gr_thread_touch(gr_recorder *r, gr_thread *t);
 /* Whether code id c is greenlet's, gevent's or eventlet's. */
 static inline int gr_code_is_gl(const gr_recorder *r, uint32_t c)
 {
-    return c && c <= r->ncodes && r->code_gl && r->code_gl[c];
+    return c && c <= r->ncodes && r->code_gl && (r->code_gl[c] & 1);
 }
 
 /* Write the side-channel figures of one switch (sampler on) into the 'W'
@@ -723,10 +812,6 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
  * the original (owned, set by module.c) is called first.  Its docstring
  * is the original's. */
 extern PyObject *gr_sys_setprofile_orig;
-/* greenreplay's threading profile hook (_thread_bootstrap) and the
- * program's own threading.setprofile function while recording (NULL or
- * None: none), owned, set by _greenreplay._thread_hooks (module.c). */
-extern PyObject *gr_thread_hook, *gr_program_thread_hook;
 /* At a mark on thread t (thread state ts, its own): a foreign profile
  * function in the slot that no audit event announced (a C extension that
  * writes tstate->c_profilefunc directly, e.g. yappi's per-thread start;

@@ -592,7 +592,14 @@ void gr_note_preexisting(gr_recorder *r)
     if (!r->greenlet_mod)
         return;
     PyObject *type = PyObject_GetAttrString(r->greenlet_mod, "greenlet");
+    /* gc leaves sys.modules again if the program had not imported it: its
+     * state is the interpreter's, and the program must find the modules it
+     * finds unrecorded (docs/recorder-start.md). */
+    PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+    int had_gc = modules && PyDict_GetItemString(modules, "gc") != NULL;
     PyObject *gc = PyImport_ImportModule("gc");
+    if (gc && !had_gc && PyDict_DelItemString(modules, "gc") < 0)
+        PyErr_Clear();
     PyObject *all = gc ? PyObject_CallMethod(gc, "get_objects", NULL) : NULL;
     if (type && PyType_Check(type) && all && PyList_Check(all)) {
         Py_ssize_t n = PyList_GET_SIZE(all);

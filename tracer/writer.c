@@ -55,6 +55,16 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* How many times this process is a fork() child of a process that had
+ * writers (gr_writer_forked); a writer remembers the count it was made
+ * under. */
+static volatile unsigned fork_gen;
+
+void gr_writer_forked(void)
+{
+    fork_gen++;
+}
+
 /* Nothing more is accepted (an error, the size cap); see open_cap. */
 static void block(gr_writer *w)
 {
@@ -79,6 +89,7 @@ static gr_writer *writer_new(char stream, size_t chunk_cap)
         return NULL;
     }
     w->fd = -1;
+    w->fork_gen = fork_gen;
     w->cap = chunk_cap;
     w->open_cap = chunk_cap;
     w->stream = stream;
@@ -155,6 +166,12 @@ void gr_writer_set_limit(gr_writer *w, uint64_t bytes)
  * the header is written separately). */
 static int write_chunk(gr_writer *w, char tag, const uint8_t *payload, size_t len)
 {
+    if (w->fork_gen != fork_gen) {
+        /* Inherited through fork(): the file is the parent's.  Nothing
+         * is written (not even a truncation), nothing more accepted. */
+        block(w);
+        return -1;
+    }
     uint8_t h[GR_CHUNK_HEADER_LEN];
     h[0] = (uint8_t)tag;
     gr_put_u32le(h + 1, (uint32_t)len);
@@ -306,6 +323,23 @@ int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem)
     return 0;
 }
 
+int gr_writer_seal(gr_writer *w, const uint64_t *trailer, size_t n)
+{
+    if (w->memory || w->parent || w->sealed || w->fd < 0)
+        return -1;
+    int rc = gr_writer_flush(w) < 0 && !w->capped ? -1 : 0;
+    if (!w->broken) {
+        uint8_t t[16 * GR_VARINT_MAX], *q = t;
+        for (size_t i = 0; i < n && i < 16; i++)
+            q = gr_put_varint(q, trailer[i]);
+        if (write_chunk(w, GR_CHUNK_TRAILER, t, (size_t)(q - t)) < 0)
+            rc = -1;
+    }
+    w->sealed = 1;
+    block(w);
+    return rc;
+}
+
 int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n)
 {
     if (!w)
@@ -318,6 +352,10 @@ int gr_writer_finish(gr_writer *w, const uint64_t *trailer, size_t n)
         int rc = gr_writer_flush(w) < 0 ? -1 : 0;
         writer_free(w);
         return rc;
+    }
+    if (w->sealed) { /* its trailer is in the file already (a fatal signal) */
+        writer_free(w);
+        return 0;
     }
     /* A cap stops records, not the trailer that says so; neither does a
      * failed write: the trailer goes into the room reserved for it, so the

@@ -54,7 +54,10 @@ typedef struct gr_writer {
     uint64_t dropped;     /* records lost (write error, size cap) */
     int error;            /* errno of the first failed write, 0 if none */
     int prealloc;         /* the file system takes fallocate (trailer reserve) */
+    unsigned fork_gen;    /* gr_writer_forked() count when opened: a writer
+                             inherited through fork() writes nothing */
     int broken;           /* a failed write could not be taken back: no trailer */
+    int sealed;           /* gr_writer_seal wrote the trailer already */
     /* File mode. */
     uint64_t limit;       /* size cap in bytes (0: none) */
     uint64_t written;     /* bytes written so far, header included */
@@ -191,6 +194,12 @@ int gr_writer_flush(gr_writer *w);
  * Returns 0, or -1 if a write failed. */
 int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem);
 
+/* On a fatal signal: flush, write a trailer chunk of the n varints in
+ * trailer[] and accept nothing more (a later gr_writer_finish writes no
+ * second trailer).  Async-signal-safe: no allocation, only write(2),
+ * fallocate(2) and zlib's crc32.  Returns 0, or -1 if a write failed. */
+int gr_writer_seal(gr_writer *w, const uint64_t *trailer, size_t n);
+
 /* Flush, write a trailer chunk holding the n varints in trailer[], close the
  * file and free the writer.  The trailer is written after a failed write
  * too (into the reserve; the caller says write-error in trailer[] when
@@ -207,5 +216,13 @@ void gr_writer_abandon(gr_writer *w);
 /* Close and free without writing anything more: for a forked child, whose
  * buffered records belong to the parent.  w may be NULL. */
 void gr_writer_discard(gr_writer *w);
+
+/* In the child of fork(), before any other code runs there (a
+ * pthread_atfork child handler, module.c): every writer that exists now
+ * belongs to the parent's trace and writes nothing more to its file, in
+ * any mode; its buffered records are dropped.  Writers opened later (a
+ * recording the child starts itself) write as usual.
+ * Async-signal-safe. */
+void gr_writer_forked(void);
 
 #endif

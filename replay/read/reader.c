@@ -1,6 +1,7 @@
 /* reader.c - decode a greenreplay trace or side-channel file (reader.h,
  * docs/FORMAT.md §1-5). */
 #include "reader.h"
+#include "text.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,11 +12,46 @@
 
 /* ---------------------------------------------------------------- errors */
 
+/* name escaped for a terminal into out (n bytes), as gr_sb_escape does but
+ * without allocating: a file name given on the command line reaches the
+ * error line. */
+static const char *shown_name(const char *name, char *out, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *s = (const uint8_t *)name;
+    size_t len = strlen(name), o = 0;
+    for (size_t i = 0; i < len && o + 7 < n;) {
+        size_t k = gr_utf8_len(s + i, len - i), h = gr_utf8_hidden(s + i, len - i);
+        if (h) {
+            uint32_t cp = h == 2 ? (uint32_t)(s[i] & 0x1F) << 6 | (s[i + 1] & 0x3F)
+                                 : (uint32_t)(s[i] & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 |
+                                       (s[i + 2] & 0x3F);
+            o += (size_t)snprintf(out + o, n - o, "\\u%04x", (unsigned)cp);
+            i += h;
+        } else if (k == 0 || s[i] < 0x20 || s[i] == 0x7f) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[s[i] >> 4];
+            out[o++] = hex[s[i] & 15];
+            i++;
+        } else {
+            if (o + k + 1 >= n)
+                break;
+            memcpy(out + o, s + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 __attribute__((format(printf, 5, 6)))
 static int fail(gr_error *e, const char *name, enum gr_err_kind kind, uint64_t off,
                 const char *fmt, ...)
 {
-    char what[256];
+    char what[240], nm[128];
+    name = shown_name(name ? name : "?", nm, sizeof nm);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -187,6 +223,22 @@ static int read_trailer(const struct chunk *c, uint64_t *out, size_t want, gr_er
     }
     /* Extra varints may come from a newer minor version; ignore them. */
     return 0;
+}
+
+/* The trailer's optional fields after the first `want` (format 1.x: the
+ * 5th, strings replaced); 0 for each one absent or unreadable. */
+static void read_trailer_more(const struct chunk *c, size_t want, uint64_t *out, size_t more)
+{
+    const uint8_t *p = c->p, *end = c->p + c->len;
+    uint64_t v;
+    for (size_t i = 0; i < more; i++)
+        out[i] = 0;
+    for (size_t i = 0; i < want + more; i++) {
+        if (gr_get_varint(&p, end, &v) < 0)
+            return;
+        if (i >= want)
+            out[i - want] = v;
+    }
 }
 
 /* ------------------------------------------------------ record decoding */
@@ -754,6 +806,10 @@ int gr_trace_next_chunk(gr_trace *t)
             t->trailer.dropped = f[1];
             t->trailer.errors = f[2];
             t->trailer.reason = f[3];
+            uint64_t more[2];
+            read_trailer_more(&c, 4, more, 2);
+            t->trailer.replaced = more[0];
+            t->trailer.signal = more[1];
             t->has_trailer = 1;
             continue;
         }

@@ -112,6 +112,8 @@ typedef struct gr_record {
 /* The trailer (§2). */
 typedef struct gr_trailer {
     uint64_t events, dropped, errors, reason;
+    uint64_t replaced; /* optional 5th field: strings cut or re-encoded (0 when absent) */
+    uint64_t signal;   /* optional 6th field: the fatal signal (reason crash), else 0 */
 } gr_trailer;
 
 /* A decoded trace.  Everything is owned by the struct and released by

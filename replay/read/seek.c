@@ -45,6 +45,14 @@ static int trailer_fields(gr_trace *t, const uint8_t *buf, uint32_t len, uint32_
     t->trailer.dropped = v[1];
     t->trailer.errors = v[2];
     t->trailer.reason = v[3];
+    /* Optional 5th and 6th fields: strings replaced, the fatal signal. */
+    uint64_t more = 0;
+    t->trailer.replaced = t->trailer.signal = 0;
+    if (gr_get_varint(&p, end, &more) == 0) {
+        t->trailer.replaced = more;
+        if (gr_get_varint(&p, end, &more) == 0)
+            t->trailer.signal = more;
+    }
     return 0;
 }
 

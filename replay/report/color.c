@@ -110,12 +110,14 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
 {
     gr_sb sb;
     gr_sb_init(&sb);
-    gr_sb_printf(&sb, "%s: ", t->name);
+    gr_sb_escape(&sb, t->name, strlen(t->name), 0); /* a file name reaches the terminal */
+    gr_sb_puts(&sb, ": ");
     const char *nothing = r->nv ? NULL : r->coverage.nothing;
+    size_t failing = gr_check_failing(r);
     if (color)
-        gr_sb_puts(&sb, r->nv || nothing ? RED : GREEN);
-    if (r->nv) {
-        gr_sb_printf(&sb, "%zu violation%s", r->nv, r->nv == 1 ? "" : "s");
+        gr_sb_puts(&sb, failing || nothing ? RED : GREEN);
+    if (failing) {
+        gr_sb_printf(&sb, "%zu violation%s", failing, failing == 1 ? "" : "s");
     } else if (nothing) {
         gr_sb_printf(&sb, "nothing checked (%s)", nothing);
     } else {
@@ -146,10 +148,15 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
 
 void gr_color_check_unusable(FILE *out, const char *file, const char *error, int color)
 {
-    size_t n = strlen(file);
-    if (strncmp(error, file, n) == 0 && error[n] == ':' && error[n + 1] == ' ')
+    gr_sb shown; /* a file name reaches the terminal: escaped, as the reader's message has it */
+    gr_sb_init(&shown);
+    gr_sb_escape(&shown, file, strlen(file), 0);
+    size_t n = shown.len;
+    if (strncmp(error, gr_sb_str(&shown), n) == 0 && error[n] == ':' && error[n + 1] == ' ')
         error += n + 2;
-    fprintf(out, "%s: %sunusable%s: %s\n", file, color ? RED : "", color ? RESET : "", error);
+    fprintf(out, "%s: %sunusable%s: %s\n", gr_sb_str(&shown), color ? RED : "", color ? RESET : "",
+            error);
+    gr_sb_free(&shown);
 }
 
 void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int color)

@@ -439,6 +439,7 @@ const char *gr_reason_name(uint64_t reason)
     case GR_STOP_WRITE_ERROR: return "write-error";
     case GR_STOP_SIZE_CAP: return "size-cap";
     case GR_STOP_SNAPSHOT: return "snapshot";
+    case GR_STOP_SIGNAL: return "crash";
     default: return NULL;
     }
 }
@@ -452,6 +453,11 @@ const char *gr_reason_name(uint64_t reason)
 static void put_metas(gr_sb *sb, const gr_trace *t, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++) {
+        size_t kn;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kn);
+        if (k && kn == 9 && memcmp(k, "generator", 9) == 0)
+            continue; /* a fact about a code identity (FORMAT §3), not
+                         about the run: not in the text form */
         gr_sb_puts(sb, "# ");
         put_string(sb, t, t->metas[i].key, 0);
         gr_sb_puts(sb, ": ");
@@ -683,6 +689,8 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,
                      t->trailer.events, t->trailer.dropped, t->trailer.errors);
+        if (t->trailer.replaced)
+            gr_sb_printf(&sb, " replaced=%" PRIu64, t->trailer.replaced);
         if (why)
             gr_sb_printf(&sb, " reason=%s\n", why);
         else

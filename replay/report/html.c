@@ -411,7 +411,7 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     esc(sb, t->name);
     enum gr_check_status status = gr_check_status_of(r);
     const char *word = status == GR_CHECK_NOTHING ? "nothing checked"
-                       : r->nv                    ? "violations"
+                       : status == GR_CHECK_VIOLATIONS ? "violations"
                                                   : "clean";
     gr_sb_printf(sb, " <span class=\"%s\">%s</span></h2>\n<p>%zu records",
                  status == GR_CHECK_CLEAN ? "ok" : "bad", word, (size_t)c.nrecs);

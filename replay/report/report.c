@@ -75,8 +75,11 @@ static void truncation_line(gr_sb *sb, const gr_trace *t)
 
 enum gr_check_status gr_check_status_of(const gr_check_result *r)
 {
-    if (r->nv)
+    if (gr_check_failing(r))
         return GR_CHECK_VIOLATIONS;
+    if (r->nv)
+        return GR_CHECK_CLEAN; /* every violation allowed (gr_check_allow) or
+                                  advisory (displaced, gr_check_fail_on) */
     if (r->coverage.nothing)
         return GR_CHECK_NOTHING;
     return GR_CHECK_CLEAN;
@@ -135,6 +138,12 @@ static void ended_by(gr_sb *sb, const gr_trace *t)
     case GR_STOP_WRITE_ERROR: gr_sb_puts(sb, "a write error (reason write-error)"); break;
     case GR_STOP_SIZE_CAP: gr_sb_puts(sb, "the size cap (reason size-cap)"); break;
     case GR_STOP_SNAPSHOT: gr_sb_puts(sb, "a snapshot while recording went on (reason snapshot)"); break;
+    case GR_STOP_SIGNAL:
+        gr_sb_printf(sb, "the program crashed: fatal signal %" PRIu64 "%s%s%s (reason crash)",
+                     t->trailer.signal, t->trailer.signal ? " (" : "",
+                     t->trailer.signal ? strsignal((int)t->trailer.signal) : "",
+                     t->trailer.signal ? ")" : "");
+        break;
     default: gr_sb_printf(sb, "unknown reason %" PRIu64, t->trailer.reason); break;
     }
 }
@@ -289,11 +298,15 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
 {
     gr_sb sb;
     gr_sb_init(&sb);
-    gr_sb_printf(&sb, "== %s: %" PRIu64 " records", t->name, gr_trace_count(t));
+    gr_sb_puts(&sb, "== ");
+    gr_sb_escape(&sb, t->name, strlen(t->name), 0); /* a file name reaches the terminal */
+    gr_sb_printf(&sb, ": %" PRIu64 " records", gr_trace_count(t));
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, ", trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,
                      t->trailer.events, t->trailer.dropped, t->trailer.errors);
+        if (t->trailer.replaced)
+            gr_sb_printf(&sb, " replaced=%" PRIu64, t->trailer.replaced);
         if (why)
             gr_sb_printf(&sb, " reason=%s\n", why);
         else
@@ -305,6 +318,8 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
     }
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&sb, "warning: %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->ninfos; i++)
+        gr_sb_printf(&sb, "note: %s\n", r->infos[i]);
     for (size_t i = 0; i < r->nfolded; i++) {
         gr_sb_puts(&sb, "warning: ");
         gr_report_folded(&sb, &r->folded[i]);
@@ -316,7 +331,9 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         gr_sb_printf(&sb, "  %-20s %zu\n", gr_rule_name((enum gr_rule)k), r->counts[k]);
     for (size_t i = 0; i < r->nv; i++) {
         const gr_violation *v = &r->v[i];
-        gr_sb_printf(&sb, "\n%s at event %" PRIu64, gr_rule_name(v->rule), v->index);
+        gr_sb_printf(&sb, "\n%s%s at event %" PRIu64,
+                     v->allowed ? "(allowed) " : v->advisory ? "(not failing) " : "",
+                     gr_rule_name(v->rule), v->index);
         where(&sb, v);
         gr_sb_printf(&sb, ": %s\n", v->message);
         for (int k = 0; k < v->nctx; k++) {
@@ -340,8 +357,26 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
     }
     gr_sb_putc(&sb, '\n');
     gr_report_coverage(&sb, t, &r->coverage);
-    if (r->nv)
-        gr_sb_printf(&sb, "\nresult: %zu violation%s\n", r->nv, r->nv == 1 ? "" : "s");
+    size_t displaced = r->counts[GR_RULE_DISPLACED];
+    if (displaced)
+        gr_sb_printf(&sb, "\nprogram changes to the profiler: %zu (displaced%s)\n", displaced,
+                     gr_check_rule_fails(GR_RULE_DISPLACED)
+                         ? ", failing: --fail-on displaced"
+                         : "; not failing, `check --fail-on displaced` makes them violations");
+    /* the advisory findings (not failing) are not violations here */
+    size_t nv = r->nv - r->nadvisory, nallowed = 0;
+    for (size_t i = 0; i < r->nv; i++)
+        nallowed += r->v[i].allowed && !r->v[i].advisory;
+    if (nv && nallowed == nv)
+        gr_sb_printf(&sb, "\nresult: clean, %zu allowed violation%s (--allow)\n", nv,
+                     nv == 1 ? "" : "s");
+    else if (nallowed)
+        gr_sb_printf(&sb, "\nresult: %zu violation%s, %zu of them allowed (--allow)\n", nv,
+                     nv == 1 ? "" : "s", nallowed);
+    else if (nv)
+        gr_sb_printf(&sb, "\nresult: %zu violation%s\n", nv, nv == 1 ? "" : "s");
+    else if (r->nv)
+        gr_sb_puts(&sb, "\nresult: clean\n");
     else if (r->coverage.nothing)
         gr_sb_printf(&sb, "\nresult: nothing checked (%s)\n", r->coverage.nothing);
     else
@@ -380,6 +415,7 @@ static json_t *trailer_json(const gr_trace *t)
     json_object_set_new(o, "events", gr_json_u64(t->trailer.events));
     json_object_set_new(o, "dropped", gr_json_u64(t->trailer.dropped));
     json_object_set_new(o, "errors", gr_json_u64(t->trailer.errors));
+    json_object_set_new(o, "replaced", gr_json_u64(t->trailer.replaced));
     const char *why = gr_reason_name(t->trailer.reason);
     json_object_set_new(o, "reason", why ? json_string(why) : gr_json_u64(t->trailer.reason));
     return o;
@@ -405,6 +441,10 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     for (size_t i = 0; i < r->nwarnings; i++)
         json_array_append_new(w, gr_json_str(r->warnings[i]));
     json_object_set_new(o, "warnings", w);
+    json_t *ji = json_array(); /* no violation, no warning */
+    for (size_t i = 0; i < r->ninfos; i++)
+        json_array_append_new(ji, gr_json_str(r->infos[i]));
+    json_object_set_new(o, "remarks", ji);
     json_t *fw = json_array(); /* counted per greenlet, not in `warnings` */
     for (size_t i = 0; i < r->nfolded; i++) {
         const gr_folded *f = &r->folded[i];
@@ -430,6 +470,9 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_object_set_new(jv, "tid", gr_json_u64(v->tid));
         json_object_set_new(jv, "gid", gr_json_u64(v->gid));
         json_object_set_new(jv, "message", gr_json_str(v->message));
+        json_object_set_new(jv, "allowed", json_boolean(v->allowed));
+        /* a finding of a rule that does not fail by default (displaced) */
+        json_object_set_new(jv, "advisory", json_boolean(v->advisory));
         json_t *ctx = json_array();
         for (int k = 0; k < v->nctx; k++) {
             gr_sb_reset(&sb);
@@ -514,7 +557,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     size_t failing = 0;
     int nrules = rules_of(r);
     for (int k = 0; k < nrules; k++)
-        failing += r->counts[k] != 0;
+        failing += r->counts[k] != 0 && gr_check_rule_fails((enum gr_rule)k);
     const char *nothing = r->nv ? NULL : r->coverage.nothing;
     gr_sb_puts(b, "  <testsuite");
     attr(b, "name", t->name);
@@ -538,6 +581,27 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
         gr_sb_puts(b, "    <testcase");
         attr(b, "classname", t->name);
         attr(b, "name", rule);
+        size_t allowed = 0;
+        for (size_t i = 0; i < r->nv; i++)
+            allowed += (int)r->v[i].rule == k && (r->v[i].allowed || r->v[i].advisory);
+        if (r->counts[k] && allowed == r->counts[k]) {
+            /* every one allowed or advisory (displaced): listed, not a
+               failure */
+            gr_sb_puts(b, ">\n      <system-out>");
+            for (size_t i = 0; i < r->nv; i++) {
+                const gr_violation *v = &r->v[i];
+                if ((int)v->rule != k)
+                    continue;
+                gr_sb_reset(&tmp);
+                gr_sb_printf(&tmp, "%s: event %" PRIu64, v->allowed ? "allowed" : "not failing",
+                             v->index);
+                where(&tmp, v);
+                gr_sb_printf(&tmp, ": %s\n", v->message);
+                gr_xml_escape(b, gr_sb_str(&tmp));
+            }
+            gr_sb_puts(b, "</system-out>\n    </testcase>\n");
+            continue;
+        }
         if (!r->counts[k]) {
             gr_sb_puts(b, "/>\n");
             continue;
@@ -570,6 +634,8 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
         gr_sb_puts(&tmp, r->summary);
     for (size_t i = 0; i < r->nwarnings; i++)
         gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->ninfos; i++)
+        gr_sb_printf(&tmp, "note: %s\n", r->infos[i]);
     for (size_t i = 0; i < r->nfolded; i++) {
         gr_sb_puts(&tmp, "warning: ");
         gr_report_folded(&tmp, &r->folded[i]);

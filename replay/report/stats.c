@@ -134,7 +134,11 @@ static void print_rows(FILE *out, const char *title, char prefix, const gr_stats
 
 int gr_stats_print_text(FILE *out, const gr_trace *t, const gr_stats *s)
 {
-    fprintf(out, "trace %s: %" PRIu64 " records", t->name, s->total);
+    gr_sb shown; /* a file name reaches the terminal */
+    gr_sb_init(&shown);
+    gr_sb_escape(&shown, t->name, strlen(t->name), 0);
+    fprintf(out, "trace %s: %" PRIu64 " records", gr_sb_str(&shown), s->total);
+    gr_sb_free(&shown);
     if (t->has_trailer)
         fprintf(out, ", trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64 "\n",
                 t->trailer.events, t->trailer.dropped, t->trailer.errors);
@@ -217,7 +221,7 @@ int gr_stats_print_json(FILE *out, const gr_trace *t, const gr_stats *s)
     json_object_set_new(o, "kinds", kinds_obj(s->kinds));
     json_object_set_new(o, "threads", rows_arr(s->threads, s->nthreads, "tid", 0));
     json_object_set_new(o, "greenlets", rows_arr(s->greenlets, s->ngreenlets, "gid", 1));
-    int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    int rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
     fputc('\n', out);
     json_decref(o);
     fflush(out);

@@ -516,13 +516,18 @@ static void top_start_of(side *s)
     }
     const gr_record *g = &t->recs[seed];
     const uint32_t *ids = gr_record_stack(t, g);
-    for (uint32_t d = (uint32_t)gr_launch_record_prefix(t, g); d < g->depth; d++)
-        if (!gr_shape_is_recorder_code(t, ids[d]))
-            return; /* a frame of the program below start */
-    if (first->tag == GR_CALL && gr_shape_is_module_code(t, (uint32_t)first->code)) {
+    int program_below = 0; /* a frame of the program below start */
+    for (uint32_t d = (uint32_t)gr_launch_record_prefix(t, g); d < g->depth && !program_below; d++)
+        program_below = !gr_shape_is_recorder_code(t, ids[d]);
+    if (!program_below && first->tag == GR_CALL && gr_shape_is_module_code(t, (uint32_t)first->code)) {
         s->top_seed = seed;
         s->top_skip = k;
         s->top_module = first->code;
+    } else if (program_below) {
+        /* A recorder that records none of its own frames: the program's
+         * start() is in no record and the seed ends in the frame that
+         * called it; nothing to skip. */
+        s->top_seed = seed;
     }
 }
 
@@ -551,7 +556,7 @@ static void exit_of(side *s)
         code = ids[b];
     }
     size_t k;
-    for (k = s->top_skip + 1; k < t->nrecs; k++) {
+    for (k = s->top_skip == GR_NONE ? s->top_seed + 1 : s->top_skip + 1; k < t->nrecs; k++) {
         const gr_record *r = &t->recs[k];
         if (r->tag == GR_RETURN && r->tid == g->tid && r->gid == g->gid && r->code == code)
             break;
@@ -665,10 +670,23 @@ static void ends_early(FILE *out, char who, const gr_trace *t, char other, size_
 {
     gr_sb sb;
     gr_sb_init(&sb);
-    gr_report_cut_where(&sb, t);
-    fprintf(out, "# %c ends early (truncated: %s): the last %zu records of %c are not compared\n",
-            who, sb.s, n, other);
+    if (t->truncated) {
+        gr_sb_puts(&sb, "truncated: ");
+        gr_report_cut_where(&sb, t);
+    } else {
+        gr_sb_printf(&sb, "the program crashed: fatal signal %" PRIu64, t->trailer.signal);
+    }
+    fprintf(out, "# %c ends early (%s): the last %zu records of %c are not compared\n", who, sb.s,
+            n, other);
     gr_sb_free(&sb);
+}
+
+/* A trace cut short: by a kill (no trailer) or by a crash (tracer/crash.c
+ * wrote the trailer, reason crash).  What the other trace has past its end
+ * is not a divergence. */
+static int ends_cut(const gr_trace *t)
+{
+    return t->truncated || (t->has_trailer && t->trailer.reason == GR_STOP_SIGNAL);
 }
 
 static void header_line(FILE *out, char sign, const char *name, const gr_trace *t)
@@ -875,9 +893,9 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
     /* A trace cut short: what the other has past its end is not a
      * divergence. */
     size_t tail_a = 0, tail_b = 0;
-    if (nruns && runs[nruns - 1].op == '+' && a->truncated && runs[nruns - 1].a == A.n) {
+    if (nruns && runs[nruns - 1].op == '+' && ends_cut(a) && runs[nruns - 1].a == A.n) {
         tail_b = runs[--nruns].n;
-    } else if (nruns && runs[nruns - 1].op == '-' && b->truncated &&
+    } else if (nruns && runs[nruns - 1].op == '-' && ends_cut(b) &&
                runs[nruns - 1].b == B.n) {
         tail_a = runs[--nruns].n;
     }

@@ -91,8 +91,9 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
     int e = w->error;
     int rc;
     if (t->has_trailer) {
-        uint64_t tr[4] = {written, t->trailer.dropped, t->trailer.errors, t->trailer.reason};
-        rc = gr_writer_finish(w, tr, 4);
+        uint64_t tr[5] = {written, t->trailer.dropped, t->trailer.errors, t->trailer.reason,
+                          t->trailer.replaced};
+        rc = gr_writer_finish(w, tr, t->trailer.replaced ? 5 : 4);
     } else {
         rc = gr_writer_flush(w);
         gr_writer_abandon(w);

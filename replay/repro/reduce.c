@@ -621,7 +621,7 @@ int gr_reduce(const gr_reduce_opts *o)
             rule = i;
     if (rule < 0) {
         fprintf(stderr, "greenreplay: reduce: unknown rule '%s' (imbalance, blind_spot, "
-                        "switch_consistency, propagation or callback_guard)\n",
+                        "switch_consistency, propagation, callback_guard, displaced or unreached)\n",
                 o->rule);
         return 2;
     }

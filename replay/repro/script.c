@@ -122,18 +122,12 @@ static void lit_label(render *R, gr_sb *sb, uint64_t label)
 
 static const gr_green *green(const render *R, uint64_t tid, uint64_t gid)
 {
-    for (size_t i = 0; i < R->s->ngreens; i++)
-        if (R->s->greens[i].tid == tid && R->s->greens[i].gid == gid)
-            return &R->s->greens[i];
-    return NULL;
+    return gr_shape_green(R->s, tid, gid);
 }
 
 static const gr_sthread *thread(const render *R, uint64_t tid)
 {
-    for (size_t i = 0; i < R->s->nthreads; i++)
-        if (R->s->threads[i].tid == tid)
-            return &R->s->threads[i];
-    return NULL;
+    return gr_shape_thread(R->s, tid);
 }
 
 /* The exception a throw into greenlet (tid, gid) carries: GreenletExit when
@@ -523,8 +517,10 @@ static uint64_t hash_key(uint32_t code, const char *p, size_t n)
 }
 
 /* The variant (a Python function) acting out frame: identical bodies of
- * the same code share one. */
-static size_t variant_of(render *R, size_t frame)
+ * the same code share one.  The frames it calls must have theirs already
+ * (variant_of sees to it), so that rendering its body recurses no
+ * deeper. */
+static size_t variant_of_shallow(render *R, size_t frame)
 {
     if (R->var_of[frame])
         return R->var_of[frame] - 1;
@@ -553,6 +549,60 @@ static size_t variant_of(render *R, size_t frame)
     }
     R->var_of[frame] = v + 1;
     return v;
+}
+
+/* The frame whose variant rendering frame's body asks for through act a
+ * (a call, directly or from a neutral C call), or GR_NONE.  Mirrors
+ * act_stmt, callables and c_call_stmt: a C frame that is reproduced by
+ * name or changes the profile slot renders none of its acts. */
+static size_t act_child(const render *R, const gr_act *a)
+{
+    if (a->frame == GR_NONE)
+        return GR_NONE;
+    if (a->kind == GR_ACT_CALL)
+        return a->frame;
+    if (a->kind == GR_ACT_CCALL) {
+        const gr_frame *c = &R->s->frames[a->frame];
+        return c->hook || c->keep ? GR_NONE : a->frame;
+    }
+    return GR_NONE;
+}
+
+/* variant_of_shallow for frame and, first, every frame its body calls, in
+ * the order rendering would reach them (children first, so the variant
+ * numbers are the same), with a stack of its own: a 100,000-deep recursion
+ * in the trace uses no more of the C stack than a shallow one. */
+static size_t variant_of(render *R, size_t frame)
+{
+    if (R->var_of[frame])
+        return R->var_of[frame] - 1;
+    struct visit {
+        size_t frame, next;
+    } *stk = NULL;
+    size_t n = 0, cap = 0;
+    stk = gr_xgrow(stk, &cap, 1, sizeof *stk);
+    stk[n++] = (struct visit){frame, 0};
+    while (n) {
+        struct visit *v = &stk[n - 1];
+        const gr_frame *f = &R->s->frames[v->frame];
+        size_t child = GR_NONE;
+        while (v->next < f->nacts && child == GR_NONE) {
+            child = act_child(R, &R->s->acts[f->acts[v->next++]]);
+            if (child != GR_NONE && !R->s->frames[child].is_c && R->var_of[child])
+                child = GR_NONE; /* done already */
+        }
+        if (child != GR_NONE) {
+            stk = gr_xgrow(stk, &cap, n + 1, sizeof *stk);
+            stk[n++] = (struct visit){child, 0};
+            continue;
+        }
+        size_t done = v->frame;
+        n--;
+        if (!R->s->frames[done].is_c)
+            (void)variant_of_shallow(R, done);
+    }
+    free(stk);
+    return R->var_of[frame] - 1;
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -858,6 +908,13 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
     gr_sb h;
     gr_sb_init(&h);
     line(R, out, 0, "#!/usr/bin/env python3", 22, NULL);
+    /* Python reads an encoding declaration on lines 1-2 (PEP 263): a path
+     * holding "coding=unicode_escape" there would decode the escapes of
+     * every literal below back into quotes and newlines.  Line 2 declares
+     * UTF-8 itself, and no string of the trace or of the command line
+     * comes before line 3. */
+    static const char cookie[] = "# -*- coding: utf-8 -*-";
+    line(R, out, 0, cookie, sizeof cookie - 1, NULL);
     gr_sb_printf(&h, "# Made by `greenreplay script` from a trace of %zu records", t->nrecs);
     const char *py = NULL, *gl = NULL;
     size_t npy = 0, ngl = 0;

@@ -106,12 +106,23 @@ static uint64_t number_of(gr_idmap *m, uint64_t *counter, const uint8_t *p, size
     return *counter;
 }
 
+/* Whether Python code c is a module's top frame: its qualname "<module>"
+ * names no function of the program, so anonymizing keeps it.  Renamed, it
+ * could not match the script's own <module> in `diff --rename`, and a
+ * module imported while the program runs would break the mapping. */
+static int is_module_code(const gr_shape *s, const gr_code *c)
+{
+    size_t n;
+    const uint8_t *q = gr_trace_string(s->t, c->qualname, &n);
+    return q && n == 8 && memcmp(q, "<module>", 8) == 0;
+}
+
 /* Number the qualname of a Python code (anonymize), in order of first use. */
 static void number_code(gr_shape *s, uint32_t code)
 {
     const gr_code *c = gr_trace_code(s->t, code);
     if (!c || c->kind != GR_CODE_PY || s->qual_ids[c->qualname] ||
-        gr_shape_is_recorder_code(s->t, code))
+        gr_shape_is_recorder_code(s->t, code) || is_module_code(s, c))
         return;
     size_t n;
     const uint8_t *q = gr_trace_string(s->t, c->qualname, &n);
@@ -134,13 +145,22 @@ void gr_shape_name(const gr_shape *s, gr_sb *sb, uint32_t code)
         gr_sb_printf(sb, "?code=%" PRIu32, code);
         return;
     }
-    if (s->anonymize && c->kind == GR_CODE_PY && !gr_shape_is_recorder_code(s->t, code)) {
+    if (s->anonymize && c->kind == GR_CODE_PY && !gr_shape_is_recorder_code(s->t, code) &&
+        !is_module_code(s, c)) {
         uint64_t k = c->qualname <= s->t->nstrings ? s->qual_ids[c->qualname] : 0;
         gr_sb_printf(sb, "f%" PRIu64, k);
         return;
     }
     size_t n;
     const uint8_t *q = gr_trace_string(s->t, c->qualname, &n);
+    /* Anonymized, a C function keeps its name only when the script may
+     * call it (a builtin it knows): an extension's functions name their
+     * module ("acme_billing.total"). */
+    if (s->anonymize && c->kind != GR_CODE_PY && !gr_shape_is_recorder_code(s->t, code) &&
+        !(q && gr_builtin_find((const char *)q, n))) {
+        gr_sb_printf(sb, "C function c%" PRIu32, code);
+        return;
+    }
     gr_sb_put(sb, (const char *)q, n);
 }
 
@@ -269,6 +289,18 @@ static gr_sthread *thread_of(gr_shape *s, uint64_t tid, int create)
     return th;
 }
 
+const gr_sthread *gr_shape_thread(const gr_shape *s, uint64_t tid)
+{
+    size_t i;
+    return gr_idmap_get(&maps(s)->threads, tid, 0, &i) ? &s->threads[i] : NULL;
+}
+
+const gr_green *gr_shape_green(const gr_shape *s, uint64_t tid, uint64_t gid)
+{
+    size_t i;
+    return gr_idmap_get(&maps(s)->greens, tid, gid, &i) ? &s->greens[i] : NULL;
+}
+
 static gr_green *green_of(gr_shape *s, uint64_t tid, uint64_t gid)
 {
     size_t i;
@@ -383,9 +415,11 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
 {
     uint32_t ids[GR_STACK_CAP];
     if (!cut) { /* runpy's frames below a -m program's <module> (launch.h) */
-        size_t skip = gr_launch_prefix(s->t, ids_in, n_in);
-        ids_in += skip;
-        n_in -= skip;
+        size_t skip = n_in ? gr_launch_prefix(s->t, ids_in, n_in) : 0;
+        if (skip) { /* ids_in is NULL for a mark with an empty stack */
+            ids_in += skip;
+            n_in -= skip;
+        }
     }
     size_t n = py_ids(s->t, ids_in, n_in > GR_STACK_CAP ? GR_STACK_CAP : n_in, ids);
     /* Stack positions of g's open Python frames, outermost first. */
@@ -1141,23 +1175,29 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
      * MARK that says so) were started after start() without threading's
      * hook: the script starts them the same way, at their first turn. */
     if (s->has_start) {
+        /* One pass over the records (not one per thread: 10,000 threads
+         * made this quadratic).  Bit 1: a profile event, bit 2: an
+         * unprofiled MARK. */
+        uint8_t *seen = gr_xrealloc(NULL, s->nthreads + 1);
+        memset(seen, 0, s->nthreads + 1);
+        for (size_t i = 0; i < t->nrecs; i++) {
+            const gr_record *r = &t->recs[i];
+            int bit = r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION ? 1
+                      : r->tag == GR_MARK && !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK))
+                          ? 2
+                          : 0;
+            gr_sthread *th = bit ? thread_of(s, r->tid, 0) : NULL;
+            if (th)
+                seen[th - s->threads] |= (uint8_t)bit;
+        }
         for (size_t k = 0; k < s->nthreads; k++) {
             gr_sthread *th = &s->threads[k];
             if (th->tid == s->module_tid || th->late)
                 continue;
-            int events = 0, unprofiled_mark = 0;
-            for (size_t i = 0; i < t->nrecs; i++) {
-                const gr_record *r = &t->recs[i];
-                if (r->tid != th->tid)
-                    continue;
-                if (r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION)
-                    events = 1;
-                if (r->tag == GR_MARK && !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK)))
-                    unprofiled_mark = 1;
-            }
-            if (!events && unprofiled_mark)
+            if (seen[k] == 2) /* no event, an unprofiled mark */
                 th->late = th->raw = 1;
         }
+        free(seen);
     }
     /* For each SWITCH/THROW, the frames its origin has when it is resumed
      * next (the INSTR after that switch, CPython 3.12+). */

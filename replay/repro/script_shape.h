@@ -245,6 +245,11 @@ void gr_shape_label(const gr_shape *s, gr_sb *sb, uint64_t label);
  * "<greenreplay>/"). */
 int gr_shape_is_recorder_code(const gr_trace *t, uint32_t code);
 
+/* Thread tid, greenlet (tid, gid) of the shape, or NULL: one hash lookup
+ * (scripts of 100,000 threads stay linear). */
+const gr_sthread *gr_shape_thread(const gr_shape *s, uint64_t tid);
+const gr_green *gr_shape_green(const gr_shape *s, uint64_t tid, uint64_t gid);
+
 /* Whether code id `code` is a module's top-level Python code (qualname
  * "<module>"). */
 int gr_shape_is_module_code(const gr_trace *t, uint32_t code);

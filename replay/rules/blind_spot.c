@@ -1,12 +1,14 @@
 /* blind_spot.c - the blind_spot rule (docs/FORMAT.md §7): the profiler
  * missed events, shown by a ground-truth point whose real stack differs
  * from the shadow (a MARK, a SWITCH/THROW carrying the target's real
- * stack), by a MARK not bracketed by the c_call/c_return of `mark`, by a
- * MARK on a thread without the profile function, or by the program
- * removing or replacing the subject profiler (HOOK records) while Python
- * calls ran unseen.  A recording without profile events (start(profile=
- * False), META profile: off) has no shadow built from events: its real
- * stacks (MARK, SWITCH/THROW) are not compared. */
+ * stack), by a MARK not bracketed by the c_call/c_return of `mark`, or by
+ * a MARK on a thread without the profile function.  It also finds the
+ * program removing or replacing the subject profiler (HOOK records) while
+ * Python calls ran unseen: those are findings of their own rule,
+ * displaced (one per cause; not failing by default, gr_check_fail_on).
+ * A recording without profile events (start(profile=False), META
+ * profile: off) has no shadow built from events: its real stacks (MARK,
+ * SWITCH/THROW) are not compared. */
 #include "rule.h"
 
 #include <inttypes.h>
@@ -63,10 +65,60 @@ typedef struct bcause {
     char *first_text[GR_CONTEXT_MAX]; /* its context lines (streamed; owned) */
     char *first_msg;        /* the candidate's message (owned), NULL once
                                reported */
+    int known;              /* 1 + index in known_causes: documented
+                               behaviour of a library, reported as a note
+                               (gr_check_known_causes) */
     uint64_t repeats;       /* the other episodes with unseen calls */
     uint64_t repeat_calls;  /* Python calls they ran unseen */
     uint64_t last_index;    /* the HOOK of the latest-beginning of them */
 } bcause;
+
+/* Known-benign causes: a library that removes or replaces the profile
+ * function by design, matched by the Python frame that made the change
+ * (qualname, and the end of its file name).  Each is reported as one note
+ * with a count, not a violation, unless `check --strict-known` (then as
+ * any other cause).  Add an entry only with a public source. */
+static const struct known_cause {
+    const char *qualname, *file_end;
+    uint64_t action;
+    const char *what;      /* who does it, as users know it */
+    const char *source;    /* where it is documented or coded */
+} known_causes[] = {
+    {"ThreadPool._after_run_task", "gevent/threadpool.py", GR_HOOK_CLEARED,
+     "gevent's thread pool (used by its default resolver for getaddrinfo)",
+     "gevent/threadpool.py: _after_run_task calls sys.setprofile(None) after every task"},
+    {"_WorkerGreenlet._after_run_task", "gevent/threadpool.py", GR_HOOK_CLEARED,
+     "gevent's thread pool (used by its default resolver for getaddrinfo)",
+     "gevent/threadpool.py: _after_run_task calls sys.setprofile(None) after every task"},
+};
+
+static int strict_known; /* gr_check_known_causes */
+
+void gr_check_known_causes(int strict)
+{
+    strict_known = strict != 0;
+}
+
+/* 1 + the index in known_causes of the cause (action, frame), or 0. */
+static int known_cause(const ck *c, uint64_t action, uint32_t frame)
+{
+    const gr_trace *t = c->t;
+    if (strict_known || !frame || frame > t->ncodes)
+        return 0;
+    size_t qn, fn;
+    const uint8_t *q = gr_trace_string(t, t->codes[frame].qualname, &qn);
+    const uint8_t *f = t->codes[frame].file ? gr_trace_string(t, t->codes[frame].file, &fn) : NULL;
+    if (!q || !f)
+        return 0;
+    for (size_t i = 0; i < sizeof known_causes / sizeof known_causes[0]; i++) {
+        const struct known_cause *k = &known_causes[i];
+        size_t kq = strlen(k->qualname), kf = strlen(k->file_end);
+        if (k->action == action && qn == kq && memcmp(q, k->qualname, kq) == 0 && fn >= kf &&
+            memcmp(f + fn - kf, k->file_end, kf) == 0 && (fn == kf || f[fn - kf - 1] == '/'))
+            return (int)i + 1;
+    }
+    return 0;
+}
 
 typedef struct bstate {
     bthread *th;            /* by thread slot */
@@ -142,12 +194,18 @@ static void flush_cause(ck *c, bcause *k)
             o->off_code == k->code && o->off_frame == k->frame)
             return; /* it may yet run a call unseen: then it is the first */
     }
+    k->reported = 1;
+    b->npending--;
+    if (k->known) { /* a note at the end (report) */
+        free(k->first_msg);
+        k->first_msg = NULL;
+        ck_free_lines(k->first_text);
+        return;
+    }
     gr_sb_puts(&c->msg, k->first_msg);
     free(k->first_msg);
     k->first_msg = NULL;
-    k->reported = 1;
-    b->npending--;
-    ck_violate_lines(c, GR_RULE_BLIND_SPOT, k->first_index, k->first_tid, k->first_gid,
+    ck_violate_lines(c, GR_RULE_DISPLACED, k->first_index, k->first_tid, k->first_gid,
                      k->first_ctx, k->first_nctx, NULL, c->lines ? k->first_text : NULL);
 }
 
@@ -211,6 +269,7 @@ static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *un
         k->action = bt->off_action;
         k->code = bt->off_code;
         k->frame = bt->off_frame;
+        k->known = known_cause(c, k->action, k->frame);
     } else if (k && (k->reported || bt->off_index > k->first_index)) {
         add_repeat(k, bt->off_index, bt->off_calls);
         k = NULL;
@@ -306,6 +365,9 @@ static int in_greenlet_callback(const ck *c, size_t na, size_t nb, int cut, int 
 static void on_mark(ck *c, const ck_event *e, bthread *bt)
 {
     const gr_record *r = e->r;
+    if (c->explained_mark == r->index + 1)
+        return; /* it confirmed a predicted blind spot (propagation): the
+                   one cause is reported there */
     if (e->th->observer_gap)
         return; /* the recorder's own events are missing before it (HOOK
                    with GR_HOOK_UNANNOUNCED): nothing to compare with; the
@@ -436,10 +498,25 @@ static void report(ck *c)
         return;
     for (size_t i = 0; i < b->ncauses; i++) {
         const bcause *k = &b->causes[i];
+        if (k->known && k->reported) {
+            const struct known_cause *kc = &known_causes[k->known - 1];
+            gr_sb_printf(&c->msg,
+                         "displaced: the profile function was removed by %s %" PRIu64
+                         " time%s (the first at the HOOK at event %" PRIu64 ", in ",
+                         kc->what, k->repeats + 1, k->repeats ? "s" : "", k->first_index);
+            ck_code_name(c, k->frame);
+            gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it; known "
+                                  "behaviour (%s), not a violation (`check --strict-known` "
+                                  "reports it as one)",
+                         k->first_calls + k->repeat_calls,
+                         k->first_calls + k->repeat_calls == 1 ? "" : "s", kc->source);
+            ck_add_info(c);
+            continue;
+        }
         if (!k->repeats)
             continue;
         gr_sb_printf(&c->msg,
-                     "blind_spot: the profile function was %s %" PRIu64
+                     "displaced: the profile function was %s %" PRIu64
                      " more time%s for the cause reported at event %" PRIu64,
                      k->action == GR_HOOK_SET ? "replaced by the program's own" : "removed by the program",
                      k->repeats, k->repeats == 1 ? "" : "s", k->first_index);

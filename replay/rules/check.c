@@ -19,6 +19,8 @@ const char *gr_rule_name(enum gr_rule rule)
     case GR_RULE_SWITCH_CONSISTENCY: return "switch_consistency";
     case GR_RULE_PROPAGATION: return "propagation";
     case GR_RULE_CALLBACK_GUARD: return "callback_guard";
+    case GR_RULE_DISPLACED: return "displaced";
+    case GR_RULE_UNREACHED: return "unreached";
     case GR_RULE_STALL_WAIT: return "stall_wait";
     case GR_RULE_STALL_DEPTH: return "stall_depth";
     case GR_RULE_SAMPLE: return "sample";
@@ -43,6 +45,91 @@ void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t in
     v->seq = res->nv++;
     if ((int)rule >= 0 && rule < GR_NRULES)
         res->counts[rule]++;
+    if (!gr_check_rule_fails(rule)) {
+        v->advisory = 1;
+        res->nadvisory++;
+    }
+}
+
+/* Rules that do not fail by default, and those of them made to fail
+ * (gr_check_fail_on): bits by enum gr_rule. */
+#define ADVISORY_RULES (UINT32_C(1) << GR_RULE_DISPLACED)
+static uint32_t fail_on_rules;
+
+int gr_check_rule_fails(enum gr_rule rule)
+{
+    if ((int)rule < 0 || rule >= GR_NRULES)
+        return 1;
+    uint32_t bit = UINT32_C(1) << rule;
+    return !(ADVISORY_RULES & bit) || (fail_on_rules & bit);
+}
+
+long gr_check_fail_on(const char *const *names, size_t n)
+{
+    uint32_t mask = 0;
+    for (size_t k = 0; k < n; k++) {
+        int rule = -1;
+        for (int r = 0; r < GR_NRULES; r++)
+            if (strcmp(gr_rule_name((enum gr_rule)r), names[k]) == 0)
+                rule = r;
+        if (rule < 0)
+            return (long)k;
+        mask |= UINT32_C(1) << rule;
+    }
+    fail_on_rules = mask;
+    return -1;
+}
+
+size_t gr_check_failing(const gr_check_result *res)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < res->nv; i++)
+        n += !res->v[i].allowed && !res->v[i].advisory;
+    return n;
+}
+
+/* Whether message names fn as a code: the name, preceded by the start, a
+ * space, '(' or '>' and followed by the end, a space, ',', ';' or ')'. */
+static int names_function(const char *message, const char *fn, size_t fl)
+{
+    for (const char *p = strstr(message, fn); fl && p; p = strstr(p + 1, fn)) {
+        char before = p == message ? ' ' : p[-1], after = p[fl];
+        if ((before == ' ' || before == '(' || before == '>') &&
+            (after == '\0' || after == ' ' || after == ',' || after == ';' || after == ')'))
+            return 1;
+    }
+    return 0;
+}
+
+long gr_check_allow(gr_check_result *res, const char *const *specs, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        const char *colon = strchr(specs[k], ':');
+        size_t rl = colon ? (size_t)(colon - specs[k]) : strlen(specs[k]);
+        int rule = -1;
+        for (int r = 0; r < GR_NRULES; r++)
+            if (strlen(gr_rule_name((enum gr_rule)r)) == rl &&
+                memcmp(gr_rule_name((enum gr_rule)r), specs[k], rl) == 0)
+                rule = r;
+        if (rule < 0)
+            return (long)k;
+        for (size_t i = 0; i < res->nv; i++) {
+            gr_violation *v = &res->v[i];
+            if (v->allowed || (int)v->rule != rule)
+                continue;
+            if (colon && !names_function(v->message, colon + 1, strlen(colon + 1)))
+                continue;
+            v->allowed = 1;
+            res->nallowed++;
+        }
+    }
+    return -1;
+}
+
+void gr_check_add_info(gr_check_result *res, char *message)
+{
+    res->infos = gr_xgrow(res->infos, &res->cap_infos, res->ninfos + 1, sizeof *res->infos);
+    res->infos[res->ninfos++] = message;
 }
 
 void gr_check_add_warning(gr_check_result *res, char *message)
@@ -154,6 +241,7 @@ const gr_rule_ops *const gr_rule_table[] = {
     &gr_rule_blind_spot,
     &gr_rule_imbalance,
     &gr_rule_callback_guard,
+    &gr_rule_unreached,
 };
 const size_t gr_rule_count = sizeof gr_rule_table / sizeof gr_rule_table[0];
 
@@ -259,6 +347,7 @@ static void one_record(ck *c, const gr_record *r)
         c->last_th = (size_t)(th - c->th);
     }
     ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX, .th_index = c->last_th};
+    c->cmp_index = r->index;
     if (th->skip_mark_return) {
         e.skip = (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) && r->code == th->skip_code;
         th->skip_mark_return = 0;
@@ -358,6 +447,17 @@ static void finish(ck *c)
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->report)
             gr_rule_table[k]->report(c);
+    if (c->delegated) {
+        gr_sb_printf(&c->msg,
+                     "throw() delegated through a generator or coroutine: at %" PRIu64
+                     " ground-truth point%s (the first at event %" PRIu64 ") the real stack held "
+                     "a suspended generator or coroutine frame that delegates (yield from, await) "
+                     "and that no profile event named; CPython passes a throw() (an asyncio "
+                     "cancel) straight to the inner one without running the outer frame, for "
+                     "every profiler (CPython issue 73776): not a violation",
+                     c->delegated, c->delegated == 1 ? "" : "s", c->delegated_first);
+        ck_add_info(c);
+    }
     if (t->gap) {
         gr_sb_printf(&c->msg, "ring mode: %" PRIu64 " earlier records were dropped; greenlets "
                               "first seen before them start with unknown stacks",
@@ -377,10 +477,22 @@ static void finish(ck *c)
                          tr->errors, tr->errors == 1 ? "" : "s");
             ck_add_warning(c);
         }
+        if (tr->replaced) {
+            gr_sb_printf(&c->msg, "trailer reports %" PRIu64 " string%s written other than "
+                                  "recorded: cut to fit a chunk (\"...[N bytes cut]\") or not "
+                                  "UTF-8 (lone surrogates written as \\udcXX)",
+                         tr->replaced, tr->replaced == 1 ? "" : "s");
+            ck_add_warning(c);
+        }
         if (tr->reason == GR_STOP_WRITE_ERROR) {
             gr_sb_printf(&c->msg, "recording ended by a write error (disk full?): %" PRIu64
                                   " record%s lost after the last chunk in the file",
                          tr->dropped, tr->dropped == 1 ? "" : "s");
+            ck_add_warning(c);
+        } else if (tr->reason == GR_STOP_SIGNAL) {
+            gr_sb_printf(&c->msg, "the program crashed (fatal signal %" PRIu64 "): the trace holds "
+                                  "its records up to the crash",
+                         tr->signal);
             ck_add_warning(c);
         } else if (tr->reason == GR_STOP_SIZE_CAP) {
             gr_sb_puts(&c->msg, "the trace reached its size cap: later records were dropped");
@@ -475,6 +587,17 @@ static void see_metas(ck *c)
         const uint8_t *v = gr_trace_string(t, t->metas[c->metas_seen].value, &vl);
         if (k && v && kl == 7 && memcmp(k, "profile", 7) == 0 && vl == 3 && memcmp(v, "off", 3) == 0)
             c->profile_off = 1;
+        if (k && v && kl == 9 && memcmp(k, "generator", 9) == 0 && vl > 0 && vl < 11) {
+            uint64_t id = 0;
+            size_t i = 0;
+            while (i < vl && v[i] >= '0' && v[i] <= '9')
+                id = id * 10 + (uint64_t)(v[i++] - '0');
+            /* an untrusted trace: only a code id it defines */
+            if (i == vl && id > 0 && id <= t->ncodes) {
+                uint8_t *g = ck_slot((void **)&c->gen, &c->ngen, (size_t)id, 1);
+                *g = 1;
+            }
+        }
     }
 }
 
@@ -578,17 +701,43 @@ const uint32_t *gr_checker_shadow(gr_checker *c, uint64_t gid, size_t *n,
     return c->fa;
 }
 
+/* META jit (the recorder, CPython 3.13+): the program ran with CPython's JIT
+ * enabled, whose executors no code runs in while a profile function is set.
+ * A note, so that a clean verdict does not speak for JIT-only code paths. */
+static void jit_note(ck *c)
+{
+    const gr_trace *t = c->t;
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t kl, vl;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vl);
+        if (!k || !v || kl != 3 || memcmp(k, "jit", 3) != 0)
+            continue;
+        gr_sb sb;
+        gr_sb_init(&sb);
+        gr_sb_puts(&sb, "jit: CPython's JIT was ");
+        gr_sb_escape(&sb, v, vl, 0); /* the trace is untrusted */
+        gr_sb_puts(&sb, " when recording started (META jit, PYTHON_JIT); a profile function keeps "
+                        "its executors from running, so code paths only the JIT runs did not run "
+                        "under recording and a clean verdict says nothing of them");
+        gr_check_add_warning(c->res, gr_sb_take(&sb));
+        return;
+    }
+}
+
 size_t gr_checker_finish(gr_checker *c)
 {
     gr_check_result *res = c->res;
     gr_checker_advance(c, (size_t)gr_trace_count(c->t));
     if (c->metas_seen < c->t->nmetas)
         see_metas(c);
+    jit_note(c);
     finish(c);
     gr_check_sort(res);
     for (size_t i = 0; i < c->nsh; i++)
         free(c->sh[i].e);
     free(c->sh);
+    free(c->gen);
     for (size_t i = 0; i < c->nth; i++)
         for (int k = 0; k < CK_RING; k++)
             free(c->th[i].ring[k].ids);
@@ -657,6 +806,9 @@ void gr_check_result_free(gr_check_result *res)
     for (size_t i = 0; i < res->nwarnings; i++)
         free(res->warnings[i]);
     free(res->warnings);
+    for (size_t i = 0; i < res->ninfos; i++)
+        free(res->infos[i]);
+    free(res->infos);
     free(res->summary);
     free(res->folded);
     memset(res, 0, sizeof *res);

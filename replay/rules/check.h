@@ -23,6 +23,9 @@ enum gr_rule {
     GR_RULE_SWITCH_CONSISTENCY,
     GR_RULE_PROPAGATION,
     GR_RULE_CALLBACK_GUARD, /* callback_guard.c: greenlet's callback ran with tracing on */
+    GR_RULE_DISPLACED,   /* blind_spot.c: the program removed or replaced the
+                            profiler (HOOK); not failing by default */
+    GR_RULE_UNREACHED,   /* unreached.c: threads no profiler reached */
     GR_RULE_STALL_WAIT,  /* stall.h: a switch waited too long for the sampler lock */
     GR_RULE_STALL_DEPTH, /* stall.h: the sampler read frames holding the lock */
     GR_RULE_SAMPLE,      /* stall.h: a sampled stack differs from the shadow */
@@ -30,10 +33,11 @@ enum gr_rule {
 };
 
 /* Rules of plain `check` (the first ones of enum gr_rule). */
-#define GR_NRULES_CHECK (GR_RULE_CALLBACK_GUARD + 1)
+#define GR_NRULES_CHECK (GR_RULE_UNREACHED + 1)
 
 /* "imbalance", "blind_spot", "switch_consistency", "propagation",
- * "callback_guard", "stall_wait", "stall_depth", "sample". */
+ * "callback_guard", "displaced", "unreached", "stall_wait", "stall_depth",
+ * "sample". */
 const char *gr_rule_name(enum gr_rule rule);
 
 /* Most context records kept per violation: 3 before, plus the record. */
@@ -55,6 +59,11 @@ typedef struct gr_violation {
                                        time); NULL: look ctx[k] up in the
                                        trace */
     size_t seq;          /* order of detection (internal, for stable sort) */
+    int allowed;         /* the user allowed it (gr_check_allow): still
+                            listed and counted, not in the exit status */
+    int advisory;        /* a finding of a rule that does not fail by
+                            default (displaced, gr_check_fail_on): listed
+                            and counted, not in the exit status */
     int of_whole;        /* decided by what the whole trace holds (a META
                             the recorder writes at stop), not by the records
                             up to `index`: a split check keeps it in the
@@ -173,10 +182,18 @@ typedef struct gr_check_result {
     int nrules;          /* rules checked: the first nrules of enum gr_rule
                             (GR_NRULES_CHECK, or GR_NRULES with --stall) */
     size_t counts[GR_NRULES];
+    size_t nallowed;     /* of nv, those gr_check_allow allowed */
+    size_t nadvisory;    /* of nv, those not failing by default (advisory) */
     gr_note *notes;      /* in order of first sight of the greenlet */
     size_t nnotes, cap_notes;
     char **warnings;     /* owned lines (trailer drops/errors, truncation) */
     size_t nwarnings, cap_warnings;
+    char **infos;        /* owned lines: what the checker knows to be no
+                            violation (CPython's or a library's defined
+                            behaviour, a prediction nothing confirmed),
+                            said once with a count; never in the exit
+                            status */
+    size_t ninfos, cap_infos;
     char *summary;       /* owned figures of extra checks (stall.h), lines
                             ending in newlines; NULL when none */
     gr_folded *folded;   /* warnings counted per greenlet, not listed: one
@@ -283,6 +300,39 @@ void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t in
 
 /* Add a warning line to res (taken over). */
 void gr_check_add_warning(gr_check_result *res, char *message);
+
+/* Allow the violations of res that specs[0..n) name: "RULE" (every
+ * violation of that rule) or "RULE:FUNCTION" (those whose message names
+ * FUNCTION as a code, e.g. "blind_spot:Pool._after_run_task").  An
+ * allowed violation stays in res (listed, counted) with `allowed` set;
+ * res->nallowed counts them.  Returns the index in specs of the first
+ * spec whose RULE is no rule name, or -1. */
+long gr_check_allow(gr_check_result *res, const char *const *specs, size_t n);
+
+/* strict 1: the known-benign causes of the subject profiler going off
+ * (a library that removes it by design, blind_spot.c) are displaced
+ * findings like any other cause; 0 (the default): each is one note with a count.  For every
+ * check that follows (`check --strict-known`). */
+void gr_check_known_causes(int strict);
+
+/* The rules that fail the check although they do not by default
+ * (displaced): names[0..n) are rule names; naming a rule that fails
+ * anyway is allowed and does nothing.  For every check that follows
+ * (`check --fail-on RULE`, pyproject `fail_on = [...]`).  Returns the
+ * index in names of the first one that is no rule name, or -1 (then
+ * nothing changed). */
+long gr_check_fail_on(const char *const *names, size_t n);
+
+/* Whether rule fails the check by default or through gr_check_fail_on
+ * (1), or its findings are advisory (0). */
+int gr_check_rule_fails(enum gr_rule rule);
+
+/* Violations of res that make the exit status 1: neither allowed nor
+ * advisory. */
+size_t gr_check_failing(const gr_check_result *res);
+
+/* Add a note line to res (taken over): no violation, no warning. */
+void gr_check_add_info(gr_check_result *res, char *message);
 
 /* Sort res's violations by index, then order of detection. */
 void gr_check_sort(gr_check_result *res);

@@ -254,6 +254,8 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
     if (ps->shpred[p->si] == (size_t)(p - ps->pred) + 1)
         ps->shpred[p->si] = 0;
     pgreenlet *g = &ps->gl[p->gl];
+    /* counted by the worker whose range holds the switch (split.h) */
+    int mine = !c->prefix && p->switch_index >= c->split_lo && p->switch_index < c->split_hi;
     int folded = at && !confirm && !p->listed;
     if (folded) {
         /* Refuted, past the greenlet's first predictions: counted in the
@@ -261,7 +263,7 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
          * caps, in the trace's), not listed; at once, as a split range's
          * worker that stops early runs no finish.  A switch past a split
          * range is the next worker's to count. */
-        if (p->switch_index < c->split_hi) {
+        if (mine) {
             int whole = p->ordinal <= GR_PROP_LISTED || !g->own_line;
             size_t *at_folded = whole ? &ps->whole_folded : &g->folded;
             gr_check_result *res = c->res;
@@ -298,20 +300,27 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
         ck_free_lines(p->text); /* a warning has no context lines */
         return;
     }
-    if (at)
+    if (!at) {
+        /* No evidence either way: a note, counted (only evidence makes a
+         * violation). */
+        gr_sb_reset(&c->msg);
+        ck_free_lines(p->text);
+        if (mine && !c->unconfirmed++)
+            c->unconfirmed_first = p->switch_index;
+        return;
+    }
+    if (at->tag == GR_MARK) {
         gr_sb_printf(&c->msg, "; confirmed by the blind spot at MARK %" PRIu64
-                              " in the resumed frame",
+                              " in the resumed frame (that MARK's own findings are this cause, "
+                              "not reported again)",
                      at->index);
-    else if (p->callee_mark)
-        gr_sb_printf(&c->msg, "; not confirmed: the MARK at event %zu ran in a new callee "
-                              "(Python depth %zu, the resumed frame is at depth %zu), which is "
-                              "instrumented when it starts and cannot speak for the resumed "
-                              "frame; no evidence about the resumed frame before g%" PRIu64
-                              " switched away",
-                     p->callee_mark - 1, p->callee_depth, p->depth, p->gid);
-    else
-        gr_sb_puts(&c->msg, "; not confirmed: no MARK ran in that greenlet before it switched "
-                            "away");
+        c->explained_mark = at->index + 1;
+    } else {
+        gr_sb_printf(&c->msg, "; confirmed by the %s at event %" PRIu64 ": the resumed frame "
+                              "switched away with no C_CALL of its own seen (the call it "
+                              "switched in was not reported)",
+                     ck_kind_name(at), at->index);
+    }
     ck_violate_lines(c, GR_RULE_PROPAGATION, p->switch_index, p->tid, p->gid, p->ctx, p->nctx,
                      NULL, c->lines ? p->text : NULL);
 }
@@ -456,8 +465,18 @@ static void on_switch(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
         ck_violate(c, GR_RULE_PROPAGATION, r, e->th, r->target);
         pt->prop_reported = 1;
     }
-    if (st(c)->npred)
-        settle(c, e->si); /* the origin's */
+    if (st(c)->npred) {
+        /* The origin left while its resumed frame, still innermost, had
+         * no C call open: the call it switched in (switch(), or one that
+         * switched from C) was not reported, evidence of the blind spot. */
+        prediction *p = r->tracing == 0 ? open_pred(c, e->si) : NULL;
+        const ck_shadow *s = &c->sh[e->si];
+        if (p && p->level != SIZE_MAX && s->n == p->level + 1 && !s->e[p->level].is_c &&
+            s->e[p->level].code == p->code)
+            decide(c, p, r, 1, NULL);
+        else
+            settle(c, e->si); /* the origin's */
+    }
     pt->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
     pt->sw_index = (size_t)r->index;
     st(c)->psw1 = pt->sw_profiled ? pt->sw_index + 1 : 0;
@@ -523,6 +542,21 @@ static void finish(ck *c)
             decide(c, &ps->pred[i], NULL, 0, NULL);
 }
 
+/* One note for the predictions nothing decided. */
+static void report(ck *c)
+{
+    if (!c->unconfirmed)
+        return; /* a split check: each range says its own (split.h) */
+    gr_sb_printf(&c->msg,
+                 "propagation: %" PRIu64 " predicted blind spot%s (3.12+: a greenlet resumed with "
+                 "frames not instrumented at the current monitoring version; the first at the "
+                 "switch at event %" PRIu64 ") neither confirmed nor refuted: no MARK in the "
+                 "resumed frame and no event of its own before the greenlet switched away; "
+                 "not violations (add a greenreplay.mark() after the switch to decide them)",
+                 c->unconfirmed, c->unconfirmed == 1 ? "" : "s", c->unconfirmed_first);
+    ck_add_info(c);
+}
+
 static void release(ck *c)
 {
     pstate *ps = st(c);
@@ -542,53 +576,11 @@ static void release(ck *c)
     c->rule_state[GR_RULE_PROPAGATION] = NULL;
 }
 
-/* Before the range of a split check (rule.h): the verdicts about those
- * records are dropped, and a prediction made there is decided by the
- * worker of its switch; later verdicts depend on whether propagation was
- * reported since the thread's last switch, on that switch (for the INSTR
- * right after it), and on the predictions made (one per greenlet and
- * version): only their (gid, version) pairs are kept (pthread.made). */
-static void on_prefix(ck *c, const ck_event *e)
-{
-    const gr_record *r = e->r;
-    pstate *ps = st(c);
-    pthread *pt;
-    switch (r->tag) {
-    case GR_SWITCH:
-    case GR_THROW: {
-        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        uint64_t need = GR_SW_PROFILE_OURS | GR_SW_USE_TRACING_KNOWN;
-        pt->prop_reported = (r->flags & need) == need && r->use_tracing == 0 && r->tracing == 0;
-        pt->sw_profiled = (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0;
-        pt->sw_index = (size_t)r->index;
-        ps->psw1 = pt->sw_profiled ? pt->sw_index + 1 : 0;
-        if (pt->sw_profiled)
-            pt->sw_nctx = ck_make_ctx(e->th, (size_t)r->index, pt->sw_ctx);
-        break;
-    }
-    case GR_MARK:
-        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        if (r->flags & GR_MARK_TRACING_OFF)
-            pt->prop_reported = 1;
-        break;
-    case GR_INSTR:
-        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        /* made, for "one per greenlet and version"; nothing else of it is
-         * needed (decided by the worker of its switch) */
-        if (r->use_tracing && pt->sw_profiled && pt->sw_index + 1 == r->index &&
-            !predicted(pt, r)) {
-            int listed;
-            made_one(ps, pt, r, &listed);
-        }
-        break;
-    case GR_DEAD: /* no prediction is open before the range */
-        pt = ck_slot((void **)&ps->th, &ps->nth, e->th_index, sizeof *pt);
-        forget(ps, pt, r->gid, 0);
-        break;
-    default:
-        break;
-    }
-}
+/* Before the range of a split check (rule.h) the rule runs as in it
+ * (on_record): a prediction made there may be confirmed by a MARK in the
+ * range, whose own blind_spot findings are then not reported
+ * (ck.explained_mark); the verdicts about switches before the range are
+ * dropped or not counted there (decide: split_lo). */
 
 /* A prediction about a switch before hi, still waiting for evidence. */
 static int pending(const ck *c, uint64_t hi)
@@ -620,8 +612,8 @@ const gr_rule_ops gr_rule_propagation = {
     .init = init,
     .on_record = on_record,
     .finish = finish,
+    .report = report,
     .release = release,
-    .on_prefix = on_prefix,
     .pending = pending,
     .keeps = keeps,
 };

@@ -79,6 +79,8 @@ extern const gr_rule_ops gr_rule_propagation;
 extern const gr_rule_ops gr_rule_blind_spot;
 extern const gr_rule_ops gr_rule_imbalance;
 extern const gr_rule_ops gr_rule_callback_guard;
+/* unreached.c: threads no profiler reached (META threads_unreached). */
+extern const gr_rule_ops gr_rule_unreached;
 
 /* Change the kinds rule `id` looks at from now on (GR_KIND bits, 0 all):
  * a rule that needs a kind only once something happened (an open

@@ -467,6 +467,12 @@ void ck_add_warning(ck *c)
     gr_check_add_warning(c->res, fit ? fit : m);
 }
 
+void ck_add_info(ck *c)
+{
+    char *m = gr_sb_take(&c->msg), *fit = realloc(m, strlen(m) + 1);
+    gr_check_add_info(c->res, fit ? fit : m);
+}
+
 void ck_add_note(ck *c, enum gr_note_kind kind, const ck_shadow *s)
 {
     gr_check_result *res = c->res;
@@ -584,17 +590,40 @@ static void window(const ck *c, size_t *na, size_t *nb, int real_cut, int base_u
     }
 }
 
-int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+int ck_code_is_generator(const ck *c, uint32_t code)
 {
-    const uint32_t *a, *b;
-    window(c, &na, &nb, real_cut, base_unknown, &a, &b);
-    return na != nb || (na && memcmp(a, b, na * sizeof *a) != 0);
+    return code < c->ngen && c->gen[code];
 }
 
-int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+/* Whether the only difference of a (shadow) and b (real) is real frames
+ * b[p..nb-s) no event named, each a generator's or coroutine's frame with
+ * one inside it: a throw() delegated through them (yield from, await).
+ * CPython hands the exception to the innermost delegate without running
+ * the outer frames, yet keeps them on the frame chain (CPython issue
+ * 73776): no profiler gets their call, and the real stack holds them.
+ * When the error leaves the inner one, the outer frame resumes with a
+ * call event and its shadow entry comes back. */
+static int delegated_throw(const ck *c, const uint32_t *b, size_t nb, size_t na, size_t p,
+                           size_t s)
 {
-    const uint32_t *a, *b;
-    window(c, &na, &nb, real_cut, base_unknown, &a, &b);
+    if (nb - s <= p || s == 0)
+        return 0; /* no missed call, or no inner frame */
+    /* 3.10+: the delegating frames sit between the thrower's and the
+     * inner one's.  3.9: the chain starts at the outermost delegating
+     * frame (its f_back is not set while the throw is delegated), so the
+     * thrower's frames are not on it: a cut real stack. */
+    if (na - s != p && p != 0)
+        return 0; /* a missed return */
+    for (size_t k = p; k < nb - s; k++)
+        if (!ck_code_is_generator(c, b[k]) || !ck_code_is_generator(c, b[k + 1]))
+            return 0;
+    return 1;
+}
+
+/* The common prefix p and suffix s (not overlapping p) of stacks a and b;
+ * 0 when they are equal. */
+static int common_ends(const uint32_t *a, size_t na, const uint32_t *b, size_t nb, size_t *pp, size_t *ps)
+{
     size_t p = 0;
     while (p < na && p < nb && a[p] == b[p])
         p++;
@@ -603,6 +632,33 @@ int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
     size_t s = 0;
     while (s < na - p && s < nb - p && a[na - 1 - s] == b[nb - 1 - s])
         s++;
+    *pp = p;
+    *ps = s;
+    return 1;
+}
+
+int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+{
+    const uint32_t *a, *b;
+    window(c, &na, &nb, real_cut, base_unknown, &a, &b);
+    size_t p, s;
+    if (!common_ends(a, na, b, nb, &p, &s))
+        return 0;
+    return !delegated_throw(c, b, nb, na, p, s);
+}
+
+int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+{
+    const uint32_t *a, *b;
+    window(c, &na, &nb, real_cut, base_unknown, &a, &b);
+    size_t p, s;
+    if (!common_ends(a, na, b, nb, &p, &s))
+        return 0;
+    if (delegated_throw(c, b, nb, na, p, s)) {
+        if (!c->delegated++)
+            c->delegated_first = c->cmp_index;
+        return 0;
+    }
     missed(c, "return", a + p, na - s - p, 1);
     missed(c, "call", b + p, nb - s - p, na - s - p == 0);
     gr_sb_puts(&c->msg, "; real stack: ");

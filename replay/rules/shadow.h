@@ -158,6 +158,20 @@ struct gr_checker {
     char *stop_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
     int lines;              /* violations keep context lines (streamed) */
     size_t metas_seen;      /* META definitions looked at */
+    uint8_t *gen;           /* by code id: 1 a generator's or coroutine's
+                               code (META generator) */
+    size_t ngen;
+    uint64_t delegated;     /* ground-truth points whose only difference
+                               was frames of a throw() delegated through
+                               them (ck_compare; CPython issue 73776) */
+    uint64_t delegated_first; /* the record of the first of them */
+    uint64_t cmp_index;     /* the record a comparison is made at */
+    uint64_t explained_mark; /* 1 + index of a MARK that confirmed a
+                               predicted blind spot (propagation.c): its
+                               own blind_spot findings are that cause,
+                               reported once by propagation; 0 none */
+    uint64_t unconfirmed;   /* predictions no evidence decided (notes) */
+    uint64_t unconfirmed_first; /* the switch of the first of them */
     void *rule_state[GR_NRULES_CHECK]; /* each rule's own (rule.h) */
     size_t last_th;         /* slot of the last record's thread (a cache) */
     uint8_t *own;           /* by code id: 0 not known yet, 1 the program's,
@@ -167,6 +181,8 @@ struct gr_checker {
                                marked stateless are not run */
     int no_end;             /* split.h: stopped before the end of the trace:
                                no end-of-trace verdicts, notes or warnings */
+    uint64_t split_lo;      /* split.h: the range's first record once it
+                               began, else 0 */
     uint64_t split_hi;      /* split.h: the first record past the range once
                                known (the worker reads on), else UINT64_MAX:
                                what is counted about a switch there is the
@@ -264,6 +280,9 @@ void ck_violate(ck *c, enum gr_rule rule, const gr_record *r, const ck_thread *t
 /* A warning line from c->msg (then reset). */
 void ck_add_warning(ck *c);
 
+/* A note line from c->msg (then reset): no violation. */
+void ck_add_info(ck *c);
+
 /* An informational note about the open entries of s. */
 void ck_add_note(ck *c, enum gr_note_kind kind, const ck_shadow *s);
 
@@ -293,6 +312,11 @@ size_t ck_record_py(ck *c, const gr_record *r);
  * base_unknown: only the innermost shadow frames are known.  On a
  * difference, appends to c->msg what the profiler missed and returns 1. */
 int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
+
+/* Whether code id `code` is a generator's, coroutine's or async
+ * generator's (META generator, written by recorders since format 1.2's
+ * generator METAs; 0 in older traces). */
+int ck_code_is_generator(const ck *c, uint32_t code);
 
 /* Same answer, nothing appended. */
 int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown);

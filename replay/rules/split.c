@@ -32,6 +32,7 @@ static void keep_range(gr_check_result *res, uint64_t lo, uint64_t hi, int last)
         }
         if ((int)v->rule >= 0 && v->rule < GR_NRULES)
             res->counts[v->rule]--;
+        res->nadvisory -= v->advisory != 0;
         free(v->message);
         for (int k = 0; k < GR_CONTEXT_MAX; k++)
             free(v->ctx_line[k]);
@@ -62,6 +63,7 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
             break;
         if (n == sp->from) {
             sp->lo = before;
+            c->split_lo = before;
             c->prefix = 0;
             in_range = 1;
         }

@@ -165,6 +165,23 @@ size_t gr_utf8_len(const uint8_t *s, size_t n)
     return need;
 }
 
+size_t gr_utf8_hidden(const uint8_t *s, size_t n)
+{
+    size_t k = gr_utf8_len(s, n);
+    if (k == 2 && s[0] == 0xC2 && s[1] < 0xA0)
+        return 2; /* C1 control U+0080..U+009F: ESC-like on many terminals */
+    if (k == 2 && s[0] == 0xD8 && s[1] == 0x9C)
+        return 2; /* U+061C ARABIC LETTER MARK */
+    if (k == 3 && s[0] == 0xE2 && s[1] == 0x80 &&
+        (s[2] == 0x8E || s[2] == 0x8F || (s[2] >= 0xA8 && s[2] <= 0xAE)))
+        return 3; /* U+200E/F marks, U+2028/9 separators, U+202A..E embeddings */
+    if (k == 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] >= 0xA6 && s[2] <= 0xA9)
+        return 3; /* U+2066..9 isolates */
+    if (k == 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+        return 3; /* U+FEFF byte order mark */
+    return 0;
+}
+
 void gr_sb_escape(gr_sb *sb, const void *src, size_t n, int quote)
 {
     static const char hex[] = "0123456789abcdef";
@@ -179,13 +196,24 @@ void gr_sb_escape(gr_sb *sb, const void *src, size_t n, int quote)
             if (c < 0x20 || c == 0x7f || c == '\\' || (quote && c == '"'))
                 break;
             size_t k = gr_utf8_len(s + run, n - run);
-            if (k == 0)
+            if (k == 0 || (k > 1 && gr_utf8_hidden(s + run, n - run)))
                 break;
             run += k;
         }
         if (run > i) {
             gr_sb_put(sb, (const char *)s + i, run - i);
             i = run;
+            continue;
+        }
+        size_t h = gr_utf8_hidden(s + i, n - i);
+        if (h) {
+            uint32_t cp = h == 2 ? (uint32_t)(s[i] & 0x1F) << 6 | (s[i + 1] & 0x3F)
+                                 : (uint32_t)(s[i] & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 |
+                                       (s[i + 2] & 0x3F);
+            char e[6] = {'\\', 'u', hex[cp >> 12], hex[(cp >> 8) & 15], hex[(cp >> 4) & 15],
+                         hex[cp & 15]};
+            gr_sb_put(sb, e, 6);
+            i += h;
             continue;
         }
         uint8_t c = s[i++];

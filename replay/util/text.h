@@ -66,9 +66,10 @@ char *gr_sb_take(gr_sb *sb);
 
 /* Append n bytes of s escaped for one-line display: valid UTF-8 sequences
  * are copied, control bytes (< 0x20, 0x7f) and bytes that are not valid
- * UTF-8 become "\xHH", a backslash becomes "\\", and, when quote is
- * non-zero, a double quote becomes "\"".  The result is always valid UTF-8
- * without control characters, so it is safe for JSON and XML. */
+ * UTF-8 become "\xHH", the characters gr_utf8_hidden names become
+ * "\uHHHH", a backslash becomes "\\", and, when quote is non-zero, a
+ * double quote becomes "\"".  The result is always valid UTF-8 without
+ * control characters, so it is safe for JSON, XML and a terminal. */
 void gr_sb_escape(gr_sb *sb, const void *s, size_t n, int quote);
 
 /* Length (1-4) of the valid UTF-8 sequence starting at s (n bytes
@@ -76,5 +77,13 @@ void gr_sb_escape(gr_sb *sb, const void *s, size_t n, int quote);
  * missing continuation, overlong form, surrogate, above U+10FFFF).  ASCII
  * bytes, control bytes included, give 1. */
 size_t gr_utf8_len(const uint8_t *s, size_t n);
+
+/* Length (2 or 3) of the UTF-8 sequence at s if it encodes a character that
+ * acts on a terminal or hides text rather than showing itself: a C1 control
+ * (U+0080..U+009F, which some terminals take as ESC [), a bidi mark,
+ * embedding, override or isolate (U+061C, U+200E/F, U+202A..E,
+ * U+2066..9: "Trojan Source" reordering), a line or paragraph separator
+ * (U+2028/9) or U+FEFF.  0 for anything else. */
+size_t gr_utf8_hidden(const uint8_t *s, size_t n);
 
 #endif

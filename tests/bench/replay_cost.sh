@@ -7,7 +7,7 @@
 #   - `check`: peak memory (ru_maxrss, GNU time's %M) and events/s;
 #   - `stats`: peak memory and events/s;
 #   - `dump` (to /dev/null): peak memory and events/s;
-# each printed with its goal (issue 11: check on a 100 M-event trace under
+# each printed with its goal (check on a 100 M-event trace under
 # 300 MB and at 30 M events/s or more; dump at 10 M events/s or more).
 # events/s is records / wall time; the CPU time (user+sys) is printed
 # beside it, since this machine is shared.  A benchmark: it prints figures

@@ -46,6 +46,8 @@ static FILE *devnull;
         }                                                                                   \
     } while (0)
 
+static void script_is_safe(const gr_sb *out);
+
 static void consume(const gr_trace *t, uint8_t knob)
 {
     gr_check_result r;
@@ -97,6 +99,7 @@ static void consume(const gr_trace *t, uint8_t knob)
     gr_sb_init(&out);
     gr_sb_init(&notes);
     gr_script_write(t, &so, &out, &notes);
+    script_is_safe(&out);
     gr_sb_free(&out);
     gr_sb_free(&notes);
 
@@ -107,6 +110,48 @@ static void consume(const gr_trace *t, uint8_t knob)
     o.rename = (knob >> 3) & 1;
     o.budget = 200000; /* keep one execution short */
     MUST(gr_diff(devnull, t, "A", t, "B", &o) == 0); /* a trace equals itself */
+}
+
+/* What a generated script must be whatever the trace holds (docs/SECURITY.md):
+ * line 1 the shebang and line 2 the UTF-8 declaration, so no recorded
+ * string sits where Python reads an encoding; no byte that ends a line or
+ * acts on a terminal (CR, NUL, other controls, DEL, bytes that are not
+ * UTF-8) and none of the characters gr_utf8_hidden names (bidi overrides,
+ * separators); outside comments, ASCII only (every recorded string inside
+ * code is an escaped literal). */
+static void script_is_safe(const gr_sb *out)
+{
+    static const char head[] = "#!/usr/bin/env python3\n# -*- coding: utf-8 -*-\n";
+    const uint8_t *p = (const uint8_t *)gr_sb_str(out);
+    size_t n = out->len;
+    MUST(n >= sizeof head - 1 && memcmp(p, head, sizeof head - 1) == 0);
+    int comment = 0, quote = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        if (c == '\n') {
+            comment = quote = 0;
+            i++;
+            continue;
+        }
+        MUST(c >= 0x20 && c != 0x7f);
+        if (c < 0x80) {
+            if (!comment && !quote && c == '#')
+                comment = 1;
+            else if (!comment && c == '\'') {
+                size_t b = 0; /* backslashes before it: odd, it is escaped */
+                while (b < i && p[i - 1 - b] == '\\')
+                    b++;
+                if (!quote || b % 2 == 0)
+                    quote = !quote;
+            }
+            i++;
+            continue;
+        }
+        MUST(comment);
+        size_t k = gr_utf8_len(p + i, n - i);
+        MUST(k > 0 && !gr_utf8_hidden(p + i, n - i));
+        i += k;
+    }
 }
 
 /* Text of a report, a dump, or stats of t (malloc'd). */

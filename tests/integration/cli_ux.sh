@@ -14,10 +14,11 @@
 #     man page, and the CLI on a pseudo-terminal)
 #   an empty trace's coverage says "no threads recorded" (text and HTML), JSON
 #     stays numeric
-#   record after a program that left without the recorder's stop (os._exit,
-#     a segfault): one stderr line saying so and how many complete chunks
+#   record after a program that left without the recorder's stop
+#     (os._exit): one stderr line saying so and how many complete chunks
 #     the trace holds (none for a short program, else N up to the byte
-#     where `dump` says the trace is cut); nothing said after a normal exit
+#     where `dump` says the trace is cut); after a segfault, that the trace
+#     holds the records up to the crash; nothing said after a normal exit
 #     or an uncaught exception; after SIGINT (KeyboardInterrupt, then Python
 #     ends by the signal) that the trace is complete; the program's exit
 #     status passes through
@@ -49,7 +50,7 @@
 #   reduce with nothing to reduce (and on SIGTERM) removes its scratch
 #     directory; --keep keeps and names it
 #   record's -o after a run that dies before recording: an existing file is
-#     left empty, a missing one is not created (README "Stale output"); the
+#     left empty, a missing one is not created (docs/USAGE.md "Stale output"); the
 #     "no trace was written" line gives the reason in both cases
 #   conform on a program ending in os._exit: record's line does not name the
 #     temporary trace conform deletes (with --keep it does, and it exists);
@@ -301,13 +302,14 @@ printf 'raise ValueError("boom")\n' >"$W/raises.py"
 printf 'import sys\nsys.exit(4)\n' >"$W/sysexit.py"
 # cut_case NAME WANT_RC LINE WHAT: record $W/NAME.py into $W/NAME.grt; want
 # exit WANT_RC and stderr exactly one line matching the extended regex LINE
-# ($T stands for the trace's path).
+# ($T stands for the trace's path), besides the interpreter's start-up noise.
 cut_case() {
     local name=$1 want=$2 line=$3 what=$4 rc
     "$cli" record -o "$W/$name.grt" -- "$GR_PY" "$W/$name.py" >/dev/null 2>"$W/$name.err"
     rc=$?
     line=${line//\$T/$W/$name.grt}
-    if [ $rc -eq "$want" ] && [ "$(wc -l <"$W/$name.err")" -eq 1 ] && grep -Eqx "$line" "$W/$name.err"; then
+    gr_quiet "$GR_PY" "$W/$name.err" >"$W/$name.err.q"   # record's own lines, without start-up noise
+    if [ $rc -eq "$want" ] && [ "$(wc -l <"$W/$name.err.q")" -eq 1 ] && grep -Eqx "$line" "$W/$name.err.q"; then
         gr_ok "$what"
     else
         gr_bad "$what: want exit $want and one line like '$line'; got exit $rc"
@@ -317,8 +319,8 @@ cut_case() {
 nochunk='holds no complete chunk \(the recorder writes 64 KiB at a time\): nothing of this run can be checked'
 cut_case exit_short 7 "greenreplay: record: the program exited \(status 7\) without the recorder's stop \(os._exit\?\); \$T $nochunk" \
     "record after a short program's os._exit(7): exit 7, one line: the trace holds no complete chunk"
-cut_case segv 139 "greenreplay: record: the program was killed by signal 11 \(.*\); \$T $nochunk" \
-    "record after a segfault (ctypes): exit 139, one line: killed by signal 11, no complete chunk"
+cut_case segv 139 "greenreplay: record: the program was killed by signal 11 \(.*\); \$T holds the records up to the crash \(see check\)" \
+    "record after a segfault (ctypes): exit 139, one line: killed by signal 11, the records up to the crash"
 # a longer program: N complete chunks, up to the byte where dump says the trace is cut
 "$cli" record -o "$W/exit_long.grt" -- "$GR_PY" "$W/exit_long.py" >/dev/null 2>&1
 cut=$("$cli" dump "$W/exit_long.grt" 2>/dev/null | sed -n 's/^# truncated: [0-9]* bytes, the complete chunks end at byte \([0-9]*\),.*/\1/p; s/^# truncated: [0-9]* bytes, the chunk at byte \([0-9]*\) is incomplete.*/\1/p')
@@ -594,8 +596,8 @@ dropped=$("$cli" dump "$W/cap.grt" 2>/dev/null | sed -n 's/^# trailer: .*dropped
 "$cli" record --max-size 100M -o "$W/nocap.grt" -- "$GR_PY" "$W/many.py" >/dev/null 2>"$W/nocap.err"
 rc2=$?
 if [ $rc -eq 0 ] && [ -n "$dropped" ] && [ "$dropped" -gt 0 ] &&
-   [ "$(cat "$W/cap.err")" = "greenreplay: record: $W/cap.grt reached --max-size 20k: the last $dropped records were dropped (see check)" ] &&
-   [ $rc2 -eq 0 ] && [ ! -s "$W/nocap.err" ]; then
+   [ "$(gr_quiet "$GR_PY" "$W/cap.err")" = "greenreplay: record: $W/cap.grt reached --max-size 20k: the last $dropped records were dropped (see check)" ] &&
+   [ $rc2 -eq 0 ] && [ -z "$(gr_quiet "$GR_PY" "$W/nocap.err")" ]; then
     gr_ok "record --max-size 20k: one line with the $dropped dropped records of the trailer; none under 100M"
 else
     gr_bad "record --max-size: exit $rc/$rc2, trailer dropped '${dropped:-?}'"
@@ -662,7 +664,7 @@ else
     gr_bad "reduce killed by SIGTERM: exit $rc, left: '$left'"
 fi
 
-# what a run that dies before recording leaves at -o (README "Stale output")
+# what a run that dies before recording leaves at -o (docs/USAGE.md "Stale output")
 printf 'def (\n' >"$W/syntax.py"
 rm -f "$W/new.grt"
 "$cli" record -o "$W/new.grt" -- "$GR_PY" "$W/syntax.py" >/dev/null 2>"$W/new.err"
@@ -748,13 +750,15 @@ else
 fi
 
 # make help names every target of .PHONY and every test script the
-# integration and integration-debug targets run (it once left out conform.sh
-# and a dozen others under `make integration`).
+# integration and integration-debug targets run, those of
+# tests/integration/suites.txt included (it once left out conform.sh and a
+# dozen others under `make integration`).
 helpout=$(make -s -C "$GR_ROOT" help 2>&1)
 targets=$(awk '/^\.PHONY:/ { on = 1 } on { print; if (!/\\$/) exit }' "$GR_ROOT/Makefile" |
           sed 's/^\.PHONY://; s/\\$//' | tr -s ' \t' '\n' | grep -v '^$')
-scripts=$(awk '/^(integration|integration-debug):/ { on = 1; next } on && /^\t/ { print; next } { on = 0 }' \
-              "$GR_ROOT/Makefile" | grep -o '[A-Za-z0-9_./-]*\.sh' | sed 's|.*/||')
+scripts=$( { awk '/^(integration|integration-debug):/ { on = 1; next } on && /^\t/ { print; next } { on = 0 }' \
+                "$GR_ROOT/Makefile"; awk '!/^#/ && NF { print $1 }' "$GR_ROOT/tests/integration/suites.txt"; } |
+          grep -o '[A-Za-z0-9_./-]*\.sh' | grep -v '/suite\.sh$\|^suite\.sh$' | sed 's|.*/||' | sort -u)
 missing=""
 for t in $targets; do
     grep -qE "make $t([^a-z-]|$)" <<<"$helpout" || missing+=" target:$t"   # (no pipe: grep -q
@@ -808,7 +812,7 @@ if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
     man=$(tr -s ' \n' ' ' <"$GR_ROOT/docs/greenreplay.1")
     readme=$(sed -n 1,200p "$GR_ROOT/README.md" | tr -s ' \n' ' ')
     if grep -qx NoneType "$W/gt1.out" && grep -qx ThreadRecorder "$W/gt2.out" &&
-        "$cli" dump "$W/gt1.grt" | grep -q '^# switches: passive$' &&
+        "$cli" dump "$W/gt1.grt" | grep '^# switches: passive$' >/dev/null &&
         printf '%s' "$help" | grep -q "passive (the default): no greenlet trace callback is installed" &&
         printf '%s' "$help" | grep -q "callback: installs a greenlet trace callback" &&
         printf '%s' "$man" | grep -q "By default switches are detected passively: no greenlet trace callback is installed" &&

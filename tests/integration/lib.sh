@@ -78,6 +78,39 @@ gr_record() {
         "$GR_CLI" record --manual --root "$GR_ROOT" -o "$out" -- "$py" "$script") >"$log" 2>&1
 }
 
+# ---- what a program printed, without the interpreter's start-up noise
+# An interpreter may write lines on stderr before the program runs: a
+# stray .pth file's error, a warning of site.  They are not the program's,
+# and a recorded run may print them more than once (the recorder's boot
+# processes site directories again), so a test that compares what a
+# program printed leaves them out on both sides.
+
+declare -gA _GR_NOISE=()
+
+# gr_startup_noise PY: the lines PY writes on stderr for an empty program
+# (nothing when PY is empty or not runnable).  Cached per interpreter.
+gr_startup_noise() {
+    local py=${1:-}
+    [ -n "$py" ] || return 0
+    if [ -z "${_GR_NOISE[$py]+set}" ]; then
+        _GR_NOISE[$py]=$(cd / && "$py" -c '' 2>&1 >/dev/null </dev/null)
+    fi
+    [ -z "${_GR_NOISE[$py]}" ] || printf '%s\n' "${_GR_NOISE[$py]}"
+}
+
+# gr_quiet PY FILE: FILE without any line of PY's start-up noise (every
+# occurrence).  Example: diff <(gr_quiet "$PY" a.plain) <(gr_quiet "$PY" a.log)
+gr_quiet() {
+    local noise
+    noise=$(gr_startup_noise "$1")
+    if [ -z "$noise" ]; then
+        cat "$2"
+    else
+        grep -vxF -f <(printf '%s\n' "$noise") "$2"
+    fi
+    return 0
+}
+
 # The JSON report of `check --format json` is read with the interpreter
 # under test (GR_PY), so the harness needs no JSON tool of its own.  Every
 # object with a string member "rule", anywhere in the report, is a violation.
@@ -101,6 +134,8 @@ def walk(o):
 walk(doc)
 if mode == "rules":
     print(",".join(sorted({v["rule"] for v in found})))
+elif mode == "failing":
+    print(",".join(sorted({v["rule"] for v in found if v.get("advisory") is not True})))
 elif mode == "indices":
     for v in found:
         if v["rule"] == arg:
@@ -118,6 +153,10 @@ elif mode == "summary":
 
 # gr_json_rules JSONFILE: sorted, comma-separated rule names ("" when none).
 gr_json_rules() { _gr_json rules "$1"; }
+
+# gr_json_failing JSONFILE: the same, of the violations that fail the check
+# (not the advisory ones: displaced without --fail-on).
+gr_json_failing() { _gr_json failing "$1"; }
 
 # gr_json_indices JSONFILE RULE: event indices of RULE's violations, one a line.
 gr_json_indices() { _gr_json indices "$1" "$2"; }

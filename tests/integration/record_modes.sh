@@ -37,8 +37,9 @@ fi
 
 # A program written for --manual, recorded whole: its own start() and
 # stop() change nothing (it runs to the end, every mark is recorded), and
-# its raw thread, never profiled, is one blind_spot with its open frame a
-# note (kind unobserved), not also an imbalance.
+# its raw thread, never profiled, is one blind_spot (its mark) and one
+# unreached (its start), with its open frame a note (kind unobserved), not
+# also an imbalance.
 "$cli" record -o "$work/api.grt" -- "$PY" "$here/programs/manual_api.py" >"$work/api.out" 2>&1
 rc=$?
 "$cli" check --format json "$work/api.grt" >"$work/api.json" 2>&1
@@ -52,11 +53,11 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 text = json.dumps(doc)
 rules = sorted({v["rule"] for t in doc["traces"] for v in t.get("violations", [])})
-assert rules == ["blind_spot"], rules
+assert rules == ["blind_spot", "unreached"], rules
 assert '"unobserved"' in text, "no unobserved note"
 PYEOF
 then
-    ok "whole-program record of a --manual program: start()/stop() change nothing, 4 marks, raw thread: blind_spot + unobserved note"
+    ok "whole-program record of a --manual program: start()/stop() change nothing, 4 marks, raw thread: blind_spot + unreached + unobserved note"
 else
     bad "whole-program record of a --manual program: record exit $rc, check exit $crc, $marks marks, json below"
     cat "$work/api.out" | head -10; head -c 1500 "$work/api.json"
@@ -109,7 +110,7 @@ for mode in plain ring; do
     extra=()
     [ $mode = ring ] && extra=(--ring 1000)
     out=$("$cli" record --flush-signal USR1 "${extra[@]}" -o "$work/flush-$mode.grt" -- "$PY" \
-          "$here/programs/service.py" 2>&1)
+          "$here/programs/service.py" "$work/flush-$mode.grt" USR1 ${extra[0]:+ring} 2>&1)
     rc=$?
     if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q '^flushed:' &&
        "$cli" dump "$work/flush-$mode.grt" | grep -q 'reason=exit'; then

@@ -76,7 +76,7 @@ for cfg in "two-phase callback" "seqlock passive"; do
     elif [ "$crc" -ne 0 ]; then
         gr_bad "$name: check --stall exited $crc"; "$GR_CLI" check --stall "$tr" 2>&1 | head -20
     else
-        res=$(judge "$tr.out" "$tr" "$tr.json" 3000 64 2>&1)
+        res=$(judge "$tr.out" "$tr" "$tr.json" 3000 64 2>"$tr.judge.err"; gr_quiet "$PY" "$tr.judge.err")
         if [ "$(printf '%s\n' "$res" | wc -l)" -eq 1 ] && printf '%s\n' "$res" | grep -q '^gids '; then
             gr_ok "$name: $res"
         else

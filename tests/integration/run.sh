@@ -133,7 +133,7 @@ run_fixture() {
     if [ -z "$problem" ] && [ ! -f "$trace" ]; then
         problem="no trace was written"
     fi
-    local json=$dir/$name.check.json crc rules=""
+    local json=$dir/$name.check.json crc rules="" failing=""
     if [ -z "$problem" ]; then
         "$GR_CLI" check --format json "$trace" >"$json" 2>"$dir/$name.check.err"
         crc=$?
@@ -141,9 +141,9 @@ run_fixture() {
             problem="check could not use the trace: $(head -n 1 "$dir/$name.check.err")"
         elif [ "$crc" -ne 0 ] && [ "$crc" -ne 1 ]; then
             problem="check exited with status $crc"
-        elif ! rules=$(gr_json_rules "$json"); then
+        elif ! rules=$(gr_json_rules "$json") || ! failing=$(gr_json_failing "$json"); then
             problem="check --format json printed no valid JSON"
-        elif { [ "$crc" -eq 0 ] && [ -n "$rules" ]; } || { [ "$crc" -eq 1 ] && [ -z "$rules" ]; }; then
+        elif { [ "$crc" -eq 0 ] && [ -n "$failing" ]; } || { [ "$crc" -eq 1 ] && [ -z "$failing" ]; }; then
             problem="check exit status $crc disagrees with its JSON report (rules: ${rules:-none})"
         fi
     fi

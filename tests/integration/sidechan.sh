@@ -161,12 +161,14 @@ print(" ".join("%s=%d" % kv for kv in sorted(t["counts"].items())))
 print(t["coverage"]["blind_spots"], t["stall"]["switches"], t["stall"]["samples"])
 print(any("recorded without the profile function" in w for w in t["warnings"]))
 s = t["stall"]["stacks"]
-print(s["compared"], s["reason"], s["total"] == s["not_compared"] > 0, s["equal"] + s["mismatched"])' "$tr.json" >"$tr.sum" 2>&1
+print(s["compared"], s["reason"], s["total"] == s["not_compared"] > 0, s["equal"] + s["mismatched"])' "$tr.json" \
+        >"$tr.sum" 2>"$tr.sum.err"
+    gr_quiet "$PY" "$tr.sum.err" >>"$tr.sum"   # its errors, not the interpreter's start-up noise
     counts=$(sed -n 1p "$tr.sum") cov=$(sed -n 2p "$tr.sum") warned=$(sed -n 3p "$tr.sum")
     stacks=$(sed -n 4p "$tr.sum")
     "$GR_CLI" check --stall --max-wait-us 100000 "$tr" >"$tr.txt" 2>&1
-    want_rc=0 want_counts="blind_spot=0 callback_guard=0 imbalance=0 propagation=0 sample=0"
-    want_counts="$want_counts stall_depth=0 stall_wait=0 switch_consistency=0"
+    want_rc=0 want_counts="blind_spot=0 callback_guard=0 displaced=0 imbalance=0 propagation=0 sample=0"
+    want_counts="$want_counts stall_depth=0 stall_wait=0 switch_consistency=0 unreached=0"
     if [ "$mode" = hold-lock ]; then
         want_rc=1 want_counts=${want_counts/stall_depth=0/stall_depth=1}
     fi
@@ -206,7 +208,7 @@ for how in profile nonprofile noidle; do
     "$GR_CLI" check --stall "$tr" >"$tr.check" 2>&1
     crc=$?
     "$GR_CLI" dump "$tr" >"$tr.dump" 2>&1
-    "$PY" "$PROG/side_samples.py" "$tr.times" >"$tr.samples" 2>&1
+    "$PY" "$PROG/side_samples.py" "$tr.times" >"$tr.samples" 2>"$tr.samples.err"
     # The figures: ring, buffer, peak, thinned (after the idle), thinned,
     # lost and samples (at the end), the greatest stride; the samples kept
     # in the first and in the last quarter of the idle stretch.
@@ -229,7 +231,7 @@ print(i["ring_bytes"], i["buffer_bytes"], max(i["buffer_peak"], e["buffer_peak"]
     got_p=$(printf '%s\n' "$line" | sed -n 's/.*; \([0-9]*\) switches, \([0-9]*\) samples$/\2/p')
     mism=$(sed -n 's/^sampled stacks: .* \([0-9]*\) mismatched\(, [0-9]* not comparable\)\{0,1\}$/\1/p' "$tr.check")
     if [ "$rc" -ne 0 ] || [ "$ring" = x ]; then
-        gr_bad "$name: the program exited $rc"; gr_show "$tr.err" "$tr.out" "$tr.samples"
+        gr_bad "$name: the program exited $rc"; gr_show "$tr.err" "$tr.out" "$tr.samples" "$tr.samples.err"
     elif [ "$crc" -gt 1 ] || grep -q 'trailer counts' "$tr.check" || [ -z "$got_p" ] ||
         [ "$got_p" -lt "$taken" ]; then
         gr_bad "$name: check --stall exited $crc, read '$got_p' samples of at least $taken"

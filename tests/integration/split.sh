@@ -161,7 +161,7 @@ fi
 # blind (tests/bench/gentrace.c) and the C_RETURN of their switch() refutes
 # it (a warning each).  Of every 5th such resume of a worker, that C_RETURN
 # and the worker's next C_CALL of switch() are dropped: no evidence before
-# it switches away, an unconfirmed prediction (a violation).  Predictions
+# it switches away, an unconfirmed prediction (a note).  Predictions
 # are made before every range and decided in it or after it: the whole
 # check and the merged ranges must agree, warnings included.
 if [ -x "$gentrace" ]; then
@@ -175,7 +175,8 @@ if [ -x "$gentrace" ]; then
     if "$cli" edit --chunk 4096 --drop "$drops" -o "$work/geniv.grt" "$work/geni.grt" 2>"$work/edit.err" &&
         "$cli" edit --chunk 4096 -o "$work/genic.grt" "$work/geni.grt" 2>>"$work/edit.err"; then
         "$cli" check --format json "$work/geniv.grt" >"$work/geniv.json" 2>/dev/null
-        np=$(jq '[.traces[0].violations[] | select(.rule == "propagation")] | length' "$work/geniv.json")
+        # unconfirmed: one note with their count (not violations)
+        np=$(jq '[.traces[0].remarks[] | capture("^propagation: (?<n>[0-9]+) predicted") | .n | tonumber] | add // 0' "$work/geniv.json")
         # refuted: listed, or counted per greenlet past its first 3 predictions
         nw=$(jq '(.traces[0].warnings | length) + ([.traces[0].folded_warnings[].count] | add // 0)' "$work/geniv.json")
         nf=$(jq '.traces[0].folded_warnings | length' "$work/geniv.json")

@@ -699,6 +699,121 @@ static void test_nothing_to_compare_is_error(void **state)
     end(&f);
 }
 
+/* Primitive calls and callers: work ran 3 times, each with no frame of
+ * work below it in its greenlet (primitive 3); main called it once, the
+ * two calls in g2 were the bottom of the greenlet (no caller). */
+#define COUNTS(work_prim, work_callers)                                                                  \
+    "{\"threads\": \"starting\", \"functions\": ["                                                      \
+    "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 3, \"primitive\": " #work_prim \
+    ", \"callers\": " work_callers "},"                                                                 \
+    "{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1, \"primitive\": 1,"         \
+    " \"callers\": []}]}"
+
+static void test_primitive_and_callers_agree_pass(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, COUNTS(3, "[{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1}]")),
+                     GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.diffs), 0);
+    end(&f);
+}
+
+static void test_primitive_short_is_primitive_calls(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, COUNTS(1, "[{\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1}]")),
+                     GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "primitive_calls", "prog.py:work");
+    assert_int_equal(json_integer_value(json_object_get(d, "truth")), 3);
+    assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 1);
+    assert_int_equal(json_array_size(f.diffs), 1);
+    end(&f);
+}
+
+static void test_wrong_caller_is_caller_calls_both_ways(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* the calls of g2 named as work's own: main's edge missing, work's
+     * edge never seen */
+    assert_int_equal(compare(&f, COUNTS(3, "[{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 2}]")),
+                     GR_CONFORM_FAIL);
+    assert_int_equal(json_array_size(f.diffs), 2);
+    size_t i;
+    json_t *d;
+    int missing = 0, unseen = 0;
+    json_array_foreach(f.diffs, i, d) {
+        assert_string_equal(json_string_value(json_object_get(d, "kind")), "caller_calls");
+        if (json_integer_value(json_object_get(d, "truth")) == 1 && json_integer_value(json_object_get(d, "profiler")) == 0)
+            missing++;
+        if (json_integer_value(json_object_get(d, "truth")) == 0 && json_integer_value(json_object_get(d, "profiler")) == 2)
+            unseen++;
+    }
+    assert_int_equal(missing, 1);
+    assert_int_equal(unseen, 1);
+    end(&f);
+}
+
+/* Executed lines against the reference run: work's body 6-7, main's 11. */
+#define LINES(lines, extra)                                                                              \
+    "{\"threads\": \"all\", \"lines\": {\"prog.py\": " lines "}, \"file_lines\": {\"prog.py\": 20},"      \
+    " \"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, \"body\": [6, 7, 8]},"  \
+    " {\"line\": 10, \"name\": \"main\", \"generator\": false, \"body\": [11]},"                          \
+    " {\"line\": 15, \"name\": \"unused\", \"generator\": false, \"body\": [16]}]},"                      \
+    " \"reference\": {\"lines\": {\"prog.py\": [6, 7, 11]}, \"functions\": ["                            \
+    "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 3},"                            \
+    " {\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1}]}" extra "}"
+
+static void test_exact_lines_pass(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, LINES("[6, 7, 11]", "")), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.diffs), 0);
+    end(&f);
+}
+
+static void test_exact_lines_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* 7 lost (one line of work is enough for the old check), 8 never ran,
+     * 16 is unused's, which never ran, 25 is past the end */
+    assert_int_equal(compare(&f, LINES("[6, 8, 11, 16, 25]", "")), GR_CONFORM_FAIL);
+    assert_int_equal(json_integer_value(json_object_get(diff_of(&f, "missing_lines", "prog.py:work"), "profiler")), 1);
+    assert_int_equal(json_integer_value(json_object_get(diff_of(&f, "extra_lines", "prog.py:work"), "profiler")), 1);
+    assert_int_equal(json_integer_value(json_object_get(diff_of(&f, "extra_lines", "prog.py:unused"), "line")), 15);
+    assert_int_equal(json_integer_value(json_object_get(diff_of(&f, "no_such_line", "prog.py"), "line")), 25);
+    assert_int_equal(json_array_size(f.diffs), 4);
+    end(&f);
+}
+
+static void test_runs_that_differ_fall_back_with_a_note(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* the reference run called work twice, the recording saw 3 calls: only
+     * an executed line is required, and a note says why */
+    const char *res = "{\"threads\": \"all\", \"lines\": {\"prog.py\": [6, 11]},"
+                      " \"code\": {\"prog.py\": [{\"line\": 5, \"name\": \"work\", \"generator\": false, \"body\": [6, 7]},"
+                      " {\"line\": 10, \"name\": \"main\", \"generator\": false, \"body\": [11]}]},"
+                      " \"reference\": {\"lines\": {\"prog.py\": [6, 7, 11]}, \"functions\": ["
+                      "{\"file\": \"prog.py\", \"line\": 5, \"name\": \"work\", \"calls\": 2},"
+                      " {\"file\": \"prog.py\", \"line\": 10, \"name\": \"main\", \"calls\": 1}]}}";
+    assert_int_equal(compare(&f, res), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.notes), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(f.notes, 0), "kind")), "unverified");
+    end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -717,6 +832,12 @@ int main(void)
         cmocka_unit_test(test_calls_in_limbo_on_another_thread_at_finish),
         cmocka_unit_test(test_program_installs_its_own_profiler),
         cmocka_unit_test(test_nothing_to_compare_is_error),
+        cmocka_unit_test(test_primitive_and_callers_agree_pass),
+        cmocka_unit_test(test_primitive_short_is_primitive_calls),
+        cmocka_unit_test(test_wrong_caller_is_caller_calls_both_ways),
+        cmocka_unit_test(test_exact_lines_pass),
+        cmocka_unit_test(test_exact_lines_flagged),
+        cmocka_unit_test(test_runs_that_differ_fall_back_with_a_note),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

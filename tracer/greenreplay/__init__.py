@@ -1,23 +1,26 @@
 """greenreplay recorder: record profile events and greenlet switches.
 
     import greenreplay
-    greenreplay.start("run.grt")   # profile function + greenlet callback on
+    greenreplay.start("run.grt")   # the profile function on, on every thread
     ...
     greenreplay.mark("here")       # ground truth: the real Python stack
     greenreplay.stop()
 
-The trace format is specified in docs/FORMAT.md; `greenreplay check`,
-`dump` and `stats` (the C command-line tool) read it.
+By default start() installs no greenlet trace callback: switches are
+detected passively (a callback would heal the bug class recorded here);
+start(switches="callback") installs one.  docs/RECORDER.md describes the
+recorder.  The trace format is specified in docs/FORMAT.md; `greenreplay
+check`, `dump` and `stats` (the C command-line tool) read it.
 """
-import atexit
 import os
-import signal
-import site
 import sys
-import sysconfig
-import threading
 
 from . import _greenreplay
+
+# Lazy: importing the package (and `greenreplay record`'s whole-program boot)
+# imports nothing but the C extension beyond os and sys, which site has
+# imported already.  The checking API (api.py) loads on first use (PEP 562
+# __getattr__ at the end); atexit, signal and threading when recording starts.
 
 __all__ = ["start", "stop", "mark", "flush", "is_recording"]
 
@@ -29,9 +32,15 @@ is_recording = _greenreplay.is_recording
 flush = _greenreplay.flush
 
 _flush_signal = None  # (signum, previous handler) while ours is installed
-# True while `greenreplay record` (without --manual) records the whole
-# program: the program's own start() and stop() then change nothing.
-_whole_program = False
+# While `greenreplay record` (without --manual) records the whole program,
+# _greenreplay._whole_program() is its trace file: the program's own start()
+# and stop() then change nothing (kept in the extension, so that a package
+# the program imports again knows it too).
+_at_exit_registered = False
+# True in the package that started it, and in one the program imports while
+# it runs: so that a --manual recording's start() and stop() make no extra C
+# call (each would be a record of the trace).
+_whole = _greenreplay._whole_program() is not None
 
 
 def _path_rules(root):
@@ -52,22 +61,24 @@ def _path_rules(root):
     add(os.path.dirname(os.path.abspath(__file__)), "<greenreplay>/", False)
     if root:
         add(root, "")
+    site = sys.modules.get("site")  # imported at start-up (record refuses -S)
     sites = list(getattr(site, "getsitepackages", lambda: [])())
     sites += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
     for p in sites:
         add(p, "<site>/")
-    paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib"):
-        add(paths.get(key), "<stdlib>/")
+    # The stdlib is where os came from (sysconfig's "stdlib"; its
+    # "platstdlib" is the same directory on POSIX builds), read without
+    # importing sysconfig.
+    add(os.path.dirname(os.path.abspath(os.__file__)), "<stdlib>/")
     return [(prefix, rep, keep) for prefix, (rep, keep) in sorted(rules.items(), key=lambda kv: -len(kv[0]))]
 
 
 def _after_fork_in_child():
     # The child of a recorded process does not record: it must not write
-    # into the parent's trace.  Its hooks are left as the program set them.
-    if _greenreplay.is_recording():
-        _greenreplay._forked()
-        _remove_threading_hook()
+    # into the parent's trace (the extension's pthread_atfork handler has
+    # already cut it off, before any at-fork code ran).  Here the parent's
+    # recording is taken down; the hooks are left as the program set them.
+    _greenreplay._forked()
 
 
 if hasattr(os, "register_at_fork"):
@@ -80,7 +91,7 @@ def _stop_failed(e):
     # never an exception into the program or a changed exit status.
     try:
         sys.stderr.write("greenreplay: the trace %s was not written completely: %s\n"
-                         % (os.environ.get("GREENREPLAY_OUTPUT") or "", e))
+                         % (_greenreplay._whole_program() or _env("GREENREPLAY_OUTPUT") or "", e))
     except Exception:
         pass
 
@@ -96,64 +107,18 @@ def _stop_at_exit():
             _stop_failed(e)
 
 
-atexit.register(_stop_at_exit)
+def _register_at_exit():
+    # atexit is imported when recording first starts, not with the package.
+    global _at_exit_registered
+    if not _at_exit_registered:
+        import atexit
+        atexit.register(_stop_at_exit)
+        _at_exit_registered = True
 
 
-def _thread_bootstrap(frame, event, arg):
-    # threading.setprofile hook: first event of a thread started after
-    # start(); hands over to the C profile function, then installs the
-    # program's own threading profile hook, if it set one, as threading
-    # would have (the recorder then chains in front of it).
-    _greenreplay._thread_start(frame, event, arg)
-    if _program_hook is not None:
-        sys.setprofile(_program_hook)
-
-
-# Transparency (docs/FORMAT.md section 4, HOOK): while recording,
-# threading.getprofile() returns what the program set with
-# threading.setprofile(), and None when it set nothing; the recorder's own
-# hook stays threading's internal one.
-_program_hook = None
-_threading_orig = None  # (setprofile, getprofile) while ours are installed
-
-
-def _threading_setprofile(func):
-    """threading.setprofile while recording: remembered for the threads
-    started from now on, which the recorder reaches first."""
-    global _program_hook
-    _program_hook = func
-    _greenreplay._thread_hooks(_thread_bootstrap, func)
-
-
-def _threading_getprofile():
-    """threading.getprofile while recording: what the program set."""
-    return _program_hook
-
-
-def _install_threading_hook():
-    global _threading_orig, _program_hook
-    _program_hook = getattr(threading, "_profile_hook", None)
-    _threading_orig = (threading.setprofile, getattr(threading, "getprofile", None))
-    threading.setprofile(_thread_bootstrap)
-    _greenreplay._thread_hooks(_thread_bootstrap, _program_hook)
-    threading.setprofile = _threading_setprofile
-    if _threading_orig[1] is not None:
-        threading.getprofile = _threading_getprofile
-
-
-def _remove_threading_hook():
-    global _threading_orig, _program_hook
-    if _threading_orig is None:
-        return
-    setprofile, getprofile = _threading_orig
-    _threading_orig = None
-    if threading.setprofile is _threading_setprofile:
-        threading.setprofile = setprofile
-    if getprofile is not None and threading.getprofile is _threading_getprofile:
-        threading.getprofile = getprofile
-    setprofile(_program_hook)
-    _program_hook = None
-    _greenreplay._thread_hooks(None, None)
+# Threads: the extension follows every thread threading.Thread.start
+# starts, from the C call that creates it (tracer/hooks.c, "threads the
+# program starts"); threading's own hooks stay the program's.
 
 
 def _on_flush_signal(signum, frame):
@@ -165,6 +130,7 @@ def _on_flush_signal(signum, frame):
 
 
 def _signal_number(sig):
+    import signal
     if isinstance(sig, int):
         return sig
     name = str(sig).upper()
@@ -180,6 +146,42 @@ def _size(text):
     if text and text[-1].lower() in units:
         return int(float(text[:-1]) * units[text[-1].lower()])
     return int(text)
+
+
+# `greenreplay record --manual` names the trace and its options in
+# GREENREPLAY_* variables.  The first start() that takes its path from them
+# takes them all out of the environment, so that the program's children do
+# not see them (a child's start() without a path is an error, never a write
+# into this trace), and keeps them here for the next start().
+_record_conf = {}
+
+
+def _env(key):
+    return _record_conf.get(key, os.environ.get(key))
+
+
+def _take_environment():
+    for key in _RECORDER_VARIABLES:
+        if key in os.environ:
+            _record_conf[key] = os.environ.pop(key)
+
+
+_RECORDER_VARIABLES = (
+    "GREENREPLAY_OUTPUT", "GREENREPLAY_ROOT", "GREENREPLAY_TIMES", "GREENREPLAY_SWITCHES",
+    "GREENREPLAY_SWITCH_STACKS", "GREENREPLAY_MAX_SIZE", "GREENREPLAY_RING",
+    "GREENREPLAY_FLUSH_SIGNAL", "GREENREPLAY_SAMPLER", "GREENREPLAY_VERIFY_CONTINUED")
+
+
+def _forget_imports(before):
+    # Modules starting imported for itself that may leave sys.modules again
+    # (their state is the interpreter's, not the module object's): atexit,
+    # where its callbacks are the interpreter's, and gc (the extension's
+    # start takes its own gc out itself; in whole-program mode it takes
+    # greenlet out too, whose state is C state: docs/recorder-start.md).
+    for name in ("gc", "atexit"):
+        if name not in before and name in sys.modules and \
+                (name == "gc" or _greenreplay._atexit_shared()):
+            del sys.modules[name]
 
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
@@ -253,63 +255,74 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
     stop(), so that a program written for --manual records the same way
     either way; a start() naming another file raises RuntimeError.
 
-    Installs the C profile function on every thread (threads started later
-    included) without changing what sys.getprofile(), threading.getprofile()
+    Installs the C profile function on every thread, and on every thread
+    threading.Thread.start starts later (not on threads started with
+    _thread.start_new_thread directly: check reports those), without
+    changing what sys.getprofile(), threading.getprofile()
     or greenlet.gettrace() return to the program (greenlet.gettrace(): in
     passive mode; switches="callback" installs the recorder's greenlet
     callback, which it then returns); when the program installs
     its own profile function the recorder chains in front of it and writes a
     HOOK record.  Raises RuntimeError when already recording,
     ValueError without a path, OSError when the file cannot be written."""
-    global _whole_program
-    if _whole_program and _entry is None and _greenreplay.is_recording():
-        out = os.environ.get("GREENREPLAY_OUTPUT")
+    global _whole
+    if _whole and _entry is None and _greenreplay.is_recording():
+        out = _greenreplay._whole_program()
         if path is None or (out and os.path.abspath(os.fspath(path)) == os.path.abspath(out)):
             return None
+    from_environment = path is None
     if path is None:
-        path = os.environ.get("GREENREPLAY_OUTPUT")
+        path = _env("GREENREPLAY_OUTPUT")
         if not path:
             raise ValueError("greenreplay.start: no path given and GREENREPLAY_OUTPUT is not set")
     if root is None:
-        root = os.environ.get("GREENREPLAY_ROOT") or os.getcwd()
+        root = _env("GREENREPLAY_ROOT") or os.getcwd()
     if times is None:
-        times = os.environ.get("GREENREPLAY_TIMES") == "1"
+        times = _env("GREENREPLAY_TIMES") == "1"
     if sampler is None:
-        sampler = os.environ.get("GREENREPLAY_SAMPLER") or None
+        sampler = _env("GREENREPLAY_SAMPLER") or None
     if max_size is None:
-        max_size = os.environ.get("GREENREPLAY_MAX_SIZE") or 0
+        max_size = _env("GREENREPLAY_MAX_SIZE") or 0
     if ring is None:
-        ring = os.environ.get("GREENREPLAY_RING") or 0
+        ring = _env("GREENREPLAY_RING") or 0
     if flush_signal is None:
-        flush_signal = os.environ.get("GREENREPLAY_FLUSH_SIGNAL") or None
+        flush_signal = _env("GREENREPLAY_FLUSH_SIGNAL") or None
     if switches is None:
-        switches = os.environ.get("GREENREPLAY_SWITCHES") or ("passive" if profile else "callback")
+        switches = _env("GREENREPLAY_SWITCHES") or ("passive" if profile else "callback")
     max_size, ring = _size(max_size), int(ring)
     signum = _signal_number(flush_signal) if flush_signal else None
     rules = _path_rules(root)
     if switches not in ("passive", "callback"):
         raise ValueError("greenreplay.start: switches must be 'passive' or 'callback', not %r" % (switches,))
     if switch_stacks is None:
-        switch_stacks = os.environ.get("GREENREPLAY_SWITCH_STACKS") or "needed"
+        switch_stacks = _env("GREENREPLAY_SWITCH_STACKS") or "needed"
     if switch_stacks not in ("needed", "every"):
         raise ValueError("greenreplay.start: switch_stacks must be 'needed' or 'every', not %r"
                          % (switch_stacks,))
-    if profile:
-        _install_threading_hook()
+    before = set(sys.modules)
+    _register_at_exit()
+    _forget_imports(before)  # before recording: no frame of it in the trace
+    if from_environment and _entry is None:
+        _take_environment()  # before recording: the program's trace has none of it
+    verify = _record_conf.get("GREENREPLAY_VERIFY_CONTINUED")
+    if verify is not None:  # read by the extension's start
+        os.environ["GREENREPLAY_VERIFY_CONTINUED"] = verify
     try:
         _greenreplay.start(os.fspath(path), rules, bool(times), chunk, sampler=sampler,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
                            profile=bool(profile), max_size=max_size, ring=ring,
                            switches=switches, entry=_entry, entry_c=_entry_c,
                            every_stack=switch_stacks == "every")
-    except BaseException:
-        _remove_threading_hook()
-        raise
+    finally:
+        if verify is not None:
+            os.environ.pop("GREENREPLAY_VERIFY_CONTINUED", None)
     if signum is not None:
         global _flush_signal
+        import signal
         _flush_signal = (signum, signal.signal(signum, _on_flush_signal))
     if _entry is not None:
-        _whole_program = True
+        _greenreplay._whole_program(os.path.abspath(os.fspath(path)))
+        _whole = True
 
 
 def stop(reason=1):
@@ -321,15 +334,17 @@ def stop(reason=1):
     (and, under whole-program recording, for the program's own stop():
     recording goes on to the program's end; see start()).
     Raises OSError if the trace could not be written completely."""
-    global _flush_signal, _whole_program
-    if _whole_program and reason == 1 and _greenreplay.is_recording():
+    global _flush_signal, _whole
+    if _whole and reason == 1 and _greenreplay.is_recording():
         return None
-    _whole_program = False
+    if _whole:
+        _whole = False
+        _greenreplay._whole_program(None)
     n = _greenreplay.stop(reason)
-    _remove_threading_hook()
     if _flush_signal is not None:
         signum, prev = _flush_signal
         _flush_signal = None
+        import signal
         try:
             if signal.getsignal(signum) is _on_flush_signal:
                 signal.signal(signum, prev if prev is not None else signal.SIG_DFL)
@@ -338,7 +353,14 @@ def stop(reason=1):
     return n
 
 
-# Checking from Python (greenreplay/api.py): the C checker through the CLI.
-from .api import CheckError, CheckResult, Recording, Violation, check, recording  # noqa: E402
+# Checking from Python (greenreplay/api.py): the C checker through the CLI,
+# loaded on first use (PEP 562).
+_API = ("CheckError", "CheckResult", "Recording", "Violation", "check", "recording")
+__all__ += list(_API)
 
-__all__ += ["CheckError", "CheckResult", "Recording", "Violation", "check", "recording"]
+
+def __getattr__(name):
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

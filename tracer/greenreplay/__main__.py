@@ -34,7 +34,6 @@ def main():
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["GREENREPLAY_PROGRAM"] = "1"
-    env.setdefault("PYTHONHASHSEED", "0")
     if "GREENREPLAY_ROOT" not in env:
         env["GREENREPLAY_ROOT"] = os.path.dirname(os.path.abspath(args[0])) \
             if args[0] not in ("-m", "-c", "-") else os.getcwd()

@@ -48,16 +48,26 @@ class CheckError(Exception):
 class Violation:
     """One violation found by the checker.
 
-    rule: "blind_spot", "imbalance", "switch_consistency", "propagation"
-        (docs/FORMAT.md section 7).
+    rule: "blind_spot", "imbalance", "switch_consistency", "propagation",
+        "callback_guard", "displaced", "unreached" (docs/RULES.md).
     index: index of the record (event) where it was found, as in `dump`.
     thread, greenlet: the trace's thread and greenlet ids (t1, g2 in dumps).
     message: the checker's explanation.
-    context: dump lines of the records before it (list of str)."""
+    context: dump lines of the records before it (list of str).
+    allowed: True when `check --allow` or `allow = [...]` under
+        [tool.greenreplay] in the nearest pyproject.toml allows it.
+    advisory: True for a finding that does not fail the check: the
+        program displaced the profiler (rule displaced) and neither
+        `check --fail-on displaced` nor `fail_on = [...]` under
+        [tool.greenreplay] made it fail."""
 
-    __slots__ = ("rule", "index", "thread", "greenlet", "message", "context")
+    __slots__ = ("rule", "index", "thread", "greenlet", "message", "context", "allowed",
+                 "advisory")
 
-    def __init__(self, rule, index, thread, greenlet, message, context=()):
+    def __init__(self, rule, index, thread, greenlet, message, context=(), allowed=False,
+                 advisory=False):
+        self.allowed = bool(allowed)
+        self.advisory = bool(advisory)
         self.rule = rule
         self.index = index
         self.thread = thread
@@ -79,7 +89,8 @@ class CheckResult:
 
     path: the trace file.
     clean: True when there is no violation (a truncated trace can be clean:
-        see truncated_at and warnings).
+        see truncated_at and warnings; findings that do not fail, such as
+        displaced ones, may be listed).
     violations: list of Violation, in trace order.
     counts: {rule: number of violations} for every rule, zeros included.
     records: number of records checked.
@@ -87,21 +98,27 @@ class CheckResult:
     truncated_at: byte offset where a truncated trace ends, else None.
     trailer: {"events", "dropped", "errors", "reason"} or None (no trailer).
     notes: informational notes (frames open at stop), list of dicts.
+    remarks: what looks like a lost event but is documented behaviour
+        (a throw() delegated through generators, a library removing the
+        profiler by design), list of str; never violations.
     raw: the checker's JSON object for this trace."""
 
     def __init__(self, path, doc):
         self.path = path
         self.raw = doc
         self.violations = [Violation(v.get("rule"), v.get("index"), v.get("tid"), v.get("gid"),
-                                     v.get("message", ""), v.get("context") or [])
+                                     v.get("message", ""), v.get("context") or [],
+                                     v.get("allowed", False), v.get("advisory", False))
                            for v in doc.get("violations") or []]
         self.counts = dict(doc.get("counts") or {})
-        self.clean = doc.get("status") == "clean" and not self.violations
+        self.clean = doc.get("status") == "clean" and not [
+            v for v in self.violations if not v.allowed and not v.advisory]
         self.records = doc.get("records")
         self.warnings = list(doc.get("warnings") or [])
         self.truncated_at = doc.get("truncated_at")
         self.trailer = doc.get("trailer")
         self.notes = list(doc.get("notes") or [])
+        self.remarks = list(doc.get("remarks") or [])
 
     def __bool__(self):
         return self.clean

@@ -32,6 +32,10 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
         "functions": [{"file", "line", "name", "calls"}]   call counts per
             function: file as the profiler reports it (co_filename),
             line = co_firstlineno, name = co_name or co_qualname
+            optional per function: "primitive" (calls not made while the
+            function was already running in that stack: pstats' cc) and
+            "callers": [{"file", "line", "name", "calls"}] (the calls on
+            each caller->callee edge; Python callers)
         "c_functions": [{"name", "calls"}]    call counts of C functions,
             named as the trace names them (module.name, Type.name)
         "lines": {file: [line, ...]}                     executed lines
@@ -75,9 +79,14 @@ BUILTINS = ("cprofile", "profile", "yappi", "coverage", "coverage-py",
 _state = {}
 
 
+# The reference line tracer of the exact line comparison: conform runs the
+# program a second time under it (not a profiler under test, not listed).
+REFERENCE = "reference-lines"
+
+
 def adapter_path(spec):
     """The file of adapter SPEC: a built-in NAME or a path to a .py file."""
-    if spec in BUILTINS:
+    if spec in BUILTINS or spec == REFERENCE:
         return os.path.join(os.path.dirname(os.path.abspath(__file__)), "profilers",
                             spec.replace("-", "_") + ".py")
     return os.path.abspath(spec)
@@ -187,8 +196,20 @@ def _normalise(raw, paths):
         for fn in raw["functions"]:
             f = paths(fn["file"])
             if f is not None:
-                fns.append({"file": f, "line": int(fn["line"]), "name": str(fn["name"]),
-                            "calls": int(fn["calls"])})
+                e = {"file": f, "line": int(fn["line"]), "name": str(fn["name"]), "calls": int(fn["calls"])}
+                if "primitive" in fn:
+                    e["primitive"] = int(fn["primitive"])
+                if "callers" in fn:
+                    # callers under the root only, merged by function
+                    cs = {}
+                    for c in fn["callers"]:
+                        cf = paths(c["file"])
+                        if cf is not None:
+                            k = (cf, int(c["line"]), str(c["name"]))
+                            cs[k] = cs.get(k, 0) + int(c["calls"])
+                    e["callers"] = [{"file": k[0], "line": k[1], "name": k[2], "calls": n}
+                                    for k, n in sorted(cs.items())]
+                fns.append(e)
         fns.sort(key=lambda d: (d["file"], d["line"], d["name"]))
         res["functions"] = fns
     if "c_functions" in raw:
@@ -199,12 +220,16 @@ def _normalise(raw, paths):
             cf[str(fn["name"])] = cf.get(str(fn["name"]), 0) + int(fn["calls"])
         res["c_functions"] = [{"name": n, "calls": cf[n]} for n in sorted(cf)]
     if "lines" in raw:
-        lines = {}
+        lines, sizes = {}, {}
         for f, ls in raw["lines"].items():
             n = paths(f)
             if n is not None:
                 lines.setdefault(n, set()).update(int(x) for x in ls)
+                sizes[n] = _line_count(f)
         res["lines"] = {f: sorted(ls) for f, ls in sorted(lines.items())}
+        # How many lines each file has: a reported line past the end (or
+        # below 1) names no line of the file.
+        res["file_lines"] = {f: n for f, n in sorted(sizes.items()) if n is not None}
     if "line_hits" in raw:
         hits = []
         for fn in raw["line_hits"]:
@@ -224,6 +249,16 @@ def _normalise(raw, paths):
         um.sort(key=lambda d: (d["file"], d["line"], d["name"]))
         res["unmeasured"] = um
     return res
+
+
+def _line_count(path):
+    """The number of lines of source file path, None when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
 def _files_for_code(paths):
@@ -280,8 +315,6 @@ def begin(frame):
     norecord = os.environ.pop("GREENREPLAY_CONFORM_NORECORD", None) == "1"
     if not spec or not out:
         return
-    if norecord:
-        _preimport()
     _state.update(out=out, spec=spec, script=frame.f_code.co_filename)
     try:
         root = os.environ.get("GREENREPLAY_ROOT") or os.path.dirname(os.path.abspath(frame.f_code.co_filename))
@@ -303,23 +336,11 @@ def begin(frame):
         if _manual(frame.f_code.co_filename):
             ctx["frame"] = None  # started from the program's code, deeper
             _state["manual"] = True
+            _state["manual_mode"] = True
             return
         _start()
     except Exception as e:
         _fail("start", e)
-
-
-def _preimport():
-    # Without recording, import what greenreplay.start() imports (passive
-    # switch detection asks greenlet which greenlet runs), so that the
-    # program runs under the profiler with the same modules already loaded
-    # in both modes: otherwise the profiler counts those imports' calls
-    # only in the unrecorded run.
-    for name in ("__future__", "gc", "greenlet"):
-        try:
-            __import__(name)
-        except Exception:
-            pass
 
 
 MARK_START = "greenreplay-conform: start"
@@ -436,6 +457,8 @@ def _finish():
         files = _files_for_code(paths)
         res["code"] = {n: code_map(p) for n, p in sorted(files.items())}
         res.update(_header(module, _state["spec"]))
+        if _state.get("manual_mode"):
+            res["start"] = "manual"
         _write(_state["out"], res)
     except Exception as e:
         _fail("results", e)

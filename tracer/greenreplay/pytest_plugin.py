@@ -23,6 +23,12 @@ Marker (registered): @pytest.mark.greenreplay(skip=False, expect=(), allow=())
                 are then not violations of this test
   allow=[...]   rules tolerated when found
 
+The nearest pyproject.toml's [tool.greenreplay] table (allow = ["RULE" or
+"RULE:FUNCTION", ...], fail_on = ["displaced"], strict_known = true|false)
+applies to every test, as it does to `greenreplay check`.  As there, a test
+whose program displaced the profiler (rule displaced) passes unless
+fail_on names displaced.
+
 A test fails through greenreplay when its trace has a violation of a rule
 not in expect/allow, when an expected rule is missing, or when its trace
 cannot be checked (CheckError); the checker's text report is the failure
@@ -44,7 +50,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pytest
 
-RULES = ("imbalance", "blind_spot", "switch_consistency", "propagation")
+RULES = ("imbalance", "blind_spot", "switch_consistency", "propagation", "callback_guard",
+         "displaced", "unreached")
 _KEY = "greenreplay"            # name of the user property carrying the verdict
 
 
@@ -159,7 +166,12 @@ class _Plugin:
         except FileNotFoundError as e:
             return {"status": "error", "trace": path, "message": str(e)}
         found = result.rules()
-        unexpected = [v for v in result.violations if v.rule not in expect | allow]
+        # allowed by `allow = [...]` under [tool.greenreplay] in the
+        # nearest pyproject.toml (the checker reads it from the cwd)
+        # and the findings that do not fail (displaced) unless
+        # `fail_on = [...]` there makes them fail
+        unexpected = [v for v in result.violations
+                      if v.rule not in expect | allow and not v.allowed and not v.advisory]
         missing = sorted(expect - found)
         v = {"trace": path, "counts": result.counts, "expected": sorted(expect),
              "found": sorted(found), "missing": missing,
@@ -175,7 +187,9 @@ class _Plugin:
             v["message"] = "\n".join(lines)
             v["report"] = result.report() if unexpected else ""
         else:
-            v["status"] = "expected" if found else "clean"
+            # only findings that do not fail (displaced): clean
+            failing = {x.rule for x in result.violations if not x.advisory} | (expect & found)
+            v["status"] = "expected" if failing else "clean"
             if self.keep == "failed" and not found:
                 _remove_trace(path)
                 v["trace"] = None

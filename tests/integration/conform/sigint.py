@@ -12,4 +12,7 @@ def work(n):
 
 
 work(1)
+# A shell runs a background job with SIGINT ignored, and Python keeps
+# that: take Python's own handler, as in a foreground run.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 os.kill(os.getpid(), signal.SIGINT)

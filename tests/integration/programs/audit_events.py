@@ -1,6 +1,6 @@
 """The audit events of profile and trace changes that the program's own
 audit hook sees, recorded and not (tests/integration/audit_hooks.sh compares
-the two runs; issue 8, transparency).  The hook writes one line per event
+the two runs; transparency).  The hook writes one line per event
 straight to file descriptor 1 as it happens, so events raised while the
 interpreter shuts down (the recorder's stop at exit) are in the output
 too: the event, the thread it was raised on (main, or the name of the

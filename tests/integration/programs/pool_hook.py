@@ -4,12 +4,13 @@ _thread.start_new_thread (threading's hook never sees it) runs tasks; before
 each it calls sys.setprofile(threading._profile_hook) (read directly, not
 through threading.getprofile()) and after each sys.setprofile(None).
 
-For tests/integration/observer.sh: under whole-program recording,
-threading._profile_hook is the recorder's bootstrap; handing it to
-sys.setprofile must bring the subject profiler (and the recorder) to the
-thread, never chain the bootstrap as a profile function of the program's
-(which recorded the events twice).  Prints what the program saw, which
-must be the same recorded and unrecorded.
+For tests/integration/observer.sh: threading._profile_hook is the
+program's (None here) while recording too.  A profiler installed with
+threading.setprofile would be what the worker gets before each task, so the
+recorder goes into the worker there (the subject, HOOK restored) and is
+removed after each task (HOOK cleared: one blind_spot, then a warning for
+the other removals); the worker is not reported as unreached.  Prints what
+the program saw, which must be the same recorded and unrecorded.
 
 usage: python pool_hook.py [TASKS]
 """

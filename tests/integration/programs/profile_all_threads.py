@@ -3,8 +3,8 @@ thread alive: setprofile_all_threads(prof) gives every thread the program's
 profile function from C (sys._setprofileallthreads, which raises the audit
 event sys.setprofile once per thread), then setprofile_all_threads(None)
 clears every slot.  The first displaces the subject profiler on each thread
-(a true verdict: check's blind_spot names that change and the calls prof
-alone saw); the second puts it back.  With every slot empty, CPython's
+(a true verdict: check's displaced finding names that change and the calls
+prof alone saw); the second puts it back.  With every slot empty, CPython's
 profile tool is off for the event that follows, the return of
 setprofile_all_threads, on which the recorder puts its function back: it
 writes that RETURN itself (no imbalance).  Prints what prof saw, the same

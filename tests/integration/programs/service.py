@@ -1,8 +1,13 @@
 """A small long-running-service stand-in for the recording-mode tests: many
 short greenlets; halfway it sends itself the flush signal (if one is
-configured) and checks that the trace file on disk grew."""
+given) and checks that the trace file on disk grew.
+
+usage: service.py [TRACE SIGNAL [ring]]   (SIGNAL as in USR1: the
+`greenreplay record -o TRACE --flush-signal SIGNAL` it runs under; the
+recorder leaves no GREENREPLAY_* variable for the program to read)"""
 import os
 import signal
+import sys
 
 import greenlet
 
@@ -12,9 +17,8 @@ def work(i):
 
 
 def main(n=3000):
-    out = os.environ.get("GREENREPLAY_OUTPUT", "")
-    sig = os.environ.get("GREENREPLAY_FLUSH_SIGNAL")
-    ring = os.environ.get("GREENREPLAY_RING")
+    args = sys.argv[1:] + [None] * 3
+    out, sig, ring = args[0] or "", args[1], args[2]
     for i in range(n):
         greenlet.greenlet(work).switch(i)
         if sig and i == n // 2:

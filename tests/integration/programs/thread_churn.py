@@ -3,7 +3,7 @@ greenlet; every tenth thread leaves its greenlet suspended and kept alive by
 the program (abandoned when its thread ends).  Under recording it prints the
 largest count of per-thread entries the recorder held (greenreplay's
 _tracked()), so a test can assert that the recorder's memory follows the
-live threads, not every thread ever seen (issue 9).
+live threads, not every thread ever seen.
 
 usage: thread_churn.py N
 """

@@ -7,8 +7,8 @@ recorder's foothold sees its next event.  On 3.11 the recorder writes that
 event itself, after the HOOKs of the changes (the CALL of called_toggled,
 the RETURN of returned_toggled, the CALL of called_enabled: cProfile got
 that one, the subject is displaced until disable()), so check finds no
-imbalance; the one verdict left is the displaced subject's blind spot of
-the calls cProfile alone saw (blind_spot, "the program's own profile
+imbalance; the one verdict left is the displaced subject, with the calls
+cProfile alone saw (rule displaced, "the program's own profile
 function").  Prints what the program saw, the same recorded and not."""
 import cProfile
 import sys

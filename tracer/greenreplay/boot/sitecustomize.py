@@ -1,20 +1,28 @@
 """greenreplay's whole-program boot: `greenreplay record` without --manual.
 
-`greenreplay record` puts this directory first on PYTHONPATH and sets
-GREENREPLAY_PROGRAM=1, so that the interpreter's `site` imports this file as
-`sitecustomize` before the program runs.  The interpreter then runs the
-program itself, exactly as without the recorder (script, -m MODULE, -c CODE,
-stdin, interpreter options): no runner of greenreplay's sits below it.
+`greenreplay record` puts this directory and then the package's directory
+first on PYTHONPATH and sets GREENREPLAY_PROGRAM=1, so that the
+interpreter's `site` imports this file as `sitecustomize` before the program
+runs.  The interpreter then runs the program itself, exactly as without the
+recorder (script, -m MODULE, -c CODE, stdin, interpreter options): no runner
+of greenreplay's sits below it.
 
-Here, before the program:
-  - this directory leaves sys.path and PYTHONPATH (child processes are not
-    recorded into the same file), GREENREPLAY_PROGRAM leaves the
-    environment, and the interpreter's own sitecustomize, if any, runs;
-  - a one-shot profile function waits for the call of the program's first
-    frame (the `<module>` frame whose __name__ is "__main__") and starts
-    recording from inside it: the trace's seed stack is the frames below it
-    (none for a script or -c; runpy's and its exec for -m), its first
-    record is the CALL of that `<module>`;
+The program must find the interpreter as it would unrecorded
+(docs/recorder-start.md).  Here, while site runs:
+  - the C extension is imported (the package's __init__ imports nothing
+    else), then both directories leave sys.path and PYTHONPATH, the
+    package leaves sys.modules, and the interpreter's own sitecustomize, if
+    any, runs;
+  - _greenreplay._arm installs a one-shot C profile function that waits for
+    the call of the program's first frame (the `<module>` frame whose
+    __name__ is "__main__").  There it removes itself, leaves the tracing
+    flags of the frames below as a profiler started in that frame would
+    (tracer/boot.c), and calls _fire, which starts recording: the trace's
+    seed stack is the frames below (none for a script or -c; runpy's and
+    its exec for -m), its first record is the CALL of that `<module>`.
+    _fire then takes every GREENREPLAY_* variable out of the environment
+    (children are not recorded), and this module leaves sys.modules unless
+    it stands for the interpreter's own sitecustomize.
   - recording stops before an uncaught exception's traceback is printed
     (when no other thread is running; else recording ends at exit as
     usual), at sys.excepthook's audit event: sys.excepthook itself stays
@@ -22,48 +30,116 @@ Here, before the program:
 Recording otherwise stops at interpreter exit (greenreplay's atexit hook,
 after the non-daemon threads ended; trailer reason exit).
 
+A program that imports greenreplay itself (to call start() and stop(),
+which change nothing here) gets it from its own sys.path, or else from the
+finder left last on sys.meta_path, which knows only that name.
+
 Nothing here raises into the program: if the recorder cannot start, one
-line goes to stderr and the program runs unrecorded.
+line goes to stderr and the program runs unrecorded.  Only os and sys are
+used, which site has imported already.
 """
 import os
 import sys
 
 
-def _leave():
-    # Take this directory out of sys.path and PYTHONPATH, then import the
-    # sitecustomize this one shadows, as site would have.
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) != here]
-    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-             if p and os.path.abspath(p) != here]
-    if parts:
-        os.environ["PYTHONPATH"] = os.pathsep.join(parts)
-    else:
-        os.environ.pop("PYTHONPATH", None)
+# The variables `greenreplay record` sets or the recorder reads (not those
+# of the user's own that merely share the prefix, such as GREENREPLAY_CACHE).
+RECORDER_VARIABLES = (
+    "GREENREPLAY_PROGRAM", "GREENREPLAY_OUTPUT", "GREENREPLAY_ROOT", "GREENREPLAY_TIMES",
+    "GREENREPLAY_SWITCHES", "GREENREPLAY_SWITCH_STACKS", "GREENREPLAY_MAX_SIZE",
+    "GREENREPLAY_RING", "GREENREPLAY_FLUSH_SIGNAL", "GREENREPLAY_SAMPLER",
+    "GREENREPLAY_VERIFY_CONTINUED", "GREENREPLAY_PYTHONPATH", "GREENREPLAY_CONFORM",
+    "GREENREPLAY_CONFORM_RESULTS", "GREENREPLAY_CONFORM_NORECORD")
+
+
+def _strip_environment():
+    # Children of the program are not recorded, and no variable of the
+    # recorder's stays for the program to see.  os.environ's pop unsets the
+    # C environment too.
+    for key in RECORDER_VARIABLES:
+        os.environ.pop(key, None)
+
+
+def _leave(here, pkg):
+    # Take our two directories out of sys.path and PYTHONPATH (record put
+    # them first, in this order), as the program would have them: the
+    # package's directory stays on sys.path if the user's own PYTHONPATH
+    # names it too.
+    parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    ours = [os.path.abspath(p) for p in parts[:2] if p] == [here, pkg]
+    user = parts[2:] if ours else parts
+    keep_pkg = pkg in [os.path.abspath(p) for p in user if p]
+    for i in range(len(sys.path)):
+        if sys.path[i] and os.path.abspath(sys.path[i]) == here:
+            end = i + 1
+            if not keep_pkg and end < len(sys.path) and sys.path[end] and \
+                    os.path.abspath(sys.path[end]) == pkg:
+                end += 1
+            del sys.path[i:end]
+            break
+    if ours:
+        if user:
+            os.environ["PYTHONPATH"] = os.pathsep.join(user)
+        else:
+            os.environ.pop("PYTHONPATH", None)
+
+
+def _run_own_sitecustomize():
+    # Import the sitecustomize this one shadows, as site would have, with
+    # the import system's own frozen modules (no new import).  True if
+    # there is one.
     try:
-        import importlib.machinery
-        import importlib.util
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+        external = sys.modules["_frozen_importlib_external"]
+        bootstrap = sys.modules["_frozen_importlib"]
+        spec = external.PathFinder.find_spec("sitecustomize", sys.path)
         if spec is None:
-            return
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+            return False
+        module = bootstrap.module_from_spec(spec)
         sys.modules[__name__] = module  # the import statement returns it
+        spec.loader.exec_module(module)
+        return True
     except Exception as e:
         sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
                          "%s: %s\n" % (type(e).__name__, e))
+        return True
+
+
+class _Finder:
+    """Last on sys.meta_path while recording: finds the greenreplay package
+    for a program that imports it without having it on its own path."""
+
+    def __init__(self, pkg):
+        self.pkg = pkg
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "greenreplay" or path is not None:
+            return None
+        return sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name, [self.pkg])
 
 
 def _boot():
     if os.environ.pop("GREENREPLAY_PROGRAM", None) != "1":
         return
+    here = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.dirname(os.path.dirname(here))
+    before = set(sys.modules)
     try:
         import greenreplay
+        from greenreplay import _greenreplay
     except ImportError as e:
+        _leave(here, pkg)
+        _strip_environment()
         sys.stderr.write("greenreplay: the recorder is not built for %s (Python %d.%d): %s; "
                          "run `make PYTHON=%s`; the program runs unrecorded\n"
                          % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))
         return
+    ours = [name for name in sys.modules if name not in before]
+    _leave(here, pkg)
+    for name in ours:
+        sys.modules.pop(name, None)
+    own_sitecustomize = _run_own_sitecustomize()
+    conform = os.environ.get("GREENREPLAY_CONFORM")
+    norecord = os.environ.get("GREENREPLAY_CONFORM_NORECORD") == "1"
     import _thread
 
     count = getattr(_thread, "_count", None)
@@ -79,43 +155,41 @@ def _boot():
             except Exception as e:
                 greenreplay._stop_failed(e)
 
-    pending = []  # (frame, C function) of the C calls in progress
+    def fire(frame, caller):
+        # Called by the extension at the call of the program's first frame;
+        # caller: the C function that runs it (exec, under runpy for -m).
+        before = set(sys.modules)
+        try:
+            if not norecord:
+                try:
+                    greenreplay.start(_entry=frame, _entry_c=caller)
+                except Exception as e:
+                    sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
+                else:
+                    _greenreplay._on_uncaught(uncaught)
+                    if not conform:  # conform keeps the package in sys.modules
+                        sys.meta_path.append(_Finder(pkg))
+            # greenreplay conform (greenreplay/conform.py): the profiler under
+            # test starts here, after the recorder (or alone, without recording).
+            if conform:
+                sys.modules["greenreplay"] = greenreplay
+                from greenreplay import conform as c
+                c.begin(frame)
+        finally:
+            _strip_environment()
+            if not own_sitecustomize and sys.modules.get("sitecustomize") is _this:
+                del sys.modules["sitecustomize"]
+            if not conform:
+                for name in set(sys.modules) - before:
+                    if name.startswith("greenreplay"):
+                        del sys.modules[name]
 
-    def arm(frame, event, arg):
-        if event == "c_call":
-            pending.append((frame, arg))
-            return
-        if event in ("c_return", "c_exception"):
-            if pending and pending[-1][0] is frame:
-                pending.pop()
-            return
-        if event != "call" or frame.f_code.co_name != "<module>" or \
-                frame.f_globals.get("__name__") != "__main__":
-            return
-        sys.setprofile(None)
-        # The C function that runs the module (exec, under runpy for -m)
-        # belongs to the seed stack below it.
-        caller = pending[-1][1] if pending and pending[-1][0] is frame.f_back else None
-        del pending[:]
-        # greenreplay conform (greenreplay/conform.py): the profiler under
-        # test starts here, after the recorder (or alone, without recording).
-        if os.environ.get("GREENREPLAY_CONFORM_NORECORD") != "1":
-            try:
-                greenreplay.start(_entry=frame, _entry_c=caller)
-            except Exception as e:
-                sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
-                return
-            try:
-                from greenreplay import _greenreplay
-                _greenreplay._on_uncaught(uncaught)
-            except (ImportError, AttributeError):
-                pass
-        if os.environ.get("GREENREPLAY_CONFORM"):
-            from greenreplay import conform
-            conform.begin(frame)
-
-    sys.setprofile(arm)
+    try:
+        _greenreplay._arm(fire)
+    except Exception as e:
+        _strip_environment()
+        sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
 
 
-_leave()
+_this = sys.modules.get(__name__)
 _boot()

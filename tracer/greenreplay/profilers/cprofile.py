@@ -4,7 +4,9 @@ cProfile profiles the thread that enabled it only.  On 3.9-3.11 it is a
 profile function (PyEval_SetProfile); on 3.12+ it runs on sys.monitoring
 (CPython issue 103533).  Counts are pstats' total calls (nc), which
 include recursive calls and generator resumptions, as the recorder's CALL
-records do.  C functions ("c_functions") are named as the trace names
+records do; also its primitive calls (cc: calls not made while the function
+was already running) and its callers (the calls on each caller->callee
+edge between Python functions).  C functions ("c_functions") are named as the trace names
 them (module.name, Type.name); cProfile counts their calls from anywhere,
 so the comparison only checks that it counts at least the calls the
 program's own functions made."""
@@ -57,12 +59,22 @@ def _c_name(label):
     return None
 
 
+def _callers(callers):
+    # pstats' callers of a function: {(file, line, name): (nc, cc, tt, ct)}
+    # (cProfile; the profile module keeps a count alone); Python callers
+    # only (a C function's line is 0): their total calls on that edge.
+    return [{"file": f, "line": line, "name": name, "calls": v[0] if isinstance(v, tuple) else v}
+            for (f, line, name), v in callers.items() if line]
+
+
 def results():
     _prof.create_stats()
     fns, cfns = [], []
     for (f, line, name), v in _prof.stats.items():
         if line:
-            fns.append({"file": f, "line": line, "name": name, "calls": v[1]})
+            # pstats: (primitive calls, total calls, tt, ct, callers)
+            fns.append({"file": f, "line": line, "name": name, "calls": v[1], "primitive": v[0],
+                        "callers": _callers(v[4])})
         elif _c_name(name):
             cfns.append({"name": _c_name(name), "calls": v[1]})
     return {"functions": fns, "c_functions": cfns, "threads": "starting"}

@@ -41,6 +41,9 @@ def stop():
 
 def results():
     _prof.create_stats()
-    fns = [{"file": f, "line": line, "name": name, "calls": v[1]}
+    # pstats: (primitive calls, total calls, tt, ct, callers {caller: calls})
+    fns = [{"file": f, "line": line, "name": name, "calls": v[1], "primitive": v[0],
+            "callers": [{"file": cf, "line": cl, "name": cn, "calls": n[0] if isinstance(n, tuple) else n}
+                        for (cf, cl, cn), n in v[4].items() if cl]}
            for (f, line, name), v in _prof.stats.items() if line]
     return {"functions": fns, "threads": "starting"}

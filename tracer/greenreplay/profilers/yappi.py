@@ -5,7 +5,9 @@ With greenlet importable, yappi's greenlet context backend is selected
 for gevent programs: each greenlet gets its own call stack.  Builtins are
 not profiled (builtins=False).  Counts are yappi's ncall, which counts a
 generator or coroutine call once however often it resumed
-("generator_calls": "starts")."""
+("generator_calls": "starts"); its nactualcall (calls not made while the
+function was already running: "primitive") and, from each function's
+children, its callers.""" 
 def _backend():
     # yappi's greenlet context backend where greenlet imports and yappi has it.
     import yappi
@@ -49,6 +51,16 @@ def stop():
 
 def results():
     import yappi
-    fns = [{"file": s.module, "line": s.lineno, "name": s.name, "calls": s.ncall}
-           for s in yappi.get_func_stats() if s.lineno]
+    stats = [s for s in yappi.get_func_stats() if s.lineno]
+    # Callers from the children yappi keeps per function: the calls on each
+    # caller->callee edge.
+    callers = {}
+    for s in stats:
+        for ch in s.children:
+            if ch.lineno:
+                callers.setdefault((ch.module, ch.lineno, ch.name), []).append(
+                    {"file": s.module, "line": s.lineno, "name": s.name, "calls": ch.ncall})
+    fns = [{"file": s.module, "line": s.lineno, "name": s.name, "calls": s.ncall,
+            "primitive": s.nactualcall, "callers": callers.get((s.module, s.lineno, s.name), [])}
+           for s in stats]
     return {"functions": fns, "threads": "all", "generator_calls": "starts"}

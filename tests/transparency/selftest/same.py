@@ -1,0 +1,3 @@
+"""Prints a constant: recorded and unrecorded always agree."""
+# requires:
+print("same")
