@@ -28,10 +28,11 @@ ROOT_PACKAGES=(python3-greenlet python3-gevent gcc make libc6-dev zlib1g-dev)
 # recorded in the root's stamp (lacks=) and the root is still ready; whether
 # a package's extension is built for each of the root's interpreters is
 # what the probe reports (the env's info file: yappi=, coverage=, ...).
-ROOT_OPTIONAL=(python3-yappi python3-coverage python3-line-profiler python3-objgraph python3-psutil)
+ROOT_OPTIONAL=(python3-yappi python3-coverage python3-line-profiler python3-objgraph python3-psutil
+               python3-pyinstrument python3-memray austin python3-scalene)
 # The host environments' profilers (host_packages_for); pyenv interpreters
 # get none (cProfile and profile only: docs/ENVIRONMENTS.md).
-HOST_PROFILERS=(python3-yappi python3-coverage python3-line-profiler)
+HOST_PROFILERS=(python3-yappi python3-coverage python3-line-profiler austin python3-scalene)
 
 # Exit codes (docs/ENVIRONMENTS.md).
 EX_OK=0 EX_FAIL=1 EX_USAGE=2 EX_UNAVAILABLE=3 EX_RUN_ENV=125
