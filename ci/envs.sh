@@ -342,9 +342,21 @@ optional_lookup() {
     local s=$1 p v pol lacks=()
     pol=$(suite_apt "$s" apt-cache policy "${ROOT_OPTIONAL[@]}" 2>/dev/null |
           awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^  Candidate:/ { print p, $2 }')
+    # The packages every root of SUITE gets: an optional package must
+    # install beside them (sid's austin 3.7 depends on python3 < 3.14, so
+    # the root would not build with it): apt-get's simulation against the
+    # suite's lists and the private, empty dpkg status.
+    local base=() q
+    for q in $(root_packages "$s"); do
+        case " ${ROOT_OPTIONAL[*]} " in *" $q "*) ;; *) base+=("$q") ;; esac
+    done
     for p in "${ROOT_OPTIONAL[@]}"; do
         v=$(printf '%s\n' "$pol" | awk -v p="$p" '$1 == p { print $2; exit }')
-        if [ -z "$v" ] || [ "$v" = "(none)" ]; then lacks+=("$p"); v="not in $s (skipped)"; fi
+        if [ -z "$v" ] || [ "$v" = "(none)" ]; then lacks+=("$p"); v="not in $s (skipped)"
+        elif ! suite_apt "$s" apt-get -s -qq -o APT::Install-Recommends=false install "${base[@]}" "$p" \
+                >/dev/null 2>&1; then
+            lacks+=("$p"); v="$v not installable in $s beside the root's packages (skipped)"
+        fi
         printf '  %-24s %s\n' "$p" "$v"
     done
     ROOT_LACKS[$s]="${lacks[*]}"

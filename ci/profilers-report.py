@@ -43,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = "greenreplay-profilers/1"
 OUTCOMES = ["pass", "known", "xpass", "fail", "skip"]
 # Report order of the built-in adapters (others follow, by name).
-ORDER = ["cprofile", "profile", "yappi", "coverage", "coverage-py", "coverage-monitoring", "line_profiler"]
+ORDER = ["cprofile", "profile", "yappi", "coverage", "coverage-py", "coverage-monitoring", "line_profiler",
+         "pyinstrument", "memray", "austin", "scalene"]
 BEGIN = "<!-- profiler-axis:begin (ci/profilers.sh writes this section) -->"
 END = "<!-- profiler-axis:end -->"
 

@@ -119,6 +119,12 @@ struct gr_conform {
     struct edge *edges; /* caller->callee calls between Python functions
                            under the root (open addressing, nedges used) */
     size_t nedges, capedges;
+    struct edge *adj;   /* pairs of functions under the root that were ever
+                           adjacent in a greenlet's Python stack (caller
+                           right below callee, a C call between them or
+                           not; any thread, tid 0): what a sampled stack
+                           may show (results "stacks") */
+    size_t nadj, capadj;
 };
 
 gr_conform *gr_conform_new(void)
@@ -146,6 +152,7 @@ void gr_conform_free(gr_conform *c)
     free(c->blind_tids);
     free(c->last);
     free(c->edges);
+    free(c->adj);
     free(c);
 }
 
@@ -278,6 +285,49 @@ static struct edge *edge_of(gr_conform *c, uint64_t tid, uint32_t caller, uint32
         c->nedges++;
     }
     return e;
+}
+
+/* Note that caller was right below callee in a real Python stack. */
+static void adj_note(gr_conform *c, uint32_t caller, uint32_t callee)
+{
+    if ((c->nadj + 1) * 2 > c->capadj) {
+        size_t cap = c->capadj ? c->capadj * 2 : 256;
+        struct edge *tab = gr_xrealloc(NULL, cap * sizeof *tab);
+        memset(tab, 0, cap * sizeof *tab);
+        for (size_t i = 0; i < c->capadj; i++)
+            if (c->adj[i].callee)
+                tab[edge_slot(tab, cap, 0, c->adj[i].caller, c->adj[i].callee)] = c->adj[i];
+        free(c->adj);
+        c->adj = tab;
+        c->capadj = cap;
+    }
+    struct edge *e = &c->adj[edge_slot(c->adj, c->capadj, 0, caller, callee)];
+    if (!e->callee) {
+        *e = (struct edge){.caller = caller, .callee = callee};
+        c->nadj++;
+    }
+    e->calls++;
+}
+
+/* The adjacent Python frames of a real stack (outermost first). */
+static void adj_stack(gr_conform *c, const gr_trace *t, const uint32_t *stack, uint32_t depth)
+{
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < depth; i++) {
+        const gr_code *cd = gr_trace_code(t, stack[i]);
+        if (!cd || cd->kind != GR_CODE_PY)
+            continue;
+        if (prev && is_root_code(c, t, prev) && is_root_code(c, t, stack[i]))
+            adj_note(c, prev, stack[i]);
+        prev = stack[i];
+    }
+}
+
+static int adj_seen(const gr_conform *c, uint32_t caller, uint32_t callee)
+{
+    if (!c->capadj)
+        return 0;
+    return c->adj[edge_slot(c->adj, c->capadj, 0, caller, callee)].callee != 0;
 }
 
 static void sh_push(struct gl_info *g, uint32_t code)
@@ -534,6 +584,8 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         if (!g->incall && g->nsh && g->nsh > g->nbefore && is_root_code(c, t, g->sh[g->nsh - 1]) &&
             is_root_code(c, t, r->code))
             edge_of(c, r->tid, g->sh[g->nsh - 1], r->code)->calls++;
+        if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && is_root_code(c, t, r->code))
+            adj_note(c, g->sh[g->nsh - 1], r->code);
         sh_push(g, r->code);
         g->ccall = 0;
         note_last(c, r);
@@ -575,16 +627,21 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         break;
     }
     case GR_MARK:
+        adj_stack(c, t, stack, r->depth);
         if (c->windowed)
             break; /* frames in a stack may have been called before the window */
         real_stack(c, r->tid, r->gid, stack, r->depth, (r->flags & GR_MARK_CUT) != 0);
         break;
     case GR_SWITCH:
     case GR_THROW:
+        if (r->flags & GR_SW_REAL_STACK)
+            adj_stack(c, t, stack, r->depth);
         if ((r->flags & GR_SW_REAL_STACK) && !c->windowed)
             real_stack(c, r->tid, r->target, stack, r->depth, (r->flags & GR_SW_CUT) != 0);
         break;
     case GR_STACK:
+        if (!(r->flags & GR_STACK_THREAD_ENDED))
+            adj_stack(c, t, stack, r->depth);
         if (!(r->flags & GR_STACK_THREAD_ENDED) && !c->windowed)
             real_stack(c, r->tid, r->gid, stack, r->depth, (r->flags & GR_STACK_CUT) != 0);
         break;
@@ -1009,6 +1066,206 @@ static size_t compare_callers(const gr_conform *c, const gr_trace *t, uint32_t c
     return 1;
 }
 
+/* ---- sampled stacks (results "stacks": statistical profilers) ---- */
+
+/* Whether code ids a and b are one function (file, first line, qualname):
+ * the trace may define a function more than once. */
+static int same_fn(const gr_trace *t, uint32_t a, uint32_t b)
+{
+    if (a == b)
+        return 1;
+    const gr_code *x = gr_trace_code(t, a), *y = gr_trace_code(t, b);
+    return x && y && x->file == y->file && x->line == y->line && x->qualname == y->qualname;
+}
+
+/* The trace's code of a sampled frame under the root: same file, same last
+ * qualname component, and `first` its first line when the profiler gives
+ * it, else the last such definition at or above the running line.  0 when
+ * the trace has none (the recording never saw it run). */
+static uint32_t frame_code(const gr_trace *t, const char *file, const char *name, long long line, long long first,
+                           gr_sb *a, gr_sb *b)
+{
+    uint32_t best = 0;
+    uint64_t bl = 0;
+    for (uint32_t code = 1; code <= t->ncodes; code++) {
+        const gr_code *cd = gr_trace_code(t, code);
+        if (!cd || cd->kind != GR_CODE_PY || !cd->file)
+            continue;
+        if (strcmp(str_of(t, cd->file, a), file) != 0 ||
+            strcmp(base_name(str_of(t, cd->qualname, b)), base_name(name)) != 0)
+            continue;
+        if (first > 0) {
+            if ((long long)cd->line == first)
+                return code;
+            continue;
+        }
+        if ((long long)cd->line <= line && (!best || cd->line > bl)) {
+            best = code;
+            bl = cd->line;
+        }
+    }
+    return best;
+}
+
+static int code_ran(const gr_conform *c, const gr_trace *t, uint32_t code)
+{
+    for (uint32_t k = 1; k < c->nfn && k <= t->ncodes; k++)
+        if (c->fn[k].n && same_fn(t, k, code))
+            return 1;
+    return code == c->module_code;
+}
+
+static int pair_seen(const gr_conform *c, const gr_trace *t, uint32_t caller, uint32_t callee)
+{
+    if (adj_seen(c, caller, callee))
+        return 1;
+    for (size_t i = 0; i < c->capadj; i++)
+        if (c->adj[i].callee && same_fn(t, c->adj[i].caller, caller) && same_fn(t, c->adj[i].callee, callee))
+            return 1;
+    return 0;
+}
+
+/* The greenlets code ran in, as the "greenlet" field of a difference. */
+static json_t *gls_of(const gr_conform *c, const gr_trace *t, uint32_t code, gr_sb *sb)
+{
+    json_t *arr = json_array();
+    for (uint32_t k = 1; k < c->nfn && k <= t->ncodes; k++) {
+        if (!same_fn(t, k, code))
+            continue;
+        for (size_t i = 0; i < c->fn[k].n && json_array_size(arr) < 8; i++) {
+            gr_sb_reset(sb);
+            describe_gl(c, t, c->fn[k].gl[i].tid, c->fn[k].gl[i].gid, sb);
+            json_array_append_new(arr, json_string(gr_sb_str(sb)));
+        }
+    }
+    return arr;
+}
+
+/* Sampled stacks ("stacks": [{"frames": [{file, line, name[, first]}],
+ * "count": N}], outermost frame first; file null for a frame outside the
+ * root) against the recording: every sampled function under the root ran
+ * (else `never_ran`), and every two adjacent sampled frames under the root
+ * were adjacent in some real stack (else `wrong_stack`: time of one
+ * function attributed to a caller that never called it, as when a
+ * switched-to greenlet's frames are put on the switching frame).  Sample
+ * counts and times are not compared: they are statistical. */
+static int compare_stacks(const gr_conform *c, const gr_trace *t, json_t *results, json_t *stacks,
+                          json_t *differences, size_t *checked, char *reason, size_t n)
+{
+    json_t *exclude = json_object_get(results, "exclude_files");
+    json_t *bad_pairs = json_object(), *never = json_object();
+    gr_sb a, b, key, msg, nm1, nm2;
+    gr_sb_init(&a);
+    gr_sb_init(&b);
+    gr_sb_init(&key);
+    gr_sb_init(&msg);
+    gr_sb_init(&nm1);
+    gr_sb_init(&nm2);
+    size_t nstacks = 0, npairs = 0;
+    long long nsamples = 0;
+    json_t *fnseen = json_object();
+    size_t i;
+    json_t *s;
+    json_array_foreach(stacks, i, s) {
+        json_t *frames = json_object_get(s, "frames");
+        long long count = json_is_integer(json_object_get(s, "count")) ? int_of(s, "count") : 1;
+        if (!json_is_array(frames))
+            continue;
+        nstacks++;
+        nsamples += count;
+        uint32_t prev = 0;
+        size_t j;
+        json_t *fr;
+        json_array_foreach(frames, j, fr) {
+            const char *file = json_string_value(json_object_get(fr, "file"));
+            const char *name = json_string_value(json_object_get(fr, "name"));
+            if (!file || !name || !*file || file[0] == '<' || file[0] == '/' || (exclude && in_list(exclude, file))) {
+                prev = 0; /* outside the root: the frames around it are not adjacent */
+                continue;
+            }
+            long long line = int_of(fr, "line"), first = int_of(fr, "first");
+            uint32_t code = frame_code(t, file, name, line, first, &a, &b);
+            if (!code || !code_ran(c, t, code)) {
+                gr_sb_reset(&key);
+                gr_sb_printf(&key, "%s:%s:%lld", file, name, first > 0 ? first : line);
+                json_t *v = json_object_get(never, gr_sb_str(&key));
+                json_object_set_new(never, gr_sb_str(&key), json_integer((v ? json_integer_value(v) : 0) + count));
+                prev = 0;
+                continue;
+            }
+            gr_sb_reset(&key);
+            gr_sb_printf(&key, "%u", code);
+            json_object_set_new(fnseen, gr_sb_str(&key), json_true());
+            if (prev) {
+                npairs++;
+                if (!pair_seen(c, t, prev, code)) {
+                    gr_sb_reset(&key);
+                    gr_sb_printf(&key, "%u %u", prev, code);
+                    json_t *v = json_object_get(bad_pairs, gr_sb_str(&key));
+                    json_object_set_new(bad_pairs, gr_sb_str(&key),
+                                        json_integer((v ? json_integer_value(v) : 0) + count));
+                }
+            }
+            prev = code;
+        }
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(bad_pairs, k, v) {
+        unsigned caller = 0, callee = 0;
+        if (sscanf(k, "%u %u", &caller, &callee) != 2)
+            continue;
+        gr_sb_reset(&nm1);
+        gr_sb_reset(&nm2);
+        code_name(t, callee, &nm1);
+        code_name(t, caller, &nm2);
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg,
+                     "%lld sample%s put %s right above %s, which the recording never saw call it (in no greenlet's "
+                     "real stack were they adjacent): its time is attributed to the wrong caller",
+                     (long long)json_integer_value(v), json_integer_value(v) == 1 ? "" : "s", gr_sb_str(&nm1),
+                     gr_sb_str(&nm2));
+        const gr_code *cd = gr_trace_code(t, callee);
+        add_diff(differences, "wrong_stack", gr_sb_str(&nm1), cd ? (long long)cd->line : 0, gls_of(c, t, callee, &a),
+                 0, json_integer_value(v), gr_sb_str(&msg));
+    }
+    json_object_foreach(never, k, v) {
+        gr_sb_reset(&msg);
+        gr_sb_printf(&msg, "%lld sample%s show %s, which the recording never saw run",
+                     (long long)json_integer_value(v), json_integer_value(v) == 1 ? "" : "s", k);
+        add_diff(differences, "never_ran", k, 0, NULL, 0, json_integer_value(v), gr_sb_str(&msg));
+    }
+    *checked = json_object_size(fnseen);
+    json_t *yes = json_array(), *no = json_array();
+    gr_sb_reset(&msg);
+    gr_sb_printf(&msg, "%zu sampled stack%s (%lld sample%s): every sampled function ran, each of %zu adjacent pair%s "
+                 "of frames under the root adjacent in a real stack",
+                 nstacks, nstacks == 1 ? "" : "s", nsamples, nsamples == 1 ? "" : "s", npairs, npairs == 1 ? "" : "s");
+    json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+    json_array_append_new(no, json_string("sample counts and time per function (statistical), functions that ran "
+                                          "but were never sampled, frames outside the root"));
+    json_object_set_new(results, "compared", yes);
+    json_object_set_new(results, "not_compared", no);
+    json_decref(bad_pairs);
+    json_decref(never);
+    json_decref(fnseen);
+    gr_sb_free(&a);
+    gr_sb_free(&b);
+    gr_sb_free(&key);
+    gr_sb_free(&msg);
+    gr_sb_free(&nm1);
+    gr_sb_free(&nm2);
+    if (!nsamples) {
+        snprintf(reason, n, "nothing to compare: the profiler took no sample of code under the root");
+        return GR_CONFORM_ERROR;
+    }
+    if (*checked == 0 && !json_array_size(differences)) {
+        snprintf(reason, n, "nothing to compare: no sample holds a function under the root");
+        return GR_CONFORM_ERROR;
+    }
+    return json_array_size(differences) ? GR_CONFORM_FAIL : GR_CONFORM_PASS;
+}
+
 int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
                        json_t **notes, size_t *checked, char *reason, size_t n)
 {
@@ -1023,8 +1280,9 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
     json_t *fns = json_object_get(results, "functions");
     json_t *lines = json_object_get(results, "lines");
     json_t *hits = json_object_get(results, "line_hits");
-    if (!json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits)) {
-        snprintf(reason, n, "the results have none of functions, lines, line_hits");
+    json_t *stacks = json_object_get(results, "stacks");
+    if (!json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits) && !json_is_array(stacks)) {
+        snprintf(reason, n, "the results have none of functions, lines, line_hits, stacks");
         return GR_CONFORM_ERROR;
     }
     if (c->displaced_tid) {
@@ -1056,6 +1314,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         gr_sb_free(&during);
         return GR_CONFORM_ERROR;
     }
+    if (json_is_array(stacks) && !json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits))
+        return compare_stacks(c, t, results, stacks, *differences, checked, reason, n);
     json_t *exclude = json_object_get(results, "exclude_files");
     json_t *unmeasured = json_object_get(results, "unmeasured");
     /* The reference line tracer's results (a second, unrecorded run), when

@@ -60,7 +60,8 @@ const char gr_conform_usage[] =
     "\n"
     "  --profiler NAME|PATH.py  a built-in adapter (cprofile, profile, yappi,\n"
     "                    coverage, coverage-py, coverage-monitoring,\n"
-    "                    line_profiler) or your own adapter file\n"
+    "                    line_profiler; sampling: pyinstrument, memray, austin,\n"
+    "                    scalene) or your own adapter file\n"
     "  --list            print the built-in adapters, one per line: NAME, yes or\n"
     "                    no, and the profiler's version or why it is not\n"
     "                    available for PY (tab-separated); no verdict: --list\n"
@@ -255,7 +256,8 @@ struct run {
 static int is_builtin(const char *s)
 {
     static const char *const names[] = {"cprofile", "profile", "yappi", "coverage", "coverage-py",
-                                        "coverage-monitoring", "line_profiler"};
+                                        "coverage-monitoring", "line_profiler", "pyinstrument",
+                                        "memray", "austin", "scalene"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(s, names[i]) == 0)
             return 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/integration/conform.sh [--python PY]: `greenreplay conform` and its
 # adapters (docs/conform.md).
-#  - --list names the seven built-in adapters, each "yes" or "no" with a
+#  - --list names the eleven built-in adapters, each "yes" or "no" with a
 #    version or a reason;
 #  - every fixture of fixtures/profilers/ with every adapter available for
 #    PY gets the verdict its "# conform:" lines expect (exit status 0 pass,
@@ -55,9 +55,9 @@ verdict_of() { case $1 in 0) echo pass ;; 1) echo fail ;; 2) echo error ;; 3) ec
 
 # --list
 if "$GR_CLI" conform --list --python "$PY" >"$GR_WORK/list" 2>"$GR_WORK/list.err" &&
-    [ "$(wc -l <"$GR_WORK/list")" -eq 7 ] &&
-    [ "$(awk -F'\t' 'NF == 3 && ($2 == "yes" || $2 == "no") && $3 != ""' "$GR_WORK/list" | wc -l)" -eq 7 ]; then
-    gr_ok "list: 7 adapters, each yes/no with a version or reason"
+    [ "$(wc -l <"$GR_WORK/list")" -eq 11 ] &&
+    [ "$(awk -F'\t' 'NF == 3 && ($2 == "yes" || $2 == "no") && $3 != ""' "$GR_WORK/list" | wc -l)" -eq 11 ]; then
+    gr_ok "list: 11 adapters, each yes/no with a version or reason"
 else
     gr_bad "list"
     gr_show "$GR_WORK/list" "$GR_WORK/list.err"

@@ -46,6 +46,11 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
         "generator_calls": "resumptions" (default: like CPython's profile
             events, every resumption of a generator or coroutine counts as
             a call) or "starts" (counted once per call)
+        "stacks": [{"frames": [{"file", "line", "name"[, "first"]}],
+                    "count": N}]    sampled stacks (statistical profilers),
+            outermost frame first: line the running line, "first" the
+            function's co_firstlineno when the profiler knows it; count the
+            samples (or allocations) with that stack
         "unmeasured": [{"file", "line", "name", "reason"}]   functions the
             profiler cannot measure apart (a limitation of the profiler,
             e.g. line_profiler's twins of identical bytecode): not checked;
@@ -74,7 +79,8 @@ import sys
 import types
 
 BUILTINS = ("cprofile", "profile", "yappi", "coverage", "coverage-py",
-            "coverage-monitoring", "line_profiler")
+            "coverage-monitoring", "line_profiler", "pyinstrument", "memray",
+            "austin", "scalene")
 
 _state = {}
 
@@ -239,6 +245,30 @@ def _normalise(raw, paths):
                              "hits": {str(k): int(v) for k, v in sorted(fn["hits"].items(), key=lambda kv: int(kv[0]))}})
         hits.sort(key=lambda d: (d["file"], d["line"], d["name"]))
         res["line_hits"] = hits
+    if "stacks" in raw:
+        merged = {}
+        for st in raw["stacks"]:
+            frames = []
+            for fr in st["frames"]:
+                f = paths(fr["file"]) if fr.get("file") else None
+                if f is None:
+                    # outside the root: one marker for a run of such frames
+                    if not frames or frames[-1][0] is not None:
+                        frames.append((None, 0, "", 0))
+                    continue
+                frames.append((f, int(fr.get("line") or 0), str(fr.get("name") or ""), int(fr.get("first") or 0)))
+            key = tuple(frames)
+            merged[key] = merged.get(key, 0) + int(st.get("count", 1))
+        out = []
+        for frames, n in sorted(merged.items(), key=lambda kv: repr(kv[0])):
+            fl = []
+            for f, line, name, first in frames:
+                e = {"file": f, "line": line, "name": name}
+                if first:
+                    e["first"] = first
+                fl.append(e)
+            out.append({"frames": fl, "count": n})
+        res["stacks"] = out
     if "unmeasured" in raw:
         um = []
         for fn in raw["unmeasured"]:

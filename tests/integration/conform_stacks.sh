@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/integration/conform_stacks.sh [--python PY]: the sampled-stack
+# comparison of `greenreplay conform` (results "stacks", docs/conform.md),
+# with the test sampler tests/integration/conform/stacks_sampler.py (a
+# thread reading the starting thread's frame chain):
+#  - the right sampler passes on conform/sampled_switches.py in 20 runs in
+#    a row (the false-alarm count is printed: it must be 0);
+#  - sampled inside greenlets but put on the switching frame (fault
+#    parent): fail, wrong_stack naming the greenlet's function;
+#  - a sampled function that never ran (fault ghost): fail, never_ran;
+#  - the austin and pyinstrument adapters parse their profilers' formats
+#    (austin 3's FILE:FUNCTION:LINE, austin 1 and 2's FUNCTION (FILE);LN,
+#    pyinstrument's frame identifiers), checked without the profilers.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+gr_script_init conform_stacks "$@"
+PY=$GR_PY
+ADAPTERS=$here/conform
+cd "$GR_ROOT" || exit 2
+if ! "$PY" -c 'import greenlet' 2>/dev/null; then
+    gr_skip_all "greenlet is not importable by $PY"
+fi
+
+prog=$ADAPTERS/sampled_switches.py
+alarms=0 runs=20 nsamp=0
+for i in $(seq 1 $runs); do
+    GR_STACKS_FAULT='' "$GR_CLI" conform --profiler "$ADAPTERS/stacks_sampler.py" --json "$GR_WORK/ok.json" \
+        -- "$PY" "$prog" >"$GR_WORK/ok.out" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        alarms=$((alarms + 1))
+        cp "$GR_WORK/ok.out" "$GR_WORK/alarm.out"
+    fi
+done
+echo "      false alarms of the right sampler: $alarms in $runs runs"
+if [ $alarms -eq 0 ]; then
+    gr_ok "stacks: the right sampler passes $runs runs in a row"
+else
+    gr_bad "stacks: the right sampler failed $alarms of $runs runs"
+    gr_show "$GR_WORK/alarm.out"
+fi
+
+GR_STACKS_FAULT=parent "$GR_CLI" conform --profiler "$ADAPTERS/stacks_sampler.py" --json "$GR_WORK/bad.json" \
+    -- "$PY" "$prog" >"$GR_WORK/bad.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+w = [x for x in d["differences"] if x["kind"] == "wrong_stack"]
+assert w and all(x["kind"] == "wrong_stack" for x in d["differences"]), d["differences"]
+assert any(x["function"] == "sampled_switches.py:worker" for x in w), w
+assert any("run: worker" in g for x in w for g in x["greenlet"]), w' "$GR_WORK/bad.json"; then
+    gr_ok "stacks: a greenlet's samples put on the switching frame: wrong_stack naming worker and its greenlets"
+else
+    gr_bad "stacks: fault parent: exit $rc"
+    gr_show "$GR_WORK/bad.out"
+fi
+
+GR_STACKS_FAULT=ghost "$GR_CLI" conform --profiler "$ADAPTERS/stacks_sampler.py" --json "$GR_WORK/ghost.json" \
+    -- "$PY" "$prog" >"$GR_WORK/ghost.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["differences"] and all(x["kind"] == "never_ran" for x in d["differences"]), d["differences"]
+assert all(":never_called:" in x["function"] for x in d["differences"]), d["differences"]' "$GR_WORK/ghost.json"; then
+    gr_ok "stacks: a sampled function that never ran: never_ran"
+else
+    gr_bad "stacks: fault ghost: exit $rc"
+    gr_show "$GR_WORK/ghost.out"
+fi
+
+if "$PY" - "$GR_ROOT/tracer/greenreplay/profilers" <<'PYEOF' >"$GR_WORK/parse.out" 2>&1
+import importlib.util, os, sys
+def load(name):
+    s = importlib.util.spec_from_file_location("t_" + name, os.path.join(sys.argv[1], name + ".py"))
+    m = importlib.util.module_from_spec(s)
+    s.loader.exec_module(m)
+    return m
+a = load("austin")
+fr, n = a.parse_line("P42;T0:7f12;/w/p.py:<module>:40;/w/p.py:main:30;/w/p.py:busy:12 1000\n")
+assert [(f["file"], f["name"], f["line"]) for f in fr] == [
+    ("/w/p.py", "<module>", 40), ("/w/p.py", "main", 30), ("/w/p.py", "busy", 12)], fr
+fr, n = a.parse_line("Thread 0x7f12;<module> (/w/p.py);L40;main (/w/p.py);L30 500\n")
+assert [(f["file"], f["name"], f["line"]) for f in fr] == [("/w/p.py", "<module>", 40), ("/w/p.py", "main", 30)], fr
+assert a.parse_line("# austin: 3.7.0\n") is None
+p = load("pyinstrument")
+f = p.parse_identifier("busy\x00/w/p.py\x0010\x01l12\x01cK")
+assert f == {"file": "/w/p.py", "line": 12, "name": "busy", "first": 10}, f
+PYEOF
+then
+    gr_ok "stacks: austin's formats (3; 1 and 2) and pyinstrument's frame identifiers parse"
+else
+    gr_bad "stacks: adapter parsers"
+    gr_show "$GR_WORK/parse.out"
+fi
+gr_tally
