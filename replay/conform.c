@@ -1080,7 +1080,8 @@ static int same_fn(const gr_trace *t, uint32_t a, uint32_t b)
 
 /* The trace's code of a sampled frame under the root: same file, same last
  * qualname component, and `first` its first line when the profiler gives
- * it, else the last such definition at or above the running line.  0 when
+ * it, else the last such definition at or above the running line (with
+ * no line, the first definition of the name).  0 when
  * the trace has none (the recording never saw it run). */
 static uint32_t frame_code(const gr_trace *t, const char *file, const char *name, long long line, long long first,
                            gr_sb *a, gr_sb *b)
@@ -1097,6 +1098,15 @@ static uint32_t frame_code(const gr_trace *t, const char *file, const char *name
         if (first > 0) {
             if ((long long)cd->line == first)
                 return code;
+            continue;
+        }
+        if (line <= 0) {
+            /* no line (austin 3 gives 0 for a module's frame): the first
+             * definition of that name in the file */
+            if (!best || cd->line < bl) {
+                best = code;
+                bl = cd->line;
+            }
             continue;
         }
         if ((long long)cd->line <= line && (!best || cd->line > bl)) {
