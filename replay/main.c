@@ -15,6 +15,7 @@
 #include "reader.h"
 #include "record.h"
 #include "conform_cmd.h"
+#include "stall_cmd.h"
 #include "reduce.h"
 #include "report.h"
 #include "script.h"
@@ -53,6 +54,8 @@ static const char usage_main[] =
     "                 speedscope (one track per greenlet)\n"
     "  conform ...    run a program recorded with a profiler under test inside it and\n"
     "                 compare the profiler's results with the recording\n"
+    "  stall ...      does a sampler stall greenlet switches? switch times at N=0 and\n"
+    "                 N idle greenlets, without and with the sampler attached\n"
     "  help [COMMAND] show this help, or a command's\n"
     "\n"
     "`greenreplay COMMAND --help` describes a command.  A usage error is one\n"
@@ -1304,6 +1307,7 @@ static const char *command_usage(const char *cmd)
     if (strcmp(cmd, "reduce") == 0) return usage_reduce;
     if (strcmp(cmd, "export") == 0) return gr_export_usage;
     if (strcmp(cmd, "conform") == 0) return gr_conform_usage;
+    if (strcmp(cmd, "stall") == 0) return gr_stall_usage;
     return NULL;
 }
 
@@ -1359,5 +1363,7 @@ int main(int argc, char **argv)
         return gr_cmd_export(sub_argc, sub_argv);
     if (strcmp(cmd, "conform") == 0)
         return gr_cmd_conform(sub_argc, sub_argv);
+    if (strcmp(cmd, "stall") == 0)
+        return gr_cmd_stall(sub_argc, sub_argv);
     return bad_usage(usage_main, "unknown command '%s'", cmd);
 }
