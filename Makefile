@@ -97,7 +97,8 @@ help:
 	@echo "                    synthetic trace (default 100000000, cached in ~/.cache/greenreplay/bench;"
 	@echo "                    tests/bench/replay_cost.sh); prints figures"
 	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
-	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded)"
+	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded);"
+	@echo "                    then greenreplay stall's black-box verdicts (about 1 min)"
 	@echo "  make scale        1 M greenlets (with and without the sampler), 10,000 threads, a"
 	@echo "                    100 M-event recording checked and dumped: time and peak memory"
 	@echo "                    (ci/scale.sh; ~20 min; SCALE_ARGS=...)"
@@ -339,6 +340,9 @@ browser-test: all
 
 stall: all
 	ci/stall.sh --python $(PYTHON)
+	@echo "== greenreplay stall (black box): hold-lock must be flagged, two-phase and seqlock pass"
+	build/greenreplay stall --python $(PYTHON) --json build/traces/stall/blackbox.json; \
+	  test $$? -eq 1 && $(PYTHON) -c 'import json, sys; v = {s["sampler"]: s["verdict"] for s in json.load(open(sys.argv[1]))["samplers"]}; assert v == {"off": "baseline", "two-phase": "pass", "hold-lock": "flagged", "seqlock": "pass"}, v' build/traces/stall/blackbox.json
 
 # The precision benchmark (tests/realworld/run.py --help).
 REALWORLD_ARGS ?=

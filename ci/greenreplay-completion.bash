@@ -23,6 +23,7 @@ _greenreplay_opts() {
         reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --keep --quiet --help" ;;
         export) echo "--format -o --output --times --no-times --no-check --help" ;;
         conform) echo "--profiler --list --python --json -o --output --keep --results --no-record --root --switches --help" ;;
+        stall)  echo "--python --sampler --attach --idle --depth --reps --seconds --interval-us --json --help" ;;
     esac
 }
 
@@ -36,7 +37,7 @@ _greenreplay() {
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     fi
-    local commands="record check dump stats edit script diff reduce export conform help"
+    local commands="record check dump stats edit script diff reduce export conform stall help"
     if [ "$cword" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

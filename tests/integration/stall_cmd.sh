@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tests/integration/stall_cmd.sh [--python PY]: `greenreplay stall`'s
+# interface (docs/stall.md), not its verdicts (timing: `make stall`
+# checks those, a benchmark):
+#  - a short run (N=10, 2 repetitions of 0.05 s, seqlock) writes --json
+#    with the baseline and the sampler, their ratios and distributions;
+#  - an external sampler that exits before the measured phase is an error
+#    (2) naming it;
+#  - usage errors: exit 2, one line.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+gr_script_init stall_cmd "$@"
+PY=$GR_PY
+cd "$GR_ROOT" || exit 2
+if ! "$PY" -c 'import greenlet' 2>/dev/null; then
+    gr_skip_all "greenlet is not importable by $PY"
+fi
+
+"$GR_CLI" stall --python "$PY" --sampler seqlock --idle 10 --depth 5 --reps 2 --seconds 0.05 \
+    --json "$GR_WORK/s.json" >"$GR_WORK/s.out" 2>"$GR_WORK/s.err"
+rc=$?
+if [ $rc -le 1 ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["idle"] == 10 and d["depth"] == 5 and d["reps"] == 2, d
+s = d["samplers"]
+assert [x["sampler"] for x in s] == ["off", "seqlock"], s
+assert s[0]["verdict"] == "baseline" and s[1]["verdict"] in ("pass", "flagged"), s
+for x in s:
+    assert len(x["ratios"]) == 2 and all(r > 0 for r in x["ratios"]), x
+    for k in ("n0", "n_idle"):
+        assert x[k]["ready_ns_per_switch"] > 0 and x[k]["trip_p99_ns"] >= x[k]["trip_median_ns"] > 0, x
+' "$GR_WORK/s.json" && grep -q '^seqlock ' "$GR_WORK/s.out"; then
+    gr_ok "stall: a short run reports the baseline and the sampler, ratios and distributions"
+else
+    gr_bad "stall: short run: exit $rc"
+    gr_show "$GR_WORK/s.out" "$GR_WORK/s.err"
+fi
+
+"$GR_CLI" stall --python "$PY" --attach 'false {pid}' --idle 10 --depth 5 --reps 2 --seconds 0.05 \
+    >"$GR_WORK/a.out" 2>"$GR_WORK/a.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "the sampler exited" "$GR_WORK/a.err" && grep -q "sampler false {pid} failed" "$GR_WORK/a.err"; then
+    gr_ok "stall: an external sampler that exits at once is an error naming it"
+else
+    gr_bad "stall: --attach false: exit $rc"
+    gr_show "$GR_WORK/a.err"
+fi
+
+bad=0
+for args in "--sampler nope" "--reps 1" "--idle x" "--bogus" "extra"; do
+    # shellcheck disable=SC2086
+    "$GR_CLI" stall $args >"$GR_WORK/u.out" 2>"$GR_WORK/u.err"
+    rc=$?
+    if [ $rc -ne 2 ] || [ "$(wc -l <"$GR_WORK/u.err")" -ne 1 ] || [ -s "$GR_WORK/u.out" ]; then
+        bad=1
+        echo "      $args: exit $rc"
+        gr_show "$GR_WORK/u.err"
+    fi
+done
+if [ $bad = 0 ]; then gr_ok "stall: usage errors exit 2 with one line"; else gr_bad "stall: usage errors"; fi
+gr_tally
