@@ -6,7 +6,8 @@
 #  - every fixture of fixtures/profilers/ with every adapter available for
 #    PY gets the verdict its "# conform:" lines expect (exit status 0 pass,
 #    1 fail, 2 error, 3 skip);
-#  - transparency: each available adapter's results are identical with and
+#  - transparency: each available adapter's results (but the sampling
+#    profilers', which differ run to run) are identical with and
 #    without recording (--no-record), on fixtures/profilers/spawn_bridge.py
 #    (docs/conform.md: every fixture was checked once);
 #  - the comparison can fail: a deliberately broken adapter (calls outside
@@ -105,8 +106,11 @@ for j in "${jobs_list[@]}"; do
     fi
 done
 
-# Transparency: the same results with and without recording.
+# Transparency: the same results with and without recording.  The
+# sampling profilers' results differ from run to run, recorded or not
+# (which instants are sampled, which objects allocated): not compared here.
 for adapter in $available; do
+    case $adapter in pyinstrument|memray|austin|scalene) continue ;; esac
     for name in spawn_bridge; do
         "$GR_CLI" conform --profiler "$adapter" --no-record --results "$GR_WORK/a.json" \
             -- "$PY" "$FIX/$name.py" >"$GR_WORK/a.out" 2>&1
