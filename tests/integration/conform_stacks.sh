@@ -8,6 +8,9 @@
 #  - sampled inside greenlets but put on the switching frame (fault
 #    parent): fail, wrong_stack naming the greenlet's function;
 #  - a sampled function that never ran (fault ghost): fail, never_ran;
+#  - pyinstrument and austin, where PY has them, pass sampled_switches and
+#    conform/sampled_broken.py (their greenlets' stacks put on the
+#    switching frame) fails with wrong_stack;
 #  - the austin and pyinstrument adapters parse their profilers' formats
 #    (austin 3's FILE:FUNCTION:LINE, austin 1 and 2's FUNCTION (FILE);LN,
 #    pyinstrument's frame identifiers), checked without the profilers.
@@ -69,6 +72,31 @@ else
     gr_bad "stacks: fault ghost: exit $rc"
     gr_show "$GR_WORK/ghost.out"
 fi
+
+# The sampling profilers themselves, where PY has them: right on
+# sampled_switches, and failed by conform/sampled_broken.py (their stacks
+# from a greenlet put on the switching frame).
+avail=$("$GR_CLI" conform --list --python "$PY" 2>/dev/null | awk -F'\t' '$2 == "yes" { print $1 }')
+for base in pyinstrument austin; do
+    if ! printf '%s\n' "$avail" | grep -qx "$base"; then
+        echo "      ($base not available for $PY: its cells are skipped)"
+        continue
+    fi
+    "$GR_CLI" conform --profiler "$base" -- "$PY" "$prog" >"$GR_WORK/$base.out" 2>&1
+    rc1=$?
+    GR_SAMPLED_BASE=$base "$GR_CLI" conform --profiler "$ADAPTERS/sampled_broken.py" --json "$GR_WORK/$base.json" \
+        -- "$PY" "$prog" >"$GR_WORK/$base-broken.out" 2>&1
+    rc2=$?
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 1 ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert any(x["kind"] == "wrong_stack" and x["function"] == "sampled_switches.py:worker" for x in d["differences"]), d' \
+        "$GR_WORK/$base.json"; then
+        gr_ok "stacks: $base passes sampled_switches, its broken variant fails with wrong_stack"
+    else
+        gr_bad "stacks: $base: exit $rc1, broken variant exit $rc2"
+        gr_show "$GR_WORK/$base.out" "$GR_WORK/$base-broken.out"
+    fi
+done
 
 if "$PY" - "$GR_ROOT/tracer/greenreplay/profilers" <<'PYEOF' >"$GR_WORK/parse.out" 2>&1
 import importlib.util, os, sys
