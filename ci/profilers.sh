@@ -9,7 +9,8 @@
 #
 # A run: provisions the environments (`ci/envs.sh provision`: Debian roots
 # with their suite's python3-yappi, python3-coverage, python3-line-profiler,
-# see docs/ENVIRONMENTS.md), then for every environment, fixture and
+# python3-pyinstrument, python3-memray, austin, python3-scalene where the
+# suite has them, see docs/ENVIRONMENTS.md), then for every environment, fixture and
 # profiler runs
 #     build/greenreplay conform --profiler P --json CELL.json -- ENVPYTHON FIXTURE
 # (ENVPYTHON is the environment's wrapper, `ci/envs.sh python ID`: in a root
