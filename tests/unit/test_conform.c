@@ -814,6 +814,74 @@ static void test_runs_that_differ_fall_back_with_a_note(void **state)
     end(&f);
 }
 
+/* Sampled stacks (results "stacks"): frames outermost first. */
+#define FR(name, line) "{\"file\": \"prog.py\", \"line\": " #line ", \"name\": \"" name "\"}"
+#define OUTSIDE "{\"file\": null, \"line\": 0, \"name\": \"\"}"
+
+static void test_sampled_stacks_real_pass(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* main's own call of work; work alone at the bottom of g2 (under a
+     * frame outside the root); <module> without a line (austin 3). */
+    assert_int_equal(compare(&f, "{\"stacks\": ["
+                                 "{\"frames\": [" FR("<module>", 0) "," FR("main", 12) "," FR("work", 6) "], \"count\": 4},"
+                                 "{\"frames\": [" OUTSIDE "," FR("work", 7) "], \"count\": 9}]}"),
+                     GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.diffs), 0);
+    assert_int_equal(f.checked, 3);
+    end(&f);
+}
+
+static void test_sampled_stack_on_the_wrong_caller(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    /* g2's work put on <module>, which never called it: wrong_stack,
+     * naming the greenlets where work ran. */
+    assert_int_equal(compare(&f, "{\"stacks\": ["
+                                 "{\"frames\": [" FR("<module>", 2) "," FR("work", 6) "], \"count\": 5}]}"),
+                     GR_CONFORM_FAIL);
+    json_t *d = diff_of(&f, "wrong_stack", "prog.py:work");
+    assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 5);
+    assert_int_equal(json_array_size(json_object_get(d, "greenlet")), 2);
+    end(&f);
+}
+
+static void test_sampled_function_that_never_ran(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f, 1);
+    assert_int_equal(compare(&f, "{\"stacks\": ["
+                                 "{\"frames\": [" FR("main", 12) "," FR("ghost", 40) "], \"count\": 2}]}"),
+                     GR_CONFORM_FAIL);
+    assert_int_equal(json_array_size(f.diffs), 1);
+    diff_of(&f, "never_ran", "prog.py:ghost:40");
+    end(&f);
+}
+
+static void test_sampled_stacks_real_stack_and_nothing_sampled(void **state)
+{
+    (void)state;
+    fx f;
+    /* The recorder saw nothing in g2, its mark shows work; the switch back
+     * carries <module> > main as a real stack. */
+    build(&f, 0);
+    assert_int_equal(compare(&f, "{\"stacks\": ["
+                                 "{\"frames\": [" FR("<module>", 3) "," FR("main", 12) "], \"count\": 1},"
+                                 "{\"frames\": [" FR("work", 6) "], \"count\": 1}]}"),
+                     GR_CONFORM_PASS);
+    json_decref(f.diffs);
+    json_decref(f.notes);
+    /* Samples outside the root only: nothing to compare, an error. */
+    assert_int_equal(compare(&f, "{\"stacks\": [{\"frames\": [" OUTSIDE "], \"count\": 3}]}"), GR_CONFORM_ERROR);
+    assert_non_null(strstr(f.reason, "nothing to compare"));
+    end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -838,6 +906,10 @@ int main(void)
         cmocka_unit_test(test_exact_lines_pass),
         cmocka_unit_test(test_exact_lines_flagged),
         cmocka_unit_test(test_runs_that_differ_fall_back_with_a_note),
+        cmocka_unit_test(test_sampled_stacks_real_pass),
+        cmocka_unit_test(test_sampled_stack_on_the_wrong_caller),
+        cmocka_unit_test(test_sampled_function_that_never_ran),
+        cmocka_unit_test(test_sampled_stacks_real_stack_and_nothing_sampled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
