@@ -361,10 +361,10 @@ static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
     return p && n == strlen(label) && memcmp(p, label, n) == 0;
 }
 
-void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
+/* The harness's marks: the window of a manual start, the finish and the
+ * profiler stopped.  1 when r was one of them. */
+static int feed_harness_mark(gr_conform *c, const gr_trace *t, const gr_record *r)
 {
-    /* (c is also written by is_root_code, through this non-const pointer.) */
-    const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
     if (r->tag == GR_MARK && !c->windowed && mark_is(t, r, GR_CONFORM_MARK_START)) {
         /* The program started the profiler itself: forget what ran before
          * (a profile function of its own installed then displaced none). */
@@ -377,12 +377,12 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         if (c->edges)
             memset(c->edges, 0, c->capedges * sizeof *c->edges);
         c->nedges = 0;
-        return;
+        return 1;
     }
     if (r->tag == GR_MARK && c->in_window && mark_is(t, r, GR_CONFORM_MARK_STOP)) {
         c->in_window = 0;
         mark_open(c);
-        return;
+        return 1;
     }
     if (r->tag == GR_MARK && mark_is(t, r, GR_CONFORM_MARK_FINISH)) {
         if (!(r->flags & GR_MARK_PROFILE_OURS) && !c->displaced_tid) {
@@ -396,12 +396,142 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             mark_open(c);
         }
         c->finished = 1;
-        return;
+        return 1;
     }
     if (r->tag == GR_MARK && c->finished && mark_is(t, r, GR_CONFORM_MARK_STOPPED)) {
         c->stopped = 1;
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* A new greenlet: its seed stack. */
+static void feed_greenlet(gr_conform *c, const gr_trace *t, const gr_record *r, const uint32_t *stack)
+{
+    struct gl_info *g = add_gl(c, r->tid, r->gid);
+    g->main = (r->flags & GR_GL_MAIN) != 0;
+    free(g->seed);
+    g->seed = NULL;
+    g->nseed = r->depth;
+    g->nsh = 0;
+    g->nseedpy = 0;
+    g->incall = 0;
+
+    if (r->depth) {
+        g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
+        memcpy(g->seed, stack, r->depth * sizeof *g->seed);
+        for (uint32_t i = 0; i < r->depth; i++) {
+            const gr_code *cd = gr_trace_code(t, stack[i]);
+            if (cd && cd->kind == GR_CODE_PY)
+                sh_push(g, stack[i]);
+        }
+        g->nseedpy = g->nsh;
+    }
+    g->nbefore = c->in_window ? g->nseedpy : 0; /* (its seed: called before the start) */
+}
+
+/* A HOOK: the profile function displaced, the adapter's or the program's
+ * own installed, or one put on another thread. */
+static void feed_hook(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    /* A takeover the recorder found without the audit event (at a mark
+     * or at stop): what ran before it on that thread is missing from
+     * the recording (docs/FORMAT.md, HOOK who bit 2). */
+    /* Not after the finish MARK on its thread, when the MARK showed
+     * the recorder in place there: what the profiler's stop does to the
+     * thread's profile function then is not the program's. */
+    if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid &&
+        !(c->finished && c->finish_tid && r->tid == c->finish_tid)) {
+        c->displaced_tid = r->tid;
+        c->displaced_at = r->index;
+    }
+    /* A profile function installed on the starting thread: the
+     * adapter's own at its start (automatic mode: inside the boot's
+     * profile function, so no C call of it is seen and the program has
+     * not run yet; manual mode: under the harness's frames), or the
+     * program's own (cProfile's enable() on 3.9-3.11, sys.setprofile),
+     * which displaces a profiler of that slot: a thread has one. */
+    if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && !(r->parent & GR_HOOK_UNANNOUNCED) &&
+        r->tid == c->start_tid && !c->finished) {
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        int harness = 0;
+        uint32_t inner = 0;
+        for (size_t k = g->nsh; k-- > 0;) {
+            const gr_code *cd = gr_trace_code(t, g->sh[k]);
+            size_t fn = 0;
+            const uint8_t *f = cd ? gr_trace_string(t, cd->file, &fn) : NULL;
+            if (f && fn >= 13 && memcmp(f, "<greenreplay>", 13) == 0)
+                harness = 1;
+            if (!inner && is_root_code(c, t, g->sh[k]))
+                inner = g->sh[k];
+        }
+        /* The C call that changed it: `during` when its c_return went
+         * to the new function, else the C call still open (its
+         * c_return came after the HOOK: sys.setprofile).  Only the
+         * calls that install a profile function count as the
+         * program's: a profiler of the slot that puts itself back
+         * from its own callback (yappi does, in a new greenlet and at
+         * a C call) changes it while some other C call is open. */
+        uint32_t during = r->code ? r->code : g->ccall;
+        if (harness || (!r->code && !c->program_ran)) {
+            c->adapter_slot = 1;
+        } else if (during && installs_profiler(t, during) && !c->own_at) {
+            c->own_at = r->index;
+            c->own_during = during;
+            c->own_top = g->nsh ? g->sh[g->nsh - 1] : 0;
+            c->own_inner = inner;
+        }
+    }
+    /* The program put its own profile function on another thread than
+     * the one it started on: a profiler that writes the thread state
+     * directly (yappi does, for every thread) raises no audit event
+     * there, and the recorder can then be displaced unseen. */
+    if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && r->tid != c->start_tid) {
+        for (size_t i = 0; i < c->nblind; i++)
+            if (c->blind_tids[i] == r->tid)
+                return;
+        c->blind_tids = gr_xgrow(c->blind_tids, &c->capblind, c->nblind + 1, sizeof *c->blind_tids);
+        c->blind_tids[c->nblind++] = r->tid;
+    }
+}
+
+/* A Python call: counted, primitive or not, and its caller edge. */
+static void feed_call(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    if (c->seen_call)
+        c->program_ran = 1;
+    if (!c->seen_call) {
+        c->seen_call = 1;
+        c->module_code = r->code;
+    }
+    struct gl_info *g = add_gl(c, r->tid, r->gid);
+    if (!g->first_code)
+        g->first_code = r->code;
+    struct gl_count *n = count_of(c, r->code, r->tid, r->gid);
+    n->calls++;
+    /* Primitive unless the function has a frame in this greenlet's
+     * stack already; the caller is the frame below, when it is a
+     * Python function (not a C function being called, and not the
+     * bottom of a new greenlet, which has no caller in its stack). */
+    size_t k = g->nsh;
+    while (k > 0 && g->sh[k - 1] != r->code)
+        k--;
+    if (!k)
+        n->primitive++;
+    if (!g->incall && g->nsh && g->nsh > g->nbefore && is_root_code(c, t, g->sh[g->nsh - 1]) &&
+        is_root_code(c, t, r->code))
+        edge_of(c, r->tid, g->sh[g->nsh - 1], r->code)->calls++;
+    sh_push(g, r->code);
+    g->ccall = 0;
+    note_last(c, r);
+}
+
+void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    /* (c is also written by is_root_code, through this non-const pointer.) */
+    const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
+    if (feed_harness_mark(c, t, r))
+        return;
     /* Between the two, the harness is stopping the profiler: a call made
      * then (a finaliser, an audit hook the profiler's stop raises, another
      * thread) may or may not be counted by it.  Kept apart: an excess up to
@@ -422,123 +552,19 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
     if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
         return;
     switch (r->tag) {
-    case GR_GREENLET: {
-        struct gl_info *g = add_gl(c, r->tid, r->gid);
-        g->main = (r->flags & GR_GL_MAIN) != 0;
-        free(g->seed);
-        g->seed = NULL;
-        g->nseed = r->depth;
-        g->nsh = 0;
-        g->nseedpy = 0;
-        g->incall = 0;
-
-        if (r->depth) {
-            g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
-            memcpy(g->seed, stack, r->depth * sizeof *g->seed);
-            for (uint32_t i = 0; i < r->depth; i++) {
-                const gr_code *cd = gr_trace_code(t, stack[i]);
-                if (cd && cd->kind == GR_CODE_PY)
-                    sh_push(g, stack[i]);
-            }
-            g->nseedpy = g->nsh;
-        }
-        g->nbefore = c->in_window ? g->nseedpy : 0; /* (its seed: called before the start) */
+    case GR_GREENLET:
+        feed_greenlet(c, t, r, stack);
         break;
-    }
     case GR_HOOK:
-        /* A takeover the recorder found without the audit event (at a mark
-         * or at stop): what ran before it on that thread is missing from
-         * the recording (docs/FORMAT.md, HOOK who bit 2). */
-        /* Not after the finish MARK on its thread, when the MARK showed
-         * the recorder in place there: what the profiler's stop does to the
-         * thread's profile function then is not the program's. */
-        if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid &&
-            !(c->finished && c->finish_tid && r->tid == c->finish_tid)) {
-            c->displaced_tid = r->tid;
-            c->displaced_at = r->index;
-        }
-        /* A profile function installed on the starting thread: the
-         * adapter's own at its start (automatic mode: inside the boot's
-         * profile function, so no C call of it is seen and the program has
-         * not run yet; manual mode: under the harness's frames), or the
-         * program's own (cProfile's enable() on 3.9-3.11, sys.setprofile),
-         * which displaces a profiler of that slot: a thread has one. */
-        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && !(r->parent & GR_HOOK_UNANNOUNCED) &&
-            r->tid == c->start_tid && !c->finished) {
-            struct gl_info *g = add_gl(c, r->tid, r->gid);
-            int harness = 0;
-            uint32_t inner = 0;
-            for (size_t k = g->nsh; k-- > 0;) {
-                const gr_code *cd = gr_trace_code(t, g->sh[k]);
-                size_t fn = 0;
-                const uint8_t *f = cd ? gr_trace_string(t, cd->file, &fn) : NULL;
-                if (f && fn >= 13 && memcmp(f, "<greenreplay>", 13) == 0)
-                    harness = 1;
-                if (!inner && is_root_code(c, t, g->sh[k]))
-                    inner = g->sh[k];
-            }
-            /* The C call that changed it: `during` when its c_return went
-             * to the new function, else the C call still open (its
-             * c_return came after the HOOK: sys.setprofile).  Only the
-             * calls that install a profile function count as the
-             * program's: a profiler of the slot that puts itself back
-             * from its own callback (yappi does, in a new greenlet and at
-             * a C call) changes it while some other C call is open. */
-            uint32_t during = r->code ? r->code : g->ccall;
-            if (harness || (!r->code && !c->program_ran)) {
-                c->adapter_slot = 1;
-            } else if (during && installs_profiler(t, during) && !c->own_at) {
-                c->own_at = r->index;
-                c->own_during = during;
-                c->own_top = g->nsh ? g->sh[g->nsh - 1] : 0;
-                c->own_inner = inner;
-            }
-        }
-        /* The program put its own profile function on another thread than
-         * the one it started on: a profiler that writes the thread state
-         * directly (yappi does, for every thread) raises no audit event
-         * there, and the recorder can then be displaced unseen. */
-        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && r->tid != c->start_tid) {
-            for (size_t i = 0; i < c->nblind; i++)
-                if (c->blind_tids[i] == r->tid)
-                    return;
-            c->blind_tids = gr_xgrow(c->blind_tids, &c->capblind, c->nblind + 1, sizeof *c->blind_tids);
-            c->blind_tids[c->nblind++] = r->tid;
-        }
+        feed_hook(c, t, r);
         break;
     case GR_START:
         if (!c->start_tid)
             c->start_tid = r->tid;
         break;
-    case GR_CALL: {
-        if (c->seen_call)
-            c->program_ran = 1;
-        if (!c->seen_call) {
-            c->seen_call = 1;
-            c->module_code = r->code;
-        }
-        struct gl_info *g = add_gl(c, r->tid, r->gid);
-        if (!g->first_code)
-            g->first_code = r->code;
-        struct gl_count *n = count_of(c, r->code, r->tid, r->gid);
-        n->calls++;
-        /* Primitive unless the function has a frame in this greenlet's
-         * stack already; the caller is the frame below, when it is a
-         * Python function (not a C function being called, and not the
-         * bottom of a new greenlet, which has no caller in its stack). */
-        size_t k = g->nsh;
-        while (k > 0 && g->sh[k - 1] != r->code)
-            k--;
-        if (!k)
-            n->primitive++;
-        if (!g->incall && g->nsh && g->nsh > g->nbefore && is_root_code(c, t, g->sh[g->nsh - 1]) &&
-            is_root_code(c, t, r->code))
-            edge_of(c, r->tid, g->sh[g->nsh - 1], r->code)->calls++;
-        sh_push(g, r->code);
-        g->ccall = 0;
-        note_last(c, r);
+    case GR_CALL:
+        feed_call(c, t, r);
         break;
-    }
     case GR_RETURN: {
         /* Pop it, or down to it when returns were lost; ignore a return
          * of a frame not on the shadow (one opened before recording). */
