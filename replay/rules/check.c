@@ -770,7 +770,7 @@ size_t gr_check_stream(gr_trace *t, gr_check_result *res)
     /* After the first chunk that holds records (decoded whole: its META
      * definitions are seen before its first record, as before), batches of records
      * that stay in the cache between decoding and checking (reader.h). */
-    int batch_later = t->streaming && !t->batch;
+    int batch_later = t->streaming && !t->io.batch;
     gr_checker *c = gr_checker_new(t, res);
     for (;;) {
         gr_checker_advance(c, (size_t)gr_trace_count(t));
