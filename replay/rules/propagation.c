@@ -579,8 +579,8 @@ static void release(ck *c)
 /* Before the range of a split check (rule.h) the rule runs as in it
  * (on_record): a prediction made there may be confirmed by a MARK in the
  * range, whose own blind_spot findings are then not reported
- * (ck.explained_mark); the verdicts about switches before the range are
- * dropped or not counted there (decide: split_lo). */
+ * (ck.notes.explained_mark); the verdicts about switches before the range are
+ * dropped or not counted there (decide: split.split_lo). */
 
 /* A prediction about a switch before hi, still waiting for evidence. */
 static int pending(const ck *c, uint64_t hi)
