@@ -1298,6 +1298,57 @@ static void cmp_primitive_callers(struct cmp *s, const struct cmp_fn *fn)
 }
 
 /* The executed lines of a function ("lines"). */
+/* The executed lines of a function compared exactly with the reference
+ * run's (done: the profiler's lines of its file). */
+static void cmp_lines_exact(struct cmp *s, const struct cmp_fn *fn, json_t *done)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *ref = s->ref;
+    uint64_t scope_tid = s->scope_tid;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    json_t *body = fn->body;
+    json_t *rdone = json_object_get(json_object_get(ref, "lines"), fl);
+    gr_sb lost, more;
+    gr_sb_init(&lost);
+    gr_sb_init(&more);
+    size_t nlost = line_diff(body, rdone, done, &lost);
+    size_t nmore = line_diff(body, done, rdone, &more);
+    s->ncompared_exact++;
+    if (nlost) {
+        gr_sb_reset(&s->gtext);
+        json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg,
+                     "line%s %s of %s ran (the reference line tracer saw %s) but %s not recorded as "
+                     "executed; it ran %llu time%s: %s",
+                     nlost == 1 ? "" : "s", gr_sb_str(&lost), qn, nlost == 1 ? "it" : "them",
+                     nlost == 1 ? "is" : "are", (unsigned long long)truth, truth == 1 ? "" : "s",
+                     gr_sb_str(&s->gtext));
+        add_diff(s->differences, "missing_lines", gr_sb_str(&s->fname), line, gl, truth, (long long)nlost,
+                 gr_sb_str(&s->msg));
+    }
+    if (nmore) {
+        gr_sb_reset(&s->gtext);
+        json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg,
+                     "line%s %s of %s %s recorded as executed, but the reference line tracer %s "
+                     "run; it ran %llu time%s: %s",
+                     nmore == 1 ? "" : "s", gr_sb_str(&more), qn, nmore == 1 ? "is" : "are",
+                     nmore == 1 ? "never saw it" : "saw none of them", (unsigned long long)truth,
+                     truth == 1 ? "" : "s", gr_sb_str(&s->gtext));
+        add_diff(s->differences, "extra_lines", gr_sb_str(&s->fname), line, gl, truth, (long long)nmore,
+                 gr_sb_str(&s->msg));
+    }
+    gr_sb_free(&lost);
+    gr_sb_free(&more);
+}
+
 static void cmp_lines(struct cmp *s, const struct cmp_fn *fn)
 {
     const gr_conform *c = s->c;
@@ -1326,41 +1377,7 @@ static void cmp_lines(struct cmp *s, const struct cmp_fn *fn)
             if (!scope_tid || f->gl[i].tid == scope_tid)
                 seen += f->gl[i].calls;
         if (ref && rcalls > 0 && (uint64_t)rcalls == seen) {
-            json_t *rdone = json_object_get(json_object_get(ref, "lines"), fl);
-            gr_sb lost, more;
-            gr_sb_init(&lost);
-            gr_sb_init(&more);
-            size_t nlost = line_diff(body, rdone, done, &lost);
-            size_t nmore = line_diff(body, done, rdone, &more);
-            s->ncompared_exact++;
-            if (nlost) {
-                gr_sb_reset(&s->gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
-                gr_sb_reset(&s->msg);
-                gr_sb_printf(&s->msg,
-                             "line%s %s of %s ran (the reference line tracer saw %s) but %s not recorded as "
-                             "executed; it ran %llu time%s: %s",
-                             nlost == 1 ? "" : "s", gr_sb_str(&lost), qn, nlost == 1 ? "it" : "them",
-                             nlost == 1 ? "is" : "are", (unsigned long long)truth, truth == 1 ? "" : "s",
-                             gr_sb_str(&s->gtext));
-                add_diff(s->differences, "missing_lines", gr_sb_str(&s->fname), line, gl, truth, (long long)nlost,
-                         gr_sb_str(&s->msg));
-            }
-            if (nmore) {
-                gr_sb_reset(&s->gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
-                gr_sb_reset(&s->msg);
-                gr_sb_printf(&s->msg,
-                             "line%s %s of %s %s recorded as executed, but the reference line tracer %s "
-                             "run; it ran %llu time%s: %s",
-                             nmore == 1 ? "" : "s", gr_sb_str(&more), qn, nmore == 1 ? "is" : "are",
-                             nmore == 1 ? "never saw it" : "saw none of them", (unsigned long long)truth,
-                             truth == 1 ? "" : "s", gr_sb_str(&s->gtext));
-                add_diff(s->differences, "extra_lines", gr_sb_str(&s->fname), line, gl, truth, (long long)nmore,
-                         gr_sb_str(&s->msg));
-            }
-            gr_sb_free(&lost);
-            gr_sb_free(&more);
+            cmp_lines_exact(s, fn, done);
             return;
         }
         s->ncompared_loose++;
