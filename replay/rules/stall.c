@@ -1164,6 +1164,37 @@ static void stream_warnings(sst *ss, const gr_times *hdr, int profile_off, size_
     gr_sb_free(&sb);
 }
 
+/* The checker finished: its warnings after the stall ones, the
+ * violations in order, the summary.  The number of violations. */
+static size_t stream_results(sst *ss, const gr_times *hdr, int profile_off, size_t late, size_t bad_ids)
+{
+    gr_trace *t = ss->t;
+    gr_stall *st = ss->st;
+    gr_check_result *res = ss->res;
+    /* Warnings in gr_stall_run's order, before the checker's. */
+    st->mode = meta(t, "sampler");
+    st->interval_us = meta(t, "sampler_interval_us");
+    gr_check_result pre;
+    memset(&pre, 0, sizeof pre);
+    stream_warnings(ss, hdr, profile_off, late, bad_ids, &pre);
+    gr_sb sb;
+
+    size_t nv = gr_checker_finish(ss->c);
+    for (size_t i = 0; i < res->nwarnings; i++)
+        gr_check_add_warning(&pre, res->warnings[i]);
+    free(res->warnings);
+    res->warnings = pre.warnings;
+    res->nwarnings = pre.nwarnings;
+    res->cap_warnings = pre.cap_warnings;
+    if (res->nv > 1)
+        qsort(res->v, res->nv, sizeof *res->v, by_index_group);
+
+    gr_sb_init(&sb);
+    gr_stall_summary(&sb, st);
+    res->summary = gr_sb_take(&sb);
+    return nv;
+}
+
 int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stall *st,
                     gr_check_result *res, size_t *nv, char **err)
 {
@@ -1231,27 +1262,8 @@ int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stal
     if (!rc)
         rc = join_waits(&ss, 1);
 
-    /* Warnings in gr_stall_run's order, before the checker's. */
-    st->mode = meta(t, "sampler");
-    st->interval_us = meta(t, "sampler_interval_us");
-    gr_check_result pre;
-    memset(&pre, 0, sizeof pre);
-    stream_warnings(&ss, &hdr, profile_off, late, bad_ids, &pre);
+    *nv = stream_results(&ss, &hdr, profile_off, late, bad_ids);
     gr_sb sb;
-
-    *nv = gr_checker_finish(ss.c);
-    for (size_t i = 0; i < res->nwarnings; i++)
-        gr_check_add_warning(&pre, res->warnings[i]);
-    free(res->warnings);
-    res->warnings = pre.warnings;
-    res->nwarnings = pre.nwarnings;
-    res->cap_warnings = pre.cap_warnings;
-    if (res->nv > 1)
-        qsort(res->v, res->nv, sizeof *res->v, by_index_group);
-
-    gr_sb_init(&sb);
-    gr_stall_summary(&sb, st);
-    res->summary = gr_sb_take(&sb);
 
     for (size_t k = ss.head; k < ss.npd; k++) {
         free(ss.pd[k].diff);
