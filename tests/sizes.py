@@ -7,8 +7,9 @@ Fails (exit 1, one line per finding) when
   - a struct or union in tracer/ or replay/ (.c and .h) has over
     MAX_FIELDS members (a nested struct or union member counts as one;
     its own members are counted separately);
-  - a file other than tracer/compat.h tests PY_VERSION_HEX (CONTRIBUTING.md:
-    version differences go in compat.h, each naming the CPython change).
+  - a C file of the repository other than tracer/compat.h tests
+    PY_VERSION_HEX (CONTRIBUTING.md: version differences go in compat.h,
+    each naming the CPython change).
 
 tests/sizes_exceptions.txt lists findings allowed for now, one
 "function FILE NAME" or "struct FILE NAME" a line; an entry that no longer
@@ -95,8 +96,27 @@ def sources(root):
     return sorted(out)
 
 
+def c_files(root):
+    """Every C source and header of the repository (not build/, not .git)."""
+    out = []
+    for d, dirs, files in os.walk(root):
+        rel_d = os.path.relpath(d, root)
+        if rel_d == '.':
+            dirs[:] = [x for x in dirs if x not in ('build', '.git')]
+        out += [os.path.normpath(os.path.join(rel_d, f)) for f in files if f.endswith(('.c', '.h'))]
+    return sorted(out)
+
+
 def findings(root):
     out = []
+    for rel in c_files(root):
+        if rel == VERSION_HOME:
+            continue
+        with open(os.path.join(root, rel), errors='replace') as f:
+            text = strip_comments(f.read())
+        if re.search(r'\b%s\b' % VERSION_MACRO, text):
+            out.append(('version', rel, VERSION_MACRO,
+                        'tested outside %s' % VERSION_HOME))
     for rel in sources(root):
         with open(os.path.join(root, rel), errors='replace') as f:
             raw = f.read()
@@ -110,9 +130,6 @@ def findings(root):
             if n > MAX_FIELDS:
                 out.append(('struct', rel, name,
                             '%d fields (limit %d)' % (n, MAX_FIELDS)))
-        if rel != VERSION_HOME and re.search(r'\b%s\b' % VERSION_MACRO, text):
-            out.append(('version', rel, VERSION_MACRO,
-                        'tested outside %s' % VERSION_HOME))
     return out
 
 
@@ -143,7 +160,7 @@ def run(root, exceptions):
         print('%s: %s %s: %s' % (rel, kind, name, what))
         bad += 1
     for kind, rel, name in sorted(allowed - seen):
-        print('%s: %s %s: listed in %s but within the limit now: remove it'
+        print('%s: %s %s: listed in %s but not over the limit (or gone): remove it'
               % (rel, kind, name, exceptions))
         bad += 1
     return 1 if bad else 0
@@ -173,6 +190,7 @@ def self_test():
         ('version test outside compat.h', {'tracer/a.c': version}, 1),
         ('version test in compat.h', {'tracer/compat.h': version}, 0),
         ('version test in a comment', {'replay/a.c': '/* %s */\n' % version}, 0),
+        ('version test in a test', {'tests/unit/a.c': version}, 1),
     ]
     failed = 0
     for title, files, want in cases:
