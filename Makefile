@@ -45,7 +45,7 @@ DEBUG_PYTHON ?= /usr/bin/python3.11d
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext deps setup check demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext deps setup check sizes demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
         matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale \
         transparency peer-full realworld
@@ -55,14 +55,18 @@ help:
 	@echo "greenreplay make targets:"
 	@echo "  make              build $(CLI) and the recorder for PYTHON=$(PYTHON)"
 	@echo "                    (make all; make cli: the CLI alone; make ext: the recorder alone)"
-	@echo "  make check        the fast loop: build, make unit, then the host-only integration"
-	@echo "                    scripts (lines marked host in tests/integration/suites.txt); no apt,"
-	@echo "                    no pip, no root, no network (run make deps once); CHECK_JOBS scripts"
-	@echo "                    at a time (default 2)"
+	@echo "  make check        the fast loop: build, make sizes, make unit, then the host-only"
+	@echo "                    integration scripts (lines marked host in tests/integration/suites.txt);"
+	@echo "                    no apt, no pip, no root, no network (run make deps once); CHECK_JOBS"
+	@echo "                    scripts at a time (default 2)"
+	@echo "  make sizes        source limits (tests/sizes.py, its self-test first): no function in"
+	@echo "                    tracer/ or replay/ over 150 lines, no struct over 30 fields, no"
+	@echo "                    PY_VERSION_HEX test outside tracer/compat.h (allowed for now:"
+	@echo "                    tests/sizes_exceptions.txt)"
 	@echo "  make demo         install what is missing (make deps), build, record and check every"
 	@echo "                    fixture (ci/demo.sh)"
-	@echo "  make test         install what is missing, build, then make unit, make integration and"
-	@echo "                    make integration-debug (the full suite)"
+	@echo "  make test         install what is missing, build, then make sizes, make unit, make"
+	@echo "                    integration and make integration-debug (the full suite)"
 	@echo "  make unit         every cmocka unit test, tests/unit/test_*.c (format, reader, checker,"
 	@echo "                    commands, recorder's writer, sampler, registry...)"
 	@echo "  make integration  build, then every script of tests/integration/suites.txt in order"
@@ -264,6 +268,7 @@ integration: all $(BUILD)/bench/gentrace
 # CHECK_JOBS scripts run at a time.
 CHECK_JOBS ?= 2
 check: all $(BUILD)/bench/gentrace
+	$(MAKE) sizes
 	$(MAKE) unit
 	tests/integration/suite.sh --python $(PYTHON) --jobs $(CHECK_JOBS) host
 
@@ -274,11 +279,18 @@ integration-debug: cli
 	tests/integration/debug.sh --python $(DEBUG_PYTHON)
 	tests/integration/matrix_verdicts.sh
 
+# Source limits (tests/sizes.py): its self-test on made-up files first, so a
+# check that can no longer fail fails here.
+sizes:
+	python3 tests/sizes.py --self-test
+	python3 tests/sizes.py
+
 golden: all
 	tests/integration/run.sh --python $(PYTHON) --update
 
 test: deps
 	$(MAKE) all
+	$(MAKE) sizes
 	$(MAKE) unit
 	$(MAKE) integration
 	$(MAKE) integration-debug

@@ -411,10 +411,10 @@ static int mark_is(const gr_trace *t, const gr_record *r, const char *label)
     return p && n == strlen(label) && memcmp(p, label, n) == 0;
 }
 
-void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
+/* The harness's marks: the window of a manual start, the finish and the
+ * profiler stopped.  1 when r was one of them. */
+static int feed_harness_mark(gr_conform *c, const gr_trace *t, const gr_record *r)
 {
-    /* (c is also written by is_root_code, through this non-const pointer.) */
-    const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
     if (r->tag == GR_MARK && !c->windowed && mark_is(t, r, GR_CONFORM_MARK_START)) {
         /* The program started the profiler itself: forget what ran before
          * (a profile function of its own installed then displaced none). */
@@ -427,12 +427,12 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
         if (c->edges)
             memset(c->edges, 0, c->capedges * sizeof *c->edges);
         c->nedges = 0;
-        return;
+        return 1;
     }
     if (r->tag == GR_MARK && c->in_window && mark_is(t, r, GR_CONFORM_MARK_STOP)) {
         c->in_window = 0;
         mark_open(c);
-        return;
+        return 1;
     }
     if (r->tag == GR_MARK && mark_is(t, r, GR_CONFORM_MARK_FINISH)) {
         if (!(r->flags & GR_MARK_PROFILE_OURS) && !c->displaced_tid) {
@@ -446,12 +446,144 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
             mark_open(c);
         }
         c->finished = 1;
-        return;
+        return 1;
     }
     if (r->tag == GR_MARK && c->finished && mark_is(t, r, GR_CONFORM_MARK_STOPPED)) {
         c->stopped = 1;
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* A new greenlet: its seed stack. */
+static void feed_greenlet(gr_conform *c, const gr_trace *t, const gr_record *r, const uint32_t *stack)
+{
+    struct gl_info *g = add_gl(c, r->tid, r->gid);
+    g->main = (r->flags & GR_GL_MAIN) != 0;
+    free(g->seed);
+    g->seed = NULL;
+    g->nseed = r->depth;
+    g->nsh = 0;
+    g->nseedpy = 0;
+    g->incall = 0;
+
+    if (r->depth) {
+        g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
+        memcpy(g->seed, stack, r->depth * sizeof *g->seed);
+        for (uint32_t i = 0; i < r->depth; i++) {
+            const gr_code *cd = gr_trace_code(t, stack[i]);
+            if (cd && cd->kind == GR_CODE_PY)
+                sh_push(g, stack[i]);
+        }
+        g->nseedpy = g->nsh;
+    }
+    g->nbefore = c->in_window ? g->nseedpy : 0; /* (its seed: called before the start) */
+}
+
+/* A HOOK: the profile function displaced, the adapter's or the program's
+ * own installed, or one put on another thread. */
+static void feed_hook(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    /* A takeover the recorder found without the audit event (at a mark
+     * or at stop): what ran before it on that thread is missing from
+     * the recording (docs/FORMAT.md, HOOK who bit 2). */
+    /* Not after the finish MARK on its thread, when the MARK showed
+     * the recorder in place there: what the profiler's stop does to the
+     * thread's profile function then is not the program's. */
+    if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid &&
+        !(c->finished && c->finish_tid && r->tid == c->finish_tid)) {
+        c->displaced_tid = r->tid;
+        c->displaced_at = r->index;
+    }
+    /* A profile function installed on the starting thread: the
+     * adapter's own at its start (automatic mode: inside the boot's
+     * profile function, so no C call of it is seen and the program has
+     * not run yet; manual mode: under the harness's frames), or the
+     * program's own (cProfile's enable() on 3.9-3.11, sys.setprofile),
+     * which displaces a profiler of that slot: a thread has one. */
+    if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && !(r->parent & GR_HOOK_UNANNOUNCED) &&
+        r->tid == c->start_tid && !c->finished) {
+        struct gl_info *g = add_gl(c, r->tid, r->gid);
+        int harness = 0;
+        uint32_t inner = 0;
+        for (size_t k = g->nsh; k-- > 0;) {
+            const gr_code *cd = gr_trace_code(t, g->sh[k]);
+            size_t fn = 0;
+            const uint8_t *f = cd ? gr_trace_string(t, cd->file, &fn) : NULL;
+            if (f && fn >= 13 && memcmp(f, "<greenreplay>", 13) == 0)
+                harness = 1;
+            if (!inner && is_root_code(c, t, g->sh[k]))
+                inner = g->sh[k];
+        }
+        /* The C call that changed it: `during` when its c_return went
+         * to the new function, else the C call still open (its
+         * c_return came after the HOOK: sys.setprofile).  Only the
+         * calls that install a profile function count as the
+         * program's: a profiler of the slot that puts itself back
+         * from its own callback (yappi does, in a new greenlet and at
+         * a C call) changes it while some other C call is open. */
+        uint32_t during = r->code ? r->code : g->ccall;
+        if (harness || (!r->code && !c->program_ran)) {
+            c->adapter_slot = 1;
+        } else if (during && installs_profiler(t, during) && !c->own_at) {
+            c->own_at = r->index;
+            c->own_during = during;
+            c->own_top = g->nsh ? g->sh[g->nsh - 1] : 0;
+            c->own_inner = inner;
+        }
+    }
+    /* The program put its own profile function on another thread than
+     * the one it started on: a profiler that writes the thread state
+     * directly (yappi does, for every thread) raises no audit event
+     * there, and the recorder can then be displaced unseen. */
+    if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && r->tid != c->start_tid) {
+        for (size_t i = 0; i < c->nblind; i++)
+            if (c->blind_tids[i] == r->tid)
+                return;
+        c->blind_tids = gr_xgrow(c->blind_tids, &c->capblind, c->nblind + 1, sizeof *c->blind_tids);
+        c->blind_tids[c->nblind++] = r->tid;
+    }
+}
+
+/* A Python call: counted, primitive or not, and its caller edge. */
+static void feed_call(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    if (c->seen_call)
+        c->program_ran = 1;
+    if (!c->seen_call) {
+        c->seen_call = 1;
+        c->module_code = r->code;
+    }
+    struct gl_info *g = add_gl(c, r->tid, r->gid);
+    if (!g->first_code)
+        g->first_code = r->code;
+    struct gl_count *n = count_of(c, r->code, r->tid, r->gid);
+    n->calls++;
+    /* Primitive unless the function has a frame in this greenlet's
+     * stack already; the caller is the frame below, when it is a
+     * Python function (not a C function being called, and not the
+     * bottom of a new greenlet, which has no caller in its stack). */
+    size_t k = g->nsh;
+    while (k > 0 && g->sh[k - 1] != r->code)
+        k--;
+    if (!k)
+        n->primitive++;
+    if (!g->incall && g->nsh && g->nsh > g->nbefore && is_root_code(c, t, g->sh[g->nsh - 1]) &&
+        is_root_code(c, t, r->code))
+        edge_of(c, r->tid, g->sh[g->nsh - 1], r->code)->calls++;
+    if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && is_root_code(c, t, r->code))
+        adj_note(c, g->sh[g->nsh - 1], r->code);
+    sh_push(g, r->code);
+    g->ccall = 0;
+    note_last(c, r);
+}
+
+void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
+{
+    /* (c is also written by is_root_code, through this non-const pointer.) */
+    const uint32_t *stack = r->depth ? gr_record_stack(t, r) : NULL;
+    if (feed_harness_mark(c, t, r))
+        return;
     /* Between the two, the harness is stopping the profiler: a call made
      * then (a finaliser, an audit hook the profiler's stop raises, another
      * thread) may or may not be counted by it.  Kept apart: an excess up to
@@ -472,125 +604,19 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
     if (c->windowed && !c->in_window && r->tag != GR_GREENLET)
         return;
     switch (r->tag) {
-    case GR_GREENLET: {
-        struct gl_info *g = add_gl(c, r->tid, r->gid);
-        g->main = (r->flags & GR_GL_MAIN) != 0;
-        free(g->seed);
-        g->seed = NULL;
-        g->nseed = r->depth;
-        g->nsh = 0;
-        g->nseedpy = 0;
-        g->incall = 0;
-
-        if (r->depth) {
-            g->seed = gr_xrealloc(NULL, r->depth * sizeof *g->seed);
-            memcpy(g->seed, stack, r->depth * sizeof *g->seed);
-            for (uint32_t i = 0; i < r->depth; i++) {
-                const gr_code *cd = gr_trace_code(t, stack[i]);
-                if (cd && cd->kind == GR_CODE_PY)
-                    sh_push(g, stack[i]);
-            }
-            g->nseedpy = g->nsh;
-        }
-        g->nbefore = c->in_window ? g->nseedpy : 0; /* (its seed: called before the start) */
+    case GR_GREENLET:
+        feed_greenlet(c, t, r, stack);
         break;
-    }
     case GR_HOOK:
-        /* A takeover the recorder found without the audit event (at a mark
-         * or at stop): what ran before it on that thread is missing from
-         * the recording (docs/FORMAT.md, HOOK who bit 2). */
-        /* Not after the finish MARK on its thread, when the MARK showed
-         * the recorder in place there: what the profiler's stop does to the
-         * thread's profile function then is not the program's. */
-        if (r->flags == GR_HOOK_PROFILE && (r->parent & GR_HOOK_UNANNOUNCED) && !c->displaced_tid &&
-            !(c->finished && c->finish_tid && r->tid == c->finish_tid)) {
-            c->displaced_tid = r->tid;
-            c->displaced_at = r->index;
-        }
-        /* A profile function installed on the starting thread: the
-         * adapter's own at its start (automatic mode: inside the boot's
-         * profile function, so no C call of it is seen and the program has
-         * not run yet; manual mode: under the harness's frames), or the
-         * program's own (cProfile's enable() on 3.9-3.11, sys.setprofile),
-         * which displaces a profiler of that slot: a thread has one. */
-        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && !(r->parent & GR_HOOK_UNANNOUNCED) &&
-            r->tid == c->start_tid && !c->finished) {
-            struct gl_info *g = add_gl(c, r->tid, r->gid);
-            int harness = 0;
-            uint32_t inner = 0;
-            for (size_t k = g->nsh; k-- > 0;) {
-                const gr_code *cd = gr_trace_code(t, g->sh[k]);
-                size_t fn = 0;
-                const uint8_t *f = cd ? gr_trace_string(t, cd->file, &fn) : NULL;
-                if (f && fn >= 13 && memcmp(f, "<greenreplay>", 13) == 0)
-                    harness = 1;
-                if (!inner && is_root_code(c, t, g->sh[k]))
-                    inner = g->sh[k];
-            }
-            /* The C call that changed it: `during` when its c_return went
-             * to the new function, else the C call still open (its
-             * c_return came after the HOOK: sys.setprofile).  Only the
-             * calls that install a profile function count as the
-             * program's: a profiler of the slot that puts itself back
-             * from its own callback (yappi does, in a new greenlet and at
-             * a C call) changes it while some other C call is open. */
-            uint32_t during = r->code ? r->code : g->ccall;
-            if (harness || (!r->code && !c->program_ran)) {
-                c->adapter_slot = 1;
-            } else if (during && installs_profiler(t, during) && !c->own_at) {
-                c->own_at = r->index;
-                c->own_during = during;
-                c->own_top = g->nsh ? g->sh[g->nsh - 1] : 0;
-                c->own_inner = inner;
-            }
-        }
-        /* The program put its own profile function on another thread than
-         * the one it started on: a profiler that writes the thread state
-         * directly (yappi does, for every thread) raises no audit event
-         * there, and the recorder can then be displaced unseen. */
-        if (r->flags == GR_HOOK_PROFILE && r->tracing == GR_HOOK_SET && r->tid != c->start_tid) {
-            for (size_t i = 0; i < c->nblind; i++)
-                if (c->blind_tids[i] == r->tid)
-                    return;
-            c->blind_tids = gr_xgrow(c->blind_tids, &c->capblind, c->nblind + 1, sizeof *c->blind_tids);
-            c->blind_tids[c->nblind++] = r->tid;
-        }
+        feed_hook(c, t, r);
         break;
     case GR_START:
         if (!c->start_tid)
             c->start_tid = r->tid;
         break;
-    case GR_CALL: {
-        if (c->seen_call)
-            c->program_ran = 1;
-        if (!c->seen_call) {
-            c->seen_call = 1;
-            c->module_code = r->code;
-        }
-        struct gl_info *g = add_gl(c, r->tid, r->gid);
-        if (!g->first_code)
-            g->first_code = r->code;
-        struct gl_count *n = count_of(c, r->code, r->tid, r->gid);
-        n->calls++;
-        /* Primitive unless the function has a frame in this greenlet's
-         * stack already; the caller is the frame below, when it is a
-         * Python function (not a C function being called, and not the
-         * bottom of a new greenlet, which has no caller in its stack). */
-        size_t k = g->nsh;
-        while (k > 0 && g->sh[k - 1] != r->code)
-            k--;
-        if (!k)
-            n->primitive++;
-        if (!g->incall && g->nsh && g->nsh > g->nbefore && is_root_code(c, t, g->sh[g->nsh - 1]) &&
-            is_root_code(c, t, r->code))
-            edge_of(c, r->tid, g->sh[g->nsh - 1], r->code)->calls++;
-        if (g->nsh && is_root_code(c, t, g->sh[g->nsh - 1]) && is_root_code(c, t, r->code))
-            adj_note(c, g->sh[g->nsh - 1], r->code);
-        sh_push(g, r->code);
-        g->ccall = 0;
-        note_last(c, r);
+    case GR_CALL:
+        feed_call(c, t, r);
         break;
-    }
     case GR_RETURN: {
         /* Pop it, or down to it when returns were lost; ignore a return
          * of a frame not on the shadow (one opened before recording). */
@@ -1276,22 +1302,51 @@ static int compare_stacks(const gr_conform *c, const gr_trace *t, json_t *result
     return json_array_size(differences) ? GR_CONFORM_FAIL : GR_CONFORM_PASS;
 }
 
-int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
-                       json_t **notes, size_t *checked, char *reason, size_t n)
+/* gr_conform_compare's state: what it compares and what it found so far. */
+struct cmp {
+    const gr_conform *c;
+    const gr_trace *t;
+    json_t *results;
+    json_t *fns, *lines, *hits, *cfns; /* the profiler's results by kind */
+    json_t *stacks;                   /* sampled stacks (statistical profilers) */
+    int stacks_only;
+    json_t *exclude, *unmeasured;
+    json_t *ref; /* the reference line tracer's results, or NULL */
+    int starts_only;
+    uint64_t scope_tid; /* 0: every thread */
+    json_t *differences, *notes;
+    size_t checked;
+    unsigned char *matched; /* functions of the profiler matched to a truth entry (by index) */
+    size_t ncompared_exact, ncompared_loose, nno_line, nnever;
+    size_t nprimitive, ncallers_of, nedges, ntotal, nhits, ncfn;
+    gr_sb file, qual, msg, gtext, fname;
+};
+
+/* One Python function of the recording being compared. */
+struct cmp_fn {
+    uint32_t code;
+    const struct fn_truth *f;
+    const char *fl, *qn;
+    long long line;
+    uint64_t truth;
+    json_t *ce, *body; /* its code entry and body lines (cmp_lines, cmp_hits) */
+};
+
+/* The results' parts compared, and the cases where nothing can be:
+ * GR_CONFORM_ERROR with the reason, else 0. */
+static int cmp_setup(struct cmp *s, const gr_conform *c, const gr_trace *t, json_t *results, char *reason,
+                     size_t n)
 {
-    *differences = json_array();
-    *notes = json_array();
-    *checked = 0;
-    reason[0] = '\0';
     if (!json_is_object(results)) {
         snprintf(reason, n, "the results are not a JSON object");
         return GR_CONFORM_ERROR;
     }
-    json_t *fns = json_object_get(results, "functions");
-    json_t *lines = json_object_get(results, "lines");
-    json_t *hits = json_object_get(results, "line_hits");
-    json_t *stacks = json_object_get(results, "stacks");
-    if (!json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits) && !json_is_array(stacks)) {
+    s->fns = json_object_get(results, "functions");
+    s->lines = json_object_get(results, "lines");
+    s->hits = json_object_get(results, "line_hits");
+    s->stacks = json_object_get(results, "stacks");
+    if (!json_is_array(s->fns) && !json_is_object(s->lines) && !json_is_array(s->hits) &&
+        !json_is_array(s->stacks)) {
         snprintf(reason, n, "the results have none of functions, lines, line_hits, stacks");
         return GR_CONFORM_ERROR;
     }
@@ -1324,318 +1379,430 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         gr_sb_free(&during);
         return GR_CONFORM_ERROR;
     }
-    if (json_is_array(stacks) && !json_is_array(fns) && !json_is_object(lines) && !json_is_array(hits))
-        return compare_stacks(c, t, results, stacks, *differences, checked, reason, n);
-    json_t *exclude = json_object_get(results, "exclude_files");
-    json_t *unmeasured = json_object_get(results, "unmeasured");
+    if (json_is_array(s->stacks) && !json_is_array(s->fns) && !json_is_object(s->lines) &&
+        !json_is_array(s->hits)) {
+        s->stacks_only = 1;
+        return 0;
+    }
+    s->exclude = json_object_get(results, "exclude_files");
+    s->unmeasured = json_object_get(results, "unmeasured");
     /* The reference line tracer's results (a second, unrecorded run), when
      * conform could run it: the exact line comparison. */
-    json_t *ref = json_is_object(json_object_get(results, "reference")) ? json_object_get(results, "reference")
-                                                                          : NULL;
-    size_t ncompared_exact = 0, ncompared_loose = 0, nno_line = 0, nnever = 0;
-    size_t nprimitive = 0, ncallers_of = 0, nedges = 0, ntotal = 0, nhits = 0, ncfn = 0;
+    s->ref = json_is_object(json_object_get(results, "reference")) ? json_object_get(results, "reference")
+                                                                       : NULL;
     const char *gencalls = json_string_value(json_object_get(results, "generator_calls"));
-    int starts_only = gencalls && strcmp(gencalls, "starts") == 0;
+    s->starts_only = gencalls && strcmp(gencalls, "starts") == 0;
     const char *threads = json_string_value(json_object_get(results, "threads"));
-    uint64_t scope_tid = threads && strcmp(threads, "all") == 0 ? 0 : c->start_tid;
-    if (!c->start_tid && scope_tid == 0 && !(threads && strcmp(threads, "all") == 0)) {
+    s->scope_tid = threads && strcmp(threads, "all") == 0 ? 0 : c->start_tid;
+    if (!c->start_tid && s->scope_tid == 0 && !(threads && strcmp(threads, "all") == 0)) {
         snprintf(reason, n, "the trace has no START record");
         return GR_CONFORM_ERROR;
     }
+    return 0;
+}
 
-    gr_sb file, qual, msg, gtext, fname;
-    gr_sb_init(&file);
-    gr_sb_init(&qual);
-    gr_sb_init(&msg);
-    gr_sb_init(&gtext);
-    gr_sb_init(&fname);
-    /* Functions of the profiler matched to a truth entry (by index). */
-    size_t nprof = json_is_array(fns) ? json_array_size(fns) : 0;
-    unsigned char *matched = calloc(nprof ? nprof : 1, 1);
-    if (!matched) {
-        fputs("greenreplay: out of memory\n", stderr);
-        exit(2);
+/* A function the profiler cannot measure apart (its own limitation, named
+ * by the adapter): a note when it ran, no check.  1 when it is one. */
+static int cmp_unmeasured(struct cmp *s, const struct cmp_fn *fn)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *results = s->results;
+    json_t *fns = s->fns;
+    json_t *unmeasured = s->unmeasured;
+    uint64_t scope_tid = s->scope_tid;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    json_t *um = find_exact(unmeasured, fl, line, qn);
+    if (!um)
+        return 0;
+    json_t *ceu = code_entry(results, fl, line, qn);
+    json_t *bu = ceu ? json_object_get(ceu, "body") : NULL;
+    /* (noted only where a check would have run: a line profiler
+     * checks nothing in a function without a body line of its own) */
+    if (truth && (json_is_array(fns) || (json_is_array(bu) && json_array_size(bu)))) {
+        gr_sb_reset(&s->gtext);
+        json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+        const char *why = json_string_value(json_object_get(um, "reason"));
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg, "not checked, a limitation of the profiler: %s; it ran %llu time%s: %s",
+                     why && *why ? why : "the adapter cannot measure it", (unsigned long long)truth,
+                     truth == 1 ? "" : "s", gr_sb_str(&s->gtext));
+        add_diff(s->notes, "limitation", gr_sb_str(&s->fname), line, gl, truth, 0, gr_sb_str(&s->msg));
     }
+    return 1;
+}
 
+/* The total calls of a function. */
+static void cmp_calls(struct cmp *s, const struct cmp_fn *fn)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *results = s->results;
+    json_t *fns = s->fns;
+    int starts_only = s->starts_only;
+    uint64_t scope_tid = s->scope_tid;
+    unsigned char *matched = s->matched;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    if (json_is_array(fns)) {
+        json_t *e = find_entry(fns, fl, line, qn);
+        long long prof = e ? int_of(e, "calls") : 0;
+        if (e) {
+            size_t idx;
+            json_t *v;
+            json_array_foreach(fns, idx, v) {
+                if (v == e)
+                    matched[idx] = 1;
+            }
+        }
+        /* Generators and coroutines: with "generator_calls": "starts"
+         * the profiler counts a call once however often it resumed,
+         * the recording every resumption: only 0 and excess are sure. */
+        json_t *ce0 = code_entry(results, fl, line, qn);
+        int starts = starts_only && ce0 && json_is_true(json_object_get(ce0, "generator"));
+        if (truth || prof) {
+            s->checked++; s->ntotal++;
+            if ((uint64_t)prof < truth && (!starts || prof == 0)) {
+                gr_sb_reset(&s->gtext);
+                json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted",
+                                   &s->gtext);
+                gr_sb_reset(&s->msg);
+                gr_sb_printf(&s->msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
+                             prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
+                             starts ? " (with resumptions)" : "", gr_sb_str(&s->gtext));
+                /* Calls another thread was in the middle of (or had
+                 * just returned from) when the harness stopped the
+                 * profiler: it may have missed them. */
+                uint64_t lim = limbo_of(f, scope_tid);
+                int limbo = truth - (uint64_t)prof <= lim;
+                if (limbo)
+                    gr_sb_printf(&s->msg,
+                                 "; %llu of them %s in progress or had just returned on another thread than the "
+                                 "one that ended the program when the finish mark was written, which the "
+                                 "profiler, stopped then, may not have counted: not a verdict",
+                                 (unsigned long long)lim, lim == 1 ? "was" : "were");
+                add_diff(limbo ? s->notes : s->differences, limbo ? "unverified" : "blind_spot", gr_sb_str(&s->fname),
+                         line, gl, truth, prof, gr_sb_str(&s->msg));
+            } else if ((uint64_t)prof > truth) {
+                /* Calls made while the profiler was stopping: it may
+                 * have counted any of them. */
+                uint64_t win = window_of(f, scope_tid);
+                int late = (uint64_t)prof - truth <= win;
+                gr_sb_reset(&s->gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+                gr_sb_reset(&s->msg);
+                gr_sb_printf(&s->msg, "the profiler counts %lld calls of %s (line %lld), the recording %llu%s%s", prof,
+                             qn, line, (unsigned long long)truth, truth ? ": " : "", gr_sb_str(&s->gtext));
+                if (win)
+                    gr_sb_printf(&s->msg, "%s%llu more ran after the finish mark while the profiler was stopping%s",
+                                 truth ? "; " : ", and ", (unsigned long long)win,
+                                 late ? ", which it may have counted: not a verdict" : "");
+                if (!late)
+                    excess(c, scope_tid, &s->msg);
+                int note = late || blind_threads(c, scope_tid);
+                add_diff(note ? s->notes : s->differences, note ? "unverified" : "miscount", gr_sb_str(&s->fname), line,
+                         gl, truth, prof, gr_sb_str(&s->msg));
+            }
+        }
+    }
+}
+
+/* Primitive calls and callers, where the totals agree (else the
+ * difference cmp_calls found says it all) and the recorder saw every call
+ * (none proven by real stacks alone). */
+static void cmp_primitive_callers(struct cmp *s, const struct cmp_fn *fn)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *results = s->results;
+    json_t *fns = s->fns;
+    json_t *exclude = s->exclude;
+    int starts_only = s->starts_only;
+    uint64_t scope_tid = s->scope_tid;
+    uint32_t code = fn->code;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    json_t *pe = json_is_array(fns) && truth ? find_entry(fns, fl, line, qn) : NULL;
+    int all_seen = 1;
+    for (size_t i = 0; i < f->n; i++)
+        if ((!scope_tid || f->gl[i].tid == scope_tid) && f->gl[i].proven > f->gl[i].calls)
+            all_seen = 0;
+    json_t *ce1 = pe ? code_entry(results, fl, line, qn) : NULL;
+    int starts1 = starts_only && ce1 && json_is_true(json_object_get(ce1, "generator"));
+    int running = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if ((!scope_tid || f->gl[i].tid == scope_tid) && f->gl[i].open)
+            running = 1;
+    if (pe && (uint64_t)int_of(pe, "calls") == truth && all_seen && !starts1 && !running) {
+        json_t *pj = json_object_get(pe, "primitive");
+        if (json_is_integer(pj)) {
+            uint64_t tp = 0;
+            for (size_t i = 0; i < f->n; i++)
+                if (!scope_tid || f->gl[i].tid == scope_tid)
+                    tp += f->gl[i].primitive;
+            s->nprimitive++;
+            if ((uint64_t)json_integer_value(pj) != tp) {
+                gr_sb_reset(&s->gtext);
+                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+                gr_sb_reset(&s->msg);
+                gr_sb_printf(&s->msg,
+                             "the profiler counts %lld primitive call%s of %s (line %lld), the recording %llu "
+                             "(calls made while %s had no frame in its greenlet's stack; all %llu calls "
+                             "agree): %s",
+                             (long long)json_integer_value(pj), json_integer_value(pj) == 1 ? "" : "s", qn,
+                             line, (unsigned long long)tp, qn, (unsigned long long)truth, gr_sb_str(&s->gtext));
+                add_diff(s->differences, "primitive_calls", gr_sb_str(&s->fname), line, gl, tp,
+                         json_integer_value(pj), gr_sb_str(&s->msg));
+            }
+        }
+        json_t *callers = json_object_get(pe, "callers");
+        if (json_is_array(callers))
+            s->ncallers_of += compare_callers(c, t, code, scope_tid, callers, exclude, s->fname.len ? gr_sb_str(&s->fname)
+                                                                                              : "",
+                                           qn, line, s->differences, &s->nedges);
+    }
+}
+
+/* The executed lines of a function ("lines"). */
+/* The executed lines of a function compared exactly with the reference
+ * run's (done: the profiler's lines of its file). */
+static void cmp_lines_exact(struct cmp *s, const struct cmp_fn *fn, json_t *done)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *ref = s->ref;
+    uint64_t scope_tid = s->scope_tid;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    json_t *body = fn->body;
+    json_t *rdone = json_object_get(json_object_get(ref, "lines"), fl);
+    gr_sb lost, more;
+    gr_sb_init(&lost);
+    gr_sb_init(&more);
+    size_t nlost = line_diff(body, rdone, done, &lost);
+    size_t nmore = line_diff(body, done, rdone, &more);
+    s->ncompared_exact++;
+    if (nlost) {
+        gr_sb_reset(&s->gtext);
+        json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg,
+                     "line%s %s of %s ran (the reference line tracer saw %s) but %s not recorded as "
+                     "executed; it ran %llu time%s: %s",
+                     nlost == 1 ? "" : "s", gr_sb_str(&lost), qn, nlost == 1 ? "it" : "them",
+                     nlost == 1 ? "is" : "are", (unsigned long long)truth, truth == 1 ? "" : "s",
+                     gr_sb_str(&s->gtext));
+        add_diff(s->differences, "missing_lines", gr_sb_str(&s->fname), line, gl, truth, (long long)nlost,
+                 gr_sb_str(&s->msg));
+    }
+    if (nmore) {
+        gr_sb_reset(&s->gtext);
+        json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg,
+                     "line%s %s of %s %s recorded as executed, but the reference line tracer %s "
+                     "run; it ran %llu time%s: %s",
+                     nmore == 1 ? "" : "s", gr_sb_str(&more), qn, nmore == 1 ? "is" : "are",
+                     nmore == 1 ? "never saw it" : "saw none of them", (unsigned long long)truth,
+                     truth == 1 ? "" : "s", gr_sb_str(&s->gtext));
+        add_diff(s->differences, "extra_lines", gr_sb_str(&s->fname), line, gl, truth, (long long)nmore,
+                 gr_sb_str(&s->msg));
+    }
+    gr_sb_free(&lost);
+    gr_sb_free(&more);
+}
+
+static void cmp_lines(struct cmp *s, const struct cmp_fn *fn)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *lines = s->lines;
+    json_t *ref = s->ref;
+    uint64_t scope_tid = s->scope_tid;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    json_t *ce = fn->ce;
+    json_t *body = fn->body;
+    if (json_is_object(lines)) {
+        json_t *done = json_object_get(lines, fl);
+        json_object_set_new(ce, "compared", json_true()); /* (the second pass skips it) */
+        s->checked++;
+        /* Exact, where the reference run ran the function as often as
+         * the recording saw it called: the same work, so the same
+         * lines (docs/conform.md, "Executed lines"). */
+        json_t *re = ref ? find_exact(json_object_get(ref, "functions"), fl, line, qn) : NULL;
+        long long rcalls = re ? int_of(re, "calls") : 0;
+        uint64_t seen = 0;
+        for (size_t i = 0; i < f->n; i++)
+            if (!scope_tid || f->gl[i].tid == scope_tid)
+                seen += f->gl[i].calls;
+        if (ref && rcalls > 0 && (uint64_t)rcalls == seen) {
+            cmp_lines_exact(s, fn, done);
+            return;
+        }
+        s->ncompared_loose++;
+        if (ref) {
+            gr_sb_reset(&s->gtext);
+            json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg,
+                         "its lines are not compared exactly: the reference run called it %lld time%s, the "
+                         "recorded run %llu (the two runs differ there); only that it has an executed line "
+                         "is checked: %s",
+                         rcalls, rcalls == 1 ? "" : "s", (unsigned long long)seen, gr_sb_str(&s->gtext));
+            add_diff(s->notes, "unverified", gr_sb_str(&s->fname), line, gl, truth, 0, gr_sb_str(&s->msg));
+        }
+        size_t i, j, found = 0;
+        json_t *b, *x;
+        json_array_foreach(body, i, b) {
+            if (json_is_array(done))
+                json_array_foreach(done, j, x) {
+                    if (json_is_integer(x) && json_integer_value(x) == json_integer_value(b)) {
+                        found++;
+                        break;
+                    }
+                }
+        }
+        if (!found) {
+            gr_sb_reset(&s->gtext);
+            json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &s->gtext);
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg, "no line of %s (body lines %lld-%lld) is recorded as executed; it ran %llu time%s: %s",
+                         qn, json_integer_value(json_array_get(body, 0)),
+                         json_integer_value(json_array_get(body, json_array_size(body) - 1)),
+                         (unsigned long long)truth, truth == 1 ? "" : "s", gr_sb_str(&s->gtext));
+            add_diff(s->differences, "missing_lines", gr_sb_str(&s->fname), line, gl, truth, 0, gr_sb_str(&s->msg));
+        }
+    }
+}
+
+/* The line hits of a function ("line_hits"). */
+static void cmp_hits(struct cmp *s, const struct cmp_fn *fn)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *hits = s->hits;
+    uint64_t scope_tid = s->scope_tid;
+    const struct fn_truth *f = fn->f;
+    const char *fl = fn->fl;
+    const char *qn = fn->qn;
+    long long line = fn->line;
+    uint64_t truth = fn->truth;
+    json_t *ce = fn->ce;
+    json_t *body = fn->body;
+    if (json_is_array(hits)) {
+        json_t *e = find_entry(hits, fl, line, qn);
+        json_t *h = e ? json_object_get(e, "hits") : NULL;
+        if (!json_is_object(h))
+            return; /* not registered with the line profiler */
+        s->checked++; s->nhits++;
+        long long sum = 0, first = 0;
+        char key[32];
+        size_t i;
+        json_t *b;
+        json_array_foreach(body, i, b) {
+            snprintf(key, sizeof key, "%lld", (long long)json_integer_value(b));
+            long long v = int_of(h, key);
+            sum += v;
+            if (i == 0)
+                first = v;
+        }
+        int generator = json_is_true(json_object_get(ce, "generator"));
+        if (!sum || (!generator && (uint64_t)first < truth)) {
+            gr_sb_reset(&s->gtext);
+            json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, "run", "without a hit",
+                               &s->gtext);
+            gr_sb_reset(&s->msg);
+            if (!sum)
+                gr_sb_printf(&s->msg, "no hit on any line of %s (body lines %lld-%lld); it ran %llu time%s: %s", qn,
+                             json_integer_value(json_array_get(body, 0)),
+                             json_integer_value(json_array_get(body, json_array_size(body) - 1)),
+                             (unsigned long long)truth, truth == 1 ? "" : "s", gr_sb_str(&s->gtext));
+            else
+                gr_sb_printf(&s->msg, "%lld hit%s of the first body line %lld of %s, which ran %llu times: %s", first,
+                             first == 1 ? "" : "s", (long long)json_integer_value(json_array_get(body, 0)), qn,
+                             (unsigned long long)truth, gr_sb_str(&s->gtext));
+            add_diff(s->differences, sum ? "blind_spot" : "missing_lines", gr_sb_str(&s->fname), line, gl, truth,
+                     sum ? first : 0, gr_sb_str(&s->msg));
+        }
+    }
+}
+
+/* The program's Python functions, one by one. */
+static void cmp_py_functions(struct cmp *s)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *results = s->results;
+    json_t *lines = s->lines;
+    json_t *hits = s->hits;
+    json_t *exclude = s->exclude;
+    uint64_t scope_tid = s->scope_tid;
     for (uint32_t code = 1; code < c->nfn && code <= t->ncodes; code++) {
         const struct fn_truth *f = &c->fn[code];
         const gr_code *cd = gr_trace_code(t, code);
         if (!f->n || !cd || cd->kind != GR_CODE_PY || code == c->module_code || !cd->file)
             continue;
-        const char *fl = str_of(t, cd->file, &file);
+        const char *fl = str_of(t, cd->file, &s->file);
         if (!*fl || fl[0] == '<' || fl[0] == '/' || (exclude && in_list(exclude, fl)))
             continue;
         uint64_t truth = 0;
         for (size_t i = 0; i < f->n; i++)
             if (!scope_tid || f->gl[i].tid == scope_tid)
                 truth += gl_truth(&f->gl[i]);
-        const char *qn = str_of(t, cd->qualname, &qual);
-        gr_sb_reset(&fname);
-        gr_sb_printf(&fname, "%s:%s", fl, qn);
+        const char *qn = str_of(t, cd->qualname, &s->qual);
+        gr_sb_reset(&s->fname);
+        gr_sb_printf(&s->fname, "%s:%s", fl, qn);
         long long line = (long long)cd->line;
+        struct cmp_fn fn = {code, f, fl, qn, line, truth, NULL, NULL};
 
-        /* A function the profiler cannot measure apart (its own
-         * limitation, named by the adapter): a note when it ran, no check. */
-        json_t *um = find_exact(unmeasured, fl, line, qn);
-        if (um) {
-            json_t *ceu = code_entry(results, fl, line, qn);
-            json_t *bu = ceu ? json_object_get(ceu, "body") : NULL;
-            /* (noted only where a check would have run: a line profiler
-             * checks nothing in a function without a body line of its own) */
-            if (truth && (json_is_array(fns) || (json_is_array(bu) && json_array_size(bu)))) {
-                gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                const char *why = json_string_value(json_object_get(um, "reason"));
-                gr_sb_reset(&msg);
-                gr_sb_printf(&msg, "not checked, a limitation of the profiler: %s; it ran %llu time%s: %s",
-                             why && *why ? why : "the adapter cannot measure it", (unsigned long long)truth,
-                             truth == 1 ? "" : "s", gr_sb_str(&gtext));
-                add_diff(*notes, "limitation", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
-            }
+        if (cmp_unmeasured(s, &fn))
             continue;
-        }
-
-        if (json_is_array(fns)) {
-            json_t *e = find_entry(fns, fl, line, qn);
-            long long prof = e ? int_of(e, "calls") : 0;
-            if (e) {
-                size_t idx;
-                json_t *v;
-                json_array_foreach(fns, idx, v) {
-                    if (v == e)
-                        matched[idx] = 1;
-                }
-            }
-            /* Generators and coroutines: with "generator_calls": "starts"
-             * the profiler counts a call once however often it resumed,
-             * the recording every resumption: only 0 and excess are sure. */
-            json_t *ce0 = code_entry(results, fl, line, qn);
-            int starts = starts_only && ce0 && json_is_true(json_object_get(ce0, "generator"));
-            if (truth || prof) {
-                (*checked)++; ntotal++;
-                if ((uint64_t)prof < truth && (!starts || prof == 0)) {
-                    gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, starts ? 0 : truth - (uint64_t)prof, "call", "uncounted",
-                                       &gtext);
-                    gr_sb_reset(&msg);
-                    gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), the recording %llu%s: %s",
-                                 prof, prof == 1 ? "" : "s", qn, line, (unsigned long long)truth,
-                                 starts ? " (with resumptions)" : "", gr_sb_str(&gtext));
-                    /* Calls another thread was in the middle of (or had
-                     * just returned from) when the harness stopped the
-                     * profiler: it may have missed them. */
-                    uint64_t lim = limbo_of(f, scope_tid);
-                    int limbo = truth - (uint64_t)prof <= lim;
-                    if (limbo)
-                        gr_sb_printf(&msg,
-                                     "; %llu of them %s in progress or had just returned on another thread than the "
-                                     "one that ended the program when the finish mark was written, which the "
-                                     "profiler, stopped then, may not have counted: not a verdict",
-                                     (unsigned long long)lim, lim == 1 ? "was" : "were");
-                    add_diff(limbo ? *notes : *differences, limbo ? "unverified" : "blind_spot", gr_sb_str(&fname),
-                             line, gl, truth, prof, gr_sb_str(&msg));
-                } else if ((uint64_t)prof > truth) {
-                    /* Calls made while the profiler was stopping: it may
-                     * have counted any of them. */
-                    uint64_t win = window_of(f, scope_tid);
-                    int late = (uint64_t)prof - truth <= win;
-                    gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                    gr_sb_reset(&msg);
-                    gr_sb_printf(&msg, "the profiler counts %lld calls of %s (line %lld), the recording %llu%s%s", prof,
-                                 qn, line, (unsigned long long)truth, truth ? ": " : "", gr_sb_str(&gtext));
-                    if (win)
-                        gr_sb_printf(&msg, "%s%llu more ran after the finish mark while the profiler was stopping%s",
-                                     truth ? "; " : ", and ", (unsigned long long)win,
-                                     late ? ", which it may have counted: not a verdict" : "");
-                    if (!late)
-                        excess(c, scope_tid, &msg);
-                    int note = late || blind_threads(c, scope_tid);
-                    add_diff(note ? *notes : *differences, note ? "unverified" : "miscount", gr_sb_str(&fname), line,
-                             gl, truth, prof, gr_sb_str(&msg));
-                }
-            }
-        }
-        /* Primitive calls and callers, where the totals agree (else the
-         * difference above says it all) and the recorder saw every call
-         * (none proven by real stacks alone). */
-        json_t *pe = json_is_array(fns) && truth ? find_entry(fns, fl, line, qn) : NULL;
-        int all_seen = 1;
-        for (size_t i = 0; i < f->n; i++)
-            if ((!scope_tid || f->gl[i].tid == scope_tid) && f->gl[i].proven > f->gl[i].calls)
-                all_seen = 0;
-        json_t *ce1 = pe ? code_entry(results, fl, line, qn) : NULL;
-        int starts1 = starts_only && ce1 && json_is_true(json_object_get(ce1, "generator"));
-        int running = 0;
-        for (size_t i = 0; i < f->n; i++)
-            if ((!scope_tid || f->gl[i].tid == scope_tid) && f->gl[i].open)
-                running = 1;
-        if (pe && (uint64_t)int_of(pe, "calls") == truth && all_seen && !starts1 && !running) {
-            json_t *pj = json_object_get(pe, "primitive");
-            if (json_is_integer(pj)) {
-                uint64_t tp = 0;
-                for (size_t i = 0; i < f->n; i++)
-                    if (!scope_tid || f->gl[i].tid == scope_tid)
-                        tp += f->gl[i].primitive;
-                nprimitive++;
-                if ((uint64_t)json_integer_value(pj) != tp) {
-                    gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                    gr_sb_reset(&msg);
-                    gr_sb_printf(&msg,
-                                 "the profiler counts %lld primitive call%s of %s (line %lld), the recording %llu "
-                                 "(calls made while %s had no frame in its greenlet's stack; all %llu calls "
-                                 "agree): %s",
-                                 (long long)json_integer_value(pj), json_integer_value(pj) == 1 ? "" : "s", qn,
-                                 line, (unsigned long long)tp, qn, (unsigned long long)truth, gr_sb_str(&gtext));
-                    add_diff(*differences, "primitive_calls", gr_sb_str(&fname), line, gl, tp,
-                             json_integer_value(pj), gr_sb_str(&msg));
-                }
-            }
-            json_t *callers = json_object_get(pe, "callers");
-            if (json_is_array(callers))
-                ncallers_of += compare_callers(c, t, code, scope_tid, callers, exclude, fname.len ? gr_sb_str(&fname)
-                                                                                                  : "",
-                                               qn, line, *differences, &nedges);
-        }
+        cmp_calls(s, &fn);
+        cmp_primitive_callers(s, &fn);
         if (!truth)
             continue;
         json_t *ce = (json_is_object(lines) || json_is_array(hits)) ? code_entry(results, fl, line, qn) : NULL;
         json_t *body = ce ? json_object_get(ce, "body") : NULL;
         if (!json_is_array(body) || json_array_size(body) == 0)
             continue; /* no body line of its own to look for */
-        if (json_is_object(lines)) {
-            json_t *done = json_object_get(lines, fl);
-            json_object_set_new(ce, "compared", json_true()); /* (the second pass skips it) */
-            (*checked)++;
-            /* Exact, where the reference run ran the function as often as
-             * the recording saw it called: the same work, so the same
-             * lines (docs/conform.md, "Executed lines"). */
-            json_t *re = ref ? find_exact(json_object_get(ref, "functions"), fl, line, qn) : NULL;
-            long long rcalls = re ? int_of(re, "calls") : 0;
-            uint64_t seen = 0;
-            for (size_t i = 0; i < f->n; i++)
-                if (!scope_tid || f->gl[i].tid == scope_tid)
-                    seen += f->gl[i].calls;
-            if (ref && rcalls > 0 && (uint64_t)rcalls == seen) {
-                json_t *rdone = json_object_get(json_object_get(ref, "lines"), fl);
-                gr_sb lost, more;
-                gr_sb_init(&lost);
-                gr_sb_init(&more);
-                size_t nlost = line_diff(body, rdone, done, &lost);
-                size_t nmore = line_diff(body, done, rdone, &more);
-                ncompared_exact++;
-                if (nlost) {
-                    gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                    gr_sb_reset(&msg);
-                    gr_sb_printf(&msg,
-                                 "line%s %s of %s ran (the reference line tracer saw %s) but %s not recorded as "
-                                 "executed; it ran %llu time%s: %s",
-                                 nlost == 1 ? "" : "s", gr_sb_str(&lost), qn, nlost == 1 ? "it" : "them",
-                                 nlost == 1 ? "is" : "are", (unsigned long long)truth, truth == 1 ? "" : "s",
-                                 gr_sb_str(&gtext));
-                    add_diff(*differences, "missing_lines", gr_sb_str(&fname), line, gl, truth, (long long)nlost,
-                             gr_sb_str(&msg));
-                }
-                if (nmore) {
-                    gr_sb_reset(&gtext);
-                    json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                    gr_sb_reset(&msg);
-                    gr_sb_printf(&msg,
-                                 "line%s %s of %s %s recorded as executed, but the reference line tracer %s "
-                                 "run; it ran %llu time%s: %s",
-                                 nmore == 1 ? "" : "s", gr_sb_str(&more), qn, nmore == 1 ? "is" : "are",
-                                 nmore == 1 ? "never saw it" : "saw none of them", (unsigned long long)truth,
-                                 truth == 1 ? "" : "s", gr_sb_str(&gtext));
-                    add_diff(*differences, "extra_lines", gr_sb_str(&fname), line, gl, truth, (long long)nmore,
-                             gr_sb_str(&msg));
-                }
-                gr_sb_free(&lost);
-                gr_sb_free(&more);
-                continue;
-            }
-            ncompared_loose++;
-            if (ref) {
-                gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                gr_sb_reset(&msg);
-                gr_sb_printf(&msg,
-                             "its lines are not compared exactly: the reference run called it %lld time%s, the "
-                             "recorded run %llu (the two runs differ there); only that it has an executed line "
-                             "is checked: %s",
-                             rcalls, rcalls == 1 ? "" : "s", (unsigned long long)seen, gr_sb_str(&gtext));
-                add_diff(*notes, "unverified", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
-            }
-            size_t i, j, found = 0;
-            json_t *b, *x;
-            json_array_foreach(body, i, b) {
-                if (json_is_array(done))
-                    json_array_foreach(done, j, x) {
-                        if (json_is_integer(x) && json_integer_value(x) == json_integer_value(b)) {
-                            found++;
-                            break;
-                        }
-                    }
-            }
-            if (!found) {
-                gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, 0, "call", "uncounted", &gtext);
-                gr_sb_reset(&msg);
-                gr_sb_printf(&msg, "no line of %s (body lines %lld-%lld) is recorded as executed; it ran %llu time%s: %s",
-                             qn, json_integer_value(json_array_get(body, 0)),
-                             json_integer_value(json_array_get(body, json_array_size(body) - 1)),
-                             (unsigned long long)truth, truth == 1 ? "" : "s", gr_sb_str(&gtext));
-                add_diff(*differences, "missing_lines", gr_sb_str(&fname), line, gl, truth, 0, gr_sb_str(&msg));
-            }
-        }
-        if (json_is_array(hits)) {
-            json_t *e = find_entry(hits, fl, line, qn);
-            json_t *h = e ? json_object_get(e, "hits") : NULL;
-            if (!json_is_object(h))
-                continue; /* not registered with the line profiler */
-            (*checked)++; nhits++;
-            long long sum = 0, first = 0;
-            char key[32];
-            size_t i;
-            json_t *b;
-            json_array_foreach(body, i, b) {
-                snprintf(key, sizeof key, "%lld", (long long)json_integer_value(b));
-                long long v = int_of(h, key);
-                sum += v;
-                if (i == 0)
-                    first = v;
-            }
-            int generator = json_is_true(json_object_get(ce, "generator"));
-            if (!sum || (!generator && (uint64_t)first < truth)) {
-                gr_sb_reset(&gtext);
-                json_t *gl = where(c, t, f, scope_tid, sum ? truth - (uint64_t)first : 0, "run", "without a hit",
-                                   &gtext);
-                gr_sb_reset(&msg);
-                if (!sum)
-                    gr_sb_printf(&msg, "no hit on any line of %s (body lines %lld-%lld); it ran %llu time%s: %s", qn,
-                                 json_integer_value(json_array_get(body, 0)),
-                                 json_integer_value(json_array_get(body, json_array_size(body) - 1)),
-                                 (unsigned long long)truth, truth == 1 ? "" : "s", gr_sb_str(&gtext));
-                else
-                    gr_sb_printf(&msg, "%lld hit%s of the first body line %lld of %s, which ran %llu times: %s", first,
-                                 first == 1 ? "" : "s", (long long)json_integer_value(json_array_get(body, 0)), qn,
-                                 (unsigned long long)truth, gr_sb_str(&gtext));
-                add_diff(*differences, sum ? "blind_spot" : "missing_lines", gr_sb_str(&fname), line, gl, truth,
-                         sum ? first : 0, gr_sb_str(&msg));
-            }
-        }
+        fn.ce = ce;
+        fn.body = body;
+        cmp_lines(s, &fn);
+        cmp_hits(s, &fn);
     }
+}
 
-    /* C functions called by the program's functions: the profiler counts
-     * every call of them, from anywhere, so only a shortfall is sure. */
-    json_t *cfns = json_object_get(results, "c_functions");
+/* C functions called by the program's functions: the profiler counts
+ * every call of them, from anywhere, so only a shortfall is sure. */
+static void cmp_c_functions(struct cmp *s)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *cfns = s->cfns;
+    uint64_t scope_tid = s->scope_tid;
     for (uint32_t code = 1; json_is_array(cfns) && code < c->nfn && code <= t->ncodes; code++) {
         const struct fn_truth *f = &c->fn[code];
         const gr_code *cd = gr_trace_code(t, code);
         if (!f->n || !cd || cd->kind != GR_CODE_C)
             continue;
-        const char *qn = str_of(t, cd->qualname, &qual);
+        const char *qn = str_of(t, cd->qualname, &s->qual);
         if (strncmp(qn, "greenreplay.", 12) == 0 || strncmp(qn, "_greenreplay.", 13) == 0)
             continue; /* the recorder's own (mark) */
         uint64_t truth = 0;
@@ -1652,21 +1819,31 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             if (nm && strcmp(nm, qn) == 0)
                 prof += int_of(v, "calls");
         }
-        (*checked)++; ncfn++;
+        s->checked++; s->ncfn++;
         if ((uint64_t)prof >= truth)
             continue;
-        gr_sb_reset(&gtext);
-        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, "call", "uncounted", &gtext);
-        gr_sb_reset(&msg);
-        gr_sb_printf(&msg,
+        gr_sb_reset(&s->gtext);
+        json_t *gl = where(c, t, f, scope_tid, truth - (uint64_t)prof, "call", "uncounted", &s->gtext);
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg,
                      "the profiler counts %lld call%s of the C function %s in all, the program's functions "
                      "alone made %llu: %s",
-                     prof, prof == 1 ? "" : "s", qn, (unsigned long long)truth, gr_sb_str(&gtext));
-        add_diff(*differences, "blind_spot", qn, 0, gl, truth, prof, gr_sb_str(&msg));
+                     prof, prof == 1 ? "" : "s", qn, (unsigned long long)truth, gr_sb_str(&s->gtext));
+        add_diff(s->differences, "blind_spot", qn, 0, gl, truth, prof, gr_sb_str(&s->msg));
     }
+}
 
-    /* Functions the profiler counts that the recording never saw run in
-     * the threads compared. */
+/* Functions the profiler counts that the recording never saw run in
+ * the threads compared. */
+static void cmp_unseen_functions(struct cmp *s)
+{
+    const gr_conform *c = s->c;
+    const gr_trace *t = s->t;
+    json_t *fns = s->fns;
+    json_t *exclude = s->exclude;
+    json_t *unmeasured = s->unmeasured;
+    uint64_t scope_tid = s->scope_tid;
+    unsigned char *matched = s->matched;
     if (json_is_array(fns)) {
         size_t i;
         json_t *v;
@@ -1681,23 +1858,33 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 continue; /* not measured apart: not checked */
             if (c->module_code) {
                 const gr_code *m = gr_trace_code(t, c->module_code);
-                if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &file), fl) == 0)
+                if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &s->file), fl) == 0)
                     continue;
             }
-            (*checked)++; ntotal++;
-            gr_sb_reset(&fname);
-            gr_sb_printf(&fname, "%s:%s", fl, nm);
-            gr_sb_reset(&msg);
-            gr_sb_printf(&msg, "the profiler counts %lld call%s of %s (line %lld), which the recording never saw run",
+            s->checked++; s->ntotal++;
+            gr_sb_reset(&s->fname);
+            gr_sb_printf(&s->fname, "%s:%s", fl, nm);
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg, "the profiler counts %lld call%s of %s (line %lld), which the recording never saw run",
                          calls, calls == 1 ? "" : "s", nm, line);
-            excess(c, scope_tid, &msg);
-            add_diff(blind_threads(c, scope_tid) ? *notes : *differences,
-                     blind_threads(c, scope_tid) ? "unverified" : "miscount", gr_sb_str(&fname), line, NULL, 0, calls,
-                     gr_sb_str(&msg));
+            excess(c, scope_tid, &s->msg);
+            add_diff(blind_threads(c, scope_tid) ? s->notes : s->differences,
+                     blind_threads(c, scope_tid) ? "unverified" : "miscount", gr_sb_str(&s->fname), line, NULL, 0, calls,
+                     gr_sb_str(&s->msg));
         }
     }
-    /* Executed lines, of functions the recording never saw run (in the
-     * threads compared), and line numbers the file does not have. */
+}
+
+/* Executed lines, of functions the recording never saw run (in the
+ * threads compared), and line numbers the file does not have. */
+static void cmp_unseen_lines(struct cmp *s)
+{
+    const gr_conform *c = s->c;
+    json_t *results = s->results;
+    json_t *lines = s->lines;
+    json_t *exclude = s->exclude;
+    json_t *unmeasured = s->unmeasured;
+    uint64_t scope_tid = s->scope_tid;
     if (json_is_object(lines)) {
         json_t *code = json_object_get(results, "code");
         json_t *sizes = json_object_get(results, "file_lines");
@@ -1722,17 +1909,17 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 gr_sb_init(&lost);
                 size_t k = line_diff(body, done, NULL, &lost);
                 if (k) {
-                    gr_sb_reset(&fname);
-                    gr_sb_printf(&fname, "%s:%s", fl, nm);
-                    gr_sb_reset(&msg);
-                    gr_sb_printf(&msg, "line%s %s of %s %s recorded as executed, but the recording never saw %s run",
+                    gr_sb_reset(&s->fname);
+                    gr_sb_printf(&s->fname, "%s:%s", fl, nm);
+                    gr_sb_reset(&s->msg);
+                    gr_sb_printf(&s->msg, "line%s %s of %s %s recorded as executed, but the recording never saw %s run",
                                  k == 1 ? "" : "s", gr_sb_str(&lost), nm, k == 1 ? "is" : "are", nm);
-                    excess(c, scope_tid, &msg);
+                    excess(c, scope_tid, &s->msg);
                     int note = blind_threads(c, scope_tid) != 0;
-                    add_diff(note ? *notes : *differences, note ? "unverified" : "extra_lines", gr_sb_str(&fname),
-                             l0, NULL, 0, (long long)k, gr_sb_str(&msg));
+                    add_diff(note ? s->notes : s->differences, note ? "unverified" : "extra_lines", gr_sb_str(&s->fname),
+                             l0, NULL, 0, (long long)k, gr_sb_str(&s->msg));
                 }
-                nnever++;
+                s->nnever++;
                 gr_sb_free(&lost);
             }
             /* Line numbers past the end of the file (or below 1). */
@@ -1741,7 +1928,7 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 continue;
             long long nlines = json_integer_value(size), bad = 0, first_bad = 0;
             json_t *x;
-            gr_sb_reset(&gtext);
+            gr_sb_reset(&s->gtext);
             json_array_foreach(done, i, x) {
                 long long v = json_integer_value(x);
                 if (v >= 1 && v <= nlines)
@@ -1749,20 +1936,30 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
                 if (!bad++)
                     first_bad = v;
                 if (bad <= 10)
-                    gr_sb_printf(&gtext, "%s%lld", bad > 1 ? ", " : "", v);
+                    gr_sb_printf(&s->gtext, "%s%lld", bad > 1 ? ", " : "", v);
             }
-            nno_line++;
+            s->nno_line++;
             if (bad) {
-                gr_sb_reset(&msg);
-                gr_sb_printf(&msg, "line%s %s%s recorded as executed in %s, which has %lld line%s", bad == 1 ? "" : "s",
-                             gr_sb_str(&gtext), bad > 10 ? ", ..." : "", fl, nlines, nlines == 1 ? "" : "s");
-                add_diff(*differences, "no_such_line", fl, first_bad, NULL, 0, bad, gr_sb_str(&msg));
+                gr_sb_reset(&s->msg);
+                gr_sb_printf(&s->msg, "line%s %s%s recorded as executed in %s, which has %lld line%s", bad == 1 ? "" : "s",
+                             gr_sb_str(&s->gtext), bad > 10 ? ", ..." : "", fl, nlines, nlines == 1 ? "" : "s");
+                add_diff(s->differences, "no_such_line", fl, first_bad, NULL, 0, bad, gr_sb_str(&s->msg));
             }
         }
     }
-    /* What was compared, and what not: printed with the verdict. */
+}
+
+/* What was compared, and what not: printed with the verdict. */
+static void cmp_summary(struct cmp *s)
+{
+    json_t *results = s->results;
+    json_t *fns = s->fns;
+    json_t *lines = s->lines;
+    json_t *hits = s->hits;
+    json_t *cfns = s->cfns;
+    int starts_only = s->starts_only;
     json_t *yes = json_array(), *no = json_array();
-    gr_sb_reset(&msg);
+    gr_sb_reset(&s->msg);
     if (json_is_array(fns)) {
         int has_prim = 0, has_callers = 0;
         size_t i;
@@ -1771,21 +1968,21 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
             has_prim |= json_object_get(v, "primitive") != NULL;
             has_callers |= json_object_get(v, "callers") != NULL;
         }
-        gr_sb_reset(&msg);
-        gr_sb_printf(&msg, "total calls of %zu function%s", ntotal, ntotal == 1 ? "" : "s");
-        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg, "total calls of %zu function%s", s->ntotal, s->ntotal == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
         if (has_prim) {
-            gr_sb_reset(&msg);
-            gr_sb_printf(&msg, "primitive calls of %zu function%s", nprimitive, nprimitive == 1 ? "" : "s");
-            json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg, "primitive calls of %zu function%s", s->nprimitive, s->nprimitive == 1 ? "" : "s");
+            json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
         } else {
             json_array_append_new(no, json_string("primitive calls (the adapter reports none)"));
         }
         if (has_callers) {
-            gr_sb_reset(&msg);
-            gr_sb_printf(&msg, "%zu caller edge%s (into %zu function%s)", nedges, nedges == 1 ? "" : "s",
-                         ncallers_of, ncallers_of == 1 ? "" : "s");
-            json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg, "%zu caller edge%s (into %zu function%s)", s->nedges, s->nedges == 1 ? "" : "s",
+                         s->ncallers_of, s->ncallers_of == 1 ? "" : "s");
+            json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
             json_array_append_new(no, json_string("calls from <module> and from C functions"));
         } else {
             json_array_append_new(no, json_string("caller edges (the adapter reports none)"));
@@ -1798,46 +1995,87 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         json_array_append_new(no, json_string("times"));
     }
     if (json_is_array(cfns)) {
-        gr_sb_reset(&msg);
-        gr_sb_printf(&msg, "calls of %zu C function%s (at least the program's own)", ncfn, ncfn == 1 ? "" : "s");
-        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg, "calls of %zu C function%s (at least the program's own)", s->ncfn, s->ncfn == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
     }
     if (json_is_object(lines)) {
-        gr_sb_reset(&msg);
-        gr_sb_printf(&msg, "exact executed lines of %zu function%s", ncompared_exact, ncompared_exact == 1 ? "" : "s");
-        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
-        if (ncompared_loose) {
-            gr_sb_reset(&msg);
-            gr_sb_printf(&msg, "an executed line of %zu function%s", ncompared_loose, ncompared_loose == 1 ? "" : "s");
-            json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg, "exact executed lines of %zu function%s", s->ncompared_exact, s->ncompared_exact == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
+        if (s->ncompared_loose) {
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg, "an executed line of %zu function%s", s->ncompared_loose, s->ncompared_loose == 1 ? "" : "s");
+            json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
         }
-        gr_sb_reset(&msg);
-        gr_sb_printf(&msg, "lines of %zu function%s the recording never saw run, line numbers of %zu file%s", nnever,
-                     nnever == 1 ? "" : "s", nno_line, nno_line == 1 ? "" : "s");
-        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg, "lines of %zu function%s the recording never saw run, line numbers of %zu file%s", s->nnever,
+                     s->nnever == 1 ? "" : "s", s->nno_line, s->nno_line == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
         const char *why = json_string_value(json_object_get(results, "reference_missing"));
         if (why) {
-            gr_sb_reset(&msg);
-            gr_sb_printf(&msg, "exact lines (no reference run: %s)", why);
-            json_array_append_new(no, json_string(gr_sb_str(&msg)));
+            gr_sb_reset(&s->msg);
+            gr_sb_printf(&s->msg, "exact lines (no reference run: %s)", why);
+            json_array_append_new(no, json_string(gr_sb_str(&s->msg)));
         }
         json_array_append_new(no, json_string("lines of <module>"));
     }
     if (json_is_array(hits)) {
-        gr_sb_reset(&msg);
-        gr_sb_printf(&msg, "line hits of %zu function%s (every line hit, the first body line as often as it ran)",
-                     nhits, nhits == 1 ? "" : "s");
-        json_array_append_new(yes, json_string(gr_sb_str(&msg)));
+        gr_sb_reset(&s->msg);
+        gr_sb_printf(&s->msg, "line hits of %zu function%s (every line hit, the first body line as often as it ran)",
+                     s->nhits, s->nhits == 1 ? "" : "s");
+        json_array_append_new(yes, json_string(gr_sb_str(&s->msg)));
         json_array_append_new(no, json_string("hits of other lines than the first, times"));
     }
     json_object_set_new(results, "compared", yes);
     json_object_set_new(results, "not_compared", no);
-    free(matched);
-    gr_sb_free(&file);
-    gr_sb_free(&qual);
-    gr_sb_free(&msg);
-    gr_sb_free(&gtext);
-    gr_sb_free(&fname);
+}
+
+int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
+                       json_t **notes, size_t *checked, char *reason, size_t n)
+{
+    *differences = json_array();
+    *notes = json_array();
+    *checked = 0;
+    reason[0] = '\0';
+    struct cmp st = {0}, *s = &st;
+    int rc = cmp_setup(s, c, t, results, reason, n);
+    if (rc)
+        return rc;
+    if (s->stacks_only)
+        return compare_stacks(c, t, results, s->stacks, *differences, checked, reason, n);
+    s->c = c;
+    s->t = t;
+    s->results = results;
+    s->differences = *differences;
+    s->notes = *notes;
+    s->cfns = json_object_get(results, "c_functions");
+
+    gr_sb_init(&s->file);
+    gr_sb_init(&s->qual);
+    gr_sb_init(&s->msg);
+    gr_sb_init(&s->gtext);
+    gr_sb_init(&s->fname);
+    /* Functions of the profiler matched to a truth entry (by index). */
+    size_t nprof = json_is_array(s->fns) ? json_array_size(s->fns) : 0;
+    s->matched = calloc(nprof ? nprof : 1, 1);
+    if (!s->matched) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+
+    cmp_py_functions(s);
+    cmp_c_functions(s);
+    cmp_unseen_functions(s);
+    cmp_unseen_lines(s);
+    cmp_summary(s);
+    free(s->matched);
+    gr_sb_free(&s->file);
+    gr_sb_free(&s->qual);
+    gr_sb_free(&s->msg);
+    gr_sb_free(&s->gtext);
+    gr_sb_free(&s->fname);
+    *checked = s->checked;
     if (*checked == 0) {
         snprintf(reason, n, "nothing to compare: no function under the root ran in the threads compared");
         return GR_CONFORM_ERROR;

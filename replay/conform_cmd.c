@@ -658,7 +658,12 @@ int gr_cmd_conform(int argc, char **argv)
     return status;
 }
 
-static int conform_main(struct run *r, int argc, char **argv)
+/* What a step of conform_main returns to let the next one run (else the
+ * exit status). */
+enum { CONFORM_GO_ON = -1 };
+
+/* The options, into r; --help printed. */
+static int conform_options(struct run *r, int argc, char **argv, int *list)
 {
     static const struct option opts[] = {
         {"profiler", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'j'},
@@ -668,7 +673,7 @@ static int conform_main(struct run *r, int argc, char **argv)
         {"root", required_argument, NULL, 'r'},     {"switches", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
-    int list = 0, help = 0, c;
+    int help = 0, c;
     /* The first bad option is reported once all are read: --json may come
      * after it, and it gets the error verdict too. */
     char bad[PATH_MAX + 100] = "";
@@ -681,7 +686,7 @@ static int conform_main(struct run *r, int argc, char **argv)
         case 'o': r->trace_out = optarg; break;
         case 'k': r->keep = 1; break;
         case 'P': r->python = optarg; break;
-        case 'l': list = 1; break;
+        case 'l': *list = 1; break;
         case 'R': r->results_out = optarg; break;
         case 'N': r->no_record = 1; break;
         case 'r': r->root = optarg; break;
@@ -714,47 +719,49 @@ static int conform_main(struct run *r, int argc, char **argv)
     /* --list prints the adapters' table, never a verdict: with --json, a
      * CI job would find no verdict where it looks for one (or an old
      * one), so the combination is refused, the error verdict in --json. */
-    if (list && r->json_out && !bad[0])
+    if (*list && r->json_out && !bad[0])
         snprintf(bad, sizeof bad, "%s",
                  "--list prints the adapters' table, not a verdict: --json is refused with it (the table on "
                  "stdout is the machine-readable form: NAME, yes|no, version or reason, tab-separated)");
     if (bad[0])
         return fail(r, 1, "%s", bad);
-    if (gr_record_package_dir(r->pkg, sizeof r->pkg) < 0)
-        return fail(r, 0, "%s", "cannot find the greenreplay package (/proc/self/exe)");
-    struct stat st;
-    if (stat(r->pkg, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(r, 0, "recorder package not found at %s (run `make`)", r->pkg);
-    const char *old_pp = getenv("PYTHONPATH");
-    if (list) {
-        /* --list prints the adapters' table, never a verdict (--json was
-         * refused above) */
-        if (optind < argc || r->spec)
-            return usage_error("%s", "--list takes no program and no --profiler");
-        const char *py = r->python ? r->python : "python3";
-        if (gr_record_find_program(py) != 0) {
-            char why[PATH_MAX + 200];
-            no_interpreter(py, 1, why, sizeof why);
-            fprintf(stderr, "greenreplay: conform: %s\n", why);
-            return 2;
-        }
-        set_pythonpath(r->pkg, old_pp);
-        /* stdout is the adapters' table (machine-read); which interpreter
-         * answered goes to stderr */
-        fprintf(stderr, "greenreplay: conform: adapters as %s sees them (--python PY for another)\n",
-                py);
-        gr_sb out;
-        gr_sb_init(&out);
-        int rc = probe(py, NULL, &out);
-        fputs(gr_sb_str(&out), stdout);
-        gr_sb_free(&out);
-        if (rc != 0) {
-            if (rc != 2)
-                fprintf(stderr, "greenreplay: conform: %s could not list the adapters (status %d)\n", py, rc);
-            return 2;
-        }
-        return 0;
+    return CONFORM_GO_ON;
+}
+
+/* --list: the adapters' table, never a verdict (--json was refused). */
+static int list_adapters(struct run *r, int argc, const char *old_pp)
+{
+    if (optind < argc || r->spec)
+        return usage_error("%s", "--list takes no program and no --profiler");
+    const char *py = r->python ? r->python : "python3";
+    if (gr_record_find_program(py) != 0) {
+        char why[PATH_MAX + 200];
+        no_interpreter(py, 1, why, sizeof why);
+        fprintf(stderr, "greenreplay: conform: %s\n", why);
+        return 2;
     }
+    set_pythonpath(r->pkg, old_pp);
+    /* stdout is the adapters' table (machine-read); which interpreter
+     * answered goes to stderr */
+    fprintf(stderr, "greenreplay: conform: adapters as %s sees them (--python PY for another)\n",
+            py);
+    gr_sb out;
+    gr_sb_init(&out);
+    int rc = probe(py, NULL, &out);
+    fputs(gr_sb_str(&out), stdout);
+    gr_sb_free(&out);
+    if (rc != 0) {
+        if (rc != 2)
+            fprintf(stderr, "greenreplay: conform: %s could not list the adapters (status %d)\n", py, rc);
+        return 2;
+    }
+    return 0;
+}
+
+/* The program, the interpreter, the outputs and the adapter's file: what
+ * can be refused before anything runs. */
+static int check_program(struct run *r, int argc, char **argv)
+{
     if (!r->spec)
         return fail(r, 1, "%s", "--profiler NAME|PATH.py is required (or --list)");
     if (optind >= argc)
@@ -805,11 +812,13 @@ static int conform_main(struct run *r, int argc, char **argv)
     } else if (absolute_path(r->spec, r->spec_abs, sizeof r->spec_abs) < 0 || access(r->spec_abs, R_OK) != 0) {
         return fail(r, 0, "--profiler %s: not a built-in adapter and not a readable file", r->spec);
     }
+    return CONFORM_GO_ON;
+}
 
-    /* 1. The adapter, as the interpreter sees it. */
-    old_pp = getenv("PYTHONPATH");
-    char *saved_pp = old_pp ? gr_xstrdup(old_pp) : NULL;
-    set_pythonpath(r->pkg, saved_pp);
+/* 1. The adapter, as the interpreter sees it: a skip when it is not
+ * available there. */
+static int probe_adapter(struct run *r, char *saved_pp)
+{
     gr_sb out;
     gr_sb_init(&out);
     int rc = probe(r->python, r->spec_abs, &out);
@@ -840,8 +849,13 @@ static int conform_main(struct run *r, int argc, char **argv)
         return st3;
     }
     free(line);
+    return CONFORM_GO_ON;
+}
 
-    /* 2. Where the results and the trace go. */
+/* 2. Where the results and the trace go; root_abs (PATH_MAX bytes) holds
+ * the default root. */
+static int prepare_paths(struct run *r, char *saved_pp, char *root_abs)
+{
     const char *tmp = getenv("TMPDIR");
     snprintf(r->tmpdir, sizeof r->tmpdir, "%s/greenreplay-conform.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(r->tmpdir)) {
@@ -873,9 +887,8 @@ static int conform_main(struct run *r, int argc, char **argv)
     }
     setenv("GREENREPLAY_CONFORM", r->spec_abs, 1);
     setenv("GREENREPLAY_CONFORM_RESULTS", r->results, 1);
-    char root_abs[PATH_MAX];
     if (!r->root) {
-        if (absolute_path(r->prog[0], root_abs, sizeof root_abs) == 0) {
+        if (absolute_path(r->prog[0], root_abs, PATH_MAX) == 0) {
             char *slash = strrchr(root_abs, '/');
             if (slash == root_abs)
                 slash[1] = '\0';
@@ -886,11 +899,15 @@ static int conform_main(struct run *r, int argc, char **argv)
     }
     if (r->root)
         setenv("GREENREPLAY_ROOT", r->root, 1);
+    return CONFORM_GO_ON;
+}
 
-    /* 3. The run. */
+/* 3. The run: recorded (record's own code), or not (--no-record).  The
+ * program's exit status; *killed its signal. */
+static int run_program(struct run *r, const char *saved_pp, int *killed)
+{
     char **child = gr_xrealloc(NULL, (size_t)(r->nprog + 12) * sizeof *child);
-    int k = 0, killed = 0;
-    double t0 = now_s();
+    int k = 0, rc;
     if (r->no_record) {
         /* the boot takes its two directories off the user's PYTHONPATH,
          * not the one the probe above ran with */
@@ -902,7 +919,7 @@ static int conform_main(struct run *r, int argc, char **argv)
         for (int i = 0; i < r->nprog; i++)
             child[k++] = r->prog[i];
         child[k] = NULL;
-        rc = run_no_record(r, child, NULL, &killed);
+        rc = run_no_record(r, child, NULL, killed);
     } else {
         /* record puts the package on PYTHONPATH itself */
         if (!saved_pp || !*saved_pp)
@@ -930,20 +947,23 @@ static int conform_main(struct run *r, int argc, char **argv)
         if (!r->keep && !r->trace_out)
             gr_record_set_trace_label("the temporary trace (conform deletes it; --keep keeps it)");
         rc = gr_cmd_record(k, child);
-        killed = gr_record_last_signal();
+        *killed = gr_record_last_signal();
         gr_record_set_trace_label(NULL);
     }
-    r->signal = killed;
-    double t_run = now_s() - t0;
     free(child);
-    free(saved_pp);
-    char reason[PATH_MAX + 600];
+    return rc;
+}
+
+/* The run's outcome: killed, no results, a skip or error of the adapter,
+ * --no-record; else *resp is the adapter's results to compare. */
+static int run_outcome(struct run *r, int rc, int killed, double t_run, char *reason, size_t n, json_t **resp)
+{
     /* The signal as waitpid saw it: a program's own exit status 128+N
      * (sys.exit(130)) is no signal and goes on as any non-zero status. */
     if (killed) {
         char sname[32];
         signal_name(killed, sname, sizeof sname);
-        snprintf(reason, sizeof reason, "the program was killed by signal %d (%s, %s)", killed, sname,
+        snprintf(reason, n, "the program was killed by signal %d (%s, %s)", killed, sname,
                  strsignal(killed));
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         cleanup(r);
@@ -951,7 +971,7 @@ static int conform_main(struct run *r, int argc, char **argv)
     }
     if (rc != 0)
         printf("note: the program exited with status %d\n", rc);
-    json_t *res = load_results(r->results, reason, sizeof reason);
+    json_t *res = load_results(r->results, reason, n);
     if (!res) {
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         cleanup(r);
@@ -965,7 +985,7 @@ static int conform_main(struct run *r, int argc, char **argv)
             printf("skip: %s\n", skip);
         else
             fprintf(stderr, "greenreplay: conform: %s\n", err);
-        snprintf(reason, sizeof reason, "%s", skip ? skip : err);
+        snprintf(reason, n, "%s", skip ? skip : err);
         cleanup(r);
         st2 = finish(r, skip ? "skip" : "error", reason, res, NULL, 0, rc, t_run, 0, st2);
         json_decref(res);
@@ -983,18 +1003,18 @@ static int conform_main(struct run *r, int argc, char **argv)
         }
         return 0;
     }
+    *resp = res;
+    return CONFORM_GO_ON;
+}
 
-    /* 3b. Executed lines: the reference line tracer's run gives the lines
-     * that ran (docs/conform.md, "Executed lines"). */
-    if (json_is_object(json_object_get(res, "lines")))
-        reference_run(r, res, rc);
-
-    /* 4. The comparison. */
+/* 4. The comparison, its lines and the verdict. */
+static int compare_run(struct run *r, json_t *res, int rc, double t_run, char *reason, size_t n)
+{
     double t1 = now_s();
     gr_trace t;
     int ls = gr_trace_load(&t, r->trace);
     if (ls != GR_READ_OK) {
-        snprintf(reason, sizeof reason, "%s", t.err.msg);
+        snprintf(reason, n, "%s", t.err.msg);
         fprintf(stderr, "greenreplay: conform: %s\n", reason);
         gr_trace_free(&t);
         cleanup(r);
@@ -1007,7 +1027,7 @@ static int conform_main(struct run *r, int argc, char **argv)
         gr_conform_feed(truth, &t, &t.recs[i]);
     json_t *diffs = NULL, *notes = NULL;
     size_t checked = 0;
-    int v = gr_conform_compare(truth, &t, res, &diffs, &notes, &checked, reason, sizeof reason);
+    int v = gr_conform_compare(truth, &t, res, &diffs, &notes, &checked, reason, n);
     double t_cmp = now_s() - t1;
     gr_conform_free(truth);
     gr_trace_free(&t);
@@ -1045,12 +1065,12 @@ static int conform_main(struct run *r, int argc, char **argv)
         printf("\n");
     }
     if (v == GR_CONFORM_FAIL)
-        snprintf(reason, sizeof reason, "%zu difference%s", nd, nd == 1 ? "" : "s");
+        snprintf(reason, n, "%zu difference%s", nd, nd == 1 ? "" : "s");
     if (crashed) {
         /* Never a pass for a run that failed: the profiler may have raised
          * into the program (the profile module does under greenlets). */
         v = GR_CONFORM_ERROR;
-        snprintf(reason, sizeof reason,
+        snprintf(reason, n,
                  "the program exited with status %d (no difference in what ran; the profiler may have raised "
                  "into it: run the program without conform to tell)",
                  rc);
@@ -1064,4 +1084,59 @@ static int conform_main(struct run *r, int argc, char **argv)
     json_decref(notes);
     json_decref(res);
     return status;
+}
+
+static int conform_main(struct run *r, int argc, char **argv)
+{
+    int list = 0;
+    int status = conform_options(r, argc, argv, &list);
+    if (status != CONFORM_GO_ON)
+        return status;
+    if (gr_record_package_dir(r->pkg, sizeof r->pkg) < 0)
+        return fail(r, 0, "%s", "cannot find the greenreplay package (/proc/self/exe)");
+    struct stat st;
+    if (stat(r->pkg, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail(r, 0, "recorder package not found at %s (run `make`)", r->pkg);
+    const char *old_pp = getenv("PYTHONPATH");
+    if (list) {
+        /* --list prints the adapters' table, never a verdict (--json was
+         * refused above) */
+        if (optind < argc || r->spec)
+            return usage_error("%s", "--list takes no program and no --profiler");
+        return list_adapters(r, argc, old_pp);
+    }
+    status = check_program(r, argc, argv);
+    if (status != CONFORM_GO_ON)
+        return status;
+
+    /* 1. The adapter, as the interpreter sees it. */
+    old_pp = getenv("PYTHONPATH");
+    char *saved_pp = old_pp ? gr_xstrdup(old_pp) : NULL;
+    set_pythonpath(r->pkg, saved_pp);
+    status = probe_adapter(r, saved_pp);
+    if (status != CONFORM_GO_ON)
+        return status;
+    char root_abs[PATH_MAX];
+    status = prepare_paths(r, saved_pp, root_abs);
+    if (status != CONFORM_GO_ON)
+        return status;
+
+    int killed = 0;
+    double t0 = now_s();
+    int rc = run_program(r, saved_pp, &killed);
+    r->signal = killed;
+    double t_run = now_s() - t0;
+    free(saved_pp);
+    char reason[PATH_MAX + 600];
+    json_t *res = NULL;
+    status = run_outcome(r, rc, killed, t_run, reason, sizeof reason, &res);
+    if (status != CONFORM_GO_ON)
+        return status;
+
+    /* 3b. Executed lines: the reference line tracer's run gives the lines
+     * that ran (docs/conform.md, "Executed lines"). */
+    if (json_is_object(json_object_get(res, "lines")))
+        reference_run(r, res, rc);
+
+    return compare_run(r, res, rc, t_run, reason, sizeof reason);
 }

@@ -571,7 +571,31 @@ static int parse_wait(const char *s, uint64_t *ns)
     return 0;
 }
 
-static int cmd_check(int argc, char **argv)
+/* check's options and what it has found over its files. */
+struct check_run {
+    const char **allow, **fail_on;
+    size_t nallow, nfail_on;
+    int strict_known;
+    int json, stall, wait_set, quiet, in_memory, split;
+    gr_split range;
+    enum gr_color_mode color_mode;
+    uint64_t max_wait;
+    const char *junit, *html;
+    int status; /* exit status: the highest of the files' */
+    size_t total;
+    json_t *jtraces;
+    gr_junit ju;
+    gr_html hr;
+    int color;
+    int streamed;
+};
+
+/* What a step of cmd_check returns to let the next one run (else the exit
+ * status). */
+enum { CHECK_GO_ON = -1 };
+
+/* check's options, into ck; --help printed. */
+static int check_options(struct check_run *ck, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'},
@@ -591,250 +615,290 @@ static int cmd_check(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char **allow = NULL, **fail_on = NULL;
-    size_t nallow = 0, nfail_on = 0;
-    int strict_known = -1;
-    int json = 0, stall = 0, wait_set = 0, quiet = 0, in_memory = 0, split = 0, c;
-    gr_split range = {.from = 0, .to = UINT64_MAX};
-    enum gr_color_mode color_mode = GR_COLOR_AUTO;
-    uint64_t max_wait = GR_STALL_MAX_WAIT_NS;
-    const char *junit = NULL, *html = NULL;
-    opterr = 0;
+    int c;
     while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
         switch (c) {
-        case 'H': html = optarg; break;
-        case 'q': quiet = 1; break;
-        case 'M': in_memory = 1; break;
+        case 'H': ck->html = optarg; break;
+        case 'q': ck->quiet = 1; break;
+        case 'M': ck->in_memory = 1; break;
         case 'C':
-            if (gr_color_parse(optarg, &color_mode) < 0)
+            if (gr_color_parse(optarg, &ck->color_mode) < 0)
                 return bad_usage(usage_check, "bad --color '%s' (auto, always or never)", optarg);
             break;
         case 'f':
-            if (parse_format(optarg, &json) < 0)
+            if (parse_format(optarg, &ck->json) < 0)
                 return bad_usage(usage_check, "unknown format '%s' (text or json)", optarg);
             break;
-        case 'j': junit = optarg; break;
+        case 'j': ck->junit = optarg; break;
         case 'a':
-            allow = gr_xgrow(allow, &(size_t){nallow}, nallow + 1, sizeof *allow);
-            allow[nallow++] = optarg;
+            ck->allow = gr_xgrow(ck->allow, &(size_t){ck->nallow}, ck->nallow + 1, sizeof *ck->allow);
+            ck->allow[ck->nallow++] = optarg;
             break;
-        case 'k': strict_known = 1; break;
+        case 'k': ck->strict_known = 1; break;
         case 'O':
-            fail_on = gr_xgrow(fail_on, &(size_t){nfail_on}, nfail_on + 1, sizeof *fail_on);
-            fail_on[nfail_on++] = optarg;
+            ck->fail_on = gr_xgrow(ck->fail_on, &(size_t){ck->nfail_on}, ck->nfail_on + 1, sizeof *ck->fail_on);
+            ck->fail_on[ck->nfail_on++] = optarg;
             break;
-        case 's': stall = 1; break;
+        case 's': ck->stall = 1; break;
         case 'F':
         case 'T':
-            if (parse_u64(optarg, c == 'F' ? &range.from : &range.to) < 0)
+            if (parse_u64(optarg, c == 'F' ? &ck->range.from : &ck->range.to) < 0)
                 return bad_usage(usage_check, c == 'F' ? "bad --from '%s' (a chunk index: 0, 1, ...)"
                                                        : "bad --to '%s' (a chunk index: 1, 2, ...)",
                                  optarg);
-            split = 1;
+            ck->split = 1;
             break;
         case 'w':
-            if (parse_wait(optarg, &max_wait) < 0)
+            if (parse_wait(optarg, &ck->max_wait) < 0)
                 return bad_usage(usage_check, "bad --max-wait-us '%s' (microseconds)", optarg);
-            wait_set = 1;
+            ck->wait_set = 1;
             break;
         case 'h': fputs(usage_check, stdout); return 0;
         default: return option_error(usage_check, c, argv);
         }
     }
-    if (optind >= argc)
-        return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
+    return CHECK_GO_ON;
+}
+
+/* [tool.greenreplay] of the nearest pyproject.toml, the rule names and the
+ * options that do not go together; the report files writable. */
+static int check_config(struct check_run *ck)
+{
     /* [tool.greenreplay] of the nearest pyproject.toml, then the options */
     gr_pyproject pp;
     char pperr[512];
     if (gr_pyproject_read(&pp, pperr, sizeof pperr) < 0) {
         fprintf(stderr, "greenreplay: check: %s\n", pperr);
-        free(allow);
-        free(fail_on);
+        free(ck->allow);
+        free(ck->fail_on);
         return 2;
     }
     for (size_t k = 0; k < pp.nfail_on; k++) {
-        fail_on = gr_xgrow(fail_on, &(size_t){nfail_on}, nfail_on + 1, sizeof *fail_on);
-        fail_on[nfail_on++] = pp.fail_on[k];
+        ck->fail_on = gr_xgrow(ck->fail_on, &(size_t){ck->nfail_on}, ck->nfail_on + 1, sizeof *ck->fail_on);
+        ck->fail_on[ck->nfail_on++] = pp.fail_on[k];
     }
     for (size_t k = 0; k < pp.nallow; k++) {
-        allow = gr_xgrow(allow, &(size_t){nallow}, nallow + 1, sizeof *allow);
-        allow[nallow++] = pp.allow[k];
+        ck->allow = gr_xgrow(ck->allow, &(size_t){ck->nallow}, ck->nallow + 1, sizeof *ck->allow);
+        ck->allow[ck->nallow++] = pp.allow[k];
     }
-    if (strict_known < 0)
-        strict_known = pp.strict_known > 0;
-    gr_check_known_causes(strict_known);
+    if (ck->strict_known < 0)
+        ck->strict_known = pp.strict_known > 0;
+    gr_check_known_causes(ck->strict_known);
     {
         /* a name that is no rule, on the command line or in the file */
         gr_check_result probe;
         memset(&probe, 0, sizeof probe);
-        long bad = gr_check_fail_on(fail_on, nfail_on);
-        const char *opt = "--fail-on", *spec = bad >= 0 ? fail_on[bad] : NULL;
-        int in_file = bad >= 0 && (size_t)bad >= nfail_on - pp.nfail_on;
-        if (bad < 0 && (bad = gr_check_allow(&probe, allow, nallow)) >= 0) {
+        long bad = gr_check_fail_on(ck->fail_on, ck->nfail_on);
+        const char *opt = "--fail-on", *spec = bad >= 0 ? ck->fail_on[bad] : NULL;
+        int in_file = bad >= 0 && (size_t)bad >= ck->nfail_on - pp.nfail_on;
+        if (bad < 0 && (bad = gr_check_allow(&probe, ck->allow, ck->nallow)) >= 0) {
             opt = "--allow";
-            spec = allow[bad];
-            in_file = (size_t)bad >= nallow - pp.nallow;
+            spec = ck->allow[bad];
+            in_file = (size_t)bad >= ck->nallow - pp.nallow;
         }
         if (spec) {
             fprintf(stderr, "greenreplay: check: %s '%s': no such rule%s%s%s\n", opt, spec,
                     in_file ? " (in " : "", in_file ? pp.path : "", in_file ? ")" : "");
-            free(allow);
-            free(fail_on);
+            free(ck->allow);
+            free(ck->fail_on);
             gr_pyproject_free(&pp);
             return 2;
         }
     }
-    if (wait_set && !stall)
+    if (ck->wait_set && !ck->stall)
         return bad_usage(usage_check, "%s", "--max-wait-us needs --stall");
-    if (quiet && json)
+    if (ck->quiet && ck->json)
         return bad_usage(usage_check, "%s", "-q does not go with --format json");
-    if (split && (stall || html || in_memory))
+    if (ck->split && (ck->stall || ck->html || ck->in_memory))
         return bad_usage(usage_check, "%s", "--from/--to do not go with --stall, --html or --in-memory");
-    if (split && range.from >= range.to) {
+    if (ck->split && ck->range.from >= ck->range.to) {
         char b[64];
-        snprintf(b, sizeof b, "%" PRIu64 " >= %" PRIu64, range.from, range.to);
+        snprintf(b, sizeof b, "%" PRIu64 " >= %" PRIu64, ck->range.from, ck->range.to);
         return bad_usage(usage_check, "empty range: --from must be below --to (%s)", b);
     }
     /* Report files are known writable before any trace is read: else one
      * line and exit 2, with nothing checked and nothing written. */
-    if ((junit && refuse_output("check", "--junit", junit)) ||
-        (html && refuse_output("check", "--html", html)))
+    if ((ck->junit && refuse_output("check", "--junit", ck->junit)) ||
+        (ck->html && refuse_output("check", "--html", ck->html)))
         return 2;
-    int status = 0; /* exit status: the highest of the files' */
-    size_t total = 0;
-    json_t *jtraces = json ? json_array() : NULL;
-    gr_junit ju;
-    gr_junit_init(&ju);
-    gr_html hr;
-    gr_html_init(&hr);
-    int color = !json && gr_color_enabled(color_mode, stdout);
-    /* check, --junit, --stall and --html stream the trace (memory: one
-     * chunk and the checker's state, docs/ARCHITECTURE.md; --html reads
-     * the file again); --in-memory loads it whole. */
-    int streamed = !in_memory;
-    for (int i = optind; i < argc; i++) {
-        gr_trace t;
-        if (streamed ? open_stream(&t, argv[i]) : load(&t, argv[i])) {
-        unusable:
-            if (jtraces)
-                json_array_append_new(jtraces, gr_report_json_unusable(argv[i], t.err.msg));
-            if (junit)
-                gr_junit_add_unusable(&ju, argv[i], t.err.msg);
-            gr_html_add_unusable(&hr, argv[i], t.err.msg);
-            if (quiet)
-                gr_color_check_unusable(stdout, argv[i], t.err.msg, color);
-            gr_trace_free(&t);
-            status = gr_check_exit_code(GR_CHECK_UNUSABLE);
-            continue;
-        }
-        gr_times tm;
-        gr_stall st;
-        memset(&tm, 0, sizeof tm);
-        memset(&st, 0, sizeof st);
-        gr_check_result res;
-        size_t nv = 0;
-        if (stall) {
-            char *err = NULL;
-            int k = stall_one(&t, argv[i], max_wait, &tm, &st, &res, &nv, &err);
-            if (k == GR_STALL_TRACE_CORRUPT) {
-                fprintf(stderr, "greenreplay: %s\n", t.err.msg);
-                gr_times_free(&tm);
-                goto unusable;
-            }
-            if (k == GR_STALL_SIDE_UNUSABLE) {
-                fprintf(stderr, "greenreplay: %s\n", err);
-                if (jtraces)
-                    json_array_append_new(jtraces, gr_report_json_unusable(argv[i], err));
-                if (junit)
-                    gr_junit_add_unusable(&ju, argv[i], err);
-                gr_html_add_unusable(&hr, argv[i], err);
-                if (quiet)
-                    gr_color_check_unusable(stdout, argv[i], err, color);
-                free(err);
-                gr_times_free(&tm);
-                gr_trace_free(&t);
-                status = gr_check_exit_code(GR_CHECK_UNUSABLE);
-                continue;
-            }
-        }
-        if (split) {
-            int rc = gr_check_split(&t, &range, &res);
-            nv = rc == GR_SPLIT_OK ? res.nv : SIZE_MAX;
-            if (rc == GR_SPLIT_PAST_END) {
-                snprintf(t.err.msg, sizeof t.err.msg,
-                         "%s: --from %" PRIu64 " is past the last chunk: the trace has %" PRIu64
-                         " chunk%s",
-                         argv[i], range.from, range.chunks, range.chunks == 1 ? "" : "s");
-                fprintf(stderr, "greenreplay: %s\n", t.err.msg);
-                goto unusable;
-            }
-        } else if (!stall) {
-            nv = streamed ? gr_check_stream(&t, &res) : gr_check_run(&t, &res);
-        }
-        if (nv == SIZE_MAX) { /* a streamed trace turned out corrupt part way */
-            fprintf(stderr, "greenreplay: %s\n", t.err.msg);
-            goto unusable;
-        }
-        total += nv;
-        gr_check_allow(&res, allow, nallow);
-        int code = gr_check_exit_code(gr_check_status_of(&res));
-        if (code > status)
-            status = code;
-        if (!nv && res.coverage.nothing)
-            fprintf(stderr, "greenreplay: %s: nothing checked: %s\n", argv[i],
-                    res.coverage.nothing);
-        if (jtraces) {
-            json_t *jt = gr_report_json_trace(&t, &res);
-            if (stall)
-                json_object_set_new(jt, "stall", gr_stall_json(&st));
-            if (split)
-                json_object_set_new(jt, "range", range_json(&range));
-            json_array_append_new(jtraces, jt);
-        } else if (quiet) {
-            gr_color_check_summary(stdout, &t, &res, color);
-        } else {
-            if (i > optind)
-                fputc('\n', stdout);
-            if (split)
-                print_range(stdout, &range);
-            gr_color_report(stdout, &t, &res, color);
-        }
-        if (junit) /* built only when asked for (its memory grows with the
-                      violations and warnings of every trace) */
-            gr_junit_add_trace(&ju, &t, &res);
-        if (html)
-            gr_html_add_trace(&hr, &t, &res);
-        gr_check_result_free(&res);
-        gr_stall_free(&st);
-        gr_times_free(&tm);
-        gr_trace_free(&t);
+    return CHECK_GO_ON;
+}
+
+/* A trace that cannot be checked: in every report asked for; t freed. */
+static void check_unusable(struct check_run *ck, gr_trace *t, const char *path)
+{
+    if (ck->jtraces)
+        json_array_append_new(ck->jtraces, gr_report_json_unusable(path, t->err.msg));
+    if (ck->junit)
+        gr_junit_add_unusable(&ck->ju, path, t->err.msg);
+    gr_html_add_unusable(&ck->hr, path, t->err.msg);
+    if (ck->quiet)
+        gr_color_check_unusable(stdout, path, t->err.msg, ck->color);
+    gr_trace_free(t);
+    ck->status = gr_check_exit_code(GR_CHECK_UNUSABLE);
+}
+
+/* One trace's result: the exit status, and its part of each report. */
+static void check_report(struct check_run *ck, const gr_trace *t, gr_check_result *res, const gr_stall *st,
+                         size_t nv, const char *path, int first)
+{
+    ck->total += nv;
+    gr_check_allow(res, ck->allow, ck->nallow);
+    int code = gr_check_exit_code(gr_check_status_of(res));
+    if (code > ck->status)
+        ck->status = code;
+    if (!nv && res->coverage.nothing)
+        fprintf(stderr, "greenreplay: %s: nothing checked: %s\n", path,
+                res->coverage.nothing);
+    if (ck->jtraces) {
+        json_t *jt = gr_report_json_trace(t, res);
+        if (ck->stall)
+            json_object_set_new(jt, "stall", gr_stall_json(st));
+        if (ck->split)
+            json_object_set_new(jt, "range", range_json(&ck->range));
+        json_array_append_new(ck->jtraces, jt);
+    } else if (ck->quiet) {
+        gr_color_check_summary(stdout, t, res, ck->color);
+    } else {
+        if (!first)
+            fputc('\n', stdout);
+        if (ck->split)
+            print_range(stdout, &ck->range);
+        gr_color_report(stdout, t, res, ck->color);
     }
-    if (jtraces) {
+    if (ck->junit) /* built only when asked for (its memory grows with the
+                      violations and warnings of every trace) */
+        gr_junit_add_trace(&ck->ju, t, res);
+    if (ck->html)
+        gr_html_add_trace(&ck->hr, t, res);
+}
+
+/* One trace FILE: checked (streamed, loaded, a range of chunks, or with
+ * --stall) and reported. */
+static void check_one(struct check_run *ck, const char *path, int first)
+{
+    gr_trace t;
+    if (ck->streamed ? open_stream(&t, path) : load(&t, path)) {
+        check_unusable(ck, &t, path);
+        return;
+    }
+    gr_times tm;
+    gr_stall st;
+    memset(&tm, 0, sizeof tm);
+    memset(&st, 0, sizeof st);
+    gr_check_result res;
+    size_t nv = 0;
+    if (ck->stall) {
+        char *err = NULL;
+        int k = stall_one(&t, path, ck->max_wait, &tm, &st, &res, &nv, &err);
+        if (k == GR_STALL_TRACE_CORRUPT) {
+            fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+            gr_times_free(&tm);
+            check_unusable(ck, &t, path);
+            return;
+        }
+        if (k == GR_STALL_SIDE_UNUSABLE) {
+            fprintf(stderr, "greenreplay: %s\n", err);
+            if (ck->jtraces)
+                json_array_append_new(ck->jtraces, gr_report_json_unusable(path, err));
+            if (ck->junit)
+                gr_junit_add_unusable(&ck->ju, path, err);
+            gr_html_add_unusable(&ck->hr, path, err);
+            if (ck->quiet)
+                gr_color_check_unusable(stdout, path, err, ck->color);
+            free(err);
+            gr_times_free(&tm);
+            gr_trace_free(&t);
+            ck->status = gr_check_exit_code(GR_CHECK_UNUSABLE);
+            return;
+        }
+    }
+    if (ck->split) {
+        int rc = gr_check_split(&t, &ck->range, &res);
+        nv = rc == GR_SPLIT_OK ? res.nv : SIZE_MAX;
+        if (rc == GR_SPLIT_PAST_END) {
+            snprintf(t.err.msg, sizeof t.err.msg,
+                     "%s: --from %" PRIu64 " is past the last chunk: the trace has %" PRIu64
+                     " chunk%s",
+                     path, ck->range.from, ck->range.chunks, ck->range.chunks == 1 ? "" : "s");
+            fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+            check_unusable(ck, &t, path);
+            return;
+        }
+    } else if (!ck->stall) {
+        nv = ck->streamed ? gr_check_stream(&t, &res) : gr_check_run(&t, &res);
+    }
+    if (nv == SIZE_MAX) { /* a streamed trace turned out corrupt part way */
+        fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+        check_unusable(ck, &t, path);
+        return;
+    }
+    check_report(ck, &t, &res, &st, nv, path, first);
+    gr_check_result_free(&res);
+    gr_stall_free(&st);
+    gr_times_free(&tm);
+    gr_trace_free(&t);
+}
+
+/* The reports written once every trace is checked; the exit status. */
+static int check_finish(struct check_run *ck)
+{
+    if (ck->jtraces) {
         json_t *doc = json_object();
-        json_object_set_new(doc, "traces", jtraces);
-        json_object_set_new(doc, "violations", gr_json_u64(total));
-        json_object_set_new(doc, "exit_code", json_integer(status));
+        json_object_set_new(doc, "traces", ck->jtraces);
+        json_object_set_new(doc, "violations", gr_json_u64(ck->total));
+        json_object_set_new(doc, "exit_code", json_integer(ck->status));
         json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         fputc('\n', stdout);
         json_decref(doc);
     }
-    if (junit && gr_junit_write(&ju, junit) < 0) {
-        fprintf(stderr, "greenreplay: check: --junit %s: cannot write it: %s\n", junit,
+    if (ck->junit && gr_junit_write(&ck->ju, ck->junit) < 0) {
+        fprintf(stderr, "greenreplay: check: --junit %s: cannot write it: %s\n", ck->junit,
                 strerror(errno));
-        status = gr_check_exit_code(GR_CHECK_UNUSABLE);
+        ck->status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
-    gr_junit_free(&ju);
-    if (html && gr_html_write(&hr, html) < 0) {
-        fprintf(stderr, "greenreplay: check: --html %s: cannot write it: %s\n", html,
+    gr_junit_free(&ck->ju);
+    if (ck->html && gr_html_write(&ck->hr, ck->html) < 0) {
+        fprintf(stderr, "greenreplay: check: --html %s: cannot write it: %s\n", ck->html,
                 strerror(errno));
-        status = gr_check_exit_code(GR_CHECK_UNUSABLE);
+        ck->status = gr_check_exit_code(GR_CHECK_UNUSABLE);
     }
-    gr_html_free(&hr);
+    gr_html_free(&ck->hr);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         return 2;
     }
-    return status;
+    return ck->status;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    struct check_run run = {
+        .strict_known = -1,
+        .range = {.from = 0, .to = UINT64_MAX},
+        .color_mode = GR_COLOR_AUTO,
+        .max_wait = GR_STALL_MAX_WAIT_NS,
+    };
+    struct check_run *ck = &run;
+    int rc = check_options(ck, argc, argv);
+    if (rc != CHECK_GO_ON)
+        return rc;
+    if (optind >= argc)
+        return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
+    rc = check_config(ck);
+    if (rc != CHECK_GO_ON)
+        return rc;
+    ck->jtraces = ck->json ? json_array() : NULL;
+    gr_junit_init(&ck->ju);
+    gr_html_init(&ck->hr);
+    ck->color = !ck->json && gr_color_enabled(ck->color_mode, stdout);
+    /* check, --junit, --stall and --html stream the trace (memory: one
+     * chunk and the checker's state, docs/ARCHITECTURE.md; --html reads
+     * the file again); --in-memory loads it whole. */
+    ck->streamed = !ck->in_memory;
+    for (int i = optind; i < argc; i++)
+        check_one(ck, argv[i], i == optind);
+    return check_finish(ck);
 }
 
 static int cmd_dump(int argc, char **argv)

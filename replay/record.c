@@ -682,9 +682,20 @@ void gr_record_set_trace_label(const char *label)
     trace_label = label;
 }
 
-int gr_cmd_record(int argc, char **argv)
+/* record's options. */
+struct rec_opts {
+    const char *output, *root, *switches, *stacks, *max_size_arg;
+    int times, manual, force, flush_sig;
+    uint64_t max_size, ring;
+};
+
+/* What a step of gr_cmd_record returns to let the next one run (else the
+ * exit status). */
+enum { REC_GO_ON = -1 };
+
+/* The options, into o; --help printed. */
+static int record_options(struct rec_opts *o, int argc, char **argv)
 {
-    last_signal = 0;
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
         {"times", no_argument, NULL, 't'},
@@ -699,31 +710,29 @@ int gr_cmd_record(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL, *root = NULL, *switches = NULL, *stacks = NULL, *max_size_arg = NULL;
-    int times = 0, manual = 0, force = 0, flush_sig = 0, c;
-    uint64_t max_size = 0, ring = 0;
+    int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:o:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': output = optarg; break;
-        case 't': times = 1; break;
-        case 'r': root = optarg; break;
-        case 'M': manual = 1; break;
-        case 'f': force = 1; break;
+        case 'o': o->output = optarg; break;
+        case 't': o->times = 1; break;
+        case 'r': o->root = optarg; break;
+        case 'M': o->manual = 1; break;
+        case 'f': o->force = 1; break;
         case 'S':
-            max_size_arg = optarg;
-            if (!(max_size = gr_record_parse_size(optarg)))
+            o->max_size_arg = optarg;
+            if (!(o->max_size = gr_record_parse_size(optarg)))
                 return usage_error("--max-size: '%s' is not a size (a number of bytes > 0, with an "
                                    "optional suffix k, M or G)",
                                    optarg);
             break;
         case 'R':
-            if (!(ring = gr_record_parse_count(optarg)))
+            if (!(o->ring = gr_record_parse_count(optarg)))
                 return usage_error("--ring: '%s' is not a number of records > 0", optarg);
             break;
         case 'F':
-            if (!(flush_sig = gr_record_parse_signal(optarg)))
+            if (!(o->flush_sig = gr_record_parse_signal(optarg)))
                 return usage_error("--flush-signal: '%s' is not a signal a program can catch (USR1, "
                                    "SIGUSR2, HUP, a number, ...)",
                                    optarg);
@@ -731,39 +740,45 @@ int gr_cmd_record(int argc, char **argv)
         case 'W':
             if (strcmp(optarg, "passive") != 0 && strcmp(optarg, "callback") != 0)
                 return usage_error("--switches: '%s' is not passive or callback", optarg);
-            switches = optarg;
+            o->switches = optarg;
             break;
         case 'K':
             if (strcmp(optarg, "needed") != 0 && strcmp(optarg, "every") != 0)
                 return usage_error("--switch-stacks: '%s' is not needed or every", optarg);
-            stacks = optarg;
+            o->stacks = optarg;
             break;
         case 'h': fputs(usage_record, stdout); return 0;
         case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
         }
     }
-    if (!output)
+    if (!o->output)
         return usage_error("%s", "-o FILE is required");
-    if (!*output)
+    if (!*o->output)
         return usage_error("%s", "-o: the file name is empty");
-    if (ring && (times || max_size))
+    if (o->ring && (o->times || o->max_size))
         return usage_error("%s", "--ring keeps the trace in memory: not with --times or --max-size");
     if (optind >= argc)
         return usage_error("%s", "need, after --, PYTHON and the program (SCRIPT, -m MODULE, -c CODE or -)");
-    struct program prog;
-    if (parse_program(argc - optind, argv + optind, manual, &prog) < 0) {
+    return REC_GO_ON;
+}
+
+/* The program and interpreter after --, and the recorder package (pkg:
+ * PATH_MAX bytes). */
+static int record_program(const struct rec_opts *o, int argc, char **argv, struct program *prog, char *pkg)
+{
+    if (parse_program(argc - optind, argv + optind, o->manual, prog) < 0) {
         size_t n = strlen(argv[optind]);
         if (argc - optind == 1 && n > 3 && strcmp(argv[optind] + n - 3, ".py") == 0)
             /* `record -o F x.py`: the script was taken as the interpreter */
             return usage_error("need PYTHON before the script, e.g. `-- python3 %s`", argv[optind]);
         return usage_error("%s", "need, after PYTHON, the program: SCRIPT, -m MODULE, -c CODE or -");
     }
-    if (prog.refused)
+    if (prog->refused)
         return usage_error("PYTHON option %s keeps the recorder out (it ignores PYTHONPATH or site, "
                            "through which greenreplay loads); not supported",
-                           prog.refused);
-    const char *python = prog.python;
+                           prog->refused);
+    const char *python = prog->python;
     if (!*python)
         return usage_error("%s", "the interpreter is empty (PYTHON, the first word after --, e.g. "
                                  "`-- python3 SCRIPT`)");
@@ -772,60 +787,71 @@ int gr_cmd_record(int argc, char **argv)
                 strerror(errno));
         return 2;
     }
-    char pkg[PATH_MAX];
     struct stat st;
-    if (gr_record_package_dir(pkg, sizeof pkg) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (gr_record_package_dir(pkg, PATH_MAX) < 0 || stat(pkg, &st) != 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "greenreplay: record: recorder package not found at %s (run `make`, or `pip install .` and use its greenreplay command)\n", pkg);
         return 2;
     }
-    if (prog.script && access(prog.script, R_OK) != 0) {
-        fprintf(stderr, "greenreplay: record: cannot read the script %s: %s\n", prog.script, strerror(errno));
+    if (prog->script && access(prog->script, R_OK) != 0) {
+        fprintf(stderr, "greenreplay: record: cannot read the script %s: %s\n", prog->script, strerror(errno));
         return 2;
     }
+    return REC_GO_ON;
+}
 
+/* The trace's absolute path and the default root (out_abs, root_abs:
+ * PATH_MAX bytes each). */
+static int record_paths(struct rec_opts *o, const struct program *prog, char *out_abs, char *root_abs)
+{
     /* The trace path is handed to the child absolute: it may chdir. */
-    char out_abs[PATH_MAX], root_abs[PATH_MAX];
-    if (absolute(output, out_abs, sizeof out_abs) < 0) {
-        fprintf(stderr, "greenreplay: record: -o %s: path too long\n", output);
+    if (absolute(o->output, out_abs, PATH_MAX) < 0) {
+        fprintf(stderr, "greenreplay: record: -o %s: path too long\n", o->output);
         return 2;
     }
     /* Default root: the script's directory, whatever the working directory
      * (the same in both modes); else the current directory. */
-    if (!root) {
-        if (prog.script && absolute(prog.script, root_abs, sizeof root_abs) == 0) {
+    if (!o->root) {
+        if (prog->script && absolute(prog->script, root_abs, PATH_MAX) == 0) {
             char *slash = strrchr(root_abs, '/');
             if (slash == root_abs)
                 slash[1] = '\0';
             else
                 *slash = '\0';
-        } else if (!getcwd(root_abs, sizeof root_abs)) {
+        } else if (!getcwd(root_abs, PATH_MAX)) {
             perror("greenreplay: record: getcwd");
             return 2;
         }
-        root = root_abs;
+        o->root = root_abs;
     }
+    return REC_GO_ON;
+}
 
+/* The interpreter probed, the output locked and emptied, and the
+ * recorder's environment for the program. */
+static int record_environment(const struct rec_opts *o, const struct program *prog, const char *pkg,
+                              const char *out_abs)
+{
     const char *old = getenv("PYTHONPATH");
     char *pythonpath = malloc(2 * strlen(pkg) + (old ? strlen(old) : 0) + 32);
     if (!pythonpath)
         return 2;
     sprintf(pythonpath, "%s%s%s", pkg, old && *old ? ":" : "", old && *old ? old : "");
     setenv("PYTHONPATH", pythonpath, 1);
-    if (gr_record_probe_interpreter("record", python, pkg) < 0) {
+    if (gr_record_probe_interpreter("record", prog->python, pkg) < 0) {
         free(pythonpath);
         return 2;
     }
     /* Only now, after every check: empty the old trace. */
-    if (lock_output(out_abs, output) < 0) {
+    if (lock_output(out_abs, o->output) < 0) {
         free(pythonpath);
         return 2;
     }
-    if (prepare_output("-o", out_abs, prog.script, force) < 0 || prepare_side(out_abs, times, force) < 0) {
+    if (prepare_output("-o", out_abs, prog->script, o->force) < 0 || prepare_side(out_abs, o->times, o->force) < 0) {
         unlock_output(out_abs);
         free(pythonpath);
         return 2;
     }
-    if (!manual) {
+    if (!o->manual) {
         sprintf(pythonpath, "%s/greenreplay/boot:%s%s%s", pkg, pkg, old && *old ? ":" : "",
                 old && *old ? old : "");
         setenv("PYTHONPATH", pythonpath, 1);
@@ -834,36 +860,42 @@ int gr_cmd_record(int argc, char **argv)
     free(pythonpath);
     char num[32];
     setenv("GREENREPLAY_OUTPUT", out_abs, 1);
-    setenv("GREENREPLAY_TIMES", times ? "1" : "0", 1);
-    setenv("GREENREPLAY_ROOT", root, 1);
+    setenv("GREENREPLAY_TIMES", o->times ? "1" : "0", 1);
+    setenv("GREENREPLAY_ROOT", o->root, 1);
     unsetenv("GREENREPLAY_MAX_SIZE");
     unsetenv("GREENREPLAY_RING");
     unsetenv("GREENREPLAY_FLUSH_SIGNAL");
-    if (switches)
-        setenv("GREENREPLAY_SWITCHES", switches, 1);
-    if (stacks)
-        setenv("GREENREPLAY_SWITCH_STACKS", stacks, 1);
-    if (max_size) {
-        snprintf(num, sizeof num, "%llu", (unsigned long long)max_size);
+    if (o->switches)
+        setenv("GREENREPLAY_SWITCHES", o->switches, 1);
+    if (o->stacks)
+        setenv("GREENREPLAY_SWITCH_STACKS", o->stacks, 1);
+    if (o->max_size) {
+        snprintf(num, sizeof num, "%llu", (unsigned long long)o->max_size);
         setenv("GREENREPLAY_MAX_SIZE", num, 1);
     }
-    if (ring) {
-        snprintf(num, sizeof num, "%llu", (unsigned long long)ring);
+    if (o->ring) {
+        snprintf(num, sizeof num, "%llu", (unsigned long long)o->ring);
         setenv("GREENREPLAY_RING", num, 1);
     }
-    if (flush_sig) {
-        const char *abbrev = sigabbrev_np(flush_sig); /* the name, as a program reading it expects */
-        snprintf(num, sizeof num, "%d", flush_sig);
+    if (o->flush_sig) {
+        const char *abbrev = sigabbrev_np(o->flush_sig); /* the name, as a program reading it expects */
+        snprintf(num, sizeof num, "%d", o->flush_sig);
         setenv("GREENREPLAY_FLUSH_SIGNAL", abbrev ? abbrev : num, 1);
     }
+    return REC_GO_ON;
+}
 
+/* The program started, with the forwarded signals in place. */
+static int record_spawn(const struct rec_opts *o, const char *python, char **args, const char *out_abs,
+                        pid_t *pidp)
+{
     /* Block the forwarded signals until the child's pid is known. */
     sigset_t block, saved;
     sigemptyset(&block);
     for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
         sigaddset(&block, forwarded[i]);
-    if (flush_sig)
-        sigaddset(&block, flush_sig);
+    if (o->flush_sig)
+        sigaddset(&block, o->flush_sig);
     sigprocmask(SIG_BLOCK, &block, &saved);
     fflush(NULL);
     /* Without a terminal in front (CI runners, supervisors, timeout(1)),
@@ -891,7 +923,7 @@ int gr_cmd_record(int argc, char **argv)
                 _exit(128 + SIGKILL);
         }
         sigprocmask(SIG_SETMASK, &saved, NULL);
-        execvp(python, argv + optind);
+        execvp(python, args);
         fprintf(stderr, "greenreplay: record: cannot run %s: %s\n", python, strerror(errno));
         _exit(127);
     }
@@ -906,27 +938,24 @@ int gr_cmd_record(int argc, char **argv)
     sigfillset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
         sigaction(forwarded[i], &sa, NULL);
-    if (flush_sig)
-        sigaction(flush_sig, &sa, NULL);
+    if (o->flush_sig)
+        sigaction(o->flush_sig, &sa, NULL);
     sigprocmask(SIG_SETMASK, &saved, NULL);
+    *pidp = pid;
+    return REC_GO_ON;
+}
 
-    /* The trace as the end-of-run lines name it. */
-    const char *shown = trace_label ? trace_label : output;
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            perror("greenreplay: record: waitpid");
-            return 2;
-        }
-    }
-    child_pid = 0;
-    unlock_output(out_abs);
+/* The end-of-run lines: killed, no trace, a trace cut short; the exit
+ * status. */
+static int record_outcome(const struct rec_opts *o, int status, const char *shown, const char *out_abs)
+{
+    struct stat st;
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         last_signal = sig;
         char how[96];
         snprintf(how, sizeof how, "the program was killed by signal %d (%s)", sig, strsignal(sig));
-        int said = report_cut(how, shown, out_abs, ring, max_size_arg);
+        int said = report_cut(how, shown, out_abs, o->ring, o->max_size_arg);
         if (said == 0) /* (a label names the trace itself: "the temporary trace (...)") */
             fprintf(stderr, "greenreplay: record: %s; %s%s is complete (recording stopped before)\n", how,
                     trace_label ? "" : "the trace ", shown);
@@ -942,9 +971,9 @@ int gr_cmd_record(int argc, char **argv)
     int empty = stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
     if (empty || stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", shown,
-                manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
+                o->manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
                          "os._exit()"
-                : ring ? "ended before its first frame ran, recording could not start, or, --ring "
+                : o->ring ? "ended before its first frame ran, recording could not start, or, --ring "
                          "writing the file at exit, it left without the recorder's stop, e.g. by "
                          "os._exit()"
                        : "ended before its first frame ran, or recording could not start");
@@ -952,7 +981,46 @@ int gr_cmd_record(int argc, char **argv)
         char how[96];
         snprintf(how, sizeof how, "the program exited (status %d) without the recorder's stop (os._exit?)",
                  rc);
-        report_cut(how, shown, out_abs, ring, max_size_arg);
+        report_cut(how, shown, out_abs, o->ring, o->max_size_arg);
     }
     return rc;
+}
+
+int gr_cmd_record(int argc, char **argv)
+{
+    last_signal = 0;
+    struct rec_opts opt = {0}, *o = &opt;
+    int rc = record_options(o, argc, argv);
+    if (rc != REC_GO_ON)
+        return rc;
+    struct program prog;
+    char pkg[PATH_MAX];
+    rc = record_program(o, argc, argv, &prog, pkg);
+    if (rc != REC_GO_ON)
+        return rc;
+    const char *python = prog.python;
+    char out_abs[PATH_MAX], root_abs[PATH_MAX];
+    rc = record_paths(o, &prog, out_abs, root_abs);
+    if (rc != REC_GO_ON)
+        return rc;
+    rc = record_environment(o, &prog, pkg, out_abs);
+    if (rc != REC_GO_ON)
+        return rc;
+    pid_t pid;
+    rc = record_spawn(o, python, argv + optind, out_abs, &pid);
+    if (rc != REC_GO_ON)
+        return rc;
+
+    /* The trace as the end-of-run lines name it. */
+    const char *shown = trace_label ? trace_label : o->output;
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            perror("greenreplay: record: waitpid");
+            return 2;
+        }
+    }
+    child_pid = 0;
+    unlock_output(out_abs);
+    return record_outcome(o, status, shown, out_abs);
 }

@@ -228,7 +228,17 @@ static void put_dist(json_t *o, const char *key, const struct run *r, size_t n)
     json_object_set_new(o, key, d);
 }
 
-int gr_cmd_stall(int argc, char **argv)
+/* What `stall` was asked for. */
+struct stall_opts {
+    const char *py, *json_path;
+    long idle, depth, reps, interval;
+    double seconds;
+    struct subject subj[MAX_SUBJECTS];
+    size_t nsubj;
+};
+
+/* Parse the command line into o: 0, -1 after --help, else the exit status. */
+static int stall_options(int argc, char **argv, struct stall_opts *o)
 {
     static const struct option opts[] = {
         {"python", required_argument, NULL, 'P'},   {"sampler", required_argument, NULL, 's'},
@@ -237,63 +247,56 @@ int gr_cmd_stall(int argc, char **argv)
         {"seconds", required_argument, NULL, 'S'},  {"interval-us", required_argument, NULL, 'i'},
         {"json", required_argument, NULL, 'j'},     {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *py = "python3", *json_path = NULL;
-    long idle = 2000, depth = 50, reps = 3, interval = 5000;
-    double seconds = 1.0;
-    struct subject subj[MAX_SUBJECTS];
-    size_t nsubj = 1;
-    memset(subj, 0, sizeof subj);
-    subj[0].name = "off";
-    subj[0].mode = "off";
+    struct subject *subj = o->subj;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'P':
-            py = optarg;
+            o->py = optarg;
             break;
         case 's':
             if (strcmp(optarg, "two-phase") && strcmp(optarg, "hold-lock") && strcmp(optarg, "seqlock"))
                 return fail("--sampler %s: not a mode (two-phase, hold-lock, seqlock)%s", optarg, "");
             /* fall through */
         case 'a':
-            if (nsubj == MAX_SUBJECTS)
-                return fail("at most %d samplers%s", "15", "");
-            subj[nsubj].name = optarg;
-            subj[nsubj].mode = c == 's' ? optarg : "off";
-            subj[nsubj].attach = c == 'a' ? optarg : NULL;
-            nsubj++;
+            if (o->nsubj == MAX_SUBJECTS)
+                return fail("at most %s samplers%s", "15", "");
+            subj[o->nsubj].name = optarg;
+            subj[o->nsubj].mode = c == 's' ? optarg : "off";
+            subj[o->nsubj].attach = c == 'a' ? optarg : NULL;
+            o->nsubj++;
             break;
         case 'n':
-            if (parse_long(optarg, 1, 100000, &idle))
+            if (parse_long(optarg, 1, 100000, &o->idle))
                 return fail("--idle %s: not a number from 1 to 100000%s", optarg, "");
             break;
         case 'd':
-            if (parse_long(optarg, 1, 1000, &depth))
+            if (parse_long(optarg, 1, 1000, &o->depth))
                 return fail("--depth %s: not a number from 1 to 1000%s", optarg, "");
             break;
         case 'r':
-            if (parse_long(optarg, 2, 100, &reps))
+            if (parse_long(optarg, 2, 100, &o->reps))
                 return fail("--reps %s: not a number from 2 to 100%s", optarg, "");
             break;
         case 'i':
-            if (parse_long(optarg, 100, 1000000, &interval))
+            if (parse_long(optarg, 100, 1000000, &o->interval))
                 return fail("--interval-us %s: not a number from 100 to 1000000%s", optarg, "");
             break;
         case 'S': {
             char *end;
-            seconds = strtod(optarg, &end);
-            if (end == optarg || *end || !(seconds > 0 && seconds <= 600))
+            o->seconds = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->seconds > 0 && o->seconds <= 600))
                 return fail("--seconds %s: not a number of seconds from 0 to 600%s", optarg, "");
             break;
         }
         case 'j':
-            json_path = optarg;
+            o->json_path = optarg;
             break;
         case 'h':
             fputs(gr_stall_usage, stdout);
-            return 0;
+            return -1;
         case ':':
             return fail("option %s needs an argument%s", argv[optind - 1], "");
         default:
@@ -302,112 +305,150 @@ int gr_cmd_stall(int argc, char **argv)
     }
     if (optind < argc)
         return fail("unexpected argument %s%s", argv[optind], "");
-    if (nsubj == 1) {
+    if (o->nsubj == 1) {
         static const char *const modes[] = {"two-phase", "hold-lock", "seqlock"};
         for (size_t i = 0; i < 3; i++) {
-            subj[nsubj].name = subj[nsubj].mode = modes[i];
-            nsubj++;
+            subj[o->nsubj].name = subj[o->nsubj].mode = modes[i];
+            o->nsubj++;
         }
     }
-    char pkg[PATH_MAX];
-    if (gr_record_package_dir(pkg, sizeof pkg) < 0)
-        return fail("cannot find the recorder package beside this executable%s%s", "", "");
-    if (gr_record_probe_interpreter("stall", py, pkg) < 0)
-        return 2;
+    return 0;
+}
+
+/* Every repetition of every sampler at N=0 and N=idle, in alternating
+ * order: 0, else the exit status. */
+static int stall_runs(struct stall_opts *o, const char *pkg)
+{
     char dir[] = "/tmp/greenreplay-stall-XXXXXX";
     if (!mkdtemp(dir))
         return fail("cannot create a temporary directory: %s%s", strerror(errno), "");
     char trace[PATH_MAX];
     snprintf(trace, sizeof trace, "%s/run.grt", dir);
-    for (size_t i = 0; i < nsubj; i++) {
-        subj[i].at0 = calloc((size_t)reps, sizeof(struct run));
-        subj[i].atn = calloc((size_t)reps, sizeof(struct run));
-    }
-    fprintf(stderr, "stall: %s, N=0 and N=%ld idle greenlets %ld frames deep, %ld repetitions of %g s\n", py, idle,
-            depth, reps, seconds);
+    fprintf(stderr, "stall: %s, N=0 and N=%ld idle greenlets %ld frames deep, %ld repetitions of %g s\n", o->py,
+            o->idle, o->depth, o->reps, o->seconds);
     int rc = 0;
-    for (long r = 0; r < reps && !rc; r++) {
-        for (size_t i = 0; i < nsubj && !rc; i++) {
+    for (long r = 0; r < o->reps && !rc; r++) {
+        for (size_t i = 0; i < o->nsubj && !rc; i++) {
+            struct subject *sj = &o->subj[i];
             for (int k = 0; k < 2 && !rc; k++) {
                 int atn = (r % 2) ? (k == 0) : (k == 1);
-                struct run *out = atn ? &subj[i].atn[r] : &subj[i].at0[r];
-                rc = run_once(py, pkg, &subj[i], atn ? idle : 0, depth, seconds, interval, trace, out);
+                struct run *out = atn ? &sj->atn[r] : &sj->at0[r];
+                rc = run_once(o->py, pkg, sj, atn ? o->idle : 0, o->depth, o->seconds, o->interval, trace, out);
                 if (!rc)
                     fprintf(stderr, "  rep %ld  %-12s N=%-6ld %9.0f ns/switch (ready)  round trip p50 %.0f ns, "
                                     "p99 %.0f ns, max %.0f ns\n",
-                            r + 1, subj[i].name, atn ? idle : 0, out->ready, out->p50, out->p99, out->max);
+                            r + 1, sj->name, atn ? o->idle : 0, out->ready, out->p50, out->p99, out->max);
             }
         }
     }
     rmdir(dir);
-    if (rc)
-        return rc;
-    /* Ratios and verdicts. */
+    return rc;
+}
+
+/* One sampler's line of the table and its JSON object; *flagged when its
+ * every repetition is above the baseline's highest ratio by the margin. */
+static json_t *stall_verdict(const struct stall_opts *o, size_t i, double *ratio, double *base_max, int *flagged)
+{
+    const struct subject *s = &o->subj[i];
+    size_t reps = (size_t)o->reps;
+    double lo = 0, hi = 0;
+    for (size_t r = 0; r < reps; r++) {
+        ratio[r] = s->atn[r].ready / s->at0[r].ready;
+        if (!r || ratio[r] < lo)
+            lo = ratio[r];
+        if (!r || ratio[r] > hi)
+            hi = ratio[r];
+    }
+    json_t *o_ = json_object();
+    json_t *rs = json_array();
+    for (size_t r = 0; r < reps; r++)
+        json_array_append_new(rs, json_real(ratio[r]));
+    double med = median_of(ratio, reps);
+    const char *verdict;
+    if (i == 0) {
+        *base_max = hi;
+        verdict = "baseline";
+    } else {
+        verdict = lo > *base_max * MARGIN ? "flagged" : "pass";
+        *flagged |= lo > *base_max * MARGIN;
+    }
+    printf("%-24.24s %8.2f %6.2f..%-6.2f %8s  %.0f %.0f %.0f %.0f / %.0f %.0f %.0f %.0f\n", s->name, med, lo, hi,
+           verdict, med_field(s->at0, reps, offsetof(struct run, ready)),
+           med_field(s->at0, reps, offsetof(struct run, p50)), med_field(s->at0, reps, offsetof(struct run, p99)),
+           med_field(s->at0, reps, offsetof(struct run, max)), med_field(s->atn, reps, offsetof(struct run, ready)),
+           med_field(s->atn, reps, offsetof(struct run, p50)), med_field(s->atn, reps, offsetof(struct run, p99)),
+           med_field(s->atn, reps, offsetof(struct run, max)));
+    json_object_set_new(o_, "sampler", json_string(s->name));
+    json_object_set_new(o_, "external", json_boolean(s->attach != NULL));
+    json_object_set_new(o_, "ratios", rs);
+    json_object_set_new(o_, "ratio_median", json_real(med));
+    json_object_set_new(o_, "verdict", json_string(verdict));
+    put_dist(o_, "n0", s->at0, reps);
+    put_dist(o_, "n_idle", s->atn, reps);
+    return o_;
+}
+
+/* Ratios and verdicts, printed and (with --json) written: the exit status. */
+static int stall_report(const struct stall_opts *o)
+{
     double base_max = 0;
     json_t *doc = json_object(), *arr = json_array();
-    double *ratio = calloc((size_t)reps, sizeof *ratio);
-    int flagged_any = 0;
-    printf("%-24s %8s %15s %8s  %s\n", "sampler", "ratio", "spread", "verdict", "N=0 / N=idle: ns/switch, round trip p50 p99 max (ns)");
-    for (size_t i = 0; i < nsubj; i++) {
-        double lo = 0, hi = 0;
-        for (long r = 0; r < reps; r++) {
-            ratio[r] = subj[i].atn[r].ready / subj[i].at0[r].ready;
-            if (!r || ratio[r] < lo)
-                lo = ratio[r];
-            if (!r || ratio[r] > hi)
-                hi = ratio[r];
-        }
-        json_t *o = json_object();
-        json_t *rs = json_array();
-        for (long r = 0; r < reps; r++)
-            json_array_append_new(rs, json_real(ratio[r]));
-        double med = median_of(ratio, (size_t)reps);
-        const char *verdict;
-        if (i == 0) {
-            base_max = hi;
-            verdict = "baseline";
-        } else {
-            verdict = lo > base_max * MARGIN ? "flagged" : "pass";
-            flagged_any |= lo > base_max * MARGIN;
-        }
-        const struct subject *s = &subj[i];
-        printf("%-24.24s %8.2f %6.2f..%-6.2f %8s  %.0f %.0f %.0f %.0f / %.0f %.0f %.0f %.0f\n", s->name, med, lo, hi,
-               verdict, med_field(s->at0, (size_t)reps, offsetof(struct run, ready)),
-               med_field(s->at0, (size_t)reps, offsetof(struct run, p50)),
-               med_field(s->at0, (size_t)reps, offsetof(struct run, p99)),
-               med_field(s->at0, (size_t)reps, offsetof(struct run, max)),
-               med_field(s->atn, (size_t)reps, offsetof(struct run, ready)),
-               med_field(s->atn, (size_t)reps, offsetof(struct run, p50)),
-               med_field(s->atn, (size_t)reps, offsetof(struct run, p99)),
-               med_field(s->atn, (size_t)reps, offsetof(struct run, max)));
-        json_object_set_new(o, "sampler", json_string(s->name));
-        json_object_set_new(o, "external", json_boolean(s->attach != NULL));
-        json_object_set_new(o, "ratios", rs);
-        json_object_set_new(o, "ratio_median", json_real(med));
-        json_object_set_new(o, "verdict", json_string(verdict));
-        put_dist(o, "n0", s->at0, (size_t)reps);
-        put_dist(o, "n_idle", s->atn, (size_t)reps);
-        json_array_append_new(arr, o);
-    }
+    double *ratio = calloc((size_t)o->reps, sizeof *ratio);
+    int flagged_any = 0, rc = 0;
+    printf("%-24s %8s %15s %8s  %s\n", "sampler", "ratio", "spread", "verdict",
+           "N=0 / N=idle: ns/switch, round trip p50 p99 max (ns)");
+    for (size_t i = 0; i < o->nsubj; i++)
+        json_array_append_new(arr, stall_verdict(o, i, ratio, &base_max, &flagged_any));
     printf("ratio: switch time (less run-queue wait) at N=%ld over N=0, median of %ld repetitions; flagged: every "
            "repetition above %.1fx the baseline's highest (%.2f)\n",
-           idle, reps, MARGIN, base_max);
-    json_object_set_new(doc, "idle", json_integer(idle));
-    json_object_set_new(doc, "depth", json_integer(depth));
-    json_object_set_new(doc, "reps", json_integer(reps));
+           o->idle, o->reps, MARGIN, base_max);
+    json_object_set_new(doc, "idle", json_integer(o->idle));
+    json_object_set_new(doc, "depth", json_integer(o->depth));
+    json_object_set_new(doc, "reps", json_integer(o->reps));
     json_object_set_new(doc, "margin", json_real(MARGIN));
     json_object_set_new(doc, "samplers", arr);
-    if (json_path) {
-        int bad = strcmp(json_path, "-") == 0 ? json_dumpf(doc, stdout, JSON_INDENT(1)) != 0
-                                              : json_dump_file(doc, json_path, JSON_INDENT(1)) != 0;
+    if (o->json_path) {
+        int bad = strcmp(o->json_path, "-") == 0 ? json_dumpf(doc, stdout, JSON_INDENT(1)) != 0
+                                                 : json_dump_file(doc, o->json_path, JSON_INDENT(1)) != 0;
         if (bad)
-            rc = fail("--json %s: cannot be written%s", json_path, "");
+            rc = fail("--json %s: cannot be written%s", o->json_path, "");
     }
     json_decref(doc);
     free(ratio);
-    for (size_t i = 0; i < nsubj; i++) {
-        free(subj[i].at0);
-        free(subj[i].atn);
-    }
     return rc ? rc : flagged_any ? 1 : 0;
+}
+
+int gr_cmd_stall(int argc, char **argv)
+{
+    static struct stall_opts o;
+    memset(&o, 0, sizeof o);
+    o.py = "python3";
+    o.idle = 2000;
+    o.depth = 50;
+    o.reps = 3;
+    o.interval = 5000;
+    o.seconds = 1.0;
+    o.nsubj = 1;
+    o.subj[0].name = "off";
+    o.subj[0].mode = "off";
+    int rc = stall_options(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    char pkg[PATH_MAX];
+    if (gr_record_package_dir(pkg, sizeof pkg) < 0)
+        return fail("cannot find the recorder package beside this executable%s%s", "", "");
+    if (gr_record_probe_interpreter("stall", o.py, pkg) < 0)
+        return 2;
+    for (size_t i = 0; i < o.nsubj; i++) {
+        o.subj[i].at0 = calloc((size_t)o.reps, sizeof(struct run));
+        o.subj[i].atn = calloc((size_t)o.reps, sizeof(struct run));
+    }
+    rc = stall_runs(&o, pkg);
+    if (!rc)
+        rc = stall_report(&o);
+    for (size_t i = 0; i < o.nsubj; i++) {
+        free(o.subj[i].at0);
+        free(o.subj[i].atn);
+    }
+    return rc;
 }

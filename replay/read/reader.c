@@ -354,30 +354,30 @@ static const uint8_t *keep_bytes(gr_trace *t, const uint8_t *p, size_t n)
     static const uint8_t empty[1];
     if (!n) /* an empty string: nothing to keep (and no block yet to point into) */
         return empty;
-    if (grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1, sizeof *t->blocks) < 0)
+    if (grow((void **)&t->io.blocks, &t->io.cap_blocks, t->io.nblocks + 1, sizeof *t->io.blocks) < 0)
         return NULL;
     if (n > BLOCK / 4) { /* a long string: a block of its own */
         uint8_t *b = malloc(n ? n : 1);
         if (!b)
             return NULL;
-        t->blocks[t->nblocks++] = b;
+        t->io.blocks[t->io.nblocks++] = b;
         if (n)
             memcpy(b, p, n);
         return b;
     }
-    if (n > t->block_left) {
+    if (n > t->io.block_left) {
         uint8_t *b = malloc(BLOCK);
         if (!b)
             return NULL;
-        t->blocks[t->nblocks++] = b;
-        t->block_at = b;
-        t->block_left = BLOCK;
+        t->io.blocks[t->io.nblocks++] = b;
+        t->io.block_at = b;
+        t->io.block_left = BLOCK;
     }
-    uint8_t *dst = t->block_at;
+    uint8_t *dst = t->io.block_at;
     if (n)
         memcpy(dst, p, n);
-    t->block_at += n;
-    t->block_left -= n;
+    t->io.block_at += n;
+    t->io.block_left -= n;
     return dst;
 }
 
@@ -393,7 +393,7 @@ static int def_string(struct dec *d)
     if (grow((void **)&t->strings, &t->cap_strings, t->nstrings + 2, sizeof *t->strings) < 0)
         return no_memory(&t->err, t->name);
     const uint8_t *bytes = d->p;
-    if (t->file && !(bytes = keep_bytes(t, d->p, (size_t)len)))
+    if (t->io.file && !(bytes = keep_bytes(t, d->p, (size_t)len)))
         return no_memory(&t->err, t->name);
     gr_str *s = &t->strings[++t->nstrings];
     s->p = bytes;
@@ -601,8 +601,8 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
 static int read_records(gr_trace *t, size_t limit)
 {
     struct dec d = {
-        .t = t, .p = t->rd_p, .end = t->rd_end, .base = t->rd_base,
-        .chunk_data = (size_t)t->rd_data, .ctx = t->rd_ctx,
+        .t = t, .p = t->partial.rd_p, .end = t->partial.rd_end, .base = t->partial.rd_base,
+        .chunk_data = (size_t)t->partial.rd_data, .ctx = t->partial.rd_ctx,
     };
     const int compact_ok = t->minor >= 2;
     size_t stop = limit < SIZE_MAX - t->nrecs ? t->nrecs + limit : SIZE_MAX;
@@ -703,8 +703,8 @@ static int read_records(gr_trace *t, size_t limit)
             return dfail(&d, GR_E_RECORD_TAG, m);
         }
     }
-    t->rd_p = d.p;
-    t->rd_ctx = d.ctx;
+    t->partial.rd_p = d.p;
+    t->partial.rd_ctx = d.ctx;
     return 0;
 }
 
@@ -719,7 +719,7 @@ static int begin_chunks(gr_trace *t)
         return no_memory(&t->err, t->name);
     memset(&t->strings[0], 0, sizeof t->strings[0]);
     memset(&t->codes[0], 0, sizeof t->codes[0]);
-    t->pos = GR_HEADER_LEN;
+    t->io.pos = GR_HEADER_LEN;
     return 0;
 }
 
@@ -728,10 +728,10 @@ static int begin_chunks(gr_trace *t)
  * I/O error or out of memory (t->err set). */
 static long read_file(gr_trace *t, size_t at, size_t want)
 {
-    if (grow((void **)&t->buf, &t->cap_buf, at + want, 1) < 0)
+    if (grow((void **)&t->io.buf, &t->io.cap_buf, at + want, 1) < 0)
         return no_memory(&t->err, t->name), -1;
-    size_t k = fread(t->buf + at, 1, want, (FILE *)t->file);
-    if (k < want && ferror((FILE *)t->file))
+    size_t k = fread(t->io.buf + at, 1, want, (FILE *)t->io.file);
+    if (k < want && ferror((FILE *)t->io.file))
         return fail(&t->err, t->name, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno ? errno : EIO)),
                -1;
     return (long)k;
@@ -742,22 +742,22 @@ static long read_file(gr_trace *t, size_t at, size_t want)
  * the limit).  Returns CH_* like next_chunk; CH_BAD also for an I/O error. */
 static int frame_chunk(gr_trace *t, const char *tags, struct chunk *c)
 {
-    if (!t->file)
-        return next_chunk(t->data, t->size, t->pos, 0, tags, c, &t->err, t->name);
+    if (!t->io.file)
+        return next_chunk(t->data, t->size, t->io.pos, 0, tags, c, &t->err, t->name);
     long k = read_file(t, 0, GR_CHUNK_HEADER_LEN);
     if (k < 0)
         return CH_BAD;
     size_t n = (size_t)k;
     if (n == GR_CHUNK_HEADER_LEN) {
-        uint32_t len = gr_get_u32le(t->buf + 1);
-        if (len <= GR_CHUNK_MAX && strchr(tags, t->buf[0]) && t->buf[0]) {
+        uint32_t len = gr_get_u32le(t->io.buf + 1);
+        if (len <= GR_CHUNK_MAX && strchr(tags, t->io.buf[0]) && t->io.buf[0]) {
             if ((k = read_file(t, n, len)) < 0)
                 return CH_BAD;
             n += (size_t)k;
         }
     }
-    t->size = t->pos + n > t->size ? t->pos + n : t->size;
-    return next_chunk(t->buf, n, 0, t->pos, tags, c, &t->err, t->name);
+    t->size = t->io.pos + n > t->size ? t->io.pos + n : t->size;
+    return next_chunk(t->io.buf, n, 0, t->io.pos, tags, c, &t->err, t->name);
 }
 
 int gr_trace_next_chunk(gr_trace *t)
@@ -767,24 +767,24 @@ int gr_trace_next_chunk(gr_trace *t)
     while (!t->done) {
         if (t->has_trailer) {
             t->done = 1;
-            int more = t->file ? read_file(t, 0, 1) : t->pos < t->size;
+            int more = t->io.file ? read_file(t, 0, 1) : t->io.pos < t->size;
             if (more < 0)
                 return -1;
             if (more)
-                return fail(e, t->name, GR_E_TRAILER, t->pos, "data after the trailer"), -1;
+                return fail(e, t->name, GR_E_TRAILER, t->io.pos, "data after the trailer"), -1;
             return 0;
         }
-        if (t->rd_open) { /* the (rest of the) chunk being decoded */
+        if (t->partial.rd_open) { /* the (rest of the) chunk being decoded */
             if (t->streaming) { /* the previous records go */
                 t->first += t->nrecs;
                 t->nrecs = 0;
                 t->nstacks = 0;
             }
-            size_t limit = t->streaming && t->batch ? t->batch : SIZE_MAX;
+            size_t limit = t->streaming && t->io.batch ? t->io.batch : SIZE_MAX;
             if (read_records(t, limit))
-                return t->rd_open = 0, t->done = 1, -1;
-            if (t->rd_p == t->rd_end)
-                t->rd_open = 0;
+                return t->partial.rd_open = 0, t->done = 1, -1;
+            if (t->partial.rd_p == t->partial.rd_end)
+                t->partial.rd_open = 0;
             return 1;
         }
         struct chunk c;
@@ -793,11 +793,11 @@ int gr_trace_next_chunk(gr_trace *t)
             return t->done = 1, -1;
         if (k != CH_OK) { /* end without trailer, or incomplete chunk */
             t->truncated = 1;
-            t->truncated_at = t->pos;
+            t->truncated_at = t->io.pos;
             t->done = 1;
             return 0;
         }
-        t->pos += GR_CHUNK_HEADER_LEN + c.len;
+        t->io.pos += GR_CHUNK_HEADER_LEN + c.len;
         if (c.tag == GR_CHUNK_TRAILER) {
             uint64_t f[4];
             if (read_trailer(&c, f, 4, e, t->name))
@@ -813,11 +813,11 @@ int gr_trace_next_chunk(gr_trace *t)
             t->has_trailer = 1;
             continue;
         }
-        t->rd_open = 1;
-        t->rd_p = t->rd_base = c.p;
-        t->rd_end = c.p + c.len;
-        t->rd_data = c.off + GR_CHUNK_HEADER_LEN;
-        memset(&t->rd_ctx, 0, sizeof t->rd_ctx);
+        t->partial.rd_open = 1;
+        t->partial.rd_p = t->partial.rd_base = c.p;
+        t->partial.rd_end = c.p + c.len;
+        t->partial.rd_data = c.off + GR_CHUNK_HEADER_LEN;
+        memset(&t->partial.rd_ctx, 0, sizeof t->partial.rd_ctx);
     }
     return 0;
 }
@@ -872,12 +872,12 @@ int gr_trace_open(gr_trace *t, const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return t->done = 1, fail(&t->err, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno));
-    t->file = f;
+    t->io.file = f;
     long k = read_file(t, 0, GR_HEADER_LEN);
     if (k < 0)
         return t->done = 1, t->err.status;
     t->size = (size_t)k;
-    int h = check_header(t->buf, (size_t)k, GR_STREAM_CANONICAL, &t->minor, &t->err, t->name);
+    int h = check_header(t->io.buf, (size_t)k, GR_STREAM_CANONICAL, &t->minor, &t->err, t->name);
     if (h == CH_BAD)
         return t->done = 1, t->err.status;
     if (h == CH_TRUNC) {
@@ -907,12 +907,12 @@ int gr_trace_parse(gr_trace *t, const char *name, const void *data, size_t n)
 
 void gr_trace_free(gr_trace *t)
 {
-    if (t->file)
-        fclose((FILE *)t->file);
-    free(t->buf);
-    for (size_t i = 0; i < t->nblocks; i++)
-        free(t->blocks[i]);
-    free(t->blocks);
+    if (t->io.file)
+        fclose((FILE *)t->io.file);
+    free(t->io.buf);
+    for (size_t i = 0; i < t->io.nblocks; i++)
+        free(t->io.blocks[i]);
+    free(t->io.blocks);
     free(t->name);
     free(t->data);
     free(t->strings);
@@ -1273,10 +1273,10 @@ int gr_times_parse(gr_times *tm, const char *name, const void *data, size_t n)
  * the number read (short at end of file), or -1 (tm->err set). */
 static long times_read(gr_times *tm, size_t at, size_t want)
 {
-    if (grow((void **)&tm->buf, &tm->cap_buf, at + want, 1) < 0)
+    if (grow((void **)&tm->io.buf, &tm->io.cap_buf, at + want, 1) < 0)
         return no_memory(&tm->err, tm->name), -1;
-    size_t k = fread(tm->buf + at, 1, want, (FILE *)tm->file);
-    if (k < want && ferror((FILE *)tm->file))
+    size_t k = fread(tm->io.buf + at, 1, want, (FILE *)tm->io.file);
+    if (k < want && ferror((FILE *)tm->io.file))
         return fail(&tm->err, tm->name, GR_E_IO, GR_NO_OFFSET, "%s",
                     strerror(errno ? errno : EIO)), -1;
     return (long)k;
@@ -1291,11 +1291,11 @@ int gr_times_open(gr_times *tm, const char *path)
     FILE *f = fopen(path, "rb");
     if (!f)
         return tm->done = 1, fail(&tm->err, path, GR_E_IO, GR_NO_OFFSET, "%s", strerror(errno));
-    tm->file = f;
+    tm->io.file = f;
     long k = times_read(tm, 0, GR_HEADER_LEN);
     if (k < 0)
         return tm->done = 1, tm->err.status;
-    int h = check_header(tm->buf, (size_t)k, GR_STREAM_SIDE, &tm->minor, &tm->err, tm->name);
+    int h = check_header(tm->io.buf, (size_t)k, GR_STREAM_SIDE, &tm->minor, &tm->err, tm->name);
     if (h == CH_BAD)
         return tm->done = 1, tm->err.status;
     if (h == CH_TRUNC) {
@@ -1303,7 +1303,7 @@ int gr_times_open(gr_times *tm, const char *path)
         tm->done = 1;
         return GR_READ_OK;
     }
-    tm->pos = GR_HEADER_LEN;
+    tm->io.pos = GR_HEADER_LEN;
     return GR_READ_OK;
 }
 
@@ -1317,7 +1317,7 @@ int gr_times_next_chunk(gr_times *tm)
             if (more < 0)
                 return -1;
             if (more)
-                return fail(e, tm->name, GR_E_TRAILER, tm->pos, "data after the trailer"), -1;
+                return fail(e, tm->name, GR_E_TRAILER, tm->io.pos, "data after the trailer"), -1;
             return 0;
         }
         /* Frame the chunk at tm->pos: its header, then its payload when the
@@ -1327,26 +1327,26 @@ int gr_times_next_chunk(gr_times *tm)
             return tm->done = 1, -1;
         size_t n = (size_t)k;
         if (n == GR_CHUNK_HEADER_LEN) {
-            uint32_t len = gr_get_u32le(tm->buf + 1);
-            if (len <= GR_CHUNK_MAX && tm->buf[0] && strchr(side_tags, tm->buf[0])) {
+            uint32_t len = gr_get_u32le(tm->io.buf + 1);
+            if (len <= GR_CHUNK_MAX && tm->io.buf[0] && strchr(side_tags, tm->io.buf[0])) {
                 if ((k = times_read(tm, n, len)) < 0)
                     return tm->done = 1, -1;
                 n += (size_t)k;
             }
         }
         struct chunk c;
-        int f = next_chunk(tm->buf, n, 0, tm->pos, side_tags, &c, e, tm->name);
+        int f = next_chunk(tm->io.buf, n, 0, tm->io.pos, side_tags, &c, e, tm->name);
         if (f == CH_BAD)
             return tm->done = 1, -1;
         if (f != CH_OK) {
             tm->truncated = 1;
-            tm->truncated_at = tm->pos;
+            tm->truncated_at = tm->io.pos;
             tm->done = 1;
             return 0;
         }
-        if (times_chunk(tm, &c, tm->pos))
+        if (times_chunk(tm, &c, tm->io.pos))
             return tm->done = 1, -1;
-        tm->pos += GR_CHUNK_HEADER_LEN + c.len;
+        tm->io.pos += GR_CHUNK_HEADER_LEN + c.len;
         tm->last_tag = c.tag;
         if (c.tag != GR_CHUNK_TRAILER)
             return 1;
@@ -1356,9 +1356,9 @@ int gr_times_next_chunk(gr_times *tm)
 
 void gr_times_free(gr_times *tm)
 {
-    if (tm->file)
-        fclose((FILE *)tm->file);
-    free(tm->buf);
+    if (tm->io.file)
+        fclose((FILE *)tm->io.file);
+    free(tm->io.buf);
     free(tm->name);
     free(tm->dt);
     free(tm->waits);

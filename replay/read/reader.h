@@ -158,21 +158,25 @@ typedef struct gr_trace {
     uint64_t first;       /* index of recs[0] */
     int streaming;        /* each chunk replaces the previous one's records */
     int done;             /* no chunk left: trailer, truncation or error */
-    size_t pos;           /* file offset of the next chunk */
-    void *file;           /* FILE * of a streamed trace (internal) */
-    uint8_t *buf;         /* chunk buffer of a streamed trace (internal) */
-    size_t cap_buf;
-    uint8_t **blocks;     /* string storage of a streamed trace (internal) */
-    size_t nblocks, cap_blocks, block_left;
-    uint8_t *block_at;    /* free part of the last block (internal) */
-    size_t batch;         /* streamed: at most this many records per
+    struct {              /* reading a streamed trace (internal) */
+        size_t pos;       /* file offset of the next chunk */
+        void *file;       /* FILE * */
+        uint8_t *buf;     /* chunk buffer */
+        size_t cap_buf;
+        uint8_t **blocks; /* string storage */
+        size_t nblocks, cap_blocks, block_left;
+        uint8_t *block_at; /* free part of the last block */
+        size_t batch;     /* at most this many records per
                              gr_trace_next_chunk call, 0 a whole chunk
                              (gr_trace_set_batch) */
-    /* The chunk being decoded when a batch stopped inside it (internal). */
-    int rd_open;          /* records of it remain */
-    const uint8_t *rd_p, *rd_end, *rd_base; /* cursor, end, payload start */
-    uint64_t rd_data;     /* file offset of its payload */
-    gr_chunk_ctx rd_ctx;  /* its encoding state at the cursor (FORMAT §4.1) */
+    } io;
+    struct {              /* the chunk being decoded when a batch stopped
+                             inside it (internal) */
+        int rd_open;      /* records of it remain */
+        const uint8_t *rd_p, *rd_end, *rd_base; /* cursor, end, payload start */
+        uint64_t rd_data; /* file offset of its payload */
+        gr_chunk_ctx rd_ctx; /* its encoding state at the cursor (FORMAT §4.1) */
+    } partial;
 } gr_trace;
 
 /* Read and decode the trace file at path into *t (which need not be
@@ -234,7 +238,7 @@ int gr_trace_next_chunk(gr_trace *t);
  * gr_trace_next_chunk call; no effect on a loaded trace. */
 static inline void gr_trace_set_batch(gr_trace *t, size_t n)
 {
-    t->batch = n;
+    t->io.batch = n;
 }
 
 /* Number of indexed records read so far (all of them after the end). */
@@ -357,10 +361,12 @@ typedef struct gr_times {
     char last_tag;        /* tag of the chunk the last next_chunk decoded */
     uint64_t first_wait, first_sample, first_dt;
     size_t ndt;
-    size_t pos;           /* internal: file offset of the next chunk */
-    void *file;           /* internal: FILE * */
-    uint8_t *buf;         /* internal: chunk buffer */
-    size_t cap_buf;
+    struct {              /* internal */
+        size_t pos;       /* file offset of the next chunk */
+        void *file;       /* FILE * */
+        uint8_t *buf;     /* chunk buffer */
+        size_t cap_buf;
+    } io;
 } gr_times;
 
 /* Whether tm holds data of the sampler: 'W'/'P' chunks or a trailer with

@@ -89,8 +89,8 @@ int gr_trace_skip_rest(gr_trace *t, uint64_t *chunks)
         return 0;
     FILE *f = fopen(t->name, "rb");
     if (!f)
-        return bad(t, GR_E_IO, t->pos, "%s", strerror(errno));
-    uint64_t off = t->pos;
+        return bad(t, GR_E_IO, t->io.pos, "%s", strerror(errno));
+    uint64_t off = t->io.pos;
     int rc = 0;
     for (;;) {
         uint8_t h[GR_CHUNK_HEADER_LEN];

@@ -595,7 +595,7 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
      * records; then batches of records that stay in the cache (reader.h). */
     while (t->streaming && !t->nrecs && gr_trace_next_chunk(t) > 0)
         ;
-    if (t->streaming && !t->batch)
+    if (t->streaming && !t->io.batch)
         gr_trace_set_batch(t, DUMP_BATCH);
     /* The header's META lines are those defined before the first indexed
      * record (all of them are read by now); those after it (the recorder

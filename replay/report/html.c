@@ -374,47 +374,41 @@ static const char *note_title(enum gr_note_kind k)
     }
 }
 
-void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
+/* First pass: every greenlet, in order of first sight, for names; the
+ * violations shown, by greenlet. */
+static void html_first_pass(hctx *c)
 {
-    hctx c;
-    memset(&c, 0, sizeof c);
-    c.t = t;
-    c.path = t->name;
-    c.streamed = t->streaming;
-    c.nrecs = c.streamed ? r->coverage.records : t->nrecs;
-    c.r = r;
-    c.file = h->ntraces++;
-    h->nviolations += r->nv;
-    /* First pass: every greenlet, in order of first sight, for names. */
-    int readable = walk_start(&c) == 0;
+    const gr_check_result *r = c->r;
+    int readable = walk_start(c) == 0;
     for (uint64_t i = 0; readable; i++) {
-        const gr_record *rec = walk(&c, NULL, i);
+        const gr_record *rec = walk(c, NULL, i);
         if (!rec)
             break;
-        see(&c, rec);
+        see(c, rec);
     }
-    for (size_t k = 0; k < c.ng; k++) {
-        c.g[k].has_real = 0;
-        c.g[k].real_kept = 0;
+    for (size_t k = 0; k < c->ng; k++) {
+        c->g[k].has_real = 0;
+        c->g[k].real_kept = 0;
     }
     for (size_t i = 0; i < r->nv && i < GR_HTML_MAX_VIOLATIONS; i++) {
         size_t k;
-        if (r->v[i].tid && gr_idmap_get(&c.map, r->v[i].gid, 0, &k)) {
-            hg *g = &c.g[k];
+        if (r->v[i].tid && gr_idmap_get(&c->map, r->v[i].gid, 0, &k)) {
+            hg *g = &c->g[k];
             g->vs = gr_xgrow(g->vs, &g->cap_vs, g->nvs + 1, sizeof *g->vs);
             g->vs[g->nvs++] = i;
         }
     }
+}
 
-    gr_sb *sb = &h->body;
-    gr_sb_printf(sb, "<section class=\"trace\" id=\"f%zu\"><h2>", c.file);
+/* The trace's heading, trailer, warnings, summary, coverage and counts
+ * per rule. */
+static void html_head(gr_sb *sb, hctx *c, const gr_trace *t, enum gr_check_status status, const char *word)
+{
+    const gr_check_result *r = c->r;
+    gr_sb_printf(sb, "<section class=\"trace\" id=\"f%zu\"><h2>", c->file);
     esc(sb, t->name);
-    enum gr_check_status status = gr_check_status_of(r);
-    const char *word = status == GR_CHECK_NOTHING ? "nothing checked"
-                       : status == GR_CHECK_VIOLATIONS ? "violations"
-                                                  : "clean";
     gr_sb_printf(sb, " <span class=\"%s\">%s</span></h2>\n<p>%zu records",
-                 status == GR_CHECK_CLEAN ? "ok" : "bad", word, (size_t)c.nrecs);
+                 status == GR_CHECK_CLEAN ? "ok" : "bad", word, (size_t)c->nrecs);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(sb, "; trailer events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64
@@ -462,92 +456,108 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
         gr_sb_printf(sb, "<tr><td>%s</td><td class=\"%s\">%zu</td></tr>",
                      gr_rule_name((enum gr_rule)k), r->counts[k] ? "bad" : "ok", r->counts[k]);
     gr_sb_puts(sb, "</table>\n");
+}
 
-    /* Violations, replaying the trace alongside for the shadow stacks. */
-    if (r->nv) {
-        gr_sb_printf(sb, "<h3>Violations (%zu)</h3>\n", r->nv);
-        gr_check_result scratch;
-        readable = walk_start(&c) == 0;
-        gr_checker *ck = gr_checker_new(c.t, &scratch);
-        size_t pos = 0;
-        size_t nshow = r->nv < GR_HTML_MAX_VIOLATIONS ? r->nv : GR_HTML_MAX_VIOLATIONS;
-        for (size_t i = 0; i < nshow; i++) {
-            uint64_t idx = r->v[i].index;
-            const gr_record *rec;
-            for (; readable && pos <= idx && (rec = walk(&c, ck, pos)); pos++)
-                see(&c, rec);
-            gr_checker_advance(ck, idx < c.nrecs ? (size_t)idx : (size_t)c.nrecs);
-            violation(sb, &c, ck, i);
-        }
-        if (r->nv > nshow)
-            gr_sb_printf(sb, "<p class=\"none\">%zu more violations not shown (see the text "
-                             "report).</p>\n",
-                         r->nv - nshow);
-        gr_checker_finish(ck);
-        gr_check_result_free(&scratch);
+/* Violations, replaying the trace alongside for the shadow stacks. */
+static void html_violations(gr_sb *sb, hctx *c)
+{
+    const gr_check_result *r = c->r;
+    gr_sb_printf(sb, "<h3>Violations (%zu)</h3>\n", r->nv);
+    gr_check_result scratch;
+    int readable = walk_start(c) == 0;
+    gr_checker *ck = gr_checker_new(c->t, &scratch);
+    size_t pos = 0;
+    size_t nshow = r->nv < GR_HTML_MAX_VIOLATIONS ? r->nv : GR_HTML_MAX_VIOLATIONS;
+    for (size_t i = 0; i < nshow; i++) {
+        uint64_t idx = r->v[i].index;
+        const gr_record *rec;
+        for (; readable && pos <= idx && (rec = walk(c, ck, pos)); pos++)
+            see(c, rec);
+        gr_checker_advance(ck, idx < c->nrecs ? (size_t)idx : (size_t)c->nrecs);
+        violation(sb, c, ck, i);
     }
-    if (r->nnotes) {
-        gr_sb_puts(sb, "<h3>Notes (informational, not violations)</h3><ul>");
-        for (size_t i = 0; i < r->nnotes; i++) {
-            const gr_note *n = &r->notes[i];
-            gr_sb_printf(sb, "<li>%s: thread %" PRIu64 ", ", note_title(n->kind), n->tid);
-            link_greenlet(sb, &c, n->gid);
-            gr_sb_puts(sb, ": ");
-            esc(sb, n->frames);
-            gr_sb_puts(sb, "</li>");
-        }
-        gr_sb_puts(sb, "</ul>\n");
+    if (r->nv > nshow)
+        gr_sb_printf(sb, "<p class=\"none\">%zu more violations not shown (see the text "
+                         "report).</p>\n",
+                     r->nv - nshow);
+    gr_checker_finish(ck);
+    gr_check_result_free(&scratch);
+}
+
+/* The notes (informational, not violations). */
+static void html_notes(gr_sb *sb, hctx *c)
+{
+    const gr_check_result *r = c->r;
+    gr_sb_puts(sb, "<h3>Notes (informational, not violations)</h3><ul>");
+    for (size_t i = 0; i < r->nnotes; i++) {
+        const gr_note *n = &r->notes[i];
+        gr_sb_printf(sb, "<li>%s: thread %" PRIu64 ", ", note_title(n->kind), n->tid);
+        link_greenlet(sb, c, n->gid);
+        gr_sb_puts(sb, ": ");
+        esc(sb, n->frames);
+        gr_sb_puts(sb, "</li>");
     }
-    /* Greenlets. */
+    gr_sb_puts(sb, "</ul>\n");
+}
+
+/* Greenlets: the table, a row each (up to GR_HTML_MAX_GREENLET_ROWS and
+ * every one a shown violation concerns). */
+static void html_greenlets(gr_sb *sb, hctx *c)
+{
+    const gr_check_result *r = c->r;
     gr_sb_printf(sb, "<h3>Greenlets (%zu)</h3>\n<table class=\"gls\"><tr><th>greenlet</th>"
                      "<th>thread</th><th>first seen</th><th>violations</th></tr>",
-                 c.ng);
+                 c->ng);
     size_t rows = 0;
-    for (size_t k = 0; k < c.ng; k++) {
+    for (size_t k = 0; k < c->ng; k++) {
         /* The first GR_HTML_MAX_GREENLET_ROWS, and every one a shown
          * violation concerns. */
-        if (rows >= GR_HTML_MAX_GREENLET_ROWS && !c.g[k].nvs)
+        if (rows >= GR_HTML_MAX_GREENLET_ROWS && !c->g[k].nvs)
             continue;
         rows++;
-        hg *g = &c.g[k];
-        gr_sb_printf(sb, "<tr id=\"f%zu-g%" PRIu64 "\"><td>", c.file, g->gid);
-        greenlet_label(sb, &c, g);
+        hg *g = &c->g[k];
+        gr_sb_printf(sb, "<tr id=\"f%zu-g%" PRIu64 "\"><td>", c->file, g->gid);
+        greenlet_label(sb, c, g);
         gr_sb_printf(sb, "</td><td>%" PRIu64 "</td><td>record ", g->tid);
-        link_record(sb, &c, g->first);
+        link_record(sb, c, g->first);
         gr_sb_puts(sb, "</td><td>");
         for (size_t j = 0; j < g->nvs && j < GR_HTML_MAX_VIOLATIONS; j++) {
             size_t vi = g->vs[j];
             if (vi >= GR_HTML_MAX_VIOLATIONS)
                 break;
             gr_sb_printf(sb, "%s<a href=\"#f%zu-v%zu\">%s at %" PRIu64 "</a>", j ? ", " : "",
-                         c.file, vi, gr_rule_name(r->v[vi].rule), r->v[vi].index);
+                         c->file, vi, gr_rule_name(r->v[vi].rule), r->v[vi].index);
         }
         if (g->nvs == 0)
             gr_sb_puts(sb, "<span class=\"none\">none</span>");
         gr_sb_puts(sb, "</td></tr>");
     }
     gr_sb_puts(sb, "</table>\n");
-    if (c.ng > rows)
-        gr_sb_printf(sb, "<p class=\"none\">%zu more greenlets not shown.</p>\n", c.ng - rows);
-    /* The records linked to, in order, each once (one more pass when
-     * streamed). */
+    if (c->ng > rows)
+        gr_sb_printf(sb, "<p class=\"none\">%zu more greenlets not shown.</p>\n", c->ng - rows);
+}
+
+/* The records linked to, in order, each once (one more pass when
+ * streamed). */
+static void html_cited(gr_sb *sb, hctx *c)
+{
     gr_sb_puts(sb, "<h3>Records cited</h3>\n<pre class=\"recs\">");
-    if (c.ncited > 1)
-        qsort(c.cited, c.ncited, sizeof *c.cited, by_size);
+    if (c->ncited > 1)
+        qsort(c->cited, c->ncited, sizeof *c->cited, by_size);
     size_t ncited = 0;
-    readable = walk_start(&c) == 0;
-    for (size_t k = 0; k < c.ncited; k++) {
-        size_t i = c.cited[k];
-        if (k && c.cited[k - 1] == i)
+    int readable = walk_start(c) == 0;
+    for (size_t k = 0; k < c->ncited; k++) {
+        size_t i = c->cited[k];
+        if (k && c->cited[k - 1] == i)
             continue;
-        const gr_record *rec = readable ? walk(&c, NULL, i) : NULL;
+        const gr_record *rec = readable ? walk(c, NULL, i) : NULL;
         if (!rec)
             continue;
         ncited++;
         gr_sb line;
         gr_sb_init(&line);
-        gr_dump_record(&line, c.t, rec);
-        gr_sb_printf(sb, "<span id=\"f%zu-r%zu\">", c.file, i);
+        gr_dump_record(&line, c->t, rec);
+        gr_sb_printf(sb, "<span id=\"f%zu-r%zu\">", c->file, i);
         esc(sb, gr_sb_str(&line));
         gr_sb_puts(sb, "</span>\n");
         gr_sb_free(&line);
@@ -555,6 +565,35 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
     if (!ncited)
         gr_sb_puts(sb, "(none)\n");
     gr_sb_puts(sb, "</pre></section>\n");
+}
+
+void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
+{
+    hctx c;
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    c.path = t->name;
+    c.streamed = t->streaming;
+    c.nrecs = c.streamed ? r->coverage.records : t->nrecs;
+    c.r = r;
+    c.file = h->ntraces++;
+    h->nviolations += r->nv;
+    html_first_pass(&c);
+
+    gr_sb *sb = &h->body;
+    enum gr_check_status status = gr_check_status_of(r);
+    const char *word = status == GR_CHECK_NOTHING ? "nothing checked"
+                       : status == GR_CHECK_VIOLATIONS ? "violations"
+                                                  : "clean";
+    html_head(sb, &c, t, status, word);
+
+    /* Violations, replaying the trace alongside for the shadow stacks. */
+    if (r->nv)
+        html_violations(sb, &c);
+    if (r->nnotes)
+        html_notes(sb, &c);
+    html_greenlets(sb, &c);
+    html_cited(sb, &c);
 
     gr_sb_printf(&h->toc, "<tr><td><a href=\"#f%zu\">", c.file);
     esc(&h->toc, t->name);

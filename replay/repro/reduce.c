@@ -613,7 +613,13 @@ static int read_file(const char *path, char **text, size_t *n)
     return 0;
 }
 
-int gr_reduce(const gr_reduce_opts *o)
+/* What a step of gr_reduce returns to let the next one run (else the exit
+ * status). */
+enum { REDUCE_GO_ON = -1 };
+
+/* The rule's index, the interpreter found and able to run the recorder:
+ * as record does before running anything.  -1 (said) when not. */
+static int reduce_rule(const gr_reduce_opts *o)
 {
     int rule = -1;
     for (int i = 0; i < GR_NRULES_CHECK; i++)
@@ -623,16 +629,16 @@ int gr_reduce(const gr_reduce_opts *o)
         fprintf(stderr, "greenreplay: reduce: unknown rule '%s' (imbalance, blind_spot, "
                         "switch_consistency, propagation, callback_guard, displaced or unreached)\n",
                 o->rule);
-        return 2;
+        return -1;
     }
     if (!*o->python) {
         fprintf(stderr, "greenreplay: reduce: --python: the interpreter is empty\n");
-        return 2;
+        return -1;
     }
     if (gr_record_find_program(o->python) != 0) {
         fprintf(stderr, "greenreplay: reduce: interpreter not found or not executable: %s (%s)\n",
                 o->python, strerror(errno));
-        return 2;
+        return -1;
     }
     /* As record does before running anything: an interpreter that does not
      * run (or lacks the recorder) is named with its cause here, not taken
@@ -640,9 +646,132 @@ int gr_reduce(const gr_reduce_opts *o)
     char pkg[PATH_MAX];
     if (gr_record_package_dir(pkg, sizeof pkg) < 0) {
         fprintf(stderr, "greenreplay: reduce: cannot find the recorder package beside this executable\n");
-        return 2;
+        return -1;
     }
     if (gr_record_probe_interpreter("reduce", o->python, pkg) < 0)
+        return -1;
+    return rule;
+}
+
+/* The original must fail that way: its run also sets the candidates'
+ * timeout. */
+static int reduce_original(rctx *c, const char *src, size_t nsrc)
+{
+    const gr_reduce_opts *o = c->o;
+    FILE *log = c->o->log;
+    c->status = -2; /* accept any status for the first run */
+    int st;
+    long k;
+    c->runs++;
+    if (write_file(c->py, src, nsrc) < 0) {
+        fprintf(stderr, "greenreplay: reduce: %s: %s\n", c->py, strerror(errno));
+        return 2;
+    }
+    c->timeout = o->timeout_s ? o->timeout_s : 600;
+    double t_first = now();
+    st = record(c);
+    /* Without --timeout, a candidate that runs five times as long as the
+     * original (at least 5 s) counts as not failing: a removed hand-over
+     * between threads makes a script wait forever, and candidates are
+     * never slower than the original otherwise (they do less). */
+    if (!o->timeout_s) {
+        c->timeout = 5 * (now() - t_first);
+        if (c->timeout < 5)
+            c->timeout = 5;
+    }
+    k = st < 0 ? -1 : rule_count(c);
+    if (st < 0) {
+        fprintf(stderr, "greenreplay: reduce: could not run %s\n", o->self);
+        return 2;
+    }
+    if (log)
+        fprintf(log, "reduce: original: record exit %d, %ld %s violation%s [%.1f s]\n", st,
+                k < 0 ? 0 : k, o->rule, k == 1 ? "" : "s", now() - c->t0);
+    if (k <= 0) {
+        if (o->keep) {
+            fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit "
+                            "%d%s; its output: %s): nothing to reduce\n",
+                    o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "", c->log);
+        } else { /* the log goes with the scratch directory: quote its end */
+            char tail[200];
+            last_line(c->log, tail, sizeof tail);
+            fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit "
+                            "%d%s; %s%s%s): nothing to reduce\n",
+                    o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "",
+                    tail[0] ? "its last output line: " : "no output",
+                    tail, tail[0] ? "; --keep keeps all of it" : "");
+        }
+        return 1;
+    }
+    c->status = st;
+    return REDUCE_GO_ON;
+}
+
+/* Drop what nothing refers to any more, and the header; check again;
+ * write the result.  The exit status. */
+static int reduce_result(rctx *c, gr_units *u, uint8_t *keep, size_t nsrc)
+{
+    const gr_reduce_opts *o = c->o;
+    FILE *log = c->o->log;
+    int st;
+    long k;
+    int rc;
+    /* Drop what nothing refers to any more, and the header; check again. */
+    uint8_t *keep2 = gr_xrealloc(NULL, u->nunits);
+    uint8_t *def2 = gr_xrealloc(NULL, u->ndefs + 1);
+    memcpy(keep2, keep, u->nunits);
+    memcpy(def2, c->def_keep, u->ndefs + 1);
+    size_t dropped = gr_units_cleanup(u, keep2, def2);
+    size_t blen;
+    char *body = gr_units_render(u, keep2, def2, 1, &blen);
+    if (!try_text(c, body, blen, &st, &k)) {
+        free(body);
+        body = gr_units_render(u, keep, c->def_keep, 1, &blen);
+        dropped = 0;
+        if (!try_text(c, body, blen, &st, &k)) {
+            free(body);
+            body = gr_units_render(u, keep, c->def_keep, 0, &blen);
+        }
+    } else {
+        memcpy(keep, keep2, u->nunits);
+    }
+    free(keep2);
+    free(def2);
+    size_t kept = 0;
+    for (size_t i = 0; i < u->nunits; i++)
+        kept += keep[i];
+    gr_sb res;
+    gr_sb_init(&res);
+    gr_sb_puts(&res, "#!/usr/bin/env python3\n");
+    gr_sb_printf(&res, "# Reduced by `greenreplay reduce` (%zu of %zu units kept): recording it\n"
+                       "# still gives %s violations.\n"
+                       "# Record it:  greenreplay record --manual -o repro.grt -- %s THIS_FILE\n",
+                 kept, u->nunits, o->rule, o->python);
+    gr_sb_put(&res, body, blen);
+    free(body);
+    if (log)
+        fprintf(log, "reduce: done: %zu of %zu units kept (%zu unreferenced definitions and "
+                     "helpers dropped); %zu of %zu bytes (%.1f%%); %zu runs in %.1f s\n",
+                kept, u->nunits, dropped, res.len, nsrc, nsrc ? 100.0 * (double)res.len / (double)nsrc : 0.0,
+                c->runs, now() - c->t0);
+    FILE *f = o->output ? fopen(o->output, "w") : stdout;
+    if (!f || fwrite(res.s, 1, res.len, f) != res.len || fflush(f) != 0) {
+        fprintf(stderr, "greenreplay: reduce: %s: %s\n", o->output ? o->output : "stdout",
+                strerror(errno));
+        rc = 2;
+    } else {
+        rc = 0;
+    }
+    if (f && o->output)
+        fclose(f);
+    gr_sb_free(&res);
+    return rc;
+}
+
+int gr_reduce(const gr_reduce_opts *o)
+{
+    int rule = reduce_rule(o);
+    if (rule < 0)
         return 2;
     char *src;
     size_t nsrc;
@@ -687,105 +816,12 @@ int gr_reduce(const gr_reduce_opts *o)
         fprintf(log, "reduce: %s: %zu units, %zu definitions, %zu bytes; rule %s; python %s\n",
                 o->script, u.nunits, u.ndefs, nsrc, o->rule, o->python);
 
-    /* The original must fail that way. */
-    c.status = -2; /* accept any status for the first run */
-    int st;
-    long k;
-    c.runs++;
-    if (write_file(c.py, src, nsrc) < 0) {
-        fprintf(stderr, "greenreplay: reduce: %s: %s\n", c.py, strerror(errno));
+    rc = reduce_original(&c, src, nsrc);
+    if (rc != REDUCE_GO_ON)
         goto out;
-    }
-    c.timeout = o->timeout_s ? o->timeout_s : 600;
-    double t_first = now();
-    st = record(&c);
-    /* Without --timeout, a candidate that runs five times as long as the
-     * original (at least 5 s) counts as not failing: a removed hand-over
-     * between threads makes a script wait forever, and candidates are
-     * never slower than the original otherwise (they do less). */
-    if (!o->timeout_s) {
-        c.timeout = 5 * (now() - t_first);
-        if (c.timeout < 5)
-            c.timeout = 5;
-    }
-    k = st < 0 ? -1 : rule_count(&c);
-    if (st < 0) {
-        fprintf(stderr, "greenreplay: reduce: could not run %s\n", o->self);
-        goto out;
-    }
-    if (log)
-        fprintf(log, "reduce: original: record exit %d, %ld %s violation%s [%.1f s]\n", st,
-                k < 0 ? 0 : k, o->rule, k == 1 ? "" : "s", now() - c.t0);
-    if (k <= 0) {
-        if (o->keep) {
-            fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit "
-                            "%d%s; its output: %s): nothing to reduce\n",
-                    o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "", c.log);
-        } else { /* the log goes with the scratch directory: quote its end */
-            char tail[200];
-            last_line(c.log, tail, sizeof tail);
-            fprintf(stderr, "greenreplay: reduce: %s does not fail with %s under %s (record exit "
-                            "%d%s; %s%s%s): nothing to reduce\n",
-                    o->script, o->rule, o->python, st, k < 0 ? ", no readable trace" : "",
-                    tail[0] ? "its last output line: " : "no output",
-                    tail, tail[0] ? "; --keep keeps all of it" : "");
-        }
-        rc = 1;
-        goto out;
-    }
-    c.status = st;
 
     gr_ddmin(u.nunits, keep, test_cfg, log ? progress : NULL, &c, o->max_runs);
-
-    /* Drop what nothing refers to any more, and the header; check again. */
-    uint8_t *keep2 = gr_xrealloc(NULL, u.nunits);
-    uint8_t *def2 = gr_xrealloc(NULL, u.ndefs + 1);
-    memcpy(keep2, keep, u.nunits);
-    memcpy(def2, c.def_keep, u.ndefs + 1);
-    size_t dropped = gr_units_cleanup(&u, keep2, def2);
-    size_t blen;
-    char *body = gr_units_render(&u, keep2, def2, 1, &blen);
-    if (!try_text(&c, body, blen, &st, &k)) {
-        free(body);
-        body = gr_units_render(&u, keep, c.def_keep, 1, &blen);
-        dropped = 0;
-        if (!try_text(&c, body, blen, &st, &k)) {
-            free(body);
-            body = gr_units_render(&u, keep, c.def_keep, 0, &blen);
-        }
-    } else {
-        memcpy(keep, keep2, u.nunits);
-    }
-    free(keep2);
-    free(def2);
-    size_t kept = 0;
-    for (size_t i = 0; i < u.nunits; i++)
-        kept += keep[i];
-    gr_sb res;
-    gr_sb_init(&res);
-    gr_sb_puts(&res, "#!/usr/bin/env python3\n");
-    gr_sb_printf(&res, "# Reduced by `greenreplay reduce` (%zu of %zu units kept): recording it\n"
-                       "# still gives %s violations.\n"
-                       "# Record it:  greenreplay record --manual -o repro.grt -- %s THIS_FILE\n",
-                 kept, u.nunits, o->rule, o->python);
-    gr_sb_put(&res, body, blen);
-    free(body);
-    if (log)
-        fprintf(log, "reduce: done: %zu of %zu units kept (%zu unreferenced definitions and "
-                     "helpers dropped); %zu of %zu bytes (%.1f%%); %zu runs in %.1f s\n",
-                kept, u.nunits, dropped, res.len, nsrc, nsrc ? 100.0 * (double)res.len / (double)nsrc : 0.0,
-                c.runs, now() - c.t0);
-    FILE *f = o->output ? fopen(o->output, "w") : stdout;
-    if (!f || fwrite(res.s, 1, res.len, f) != res.len || fflush(f) != 0) {
-        fprintf(stderr, "greenreplay: reduce: %s: %s\n", o->output ? o->output : "stdout",
-                strerror(errno));
-        rc = 2;
-    } else {
-        rc = 0;
-    }
-    if (f && o->output)
-        fclose(f);
-    gr_sb_free(&res);
+    rc = reduce_result(&c, &u, keep, nsrc);
 out:
     if (o->keep)
         fprintf(stderr, "greenreplay: reduce: kept the scratch directory %s\n", c.dir);

@@ -1017,6 +1017,187 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
     gr_sb_free(&h);
 }
 
+/* The module-level body: the module frame's, or a call of the first
+ * greenlet's run, with start() and stop() where the trace has them
+ * outside any frame.  The module frame, or GR_NONE. */
+static size_t module_body(render *R, const gr_sthread *mt, gr_sb *body)
+{
+    const gr_shape *s = R->s;
+    const gr_green *root = mt && mt->root ? green(R, mt->tid, mt->root) : NULL;
+    const gr_green *first = mt && mt->has_first ? green(R, mt->tid, mt->first) : NULL;
+    if (!root && first && first->gid == 0)
+        root = first; /* no greenlet: the thread's only stack */
+    size_t module_frame = GR_NONE;
+    if (root && root->run != GR_NONE && !s->frames[root->run].external &&
+        gr_shape_is_module_code(s->t, s->frames[root->run].code))
+        module_frame = root->run;
+    if (module_frame != GR_NONE) {
+        body_of(R, module_frame, body);
+    } else if (root && root->run != GR_NONE && !s->frames[root->run].external) {
+        gr_sb_printf(body, "%c_v%zu()", STMT, variant_of(R, root->run));
+    } else if (first && first->gid && (!root || first != root)) {
+        R->use |= U_X | U_SW;
+        gr_sb_printf(body, "%c_X(map(_SW, (G[%" PRIu64 "],)), 0)", STMT, first->gid);
+    } else if (first && first->run != GR_NONE && !s->frames[first->run].external) {
+        gr_sb_printf(body, "%c_v%zu()", STMT, variant_of(R, first->run));
+    }
+    if (!s->has_start || s->start_at_top) {
+        gr_sb pre;
+        gr_sb_init(&pre);
+        R->need |= GR_NEED_GREENREPLAY;
+        gr_sb_printf(&pre, "%cgreenreplay.start()", STMT);
+        gr_sb_put(&pre, body->s ? body->s : "", body->len);
+        gr_sb_free(body);
+        *body = pre;
+    }
+    if (s->stop_at_end) {
+        R->need |= GR_NEED_GREENREPLAY;
+        R->use |= U_OS;
+        gr_sb_printf(body, "%cgreenreplay.stop()\nos._exit(0)", STMT);
+    }
+    return module_frame;
+}
+
+/* Thread entries (variants they need are rendered now). */
+static void render_thread_entries(render *R, gr_sb *entries)
+{
+    const gr_shape *s = R->s;
+    for (size_t i = 0; i < s->nthreads; i++) {
+        const gr_sthread *th = &s->threads[i];
+        if (th->module)
+            continue;
+        R->use |= U_X | U_Q | U_THREADS;
+        gr_sb items;
+        gr_sb_init(&items);
+        size_t k = thread_entry(R, th, &items);
+        gr_sb_printf(entries, "%" PRIu64 " %zu ", th->tid, k + 1);
+        gr_sb_puts(entries, gr_sb_str(&items));
+        gr_sb_putc(entries, '\n');
+        gr_sb_free(&items);
+    }
+}
+
+/* Greenlet run functions (render their variants now), and what the
+ * prelude must define for them. */
+static void render_runs(render *R, const gr_sthread *mt, size_t module_frame)
+{
+    const gr_shape *s = R->s;
+    for (size_t i = 0; i < s->ngreens; i++) {
+        const gr_green *g = &s->greens[i];
+        if (g->run != GR_NONE && !s->frames[g->run].external && g->run != module_frame)
+            (void)variant_of(R, g->run);
+    }
+    if (s->nthreads > 1 || (mt && !mt->module))
+        R->use |= U_THREADS;
+    for (size_t i = 0; i < s->ngreens; i++)
+        if (s->greens[i].idle_seed && !s->greens[i].root)
+            R->use |= U_X | U_SW;
+    if (s->ngens)
+        R->use |= U_GEN;
+}
+
+/* The notes, one a line; their number. */
+static size_t render_notes(render *R, gr_sb *notes)
+{
+    const gr_shape *s = R->s;
+    const gr_script_opts *o = R->o;
+    for (size_t i = 0; i < s->nnotes; i++) {
+        gr_sb_puts(notes, s->notes[i].text);
+        if (s->notes[i].count > 1)
+            gr_sb_printf(notes, " (%zu times)", s->notes[i].count);
+        if (s->notes[i].first_rec != GR_NONE && !o->anonymize)
+            gr_sb_printf(notes, " [record %" PRIu64 "]", s->notes[i].first_rec);
+        gr_sb_putc(notes, '\n');
+    }
+    size_t nnotes = s->nnotes;
+    if (R->bad_utf8) {
+        gr_sb_printf(notes, "%zu bytes of names or labels that are not valid UTF-8: replaced "
+                             "by U+FFFD\n",
+                     R->bad_utf8);
+        nnotes++;
+    }
+    return nnotes;
+}
+
+/* The generators the trace finalizes (_GZ). */
+static void write_generators(render *R, gr_sb *out)
+{
+    const gr_shape *s = R->s;
+    const gr_trace *t = R->t;
+    gr_sb st;
+    gr_sb_init(&st);
+    gr_sb_puts(&st, "_GZ = [");
+    for (size_t i = 0; i < s->ngens; i++) {
+        uint32_t c = s->gens[i].code;
+        if (i)
+            gr_sb_puts(&st, ", ");
+        gr_sb_puts(&st, "_gen(");
+        if (c)
+            lit_code(R, &st, c);
+        else
+            gr_sb_puts(&st, "'_g'");
+        gr_sb_printf(&st, ", %" PRIu64 ")", c && c <= t->ncodes ? R->code_line[c] : 0);
+    }
+    gr_sb_puts(&st, "]  # generators the trace finalizes");
+    unit_str(R, out, 0, gr_sb_str(&st));
+    gr_sb_free(&st);
+}
+
+/* Other threads: each created now, waits for its first turn. */
+static void write_threads(render *R, gr_sb *out, const gr_sb *entries)
+{
+    const gr_shape *s = R->s;
+    gr_sb st;
+    gr_sb_init(&st);
+    for (size_t i = 0; i < s->nthreads; i++) {
+        const gr_sthread *th = &s->threads[i];
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "_L[%" PRIu64 "] = _thread.allocate_lock()\n_L[%" PRIu64
+                          "].acquire()",
+                     th->tid, th->tid);
+        unit_str(R, out, 0, gr_sb_str(&st));
+    }
+    const char *p = entries->s;
+    while (p && *p) {
+        char *e;
+        uint64_t tid = strtoull(p, &e, 10);
+        size_t k = (size_t)strtoull(e, &e, 10);
+        const char *nl = strchr(e, '\n');
+        const char *calls = e + 1;
+        size_t ncalls = (size_t)(nl - calls);
+        /* the setup function of the thread */
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "def _s%" PRIu64 "():  # thread t%" PRIu64 ", before start()", tid,
+                     tid);
+        char tag[32];
+        snprintf(tag, sizeof tag, "#@ds%" PRIu64, tid);
+        line(R, out, 0, st.s, st.len, tag);
+        if (s->uses_greenlet)
+            create_greenlets(R, out, 1, tid);
+        line(R, out, 1, "return", 6, NULL);
+        const gr_sthread *tth = thread(R, tid);
+        if (tth && tth->late) {
+            p = nl + 1; /* started by the thread that hands over to it first */
+            continue;
+        }
+        gr_sb_reset(&st);
+        gr_sb_printf(&st, "_PK[%" PRIu64 "] = _thread.allocate_lock()\n_PK[%" PRIu64
+                          "].acquire()\n_thread.start_new_thread(_X, (map(_Q, ",
+                     tid, tid);
+        gr_sb items;
+        gr_sb_init(&items);
+        gr_sb_printf(&items, "_s%" PRIu64 ", ", tid);
+        gr_sb_put(&items, calls, ncalls);
+        tuple_of(&st, items.s, items.len, k);
+        gr_sb_free(&items);
+        gr_sb_printf(&st, "), 0))\n_PK[%" PRIu64 "].acquire()  # until it waits for its turn",
+                     tid);
+        unit_str(R, out, 0, gr_sb_str(&st));
+        p = nl + 1;
+    }
+    gr_sb_free(&st);
+}
+
 size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes_out)
 {
     gr_shape shape;
@@ -1037,88 +1218,18 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
      * only known while writing, so the parts are rendered into separate
      * buffers and concatenated. */
     const gr_sthread *mt = thread(&R, shape.module_tid);
-    const gr_green *root = mt && mt->root ? green(&R, mt->tid, mt->root) : NULL;
-    const gr_green *first = mt && mt->has_first ? green(&R, mt->tid, mt->first) : NULL;
-    if (!root && first && first->gid == 0)
-        root = first; /* no greenlet: the thread's only stack */
-    size_t module_frame = GR_NONE;
-    if (root && root->run != GR_NONE && !shape.frames[root->run].external &&
-        gr_shape_is_module_code(shape.t, shape.frames[root->run].code))
-        module_frame = root->run;
     gr_sb body;
     gr_sb_init(&body);
-    if (module_frame != GR_NONE) {
-        body_of(&R, module_frame, &body);
-    } else if (root && root->run != GR_NONE && !shape.frames[root->run].external) {
-        gr_sb_printf(&body, "%c_v%zu()", STMT, variant_of(&R, root->run));
-    } else if (first && first->gid && (!root || first != root)) {
-        R.use |= U_X | U_SW;
-        gr_sb_printf(&body, "%c_X(map(_SW, (G[%" PRIu64 "],)), 0)", STMT, first->gid);
-    } else if (first && first->run != GR_NONE && !shape.frames[first->run].external) {
-        gr_sb_printf(&body, "%c_v%zu()", STMT, variant_of(&R, first->run));
-    }
-    if (!shape.has_start || shape.start_at_top) {
-        gr_sb pre;
-        gr_sb_init(&pre);
-        R.need |= GR_NEED_GREENREPLAY;
-        gr_sb_printf(&pre, "%cgreenreplay.start()", STMT);
-        gr_sb_put(&pre, body.s ? body.s : "", body.len);
-        gr_sb_free(&body);
-        body = pre;
-    }
-    if (shape.stop_at_end) {
-        R.need |= GR_NEED_GREENREPLAY;
-        R.use |= U_OS;
-        gr_sb_printf(&body, "%cgreenreplay.stop()\nos._exit(0)", STMT);
-    }
-    /* Thread entries (variants they need are rendered now). */
+    size_t module_frame = module_body(&R, mt, &body);
     gr_sb entries;
     gr_sb_init(&entries);
-    for (size_t i = 0; i < shape.nthreads; i++) {
-        const gr_sthread *th = &shape.threads[i];
-        if (th->module)
-            continue;
-        R.use |= U_X | U_Q | U_THREADS;
-        gr_sb items;
-        gr_sb_init(&items);
-        size_t k = thread_entry(&R, th, &items);
-        gr_sb_printf(&entries, "%" PRIu64 " %zu ", th->tid, k + 1);
-        gr_sb_puts(&entries, gr_sb_str(&items));
-        gr_sb_putc(&entries, '\n');
-        gr_sb_free(&items);
-    }
-    /* Greenlet run functions (render their variants now). */
-    for (size_t i = 0; i < shape.ngreens; i++) {
-        const gr_green *g = &shape.greens[i];
-        if (g->run != GR_NONE && !shape.frames[g->run].external && g->run != module_frame)
-            (void)variant_of(&R, g->run);
-    }
-    if (shape.nthreads > 1 || (mt && !mt->module))
-        R.use |= U_THREADS;
-    for (size_t i = 0; i < shape.ngreens; i++)
-        if (shape.greens[i].idle_seed && !shape.greens[i].root)
-            R.use |= U_X | U_SW;
-    if (shape.ngens)
-        R.use |= U_GEN;
+    render_thread_entries(&R, &entries);
+    render_runs(&R, mt, module_frame);
 
     /* Notes. */
     gr_sb notes;
     gr_sb_init(&notes);
-    for (size_t i = 0; i < shape.nnotes; i++) {
-        gr_sb_puts(&notes, shape.notes[i].text);
-        if (shape.notes[i].count > 1)
-            gr_sb_printf(&notes, " (%zu times)", shape.notes[i].count);
-        if (shape.notes[i].first_rec != GR_NONE && !o->anonymize)
-            gr_sb_printf(&notes, " [record %" PRIu64 "]", shape.notes[i].first_rec);
-        gr_sb_putc(&notes, '\n');
-    }
-    size_t nnotes = shape.nnotes;
-    if (R.bad_utf8) {
-        gr_sb_printf(&notes, "%zu bytes of names or labels that are not valid UTF-8: replaced "
-                             "by U+FFFD\n",
-                     R.bad_utf8);
-        nnotes++;
-    }
+    size_t nnotes = render_notes(&R, &notes);
 
     /* Write. */
     write_header(&R, out, &notes, nnotes);
@@ -1126,79 +1237,13 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     line(&R, out, 0, "", 0, NULL);
     write_defs(&R, out);
     line(&R, out, 0, "", 0, NULL);
-    if (shape.ngens) {
-        gr_sb st;
-        gr_sb_init(&st);
-        gr_sb_puts(&st, "_GZ = [");
-        for (size_t i = 0; i < shape.ngens; i++) {
-            uint32_t c = shape.gens[i].code;
-            if (i)
-                gr_sb_puts(&st, ", ");
-            gr_sb_puts(&st, "_gen(");
-            if (c)
-                lit_code(&R, &st, c);
-            else
-                gr_sb_puts(&st, "'_g'");
-            gr_sb_printf(&st, ", %" PRIu64 ")", c && c <= t->ncodes ? R.code_line[c] : 0);
-        }
-        gr_sb_puts(&st, "]  # generators the trace finalizes");
-        unit_str(&R, out, 0, gr_sb_str(&st));
-        gr_sb_free(&st);
-    }
+    if (shape.ngens)
+        write_generators(&R, out);
     if (shape.uses_greenlet && mt)
         create_greenlets(&R, out, 0, mt->tid);
     /* Other threads: each created now, waits for its first turn. */
-    if (entries.len) {
-        gr_sb st;
-        gr_sb_init(&st);
-        for (size_t i = 0; i < shape.nthreads; i++) {
-            const gr_sthread *th = &shape.threads[i];
-            gr_sb_reset(&st);
-            gr_sb_printf(&st, "_L[%" PRIu64 "] = _thread.allocate_lock()\n_L[%" PRIu64
-                              "].acquire()",
-                         th->tid, th->tid);
-            unit_str(&R, out, 0, gr_sb_str(&st));
-        }
-        const char *p = entries.s;
-        while (p && *p) {
-            char *e;
-            uint64_t tid = strtoull(p, &e, 10);
-            size_t k = (size_t)strtoull(e, &e, 10);
-            const char *nl = strchr(e, '\n');
-            const char *calls = e + 1;
-            size_t ncalls = (size_t)(nl - calls);
-            /* the setup function of the thread */
-            gr_sb_reset(&st);
-            gr_sb_printf(&st, "def _s%" PRIu64 "():  # thread t%" PRIu64 ", before start()", tid,
-                         tid);
-            char tag[32];
-            snprintf(tag, sizeof tag, "#@ds%" PRIu64, tid);
-            line(&R, out, 0, st.s, st.len, tag);
-            if (shape.uses_greenlet)
-                create_greenlets(&R, out, 1, tid);
-            line(&R, out, 1, "return", 6, NULL);
-            const gr_sthread *tth = thread(&R, tid);
-            if (tth && tth->late) {
-                p = nl + 1; /* started by the thread that hands over to it first */
-                continue;
-            }
-            gr_sb_reset(&st);
-            gr_sb_printf(&st, "_PK[%" PRIu64 "] = _thread.allocate_lock()\n_PK[%" PRIu64
-                              "].acquire()\n_thread.start_new_thread(_X, (map(_Q, ",
-                         tid, tid);
-            gr_sb items;
-            gr_sb_init(&items);
-            gr_sb_printf(&items, "_s%" PRIu64 ", ", tid);
-            gr_sb_put(&items, calls, ncalls);
-            tuple_of(&st, items.s, items.len, k);
-            gr_sb_free(&items);
-            gr_sb_printf(&st, "), 0))\n_PK[%" PRIu64 "].acquire()  # until it waits for its turn",
-                         tid);
-            unit_str(&R, out, 0, gr_sb_str(&st));
-            p = nl + 1;
-        }
-        gr_sb_free(&st);
-    }
+    if (entries.len)
+        write_threads(&R, out, &entries);
     if (shape.uses_greenlet || entries.len)
         line(&R, out, 0, "", 0, NULL);
     body_units(&R, out, 0, body.s ? body.s : "", body.len);

@@ -1133,20 +1133,11 @@ static int keep_c(gr_shape *s, gr_frame *f)
 
 /* ---- driver ------------------------------------------------------------- */
 
-int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
+/* The threads: the one the script's main thread acts out, those started
+ * during the recording by threading, and those the profile function never
+ * reached. */
+static void shape_threads(gr_shape *s, const gr_trace *t)
 {
-    memset(s, 0, sizeof *s);
-    s->t = t;
-    s->anonymize = anonymize;
-    s->internal = gr_xrealloc(NULL, sizeof(shape_maps));
-    memset(s->internal, 0, sizeof(shape_maps));
-    s->ckeep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
-    memset(s->ckeep, 0, t->nrecs ? t->nrecs : 1);
-    s->qual_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->qual_ids);
-    memset(s->qual_ids, 0, (t->nstrings + 1) * sizeof *s->qual_ids);
-    s->label_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->label_ids);
-    memset(s->label_ids, 0, (t->nstrings + 1) * sizeof *s->label_ids);
-
     /* The thread the script's main thread acts out: the one start() was
      * called in (its root greenlet's outermost frame is the module). */
     for (size_t i = 0; i < t->nrecs; i++)
@@ -1199,33 +1190,64 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         }
         free(seen);
     }
-    /* For each SWITCH/THROW, the frames its origin has when it is resumed
-     * next (the INSTR after that switch, CPython 3.12+). */
-    {
-        gr_idmap next = {0};
-        int any = 0;
-        for (size_t i = t->nrecs; i-- > 0;) {
-            const gr_record *r = &t->recs[i];
-            if (r->tag != GR_SWITCH && r->tag != GR_THROW)
-                continue;
-            if (!any) {
-                s->resume_frames = gr_xrealloc(NULL, t->nrecs * sizeof *s->resume_frames);
-                for (size_t j = 0; j < t->nrecs; j++)
-                    s->resume_frames[j] = UINT64_MAX;
-                any = 1;
-            }
-            size_t v;
-            if (gr_idmap_get(&next, r->tid, r->gid, &v))
-                s->resume_frames[i] = v ? (uint64_t)(v - 1) : UINT64_MAX;
-            const gr_record *in = i + 1 < t->nrecs ? &t->recs[i + 1] : NULL;
-            if (in && in->tag == GR_INSTR && in->gid == r->target && in->tid == r->tid)
-                gr_idmap_put(&next, r->tid, r->target, (size_t)in->parent + 1);
-            else
-                gr_idmap_put(&next, r->tid, r->target, 0);
-        }
-        gr_idmap_free(&next);
-    }
+}
 
+/* For each SWITCH/THROW, the frames its origin has when it is resumed
+ * next (the INSTR after that switch, CPython 3.12+). */
+static void shape_resume_frames(gr_shape *s, const gr_trace *t)
+{
+    gr_idmap next = {0};
+    int any = 0;
+    for (size_t i = t->nrecs; i-- > 0;) {
+        const gr_record *r = &t->recs[i];
+        if (r->tag != GR_SWITCH && r->tag != GR_THROW)
+            continue;
+        if (!any) {
+            s->resume_frames = gr_xrealloc(NULL, t->nrecs * sizeof *s->resume_frames);
+            for (size_t j = 0; j < t->nrecs; j++)
+                s->resume_frames[j] = UINT64_MAX;
+            any = 1;
+        }
+        size_t v;
+        if (gr_idmap_get(&next, r->tid, r->gid, &v))
+            s->resume_frames[i] = v ? (uint64_t)(v - 1) : UINT64_MAX;
+        const gr_record *in = i + 1 < t->nrecs ? &t->recs[i + 1] : NULL;
+        if (in && in->tag == GR_INSTR && in->gid == r->target && in->tid == r->tid)
+            gr_idmap_put(&next, r->tid, r->target, (size_t)in->parent + 1);
+        else
+            gr_idmap_put(&next, r->tid, r->target, 0);
+    }
+    gr_idmap_free(&next);
+}
+
+/* START: its act in the innermost frame of the program open, or start()
+ * at the script's top level. */
+static void on_start(gr_shape *s, gr_sthread *th, const gr_record *r, size_t i)
+{
+    gr_green *g = running(s, th, r->gid, i);
+    g->starting = 1;
+    size_t k = g->depth;
+    while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
+        k--;
+    if (k == 0) {
+        /* With no frame open at all (a whole-program recording:
+         * `record` without --manual starts before the program's
+         * <module>), start() at the script's top level is the
+         * reproduction, which `diff --c-names script` compares
+         * alike: nothing to note. */
+        if (g->depth)
+            note(s, i, "start() called with no frame of the program open: the script "
+                       "calls it at its top level");
+        s->start_at_top = 1;
+    } else {
+        frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
+    }
+}
+
+/* The records, one by one, into frames, acts and hand-overs: 1 when a
+ * STOP ended them; *last is the thread of the last record. */
+static int shape_walk(gr_shape *s, const gr_trace *t, uint64_t *last)
+{
     /* A program run with -m: runpy's launch frames are not made (seeds and
      * real stacks drop them, on_greenlet and reconcile) and their returns
      * are skipped, so that the script, run as a file, has the same frames
@@ -1269,27 +1291,9 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
                 th->expect_first = 1;
             break;
         case GR_GREENLET: on_greenlet(s, th, r); break;
-        case GR_START: {
-            gr_green *g = running(s, th, r->gid, i);
-            g->starting = 1;
-            size_t k = g->depth;
-            while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
-                k--;
-            if (k == 0) {
-                /* With no frame open at all (a whole-program recording:
-                 * `record` without --manual starts before the program's
-                 * <module>), start() at the script's top level is the
-                 * reproduction, which `diff --c-names script` compares
-                 * alike: nothing to note. */
-                if (g->depth)
-                    note(s, i, "start() called with no frame of the program open: the script "
-                               "calls it at its top level");
-                s->start_at_top = 1;
-            } else {
-                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
-            }
+        case GR_START:
+            on_start(s, th, r, i);
             break;
-        }
         case GR_CALL: on_call(s, th, r); break;
         case GR_RETURN: on_return(s, th, r); break;
         case GR_C_CALL: on_c_call(s, th, r); break;
@@ -1311,6 +1315,14 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         default: break; /* INSTR, STACK: state, not structure */
         }
     }
+    *last = last_tid;
+    return stopped;
+}
+
+/* The notes on how the trace ends and on its threads, and where stop() goes
+ * when no STOP record says. */
+static void shape_ending(gr_shape *s, const gr_trace *t, int stopped, uint64_t last_tid)
+{
     if (t->gap)
         note(s, GR_NONE, "the trace holds only the last records of a ring recording (%" PRIu64
                          " earlier records dropped): what happened before them is unknown and "
@@ -1356,8 +1368,12 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
             note(s, GR_NONE, "the thread that called start() does not run the module frame at "
                              "its bottom: the script's module frame is below its frames");
     }
-    /* Threads other than the script's main one wait for their first turn
-     * in their first greenlet's innermost seed frame, or before anything. */
+}
+
+/* Threads other than the script's main one wait for their first turn
+ * in their first greenlet's innermost seed frame, or before anything. */
+static void shape_first_turns(gr_shape *s)
+{
     for (size_t i = 0; i < s->nthreads; i++) {
         gr_sthread *th = &s->threads[i];
         if (th->module)
@@ -1387,34 +1403,40 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
                 s->acts[made].kind = GR_ACT_PARK;
         }
     }
-    /* A thread that is not alive at STOP ends after its last turn: its last
-     * hand-over lets the next thread run and goes on (its remaining frames
-     * return without events the trace saw). */
-    if (stopped) {
-        for (size_t j = 0; j < t->nrecs; j++) {
-            if (t->recs[j].tag != GR_STOP)
-                continue;
-            for (size_t k = j + 1; k < t->nrecs && t->recs[k].tag == GR_STACK; k++) {
-                gr_sthread *th = thread_of(s, t->recs[k].tid, 0);
-                if (th)
-                    th->alive_at_stop = 1;
-            }
-            break;
+}
+
+/* A thread that is not alive at STOP ends after its last turn: its last
+ * hand-over lets the next thread run and goes on (its remaining frames
+ * return without events the trace saw). */
+static void shape_threads_ended(gr_shape *s, const gr_trace *t)
+{
+    for (size_t j = 0; j < t->nrecs; j++) {
+        if (t->recs[j].tag != GR_STOP)
+            continue;
+        for (size_t k = j + 1; k < t->nrecs && t->recs[k].tag == GR_STACK; k++) {
+            gr_sthread *th = thread_of(s, t->recs[k].tid, 0);
+            if (th)
+                th->alive_at_stop = 1;
         }
-        for (size_t i = 0; i < s->nthreads; i++) {
-            gr_sthread *th = &s->threads[i];
-            if (th->module || th->alive_at_stop || th->last_handover == GR_NONE)
-                continue;
-            /* only when the thread has no record after that hand-over */
-            uint64_t from = s->acts[th->last_handover].rec, last = 0;
-            for (size_t j = 0; j < t->nrecs; j++)
-                if (t->recs[j].tid == th->tid && t->recs[j].tag != GR_STACK)
-                    last = j;
-            if (last < from)
-                s->acts[th->last_handover].block = 0;
-        }
+        break;
     }
-    /* Decide the C calls kept by name. */
+    for (size_t i = 0; i < s->nthreads; i++) {
+        gr_sthread *th = &s->threads[i];
+        if (th->module || th->alive_at_stop || th->last_handover == GR_NONE)
+            continue;
+        /* only when the thread has no record after that hand-over */
+        uint64_t from = s->acts[th->last_handover].rec, last = 0;
+        for (size_t j = 0; j < t->nrecs; j++)
+            if (t->recs[j].tid == th->tid && t->recs[j].tag != GR_STACK)
+                last = j;
+        if (last < from)
+            s->acts[th->last_handover].block = 0;
+    }
+}
+
+/* Decide the C calls kept by name. */
+static void shape_keep_c(gr_shape *s, const gr_trace *t)
+{
     for (size_t i = 0; i < s->nframes; i++) {
         gr_frame *f = &s->frames[i];
         if (!f->is_c)
@@ -1425,6 +1447,32 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
         if (f->end_rec != GR_NONE && f->end_rec < t->nrecs)
             s->ckeep[f->end_rec] = f->keep;
     }
+}
+
+int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
+{
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->anonymize = anonymize;
+    s->internal = gr_xrealloc(NULL, sizeof(shape_maps));
+    memset(s->internal, 0, sizeof(shape_maps));
+    s->ckeep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
+    memset(s->ckeep, 0, t->nrecs ? t->nrecs : 1);
+    s->qual_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->qual_ids);
+    memset(s->qual_ids, 0, (t->nstrings + 1) * sizeof *s->qual_ids);
+    s->label_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->label_ids);
+    memset(s->label_ids, 0, (t->nstrings + 1) * sizeof *s->label_ids);
+
+    shape_threads(s, t);
+    shape_resume_frames(s, t);
+
+    uint64_t last_tid = 0;
+    int stopped = shape_walk(s, t, &last_tid);
+    shape_ending(s, t, stopped, last_tid);
+    shape_first_turns(s);
+    if (stopped)
+        shape_threads_ended(s, t);
+    shape_keep_c(s, t);
     return 0;
 }
 

@@ -365,7 +365,7 @@ static int in_greenlet_callback(const ck *c, size_t na, size_t nb, int cut, int 
 static void on_mark(ck *c, const ck_event *e, bthread *bt)
 {
     const gr_record *r = e->r;
-    if (c->explained_mark == r->index + 1)
+    if (c->notes.explained_mark == r->index + 1)
         return; /* it confirmed a predicted blind spot (propagation): the
                    one cause is reported there */
     if (e->th->observer_gap)
@@ -475,7 +475,7 @@ static void finish(ck *c)
 {
     for (size_t i = 0; i < c->nth; i++)
         subject_back(c, &c->th[i], bth(c, i),
-                     c->stopped ? "until STOP" : "until the end of the trace");
+                     c->stop.stopped ? "until STOP" : "until the end of the trace");
     for (size_t i = 0; i < c->nth; i++) {
         bthread *bt = bth(c, i);
         if (bt->pending_mark) {
@@ -494,7 +494,7 @@ static void finish(ck *c)
 static void report(ck *c)
 {
     bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
-    if (!b || c->no_end)
+    if (!b || c->split.no_end)
         return;
     for (size_t i = 0; i < b->ncauses; i++) {
         const bcause *k = &b->causes[i];

@@ -169,18 +169,18 @@ int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
 /* gr_code_is_own of code, cached by code id. */
 static int code_own(ck *c, uint32_t code)
 {
-    if (code < c->nown && c->own[code])
-        return c->own[code] == 2;
+    if (code < c->code.nown && c->code.own[code])
+        return c->code.own[code] == 2;
     int own = gr_code_is_own(c->t, code);
     if (code < (uint32_t)c->t->ncodes + 1) {
-        size_t n = c->nown;
+        size_t n = c->code.nown;
         if (code >= n) {
             size_t cap = n;
-            c->own = gr_xgrow(c->own, &cap, (size_t)code + 1, 1);
-            memset(c->own + n, 0, cap - n);
-            c->nown = cap;
+            c->code.own = gr_xgrow(c->code.own, &cap, (size_t)code + 1, 1);
+            memset(c->code.own + n, 0, cap - n);
+            c->code.nown = cap;
         }
-        c->own[code] = own ? 2 : 1;
+        c->code.own[code] = own ? 2 : 1;
     }
     return own;
 }
@@ -194,34 +194,34 @@ static void count_coverage(ck *c, const gr_record *r)
     case GR_C_CALL:
     case GR_C_RETURN:
     case GR_C_EXCEPTION:
-        c->program_events += !code_own(c, r->code);
+        c->cov.program_events += !code_own(c, r->code);
         break;
     case GR_SWITCH:
     case GR_THROW:
-        c->program_events++;
+        c->cov.program_events++;
         break;
     case GR_MARK:
-        c->program_events++;
-        c->marks++;
+        c->cov.program_events++;
+        c->cov.marks++;
         break;
     case GR_STACK:
-        c->stacks++;
+        c->cov.stacks++;
         break;
     default:
         break;
     }
     if (gr_check_ground_truth(c->t, r)) {
         int sw = r->tag == GR_SWITCH || r->tag == GR_THROW;
-        c->truth_points++;
-        c->switch_truth += sw;
+        c->cov.truth_points++;
+        c->cov.switch_truth += sw;
         ck_shadow *s = &c->sh[ck_get_shadow(c, r->tid, sw ? r->target : r->gid)];
         if (s->truth++ == 0 && s->counted)
-            c->cov_truth++;
+            c->cov.cov_truth++;
     } else if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_CONTINUED)) {
-        c->continued++;
+        c->cov.continued++;
         ck_shadow *s = &c->sh[ck_get_shadow(c, r->tid, r->target)];
         if (s->truth++ == 0 && s->counted)
-            c->cov_truth++;
+            c->cov.cov_truth++;
     }
 }
 
@@ -295,7 +295,7 @@ static __attribute__((noinline)) size_t shadow_miss(ck *c, ck_thread **th, uint6
      * entries lie close together (consecutive ids), where the shadow map's
      * slots are scattered over a table that holds every greenlet ever seen
      * (a cache miss at nearly every switch of a long trace). */
-    ck_shcache *e = &c->shcache[(gid ^ (tid << 7)) & (CK_SHCACHE - 1)];
+    ck_shcache *e = &c->cache.shcache[(gid ^ (tid << 7)) & (CK_SHCACHE - 1)];
     size_t si;
     if (e->si1 && e->gid == gid && e->tid == tid) {
         si = e->si1 - 1;
@@ -328,7 +328,7 @@ static void maybe_bury(ck *c, const ck_event *e)
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->keeps && gr_rule_table[k]->keeps(c, si))
             return;
-    ck_shcache *ce = &c->shcache[(s->gid ^ (s->tid << 7)) & (CK_SHCACHE - 1)];
+    ck_shcache *ce = &c->cache.shcache[(s->gid ^ (s->tid << 7)) & (CK_SHCACHE - 1)];
     if (ce->si1 == si + 1)
         ce->si1 = 0;
     ck_thread *th = &c->th[e->th_index];
@@ -340,13 +340,13 @@ static void maybe_bury(ck *c, const ck_event *e)
 static void one_record(ck *c, const gr_record *r)
 {
     ck_thread *th;
-    if (c->last_th < c->nth && c->th[c->last_th].tid == r->tid)
-        th = &c->th[c->last_th];
+    if (c->cache.last_th < c->nth && c->th[c->cache.last_th].tid == r->tid)
+        th = &c->th[c->cache.last_th];
     else {
         th = ck_get_thread(c, r->tid);
-        c->last_th = (size_t)(th - c->th);
+        c->cache.last_th = (size_t)(th - c->th);
     }
-    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX, .th_index = c->last_th};
+    ck_event e = {.r = r, .si = SIZE_MAX, .st = SIZE_MAX, .th_index = c->cache.last_th};
     c->cmp_index = r->index;
     if (th->skip_mark_return) {
         e.skip = (r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) && r->code == th->skip_code;
@@ -367,7 +367,7 @@ static void one_record(ck *c, const gr_record *r)
     }
     e.th = th;
     e.th_index = (size_t)(th - c->th);
-    if (c->prefix) { /* split.h: before the range, every record to every
+    if (c->split.prefix) { /* split.h: before the range, every record to every
                         rule that keeps state (its on_prefix, or on_record) */
         for (size_t k = 0; k < gr_rule_count; k++) {
             const gr_rule_ops *o = gr_rule_table[k];
@@ -396,13 +396,13 @@ static void fill_coverage(ck *c)
     gr_coverage *cv = &c->res->coverage;
     memset(cv, 0, sizeof *cv);
     cv->records = c->pos;
-    cv->program_events = c->program_events;
+    cv->program_events = c->cov.program_events;
     cv->threads = c->nth;
-    cv->marks = c->marks;
-    cv->truth_points = c->truth_points;
-    cv->switch_truth = c->switch_truth;
-    cv->continued = c->continued;
-    cv->stacks = c->stacks;
+    cv->marks = c->cov.marks;
+    cv->truth_points = c->cov.truth_points;
+    cv->switch_truth = c->cov.switch_truth;
+    cv->continued = c->cov.continued;
+    cv->stacks = c->cov.stacks;
     cv->profile_off = c->profile_off;
     cv->dropped = t->has_trailer ? t->trailer.dropped : 0;
     cv->gap = t->gap;
@@ -410,9 +410,9 @@ static void fill_coverage(ck *c)
     /* One entry per greenlet (its first shadow), or per thread for gid 0:
      * counted as they are created (ck_get_shadow), since a dead greenlet's
      * shadow may be freed long before the end. */
-    cv->greenlets = c->cov_greenlets;
-    cv->shadows = c->cov_shadows;
-    cv->greenlets_truth = c->cov_truth;
+    cv->greenlets = c->cov.cov_greenlets;
+    cv->shadows = c->cov.cov_shadows;
+    cv->greenlets_truth = c->cov.cov_truth;
     if (c->pos == 0) {
         if (t->size == 0)
             cv->nothing = "the file is empty";
@@ -430,7 +430,7 @@ static void fill_coverage(ck *c)
             cv->nothing = "the file holds only its header: the recording ended before its first chunk";
         else
             cv->nothing = "no complete record before the trace was cut short";
-    } else if (c->program_events == 0) {
+    } else if (c->cov.program_events == 0) {
         cv->nothing = "no event of the program: only the recorder's own records";
     }
 }
@@ -439,7 +439,7 @@ static void finish(ck *c)
 {
     const gr_trace *t = c->t;
     fill_coverage(c);
-    if (c->no_end) /* split.h: a range's worker that stopped early */
+    if (c->split.no_end) /* split.h: a range's worker that stopped early */
         return;
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->finish)
@@ -447,7 +447,7 @@ static void finish(ck *c)
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->report)
             gr_rule_table[k]->report(c);
-    if (c->delegated) {
+    if (c->notes.delegated) {
         gr_sb_printf(&c->msg,
                      "throw() delegated through a generator or coroutine: at %" PRIu64
                      " ground-truth point%s (the first at event %" PRIu64 ") the real stack held "
@@ -455,7 +455,7 @@ static void finish(ck *c)
                      "and that no profile event named; CPython passes a throw() (an asyncio "
                      "cancel) straight to the inner one without running the outer frame, for "
                      "every profiler (CPython issue 73776): not a violation",
-                     c->delegated, c->delegated == 1 ? "" : "s", c->delegated_first);
+                     c->notes.delegated, c->notes.delegated == 1 ? "" : "s", c->notes.delegated_first);
         ck_add_info(c);
     }
     if (t->gap) {
@@ -554,12 +554,12 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     memset(c, 0, sizeof *c);
     c->t = t;
     c->res = res;
-    c->split_hi = UINT64_MAX;
+    c->split.split_hi = UINT64_MAX;
     gr_sb_init(&c->msg);
     c->lines = t->streaming;
-    c->shcache = calloc(CK_SHCACHE, sizeof *c->shcache);
-    if (!c->shcache)
-        c->shcache = gr_xrealloc(NULL, CK_SHCACHE * sizeof *c->shcache); /* exits */
+    c->cache.shcache = calloc(CK_SHCACHE, sizeof *c->cache.shcache);
+    if (!c->cache.shcache)
+        c->cache.shcache = gr_xrealloc(NULL, CK_SHCACHE * sizeof *c->cache.shcache); /* exits */
     /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]). */
     for (size_t k = 0; k < gr_rule_count && k < 32; k++) {
         const gr_rule_ops *o = gr_rule_table[k];
@@ -581,10 +581,10 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
 static void see_metas(ck *c)
 {
     const gr_trace *t = c->t;
-    for (; c->metas_seen < t->nmetas; c->metas_seen++) {
+    for (; c->code.metas_seen < t->nmetas; c->code.metas_seen++) {
         size_t kl, vl;
-        const uint8_t *k = gr_trace_string(t, t->metas[c->metas_seen].key, &kl);
-        const uint8_t *v = gr_trace_string(t, t->metas[c->metas_seen].value, &vl);
+        const uint8_t *k = gr_trace_string(t, t->metas[c->code.metas_seen].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[c->code.metas_seen].value, &vl);
         if (k && v && kl == 7 && memcmp(k, "profile", 7) == 0 && vl == 3 && memcmp(v, "off", 3) == 0)
             c->profile_off = 1;
         if (k && v && kl == 9 && memcmp(k, "generator", 9) == 0 && vl > 0 && vl < 11) {
@@ -594,7 +594,7 @@ static void see_metas(ck *c)
                 id = id * 10 + (uint64_t)(v[i++] - '0');
             /* an untrusted trace: only a code id it defines */
             if (i == vl && id > 0 && id <= t->ncodes) {
-                uint8_t *g = ck_slot((void **)&c->gen, &c->ngen, (size_t)id, 1);
+                uint8_t *g = ck_slot((void **)&c->code.gen, &c->code.ngen, (size_t)id, 1);
                 *g = 1;
             }
         }
@@ -606,7 +606,7 @@ void gr_checker_advance(gr_checker *c, size_t end)
     const gr_trace *t = c->t;
     if (end > gr_trace_count(t))
         end = (size_t)gr_trace_count(t);
-    if (c->metas_seen < t->nmetas)
+    if (c->code.metas_seen < t->nmetas)
         see_metas(c);
     if (c->pos < t->first) /* records already dropped: cannot happen when used as documented */
         c->pos = end > t->first ? (size_t)t->first : end;
@@ -729,7 +729,7 @@ size_t gr_checker_finish(gr_checker *c)
 {
     gr_check_result *res = c->res;
     gr_checker_advance(c, (size_t)gr_trace_count(c->t));
-    if (c->metas_seen < c->t->nmetas)
+    if (c->code.metas_seen < c->t->nmetas)
         see_metas(c);
     jit_note(c);
     finish(c);
@@ -737,12 +737,12 @@ size_t gr_checker_finish(gr_checker *c)
     for (size_t i = 0; i < c->nsh; i++)
         free(c->sh[i].e);
     free(c->sh);
-    free(c->gen);
+    free(c->code.gen);
     for (size_t i = 0; i < c->nth; i++)
         for (int k = 0; k < CK_RING; k++)
             free(c->th[i].ring[k].ids);
     free(c->th);
-    ck_free_lines(c->stop_text);
+    ck_free_lines(c->stop.stop_text);
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->release)
             gr_rule_table[k]->release(c);
@@ -750,12 +750,12 @@ size_t gr_checker_finish(gr_checker *c)
     gr_idmap_free(&c->glmap);
     gr_idmap_free(&c->thmap);
     ck_tomb_free(&c->tomb);
-    free(c->free_si);
+    free(c->cache.free_si);
     gr_sb_free(&c->msg);
     free(c->fa);
     free(c->fb);
-    free(c->own);
-    free(c->shcache);
+    free(c->code.own);
+    free(c->cache.shcache);
     free(c);
     return res->nv;
 }
@@ -770,7 +770,7 @@ size_t gr_check_stream(gr_trace *t, gr_check_result *res)
     /* After the first chunk that holds records (decoded whole: its META
      * definitions are seen before its first record, as before), batches of records
      * that stay in the cache between decoding and checking (reader.h). */
-    int batch_later = t->streaming && !t->batch;
+    int batch_later = t->streaming && !t->io.batch;
     gr_checker *c = gr_checker_new(t, res);
     for (;;) {
         gr_checker_advance(c, (size_t)gr_trace_count(t));

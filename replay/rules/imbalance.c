@@ -149,7 +149,7 @@ static void finish(ck *c)
         const ck_shadow *s = &c->sh[order[j]];
         if (s->dead || s->n == 0)
             continue;
-        if (c->stopped) {
+        if (c->stop.stopped) {
             if (s->stack_seen)
                 continue;
             size_t ti;
@@ -167,9 +167,9 @@ static void finish(ck *c)
             char *text[GR_CONTEXT_MAX];
             if (c->lines)
                 for (int k = 0; k < GR_CONTEXT_MAX; k++)
-                    text[k] = c->stop_text[k] ? gr_xstrdup(c->stop_text[k]) : NULL;
-            ck_violate_lines(c, GR_RULE_IMBALANCE, c->stop_index, s->tid, s->gid, c->stop_ctx,
-                             c->stop_nctx, NULL, c->lines ? text : NULL);
+                    text[k] = c->stop.stop_text[k] ? gr_xstrdup(c->stop.stop_text[k]) : NULL;
+            ck_violate_lines(c, GR_RULE_IMBALANCE, c->stop.stop_index, s->tid, s->gid, c->stop.stop_ctx,
+                             c->stop.stop_nctx, NULL, c->lines ? text : NULL);
         } else {
             ck_add_note(c, c->t->truncated ? GR_NOTE_OPEN_AT_TRUNCATION : GR_NOTE_OPEN_AT_END, s);
         }
@@ -181,7 +181,7 @@ static void finish(ck *c)
  * records up to the end of the trace. */
 static int pending(const ck *c, uint64_t hi)
 {
-    return c->stopped && c->stop_index < hi;
+    return c->stop.stopped && c->stop.stop_index < hi;
 }
 
 const gr_rule_ops gr_rule_imbalance = {

@@ -255,7 +255,7 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
         ps->shpred[p->si] = 0;
     pgreenlet *g = &ps->gl[p->gl];
     /* counted by the worker whose range holds the switch (split.h) */
-    int mine = !c->prefix && p->switch_index >= c->split_lo && p->switch_index < c->split_hi;
+    int mine = !c->split.prefix && p->switch_index >= c->split.split_lo && p->switch_index < c->split.split_hi;
     int folded = at && !confirm && !p->listed;
     if (folded) {
         /* Refuted, past the greenlet's first predictions: counted in the
@@ -305,8 +305,8 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
          * violation). */
         gr_sb_reset(&c->msg);
         ck_free_lines(p->text);
-        if (mine && !c->unconfirmed++)
-            c->unconfirmed_first = p->switch_index;
+        if (mine && !c->notes.unconfirmed++)
+            c->notes.unconfirmed_first = p->switch_index;
         return;
     }
     if (at->tag == GR_MARK) {
@@ -314,7 +314,7 @@ static void decide(ck *c, prediction *p, const gr_record *at, int confirm, const
                               " in the resumed frame (that MARK's own findings are this cause, "
                               "not reported again)",
                      at->index);
-        c->explained_mark = at->index + 1;
+        c->notes.explained_mark = at->index + 1;
     } else {
         gr_sb_printf(&c->msg, "; confirmed by the %s at event %" PRIu64 ": the resumed frame "
                               "switched away with no C_CALL of its own seen (the call it "
@@ -545,7 +545,7 @@ static void finish(ck *c)
 /* One note for the predictions nothing decided. */
 static void report(ck *c)
 {
-    if (!c->unconfirmed)
+    if (!c->notes.unconfirmed)
         return; /* a split check: each range says its own (split.h) */
     gr_sb_printf(&c->msg,
                  "propagation: %" PRIu64 " predicted blind spot%s (3.12+: a greenlet resumed with "
@@ -553,7 +553,7 @@ static void report(ck *c)
                  "switch at event %" PRIu64 ") neither confirmed nor refuted: no MARK in the "
                  "resumed frame and no event of its own before the greenlet switched away; "
                  "not violations (add a greenreplay.mark() after the switch to decide them)",
-                 c->unconfirmed, c->unconfirmed == 1 ? "" : "s", c->unconfirmed_first);
+                 c->notes.unconfirmed, c->notes.unconfirmed == 1 ? "" : "s", c->notes.unconfirmed_first);
     ck_add_info(c);
 }
 
@@ -579,8 +579,8 @@ static void release(ck *c)
 /* Before the range of a split check (rule.h) the rule runs as in it
  * (on_record): a prediction made there may be confirmed by a MARK in the
  * range, whose own blind_spot findings are then not reported
- * (ck.explained_mark); the verdicts about switches before the range are
- * dropped or not counted there (decide: split_lo). */
+ * (ck.notes.explained_mark); the verdicts about switches before the range are
+ * dropped or not counted there (decide: split.split_lo). */
 
 /* A prediction about a switch before hi, still waiting for evidence. */
 static int pending(const ck *c, uint64_t hi)

@@ -28,8 +28,8 @@ ck_thread *ck_get_thread(ck *c, uint64_t tid)
 static size_t new_shadow(ck *c, uint64_t tid, uint64_t gid)
 {
     size_t i;
-    if (c->nfree) {
-        i = c->free_si[--c->nfree];
+    if (c->cache.nfree) {
+        i = c->cache.free_si[--c->cache.nfree];
     } else {
         c->sh = gr_xgrow(c->sh, &c->cap_sh, c->nsh + 1, sizeof *c->sh);
         i = c->nsh++;
@@ -51,9 +51,9 @@ size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid)
     ck_shadow *s = &c->sh[i];
     ck_grave g;
     if (gid == 0) { /* one per thread, each counted */
-        s->seq = c->nseq++;
+        s->seq = c->cache.nseq++;
         s->counted = 1;
-        c->cov_shadows++;
+        c->cov.cov_shadows++;
     } else if (c->tomb.buried && ck_tomb_find(&c->tomb, gid, &g, 0) && g.slot < c->nth &&
                c->th[g.slot].tid == tid) {
         /* Freed at its DEAD: back as it was then (a record after its DEAD,
@@ -69,13 +69,13 @@ size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid)
         s->truth = (g.flags & CK_GRAVE_TRUTH) != 0;
         gr_idmap_put(&c->glmap, gid, 0, i);
     } else if (ck_tomb_see(&c->tomb, gid)) { /* the greenlet's first shadow */
-        s->seq = c->nseq++;
+        s->seq = c->cache.nseq++;
         s->counted = 1;
-        c->cov_shadows++;
-        c->cov_greenlets++;
+        c->cov.cov_shadows++;
+        c->cov.cov_greenlets++;
         gr_idmap_put(&c->glmap, gid, 0, i);
     } else { /* the same gid on another thread: never freed */
-        s->seq = c->nseq++;
+        s->seq = c->cache.nseq++;
         ck_tomb_set_multi(&c->tomb, gid);
     }
     return i;
@@ -94,8 +94,8 @@ void ck_bury(ck *c, size_t si, size_t th_slot)
     memset(s, 0, sizeof *s);
     s->freed = 1;
     s->dead = 1; /* loops over c->sh skip it as dead and empty */
-    c->free_si = gr_xgrow(c->free_si, &c->cap_free, c->nfree + 1, sizeof *c->free_si);
-    c->free_si[c->nfree++] = si;
+    c->cache.free_si = gr_xgrow(c->cache.free_si, &c->cache.cap_free, c->cache.nfree + 1, sizeof *c->cache.free_si);
+    c->cache.free_si[c->cache.nfree++] = si;
 }
 
 /* Live shadows by creation number (ck_shadows_in_order). */
@@ -335,12 +335,12 @@ void ck_apply(ck *c, const ck_event *e)
         break;
     case GR_STOP:
         undead(c, e->si);
-        c->stopped = 1;
-        c->stop_index = (size_t)r->index;
-        c->stop_nctx = ck_make_ctx(th, (size_t)r->index, c->stop_ctx);
+        c->stop.stopped = 1;
+        c->stop.stop_index = (size_t)r->index;
+        c->stop.stop_nctx = ck_make_ctx(th, (size_t)r->index, c->stop.stop_ctx);
         if (c->lines) {
-            ck_free_lines(c->stop_text);
-            ck_ctx_lines(c, th, c->stop_ctx, c->stop_nctx, c->stop_text);
+            ck_free_lines(c->stop.stop_text);
+            ck_ctx_lines(c, th, c->stop.stop_ctx, c->stop.stop_nctx, c->stop.stop_text);
         }
         break;
     case GR_STACK:
@@ -592,7 +592,7 @@ static void window(const ck *c, size_t *na, size_t *nb, int real_cut, int base_u
 
 int ck_code_is_generator(const ck *c, uint32_t code)
 {
-    return code < c->ngen && c->gen[code];
+    return code < c->code.ngen && c->code.gen[code];
 }
 
 /* Whether the only difference of a (shadow) and b (real) is real frames
@@ -655,8 +655,8 @@ int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
     if (!common_ends(a, na, b, nb, &p, &s))
         return 0;
     if (delegated_throw(c, b, nb, na, p, s)) {
-        if (!c->delegated++)
-            c->delegated_first = c->cmp_index;
+        if (!c->notes.delegated++)
+            c->notes.delegated_first = c->cmp_index;
         return 0;
     }
     missed(c, "return", a + p, na - s - p, 1);

@@ -148,57 +148,69 @@ struct gr_checker {
     gr_sb msg;              /* scratch for messages */
     uint32_t *fa, *fb;      /* scratch stacks for comparisons */
     size_t cap_fa, cap_fb;
-    size_t program_events;  /* coverage: records of the program */
-    size_t marks, truth_points, switch_truth, continued, stacks;
+    struct {                /* coverage (gr_check_coverage) */
+        size_t program_events; /* records of the program */
+        size_t marks, truth_points, switch_truth, continued, stacks;
+        size_t cov_shadows, cov_greenlets, cov_truth; /* counted as shadows
+                               are created and see ground truth */
+    } cov;
     int profile_off;        /* META profile: off (no subject at all) */
-    int stopped;
-    size_t stop_index;
-    size_t stop_ctx[GR_CONTEXT_MAX];
-    int stop_nctx;
-    char *stop_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
+    struct {                /* the STOP record, once replayed */
+        int stopped;
+        size_t stop_index;
+        size_t stop_ctx[GR_CONTEXT_MAX];
+        int stop_nctx;
+        char *stop_text[GR_CONTEXT_MAX]; /* its lines (streamed; owned) */
+    } stop;
     int lines;              /* violations keep context lines (streamed) */
-    size_t metas_seen;      /* META definitions looked at */
-    uint8_t *gen;           /* by code id: 1 a generator's or coroutine's
-                               code (META generator) */
-    size_t ngen;
-    uint64_t delegated;     /* ground-truth points whose only difference
+    struct {                /* facts by code id */
+        size_t metas_seen;  /* META definitions looked at */
+        uint8_t *gen;       /* 1 a generator's or coroutine's code (META
+                               generator) */
+        size_t ngen;
+        uint8_t *own;       /* 0 not known yet, 1 the program's, 2
+                               greenreplay's own (gr_code_is_own) */
+        size_t nown;
+    } code;
+    struct {                /* what notes report rather than violations */
+        uint64_t delegated; /* ground-truth points whose only difference
                                was frames of a throw() delegated through
                                them (ck_compare; CPython issue 73776) */
-    uint64_t delegated_first; /* the record of the first of them */
-    uint64_t cmp_index;     /* the record a comparison is made at */
-    uint64_t explained_mark; /* 1 + index of a MARK that confirmed a
+        uint64_t delegated_first; /* the record of the first of them */
+        uint64_t explained_mark; /* 1 + index of a MARK that confirmed a
                                predicted blind spot (propagation.c): its
                                own blind_spot findings are that cause,
                                reported once by propagation; 0 none */
-    uint64_t unconfirmed;   /* predictions no evidence decided (notes) */
-    uint64_t unconfirmed_first; /* the switch of the first of them */
+        uint64_t unconfirmed; /* predictions no evidence decided (notes) */
+        uint64_t unconfirmed_first; /* the switch of the first of them */
+    } notes;
+    uint64_t cmp_index;     /* the record a comparison is made at */
     void *rule_state[GR_NRULES_CHECK]; /* each rule's own (rule.h) */
-    size_t last_th;         /* slot of the last record's thread (a cache) */
-    uint8_t *own;           /* by code id: 0 not known yet, 1 the program's,
-                               2 greenreplay's own (gr_code_is_own) */
-    size_t nown;
-    int prefix;             /* split.h: records before the range: rules
-                               marked stateless are not run */
-    int no_end;             /* split.h: stopped before the end of the trace:
-                               no end-of-trace verdicts, notes or warnings */
-    uint64_t split_lo;      /* split.h: the range's first record once it
-                               began, else 0 */
-    uint64_t split_hi;      /* split.h: the first record past the range once
-                               known (the worker reads on), else UINT64_MAX:
+    struct {                /* split.h: a range of chunks checked */
+        int prefix;         /* records before the range: rules marked
+                               stateless are not run */
+        int no_end;         /* stopped before the end of the trace: no
+                               end-of-trace verdicts, notes or warnings */
+        uint64_t split_lo;  /* the range's first record once it began,
+                               else 0 */
+        uint64_t split_hi;  /* the first record past the range once known
+                               (the worker reads on), else UINT64_MAX:
                                what is counted about a switch there is the
                                next worker's (gr_check_result.folded) */
+    } split;
     uint32_t kind_rules[256]; /* by record tag: the rules (bit k: gr_rule_table[k])
                                  whose on_record wants that kind (rule.h) */
     uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */
-    ck_shcache *shcache;    /* [CK_SHCACHE] by (gid ^ tid << 7) mod size */
     ck_tomb tomb;           /* what is kept of freed dead greenlets, and
                                which gids were seen (tomb.h) */
     int keep_dead;          /* gr_checker_keep_dead: never bury */
-    size_t *free_si;        /* indices of freed shadows, for reuse */
-    size_t nfree, cap_free;
-    uint64_t nseq;          /* shadows created (ck_shadow.seq) */
-    size_t cov_shadows, cov_greenlets, cov_truth; /* coverage, counted as
-                               shadows are created and see ground truth */
+    struct {                /* caches, and the shadows' free list */
+        size_t last_th;     /* slot of the last record's thread */
+        ck_shcache *shcache; /* [CK_SHCACHE] by (gid ^ tid << 7) mod size */
+        size_t *free_si;    /* indices of freed shadows, for reuse */
+        size_t nfree, cap_free;
+        uint64_t nseq;      /* shadows created (ck_shadow.seq) */
+    } cache;
 };
 
 /* Whether rule `id` sees the next record of thread th whatever its kind

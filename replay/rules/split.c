@@ -49,12 +49,12 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
     sp->hi = UINT64_MAX;
     sp->ended = 0;
     sp->read_on = 0;
-    c->prefix = sp->from > 0;
+    c->split.prefix = sp->from > 0;
     for (;;) {
         if (n == sp->to)
-            c->split_hi = sp->hi = gr_trace_count(t);
+            c->split.split_hi = sp->hi = gr_trace_count(t);
         if (n >= sp->to && !any_pending(c, sp->hi)) {
-            c->no_end = 1;
+            c->split.no_end = 1;
             break;
         }
         gr_checker_detach(c);
@@ -63,8 +63,8 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
             break;
         if (n == sp->from) {
             sp->lo = before;
-            c->split_lo = before;
-            c->prefix = 0;
+            c->split.split_lo = before;
+            c->split.prefix = 0;
             in_range = 1;
         }
         n++;
@@ -72,7 +72,7 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
     }
     sp->chunks = n;
     uint64_t more = 0;
-    if (c->no_end && !t->err.status) {
+    if (c->split.no_end && !t->err.status) {
         /* What ended the recording, and the number of chunks, without
          * decoding the rest.  No chunk left (--to the number of chunks):
          * the whole trace was replayed, and the end-of-trace verdicts run
@@ -80,9 +80,9 @@ int gr_check_split(gr_trace *t, gr_split *sp, gr_check_result *res)
         gr_trace_skip_rest(t, &more);
         sp->chunks += more;
         if (!more && !t->err.status)
-            c->no_end = 0;
+            c->split.no_end = 0;
     }
-    sp->ended = !c->no_end;
+    sp->ended = !c->split.no_end;
     if (sp->hi != UINT64_MAX && gr_checker_position(c) > sp->hi)
         sp->read_on = gr_checker_position(c) - sp->hi;
     gr_checker_finish(c);

@@ -1109,6 +1109,92 @@ static int scan_side(const char *path, gr_stall *st, gr_times *hdr, int *ordered
     return *err ? -1 : 0;
 }
 
+/* The sampled stacks compared with the shadow stacks, chunk by chunk of
+ * the side channel pr: 0, or -1 when the trace or the side channel is
+ * unusable part way. */
+static int stream_samples(sst *ss, gr_times *pr, size_t *late, size_t *bad_ids)
+{
+    int rc = 0;
+    size_t next = 0; /* number of the next sample to compare */
+    while (!rc) {
+        for (; next < pr->first_sample + pr->nsamples; next++) {
+            const gr_sample *s = &pr->samples[next - pr->first_sample];
+            if (s->got < s->nstacks && !pr->done)
+                break; /* its stacks continue in the next chunk */
+            if ((rc = stream_sample(ss, pr, s, next, late, bad_ids)))
+                break;
+        }
+        if (rc || pr->done)
+            break;
+        if (gr_times_next_chunk(pr) < 0)
+            rc = -1, ss->side_bad = 1;
+    }
+    return rc;
+}
+
+/* Warnings in gr_stall_run's order, before the checker's, into pre. */
+static void stream_warnings(sst *ss, const gr_times *hdr, int profile_off, size_t late, size_t bad_ids,
+                            gr_check_result *pre)
+{
+    head_warnings(ss->t, hdr, ss->st, pre);
+    gr_sb sb;
+    gr_sb_init(&sb);
+    if (ss->stray) {
+        stray_message(&sb, ss->stray, ss->stray_first);
+        gr_check_add_warning(pre, gr_sb_take(&sb));
+    }
+    if (!hdr->truncated && ss->nsw != hdr->nwaits) {
+        count_message(&sb, ss->nsw, hdr->nwaits);
+        gr_check_add_warning(pre, gr_sb_take(&sb));
+    }
+    if (profile_off)
+        add_profile_off(pre);
+    if (late) {
+        gr_sb_printf(&sb, "%zu sample%s taken after the last record of the trace (%zu "
+                          "records): their stacks were not compared",
+                     late, late == 1 ? " was" : "s were", (size_t)ss->pos);
+        gr_check_add_warning(pre, gr_sb_take(&sb));
+    }
+    if (bad_ids) {
+        gr_sb_printf(&sb, "%zu sampled stack%s code ids the trace does not define: not "
+                          "compared (is the side channel from another recording?)",
+                     bad_ids, bad_ids == 1 ? " uses" : "s use");
+        gr_check_add_warning(pre, gr_sb_take(&sb));
+    }
+    gr_sb_free(&sb);
+}
+
+/* The checker finished: its warnings after the stall ones, the
+ * violations in order, the summary.  The number of violations. */
+static size_t stream_results(sst *ss, const gr_times *hdr, int profile_off, size_t late, size_t bad_ids)
+{
+    gr_trace *t = ss->t;
+    gr_stall *st = ss->st;
+    gr_check_result *res = ss->res;
+    /* Warnings in gr_stall_run's order, before the checker's. */
+    st->mode = meta(t, "sampler");
+    st->interval_us = meta(t, "sampler_interval_us");
+    gr_check_result pre;
+    memset(&pre, 0, sizeof pre);
+    stream_warnings(ss, hdr, profile_off, late, bad_ids, &pre);
+    gr_sb sb;
+
+    size_t nv = gr_checker_finish(ss->c);
+    for (size_t i = 0; i < res->nwarnings; i++)
+        gr_check_add_warning(&pre, res->warnings[i]);
+    free(res->warnings);
+    res->warnings = pre.warnings;
+    res->nwarnings = pre.nwarnings;
+    res->cap_warnings = pre.cap_warnings;
+    if (res->nv > 1)
+        qsort(res->v, res->nv, sizeof *res->v, by_index_group);
+
+    gr_sb_init(&sb);
+    gr_stall_summary(&sb, st);
+    res->summary = gr_sb_take(&sb);
+    return nv;
+}
+
 int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stall *st,
                     gr_check_result *res, size_t *nv, char **err)
 {
@@ -1164,20 +1250,7 @@ int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stal
     }
     if (!rc && !profile_off) {
         st->stacks = hdr.nstacks;
-        size_t next = 0; /* number of the next sample to compare */
-        while (!rc) {
-            for (; next < pr.first_sample + pr.nsamples; next++) {
-                const gr_sample *s = &pr.samples[next - pr.first_sample];
-                if (s->got < s->nstacks && !pr.done)
-                    break; /* its stacks continue in the next chunk */
-                if ((rc = stream_sample(&ss, &pr, s, next, &late, &bad_ids)))
-                    break;
-            }
-            if (rc || pr.done)
-                break;
-            if (gr_times_next_chunk(&pr) < 0)
-                rc = -1, ss.side_bad = 1;
-        }
+        rc = stream_samples(&ss, &pr, &late, &bad_ids);
     }
     if (!rc)
         rc = advance_to(&ss, UINT64_MAX);
@@ -1189,51 +1262,8 @@ int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stal
     if (!rc)
         rc = join_waits(&ss, 1);
 
-    /* Warnings in gr_stall_run's order, before the checker's. */
-    st->mode = meta(t, "sampler");
-    st->interval_us = meta(t, "sampler_interval_us");
-    gr_check_result pre;
-    memset(&pre, 0, sizeof pre);
-    head_warnings(t, &hdr, st, &pre);
+    *nv = stream_results(&ss, &hdr, profile_off, late, bad_ids);
     gr_sb sb;
-    gr_sb_init(&sb);
-    if (ss.stray) {
-        stray_message(&sb, ss.stray, ss.stray_first);
-        gr_check_add_warning(&pre, gr_sb_take(&sb));
-    }
-    if (!hdr.truncated && ss.nsw != hdr.nwaits) {
-        count_message(&sb, ss.nsw, hdr.nwaits);
-        gr_check_add_warning(&pre, gr_sb_take(&sb));
-    }
-    if (profile_off)
-        add_profile_off(&pre);
-    if (late) {
-        gr_sb_printf(&sb, "%zu sample%s taken after the last record of the trace (%zu "
-                          "records): their stacks were not compared",
-                     late, late == 1 ? " was" : "s were", (size_t)ss.pos);
-        gr_check_add_warning(&pre, gr_sb_take(&sb));
-    }
-    if (bad_ids) {
-        gr_sb_printf(&sb, "%zu sampled stack%s code ids the trace does not define: not "
-                          "compared (is the side channel from another recording?)",
-                     bad_ids, bad_ids == 1 ? " uses" : "s use");
-        gr_check_add_warning(&pre, gr_sb_take(&sb));
-    }
-    gr_sb_free(&sb);
-
-    *nv = gr_checker_finish(ss.c);
-    for (size_t i = 0; i < res->nwarnings; i++)
-        gr_check_add_warning(&pre, res->warnings[i]);
-    free(res->warnings);
-    res->warnings = pre.warnings;
-    res->nwarnings = pre.nwarnings;
-    res->cap_warnings = pre.cap_warnings;
-    if (res->nv > 1)
-        qsort(res->v, res->nv, sizeof *res->v, by_index_group);
-
-    gr_sb_init(&sb);
-    gr_stall_summary(&sb, st);
-    res->summary = gr_sb_take(&sb);
 
     for (size_t k = ss.head; k < ss.npd; k++) {
         free(ss.pd[k].diff);

@@ -156,7 +156,7 @@ static void finish(ck *c)
 static void report(ck *c)
 {
     char count[32], first[128];
-    if (c->no_end || !meta_value(c, "switches_in_profile_function", count, sizeof count))
+    if (c->split.no_end || !meta_value(c, "switches_in_profile_function", count, sizeof count))
         return;
     uint64_t index = 0, tid = 0, gid = 0;
     if (!meta_value(c, "switches_in_profile_function_first", first, sizeof first) ||

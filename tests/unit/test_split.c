@@ -311,7 +311,7 @@ static void test_skip_rest(void **state)
     uint8_t *d = tb_bytes(&b, &n);
     assert_int_equal(gr_trace_open(&t, b.path), GR_READ_OK);
     assert_int_equal(gr_trace_next_chunk(&t), 1);
-    size_t bad_at = t.pos;
+    size_t bad_at = t.io.pos;
     gr_trace_free(&t);
     d[bad_at] = 'Q';
     FILE *f = fopen(b.path, "wb");
