@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# tests/integration/habits.sh - greenreplay used the way users of other
+# Python tools use them:
+#   python -m greenreplay: --help is the tool's help (exit 0, not an
+#     environment error); `record -o T -- x.py` runs x.py with that
+#     interpreter and gives the same trace as `record -o T -- PYTHON x.py`;
+#     `check` runs; an unknown command is one usage line, exit 2; the older
+#     form (GREENREPLAY_OUTPUT set, a script) still records; `import
+#     greenreplay` imports nothing more than before (no __main__, no _cli)
+#
+# usage: tests/integration/habits.sh [--python PY]
+# Output: one line per test (PASS / FAIL / SKIP), then "N passed, N failed".
+# Exit status: 0 all passed, 1 a test failed, 2 bad usage.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gr_script_init habits "$@"
+cli=$GR_CLI
+W=$GR_WORK
+PYPATH=${BUILD:-$GR_ROOT/build}/python
+NSKIP=0
+skip() { echo "SKIP  $*"; NSKIP=$((NSKIP + 1)); }
+pym() { PYTHONPATH=$PYPATH "$GR_PY" -m greenreplay "$@"; }
+
+if ! "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+    gr_skip_all "greenlet is not importable by $GR_PY"
+fi
+cat >"$W/x.py" <<'PY'
+import greenlet
+def child():
+    main.switch(1)
+main = greenlet.getcurrent()
+g = greenlet.greenlet(child)
+g.switch()
+g.switch()
+print("done")
+PY
+
+# ---- 1. python -m greenreplay
+pym --help >"$W/h.out" 2>"$W/h.err"; rc=$?
+if [ $rc -eq 0 ] && grep -q '^usage: greenreplay COMMAND' "$W/h.out" && ! grep -q GREENREPLAY_OUTPUT "$W/h.err"; then
+    gr_ok "python -m greenreplay --help prints the tool's help"
+else
+    gr_bad "python -m greenreplay --help: exit $rc"; gr_show "$W/h.out" "$W/h.err"
+fi
+pym check --help >"$W/h.out" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '^usage: greenreplay check' "$W/h.out"; then
+    gr_ok "python -m greenreplay check --help"
+else
+    gr_bad "python -m greenreplay check --help: exit $rc"; gr_show "$W/h.out"
+fi
+(cd "$W" && pym record -o a.grt -- x.py >a.out 2>a.err); rc=$?
+# the same PYTHONPATH for both: it is part of what the program sees
+(cd "$W" && PYTHONPATH=$PYPATH "$cli" record -o b.grt -- "$GR_PY" x.py >b.out 2>b.err); rc2=$?
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(cat "$W/a.out")" = done ] && cmp -s "$W/a.grt" "$W/b.grt"; then
+    gr_ok "python -m greenreplay record -o T -- x.py: the same trace as record -- PYTHON x.py"
+else
+    gr_bad "python -m greenreplay record -- x.py: exit $rc/$rc2, or traces differ"; gr_show "$W/a.out" "$W/a.err"
+fi
+(cd "$W" && pym record -o c.grt -- "$GR_PY" x.py >c.out 2>&1); rc=$?
+if [ $rc -eq 0 ] && cmp -s "$W/c.grt" "$W/b.grt"; then
+    gr_ok "python -m greenreplay record -- PYTHON x.py keeps the named interpreter"
+else
+    gr_bad "python -m greenreplay record -- PYTHON x.py: exit $rc"; gr_show "$W/c.out"
+fi
+pym check -q "$W/a.grt" >"$W/q.out" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q 'a.grt: clean' "$W/q.out"; then
+    gr_ok "python -m greenreplay check"
+else
+    gr_bad "python -m greenreplay check: exit $rc"; gr_show "$W/q.out"
+fi
+pym frobnicate >"$W/u.out" 2>"$W/u.err"; rc=$?
+if [ $rc -eq 2 ] && [ ! -s "$W/u.out" ] && grep -q "unknown command 'frobnicate'" "$W/u.err"; then
+    gr_ok "python -m greenreplay with an unknown command: usage, exit 2"
+else
+    gr_bad "python -m greenreplay frobnicate: exit $rc"; gr_show "$W/u.err"
+fi
+(cd "$W" && GREENREPLAY_OUTPUT=$W/d.grt pym x.py >d.out 2>&1); rc=$?
+if [ $rc -eq 0 ] && "$cli" check -q "$W/d.grt" >/dev/null 2>&1; then
+    gr_ok "GREENREPLAY_OUTPUT=T python -m greenreplay x.py still records"
+else
+    gr_bad "GREENREPLAY_OUTPUT=T python -m greenreplay x.py: exit $rc"; gr_show "$W/d.out"
+fi
+mods=$(PYTHONPATH=$PYPATH "$GR_PY" -c 'import sys; b = set(sys.modules); import greenreplay; print(" ".join(sorted(set(sys.modules) - b)))')
+if [ "$mods" = "greenreplay greenreplay._greenreplay" ]; then
+    gr_ok "import greenreplay imports only the package and its extension"
+else
+    gr_bad "import greenreplay imported: $mods"
+fi
+
+echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
+[ "$GR_NBAD" -eq 0 ]
