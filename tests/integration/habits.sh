@@ -87,5 +87,71 @@ else
     gr_bad "import greenreplay imported: $mods"
 fi
 
+# ---- 2. the pytest plugin from the project's own files
+if ! "$GR_PY" -c 'import pytest' 2>/dev/null; then
+    skip "pytest plugin: pytest is not importable by $GR_PY (Debian: python3-pytest)"
+else
+    P=$W/proj
+    mkdir -p "$P"
+    cat >"$P/test_clean.py" <<'PY'
+import greenlet
+
+
+def test_one():
+    assert greenlet.greenlet(lambda: 1).switch() == 1
+
+
+def test_two():
+    assert True
+PY
+    pyt() {
+        (cd "$P" && PYTHONPATH=$PYPATH GREENREPLAY_CLI=$cli "$GR_PY" -m pytest -q \
+            -p greenreplay.pytest_plugin -p no:cacheprovider "$@") >"$W/pt.out" 2>&1
+    }
+    printf '[tool.pytest.ini_options]\ngreenreplay = true\n' >"$P/pyproject.toml"
+    pyt test_clean.py; rc=$?
+    line=$(grep '^greenreplay:' "$W/pt.out")
+    if [ $rc -eq 0 ] && [ "$line" = "greenreplay: 2 tests recorded and checked, no violations, no traces kept" ] &&
+            [ ! -e "$P/greenreplay-traces" ]; then
+        gr_ok "pytest with greenreplay = true in pyproject.toml: summary line, no empty trace directory"
+    else
+        gr_bad "pytest with greenreplay = true: exit $rc, line '$line', or greenreplay-traces/ left"; gr_show "$W/pt.out"
+    fi
+    printf '[tool.pytest.ini_options]\ngreenreplay = true\ngreenreplay_keep = "all"\ngreenreplay_dir = "tr"\n' \
+        >"$P/pyproject.toml"
+    pyt test_clean.py; rc=$?
+    if [ $rc -eq 0 ] && grep -q "^greenreplay: 2 tests recorded and checked, no violations, 2 traces kept in $P/tr\$" "$W/pt.out" &&
+            [ "$(ls "$P/tr" | grep -c '\.grt$')" = 2 ]; then
+        gr_ok "greenreplay_keep = all and greenreplay_dir in the ini: both traces kept there"
+    else
+        gr_bad "greenreplay_keep/greenreplay_dir from the ini: exit $rc"; gr_show "$W/pt.out"; ls "$P" "$P/tr" 2>&1 | gr_show /dev/stdin
+    fi
+    rm -rf "$P/tr"
+    cp "$GR_ROOT/tests/integration/pytest_demo/test_demo.py" "$P/"
+    printf '[tool.pytest.ini_options]\ngreenreplay = true\n' >"$P/pyproject.toml"
+    pyt test_demo.py -k test_blind_spot; rc=$?
+    if [ $rc -eq 1 ] && grep -q "^greenreplay: 1 test recorded and checked, 1 with violations, 1 trace kept in $P/greenreplay-traces\$" "$W/pt.out"; then
+        gr_ok "a test with a blind spot fails; the summary counts it and names the trace directory"
+    else
+        gr_bad "blind spot under greenreplay = true: exit $rc"; gr_show "$W/pt.out"
+    fi
+    rm -rf "$P/greenreplay-traces"
+    printf '[tool.pytest.ini_options]\ngreenreplay = true\ngreenreplay_allow = ["blind_spot"]\n' >"$P/pyproject.toml"
+    pyt test_demo.py -k test_blind_spot; rc=$?
+    if [ $rc -eq 0 ] && grep -q "^greenreplay: 1 test recorded and checked, no violations" "$W/pt.out"; then
+        gr_ok "greenreplay_allow in the ini tolerates the rule"
+    else
+        gr_bad "greenreplay_allow = blind_spot: exit $rc"; gr_show "$W/pt.out"
+    fi
+    rm -rf "$P/greenreplay-traces"
+    printf '[tool.pytest.ini_options]\ngreenreplay = false\n' >"$P/pyproject.toml"
+    pyt test_demo.py -k test_blind_spot; rc=$?
+    if [ $rc -eq 0 ] && ! grep -q '^greenreplay' "$W/pt.out"; then
+        gr_ok "greenreplay = false: the plugin stays off"
+    else
+        gr_bad "greenreplay = false: exit $rc"; gr_show "$W/pt.out"
+    fi
+fi
+
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
 [ "$GR_NBAD" -eq 0 ]
