@@ -153,5 +153,65 @@ PY
     fi
 fi
 
+# ---- 3. check's report in plain words
+if (cd "$GR_ROOT" && "$cli" record -o "$W/bs.grt" -- "$GR_PY" fixtures/switch_in_tracefunc.py) >"$W/bs.log" 2>&1; then
+    "$cli" check --color=never "$W/bs.grt" >"$W/bs.txt" 2>&1; rc=$?
+    legend=$(sed -n '/^how to read the records above/,/^$/p' "$W/bs.txt" | awk 'NR > 1 && NF {print $1}' | paste -sd' ' -)
+    quoted=$(grep -E '^  [> ]  +[0-9]+ ' "$W/bs.txt")
+    missing=
+    for w in $legend; do
+        case $w in
+            GREENLET|shadow:) grep -q -- "$w" "$W/bs.txt" || missing="$missing $w" ;;
+            *) printf '%s\n' "$quoted" | grep -q -- "$w" || missing="$missing $w" ;;
+        esac
+    done
+    if [ $rc -eq 1 ] && [ -n "$legend" ] && [ -z "$missing" ] &&
+            printf ' %s ' "$legend" | grep -q ' prof=ours .*use_tracing=0 .*inferred ' &&
+            ! printf ' %s ' "$legend" | grep -q 'subject=' &&
+            grep -q '^what was checked:$' "$W/bs.txt" && ! grep -q '^coverage:' "$W/bs.txt"; then
+        gr_ok "check explains the words of the records it quotes, and only those ($legend)"
+    else
+        gr_bad "check's legend: exit $rc, legend '$legend', not quoted:$missing"; gr_show "$W/bs.txt"
+    fi
+    "$cli" check --color=never "$W/a.grt" >"$W/clean.txt" 2>&1
+    if ! grep -q '^how to read' "$W/clean.txt" && grep -q '^what was checked:$' "$W/clean.txt"; then
+        gr_ok "a clean report has no legend"
+    else
+        gr_bad "a clean report has a legend or no 'what was checked'"; gr_show "$W/clean.txt"
+    fi
+else
+    gr_bad "record fixtures/switch_in_tracefunc.py"; gr_show "$W/bs.log"
+fi
+cat >"$W/own.py" <<'PY'
+import greenlet
+import greenreplay
+
+greenreplay.start("own.grt")
+
+
+def f():
+    greenreplay.mark("in f")
+    main.switch()
+
+
+main = greenlet.getcurrent()
+g = greenlet.greenlet(f)  # kept: suspended in f at exit
+g.switch()
+PY
+if (cd "$W" && PYTHONPATH=$PYPATH "$GR_PY" own.py) >"$W/own.log" 2>&1; then
+    "$cli" check --color=never "$W/own.grt" >"$W/own.txt" 2>&1; rc=$?
+    "$cli" check --format json "$W/own.grt" >"$W/own.json" 2>&1
+    if [ $rc -eq 0 ] && grep -q '^  t1 g2: f (own.py:7) > greenlet.greenlet.switch$' "$W/own.txt" &&
+            ! sed -n '/^open at stop/,/^$/p' "$W/own.txt" | grep -q '<greenreplay>\|greenreplay\._greenreplay' &&
+            grep -q "^  ([0-9]* frames\? of greenreplay's own left out)$" "$W/own.txt" &&
+            grep -q '<greenreplay>/' "$W/own.json"; then
+        gr_ok "open at stop lists the program's frames only (greenreplay's counted; JSON keeps them)"
+    else
+        gr_bad "greenreplay's own frames in the text report: exit $rc"; gr_show "$W/own.txt"
+    fi
+else
+    gr_bad "own.py did not run"; gr_show "$W/own.log"
+fi
+
 echo "$GR_NOK passed, $GR_NBAD failed$([ $NSKIP -gt 0 ] && echo ", $NSKIP skipped")"
 [ "$GR_NBAD" -eq 0 ]
