@@ -21,7 +21,7 @@ _greenreplay_opts() {
         script) echo "--anonymize -o --output --quiet --help" ;;
         diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --help" ;;
         reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --keep --quiet --help" ;;
-        export) echo "--format -o --output --times --no-times --no-check --help" ;;
+        export) echo "--format -o --output --view --times --no-times --no-check --help" ;;
         conform) echo "--profiler --list --python --json -o --output --keep --results --no-record --root --switches --help" ;;
     esac
 }
@@ -59,6 +59,7 @@ _greenreplay() {
                 COMPREPLY=($(compgen -W "text json" -- "$cur"))
             fi
             return ;;
+        --view) COMPREPLY=($(compgen -W "all merged greenlets" -- "$cur")); return ;;
         --c-names) COMPREPLY=($(compgen -W "exact script any" -- "$cur")); return ;;
         --rule) COMPREPLY=($(compgen -W "imbalance blind_spot switch_consistency propagation callback_guard displaced unreached" -- "$cur")); return ;;
         --fail-on) COMPREPLY=($(compgen -W "displaced" -- "$cur")); return ;;
