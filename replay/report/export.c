@@ -954,14 +954,14 @@ const char gr_export_usage[] =
     "(speedscope: profiles), slices, switches (switches and throws), marks,\n"
     "violations, returns without call, frames closed at end, and where the\n"
     "times came from; and a note when OUT is too big for a browser.\n"
+
+    "exit status: 0 written (violations do not change it), 2 missing or\n"
+    "corrupt trace or side channel, write error or bad usage.\n"
     "\n"
     "EXAMPLES\n"
     "  greenreplay export -o run.speedscope.json run.grt\n"
     "  greenreplay export --view merged -o run.chrome.json run.grt   # small\n"
-    "  greenreplay export --format chrome -o run.json run.grt        # Perfetto\n"
-    "\n"
-    "exit status: 0 written (violations do not change it), 2 missing or\n"
-    "corrupt trace or side channel, write error or bad usage.\n";
+    "  greenreplay export --format chrome -o run.json run.grt        # Perfetto\n";
 
 /* Past this size a browser viewer (speedscope, Perfetto UI's JSON import)
  * usually fails to open a file. */

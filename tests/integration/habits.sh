@@ -153,7 +153,20 @@ PY
     fi
 fi
 
-# ---- 3. check's report in plain words
+# ---- 3. help texts: short, ending with examples
+for c in "" record check conform export; do
+    "$cli" $c --help >"$W/help.txt" 2>&1
+    n=$(wc -l <"$W/help.txt")
+    ex=$(sed -n '/^EXAMPLES$/,$p' "$W/help.txt" | sed 1d)
+    if [ "$n" -le 80 ] && [ -n "$ex" ] && printf '%s\n' "$ex" | grep -q "greenreplay ${c:-record}" &&
+            ! printf '%s\n' "$ex" | grep -qv '^  '; then
+        gr_ok "greenreplay${c:+ $c} --help: $n lines, ends with EXAMPLES"
+    else
+        gr_bad "greenreplay${c:+ $c} --help: $n lines, examples '$ex'"
+    fi
+done
+
+# ---- 4. check's report in plain words
 if (cd "$GR_ROOT" && "$cli" record -o "$W/bs.grt" -- "$GR_PY" fixtures/switch_in_tracefunc.py) >"$W/bs.log" 2>&1; then
     "$cli" check --color=never "$W/bs.grt" >"$W/bs.txt" 2>&1; rc=$?
     legend=$(sed -n '/^how to read the records above/,/^$/p' "$W/bs.txt" | awk 'NR > 1 && NF {print $1}' | paste -sd' ' -)
