@@ -212,7 +212,7 @@ else:
 EOF
 )
     if [ "$cmp_out" = "ok $((nprof - 1))" ]; then
-        ok "chrome export in speedscope's Trace Event importer: the same $nprof greenlet tracks and totals"
+        ok "chrome export of the tracks in speedscope's Trace Event importer: the same $((nprof - 1)) greenlet tracks and totals"
     else
         bad "chrome export in speedscope: $cmp_out"
     fi
