@@ -13,7 +13,7 @@
 
 _greenreplay_opts() {
     case "$1" in
-        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --force --help" ;;
+        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --start-on --for --force --help" ;;
         check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --in-memory --from --to --allow --strict-known --fail-on --help" ;;
         dump)   echo "--times --help" ;;
         stats)  echo "--format --help" ;;
@@ -63,7 +63,7 @@ _greenreplay() {
         --c-names) COMPREPLY=($(compgen -W "exact script any" -- "$cur")); return ;;
         --rule) COMPREPLY=($(compgen -W "imbalance blind_spot switch_consistency propagation callback_guard displaced unreached" -- "$cur")); return ;;
         --fail-on) COMPREPLY=($(compgen -W "displaced" -- "$cur")); return ;;
-        --flush-signal) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
+        --flush-signal|--start-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
         --switches) COMPREPLY=($(compgen -W "passive callback" -- "$cur")); return ;;
         --python) COMPREPLY=($(compgen -c -- "$cur")); return ;;
         --profiler)

@@ -42,6 +42,7 @@ static const char usage_record[] =
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
     "                          [--switches passive|callback]\n"
     "                          [--switch-stacks needed|every]\n"
+    "                          [--start-on SIG [--for SECONDS]]\n"
     "                          -- PYTHON [PYTHON OPTIONS]\n"
     "                             SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
     "\n"
@@ -78,6 +79,12 @@ static const char usage_record[] =
     "                     stack (flag continued); every: a stack at every switch\n"
     "  --manual           only make `import greenreplay` work: the program calls\n"
     "                     greenreplay.start()/stop() itself\n"
+    "  --start-on SIG     record one window of a running service: the program\n"
+    "                     runs unrecorded until record gets SIG (USR2, ...; the\n"
+    "                     program's own handler of SIG is left as it is), then\n"
+    "                     until the next SIG or --for SECONDS; at the main\n"
+    "                     thread's next bytecode (docs/recorder-start.md)\n"
+    "  --for SECONDS      end the window that many seconds after it opened\n"
     "  -h, --help         show this help\n"
     "\n"
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT are forwarded to the program.  Hash\n"
@@ -94,7 +101,9 @@ static const char usage_record[] =
     "  greenreplay record -o run.grt -- python3 app.py --port 8000\n"
     "  greenreplay record --times -o run.grt -- python3 -m myservice\n"
     "  greenreplay record --manual -o run.grt -- python3 test_one.py\n"
-    "  python3 -m greenreplay record -o run.grt -- app.py\n";
+    "  python3 -m greenreplay record -o run.grt -- app.py\n"
+    "  greenreplay record --start-on USR2 --for 5 -o w.grt -- python3 server.py &\n"
+    "  kill -USR2 $!                   # records 5 seconds of the running server\n";
 
 /* One-line usage error naming the cause; exit status 2. */
 static int usage_error(const char *fmt, const char *arg)
@@ -586,6 +595,47 @@ static int terminal_foreground(void)
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
+/* --start-on SIG: the pipe to the program's boot (tracer/window.c): "S"
+ * opens the window at the first SIG, "E" closes it at the next SIG or
+ * after --for seconds (SIGALRM).  One window: later signals do nothing. */
+static volatile sig_atomic_t window_fd = -1;
+static volatile sig_atomic_t window_state; /* 0 waiting, 1 open, 2 closed */
+static volatile sig_atomic_t window_seconds;
+
+static void window_send(char c)
+{
+    int saved = errno;
+    ssize_t n;
+    do
+        n = write(window_fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    errno = saved;
+}
+
+static void window_signal(int sig)
+{
+    (void)sig;
+    if (window_state == 0) {
+        window_state = 1;
+        window_send('S');
+        if (window_seconds)
+            alarm((unsigned)window_seconds);
+    } else if (window_state == 1) {
+        window_state = 2;
+        alarm(0);
+        window_send('E');
+    }
+}
+
+static void window_alarm(int sig)
+{
+    (void)sig;
+    if (window_state == 1) {
+        window_state = 2;
+        window_send('E');
+    }
+}
+
 /* After the program ended: when the trace at out_abs lacks its trailer
  * (the program was killed, crashed, or left by os._exit(), which runs no
  * exit handler), say on stderr what `how` ended it and what the trace
@@ -676,11 +726,14 @@ int gr_cmd_record(int argc, char **argv)
         {"flush-signal", required_argument, NULL, 'F'},
         {"switches", required_argument, NULL, 'W'},
         {"switch-stacks", required_argument, NULL, 'K'},
+        {"start-on", required_argument, NULL, 'O'},
+        {"for", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *output = NULL, *root = NULL, *switches = NULL, *stacks = NULL, *max_size_arg = NULL;
-    int times = 0, manual = 0, force = 0, flush_sig = 0, c;
+    int times = 0, manual = 0, force = 0, flush_sig = 0, start_sig = 0, c;
+    long for_seconds = 0;
     uint64_t max_size = 0, ring = 0;
     optind = 1;
     opterr = 0;
@@ -690,6 +743,20 @@ int gr_cmd_record(int argc, char **argv)
         case 't': times = 1; break;
         case 'r': root = optarg; break;
         case 'M': manual = 1; break;
+        case 'O':
+            if (!(start_sig = gr_record_parse_signal(optarg)))
+                return usage_error("--start-on: '%s' is not a signal a program can catch (USR1, "
+                                   "SIGUSR2, a number)",
+                                   optarg);
+            break;
+        case 'D': {
+            char *end;
+            errno = 0;
+            for_seconds = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || for_seconds <= 0 || for_seconds > 86400 * 365)
+                return usage_error("--for: '%s' is not a number of seconds > 0", optarg);
+            break;
+        }
         case 'f': force = 1; break;
         case 'S':
             max_size_arg = optarg;
@@ -727,6 +794,14 @@ int gr_cmd_record(int argc, char **argv)
         return usage_error("%s", "-o FILE is required");
     if (!*output)
         return usage_error("%s", "-o: the file name is empty");
+    if (for_seconds && !start_sig)
+        return usage_error("%s", "--for needs --start-on SIG (the window it ends)");
+    if (start_sig && manual)
+        return usage_error("%s", "--start-on records a window of the whole program: not with --manual");
+    if (start_sig && (start_sig == flush_sig || start_sig == SIGINT || start_sig == SIGTERM ||
+                      start_sig == SIGHUP || start_sig == SIGQUIT))
+        return usage_error("--start-on: signal %s is already forwarded to the program or used by "
+                           "--flush-signal", sigabbrev_np(start_sig) ? sigabbrev_np(start_sig) : "?");
     if (ring && (times || max_size))
         return usage_error("%s", "--ring keeps the trace in memory: not with --times or --max-size");
     if (optind >= argc)
@@ -836,6 +911,17 @@ int gr_cmd_record(int argc, char **argv)
         snprintf(num, sizeof num, "%d", flush_sig);
         setenv("GREENREPLAY_FLUSH_SIGNAL", abbrev ? abbrev : num, 1);
     }
+    int wpipe[2] = {-1, -1};
+    unsetenv("GREENREPLAY_WINDOW_FD");
+    if (start_sig) {
+        if (pipe2(wpipe, O_CLOEXEC) < 0) {
+            perror("greenreplay: record: pipe");
+            unlock_output(out_abs);
+            return 2;
+        }
+        snprintf(num, sizeof num, "%d", wpipe[0]);
+        setenv("GREENREPLAY_WINDOW_FD", num, 1);
+    }
 
     /* Block the forwarded signals until the child's pid is known. */
     sigset_t block, saved;
@@ -844,6 +930,10 @@ int gr_cmd_record(int argc, char **argv)
         sigaddset(&block, forwarded[i]);
     if (flush_sig)
         sigaddset(&block, flush_sig);
+    if (start_sig) {
+        sigaddset(&block, start_sig);
+        sigaddset(&block, SIGALRM);
+    }
     sigprocmask(SIG_BLOCK, &block, &saved);
     fflush(NULL);
     /* Without a terminal in front (CI runners, supervisors, timeout(1)),
@@ -871,6 +961,8 @@ int gr_cmd_record(int argc, char **argv)
                 _exit(128 + SIGKILL);
         }
         sigprocmask(SIG_SETMASK, &saved, NULL);
+        if (start_sig)
+            fcntl(wpipe[0], F_SETFD, 0); /* the read end goes to the program */
         execvp(python, argv + optind);
         fprintf(stderr, "greenreplay: record: cannot run %s: %s\n", python, strerror(errno));
         _exit(127);
@@ -888,6 +980,21 @@ int gr_cmd_record(int argc, char **argv)
         sigaction(forwarded[i], &sa, NULL);
     if (flush_sig)
         sigaction(flush_sig, &sa, NULL);
+    if (start_sig) {
+        close(wpipe[0]);
+        window_fd = wpipe[1];
+        window_state = 0;
+        window_seconds = (sig_atomic_t)for_seconds;
+        signal(SIGPIPE, SIG_IGN); /* a program that ended: nothing to tell */
+        struct sigaction wa;
+        memset(&wa, 0, sizeof wa);
+        wa.sa_handler = window_signal;
+        wa.sa_flags = SA_RESTART;
+        sigfillset(&wa.sa_mask);
+        sigaction(start_sig, &wa, NULL);
+        wa.sa_handler = window_alarm;
+        sigaction(SIGALRM, &wa, NULL);
+    }
     sigprocmask(SIG_SETMASK, &saved, NULL);
 
     /* The trace as the end-of-run lines name it. */
@@ -900,6 +1007,11 @@ int gr_cmd_record(int argc, char **argv)
         }
     }
     child_pid = 0;
+    if (start_sig) {
+        alarm(0);
+        close(window_fd);
+        window_fd = -1;
+    }
     unlock_output(out_abs);
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
@@ -922,7 +1034,9 @@ int gr_cmd_record(int argc, char **argv)
     int empty = stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
     if (empty || stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", shown,
-                manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
+                start_sig ? "ended before the window opened: record got no --start-on signal "
+                            "while it ran, or recording could not start"
+                : manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
                          "os._exit()"
                 : ring ? "ended before its first frame ran, recording could not start, or, --ring "
                          "writing the file at exit, it left without the recorder's stop, e.g. by "

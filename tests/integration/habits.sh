@@ -153,7 +153,83 @@ PY
     fi
 fi
 
-# ---- 3. help texts: short, ending with examples
+# ---- 3. a window of a running program
+cat >"$W/svc.py" <<'PY'
+import signal
+import sys
+import time
+
+import greenlet
+
+own = lambda signum, frame: None  # noqa: E731
+signal.signal(signal.SIGUSR2, own)
+before = sys.getprofile()
+
+
+def work():
+    while True:
+        time.sleep(0.002)
+        main.switch()
+
+
+main = greenlet.getcurrent()
+g = greenlet.greenlet(work)
+print("ready", flush=True)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    g.switch()
+print("done", before is None, signal.getsignal(signal.SIGUSR2) is own, flush=True)
+PY
+# run_window SECONDS SIGNALS...: record svc.py for SECONDS with --start-on
+# USR2 --for 1, sending USR2 at each of the times SIGNALS (seconds after
+# "ready"); exit status in $W/win.rc
+run_window() {
+    local secs=$1 t at=0
+    shift
+    rm -f "$W/win.grt"
+    (cd "$W" && exec "$cli" record --start-on USR2 --for 1 -o win.grt -- "$GR_PY" svc.py "$secs") \
+        >"$W/win.out" 2>"$W/win.err" &
+    local rp=$!
+    for _ in $(seq 100); do grep -q ready "$W/win.out" 2>/dev/null && break; sleep 0.1; done
+    for t in "$@"; do
+        sleep "$(awk -v a="$at" -v b="$t" 'BEGIN { print b - a }')"
+        at=$t
+        kill -USR2 "$rp" 2>/dev/null
+    done
+    wait "$rp"
+    echo $? >"$W/win.rc"
+}
+run_window 3 0.3 2
+"$cli" dump "$W/win.grt" >"$W/win.dump" 2>&1
+starts=$(awk '$2 == "START"' "$W/win.dump" | wc -l)
+seed=$(awk '$2 == "GREENLET" && /flags=main/' "$W/win.dump" | head -n 1)
+"$cli" check -q "$W/win.grt" >"$W/win.chk" 2>&1; crc=$?
+if [ "$(cat "$W/win.rc")" = 0 ] && [ "$(tail -n 1 "$W/win.out")" = "done True True" ] && [ "$starts" = 1 ] &&
+        printf '%s' "$seed" | grep -q '<module> (svc.py:1)' &&
+        ! grep -q 'CALL  *t1 g[0-9]* <module>' "$W/win.dump" &&
+        grep -q '^# trailer: .*reason=stop' "$W/win.dump" && grep -q 'C_CALL .*time.sleep' "$W/win.dump" &&
+        [ $crc -eq 0 ] && grep -q ': clean, ' "$W/win.chk"; then
+        gr_ok "record --start-on USR2 --for 1: one window from mid-program, checks clean; a second USR2 does nothing; the program's own handler kept"
+else
+    gr_bad "record --start-on: exit $(cat "$W/win.rc"), $starts START, seed '$seed', check $crc"
+    gr_show "$W/win.out" "$W/win.err" "$W/win.chk"
+fi
+run_window 1
+if [ "$(cat "$W/win.rc")" = 0 ] && [ "$(tail -n 1 "$W/win.out")" = "done True True" ] &&
+        ! "$cli" dump "$W/win.grt" 2>/dev/null | grep -q START; then
+    gr_ok "record --start-on without the signal: the program runs unrecorded, as it would"
+else
+    gr_bad "record --start-on without the signal: exit $(cat "$W/win.rc")"; gr_show "$W/win.out" "$W/win.err"
+fi
+"$cli" record --for 1 -o "$W/x.grt" -- "$GR_PY" "$W/svc.py" 0 >/dev/null 2>"$W/e1"; r1=$?
+"$cli" record --manual --start-on USR2 -o "$W/x.grt" -- "$GR_PY" "$W/svc.py" 0 >/dev/null 2>"$W/e2"; r2=$?
+if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && grep -q -- "--for needs --start-on" "$W/e1" && grep -q "not with --manual" "$W/e2"; then
+    gr_ok "record --for without --start-on, --start-on with --manual: refused"
+else
+    gr_bad "record window usage errors: $r1 $r2"; gr_show "$W/e1" "$W/e2"
+fi
+
+# ---- 4. help texts: short, ending with examples
 for c in "" record check conform export; do
     "$cli" $c --help >"$W/help.txt" 2>&1
     n=$(wc -l <"$W/help.txt")
@@ -166,7 +242,7 @@ for c in "" record check conform export; do
     fi
 done
 
-# ---- 4. check's report in plain words
+# ---- 5. check's report in plain words
 if (cd "$GR_ROOT" && "$cli" record -o "$W/bs.grt" -- "$GR_PY" fixtures/switch_in_tracefunc.py) >"$W/bs.log" 2>&1; then
     "$cli" check --color=never "$W/bs.grt" >"$W/bs.txt" 2>&1; rc=$?
     legend=$(sed -n '/^how to read the records above/,/^$/p' "$W/bs.txt" | awk 'NR > 1 && NF {print $1}' | paste -sd' ' -)
