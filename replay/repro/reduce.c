@@ -725,13 +725,24 @@ static int test_cfg(void *ctx, const uint8_t *keep, size_t n)
     return r;
 }
 
+/* One line per run, with an estimate of what is left: if no more unit
+ * goes, ddmin ends after at most 3 x (units left) + 2 more runs (the rest
+ * of the current round, at most one per unit and the two halves alone,
+ * then rounds of twice the chunks up to one per unit, together at most
+ * twice the units), at the runs' mean time so far. */
 static void progress(void *ctx, size_t tested, int fails, size_t current)
 {
     rctx *c = ctx;
-    if (c->o->log)
-        fprintf(c->o->log, "reduce: run %zu: %zu units: %s; now %zu of %zu units [%.1f s]\n",
-                c->runs, tested, fails ? "still fails" : "no longer fails", current, c->u->nunits,
-                now() - c->t0);
+    if (!c->o->log)
+        return;
+    double spent = now() - c->t0;
+    size_t left = 3 * current + 2;
+    if (c->o->max_runs && c->runs + left > c->o->max_runs)
+        left = c->o->max_runs > c->runs ? c->o->max_runs - c->runs : 0;
+    fprintf(c->o->log, "reduce: run %zu: %zu units: %s; now %zu of %zu units [%.1f s; at most "
+                       "%zu runs, ~%.0f s more if no more units go]\n",
+            c->runs, tested, fails ? "still fails" : "no longer fails", current, c->u->nunits, spent,
+            left, c->runs ? spent / (double)c->runs * (double)left : 0.0);
 }
 
 /* The result's definitions at their own line numbers (gr_units_renumber),

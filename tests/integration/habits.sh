@@ -229,7 +229,38 @@ else
     gr_bad "record window usage errors: $r1 $r2"; gr_show "$W/e1" "$W/e2"
 fi
 
-# ---- 4. help texts: short, ending with examples
+# ---- 4. reduce in plain words, lines renumbered
+if [ -s "$W/bs.grt" ] || (cd "$GR_ROOT" && "$cli" record -o "$W/bs.grt" -- "$GR_PY" fixtures/switch_in_tracefunc.py) >/dev/null 2>&1; then
+    "$cli" script "$W/bs.grt" -o "$W/bs.py" 2>/dev/null
+    "$cli" reduce "$W/bs.py" --python "$GR_PY" --rule blind_spot --max-runs 4 -o "$W/small.py" 2>"$W/red.log"; rc=$?
+    bad_claims=$("$GR_PY" - "$W/small.py" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")
+defs = {}
+for n, l in enumerate(lines, 1):
+    m = re.match(r"def (_v\d+)\(\):  # (.*?)  #@", l)
+    if m:
+        defs[n] = m.group(2)
+bad = []
+for l in lines:
+    m = re.match(r"_fn\((_v\d+), '([^']*)', (\d+)\)", l)
+    if m and defs.get(int(m.group(3))) != m.group(2).rpartition(".")[2] and \
+            defs.get(int(m.group(3))) != m.group(2):
+        bad.append(l)
+print(len(bad) if bad or not defs else "ok")
+PY
+)
+    if [ $rc -eq 0 ] && grep -q '^reduce: run .*\(still fails\|no longer fails\); now .* at most [0-9]* runs, ~[0-9]* s more' "$W/red.log" &&
+            ! grep -q 'passes' "$W/red.log" && [ "$bad_claims" = ok ]; then
+        gr_ok "reduce: still fails / no longer fails with an estimate; the reduced script's lines are its own"
+    else
+        gr_bad "reduce: exit $rc, claims $bad_claims"; gr_show "$W/red.log"
+    fi
+else
+    gr_bad "reduce: no trace of fixtures/switch_in_tracefunc.py"
+fi
+
+# ---- 5. help texts: short, ending with examples
 for c in "" record check conform export; do
     "$cli" $c --help >"$W/help.txt" 2>&1
     n=$(wc -l <"$W/help.txt")
@@ -242,7 +273,7 @@ for c in "" record check conform export; do
     fi
 done
 
-# ---- 5. check's report in plain words
+# ---- 6. check's report in plain words
 if (cd "$GR_ROOT" && "$cli" record -o "$W/bs.grt" -- "$GR_PY" fixtures/switch_in_tracefunc.py) >"$W/bs.log" 2>&1; then
     "$cli" check --color=never "$W/bs.grt" >"$W/bs.txt" 2>&1; rc=$?
     legend=$(sed -n '/^how to read the records above/,/^$/p' "$W/bs.txt" | awk 'NR > 1 && NF {print $1}' | paste -sd' ' -)
