@@ -296,6 +296,36 @@ static const char *rule_gist(int rule)
     }
 }
 
+/* What a finding of each rule means for a profiler's user, and where to
+ * read more (NULL: nothing beyond the finding itself). */
+static const char *rule_meaning(int rule)
+{
+    switch (rule) {
+    case GR_RULE_IMBALANCE:
+        return "the profiler saw a return without its call, or a call that never returned: "
+               "its counts and times of those functions are off";
+    case GR_RULE_BLIND_SPOT:
+        return "calls ran that the profiler never saw, so it under-counts them; usual causes: a "
+               "greenlet resumed with profiling off (greenlet issue 256), a switch made inside "
+               "a trace or profile function";
+    case GR_RULE_SWITCH_CONSISTENCY:
+        return "events went to a greenlet that was not running: per-greenlet profiles mix "
+               "the greenlets' calls";
+    case GR_RULE_PROPAGATION:
+        return "a greenlet ran with profiling off: no profiler sees its calls until it is on "
+               "again (greenlet issue 256)";
+    case GR_RULE_CALLBACK_GUARD:
+        return "greenlet's switch callback ran with profiling on: profilers count its calls "
+               "as the program's";
+    case GR_RULE_DISPLACED:
+        return "the program itself replaced or removed the profile function; what ran after "
+               "went unseen by the profiler it displaced (not failing: --fail-on displaced)";
+    case GR_RULE_UNREACHED:
+        return "threads ran with no profile function at all: their calls are in no profile";
+    default: return NULL;
+    }
+}
+
 /* The words of the dump lines a report quotes, each with what it means,
  * printed under the findings for the words that appear in them. */
 static const struct {
@@ -455,9 +485,23 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         }
     }
     if (r->nv) {
+        /* the quoted records' words, before anything else is added */
         char *text = gr_xrealloc(NULL, sb.len - quoted + 1);
         memcpy(text, sb.s + quoted, sb.len - quoted);
         text[sb.len - quoted] = 0;
+        int seen[GR_NRULES] = {0}, any = 0;
+        for (size_t i = 0; i < r->nv; i++)
+            if ((int)r->v[i].rule >= 0 && r->v[i].rule < GR_NRULES)
+                seen[r->v[i].rule] = 1;
+        for (int k = 0; k < GR_NRULES; k++) {
+            const char *m = seen[k] ? rule_meaning(k) : NULL;
+            if (!m)
+                continue;
+            if (!any)
+                gr_sb_puts(&sb, "\nwhat the findings mean (docs/RULES.md has a section per rule):\n");
+            any = 1;
+            gr_sb_printf(&sb, "  %-19s %s\n", gr_rule_name((enum gr_rule)k), m);
+        }
         put_legend(&sb, text);
         free(text);
     }

@@ -61,6 +61,10 @@ static void test_text(void **state)
     /* the section is named for what it is, not "coverage" (of code) */
     assert_non_null(strstr(s, "\nwhat was checked:\n  records "));
     assert_null(strstr(s, "coverage:"));
+    /* what the findings mean: for the rules found only */
+    assert_non_null(strstr(s, "\nwhat the findings mean (docs/RULES.md has a section per rule):\n"
+                              "  imbalance           the profiler saw a return without its call"));
+    assert_null(strstr(s, "  blind_spot          calls ran that the profiler never saw"));
     assert_non_null(strstr(s, "warning: trailer reports 1 dropped record:"));
     assert_non_null(strstr(s, "\nimbalance at event 5 (t1 g1): C_RETURN of builtins.len"));
     /* context: 3 earlier records of t1, then the record marked with '>' */
