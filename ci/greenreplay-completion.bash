@@ -13,7 +13,7 @@
 
 _greenreplay_opts() {
     case "$1" in
-        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --force --help" ;;
+        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --start-on --for --force --help" ;;
         check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --in-memory --from --to --allow --strict-known --fail-on --help" ;;
         dump)   echo "--times --help" ;;
         stats)  echo "--format --help" ;;
@@ -21,7 +21,7 @@ _greenreplay_opts() {
         script) echo "--anonymize -o --output --quiet --help" ;;
         diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --help" ;;
         reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --keep --quiet --help" ;;
-        export) echo "--format -o --output --times --no-times --no-check --help" ;;
+        export) echo "--format -o --output --view --times --no-times --no-check --help" ;;
         conform) echo "--profiler --list --python --json -o --output --keep --results --no-record --root --switches --help" ;;
         stall)  echo "--python --sampler --attach --idle --depth --reps --seconds --interval-us --json --help" ;;
     esac
@@ -60,10 +60,11 @@ _greenreplay() {
                 COMPREPLY=($(compgen -W "text json" -- "$cur"))
             fi
             return ;;
+        --view) COMPREPLY=($(compgen -W "all merged greenlets" -- "$cur")); return ;;
         --c-names) COMPREPLY=($(compgen -W "exact script any" -- "$cur")); return ;;
         --rule) COMPREPLY=($(compgen -W "imbalance blind_spot switch_consistency propagation callback_guard displaced unreached" -- "$cur")); return ;;
         --fail-on) COMPREPLY=($(compgen -W "displaced" -- "$cur")); return ;;
-        --flush-signal) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
+        --flush-signal|--start-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
         --switches) COMPREPLY=($(compgen -W "passive callback" -- "$cur")); return ;;
         --python) COMPREPLY=($(compgen -c -- "$cur")); return ;;
         --profiler)

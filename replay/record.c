@@ -42,79 +42,68 @@ static const char usage_record[] =
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
     "                          [--switches passive|callback]\n"
     "                          [--switch-stacks needed|every]\n"
+    "                          [--start-on SIG [--for SECONDS]]\n"
     "                          -- PYTHON [PYTHON OPTIONS]\n"
     "                             SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
     "\n"
-    "Run the program with PYTHON, recording profile events and greenlet\n"
-    "switches into the trace FILE: from the call of the program's first frame\n"
-    "(its <module>) to interpreter exit, or, with --manual, between the\n"
-    "program's own greenreplay.start() and stop().  The interpreter runs the\n"
-    "program itself (no runner of greenreplay's is on the stack): interpreter\n"
-    "options such as -u, -O, -B, -W ARG, -X dev, -X faulthandler work; -E, -I\n"
-    "(and, without --manual, -S) are refused, as they keep the recorder out.\n"
-    "Recording stops before the traceback of an uncaught exception is printed\n"
-    "(unless other threads still run), else at interpreter exit after the\n"
-    "program's non-daemon threads ended.\n"
+    "Run the program with PYTHON and record what a profiler sees (calls,\n"
+    "returns, greenlet switches) with the real Python stack, into the trace\n"
+    "FILE: from the program's first frame to its exit, or, with --manual,\n"
+    "between its own greenreplay.start() and stop().  The program runs as\n"
+    "without the recorder: its output, exit status and interpreter options\n"
+    "(-u, -O, -X dev, ...) are its own; -E, -I (and, without --manual, -S) are\n"
+    "refused, as they keep the recorder out.  `python -m greenreplay record -o\n"
+    "FILE -- SCRIPT` runs SCRIPT with that interpreter.\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE  trace to write.  An existing FILE is emptied before the\n"
-    "                     program starts (a run that never starts recording\n"
-    "                     leaves no old trace behind); one that is not a\n"
-    "                     greenreplay trace is refused, unless --force\n"
+    "  -o, --output FILE  trace to write; an existing file that is not a trace is\n"
+    "                     refused unless --force (it is emptied before the run)\n"
     "  --force            overwrite FILE (and FILE.times) even if it is not a trace\n"
     "  --times            also write timestamps to FILE.times (side channel)\n"
-    "  --root DIR         code file names are written relative to DIR (default:\n"
-    "                     the script's directory; the current directory for\n"
-    "                     -m, -c and -), the same with and without --manual\n"
-    "  --max-size SIZE    cap the trace at SIZE bytes (> 0; suffix k, M or G for\n"
-    "                     KiB, MiB, GiB); records past it are dropped and\n"
-    "                     counted (trailer: size-cap), and at the end one line\n"
-    "                     on stderr says how many\n"
-    "  --ring N           keep only the last N records (N > 0; at least N, whole\n"
-    "                     chunks) in memory; the file is written at exit and on\n"
-    "                     flush.  Not with --times or --max-size\n"
+    "  --root DIR         file names are written relative to DIR (default: the\n"
+    "                     script's directory; the current one for -m, -c and -)\n"
+    "  --max-size SIZE    cap the trace at SIZE bytes (suffix k, M, G); records\n"
+    "                     past it are dropped and counted\n"
+    "  --ring N           keep only the last N records in memory, written at exit\n"
+    "                     and on --flush-signal (not with --times or --max-size)\n"
     "  --flush-signal SIG flush the trace on signal SIG (USR1, SIGUSR2, a number)\n"
-    "                     without stopping; in ring mode this writes the file.\n"
-    "                     SIG sent to `greenreplay record` is forwarded too\n"
-    "  --switches MODE    how greenlet switches are detected.  passive (the\n"
-    "                     default): no greenlet trace callback is installed; the\n"
-    "                     recorder looks for a switch at each mark and at each\n"
-    "                     profile event after which one may have happened (asking\n"
-    "                     greenlet which greenlet runs) and writes it with the\n"
-    "                     target's real stack, or as continued without asking (see\n"
-    "                     --switch-stacks).  callback: installs a greenlet trace\n"
-    "                     callback (greenlet.settrace, chained in front of the\n"
-    "                     program's; greenlet.gettrace() then returns the\n"
-    "                     recorder's) that announces switches and throws; any such\n"
-    "                     callback makes greenlet recompute the target's tracing\n"
-    "                     state, hiding the greenlet issue 256 class that passive\n"
-    "                     mode exists to see\n"
+    "                     without stopping; the program's handler still runs\n"
+    "  --switches MODE    how switches are found.  passive (the default): no\n"
+    "                     greenlet trace callback is installed; the recorder asks\n"
+    "                     greenlet which greenlet runs at each mark and profile\n"
+    "                     event that may follow a switch.  callback: installs a\n"
+    "                     greenlet trace callback (greenlet.settrace), which makes\n"
+    "                     greenlet heal the greenlet issue 256 class it looks for\n"
     "  --switch-stacks WHEN  passive mode: needed (default): a switch back into a\n"
-    "                     greenlet whose turns since its last real stack were all\n"
-    "                     seen is written without a stack (flag continued: the\n"
-    "                     trace gives it; docs/FORMAT.md section 4; Python\n"
-    "                     3.9-3.11, not with --ring); every: the real stack at\n"
-    "                     every switch (slower)\n"
-    "  --manual           do not start recording; only make `import greenreplay`\n"
-    "                     work, so the program calls greenreplay.start()/stop()\n"
-    "                     itself (start() with no path writes FILE)\n"
+    "                     greenlet whose turns were all seen is written without its\n"
+    "                     stack (flag continued); every: a stack at every switch\n"
+    "  --manual           only make `import greenreplay` work: the program calls\n"
+    "                     greenreplay.start()/stop() itself\n"
+    "  --start-on SIG     record one window of a running service: the program\n"
+    "                     runs unrecorded until record gets SIG (USR2, ...; the\n"
+    "                     program's own handler of SIG is left as it is), then\n"
+    "                     until the next SIG or --for SECONDS; at the main\n"
+    "                     thread's next bytecode (docs/recorder-start.md)\n"
+    "  --for SECONDS      end the window that many seconds after it opened\n"
     "  -h, --help         show this help\n"
     "\n"
-    "Hash randomization stays as without the recorder: set PYTHONHASHSEED\n"
-    "yourself for runs that repeat set and dict orders.\n"
-    "SIGINT, SIGTERM, SIGHUP, SIGQUIT (and SIG of --flush-signal) sent to\n"
-    "`greenreplay record` are forwarded to the program, and record waits for it.\n"
-    "A failed write (disk full) never reaches the program: the trace ends with\n"
-    "a trailer saying write-error and how many records were lost, and one line\n"
-    "goes to stderr.  More in docs/USAGE.md, \"Under faults\".\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGQUIT are forwarded to the program.  Hash\n"
+    "randomization stays on: set PYTHONHASHSEED for runs that must repeat.\n"
+    "A failed write (disk full) never reaches the program; the trace says so.\n"
+    "docs/USAGE.md has the details (\"Using it\", \"Under faults\").\n"
     "\n"
-    "exit status: the program's own; 128+N if it was killed by signal N (the\n"
-    "trace then holds every complete chunk written before, 64 KiB each; a line\n"
-    "on stderr says how many, also after os._exit(), which skips the\n"
-    "recorder's stop); 2 bad usage (one line naming the option), an\n"
-    "interpreter that is missing or that the recorder is not built for (with\n"
-    "the `make PYTHON=...` to run), or an output FILE that cannot or must\n"
-    "not be written.\n";
+    "exit status: the program's own; 128+N if it was killed by signal N (a line\n"
+    "on stderr says how much of the trace was written); 2 bad usage, an\n"
+    "interpreter the recorder is not built for, or a FILE that cannot or must\n"
+    "not be written.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  greenreplay record -o run.grt -- python3 app.py --port 8000\n"
+    "  greenreplay record --times -o run.grt -- python3 -m myservice\n"
+    "  greenreplay record --manual -o run.grt -- python3 test_one.py\n"
+    "  python3 -m greenreplay record -o run.grt -- app.py\n"
+    "  greenreplay record --start-on USR2 --for 5 -o w.grt -- python3 server.py &\n"
+    "  kill -USR2 $!                   # records 5 seconds of the running server\n";
 
 /* One-line usage error naming the cause; exit status 2. */
 static int usage_error(const char *fmt, const char *arg)
@@ -606,6 +595,47 @@ static int terminal_foreground(void)
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
+/* --start-on SIG: the pipe to the program's boot (tracer/window.c): "S"
+ * opens the window at the first SIG, "E" closes it at the next SIG or
+ * after --for seconds (SIGALRM).  One window: later signals do nothing. */
+static volatile sig_atomic_t window_fd = -1;
+static volatile sig_atomic_t window_state; /* 0 waiting, 1 open, 2 closed */
+static volatile sig_atomic_t window_seconds;
+
+static void window_send(char c)
+{
+    int saved = errno;
+    ssize_t n;
+    do
+        n = write(window_fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    errno = saved;
+}
+
+static void window_signal(int sig)
+{
+    (void)sig;
+    if (window_state == 0) {
+        window_state = 1;
+        window_send('S');
+        if (window_seconds)
+            alarm((unsigned)window_seconds);
+    } else if (window_state == 1) {
+        window_state = 2;
+        alarm(0);
+        window_send('E');
+    }
+}
+
+static void window_alarm(int sig)
+{
+    (void)sig;
+    if (window_state == 1) {
+        window_state = 2;
+        window_send('E');
+    }
+}
+
 /* After the program ended: when the trace at out_abs lacks its trailer
  * (the program was killed, crashed, or left by os._exit(), which runs no
  * exit handler), say on stderr what `how` ended it and what the trace
@@ -685,8 +715,10 @@ void gr_record_set_trace_label(const char *label)
 /* record's options. */
 struct rec_opts {
     const char *output, *root, *switches, *stacks, *max_size_arg;
-    int times, manual, force, flush_sig;
+    int times, manual, force, flush_sig, start_sig;
+    long for_seconds;
     uint64_t max_size, ring;
+    int wpipe[2]; /* --start-on: the pipe to the program's boot */
 };
 
 /* What a step of gr_cmd_record returns to let the next one run (else the
@@ -707,6 +739,8 @@ static int record_options(struct rec_opts *o, int argc, char **argv)
         {"flush-signal", required_argument, NULL, 'F'},
         {"switches", required_argument, NULL, 'W'},
         {"switch-stacks", required_argument, NULL, 'K'},
+        {"start-on", required_argument, NULL, 'O'},
+        {"for", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -719,6 +753,20 @@ static int record_options(struct rec_opts *o, int argc, char **argv)
         case 't': o->times = 1; break;
         case 'r': o->root = optarg; break;
         case 'M': o->manual = 1; break;
+        case 'O':
+            if (!(o->start_sig = gr_record_parse_signal(optarg)))
+                return usage_error("--start-on: '%s' is not a signal a program can catch (USR1, "
+                                   "SIGUSR2, a number)",
+                                   optarg);
+            break;
+        case 'D': {
+            char *end;
+            errno = 0;
+            o->for_seconds = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || o->for_seconds <= 0 || o->for_seconds > 86400 * 365)
+                return usage_error("--for: '%s' is not a number of seconds > 0", optarg);
+            break;
+        }
         case 'f': o->force = 1; break;
         case 'S':
             o->max_size_arg = optarg;
@@ -756,6 +804,15 @@ static int record_options(struct rec_opts *o, int argc, char **argv)
         return usage_error("%s", "-o FILE is required");
     if (!*o->output)
         return usage_error("%s", "-o: the file name is empty");
+    if (o->for_seconds && !o->start_sig)
+        return usage_error("%s", "--for needs --start-on SIG (the window it ends)");
+    if (o->start_sig && o->manual)
+        return usage_error("%s", "--start-on records a window of the whole program: not with --manual");
+    if (o->start_sig && (o->start_sig == o->flush_sig || o->start_sig == SIGINT || o->start_sig == SIGTERM ||
+                         o->start_sig == SIGHUP || o->start_sig == SIGQUIT))
+        return usage_error("--start-on: signal %s is already forwarded to the program or used by "
+                           "--flush-signal",
+                           sigabbrev_np(o->start_sig) ? sigabbrev_np(o->start_sig) : "?");
     if (o->ring && (o->times || o->max_size))
         return usage_error("%s", "--ring keeps the trace in memory: not with --times or --max-size");
     if (optind >= argc)
@@ -828,7 +885,7 @@ static int record_paths(struct rec_opts *o, const struct program *prog, char *ou
 
 /* The interpreter probed, the output locked and emptied, and the
  * recorder's environment for the program. */
-static int record_environment(const struct rec_opts *o, const struct program *prog, const char *pkg,
+static int record_environment(struct rec_opts *o, const struct program *prog, const char *pkg,
                               const char *out_abs)
 {
     const char *old = getenv("PYTHONPATH");
@@ -882,7 +939,36 @@ static int record_environment(const struct rec_opts *o, const struct program *pr
         snprintf(num, sizeof num, "%d", o->flush_sig);
         setenv("GREENREPLAY_FLUSH_SIGNAL", abbrev ? abbrev : num, 1);
     }
+    unsetenv("GREENREPLAY_WINDOW_FD");
+    if (o->start_sig) {
+        if (pipe2(o->wpipe, O_CLOEXEC) < 0) {
+            perror("greenreplay: record: pipe");
+            unlock_output(out_abs);
+            return 2;
+        }
+        snprintf(num, sizeof num, "%d", o->wpipe[0]);
+        setenv("GREENREPLAY_WINDOW_FD", num, 1);
+    }
     return REC_GO_ON;
+}
+
+/* --start-on: record's end of the pipe, and the handlers that open and
+ * close the window. */
+static void window_arm(const struct rec_opts *o)
+{
+    close(o->wpipe[0]);
+    window_fd = o->wpipe[1];
+    window_state = 0;
+    window_seconds = (sig_atomic_t)o->for_seconds;
+    signal(SIGPIPE, SIG_IGN); /* a program that ended: nothing to tell */
+    struct sigaction wa;
+    memset(&wa, 0, sizeof wa);
+    wa.sa_handler = window_signal;
+    wa.sa_flags = SA_RESTART;
+    sigfillset(&wa.sa_mask);
+    sigaction(o->start_sig, &wa, NULL);
+    wa.sa_handler = window_alarm;
+    sigaction(SIGALRM, &wa, NULL);
 }
 
 /* The program started, with the forwarded signals in place. */
@@ -896,6 +982,10 @@ static int record_spawn(const struct rec_opts *o, const char *python, char **arg
         sigaddset(&block, forwarded[i]);
     if (o->flush_sig)
         sigaddset(&block, o->flush_sig);
+    if (o->start_sig) {
+        sigaddset(&block, o->start_sig);
+        sigaddset(&block, SIGALRM);
+    }
     sigprocmask(SIG_BLOCK, &block, &saved);
     fflush(NULL);
     /* Without a terminal in front (CI runners, supervisors, timeout(1)),
@@ -923,6 +1013,8 @@ static int record_spawn(const struct rec_opts *o, const char *python, char **arg
                 _exit(128 + SIGKILL);
         }
         sigprocmask(SIG_SETMASK, &saved, NULL);
+        if (o->start_sig)
+            fcntl(o->wpipe[0], F_SETFD, 0); /* the read end goes to the program */
         execvp(python, args);
         fprintf(stderr, "greenreplay: record: cannot run %s: %s\n", python, strerror(errno));
         _exit(127);
@@ -940,6 +1032,8 @@ static int record_spawn(const struct rec_opts *o, const char *python, char **arg
         sigaction(forwarded[i], &sa, NULL);
     if (o->flush_sig)
         sigaction(o->flush_sig, &sa, NULL);
+    if (o->start_sig)
+        window_arm(o);
     sigprocmask(SIG_SETMASK, &saved, NULL);
     *pidp = pid;
     return REC_GO_ON;
@@ -971,7 +1065,9 @@ static int record_outcome(const struct rec_opts *o, int status, const char *show
     int empty = stat(out_abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
     if (empty || stat(out_abs, &st) != 0)
         fprintf(stderr, "greenreplay: record: no trace was written to %s (the program %s)\n", shown,
-                o->manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
+                o->start_sig ? "ended before the window opened: record got no --start-on signal "
+                               "while it ran, or recording could not start"
+                : o->manual ? "did not call greenreplay.start(), or left without its stop(), e.g. by "
                          "os._exit()"
                 : o->ring ? "ended before its first frame ran, recording could not start, or, --ring "
                          "writing the file at exit, it left without the recorder's stop, e.g. by "
@@ -1021,6 +1117,11 @@ int gr_cmd_record(int argc, char **argv)
         }
     }
     child_pid = 0;
+    if (o->start_sig) {
+        alarm(0);
+        close(window_fd);
+        window_fd = -1;
+    }
     unlock_output(out_abs);
     return record_outcome(o, status, shown, out_abs);
 }

@@ -4,9 +4,15 @@
 usage: export_check.py chrome FILE.json [--expect-track NAME]... [--expect-violation RULE]...
        export_check.py speedscope FILE.json [--expect-profile NAME]...
 
-chrome: the Chrome Trace Event format (JSON object form, "traceEvents"):
+chrome: the Chrome Trace Event format (JSON array form: what speedscope
+opens under a *.chrome.json name, and sniffs as Chrome's under any other
+when its first event has pid, tid, ph and cat, which is required):
 every event has the required fields ph, ts, pid, tid and name, of the right
-types; ph is one the exporter may write (B E X i s f M); B/E events nest per
+types; ph is one the exporter may write (B E X i s f M P); the merged view's
+P events are a "Profile" and a "ProfileChunk" with the same id per track,
+whose cpuProfile has nodes with unique ids and existing parents, samples of
+those nodes, one timeDelta per sample (none negative) adding up to at most
+endTime; B/E events nest per
 track (pid, tid): an E closes the innermost open B of its track, with the
 same name, at a ts not before it, and ts never goes back on a track; no B
 is left open at the end; X has a dur >= 0; an instant has a scope s in
@@ -31,7 +37,32 @@ import json
 import sys
 
 UNITS = {"none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"}
-PHASES = {"B", "E", "X", "i", "s", "f", "M"}
+PHASES = {"B", "E", "X", "i", "s", "f", "M", "P"}
+
+
+def check_cpu_profile(where, data):
+    errs = []
+    cpu = data.get("cpuProfile") or {}
+    nodes, samples, deltas = cpu.get("nodes"), cpu.get("samples"), data.get("timeDeltas")
+    if not isinstance(nodes, list) or not isinstance(samples, list) or not isinstance(deltas, list):
+        return ["%s: ProfileChunk without cpuProfile.nodes, cpuProfile.samples, timeDeltas" % where]
+    ids = set()
+    for nd in nodes:
+        if not isinstance(nd.get("id"), int) or nd["id"] in ids:
+            errs.append("%s: node id %r missing or repeated" % (where, nd.get("id")))
+        ids.add(nd.get("id"))
+        if not isinstance((nd.get("callFrame") or {}).get("functionName"), str):
+            errs.append("%s: node %r without callFrame.functionName" % (where, nd.get("id")))
+    for nd in nodes:
+        if "parent" in nd and nd["parent"] not in ids:
+            errs.append("%s: node %r has unknown parent %r" % (where, nd.get("id"), nd["parent"]))
+    if any(x not in ids for x in samples):
+        errs.append("%s: a sample names no node" % where)
+    if len(deltas) != len(samples) or not all(is_num(d) and d >= 0 for d in deltas):
+        errs.append("%s: %d timeDeltas for %d samples, or a negative one" % (where, len(deltas), len(samples)))
+    elif not is_num(data.get("endTime")) or sum(deltas) > data["endTime"] + 1e-3 * len(deltas):
+        errs.append("%s: timeDeltas add up past endTime %r" % (where, data.get("endTime")))
+    return errs
 
 
 def is_num(v):
@@ -40,15 +71,19 @@ def is_num(v):
 
 def check_chrome(doc, expect_tracks, expect_rules):
     errs = []
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        return ["not an object with a traceEvents array"]
+    if not isinstance(doc, list) or not doc:
+        return ["not a non-empty JSON array of events"]
+    if not (isinstance(doc[0], dict) and all(k in doc[0] for k in ("pid", "tid", "ph", "cat"))):
+        return ["the first event lacks one of pid, tid, ph, cat (speedscope then does not "
+                "read the file as Chrome's)"]
+    profiles = {}
     stacks = {}
     last_ts = {}
     names = {}
     used = set()
     flows = {}
     rules = set()
-    for n, ev in enumerate(doc["traceEvents"]):
+    for n, ev in enumerate(doc):
         where = "event %d" % n
         if not isinstance(ev, dict):
             errs.append("%s: not an object" % where)
@@ -72,6 +107,17 @@ def check_chrome(doc, expect_tracks, expect_rules):
                 names[key] = ev.get("args", {}).get("name")
             continue
         used.add(key)
+        if ph == "P":
+            if ev["name"] == "Profile":
+                profiles.setdefault(ev.get("id"), []).append("Profile")
+            elif ev["name"] == "ProfileChunk":
+                if ev.get("id") not in profiles:
+                    errs.append("%s: ProfileChunk before its Profile %r" % (where, ev.get("id")))
+                profiles.setdefault(ev.get("id"), []).append("ProfileChunk")
+                errs += check_cpu_profile(where, (ev.get("args") or {}).get("data") or {})
+            else:
+                errs.append("%s: P event %r" % (where, ev["name"]))
+            continue
         if ph in ("B", "E", "X"):
             if ts < last_ts.get(key, 0):
                 errs.append("%s: ts %s goes back on track %s (last %s)" % (where, ts, key, last_ts[key]))

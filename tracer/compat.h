@@ -93,6 +93,18 @@ static inline PyThreadState *gr_tstate_now(void)
 #endif
 }
 
+/* Whether the interpreter is finalizing, from a thread without the GIL
+ * (tracer/window.c).  Public as Py_IsFinalizing from 3.13 (gh-108014);
+ * _Py_IsFinalizing before (cpython/pylifecycle.h, 3.7-3.12). */
+static inline int gr_is_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
 /* A per-thread counter that every greenlet switch changes, read to skip
  * asking greenlet which greenlet runs when no switch can have happened.
  * greenlet increments tstate->context_ver each time it restores a

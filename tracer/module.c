@@ -8,6 +8,7 @@
  */
 #include "recorder.h"
 #include "boot.h"
+#include "window.h"
 
 #include <pthread.h>
 
@@ -1378,6 +1379,7 @@ static PyMethodDef methods[] = {
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
     GR_BOOT_METHODS
+    GR_WINDOW_METHODS
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,
      "_sampler_registry(): dict of the sampler registry's figures (capacity, live, peak_live,\n"
      "reused, untracked, bytes, recycled_stacks, ring_bytes, buffer_bytes, buffer_peak,\n"

@@ -22,6 +22,17 @@
  * order survives a viewer's sort by time.  Records past the end of a
  * shorter side channel get 1 us each.
  *
+ * The merged view ("where the time went"): per thread, the time between a
+ * record and the thread's next record goes to the stack of the greenlet
+ * running there (the one of the record; a SWITCH/THROW's target), summed
+ * over greenlets on a call tree whose root is the thread: greenlets that
+ * run the same code share its nodes.  Its size grows with the distinct
+ * stacks, not with the events.  Chrome: a CPU profile per thread ("Profile"
+ * and "ProfileChunk" events, as Chrome's own performance traces carry it,
+ * which is what speedscope opens a *.chrome.json file as); speedscope: an
+ * evented profile per thread, children in the order first seen, a node's
+ * own time after its children.
+ *
  * Output is written as it is produced (no document tree in memory; the
  * speedscope events are kept per profile as compact text until the end).
  */
@@ -34,8 +45,14 @@
 #include <stdio.h>
 
 enum gr_export_format {
-    GR_EXPORT_CHROME = 0, /* Chrome Trace Event JSON (object form) */
+    GR_EXPORT_CHROME = 0, /* Chrome Trace Event JSON (array form) */
     GR_EXPORT_SPEEDSCOPE, /* speedscope file format, evented profiles */
+};
+
+enum gr_export_view {
+    GR_EXPORT_ALL = 0,     /* the merged view per thread, then a track per greenlet */
+    GR_EXPORT_MERGED,      /* the merged view only (small: distinct stacks) */
+    GR_EXPORT_GREENLETS,   /* a track per greenlet only */
 };
 
 /* What one export produced (for the command's summary and for tests). */
@@ -47,7 +64,9 @@ typedef struct gr_export_stats {
     size_t unmatched;     /* returns that matched no open frame */
     size_t switches;      /* switches and throws (Chrome: one flow arrow each) */
     size_t marks;         /* MARK records (Chrome instant events) */
-    size_t violations;    /* checker violations written (Chrome instant events) */
+    size_t violations;    /* checker violations (Chrome: an instant event each) */
+    size_t merged;        /* merged profiles (one per thread with time) */
+    size_t nodes;         /* call tree nodes of the merged view */
     int timed;            /* timestamps came from the side channel */
 } gr_export_stats;
 
@@ -55,7 +74,7 @@ typedef struct gr_export_stats {
  *   times: its side channel, or NULL to time records by their order.
  *   res: the checker's result for t (gr_check_run), or NULL; Chrome gets
  *        one instant event per violation, with the rule and message
- *        (speedscope has no place for them and ignores res).
+ *        (speedscope has no place for them: only counted).
  *   source: the trace's name as shown in the output (metadata, profile
  *        names); NULL: t->name.
  *   st: filled with the counts above (may be NULL).
@@ -63,6 +82,11 @@ typedef struct gr_export_stats {
  * Exits(2) on out of memory (text.h). */
 int gr_export(FILE *out, enum gr_export_format fmt, const gr_trace *t, const gr_times *times,
               const gr_check_result *res, const char *source, gr_export_stats *st);
+
+/* gr_export with a choice of view (gr_export: GR_EXPORT_ALL). */
+int gr_export_view(FILE *out, enum gr_export_format fmt, enum gr_export_view view,
+                   const gr_trace *t, const gr_times *times, const gr_check_result *res,
+                   const char *source, gr_export_stats *st);
 
 /* Name of a track as both formats show it: "thread T greenlet G (run Q)",
  * "thread T greenlet G (main)", "thread T" for gid 0 (greenlet not

@@ -192,7 +192,7 @@ void gr_report_folded(gr_sb *sb, const gr_folded *f)
 
 void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv)
 {
-    gr_sb_puts(sb, "coverage:\n");
+    gr_sb_puts(sb, "what was checked:\n");
     gr_sb_printf(sb, "  %-20s %zu, %zu of them events of the program\n", "records", cv->records,
                  cv->program_events);
     if (cv->threads)
@@ -278,6 +278,146 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
     return o;
 }
 
+/* What each rule looks for, in a user's words, beside its count. */
+static const char *rule_gist(int rule)
+{
+    switch (rule) {
+    case GR_RULE_IMBALANCE: return "returns whose call the profiler never saw, and the reverse";
+    case GR_RULE_BLIND_SPOT: return "calls running that the profiler did not see (real stack vs events)";
+    case GR_RULE_SWITCH_CONSISTENCY: return "events of a greenlet that was not the one running";
+    case GR_RULE_PROPAGATION: return "greenlets resumed with profiling off for them";
+    case GR_RULE_CALLBACK_GUARD: return "greenlet's switch callbacks that the profiler saw";
+    case GR_RULE_DISPLACED: return "the program replaced or removed the profiler (not failing)";
+    case GR_RULE_UNREACHED: return "threads the profiler was never installed in";
+    case GR_RULE_STALL_WAIT: return "switches that waited too long for the sampler's lock";
+    case GR_RULE_STALL_DEPTH: return "samples that read frames while holding the lock";
+    case GR_RULE_SAMPLE: return "sampled stacks that differ from the shadow stack";
+    default: return "";
+    }
+}
+
+/* What a finding of each rule means for a profiler's user, and where to
+ * read more (NULL: nothing beyond the finding itself). */
+static const char *rule_meaning(int rule)
+{
+    switch (rule) {
+    case GR_RULE_IMBALANCE:
+        return "the profiler saw a return without its call, or a call that never returned: "
+               "its counts and times of those functions are off";
+    case GR_RULE_BLIND_SPOT:
+        return "calls ran that the profiler never saw, so it under-counts them; usual causes: a "
+               "greenlet resumed with profiling off (greenlet issue 256), a switch made inside "
+               "a trace or profile function";
+    case GR_RULE_SWITCH_CONSISTENCY:
+        return "events went to a greenlet that was not running: per-greenlet profiles mix "
+               "the greenlets' calls";
+    case GR_RULE_PROPAGATION:
+        return "a greenlet ran with profiling off: no profiler sees its calls until it is on "
+               "again (greenlet issue 256)";
+    case GR_RULE_CALLBACK_GUARD:
+        return "greenlet's switch callback ran with profiling on: profilers count its calls "
+               "as the program's";
+    case GR_RULE_DISPLACED:
+        return "the program itself replaced or removed the profile function; what ran after "
+               "went unseen by the profiler it displaced (not failing: --fail-on displaced)";
+    case GR_RULE_UNREACHED:
+        return "threads ran with no profile function at all: their calls are in no profile";
+    default: return NULL;
+    }
+}
+
+/* The words of the dump lines a report quotes, each with what it means,
+ * printed under the findings for the words that appear in them. */
+static const struct {
+    const char *word, *meaning;
+} legend[] = {
+    {"prof=ours", "at that switch the thread's profile function was the recorder's (the "
+                  "profiler under test)"},
+    {"prof=other", "at that switch the program's own profile function had replaced it"},
+    {"prof=none", "at that switch the thread had no profile function"},
+    {"use_tracing=0", "CPython had profiling off for the greenlet switched to: no profiler "
+                      "sees its calls (greenlet issue 256)"},
+    {"use_tracing=", "non-zero (1, 255): CPython calls the profiler in that greenlet; n/a: "
+                     "Python 3.12+, which has no such flag"},
+    {"tracing=", "non-zero: the greenlet was inside a profile or trace function, where "
+                 "CPython calls no profiler"},
+    {"inferred", "the switch was found by the recorder itself at the next event or mark(), "
+                 "not announced by greenlet"},
+    {"at_mark", "found at a mark() call"},
+    {" new", "the first time that greenlet ran"},
+    {"continued", "the greenlet resumed exactly where it was last seen, so its stack is the "
+                  "one the records before give (none written)"},
+    {"origin_dead", "the greenlet switched away from had finished"},
+    {"subject=off", "after this change of the program's the recorder's profile function was "
+                    "no longer called on that thread"},
+    {"subject=on", "after this change the recorder's profile function was still called"},
+    {"chained", "the program's own profile function runs behind the recorder's"},
+    {"in_callback", "mark() ran inside a trace or greenlet callback"},
+    {"GREENLET", "the first sight of a greenlet; its stack= is the stack it had then (the "
+                 "\"seed\" of what the checker rebuilds)"},
+    {"shadow:", "the stack the checker rebuilt from the profiler's events: what the "
+                "profiler believed was running"},
+    {"stack=", "the real Python stack at that record, outermost first (- is empty)"},
+    {"depth=", "how many frames that stack has"},
+};
+
+/* Lines "  WORD  MEANING" for the legend words that occur in text. */
+static void put_legend(gr_sb *sb, const char *text)
+{
+    int shown = 0;
+    for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
+        if (!strstr(text, legend[i].word))
+            continue;
+        if (strcmp(legend[i].word, "use_tracing=") == 0 && !strstr(text, "use_tracing=1") &&
+            !strstr(text, "use_tracing=255") && !strstr(text, "use_tracing=n/a"))
+            continue;
+        if (!shown)
+            gr_sb_puts(sb, "\nhow to read the records above (> marks each finding's record; "
+                           "`greenreplay dump` lists them all):\n");
+        shown = 1;
+        const char *w = legend[i].word;
+        while (*w == ' ')
+            w++;
+        gr_sb_printf(sb, "  %-14s %s\n", w, legend[i].meaning);
+    }
+}
+
+/* Is frame text p[0..n) ("NAME (FILE:LINE)" or a C function's name) one
+ * of greenreplay's own (its package, its extension)? */
+static int own_frame(const char *p, size_t n)
+{
+    static const char *const marks[] = {"(<greenreplay>/", "greenreplay._greenreplay."};
+    for (size_t i = 0; i < 2; i++) {
+        size_t k = strlen(marks[i]);
+        for (size_t j = 0; j + k <= n; j++)
+            if (memcmp(p + j, marks[i], k) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* frames ("A > B > C") without greenreplay's own; *left how many went. */
+static void program_frames(gr_sb *sb, const char *frames, size_t *left)
+{
+    const char *p = frames;
+    int first = 1;
+    for (;;) {
+        const char *e = strstr(p, " > ");
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (own_frame(p, n)) {
+            (*left)++;
+        } else {
+            if (!first)
+                gr_sb_puts(sb, " > ");
+            gr_sb_put(sb, p, n);
+            first = 0;
+        }
+        if (!e)
+            break;
+        p = e + 3;
+    }
+}
+
 /* Dump line of context record k of v: the line the checker kept (a
  * streamed trace no longer holds the record), or the record's. */
 static void context_line(gr_sb *sb, const gr_trace *t, const gr_violation *v, int k)
@@ -328,7 +468,9 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
     if (r->summary)
         gr_sb_puts(&sb, r->summary);
     for (int k = 0; k < rules_of(r); k++)
-        gr_sb_printf(&sb, "  %-20s %zu\n", gr_rule_name((enum gr_rule)k), r->counts[k]);
+        gr_sb_printf(&sb, "  %-20s %-5zu %s\n", gr_rule_name((enum gr_rule)k), r->counts[k],
+                     rule_gist(k));
+    size_t quoted = sb.len; /* the findings with their records start here */
     for (size_t i = 0; i < r->nv; i++) {
         const gr_violation *v = &r->v[i];
         gr_sb_printf(&sb, "\n%s%s at event %" PRIu64,
@@ -342,19 +484,50 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
             gr_sb_putc(&sb, '\n');
         }
     }
+    if (r->nv) {
+        /* the quoted records' words, before anything else is added */
+        char *text = gr_xrealloc(NULL, sb.len - quoted + 1);
+        memcpy(text, sb.s + quoted, sb.len - quoted);
+        text[sb.len - quoted] = 0;
+        int seen[GR_NRULES] = {0}, any = 0;
+        for (size_t i = 0; i < r->nv; i++)
+            if ((int)r->v[i].rule >= 0 && r->v[i].rule < GR_NRULES)
+                seen[r->v[i].rule] = 1;
+        for (int k = 0; k < GR_NRULES; k++) {
+            const char *m = seen[k] ? rule_meaning(k) : NULL;
+            if (!m)
+                continue;
+            if (!any)
+                gr_sb_puts(&sb, "\nwhat the findings mean (docs/RULES.md has a section per rule):\n");
+            any = 1;
+            gr_sb_printf(&sb, "  %-19s %s\n", gr_rule_name((enum gr_rule)k), m);
+        }
+        put_legend(&sb, text);
+        free(text);
+    }
+    size_t own = 0; /* greenreplay's frames left out of the notes */
+    int any_note = 0;
     for (int kind = GR_NOTE_OPEN_AT_STOP; kind <= GR_NOTE_UNOBSERVED; kind++) {
         int shown = 0;
         for (size_t i = 0; i < r->nnotes; i++) {
             const gr_note *n = &r->notes[i];
             if ((int)n->kind != kind)
                 continue;
-            if (!shown)
-                gr_sb_printf(&sb, "\n%s (informational, not violations):\n",
-                             note_title((enum gr_note_kind)kind));
-            shown = 1;
-            gr_sb_printf(&sb, "  t%" PRIu64 " g%" PRIu64 ": %s\n", n->tid, n->gid, n->frames);
+            gr_sb fr;
+            gr_sb_init(&fr);
+            program_frames(&fr, n->frames, &own);
+            if (fr.len) {
+                if (!shown)
+                    gr_sb_printf(&sb, "\n%s (informational, not violations):\n",
+                                 note_title((enum gr_note_kind)kind));
+                shown = any_note = 1;
+                gr_sb_printf(&sb, "  t%" PRIu64 " g%" PRIu64 ": %s\n", n->tid, n->gid, gr_sb_str(&fr));
+            }
+            gr_sb_free(&fr);
         }
     }
+    if (own && any_note)
+        gr_sb_printf(&sb, "  (%zu frame%s of greenreplay's own left out)\n", own, plural(own, "", "s"));
     gr_sb_putc(&sb, '\n');
     gr_report_coverage(&sb, t, &r->coverage);
     size_t displaced = r->counts[GR_RULE_DISPLACED];

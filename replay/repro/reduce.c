@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -149,6 +150,148 @@ char *gr_units_render(const gr_units *u, const uint8_t *keep, const uint8_t *def
         gr_sb_put(&sb, l->text, l->len);
         gr_sb_putc(&sb, '\n');
     }
+    *len = sb.len;
+    return gr_sb_take(&sb);
+}
+
+/* ---- renumbering ---------------------------------------------------------- */
+
+/* p[0..n) from *i on: a Python string literal ('...' or "...", with
+ * backslash escapes).  Advances *i past it; 0 when there is none. */
+static int skip_pystr(const char *p, size_t n, size_t *i)
+{
+    if (*i >= n || (p[*i] != '\'' && p[*i] != '"'))
+        return 0;
+    char q = p[(*i)++];
+    while (*i < n && p[*i] != q) {
+        if (p[*i] == '\\')
+            (*i)++;
+        (*i)++;
+    }
+    if (*i >= n)
+        return 0;
+    (*i)++;
+    return 1;
+}
+
+/* At p + *i: ", DIGITS)".  Sets *ds, *de to the digits' bounds. */
+static int line_arg(const char *p, size_t n, size_t i, size_t *ds, size_t *de, uint64_t *v)
+{
+    if (i + 2 > n || p[i] != ',' || p[i + 1] != ' ')
+        return 0;
+    i += 2;
+    *ds = i;
+    *v = 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9' && *v < UINT64_MAX / 10)
+        *v = *v * 10 + (uint64_t)(p[i++] - '0');
+    *de = i;
+    return i > *ds && i < n && p[i] == ')';
+}
+
+/* In line p[0..n): `_fn(_vN, NAME, LINE)` at column 0: *v = N, *line =
+ * LINE and the digits' bounds. */
+static int fn_claim(const char *p, size_t n, uint64_t *v, uint64_t *line, size_t *ds, size_t *de)
+{
+    size_t i = 6;
+    if (n < 8 || memcmp(p, "_fn(_v", 6) != 0)
+        return 0;
+    *v = 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9' && *v < UINT64_MAX / 10)
+        *v = *v * 10 + (uint64_t)(p[i++] - '0');
+    if (i == 6 || i + 2 > n || p[i] != ',' || p[i + 1] != ' ')
+        return 0;
+    i += 2;
+    return skip_pystr(p, n, &i) && line_arg(p, n, i, ds, de, line);
+}
+
+/* In line p[0..n): `def _vN(` at column 0. */
+static int def_of(const char *p, size_t n, uint64_t *v)
+{
+    size_t i = 6;
+    if (n < 8 || memcmp(p, "def _v", 6) != 0)
+        return 0;
+    *v = 0;
+    while (i < n && p[i] >= '0' && p[i] <= '9' && *v < UINT64_MAX / 10)
+        *v = *v * 10 + (uint64_t)(p[i++] - '0');
+    return i > 6 && i < n && p[i] == '(';
+}
+
+typedef struct {
+    uint64_t from, to;
+} line_map;
+
+static uint64_t map_line(const line_map *m, size_t nm, uint64_t from)
+{
+    for (size_t i = 0; i < nm; i++)
+        if (m[i].from == from)
+            return m[i].to;
+    return 0;
+}
+
+char *gr_units_renumber(const char *text, size_t n, size_t *len)
+{
+    /* Lines, and for each `def _vN(` its line number (1-based). */
+    size_t nl = 0, cap = 64;
+    size_t *start = gr_xrealloc(NULL, cap * sizeof *start);
+    for (size_t i = 0; i < n;) {
+        if (nl == cap)
+            start = gr_xrealloc(start, (cap *= 2) * sizeof *start);
+        start[nl++] = i;
+        const char *e = memchr(text + i, '\n', n - i);
+        i = e ? (size_t)(e - text) + 1 : n;
+    }
+#define LINE_END(k) ((k) + 1 < nl ? start[(k) + 1] - 1 : (n && text[n - 1] == '\n' ? n - 1 : n))
+    line_map *m = NULL;
+    size_t nm = 0;
+    for (size_t k = 0; k < nl; k++) {
+        const char *p = text + start[k];
+        size_t ln = LINE_END(k) - start[k];
+        uint64_t v, old, dv;
+        size_t ds, de;
+        if (!fn_claim(p, ln, &v, &old, &ds, &de) || old == 0 || map_line(m, nm, old))
+            continue;
+        /* the def of _vN: the nearest `def _vN(` above */
+        for (size_t j = k; j-- > 0;) {
+            if (def_of(text + start[j], LINE_END(j) - start[j], &dv) && dv == v) {
+                m = gr_xrealloc(m, (nm + 1) * sizeof *m);
+                m[nm].from = old;
+                m[nm++].to = j + 1;
+                break;
+            }
+        }
+    }
+    gr_sb sb;
+    gr_sb_init(&sb);
+    for (size_t k = 0; k < nl; k++) {
+        const char *p = text + start[k];
+        size_t ln = LINE_END(k) - start[k], done = 0;
+        uint64_t v, old;
+        size_t ds, de;
+        if (fn_claim(p, ln, &v, &old, &ds, &de) && map_line(m, nm, old)) {
+            gr_sb_put(&sb, p, ds);
+            gr_sb_printf(&sb, "%" PRIu64, map_line(m, nm, old));
+            done = de;
+        } else {
+            /* `_gen(NAME, LINE)` anywhere in the line */
+            for (size_t i = 0; i + 5 <= ln; i++) {
+                if (memcmp(p + i, "_gen(", 5) != 0 || (i && is_ident(p[i - 1])))
+                    continue;
+                size_t q = i + 5;
+                if (skip_pystr(p, ln, &q) && line_arg(p, ln, q, &ds, &de, &old) && map_line(m, nm, old)) {
+                    gr_sb_put(&sb, p + done, ds - done);
+                    gr_sb_printf(&sb, "%" PRIu64, map_line(m, nm, old));
+                    done = de;
+                    i = de;
+                }
+            }
+        }
+        gr_sb_put(&sb, p + done, ln - done);
+        if (start[k] + ln < n)
+            gr_sb_putc(&sb, '\n');
+    }
+#undef LINE_END
+    free(m);
+    free(start);
     *len = sb.len;
     return gr_sb_take(&sb);
 }
@@ -582,13 +725,44 @@ static int test_cfg(void *ctx, const uint8_t *keep, size_t n)
     return r;
 }
 
+/* One line per run, with an estimate of what is left: if no more unit
+ * goes, ddmin ends after at most 3 x (units left) + 2 more runs (the rest
+ * of the current round, at most one per unit and the two halves alone,
+ * then rounds of twice the chunks up to one per unit, together at most
+ * twice the units), at the runs' mean time so far. */
 static void progress(void *ctx, size_t tested, int fails, size_t current)
 {
     rctx *c = ctx;
-    if (c->o->log)
-        fprintf(c->o->log, "reduce: run %zu: %zu units: %s; now %zu of %zu units [%.1f s]\n",
-                c->runs, tested, fails ? "still fails" : "passes", current, c->u->nunits,
-                now() - c->t0);
+    if (!c->o->log)
+        return;
+    double spent = now() - c->t0;
+    size_t left = 3 * current + 2;
+    if (c->o->max_runs && c->runs + left > c->o->max_runs)
+        left = c->o->max_runs > c->runs ? c->o->max_runs - c->runs : 0;
+    fprintf(c->o->log, "reduce: run %zu: %zu units: %s; now %zu of %zu units [%.1f s; at most "
+                       "%zu runs, ~%.0f s more if no more units go]\n",
+            c->runs, tested, fails ? "still fails" : "no longer fails", current, c->u->nunits, spent,
+            left, c->runs ? spent / (double)c->runs * (double)left : 0.0);
+}
+
+/* The result's definitions at their own line numbers (gr_units_renumber),
+ * if it still fails the same way with them; else the result as it was. */
+static void renumber_checked(rctx *c, gr_sb *res)
+{
+    size_t n;
+    char *text = gr_units_renumber(res->s, res->len, &n);
+    int st;
+    long k;
+    if (n != res->len || memcmp(text, res->s, n) != 0) {
+        if (try_text(c, text, n, &st, &k)) {
+            gr_sb_reset(res);
+            gr_sb_put(res, text, n);
+        } else if (c->o->log) {
+            fprintf(c->o->log, "reduce: with its lines renumbered the script no longer fails: "
+                               "the original line numbers are kept\n");
+        }
+    }
+    free(text);
 }
 
 static int read_file(const char *path, char **text, size_t *n)
@@ -749,6 +923,7 @@ static int reduce_result(rctx *c, gr_units *u, uint8_t *keep, size_t nsrc)
                  kept, u->nunits, o->rule, o->python);
     gr_sb_put(&res, body, blen);
     free(body);
+    renumber_checked(c, &res);
     if (log)
         fprintf(log, "reduce: done: %zu of %zu units kept (%zu unreferenced definitions and "
                      "helpers dropped); %zu of %zu bytes (%.1f%%); %zu runs in %.1f s\n",

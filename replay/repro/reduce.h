@@ -70,6 +70,15 @@ char *gr_units_render(const gr_units *u, const uint8_t *keep, const uint8_t *def
  * ndefs entries, 1 = kept).  Returns how many units and defs it dropped. */
 size_t gr_units_cleanup(const gr_units *u, uint8_t *keep, uint8_t *def_keep);
 
+/* The script text (n bytes) with the line numbers its definitions claim
+ * (`_fn(_vN, NAME, LINE)` and `_gen(NAME, LINE)` give a function's code the
+ * first line of its first definition in the original script) made those of
+ * the definitions in this text: every variant that claimed one line claims
+ * the line of the first of them still defined here.  A claim whose
+ * definition is gone, or a line that does not parse, is left as it is.
+ * Owned string (free()); *len its length. */
+char *gr_units_renumber(const char *text, size_t n, size_t *len);
+
 /* ---- delta debugging ----------------------------------------------------- */
 
 /* Test a configuration: keep[i] != 0 for the n units kept.  Returns 1 when

@@ -551,8 +551,8 @@ printf 'def f():\n    return 1\nf()\n' >"$W/one.py"
 "$cli" record -o "$W/one.grt" -- "$GR_PY" "$W/one.py" >/dev/null 2>&1
 "$cli" export --format chrome -o "$W/one.json" "$W/one.grt" 2>"$W/one.err"
 "$cli" export --format chrome -o "$W/two.json" "$W/good.grt" 2>"$W/two.err"
-if grep -q ': 1 track, [0-9]* slices, 0 switches, 0 marks, 0 violations, 0 returns without call' "$W/one.err" &&
-   grep -q ': [2-9][0-9]* tracks, ' "$W/two.err" && ! grep -q ' 1 tracks\| 1 slices\| 1 marks' "$W/one.err" "$W/two.err"; then
+if grep -q ': 1 merged profile ([0-9]* stack nodes), 1 track, [0-9]* slices, 0 switches, 0 marks, 0 violations, 0 returns without call' "$W/one.err" &&
+   grep -q ', [2-9][0-9]* tracks, ' "$W/two.err" && ! grep -q ' 1 tracks\| 1 slices\| 1 marks\| 1 stack nodes' "$W/one.err" "$W/two.err"; then
     gr_ok "export's summary: 1 track, N tracks (singular and plural)"
 else
     gr_bad "export's summary: singular/plural"

@@ -54,7 +54,7 @@ fi
 # Two threads, with the side channel: real time, one track per greenlet per thread.
 if "$cli" export --format chrome "$work/two.grt" -o "$work/two.json" 2>"$work/err" &&
    "$PY" "$val" chrome "$work/two.json" >"$work/val" 2>&1 &&
-   grep -q '"displayTimeUnit":"ns"' "$work/two.json" && grep -q "two.grt.times" "$work/err" &&
+   grep -q '"time_unit":"ns"' "$work/two.json" && grep -q "two.grt.times" "$work/err" &&
    [ "$(grep -c '"name":"thread_name","args":{"name":"thread 2 ' "$work/two.json")" -ge 1 ]; then
     ok "export chrome two_threads: side-channel times, tracks of thread 2"
 else
@@ -89,7 +89,7 @@ else
     bad "export truncated (exit $rc)"; cat "$work/err" "$work/val" | head -5
 fi
 # The validator itself rejects what it must.
-printf '{"traceEvents":[{"ph":"B","pid":1,"tid":1,"ts":1,"name":"a"},{"ph":"E","pid":1,"tid":1,"ts":2,"name":"b"},{"ph":"i","pid":1,"tid":1,"ts":0,"s":"t"}]}' >"$work/bad.json"
+printf '[{"ph":"B","pid":1,"tid":1,"ts":1,"name":"a","cat":"c"},{"ph":"E","pid":1,"tid":1,"ts":2,"name":"b"},{"ph":"i","pid":1,"tid":1,"ts":0,"s":"t"}]' >"$work/bad.json"
 printf '{"$schema":"x","shared":{"frames":[{"name":"a"}]},"profiles":[{"type":"evented","name":"p","unit":"none","startValue":0,"endValue":5,"events":[{"type":"O","frame":0,"at":3},{"type":"O","frame":0,"at":2}]}]}' >"$work/bad.ss.json"
 "$PY" "$val" chrome "$work/bad.json" >"$work/val" 2>&1; r1=$?
 "$PY" "$val" speedscope "$work/bad.ss.json" >>"$work/val" 2>&1; r2=$?
@@ -99,6 +99,51 @@ if [ $r1 -eq 1 ] && [ $r2 -eq 1 ] && grep -q "closes B 'a'" "$work/val" && grep 
 else
     bad "export_check.py accepted bad input ($r1 $r2)"; cat "$work/val"
 fi
+# The merged view: per thread, the time of the records summed over the
+# greenlets that ran, the same in both formats; its profile first in
+# speedscope, a CPU profile ("Profile"/"ProfileChunk") in Chrome; both
+# exports count the same violations; --view merged is only that.
+"$cli" export -o "$work/lost.speedscope.json" "$work/lost.grt" 2>"$work/err.ss"
+"$cli" export --format chrome -o "$work/lost.json" "$work/lost.grt" 2>"$work/err.ch"
+"$cli" export --view merged -o "$work/lost.m.chrome.json" "$work/lost.grt" 2>"$work/err.m"
+cmp_out=$("$PY" - "$work/lost.json" "$work/lost.speedscope.json" "$work/lost.m.chrome.json" "$work/lost.grt" "$cli" <<'PY'
+import json, subprocess, sys
+chrome, ss, merged = (json.load(open(p)) for p in sys.argv[1:4])
+dump = subprocess.run([sys.argv[5], "dump", sys.argv[4]], capture_output=True, text=True).stdout
+def total(doc):
+    chunk = [e for e in doc if e.get("name") == "ProfileChunk"]
+    return [sum(c["args"]["data"]["timeDeltas"]) for c in chunk], [c["args"]["data"]["endTime"] for c in chunk]
+deltas, ends = total(chrome)
+p0 = ss["profiles"][0]
+# records of thread 1, 1 us each: the time from its START (a greenlet runs
+# from there) to its last record
+recs = [l.split() for l in dump.splitlines() if l.split()[2:3] == ["t1"]]
+start = [r for r in recs if r[1] == "START"]
+span = int(recs[-1][0]) - int(start[0][0])
+ok = (len(deltas) == 1 and deltas[0] == ends[0] == span and p0["name"] == "thread 1: all greenlets merged"
+      and p0["endValue"] == span and total(merged) == (deltas, ends)
+      and not any(e.get("ph") in ("B", "E") for e in merged))
+print("ok" if ok else "chrome %s/%s, speedscope %s %s, span %d, merged %s" % (deltas, ends, p0["name"], p0["endValue"], span, total(merged)))
+PY
+)
+if [ "$cmp_out" = ok ] && "$PY" "$val" chrome "$work/lost.m.chrome.json" >"$work/val" 2>&1 &&
+   "$PY" "$val" speedscope "$work/lost.speedscope.json" >>"$work/val" 2>&1 &&
+   grep -q " 2 violations," "$work/err.ss" && grep -q " 2 violations," "$work/err.ch" &&
+   grep -q "1 merged profile" "$work/err.m"; then
+    ok "merged view: the thread's time summed over its greenlets, the same in Chrome and speedscope; same violation counts"
+else
+    bad "merged view: $cmp_out"; cat "$work/val" "$work/err.ss" "$work/err.m" | head -10
+fi
+# The name speedscope reads a file by: it gives the format; the other is refused.
+"$cli" export -o "$work/n.chrome.json" "$work/seed.grt" 2>/dev/null; r1=$?
+"$cli" export --format speedscope -o "$work/n2.chrome.json" "$work/seed.grt" 2>"$work/err"; r2=$?
+if [ $r1 -eq 0 ] && head -c 1 "$work/n.chrome.json" | grep -q '\[' && [ $r2 -eq 2 ] && [ ! -e "$work/n2.chrome.json" ] &&
+   grep -q "reads a file by that name as the other format" "$work/err"; then
+    ok "export -o NAME.chrome.json: Chrome without --format; --format speedscope refused for that name"
+else
+    bad "export by name: exit $r1/$r2"; cat "$work/err"
+fi
+
 # Errors: one line, exit 2.
 "$cli" export --format chrome "$work/none.grt" -o "$work/x.json" 2>"$work/err"; r1=$?
 printf 'GRRPLY\r\nxxxxxxxxxxxx' >"$work/corrupt.grt"

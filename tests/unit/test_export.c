@@ -91,7 +91,7 @@ static void test_chrome(void **state)
     json_t *doc = json_loads(s, 0, &err);
     if (!doc)
         fail_msg("not JSON: %s at %d: %s", err.text, err.position, s);
-    json_t *evs = json_object_get(doc, "traceEvents");
+    json_t *evs = doc; /* the array form */
     assert_true(json_is_array(evs));
 
     assert_int_equal(st.tracks, 2);
@@ -194,7 +194,7 @@ static void test_times(void **state)
     assert_non_null(strstr(s, "{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":5,"));
     assert_non_null(strstr(s, "{\"ph\":\"B\",\"pid\":1,\"tid\":1,\"ts\":7.500,"));
     assert_non_null(strstr(s, "\"ts\":7.501,\"s\":\"t\",\"cat\":\"unbalanced\""));
-    assert_non_null(strstr(s, "\"displayTimeUnit\":\"ns\""));
+    assert_non_null(strstr(s, "\"time_unit\":\"ns\""));
     free(s);
     s = export_str(&t, GR_EXPORT_SPEEDSCOPE, &tm, NULL, &st);
     assert_non_null(strstr(s, "\"unit\":\"nanoseconds\",\"startValue\":5000,"));
@@ -221,8 +221,9 @@ static void test_speedscope(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(frames, 1), "name")),
                         "f");
     json_t *profiles = json_object_get(doc, "profiles");
-    assert_int_equal(json_array_size(profiles), 2);
+    assert_int_equal(json_array_size(profiles), 3); /* the merged view, then 2 greenlets */
     assert_int_equal(st.tracks, 2);
+    assert_int_equal(st.merged, 1);
     size_t i;
     json_t *p;
     json_array_foreach(profiles, i, p) {
@@ -249,10 +250,103 @@ static void test_speedscope(void **state)
         assert_int_equal(n, 0);
         assert_true(last <= json_integer_value(json_object_get(p, "endValue")));
     }
-    assert_string_equal(json_string_value(json_object_get(json_array_get(profiles, 1), "name")),
+    assert_string_equal(json_string_value(json_object_get(json_array_get(profiles, 0), "name")),
+                        "thread 1: all greenlets merged");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(profiles, 2), "name")),
                         "thread 1 greenlet 2 (run h)");
     json_decref(doc);
     free(s);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* The merged view of build()'s trace, 1 us per record: g1 runs from its
+ * first event (record 2), g2 from the switch at 6 to the one at 12; the 12
+ * us go to <module> > f (2), <module> > f > len (4: also while g1 is back
+ * after 12), g2 with no frame (1), h (2), h > mark (2), h > k (1).  The same
+ * tree in Chrome's CPU profile and speedscope's evented profile; --view
+ * merged writes nothing else, --view greenlets no merged view. */
+static void test_merged(void **state)
+{
+    (void)state;
+    tb b;
+    build(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_export_stats st;
+    char *s = export_str(&t, GR_EXPORT_SPEEDSCOPE, NULL, NULL, &st);
+    json_t *doc = json_loads(s, 0, NULL);
+    assert_non_null(doc);
+    json_t *p = json_array_get(json_object_get(doc, "profiles"), 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "endValue")), 12);
+    json_t *frames = json_object_get(json_object_get(doc, "shared"), "frames");
+    /* events as "O name @at" / "C name @at" */
+    char got[512] = "";
+    size_t i;
+    json_t *ev;
+    json_array_foreach(json_object_get(p, "events"), i, ev) {
+        char one[64];
+        json_t *fr = json_array_get(frames, (size_t)json_integer_value(json_object_get(ev, "frame")));
+        snprintf(one, sizeof one, "%s %s @%lld; ", json_string_value(json_object_get(ev, "type")),
+                 json_string_value(json_object_get(fr, "name")),
+                 json_integer_value(json_object_get(ev, "at")));
+        strncat(got, one, sizeof got - strlen(got) - 1);
+    }
+    assert_string_equal(got, "O <module> @0; O f @0; O builtins.len @0; C builtins.len @4; "
+                             "C f @6; C <module> @6; O h @6; O greenreplay._greenreplay.mark @6; "
+                             "C greenreplay._greenreplay.mark @8; O k @8; C k @9; C h @11; ");
+    assert_int_equal(st.nodes, 6);
+    json_decref(doc);
+    free(s);
+
+    s = export_str(&t, GR_EXPORT_CHROME, NULL, NULL, &st);
+    doc = json_loads(s, 0, NULL);
+    assert_non_null(doc);
+    json_t *chunk = NULL, *prof = NULL;
+    json_array_foreach(doc, i, ev) {
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        if (strcmp(name, "Profile") == 0)
+            prof = ev;
+        if (strcmp(name, "ProfileChunk") == 0)
+            chunk = ev;
+    }
+    assert_non_null(prof);
+    assert_non_null(chunk);
+    json_t *data = json_object_get(json_object_get(chunk, "args"), "data");
+    assert_int_equal(json_integer_value(json_object_get(data, "endTime")), 12);
+    json_t *deltas = json_object_get(data, "timeDeltas");
+    json_t *samples = json_object_get(json_object_get(data, "cpuProfile"), "samples");
+    assert_int_equal(json_array_size(deltas), json_array_size(samples));
+    json_int_t sum = 0;
+    json_array_foreach(deltas, i, ev) sum += json_integer_value(ev);
+    assert_int_equal(sum, 12);
+    /* 6 frames and the root; samples: the root (g2 with no frame), f, len,
+     * h, mark, k, then the root twice to end the last */
+    assert_int_equal(json_array_size(json_object_get(json_object_get(data, "cpuProfile"), "nodes")), 7);
+    assert_int_equal(json_array_size(samples), 8);
+    /* the first event lets speedscope sniff the file as Chrome's */
+    json_t *first = json_array_get(doc, 0);
+    assert_non_null(json_object_get(first, "cat"));
+    json_decref(doc);
+    free(s);
+
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    assert_int_equal(gr_export_view(f, GR_EXPORT_CHROME, GR_EXPORT_MERGED, &t, NULL, NULL, "t", &st), 0);
+    fclose(f);
+    assert_null(strstr(buf, "\"ph\":\"B\""));
+    assert_null(strstr(buf, "\"ph\":\"i\""));
+    assert_non_null(strstr(buf, "\"ProfileChunk\""));
+    assert_int_equal(st.tracks, 0);
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &n);
+    assert_int_equal(gr_export_view(f, GR_EXPORT_SPEEDSCOPE, GR_EXPORT_GREENLETS, &t, NULL, NULL, "t", &st), 0);
+    fclose(f);
+    assert_null(strstr(buf, "all greenlets merged"));
+    assert_int_equal(st.merged, 0);
+    free(buf);
     gr_trace_free(&t);
     tb_cleanup(&b);
 }
@@ -316,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_chrome),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_speedscope),
+        cmocka_unit_test(test_merged),
         cmocka_unit_test(test_no_greenlet),
         cmocka_unit_test(test_empty),
     };

@@ -53,8 +53,18 @@ static void test_text(void **state)
     gr_check_result r;
     assert_int_equal(gr_check_run(&t, &r), 1);
     char *s = text_of(&t, &r);
-    assert_non_null(strstr(s, "  imbalance            1\n"));
-    assert_non_null(strstr(s, "  blind_spot           0\n"));
+    /* each count with what its rule looks for, in plain words */
+    assert_non_null(strstr(s, "  imbalance            1     returns whose call the profiler "
+                              "never saw, and the reverse\n"));
+    assert_non_null(strstr(s, "  blind_spot           0     calls running that the profiler "
+                              "did not see"));
+    /* the section is named for what it is, not "coverage" (of code) */
+    assert_non_null(strstr(s, "\nwhat was checked:\n  records "));
+    assert_null(strstr(s, "coverage:"));
+    /* what the findings mean: for the rules found only */
+    assert_non_null(strstr(s, "\nwhat the findings mean (docs/RULES.md has a section per rule):\n"
+                              "  imbalance           the profiler saw a return without its call"));
+    assert_null(strstr(s, "  blind_spot          calls ran that the profiler never saw"));
     assert_non_null(strstr(s, "warning: trailer reports 1 dropped record:"));
     assert_non_null(strstr(s, "\nimbalance at event 5 (t1 g1): C_RETURN of builtins.len"));
     /* context: 3 earlier records of t1, then the record marked with '>' */

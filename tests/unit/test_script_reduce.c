@@ -121,6 +121,46 @@ static int fails_ab(void *ctx, const uint8_t *keep, size_t n)
     return keep[p->a] && keep[p->b];
 }
 
+/* The reduced script's definitions claim their own lines: two variants of
+ * one function (claiming line 937, the first's) both move to the line of
+ * the first kept def; a _gen claim of that line follows; a claim whose
+ * definition is gone, and a name with ')' and a quote in it, are handled. */
+static void test_units_renumber(void **state)
+{
+    (void)state;
+    const char *text =
+        "import sys  #@3\n"                                   /* 1 */
+        "def _v130():  # trigger  #@d130\n"                   /* 2 */
+        "    return\n"                                        /* 3 */
+        "_fn(_v130, 'trig)ger\\'s', 937)  #@d130\n"           /* 4 */
+        "def _v131():  # trigger  #@d131\n"                   /* 5 */
+        "    _v130()  #@500\n"                                /* 6 */
+        "    return\n"                                        /* 7 */
+        "_fn(_v131, 'trig)ger\\'s', 937)  #@d131\n"           /* 8 */
+        "_fn(_v9, 'gone', 12)  #@d9\n"                        /* 9 */
+        "_GZ = [_gen('trig)ger\\'s', 937), _gen('_g', 0)]  #@7\n"; /* 10 */
+    const char *want =
+        "import sys  #@3\n"
+        "def _v130():  # trigger  #@d130\n"
+        "    return\n"
+        "_fn(_v130, 'trig)ger\\'s', 2)  #@d130\n"
+        "def _v131():  # trigger  #@d131\n"
+        "    _v130()  #@500\n"
+        "    return\n"
+        "_fn(_v131, 'trig)ger\\'s', 2)  #@d131\n"
+        "_fn(_v9, 'gone', 12)  #@d9\n"
+        "_GZ = [_gen('trig)ger\\'s', 2), _gen('_g', 0)]  #@7\n";
+    size_t len;
+    char *t = gr_units_renumber(text, strlen(text), &len);
+    assert_int_equal(len, strlen(t));
+    assert_string_equal(t, want);
+    free(t);
+    /* without a final newline, and with nothing to renumber */
+    t = gr_units_renumber("print(1)", 8, &len);
+    assert_string_equal(t, "print(1)");
+    free(t);
+}
+
 static void test_ddmin_finds_pair(void **state)
 {
     (void)state;
@@ -188,6 +228,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_units_parse_render),
         cmocka_unit_test(test_units_cleanup),
+        cmocka_unit_test(test_units_renumber),
         cmocka_unit_test(test_ddmin_finds_pair),
         cmocka_unit_test(test_ddmin_minimal),
     };

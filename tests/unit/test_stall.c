@@ -682,8 +682,12 @@ static void test_reports(void **state)
     ts_stack(&x.s, 2, 1, x.f);
     assert_int_equal(run(&x), 3);
     char *text = text_report(&x);
-    assert_non_null(strstr(text, "  stall_wait           1\n  stall_depth          1\n"
-                                 "  sample               1\n"));
+    assert_non_null(strstr(text, "  stall_wait           1     switches that waited too long for the "
+                                 "sampler's lock\n"
+                                 "  stall_depth          1     samples that read frames while holding "
+                                 "the lock\n"
+                                 "  sample               1     sampled stacks that differ from the "
+                                 "shadow stack\n"));
     assert_non_null(strstr(text, "\nstall_depth at event 11: sample 0"));
     assert_non_null(strstr(text, "\nstall_wait at event 9 (t1 g1): "));
     assert_non_null(strstr(text, "\nsample at event 11 (t1 g2): "));

@@ -2,7 +2,8 @@
 
 Registered through the `pytest11` entry point of the installed package; in a
 source tree without installing, load it with `-p greenreplay.pytest_plugin`.
-Nothing happens without --greenreplay.
+Nothing happens without --greenreplay or `greenreplay = true` in the ini
+file (pytest.ini, or pyproject.toml's [tool.pytest.ini_options]).
 
 Options:
   --greenreplay              record the call phase of every test into its own
@@ -16,6 +17,21 @@ Options:
                              instead of failing the test
   --greenreplay-junit FILE   JUnit XML of greenreplay's verdicts: one test
                              case per test, failure = unexpected violations
+
+Ini options (pytest.ini [pytest], pyproject.toml [tool.pytest.ini_options],
+tox.ini, setup.cfg), each the default of the command-line option beside it:
+  greenreplay = true          --greenreplay
+  greenreplay_dir = DIR       --greenreplay-dir DIR (relative to the rootdir)
+  greenreplay_keep = all      --greenreplay-keep all
+  greenreplay_warn = true     --greenreplay-warn
+  greenreplay_junit = FILE    --greenreplay-junit FILE (relative to the rootdir)
+  greenreplay_allow = RULE... rules tolerated in every test (as allow= of
+                              the marker; --greenreplay-allow RULE, repeated)
+
+At the end of the run, pytest's terminal summary has one line: how many
+tests were recorded and checked, how many had findings, and where the
+traces kept are (none are kept of clean tests unless keep is all).  A trace
+directory the plugin made and left empty is removed.
 
 Marker (registered): @pytest.mark.greenreplay(skip=False, expect=(), allow=())
   skip=True     do not record this test
@@ -61,16 +77,57 @@ class GreenreplayWarning(UserWarning):
 
 def pytest_addoption(parser):
     group = parser.getgroup("greenreplay", "greenlet/profiler trace checking (greenreplay)")
-    group.addoption("--greenreplay", action="store_true", default=False,
-                    help="record each test into its own trace and check it; a violation fails the test")
+    # Flags default to None: the ini option (below) applies when a flag is
+    # not given.
+    group.addoption("--greenreplay", action="store_true", default=None,
+                    help="record each test into its own trace and check it; a violation "
+                    "fails the test (ini: greenreplay = true)")
     group.addoption("--greenreplay-dir", metavar="DIR", default=None,
-                    help="directory of the traces (default: ROOTDIR/greenreplay-traces)")
-    group.addoption("--greenreplay-keep", choices=("all", "failed"), default="failed",
-                    help="keep every trace, or only those with violations or errors (default)")
-    group.addoption("--greenreplay-warn", action="store_true", default=False,
-                    help="violations only warn instead of failing the test")
+                    help="directory of the traces (default: ROOTDIR/greenreplay-traces; "
+                    "ini: greenreplay_dir)")
+    group.addoption("--greenreplay-keep", choices=("all", "failed"), default=None,
+                    help="keep every trace, or only those with violations or errors "
+                    "(default; ini: greenreplay_keep)")
+    group.addoption("--greenreplay-warn", action="store_true", default=None,
+                    help="violations only warn instead of failing the test "
+                    "(ini: greenreplay_warn = true)")
     group.addoption("--greenreplay-junit", metavar="FILE", default=None,
-                    help="write a JUnit XML report with one test case per test")
+                    help="write a JUnit XML report with one test case per test "
+                    "(ini: greenreplay_junit)")
+    group.addoption("--greenreplay-allow", metavar="RULE", action="append", default=None,
+                    help="a rule tolerated in every test; repeat for more "
+                    "(ini: greenreplay_allow)")
+    parser.addini("greenreplay", "record and check every test (as --greenreplay)",
+                  type="bool", default=False)
+    parser.addini("greenreplay_dir", "directory of the traces, relative to the rootdir "
+                  "(as --greenreplay-dir)", default="")
+    parser.addini("greenreplay_keep", "all: keep every trace; failed: only those with "
+                  "violations or errors (as --greenreplay-keep)", default="failed")
+    parser.addini("greenreplay_warn", "violations only warn (as --greenreplay-warn)",
+                  type="bool", default=False)
+    parser.addini("greenreplay_junit", "JUnit XML report, relative to the rootdir "
+                  "(as --greenreplay-junit)", default="")
+    parser.addini("greenreplay_allow", "rules tolerated in every test (as --greenreplay-allow)",
+                  type="args", default=[])
+
+
+def _setting(config, name):
+    """The command-line option `name` when given, else the ini option's
+    value (paths relative to the rootdir)."""
+    value = config.getoption(name)
+    if value is not None:
+        return value
+    value = config.getini(name)
+    if name in ("greenreplay_dir", "greenreplay_junit"):
+        if not value:
+            return None
+        root = str(getattr(config, "rootpath", None) or config.rootdir)
+        return os.path.join(root, value)
+    if name == "greenreplay_keep" and value not in ("all", "failed"):
+        raise pytest.UsageError("greenreplay_keep = %s: must be all or failed" % value)
+    if name == "greenreplay_allow":
+        return list(value)
+    return value
 
 
 def pytest_configure(config):
@@ -78,9 +135,13 @@ def pytest_configure(config):
         "markers",
         "greenreplay(skip=False, expect=(), allow=()): greenreplay recording of this test: "
         "skip=True does not record it; expect: rules that must be found; allow: rules tolerated")
-    if config.getoption("greenreplay") or config.getoption("greenreplay_junit"):
-        if not config.getoption("greenreplay"):
-            raise pytest.UsageError("--greenreplay-junit needs --greenreplay")
+    if config.getoption("greenreplay_junit") and not _setting(config, "greenreplay"):
+        raise pytest.UsageError("--greenreplay-junit needs --greenreplay")
+    if _setting(config, "greenreplay"):
+        bad = set(_setting(config, "greenreplay_allow") or ()) - set(RULES)
+        if bad:
+            raise pytest.UsageError("greenreplay: unknown rule %s in greenreplay_allow "
+                                    "(rules: %s)" % (", ".join(sorted(bad)), ", ".join(RULES)))
         plugin = _Plugin(config)
         config.pluginmanager.register(plugin, "greenreplay-recorder")
 
@@ -116,14 +177,18 @@ def _trace_name(nodeid):
 class _Plugin:
     def __init__(self, config):
         self.config = config
-        d = config.getoption("greenreplay_dir")
+        d = _setting(config, "greenreplay_dir")
         root = str(getattr(config, "rootpath", None) or config.rootdir)
         self.dir = os.path.abspath(d) if d else os.path.join(root, "greenreplay-traces")
         self.root = root
-        self.keep = config.getoption("greenreplay_keep")
-        self.warn = config.getoption("greenreplay_warn")
-        self.junit = config.getoption("greenreplay_junit")
-        self.verdicts = []          # (nodeid, verdict dict, longrepr text), controller side
+        self.keep = _setting(config, "greenreplay_keep") or "failed"
+        self.warn = bool(_setting(config, "greenreplay_warn"))
+        self.junit = _setting(config, "greenreplay_junit")
+        self.allow = set(_setting(config, "greenreplay_allow") or ())
+        # A directory that is not there yet is removed at the end if it is
+        # still empty (the controller decides: it configures first).
+        self.dir_existed = os.path.isdir(self.dir)
+        self.verdicts = []          # (nodeid, verdict dict, outcome, duration), controller side
         self.seen = set()
 
     # -- the worker (or the only process): record and check ----------------
@@ -133,6 +198,7 @@ class _Plugin:
         import greenreplay
         item._greenreplay = None
         skip, expect, allow = _marker_options(item)
+        allow = allow | self.allow
         if skip:
             item._greenreplay = {"status": "skipped", "reason": "marker skip=True"}
             yield
@@ -223,8 +289,6 @@ class _Plugin:
     # -- the controller (or the only process): JUnit ------------------------
 
     def pytest_runtest_logreport(self, report):
-        if not self.junit:
-            return
         props = dict((k, v) for k, v in report.user_properties if k == _KEY)
         if report.when == "call" or (report.when == "setup" and not report.passed):
             if report.nodeid in self.seen:
@@ -239,9 +303,42 @@ class _Plugin:
             self.verdicts.append((report.nodeid, v, report.outcome, report.duration))
 
     def pytest_sessionfinish(self, session):
-        if not self.junit or hasattr(self.config, "workerinput"):
+        if hasattr(self.config, "workerinput"):
             return
-        write_junit(self.junit, self.verdicts)
+        if self.junit:
+            write_junit(self.junit, self.verdicts)
+        if not self.dir_existed:
+            try:
+                os.rmdir(self.dir)      # only when empty
+            except OSError:
+                pass
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if hasattr(self.config, "workerinput"):
+            return
+        terminalreporter.write_line(summary_line(self.verdicts, self.dir, self.warn))
+
+
+def summary_line(verdicts, directory, warn=False):
+    """The one line of pytest's terminal summary: tests recorded and checked,
+    those with findings, where the kept traces are."""
+    status = [v["status"] for _, v, _, _ in verdicts]
+    checked = sum(1 for s in status if s != "skipped")
+    bad = status.count("violations")
+    errors = status.count("error")
+    kept = sum(1 for _, v, _, _ in verdicts if v.get("trace") and os.path.exists(v["trace"]))
+    parts = ["greenreplay: %d test%s recorded and checked" % (checked, "" if checked == 1 else "s")]
+    if bad:
+        parts.append("%d with violations%s" % (bad, " (warnings only)" if warn else ""))
+    else:
+        parts.append("no violations")
+    if errors:
+        parts.append("%d could not be checked" % errors)
+    if kept:
+        parts.append("%d trace%s kept in %s" % (kept, "" if kept == 1 else "s", directory))
+    else:
+        parts.append("no traces kept")
+    return ", ".join(parts)
 
 
 def _remove_trace(path):

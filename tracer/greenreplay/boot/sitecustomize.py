@@ -34,6 +34,10 @@ A program that imports greenreplay itself (to call start() and stop(),
 which change nothing here) gets it from its own sys.path, or else from the
 finder left last on sys.meta_path, which knows only that name.
 
+With `record --start-on SIG` (GREENREPLAY_WINDOW_FD set) nothing is armed:
+the program runs unrecorded, and _window (below) records one window of it,
+opened and closed from record through a pipe (tracer/window.c).
+
 Nothing here raises into the program: if the recorder cannot start, one
 line goes to stderr and the program runs unrecorded.  Only os and sys are
 used, which site has imported already.
@@ -49,7 +53,7 @@ RECORDER_VARIABLES = (
     "GREENREPLAY_SWITCHES", "GREENREPLAY_SWITCH_STACKS", "GREENREPLAY_MAX_SIZE",
     "GREENREPLAY_RING", "GREENREPLAY_FLUSH_SIGNAL", "GREENREPLAY_SAMPLER",
     "GREENREPLAY_VERIFY_CONTINUED", "GREENREPLAY_PYTHONPATH", "GREENREPLAY_CONFORM",
-    "GREENREPLAY_CONFORM_RESULTS", "GREENREPLAY_CONFORM_NORECORD")
+    "GREENREPLAY_CONFORM_RESULTS", "GREENREPLAY_CONFORM_NORECORD", "GREENREPLAY_WINDOW_FD")
 
 
 def _strip_environment():
@@ -102,6 +106,39 @@ def _run_own_sitecustomize():
         sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
                          "%s: %s\n" % (type(e).__name__, e))
         return True
+
+
+def _window(greenreplay, _greenreplay, fd, uncaught, own_sitecustomize):
+    """Record one window: "S" on the pipe fd starts recording, "E" stops it,
+    each in the main thread between two bytecodes (a pending call, where
+    signal handlers run), as greenreplay.start() and stop() called by the
+    program there would: the seed stacks are the stacks of that moment
+    (docs/recorder-start.md, "A window of a running program")."""
+    greenreplay._take_environment()  # kept for start(), out of the program's environment
+    _strip_environment()
+    os.set_inheritable(fd, False)  # the program's children do not get it
+    state = ["waiting"]
+
+    def on_byte(byte):
+        if byte == ord("S") and state[0] == "waiting":
+            state[0] = "open"
+            if not own_sitecustomize and sys.modules.get("sitecustomize") is _this:
+                del sys.modules["sitecustomize"]  # (not while site imported it)
+            try:
+                greenreplay.start()
+            except Exception as e:
+                state[0] = "closed"
+                sys.stderr.write("greenreplay: the window was not recorded: %s\n" % e)
+            else:
+                _greenreplay._on_uncaught(uncaught)
+        elif byte == ord("E") and state[0] == "open":
+            state[0] = "closed"
+            try:
+                greenreplay.stop()
+            except Exception as e:
+                greenreplay._stop_failed(e)
+
+    _greenreplay._window(fd, on_byte)
 
 
 class _Finder:
@@ -184,8 +221,12 @@ def _boot():
                     if name.startswith("greenreplay"):
                         del sys.modules[name]
 
+    window = os.environ.get("GREENREPLAY_WINDOW_FD")
     try:
-        _greenreplay._arm(fire)
+        if window is not None:
+            _window(greenreplay, _greenreplay, int(window), uncaught, own_sitecustomize)
+        else:
+            _greenreplay._arm(fire)
     except Exception as e:
         _strip_environment()
         sys.stderr.write("greenreplay: recording not started: %s; the program runs unrecorded\n" % e)
