@@ -9,7 +9,7 @@
  * PyEval_SetProfile from inside the profile callback (with a guard object
  * as its profile object: released, it empties the view), then hands it
  * the event.  The real function ignores events whose frame is not the
- * running frame (PyEval_GetFrame()).  Like memray 1.18+, which checks
+ * running frame (PyEval_GetFrame()).  Like memray 1.20, which checks
  * at every allocation that the thread's profile slot still holds its
  * function (and drops its stack if not: the function was uninstalled,
  * the frames it holds may be gone), view() first checks
