@@ -427,6 +427,31 @@ static int def_code(struct dec *d)
     return 0;
 }
 
+static int def_profiler(struct dec *d)
+{
+    gr_trace *t = d->t;
+    uint64_t kind, type, code;
+    TRY(get(d, &kind));
+    TRY(get(d, &type));
+    if (type > t->nstrings)
+        return dfail(d, GR_E_UNDEFINED, "string id used before its definition (profiler type)");
+    TRY(get(d, &code));
+    if (code > t->ncodes)
+        return dfail(d, GR_E_UNDEFINED, "code id used before its definition (profiler)");
+    if (t->nprofilers >= UINT32_MAX - 1)
+        return dfail(d, GR_E_VALUE, "too many profilers");
+    if (grow((void **)&t->profilers, &t->cap_profilers, t->nprofilers + 2,
+             sizeof *t->profilers) < 0)
+        return no_memory(&t->err, t->name);
+    if (t->nprofilers == 0)
+        memset(&t->profilers[0], 0, sizeof t->profilers[0]);
+    gr_profdef *p = &t->profilers[++t->nprofilers];
+    p->kind = kind < 255 ? (uint8_t)kind : 255;
+    p->type = (uint32_t)type;
+    p->code = (uint32_t)code;
+    return 0;
+}
+
 static int def_meta(struct dec *d)
 {
     gr_trace *t = d->t;
@@ -513,12 +538,28 @@ static int compact(struct dec *d, uint8_t tag, gr_record *r)
 static int is_indexed_tag(const gr_trace *t, uint8_t tag)
 {
     return (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) ||
-           (t->minor >= 2 && tag >= GR_CACHED_BASE && tag <= GR_CTX_LAST);
+           (t->minor >= 2 && tag >= GR_CACHED_BASE && tag <= GR_CTX_LAST) ||
+           (t->minor >= 3 && tag == GR_HOOK_PROF);
 }
 
 /* Decode the fields of an indexed record whose tag is already consumed. */
 static int indexed(struct dec *d, uint8_t tag, gr_record *r)
 {
+    if (tag == GR_HOOK_PROF) {
+        /* §4.2: a HOOK with the program's profiler and the changing frame */
+        r->tag = GR_HOOK;
+        TRY(indexed(d, GR_HOOK, r));
+        uint64_t prof, frame;
+        TRY(get(d, &prof));
+        if (prof > d->t->nprofilers)
+            return dfail(d, GR_E_UNDEFINED, "profiler id used before its definition (hook)");
+        TRY(get(d, &frame));
+        if (frame > d->t->ncodes)
+            return dfail(d, GR_E_UNDEFINED, "code id used before its definition (hook frame)");
+        r->target = prof;
+        r->use_tracing = frame;
+        return 0;
+    }
     if (tag >= GR_CACHED_BASE)
         return compact(d, tag, r);
     TRY(get_tid(d, &r->tid));
@@ -660,6 +701,8 @@ static int read_records(gr_trace *t, size_t limit)
             TRY(def_code(&d));
         else if (tag == GR_META)
             TRY(def_meta(&d));
+        else if (tag == GR_PROFILER && t->minor >= 3)
+            TRY(def_profiler(&d));
         else if (tag == GR_GAP) {
             uint64_t n;
             TRY(get(&d, &n));
@@ -917,6 +960,7 @@ void gr_trace_free(gr_trace *t)
     free(t->data);
     free(t->strings);
     free(t->codes);
+    free(t->profilers);
     free(t->metas);
     free(t->gaps);
     free(t->recs);

@@ -396,6 +396,25 @@ static void record_line(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
             PUT_LIT(sb, " during=");
             put_code(sb, t, r->code, nm);
         }
+        if (r->target && r->target <= t->nprofilers) {
+            /* format 1.3: the program's profiler installed or removed */
+            const gr_profdef *pd = &t->profilers[r->target];
+            PUT_KU(sb, " profiler=P", r->target);
+            put_ch(sb, ' ');
+            put_cstr(sb, gr_profiler_kind_name(pd->kind));
+            if (pd->type) {
+                put_ch(sb, ' ');
+                put_string(sb, t, pd->type, 0);
+            }
+            if (pd->code) {
+                PUT_LIT(sb, " code=");
+                put_code(sb, t, pd->code, nm);
+            }
+        }
+        if (r->use_tracing) {
+            PUT_LIT(sb, " frame=");
+            put_code(sb, t, (uint32_t)r->use_tracing, nm);
+        }
         break;
     }
     case GR_MARK:

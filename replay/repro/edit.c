@@ -58,6 +58,8 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
         gr_emit_string(w, t->strings[i].p, t->strings[i].len);
     for (size_t i = 1; i <= t->ncodes; i++)
         gr_emit_code(w, &t->codes[i]);
+    for (size_t i = 1; i <= t->nprofilers; i++)
+        gr_emit_profiler(w, &t->profilers[i]);
     /* A META that followed indexed records in t (the recorder writes some
      * at stop) stays after them: dump places it by that (FORMAT §6.1). */
     size_t m = 0;
