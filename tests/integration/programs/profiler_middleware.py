@@ -11,8 +11,9 @@ how.  With `sequential` nothing switches inside the profiled region: every
 profile is right.
 
 Prints one line per request, in the order the profilers were enabled:
-`request K own=N` where N is what the request's own pstats count for
-compute() (calls of compute seen by its profiler, whoever made them).
+`request K seen=N` where N is what the request's own pstats count for
+compute() (calls of compute its profiler saw, whichever request made
+them).
 """
 import cProfile
 import sys
@@ -85,7 +86,7 @@ def main():
                    timeout=60, raise_error=True)
     server.stop()
     for k in sorted(counts):
-        print("request %d own=%d" % (k, counts[k]))
+        print("request %d seen=%d" % (k, counts[k]))
 
 
 main()
