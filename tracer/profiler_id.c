@@ -23,6 +23,7 @@
 
 typedef struct {
     PyObject *wr; /* owned: weak reference to the identity object, or NULL */
+    void *addr;   /* its address (the index key; compared only) */
     uint32_t id;
 } gr_prof_entry;
 
@@ -151,6 +152,45 @@ static PyObject *describe(gr_recorder *r, Py_tracefunc func, PyObject *obj, int 
     return type_name(Py_TYPE(obj));
 }
 
+/* Forget the profilers whose object is gone (a service making one per
+ * request would otherwise keep an entry for each until stop): their
+ * index entries go, the others move down.  Their ids are not reused. */
+static void sweep(gr_profiler_table *pt)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < pt->n; i++) {
+        gr_prof_entry *e = &pt->e[i];
+        PyObject *o = e->wr ? gr_weakref_get(e->wr) : NULL;
+        int dead = e->wr && !o;
+        Py_XDECREF(o);
+        PyObject *addr = PyLong_FromVoidPtr(e->addr);
+        if (!addr) {
+            PyErr_Clear();
+            pt->e[k++] = *e; /* kept as it is */
+            continue;
+        }
+        PyObject *at = PyDict_GetItemWithError(pt->index, addr); /* borrowed */
+        int mine = at && PyLong_AsSsize_t(at) == (Py_ssize_t)i;
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        if (dead) {
+            if (mine && PyDict_DelItem(pt->index, addr) < 0)
+                PyErr_Clear();
+            Py_CLEAR(e->wr);
+        } else {
+            if (mine && k != i) {
+                PyObject *no = PyLong_FromSsize_t((Py_ssize_t)k);
+                if (!no || PyDict_SetItem(pt->index, addr, no) < 0)
+                    PyErr_Clear();
+                Py_XDECREF(no);
+            }
+            pt->e[k++] = *e;
+        }
+        Py_DECREF(addr);
+    }
+    pt->n = k;
+}
+
 static gr_profiler_table *table(gr_recorder *r)
 {
     if (r->profilers)
@@ -198,13 +238,17 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     } else if (PyErr_Occurred())
         goto fail;
     /* First sight (or a new object where a freed one was). */
+    /* Full: forget the freed ones first; grow unless that freed half. */
     if (pt->n == pt->cap) {
-        size_t cap = pt->cap ? 2 * pt->cap : 16;
-        gr_prof_entry *more = PyMem_Realloc(pt->e, cap * sizeof *more);
-        if (!more)
-            goto fail;
-        pt->e = more;
-        pt->cap = cap;
+        sweep(pt);
+        if (!pt->cap || pt->n > pt->cap / 2) {
+            size_t cap = pt->cap ? 2 * pt->cap : 16;
+            gr_prof_entry *more = PyMem_Realloc(pt->e, cap * sizeof *more);
+            if (!more)
+                goto fail;
+            pt->e = more;
+            pt->cap = cap;
+        }
     }
     PyObject *wr = NULL;
     if (key) {
@@ -220,7 +264,7 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     }
     Py_DECREF(no);
     id = ++pt->next_id;
-    pt->e[pt->n++] = (gr_prof_entry){wr, id};
+    pt->e[pt->n++] = (gr_prof_entry){wr, key ? (void *)key : (void *)func, id};
     uint32_t sid = kind == GR_PROF_FUNCTION ? 0 : gr_string_id_obj(r, name);
     uint64_t f[3] = {(uint64_t)kind, sid, code};
     gr_emit(r, GR_PROFILER, 3, f);

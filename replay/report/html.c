@@ -451,7 +451,7 @@ void gr_html_add_trace(gr_html *h, const gr_trace *t, const gr_check_result *r)
         if (status == GR_CHECK_NOTHING)
             gr_sb_printf(&cov, "nothing checked: %s\n", r->coverage.nothing);
         gr_report_coverage(&cov, t, &r->coverage);
-        gr_report_profilers(&cov, t, r, 0);
+        gr_report_profilers(&cov, t, r, 1000); /* JSON lists every one */
         gr_sb_printf(sb, "<pre class=\"coverage\">");
         esc(sb, gr_sb_str(&cov));
         gr_sb_puts(sb, "</pre>\n");

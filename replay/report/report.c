@@ -771,7 +771,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
     gr_report_coverage(&tmp, t, &r->coverage);
-    gr_report_profilers(&tmp, t, r, 0);
+    gr_report_profilers(&tmp, t, r, 1000); /* JSON lists every one */
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));

@@ -514,12 +514,21 @@ static void put_one(ck *c, uint32_t id, const prof *p, int by)
     free(v);
 }
 
-static int alike(const gr_trace *t, const prof *a, uint32_t ia, const prof *b, uint32_t ib)
+/* The group of profilers alike (same kind, type and function, enabled in
+ * the same frame, thread-wide or not) that p (id i) belongs to, as two
+ * keys. */
+static void group_key(const gr_trace *t, const prof *p, uint32_t i, uint64_t *a, uint64_t *b)
 {
-    const gr_profdef *x = &t->profilers[ia], *y = &t->profilers[ib];
-    return x->kind == y->kind && x->type == y->type && x->code == y->code &&
-           a->frame == b->frame && a->thread_wide == b->thread_wide;
+    const gr_profdef *d = &t->profilers[i];
+    *a = (uint64_t)d->type << 32 | d->code;
+    *b = (uint64_t)p->frame << 16 | (uint64_t)d->kind << 1 | (p->thread_wide != 0);
 }
+
+typedef struct {
+    size_t all, nbad;
+    uint64_t sum;
+    uint32_t first; /* the first profiler (by id) with the finding */
+} group;
 
 static void violate(ck *c, prof *p, int by)
 {
@@ -536,28 +545,42 @@ static void violate(ck *c, prof *p, int by)
 
 static void findings(ck *c, st *s, int by)
 {
-    uint8_t *done = zalloc(s->np);
+    /* Group the profilers alike (one pass), then one finding per group of
+     * more than FOLD_AT with the finding, else one per profiler. */
+    gr_idmap gmap = {0};
+    group *g = NULL;
+    size_t ng = 0, cap = 0;
+    size_t *of = zalloc(s->np * sizeof *of);
+    for (uint32_t i = 1; i < s->np; i++) {
+        const prof *p = &s->p[i];
+        if (!p->known)
+            continue;
+        uint64_t ka, kb;
+        size_t gi;
+        group_key(c->t, p, i, &ka, &kb);
+        if (!gr_idmap_get(&gmap, ka, kb, &gi)) {
+            gi = ng++;
+            g = gr_xgrow(g, &cap, ng, sizeof *g);
+            memset(&g[gi], 0, sizeof g[gi]);
+            gr_idmap_put(&gmap, ka, kb, gi);
+        }
+        of[i] = gi;
+        g[gi].all++;
+        uint64_t bad = by == BY_MISSED ? p->missed : p->foreign;
+        if (bad) {
+            if (!g[gi].nbad)
+                g[gi].first = i;
+            g[gi].nbad++;
+            g[gi].sum += bad;
+        }
+    }
     for (uint32_t i = 1; i < s->np; i++) {
         prof *p = &s->p[i];
         uint64_t bad = by == BY_MISSED ? p->missed : p->foreign;
-        if (!p->known || !bad || done[i])
+        if (!p->known || !bad)
             continue;
-        /* the profilers like it, and those of them that behave alike */
-        size_t all = 0, nbad = 0;
-        uint64_t sum = 0;
-        for (uint32_t j = 1; j < s->np; j++) {
-            const prof *q = &s->p[j];
-            if (!q->known || !alike(c->t, p, i, q, j))
-                continue;
-            all++;
-            uint64_t qb = by == BY_MISSED ? q->missed : q->foreign;
-            if (qb) {
-                nbad++;
-                sum += qb;
-            }
-        }
-        if (nbad <= FOLD_AT) {
-            done[i] = 1;
+        const group *gr = &g[of[i]];
+        if (gr->nbad <= FOLD_AT) {
             gr_sb_printf(&c->msg, "P%" PRIu32 ", a ", i);
             put_what(c, i, 0);
             put_where(c, p);
@@ -566,24 +589,23 @@ static void findings(ck *c, st *s, int by)
             violate(c, p, by);
             continue;
         }
-        for (uint32_t j = 1; j < s->np; j++) {
-            const prof *q = &s->p[j];
-            if (q->known && alike(c->t, p, i, q, j) && (by == BY_MISSED ? q->missed : q->foreign))
-                done[j] = 1;
-        }
-        gr_sb_printf(&c->msg, "%zu of %zu ", nbad, all);
+        if (gr->first != i)
+            continue; /* folded into the group's finding */
+        gr_sb_printf(&c->msg, "%zu of %zu ", gr->nbad, gr->all);
         put_what(c, i, 1);
         put_where(c, p);
         if (by == BY_MISSED)
             gr_sb_printf(&c->msg, " missed Python calls of their owner (%" PRIu64 " in all); first: "
-                         "P%" PRIu32 " ", sum, i);
+                         "P%" PRIu32 " ", gr->sum, i);
         else
             gr_sb_printf(&c->msg, " counted Python calls of other greenlets as their own (%" PRIu64
-                         " in all); first: P%" PRIu32 " ", sum, i);
+                         " in all); first: P%" PRIu32 " ", gr->sum, i);
         put_one(c, i, p, by);
         violate(c, p, by);
     }
-    free(done);
+    free(of);
+    free(g);
+    gr_idmap_free(&gmap);
 }
 
 static void finish(ck *c)
