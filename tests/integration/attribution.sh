@@ -12,6 +12,9 @@
 #    interleaving (sequential), no finding, 40 profilers listed clean.
 #  - a profiler enabled in one greenlet and disabled in another: foreign
 #    calls of the other greenlet, as many as its pstats show.
+#  - a pyinstrument-style sys.setprofile profiler started and stopped in
+#    one request greenlet: the other request's calls foreign, as many as
+#    the profiler recorded (every Python version).
 #  - threading.setprofile with greenlets on 3 threads: one thread-wide
 #    profiler, installed 3 times, clean.
 #  - nested cProfile profilers: the outer one missed the block (the inner
@@ -134,6 +137,17 @@ if [ "$cprofile_slot" = 1 ]; then
     fi
 else
     echo "SKIP  cProfile programs: on $("$PY" -c 'import sys; print(sys.version.split()[0])') cProfile runs on sys.monitoring and changes no profile slot (no HOOK)"
+fi
+
+rec profiler_setprofile_request
+tr=$work/profiler_setprofile_request
+got=$(profilers "$tr.json" "'work_b in sampler=%d' % fn(p[0], 'foreign', 'work_b') if len(p) == 1 and not p[0]['thread_wide'] and p[0]['kind'] == 'function' else 'wrong'")
+if [ "$got" = "$(cat "$tr.out")" ] && [ "$got" != "work_b in sampler=0" ] &&
+   grep -q "P1, a function profiler (sampler (profiler_setprofile_request.py:[0-9]*)) enabled in handle_a (profiler_setprofile_request.py:[0-9]*), counted [0-9]* Python calls\{0,1\} of other greenlets as its own" "$tr.check"; then
+    gr_ok "sys.setprofile inside one request greenlet: the other request's calls foreign ($got, as the profiler recorded)"
+else
+    gr_bad "sys.setprofile inside one request greenlet: check '$got', program '$(cat "$tr.out")'"
+    gr_show "$tr.check" "$tr.err"
 fi
 
 rec profiler_threads
