@@ -12,8 +12,9 @@
  *
  *   owner    the greenlet that first enabled it; a profiler enabled in a
  *            thread's main greenlet (or with no greenlet, or by another
- *            thread) is thread-wide: every greenlet of each thread it was
- *            enabled on is its owner;
+ *            thread), and a tool that profiles whole threads wherever it
+ *            is started (yappi, coverage, line_profiler), is thread-wide:
+ *            every greenlet of each thread it was enabled on is its owner;
  *   enabled  from an install (HOOK set) on a thread until a clear on that
  *            thread that ends it: the clear ends the enabled profiler the
  *            clearing greenlet owns (cProfile's disable() clears the slot
@@ -187,6 +188,16 @@ static int code_own(ck *c, st *s, uint32_t code)
     return own;
 }
 
+/* Tools that profile a whole thread (or process) wherever they are
+ * started: yappi (greenlet-aware itself), coverage's tracers,
+ * line_profiler.  A profile per greenlet is made with cProfile, profile,
+ * pyinstrument or a function of the program's own. */
+static int whole_tool(unsigned kind)
+{
+    return kind == GR_PROF_YAPPI || kind == GR_PROF_COVERAGE_C || kind == GR_PROF_COVERAGE_PY ||
+           kind == GR_PROF_LINE_PROFILER;
+}
+
 static int owned_by(const prof *p, uint64_t gid)
 {
     return p->thread_wide || p->gid == gid;
@@ -220,8 +231,9 @@ static void on_hook(ck *c, st *s, const gr_record *r)
             p->known = 1;
             p->tid = r->tid;
             p->gid = r->gid;
+            unsigned kind = c->t->profilers[pid].kind;
             p->thread_wide = r->gid == 0 || (r->parent & GR_HOOK_BY_OTHER) ||
-                             gr_idmap_get(&s->mainmap, r->gid, 0, &dummy);
+                             gr_idmap_get(&s->mainmap, r->gid, 0, &dummy) || whole_tool(kind);
             p->frame = (uint32_t)r->use_tracing;
             p->first_index = r->index;
         }
