@@ -1049,7 +1049,8 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
         snprintf(reason, n,
                  "unsupported: the program installs its own profiler at %s (%s, event %llu) on thread %llu, "
                  "displacing the profiler under test there (a thread has one profile function): its counts would "
-                 "differ falsely, so nothing is compared",
+                 "differ falsely, so nothing is compared (`greenreplay check` on the trace, -o, lists what "
+                 "each of the program's profilers saw: rule attribution)",
                  gr_sb_str(&where_), gr_sb_str(&during), (unsigned long long)c->own_at,
                  (unsigned long long)c->start_tid);
         gr_sb_free(&where_);
