@@ -169,7 +169,7 @@ static int is_getprofile(ck *c, st *s, uint32_t code)
 }
 
 /* Whether code is greenreplay's own (its calls are not the program's),
- * cached by code id (bit 2 of getprof). */
+ * cached by code id (bits 2-3 of getprof). */
 static int code_own(ck *c, st *s, uint32_t code)
 {
     if (code < s->ngetprof && (s->getprof[code] & 0x0C))
