@@ -232,7 +232,7 @@ done
 
 echo
 totals=""
-for r in imbalance blind_spot switch_consistency propagation callback_guard displaced unreached; do
+for r in imbalance blind_spot switch_consistency propagation callback_guard displaced unreached attribution; do
     [ -n "${rule_total[$r]:-}" ] && totals="$totals $r=${rule_total[$r]}"
 done
 line="summary: $N fixtures, $n_ok as expected"

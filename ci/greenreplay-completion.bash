@@ -62,8 +62,8 @@ _greenreplay() {
             return ;;
         --view) COMPREPLY=($(compgen -W "all merged greenlets" -- "$cur")); return ;;
         --c-names) COMPREPLY=($(compgen -W "exact script any" -- "$cur")); return ;;
-        --rule) COMPREPLY=($(compgen -W "imbalance blind_spot switch_consistency propagation callback_guard displaced unreached" -- "$cur")); return ;;
-        --fail-on) COMPREPLY=($(compgen -W "displaced" -- "$cur")); return ;;
+        --rule) COMPREPLY=($(compgen -W "imbalance blind_spot switch_consistency propagation callback_guard displaced unreached attribution" -- "$cur")); return ;;
+        --fail-on) COMPREPLY=($(compgen -W "displaced attribution" -- "$cur")); return ;;
         --flush-signal|--start-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
         --switches) COMPREPLY=($(compgen -W "passive callback" -- "$cur")); return ;;
         --python) COMPREPLY=($(compgen -c -- "$cur")); return ;;

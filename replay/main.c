@@ -108,6 +108,11 @@ static const char usage_check[] =
     "                      (sys.setprofile(None), cProfile's enable()/disable()):\n"
     "                      listed, not failing unless --fail-on displaced\n"
     "  unreached           a thread the profiler was never installed in\n"
+    "  attribution         the program's own profilers (a cProfile.Profile per\n"
+    "                      request, a sys.setprofile function) missed their own\n"
+    "                      greenlet's calls or counted another's; every one is\n"
+    "                      listed with its counts; not failing unless\n"
+    "                      --fail-on attribution\n"
     "\n"
     "words of the report:\n"
     "  shadow stack        the stack rebuilt from the profiler's events\n"
@@ -130,7 +135,8 @@ static const char usage_check[] =
     "  --allow RULE[:FUNCTION]  listed and counted, marked allowed, not failing\n"
     "                      (also `allow = [...]` under [tool.greenreplay] in the\n"
     "                      nearest pyproject.toml); repeatable\n"
-    "  --fail-on RULE      findings of RULE fail (displaced; also `fail_on`)\n"
+    "  --fail-on RULE      findings of RULE fail (displaced, attribution; also\n"
+    "                      `fail_on`)\n"
     "  --strict-known      a known-benign cause (gevent's thread pool removing\n"
     "                      the profiler) is a displaced finding, not a note\n"
     "  --junit OUT         also write JUnit XML: a testsuite per trace\n"
@@ -1220,9 +1226,10 @@ static int cmd_diff(int argc, char **argv)
             goto done;
         }
     }
-    /* 1.1 and 1.2 differ in encoding only (compact records, FORMAT §4.1):
-     * their decoded records compare. */
-    if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 2 && b.minor >= 1 && b.minor <= 2)) {
+    /* 1.1, 1.2 and 1.3 differ in encoding (compact records, FORMAT §4.1)
+     * and in what a HOOK says of the program's profiler (§4.2), which diff
+     * does not compare: their decoded records compare. */
+    if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 3 && b.minor >= 1 && b.minor <= 3)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "
                         "greenreplay)\n",

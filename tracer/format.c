@@ -34,3 +34,12 @@ void gr_format_header(uint8_t out[GR_HEADER_LEN], char stream)
     gr_put_u16le(out + 10, stream == GR_STREAM_SIDE ? GR_SIDE_MINOR : GR_VERSION_MINOR);
     out[12] = (uint8_t)stream;
 }
+
+const char *gr_profiler_kind_name(uint64_t kind)
+{
+    static const char *const names[GR_PROF_KINDS] = {
+        "c-function", "cprofile", "profile", "yappi", "coverage-ctracer", "coverage-pytracer",
+        "line_profiler", "pyinstrument", "function", "callable",
+    };
+    return kind < GR_PROF_KINDS ? names[kind] : "?";
+}

@@ -15,8 +15,10 @@
 #define GR_MAGIC_LEN 8
 #define GR_HEADER_LEN 16
 #define GR_VERSION_MAJOR 1
-#define GR_VERSION_MINOR 2 /* 1.1: SWITCH/THROW carry a stack; HOOK.
-                              1.2: compact records (§4.1) */
+#define GR_VERSION_MINOR 3 /* 1.1: SWITCH/THROW carry a stack; HOOK.
+                              1.2: compact records (§4.1).
+                              1.3: PROFILER definitions, HOOK naming the
+                              program's profiler (§4.2) */
 /* The side channel's minor (its header; a trace file keeps
  * GR_VERSION_MINOR): 1.3: 'W' and 'P' chunks are written during the run
  * and interleave with 'T' chunks (§5); a 1.2 side channel has them in the
@@ -50,6 +52,7 @@ enum gr_tag {
     GR_CODE = 0x02,
     GR_META = 0x03,
     GR_GAP = 0x04,
+    GR_PROFILER = 0x05, /* format 1.3: one of the program's profilers (§3) */
 
     GR_FIRST_INDEXED = 0x10,
     GR_THREAD = 0x10,
@@ -85,6 +88,11 @@ enum gr_tag {
                                    as the chunk's last SWITCH/THROW */
 #define GR_CTX_THROW_SAME 0xE8
 #define GR_CTX_LAST 0xE8
+/* §4.2 (format 1.3): a HOOK of the profile slot naming the program's
+ * profiler it installed or removed and the Python frame that changed it:
+ * the HOOK fields, then `profiler` id and `frame` code id.  Decoded as a
+ * HOOK (gr_record.target = profiler, .use_tracing = frame). */
+#define GR_HOOK_PROF 0xE9
 
 /* Per-chunk encoding state (docs/FORMAT.md §4.1), the same in the writer and
  * the reader.  All zero at the start of every chunk, so a chunk decodes
@@ -168,6 +176,23 @@ enum gr_hook_action {
                                     a call or return it handled went to the
                                     profile slot after it returned, to what
                                     the change left there, not the recorder */
+
+/* §3 PROFILER kind (format 1.3): what the program's profiler is, where the
+ * recorder knows the tool. */
+enum gr_profiler_kind {
+    GR_PROF_UNKNOWN = 0,      /* a C profile function of another tool */
+    GR_PROF_CPROFILE = 1,     /* cProfile / _lsprof.Profiler */
+    GR_PROF_PROFILE = 2,      /* the pure-Python profile module */
+    GR_PROF_YAPPI = 3,
+    GR_PROF_COVERAGE_C = 4,   /* coverage's CTracer */
+    GR_PROF_COVERAGE_PY = 5,  /* coverage's PyTracer */
+    GR_PROF_LINE_PROFILER = 6,
+    GR_PROF_PYINSTRUMENT = 7,
+    GR_PROF_FUNCTION = 8,     /* a plain Python function (sys.setprofile(f)) */
+    GR_PROF_CALLABLE = 9,     /* another Python callable (a bound method, an
+                                 object with __call__) */
+    GR_PROF_KINDS = 10
+};
 
 /* §4 MARK flags */
 #define GR_MARK_CUT 0x1u
@@ -311,6 +336,9 @@ static inline uint16_t gr_get_u16le(const uint8_t *p)
 
 /* Name of an indexed record kind for text output ("CALL"), or NULL. */
 const char *gr_tag_name(int tag);
+
+/* Short name of a PROFILER kind ("cprofile", ...); "?" when unknown. */
+const char *gr_profiler_kind_name(uint64_t kind);
 
 /* Fill the 16-byte file header for the given stream kind into out. */
 void gr_format_header(uint8_t out[GR_HEADER_LEN], char stream);

@@ -8,6 +8,7 @@
 #include "recorder.h"
 
 #include "instr.h"
+#include "profiler_id.h"
 
 #include <string.h>
 
@@ -896,7 +897,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 
 /* ---- the program's own hooks -------------------------------------------- */
 
-static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
+static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code,
+                      uint32_t prof, uint32_t frame)
 {
     uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
                    (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->ran_unseen ? GR_HOOK_RAN : 0) |
@@ -908,8 +910,8 @@ static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32
         who |= GR_HOOK_BY_OTHER | (uint64_t)t->by_tid << GR_HOOK_BY_SHIFT;
         code = t->by_code;
     }
-    uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
-    gr_emit(r, GR_HOOK, 6, f);
+    uint64_t f[8] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code, prof, frame};
+    gr_emit(r, slot == GR_HOOK_PROFILE ? GR_HOOK_PROF : GR_HOOK, slot == GR_HOOK_PROFILE ? 8 : 6, f);
 }
 
 /* The profile slot of thread state ts (thread t) after the program may
@@ -923,12 +925,17 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
     Py_tracefunc f = ts->c_profilefunc;
     PyObject *old_chain = NULL;
     uint32_t code = t->hook_pending ? t->hook_code : 0;
+    uint32_t frame = t->by_tid ? 0 : t->hook_pending ? t->hook_frame
+                     : ts == PyThreadState_Get() ? gr_profiler_frame(r, PyEval_GetFrame()) : 0;
     t->hook_pending = 0;
     int ran = t->ran_unseen;
     t->ran_unseen = 0;
     if (f == gr_profile || f == gr_profile_chain)
         return;
     t->ran_unseen = ran; /* for emit_hook, below */
+    /* The program's profiler installed, or removed (profiler_id.c). */
+    uint32_t prof = f ? gr_profiler_id(r, f, ts->c_profileobj)
+                      : gr_profiler_id(r, t->chain_func, t->chain_obj);
     int action;
     if (!f) {
         /* Cleared.  While the subject was displaced by the program's own
@@ -977,7 +984,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         gr_swap_profile_func(ts, gr_profile_chain);
     }
     if (t->tid)
-        emit_hook(r, t, GR_HOOK_PROFILE, action, code);
+        emit_hook(r, t, GR_HOOK_PROFILE, action, code, prof, frame);
     t->ran_unseen = 0;
     Py_XDECREF(old_chain);
 }
@@ -1629,6 +1636,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
      * threading's _contextvars.Context.run, whose c_return comes to the
      * recorder later). */
     t->hook_code = t->ccall_frame && t->ccall_frame == cur ? t->last_c_call : 0;
+    t->hook_frame = gr_profiler_frame(r, cur);
     t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
     t->foot_prof = ts->c_profilefunc;
     t->foot_pobj = ts->c_profileobj;

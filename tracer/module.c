@@ -9,6 +9,7 @@
 #include "recorder.h"
 #include "boot.h"
 #include "window.h"
+#include "profiler_id.h"
 
 #include <pthread.h>
 
@@ -55,6 +56,7 @@ static void recorder_free(gr_recorder *r)
     Py_XDECREF(r->thread_start[0]);
     Py_XDECREF(r->thread_start[1]);
     PyMem_Free(r->start_sites);
+    gr_profiler_table_free(r->profilers);
     PyMem_Free(r->unfollowed);
     Py_XDECREF(r->forget);
     for (size_t i = 0; i < r->nrules; i++) {

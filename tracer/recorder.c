@@ -148,7 +148,7 @@ void gr_side_drain(gr_recorder *r)
 
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
 {
-    if (tag == GR_HOOK) /* a hook changed: no continued switch across it */
+    if (tag == GR_HOOK || tag == GR_HOOK_PROF) /* a hook changed: no continued switch across it */
         r->hook_stamp = ++r->stamp;
     gr_writer *w = tag >= GR_FIRST_INDEXED ? r->w : r->dw;
     uint8_t *p = gr_writer_reserve(w, 1 + (size_t)n * GR_VARINT_MAX);

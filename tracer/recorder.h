@@ -132,6 +132,8 @@ typedef struct gr_thread {
                                reused by another thread) */
     uint32_t hook_code;     /* the C call in progress then (its c_return
                                goes to whatever the program installed) */
+    uint32_t hook_frame;    /* code id of the Python frame running then
+                               (gr_profiler_frame), 0 none */
     int may_have_ended;     /* the last event recorded here was a return
                                (RETURN, C_RETURN, C_EXCEPTION) or none: the
                                greenlet it came from may have finished
@@ -365,6 +367,8 @@ typedef struct gr_recorder {
     uint64_t nswitches;     /* 'W' entries written */
     time_t drain_sec;       /* CLOCK_MONOTONIC second of the last look at
                                the sampler's ring from gr_times_entry */
+    struct gr_profiler_table *profilers; /* owned: the program's profilers
+                               seen (profiler_id.c), or NULL */
 } gr_recorder;
 
 /* Set t->slow_path (t of recording r) after a change of t->tid,

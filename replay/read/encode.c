@@ -28,7 +28,9 @@ size_t gr_encode_record_ctx(uint8_t *out, const gr_record *r, const uint32_t *st
             return (size_t)(p - out);
         }
     }
-    *p++ = r->tag;
+    /* A HOOK naming the program's profiler is the 1.3 form (§4.2). */
+    int hook_prof = r->tag == GR_HOOK && (r->target || r->use_tracing);
+    *p++ = hook_prof ? (uint8_t)GR_HOOK_PROF : r->tag;
     p = gr_put_varint(p, r->tid);
     switch (r->tag) {
     case GR_THREAD:
@@ -63,6 +65,10 @@ size_t gr_encode_record_ctx(uint8_t *out, const gr_record *r, const uint32_t *st
         p = gr_put_varint(p, r->tracing);
         p = gr_put_varint(p, r->parent);
         p = gr_put_varint(p, r->code);
+        if (hook_prof) {
+            p = gr_put_varint(p, r->target);
+            p = gr_put_varint(p, r->use_tracing);
+        }
         break;
     case GR_MARK:
         p = gr_put_varint(p, r->gid);
@@ -126,6 +132,16 @@ int gr_emit_code(gr_writer *w, const gr_code *c)
     p = gr_put_varint(p, c->qualname);
     p = gr_put_varint(p, c->file);
     p = gr_put_varint(p, c->line);
+    return gr_writer_append(w, buf, (size_t)(p - buf));
+}
+
+int gr_emit_profiler(gr_writer *w, const gr_profdef *pd)
+{
+    uint8_t buf[1 + 3 * GR_VARINT_MAX], *p = buf;
+    *p++ = GR_PROFILER;
+    p = gr_put_varint(p, pd->kind);
+    p = gr_put_varint(p, pd->type);
+    p = gr_put_varint(p, pd->code);
     return gr_writer_append(w, buf, (size_t)(p - buf));
 }
 

@@ -39,6 +39,9 @@ int gr_emit_code(gr_writer *w, const gr_code *c);
 /* Append a META definition (string ids).  Returns 0 or -1 (dropped). */
 int gr_emit_meta(gr_writer *w, uint32_t key, uint32_t value);
 
+/* A PROFILER definition (§3, format 1.3). */
+int gr_emit_profiler(gr_writer *w, const gr_profdef *pd);
+
 /* Append a GAP definition: n indexed records left out before the ones that
  * follow (§3).  Returns 0 or -1 (dropped). */
 int gr_emit_gap(gr_writer *w, uint64_t n);

@@ -326,7 +326,7 @@ static int get_stack(struct dec *d, gr_record *r)
         return dfail(d, GR_E_VALUE, m);
     }
     gr_trace *t = d->t;
-    if (grow((void **)&t->stacks, &t->cap_stacks, t->nstacks + depth, sizeof *t->stacks) < 0)
+    if (grow((void **)&t->stacks, &t->cap.stacks, t->nstacks + depth, sizeof *t->stacks) < 0)
         return no_memory(&t->err, t->name);
     r->depth = (uint32_t)depth;
     r->stack = t->nstacks;
@@ -390,7 +390,7 @@ static int def_string(struct dec *d)
         return dfail(d, GR_E_PAST_CHUNK, "string runs past the end of its chunk");
     if (t->nstrings >= UINT32_MAX - 1)
         return dfail(d, GR_E_VALUE, "too many strings");
-    if (grow((void **)&t->strings, &t->cap_strings, t->nstrings + 2, sizeof *t->strings) < 0)
+    if (grow((void **)&t->strings, &t->cap.strings, t->nstrings + 2, sizeof *t->strings) < 0)
         return no_memory(&t->err, t->name);
     const uint8_t *bytes = d->p;
     if (t->io.file && !(bytes = keep_bytes(t, d->p, (size_t)len)))
@@ -417,7 +417,7 @@ static int def_code(struct dec *d)
     TRY(get(d, &line));
     if (t->ncodes >= UINT32_MAX - 1)
         return dfail(d, GR_E_VALUE, "too many code identities");
-    if (grow((void **)&t->codes, &t->cap_codes, t->ncodes + 2, sizeof *t->codes) < 0)
+    if (grow((void **)&t->codes, &t->cap.codes, t->ncodes + 2, sizeof *t->codes) < 0)
         return no_memory(&t->err, t->name);
     gr_code *c = &t->codes[++t->ncodes];
     c->kind = (uint8_t)kind;
@@ -427,13 +427,38 @@ static int def_code(struct dec *d)
     return 0;
 }
 
+static int def_profiler(struct dec *d)
+{
+    gr_trace *t = d->t;
+    uint64_t kind, type, code;
+    TRY(get(d, &kind));
+    TRY(get(d, &type));
+    if (type > t->nstrings)
+        return dfail(d, GR_E_UNDEFINED, "string id used before its definition (profiler type)");
+    TRY(get(d, &code));
+    if (code > t->ncodes)
+        return dfail(d, GR_E_UNDEFINED, "code id used before its definition (profiler)");
+    if (t->nprofilers >= UINT32_MAX - 1)
+        return dfail(d, GR_E_VALUE, "too many profilers");
+    if (grow((void **)&t->profilers, &t->cap.profilers, t->nprofilers + 2,
+             sizeof *t->profilers) < 0)
+        return no_memory(&t->err, t->name);
+    if (t->nprofilers == 0)
+        memset(&t->profilers[0], 0, sizeof t->profilers[0]);
+    gr_profdef *p = &t->profilers[++t->nprofilers];
+    p->kind = kind < 255 ? (uint8_t)kind : 255;
+    p->type = (uint32_t)type;
+    p->code = (uint32_t)code;
+    return 0;
+}
+
 static int def_meta(struct dec *d)
 {
     gr_trace *t = d->t;
     uint32_t k, v;
     TRY(get_string(d, &k));
     TRY(get_string(d, &v));
-    if (grow((void **)&t->metas, &t->cap_metas, t->nmetas + 1, sizeof *t->metas) < 0)
+    if (grow((void **)&t->metas, &t->cap.metas, t->nmetas + 1, sizeof *t->metas) < 0)
         return no_memory(&t->err, t->name);
     t->metas[t->nmetas].key = k;
     t->metas[t->nmetas].value = v;
@@ -513,12 +538,28 @@ static int compact(struct dec *d, uint8_t tag, gr_record *r)
 static int is_indexed_tag(const gr_trace *t, uint8_t tag)
 {
     return (tag >= GR_FIRST_INDEXED && tag <= GR_LAST_INDEXED) ||
-           (t->minor >= 2 && tag >= GR_CACHED_BASE && tag <= GR_CTX_LAST);
+           (t->minor >= 2 && tag >= GR_CACHED_BASE && tag <= GR_CTX_LAST) ||
+           (t->minor >= 3 && tag == GR_HOOK_PROF);
 }
 
 /* Decode the fields of an indexed record whose tag is already consumed. */
 static int indexed(struct dec *d, uint8_t tag, gr_record *r)
 {
+    if (tag == GR_HOOK_PROF) {
+        /* §4.2: a HOOK with the program's profiler and the changing frame */
+        r->tag = GR_HOOK;
+        TRY(indexed(d, GR_HOOK, r));
+        uint64_t prof, frame;
+        TRY(get(d, &prof));
+        if (prof > d->t->nprofilers)
+            return dfail(d, GR_E_UNDEFINED, "profiler id used before its definition (hook)");
+        TRY(get(d, &frame));
+        if (frame > d->t->ncodes)
+            return dfail(d, GR_E_UNDEFINED, "code id used before its definition (hook frame)");
+        r->target = prof;
+        r->use_tracing = frame;
+        return 0;
+    }
     if (tag >= GR_CACHED_BASE)
         return compact(d, tag, r);
     TRY(get_tid(d, &r->tid));
@@ -626,8 +667,8 @@ static int read_records(gr_trace *t, size_t limit)
                 code = *q++;
                 d.ctx.code[code % GR_CODE_SLOTS] = code;
             }
-            if (t->nrecs == t->cap_recs &&
-                grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
+            if (t->nrecs == t->cap.recs &&
+                grow((void **)&t->recs, &t->cap.recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);
             /* Every field stored, none cleared first (a struct literal
              * is a `rep stos` of the whole record: a third of the time). */
@@ -660,6 +701,8 @@ static int read_records(gr_trace *t, size_t limit)
             TRY(def_code(&d));
         else if (tag == GR_META)
             TRY(def_meta(&d));
+        else if (tag == GR_PROFILER && t->minor >= 3)
+            TRY(def_profiler(&d));
         else if (tag == GR_GAP) {
             uint64_t n;
             TRY(get(&d, &n));
@@ -670,19 +713,19 @@ static int read_records(gr_trace *t, size_t limit)
             /* Each GAP's place, for a loaded trace only: a streamed one
              * keeps the sums, so that a file of GAPs costs it nothing. */
             if (!t->streaming) {
-                if (grow((void **)&t->gaps, &t->cap_gaps, t->ngaps + 1, sizeof *t->gaps) < 0)
+                if (grow((void **)&t->gap_defs.list, &t->cap.gaps, t->gap_defs.n + 1, sizeof *t->gap_defs.list) < 0)
                     return no_memory(&t->err, t->name);
-                t->gaps[t->ngaps].at = t->nrecs;
-                t->gaps[t->ngaps].n = n;
-                t->ngaps++;
+                t->gap_defs.list[t->gap_defs.n].at = t->nrecs;
+                t->gap_defs.list[t->gap_defs.n].n = n;
+                t->gap_defs.n++;
             }
             t->gap += n;
             if (t->first + t->nrecs == 0)
-                t->gap_head += n;
+                t->gap_defs.head += n;
         }
         else if (is_indexed_tag(t, tag)) {
-            if (t->nrecs == t->cap_recs &&
-                grow((void **)&t->recs, &t->cap_recs, t->nrecs + 1, sizeof *t->recs) < 0)
+            if (t->nrecs == t->cap.recs &&
+                grow((void **)&t->recs, &t->cap.recs, t->nrecs + 1, sizeof *t->recs) < 0)
                 return no_memory(&t->err, t->name);
             gr_record *r = &t->recs[t->nrecs];
             /* Cleared by copying a zero record: the copy of a constant
@@ -714,8 +757,8 @@ static int read_records(gr_trace *t, size_t limit)
  * the first chunk. */
 static int begin_chunks(gr_trace *t)
 {
-    if (grow((void **)&t->strings, &t->cap_strings, 1, sizeof *t->strings) < 0 ||
-        grow((void **)&t->codes, &t->cap_codes, 1, sizeof *t->codes) < 0)
+    if (grow((void **)&t->strings, &t->cap.strings, 1, sizeof *t->strings) < 0 ||
+        grow((void **)&t->codes, &t->cap.codes, 1, sizeof *t->codes) < 0)
         return no_memory(&t->err, t->name);
     memset(&t->strings[0], 0, sizeof t->strings[0]);
     memset(&t->codes[0], 0, sizeof t->codes[0]);
@@ -917,8 +960,9 @@ void gr_trace_free(gr_trace *t)
     free(t->data);
     free(t->strings);
     free(t->codes);
+    free(t->profilers);
     free(t->metas);
-    free(t->gaps);
+    free(t->gap_defs.list);
     free(t->recs);
     free(t->stacks);
     memset(t, 0, sizeof *t);

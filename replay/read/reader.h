@@ -73,6 +73,14 @@ typedef struct gr_code {
     uint64_t line;     /* firstlineno, 0 for C */
 } gr_code;
 
+/* A PROFILER definition (§3, format 1.3): one of the program's own
+ * profilers, named by HOOK records of the profile slot (gr_record.target). */
+typedef struct gr_profdef {
+    uint8_t kind;      /* enum gr_profiler_kind (GR_PROF_KINDS and up: unknown) */
+    uint32_t type;     /* string id of its type's name, 0 none */
+    uint32_t code;     /* code id of its Python function, 0 none */
+} gr_profdef;
+
 /* A META definition (§3): string ids, and where it is in the file: the
  * number of indexed records before it (the index the next record gets),
  * the same whether the trace is loaded or streamed (dump uses it to place
@@ -101,7 +109,10 @@ typedef struct gr_record {
     uint64_t flags;       /* GREENLET, SWITCH/THROW state, MARK, STACK */
     uint64_t tracing;     /* SWITCH/THROW; INSTR: instrumentation version */
     uint64_t use_tracing; /* SWITCH/THROW; INSTR: stale frames */
-    uint32_t code;        /* CALL..C_EXCEPTION; MARK: the `mark` code id */
+    uint32_t code;        /* CALL..C_EXCEPTION; MARK: the `mark` code id;
+                             HOOK: `during`.  A HOOK of the profile slot
+                             (1.3, §4.2) has its profiler id in `target` and
+                             its frame's code id in `use_tracing` */
     uint32_t label;       /* MARK: string id */
     uint32_t depth;       /* GREENLET, MARK, STACK: number of code ids */
     uint32_t len;         /* encoded size in bytes */
@@ -128,18 +139,22 @@ typedef struct gr_trace {
     size_t nstrings;
     gr_code *codes;       /* [ncodes + 1] */
     size_t ncodes;
+    gr_profdef *profilers; /* [nprofilers + 1] (format 1.3) */
+    size_t nprofilers;
     gr_meta *metas;       /* in file order */
     size_t nmetas;
     uint64_t gap;         /* records dropped before these by ring mode
                              (sum of GAP definitions, §3; a GAP taking
                              it over UINT64_MAX is GR_E_VALUE) */
-    uint64_t gap_head;    /* the part of gap defined before the first
+    struct {              /* the GAP definitions (ring mode) */
+        uint64_t head;    /* the part of gap defined before the first
                              indexed record (all of it as the recorder
                              writes them; dump's header, FORMAT §6.1) */
-    gr_gap *gaps;         /* each GAP definition, in file order (edit
+        gr_gap *list;     /* each GAP definition, in file order (edit
                              writes them back where they were); loaded
                              traces only, none when streamed */
-    size_t ngaps;
+        size_t n;
+    } gap_defs;
     gr_record *recs;      /* indexed records, recs[i].index == i */
     size_t nrecs;
     uint32_t *stacks;     /* pool of code ids referenced by records */
@@ -149,8 +164,9 @@ typedef struct gr_trace {
     int truncated;        /* file ends inside a chunk or lacks a trailer */
     uint64_t truncated_at; /* byte offset where the valid part ends */
     gr_error err;         /* set when a read fails */
-    /* capacities (internal) */
-    size_t cap_strings, cap_codes, cap_metas, cap_gaps, cap_recs, cap_stacks;
+    struct {              /* capacities of the arrays above (internal) */
+        size_t profilers, strings, codes, metas, gaps, recs, stacks;
+    } cap;
     /* Iteration (gr_trace_open / gr_trace_next_chunk).  A loaded trace
      * (gr_trace_load, gr_trace_parse) holds every record: first is 0.  A
      * streamed one holds the records of the last chunk decoded: recs[0] is

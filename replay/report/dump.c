@@ -281,6 +281,107 @@ void gr_dump_record(gr_sb *sb, const gr_trace *t, const gr_record *r)
 }
 
 /* The line of record r (stack ids at ids), code names from nm when given. */
+/* A SWITCH or THROW record's fields after the thread. */
+static void switch_fields(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids, names *nm)
+{
+    PUT_KU(sb, " g", r->gid);
+    PUT_KU(sb, "->g", r->target);
+    put_gid(sb, "parent", r->parent);
+    if (r->flags & GR_SW_PROFILE_OURS)
+        PUT_LIT(sb, " prof=ours");
+    else if (r->flags & GR_SW_PROFILE_SET)
+        PUT_LIT(sb, " prof=other");
+    else
+        PUT_LIT(sb, " prof=none");
+    PUT_KU(sb, " tracing=", r->tracing);
+    if (r->flags & GR_SW_USE_TRACING_KNOWN)
+        PUT_KU(sb, " use_tracing=", r->use_tracing);
+    else
+        PUT_LIT(sb, " use_tracing=n/a");
+    if (r->flags & GR_SW_ORIGIN_DEAD)
+        PUT_LIT(sb, " origin_dead");
+    if (r->flags & GR_SW_INFERRED)
+        PUT_LIT(sb, " inferred");
+    if (r->flags & GR_SW_AT_MARK)
+        PUT_LIT(sb, " at_mark");
+    if (r->flags & GR_SW_NEW)
+        PUT_LIT(sb, " new");
+    if (r->flags & GR_SW_CUT)
+        PUT_LIT(sb, " cut");
+    if (r->flags & GR_SW_CONTINUED)
+        PUT_LIT(sb, " continued");
+    uint64_t rest = r->flags & ~UINT64_C(0x3ff);
+    if (rest) {
+        PUT_LIT(sb, " flags=0x");
+        put_hex(sb, rest);
+    }
+    if (r->flags & GR_SW_REAL_STACK)
+        put_stack(sb, t, r, ids, nm);
+}
+
+/* A HOOK record's fields after the thread. */
+static void hook_fields(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids, names *nm)
+{
+    (void)ids;
+    static const char *const slots[] = {"?", "profile", "trace", "greenlet"};
+    static const char *const actions[] = {"?", "set", "cleared", "restored"};
+    if (r->flags == GR_HOOK_GREENLET) {
+        /* the program's greenlet trace callback, and its code */
+        PUT_KU(sb, " g", r->gid);
+        PUT_LIT(sb, " greenlet ");
+        put_cstr(sb, actions[r->tracing < 4 ? r->tracing : 0]);
+        if (r->parent & GR_HOOK_CHAINED)
+            PUT_LIT(sb, " chained");
+        if (r->code) {
+            PUT_LIT(sb, " callback=");
+            put_code(sb, t, r->code, nm);
+        }
+        return;
+    }
+    PUT_KU(sb, " g", r->gid);
+    put_ch(sb, ' ');
+    put_cstr(sb, slots[r->flags < 4 ? r->flags : 0]);
+    put_ch(sb, ' ');
+    put_cstr(sb, actions[r->tracing < 4 ? r->tracing : 0]);
+    if (r->parent & GR_HOOK_SUBJECT_ON)
+        PUT_LIT(sb, " subject=on");
+    else
+        PUT_LIT(sb, " subject=off");
+    if (r->parent & GR_HOOK_CHAINED)
+        PUT_LIT(sb, " chained");
+    if (r->parent & GR_HOOK_UNANNOUNCED)
+        PUT_LIT(sb, " unannounced");
+    if (r->parent & GR_HOOK_RAN)
+        PUT_LIT(sb, " ran");
+    if (r->parent & GR_HOOK_IN_TRACE)
+        PUT_LIT(sb, " in-trace");
+    if (r->parent & GR_HOOK_BY_OTHER)
+        PUT_KU(sb, " by=t", r->parent >> GR_HOOK_BY_SHIFT);
+    if (r->code) {
+        PUT_LIT(sb, " during=");
+        put_code(sb, t, r->code, nm);
+    }
+    if (r->target && r->target <= t->nprofilers) {
+        /* format 1.3: the program's profiler installed or removed */
+        const gr_profdef *pd = &t->profilers[r->target];
+        PUT_KU(sb, " profiler=P", r->target);
+        put_ch(sb, ' ');
+        put_cstr(sb, gr_profiler_kind_name(pd->kind));
+        if (pd->type) {
+            put_ch(sb, ' ');
+            put_string(sb, t, pd->type, 0);
+        }
+        if (pd->code) {
+            PUT_LIT(sb, " code=");
+            put_code(sb, t, pd->code, nm);
+        }
+    }
+    if (r->use_tracing) {
+        PUT_LIT(sb, " frame=");
+        put_code(sb, t, (uint32_t)r->use_tracing, nm);
+    }
+}
+
 static void record_line(gr_sb *sb, const gr_trace *t, const gr_record *r, const uint32_t *ids,
                         names *nm)
 {
@@ -321,83 +422,12 @@ static void record_line(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
         put_code(sb, t, r->code, nm);
         break;
     case GR_SWITCH:
-    case GR_THROW: {
-        PUT_KU(sb, " g", r->gid);
-        PUT_KU(sb, "->g", r->target);
-        put_gid(sb, "parent", r->parent);
-        if (r->flags & GR_SW_PROFILE_OURS)
-            PUT_LIT(sb, " prof=ours");
-        else if (r->flags & GR_SW_PROFILE_SET)
-            PUT_LIT(sb, " prof=other");
-        else
-            PUT_LIT(sb, " prof=none");
-        PUT_KU(sb, " tracing=", r->tracing);
-        if (r->flags & GR_SW_USE_TRACING_KNOWN)
-            PUT_KU(sb, " use_tracing=", r->use_tracing);
-        else
-            PUT_LIT(sb, " use_tracing=n/a");
-        if (r->flags & GR_SW_ORIGIN_DEAD)
-            PUT_LIT(sb, " origin_dead");
-        if (r->flags & GR_SW_INFERRED)
-            PUT_LIT(sb, " inferred");
-        if (r->flags & GR_SW_AT_MARK)
-            PUT_LIT(sb, " at_mark");
-        if (r->flags & GR_SW_NEW)
-            PUT_LIT(sb, " new");
-        if (r->flags & GR_SW_CUT)
-            PUT_LIT(sb, " cut");
-        if (r->flags & GR_SW_CONTINUED)
-            PUT_LIT(sb, " continued");
-        uint64_t rest = r->flags & ~UINT64_C(0x3ff);
-        if (rest) {
-            PUT_LIT(sb, " flags=0x");
-            put_hex(sb, rest);
-        }
-        if (r->flags & GR_SW_REAL_STACK)
-            put_stack(sb, t, r, ids, nm);
+    case GR_THROW:
+        switch_fields(sb, t, r, ids, nm);
         break;
-    }
-    case GR_HOOK: {
-        static const char *const slots[] = {"?", "profile", "trace", "greenlet"};
-        static const char *const actions[] = {"?", "set", "cleared", "restored"};
-        if (r->flags == GR_HOOK_GREENLET) {
-            /* the program's greenlet trace callback, and its code */
-            PUT_KU(sb, " g", r->gid);
-            PUT_LIT(sb, " greenlet ");
-            put_cstr(sb, actions[r->tracing < 4 ? r->tracing : 0]);
-            if (r->parent & GR_HOOK_CHAINED)
-                PUT_LIT(sb, " chained");
-            if (r->code) {
-                PUT_LIT(sb, " callback=");
-                put_code(sb, t, r->code, nm);
-            }
-            break;
-        }
-        PUT_KU(sb, " g", r->gid);
-        put_ch(sb, ' ');
-        put_cstr(sb, slots[r->flags < 4 ? r->flags : 0]);
-        put_ch(sb, ' ');
-        put_cstr(sb, actions[r->tracing < 4 ? r->tracing : 0]);
-        if (r->parent & GR_HOOK_SUBJECT_ON)
-            PUT_LIT(sb, " subject=on");
-        else
-            PUT_LIT(sb, " subject=off");
-        if (r->parent & GR_HOOK_CHAINED)
-            PUT_LIT(sb, " chained");
-        if (r->parent & GR_HOOK_UNANNOUNCED)
-            PUT_LIT(sb, " unannounced");
-        if (r->parent & GR_HOOK_RAN)
-            PUT_LIT(sb, " ran");
-        if (r->parent & GR_HOOK_IN_TRACE)
-            PUT_LIT(sb, " in-trace");
-        if (r->parent & GR_HOOK_BY_OTHER)
-            PUT_KU(sb, " by=t", r->parent >> GR_HOOK_BY_SHIFT);
-        if (r->code) {
-            PUT_LIT(sb, " during=");
-            put_code(sb, t, r->code, nm);
-        }
+    case GR_HOOK:
+        hook_fields(sb, t, r, ids, nm);
         break;
-    }
     case GR_MARK:
         PUT_KU(sb, " g", r->gid);
         put_ch(sb, ' ');
@@ -607,8 +637,8 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
     gr_sb sb;
     gr_sb_init(&sb);
     put_metas(&sb, t, 0, head);
-    if (t->gap_head)
-        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap_head);
+    if (t->gap_defs.head)
+        gr_sb_printf(&sb, "# ring: %" PRIu64 " earlier records dropped\n", t->gap_defs.head);
     fwrite(sb.s ? sb.s : "", 1, sb.len, out);
     /* Sampler switch entries by record index (first entry wins). */
     gr_idmap waits = {0};
@@ -682,9 +712,9 @@ static int dump_impl(FILE *out, gr_trace *t, const gr_times *times, side_cursor 
      * writes sampler_untracked_greenlets and continued_verified at stop),
      * in file order, before the final line. */
     put_metas(&sb, t, head, t->nmetas);
-    if (t->gap > t->gap_head) /* GAPs after a record: not as the recorder writes them */
+    if (t->gap > t->gap_defs.head) /* GAPs after a record: not as the recorder writes them */
         gr_sb_printf(&sb, "# ring: %" PRIu64 " more records dropped after the first record\n",
-                     t->gap - t->gap_head);
+                     t->gap - t->gap_defs.head);
     if (t->has_trailer) {
         const char *why = gr_reason_name(t->trailer.reason);
         gr_sb_printf(&sb, "# trailer: events=%" PRIu64 " dropped=%" PRIu64 " errors=%" PRIu64,

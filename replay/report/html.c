@@ -445,6 +445,7 @@ static void html_head(gr_sb *sb, hctx *c, const gr_trace *t, enum gr_check_statu
         if (status == GR_CHECK_NOTHING)
             gr_sb_printf(&cov, "nothing checked: %s\n", r->coverage.nothing);
         gr_report_coverage(&cov, t, &r->coverage);
+        gr_report_profilers(&cov, t, r, 1000); /* JSON lists every one */
         gr_sb_printf(sb, "<pre class=\"coverage\">");
         esc(sb, gr_sb_str(&cov));
         gr_sb_puts(sb, "</pre>\n");

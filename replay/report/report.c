@@ -31,6 +31,9 @@ static const char *note_key(enum gr_note_kind k)
     }
 }
 
+/* Lines of the profiler list in the text report before it is cut. */
+#define PROFILERS_LISTED 20
+
 /* Number of rules the result covers (GR_NRULES_CHECK if not set). */
 static int rules_of(const gr_check_result *r)
 {
@@ -530,6 +533,10 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         gr_sb_printf(&sb, "  (%zu frame%s of greenreplay's own left out)\n", own, plural(own, "", "s"));
     gr_sb_putc(&sb, '\n');
     gr_report_coverage(&sb, t, &r->coverage);
+    if (r->nprof) {
+        gr_sb_putc(&sb, '\n');
+        gr_report_profilers(&sb, t, r, PROFILERS_LISTED);
+    }
     size_t displaced = r->counts[GR_RULE_DISPLACED];
     if (displaced)
         gr_sb_printf(&sb, "\nprogram changes to the profiler: %zu (displaced%s)\n", displaced,
@@ -556,6 +563,124 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         gr_sb_puts(&sb, "\nresult: clean\n");
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);
+}
+
+
+/* "cprofile (cProfile.Profile)" of profiler attribution a. */
+static void prof_what(gr_sb *sb, const gr_trace *t, const gr_prof_attr *a)
+{
+    gr_sb_puts(sb, gr_profiler_kind_name(a->kind));
+    size_t len = 0;
+    const uint8_t *ty = a->type ? gr_trace_string(t, a->type, &len) : NULL;
+    if (ty) {
+        gr_sb_puts(sb, " (");
+        gr_sb_escape(sb, ty, len, 0);
+        gr_sb_putc(sb, ')');
+    } else if (a->code) {
+        gr_sb_puts(sb, " (");
+        gr_dump_code(sb, t, a->code);
+        gr_sb_putc(sb, ')');
+    }
+}
+
+void gr_report_profilers(gr_sb *sb, const gr_trace *t, const gr_check_result *r, size_t max)
+{
+    if (!r->nprof)
+        return;
+    size_t missed = 0, foreign = 0;
+    for (size_t i = 0; i < r->nprof; i++) {
+        missed += r->prof[i].missed != 0;
+        foreign += r->prof[i].foreign != 0;
+    }
+    gr_sb_printf(sb, "program profilers (attribution): %zu; %zu missed calls of their owner, "
+                     "%zu counted other greenlets' calls\n", r->nprof, missed, foreign);
+    for (size_t i = 0; i < r->nprof && (!max || i < max); i++) {
+        const gr_prof_attr *a = &r->prof[i];
+        gr_sb_printf(sb, "  P%" PRIu32 " ", a->id);
+        prof_what(sb, t, a);
+        if (a->thread_wide)
+            gr_sb_printf(sb, " owner t%" PRIu64 " (thread-wide)", a->tid);
+        else
+            gr_sb_printf(sb, " owner t%" PRIu64 " g%" PRIu64, a->tid, a->gid);
+        if (a->frame) {
+            gr_sb_puts(sb, " enabled in ");
+            gr_dump_code(sb, t, a->frame);
+        }
+        if (a->chains)
+            gr_sb_printf(sb, " chains P%" PRIu32, a->chains);
+        gr_sb_printf(sb, ": installed %" PRIu64 "x, seen %" PRIu64 " (own %" PRIu64
+                         ", foreign %" PRIu64 "), missed %" PRIu64 "%s\n",
+                     a->intervals, a->seen, a->own, a->foreign, a->missed,
+                     a->missed || a->foreign ? "" : ": clean");
+    }
+    if (max && r->nprof > max)
+        gr_sb_printf(sb, "  ... %zu more (--format json lists every one)\n", r->nprof - max);
+}
+
+static json_t *prof_fns_json(const gr_trace *t, const gr_prof_fn *v, size_t n, const char *other)
+{
+    json_t *a = json_array();
+    gr_sb sb;
+    gr_sb_init(&sb);
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_object();
+        gr_sb_reset(&sb);
+        if (v[i].code)
+            gr_dump_code(&sb, t, v[i].code);
+        json_object_set_new(o, "function", v[i].code ? gr_json_str(gr_sb_str(&sb)) : json_null());
+        json_object_set_new(o, "count", gr_json_u64(v[i].count));
+        if (other)
+            json_object_set_new(o, other, v[i].other ? gr_json_u64(v[i].other) : json_null());
+        json_array_append_new(a, o);
+    }
+    gr_sb_free(&sb);
+    return a;
+}
+
+json_t *gr_report_profilers_json(const gr_trace *t, const gr_check_result *r)
+{
+    json_t *arr = json_array();
+    gr_sb sb;
+    gr_sb_init(&sb);
+    for (size_t i = 0; i < r->nprof; i++) {
+        const gr_prof_attr *a = &r->prof[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "id", gr_json_u64(a->id));
+        json_object_set_new(o, "kind", json_string(gr_profiler_kind_name(a->kind)));
+        size_t len = 0;
+        const uint8_t *ty = a->type ? gr_trace_string(t, a->type, &len) : NULL;
+        gr_sb_reset(&sb);
+        if (ty)
+            gr_sb_escape(&sb, ty, len, 0);
+        json_object_set_new(o, "type", ty ? gr_json_str(gr_sb_str(&sb)) : json_null());
+        gr_sb_reset(&sb);
+        if (a->code)
+            gr_dump_code(&sb, t, a->code);
+        json_object_set_new(o, "function", a->code ? gr_json_str(gr_sb_str(&sb)) : json_null());
+        json_object_set_new(o, "tid", gr_json_u64(a->tid));
+        json_object_set_new(o, "gid", gr_json_u64(a->gid));
+        json_object_set_new(o, "thread_wide", json_boolean(a->thread_wide));
+        gr_sb_reset(&sb);
+        if (a->frame)
+            gr_dump_code(&sb, t, a->frame);
+        json_object_set_new(o, "enabled_in", a->frame ? gr_json_str(gr_sb_str(&sb)) : json_null());
+        json_object_set_new(o, "first_index", gr_json_u64(a->first_index));
+        json_object_set_new(o, "chains", a->chains ? gr_json_u64(a->chains) : json_null());
+        json_object_set_new(o, "installed", gr_json_u64(a->intervals));
+        json_object_set_new(o, "seen", gr_json_u64(a->seen));
+        json_object_set_new(o, "own", gr_json_u64(a->own));
+        json_object_set_new(o, "foreign", gr_json_u64(a->foreign));
+        json_object_set_new(o, "missed", gr_json_u64(a->missed));
+        json_object_set_new(o, "missed_uninstalled", gr_json_u64(a->missed_by_none));
+        json_object_set_new(o, "own_functions", prof_fns_json(t, a->own_fn, a->nown_fn, NULL));
+        json_object_set_new(o, "missed_functions",
+                            prof_fns_json(t, a->missed_fn, a->nmissed_fn, "got_by"));
+        json_object_set_new(o, "foreign_functions",
+                            prof_fns_json(t, a->foreign_fn, a->nforeign_fn, "gid"));
+        json_array_append_new(arr, o);
+    }
+    gr_sb_free(&sb);
+    return arr;
 }
 
 json_t *gr_json_u64(uint64_t v)
@@ -634,6 +759,7 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     for (int k = 0; k < rules_of(r); k++)
         json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));
     json_object_set_new(o, "counts", counts);
+    json_object_set_new(o, "profilers", gr_report_profilers_json(t, r));
     json_t *vs = json_array();
     for (size_t i = 0; i < r->nv; i++) {
         const gr_violation *v = &r->v[i];
@@ -818,6 +944,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
     gr_report_coverage(&tmp, t, &r->coverage);
+    gr_report_profilers(&tmp, t, r, 1000); /* JSON lists every one */
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));

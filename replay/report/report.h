@@ -46,6 +46,15 @@ void gr_report_folded(gr_sb *sb, const gr_folded *f);
  * ground truth, blind spots, records lost and what ended the recording. */
 void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv);
 
+/* The program's profilers of r (rule attribution, docs/RULES.md): a title
+ * line and one line per profiler with its counts, the first `max` of them
+ * (0: all) and a line saying how many more; nothing when the program
+ * installed none. */
+void gr_report_profilers(gr_sb *sb, const gr_trace *t, const gr_check_result *r, size_t max);
+
+/* The same as a JSON array: every profiler with its counts and functions. */
+json_t *gr_report_profilers_json(const gr_trace *t, const gr_check_result *r);
+
 /* "checkable", "partly" (ground truth in some greenlets only) or
  * "not_checkable": whether the blind_spot rule could compare the profile
  * events with real stacks (gr_coverage.truth_points). */

@@ -58,6 +58,8 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
         gr_emit_string(w, t->strings[i].p, t->strings[i].len);
     for (size_t i = 1; i <= t->ncodes; i++)
         gr_emit_code(w, &t->codes[i]);
+    for (size_t i = 1; i <= t->nprofilers; i++)
+        gr_emit_profiler(w, &t->profilers[i]);
     /* A META that followed indexed records in t (the recorder writes some
      * at stop) stays after them: dump places it by that (FORMAT §6.1). */
     size_t m = 0;
@@ -77,15 +79,15 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
             gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
         if (gone[i])
             continue;
-        for (; g < t->ngaps && t->gaps[g].at <= i; g++)
-            gr_emit_gap(w, t->gaps[g].n);
+        for (; g < t->gap_defs.n && t->gap_defs.list[g].at <= i; g++)
+            gr_emit_gap(w, t->gap_defs.list[g].n);
         gr_emit_record(w, &t->recs[i], gr_record_stack(t, &t->recs[i]));
         written++;
     }
     for (; m < t->nmetas; m++)
         gr_emit_meta(w, t->metas[m].key, t->metas[m].value);
-    for (; g < t->ngaps; g++)
-        gr_emit_gap(w, t->gaps[g].n);
+    for (; g < t->gap_defs.n; g++)
+        gr_emit_gap(w, t->gap_defs.list[g].n);
     free(gone);
     int failed = w->dropped != 0 || w->error != 0;
     int e = w->error;

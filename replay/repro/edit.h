@@ -20,7 +20,7 @@
  * t, or after the last one, and after the first remaining record when
  * only dropped records preceded it (so that `dump` prints it among the
  * METAs after the records, as it does for t: docs/FORMAT.md §6.1).  Each
- * GAP definition of t (t->gaps) is written with the same count just before
+ * GAP definition of t (t->gap_defs.list) is written with the same count just before
  * the first remaining record at or after its place in t, or after the last
  * remaining record when none follows: one between two kept records stays
  * between them, and the output's GAPs add up to t's (t->gap).  If t

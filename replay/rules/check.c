@@ -21,6 +21,7 @@ const char *gr_rule_name(enum gr_rule rule)
     case GR_RULE_CALLBACK_GUARD: return "callback_guard";
     case GR_RULE_DISPLACED: return "displaced";
     case GR_RULE_UNREACHED: return "unreached";
+    case GR_RULE_ATTRIBUTION: return "attribution";
     case GR_RULE_STALL_WAIT: return "stall_wait";
     case GR_RULE_STALL_DEPTH: return "stall_depth";
     case GR_RULE_SAMPLE: return "sample";
@@ -53,7 +54,7 @@ void gr_check_add_violation(gr_check_result *res, enum gr_rule rule, uint64_t in
 
 /* Rules that do not fail by default, and those of them made to fail
  * (gr_check_fail_on): bits by enum gr_rule. */
-#define ADVISORY_RULES (UINT32_C(1) << GR_RULE_DISPLACED)
+#define ADVISORY_RULES ((UINT32_C(1) << GR_RULE_DISPLACED) | (UINT32_C(1) << GR_RULE_ATTRIBUTION))
 static uint32_t fail_on_rules;
 
 int gr_check_rule_fails(enum gr_rule rule)
@@ -242,6 +243,7 @@ const gr_rule_ops *const gr_rule_table[] = {
     &gr_rule_imbalance,
     &gr_rule_callback_guard,
     &gr_rule_unreached,
+    &gr_rule_attribution,
 };
 const size_t gr_rule_count = sizeof gr_rule_table / sizeof gr_rule_table[0];
 
@@ -811,5 +813,11 @@ void gr_check_result_free(gr_check_result *res)
     free(res->infos);
     free(res->summary);
     free(res->folded);
+    for (size_t i = 0; i < res->nprof; i++) {
+        free(res->prof[i].own_fn);
+        free(res->prof[i].missed_fn);
+        free(res->prof[i].foreign_fn);
+    }
+    free(res->prof);
     memset(res, 0, sizeof *res);
 }

@@ -26,6 +26,9 @@ enum gr_rule {
     GR_RULE_DISPLACED,   /* blind_spot.c: the program removed or replaced the
                             profiler (HOOK); not failing by default */
     GR_RULE_UNREACHED,   /* unreached.c: threads no profiler reached */
+    GR_RULE_ATTRIBUTION, /* attribution.c: a profiler of the program missed
+                            its owner's calls or saw other greenlets' calls;
+                            not failing by default */
     GR_RULE_STALL_WAIT,  /* stall.h: a switch waited too long for the sampler lock */
     GR_RULE_STALL_DEPTH, /* stall.h: the sampler read frames holding the lock */
     GR_RULE_SAMPLE,      /* stall.h: a sampled stack differs from the shadow */
@@ -33,10 +36,10 @@ enum gr_rule {
 };
 
 /* Rules of plain `check` (the first ones of enum gr_rule). */
-#define GR_NRULES_CHECK (GR_RULE_UNREACHED + 1)
+#define GR_NRULES_CHECK (GR_RULE_ATTRIBUTION + 1)
 
 /* "imbalance", "blind_spot", "switch_consistency", "propagation",
- * "callback_guard", "displaced", "unreached", "stall_wait", "stall_depth",
+ * "callback_guard", "displaced", "unreached", "attribution", "stall_wait", "stall_depth",
  * "sample". */
 const char *gr_rule_name(enum gr_rule rule);
 
@@ -174,6 +177,48 @@ typedef struct gr_folded {
  * of later greenlets in the trace's one line. */
 #define GR_PROP_FOLDED_LINES 1000
 
+/* One function in a program profiler's attribution (gr_prof_attr): its
+ * Python calls, and who else was involved (the profiler that got a missed
+ * call, the greenlet whose call a profiler saw as foreign; the first). */
+typedef struct gr_prof_fn {
+    uint32_t code;       /* code id; 0: the functions past the list's cap */
+    uint64_t count;
+    uint64_t other;      /* missed: the profiler id that got the first one
+                            (0 none); foreign: the greenlet that ran it */
+} gr_prof_fn;
+
+/* Most functions listed per profiler and list (the rest in one entry of
+ * code 0). */
+#define GR_PROF_FN_MAX 24
+
+/* What one of the program's profilers saw (rule attribution, docs/RULES.md):
+ * the Python calls delivered to it while it was the installed profile
+ * function of its thread (or reached through one that chains it), those of
+ * its owner (`own`) and of other greenlets (`foreign`), and the calls its
+ * owner ran while it was enabled but not installed (`missed`). */
+typedef struct gr_prof_attr {
+    uint32_t id;         /* PROFILER id */
+    uint8_t kind;        /* enum gr_profiler_kind */
+    uint32_t type;       /* string id, 0 none */
+    uint32_t code;       /* its function's code id, 0 none */
+    uint64_t tid, gid;   /* owner: the thread and greenlet that first
+                            enabled it */
+    int thread_wide;     /* enabled in a main greenlet (or with no
+                            greenlet, or by another thread): owned by every
+                            greenlet of its thread */
+    uint32_t frame;      /* code id of the frame that first enabled it */
+    uint64_t first_index; /* that HOOK */
+    uint32_t chains;     /* the profiler it passes events on to (it read
+                            sys.getprofile() before installing itself), 0 */
+    uint64_t intervals;  /* times installed */
+    uint64_t seen, own, foreign, missed; /* Python calls */
+    uint64_t missed_by_none; /* of missed: while no program profiler was
+                            installed */
+    uint64_t first_missed, first_foreign; /* record index + 1, 0 none */
+    gr_prof_fn *own_fn, *missed_fn, *foreign_fn; /* owned, by count */
+    size_t nown_fn, nmissed_fn, nforeign_fn;
+} gr_prof_attr;
+
 /* Result of checking one trace.  Everything is owned; free with
  * gr_check_result_free. */
 typedef struct gr_check_result {
@@ -202,6 +247,9 @@ typedef struct gr_check_result {
                             range's switches) */
     size_t nfolded, cap_folded;
     gr_coverage coverage; /* what was checkable */
+    gr_prof_attr *prof;  /* the program's profilers (rule attribution), in
+                            id order; none when the program installed none */
+    size_t nprof;
 } gr_check_result;
 
 /* Check every record of t (a successfully read trace, complete or

@@ -81,6 +81,8 @@ extern const gr_rule_ops gr_rule_imbalance;
 extern const gr_rule_ops gr_rule_callback_guard;
 /* unreached.c: threads no profiler reached (META threads_unreached). */
 extern const gr_rule_ops gr_rule_unreached;
+/* attribution.c: what each of the program's own profilers saw and missed. */
+extern const gr_rule_ops gr_rule_attribution;
 
 /* Change the kinds rule `id` looks at from now on (GR_KIND bits, 0 all):
  * a rule that needs a kind only once something happened (an open

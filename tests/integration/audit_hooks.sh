@@ -157,7 +157,7 @@ all_threads() {
     "$GR_CLI" check "$out.grt" >"$out.check" 2>&1
     "$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
     verdicts=$(sed -n 's/^\((not failing) \)\{0,1\}\([a-z_]*\) at event [0-9]* (\(t[0-9]*\) g0).*/\2 \3/p' "$out.check" | sort | tr '\n' ';')
-    ret=$(grep -A1 ' HOOK  *t1 g0 profile restored subject=on during=sys._setprofileallthreads$' "$out.dump" |
+    ret=$(grep -A1 ' HOOK  *t1 g0 profile restored subject=on during=sys._setprofileallthreads\( \|$\)' "$out.dump" |
           sed -n 's/^ *[0-9]* RETURN  *t1 g0 \(setprofile_all_threads\) .*/\1/p')
     if [ $rc -eq 0 ] && [ "$verdicts" = "displaced t1;displaced t2;" ] && [ "$ret" = setprofile_all_threads ] &&
        grep -q "^(not failing) displaced at event [0-9]* (t1 g0): .*during sys._setprofileallthreads in setprofile_all_threads" "$out.check" &&

@@ -394,7 +394,7 @@ for how in cprofile setprofile; do
             >"$GR_WORK/own.out" 2>"$GR_WORK/own.err"
         rc=$?
         if [ $want = unsupported ] && [ $rc -eq 2 ] && [ ! -s "$GR_WORK/own.out" ] &&
-            grep -qx "greenreplay: conform: unsupported: the program installs its own profiler at own_profiler.py:<module> ($during, event [0-9]*) on thread 1, displacing the profiler under test there (a thread has one profile function): its counts would differ falsely, so nothing is compared" "$GR_WORK/own.err" &&
+            grep -qx "greenreplay: conform: unsupported: the program installs its own profiler at own_profiler.py:<module> ($during, event [0-9]*) on thread 1, displacing the profiler under test there (a thread has one profile function): its counts would differ falsely, so nothing is compared (\`greenreplay check\` on the trace, -o, lists what each of the program's profilers saw: rule attribution)" "$GR_WORK/own.err" &&
             "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"].startswith("unsupported: the program installs its own profiler at ") and d["differences"] == [], d' "$GR_WORK/own.json"; then
             gr_ok "own profiler ($how), $a: unsupported, exit 2, where it was installed"
         elif [ $want = pass ] && [ $rc -eq 0 ]; then

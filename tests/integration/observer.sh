@@ -182,7 +182,7 @@ for m in swap announced; do
     rules=$(gr_json_rules "$out.json" 2>/dev/null)
     nviol=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["violations"])' "$out.json" 2>/dev/null)
     leafs=$("$GR_CLI" dump "$out.grt" | grep -c 'CALL .* leaf ')
-    hook=$("$GR_CLI" dump "$out.grt" | grep -c 'HOOK .*unannounced')
+    hook=$("$GR_CLI" dump "$out.grt" | grep -c 'HOOK .* unannounced\( \|$\)')
     if [ $m = swap ]; then want_leafs=2 want_hook=1 want_text="without the audit event"
     else want_leafs=5 want_hook=0 want_text="replaced by the program"; fi
     if [ "$rc" -eq 0 ] && [ "$rules" = displaced ] && [ "$nviol" = 1 ] && [ "$leafs" -eq $want_leafs ] &&
@@ -235,8 +235,8 @@ rc=$?
 afters=$(grep -c ' CALL .* after (' "$out.dump")
 works=$(grep -c ' CALL .* work (' "$out.dump")
 hooks=$(grep -c ' HOOK .* profile ' "$out.dump")
-named=$(grep -c ' HOOK .* profile .* during=_lsprof\.Profiler\.\(enable\|disable\)$' "$out.dump")
-unann=$(grep -c ' HOOK .*unannounced' "$out.dump")
+named=$(grep -c ' HOOK .* profile .* during=_lsprof\.Profiler\.\(enable\|disable\)\( \|$\)' "$out.dump")
+unann=$(grep -c ' HOOK .* unannounced\( \|$\)' "$out.dump")
 last=$(grep '^ *[0-9]' "$out.dump" | tail -n 1 | awk '{print $2}')
 want_hooks=4
 [ "$("$PY" -c 'import sys; print(int(sys.version_info >= (3, 12)))')" = 1 ] && want_hooks=0

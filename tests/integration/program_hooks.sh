@@ -185,7 +185,7 @@ for mode in passive callback; do
     [ "$slots" = 1 ] || want_hooks=$hooks
     # 3.10, 3.11: the call of traced() follows the two HOOKs made in the trace
     # function; the one verdict is the toggle's displaced subject.
-    after=$(grep -A1 ' HOOK .* profile restored subject=on$' "$tr.dump" | sed -n 's/^ *[0-9]* CALL  *t1 g1 \([a-z]*\) .*/\1/p')
+    after=$(grep -A1 -E ' HOOK .* profile restored subject=on( profiler=.*| frame=.*)?$' "$tr.dump" | sed -n 's/^ *[0-9]* CALL  *t1 g1 \([a-z]*\) .*/\1/p')
     verdict=$(sed -n 's/^\((not failing) \)\{0,1\}\([a-z_]*\) at event .*/\2/p' "$tr.check" | tr '\n' ' ')
     want_after=traced want_verdict="displaced "
     [ "$call_dispatch" = 1 ] || want_after=$after want_verdict=$verdict
@@ -239,8 +239,9 @@ if [ "$slots" = 1 ]; then
         rc=$?
         "$GR_CLI" check "$tr.grt" >"$tr.check" 2>&1
         hooks=$("$GR_CLI" dump "$tr.grt" 2>&1 | sed -n 's/^ *[0-9]* HOOK  *t1 g1 profile //p' | tr '\n' ';')
-        want="set subject=off chained during=_lsprof.Profiler.enable;"
-        [ "$case" = none ] && want="set subject=off chained;"
+        # (format 1.3: the profiler installed, and the frame that did it)
+        want="set subject=off chained during=_lsprof.Profiler.enable profiler=P1 cprofile cProfile.Profile frame=<module> (foothold_settrace.py:1);"
+        [ "$case" = none ] && want="set subject=off chained profiler=P1 cprofile cProfile.Profile frame=tr (foothold_settrace.py:$(grep -n 'def tr(' "$progs/foothold_settrace.py" | cut -d: -f1));"
         verdict=$(sed -n 's/^\((not failing) \)\{0,1\}\([a-z_]*\) at event .*/\2/p' "$tr.check" | tr '\n' ' ')
         if [ $rc -eq 0 ] && [ "$hooks" = "$want" ] && [ "$verdict" = "displaced " ] &&
            grep -q 'replaced by the program.s own profile function' "$tr.check" &&

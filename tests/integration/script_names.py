@@ -32,6 +32,9 @@ FIELDS.update({t: 0 for t in range(0x20, 0xE0)})
 FIELDS.update({t: 1 for t in range(0xE0, 0xE5)})
 FIELDS.update({0xE5: 6, 0xE6: 6, 0xE7: 3, 0xE8: 3})
 STACKED |= {0xE5, 0xE6, 0xE7, 0xE8}
+# format 1.3 (section 4.2): a HOOK of the profile slot with the program's
+# profiler and frame
+FIELDS[0xE9] = 8
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -76,6 +79,9 @@ def read(path):
                     _, p = varint(pay, p)
             elif t == 0x04:
                 _, p = varint(pay, p)
+            elif t == 0x05:  # PROFILER (format 1.3): kind, type, code
+                for _ in range(3):
+                    _, p = varint(pay, p)
             else:
                 f = []
                 for _ in range(FIELDS[t]):

@@ -167,7 +167,7 @@ print(s["compared"], s["reason"], s["total"] == s["not_compared"] > 0, s["equal"
     counts=$(sed -n 1p "$tr.sum") cov=$(sed -n 2p "$tr.sum") warned=$(sed -n 3p "$tr.sum")
     stacks=$(sed -n 4p "$tr.sum")
     "$GR_CLI" check --stall --max-wait-us 100000 "$tr" >"$tr.txt" 2>&1
-    want_rc=0 want_counts="blind_spot=0 callback_guard=0 displaced=0 imbalance=0 propagation=0 sample=0"
+    want_rc=0 want_counts="attribution=0 blind_spot=0 callback_guard=0 displaced=0 imbalance=0 propagation=0 sample=0"
     want_counts="$want_counts stall_depth=0 stall_wait=0 switch_consistency=0 unreached=0"
     if [ "$mode" = hold-lock ]; then
         want_rc=1 want_counts=${want_counts/stall_depth=0/stall_depth=1}

@@ -7,12 +7,15 @@
 #   yields to the hub, and disables it; a lock keeps one request profiled
 #   at a time (from 3.12 a second enabled cProfile raises ValueError). Before 3.12 enable() calls
 #   PyEval_SetProfile: the program replaces the subject profiler on the
-#   thread (displaced class). From 3.12 cProfile uses sys.monitoring
-#   (CPython issue 103533) and leaves the profile function alone: clean.
+#   thread (displaced class). While the request holding the lock sleeps,
+#   the others run up to the lock: its profiler counts their calls as its
+#   own (attribution class, foreign calls). From 3.12 cProfile uses
+#   sys.monitoring (CPython issue 103533) and leaves the profile function
+#   alone: clean.
 # modes: whole manual
 # needs: gevent
 # quick: yes
-# expect: displaced
+# expect: displaced attribution
 # expect py>=3.12: clean
 import cProfile
 

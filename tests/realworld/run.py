@@ -51,7 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 
 CHECKER_RULES = ["imbalance", "blind_spot", "switch_consistency", "propagation", "callback_guard"]
-CLASSES = CHECKER_RULES + ["displaced", "unreached"]
+CLASSES = CHECKER_RULES + ["displaced", "unreached", "attribution"]
 
 PROBE = r"""
 import json, sys

@@ -2309,6 +2309,155 @@ static char *junit_of(const fx *f)
     return buf;
 }
 
+/* ---- attribution: the program's own profilers ---------------------------- */
+
+/* n request greenlets g2..g(n+1), each enabling its own profiler P1..Pn
+ * (enabled in main, the frame of the HOOK) and calling x.  interleave 0:
+ * each disables before the next runs (every profile right).  interleave
+ * 1: all enable first, then each resumes, calls x and disables: Pn, the
+ * last enabled, gets g2..gn's calls (they miss them; it counts them as
+ * foreign), and g2's disable removes it, so every later call goes to no
+ * profiler of the program.  Returns the index of the first CALL x. */
+static uint64_t requests(fx *f, int n, int interleave, uint32_t *prof)
+{
+    uint32_t en = tb_c(&f->b, "_lsprof.Profiler.enable");
+    uint32_t dis = tb_c(&f->b, "_lsprof.Profiler.disable");
+    uint32_t ty = tb_str(&f->b, "cProfile.Profile");
+    for (int k = 0; k < n; k++)
+        prof[k] = tb_profiler(&f->b, GR_PROF_CPROFILE, ty, 0);
+    for (int k = 0; k < n; k++)
+        tb_greenlet(&f->b, 1, 2 + (uint64_t)k, 1, 0, 0);
+    uint64_t first = 0, cur = 1;
+    for (int k = 0; k < n; k++) {
+        uint64_t g = 2 + (uint64_t)k;
+        tb_switch(&f->b, GR_SWITCH, 1, cur, g, 1, OURS_KNOWN, 0, 1);
+        cur = g;
+        tb_ev(&f->b, GR_CALL, 1, g, f->main);
+        tb_ev(&f->b, GR_C_CALL, 1, g, en);
+        tb_hook_prof(&f->b, 1, g, GR_HOOK_SET, GR_HOOK_CHAINED, en, prof[k], f->main);
+        tb_ev(&f->b, GR_C_RETURN, 1, g, en);
+        if (!interleave) {
+            uint64_t i = tb_ev(&f->b, GR_CALL, 1, g, f->x);
+            first = first ? first : i;
+            tb_ev(&f->b, GR_RETURN, 1, g, f->x);
+            tb_ev(&f->b, GR_C_CALL, 1, g, dis);
+            tb_hook_prof(&f->b, 1, g, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, dis, prof[k], f->main);
+            tb_ev(&f->b, GR_C_RETURN, 1, g, dis);
+        }
+    }
+    if (interleave) {
+        for (int k = 0; k < n; k++) {
+            uint64_t g = 2 + (uint64_t)k;
+            tb_switch(&f->b, GR_SWITCH, 1, cur, g, 1, OURS_KNOWN, 0, 1);
+            cur = g;
+            uint64_t i = tb_ev(&f->b, GR_CALL, 1, g, f->x);
+            first = first ? first : i;
+            tb_ev(&f->b, GR_RETURN, 1, g, f->x);
+            tb_ev(&f->b, GR_C_CALL, 1, g, dis);
+            tb_hook_prof(&f->b, 1, g, k ? GR_HOOK_CLEARED : GR_HOOK_RESTORED,
+                         k ? 0 : GR_HOOK_SUBJECT_ON, dis, k ? 0 : prof[n - 1], f->main);
+            tb_ev(&f->b, GR_C_RETURN, 1, g, dis);
+        }
+    }
+    tb_switch(&f->b, GR_SWITCH, 1, cur, 1, 0, OURS_KNOWN, 0, 1);
+    return first;
+}
+
+/* passing: each request's profiler enabled and disabled around its own
+ * work, nothing switching in between: no finding, and every profiler is
+ * listed with what it saw */
+static void test_attribution_sequential_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t prof[3];
+    requests(&f, 3, 0, prof);
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 0);
+    assert_int_equal(f.res.nprof, 3);
+    for (int k = 0; k < 3; k++) {
+        const gr_prof_attr *a = &f.res.prof[k];
+        assert_int_equal(a->id, prof[k]);
+        assert_int_equal(a->gid, 2 + k);
+        assert_false(a->thread_wide);
+        assert_int_equal(a->frame, f.main);
+        assert_int_equal(a->seen, 1);
+        assert_int_equal(a->own, 1);
+        assert_int_equal(a->foreign, 0);
+        assert_int_equal(a->missed, 0);
+        assert_int_equal(a->nown_fn, 1);
+        assert_int_equal(a->own_fn[0].code, f.x);
+    }
+    end(&f);
+}
+
+/* flagged: two requests interleaved: P1 counts g3's call of main (made
+ * before g3 enabled P2); P2, enabled last, counts g2's call of x (g2's P1
+ * misses it, "P2 got 1"); g2's disable removes P2, so g3's own call goes
+ * to no profiler.  One finding per profiler and kind, not folded (2
+ * alike); advisory unless --fail-on attribution */
+static void test_attribution_interleaved_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t prof[2];
+    uint64_t first = requests(&f, 2, 1, prof);
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 4);
+    expect(&f, GR_RULE_ATTRIBUTION, first,
+           "P1, a cprofile profiler (cProfile.Profile) enabled in main (seed.py:18), missed 1 "
+           "Python call of its owner g2 while enabled but not installed (x (seed.py:14) 1); "
+           "P2 got 1");
+    const gr_violation *v = NULL;
+    for (size_t i = 0; i < f.res.nv; i++)
+        if (f.res.v[i].rule == GR_RULE_ATTRIBUTION && strstr(f.res.v[i].message, "P2, a") &&
+            strstr(f.res.v[i].message, "other greenlets"))
+            v = &f.res.v[i];
+    assert_non_null(v);
+    assert_int_equal(v->index, first);
+    assert_non_null(strstr(v->message, "P2, a cprofile profiler (cProfile.Profile) enabled in main "
+                                       "(seed.py:18), counted 1 Python call of other greenlets "
+                                       "as its own (first g2: x (seed.py:14) 1)"));
+    assert_true(v->advisory);
+    assert_int_equal(f.res.nprof, 2);
+    assert_int_equal(f.res.prof[0].foreign, 1);
+    assert_int_equal(f.res.prof[0].foreign_fn[0].code, f.main);
+    assert_int_equal(f.res.prof[0].missed, 1);
+    assert_int_equal(f.res.prof[0].missed_fn[0].other, prof[1]);
+    assert_int_equal(f.res.prof[1].foreign, 1);
+    assert_int_equal(f.res.prof[1].foreign_fn[0].other, 2);
+    assert_int_equal(f.res.prof[1].missed, 1);
+    assert_int_equal(f.res.prof[1].missed_by_none, 1);
+    end(&f);
+}
+
+/* flagged, folded: five requests alike make one finding ("5 of 5") for
+ * the missed calls and one for the foreign ones */
+static void test_attribution_folded(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t prof[5];
+    uint64_t first = requests(&f, 5, 1, prof);
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 2);
+    expect(&f, GR_RULE_ATTRIBUTION, first,
+           "5 of 5 cprofile profilers (cProfile.Profile) enabled in main (seed.py:18) missed "
+           "Python calls of their owner (5 in all); first: P1 missed 1");
+    assert_int_equal(f.res.prof[4].foreign, 1);
+    assert_int_equal(f.res.prof[4].missed, 1);
+    int folded_foreign = 0;
+    for (size_t i = 0; i < f.res.nv; i++)
+        folded_foreign |= strstr(f.res.v[i].message, "5 of 5 cprofile profilers (cProfile.Profile) "
+                                 "enabled in main (seed.py:18) counted Python calls of other "
+                                 "greenlets as their own (5 in all)") != NULL;
+    assert_true(folded_foreign);
+    end(&f);
+}
+
 /* displaced does not fail by default: the finding is listed and counted,
  * marked advisory, and the status is clean; with `--fail-on displaced`
  * (gr_check_fail_on) the same trace is flagged */
@@ -2330,7 +2479,7 @@ static void test_displaced_fails_only_on_demand(void **state)
     assert_int_equal(gr_check_exit_code(gr_check_status_of(&f.res)), 0);
     /* JUnit: listed in the displaced testcase, not a failure */
     char *x = junit_of(&f);
-    assert_non_null(strstr(x, "tests=\"8\" failures=\"0\" errors=\"0\""));
+    assert_non_null(strstr(x, "tests=\"9\" failures=\"0\" errors=\"0\""));
     assert_non_null(strstr(x, "name=\"displaced\">\n      <system-out>not failing: event"));
     assert_null(strstr(x, "<failure"));
     free(x);
@@ -2758,6 +2907,9 @@ int main(void)
         cmocka_unit_test(test_hook_in_trace_names_lost_events),
         cmocka_unit_test(test_hook_restored_without_calls_clean),
         cmocka_unit_test(test_displaced_fails_only_on_demand),
+        cmocka_unit_test(test_attribution_sequential_clean),
+        cmocka_unit_test(test_attribution_interleaved_flagged),
+        cmocka_unit_test(test_attribution_folded),
         cmocka_unit_test(test_fail_on_unknown_rule),
         cmocka_unit_test(test_displaced_known_cause),
         cmocka_unit_test(test_unreached_threads),

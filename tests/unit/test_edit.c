@@ -176,9 +176,9 @@ static void test_gaps_kept(void **state)
     tb_finish(&b);
     gr_trace in, out;
     assert_int_equal(tb_load(&b, &in), GR_READ_OK);
-    assert_int_equal(in.ngaps, 3);
+    assert_int_equal(in.gap_defs.n, 3);
     assert_int_equal(in.gap, 10);
-    assert_int_equal(in.gap_head, 5);
+    assert_int_equal(in.gap_defs.head, 5);
     char path[] = "/tmp/gr-unit-edit-XXXXXX";
     tmp_path(path);
     char err[256];
@@ -199,14 +199,14 @@ static void test_gaps_kept(void **state)
         assert_int_equal(gr_edit_drop(&in, cases[k].drop, cases[k].ndrop, path, err, sizeof err), 0);
         assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
         assert_int_equal(out.nrecs, cases[k].nrecs);
-        assert_int_equal(out.ngaps, 3);
+        assert_int_equal(out.gap_defs.n, 3);
         uint64_t n[3] = {5, 3, 2};
         for (int j = 0; j < 3; j++) {
-            assert_int_equal(out.gaps[j].n, n[j]);
-            assert_int_equal(out.gaps[j].at, cases[k].at[j]);
+            assert_int_equal(out.gap_defs.list[j].n, n[j]);
+            assert_int_equal(out.gap_defs.list[j].at, cases[k].at[j]);
         }
         assert_int_equal(out.gap, 10);
-        assert_int_equal(out.gap_head, cases[k].head);
+        assert_int_equal(out.gap_defs.head, cases[k].head);
         if (cases[k].first_tid)
             assert_int_equal(out.recs[0].tid, cases[k].first_tid);
         assert_int_equal(out.nmetas, 1);
@@ -218,8 +218,8 @@ static void test_gaps_kept(void **state)
     uint64_t drop1 = 1;
     assert_int_equal(gr_edit_write(&in, &drop1, 1, 8, path, err, sizeof err), 0);
     assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
-    assert_int_equal(out.ngaps, 3);
-    assert_int_equal(out.gaps[1].at, 1);
+    assert_int_equal(out.gap_defs.n, 3);
+    assert_int_equal(out.gap_defs.list[1].at, 1);
     assert_int_equal(out.gap, 10);
     gr_trace_free(&out);
     /* streamed, the reader keeps the sums only (no memory per GAP) */
@@ -228,8 +228,8 @@ static void test_gaps_kept(void **state)
         ;
     assert_int_equal(out.err.status, 0);
     assert_int_equal(out.gap, 10);
-    assert_int_equal(out.gap_head, 5);
-    assert_int_equal(out.ngaps, 0);
+    assert_int_equal(out.gap_defs.head, 5);
+    assert_int_equal(out.gap_defs.n, 0);
     gr_trace_free(&out);
     gr_trace_free(&in);
     unlink(path);

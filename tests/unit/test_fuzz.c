@@ -84,6 +84,10 @@ static void test_random_records(void **state)
         codes[4] = tb_py(&b, "<c>", "g&h.py", 3);
         codes[5] = tb_c(&b, "stop");
         uint32_t label = tb_str(&b, "m\"");
+        /* profilers 1..3, which a HOOK's `target` (0..3) names */
+        tb_profiler(&b, GR_PROF_CPROFILE, label, 0);
+        tb_profiler(&b, rnd(GR_PROF_KINDS + 2), 0, codes[0]);
+        tb_profiler(&b, GR_PROF_FUNCTION, label, codes[1]);
         int n = 1 + (int)rnd(120);
         for (int k = 0; k < n; k++) {
             uint64_t tid = 1 + rnd(2), gid = rnd(4);
@@ -263,6 +267,8 @@ static void test_random_side_channels(void **state)
         codes[1] = tb_py(&b, "b", "f.py", 2);
         codes[2] = tb_c(&b, "greenlet.switch");
         codes[3] = tb_py(&b, "c", "f.py", 3);
+        for (int k = 0; k < 3; k++) /* profilers a HOOK's `target` names */
+            tb_profiler(&b, (uint64_t)k, 0, codes[k]);
         int n = 1 + (int)rnd(60);
         for (int k = 0; k < n; k++) {
             uint32_t st[4];

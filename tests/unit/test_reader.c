@@ -375,14 +375,14 @@ static void test_oversize_chunk(void **state)
 static void test_unknown_record_tag(void **state)
 {
     (void)state;
-    corrupt_payload(BYTES(GR_THREAD, 1, 0xe9, 1), GR_E_RECORD_TAG, P0 + 2,
-                    "unknown record tag 0xe9");
+    corrupt_payload(BYTES(GR_THREAD, 1, 0xea, 1), GR_E_RECORD_TAG, P0 + 2,
+                    "unknown record tag 0xea");
     corrupt_payload(BYTES(GR_THREAD, 1, 0xff, 1), GR_E_RECORD_TAG, P0 + 2,
                     "unknown record tag 0xff");
     corrupt_payload(BYTES(0x00), GR_E_RECORD_TAG, P0, "unknown record tag 0x00");
     corrupt_payload(BYTES(GR_THREAD, 1, 0x1f + 1, 1), GR_E_VALUE, P0 + 2,
                     "compact record before any event");
-    corrupt_payload(BYTES(0x05, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x05");
+    corrupt_payload(BYTES(0x06, 1), GR_E_RECORD_TAG, P0, "unknown record tag 0x06");
     corrupt_payload(BYTES(0x1f + 1), GR_E_VALUE, P0, "compact record before any event");
     /* compact tags are unknown in a format 1.1 trace */
     size_t n;
@@ -390,6 +390,61 @@ static void test_unknown_record_tag(void **state)
     gr_put_u16le(d + 10, 1);
     tb_fix_crc(d, GR_HEADER_LEN);
     expect_corrupt(d, n, GR_E_RECORD_TAG, P0 + 2, "unknown record tag 0x20");
+    free(d);
+}
+
+/* Format 1.3: PROFILER definitions and the HOOK naming one (§3, §4.2):
+ * a round trip, ids checked, and both unknown to a 1.2 trace. */
+static void test_profiler_hooks(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 0);
+    uint32_t f = tb_py(&b, "handle", "app.py", 40);
+    uint32_t en = tb_c(&b, "_lsprof.Profiler.enable");
+    uint32_t ty = tb_str(&b, "cProfile.Profile");
+    uint32_t p1 = tb_profiler(&b, GR_PROF_CPROFILE, ty, 0);
+    uint32_t p2 = tb_profiler(&b, GR_PROF_FUNCTION, 0, f);
+    tb_thread(&b, 1);
+    tb_greenlet(&b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_hook_prof(&b, 1, 1, GR_HOOK_SET, GR_HOOK_CHAINED, en, p1, f);
+    tb_hook_prof(&b, 1, 1, GR_HOOK_SET, GR_HOOK_CHAINED, 0, p2, 0);
+    tb_hook(&b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_CLEARED, 0, 0);
+    tb_finish(&b);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    assert_int_equal(t.nprofilers, 2);
+    assert_int_equal(t.profilers[1].kind, GR_PROF_CPROFILE);
+    assert_int_equal(t.profilers[1].type, ty);
+    assert_int_equal(t.profilers[2].code, f);
+    assert_int_equal(t.nrecs, 5);
+    assert_int_equal(t.recs[2].tag, GR_HOOK);
+    assert_int_equal(t.recs[2].target, p1);
+    assert_int_equal(t.recs[2].use_tracing, f);
+    assert_int_equal(t.recs[2].code, en);
+    assert_int_equal(t.recs[3].target, p2);
+    assert_int_equal(t.recs[4].target, 0);
+    assert_int_equal(t.recs[4].tracing, GR_HOOK_CLEARED);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+    /* a HOOK naming profiler 2 when one is defined; a profiler of an
+     * undefined type string */
+    corrupt_payload(BYTES(GR_PROFILER, 1, 0, 0, GR_THREAD, 1,
+                          GR_HOOK_PROF, 1, 1, 1, 1, 0, 0, 2, 0),
+                    GR_E_UNDEFINED, P0 + 6, "profiler id used before its definition");
+    corrupt_payload(BYTES(GR_PROFILER, 1, 4, 0), GR_E_UNDEFINED, P0, "profiler type");
+    /* both are unknown tags in a format 1.2 trace */
+    size_t n;
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_PROFILER, 1, 0, 0), 1, &n);
+    gr_put_u16le(d + 10, 2);
+    tb_fix_crc(d, GR_HEADER_LEN);
+    expect_corrupt(d, n, GR_E_RECORD_TAG, P0, "unknown record tag 0x05");
+    free(d);
+    d = tb_memfile(GR_CHUNK_RECORDS, BYTES(GR_THREAD, 1, GR_HOOK_PROF, 1, 1, 1, 1, 0, 0, 0, 0),
+                   1, &n);
+    gr_put_u16le(d + 10, 2);
+    tb_fix_crc(d, GR_HEADER_LEN);
+    expect_corrupt(d, n, GR_E_RECORD_TAG, P0 + 2, "unknown record tag 0xe9");
     free(d);
 }
 
@@ -755,7 +810,7 @@ static void test_gap_total_overflow(void **state)
     d = tb_memfile(GR_CHUNK_RECORDS, p, (size_t)(q - p), 1, &n);
     gr_trace t;
     assert_int_equal(gr_trace_parse(&t, "x.grt", d, n), GR_READ_OK);
-    assert_true(t.gap == UINT64_MAX && t.gap_head == UINT64_MAX);
+    assert_true(t.gap == UINT64_MAX && t.gap_defs.head == UINT64_MAX);
     gr_trace_free(&t);
     stream_equals_parse(d, n);
     free(d);
@@ -1403,6 +1458,7 @@ int main(void)
         cmocka_unit_test(test_unknown_chunk_tag),
         cmocka_unit_test(test_oversize_chunk),
         cmocka_unit_test(test_unknown_record_tag),
+        cmocka_unit_test(test_profiler_hooks),
         cmocka_unit_test(test_compact_records),
         cmocka_unit_test(test_gap_total_overflow),
         cmocka_unit_test(test_instr_values),

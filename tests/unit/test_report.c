@@ -260,7 +260,7 @@ static void test_junit(void **state)
     char *x = slurp(path);
     unlink(path);
     assert_non_null(strstr(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
-    assert_non_null(strstr(x, "<testsuites name=\"greenreplay check\" tests=\"9\" failures=\"1\" "
+    assert_non_null(strstr(x, "<testsuites name=\"greenreplay check\" tests=\"10\" failures=\"1\" "
                               "errors=\"1\">"));
     assert_non_null(strstr(x, "name=\"coverage\"/>"));
     assert_non_null(strstr(x, "  blind spots          not checkable (no MARK and no ground-truth stack)"));
@@ -269,6 +269,7 @@ static void test_junit(void **state)
     assert_non_null(strstr(x, "name=\"callback_guard\"/>"));
     assert_non_null(strstr(x, "name=\"displaced\"/>"));
     assert_non_null(strstr(x, "name=\"unreached\"/>"));
+    assert_non_null(strstr(x, "name=\"attribution\"/>"));
     assert_non_null(strstr(x, "<failure type=\"imbalance\" message=\"1 violation\">event 5 "
                               "(t1 g1): C_RETURN of builtins.len"));
     assert_non_null(strstr(x, "&lt;lambda&gt; (a&amp;b.py:2)"));

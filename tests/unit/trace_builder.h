@@ -27,6 +27,7 @@ typedef struct tb {
     char path[64];    /* temporary file, removed by tb_cleanup */
     uint32_t nstr;    /* strings defined so far */
     uint32_t ncode;   /* codes defined so far */
+    uint32_t nprof;   /* profilers defined so far */
     uint64_t nrec;    /* indexed records appended so far */
 } tb;
 
@@ -72,6 +73,16 @@ static inline uint32_t tb_c(tb *b, const char *qual)
     if (gr_emit_code(b->w, &c) < 0)
         abort();
     return ++b->ncode;
+}
+
+/* Define one of the program's profilers (format 1.3): kind, type string
+ * id (0 none), code id (0 none).  Returns its id (b->nprof counts them). */
+static inline uint32_t tb_profiler(tb *b, uint64_t kind, uint32_t type, uint32_t code)
+{
+    gr_profdef pd = {.kind = (uint8_t)kind, .type = type, .code = code};
+    if (gr_emit_profiler(b->w, &pd) < 0)
+        abort();
+    return ++b->nprof;
 }
 
 static inline void tb_meta(tb *b, const char *key, const char *value)
@@ -164,6 +175,18 @@ static inline uint64_t tb_hook(tb *b, uint64_t tid, uint64_t gid, uint64_t slot,
 {
     gr_record r = {.tag = GR_HOOK, .tid = tid, .gid = gid, .flags = slot, .tracing = action,
                    .parent = who, .code = code};
+    return tb_rec(b, &r, NULL);
+}
+
+/* HOOK of the profile slot naming the program's profiler prof and the
+ * frame (code id) that made the change (format 1.3, §4.2). */
+static inline uint64_t tb_hook_prof(tb *b, uint64_t tid, uint64_t gid, uint64_t action,
+                                    uint64_t who, uint32_t during, uint32_t prof,
+                                    uint32_t frame)
+{
+    gr_record r = {.tag = GR_HOOK, .tid = tid, .gid = gid, .flags = GR_HOOK_PROFILE,
+                   .tracing = action, .parent = who, .code = during, .target = prof,
+                   .use_tracing = frame};
     return tb_rec(b, &r, NULL);
 }
 

@@ -49,7 +49,8 @@ class Violation:
     """One violation found by the checker.
 
     rule: "blind_spot", "imbalance", "switch_consistency", "propagation",
-        "callback_guard", "displaced", "unreached" (docs/RULES.md).
+        "callback_guard", "displaced", "unreached", "attribution"
+        (docs/RULES.md).
     index: index of the record (event) where it was found, as in `dump`.
     thread, greenlet: the trace's thread and greenlet ids (t1, g2 in dumps).
     message: the checker's explanation.
@@ -57,8 +58,9 @@ class Violation:
     allowed: True when `check --allow` or `allow = [...]` under
         [tool.greenreplay] in the nearest pyproject.toml allows it.
     advisory: True for a finding that does not fail the check: the
-        program displaced the profiler (rule displaced) and neither
-        `check --fail-on displaced` nor `fail_on = [...]` under
+        program displaced the profiler (rule displaced) or its own
+        profilers saw the wrong greenlets' calls (rule attribution) and
+        neither `check --fail-on RULE` nor `fail_on = [...]` under
         [tool.greenreplay] made it fail."""
 
     __slots__ = ("rule", "index", "thread", "greenlet", "message", "context", "allowed",
@@ -101,6 +103,9 @@ class CheckResult:
     remarks: what looks like a lost event but is documented behaviour
         (a throw() delegated through generators, a library removing the
         profiler by design), list of str; never violations.
+    profilers: the program's own profilers with what each saw and
+        missed (rule attribution; docs/RULES.md, the JSON `profilers`),
+        list of dicts; [] when the program installed none.
     raw: the checker's JSON object for this trace."""
 
     def __init__(self, path, doc):
@@ -119,6 +124,7 @@ class CheckResult:
         self.trailer = doc.get("trailer")
         self.notes = list(doc.get("notes") or [])
         self.remarks = list(doc.get("remarks") or [])
+        self.profilers = list(doc.get("profilers") or [])
 
     def __bool__(self):
         return self.clean

@@ -67,7 +67,7 @@ from xml.sax.saxutils import escape, quoteattr
 import pytest
 
 RULES = ("imbalance", "blind_spot", "switch_consistency", "propagation", "callback_guard",
-         "displaced", "unreached")
+         "displaced", "unreached", "attribution")
 _KEY = "greenreplay"            # name of the user property carrying the verdict
 
 

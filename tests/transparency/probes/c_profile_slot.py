@@ -21,8 +21,10 @@ def build(out):
     if not os.path.exists(os.path.join(inc, "Python.h")):
         return "no Python.h for this interpreter"
     cc = os.environ.get("CC", "cc")
+    # PyEval_SetProfileAllThreads is new in 3.12 (gh-93503).
+    flags = ["-DSV_ALL_THREADS=1"] if sys.version_info >= (3, 12) else []
     try:
-        subprocess.run([cc, "-O1", "-fPIC", "-shared", "-I" + inc, "-o",
+        subprocess.run([cc, "-O1", "-fPIC", "-shared", "-I" + inc] + flags + ["-o",
                         os.path.join(out, "stackview" + suffix),
                         os.path.join(HERE, "stackview", "stackview.c")],
                        check=True, capture_output=True)

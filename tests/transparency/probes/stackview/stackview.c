@@ -97,7 +97,7 @@ static int trampoline(PyObject *obj, PyFrameObject *frame, int what, PyObject *a
 
 static void set_all(Py_tracefunc f)
 {
-#if PY_VERSION_HEX >= 0x030C0000
+#ifdef SV_ALL_THREADS /* 3.12+: PyEval_SetProfileAllThreads (c_profile_slot.py sets it) */
     PyEval_SetProfileAllThreads(f, NULL);
 #else
     PyEval_SetProfile(f, NULL);
