@@ -4,7 +4,7 @@
 # sudo) the first time.  Exit status: 0 ready, 1 an install failed.
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
+PACKAGES=(build-essential pkg-config zlib1g-dev libzstd-dev libjansson-dev libcmocka-dev
           python3-dev python3-greenlet python3-gevent valgrind
           python3.11-dbg
           python3-venv python3-pytest python3-pytest-xdist

@@ -1202,9 +1202,9 @@ static int cmd_diff(int argc, char **argv)
             goto done;
         }
     }
-    /* 1.1 and 1.2 differ in encoding only (compact records, FORMAT §4.1):
-     * their decoded records compare. */
-    if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 2 && b.minor >= 1 && b.minor <= 2)) {
+    /* 1.1, 1.2 and 1.3 differ in encoding only (compact records, FORMAT
+     * §4.1; compressed chunks, §2.1): their decoded records compare. */
+    if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 3 && b.minor >= 1 && b.minor <= 3)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "
                         "greenreplay)\n",

@@ -41,7 +41,7 @@ static const char usage_record[] =
     "usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] [--force]\n"
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
     "                          [--switches passive|callback]\n"
-    "                          [--switch-stacks needed|every]\n"
+    "                          [--switch-stacks needed|every] [--no-compress]\n"
     "                          -- PYTHON [PYTHON OPTIONS]\n"
     "                             SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
     "\n"
@@ -95,6 +95,9 @@ static const char usage_record[] =
     "                     trace gives it; docs/FORMAT.md section 4; Python\n"
     "                     3.9-3.11, not with --ring); every: the real stack at\n"
     "                     every switch (slower)\n"
+    "  --no-compress      write the trace's records chunks uncompressed (by\n"
+    "                     default each is one zstd frame, readable on its own;\n"
+    "                     docs/FORMAT.md section 2.1)\n"
     "  --manual           do not start recording; only make `import greenreplay`\n"
     "                     work, so the program calls greenreplay.start()/stop()\n"
     "                     itself (start() with no path writes FILE)\n"
@@ -696,11 +699,12 @@ int gr_cmd_record(int argc, char **argv)
         {"flush-signal", required_argument, NULL, 'F'},
         {"switches", required_argument, NULL, 'W'},
         {"switch-stacks", required_argument, NULL, 'K'},
+        {"no-compress", no_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *output = NULL, *root = NULL, *switches = NULL, *stacks = NULL, *max_size_arg = NULL;
-    int times = 0, manual = 0, force = 0, flush_sig = 0, c;
+    int times = 0, manual = 0, force = 0, flush_sig = 0, no_compress = 0, c;
     uint64_t max_size = 0, ring = 0;
     optind = 1;
     opterr = 0;
@@ -738,6 +742,7 @@ int gr_cmd_record(int argc, char **argv)
                 return usage_error("--switch-stacks: '%s' is not needed or every", optarg);
             stacks = optarg;
             break;
+        case 'Z': no_compress = 1; break;
         case 'h': fputs(usage_record, stdout); return 0;
         case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -839,6 +844,10 @@ int gr_cmd_record(int argc, char **argv)
     unsetenv("GREENREPLAY_MAX_SIZE");
     unsetenv("GREENREPLAY_RING");
     unsetenv("GREENREPLAY_FLUSH_SIGNAL");
+    if (no_compress)
+        setenv("GREENREPLAY_COMPRESS", "0", 1);
+    else
+        unsetenv("GREENREPLAY_COMPRESS");
     if (switches)
         setenv("GREENREPLAY_SWITCHES", switches, 1);
     if (stacks)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 /* ---------------------------------------------------------------- errors */
 
@@ -187,7 +188,9 @@ static int next_chunk(const uint8_t *d, size_t n, size_t pos, uint64_t base, con
     size_t avail = n - pos;
     uint8_t tag = d[pos];
     if (tag == 0 || !strchr(tags, tag))
-        return fail(e, name, GR_E_CHUNK_TAG, base + pos, "unknown chunk tag 0x%02x", tag), CH_BAD;
+        return fail(e, name, GR_E_CHUNK_TAG, base + pos, "unknown chunk tag 0x%02x%s", tag,
+                    tag == (uint8_t)GR_CHUNK_RECORDS_Z ? " (a compressed records chunk, format 1.3)"
+                                                       : ""), CH_BAD;
     if (avail < 5)
         return CH_TRUNC;
     uint32_t len = gr_get_u32le(d + pos + 1);
@@ -248,13 +251,19 @@ struct dec {
     const uint8_t *p, *end; /* cursor in the payload */
     const uint8_t *base;    /* payload start */
     size_t chunk_data;      /* file offset of the payload */
-    uint64_t roff;          /* file offset of the current record */
+    uint64_t roff;          /* file offset of the current record (in a
+                               compressed chunk: its offset in the records) */
+    uint64_t zchunk;        /* offset of the compressed chunk, or GR_NO_OFFSET */
     gr_chunk_ctx ctx;       /* per-chunk encoding state (FORMAT §4.1), zero at
                                the chunk's start */
 };
 
 static int dfail(struct dec *d, enum gr_err_kind kind, const char *what)
 {
+    if (d->zchunk != GR_NO_OFFSET)
+        return fail(&d->t->err, d->t->name, kind, d->zchunk,
+                    "%s (byte %llu of the compressed chunk's records)", what,
+                    (unsigned long long)d->roff);
     return fail(&d->t->err, d->t->name, kind, d->roff, "%s", what);
 }
 
@@ -602,7 +611,7 @@ static int read_records(gr_trace *t, size_t limit)
 {
     struct dec d = {
         .t = t, .p = t->rd_p, .end = t->rd_end, .base = t->rd_base,
-        .chunk_data = (size_t)t->rd_data, .ctx = t->rd_ctx,
+        .chunk_data = (size_t)t->rd_data, .zchunk = t->rd_zchunk, .ctx = t->rd_ctx,
     };
     const int compact_ok = t->minor >= 2;
     size_t stop = limit < SIZE_MAX - t->nrecs ? t->nrecs + limit : SIZE_MAX;
@@ -760,9 +769,56 @@ static int frame_chunk(gr_trace *t, const char *tags, struct chunk *c)
     return next_chunk(t->buf, n, 0, t->pos, tags, c, &t->err, t->name);
 }
 
+/* Decompress the compressed records chunk c (FORMAT §2.1) and point c at
+ * its records.  The chunk is untrusted: the size it claims is checked
+ * against the chunk limit before anything is allocated, and the frame must
+ * hold exactly that many bytes and nothing else.  A loaded trace keeps the
+ * records (its strings point into them) as one more block; a streamed one
+ * decompresses into one buffer it reuses (its strings are copied).
+ * Returns 0, or a status with t->err set (the chunk's offset). */
+static int unpack(gr_trace *t, struct chunk *c)
+{
+    gr_error *e = &t->err;
+    if (c->len < GR_ZHEADER_LEN)
+        return fail(e, t->name, GR_E_ZSTD, c->off,
+                    "compressed chunk of %zu bytes, shorter than its size field", c->len);
+    uint32_t size = gr_get_u32le(c->p);
+    if (size == 0 || size > GR_CHUNK_MAX)
+        return fail(e, t->name, GR_E_CHUNK_LEN, c->off,
+                    "compressed chunk claims %lu bytes of records (from 1 to the limit of %u)",
+                    (unsigned long)size, GR_CHUNK_MAX);
+    const uint8_t *src = c->p + GR_ZHEADER_LEN;
+    size_t srclen = c->len - GR_ZHEADER_LEN;
+    unsigned long long fsize = ZSTD_getFrameContentSize(src, srclen);
+    if (fsize != size || ZSTD_findFrameCompressedSize(src, srclen) != srclen)
+        return fail(e, t->name, GR_E_ZSTD, c->off,
+                    "compressed chunk: not one zstd frame of the %lu bytes it claims",
+                    (unsigned long)size);
+    if (!t->zctx && !(t->zctx = ZSTD_createDCtx()))
+        return no_memory(e, t->name);
+    uint8_t *dst;
+    if (t->file) {
+        if (grow((void **)&t->zbuf, &t->cap_zbuf, size, 1) < 0)
+            return no_memory(e, t->name);
+        dst = t->zbuf;
+    } else {
+        if (grow((void **)&t->blocks, &t->cap_blocks, t->nblocks + 1, sizeof *t->blocks) < 0 ||
+            !(dst = malloc(size)))
+            return no_memory(e, t->name);
+        t->blocks[t->nblocks++] = dst;
+    }
+    size_t got = ZSTD_decompressDCtx(t->zctx, dst, size, src, srclen);
+    if (ZSTD_isError(got) || got != size)
+        return fail(e, t->name, GR_E_ZSTD, c->off, "compressed chunk does not decompress: %s",
+                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
+    c->p = dst;
+    c->len = size;
+    return 0;
+}
+
 int gr_trace_next_chunk(gr_trace *t)
 {
-    static const char tags[] = {GR_CHUNK_RECORDS, GR_CHUNK_TRAILER, 0};
+    static const char tags[] = {GR_CHUNK_RECORDS, GR_CHUNK_RECORDS_Z, GR_CHUNK_TRAILER, 0};
     gr_error *e = &t->err;
     while (!t->done) {
         if (t->has_trailer) {
@@ -814,9 +870,16 @@ int gr_trace_next_chunk(gr_trace *t)
             continue;
         }
         t->rd_open = 1;
+        t->rd_zchunk = GR_NO_OFFSET;
+        t->rd_data = c.off + GR_CHUNK_HEADER_LEN;
+        if (c.tag == GR_CHUNK_RECORDS_Z) {
+            if (unpack(t, &c))
+                return t->rd_open = 0, t->done = 1, -1;
+            t->rd_zchunk = c.off;
+            t->rd_data = 0;
+        }
         t->rd_p = t->rd_base = c.p;
         t->rd_end = c.p + c.len;
-        t->rd_data = c.off + GR_CHUNK_HEADER_LEN;
         memset(&t->rd_ctx, 0, sizeof t->rd_ctx);
     }
     return 0;
@@ -913,6 +976,8 @@ void gr_trace_free(gr_trace *t)
     for (size_t i = 0; i < t->nblocks; i++)
         free(t->blocks[i]);
     free(t->blocks);
+    ZSTD_freeDCtx(t->zctx);
+    free(t->zbuf);
     free(t->name);
     free(t->data);
     free(t->strings);

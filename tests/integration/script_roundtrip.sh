@@ -399,15 +399,15 @@ test_diff() {
         fail "diff: a trace against itself differs"
         detail <"$out.same"
     fi
-    # Another format version: minor (offset 10) and major (offset 8).  1.1
-    # and 1.2 differ in encoding only and are compared; a later minor not.
+    # Another format version: minor (offset 10) and major (offset 8).  1.1,
+    # 1.2 and 1.3 differ in encoding only and are compared; a later minor not.
     local v=$WORK/seed-minor.grt err=$WORK/version.err
     cp "$seed" "$v"
-    printf '\003' | dd of="$v" bs=1 seek=10 count=1 conv=notrunc 2>/dev/null
+    printf '\004' | dd of="$v" bs=1 seek=10 count=1 conv=notrunc 2>/dev/null
     "$GR_CLI" diff "$seed" "$v" >/dev/null 2>"$err"
     rc=$?
     if [ "$rc" -eq 2 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "different format versions" "$err"; then
-        pass "diff: traces of format 1.2 and 1.3: exit 2, $(cut -c1-80 "$err")..."
+        pass "diff: traces of format 1.3 and 1.4: exit 2, $(cut -c1-80 "$err")..."
     else
         fail "diff: traces of different minor versions: exit $rc"
         detail <"$err"
