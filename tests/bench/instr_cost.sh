@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive every callback"]
+# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive plain every callback"]
 #
 # Instruction counts of the recorder's hot paths, independent of the
 # machine's load: each workload of tests/bench/instr_one.py runs under
@@ -8,8 +8,10 @@
 # of work (profile events, or switches), is the cost per unit (start-up,
 # imports, start()/stop() and first sight of each code object cancel out).
 # Modes: none, empty (the empty C profile function), passive (the default
-# recorder), every (passive, a real stack at every switch:
-# switch_stacks="every"), callback.
+# recorder), plain (passive writing uncompressed chunks: compress=False),
+# every (passive, a real stack at every switch: switch_stacks="every"),
+# callback.  With passive and plain, a line after each table gives the
+# chunk compression's own instructions per unit (passive less plain).
 # Prints two tables (instructions per profile event over no profiler, and
 # per switch, each against the empty C profile function) with the goals of
 # issues 8 and 11, and for the empty function and the passive modes the
@@ -23,7 +25,7 @@
 set -euo pipefail
 PY=/usr/bin/python3
 only="profile switch"
-modes="none empty passive every callback"
+modes="none empty passive plain every callback"
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY=$2; shift 2 ;;
@@ -73,10 +75,12 @@ table() {
     fi
     echo "| $w workload, sizes $n1 and $n2 ($work $unit apart) | instructions per $unit | over no profiler | vs empty C profile function | inside the profile function |"
     echo "|---|---:|---:|---:|---:|"
-    local none="" empty="" m a b per over num rel
+    local none="" empty="" m a b per over num rel zdiff=""
     for m in $modes; do
         a=$(instructions "$w" "$m" "$n1")
         b=$(instructions "$w" "$m" "$n2")
+        # Compression's share: passive's instructions less plain's.
+        case "$m" in passive) zdiff="${zdiff}+$((b - a))" ;; plain) zdiff="${zdiff}-$((b - a))" ;; esac
         mv "$out/$w-$m-$n2.out" "$out/$w-$m.out"
         rm -f "$out/$w-$m-$n1.out"
         per=$(( (b - a) / work ))
@@ -94,7 +98,7 @@ table() {
         # recorder's gr_profile with everything it calls: greenlet's C API,
         # the chunk writes), not CPython's cost of calling it.
         local fn="" own=""
-        case "$m" in empty) fn=empty_profile ;; passive|every) fn=gr_profile ;; esac
+        case "$m" in empty) fn=empty_profile ;; passive|plain|every) fn=gr_profile ;; esac
         if [ -n "$fn" ]; then
             a=$(instructions "$w" "$m" "$n1" "$fn")
             b=$(instructions "$w" "$m" "$n2" "$fn")
@@ -103,6 +107,11 @@ table() {
         fi
         echo "| $m | $per | $over | $rel | $own |"
     done
+    case "$zdiff" in
+        *+*-*|*-*+*)
+            awk -v d="$(( zdiff ))" -v n="$work" -v u="$unit" 'BEGIN {
+                printf "chunk compression (zstd level 1), passive less plain: %.2f instructions per %s (goal: measured and printed)\n", d / n, u }' ;;
+    esac
 }
 
 echo "instruction counts: $("$PY" -c 'import sys, platform; print("Python", platform.python_version(), sys.executable)'), callgrind"
