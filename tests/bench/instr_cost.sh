@@ -19,7 +19,7 @@
 # --toggle-collect: the recorder's own share, independent of where the
 # interpreter's and greenlet's allocations land).  The callgrind files of
 # the larger size are kept in BUILD/bench/instr/WORKLOAD-MODE.out for
-# callgrind_annotate.  Takes about 8 minutes (valgrind runs Python about
+# callgrind_annotate.  Takes about 10 minutes (valgrind runs Python about
 # 50 times slower).  Needs valgrind.
 # Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
 set -euo pipefail
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
         --python) PY=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "instr_cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
