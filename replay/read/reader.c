@@ -178,6 +178,17 @@ struct chunk {
     size_t len;
 };
 
+/* Whether tag is one of the bytes of the 0-terminated list tags, compared
+ * as unsigned bytes (a compressed chunk's tag has bit 7 set: strchr's
+ * conversion of it is not to be relied on). */
+static int tag_in(const char *tags, uint8_t tag)
+{
+    for (; *tags; tags++)
+        if ((uint8_t)*tags == tag)
+            return 1;
+    return 0;
+}
+
 /* Frame the chunk starting at pos.  tags lists the chunk tags allowed.
  * d[0] is byte `base` of the file (0, or a streamed chunk's offset). */
 static int next_chunk(const uint8_t *d, size_t n, size_t pos, uint64_t base, const char *tags,
@@ -187,7 +198,7 @@ static int next_chunk(const uint8_t *d, size_t n, size_t pos, uint64_t base, con
         return CH_END;
     size_t avail = n - pos;
     uint8_t tag = d[pos];
-    if (tag == 0 || !strchr(tags, tag))
+    if (!tag_in(tags, tag))
         return fail(e, name, GR_E_CHUNK_TAG, base + pos, "unknown chunk tag 0x%02x%s", tag,
                     tag == (uint8_t)GR_CHUNK_RECORDS_Z ? " (a compressed records chunk, format 1.3)"
                                                        : ""), CH_BAD;
@@ -759,7 +770,7 @@ static int frame_chunk(gr_trace *t, const char *tags, struct chunk *c)
     size_t n = (size_t)k;
     if (n == GR_CHUNK_HEADER_LEN) {
         uint32_t len = gr_get_u32le(t->buf + 1);
-        if (len <= GR_CHUNK_MAX && strchr(tags, t->buf[0]) && t->buf[0]) {
+        if (len <= GR_CHUNK_MAX && tag_in(tags, t->buf[0])) {
             if ((k = read_file(t, n, len)) < 0)
                 return CH_BAD;
             n += (size_t)k;
