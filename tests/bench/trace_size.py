@@ -31,7 +31,7 @@ import tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 
-GOAL = 0.1  # bytes per event, compressed (issue: traces 40x smaller)
+GOAL = 0.1  # bytes per event, compressed chunks
 
 
 def one(workload, out, compress, size):
