@@ -12,7 +12,7 @@ WARN      := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 REPLAY_DIRS := replay replay/read replay/util replay/rules replay/report replay/repro
 REPLAY_HDR := $(wildcard $(addsuffix /*.h,$(REPLAY_DIRS)))
 CPPFLAGS  += -Itracer $(addprefix -I,$(REPLAY_DIRS))
-LDLIBS    := -lz -ljansson -lm
+LDLIBS    := -lz -lzstd -ljansson -lm
 
 # Replayer (pure C, no Python).
 FORMAT_SRC := tracer/format.c tracer/writer.c
@@ -162,7 +162,7 @@ $(EXT): $(EXT_SRC) $(FORMAT_SRC) $(wildcard tracer/*.h)
 	@test -f "$(PY_INC)/Python.h" || { echo "error: Python.h missing in $(PY_INC) (install the interpreter's -dev package)" >&2; exit 2; }
 	@mkdir -p $(PKG_DIR)
 	$(CC) $(CPPFLAGS) -I$(PY_INC) $(CFLAGS) $(WARN) -fPIC -shared -fvisibility=hidden \
-	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz
+	    -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"' -o $@ $(EXT_SRC) $(FORMAT_SRC) -lz -lzstd
 
 $(BUILD)/obj/replay/version.o: $(BUILD)/build-id
 $(BUILD)/obj/replay/version.o: CPPFLAGS += -DGR_BUILD_ID='"$(GR_BUILD_ID)"' -DGR_RECORDER_SRC='"$(GR_RECORDER_SRC)"'

@@ -16,7 +16,8 @@ compile flags live in one place, and writes one wheel holding:
     greenreplay/                   the Python package and the recorder
                                    extension _greenreplay<EXT_SUFFIX>
     greenreplay/_bin/greenreplay   the C command-line tool (needs
-                                   libjansson and zlib at run time)
+                                   libjansson, zlib and libzstd at run
+                                   time)
     greenreplay-V.data/data/share/man/man1/greenreplay.1   the man page
     greenreplay-V.dist-info/       metadata; entry points: the `greenreplay`
                                    console script (greenreplay._cli:main,
@@ -24,7 +25,7 @@ compile flags live in one place, and writes one wheel holding:
                                    plugin (pytest11: greenreplay.pytest_plugin)
 
 Build needs (Debian): build-essential (make, cc), zlib1g-dev,
-libjansson-dev and the interpreter's headers (python3-dev, or a pyenv
+libzstd-dev, libjansson-dev and the interpreter's headers (python3-dev, or a pyenv
 build).  A missing one stops the build with one line naming the package.
 
 Hooks: get_requires_for_build_wheel/sdist (nothing), build_wheel,
@@ -47,7 +48,7 @@ import zipfile
 NAME = "greenreplay"
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUMMARY = "Deterministic trace-and-replay tests for greenlets and Python profilers"
-DEBIAN_HINT = "apt-get install build-essential zlib1g-dev libjansson-dev python3-dev"
+DEBIAN_HINT = "apt-get install build-essential zlib1g-dev libzstd-dev libjansson-dev python3-dev"
 
 
 def _version():
@@ -141,6 +142,7 @@ def _make(build):
     sys.stderr.write(out)
     if proc.returncode != 0:
         for header, package in (("jansson.h", "libjansson-dev"), ("zlib.h", "zlib1g-dev"),
+                                ("zstd.h", "libzstd-dev"),
                                 ("Python.h", "python3-dev")):
             if header + ": No such file" in out:
                 _fail("%s is missing: install %s (%s)" % (header, package, DEBIAN_HINT))

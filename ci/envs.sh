@@ -21,7 +21,7 @@ CLI=${GREENREPLAY_CLI:-$REPO/build/greenreplay}   # the C CLI, run on the host o
 HOST_PY=/usr/bin/python3            # runs envs-smoke.py check on the host
 INNER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # Packages every Debian root gets, besides python3.X and python3.X-dev.
-ROOT_PACKAGES=(python3-greenlet python3-gevent gcc make libc6-dev zlib1g-dev)
+ROOT_PACKAGES=(python3-greenlet python3-gevent gcc make libc6-dev zlib1g-dev libzstd-dev)
 # Packages a root gets where its suite has them: the profilers of the
 # profiler axis (ci/profilers.sh) and greenlet's own test
 # dependencies (`make peer` in a root).  A suite without one is
@@ -732,7 +732,7 @@ once() {   # KEY ENV NAME LOG -- CMD...
 # Host packages the selected environments need (installed only if missing).
 host_packages_for() {
     local id
-    printf '%s\n' make gcc libc6-dev zlib1g-dev python3
+    printf '%s\n' make gcc libc6-dev zlib1g-dev libzstd-dev python3
     for id in "$@"; do
         case "${KIND[$id]}" in
             host) printf '%s\n' python3-dev python3-greenlet python3-gevent "${HOST_PROFILERS[@]}"

@@ -13,7 +13,7 @@
 
 _greenreplay_opts() {
     case "$1" in
-        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --manual --start-on --for --force --help" ;;
+        record) echo "-o --output --times --root --max-size --ring --flush-signal --switches --switch-stacks --no-compress --manual --start-on --for --force --help" ;;
         check)  echo "--format --junit --html --quiet --color --stall --max-wait-us --in-memory --from --to --allow --strict-known --fail-on --help" ;;
         dump)   echo "--times --help" ;;
         stats)  echo "--format --help" ;;

@@ -39,10 +39,11 @@
 #                   memory, written at exit (about 1 MB: a ring that fills
 #                   soon, so greenlet's memory tests, which compare the
 #                   process's USS, see it stay flat); the whole suite
-#                   otherwise writes about 8 GB
+#                   otherwise writes about 1.3 MB of compressed chunks
+#                   (216 M records on the host's 3.11)
 #   --max-size S    instead: write the trace up to S bytes (k, M, G), count
 #                   the rest as dropped
-#   --full          instead: the whole trace (GBs; for a manual run)
+#   --full          instead: the whole trace (about 1.3 MB compressed)
 #   --switches MODE passive (default) or callback: `greenreplay record
 #                   --switches MODE`; both must leave the suite unchanged
 #   --out DIR       results (default build/peer/ID)

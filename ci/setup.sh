@@ -4,7 +4,7 @@
 # sudo) the first time.  Exit status: 0 ready, 1 an install failed.
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
+PACKAGES=(build-essential pkg-config zlib1g-dev libzstd-dev libjansson-dev libcmocka-dev
           python3-dev python3-greenlet python3-gevent valgrind
           python3.11-dbg
           python3-venv python3-pytest python3-pytest-xdist
@@ -12,6 +12,7 @@ PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
           python3-yappi python3-coverage python3-line-profiler   # greenreplay conform (profilers under test)
           austin python3-scalene             # greenreplay conform, greenreplay stall (bookworm's)
           time                               # make bench: peak memory of the replayer
+          zstd                               # script_roundtrip.sh: compressed chunks read by script_names.py
           jq)                                # make test: the merge recipe of check --from/--to
 
 missing=()

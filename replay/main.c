@@ -1226,9 +1226,10 @@ static int cmd_diff(int argc, char **argv)
             goto done;
         }
     }
-    /* 1.1, 1.2 and 1.3 differ in encoding (compact records, FORMAT §4.1)
-     * and in what a HOOK says of the program's profiler (§4.2), which diff
-     * does not compare: their decoded records compare. */
+    /* 1.1, 1.2 and 1.3 differ in encoding (compact records, FORMAT §4.1;
+     * compressed chunks, §2.1) and in what a HOOK says of the program's
+     * profiler (§4.2), which diff does not compare: their decoded records
+     * compare. */
     if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 3 && b.minor >= 1 && b.minor <= 3)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "

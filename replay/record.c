@@ -41,7 +41,7 @@ static const char usage_record[] =
     "usage: greenreplay record -o FILE [--times] [--root DIR] [--manual] [--force]\n"
     "                          [--max-size SIZE | --ring N] [--flush-signal SIG]\n"
     "                          [--switches passive|callback]\n"
-    "                          [--switch-stacks needed|every]\n"
+    "                          [--switch-stacks needed|every] [--no-compress]\n"
     "                          [--start-on SIG [--for SECONDS]]\n"
     "                          -- PYTHON [PYTHON OPTIONS]\n"
     "                             SCRIPT|-m MODULE|-c CODE|- [ARGS...]\n"
@@ -77,6 +77,8 @@ static const char usage_record[] =
     "  --switch-stacks WHEN  passive mode: needed (default): a switch back into a\n"
     "                     greenlet whose turns were all seen is written without its\n"
     "                     stack (flag continued); every: a stack at every switch\n"
+    "  --no-compress      write the records chunks uncompressed (by default each\n"
+    "                     is one zstd frame, readable on its own; FORMAT.md 2.1)\n"
     "  --manual           only make `import greenreplay` work: the program calls\n"
     "                     greenreplay.start()/stop() itself\n"
     "  --start-on SIG     record one window of a running service: the program\n"
@@ -715,7 +717,7 @@ void gr_record_set_trace_label(const char *label)
 /* record's options. */
 struct rec_opts {
     const char *output, *root, *switches, *stacks, *max_size_arg;
-    int times, manual, force, flush_sig, start_sig;
+    int times, manual, force, flush_sig, start_sig, no_compress;
     long for_seconds;
     uint64_t max_size, ring;
     int wpipe[2]; /* --start-on: the pipe to the program's boot */
@@ -741,6 +743,7 @@ static int record_options(struct rec_opts *o, int argc, char **argv)
         {"switch-stacks", required_argument, NULL, 'K'},
         {"start-on", required_argument, NULL, 'O'},
         {"for", required_argument, NULL, 'D'},
+        {"no-compress", no_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -795,6 +798,7 @@ static int record_options(struct rec_opts *o, int argc, char **argv)
                 return usage_error("--switch-stacks: '%s' is not needed or every", optarg);
             o->stacks = optarg;
             break;
+        case 'Z': o->no_compress = 1; break;
         case 'h': fputs(usage_record, stdout); return 0;
         case ':': return usage_error("option %s needs an argument", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -922,6 +926,10 @@ static int record_environment(struct rec_opts *o, const struct program *prog, co
     unsetenv("GREENREPLAY_MAX_SIZE");
     unsetenv("GREENREPLAY_RING");
     unsetenv("GREENREPLAY_FLUSH_SIGNAL");
+    if (o->no_compress)
+        setenv("GREENREPLAY_COMPRESS", "0", 1);
+    else
+        unsetenv("GREENREPLAY_COMPRESS");
     if (o->switches)
         setenv("GREENREPLAY_SWITCHES", o->switches, 1);
     if (o->stacks)

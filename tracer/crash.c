@@ -11,7 +11,8 @@
  * siginfo), or, for the default action, by restoring it and raising the
  * signal again, so the process still dies by that signal (exit status,
  * core dump).  Only async-signal-safe calls: write(2), fallocate(2),
- * sigaction(2), raise(3) and zlib's crc32; no allocation, no Python.
+ * sigaction(2), raise(3) and zlib's crc32; no allocation, no Python, no
+ * compression (the last chunk is written uncompressed).
  *
  * Ring mode keeps its records in memory and writes the file through
  * allocation and rename(2), which a signal handler cannot do: it is left
@@ -41,6 +42,9 @@ static void on_fatal(int sig, siginfo_t *info, void *ctx)
     if (r && !sealing && r->w && r->w == r->dw && !r->w->memory && !r->w->sealed) {
         sealing = 1;
         gr_writer *w = r->w;
+        /* zstd may allocate: the records buffered now go uncompressed (a
+         * chunk says which it is, docs/FORMAT.md section 2.1). */
+        w->z.on = 0;
         /* The side channel's chunks in this file, then the records. */
         if (r->ww)
             gr_writer_flush(r->ww);

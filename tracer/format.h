@@ -18,7 +18,8 @@
 #define GR_VERSION_MINOR 3 /* 1.1: SWITCH/THROW carry a stack; HOOK.
                               1.2: compact records (§4.1).
                               1.3: PROFILER definitions, HOOK naming the
-                              program's profiler (§4.2) */
+                              program's profiler (§4.2); compressed
+                              records chunks (§2.1) */
 /* The side channel's minor (its header; a trace file keeps
  * GR_VERSION_MINOR): 1.3: 'W' and 'P' chunks are written during the run
  * and interleave with 'T' chunks (§5); a 1.2 side channel has them in the
@@ -35,6 +36,13 @@
 #define GR_CHUNK_SWITCHES 'W' /* side channel: per-switch lock waits */
 #define GR_CHUNK_SAMPLES 'P'  /* side channel: sampler samples */
 #define GR_CHUNK_TRAILER 'Z'
+/* §2.1 compressed chunks: the tag of a records chunk with bit 7 set; the
+ * payload is the u32 size of the records, then one zstd frame holding them. */
+#define GR_CHUNK_COMPRESSED 0x80
+#define GR_CHUNK_RECORDS_Z ((char)(GR_CHUNK_RECORDS | GR_CHUNK_COMPRESSED))
+#define GR_ZHEADER_LEN 4
+/* The zstd level the recorder writes (docs/FORMAT.md §2.1 says why 1). */
+#define GR_ZSTD_LEVEL 1
 
 /* §2 trailer: reason recording ended */
 enum gr_stop_reason {

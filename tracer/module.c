@@ -330,7 +330,9 @@ PyDoc_STRVAR(start_doc,
 "size in bytes (0: 64 KiB).  `max_size` caps the trace file in bytes: the\n"
 "records past it are dropped and counted (trailer reason 4).  `ring` keeps\n"
 "only the last `ring` records (at least; whole chunks) in memory and writes\n"
-"the file at stop() and flush(), with a GAP record counting the others.\n\n"
+"the file at stop() and flush(), with a GAP record counting the others.\n"
+"`compress` (default true) writes each records chunk as one zstd frame\n"
+"(docs/FORMAT.md section 2.1); false writes them uncompressed.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
 "greenlet sampler every `interval_us` microseconds (>= 100), tracking up to\n"
 "`max_greenlets` - 1 greenlets alive at once (2 <= max_greenlets <= 2**30; the\n"
@@ -394,7 +396,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
                              "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
-                             "entry_c", "every_stack", NULL};
+                             "entry_c", "every_stack", "compress", NULL};
     PyObject *path_obj, *rules = NULL;
     int times = 0;
     Py_ssize_t chunk = 0;
@@ -407,10 +409,12 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     const char *switches = "passive";
     PyObject *entry = NULL, *entry_c = NULL;
     int every_stack = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KnIpKKsOOp:start", kwlist,
+    int compress = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KnIpKKsOOpp:start", kwlist,
                                      PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
                                      &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &switches, &entry, &entry_c, &every_stack))
+                                     &max_size, &ring, &switches, &entry, &entry_c, &every_stack,
+                                     &compress))
         return NULL;
     int callback_mode = strcmp(switches, "callback") == 0;
     if (!callback_mode && strcmp(switches, "passive") != 0) {
@@ -524,6 +528,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             PyErr_NoMemory();
             goto fail;
         }
+        /* Carried to the file each snapshot writes (gr_writer_copy_chunks). */
+        gr_writer_set_compress(r->w, compress);
+        gr_writer_set_compress(r->dw, compress);
     } else {
         /* Under a size cap, chunks of an eighth of it (1-64 KiB) lose
          * little at the cap: a chunk that does not fit is dropped whole. */
@@ -535,6 +542,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             goto fail;
         }
         r->dw = r->w;
+        if (gr_writer_set_compress(r->w, compress) < 0) {
+            PyErr_NoMemory();
+            goto fail;
+        }
         if (max_size)
             gr_writer_set_limit(r->w, max_size);
     }

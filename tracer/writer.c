@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #define DEFAULT_CAP (64u * 1024u)
 
@@ -99,6 +100,8 @@ static gr_writer *writer_new(char stream, size_t chunk_cap)
 
 static void writer_free(gr_writer *w)
 {
+    ZSTD_freeCCtx(w->z.ctx);
+    free(w->z.buf);
     for (gr_chunkbuf *c = w->head, *next; c; c = next) {
         next = c->next;
         free(c);
@@ -159,6 +162,45 @@ gr_writer *gr_writer_open_sub(gr_writer *parent, char tag, size_t chunk_cap)
 void gr_writer_set_limit(gr_writer *w, uint64_t bytes)
 {
     w->limit = bytes;
+}
+
+int gr_writer_set_compress(gr_writer *w, int on)
+{
+    if (on && !w->memory && !w->z.ctx) {
+        size_t zcap = GR_ZHEADER_LEN + ZSTD_compressBound(w->cap);
+        ZSTD_CCtx *z = ZSTD_createCCtx();
+        uint8_t *b = malloc(zcap);
+        if (!z || !b) {
+            ZSTD_freeCCtx(z);
+            free(b);
+            errno = ENOMEM;
+            return -1;
+        }
+        w->z.ctx = z;
+        w->z.buf = b;
+        w->z.cap = zcap;
+    }
+    w->z.on = on != 0;
+    return 0;
+}
+
+/* A records chunk as written (docs/FORMAT.md §2.1): compressed into w->z.buf
+ * when compression is on and the chunk shrinks, else as it is.  The frame
+ * depends only on the payload (one frame per chunk, no dictionary, no
+ * history): reruns stay byte-identical. */
+static void pack(gr_writer *w, char *tag, const uint8_t **payload, size_t *len)
+{
+    if (!w->z.on || !w->z.ctx || *tag != GR_CHUNK_RECORDS || *len == 0 ||
+        GR_ZHEADER_LEN + ZSTD_compressBound(*len) > w->z.cap)
+        return;
+    size_t z = ZSTD_compressCCtx(w->z.ctx, w->z.buf + GR_ZHEADER_LEN, w->z.cap - GR_ZHEADER_LEN,
+                                 *payload, *len, GR_ZSTD_LEVEL);
+    if (ZSTD_isError(z) || GR_ZHEADER_LEN + z >= *len)
+        return;
+    gr_put_u32le(w->z.buf, (uint32_t)*len);
+    *tag = GR_CHUNK_RECORDS_Z;
+    *payload = w->z.buf;
+    *len = GR_ZHEADER_LEN + z;
 }
 
 /* Frame and write one chunk of `len` payload bytes at `payload` (which must
@@ -254,15 +296,21 @@ int gr_writer_flush(gr_writer *w)
             w->error = p->error;
             w->dropped += w->records;
         }
-    } else if (w->limit && w->written + GR_CHUNK_HEADER_LEN + w->len > w->limit) {
-        w->capped = 1;
-        block(w);
-        w->dropped += w->records;
-        rc = -1;
     } else {
-        rc = write_chunk(w, w->chunk_tag, w->buf + GR_CHUNK_HEADER_LEN, w->len);
-        if (rc < 0)
+        char tag = w->chunk_tag;
+        const uint8_t *payload = w->buf + GR_CHUNK_HEADER_LEN;
+        size_t len = w->len;
+        pack(w, &tag, &payload, &len); /* the cap counts the bytes written */
+        if (w->limit && w->written + GR_CHUNK_HEADER_LEN + len > w->limit) {
+            w->capped = 1;
+            block(w);
             w->dropped += w->records;
+            rc = -1;
+        } else {
+            rc = write_chunk(w, tag, payload, len);
+            if (rc < 0)
+                w->dropped += w->records;
+        }
     }
     if (rc == 0)
         w->indexed_written += w->indexed;
@@ -311,14 +359,33 @@ int gr_writer_append(gr_writer *w, const void *rec, size_t n)
     return 0;
 }
 
+/* Write one chunk of `to`'s file, compressed as `to` is set to. */
+static int write_packed(gr_writer *to, char tag, const uint8_t *payload, size_t len)
+{
+    /* A memory writer's chunks may be larger than `to`'s (its own chunk
+     * size): the buffer grows; without memory the chunk goes as it is. */
+    size_t need = GR_ZHEADER_LEN + ZSTD_compressBound(len);
+    if (to->z.on && to->z.ctx && need > to->z.cap) {
+        uint8_t *b = realloc(to->z.buf, need);
+        if (b) {
+            to->z.buf = b;
+            to->z.cap = need;
+        }
+    }
+    pack(to, &tag, &payload, &len);
+    return write_chunk(to, tag, payload, len);
+}
+
 int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem)
 {
     if (gr_writer_flush(to) < 0)
         return -1;
+    if (mem->z.on && !to->z.on && gr_writer_set_compress(to, 1) < 0)
+        return -1;
     for (const gr_chunkbuf *c = mem->head; c; c = c->next)
-        if (write_chunk(to, c->tag, c->payload, c->len) < 0)
+        if (write_packed(to, c->tag, c->payload, c->len) < 0)
             return -1;
-    if (mem->len && write_chunk(to, mem->chunk_tag, mem->buf + GR_CHUNK_HEADER_LEN, mem->len) < 0)
+    if (mem->len && write_packed(to, mem->chunk_tag, mem->buf + GR_CHUNK_HEADER_LEN, mem->len) < 0)
         return -1;
     return 0;
 }

@@ -73,6 +73,15 @@ typedef struct gr_writer {
     /* Encoding state of the current chunk (docs/FORMAT.md §4.1), zeroed
      * whenever a chunk is written out or kept. */
     gr_chunk_ctx ctx;
+    /* Compression of records chunks (docs/FORMAT.md §2.1), off unless
+     * gr_writer_set_compress turned it on.  A memory writer only carries
+     * the setting to the file writer gr_writer_copy_chunks writes into. */
+    struct {
+        int on;
+        void *ctx;        /* owned ZSTD_CCtx, file mode */
+        uint8_t *buf;     /* owned: GR_ZHEADER_LEN + ZSTD_compressBound(cap) */
+        size_t cap;
+    } z;
 } gr_writer;
 
 /* Open path for writing (created or truncated, mode 0644) and write the
@@ -185,19 +194,30 @@ uint8_t *gr_writer_head(gr_writer *w, uint8_t *p, int tag, int n, const uint64_t
  * dropped. */
 int gr_writer_append(gr_writer *w, const void *rec, size_t n);
 
+/* Write each records chunk ('E') from now on compressed (on != 0: one zstd
+ * frame per chunk, docs/FORMAT.md §2.1; a chunk that would not shrink is
+ * written as it is) or not.  The compression context and its buffer are
+ * allocated here, so that writing a chunk allocates nothing more.  A memory
+ * writer only keeps the setting, for gr_writer_copy_chunks.  Returns 0, or
+ * -1 with errno ENOMEM (the setting is then unchanged). */
+int gr_writer_set_compress(gr_writer *w, int on);
+
 /* Write out (file) or keep (memory) the current chunk, if it holds
  * anything.  Returns 0, or -1 with the error kept in w->error. */
 int gr_writer_flush(gr_writer *w);
 
 /* Write the chunks a memory writer holds, then its current chunk, into the
- * file writer `to` (flushing `to` first), without changing `mem`.
+ * file writer `to` (flushing `to` first), without changing `mem`; `to`
+ * compresses them when `mem` was set to (gr_writer_set_compress).
  * Returns 0, or -1 if a write failed. */
 int gr_writer_copy_chunks(gr_writer *to, const gr_writer *mem);
 
 /* On a fatal signal: flush, write a trailer chunk of the n varints in
  * trailer[] and accept nothing more (a later gr_writer_finish writes no
  * second trailer).  Async-signal-safe: no allocation, only write(2),
- * fallocate(2) and zlib's crc32.  Returns 0, or -1 if a write failed. */
+ * fallocate(2) and zlib's crc32; the chunk flushed here is written
+ * uncompressed (zstd is not async-signal-safe: the caller turns
+ * w->compress off first, crash.c).  Returns 0, or -1 if a write failed. */
 int gr_writer_seal(gr_writer *w, const uint64_t *trailer, size_t n);
 
 /* Flush, write a trailer chunk holding the n varints in trailer[], close the

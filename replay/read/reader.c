@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 /* ---------------------------------------------------------------- errors */
 
@@ -177,6 +178,17 @@ struct chunk {
     size_t len;
 };
 
+/* Whether tag is one of the bytes of the 0-terminated list tags, compared
+ * as unsigned bytes (a compressed chunk's tag has bit 7 set: strchr's
+ * conversion of it is not to be relied on). */
+static int tag_in(const char *tags, uint8_t tag)
+{
+    for (; *tags; tags++)
+        if ((uint8_t)*tags == tag)
+            return 1;
+    return 0;
+}
+
 /* Frame the chunk starting at pos.  tags lists the chunk tags allowed.
  * d[0] is byte `base` of the file (0, or a streamed chunk's offset). */
 static int next_chunk(const uint8_t *d, size_t n, size_t pos, uint64_t base, const char *tags,
@@ -186,8 +198,10 @@ static int next_chunk(const uint8_t *d, size_t n, size_t pos, uint64_t base, con
         return CH_END;
     size_t avail = n - pos;
     uint8_t tag = d[pos];
-    if (tag == 0 || !strchr(tags, tag))
-        return fail(e, name, GR_E_CHUNK_TAG, base + pos, "unknown chunk tag 0x%02x", tag), CH_BAD;
+    if (!tag_in(tags, tag))
+        return fail(e, name, GR_E_CHUNK_TAG, base + pos, "unknown chunk tag 0x%02x%s", tag,
+                    tag == (uint8_t)GR_CHUNK_RECORDS_Z ? " (a compressed records chunk, format 1.3)"
+                                                       : ""), CH_BAD;
     if (avail < 5)
         return CH_TRUNC;
     uint32_t len = gr_get_u32le(d + pos + 1);
@@ -248,13 +262,19 @@ struct dec {
     const uint8_t *p, *end; /* cursor in the payload */
     const uint8_t *base;    /* payload start */
     size_t chunk_data;      /* file offset of the payload */
-    uint64_t roff;          /* file offset of the current record */
+    uint64_t roff;          /* file offset of the current record (in a
+                               compressed chunk: its offset in the records) */
+    uint64_t zchunk;        /* offset of the compressed chunk, or GR_NO_OFFSET */
     gr_chunk_ctx ctx;       /* per-chunk encoding state (FORMAT §4.1), zero at
                                the chunk's start */
 };
 
 static int dfail(struct dec *d, enum gr_err_kind kind, const char *what)
 {
+    if (d->zchunk != GR_NO_OFFSET)
+        return fail(&d->t->err, d->t->name, kind, d->zchunk,
+                    "%s (byte %llu of the compressed chunk's records)", what,
+                    (unsigned long long)d->roff);
     return fail(&d->t->err, d->t->name, kind, d->roff, "%s", what);
 }
 
@@ -643,7 +663,7 @@ static int read_records(gr_trace *t, size_t limit)
 {
     struct dec d = {
         .t = t, .p = t->partial.rd_p, .end = t->partial.rd_end, .base = t->partial.rd_base,
-        .chunk_data = (size_t)t->partial.rd_data, .ctx = t->partial.rd_ctx,
+        .chunk_data = (size_t)t->partial.rd_data, .zchunk = t->partial.rd_zchunk, .ctx = t->partial.rd_ctx,
     };
     const int compact_ok = t->minor >= 2;
     size_t stop = limit < SIZE_MAX - t->nrecs ? t->nrecs + limit : SIZE_MAX;
@@ -766,7 +786,7 @@ static int begin_chunks(gr_trace *t)
     return 0;
 }
 
-/* Read `want` bytes of a streamed trace into t->buf at `at` (grown as
+/* Read `want` bytes of a streamed trace into t->io.buf at `at` (grown as
  * needed).  Returns the number read (short at end of file), or -1 on an
  * I/O error or out of memory (t->err set). */
 static long read_file(gr_trace *t, size_t at, size_t want)
@@ -780,8 +800,8 @@ static long read_file(gr_trace *t, size_t at, size_t want)
     return (long)k;
 }
 
-/* Frame the chunk at t->pos: in the loaded file, or read from the streamed
- * one into t->buf (its header, then its payload when the length is within
+/* Frame the chunk at t->io.pos: in the loaded file, or read from the streamed
+ * one into t->io.buf (its header, then its payload when the length is within
  * the limit).  Returns CH_* like next_chunk; CH_BAD also for an I/O error. */
 static int frame_chunk(gr_trace *t, const char *tags, struct chunk *c)
 {
@@ -793,7 +813,7 @@ static int frame_chunk(gr_trace *t, const char *tags, struct chunk *c)
     size_t n = (size_t)k;
     if (n == GR_CHUNK_HEADER_LEN) {
         uint32_t len = gr_get_u32le(t->io.buf + 1);
-        if (len <= GR_CHUNK_MAX && strchr(tags, t->io.buf[0]) && t->io.buf[0]) {
+        if (len <= GR_CHUNK_MAX && tag_in(tags, t->io.buf[0])) {
             if ((k = read_file(t, n, len)) < 0)
                 return CH_BAD;
             n += (size_t)k;
@@ -803,9 +823,56 @@ static int frame_chunk(gr_trace *t, const char *tags, struct chunk *c)
     return next_chunk(t->io.buf, n, 0, t->io.pos, tags, c, &t->err, t->name);
 }
 
+/* Decompress the compressed records chunk c (FORMAT §2.1) and point c at
+ * its records.  The chunk is untrusted: the size it claims is checked
+ * against the chunk limit before anything is allocated, and the frame must
+ * hold exactly that many bytes and nothing else.  A loaded trace keeps the
+ * records (its strings point into them) as one more block; a streamed one
+ * decompresses into one buffer it reuses (its strings are copied).
+ * Returns 0, or a status with t->err set (the chunk's offset). */
+static int unpack(gr_trace *t, struct chunk *c)
+{
+    gr_error *e = &t->err;
+    if (c->len < GR_ZHEADER_LEN)
+        return fail(e, t->name, GR_E_ZSTD, c->off,
+                    "compressed chunk of %zu bytes, shorter than its size field", c->len);
+    uint32_t size = gr_get_u32le(c->p);
+    if (size == 0 || size > GR_CHUNK_MAX)
+        return fail(e, t->name, GR_E_CHUNK_LEN, c->off,
+                    "compressed chunk claims %lu bytes of records (from 1 to the limit of %u)",
+                    (unsigned long)size, GR_CHUNK_MAX);
+    const uint8_t *src = c->p + GR_ZHEADER_LEN;
+    size_t srclen = c->len - GR_ZHEADER_LEN;
+    unsigned long long fsize = ZSTD_getFrameContentSize(src, srclen);
+    if (fsize != size || ZSTD_findFrameCompressedSize(src, srclen) != srclen)
+        return fail(e, t->name, GR_E_ZSTD, c->off,
+                    "compressed chunk: not one zstd frame of the %lu bytes it claims",
+                    (unsigned long)size);
+    if (!t->io.zctx && !(t->io.zctx = ZSTD_createDCtx()))
+        return no_memory(e, t->name);
+    uint8_t *dst;
+    if (t->io.file) {
+        if (grow((void **)&t->io.zbuf, &t->io.cap_zbuf, size, 1) < 0)
+            return no_memory(e, t->name);
+        dst = t->io.zbuf;
+    } else {
+        if (grow((void **)&t->io.blocks, &t->io.cap_blocks, t->io.nblocks + 1, sizeof *t->io.blocks) < 0 ||
+            !(dst = malloc(size)))
+            return no_memory(e, t->name);
+        t->io.blocks[t->io.nblocks++] = dst;
+    }
+    size_t got = ZSTD_decompressDCtx(t->io.zctx, dst, size, src, srclen);
+    if (ZSTD_isError(got) || got != size)
+        return fail(e, t->name, GR_E_ZSTD, c->off, "compressed chunk does not decompress: %s",
+                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short frame");
+    c->p = dst;
+    c->len = size;
+    return 0;
+}
+
 int gr_trace_next_chunk(gr_trace *t)
 {
-    static const char tags[] = {GR_CHUNK_RECORDS, GR_CHUNK_TRAILER, 0};
+    static const char tags[] = {GR_CHUNK_RECORDS, GR_CHUNK_RECORDS_Z, GR_CHUNK_TRAILER, 0};
     gr_error *e = &t->err;
     while (!t->done) {
         if (t->has_trailer) {
@@ -857,9 +924,16 @@ int gr_trace_next_chunk(gr_trace *t)
             continue;
         }
         t->partial.rd_open = 1;
+        t->partial.rd_zchunk = GR_NO_OFFSET;
+        t->partial.rd_data = c.off + GR_CHUNK_HEADER_LEN;
+        if (c.tag == GR_CHUNK_RECORDS_Z) {
+            if (unpack(t, &c))
+                return t->partial.rd_open = 0, t->done = 1, -1;
+            t->partial.rd_zchunk = c.off;
+            t->partial.rd_data = 0;
+        }
         t->partial.rd_p = t->partial.rd_base = c.p;
         t->partial.rd_end = c.p + c.len;
-        t->partial.rd_data = c.off + GR_CHUNK_HEADER_LEN;
         memset(&t->partial.rd_ctx, 0, sizeof t->partial.rd_ctx);
     }
     return 0;
@@ -956,6 +1030,8 @@ void gr_trace_free(gr_trace *t)
     for (size_t i = 0; i < t->io.nblocks; i++)
         free(t->io.blocks[i]);
     free(t->io.blocks);
+    ZSTD_freeDCtx(t->io.zctx);
+    free(t->io.zbuf);
     free(t->name);
     free(t->data);
     free(t->strings);

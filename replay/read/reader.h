@@ -46,6 +46,8 @@ enum gr_err_kind {
     GR_E_UNDEFINED,   /* string/code id 0, or not defined yet (record) */
     GR_E_VALUE,       /* impossible value: tid 0, depth over the cap, code kind (record) */
     GR_E_TRAILER,     /* malformed trailer, or data after it (chunk / offset) */
+    GR_E_ZSTD,        /* compressed chunk that is not one zstd frame of the
+                         size it claims (chunk; FORMAT §2.1) */
 };
 
 /* Error of a failed read.  offset is GR_NO_OFFSET when not applicable. */
@@ -100,7 +102,9 @@ typedef struct gr_gap {
 /* One decoded indexed record (§4).  Fields a kind does not have are 0. */
 typedef struct gr_record {
     uint64_t index;       /* 0-based index among indexed records */
-    uint64_t offset;      /* file offset of its tag byte */
+    uint64_t offset;      /* file offset of its tag byte; in a compressed
+                             chunk (FORMAT §2.1), its offset in the chunk's
+                             decompressed records */
     uint64_t tid;         /* thread id, >= 1 */
     uint64_t gid;         /* greenlet id; SWITCH/THROW: origin */
     uint64_t target;      /* SWITCH/THROW: target gid */
@@ -185,12 +189,17 @@ typedef struct gr_trace {
         size_t batch;     /* at most this many records per
                              gr_trace_next_chunk call, 0 a whole chunk
                              (gr_trace_set_batch) */
+        void *zctx;       /* ZSTD_DCtx, made at the first compressed chunk */
+        uint8_t *zbuf;    /* a streamed trace's decompressed chunk */
+        size_t cap_zbuf;
     } io;
     struct {              /* the chunk being decoded when a batch stopped
                              inside it (internal) */
         int rd_open;      /* records of it remain */
         const uint8_t *rd_p, *rd_end, *rd_base; /* cursor, end, payload start */
-        uint64_t rd_data; /* file offset of its payload */
+        uint64_t rd_data; /* file offset of its payload (0 when compressed) */
+        uint64_t rd_zchunk; /* compressed (FORMAT §2.1): file offset of the
+                               chunk, else GR_NO_OFFSET */
         gr_chunk_ctx rd_ctx; /* its encoding state at the cursor (FORMAT §4.1) */
     } partial;
 } gr_trace;

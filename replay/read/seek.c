@@ -105,7 +105,8 @@ int gr_trace_skip_rest(gr_trace *t, uint64_t *chunks)
             t->done = 1;
             break;
         }
-        if (got && h[0] != GR_CHUNK_RECORDS && h[0] != GR_CHUNK_TRAILER) {
+        if (got && h[0] != GR_CHUNK_RECORDS && h[0] != (uint8_t)GR_CHUNK_RECORDS_Z &&
+            h[0] != GR_CHUNK_TRAILER) {
             rc = bad(t, GR_E_CHUNK_TAG, off, "unknown chunk tag 0x%02x", h[0]);
             break;
         }

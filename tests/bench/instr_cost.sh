@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive every callback"]
+# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive plain every callback"]
 #
 # Instruction counts of the recorder's hot paths, independent of the
 # machine's load: each workload of tests/bench/instr_one.py runs under
@@ -8,8 +8,10 @@
 # of work (profile events, or switches), is the cost per unit (start-up,
 # imports, start()/stop() and first sight of each code object cancel out).
 # Modes: none, empty (the empty C profile function), passive (the default
-# recorder), every (passive, a real stack at every switch:
-# switch_stacks="every"), callback.
+# recorder), plain (passive writing uncompressed chunks: compress=False),
+# every (passive, a real stack at every switch: switch_stacks="every"),
+# callback.  With passive and plain, a line after each table gives the
+# chunk compression's own instructions per unit (passive less plain).
 # Prints two tables (instructions per profile event over no profiler, and
 # per switch, each against the empty C profile function) with the goals of
 # issues 8 and 11, and for the empty function and the passive modes the
@@ -17,19 +19,19 @@
 # --toggle-collect: the recorder's own share, independent of where the
 # interpreter's and greenlet's allocations land).  The callgrind files of
 # the larger size are kept in BUILD/bench/instr/WORKLOAD-MODE.out for
-# callgrind_annotate.  Takes about 8 minutes (valgrind runs Python about
+# callgrind_annotate.  Takes about 10 minutes (valgrind runs Python about
 # 50 times slower).  Needs valgrind.
 # Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
 set -euo pipefail
 PY=/usr/bin/python3
 only="profile switch"
-modes="none empty passive every callback"
+modes="none empty passive plain every callback"
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "instr_cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -73,10 +75,12 @@ table() {
     fi
     echo "| $w workload, sizes $n1 and $n2 ($work $unit apart) | instructions per $unit | over no profiler | vs empty C profile function | inside the profile function |"
     echo "|---|---:|---:|---:|---:|"
-    local none="" empty="" m a b per over num rel
+    local none="" empty="" m a b per over num rel zdiff="" zown=""
     for m in $modes; do
         a=$(instructions "$w" "$m" "$n1")
         b=$(instructions "$w" "$m" "$n2")
+        # Compression's share: passive's instructions less plain's.
+        case "$m" in passive) zdiff="${zdiff}+$((b - a))" ;; plain) zdiff="${zdiff}-$((b - a))" ;; esac
         mv "$out/$w-$m-$n2.out" "$out/$w-$m.out"
         rm -f "$out/$w-$m-$n1.out"
         per=$(( (b - a) / work ))
@@ -94,15 +98,21 @@ table() {
         # recorder's gr_profile with everything it calls: greenlet's C API,
         # the chunk writes), not CPython's cost of calling it.
         local fn="" own=""
-        case "$m" in empty) fn=empty_profile ;; passive|every) fn=gr_profile ;; esac
+        case "$m" in empty) fn=empty_profile ;; passive|plain|every) fn=gr_profile ;; esac
         if [ -n "$fn" ]; then
             a=$(instructions "$w" "$m" "$n1" "$fn")
             b=$(instructions "$w" "$m" "$n2" "$fn")
             rm -f "$out/$w-$m-$n1-own.out" "$out/$w-$m-$n2-own.out"
             own=$(( (b - a) / work ))
+            case "$m" in passive) zown="${zown}+$((b - a))" ;; plain) zown="${zown}-$((b - a))" ;; esac
         fi
         echo "| $m | $per | $over | $rel | $own |"
     done
+    case "$zdiff" in
+        *+*-*|*-*+*)
+            awk -v d="$(( zdiff ))" -v o="$(( zown ))" -v n="$work" -v u="$unit" 'BEGIN {
+                printf "chunk compression (zstd level 1), passive less plain: %.2f instructions per %s in the whole process, %.2f inside the profile function (goal: measured and printed)\n", d / n, u, o / n }' ;;
+    esac
 }
 
 echo "instruction counts: $("$PY" -c 'import sys, platform; print("Python", platform.python_version(), sys.executable)'), callgrind"

@@ -150,7 +150,8 @@ def main():
         print("| %s | %.1f | %s | %s |" % (name, t / 1e6, "" if name == "no profiler" else "%.1f" % cost, rel))
     size = os.path.getsize(trace)
     print()
-    print("trace size, call-heavy workload: %d records (events), %d bytes: %.2f bytes per event (goal <= 2.5)"
+    print("trace size, call-heavy workload: %d records (events), %d bytes: %.3f bytes per event "
+          "(compressed chunks; goal <= 0.1)"
           % (recorder.records, size, size / max(recorder.records, 1)))
     if not args.keep_trace:
         os.unlink(trace)

@@ -2,7 +2,9 @@
 # tests/bench/run.sh --python PY: build the empty-profile baseline for PY,
 # run the profile-event cost benchmark (with the trace size of its
 # call-heavy workload), the trace size of a switch-heavy gevent program,
-# the writer's cost per event on both traces (tests/bench/encode_cost.c),
+# the bytes per event of four workloads compressed and not
+# (tests/bench/trace_size.py), the writer's cost per event on both traces,
+# compression's included (tests/bench/encode_cost.c),
 # then the switch-path and sampler benchmark.  Prints figures; asserts nothing.
 set -euo pipefail
 # Other arguments (--repeat N, --scale N) go to profile_cost.py; --clock
@@ -33,9 +35,14 @@ else
     echo "trace size, switch-heavy gevent workload: skipped, gevent is not importable by $PY"
 fi
 echo
-# The writer's own cost per event, format 1.1 against 1.2, on both traces.
-${CC:-cc} -O2 -I"$top/tracer" -I"$top/replay/read" -o "$out/encode_cost" "$here/encode_cost.c" \
-    "$top/replay/read/reader.c" "$top/tracer/format.c" "$top/tracer/writer.c" -lz
+# Bytes per event of every workload, compressed and not, with the goals.
+PYTHONPATH="$out:$build/python" "$PY" "$here/trace_size.py" --out "$out"
+echo
+# The writer's own cost per event, format 1.1 against 1.2 and 1.3
+# (compressed chunks), on both traces.
+${CC:-cc} -O2 -I"$top/tracer" -I"$top/replay/read" -I"$top/replay/util" -o "$out/encode_cost" "$here/encode_cost.c" \
+    "$top/replay/read/reader.c" "$top/replay/util/text.c" "$top/tracer/format.c" "$top/tracer/writer.c" \
+    -lz -lzstd
 for t in "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"; do
     [ -f "$t" ] && "$out/encode_cost" "$t" && echo
 done

@@ -10,7 +10,7 @@ trace, is the same on every run.
 Records the program with greenreplay (passive switches, the default) into
 --output and prints one line: records, bytes and bytes per event (indexed
 record; the whole file, header, definitions and framing included) of the
-trace, with the goal (2.5 or less).  Prints figures; asserts nothing.
+trace (compressed chunks, the default), with the goal (0.1 or less).  Prints figures; asserts nothing.
 
 usage: python switch_heavy.py --output TRACE [--workers W] [--rounds R]
 """
@@ -61,7 +61,7 @@ def main():
         records = greenreplay.stop()
     size = os.path.getsize(a.output)
     print("trace size, switch-heavy gevent workload (%d workers x %d rounds): %d records (events), "
-          "%d bytes: %.2f bytes per event (goal <= 2.5)"
+          "%d bytes: %.3f bytes per event (compressed chunks; goal <= 0.1)"
           % (a.workers, a.rounds, records, size, size / max(records, 1)))
 
 

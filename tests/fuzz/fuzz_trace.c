@@ -9,7 +9,8 @@
  * chunk with records: gr_trace_set_batch) on the same bytes, which must
  * give the same error, report, dump and counts as the trace loaded whole;
  * and two `check --from/--to` workers, whose violations must be the whole
- * check's.
+ * check's; and the same bytes with every records chunk compressed, which
+ * must read as they do.
  *
  * The input is a trace file; CRCs are recomputed first (fuzz_common.h).
  * A crash, a sanitizer report or a failed invariant (abort) is a finding.
@@ -295,6 +296,44 @@ static void streamed(const char *path, const gr_trace *lt, int lrc, size_t batch
     gr_trace_free(&t);
 }
 
+/* The same bytes with every records chunk compressed (FORMAT §2.1) read
+ * as the uncompressed ones did (lt, status lrc): the same status, error
+ * kind, records, trailer and end. */
+static void compressed_same(const uint8_t *d, size_t size, const gr_trace *lt, int lrc)
+{
+    size_t zn;
+    uint8_t *z = gr_fuzz_compress_chunks(d, size, &zn);
+    if (!z)
+        return;
+    gr_trace t;
+    int rc = gr_trace_parse(&t, "z.grt", z, zn);
+    MUST(rc == lrc);
+    if (rc != GR_READ_OK) {
+        MUST(t.err.kind == lt->err.kind);
+    } else {
+        MUST(t.nrecs == lt->nrecs && t.has_trailer == lt->has_trailer &&
+             t.truncated == lt->truncated && t.nstrings == lt->nstrings &&
+             t.ncodes == lt->ncodes && t.nmetas == lt->nmetas);
+        MUST(!t.has_trailer || memcmp(&t.trailer, &lt->trailer, sizeof t.trailer) == 0);
+        for (size_t i = 0; i < t.nrecs; i++) {
+            const gr_record *a = &t.recs[i], *b = &lt->recs[i];
+            MUST(a->tag == b->tag && a->index == b->index && a->tid == b->tid &&
+                 a->gid == b->gid && a->code == b->code && a->target == b->target &&
+                 a->parent == b->parent && a->flags == b->flags && a->label == b->label &&
+                 a->len == b->len && a->depth == b->depth);
+            for (uint32_t j = 0; j < a->depth; j++)
+                MUST(gr_record_stack(&t, a)[j] == gr_record_stack(lt, b)[j]);
+        }
+        for (uint64_t k = 1; k <= t.nstrings; k++) {
+            size_t la, lb;
+            const uint8_t *sa = gr_trace_string(&t, k, &la), *sb = gr_trace_string(lt, k, &lb);
+            MUST(la == lb && (la == 0 || memcmp(sa, sb, la) == 0));
+        }
+    }
+    gr_trace_free(&t);
+    free(z);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!devnull) {
@@ -322,6 +361,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else
         MUST(t.err.msg[0] != 0); /* a failed read always says why */
     streamed(path, &t, rc, size ? (size_t)(data[size - 1] >> 5) % 4 : 0); /* whole chunks, or 1-3 records */
+    compressed_same(d, size, &t, rc);
     gr_trace_free(&t);
     free(d);
     return 0;

@@ -9,7 +9,8 @@
 # the recorder for PY.  Seed corpus:
 #   - traces: the fixtures' traces of build/traces/*/ (recorded by `make
 #     integration` or `make demo`); when there are fewer than 3, a few
-#     fixtures are recorded here;
+#     fixtures are recorded here; and a small trace of compressed chunks
+#     (format 1.3) after plain ones;
 #   - side channels: fixtures/stall/stall.py recorded with the reference
 #     sampler (hold-lock and two-phase) in a small configuration, and a
 #     fixture recorded with --times; fuzz_times checks every input against
@@ -30,7 +31,7 @@ PY=/usr/bin/python3
 while [ $# -gt 0 ]; do
     case $1 in
         --python) PY=$2; shift 2 ;;
-        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "usage: tests/fuzz/run.sh [--python PY]" >&2; exit 2 ;;
     esac
 done
@@ -62,6 +63,18 @@ if [ "$n" -lt 3 ]; then
         gr_record "$PY" "fixtures/$name.py" "$F/seeds/trace/$name.grt" "$F/seeds/$name.log" 60
     done
 fi
+# Format 1.3: compressed records chunks (256 bytes of records each) after
+# plain ones (chunks too short to shrink), small enough to mutate.
+out=$F/seeds/trace/compressed.grt
+[ -s "$out" ] || PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH} "$PY" -c '
+import sys, greenreplay
+def f(i):
+    return i
+greenreplay.start(sys.argv[1], chunk=256)
+for i in range(300):
+    f(i)
+greenreplay.mark("end")
+greenreplay.stop()' "$out" >"$F/seeds/compressed.log" 2>&1
 # Side-channel seeds.
 have_gl=0
 "$PY" -c 'import greenlet' 2>/dev/null && have_gl=1

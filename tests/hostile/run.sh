@@ -279,6 +279,33 @@ for kind in segv:11 abort:6; do
     done
 done
 
+# The same after compressed chunks: the handler writes the records it
+# holds uncompressed (zstd may allocate), after the compressed chunks;
+# every chunk reads.
+"$G" record --manual -o "$W/crash.grt" -- "$GR_PY" "$HERE/crash.py" segv-chunks \
+    >"$W/crash.out" 2>"$W/crash.err"
+rc=$?
+"$G" check "$W/crash.grt" >"$W/crash.check" 2>&1
+crc=$?
+calls=$("$G" dump "$W/crash.grt" 2>/dev/null | grep -c ' CALL .* leaf ')
+tags=$("$GR_PY" -c '
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+off, out = 16, []
+while off + 9 <= len(d):
+    out.append("%02x" % d[off])
+    off += 9 + struct.unpack_from("<I", d, off + 1)[0]
+print(" ".join(out))' "$W/crash.grt")
+if [ $rc -ne 139 ] || [ $crc -ne 0 ] || [ "$calls" != 20000 ] ||
+    ! grep -q "reason=crash" "$W/crash.check"; then
+    gr_bad "crash after compressed chunks: record exit $rc, check exit $crc, $calls of 20000 calls"
+    gr_show "$W/crash.check"
+elif ! printf '%s\n' "$tags" | grep -qE '^(c5 )+45 5a$'; then
+    gr_bad "crash after compressed chunks: chunk tags $tags, expected c5 ... c5 45 5a"
+else
+    gr_ok "crash after compressed chunks: $(printf '%s\n' "$tags" | wc -w) chunks, the last records chunk uncompressed, all $calls calls read"
+fi
+
 # Hand-made traces: an extension's C function in a note stays unnamed
 # under --anonymize (script's notes and stderr); a mark with an empty stack.
 "$GR_PY" "$HERE/craft.py" "$T" c_return "$W/cret.grt"

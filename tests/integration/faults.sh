@@ -60,7 +60,9 @@ child_of() { pgrep -P "$1" | head -n 1; }
 mkdir -p "$work/full"
 if mount -t tmpfs -o size=192k tmpfs "$work/full" 2>"$work/mount.err"; then
     mounted=$work/full
-    "$cli" record -o "$work/full/t.grt" -- "$PY" "$prog" busy >"$work/full.out" 2>"$work/full.err"
+    # Uncompressed: compressed, the program's trace would fit in the tmpfs
+    # (the write-error path is the same for both).
+    "$cli" record --no-compress -o "$work/full/t.grt" -- "$PY" "$prog" busy >"$work/full.out" 2>"$work/full.err"
     rc=$?
     "$cli" check "$work/full/t.grt" >"$work/full.check" 2>&1
     trailer=$("$cli" dump "$work/full/t.grt" 2>&1 | tail -n 1)

@@ -232,13 +232,14 @@ fi
 
 # chunks FILE: "OFFSET TAG LENGTH" for every chunk whose 9-byte header is
 # complete (docs/FORMAT.md section 2), read with the interpreter under test.
+# A compressed records chunk (tag 0xC5, FORMAT §2.1) is listed as E too.
 chunks() {
     "$GR_PY" -c '
 import struct, sys
 data = open(sys.argv[1], "rb").read()
 off = 16
 while off + 9 <= len(data):
-    tag = chr(data[off])
+    tag = chr(data[off] & 0x7F)
     (n,) = struct.unpack_from("<I", data, off + 1)
     print(off, tag, n)
     off += 9 + n

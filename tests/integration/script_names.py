@@ -2,7 +2,8 @@
 --anonymize`) holds none of the names of TRACE.
 
 Reads the trace's definitions and records directly (docs/FORMAT.md sections
-1-4) and looks in the script's text for:
+1-4; a compressed records chunk, section 2.1, through the `zstd` command)
+and looks in the script's text for:
   - every qualname (the whole string) of a Python code or C function, and
     every identifier part of a Python qualname (`A.b.<locals>.c` -> A, b,
     c) as a whole word;
@@ -13,10 +14,12 @@ Reads the trace's definitions and records directly (docs/FORMAT.md sections
 greenreplay's own code (files under `<greenreplay>/`, C functions
 `greenreplay._greenreplay.*`) is left out: the script has to call start(),
 stop() and mark().  Prints what it found, then "N names checked, K found";
-exit status 0 when none was found, 1 otherwise, 2 on bad usage.
+exit status 0 when none was found, 1 otherwise, 2 on bad usage, an
+unreadable chunk or a trace without names to check.
 """
 import re
 import struct
+import subprocess
 import sys
 
 # Indexed records: number of varint fields before an optional stack of
@@ -58,8 +61,17 @@ def read(path):
         (n,) = struct.unpack_from("<I", data, off + 1)
         pay = data[off + 9: off + 9 + n]
         off += 9 + n
-        if tag != 0x45:  # 'E': records
+        if tag == 0xC5:  # compressed records: u32 size, one zstd frame
+            (size,) = struct.unpack_from("<I", pay, 0)
+            pay = subprocess.run(["zstd", "-dcq"], input=pay[4:], stdout=subprocess.PIPE,
+                                 check=True).stdout
+            if len(pay) != size:
+                raise SystemExit("script_names.py: a compressed chunk of %s holds %d bytes, "
+                                 "not %d" % (path, len(pay), size))
+        elif tag == 0x5A:  # 'Z': trailer
             continue
+        elif tag != 0x45:  # 'E': records
+            raise SystemExit("script_names.py: unknown chunk tag 0x%02x in %s" % (tag, path))
         p = 0
         while p < len(pay):
             t = pay[p]
@@ -132,6 +144,8 @@ def main():
     for f in sorted(found):
         print(f)
     print("%d names checked, %d found" % (checked, len(found)))
+    if not checked:  # nothing read is not a pass
+        return 2
     return 1 if found else 0
 
 

@@ -114,6 +114,18 @@ if "$PY" -c 'import greenlet' 2>/dev/null; then
         # shellcheck disable=SC2046
         check_splits "$fx ($n chunks)" "$work/$fx.grt" $(all_splits "$n")
     done
+    # The recorder's own chunks, compressed (FORMAT §2.1): 4 KiB of records
+    # each (tests/integration/loop.py), each range decompressing its own.
+    (cd "$top" && "$cli" record --manual --root "$top" -o "$work/loop.grt" -- "$PY" \
+        tests/integration/loop.py) >"$work/loop.log" 2>&1
+    n=$(nchunks "$work/loop.grt")
+    first=$(od -An -tx1 -j 16 -N 1 "$work/loop.grt" 2>/dev/null | tr -d ' ')
+    if [ "${n:-0}" -lt 3 ] || [ "$first" != c5 ]; then
+        bad "loop.py: ${n:-0} chunks, first chunk tag ${first:-?} (expected compressed, c5)"
+    else
+        # shellcheck disable=SC2046
+        check_splits "loop.py, compressed ($n chunks)" "$work/loop.grt" $(all_splits "$n")
+    fi
 else
     echo "SKIP  fixtures: greenlet is not importable by $PY"
     skip=$((skip + 1))

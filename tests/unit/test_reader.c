@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <zstd.h>
 
 /* ------------------------------------------------------------ helpers */
 
@@ -777,6 +778,254 @@ static void test_stream_matches_parse(void **state)
     free(d);
 }
 
+/* ------------------------------------------------- compressed chunks */
+
+/* The records of build_all_kinds and `pairs` CALL/RETURN pairs of f, in
+ * chunk_cap chunks, the chunks written after build_all_kinds compressed or
+ * not (FORMAT §2.1): a file may mix both. */
+static uint8_t *pairs_trace(size_t chunk_cap, int compress, int pairs, size_t *n)
+{
+    tb b;
+    struct ids id;
+    build_all_kinds(&b, &id, chunk_cap, 0); /* its first chunks uncompressed */
+    assert_int_equal(gr_writer_set_compress(b.w, compress), 0);
+    for (int i = 0; i < pairs; i++) {
+        tb_ev(&b, GR_CALL, 1, 1, id.f);
+        tb_ev(&b, GR_RETURN, 1, 1, id.f);
+    }
+    tb_finish(&b);
+    uint8_t *d = tb_bytes(&b, n);
+    tb_cleanup(&b);
+    return d;
+}
+
+/* How many chunks of each kind: [0] records, [1] compressed records. */
+static void count_chunks(const uint8_t *d, size_t n, size_t count[2])
+{
+    count[0] = count[1] = 0;
+    for (size_t off = GR_HEADER_LEN; off + GR_CHUNK_HEADER_LEN <= n;) {
+        if (d[off] == GR_CHUNK_RECORDS)
+            count[0]++;
+        else if (d[off] == (uint8_t)GR_CHUNK_RECORDS_Z)
+            count[1]++;
+        off += GR_CHUNK_HEADER_LEN + gr_get_u32le(d + off + 1);
+    }
+}
+
+/* A compressed trace decodes to exactly the records of the same trace
+ * written uncompressed; every chunk is compressed on its own, so the
+ * streamed reader agrees on every prefix and every flipped byte. */
+static void test_compressed_round_trip(void **state)
+{
+    (void)state;
+    size_t nz, nr, count[2];
+    uint8_t *z = pairs_trace(128, 1, 500, &nz);
+    uint8_t *r = pairs_trace(128, 0, 500, &nr);
+    count_chunks(z, nz, count);
+    assert_true(count[1] >= 4); /* compressed, each chunk on its own */
+    assert_true(count[0] >= 1); /* and some not */
+    count_chunks(r, nr, count);
+    assert_int_equal(count[1], 0);
+    assert_true(nz < nr);
+    gr_trace a, b;
+    assert_int_equal(gr_trace_parse(&a, "z.grt", z, nz), GR_READ_OK);
+    assert_int_equal(gr_trace_parse(&b, "r.grt", r, nr), GR_READ_OK);
+    assert_true(a.has_trailer && !a.truncated);
+    assert_int_equal(a.nrecs, b.nrecs);
+    assert_int_equal(a.nrecs, 15 + 1000);
+    for (size_t i = 0; i < a.nrecs; i++) {
+        const gr_record *x = &a.recs[i], *y = &b.recs[i];
+        assert_int_equal(x->tag, y->tag);
+        assert_true(x->index == y->index && x->tid == y->tid && x->gid == y->gid &&
+                    x->code == y->code && x->target == y->target && x->parent == y->parent &&
+                    x->flags == y->flags && x->label == y->label && x->len == y->len);
+        assert_int_equal(x->depth, y->depth);
+        for (uint32_t j = 0; j < x->depth; j++)
+            assert_int_equal(gr_record_stack(&a, x)[j], gr_record_stack(&b, y)[j]);
+    }
+    /* strings of a loaded trace point into its decompressed chunks */
+    assert_true(str_is(&a, a.metas[0].value, "3.11.7"));
+    gr_trace_free(&a);
+    gr_trace_free(&b);
+    for (size_t cut = 0; cut <= nz; cut++)
+        stream_equals_parse(z, cut);
+    for (size_t at = 0; at < nz; at++) {
+        z[at] ^= 0x5a;
+        stream_equals_parse(z, nz);
+        z[at] ^= 0x5a;
+    }
+    free(z);
+    free(r);
+}
+
+/* A chunk that would not shrink is written as it is, in the same file. */
+static void test_compressed_only_when_smaller(void **state)
+{
+    (void)state;
+    size_t n, count[2];
+    tb b;
+    tb_open(&b, 0);
+    assert_int_equal(gr_writer_set_compress(b.w, 1), 0);
+    tb_thread(&b, 1); /* two bytes: a frame is longer */
+    tb_flush(&b);
+    uint32_t f = tb_py(&b, "f", "x.py", 1);
+    for (int i = 0; i < 2000; i++)
+        tb_ev(&b, i % 2 ? GR_RETURN : GR_CALL, 1, 1, f);
+    tb_finish(&b);
+    uint8_t *d = tb_bytes(&b, &n);
+    tb_cleanup(&b);
+    count_chunks(d, n, count);
+    assert_int_equal(count[0], 1);
+    assert_int_equal(count[1], 1);
+    assert_int_equal(d[GR_HEADER_LEN], GR_CHUNK_RECORDS);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "x.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 2001);
+    gr_trace_free(&t);
+    free(d);
+}
+
+/* The size cap counts the bytes written: compressed chunks fit many times
+ * the records of uncompressed ones under the same cap. */
+static void test_compressed_size_cap(void **state)
+{
+    (void)state;
+    uint64_t dropped[2];
+    for (int z = 0; z < 2; z++) {
+        tb b;
+        tb_open(&b, 1024);
+        assert_int_equal(gr_writer_set_compress(b.w, z), 0);
+        gr_writer_set_limit(b.w, 4096);
+        uint32_t f = tb_py(&b, "f", "x.py", 1);
+        tb_thread(&b, 1);
+        for (int i = 0; i < 400000; i++) {
+            gr_record r = {.tag = i % 2 ? GR_RETURN : GR_CALL, .tid = 1, .gid = 1, .code = f};
+            gr_emit_record(b.w, &r, NULL); /* dropped past the cap */
+        }
+        gr_writer_flush(b.w);
+        assert_true(b.w->capped);
+        assert_true(b.w->written <= 4096);
+        dropped[z] = b.w->dropped;
+        tb_abandon(&b);
+        tb_cleanup(&b);
+    }
+    /* 400,001 records and the definitions: the ones kept under the cap */
+    assert_true(400001 - dropped[1] > 10 * (400001 - dropped[0]));
+    assert_true(dropped[1] < dropped[0]);
+}
+
+/* A memory writer set to compress (ring mode) has the file writer it is
+ * copied into compress its chunks, whatever their size. */
+static void test_compressed_copy_chunks(void **state)
+{
+    (void)state;
+    tb b;
+    tb_open(&b, 1024);
+    gr_writer *mem = gr_writer_open_memory(GR_STREAM_CANONICAL, 8192, 0);
+    assert_non_null(mem);
+    assert_int_equal(gr_writer_set_compress(mem, 1), 0);
+    gr_writer *keep = b.w;
+    b.w = mem;
+    uint32_t f = tb_py(&b, "f", "x.py", 1);
+    tb_thread(&b, 1);
+    for (int i = 0; i < 10000; i++)
+        tb_ev(&b, i % 2 ? GR_RETURN : GR_CALL, 1, 1, f);
+    assert_int_equal(gr_writer_flush(mem), 0);
+    b.w = keep;
+    assert_int_equal(gr_writer_copy_chunks(b.w, mem), 0);
+    gr_writer_finish(mem, NULL, 0);
+    tb_finish(&b);
+    size_t n, count[2];
+    uint8_t *d = tb_bytes(&b, &n);
+    tb_cleanup(&b);
+    count_chunks(d, n, count);
+    assert_int_equal(count[0], 0);
+    assert_true(count[1] >= 2);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "x.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 10001);
+    gr_trace_free(&t);
+    free(d);
+}
+
+/* A file of one compressed chunk: the size field `size`, then `frame`. */
+static uint8_t *zfile(uint32_t size, const void *frame, size_t flen, size_t *n)
+{
+    uint8_t *payload = malloc(GR_ZHEADER_LEN + flen + 1);
+    assert_non_null(payload);
+    gr_put_u32le(payload, size);
+    memcpy(payload + GR_ZHEADER_LEN, frame, flen);
+    uint8_t *d = tb_memfile(GR_CHUNK_RECORDS_Z, payload, GR_ZHEADER_LEN + flen, 1, n);
+    free(payload);
+    return d;
+}
+
+/* A compressed chunk is untrusted: the size it claims is bounded by the
+ * chunk limit before anything is allocated, the frame must hold exactly
+ * that many bytes and nothing after it, and an error inside its records
+ * names the chunk's offset and the record's place in the records. */
+static void test_compressed_untrusted(void **state)
+{
+    (void)state;
+    const uint8_t recs[] = {GR_THREAD, 1, GR_THREAD, 0}; /* tid 0: impossible */
+    uint8_t frame[256];
+    size_t fl = ZSTD_compress(frame, sizeof frame, recs, 2, 1);
+    assert_false(ZSTD_isError(fl));
+    size_t n;
+    uint8_t *d = zfile(2, frame, fl, &n);
+    gr_trace t;
+    assert_int_equal(gr_trace_parse(&t, "x.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 1);
+    assert_int_equal(t.recs[0].tag, GR_THREAD);
+    gr_trace_free(&t);
+    free(d);
+    d = zfile(GR_CHUNK_MAX + 1, frame, fl, &n);
+    expect_corrupt(d, n, GR_E_CHUNK_LEN, GR_HEADER_LEN, "claims 16777217 bytes");
+    free(d);
+    d = zfile(0, frame, fl, &n);
+    expect_corrupt(d, n, GR_E_CHUNK_LEN, GR_HEADER_LEN, "claims 0 bytes");
+    free(d);
+    d = zfile(3, frame, fl, &n); /* the frame holds 2 */
+    expect_corrupt(d, n, GR_E_ZSTD, GR_HEADER_LEN, "not one zstd frame of the 3 bytes");
+    free(d);
+    uint8_t longer[260];
+    memcpy(longer, frame, fl);
+    longer[fl] = 0;
+    d = zfile(2, longer, fl + 1, &n); /* a byte after the frame */
+    expect_corrupt(d, n, GR_E_ZSTD, GR_HEADER_LEN, "not one zstd frame");
+    free(d);
+    d = zfile(2, "garbage!", 8, &n);
+    expect_corrupt(d, n, GR_E_ZSTD, GR_HEADER_LEN, "not one zstd frame");
+    free(d);
+    d = tb_memfile(GR_CHUNK_RECORDS_Z, "\x02\x00", 2, 1, &n); /* no room for the size */
+    expect_corrupt(d, n, GR_E_ZSTD, GR_HEADER_LEN, "shorter than its size field");
+    free(d);
+    /* A frame whose blocks are damaged but whose header is intact. */
+    uint8_t big[4096], bigf[4096];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7 + i / 13);
+    size_t bl = ZSTD_compress(bigf, sizeof bigf, big, sizeof big, 1);
+    assert_false(ZSTD_isError(bl));
+    bigf[bl - 3] ^= 0xff;
+    d = zfile(sizeof big, bigf, bl, &n);
+    gr_trace u;
+    assert_int_equal(gr_trace_parse(&u, "x.grt", d, n), GR_READ_CORRUPT);
+    assert_true(u.err.offset == GR_HEADER_LEN);
+    assert_null(strchr(u.err.msg, '\n'));
+    gr_trace_free(&u);
+    free(d);
+    /* A bad record inside: the chunk's offset, the record's byte. */
+    fl = ZSTD_compress(frame, sizeof frame, recs, sizeof recs, 1);
+    d = zfile(sizeof recs, frame, fl, &n);
+    expect_corrupt(d, n, GR_E_VALUE, GR_HEADER_LEN, "(byte 2 of the compressed chunk's records)");
+    free(d);
+    /* An older reader's view: the tag is named as compressed. */
+    d = zfile(2, frame, fl, &n);
+    d[GR_HEADER_LEN] = 0xC6;
+    expect_corrupt(d, n, GR_E_CHUNK_TAG, GR_HEADER_LEN, "unknown chunk tag 0xc6");
+    free(d);
+}
+
 /* The running sum of a file's GAPs (FORMAT §3) cannot wrap: the GAP that
  * takes it over UINT64_MAX is corrupt at its own offset, loaded or streamed;
  * a sum of exactly UINT64_MAX is read. */
@@ -1475,6 +1724,11 @@ int main(void)
         cmocka_unit_test(test_side_channel),
         cmocka_unit_test(test_side_subwriters),
         cmocka_unit_test(test_random_mutations),
+        cmocka_unit_test(test_compressed_round_trip),
+        cmocka_unit_test(test_compressed_only_when_smaller),
+        cmocka_unit_test(test_compressed_size_cap),
+        cmocka_unit_test(test_compressed_copy_chunks),
+        cmocka_unit_test(test_compressed_untrusted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,7 +169,8 @@ def _take_environment():
 _RECORDER_VARIABLES = (
     "GREENREPLAY_OUTPUT", "GREENREPLAY_ROOT", "GREENREPLAY_TIMES", "GREENREPLAY_SWITCHES",
     "GREENREPLAY_SWITCH_STACKS", "GREENREPLAY_MAX_SIZE", "GREENREPLAY_RING",
-    "GREENREPLAY_FLUSH_SIGNAL", "GREENREPLAY_SAMPLER", "GREENREPLAY_VERIFY_CONTINUED")
+    "GREENREPLAY_FLUSH_SIGNAL", "GREENREPLAY_SAMPLER", "GREENREPLAY_VERIFY_CONTINUED",
+    "GREENREPLAY_COMPRESS")
 
 
 def _forget_imports(before):
@@ -187,7 +188,7 @@ def _forget_imports(before):
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
           interval_us=5000, keep=64, max_greenlets=65536, profile=True,
           max_size=None, ring=None, flush_signal=None, switches=None,
-          switch_stacks=None, _entry=None, _entry_c=None):
+          switch_stacks=None, compress=None, _entry=None, _entry_c=None):
     """Start recording this process.
 
     path: trace file to write (created or truncated); default: the
@@ -225,6 +226,10 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         is flushed without stopping (in ring mode: written from memory).  The
         program's own handler for it, if any, still runs after.  Main thread
         only.  Default GREENREPLAY_FLUSH_SIGNAL, else none.
+    compress: write each records chunk compressed (one zstd frame per
+        chunk, readable on its own: docs/FORMAT.md section 2.1); False
+        writes them uncompressed.  Default: on, unless
+        GREENREPLAY_COMPRESS=0 (`greenreplay record --no-compress`).
     _entry: private, for `greenreplay record` (greenreplay/boot): the
         program's first frame, at its call event, and _entry_c the C function
         that called it, if any (see _greenreplay.start).
@@ -287,6 +292,8 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         ring = _env("GREENREPLAY_RING") or 0
     if flush_signal is None:
         flush_signal = _env("GREENREPLAY_FLUSH_SIGNAL") or None
+    if compress is None:
+        compress = _env("GREENREPLAY_COMPRESS") != "0"
     if switches is None:
         switches = _env("GREENREPLAY_SWITCHES") or ("passive" if profile else "callback")
     max_size, ring = _size(max_size), int(ring)
@@ -312,7 +319,7 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
                            interval_us=interval_us, keep=keep, max_greenlets=max_greenlets,
                            profile=bool(profile), max_size=max_size, ring=ring,
                            switches=switches, entry=_entry, entry_c=_entry_c,
-                           every_stack=switch_stacks == "every")
+                           every_stack=switch_stacks == "every", compress=bool(compress))
     finally:
         if verify is not None:
             os.environ.pop("GREENREPLAY_VERIFY_CONTINUED", None)
