@@ -292,6 +292,8 @@ static const char *rule_gist(int rule)
     case GR_RULE_CALLBACK_GUARD: return "greenlet's switch callbacks that the profiler saw";
     case GR_RULE_DISPLACED: return "the program replaced or removed the profiler (not failing)";
     case GR_RULE_UNREACHED: return "threads the profiler was never installed in";
+    case GR_RULE_ATTRIBUTION: return "the program's own profilers that missed their greenlet's calls or counted "
+                                     "another's (not failing)";
     case GR_RULE_STALL_WAIT: return "switches that waited too long for the sampler's lock";
     case GR_RULE_STALL_DEPTH: return "samples that read frames while holding the lock";
     case GR_RULE_SAMPLE: return "sampled stacks that differ from the shadow stack";
@@ -325,6 +327,11 @@ static const char *rule_meaning(int rule)
                "went unseen by the profiler it displaced (not failing: --fail-on displaced)";
     case GR_RULE_UNREACHED:
         return "threads ran with no profile function at all: their calls are in no profile";
+    case GR_RULE_ATTRIBUTION:
+        return "a thread has one profile function: a profiler enabled per greenlet (per request) "
+               "is replaced by the next greenlet's, counts that greenlet's calls as its owner's "
+               "and misses its owner's own; the list of the program's profilers at the end "
+               "gives each one's counts (not failing: --fail-on attribution)";
     default: return NULL;
     }
 }
