@@ -21,9 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 _RECORD = re.compile(r"^ *(\d+) ([A-Z_]+) +t(\d+)(?: g(\d+)(?:->g(\d+))?)?(.*)$")
 _FIELD = re.compile(r"(?:^| )([a-z_]+)=(\S+)")
 _MARK = re.compile(r'^ "((?:[^"\\]|\\.)*)"(.*)$')
-# HOOK: " SLOT ACTION words..."; the CODE of during= runs to the next field
-_DURING = re.compile(r" during=(.*?)(?= profiler=| frame=|$)")
-_CALLBACK = re.compile(r" callback=(.*)$")
+# Fields whose value is a CODE ("QUALNAME (FILE:LINE)", with a space): it
+# runs to the next of these fields or to the end.
+_CODE_KEYS = ("during", "profiler", "code", "frame", "callback")
 
 
 def cli():
@@ -82,6 +82,7 @@ class Record:
                                               "C_EXCEPTION") else None
         if self.code is not None:
             head = ""
+        self._head = head
         self.fields = dict(_FIELD.findall(head))
         self.words = [w for w in head.split() if "=" not in w and "(" not in w and ")" not in w]
 
@@ -99,16 +100,10 @@ class Record:
     def action(self):
         return self.words[1] if self.kind == "HOOK" else None
 
-    @property
-    def during(self):
-        """The C function a HOOK's change was made in (its name), else None."""
-        m = _DURING.search(self.rest)
-        return m.group(1) if m else None
-
-    @property
-    def callback(self):
-        """A greenlet HOOK's callback (its code), else None."""
-        m = _CALLBACK.search(self.rest)
+    def value(self, key):
+        """The whole value of field key (a CODE with its "(FILE:LINE)"),
+        else None: value("during"), value("code"), value("callback")..."""
+        m = re.search(r" %s=(.*?)(?= (?:%s)=|$)" % (key, "|".join(_CODE_KEYS)), self._head)
         return m.group(1) if m else None
 
     def __repr__(self):
