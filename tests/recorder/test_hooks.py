@@ -276,3 +276,120 @@ def test_no_stray_foothold_on_an_unfollowed_thread(recorded):
         blocker.release()
         done.acquire()
     assert (after_first, _greenreplay._footholds()) == (0, 0)
+
+
+def switch_in_profile():
+    """The program's profile function, at the call of trigger(), switches
+    into g (which switches back half way through target()) and into h
+    (which runs to its end); later the program switches to g from its own
+    code.  Returns what the switches returned."""
+    def helper():
+        return 1
+
+    def target():
+        helper()
+        greenlet.getcurrent().parent.switch("first")
+        helper()
+        return "done"
+
+    def target2():
+        helper()
+        return "done2"
+    g = greenlet.greenlet(target)
+    h = greenlet.greenlet(target2)
+    results = []
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "trigger" and not results:
+            results.append(g.switch())
+            results.append(h.switch())
+
+    def trigger():
+        helper()
+    sys.setprofile(prof)
+    trigger()
+    sys.setprofile(None)
+    results.append(g.switch())
+    return results
+
+
+@pytest.mark.parametrize("mode", ["passive", "callback"])
+def test_switches_inside_the_program_profile_function(recorded, mode):
+    # Greenlets that run inside the program's profile function deliver no
+    # event.  Callback mode writes each of their switches (tracing 1) and
+    # h's death there; passive mode cannot see them and says so (META).
+    plain = switch_in_profile()
+    with recorded(switches=mode) as rec:
+        results = switch_in_profile()
+    assert results == plain == ["first", "done2", "done"]
+    trace = rec.trace()
+    inside = [s for s in trace.of("SWITCH") if s.fields["tracing"] == "1"]
+    if mode == "passive":
+        assert (len(inside), len(trace.of("DEAD"))) == (0, 1)
+        assert trace.meta.get("switches_in_profile_function") == "1"
+    else:
+        assert (len(inside), len(trace.of("DEAD"))) == (4, 2)
+        assert "switches_in_profile_function" not in trace.meta
+    result = greenreplay.check(rec.path)
+    if SLOTS:
+        assert result.rules() == {"displaced", "blind_spot"}
+    assert any("missed call of switch_in_profile.<locals>.target" in v.message for v in result.violations
+               if v.rule == "blind_spot")
+
+
+@pytest.mark.skipif(not SLOTS, reason="cProfile changes no profile slot on 3.12+")
+def test_foothold_holds_no_reference_to_the_program(recorded):
+    # The foothold keeps the frame running at the audit event only until
+    # that frame's next line: its reference count is the program's again.
+    prof = cProfile.Profile()
+
+    def toggle():
+        f = sys._getframe()
+        before = sys.getrefcount(f)
+        prof.enable()
+        prof.disable()
+        return sys.getrefcount(f) - before
+    plain = toggle()
+    with recorded() as rec:
+        changed = toggle()
+    assert (plain, changed) == (0, 0)
+    got = [(h.action, h.value("during")) for h in hooks(rec.trace(), "profile")]
+    assert got == [("set", "_lsprof.Profiler.enable"), ("restored", "_lsprof.Profiler.disable")]
+
+
+@pytest.mark.skipif(not SLOTS, reason="cProfile changes no profile slot on 3.12+")
+def test_changes_inside_the_program_trace_function(recorded):
+    # enable() and disable() inside the program's trace function: a local
+    # of that function is freed when it returns (the recorder holds no frame
+    # of a thread that was tracing), and the two changes are two HOOKs,
+    # set then restored, not one "cleared".
+    import weakref
+    prof = cProfile.Profile()
+    freed = []
+
+    class Local:
+        pass
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "traced" and not freed:
+            local = Local()
+            weakref.finalize(local, freed.append, "local")
+            prof.enable()
+            prof.disable()
+
+    def traced():
+        return list(freed)
+    with recorded() as rec:
+        sys.settrace(tracer)
+        seen = traced()
+        sys.settrace(None)
+    assert seen == ["local"]
+    trace = rec.trace()
+    got = [h.action for h in hooks(trace, "profile")]
+    assert got == ["set", "restored"]
+    if sys.version_info[:2] in ((3, 10), (3, 11)):
+        # the call of traced(), withheld from the profile slot until the
+        # trace function returned, is written after the two HOOKs
+        last = hooks(trace, "profile")[-1]
+        nxt = next(r for r in trace.records[trace.records.index(last) + 1:] if r.kind == "CALL")
+        assert nxt.name.endswith("traced")
