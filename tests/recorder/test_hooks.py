@@ -393,3 +393,56 @@ def test_changes_inside_the_program_trace_function(recorded):
         last = hooks(trace, "profile")[-1]
         nxt = next(r for r in trace.records[trace.records.index(last) + 1:] if r.kind == "CALL")
         assert nxt.name.endswith("traced")
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
+                    reason="only 3.11 says which event it is dispatching")
+@pytest.mark.parametrize("mode", ["passive", "callback"])
+def test_events_withheld_by_a_change_in_the_trace_function(recorded, mode):
+    # CPython gives a "call" or "return" to the trace function first, then
+    # to the profile slot: a change made in the trace function gets it.
+    # The recorder writes that event itself, after the change's HOOKs.
+    prof = cProfile.Profile()
+    plan = {"called_toggled": ("call", prof.enable, prof.disable),
+            "returned_toggled": ("return", prof.enable, prof.disable),
+            "called_enabled": ("call", prof.enable)}
+
+    def tracer(frame, event, arg):
+        what = plan.get(frame.f_code.co_name)
+        if what and what[0] == event:
+            del plan[frame.f_code.co_name]
+            for step in what[1:]:
+                step()
+        return tracer if frame.f_code.co_name == "returned_toggled" else None
+
+    def called_toggled():
+        return 1
+
+    def returned_toggled():
+        return 2
+
+    def called_enabled():
+        return 3
+
+    def inner():
+        return 4
+    with recorded(switches=mode) as rec:
+        sys.settrace(tracer)
+        seen = [called_toggled(), returned_toggled(), called_enabled(), inner()]
+        sys.settrace(None)
+        prof.disable()
+    assert seen == [1, 2, 3, 4] and plan == {}
+    names = ("called_toggled", "returned_toggled", "called_enabled", "inner")
+    got = []
+    for r in rec.trace().records:
+        if r.kind == "HOOK" and r.slot == "profile":
+            got.append("HOOK %s" % r.action)
+        elif r.kind in ("CALL", "RETURN") and r.name and r.name.rsplit(".", 1)[-1] in names:
+            got.append("%s %s" % (r.kind, r.name.rsplit(".", 1)[-1]))
+    assert got == [
+        "HOOK set", "HOOK restored", "CALL called_toggled", "RETURN called_toggled",
+        "CALL returned_toggled", "HOOK set", "HOOK restored", "RETURN returned_toggled",
+        "HOOK set", "CALL called_enabled", "RETURN called_enabled", "CALL inner", "RETURN inner",
+        "HOOK restored"]
+    result = greenreplay.check(rec.path)
+    assert result.rules() == {"displaced"}
