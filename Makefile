@@ -265,7 +265,7 @@ unit: $(UNIT_BIN)
 # The recorder's behaviour in pytest (tests/recorder/, Debian's
 # python3-pytest): each test records in process through
 # greenreplay.recording() and reads the trace back with `greenreplay dump`.
-# Under a second; in make check and make test.
+# About a second; in make check and make test.
 recorder-test: all
 	BUILD=$(BUILD) $(PYTHON) -B -m pytest -q -p no:cacheprovider tests/recorder
 

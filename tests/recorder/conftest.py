@@ -1,9 +1,10 @@
 """Fixtures of the recorder tests (tests/recorder/, `make recorder-test`).
 
 The package under test is the make tree's (BUILD/python, default build/);
-its command-line tool reads the traces back (grtrace.py).  Each test
-records in this process, through greenreplay.recording(), and asserts on
-the records it reads back.
+its command-line tool reads the traces back (grtrace.py).  A test records
+in this process, through greenreplay.recording(), and asserts on the
+records it reads back; the few that need a fresh interpreter (the same
+bytes twice, a crash to survive) record in a child process.
 """
 import os
 import sys

@@ -5,6 +5,8 @@ naming what was installed; the program sees its own hooks, never the
 recorder's; its profilers see the same events as unrecorded."""
 import cProfile
 import functools
+import os
+import subprocess
 import sys
 import threading
 
@@ -12,6 +14,7 @@ import greenlet
 import pytest
 
 import greenreplay
+import grtrace
 from greenreplay import _greenreplay
 
 # 3.9-3.11: cProfile's enable() changes the profile slot from C (3.12+
@@ -446,3 +449,47 @@ def test_events_withheld_by_a_change_in_the_trace_function(recorded, mode):
         "HOOK restored"]
     result = greenreplay.check(rec.path)
     assert result.rules() == {"displaced"}
+
+
+CHAINED_FREED = """
+import cProfile, pstats, sys
+import greenreplay
+
+def f():
+    pass
+
+greenreplay.start(sys.argv[1], switches=sys.argv[2])
+cProfile.Profile().enable()
+p = cProfile.Profile()
+p.enable()
+for _ in range(5):
+    f()
+p.disable()
+greenreplay.stop()
+try:
+    print("f calls:", sum(v[1] for k, v in pstats.Stats(p).stats.items() if k[2] == "f"))
+except TypeError:
+    print("f calls: None")
+"""
+
+
+@pytest.mark.skipif(not SLOTS, reason="cProfile changes no profile slot on 3.12+")
+@pytest.mark.parametrize("mode", ["passive", "callback"])
+def test_chained_profiler_freed_by_its_finalizer(tmp_path, mode):
+    # A profiler held only by the profile slot is freed when another one's
+    # enable() replaces it, and its finalizer clears the slot: the recording
+    # completes (it was a SIGSEGV), in a process of its own.
+    path = str(tmp_path / "freed.grt")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(greenreplay.__file__))]
+        + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    proc = subprocess.run([sys.executable, "-c", CHAINED_FREED, path, mode], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("f calls: ")
+    trace = grtrace.read(path)
+    sets = [h for h in hooks(trace, "profile")
+            if h.action == "set" and h.value("during") == "_lsprof.Profiler.enable"]
+    assert len(sets) >= 2
+    assert trace.trailer["reason"] == "stop"
