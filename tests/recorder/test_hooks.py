@@ -286,17 +286,17 @@ def switch_in_profile():
     into g (which switches back half way through target()) and into h
     (which runs to its end); later the program switches to g from its own
     code.  Returns what the switches returned."""
-    def helper():
+    def step():
         return 1
 
     def target():
-        helper()
+        step()
         greenlet.getcurrent().parent.switch("first")
-        helper()
+        step()
         return "done"
 
     def target2():
-        helper()
+        step()
         return "done2"
     g = greenlet.greenlet(target)
     h = greenlet.greenlet(target2)
@@ -308,7 +308,7 @@ def switch_in_profile():
             results.append(h.switch())
 
     def trigger():
-        helper()
+        step()
     sys.setprofile(prof)
     trigger()
     sys.setprofile(None)
