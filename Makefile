@@ -45,7 +45,7 @@ DEBUG_PYTHON ?= /usr/bin/python3.11d
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext deps setup check sizes demo test unit integration integration-debug valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext deps setup check sizes demo test unit recorder-test integration integration-debug valgrind tsan helgrind bench stall clean help \
         install uninstall \
         matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale \
         transparency peer-full realworld
@@ -55,10 +55,10 @@ help:
 	@echo "greenreplay make targets:"
 	@echo "  make              build $(CLI) and the recorder for PYTHON=$(PYTHON)"
 	@echo "                    (make all; make cli: the CLI alone; make ext: the recorder alone)"
-	@echo "  make check        the fast loop: build, make sizes, make unit, then the host-only"
-	@echo "                    integration scripts (lines marked host in tests/integration/suites.txt);"
-	@echo "                    no apt, no pip, no root, no network (run make deps once); CHECK_JOBS"
-	@echo "                    scripts at a time (default 2)"
+	@echo "  make check        the fast loop: build, make sizes, make unit, make recorder-test,"
+	@echo "                    then the host-only integration scripts (lines marked host in"
+	@echo "                    tests/integration/suites.txt); no apt, no pip, no root, no network"
+	@echo "                    (run make deps once); CHECK_JOBS scripts at a time (default 2)"
 	@echo "  make sizes        source limits (tests/sizes.py, its self-test first): no function in"
 	@echo "                    tracer/ or replay/ over 150 lines, no struct over 30 fields, no"
 	@echo "                    PY_VERSION_HEX test outside tracer/compat.h (allowed for now:"
@@ -66,9 +66,12 @@ help:
 	@echo "  make demo         install what is missing (make deps), build, record and check every"
 	@echo "                    fixture (ci/demo.sh)"
 	@echo "  make test         install what is missing, build, then make sizes, make unit, make"
-	@echo "                    integration and make integration-debug (the full suite)"
+	@echo "                    recorder-test, make integration and make integration-debug (the full suite)"
 	@echo "  make unit         every cmocka unit test, tests/unit/test_*.c (format, reader, checker,"
 	@echo "                    commands, recorder's writer, sampler, registry...)"
+	@echo "  make recorder-test  the recorder's behaviour in pytest (tests/recorder/): profile events,"
+	@echo "                    switches, throws, the program's hooks, footholds, threads; each test"
+	@echo "                    records in process and reads the trace back (tests/recorder/grtrace.py)"
 	@echo "  make integration  build, then every script of tests/integration/suites.txt in order"
 	@echo "                    (tests/integration/suite.sh): it goes on after a failing script and"
 	@echo "                    ends with one line per script (PASS/FAIL, seconds); pyenv"
@@ -259,6 +262,13 @@ demo: deps
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# The recorder's behaviour in pytest (tests/recorder/, Debian's
+# python3-pytest): each test records in process through
+# greenreplay.recording() and reads the trace back with `greenreplay dump`.
+# About a second; in make check and make test.
+recorder-test: all
+	BUILD=$(BUILD) $(PYTHON) -B -m pytest -q -p no:cacheprovider tests/recorder
+
 # The integration scripts are listed in tests/integration/suites.txt;
 # suite.sh runs them all, goes on after a failure and ends with a summary.
 integration: all $(BUILD)/bench/gentrace
@@ -270,6 +280,7 @@ CHECK_JOBS ?= 2
 check: all $(BUILD)/bench/gentrace
 	$(MAKE) sizes
 	$(MAKE) unit
+	$(MAKE) recorder-test
 	tests/integration/suite.sh --python $(PYTHON) --jobs $(CHECK_JOBS) host
 
 # The recorder built for the debug interpreter too (its own EXT_SUFFIX, so
@@ -292,6 +303,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) sizes
 	$(MAKE) unit
+	$(MAKE) recorder-test
 	$(MAKE) integration
 	$(MAKE) integration-debug
 
