@@ -7,6 +7,11 @@
  * mark) ever raises.
  */
 #include "recorder.h"
+#include "audit.h"
+#include "footholds.h"
+#include "profile.h"
+#include "profile_slot.h"
+#include "threads.h"
 #include "boot.h"
 
 #include <pthread.h>
@@ -263,7 +268,7 @@ static void import_greenlet(gr_recorder *r, int forget)
     }
 }
 
-/* ---- sys.setprofile while recording (hooks.c) ----------------------------- */
+/* ---- sys.setprofile while recording (profile_slot.c) ---------------------- */
 
 /* Put the recorder's sys.setprofile into the sys module (profile on only):
  * same name, module and docstring as the original, which it calls. */
@@ -618,8 +623,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     r->gen = ++next_gen;
     r->tls_key = r->gen << 32;
     r->threads_sweep_at = 64;
-    /* The C functions that start threads (hooks.c, "threads the program
-     * starts"); _thread is imported at interpreter start-up. */
+    /* The C functions that start threads (follow.c); _thread is
+     * imported at interpreter start-up. */
     PyObject *thread_name = PyUnicode_FromString("_thread");
     PyObject *thread_mod = thread_name ? PyImport_GetModule(thread_name) : NULL;
     Py_XDECREF(thread_name);
@@ -676,7 +681,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (profile) {
         wrap_sys_setprofile(r);
-        /* No object: sys.getprofile() keeps returning None (hooks.c finds
+        /* No object: sys.getprofile() keeps returning None (threads.c finds
          * the thread's state itself). */
         gr_own_change_begin(r);
         if (gr_own_set_profile(me, gr_profile, NULL) < 0)
@@ -710,7 +715,7 @@ static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
 
 /* The top of the stopping thread's stack for its STACK record, and the C
  * function to put on it (our stop).  Inside the recorder's tracing guard
- * (r->quiet: the uncaught exception's stop, hooks.c) the frames above the
+ * (r->quiet: the uncaught exception's stop, audit.c) the frames above the
  * guard and the stop were never reported, so the stack ends at the frame
  * the guard was entered from. */
 static PyFrameObject *stop_top(gr_recorder *r)
@@ -1048,7 +1053,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (r->prof_switches) {
         /* Passive mode: greenlets ran inside the program's own profile
-         * function, unseen (hooks.c, gr_profile_chain): how many of its
+         * function, unseen (profile.c, gr_profile_chain): how many of its
          * calls, and the first ("INDEX TID GID" of the event it was
          * called for). */
         char n[96];
@@ -1060,7 +1065,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     for (size_t i = 0; i < r->nstart_sites; i++) {
         /* Threads started while recording that the recorder never went
-         * into (hooks.c, "threads the program starts"): per call site,
+         * into (follow.c): per call site,
          * "COUNT CODE LINE VIA" (docs/FORMAT.md section 3, META). */
         const gr_start_site *s = &r->start_sites[i];
         if (s->started <= s->followed || s->handover)

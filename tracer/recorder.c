@@ -1,6 +1,7 @@
 /* recorder.c - identities (strings, code objects, C functions, greenlets)
  * and the records of one recording (docs/FORMAT.md §3-4). */
 #include "recorder.h"
+#include "threads.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -55,7 +55,7 @@ typedef struct gr_thread {
                                this thread (compared, never dereferenced;
                                NULL once that greenlet was freed) */
     uint32_t last_c_call;   /* code id of the last C_CALL recorded here */
-    /* Hooks of the program (hooks.c): */
+    /* Hooks of the program (profile_slot.c, footholds.c): */
     Py_tracefunc chain_func;/* the program's profile function we chain to,
                                or NULL (its object stays in the slot) */
     PyObject *chain_obj;    /* owned: that slot's object when we chained */
@@ -125,9 +125,9 @@ typedef struct gr_thread {
     int slow_path;          /* !tid || gl_pending || the recording's
                                any_chain, kept so by gr_thread_path: the
                                profile function's fast path does not apply
-                               as it is (hooks.c) */
+                               as it is (profile.c) */
     uint64_t cbits;         /* C calls passed on to the program's function
-                               (hooks.c), without greenlet */
+                               (profile.h), without greenlet */
     int ended;              /* its thread has ended (its thread state was
                                reused by another thread) */
     uint32_t hook_code;     /* the C call in progress then (its c_return
@@ -168,10 +168,10 @@ typedef struct gr_thread {
     int starting;           /* in a thread start (its c_call seen): 1
                                from threading.Thread.start (at its c_return
                                the recorder goes into the new thread
-                               state), 2 another caller (hooks.c) */
+                               state), 2 another caller (follow.c) */
     int start_nopy;         /* its function is C code (audit event, 3.12+) */
     int by_hook;            /* reached when it applied threading's profile
-                               hook itself (hooks.c sys_setprofile) */
+                               hook itself (profile_slot.c sys_setprofile) */
     PyThreadState *start_head; /* the interpreter's first thread state at
                                that c_call (address only) */
     uint32_t start_site;    /* r->start_sites index + 1 of that start, or 0 */
@@ -181,7 +181,7 @@ typedef struct gr_thread {
 } gr_thread;
 
 /* Where threads that run Python code were started while recording
- * (hooks.c): the Python code that called _thread.start_new_thread or
+ * (follow.c): the Python code that called _thread.start_new_thread or
  * _thread.start_joinable_thread, how many it started and how many of them
  * the recorder went into.  Written at stop as THREADS_UNREACHED records
  * for the difference (docs/FORMAT.md section 4). */
@@ -253,10 +253,10 @@ typedef struct gr_recorder {
                                their addresses stay unique while recording */
     PyObject *thread_start[2]; /* _thread.start_new_thread and
                                start_joinable_thread (or NULL): their C
-                               calls start threads (hooks.c) */
+                               calls start threads (follow.c) */
     PyThreadState **adopt;  /* PyMem: new thread states the recorder went
                                into, whose thread has not had an event yet
-                               (hooks.c thread_known) */
+                               (threads.h gr_thread_known) */
     size_t nadopt, adopt_cap;
     gr_start_site *start_sites; /* PyMem, nstart_sites of them */
     size_t nstart_sites, start_sites_cap;
@@ -264,13 +264,13 @@ typedef struct gr_recorder {
         PyThreadState *ts;  /* that the recorder did not go into (address */
         uint32_t site;      /* only), with their start site index + 1, */
     } *unfollowed;          /* until threading's hook brings the recorder */
-    size_t nunfollowed, unfollowed_cap; /* there (hooks.c sys_setprofile) */
+    size_t nunfollowed, unfollowed_cap; /* there (profile_slot.c sys_setprofile) */
     PyObject *threads;      /* list of gr_thread: the threads alive, and
-                               ended ones until the next sweep (hooks.c
+                               ended ones until the next sweep (threads.c
                                gr_thread_new), so its length stays within
                                max(64, 2 x live threads) */
     Py_ssize_t threads_sweep_at; /* length of threads that triggers a sweep */
-    uint64_t tls_key;       /* the per-OS-thread cache (hooks.c) is valid
+    uint64_t tls_key;       /* the per-OS-thread cache (threads.h) is valid
                                while it holds this value: gen << 32, bumped
                                by every sweep that drops a thread */
     struct gr_gl *gl;       /* PyMem; per greenlet state, slots reused
@@ -292,7 +292,7 @@ typedef struct gr_recorder {
 
     uint32_t mark_code, stop_code; /* code ids of our C functions */
     int quiet;              /* 1 while the recorder's own Python code runs
-                               in a tracing guard (hooks.c uncaught): no
+                               in a tracing guard (audit.c uncaught): no
                                profile event of it was recorded, so stop()
                                there writes this thread's stack from
                                quiet_top, without the guarded frames */
@@ -341,7 +341,7 @@ typedef struct gr_recorder {
     /* Passive mode: calls of the program's own profile function (chained
      * by gr_profile_chain) during which the thread's switch witness moved:
      * greenlets ran inside it, where no event is delivered, so none of
-     * their switches could be seen (callback mode writes them: hooks.c,
+     * their switches could be seen (callback mode writes them: threads.c,
      * GR_SEEN_IN_TRACING).  Written as META records at stop(). */
     uint64_t prof_switches;     /* such calls */
     uint64_t prof_switch_first[3]; /* the first: index of the event whose
@@ -567,7 +567,7 @@ int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
  * count of threads with a trace function right, without an audit event and
  * without re-instrumenting code: for a foothold on another thread while the
  * calling thread's own foothold (gr_own_set_trace) keeps trace events on
- * (hooks.c).  GIL held.  Returns 0, or -1 on a free-threaded build
+ * (footholds.c).  GIL held.  Returns 0, or -1 on a free-threaded build
  * (nothing changed). */
 int gr_own_swap_trace(PyThreadState *ts, Py_tracefunc fn);
 /* The event thread state ts (the calling thread's) is dispatching to a
@@ -682,7 +682,7 @@ typedef struct gr_gl {
     PyObject *wr;           /* owned weakref to it; NULL once freed */
     struct gr_thread *on;   /* borrowed: the thread whose cur_g it is */
     uint64_t cbits;         /* C calls passed on to the program's profile
-                               function (hooks.c) */
+                               function (profile.h) */
     uint32_t gid, tid;      /* its gid; the thread it was last seen on */
     uint8_t state;          /* GR_GLS_* */
     uintptr_t susp_frame;   /* passive mode: the frame it was seen suspended
@@ -715,7 +715,7 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
 #define GR_GLS_DEAD 0x1u     /* DEAD written */
 #define GR_GLS_MAIN 0x4u     /* main greenlet of its thread */
 #define GR_GLS_GONE 0x8u     /* the thread it was last seen on has ended
-                                and its gr_thread was dropped (hooks.c) */
+                                and its gr_thread was dropped (threads.c) */
 
 /* ---- switches (switches.c) ------------------------------------------- */
 
@@ -796,51 +796,6 @@ void gr_note_preexisting(gr_recorder *r);
 /* DEAD record of greenlet gid on thread tid, once per greenlet. */
 void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid);
 
-/* ---- hooks (hooks.c) ----------------------------------------------- */
-
-/* Audit hook (installed once, at import): notices the program changing a
- * profile or trace function (events sys.setprofile / sys.settrace, raised
- * before the change, from C too, CPython 3.8+ PEP 578). */
-int gr_audit_hook(const char *event, PyObject *args, void *userdata);
-
-/* Profile function that records and then calls the program's own profile
- * function (t->chain_func with the slot's object). */
-int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
-
-/* The recorder's sys.setprofile (hooks.c), installed in the sys module
- * while recording so that a change made through it is chained at once;
- * the original (owned, set by module.c) is called first.  Its docstring
- * is the original's. */
-extern PyObject *gr_sys_setprofile_orig;
-/* At a mark on thread t (thread state ts, its own): a foreign profile
- * function in the slot that no audit event announced (a C extension that
- * writes tstate->c_profilefunc directly, e.g. yappi's per-thread start;
- * the docstring of yappi's _profile_thread_callback says it changes the
- * thread state's profile function) is chained like an announced one, and
- * its HOOK record carries GR_HOOK_UNANNOUNCED: what ran between the
- * thread's previous record and the mark may be missing from the trace.
- * An empty slot where the recorder's function had delivered events (a
- * direct clear, as yappi's stop) gets the recorder's function back, the
- * same way.  Nothing to do when the slot is ours, empty on a thread the
- * recorder never reached (the unprofiled-thread rule speaks for that), or
- * inside a trace/profile callback.  Also called at stop().  Never
- * raises. */
-void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts);
-
-/* Owned, or NULL: called (no arguments) at sys.excepthook's audit event
- * while recording (hooks.c); set by _greenreplay._on_uncaught. */
-extern PyObject *gr_uncaught_cb;
-extern PyMethodDef gr_sys_setprofile_def;
-
-/* stop(): give every chained profile slot back to the program's function
- * and drop any foothold in the trace slot. */
-void gr_hooks_stop(gr_recorder *r);
-
-/* How many thread states of the interpreter of `me` (the calling thread's
- * state) have the recorder's foothold (hooks.c) in their trace slot, with
- * or without a recording: for tests (none may outlive a recording).  GIL
- * held; never raises. */
-int gr_footholds(PyThreadState *me);
 
 /* Callback mode: put back the greenlet trace callback the thread had
  * before ours, if ours is still the active one; never calls settrace
@@ -864,7 +819,7 @@ void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start);
 /* Tags after which the greenlet may have finished (bit per tag). */
 #define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
 
-/* The profile function's fast path after its switch check (hooks.c
+/* The profile function's fast path after its switch check (profile.c
  * record_fast, switches.c gr_event_switched): the thread's state after an
  * event of record tag `tag` (GR_CALL..GR_C_EXCEPTION) in `frame` (address
  * only) and of code id `code` (gr_event_state), then its record, with the
@@ -892,7 +847,7 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
 /* A code id and its cache slot in one argument (gr_event_switched). */
 #define GR_CODE_SLOT(code, slot) ((uint64_t)(code) | (uint64_t)(slot) << 32)
 
-/* The profile function's fast path (hooks.c record_fast) at an event of
+/* The profile function's fast path (profile.c record_fast) at an event of
  * thread t of the active recording (gr_active) whose switch witness moved
  * since the thread's previous event: the switch check (gr_switch_check,
  * with a continued switch written straight away), then gr_event_tail.
@@ -903,25 +858,5 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
  * without a switch stays short; six arguments, all in registers. */
 void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
                        uint64_t code_slot);
-
-extern PyTypeObject gr_thread_type;
-
-/* The C profile function installed with PyEval_SetProfile; obj is the
- * thread's gr_thread.  Never raises; returns 0. */
-int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
-
-/* New gr_thread for the calling thread (tstate set), registered in
- * r->threads.  Returns a new reference, or NULL (error swallowed). */
-gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts);
-
-/* Whether thread t is still running: not marked ended, and its thread
- * state, serving the same thread id, is still in the interpreter's list
- * (CPython reuses both once a thread ends).  O(live threads); needs the
- * GIL. */
-int gr_thread_alive(const gr_thread *t);
-
-/* The gr_thread of the calling thread for recording r, creating it (not
- * yet seen) when missing.  Borrowed, or NULL on failure. */
-gr_thread *gr_thread_current(gr_recorder *r);
 
 #endif

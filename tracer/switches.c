@@ -24,6 +24,7 @@
  * target's stack.
  */
 #include "recorder.h"
+#include "profile.h"
 
 #include "instr.h"
 
