@@ -36,19 +36,19 @@ static void uncaught(gr_recorder *r)
     Py_INCREF(cb);
     GR_EXC_SAVE(saved);
     PyThreadState *ts = PyThreadState_Get();
-    int was_quiet = r->quiet;
-    PyFrameObject *was_top = r->quiet_top;
+    int was_quiet = r->own.quiet;
+    PyFrameObject *was_top = r->own.quiet_top;
     if (!was_quiet) {
-        r->quiet_top = PyEval_GetFrame();
-        r->quiet = 1;
+        r->own.quiet_top = PyEval_GetFrame();
+        r->own.quiet = 1;
     }
     gr_enter_tracing(ts);
     PyObject *res = PyObject_CallNoArgs(cb);
     gr_leave_tracing(ts);
     /* r may have stopped and been freed: only touch it if still active. */
     if (gr_active == r) {
-        r->quiet = was_quiet;
-        r->quiet_top = was_top;
+        r->own.quiet = was_quiet;
+        r->own.quiet_top = was_top;
     }
     Py_XDECREF(res);
     if (!res)
@@ -61,7 +61,7 @@ static void uncaught(gr_recorder *r)
  * recording r) holds a foothold frame. */
 static inline int t_foothold_frame(gr_recorder *r)
 {
-    return gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot_frame;
+    return gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.frame;
 }
 
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
@@ -71,7 +71,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         uncaught(r);
         return 0;
     }
-    if (r && !r->own_change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foothold == 2 &&
+    if (r && !r->own.change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.kind == 2 &&
         strcmp(event, "sys.settrace") == 0) {
         /* The program changes this thread's trace slot, which holds a
          * foreign foothold: give the slot back first, so the change
@@ -79,7 +79,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         gr_drop_foreign(gr_tls.thread, PyThreadState_Get());
         return 0;
     }
-    if (r && !r->own_change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foothold == 1 &&
+    if (r && !r->own.change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.kind == 1 &&
         strcmp(event, "sys.settrace") == 0) {
         /* The program takes the trace slot from this thread's own
          * foothold, after the change it announced (prof.enable();
@@ -89,21 +89,21 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
          * changes hands. */
         gr_thread *t = gr_tls.thread;
         PyFrameObject *cur = PyEval_GetFrame();
-        if (gr_foothold_overtaken(r, t, PyThreadState_Get(), t->foot_frame && cur == t->foot_frame))
+        if (gr_foothold_overtaken(r, t, PyThreadState_Get(), t->foot.frame && cur == t->foot.frame))
             return 0;
     }
-    if (r && !r->own_change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
+    if (r && !r->own.change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
         /* The program takes the trace slot from the foothold, which then
          * decides nothing more: its frame need not be held. */
-        Py_CLEAR(gr_tls.thread->foot_frame);
+        Py_CLEAR(gr_tls.thread->foot.frame);
         return 0;
     }
-    if (r && r->profile_on && !r->own_change && event[0] == '_' &&
+    if (r && r->out.profile_on && !r->own.change && event[0] == '_' &&
         (strcmp(event, "_thread.start_new_thread") == 0 || strcmp(event, "_thread.start_joinable_thread") == 0)) {
         gr_thread_start_announced(r, args);
         return 0;
     }
-    if (!r || r->own_change || r->wrapping || !r->profile_on || strcmp(event, "sys.setprofile") != 0)
+    if (!r || r->own.change || r->own.wrapping || !r->out.profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = gr_thread_known(r);
@@ -111,13 +111,13 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         gr_stray_foothold(r, ts);
         return 0;
     }
-    if (t->foothold == 2)
+    if (t->foot.kind == 2)
         gr_drop_foreign(t, ts); /* this thread's own change: its own foothold */
     /* Raised inside a profile or trace function (a profiler that
      * re-installs itself from its own first event: yappi 1.4): the C call
      * of the first change has ended, its c_return delivered to the
      * program's function that runs now, so the HOOK still names it. */
-    if (t->foothold && !gr_foothold_overtaken(r, t, ts, gr_tstate_tracing(ts) > 0))
+    if (t->foot.kind && !gr_foothold_overtaken(r, t, ts, gr_tstate_tracing(ts) > 0))
         return 0;
     gr_foothold_take(r, t, ts);
     return 0;

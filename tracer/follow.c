@@ -13,14 +13,14 @@
  * recorder puts its profile function into the fresh one (no profile or
  * trace function, no frame), as start() does for existing threads: with no
  * object, so sys.getprofile() there stays None.  Its gr_thread is made at
- * its first event (gr_thread_known, r->adopt).  A program's
+ * its first event (gr_thread_known, r->follow.adopt).  A program's
  * threading.setprofile(f) is then the program's sys.setprofile(f) inside
  * the thread (threading's _bootstrap_inner makes it): chained, with a HOOK,
  * as any other.
  * Threads started otherwise (_thread.start_new_thread called directly, a
  * private copy of threading as eventlet's) are not followed, exactly as
  * threading.setprofile would not reach them; their starts are counted per
- * call site (r->start_sites) and written at stop (THREADS_UNREACHED).  On
+ * call site (r->follow.start_sites) and written at stop (THREADS_UNREACHED).  On
  * 3.12+ the start's audit event (_thread.start_new_thread, added in 3.12;
  * _thread.start_joinable_thread) names the function: one written in C runs
  * no Python code of its own and is not counted.  Before 3.12 every start
@@ -38,21 +38,21 @@ static uint32_t start_site(gr_recorder *r, PyFrameObject *f, const char *via)
 {
     uint32_t code = f ? gr_code_id(r, gr_frame_code(f)) : 0;
     uint32_t line = f ? (uint32_t)PyFrame_GetLineNumber(f) : 0;
-    for (size_t i = 0; i < r->nstart_sites; i++) {
-        gr_start_site *s = &r->start_sites[i];
+    for (size_t i = 0; i < r->follow.nstart_sites; i++) {
+        gr_start_site *s = &r->follow.start_sites[i];
         if (s->code == code && s->line == line && s->via == via)
             return (uint32_t)i + 1;
     }
-    if (r->nstart_sites == r->start_sites_cap) {
-        size_t cap = r->start_sites_cap ? 2 * r->start_sites_cap : 8;
-        gr_start_site *more = PyMem_Realloc(r->start_sites, cap * sizeof *more);
+    if (r->follow.nstart_sites == r->follow.start_sites_cap) {
+        size_t cap = r->follow.start_sites_cap ? 2 * r->follow.start_sites_cap : 8;
+        gr_start_site *more = PyMem_Realloc(r->follow.start_sites, cap * sizeof *more);
         if (!more)
             return 0;
-        r->start_sites = more;
-        r->start_sites_cap = cap;
+        r->follow.start_sites = more;
+        r->follow.start_sites_cap = cap;
     }
-    r->start_sites[r->nstart_sites] = (gr_start_site){code, line, via, 0, 0, 0};
-    return (uint32_t)++r->nstart_sites;
+    r->follow.start_sites[r->follow.nstart_sites] = (gr_start_site){code, line, via, 0, 0, 0};
+    return (uint32_t)++r->follow.nstart_sites;
 }
 
 /* Whether the running Python frame (the caller of the C call) is
@@ -93,8 +93,8 @@ void gr_thread_start_announced(gr_recorder *r, PyObject *args)
 {
     PyObject *func = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
     gr_thread *t = func && PyCFunction_Check(func) ? gr_thread_known(r) : NULL;
-    if (t && t->starting)
-        t->start_nopy = 1;
+    if (t && t->start.call)
+        t->start.nopy = 1;
 }
 
 /* The thread state a start not followed made (in front of head, the
@@ -107,15 +107,15 @@ static void remember_unfollowed(gr_recorder *r, PyThreadState *me, PyThreadState
          ts = PyThreadState_Next(ts)) {
         if (ts == me)
             continue;
-        if (r->nunfollowed == r->unfollowed_cap) {
-            size_t cap = r->unfollowed_cap ? 2 * r->unfollowed_cap : 8;
-            struct gr_unfollowed *more = PyMem_Realloc(r->unfollowed, cap * sizeof *more);
+        if (r->follow.nunfollowed == r->follow.unfollowed_cap) {
+            size_t cap = r->follow.unfollowed_cap ? 2 * r->follow.unfollowed_cap : 8;
+            struct gr_unfollowed *more = PyMem_Realloc(r->follow.unfollowed, cap * sizeof *more);
             if (!more)
                 return;
-            r->unfollowed = more;
-            r->unfollowed_cap = cap;
+            r->follow.unfollowed = more;
+            r->follow.unfollowed_cap = cap;
         }
-        r->unfollowed[r->nunfollowed++] = (struct gr_unfollowed){ts, site_no};
+        r->follow.unfollowed[r->follow.nunfollowed++] = (struct gr_unfollowed){ts, site_no};
         return; /* one thread per call */
     }
 }
@@ -125,15 +125,15 @@ static void remember_unfollowed(gr_recorder *r, PyThreadState *me, PyThreadState
  * found for another thread at worst moves one count between sites. */
 void gr_unfollowed_reached(gr_recorder *r, PyThreadState *ts)
 {
-    for (size_t i = 0; i < r->nunfollowed; i++) {
-        if (r->unfollowed[i].ts != ts)
+    for (size_t i = 0; i < r->follow.nunfollowed; i++) {
+        if (r->follow.unfollowed[i].ts != ts)
             continue;
-        uint32_t site_no = r->unfollowed[i].site;
-        if (site_no && site_no <= r->nstart_sites) {
-            r->start_sites[site_no - 1].followed++;
-            r->start_sites[site_no - 1].handover = 1;
+        uint32_t site_no = r->follow.unfollowed[i].site;
+        if (site_no && site_no <= r->follow.nstart_sites) {
+            r->follow.start_sites[site_no - 1].followed++;
+            r->follow.start_sites[site_no - 1].handover = 1;
         }
-        r->unfollowed[i] = r->unfollowed[--r->nunfollowed];
+        r->follow.unfollowed[i] = r->follow.unfollowed[--r->follow.nunfollowed];
         return;
     }
 }
@@ -151,24 +151,24 @@ __attribute__((noinline)) void gr_thread_start_event(gr_recorder *r, gr_thread *
         PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the caller */
         int via_threading = f && in_thread_start(f);
         PyFrameObject *site_frame = via_threading ? PyFrame_GetBack(f) : (PyFrameObject *)Py_XNewRef(f);
-        t->start_site = start_site(r, site_frame, via_threading ? "threading.Thread.start" : "_thread.start_new_thread");
+        t->start.site = start_site(r, site_frame, via_threading ? "threading.Thread.start" : "_thread.start_new_thread");
         Py_XDECREF(site_frame);
-        t->starting = via_threading ? 1 : 2;
-        t->start_nopy = 0;
-        t->start_head = PyInterpreterState_ThreadHead(me->interp);
+        t->start.call = via_threading ? 1 : 2;
+        t->start.nopy = 0;
+        t->start.head = PyInterpreterState_ThreadHead(me->interp);
         gr_thread_path(r, t);
         goto out;
     }
-    if (!t->starting)
+    if (!t->start.call)
         goto out;
-    uint32_t site_no = t->start_site <= r->nstart_sites ? t->start_site : 0;
-    gr_start_site *site = site_no ? &r->start_sites[site_no - 1] : NULL;
-    PyThreadState *head = t->start_head;
-    int follow = t->starting == 1, count = what == PyTrace_C_RETURN && !t->start_nopy;
-    t->starting = 0;
-    t->start_nopy = 0;
-    t->start_site = 0;
-    t->start_head = NULL;
+    uint32_t site_no = t->start.site <= r->follow.nstart_sites ? t->start.site : 0;
+    gr_start_site *site = site_no ? &r->follow.start_sites[site_no - 1] : NULL;
+    PyThreadState *head = t->start.head;
+    int follow = t->start.call == 1, count = what == PyTrace_C_RETURN && !t->start.nopy;
+    t->start.call = 0;
+    t->start.nopy = 0;
+    t->start.site = 0;
+    t->start.head = NULL;
     gr_thread_path(r, t);
     if (!count)
         goto out; /* no thread started, or one running C code only */
@@ -186,13 +186,13 @@ __attribute__((noinline)) void gr_thread_start_event(gr_recorder *r, gr_thread *
         Py_XDECREF(running);
         if (running)
             continue;
-        if (r->nadopt == r->adopt_cap) {
-            size_t cap = r->adopt_cap ? 2 * r->adopt_cap : 8;
-            PyThreadState **more = PyMem_Realloc(r->adopt, cap * sizeof *more);
+        if (r->follow.nadopt == r->follow.adopt_cap) {
+            size_t cap = r->follow.adopt_cap ? 2 * r->follow.adopt_cap : 8;
+            PyThreadState **more = PyMem_Realloc(r->follow.adopt, cap * sizeof *more);
             if (!more)
                 break;
-            r->adopt = more;
-            r->adopt_cap = cap;
+            r->follow.adopt = more;
+            r->follow.adopt_cap = cap;
         }
         gr_own_change_begin(r);
         int rc = gr_own_set_profile(ts, gr_profile, NULL);
@@ -201,7 +201,7 @@ __attribute__((noinline)) void gr_thread_start_event(gr_recorder *r, gr_thread *
             gr_swallow(r);
             break;
         }
-        r->adopt[r->nadopt++] = ts;
+        r->follow.adopt[r->follow.nadopt++] = ts;
         if (site)
             site->followed++;
         break; /* one thread per call */

@@ -27,7 +27,7 @@
 static int moved_on(gr_thread *t, PyThreadState *ts)
 {
     PyFrameObject *f = gr_tstate_frame(ts);
-    int moved = f != t->foot_frame || (f && gr_frame_lasti(f) != t->foot_lasti);
+    int moved = f != t->foot.frame || (f && gr_frame_lasti(f) != t->foot.lasti);
     Py_XDECREF(f);
     if (PyErr_Occurred())
         PyErr_Clear();
@@ -40,10 +40,10 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
  * is left as it is). */
 static void forget_foothold(gr_thread *t)
 {
-    t->foothold = 0;
-    t->foot_func = NULL;
-    Py_CLEAR(t->foot_obj);
-    Py_CLEAR(t->foot_frame);
+    t->foot.kind = 0;
+    t->foot.func = NULL;
+    Py_CLEAR(t->foot.obj);
+    Py_CLEAR(t->foot.frame);
 }
 
 void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
@@ -53,23 +53,23 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
      * sys.settrace audit event resolved it): it will get no event, so the
      * change it waited for is looked at here (hook_pending names its C
      * call). */
-    if (t->foothold == 1 && ts->c_tracefunc != foothold) {
+    if (t->foot.kind == 1 && ts->c_tracefunc != foothold) {
         forget_foothold(t);
-        if (r->profile_on && t->tid && gr_tstate_tracing(ts) <= 0)
+        if (r->out.profile_on && t->tid && gr_tstate_tracing(ts) <= 0)
             gr_resolve_profile_slot(r, t, ts, 0);
         return;
     }
-    if (!r->profile_on || !t->tid || f == gr_profile || f == gr_profile_chain ||
-        t->hook_pending || t->foothold || gr_tstate_tracing(ts) > 0)
+    if (!r->out.profile_on || !t->tid || f == gr_profile || f == gr_profile_chain ||
+        t->hook.pending || t->foot.kind || gr_tstate_tracing(ts) > 0)
         return;
     /* An empty slot is a loss only where the recorder's function was
      * installed (it had events here); else it is a thread the profiler
      * never reached (the unprofiled-thread rule). */
     if (!f && !t->had_events)
         return;
-    t->unannounced = 1;
+    t->hook.unannounced = 1;
     gr_resolve_profile_slot(r, t, ts, 0);
-    t->unannounced = 0;
+    t->hook.unannounced = 0;
 }
 
 /* Every thread's profile slot, after a change announced by the audit
@@ -79,20 +79,20 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 static void resolve_all(gr_recorder *r, gr_thread *by)
 {
     PyThreadState *me = PyThreadState_Get();
-    uint32_t by_code = by && by->hook_pending ? by->hook_code : 0;
+    uint32_t by_code = by && by->hook.pending ? by->hook.code : 0;
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = gr_thread_of_tstate(r, ts);
-        if (!t || !r->profile_on)
+        if (!t || !r->out.profile_on)
             continue;
-        if (ts != me && t->foothold && moved_on(t, ts))
-            t->ran_unseen = 1;
+        if (ts != me && t->foot.kind && moved_on(t, ts))
+            t->hook.ran_unseen = 1;
         if (by && t != by && by->tid) {
-            t->by_tid = by->tid;
-            t->by_code = by_code;
+            t->hook.by_tid = by->tid;
+            t->hook.by_code = by_code;
         }
         gr_resolve_profile_slot(r, t, ts, 0);
-        t->by_tid = 0;
-        t->by_code = 0;
+        t->hook.by_tid = 0;
+        t->hook.by_code = 0;
     }
 }
 
@@ -102,13 +102,13 @@ static void resolve_all(gr_recorder *r, gr_thread *by)
 
 void gr_drop_foreign(gr_thread *t, PyThreadState *ts)
 {
-    if (t->foothold != 2)
+    if (t->foot.kind != 2)
         return;
-    t->foothold = 0;
+    t->foot.kind = 0;
     if (ts->c_tracefunc == foothold)
-        gr_own_swap_trace(ts, t->foot_func);
-    t->foot_func = NULL;
-    Py_CLEAR(t->foot_frame);
+        gr_own_swap_trace(ts, t->foot.func);
+    t->foot.func = NULL;
+    Py_CLEAR(t->foot.frame);
 }
 
 /* Foreign footholds.  A profile change announced on one thread can
@@ -140,18 +140,18 @@ static void foothold_others(gr_recorder *r, PyThreadState *me)
         if (ts == me)
             continue;
         gr_thread *t = gr_thread_of_tstate(r, ts);
-        if (!t || t->ended || !t->tid || t->foothold || ts->c_tracefunc == foothold)
+        if (!t || t->ended || !t->tid || t->foot.kind || ts->c_tracefunc == foothold)
             continue;
         Py_tracefunc prev = ts->c_tracefunc;
         if (gr_own_swap_trace(ts, foothold) < 0)
             return;
-        t->foothold = 2;
-        t->foot_func = prev;
+        t->foot.kind = 2;
+        t->foot.func = prev;
         /* Where the thread waits now (moved_on: did it run before the
          * change was resolved?). */
         PyFrameObject *f = gr_tstate_frame(ts); /* a new reference, held (moved_on) */
-        Py_XSETREF(t->foot_frame, f);
-        t->foot_lasti = f ? gr_frame_lasti(f) : -1;
+        Py_XSETREF(t->foot.frame, f);
+        t->foot.lasti = f ? gr_frame_lasti(f) : -1;
         if (PyErr_Occurred())
             PyErr_Clear();
     }
@@ -163,7 +163,7 @@ static void drop_foreign_all(gr_recorder *r, PyThreadState *me)
 {
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = gr_thread_of_tstate(r, ts);
-        if (t && t->foothold == 2)
+        if (t && t->foot.kind == 2)
             gr_drop_foreign(t, ts);
     }
 }
@@ -174,7 +174,7 @@ static inline int slot_is_ours(PyThreadState *ts)
     return ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
 }
 
-/* Take the event the foothold's change withheld (t->foot_withheld), if the
+/* Take the event the foothold's change withheld (t->foot.withheld), if the
  * recorder's function was not in the profile slot when the program's trace
  * function returned: returns the record tag to write once the slot is
  * resolved (withheld_write), or 0.  Call before resolving: the slot then
@@ -182,11 +182,11 @@ static inline int slot_is_ours(PyThreadState *ts)
  * code in between: the foothold gets the first one). */
 static int withheld_take(gr_thread *t, PyThreadState *ts)
 {
-    int what = t->foot_withheld;
-    t->foot_withheld = -1;
+    int what = t->foot.withheld;
+    t->foot.withheld = -1;
     /* (an event the interpreter does not name: the HOOK says so) */
-    t->hook_intrace = t->foot_intrace && !slot_is_ours(ts);
-    t->foot_intrace = 0;
+    t->hook.intrace = t->foot.intrace && !slot_is_ours(ts);
+    t->foot.intrace = 0;
     if (what < 0 || slot_is_ours(ts))
         return 0;
     return what == PyTrace_CALL ? GR_CALL : GR_RETURN;
@@ -203,24 +203,24 @@ static void withheld_write(gr_recorder *r, gr_thread *t, int tag)
         return;
     t->may_have_ended = tag == GR_RETURN;
     t->ccall_frame = NULL;
-    gr_emit3(r, tag, t->tid, t->cur_gid, t->foot_code);
+    gr_emit3(r, tag, t->tid, t->cur_gid, t->foot.code);
 }
 
 /* Give the trace slot of the calling thread back to what it held before
  * the foothold. */
 static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 {
-    if (t->foothold == 2) {
+    if (t->foot.kind == 2) {
         gr_drop_foreign(t, ts);
         return;
     }
-    if (!t->foothold)
+    if (!t->foot.kind)
         return;
     /* Only while the slot still holds the foothold: a function the
      * program's sys.settrace put there since stays. */
     if (ts->c_tracefunc != foothold) {
-    } else if (t->foot_func) {
-        ts->c_tracefunc = t->foot_func; /* its object never left the slot */
+    } else if (t->foot.func) {
+        ts->c_tracefunc = t->foot.func; /* its object never left the slot */
     } else {
         gr_own_change_begin(r);
         gr_own_set_trace(ts, NULL, NULL);
@@ -237,18 +237,18 @@ static void drop_foothold(gr_recorder *r, gr_thread *t, PyThreadState *ts)
  * that was running then, and that frame is still in the same call (its
  * last instruction unchanged: the C function that raised the event has
  * not returned).  Without a frame at the audit event, no.  The frame is
- * compared by identity, which is sound because t->foot_frame is a strong
+ * compared by identity, which is sound because t->foot.frame is a strong
  * reference: no other frame can have its address while it is held. */
 static int foot_in_dispatch(gr_thread *t, PyThreadState *ts, PyFrameObject *frame)
 {
-    if (!t->foot_frame || !frame || frame == t->foot_frame ||
-        ts->c_profilefunc != t->foot_prof || ts->c_profileobj != t->foot_pobj)
+    if (!t->foot.frame || !frame || frame == t->foot.frame ||
+        ts->c_profilefunc != t->foot.prof || ts->c_profileobj != t->foot.pobj)
         return 0;
     int found = 0;
     PyFrameObject *f = PyFrame_GetBack(frame); /* may allocate (3.11+) */
     while (f) {
-        if (f == t->foot_frame) {
-            found = gr_frame_lasti(f) == t->foot_lasti;
+        if (f == t->foot.frame) {
+            found = gr_frame_lasti(f) == t->foot.lasti;
             Py_DECREF(f);
             break;
         }
@@ -280,7 +280,7 @@ static gr_thread *own_foothold_thread(gr_recorder *r, PyThreadState *me)
 {
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts; ts = PyThreadState_Next(ts)) {
         gr_thread *t = ts == me ? NULL : gr_thread_of_tstate(r, ts);
-        if (t && t->foothold == 1)
+        if (t && t->foot.kind == 1)
             return t;
     }
     return NULL;
@@ -311,7 +311,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         return 0;
     }
     gr_thread *t = gr_thread_known(r);
-    if (!t || !t->foothold) {
+    if (!t || !t->foot.kind) {
         /* A thread the recorder has not reached, after its change
          * (stray_foothold), or one it came to follow since (a later
          * recording's, or threading's hook): every followed thread's
@@ -329,13 +329,13 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         GR_EXC_RESTORE(saved);
         return 0;
     }
-    Py_tracefunc prev = t ? t->foot_func : NULL;
-    if (r && t && t->foothold == 1 && foot_in_dispatch(t, ts, frame))
+    Py_tracefunc prev = t ? t->foot.func : NULL;
+    if (r && t && t->foot.kind == 1 && foot_in_dispatch(t, ts, frame))
         return prev ? prev(obj, frame, what, arg) : 0;
     if (r && t) {
         GR_EXC_SAVE(saved);
-        int own = t->foothold == 1;
-        int ran = t->foothold == 2 && ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain;
+        int own = t->foot.kind == 1;
+        int ran = t->foot.kind == 2 && ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain;
         /* the thread whose audit event announced the change */
         gr_thread *by = own ? t : own_foothold_thread(r, ts);
         int withheld = own ? withheld_take(t, ts) : 0;
@@ -348,30 +348,30 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         /* A foreign foothold on a thread whose slot still holds the
          * program's function: this thread ran with it alone since the
          * change (how far, the recorder cannot tell: C calls only). */
-        t->ran_unseen = ran;
+        t->hook.ran_unseen = ran;
         if (ran && t->ccall_frame && frame == t->ccall_frame) {
             /* A foreign foothold, in the frame that made this thread's
              * last recorded event, a C_CALL: that C call has ended, and
              * its end went to the function another thread put in this
              * thread's slot.  The HOOK names it (`during`), as for a
              * change made inside the C call. */
-            t->hook_pending = 1;
-            t->hook_code = t->last_c_call;
+            t->hook.pending = 1;
+            t->hook.code = t->last_c_call;
             t->last_c_call = 0;
             t->ccall_frame = NULL;
             t->may_have_ended = 1;
             (void)gr_c_pop(r, t);
         }
         /* This thread's own foothold at an event of a frame the C call
-         * named at the audit event called (not of its caller, foot_frame
+         * named at the audit event called (not of its caller, foot.frame
          * then): that C call is still in progress, its c_return comes to
          * the recorder. */
-        if (own && t->hook_pending && t->hook_code && frame != t->foot_frame)
-            t->hook_code = 0;
+        if (own && t->hook.pending && t->hook.code && frame != t->foot.frame)
+            t->hook.code = 0;
         if (!own)
             drop_foothold(r, t, ts);
         resolve_all(r, by);
-        t->hook_intrace = 0;
+        t->hook.intrace = 0;
         /* The change is made (this thread's audit event came before it):
          * the other threads' footholds have nothing left to watch.  They
          * go first: this thread's own foothold, given back last through
@@ -434,7 +434,7 @@ void gr_stray_foothold(gr_recorder *r, PyThreadState *ts)
  * made): the foothold stays as it is. */
 int gr_foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts, int keep_code)
 {
-    if (ts->c_profilefunc == t->foot_prof && ts->c_profileobj == t->foot_pobj)
+    if (ts->c_profilefunc == t->foot.prof && ts->c_profileobj == t->foot.pobj)
         return 0;
     /* The C call that made the first change, if the HOOK would name it
      * (`during`), is the one raising this audit event and has not
@@ -443,24 +443,24 @@ int gr_foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts, int k
      * keep_code: the audit event is another call's (sys.settrace), made
      * from the frame that made the change: that C call has returned. */
     if (!keep_code)
-        t->hook_code = 0;
+        t->hook.code = 0;
     GR_EXC_SAVE(saved);
     /* Still tracing: the dispatch that made the previous change may be this
      * one, its withheld event not yet delivered (the caller looks again). */
     int withheld = gr_tstate_tracing(ts) ? 0 : withheld_take(t, ts);
-    t->foot_withheld = -1;
-    t->foot_intrace = 0;
+    t->foot.withheld = -1;
+    t->foot.intrace = 0;
     if (ts->c_tracefunc == foothold) {
         drop_foothold(r, t, ts);
     } else {
-        t->foothold = 0;
-        t->foot_func = NULL;
-        Py_CLEAR(t->foot_obj);
-        Py_CLEAR(t->foot_frame);
+        t->foot.kind = 0;
+        t->foot.func = NULL;
+        Py_CLEAR(t->foot.obj);
+        Py_CLEAR(t->foot.frame);
     }
-    if (r->profile_on)
+    if (r->out.profile_on)
         gr_resolve_profile_slot(r, t, ts, 0);
-    t->hook_intrace = 0;
+    t->hook.intrace = 0;
     withheld_write(r, t, withheld);
     if (PyErr_Occurred())
         gr_swallow(r);
@@ -475,45 +475,45 @@ int gr_foothold_overtaken(gr_recorder *r, gr_thread *t, PyThreadState *ts, int k
 void gr_foothold_take(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 {
     GR_EXC_SAVE(saved);
-    t->hook_pending = 1;
-    t->foothold = 1;
+    t->hook.pending = 1;
+    t->foot.kind = 1;
     /* C audit hooks run before the dispatch's tracing guard: a thread
      * tracing now (inside a profile or trace function) stays so for the
      * whole dispatch, and no event can come from inside it. */
     PyFrameObject *cur = PyEval_GetFrame();
-    Py_XSETREF(t->foot_frame, gr_tstate_tracing(ts) ? NULL : (PyFrameObject *)Py_XNewRef(cur));
+    Py_XSETREF(t->foot.frame, gr_tstate_tracing(ts) ? NULL : (PyFrameObject *)Py_XNewRef(cur));
     /* The C call in progress made the change only if it was this
      * thread's last event and no Python frame runs above its caller:
      * not when Python code made it, a profile callback of the program's
      * included (yappi 1.7 on 3.14 at a new thread's call of run(), inside
      * threading's _contextvars.Context.run, whose c_return comes to the
      * recorder later). */
-    t->hook_code = t->ccall_frame && t->ccall_frame == cur ? t->last_c_call : 0;
-    t->foot_lasti = t->foot_frame ? gr_frame_lasti(t->foot_frame) : -1;
-    t->foot_prof = ts->c_profilefunc;
-    t->foot_pobj = ts->c_profileobj;
+    t->hook.code = t->ccall_frame && t->ccall_frame == cur ? t->last_c_call : 0;
+    t->foot.lasti = t->foot.frame ? gr_frame_lasti(t->foot.frame) : -1;
+    t->foot.prof = ts->c_profilefunc;
+    t->foot.pobj = ts->c_profileobj;
     /* Made inside the program's trace function dispatching a CALL or RETURN
      * (not the program's profile function, whose event is recorded already),
      * with the recorder's function in the profile slot: that event goes to
      * the profile slot after the trace function returns, to what the change
      * leaves there (withheld_take). */
-    t->foot_withheld = -1;
-    t->foot_intrace = 0;
+    t->foot.withheld = -1;
+    t->foot.intrace = 0;
     PyFrameObject *df;
     int dw;
-    if (gr_tstate_tracing(ts) && !t->chain_calls && slot_is_ours(ts) && ts->c_tracefunc &&
+    if (gr_tstate_tracing(ts) && !t->hook.chain_calls && slot_is_ours(ts) && ts->c_tracefunc &&
         ts->c_tracefunc != foothold) {
         if (!gr_own_dispatch(ts, &df, &dw)) {
-            t->foot_intrace = 1; /* which event: unknown (not 3.11: compat.h) */
+            t->foot.intrace = 1; /* which event: unknown (not 3.11: compat.h) */
         } else if (dw == PyTrace_CALL || dw == PyTrace_RETURN) {
-            t->foot_code = gr_code_id(r, gr_frame_code(df));
-            t->foot_withheld = dw;
+            t->foot.code = gr_code_id(r, gr_frame_code(df));
+            t->foot.withheld = dw;
         }
     }
-    t->foot_func = ts->c_tracefunc;
-    if (t->foot_func) {
+    t->foot.func = ts->c_tracefunc;
+    if (t->foot.func) {
         /* The program's trace function stays; we chain in front of it. */
-        Py_XSETREF(t->foot_obj, Py_XNewRef(ts->c_traceobj));
+        Py_XSETREF(t->foot.obj, Py_XNewRef(ts->c_traceobj));
         ts->c_tracefunc = foothold;
     } else {
         gr_own_change_begin(r);
@@ -539,23 +539,23 @@ void gr_hooks_stop(gr_recorder *r)
         gr_thread *t = gr_thread_of_tstate(r, ts);
         if (!t)
             continue;
-        if (ts->c_profilefunc == gr_profile_chain && t->chain_func)
-            gr_swap_profile_func(ts, t->chain_func);
+        if (ts->c_profilefunc == gr_profile_chain && t->hook.chain_func)
+            gr_swap_profile_func(ts, t->hook.chain_func);
         if (ts == me) {
             mine = t;
             continue;
         }
-        if (t->foothold == 2)
+        if (t->foot.kind == 2)
             gr_drop_foreign(t, ts);
-        else if (t->foothold) {
+        else if (t->foot.kind) {
             /* Another thread's own foothold: swapped out so that the
              * interpreter's count of tracing threads comes down with it
              * (taken on an empty slot, it was counted). */
             if (ts->c_tracefunc == foothold)
-                (void)gr_own_swap_trace(ts, t->foot_func);
+                (void)gr_own_swap_trace(ts, t->foot.func);
             forget_foothold(t);
         }
-        Py_CLEAR(t->foot_frame); /* a foothold the program's trace function displaced */
+        Py_CLEAR(t->foot.frame); /* a foothold the program's trace function displaced */
     }
     /* Footholds left on threads the recorder does not follow (stray
      * footholds, on an empty trace slot): none may outlive the recording. */
@@ -564,7 +564,7 @@ void gr_hooks_stop(gr_recorder *r)
             (void)gr_own_swap_trace(ts, NULL);
     if (mine) {
         drop_foothold(r, mine, me);
-        Py_CLEAR(mine->foot_frame);
+        Py_CLEAR(mine->foot.frame);
     }
     gr_own_change_begin(r);
     if (me->c_tracefunc == foothold) {

@@ -27,51 +27,51 @@ static void recorder_free(gr_recorder *r)
 {
     if (!r)
         return;
-    gr_sampler_free(r->sampler);
-    gr_registry_free(r->reg);
-    PyMem_RawFree(r->scratch);
-    if (r->dw != r->w)
-        gr_writer_abandon(r->dw);
+    gr_sampler_free(r->samp.sampler);
+    gr_registry_free(r->samp.reg);
+    PyMem_RawFree(r->samp.scratch);
+    if (r->out.dw != r->w)
+        gr_writer_abandon(r->out.dw);
     gr_writer_abandon(r->w);
-    gr_writer_abandon(r->ww); /* sub-writers of tw: before it */
-    gr_writer_abandon(r->pw);
+    gr_writer_abandon(r->samp.ww); /* sub-writers of tw: before it */
+    gr_writer_abandon(r->samp.pw);
     gr_writer_abandon(r->tw);
-    free(r->path);
+    free(r->out.path);
     gr_ptrmap_free(&r->codes);
     PyMem_Free(r->ours);
-    gr_ptrmap_free(&r->greenlets);
-    gr_ptrmap_free(&r->weakrefs);
-    gr_ptrmap_free(&r->preexisting);
-    for (uint32_t i = 0; i < r->gl_used; i++)
-        Py_XDECREF(r->gl[i].wr);
-    PyMem_Free(r->gl);
-    PyMem_Free(r->gl_free);
+    gr_ptrmap_free(&r->ids.greenlets);
+    gr_ptrmap_free(&r->ids.weakrefs);
+    gr_ptrmap_free(&r->gls.preexisting);
+    for (uint32_t i = 0; i < r->gls.gl_used; i++)
+        Py_XDECREF(r->gls.gl[i].wr);
+    PyMem_Free(r->gls.gl);
+    PyMem_Free(r->gls.gl_free);
     PyMem_Free(r->code_gl);
-    PyMem_Free(r->freed_abandoned);
-    r->freed_abandoned = NULL;
-    r->nfreed_abandoned = r->cap_freed_abandoned = 0;
-    gr_ptrmap_free(&r->gl_index);
-    Py_XDECREF(r->strings);
-    Py_XDECREF(r->identities);
-    Py_XDECREF(r->keep);
-    Py_XDECREF(r->threads);
-    PyMem_Free(r->adopt);
+    PyMem_Free(r->gls.freed_abandoned);
+    r->gls.freed_abandoned = NULL;
+    r->gls.nfreed_abandoned = r->gls.cap_freed_abandoned = 0;
+    gr_ptrmap_free(&r->gls.gl_index);
+    Py_XDECREF(r->ids.strings);
+    Py_XDECREF(r->ids.identities);
+    Py_XDECREF(r->ids.keep);
+    Py_XDECREF(r->follow.threads);
+    PyMem_Free(r->follow.adopt);
     Py_XDECREF(r->thread_start[0]);
     Py_XDECREF(r->thread_start[1]);
-    PyMem_Free(r->start_sites);
-    PyMem_Free(r->unfollowed);
-    Py_XDECREF(r->forget);
-    for (size_t i = 0; i < r->nrules; i++) {
-        free(r->rules[i].prefix);
-        free(r->rules[i].replacement);
+    PyMem_Free(r->follow.start_sites);
+    PyMem_Free(r->follow.unfollowed);
+    Py_XDECREF(r->gls.forget);
+    for (size_t i = 0; i < r->out.nrules; i++) {
+        free(r->out.rules[i].prefix);
+        free(r->out.rules[i].replacement);
     }
-    free(r->rules);
+    free(r->out.rules);
     Py_XDECREF(r->greenlet_mod);
-    Py_XDECREF(r->getcurrent);
+    Py_XDECREF(r->gl_api.getcurrent);
     Py_XDECREF(r->settrace);
-    Py_XDECREF(r->str_parent);
-    Py_XDECREF(r->str_dead);
-    Py_XDECREF(r->str_gr_frame);
+    Py_XDECREF(r->gl_api.str_parent);
+    Py_XDECREF(r->gl_api.str_dead);
+    Py_XDECREF(r->gl_api.str_gr_frame);
     free(r);
 }
 
@@ -82,8 +82,8 @@ static int parse_rules(gr_recorder *r, PyObject *rules)
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    r->rules = calloc((size_t)n + 1, sizeof *r->rules);
-    if (!r->rules) {
+    r->out.rules = calloc((size_t)n + 1, sizeof *r->out.rules);
+    if (!r->out.rules) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
@@ -95,7 +95,7 @@ static int parse_rules(gr_recorder *r, PyObject *rules)
             Py_DECREF(seq);
             return -1;
         }
-        gr_path_rule *rule = &r->rules[r->nrules++];
+        gr_path_rule *rule = &r->out.rules[r->out.nrules++];
         rule->prefix = strdup(pre);
         rule->replacement = strdup(rep);
         rule->prefix_len = strlen(pre);
@@ -231,18 +231,18 @@ static void import_greenlet(gr_recorder *r, int forget)
         Py_XDECREF(finders);
         return;
     }
-    r->getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
+    r->gl_api.getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
     r->settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
-    if (!r->getcurrent || !r->settrace) {
+    if (!r->gl_api.getcurrent || !r->settrace) {
         PyErr_Clear();
-        Py_CLEAR(r->getcurrent);
+        Py_CLEAR(r->gl_api.getcurrent);
         Py_CLEAR(r->settrace);
     }
     /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
      * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
     void **api = PyCapsule_Import("greenlet._C_API", 0);
     if (api)
-        r->gl_current = (PyObject * (*)(void)) api[4];
+        r->gl_api.gl_current = (PyObject * (*)(void)) api[4];
     else
         PyErr_Clear();
     /* greenlet 0.4.15+ changes the switch witness on every switch
@@ -251,11 +251,11 @@ static void import_greenlet(gr_recorder *r, int forget)
     const char *vs = ver && PyUnicode_Check(ver) ? PyUnicode_AsUTF8(ver) : NULL;
     int a = 0, b = 0, c = 0;
     if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2)
-        r->witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
+        r->sw.witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
     /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
      * entries before). */
     if (api && a >= 2)
-        r->gl_parent = (PyObject * (*)(PyObject *)) api[11];
+        r->gl_api.gl_parent = (PyObject * (*)(PyObject *)) api[11];
     Py_XDECREF(ver);
     PyErr_Clear();
     if (before) {
@@ -484,29 +484,29 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         return PyErr_NoMemory();
     }
     gr_ptrmap_init(&r->codes);
-    gr_ptrmap_init(&r->greenlets);
-    gr_ptrmap_init(&r->weakrefs);
-    gr_ptrmap_init(&r->preexisting);
-    r->callback_mode = callback_mode;
-    r->profile_on = profile;
-    r->hide_ours = entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
-    r->strings = PyDict_New();
-    r->identities = PyDict_New();
-    r->keep = PyList_New(0);
-    r->threads = PyList_New(0);
-    gr_ptrmap_init(&r->gl_index);
-    r->forget = PyObject_GetAttrString(module, "_forget");
-    r->str_parent = PyUnicode_InternFromString("parent");
-    r->str_dead = PyUnicode_InternFromString("dead");
-    r->str_gr_frame = PyUnicode_InternFromString("gr_frame");
-    if (!r->strings || !r->identities || !r->keep || !r->threads || !r->forget ||
-        !r->str_parent || !r->str_dead || !r->str_gr_frame)
+    gr_ptrmap_init(&r->ids.greenlets);
+    gr_ptrmap_init(&r->ids.weakrefs);
+    gr_ptrmap_init(&r->gls.preexisting);
+    r->sw.callback_mode = callback_mode;
+    r->out.profile_on = profile;
+    r->out.hide_ours = entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
+    r->ids.strings = PyDict_New();
+    r->ids.identities = PyDict_New();
+    r->ids.keep = PyList_New(0);
+    r->follow.threads = PyList_New(0);
+    gr_ptrmap_init(&r->gls.gl_index);
+    r->gls.forget = PyObject_GetAttrString(module, "_forget");
+    r->gl_api.str_parent = PyUnicode_InternFromString("parent");
+    r->gl_api.str_dead = PyUnicode_InternFromString("dead");
+    r->gl_api.str_gr_frame = PyUnicode_InternFromString("gr_frame");
+    if (!r->ids.strings || !r->ids.identities || !r->ids.keep || !r->follow.threads || !r->gls.forget ||
+        !r->gl_api.str_parent || !r->gl_api.str_dead || !r->gl_api.str_gr_frame)
         goto fail;
     if (rules && rules != Py_None && parse_rules(r, rules) < 0)
         goto fail;
 
-    r->path = strdup(path);
-    if (!r->path) {
+    r->out.path = strdup(path);
+    if (!r->out.path) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -521,8 +521,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         /* Smaller chunks keep the ring closer to `ring` records (it keeps
          * whole chunks): 4 KiB holds about a thousand. */
         r->w = gr_writer_open_memory(GR_STREAM_CANONICAL, chunk ? (size_t)chunk : 4096, ring);
-        r->dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)chunk, 0);
-        if (!r->w || !r->dw) {
+        r->out.dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)chunk, 0);
+        if (!r->w || !r->out.dw) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -536,7 +536,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
             goto fail;
         }
-        r->dw = r->w;
+        r->out.dw = r->w;
         if (max_size)
             gr_writer_set_limit(r->w, max_size);
     }
@@ -584,11 +584,11 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
      * registry, outside ring mode, on 3.9-3.11 (compat.h,
      * GR_CONTINUED_SWITCHES), unless every switch must carry its real
      * stack. */
-    r->continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
+    r->sw.continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
     /* The self-check of continued switches (switches.c, verify_continued). */
     {
         const char *v = getenv("GREENREPLAY_VERIFY_CONTINUED");
-        r->verify_continued = v && strcmp(v, "1") == 0;
+        r->sw.verify_continued = v && strcmp(v, "1") == 0;
     }
     if (every_stack)
         emit_meta(r, "switch_stacks", "every");
@@ -598,12 +598,12 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         snprintf(iv, sizeof iv, "%llu", interval_us);
         emit_meta(r, "sampler", gr_sampler_mode_name(mode));
         emit_meta(r, "sampler_interval_us", iv);
-        r->reg = gr_registry_new((enum gr_reg_mode)mode, max_greenlets);
+        r->samp.reg = gr_registry_new((enum gr_reg_mode)mode, max_greenlets);
         /* The side channel's 'W' and 'P' chunks, written into it during
          * the run (docs/FORMAT.md §5, format 1.3). */
-        r->ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)chunk);
-        r->pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)chunk);
-        if (!r->reg || !r->ww || !r->pw) {
+        r->samp.ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)chunk);
+        r->samp.pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)chunk);
+        if (!r->samp.reg || !r->samp.ww || !r->samp.pw) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -611,7 +611,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
 
     const char *names[2] = {"mark", "stop"};
-    uint32_t *ids[2] = {&r->mark_code, &r->stop_code};
+    uint32_t *ids[2] = {&r->ids.mark_code, &r->ids.stop_code};
     for (int i = 0; i < 2; i++) {
         PyObject *fn = PyObject_GetAttrString(module, names[i]);
         if (!fn)
@@ -622,7 +622,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 
     r->gen = ++next_gen;
     r->tls_key = r->gen << 32;
-    r->threads_sweep_at = 64;
+    r->follow.threads_sweep_at = 64;
     /* The C functions that start threads (follow.c); _thread is
      * imported at interpreter start-up. */
     PyObject *thread_name = PyUnicode_FromString("_thread");
@@ -640,7 +640,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     PyErr_Clear();
     gr_active = r;
     gr_crash_install();
-    clock_gettime(CLOCK_MONOTONIC, &r->last);
+    clock_gettime(CLOCK_MONOTONIC, &r->out.last);
 
     /* The calling thread: its Python stack now.  This C function is not in
      * the seed: its c_call was not seen, and CPython does not report the
@@ -689,10 +689,10 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_own_change_end(r);
         t->had_events = 1;
     }
-    if (r->reg) {
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, (uint32_t)keep, ring_bytes,
+    if (r->samp.reg) {
+        r->samp.sampler = gr_sampler_start(r->samp.reg, &r->nevents, interval_us * 1000u, (uint32_t)keep, ring_bytes,
                                       ring_max);
-        if (!r->sampler)
+        if (!r->samp.sampler)
             gr_swallow(r); /* recording goes on without samples */
     }
     Py_RETURN_NONE;
@@ -715,17 +715,17 @@ static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
 
 /* The top of the stopping thread's stack for its STACK record, and the C
  * function to put on it (our stop).  Inside the recorder's tracing guard
- * (r->quiet: the uncaught exception's stop, audit.c) the frames above the
+ * (r->own.quiet: the uncaught exception's stop, audit.c) the frames above the
  * guard and the stop were never reported, so the stack ends at the frame
  * the guard was entered from. */
 static PyFrameObject *stop_top(gr_recorder *r)
 {
-    return r->quiet ? r->quiet_top : PyEval_GetFrame();
+    return r->own.quiet ? r->own.quiet_top : PyEval_GetFrame();
 }
 
 static uint32_t stop_c(gr_recorder *r)
 {
-    return r->quiet ? 0 : r->stop_code;
+    return r->own.quiet ? 0 : r->ids.stop_code;
 }
 
 /* One STACK record per live greenlet seen, in gid order; with greenlet
@@ -738,10 +738,10 @@ static int by_gid(const void *a, const void *b)
 
 static void emit_live_stacks(gr_recorder *r, gr_thread *me)
 {
-    Py_ssize_t nthreads = PyList_GET_SIZE(r->threads);
+    Py_ssize_t nthreads = PyList_GET_SIZE(r->follow.threads);
     if (!r->greenlet_mod) {
         for (Py_ssize_t i = 0; i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
             if (!t->tid)
                 continue;
             int alive = 1;
@@ -757,11 +757,11 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
     }
     /* The greenlets still tracked (alive, or freed with their end not yet
      * written), in gid order so that the bytes repeat. */
-    uint32_t *gids = PyMem_Malloc(((size_t)r->gl_used + 1) * sizeof *gids);
+    uint32_t *gids = PyMem_Malloc(((size_t)r->gls.gl_used + 1) * sizeof *gids);
     size_t ng = 0;
-    for (uint32_t i = 0; gids && i < r->gl_used; i++)
-        if (gr_ptrmap_get(&r->gl_index, GR_GL_KEY(r->gl[i].gid), 0) == i + 1)
-            gids[ng++] = r->gl[i].gid;
+    for (uint32_t i = 0; gids && i < r->gls.gl_used; i++)
+        if (gr_ptrmap_get(&r->gls.gl_index, GR_GL_KEY(r->gls.gl[i].gid), 0) == i + 1)
+            gids[ng++] = r->gls.gl[i].gid;
     if (gids && ng > 1)
         qsort(gids, ng, sizeof *gids, by_gid);
     for (size_t k = 0; k < ng; k++) {
@@ -771,7 +771,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             continue;
         gr_thread *pend = NULL;
         for (Py_ssize_t i = 0; !e->addr && i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
             if (t->tid && t->gl_pending && t->cur_gid == gid)
                 pend = t;
         }
@@ -793,7 +793,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         gr_thread *runner = NULL, *owner = NULL;
         PyObject *g = e->addr && e->wr ? gr_weakref_get(e->wr) : NULL;
         for (Py_ssize_t i = 0; i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
             if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
                 runner = t;
             if (t->tid && t->tid == gtid)
@@ -805,14 +805,14 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             Py_XDECREF(of);
         }
         /* A thread that ended before stop may have been dropped from
-         * r->threads (GR_GLS_GONE): its greenlets keep its tid. */
+         * r->follow.threads (GR_GLS_GONE): its greenlets keep its tid. */
         int gone = !owner && (e->state & GR_GLS_GONE);
         if (gone)
             owner_alive = 0;
         uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
         int dead = 1;
         if (g) {
-            PyObject *d = PyObject_GetAttr(g, r->str_dead);
+            PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
             dead = d ? PyObject_IsTrue(d) == 1 : 0;
             Py_XDECREF(d);
             PyErr_Clear();
@@ -849,7 +849,7 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
         } else {
             /* Suspended: its frames from gr_frame, under its own thread. */
-            PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
+            PyObject *fr = PyObject_GetAttr(g, r->gl_api.str_gr_frame);
             if (!fr)
                 PyErr_Clear();
             uint64_t f[3] = {tid, gid, 0};
@@ -862,12 +862,12 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
     PyMem_Free(gids);
     /* Freed unfinished after their thread ended (recorder.c): abandoned
      * like those still alive, with no frames written. */
-    for (size_t i = 0; i < r->nfreed_abandoned; i++) {
-        uint64_t f[3] = {r->freed_abandoned[i] >> 32, r->freed_abandoned[i] & 0xffffffffu,
+    for (size_t i = 0; i < r->gls.nfreed_abandoned; i++) {
+        uint64_t f[3] = {r->gls.freed_abandoned[i] >> 32, r->gls.freed_abandoned[i] & 0xffffffffu,
                          GR_STACK_THREAD_ENDED};
         gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
     }
-    r->nfreed_abandoned = 0;
+    r->gls.nfreed_abandoned = 0;
 }
 
 /* Ring mode: write the trace file from memory (a temporary file renamed
@@ -876,17 +876,17 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
  * trailer.  Returns 0 or -1 (errno set). */
 static int write_ring(gr_recorder *r, int reason)
 {
-    size_t n = strlen(r->path);
+    size_t n = strlen(r->out.path);
     char *tmp = malloc(n + 8);
     if (!tmp)
         return -1;
-    snprintf(tmp, n + 8, "%s.tmp", r->path);
+    snprintf(tmp, n + 8, "%s.tmp", r->out.path);
     gr_writer *f = gr_writer_open(tmp, GR_STREAM_CANONICAL, 0);
     if (!f) {
         free(tmp);
         return -1;
     }
-    int rc = gr_writer_copy_chunks(f, r->dw);
+    int rc = gr_writer_copy_chunks(f, r->out.dw);
     uint8_t gap[1 + GR_VARINT_MAX], *q = gap;
     *q++ = GR_GAP;
     q = gr_put_varint(q, r->w->evicted);
@@ -894,11 +894,11 @@ static int write_ring(gr_recorder *r, int reason)
         rc = gr_writer_append(f, gap, (size_t)(q - gap));
     if (rc == 0)
         rc = gr_writer_copy_chunks(f, r->w);
-    uint64_t trailer[5] = {r->w->held + r->w->records, r->w->dropped + r->dw->dropped, r->errors,
-                           (uint64_t)reason, r->replaced};
-    if (gr_writer_finish(f, trailer, r->replaced ? 5 : 4) < 0)
+    uint64_t trailer[5] = {r->w->held + r->w->records, r->w->dropped + r->out.dw->dropped, r->errors,
+                           (uint64_t)reason, r->out.replaced};
+    if (gr_writer_finish(f, trailer, r->out.replaced ? 5 : 4) < 0)
         rc = -1;
-    if (rc == 0 && rename(tmp, r->path) < 0)
+    if (rc == 0 && rename(tmp, r->out.path) < 0)
         rc = -1;
     if (rc < 0)
         unlink(tmp);
@@ -918,15 +918,15 @@ static PyObject *mod_flush(PyObject *module, PyObject *unused)
     gr_recorder *r = gr_active;
     if (!r)
         Py_RETURN_NONE;
-    if (r->dw != r->w) {
+    if (r->out.dw != r->w) {
         if (write_ring(r, GR_STOP_SNAPSHOT) < 0)
             r->errors++;
     } else {
         gr_writer_flush(r->w);
         gr_side_drain(r);
-        if (r->ww) {
-            gr_writer_flush(r->ww);
-            gr_writer_flush(r->pw);
+        if (r->samp.ww) {
+            gr_writer_flush(r->samp.ww);
+            gr_writer_flush(r->samp.pw);
         }
         if (r->tw)
             gr_writer_flush(r->tw);
@@ -953,7 +953,7 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!r)
         Py_RETURN_NONE;
     GR_EXC_SAVE(saved);
-    gr_sampler_stop(r->sampler); /* joins; the thread never takes the GIL */
+    gr_sampler_stop(r->samp.sampler); /* joins; the thread never takes the GIL */
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
         gr_thread_first_sight(r, me, stop_top(r), stop_c(r), 1);
@@ -997,77 +997,77 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
     /* The sampler is joined: every sample left goes to the side channel
      * now, before the counts below, as the last drain may still thin the
      * ring's samples of an idle stretch (sampler.h gr_sampler_drain). */
-    if (r->pw)
+    if (r->samp.pw)
         gr_side_drain(r);
-    if (r->reg && r->reg->overflow) {
+    if (r->samp.reg && r->samp.reg->overflow) {
         /* Greenlets that found every registry slot taken (more alive at
          * once than its capacity) were not tracked by the sampler: say so
          * (check --stall warns). */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.reg->overflow);
         emit_meta(r, "sampler_untracked_greenlets", n);
     }
-    if (r->sampler && r->sampler->lost_full) {
+    if (r->samp.sampler && r->samp.sampler->lost_full) {
         /* Sampling times skipped because the sampler's ring and own buffer
          * were full and the own buffer too small to thin (sampler.h
          * gr_sampler_drain).  A count (META records hold
          * no times: where the samples are missing, the 'P' entries' t_ns
          * say); check --stall warns. */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_full);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->lost_full);
         emit_meta(r, "sampler_samples_lost_full", n);
     }
-    if (r->sampler && r->sampler->thinned) {
+    if (r->samp.sampler && r->samp.sampler->thinned) {
         /* Sampling times without a kept sample while the program recorded
          * nothing for longer than the ring and own buffer hold: the own
          * buffer was thinned to stay spread over the whole stretch
          * (sampler.h gr_sampler_drain); check --stall warns. */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->thinned);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->thinned);
         emit_meta(r, "sampler_samples_thinned", n);
     }
-    if (r->sampler && r->sampler->lost_large) {
+    if (r->samp.sampler && r->samp.sampler->lost_large) {
         /* Samples above the ring's greatest entry (half of it: only with
          * a GREENREPLAY_SAMPLER_RING_MAX below two of the largest
          * samples): dropped when taken, counted, never in the trailer's
          * sample count. */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_large);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->lost_large);
         emit_meta(r, "sampler_samples_lost_large", n);
     }
-    if (r->verify_continued) {
+    if (r->sw.verify_continued) {
         /* GREENREPLAY_VERIFY_CONTINUED=1: how many continued switches were
          * checked against greenlet, how many it contradicted, and the first
          * of those ("INDEX TID WRITTEN_GID GREENLET_GID"). */
         char n[96];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->cont_verified);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sw.cont_verified);
         emit_meta(r, "continued_verified", n);
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->cont_mismatch);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sw.cont_mismatch);
         emit_meta(r, "continued_mismatch", n);
-        if (r->cont_mismatch) {
-            snprintf(n, sizeof n, "%llu %llu %llu %llu", (unsigned long long)r->cont_first[0],
-                     (unsigned long long)r->cont_first[1], (unsigned long long)r->cont_first[2],
-                     (unsigned long long)r->cont_first[3]);
+        if (r->sw.cont_mismatch) {
+            snprintf(n, sizeof n, "%llu %llu %llu %llu", (unsigned long long)r->sw.cont_first[0],
+                     (unsigned long long)r->sw.cont_first[1], (unsigned long long)r->sw.cont_first[2],
+                     (unsigned long long)r->sw.cont_first[3]);
             emit_meta(r, "continued_mismatch_first", n);
         }
     }
-    if (r->prof_switches) {
+    if (r->sw.prof_switches) {
         /* Passive mode: greenlets ran inside the program's own profile
          * function, unseen (profile.c, gr_profile_chain): how many of its
          * calls, and the first ("INDEX TID GID" of the event it was
          * called for). */
         char n[96];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->prof_switches);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sw.prof_switches);
         emit_meta(r, "switches_in_profile_function", n);
-        snprintf(n, sizeof n, "%llu %llu %llu", (unsigned long long)r->prof_switch_first[0],
-                 (unsigned long long)r->prof_switch_first[1], (unsigned long long)r->prof_switch_first[2]);
+        snprintf(n, sizeof n, "%llu %llu %llu", (unsigned long long)r->sw.prof_switch_first[0],
+                 (unsigned long long)r->sw.prof_switch_first[1], (unsigned long long)r->sw.prof_switch_first[2]);
         emit_meta(r, "switches_in_profile_function_first", n);
     }
-    for (size_t i = 0; i < r->nstart_sites; i++) {
+    for (size_t i = 0; i < r->follow.nstart_sites; i++) {
         /* Threads started while recording that the recorder never went
          * into (follow.c): per call site,
          * "COUNT CODE LINE VIA" (docs/FORMAT.md section 3, META). */
-        const gr_start_site *s = &r->start_sites[i];
+        const gr_start_site *s = &r->follow.start_sites[i];
         if (s->started <= s->followed || s->handover)
             continue;
         char n[160];
@@ -1075,16 +1075,16 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
                  s->via);
         emit_meta(r, "threads_unreached", n);
     }
-    if (r->pw) { /* drained above (nothing is left), then the last chunks */
+    if (r->samp.pw) { /* drained above (nothing is left), then the last chunks */
         /* A failed write is the side channel's error (its writer's, which
          * makes its gr_writer_finish below fail, and stop() raise). */
-        gr_writer_finish(r->ww, NULL, 0);
-        gr_writer_finish(r->pw, NULL, 0);
-        r->ww = r->pw = NULL;
+        gr_writer_finish(r->samp.ww, NULL, 0);
+        gr_writer_finish(r->samp.pw, NULL, 0);
+        r->samp.ww = r->samp.pw = NULL;
     }
     uint64_t nev = atomic_load(&r->nevents);
     int werr = r->w->error, rc;
-    if (r->dw != r->w) {
+    if (r->out.dw != r->w) {
         rc = write_ring(r, reason);
         nev = r->w->held + r->w->records;
     } else {
@@ -1097,13 +1097,13 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
             reason = GR_STOP_WRITE_ERROR;
         if (r->w->capped || werr) /* the records in the file are fewer */
             nev = r->w->indexed_written;
-        uint64_t trailer[5] = {nev, r->w->dropped, r->errors, (uint64_t)reason, r->replaced};
-        rc = gr_writer_finish(r->w, trailer, r->replaced ? 5 : 4);
-        r->w = r->dw = NULL;
+        uint64_t trailer[5] = {nev, r->w->dropped, r->errors, (uint64_t)reason, r->out.replaced};
+        rc = gr_writer_finish(r->w, trailer, r->out.replaced ? 5 : 4);
+        r->w = r->out.dw = NULL;
     }
     if (r->tw) {
-        uint64_t tt[3] = {nev, r->nswitches, r->sampler ? r->sampler->nsamples : 0};
-        if (gr_writer_finish(r->tw, tt, r->reg ? 3 : 1) < 0)
+        uint64_t tt[3] = {nev, r->samp.nswitches, r->samp.sampler ? r->samp.sampler->nsamples : 0};
+        if (gr_writer_finish(r->tw, tt, r->samp.reg ? 3 : 1) < 0)
             rc = -1;
         r->tw = NULL;
     }
@@ -1166,7 +1166,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
             if (ut == 0 && ts->c_profilefunc && gr_tstate_tracing(ts) == 0)
                 flags |= GR_MARK_TRACING_OFF;
         }
-        uint64_t f[5] = {t->tid, t->cur_gid, s ? gr_string_id_obj(r, s) : gr_string_id(r, "?"), r->mark_code,
+        uint64_t f[5] = {t->tid, t->cur_gid, s ? gr_string_id_obj(r, s) : gr_string_id(r, "?"), r->ids.mark_code,
                          flags};
         gr_emit_stack(r, GR_MARK, 5, f, 4, GR_MARK_CUT, top, 0);
         Py_XDECREF(s);
@@ -1234,18 +1234,18 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
         gr_own_change_end(r);
     }
     gr_active = NULL;
-    if (r->dw != r->w)
-        gr_writer_discard(r->dw);
+    if (r->out.dw != r->w)
+        gr_writer_discard(r->out.dw);
     gr_writer_discard(r->w);
-    gr_writer_discard(r->ww);
-    gr_writer_discard(r->pw);
+    gr_writer_discard(r->samp.ww);
+    gr_writer_discard(r->samp.pw);
     gr_writer_discard(r->tw);
-    r->w = r->dw = r->tw = r->ww = r->pw = NULL;
+    r->w = r->out.dw = r->tw = r->samp.ww = r->samp.pw = NULL;
     /* The sampler's thread does not exist in the child, and its locks may
      * have been held by it at the fork: joining or destroying them could
      * block forever.  Their memory is left to the child's exit. */
-    r->sampler = NULL;
-    r->reg = NULL;
+    r->samp.sampler = NULL;
+    r->samp.reg = NULL;
     recorder_free(r);
     PyErr_Clear();
     Py_RETURN_NONE;
@@ -1300,8 +1300,8 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
     gr_recorder *r = gr_active;
     if (!r)
         Py_RETURN_NONE;
-    return Py_BuildValue("{s:n,s:I,s:I}", "threads", PyList_GET_SIZE(r->threads),
-                         "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
+    return Py_BuildValue("{s:n,s:I,s:I}", "threads", PyList_GET_SIZE(r->follow.threads),
+                         "greenlet_slots", r->gls.gl_used - r->gls.gl_nfree, "greenlet_slots_allocated", r->gls.gl_cap);
 }
 
 /* _sampler_samples(): samples the reference sampler has kept so far in
@@ -1312,10 +1312,10 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
 static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
-    if (!r || !r->sampler)
+    if (!r || !r->samp.sampler)
         Py_RETURN_NONE;
     return PyLong_FromUnsignedLongLong(
-        __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
+        __atomic_load_n(&r->samp.sampler->nsamples, __ATOMIC_RELAXED));
 }
 
 /* _sampler_registry(): the sampler registry's figures while recording
@@ -1342,12 +1342,12 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
 static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
-    if (!r || !r->reg)
+    if (!r || !r->samp.reg)
         Py_RETURN_NONE;
-    gr_registry *g = r->reg;
+    gr_registry *g = r->samp.reg;
     unsigned long long recycled =
-        r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
-    gr_sampler *s = r->sampler;
+        r->samp.sampler ? __atomic_load_n(&r->samp.sampler->recycled, __ATOMIC_RELAXED) : 0;
+    gr_sampler *s = r->samp.sampler;
     unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
     unsigned long long lost_large = s ? __atomic_load_n(&s->lost_large, __ATOMIC_RELAXED) : 0;
     Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;

@@ -210,16 +210,16 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
         else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
             pass = gr_c_pop(r, t);
     }
-    Py_tracefunc f = t ? t->chain_func : NULL;
+    Py_tracefunc f = t ? t->hook.chain_func : NULL;
     if (!f || !pass)
         return 0;
     if (!r || !t)
         return f(obj, frame, what, arg);
-    if (!r->greenlet_mod || r->callback_mode) {
+    if (!r->greenlet_mod || r->sw.callback_mode) {
         Py_INCREF(t); /* the program's function may stop the recording */
-        t->chain_calls++;
+        t->hook.chain_calls++;
         int rc = f(obj, frame, what, arg);
-        t->chain_calls--;
+        t->hook.chain_calls--;
         Py_DECREF(t);
         return rc;
     }
@@ -231,15 +231,15 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     uint64_t at = atomic_load_explicit(&r->nevents, memory_order_relaxed);
     uint64_t tid = t->tid, gid = t->cur_gid;
     Py_INCREF(t);
-    t->chain_calls++;
+    t->hook.chain_calls++;
     int rc = f(obj, frame, what, arg);
-    t->chain_calls--;
+    t->hook.chain_calls--;
     Py_DECREF(t);
     if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
-        if (!r->prof_switches++) {
-            r->prof_switch_first[0] = at - 1; /* the event just written */
-            r->prof_switch_first[1] = tid;
-            r->prof_switch_first[2] = gid;
+        if (!r->sw.prof_switches++) {
+            r->sw.prof_switch_first[0] = at - 1; /* the event just written */
+            r->sw.prof_switch_first[1] = tid;
+            r->sw.prof_switch_first[2] = gid;
         }
     }
     return rc;

@@ -37,7 +37,7 @@ static inline int gr_c_pop(gr_recorder *r, gr_thread *t)
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
 /* Profile function that records and then calls the program's own profile
- * function (t->chain_func with the slot's object). */
+ * function (t->hook.chain_func with the slot's object). */
 int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
 #endif

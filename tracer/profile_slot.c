@@ -17,15 +17,15 @@
 
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code)
 {
-    uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
-                   (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->ran_unseen ? GR_HOOK_RAN : 0) |
-                   (t->hook_intrace ? GR_HOOK_IN_TRACE : 0);
+    uint64_t who = (t->hook.subject ? GR_HOOK_SUBJECT_ON : 0) | (t->hook.chain_func ? GR_HOOK_CHAINED : 0) |
+                   (t->hook.unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->hook.ran_unseen ? GR_HOOK_RAN : 0) |
+                   (t->hook.intrace ? GR_HOOK_IN_TRACE : 0);
     /* Another thread's change names that thread and its C call, unless a C
      * call of this thread's own ended with the program's function (code:
      * its c_return went there, foothold()), which `during` names then. */
-    if (t->by_tid && !code) {
-        who |= GR_HOOK_BY_OTHER | (uint64_t)t->by_tid << GR_HOOK_BY_SHIFT;
-        code = t->by_code;
+    if (t->hook.by_tid && !code) {
+        who |= GR_HOOK_BY_OTHER | (uint64_t)t->hook.by_tid << GR_HOOK_BY_SHIFT;
+        code = t->hook.by_code;
     }
     uint64_t f[6] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code};
     gr_emit(r, GR_HOOK, 6, f);
@@ -41,13 +41,13 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
 {
     Py_tracefunc f = ts->c_profilefunc;
     PyObject *old_chain = NULL;
-    uint32_t code = t->hook_pending ? t->hook_code : 0;
-    t->hook_pending = 0;
-    int ran = t->ran_unseen;
-    t->ran_unseen = 0;
+    uint32_t code = t->hook.pending ? t->hook.code : 0;
+    t->hook.pending = 0;
+    int ran = t->hook.ran_unseen;
+    t->hook.ran_unseen = 0;
     if (f == gr_profile || f == gr_profile_chain)
         return;
-    t->ran_unseen = ran; /* for emit_hook, below */
+    t->hook.ran_unseen = ran; /* for emit_hook, below */
     int action;
     if (!f) {
         /* Cleared.  While the subject was displaced by the program's own
@@ -55,32 +55,32 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
          * (None, as the recorder is invisible): the subject returns.
          * Otherwise the program removed the profiler a standard tool had
          * installed: the subject is gone from this thread. */
-        if (standard || (!t->subject && t->displaced)) {
+        if (standard || (!t->hook.subject && t->hook.displaced)) {
             action = GR_HOOK_RESTORED;
-            t->subject = 1;
-            t->displaced = 0;
+            t->hook.subject = 1;
+            t->hook.displaced = 0;
         } else {
             action = GR_HOOK_CLEARED;
-            t->subject = 0;
+            t->hook.subject = 0;
         }
-        t->chain_func = NULL;
-        Py_CLEAR(t->chain_obj);
+        t->hook.chain_func = NULL;
+        Py_CLEAR(t->hook.chain_obj);
         gr_own_change_begin(r);
         if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
     } else {
         action = GR_HOOK_SET;
-        if (t->subject) {
-            t->subject = 0;
-            t->displaced = 1;
+        if (t->hook.subject) {
+            t->hook.subject = 0;
+            t->hook.displaced = 1;
         }
-        t->chain_func = f;
+        t->hook.chain_func = f;
         if (!r->any_chain) {
             r->any_chain = 1;
             /* Every thread's events now take the bookkeeping path. */
-            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
-                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
+                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->follow.threads, i));
         }
         /* The profile object chained before is released last, once the
          * slot is whole again: releasing it can run its finalizer, and
@@ -91,13 +91,13 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
          * object, and the next event called the program's function with
          * a NULL object: a crash.  Released here, the clear empties the
          * slot whole (its own audit event: a HOOK at the next event). */
-        old_chain = t->chain_obj;
-        t->chain_obj = Py_XNewRef(ts->c_profileobj);
+        old_chain = t->hook.chain_obj;
+        t->hook.chain_obj = Py_XNewRef(ts->c_profileobj);
         gr_swap_profile_func(ts, gr_profile_chain);
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code);
-    t->ran_unseen = 0;
+    t->hook.ran_unseen = 0;
     Py_XDECREF(old_chain);
 }
 
@@ -149,25 +149,25 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
-    r->wrapping++;
+    r->own.wrapping++;
     PyObject *res = PyObject_CallOneArg(orig, func);
-    r->wrapping--;
+    r->own.wrapping--;
     if (res && gr_active == r) {
         gr_thread *t = gr_thread_known(r);
         int standard = 0;
-        if (r->profile_on && (!t || (func == Py_None && t->by_hook && !t->subject)) &&
+        if (r->out.profile_on && (!t || (func == Py_None && t->hook.by_hook && !t->hook.subject)) &&
             is_thread_profile_hook(func)) {
             standard = func == Py_None;
             if (!t) {
                 gr_unfollowed_reached(r, PyThreadState_Get());
                 t = gr_thread_current(r);
                 if (t)
-                    t->by_hook = 1;
+                    t->hook.by_hook = 1;
             }
         }
         if (t) {
             GR_EXC_SAVE(saved);
-            t->hook_pending = 0; /* no C call to pop: its c_return comes to us */
+            t->hook.pending = 0; /* no C call to pop: its c_return comes to us */
             gr_resolve_profile_slot(r, t, PyThreadState_Get(), standard);
             if (PyErr_Occurred())
                 gr_swallow(r);

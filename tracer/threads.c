@@ -19,11 +19,11 @@ _Thread_local struct gr_tls gr_tls __attribute__((tls_model("initial-exec")));
 
 static void thread_dealloc(gr_thread *t)
 {
-    Py_CLEAR(t->prev_trace);
-    Py_CLEAR(t->settrace);
-    Py_CLEAR(t->chain_obj);
-    Py_CLEAR(t->foot_obj);
-    Py_CLEAR(t->foot_frame);
+    Py_CLEAR(t->cb.prev);
+    Py_CLEAR(t->cb.settrace);
+    Py_CLEAR(t->hook.chain_obj);
+    Py_CLEAR(t->foot.obj);
+    Py_CLEAR(t->foot.frame);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -34,9 +34,9 @@ static void thread_dealloc(gr_thread *t)
  * mark() instead. */
 static int unseen_writable(gr_recorder *r, PyObject *g)
 {
-    if (gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0))
+    if (gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)g, 0))
         return 1;
-    if (gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0))
+    if (gr_ptrmap_get(&r->gls.preexisting, (uintptr_t)g, 0))
         return 0;
     PyObject *parent = gr_greenlet_parent(r, g);
     int ok = parent && parent != Py_None;
@@ -57,21 +57,21 @@ static void note_switch_callback(gr_recorder *r, gr_thread *t, PyObject *event, 
         return;
     }
     int is_throw = PyUnicode_Check(event) && PyUnicode_CompareWithASCIIString(event, "throw") == 0;
-    t->cb_pending = is_throw ? 2 : 1;
-    t->cb_target = PyTuple_GET_ITEM(pair, 1);
-    if (!r->profile_on) {
+    t->cb.pending = is_throw ? 2 : 1;
+    t->cb.target = PyTuple_GET_ITEM(pair, 1);
+    if (!r->out.profile_on) {
         /* start(profile=False) (the switch-path benchmark): no event will
          * follow, so the switch is written here, in the target. */
         PyFrameObject *top = PyEval_GetFrame();
-        gr_switch_seen(r, t, t->cb_target, top, 0, is_throw);
-    } else if (gr_tstate_tracing(PyThreadState_GET()) > 1 && unseen_writable(r, t->cb_target)) {
+        gr_switch_seen(r, t, t->cb.target, top, 0, is_throw);
+    } else if (gr_tstate_tracing(PyThreadState_GET()) > 1 && unseen_writable(r, t->cb.target)) {
         /* greenlet's guard adds one: the switch was made inside a profile
          * or trace function of the program (or a greenlet callback it
          * calls), so the target delivers no event until that returns:
          * the switch is written here, or it would be lost with every
          * greenlet that ran there.  Without a stack: this callback may be
          * wrapped by the program's, whose frames are on top. */
-        gr_switch_seen(r, t, t->cb_target, NULL, GR_SEEN_IN_TRACING, is_throw);
+        gr_switch_seen(r, t, t->cb.target, NULL, GR_SEEN_IN_TRACING, is_throw);
     }
 }
 
@@ -82,7 +82,7 @@ static void note_switch_callback(gr_recorder *r, gr_thread *t, PyObject *event, 
  * chains to the previous callback. */
 static void restore_after_stop(gr_thread *t)
 {
-    if (!t->settrace)
+    if (!t->cb.settrace)
         return;
     GR_EXC_SAVE(saved);
     gr_put_back_callback(t);
@@ -106,8 +106,8 @@ static PyObject *thread_call(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     else if (!r || t->gen != r->gen)
         restore_after_stop(t);
-    if (t->prev_trace)
-        return PyObject_Call(t->prev_trace, args, kwargs);
+    if (t->cb.prev)
+        return PyObject_Call(t->cb.prev, args, kwargs);
     Py_RETURN_NONE;
 }
 
@@ -135,7 +135,7 @@ static int by_tstate(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Drop from r->threads the gr_threads of threads that have ended: their
+/* Drop from r->follow.threads the gr_threads of threads that have ended: their
  * thread state (with their thread id) is no longer in the interpreter's
  * list, or a new thread took both over (ended; memory stays
  * bounded by the live threads, not by every thread ever seen).  What the
@@ -148,10 +148,10 @@ static int by_tstate(const void *a, const void *b)
  * cache: tls_key changes.  A gr_thread held elsewhere (callback mode: the
  * thread's greenlet callback) lives on with its last reference.
  * Cost: O(live threads log live threads + threads + greenlet slots), at
- * most once per doubling of r->threads.  Never raises. */
+ * most once per doubling of r->follow.threads.  Never raises. */
 static void sweep_threads(gr_recorder *r, PyThreadState *me)
 {
-    Py_ssize_t n = PyList_GET_SIZE(r->threads);
+    Py_ssize_t n = PyList_GET_SIZE(r->follow.threads);
     size_t nlive = 0, cap = 64;
     live_ts *live = PyMem_Malloc(cap * sizeof *live);
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); live && ts; ts = PyThreadState_Next(ts)) {
@@ -168,19 +168,19 @@ static void sweep_threads(gr_recorder *r, PyThreadState *me)
         live[nlive].ts = (uintptr_t)ts;
         live[nlive++].id = ts->thread_id;
     }
-    uint8_t *gone_tid = live ? PyMem_Calloc((size_t)r->nthreads / 8 + 1, 1) : NULL;
+    uint8_t *gone_tid = live ? PyMem_Calloc((size_t)r->ids.nthreads / 8 + 1, 1) : NULL;
     PyObject *keep = gone_tid ? PyList_New(0) : NULL;
     if (!keep) {
         PyErr_Clear();
         PyMem_Free(live);
         PyMem_Free(gone_tid);
-        r->threads_sweep_at = 2 * n; /* try again later */
+        r->follow.threads_sweep_at = 2 * n; /* try again later */
         return;
     }
     qsort(live, nlive, sizeof *live, by_tstate);
     Py_ssize_t dropped = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
         live_ts key = {(uintptr_t)t->tstate, t->thread_id};
         if (!t->ended && bsearch(&key, live, nlive, sizeof *live, by_tstate)) {
             if (PyList_Append(keep, (PyObject *)t) < 0)
@@ -189,7 +189,7 @@ static void sweep_threads(gr_recorder *r, PyThreadState *me)
         }
         t->ended = 1;
         dropped++;
-        if (t->tid && t->tid <= r->nthreads)
+        if (t->tid && t->tid <= r->ids.nthreads)
             gone_tid[t->tid / 8] |= (uint8_t)(1u << (t->tid % 8));
         if (t->gl_pending && t->cur_gid) {
             gr_gl *e = gr_gl_of(r, t->cur_gid);
@@ -199,20 +199,20 @@ static void sweep_threads(gr_recorder *r, PyThreadState *me)
         }
     }
     if (dropped) {
-        for (uint32_t i = 0; i < r->gl_used; i++) {
-            gr_gl *e = &r->gl[i];
-            if (gr_ptrmap_get(&r->gl_index, GR_GL_KEY(e->gid), 0) != i + 1)
+        for (uint32_t i = 0; i < r->gls.gl_used; i++) {
+            gr_gl *e = &r->gls.gl[i];
+            if (gr_ptrmap_get(&r->gls.gl_index, GR_GL_KEY(e->gid), 0) != i + 1)
                 continue;
             /* tids are 1..nthreads, one per gr_thread: a bit set here is
              * a thread being dropped (none of tid 0 is pointed at). */
-#define GONE(tid) ((tid) && (tid) <= r->nthreads && (gone_tid[(tid) / 8] >> ((tid) % 8) & 1))
+#define GONE(tid) ((tid) && (tid) <= r->ids.nthreads && (gone_tid[(tid) / 8] >> ((tid) % 8) & 1))
             if (e->on && GONE(e->on->tid))
                 e->on = NULL;
             if (GONE(e->tid))
                 e->state |= GR_GLS_GONE;
 #undef GONE
         }
-        Py_SETREF(r->threads, keep);
+        Py_SETREF(r->follow.threads, keep);
         keep = NULL;
         r->tls_key++;
     }
@@ -221,8 +221,8 @@ fail:
     PyErr_Clear();
     PyMem_Free(live);
     PyMem_Free(gone_tid);
-    Py_ssize_t left = PyList_GET_SIZE(r->threads);
-    r->threads_sweep_at = left < 32 ? 64 : 2 * left;
+    Py_ssize_t left = PyList_GET_SIZE(r->follow.threads);
+    r->follow.threads_sweep_at = left < 32 ? 64 : 2 * left;
 }
 
 gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
@@ -237,64 +237,64 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->cur_gid = 0;
     t->tstate = ts;
     t->thread_id = ts->thread_id;
-    t->prev_trace = NULL;
-    t->settrace = NULL;
+    t->cb.prev = NULL;
+    t->cb.settrace = NULL;
     t->cur_g = NULL;
     t->witness = GR_WITNESS_UNKNOWN;
     t->ccall_frame = NULL;
     t->sw_direct = 0;
     t->break_stamp = 0;
-    memset(t->susp_frame, 0, sizeof t->susp_frame);
-    memset(t->susp_slot, 0, sizeof t->susp_slot);
-    t->susp_next = 0;
+    memset(t->susp.frame, 0, sizeof t->susp.frame);
+    memset(t->susp.slot, 0, sizeof t->susp.slot);
+    t->susp.next = 0;
     t->cur_slot = 0;
     t->may_have_ended = 1;
     t->last_c_call = 0;
-    t->chain_func = NULL;
-    t->chain_obj = NULL;
-    t->foothold = 0;
-    t->foot_func = NULL;
-    t->foot_obj = NULL;
-    t->foot_frame = NULL;
-    t->foot_lasti = -1;
-    t->foot_withheld = -1;
-    t->foot_code = 0;
-    t->foot_intrace = 0;
-    t->hook_intrace = 0;
-    t->by_tid = 0;
-    t->by_code = 0;
-    t->chain_calls = 0;
-    t->foot_prof = NULL;
-    t->foot_pobj = NULL;
-    t->subject = r->profile_on;
-    t->displaced = 0;
-    t->cb_pending = 0;
-    t->cb_target = NULL;
-    t->hook_code = 0;
-    t->hook_pending = 0;
+    t->hook.chain_func = NULL;
+    t->hook.chain_obj = NULL;
+    t->foot.kind = 0;
+    t->foot.func = NULL;
+    t->foot.obj = NULL;
+    t->foot.frame = NULL;
+    t->foot.lasti = -1;
+    t->foot.withheld = -1;
+    t->foot.code = 0;
+    t->foot.intrace = 0;
+    t->hook.intrace = 0;
+    t->hook.by_tid = 0;
+    t->hook.by_code = 0;
+    t->hook.chain_calls = 0;
+    t->foot.prof = NULL;
+    t->foot.pobj = NULL;
+    t->hook.subject = r->out.profile_on;
+    t->hook.displaced = 0;
+    t->cb.pending = 0;
+    t->cb.target = NULL;
+    t->hook.code = 0;
+    t->hook.pending = 0;
     t->bound = 0;
     t->gl_pending = 0;
-    t->starting = 0;
-    t->start_nopy = 0;
-    t->start_head = NULL;
-    t->start_site = 0;
+    t->start.call = 0;
+    t->start.nopy = 0;
+    t->start.head = NULL;
+    t->start.site = 0;
     gr_thread_path(r, t);
     t->at_start = 0;
     t->ended = 0;
-    t->unannounced = 0;
-    t->ran_unseen = 0;
+    t->hook.unannounced = 0;
+    t->hook.ran_unseen = 0;
     t->had_events = 0;
     t->cbits = 0;
-    if (PyList_GET_SIZE(r->threads) >= r->threads_sweep_at)
+    if (PyList_GET_SIZE(r->follow.threads) >= r->follow.threads_sweep_at)
         sweep_threads(r, ts);
     /* A gr_thread of the same thread state (reused by CPython, with a
      * reused pthread id) belongs to a thread that has ended. */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++) {
-        gr_thread *o = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++) {
+        gr_thread *o = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
         if (o->tstate == ts && o->thread_id == ts->thread_id && o->bound)
             o->ended = 1;
     }
-    if (PyList_Append(r->threads, (PyObject *)t) < 0) {
+    if (PyList_Append(r->follow.threads, (PyObject *)t) < 0) {
         Py_DECREF(t);
         gr_swallow(r);
         return NULL;
@@ -316,8 +316,8 @@ int gr_thread_alive(const gr_thread *t)
 /* The gr_thread of thread state ts in recording r, or NULL. */
 gr_thread *gr_thread_of_tstate(gr_recorder *r, PyThreadState *ts)
 {
-    for (Py_ssize_t i = PyList_GET_SIZE(r->threads); i-- > 0;) {
-        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+    for (Py_ssize_t i = PyList_GET_SIZE(r->follow.threads); i-- > 0;) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
         if (t->tstate == ts && t->thread_id == ts->thread_id)
             return t;
     }
@@ -331,8 +331,8 @@ gr_thread *gr_thread_of_tstate(gr_recorder *r, PyThreadState *ts)
  * cannot tell a new thread from an ended one. */
 gr_thread *gr_thread_unbound(gr_recorder *r, PyThreadState *ts)
 {
-    for (Py_ssize_t i = PyList_GET_SIZE(r->threads); i-- > 0;) {
-        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+    for (Py_ssize_t i = PyList_GET_SIZE(r->follow.threads); i-- > 0;) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
         if (t->tstate == ts && t->thread_id == ts->thread_id && !t->bound)
             return t;
     }
@@ -340,15 +340,15 @@ gr_thread *gr_thread_unbound(gr_recorder *r, PyThreadState *ts)
 }
 
 /* The cache of the calling OS thread after a sweep (tls_key moved on
- * within the same recording): its gr_thread if still in r->threads (the
+ * within the same recording): its gr_thread if still in r->follow.threads (the
  * pointer is compared, never followed), rebinding the cache; else NULL
  * (dropped, or another recording's). */
 gr_thread *gr_tls_after_sweep(gr_recorder *r)
 {
     if (!gr_tls.thread || (gr_tls.gen >> 32) != (r->tls_key >> 32))
         return NULL;
-    for (Py_ssize_t i = PyList_GET_SIZE(r->threads); i-- > 0;) {
-        if (PyList_GET_ITEM(r->threads, i) == (PyObject *)gr_tls.thread) {
+    for (Py_ssize_t i = PyList_GET_SIZE(r->follow.threads); i-- > 0;) {
+        if (PyList_GET_ITEM(r->follow.threads, i) == (PyObject *)gr_tls.thread) {
             gr_tls.gen = r->tls_key;
             return gr_tls.thread;
         }
@@ -369,7 +369,7 @@ gr_thread *gr_thread_current(gr_recorder *r)
         t = gr_thread_new(r, ts);
         if (!t)
             return NULL;
-        Py_DECREF(t); /* r->threads keeps it */
+        Py_DECREF(t); /* r->follow.threads keeps it */
     }
     gr_thread_bind(r, t);
     return t;

@@ -23,7 +23,7 @@ gr_thread *gr_thread_of_tstate(gr_recorder *r, PyThreadState *ts);
 extern PyTypeObject gr_thread_type;
 
 /* New gr_thread for the calling thread (tstate set), registered in
- * r->threads.  Returns a new reference, or NULL (error swallowed). */
+ * r->follow.threads.  Returns a new reference, or NULL (error swallowed). */
 gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts);
 
 /* Whether thread t is still running: not marked ended, and its thread
@@ -45,7 +45,7 @@ static inline void gr_thread_bind(gr_recorder *r, gr_thread *t)
 }
 
 /* The cache of the calling OS thread after a sweep (tls_key moved on
- * within the same recording): its gr_thread if still in r->threads,
+ * within the same recording): its gr_thread if still in r->follow.threads,
  * rebinding the cache; else NULL (dropped, or another recording's). */
 gr_thread *gr_tls_after_sweep(gr_recorder *r);
 
@@ -53,12 +53,12 @@ gr_thread *gr_tls_after_sweep(gr_recorder *r);
  * OS thread yet, or NULL. */
 gr_thread *gr_thread_unbound(gr_recorder *r, PyThreadState *ts);
 
-/* Take thread state ts out of r->adopt: 1 if it was there. */
+/* Take thread state ts out of r->follow.adopt: 1 if it was there. */
 static inline int gr_adopt_take(gr_recorder *r, PyThreadState *ts)
 {
-    for (size_t i = 0; i < r->nadopt; i++) {
-        if (r->adopt[i] == ts) {
-            r->adopt[i] = r->adopt[--r->nadopt];
+    for (size_t i = 0; i < r->follow.nadopt; i++) {
+        if (r->follow.adopt[i] == ts) {
+            r->follow.adopt[i] = r->follow.adopt[--r->follow.nadopt];
             return 1;
         }
     }
@@ -67,7 +67,7 @@ static inline int gr_adopt_take(gr_recorder *r, PyThreadState *ts)
 
 /* The calling thread's gr_thread if the recorder knows this thread, else
  * NULL (no new one: a thread the recorder never reached stays unknown; a
- * thread state it went into when threading started the thread, r->adopt,
+ * thread state it went into when threading started the thread, r->follow.adopt,
  * gets its gr_thread at its first event).  Inline: the profile function's
  * first step. */
 static inline gr_thread *gr_thread_known(gr_recorder *r)
@@ -82,7 +82,7 @@ static inline gr_thread *gr_thread_known(gr_recorder *r)
     t = gr_thread_unbound(r, ts);
     if (t)
         gr_thread_bind(r, t);
-    else if (r->nadopt && gr_adopt_take(r, ts))
+    else if (r->follow.nadopt && gr_adopt_take(r, ts))
         t = gr_thread_current(r);
     return t;
 }
