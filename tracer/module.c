@@ -392,104 +392,120 @@ static int env_ring_bytes(const char *name, size_t *out)
     return 0;
 }
 
-static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
+/* start()'s arguments, checked (start_parse), and what they decide. */
+typedef struct {
+    PyObject *path_obj;           /* owned: the trace path, bytes */
+    PyObject *rules;              /* borrowed, or NULL */
+    int times;
+    Py_ssize_t chunk;
+    const char *sampler;
+    unsigned long long interval_us;
+    Py_ssize_t keep;
+    unsigned int max_greenlets;
+    int profile;
+    unsigned long long max_size, ring;
+    const char *switches;
+    PyObject *entry, *entry_c;    /* borrowed, or NULL */
+    int every_stack;
+    int callback_mode;            /* switches == "callback" */
+    int mode;                     /* the sampler's gr_reg_mode, or -1 */
+    size_t ring_max;              /* the sampler ring's cap: 0 for the default */
+    size_t ring_bytes;            /* the sampler ring's capacity: 0 for the default */
+} start_opts;
+
+/* The sampler's arguments and environment (start(sampler=...)). */
+static int start_parse_sampler(start_opts *o)
+{
+    o->mode = gr_sampler_mode(o->sampler);
+    if (o->mode < 0 || o->interval_us < 100 || o->max_greenlets < 2 || o->max_greenlets > (1u << 30)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
+                        "2 <= max_greenlets <= 2**30");
+        return -1;
+    }
+    /* The sampler's buffers grow with keep (sampler.h,
+     * GR_SAMPLER_KEEP_MAX): a huge one is refused, not allocated. */
+    if (o->keep < 0 || o->keep > GR_SAMPLER_KEEP_MAX) {
+        PyErr_Format(PyExc_ValueError, "keep=%zd: must be a number of stacks per sample from 0 to %u", o->keep,
+                     GR_SAMPLER_KEEP_MAX);
+        return -1;
+    }
+    o->times = 1;
+    /* GREENREPLAY_SAMPLER_RING_MAX=BYTES: the cap of the sampler's
+     * ring (sampler.h gr_sampler_start, ring_max), for tests that make
+     * over-large samples.  GREENREPLAY_SAMPLER_RING=BYTES: the capacity
+     * of the sampler's ring and own buffer (sampler.h), for tests that
+     * fill them quickly.  Each read here, once; unset or empty: the
+     * default; refused outside their bounds (env_ring_bytes). */
+    if (env_ring_bytes("GREENREPLAY_SAMPLER_RING_MAX", &o->ring_max) < 0 ||
+        env_ring_bytes("GREENREPLAY_SAMPLER_RING", &o->ring_bytes) < 0)
+        return -1;
+    return 0;
+}
+
+/* start()'s arguments into *o, checked.  0, or -1 with an exception set
+ * (o->path_obj then released). */
+static int start_parse(PyObject *args, PyObject *kwargs, start_opts *o)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
                              "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
                              "entry_c", "every_stack", NULL};
-    PyObject *path_obj, *rules = NULL;
-    int times = 0;
-    Py_ssize_t chunk = 0;
-    const char *sampler = NULL;
-    unsigned long long interval_us = 5000;
-    Py_ssize_t keep = 64;
-    unsigned int max_greenlets = 65536;
-    int profile = 1;
-    unsigned long long max_size = 0, ring = 0;
-    const char *switches = "passive";
-    PyObject *entry = NULL, *entry_c = NULL;
-    int every_stack = 0;
+    *o = (start_opts){.interval_us = 5000, .keep = 64, .max_greenlets = 65536, .profile = 1,
+                      .switches = "passive", .mode = -1};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KnIpKKsOOp:start", kwlist,
-                                     PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
-                                     &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &switches, &entry, &entry_c, &every_stack))
-        return NULL;
-    int callback_mode = strcmp(switches, "callback") == 0;
-    if (!callback_mode && strcmp(switches, "passive") != 0) {
-        Py_DECREF(path_obj);
+                                     PyUnicode_FSConverter, &o->path_obj, &o->rules, &o->times, &o->chunk,
+                                     &o->sampler, &o->interval_us, &o->keep, &o->max_greenlets, &o->profile,
+                                     &o->max_size, &o->ring, &o->switches, &o->entry, &o->entry_c,
+                                     &o->every_stack))
+        return -1;
+    o->callback_mode = strcmp(o->switches, "callback") == 0;
+    if (!o->callback_mode && strcmp(o->switches, "passive") != 0) {
         PyErr_SetString(PyExc_ValueError, "switches must be 'passive' or 'callback'");
-        return NULL;
+        goto fail;
     }
-    if (entry == Py_None)
-        entry = NULL;
-    if (entry && !PyFrame_Check(entry)) {
-        Py_DECREF(path_obj);
+    if (o->entry == Py_None)
+        o->entry = NULL;
+    if (o->entry && !PyFrame_Check(o->entry)) {
         PyErr_SetString(PyExc_TypeError, "entry must be a frame or None");
-        return NULL;
+        goto fail;
     }
-    if (ring && (times || sampler || max_size)) {
-        Py_DECREF(path_obj);
+    if (o->ring && (o->times || o->sampler || o->max_size)) {
         PyErr_SetString(PyExc_ValueError, "ring mode keeps the trace in memory: it cannot be combined "
                                           "with times, a sampler or max_size");
-        return NULL;
+        goto fail;
     }
-    int mode = -1;
-    size_t ring_max = 0; /* the sampler ring's cap: 0 for the default */
-    size_t ring_bytes = 0; /* the sampler ring's capacity: 0 for the default */
-    if (sampler) {
-        mode = gr_sampler_mode(sampler);
-        if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
-            Py_DECREF(path_obj);
-            PyErr_SetString(PyExc_ValueError,
-                            "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
-                            "2 <= max_greenlets <= 2**30");
-            return NULL;
-        }
-        /* The sampler's buffers grow with keep (sampler.h,
-         * GR_SAMPLER_KEEP_MAX): a huge one is refused, not allocated. */
-        if (keep < 0 || keep > GR_SAMPLER_KEEP_MAX) {
-            Py_DECREF(path_obj);
-            PyErr_Format(PyExc_ValueError,
-                         "keep=%zd: must be a number of stacks per sample from 0 to %u", keep,
-                         GR_SAMPLER_KEEP_MAX);
-            return NULL;
-        }
-        times = 1;
-        /* GREENREPLAY_SAMPLER_RING_MAX=BYTES: the cap of the sampler's
-         * ring (sampler.h gr_sampler_start, ring_max), for tests that make
-         * over-large samples.  GREENREPLAY_SAMPLER_RING=BYTES: the capacity
-         * of the sampler's ring and own buffer (sampler.h), for tests that
-         * fill them quickly.  Each read here, once; unset or empty: the
-         * default; refused outside their bounds (env_ring_bytes). */
-        if (env_ring_bytes("GREENREPLAY_SAMPLER_RING_MAX", &ring_max) < 0 ||
-            env_ring_bytes("GREENREPLAY_SAMPLER_RING", &ring_bytes) < 0) {
-            Py_DECREF(path_obj);
-            return NULL;
-        }
-    }
-    const char *path = PyBytes_AS_STRING(path_obj);
+    if (o->sampler && start_parse_sampler(o) < 0)
+        goto fail;
     if (gr_active) {
-        Py_DECREF(path_obj);
         PyErr_SetString(PyExc_RuntimeError, "greenreplay is already recording");
-        return NULL;
+        goto fail;
     }
-    if (chunk < 0 || (size_t)chunk > GR_CHUNK_MAX) {
-        Py_DECREF(path_obj);
+    if (o->chunk < 0 || (size_t)o->chunk > GR_CHUNK_MAX) {
         PyErr_Format(PyExc_ValueError, "chunk must be between 0 and %u bytes", GR_CHUNK_MAX);
-        return NULL;
+        goto fail;
     }
+    return 0;
+fail:
+    Py_CLEAR(o->path_obj);
+    return -1;
+}
+
+/* A new recorder's maps, dictionaries and options (not active yet), or
+ * NULL with an exception set (MemoryError; what was made is freed). */
+static gr_recorder *start_recorder_new(PyObject *module, const start_opts *o)
+{
     gr_recorder *r = calloc(1, sizeof *r);
     if (!r) {
-        Py_DECREF(path_obj);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return NULL;
     }
     gr_ptrmap_init(&r->codes);
     gr_ptrmap_init(&r->ids.greenlets);
     gr_ptrmap_init(&r->ids.weakrefs);
     gr_ptrmap_init(&r->gls.preexisting);
-    r->sw.callback_mode = callback_mode;
-    r->out.profile_on = profile;
-    r->out.hide_ours = entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
+    r->sw.callback_mode = o->callback_mode;
+    r->out.profile_on = o->profile;
+    r->out.hide_ours = o->entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
     r->ids.strings = PyDict_New();
     r->ids.identities = PyDict_New();
     r->ids.keep = PyList_New(0);
@@ -500,62 +516,68 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     r->gl_api.str_dead = PyUnicode_InternFromString("dead");
     r->gl_api.str_gr_frame = PyUnicode_InternFromString("gr_frame");
     if (!r->ids.strings || !r->ids.identities || !r->ids.keep || !r->follow.threads || !r->gls.forget ||
-        !r->gl_api.str_parent || !r->gl_api.str_dead || !r->gl_api.str_gr_frame)
-        goto fail;
-    if (rules && rules != Py_None && parse_rules(r, rules) < 0)
-        goto fail;
-
-    r->out.path = strdup(path);
-    if (!r->out.path) {
-        PyErr_NoMemory();
-        goto fail;
+        !r->gl_api.str_parent || !r->gl_api.str_dead || !r->gl_api.str_gr_frame) {
+        recorder_free(r);
+        return NULL;
     }
-    if (ring) {
+    return r;
+}
+
+/* The trace's writers: the file (ring mode: memory writers, the file
+ * checked now and written at stop) and the side channel.  0, or -1 with
+ * an exception set. */
+static int start_open_files(gr_recorder *r, start_opts *o, const char *path)
+{
+    if (o->ring) {
         /* Check now that the file can be written; it is written at stop. */
-        gr_writer *probe = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+        gr_writer *probe = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)o->chunk);
         if (!probe) {
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-            goto fail;
+            return -1;
         }
         gr_writer_discard(probe);
         /* Smaller chunks keep the ring closer to `ring` records (it keeps
          * whole chunks): 4 KiB holds about a thousand. */
-        r->w = gr_writer_open_memory(GR_STREAM_CANONICAL, chunk ? (size_t)chunk : 4096, ring);
-        r->out.dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)chunk, 0);
+        r->w = gr_writer_open_memory(GR_STREAM_CANONICAL, o->chunk ? (size_t)o->chunk : 4096, o->ring);
+        r->out.dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)o->chunk, 0);
         if (!r->w || !r->out.dw) {
             PyErr_NoMemory();
-            goto fail;
+            return -1;
         }
     } else {
         /* Under a size cap, chunks of an eighth of it (1-64 KiB) lose
          * little at the cap: a chunk that does not fit is dropped whole. */
-        if (max_size && !chunk)
-            chunk = (Py_ssize_t)(max_size / 8 < 1024 ? 1024 : max_size / 8 > 65536 ? 65536 : max_size / 8);
-        r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+        unsigned long long max_size = o->max_size;
+        if (max_size && !o->chunk)
+            o->chunk = (Py_ssize_t)(max_size / 8 < 1024 ? 1024 : max_size / 8 > 65536 ? 65536 : max_size / 8);
+        r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)o->chunk);
         if (!r->w) {
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-            goto fail;
+            return -1;
         }
         r->out.dw = r->w;
         if (max_size)
             gr_writer_set_limit(r->w, max_size);
     }
-    if (times) {
+    if (o->times) {
         PyObject *tp = PyBytes_FromFormat("%s.times", path);
         if (!tp)
-            goto fail;
-        r->tw = gr_writer_open(PyBytes_AS_STRING(tp), GR_STREAM_SIDE, (size_t)chunk);
+            return -1;
+        r->tw = gr_writer_open(PyBytes_AS_STRING(tp), GR_STREAM_SIDE, (size_t)o->chunk);
         if (!r->tw) {
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, PyBytes_AS_STRING(tp));
             Py_DECREF(tp);
-            goto fail;
+            return -1;
         }
         Py_DECREF(tp);
     }
-    Py_CLEAR(path_obj);
-    import_greenlet(r, entry != NULL);
+    return 0;
+}
 
-    /* Environment first: META records hold no paths and no times. */
+/* The META records of the environment and the options (they hold no
+ * paths and no times), with the switch-detection options they name. */
+static void start_emit_meta(gr_recorder *r, const start_opts *o)
+{
     char version[32];
     snprintf(version, sizeof version, "%s", Py_GetVersion());
     version[strcspn(version, " ")] = '\0';
@@ -574,9 +596,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     emit_meta(r, "greenlet", glv);
     Py_XDECREF(glv_obj);
-    if (!profile)
+    if (!o->profile)
         emit_meta(r, "profile", "off");
-    emit_meta(r, "switches", callback_mode ? "callback" : "passive");
+    emit_meta(r, "switches", o->callback_mode ? "callback" : "passive");
     const char *jit = gr_jit_state(); /* compat.h: what recording turns off */
     if (jit)
         emit_meta(r, "jit", jit);
@@ -584,38 +606,48 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
      * registry, outside ring mode, on 3.9-3.11 (compat.h,
      * GR_CONTINUED_SWITCHES), unless every switch must carry its real
      * stack. */
-    r->sw.continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
+    r->sw.continued_ok = GR_CONTINUED_SWITCHES && !o->callback_mode && o->mode < 0 && !o->ring && !o->every_stack;
     /* The self-check of continued switches (switches.c, verify_continued). */
     {
         const char *v = getenv("GREENREPLAY_VERIFY_CONTINUED");
         r->sw.verify_continued = v && strcmp(v, "1") == 0;
     }
-    if (every_stack)
+    if (o->every_stack)
         emit_meta(r, "switch_stacks", "every");
-    gr_note_preexisting(r);
-    if (mode >= 0) {
-        char iv[32];
-        snprintf(iv, sizeof iv, "%llu", interval_us);
-        emit_meta(r, "sampler", gr_sampler_mode_name(mode));
-        emit_meta(r, "sampler_interval_us", iv);
-        r->samp.reg = gr_registry_new((enum gr_reg_mode)mode, max_greenlets);
-        /* The side channel's 'W' and 'P' chunks, written into it during
-         * the run (docs/FORMAT.md §5, format 1.3). */
-        r->samp.ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)chunk);
-        r->samp.pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)chunk);
-        if (!r->samp.reg || !r->samp.ww || !r->samp.pw) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        gr_unwind_init();
-    }
+}
 
+/* The sampler's registry and side-channel chunks (its META records
+ * first); the sampler thread starts last (start_sampler).  0, or -1 with
+ * MemoryError. */
+static int start_sampler_registry(gr_recorder *r, const start_opts *o)
+{
+    char iv[32];
+    snprintf(iv, sizeof iv, "%llu", o->interval_us);
+    emit_meta(r, "sampler", gr_sampler_mode_name(o->mode));
+    emit_meta(r, "sampler_interval_us", iv);
+    r->samp.reg = gr_registry_new((enum gr_reg_mode)o->mode, o->max_greenlets);
+    /* The side channel's 'W' and 'P' chunks, written into it during
+     * the run (docs/FORMAT.md §5, format 1.3). */
+    r->samp.ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)o->chunk);
+    r->samp.pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)o->chunk);
+    if (!r->samp.reg || !r->samp.ww || !r->samp.pw) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    gr_unwind_init();
+    return 0;
+}
+
+/* The code ids of the recorder's mark() and stop(), its generation, and
+ * the C functions that start threads.  0, or -1 with an exception set. */
+static int start_own_functions(gr_recorder *r, PyObject *module)
+{
     const char *names[2] = {"mark", "stop"};
     uint32_t *ids[2] = {&r->ids.mark_code, &r->ids.stop_code};
     for (int i = 0; i < 2; i++) {
         PyObject *fn = PyObject_GetAttrString(module, names[i]);
         if (!fn)
-            goto fail;
+            return -1;
         *ids[i] = gr_cfunc_id(r, fn);
         Py_DECREF(fn);
     }
@@ -638,22 +670,20 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_DECREF(thread_mod);
     }
     PyErr_Clear();
-    gr_active = r;
-    gr_crash_install();
-    clock_gettime(CLOCK_MONOTONIC, &r->out.last);
+    return 0;
+}
 
-    /* The calling thread: its Python stack now.  This C function is not in
-     * the seed: its c_call was not seen, and CPython does not report the
-     * c_return of a call that began while profiling was off. */
-    PyThreadState *me = PyThreadState_Get();
-    gr_thread *t = gr_thread_current(r);
-    if (!t) {
-        gr_active = NULL;
-        goto fail;
-    }
-    if (entry) { /* whole-program mode: the seed ends below the program's frame */
-        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
-        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0, 0);
+/* The calling thread t (state me) at start: its Python stack now is its
+ * seed, then START (and in whole-program mode the program's first CALL).
+ * This C function is not in the seed: its c_call was not seen, and
+ * CPython does not report the c_return of a call that began while
+ * profiling was off. */
+static void start_this_thread(gr_recorder *r, gr_thread *t, const start_opts *o)
+{
+    if (o->entry) { /* whole-program mode: the seed ends below the program's frame */
+        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)o->entry);
+        gr_thread_first_sight(r, t, below, o->entry_c && o->entry_c != Py_None ? gr_cfunc_id(r, o->entry_c) : 0,
+                              0);
         Py_XDECREF(below);
     } else {
         gr_thread_first_sight(r, t, PyEval_GetFrame(), 0, 0);
@@ -661,25 +691,32 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
     gr_note_greenlet_callback(r, t, 1);
-    if (entry)
-        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
+    if (o->entry)
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)o->entry)));
+}
 
-    /* Threads that already exist: each is seen at its first event. */
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {
+/* The recorder's profile function into every thread's slot (with
+ * profile=True): threads that already exist are each seen at their first
+ * event; the calling thread t (state me) last, with sys.setprofile
+ * wrapped. */
+static void start_profiling(gr_recorder *r, gr_thread *t, PyThreadState *me, const start_opts *o)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && o->profile;
+         ts = PyThreadState_Next(ts)) {
         if (ts == me)
             continue;
-        gr_thread *o = gr_thread_new(r, ts);
-        if (o) {
-            o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
-            o->had_events = 1; /* the recorder's function is installed there */
+        gr_thread *other = gr_thread_new(r, ts);
+        if (other) {
+            other->at_start = 1; /* may be inside a greenlet already: ask at first sight */
+            other->had_events = 1; /* the recorder's function is installed there */
             gr_own_change_begin(r);
             if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
             gr_own_change_end(r);
-            Py_DECREF(o);
+            Py_DECREF(other);
         }
     }
-    if (profile) {
+    if (o->profile) {
         wrap_sys_setprofile(r);
         /* No object: sys.getprofile() keeps returning None (threads.c finds
          * the thread's state itself). */
@@ -689,16 +726,65 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_own_change_end(r);
         t->had_events = 1;
     }
-    if (r->samp.reg) {
-        r->samp.sampler = gr_sampler_start(r->samp.reg, &r->nevents, interval_us * 1000u, (uint32_t)keep, ring_bytes,
-                                      ring_max);
-        if (!r->samp.sampler)
-            gr_swallow(r); /* recording goes on without samples */
+}
+
+/* The sampler thread, once everything it reads is in place; recording
+ * goes on without samples if it cannot start. */
+static void start_sampler(gr_recorder *r, const start_opts *o)
+{
+    if (!r->samp.reg)
+        return;
+    r->samp.sampler = gr_sampler_start(r->samp.reg, &r->nevents, o->interval_us * 1000u, (uint32_t)o->keep,
+                                       o->ring_bytes, o->ring_max);
+    if (!r->samp.sampler)
+        gr_swallow(r); /* recording goes on without samples */
+}
+
+static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    start_opts o;
+    if (start_parse(args, kwargs, &o) < 0)
+        return NULL;
+    const char *path = PyBytes_AS_STRING(o.path_obj);
+    gr_recorder *r = start_recorder_new(module, &o);
+    if (!r) {
+        Py_DECREF(o.path_obj);
+        return NULL;
     }
+    if (o.rules && o.rules != Py_None && parse_rules(r, o.rules) < 0)
+        goto fail;
+    r->out.path = strdup(path);
+    if (!r->out.path) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (start_open_files(r, &o, path) < 0)
+        goto fail;
+    Py_CLEAR(o.path_obj);
+    import_greenlet(r, o.entry != NULL);
+    start_emit_meta(r, &o);
+    gr_note_preexisting(r);
+    if (o.mode >= 0 && start_sampler_registry(r, &o) < 0)
+        goto fail;
+    if (start_own_functions(r, module) < 0)
+        goto fail;
+    gr_active = r;
+    gr_crash_install();
+    clock_gettime(CLOCK_MONOTONIC, &r->out.last);
+
+    PyThreadState *me = PyThreadState_Get();
+    gr_thread *t = gr_thread_current(r);
+    if (!t) {
+        gr_active = NULL;
+        goto fail;
+    }
+    start_this_thread(r, t, &o);
+    start_profiling(r, t, me, &o);
+    start_sampler(r, &o);
     Py_RETURN_NONE;
 
 fail:
-    Py_XDECREF(path_obj);
+    Py_XDECREF(o.path_obj);
     recorder_free(r);
     return NULL;
 }
@@ -736,23 +822,132 @@ static int by_gid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* emit_live_stacks without greenlet: each thread's running stack. */
+static void live_stacks_threads(gr_recorder *r, gr_thread *me, Py_ssize_t nthreads)
+{
+    for (Py_ssize_t i = 0; i < nthreads; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
+        if (!t->tid)
+            continue;
+        int alive = 1;
+        PyFrameObject *top = t == me ? stop_top(r) : NULL;
+        PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
+        if (!alive)
+            continue;
+        uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? stop_c(r) : 0);
+        Py_XDECREF(other);
+    }
+}
+
+/* The greenlet gid (state e) is the main greenlet of a thread that never
+ * used greenlet (passive mode did not ask): its STACK, running on its
+ * thread.  1 if so, else 0 (nothing written). */
+static int live_stack_pending(gr_recorder *r, gr_thread *me, Py_ssize_t nthreads, uint32_t gid, gr_gl *e)
+{
+    gr_thread *pend = NULL;
+    for (Py_ssize_t i = 0; !e->addr && i < nthreads; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
+        if (t->tid && t->gl_pending && t->cur_gid == gid)
+            pend = t;
+    }
+    if (pend) {
+        /* The main greenlet of a thread that never used greenlet
+         * (passive mode did not ask): running on its thread. */
+        int alive = 1;
+        PyFrameObject *other = pend != me ? live_thread_frame(pend, &alive) : NULL;
+        if (alive) {
+            uint64_t f[3] = {pend->tid, gid, GR_STACK_RUNNING};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                          pend == me ? stop_top(r) : other, pend == me ? stop_c(r) : 0);
+        }
+        Py_XDECREF(other);
+        return 1;
+    }
+    return 0;
+}
+
+/* The STACK (or DEAD) of greenlet gid (state e) at stop: running on a
+ * thread, suspended, dead, or abandoned by a thread that ended. */
+static void live_stack_greenlet(gr_recorder *r, gr_thread *me, Py_ssize_t nthreads, uint32_t gid, gr_gl *e)
+{
+    int is_main = (e->state & GR_GLS_MAIN) != 0;
+    uint32_t gtid = e->tid;
+    gr_thread *runner = NULL, *owner = NULL;
+    PyObject *g = e->addr && e->wr ? gr_weakref_get(e->wr) : NULL;
+    for (Py_ssize_t i = 0; i < nthreads; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
+        if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
+            runner = t;
+        if (t->tid && t->tid == gtid)
+            owner = t;
+    }
+    int owner_alive = 1;
+    if (owner && owner != me) {
+        PyFrameObject *of = live_thread_frame(owner, &owner_alive);
+        Py_XDECREF(of);
+    }
+    /* A thread that ended before stop may have been dropped from
+     * r->follow.threads (GR_GLS_GONE): its greenlets keep its tid. */
+    int gone = !owner && (e->state & GR_GLS_GONE);
+    if (gone)
+        owner_alive = 0;
+    uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
+    int dead = 1;
+    if (g) {
+        PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
+        dead = d ? PyObject_IsTrue(d) == 1 : 0;
+        Py_XDECREF(d);
+        PyErr_Clear();
+    }
+    if (dead || !g) {
+        /* Died unseen (no event of its own since), or freed.  A main
+         * greenlet ends with its thread: nothing to report.  One whose
+         * thread ended before it finished is abandoned: its frames are
+         * gone with the thread (greenlet kills or drops them). */
+        if (!is_main && owner_alive)
+            gr_emit_dead(r, gid, tid);
+        else if (!is_main && g) {
+            uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+        }
+        Py_XDECREF(g);
+        return;
+    }
+    int alive = 1;
+    PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
+    if (runner && alive) {
+        uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                      runner == me ? stop_top(r) : other, runner == me ? stop_c(r) : 0);
+        Py_XDECREF(other);
+    } else if ((runner || gone) && is_main) {
+        /* The main greenlet of a thread that has ended. */
+    } else if (!owner_alive || runner) {
+        /* Abandoned: its thread ended before stop.  greenlet drops its
+         * frames when it cleans up after that thread, at a moment that
+         * varies from run to run, so none are written (the checker
+         * lists the open ones from the profile events). */
+        uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+    } else {
+        /* Suspended: its frames from gr_frame, under its own thread. */
+        PyObject *fr = PyObject_GetAttr(g, r->gl_api.str_gr_frame);
+        if (!fr)
+            PyErr_Clear();
+        uint64_t f[3] = {tid, gid, 0};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                      fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
+        Py_XDECREF(fr);
+    }
+    Py_DECREF(g);
+}
+
 static void emit_live_stacks(gr_recorder *r, gr_thread *me)
 {
     Py_ssize_t nthreads = PyList_GET_SIZE(r->follow.threads);
     if (!r->greenlet_mod) {
-        for (Py_ssize_t i = 0; i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
-            if (!t->tid)
-                continue;
-            int alive = 1;
-            PyFrameObject *top = t == me ? stop_top(r) : NULL;
-            PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
-            if (!alive)
-                continue;
-            uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? stop_c(r) : 0);
-            Py_XDECREF(other);
-        }
+        live_stacks_threads(r, me, nthreads);
         return;
     }
     /* The greenlets still tracked (alive, or freed with their end not yet
@@ -769,95 +964,8 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         gr_gl *e = gr_gl_of(r, gid);
         if (!e || (e->state & GR_GLS_DEAD))
             continue;
-        gr_thread *pend = NULL;
-        for (Py_ssize_t i = 0; !e->addr && i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
-            if (t->tid && t->gl_pending && t->cur_gid == gid)
-                pend = t;
-        }
-        if (pend) {
-            /* The main greenlet of a thread that never used greenlet
-             * (passive mode did not ask): running on its thread. */
-            int alive = 1;
-            PyFrameObject *other = pend != me ? live_thread_frame(pend, &alive) : NULL;
-            if (alive) {
-                uint64_t f[3] = {pend->tid, gid, GR_STACK_RUNNING};
-                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                              pend == me ? stop_top(r) : other, pend == me ? stop_c(r) : 0);
-            }
-            Py_XDECREF(other);
-            continue;
-        }
-        int is_main = (e->state & GR_GLS_MAIN) != 0;
-        uint32_t gtid = e->tid;
-        gr_thread *runner = NULL, *owner = NULL;
-        PyObject *g = e->addr && e->wr ? gr_weakref_get(e->wr) : NULL;
-        for (Py_ssize_t i = 0; i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
-            if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
-                runner = t;
-            if (t->tid && t->tid == gtid)
-                owner = t;
-        }
-        int owner_alive = 1;
-        if (owner && owner != me) {
-            PyFrameObject *of = live_thread_frame(owner, &owner_alive);
-            Py_XDECREF(of);
-        }
-        /* A thread that ended before stop may have been dropped from
-         * r->follow.threads (GR_GLS_GONE): its greenlets keep its tid. */
-        int gone = !owner && (e->state & GR_GLS_GONE);
-        if (gone)
-            owner_alive = 0;
-        uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
-        int dead = 1;
-        if (g) {
-            PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
-            dead = d ? PyObject_IsTrue(d) == 1 : 0;
-            Py_XDECREF(d);
-            PyErr_Clear();
-        }
-        if (dead || !g) {
-            /* Died unseen (no event of its own since), or freed.  A main
-             * greenlet ends with its thread: nothing to report.  One whose
-             * thread ended before it finished is abandoned: its frames are
-             * gone with the thread (greenlet kills or drops them). */
-            if (!is_main && owner_alive)
-                gr_emit_dead(r, gid, tid);
-            else if (!is_main && g) {
-                uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
-                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
-            }
-            Py_XDECREF(g);
-            continue;
-        }
-        int alive = 1;
-        PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
-        if (runner && alive) {
-            uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                          runner == me ? stop_top(r) : other, runner == me ? stop_c(r) : 0);
-            Py_XDECREF(other);
-        } else if ((runner || gone) && is_main) {
-            /* The main greenlet of a thread that has ended. */
-        } else if (!owner_alive || runner) {
-            /* Abandoned: its thread ended before stop.  greenlet drops its
-             * frames when it cleans up after that thread, at a moment that
-             * varies from run to run, so none are written (the checker
-             * lists the open ones from the profile events). */
-            uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
-        } else {
-            /* Suspended: its frames from gr_frame, under its own thread. */
-            PyObject *fr = PyObject_GetAttr(g, r->gl_api.str_gr_frame);
-            if (!fr)
-                PyErr_Clear();
-            uint64_t f[3] = {tid, gid, 0};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                          fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
-            Py_XDECREF(fr);
-        }
-        Py_DECREF(g);
+        if (!live_stack_pending(r, me, nthreads, gid, e))
+            live_stack_greenlet(r, me, nthreads, gid, e);
     }
     PyMem_Free(gids);
     /* Freed unfinished after their thread ended (recorder.c): abandoned
@@ -943,16 +1051,11 @@ PyDoc_STRVAR(stop_doc,
 "exit).  Returns the number of indexed records written, or None when not\n"
 "recording.  Raises OSError if the trace could not be written completely.");
 
-static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
+/* The end of the calling thread's recording at stop(): the sampler
+ * joined, this thread's switch and profile slot as at a mark, STOP, and
+ * the live stacks.  Returns the calling thread's gr_thread, or NULL. */
+static gr_thread *stop_this_thread(gr_recorder *r)
 {
-    static char *kwlist[] = {"reason", NULL};
-    int reason = GR_STOP_CALLED;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:stop", kwlist, &reason))
-        return NULL;
-    gr_recorder *r = gr_active;
-    if (!r)
-        Py_RETURN_NONE;
-    GR_EXC_SAVE(saved);
     gr_sampler_stop(r->samp.sampler); /* joins; the thread never takes the GIL */
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
@@ -969,9 +1072,14 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);
     }
+    return me;
+}
 
-    /* Uninstall: the program's own profile functions get their slots back,
-     * ours is removed wherever it is. */
+/* Uninstall at stop(): the program's own profile functions get their
+ * slots back, ours is removed wherever it is, and this thread's greenlet
+ * callback (me) is put back. */
+static void stop_uninstall(gr_recorder *r, gr_thread *me)
+{
     gr_hooks_stop(r);
     unwrap_sys_setprofile();
     PyThreadState *cur = PyThreadState_Get();
@@ -988,17 +1096,11 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
      * theirs back at their next switch. */
     if (me)
         gr_put_back_callback(me);
-    gr_active = NULL;
-    gr_crash_remove();
-    if (PyErr_Occurred())
-        gr_swallow(r);
-    GR_EXC_RESTORE(saved);
+}
 
-    /* The sampler is joined: every sample left goes to the side channel
-     * now, before the counts below, as the last drain may still thin the
-     * ring's samples of an idle stretch (sampler.h gr_sampler_drain). */
-    if (r->samp.pw)
-        gr_side_drain(r);
+/* META records of the sampler's losses (after its last drain). */
+static void stop_meta_sampler(gr_recorder *r)
+{
     if (r->samp.reg && r->samp.reg->overflow) {
         /* Greenlets that found every registry slot taken (more alive at
          * once than its capacity) were not tracked by the sampler: say so
@@ -1035,6 +1137,12 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->lost_large);
         emit_meta(r, "sampler_samples_lost_large", n);
     }
+}
+
+/* META records of switch detection: the self-check of continued switches
+ * and the switches unseen inside the program's profile function. */
+static void stop_meta_switches(gr_recorder *r)
+{
     if (r->sw.verify_continued) {
         /* GREENREPLAY_VERIFY_CONTINUED=1: how many continued switches were
          * checked against greenlet, how many it contradicted, and the first
@@ -1063,6 +1171,12 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
                  (unsigned long long)r->sw.prof_switch_first[1], (unsigned long long)r->sw.prof_switch_first[2]);
         emit_meta(r, "switches_in_profile_function_first", n);
     }
+}
+
+/* META records of the threads started while recording and never
+ * reached. */
+static void stop_meta_threads(gr_recorder *r)
+{
     for (size_t i = 0; i < r->follow.nstart_sites; i++) {
         /* Threads started while recording that the recorder never went
          * into (follow.c): per call site,
@@ -1075,6 +1189,14 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
                  s->via);
         emit_meta(r, "threads_unreached", n);
     }
+}
+
+/* The side channel's last chunks, the trace's last chunk and trailer
+ * (ring mode: the whole file), then the side channel's trailer.  *nev:
+ * the records in the trace; *werr: the trace writer's error.  Returns 0,
+ * or -1 when a write failed. */
+static int stop_finish_files(gr_recorder *r, int reason, uint64_t *nev_out, int *werr_out)
+{
     if (r->samp.pw) { /* drained above (nothing is left), then the last chunks */
         /* A failed write is the side channel's error (its writer's, which
          * makes its gr_writer_finish below fail, and stop() raise). */
@@ -1107,6 +1229,40 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
             rc = -1;
         r->tw = NULL;
     }
+    *nev_out = nev;
+    *werr_out = werr;
+    return rc;
+}
+
+static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"reason", NULL};
+    int reason = GR_STOP_CALLED;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:stop", kwlist, &reason))
+        return NULL;
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    GR_EXC_SAVE(saved);
+    gr_thread *me = stop_this_thread(r);
+    stop_uninstall(r, me);
+    gr_active = NULL;
+    gr_crash_remove();
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+
+    /* The sampler is joined: every sample left goes to the side channel
+     * now, before the counts below, as the last drain may still thin the
+     * ring's samples of an idle stretch (sampler.h gr_sampler_drain). */
+    if (r->samp.pw)
+        gr_side_drain(r);
+    stop_meta_sampler(r);
+    stop_meta_switches(r);
+    stop_meta_threads(r);
+    uint64_t nev;
+    int werr;
+    int rc = stop_finish_files(r, reason, &nev, &werr);
     uint64_t n = nev;
     recorder_free(r);
     if (rc < 0) {
