@@ -103,7 +103,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         gr_thread_start_announced(r, args);
         return 0;
     }
-    if (!r || r->own.change || r->own.wrapping || !r->out.profile_on || strcmp(event, "sys.setprofile") != 0)
+    if (!r || r->own.change || r->own.in_setprofile || !r->out.profile_on || strcmp(event, "sys.setprofile") != 0)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = gr_thread_known(r);

@@ -296,7 +296,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
     if (!r) {
-        /* No recording (gr_hooks_stop removes every foothold: this is
+        /* No recording (gr_slots_give_back removes every foothold: this is
          * only a safety net): the foothold goes, and the thread's state
          * of a recording gone is not read. */
         if (ts->c_tracefunc == foothold) {
@@ -527,7 +527,7 @@ void gr_foothold_take(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     GR_EXC_RESTORE(saved);
 }
 
-void gr_hooks_stop(gr_recorder *r)
+void gr_slots_give_back(gr_recorder *r)
 {
     /* Unchain: the program's profile functions get their slots back.  The
      * calling thread's foothold goes last, through CPython's setter, once

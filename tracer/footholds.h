@@ -40,7 +40,7 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts);
 
 /* stop(): give every chained profile slot back to the program's function
  * and drop any foothold in the trace slot. */
-void gr_hooks_stop(gr_recorder *r);
+void gr_slots_give_back(gr_recorder *r);
 
 /* How many thread states of the interpreter of `me` (the calling thread's
  * state) have the recorder's foothold (footholds.c) in their trace slot, with

@@ -68,7 +68,7 @@ static void recorder_free(gr_recorder *r)
     free(r->out.rules);
     Py_XDECREF(r->greenlet_mod);
     Py_XDECREF(r->gl_api.getcurrent);
-    Py_XDECREF(r->settrace);
+    Py_XDECREF(r->gl_settrace);
     Py_XDECREF(r->gl_api.str_parent);
     Py_XDECREF(r->gl_api.str_dead);
     Py_XDECREF(r->gl_api.str_gr_frame);
@@ -232,11 +232,11 @@ static void import_greenlet(gr_recorder *r, int forget)
         return;
     }
     r->gl_api.getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
-    r->settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
-    if (!r->gl_api.getcurrent || !r->settrace) {
+    r->gl_settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
+    if (!r->gl_api.getcurrent || !r->gl_settrace) {
         PyErr_Clear();
         Py_CLEAR(r->gl_api.getcurrent);
-        Py_CLEAR(r->settrace);
+        Py_CLEAR(r->gl_settrace);
     }
     /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
      * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
@@ -1080,7 +1080,7 @@ static gr_thread *stop_this_thread(gr_recorder *r)
  * callback (me) is put back. */
 static void stop_uninstall(gr_recorder *r, gr_thread *me)
 {
-    gr_hooks_stop(r);
+    gr_slots_give_back(r);
     unwrap_sys_setprofile();
     PyThreadState *cur = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
@@ -1380,7 +1380,7 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     gr_active = r;
     /* Hooks first, while gr_active still names the recording: the
      * program's own profile function gets its slot back unchained. */
-    gr_hooks_stop(r);
+    gr_slots_give_back(r);
     unwrap_sys_setprofile();
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc == gr_profile) {

@@ -107,7 +107,7 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
     case PyTrace_C_RETURN:
         t->last_c_call = 0;
         gr_emit3(r, GR_C_RETURN, t->tid, t->cur_gid, code);
-        if (arg == r->settrace) /* the program changed its greenlet callback */
+        if (arg == r->gl_settrace) /* the program changed its greenlet callback */
             gr_note_greenlet_callback(r, t, 0);
         break;
     case PyTrace_C_EXCEPTION:

@@ -149,9 +149,9 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
-    r->own.wrapping++;
+    r->own.in_setprofile++;
     PyObject *res = PyObject_CallOneArg(orig, func);
-    r->own.wrapping--;
+    r->own.in_setprofile--;
     if (res && gr_active == r) {
         gr_thread *t = gr_thread_known(r);
         int standard = 0;

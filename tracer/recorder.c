@@ -864,8 +864,8 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
     }
     /* Callback mode: chain in front of any callback installed before us on
      * this thread.  Passive mode installs none (switches.c). */
-    if (cur && r->settrace && r->sw.callback_mode) {
-        PyObject *prev = PyObject_CallOneArg(r->settrace, (PyObject *)t);
+    if (cur && r->gl_settrace && r->sw.callback_mode) {
+        PyObject *prev = PyObject_CallOneArg(r->gl_settrace, (PyObject *)t);
         if (!prev) {
             gr_swallow(r);
         } else {
@@ -873,8 +873,8 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
                 Py_DECREF(prev);
             else
                 t->cb.prev = prev;
-            Py_INCREF(r->settrace);
-            t->cb.settrace = r->settrace;
+            Py_INCREF(r->gl_settrace);
+            t->cb.gl_settrace = r->gl_settrace;
         }
     }
     /* The program's greenlet callback on a thread seen after start() (the
@@ -886,7 +886,7 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
 
 void gr_put_back_callback(gr_thread *t)
 {
-    if (!t->cb.settrace)
+    if (!t->cb.gl_settrace)
         return;
     PyObject *gettrace = PyObject_GetAttrString(gr_active && gr_active->greenlet_mod ?
                                                 gr_active->greenlet_mod : Py_None, "gettrace");
@@ -902,13 +902,13 @@ void gr_put_back_callback(gr_thread *t)
     Py_XDECREF(gettrace);
     if (active == (PyObject *)t) {
         /* Ours is active: put back exactly what the program had. */
-        PyObject *was = PyObject_CallOneArg(t->cb.settrace, t->cb.prev ? t->cb.prev : Py_None);
+        PyObject *was = PyObject_CallOneArg(t->cb.gl_settrace, t->cb.prev ? t->cb.prev : Py_None);
         Py_XDECREF(was);
     }
     /* Otherwise the program replaced ours: leave its callback in place. */
     Py_XDECREF(active);
     PyErr_Clear();
-    Py_CLEAR(t->cb.settrace);
+    Py_CLEAR(t->cb.gl_settrace);
 }
 
 /* The callable a functools.partial object calls (new reference), or NULL

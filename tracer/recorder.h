@@ -178,9 +178,10 @@ typedef struct gr_thread {
      * (threads.c): */
     struct gr_thread_callback {
         PyObject *prev;         /* owned; greenlet trace callback we replaced */
-        PyObject *settrace;     /* owned greenlet.settrace once ours is
-                                   installed on this thread; cleared when the
-                                   previous callback has been put back */
+        PyObject *gl_settrace;  /* owned: the function greenlet.settrace,
+                                   once ours is installed on this thread;
+                                   cleared when the previous callback has
+                                   been put back */
         int pending;            /* a greenlet switch callback ran
                                    and its SWITCH/THROW is written */
         PyObject *target;       /* its target (address only) */
@@ -257,7 +258,8 @@ typedef struct gr_recorder {
     uint8_t *code_gl;       /* PyMem; per code id: bit 0 code of greenlet,
                                gevent or eventlet; GR_CODE_GENERATOR */
     PyObject *greenlet_mod;  /* owned, or NULL when greenlet is missing */
-    PyObject *settrace;      /* owned greenlet.settrace, or NULL */
+    PyObject *gl_settrace;   /* owned: the function greenlet.settrace (to
+                               notice the program calling it), or NULL */
     PyObject *thread_start[2]; /* _thread.start_new_thread and
                                start_joinable_thread (or NULL): their C
                                calls start threads (follow.c) */
@@ -376,7 +378,7 @@ typedef struct gr_recorder {
     /* The recorder's own work, hidden from the program (audit.c, slots.c): */
     struct gr_recorder_own {
         int change;             /* the recorder itself is changing a hook */
-        int wrapping;           /* inside the recorder's sys.setprofile */
+        int in_setprofile;      /* inside the recorder's sys.setprofile */
         int quiet;              /* 1 while the recorder's own Python code runs
                                    in a tracing guard (audit.c uncaught): no
                                    profile event of it was recorded, so stop()
@@ -833,7 +835,7 @@ void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid);
 /* Callback mode: put back the greenlet trace callback the thread had
  * before ours, if ours is still the active one; never calls settrace
  * with the callback already active (greenlet issue 332).  Clears
- * t->cb.settrace. */
+ * t->cb.gl_settrace. */
 void gr_put_back_callback(gr_thread *t);
 
 /* The program's greenlet trace callback on thread t (greenlet.gettrace(),
@@ -873,7 +875,7 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
 {
     gr_event_state(t, frame, tag, code);
     gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
-    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+    if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
         gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
 }
 

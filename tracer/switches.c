@@ -420,7 +420,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
                         : 0;
         if (written == 2) {
             gr_event_state(t, frame, tag, code);
-            if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+            if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
                 gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
             return;
         }

@@ -20,7 +20,7 @@ _Thread_local struct gr_tls gr_tls __attribute__((tls_model("initial-exec")));
 static void thread_dealloc(gr_thread *t)
 {
     Py_CLEAR(t->cb.prev);
-    Py_CLEAR(t->cb.settrace);
+    Py_CLEAR(t->cb.gl_settrace);
     Py_CLEAR(t->hook.chain_obj);
     Py_CLEAR(t->foot.obj);
     Py_CLEAR(t->foot.frame);
@@ -82,7 +82,7 @@ static void note_switch_callback(gr_recorder *r, gr_thread *t, PyObject *event, 
  * chains to the previous callback. */
 static void restore_after_stop(gr_thread *t)
 {
-    if (!t->cb.settrace)
+    if (!t->cb.gl_settrace)
         return;
     GR_EXC_SAVE(saved);
     gr_put_back_callback(t);
@@ -238,7 +238,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->tstate = ts;
     t->thread_id = ts->thread_id;
     t->cb.prev = NULL;
-    t->cb.settrace = NULL;
+    t->cb.gl_settrace = NULL;
     t->cur_g = NULL;
     t->witness = GR_WITNESS_UNKNOWN;
     t->ccall_frame = NULL;
