@@ -286,6 +286,41 @@ static gr_thread *own_foothold_thread(gr_recorder *r, PyThreadState *me)
     return NULL;
 }
 
+/* The foothold's event with no recording (gr_slots_give_back removes
+ * every foothold: this is only a safety net): the foothold goes, and the
+ * thread's state of a recording gone is not read. */
+static void foothold_unrecorded(PyThreadState *ts)
+{
+    if (ts->c_tracefunc == foothold) {
+        GR_EXC_SAVE(saved);
+        gr_enter_tracing(ts);
+        gr_own_set_trace(ts, NULL, NULL); /* no recording: no audit hook of ours to quiet */
+        gr_leave_tracing(ts);
+        if (PyErr_Occurred())
+            PyErr_Clear();
+        GR_EXC_RESTORE(saved);
+    }
+}
+
+/* The foothold's event on a thread the recorder has not reached, after
+ * its change (gr_stray_foothold), or one it came to follow since (a later
+ * recording's, or threading's hook): every followed thread's slot, then
+ * the foothold goes. */
+static void foothold_unfollowed(gr_recorder *r, PyThreadState *ts)
+{
+    GR_EXC_SAVE(saved);
+    resolve_all(r, own_foothold_thread(r, ts));
+    drop_foreign_all(r, ts);
+    if (ts->c_tracefunc == foothold) {
+        gr_own_change_begin(r);
+        gr_own_set_trace(ts, NULL, NULL);
+        gr_own_change_end(r);
+    }
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
 /* Trace function that holds the trace slot from the audit event of a
  * program's profile change to the next event after the change: that is
  * where the recorder can see what the program installed.  Events from
@@ -296,37 +331,12 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     gr_recorder *r = gr_active;
     PyThreadState *ts = PyThreadState_Get();
     if (!r) {
-        /* No recording (gr_slots_give_back removes every foothold: this is
-         * only a safety net): the foothold goes, and the thread's state
-         * of a recording gone is not read. */
-        if (ts->c_tracefunc == foothold) {
-            GR_EXC_SAVE(saved);
-            gr_enter_tracing(ts);
-            gr_own_set_trace(ts, NULL, NULL); /* no recording: no audit hook of ours to quiet */
-            gr_leave_tracing(ts);
-            if (PyErr_Occurred())
-                PyErr_Clear();
-            GR_EXC_RESTORE(saved);
-        }
+        foothold_unrecorded(ts);
         return 0;
     }
     gr_thread *t = gr_thread_known(r);
     if (!t || !t->foot.kind) {
-        /* A thread the recorder has not reached, after its change
-         * (stray_foothold), or one it came to follow since (a later
-         * recording's, or threading's hook): every followed thread's
-         * slot, then the foothold goes. */
-        GR_EXC_SAVE(saved);
-        resolve_all(r, own_foothold_thread(r, ts));
-        drop_foreign_all(r, ts);
-        if (ts->c_tracefunc == foothold) {
-            gr_own_change_begin(r);
-            gr_own_set_trace(ts, NULL, NULL);
-            gr_own_change_end(r);
-        }
-        if (PyErr_Occurred())
-            gr_swallow(r);
-        GR_EXC_RESTORE(saved);
+        foothold_unfollowed(r, ts);
         return 0;
     }
     Py_tracefunc prev = t ? t->foot.func : NULL;
