@@ -293,7 +293,7 @@ static inline PyObject *gr_use_tracing_list(PyThreadState *ts)
 
 /* Run Python code that no profile or trace function, and no sys.monitoring
  * tool, sees: the recorder's own work inside the program (the uncaught
- * exception's stop, hooks.c; the program's audit hooks that its own slot
+ * exception's stop, audit.c; the program's audit hooks that its own slot
  * changes raise, recorder.h gr_own_change_begin), which neither the
  * recorder nor a profiler under test must count.  CPython
  * reports no event while tstate->tracing > 0 (3.9-3.11 call_trace; 3.12+
@@ -492,7 +492,7 @@ static inline int gr_slot_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject
 /* Swap the function of a thread's trace slot for fn, on any thread of the
  * interpreter (the calling thread's or another's), keeping its object and
  * raising no audit event: a foothold on a thread other than the one whose
- * audit event announced a profile change (hooks.c, foreign footholds).  No
+ * audit event announced a profile change (footholds.c, foreign footholds).  No
  * re-instrumentation (3.12+: the calling thread's own foothold, set just
  * before through gr_slot_set_trace, keeps the trace events of every thread
  * on; each thread's legacy trace handler reads its own c_tracefunc), but

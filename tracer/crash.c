@@ -39,20 +39,20 @@ static void on_fatal(int sig, siginfo_t *info, void *ctx)
     while (k < NFATAL && fatal_signals[k] != sig)
         k++;
     gr_recorder *r = gr_active;
-    if (r && !sealing && r->w && r->w == r->dw && !r->w->memory && !r->w->sealed) {
+    if (r && !sealing && r->w && r->w == r->out.dw && !r->w->memory && !r->w->sealed) {
         sealing = 1;
         gr_writer *w = r->w;
         /* zstd may allocate: the records buffered now go uncompressed (a
          * chunk says which it is, docs/FORMAT.md section 2.1). */
         w->z.on = 0;
         /* The side channel's chunks in this file, then the records. */
-        if (r->ww)
-            gr_writer_flush(r->ww);
-        if (r->pw)
-            gr_writer_flush(r->pw);
+        if (r->samp.ww)
+            gr_writer_flush(r->samp.ww);
+        if (r->samp.pw)
+            gr_writer_flush(r->samp.pw);
         gr_writer_flush(w);
         uint64_t trailer[6] = {w->indexed_written, w->dropped, r->errors, GR_STOP_SIGNAL,
-                               r->replaced, (uint64_t)sig};
+                               r->out.replaced, (uint64_t)sig};
         gr_writer_seal(w, trailer, 6);
         if (r->tw)
             gr_writer_flush(r->tw);

@@ -7,6 +7,11 @@
  * mark) ever raises.
  */
 #include "recorder.h"
+#include "audit.h"
+#include "footholds.h"
+#include "profile.h"
+#include "profile_slot.h"
+#include "threads.h"
 #include "boot.h"
 #include "window.h"
 #include "profiler_id.h"
@@ -24,52 +29,52 @@ static void recorder_free(gr_recorder *r)
 {
     if (!r)
         return;
-    gr_sampler_free(r->sampler);
-    gr_registry_free(r->reg);
-    PyMem_RawFree(r->scratch);
-    if (r->dw != r->w)
-        gr_writer_abandon(r->dw);
+    gr_sampler_free(r->samp.sampler);
+    gr_registry_free(r->samp.reg);
+    PyMem_RawFree(r->samp.scratch);
+    if (r->out.dw != r->w)
+        gr_writer_abandon(r->out.dw);
     gr_writer_abandon(r->w);
-    gr_writer_abandon(r->ww); /* sub-writers of tw: before it */
-    gr_writer_abandon(r->pw);
+    gr_writer_abandon(r->samp.ww); /* sub-writers of tw: before it */
+    gr_writer_abandon(r->samp.pw);
     gr_writer_abandon(r->tw);
-    free(r->path);
+    free(r->out.path);
     gr_ptrmap_free(&r->codes);
     PyMem_Free(r->ours);
-    gr_ptrmap_free(&r->greenlets);
-    gr_ptrmap_free(&r->weakrefs);
-    gr_ptrmap_free(&r->preexisting);
-    for (uint32_t i = 0; i < r->gl_used; i++)
-        Py_XDECREF(r->gl[i].wr);
-    PyMem_Free(r->gl);
-    PyMem_Free(r->gl_free);
+    gr_ptrmap_free(&r->ids.greenlets);
+    gr_ptrmap_free(&r->ids.weakrefs);
+    gr_ptrmap_free(&r->gls.preexisting);
+    for (uint32_t i = 0; i < r->gls.gl_used; i++)
+        Py_XDECREF(r->gls.gl[i].wr);
+    PyMem_Free(r->gls.gl);
+    PyMem_Free(r->gls.gl_free);
     PyMem_Free(r->code_gl);
-    PyMem_Free(r->freed_abandoned);
-    r->freed_abandoned = NULL;
-    r->nfreed_abandoned = r->cap_freed_abandoned = 0;
-    gr_ptrmap_free(&r->gl_index);
-    Py_XDECREF(r->strings);
-    Py_XDECREF(r->identities);
-    Py_XDECREF(r->keep);
-    Py_XDECREF(r->threads);
-    PyMem_Free(r->adopt);
+    PyMem_Free(r->gls.freed_abandoned);
+    r->gls.freed_abandoned = NULL;
+    r->gls.nfreed_abandoned = r->gls.cap_freed_abandoned = 0;
+    gr_ptrmap_free(&r->gls.gl_index);
+    Py_XDECREF(r->ids.strings);
+    Py_XDECREF(r->ids.identities);
+    Py_XDECREF(r->ids.keep);
+    Py_XDECREF(r->follow.threads);
+    PyMem_Free(r->follow.adopt);
     Py_XDECREF(r->thread_start[0]);
     Py_XDECREF(r->thread_start[1]);
-    PyMem_Free(r->start_sites);
-    gr_profiler_table_free(r->profilers);
-    PyMem_Free(r->unfollowed);
-    Py_XDECREF(r->forget);
-    for (size_t i = 0; i < r->nrules; i++) {
-        free(r->rules[i].prefix);
-        free(r->rules[i].replacement);
+    PyMem_Free(r->follow.start_sites);
+    gr_profiler_table_free(r->ids.profilers);
+    PyMem_Free(r->follow.unfollowed);
+    Py_XDECREF(r->gls.forget);
+    for (size_t i = 0; i < r->out.nrules; i++) {
+        free(r->out.rules[i].prefix);
+        free(r->out.rules[i].replacement);
     }
-    free(r->rules);
+    free(r->out.rules);
     Py_XDECREF(r->greenlet_mod);
-    Py_XDECREF(r->getcurrent);
-    Py_XDECREF(r->settrace);
-    Py_XDECREF(r->str_parent);
-    Py_XDECREF(r->str_dead);
-    Py_XDECREF(r->str_gr_frame);
+    Py_XDECREF(r->gl_api.getcurrent);
+    Py_XDECREF(r->gl_settrace);
+    Py_XDECREF(r->gl_api.str_parent);
+    Py_XDECREF(r->gl_api.str_dead);
+    Py_XDECREF(r->gl_api.str_gr_frame);
     free(r);
 }
 
@@ -80,8 +85,8 @@ static int parse_rules(gr_recorder *r, PyObject *rules)
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    r->rules = calloc((size_t)n + 1, sizeof *r->rules);
-    if (!r->rules) {
+    r->out.rules = calloc((size_t)n + 1, sizeof *r->out.rules);
+    if (!r->out.rules) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
@@ -93,7 +98,7 @@ static int parse_rules(gr_recorder *r, PyObject *rules)
             Py_DECREF(seq);
             return -1;
         }
-        gr_path_rule *rule = &r->rules[r->nrules++];
+        gr_path_rule *rule = &r->out.rules[r->out.nrules++];
         rule->prefix = strdup(pre);
         rule->replacement = strdup(rep);
         rule->prefix_len = strlen(pre);
@@ -229,18 +234,18 @@ static void import_greenlet(gr_recorder *r, int forget)
         Py_XDECREF(finders);
         return;
     }
-    r->getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
-    r->settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
-    if (!r->getcurrent || !r->settrace) {
+    r->gl_api.getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
+    r->gl_settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
+    if (!r->gl_api.getcurrent || !r->gl_settrace) {
         PyErr_Clear();
-        Py_CLEAR(r->getcurrent);
-        Py_CLEAR(r->settrace);
+        Py_CLEAR(r->gl_api.getcurrent);
+        Py_CLEAR(r->gl_settrace);
     }
     /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
      * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
     void **api = PyCapsule_Import("greenlet._C_API", 0);
     if (api)
-        r->gl_current = (PyObject * (*)(void)) api[4];
+        r->gl_api.gl_current = (PyObject * (*)(void)) api[4];
     else
         PyErr_Clear();
     /* greenlet 0.4.15+ changes the switch witness on every switch
@@ -249,11 +254,11 @@ static void import_greenlet(gr_recorder *r, int forget)
     const char *vs = ver && PyUnicode_Check(ver) ? PyUnicode_AsUTF8(ver) : NULL;
     int a = 0, b = 0, c = 0;
     if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2)
-        r->witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
+        r->sw.witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
     /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
      * entries before). */
     if (api && a >= 2)
-        r->gl_parent = (PyObject * (*)(PyObject *)) api[11];
+        r->gl_api.gl_parent = (PyObject * (*)(PyObject *)) api[11];
     Py_XDECREF(ver);
     PyErr_Clear();
     if (before) {
@@ -266,7 +271,7 @@ static void import_greenlet(gr_recorder *r, int forget)
     }
 }
 
-/* ---- sys.setprofile while recording (hooks.c) ----------------------------- */
+/* ---- sys.setprofile while recording (profile_slot.c) ---------------------- */
 
 /* Put the recorder's sys.setprofile into the sys module (profile on only):
  * same name, module and docstring as the original, which it calls. */
@@ -392,179 +397,200 @@ static int env_ring_bytes(const char *name, size_t *out)
     return 0;
 }
 
-static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
+/* start()'s arguments, checked (start_parse), and what they decide. */
+typedef struct {
+    PyObject *path_obj;           /* owned: the trace path, bytes */
+    PyObject *rules;              /* borrowed, or NULL */
+    int times;
+    Py_ssize_t chunk;
+    const char *sampler;
+    unsigned long long interval_us;
+    Py_ssize_t keep;
+    unsigned int max_greenlets;
+    int profile;
+    unsigned long long max_size, ring;
+    const char *switches;
+    PyObject *entry, *entry_c;    /* borrowed, or NULL */
+    int every_stack;
+    int compress;                 /* zstd records chunks (FORMAT.md 2.1) */
+    int callback_mode;            /* switches == "callback" */
+    int mode;                     /* the sampler's gr_reg_mode, or -1 */
+    size_t ring_max;              /* the sampler ring's cap: 0 for the default */
+    size_t ring_bytes;            /* the sampler ring's capacity: 0 for the default */
+} start_opts;
+
+/* The sampler's arguments and environment (start(sampler=...)). */
+static int start_parse_sampler(start_opts *o)
+{
+    o->mode = gr_sampler_mode(o->sampler);
+    if (o->mode < 0 || o->interval_us < 100 || o->max_greenlets < 2 || o->max_greenlets > (1u << 30)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
+                        "2 <= max_greenlets <= 2**30");
+        return -1;
+    }
+    /* The sampler's buffers grow with keep (sampler.h,
+     * GR_SAMPLER_KEEP_MAX): a huge one is refused, not allocated. */
+    if (o->keep < 0 || o->keep > GR_SAMPLER_KEEP_MAX) {
+        PyErr_Format(PyExc_ValueError, "keep=%zd: must be a number of stacks per sample from 0 to %u", o->keep,
+                     GR_SAMPLER_KEEP_MAX);
+        return -1;
+    }
+    o->times = 1;
+    /* GREENREPLAY_SAMPLER_RING_MAX=BYTES: the cap of the sampler's
+     * ring (sampler.h gr_sampler_start, ring_max), for tests that make
+     * over-large samples.  GREENREPLAY_SAMPLER_RING=BYTES: the capacity
+     * of the sampler's ring and own buffer (sampler.h), for tests that
+     * fill them quickly.  Each read here, once; unset or empty: the
+     * default; refused outside their bounds (env_ring_bytes). */
+    if (env_ring_bytes("GREENREPLAY_SAMPLER_RING_MAX", &o->ring_max) < 0 ||
+        env_ring_bytes("GREENREPLAY_SAMPLER_RING", &o->ring_bytes) < 0)
+        return -1;
+    return 0;
+}
+
+/* start()'s arguments into *o, checked.  0, or -1 with an exception set
+ * (o->path_obj then released). */
+static int start_parse(PyObject *args, PyObject *kwargs, start_opts *o)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
                              "max_greenlets", "profile", "max_size", "ring", "switches", "entry",
                              "entry_c", "every_stack", "compress", NULL};
-    PyObject *path_obj, *rules = NULL;
-    int times = 0;
-    Py_ssize_t chunk = 0;
-    const char *sampler = NULL;
-    unsigned long long interval_us = 5000;
-    Py_ssize_t keep = 64;
-    unsigned int max_greenlets = 65536;
-    int profile = 1;
-    unsigned long long max_size = 0, ring = 0;
-    const char *switches = "passive";
-    PyObject *entry = NULL, *entry_c = NULL;
-    int every_stack = 0;
-    int compress = 1;
+    *o = (start_opts){.interval_us = 5000, .keep = 64, .max_greenlets = 65536, .profile = 1,
+                      .switches = "passive", .mode = -1, .compress = 1};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|Opnz$KnIpKKsOOpp:start", kwlist,
-                                     PyUnicode_FSConverter, &path_obj, &rules, &times, &chunk,
-                                     &sampler, &interval_us, &keep, &max_greenlets, &profile,
-                                     &max_size, &ring, &switches, &entry, &entry_c, &every_stack,
-                                     &compress))
-        return NULL;
-    int callback_mode = strcmp(switches, "callback") == 0;
-    if (!callback_mode && strcmp(switches, "passive") != 0) {
-        Py_DECREF(path_obj);
+                                     PyUnicode_FSConverter, &o->path_obj, &o->rules, &o->times, &o->chunk,
+                                     &o->sampler, &o->interval_us, &o->keep, &o->max_greenlets, &o->profile,
+                                     &o->max_size, &o->ring, &o->switches, &o->entry, &o->entry_c,
+                                     &o->every_stack, &o->compress))
+        return -1;
+    o->callback_mode = strcmp(o->switches, "callback") == 0;
+    if (!o->callback_mode && strcmp(o->switches, "passive") != 0) {
         PyErr_SetString(PyExc_ValueError, "switches must be 'passive' or 'callback'");
-        return NULL;
+        goto fail;
     }
-    if (entry == Py_None)
-        entry = NULL;
-    if (entry && !PyFrame_Check(entry)) {
-        Py_DECREF(path_obj);
+    if (o->entry == Py_None)
+        o->entry = NULL;
+    if (o->entry && !PyFrame_Check(o->entry)) {
         PyErr_SetString(PyExc_TypeError, "entry must be a frame or None");
-        return NULL;
+        goto fail;
     }
-    if (ring && (times || sampler || max_size)) {
-        Py_DECREF(path_obj);
+    if (o->ring && (o->times || o->sampler || o->max_size)) {
         PyErr_SetString(PyExc_ValueError, "ring mode keeps the trace in memory: it cannot be combined "
                                           "with times, a sampler or max_size");
-        return NULL;
+        goto fail;
     }
-    int mode = -1;
-    size_t ring_max = 0; /* the sampler ring's cap: 0 for the default */
-    size_t ring_bytes = 0; /* the sampler ring's capacity: 0 for the default */
-    if (sampler) {
-        mode = gr_sampler_mode(sampler);
-        if (mode < 0 || interval_us < 100 || max_greenlets < 2 || max_greenlets > (1u << 30)) {
-            Py_DECREF(path_obj);
-            PyErr_SetString(PyExc_ValueError,
-                            "sampler must be 'two-phase', 'hold-lock' or 'seqlock', interval_us >= 100, "
-                            "2 <= max_greenlets <= 2**30");
-            return NULL;
-        }
-        /* The sampler's buffers grow with keep (sampler.h,
-         * GR_SAMPLER_KEEP_MAX): a huge one is refused, not allocated. */
-        if (keep < 0 || keep > GR_SAMPLER_KEEP_MAX) {
-            Py_DECREF(path_obj);
-            PyErr_Format(PyExc_ValueError,
-                         "keep=%zd: must be a number of stacks per sample from 0 to %u", keep,
-                         GR_SAMPLER_KEEP_MAX);
-            return NULL;
-        }
-        times = 1;
-        /* GREENREPLAY_SAMPLER_RING_MAX=BYTES: the cap of the sampler's
-         * ring (sampler.h gr_sampler_start, ring_max), for tests that make
-         * over-large samples.  GREENREPLAY_SAMPLER_RING=BYTES: the capacity
-         * of the sampler's ring and own buffer (sampler.h), for tests that
-         * fill them quickly.  Each read here, once; unset or empty: the
-         * default; refused outside their bounds (env_ring_bytes). */
-        if (env_ring_bytes("GREENREPLAY_SAMPLER_RING_MAX", &ring_max) < 0 ||
-            env_ring_bytes("GREENREPLAY_SAMPLER_RING", &ring_bytes) < 0) {
-            Py_DECREF(path_obj);
-            return NULL;
-        }
-    }
-    const char *path = PyBytes_AS_STRING(path_obj);
+    if (o->sampler && start_parse_sampler(o) < 0)
+        goto fail;
     if (gr_active) {
-        Py_DECREF(path_obj);
         PyErr_SetString(PyExc_RuntimeError, "greenreplay is already recording");
-        return NULL;
+        goto fail;
     }
-    if (chunk < 0 || (size_t)chunk > GR_CHUNK_MAX) {
-        Py_DECREF(path_obj);
+    if (o->chunk < 0 || (size_t)o->chunk > GR_CHUNK_MAX) {
         PyErr_Format(PyExc_ValueError, "chunk must be between 0 and %u bytes", GR_CHUNK_MAX);
-        return NULL;
+        goto fail;
     }
+    return 0;
+fail:
+    Py_CLEAR(o->path_obj);
+    return -1;
+}
+
+/* A new recorder's maps, dictionaries and options (not active yet), or
+ * NULL with an exception set (MemoryError; what was made is freed). */
+static gr_recorder *start_recorder_new(PyObject *module, const start_opts *o)
+{
     gr_recorder *r = calloc(1, sizeof *r);
     if (!r) {
-        Py_DECREF(path_obj);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        return NULL;
     }
     gr_ptrmap_init(&r->codes);
-    gr_ptrmap_init(&r->greenlets);
-    gr_ptrmap_init(&r->weakrefs);
-    gr_ptrmap_init(&r->preexisting);
-    r->callback_mode = callback_mode;
-    r->profile_on = profile;
-    r->hide_ours = entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
-    r->strings = PyDict_New();
-    r->identities = PyDict_New();
-    r->keep = PyList_New(0);
-    r->threads = PyList_New(0);
-    gr_ptrmap_init(&r->gl_index);
-    r->forget = PyObject_GetAttrString(module, "_forget");
-    r->str_parent = PyUnicode_InternFromString("parent");
-    r->str_dead = PyUnicode_InternFromString("dead");
-    r->str_gr_frame = PyUnicode_InternFromString("gr_frame");
-    if (!r->strings || !r->identities || !r->keep || !r->threads || !r->forget ||
-        !r->str_parent || !r->str_dead || !r->str_gr_frame)
-        goto fail;
-    if (rules && rules != Py_None && parse_rules(r, rules) < 0)
-        goto fail;
-
-    r->path = strdup(path);
-    if (!r->path) {
-        PyErr_NoMemory();
-        goto fail;
+    gr_ptrmap_init(&r->ids.greenlets);
+    gr_ptrmap_init(&r->ids.weakrefs);
+    gr_ptrmap_init(&r->gls.preexisting);
+    r->sw.callback_mode = o->callback_mode;
+    r->out.profile_on = o->profile;
+    r->out.hide_ours = o->entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
+    r->ids.strings = PyDict_New();
+    r->ids.identities = PyDict_New();
+    r->ids.keep = PyList_New(0);
+    r->follow.threads = PyList_New(0);
+    gr_ptrmap_init(&r->gls.gl_index);
+    r->gls.forget = PyObject_GetAttrString(module, "_forget");
+    r->gl_api.str_parent = PyUnicode_InternFromString("parent");
+    r->gl_api.str_dead = PyUnicode_InternFromString("dead");
+    r->gl_api.str_gr_frame = PyUnicode_InternFromString("gr_frame");
+    if (!r->ids.strings || !r->ids.identities || !r->ids.keep || !r->follow.threads || !r->gls.forget ||
+        !r->gl_api.str_parent || !r->gl_api.str_dead || !r->gl_api.str_gr_frame) {
+        recorder_free(r);
+        return NULL;
     }
-    if (ring) {
+    return r;
+}
+
+/* The trace's writers: the file (ring mode: memory writers, the file
+ * checked now and written at stop) and the side channel.  0, or -1 with
+ * an exception set. */
+static int start_open_files(gr_recorder *r, start_opts *o, const char *path)
+{
+    if (o->ring) {
         /* Check now that the file can be written; it is written at stop. */
-        gr_writer *probe = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+        gr_writer *probe = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)o->chunk);
         if (!probe) {
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-            goto fail;
+            return -1;
         }
         gr_writer_discard(probe);
         /* Smaller chunks keep the ring closer to `ring` records (it keeps
          * whole chunks): 4 KiB holds about a thousand. */
-        r->w = gr_writer_open_memory(GR_STREAM_CANONICAL, chunk ? (size_t)chunk : 4096, ring);
-        r->dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)chunk, 0);
-        if (!r->w || !r->dw) {
+        r->w = gr_writer_open_memory(GR_STREAM_CANONICAL, o->chunk ? (size_t)o->chunk : 4096, o->ring);
+        r->out.dw = gr_writer_open_memory(GR_STREAM_CANONICAL, (size_t)o->chunk, 0);
+        if (!r->w || !r->out.dw) {
             PyErr_NoMemory();
-            goto fail;
+            return -1;
         }
         /* Carried to the file each snapshot writes (gr_writer_copy_chunks). */
-        gr_writer_set_compress(r->w, compress);
-        gr_writer_set_compress(r->dw, compress);
+        gr_writer_set_compress(r->w, o->compress);
+        gr_writer_set_compress(r->out.dw, o->compress);
     } else {
         /* Under a size cap, chunks of an eighth of it (1-64 KiB) lose
          * little at the cap: a chunk that does not fit is dropped whole. */
-        if (max_size && !chunk)
-            chunk = (Py_ssize_t)(max_size / 8 < 1024 ? 1024 : max_size / 8 > 65536 ? 65536 : max_size / 8);
-        r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)chunk);
+        unsigned long long max_size = o->max_size;
+        if (max_size && !o->chunk)
+            o->chunk = (Py_ssize_t)(max_size / 8 < 1024 ? 1024 : max_size / 8 > 65536 ? 65536 : max_size / 8);
+        r->w = gr_writer_open(path, GR_STREAM_CANONICAL, (size_t)o->chunk);
         if (!r->w) {
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
-            goto fail;
+            return -1;
         }
-        r->dw = r->w;
-        if (gr_writer_set_compress(r->w, compress) < 0) {
+        r->out.dw = r->w;
+        if (gr_writer_set_compress(r->w, o->compress) < 0) {
             PyErr_NoMemory();
-            goto fail;
+            return -1;
         }
         if (max_size)
             gr_writer_set_limit(r->w, max_size);
     }
-    if (times) {
+    if (o->times) {
         PyObject *tp = PyBytes_FromFormat("%s.times", path);
         if (!tp)
-            goto fail;
-        r->tw = gr_writer_open(PyBytes_AS_STRING(tp), GR_STREAM_SIDE, (size_t)chunk);
+            return -1;
+        r->tw = gr_writer_open(PyBytes_AS_STRING(tp), GR_STREAM_SIDE, (size_t)o->chunk);
         if (!r->tw) {
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, PyBytes_AS_STRING(tp));
             Py_DECREF(tp);
-            goto fail;
+            return -1;
         }
         Py_DECREF(tp);
     }
-    Py_CLEAR(path_obj);
-    import_greenlet(r, entry != NULL);
+    return 0;
+}
 
-    /* Environment first: META records hold no paths and no times. */
+/* The META records of the environment and the options (they hold no
+ * paths and no times), with the switch-detection options they name. */
+static void start_emit_meta(gr_recorder *r, const start_opts *o)
+{
     char version[32];
     snprintf(version, sizeof version, "%s", Py_GetVersion());
     version[strcspn(version, " ")] = '\0';
@@ -583,9 +609,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     emit_meta(r, "greenlet", glv);
     Py_XDECREF(glv_obj);
-    if (!profile)
+    if (!o->profile)
         emit_meta(r, "profile", "off");
-    emit_meta(r, "switches", callback_mode ? "callback" : "passive");
+    emit_meta(r, "switches", o->callback_mode ? "callback" : "passive");
     const char *jit = gr_jit_state(); /* compat.h: what recording turns off */
     if (jit)
         emit_meta(r, "jit", jit);
@@ -593,47 +619,57 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
      * registry, outside ring mode, on 3.9-3.11 (compat.h,
      * GR_CONTINUED_SWITCHES), unless every switch must carry its real
      * stack. */
-    r->continued_ok = GR_CONTINUED_SWITCHES && !callback_mode && mode < 0 && !ring && !every_stack;
+    r->sw.continued_ok = GR_CONTINUED_SWITCHES && !o->callback_mode && o->mode < 0 && !o->ring && !o->every_stack;
     /* The self-check of continued switches (switches.c, verify_continued). */
     {
         const char *v = getenv("GREENREPLAY_VERIFY_CONTINUED");
-        r->verify_continued = v && strcmp(v, "1") == 0;
+        r->sw.verify_continued = v && strcmp(v, "1") == 0;
     }
-    if (every_stack)
+    if (o->every_stack)
         emit_meta(r, "switch_stacks", "every");
-    gr_note_preexisting(r);
-    if (mode >= 0) {
-        char iv[32];
-        snprintf(iv, sizeof iv, "%llu", interval_us);
-        emit_meta(r, "sampler", gr_sampler_mode_name(mode));
-        emit_meta(r, "sampler_interval_us", iv);
-        r->reg = gr_registry_new((enum gr_reg_mode)mode, max_greenlets);
-        /* The side channel's 'W' and 'P' chunks, written into it during
-         * the run (docs/FORMAT.md §5, format 1.3). */
-        r->ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)chunk);
-        r->pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)chunk);
-        if (!r->reg || !r->ww || !r->pw) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        gr_unwind_init();
-    }
+}
 
+/* The sampler's registry and side-channel chunks (its META records
+ * first); the sampler thread starts last (start_sampler).  0, or -1 with
+ * MemoryError. */
+static int start_sampler_registry(gr_recorder *r, const start_opts *o)
+{
+    char iv[32];
+    snprintf(iv, sizeof iv, "%llu", o->interval_us);
+    emit_meta(r, "sampler", gr_sampler_mode_name(o->mode));
+    emit_meta(r, "sampler_interval_us", iv);
+    r->samp.reg = gr_registry_new((enum gr_reg_mode)o->mode, o->max_greenlets);
+    /* The side channel's 'W' and 'P' chunks, written into it during
+     * the run (docs/FORMAT.md §5, format 1.3). */
+    r->samp.ww = gr_writer_open_sub(r->tw, GR_CHUNK_SWITCHES, (size_t)o->chunk);
+    r->samp.pw = gr_writer_open_sub(r->tw, GR_CHUNK_SAMPLES, (size_t)o->chunk);
+    if (!r->samp.reg || !r->samp.ww || !r->samp.pw) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    gr_unwind_init();
+    return 0;
+}
+
+/* The code ids of the recorder's mark() and stop(), its generation, and
+ * the C functions that start threads.  0, or -1 with an exception set. */
+static int start_own_functions(gr_recorder *r, PyObject *module)
+{
     const char *names[2] = {"mark", "stop"};
-    uint32_t *ids[2] = {&r->mark_code, &r->stop_code};
+    uint32_t *ids[2] = {&r->ids.mark_code, &r->ids.stop_code};
     for (int i = 0; i < 2; i++) {
         PyObject *fn = PyObject_GetAttrString(module, names[i]);
         if (!fn)
-            goto fail;
+            return -1;
         *ids[i] = gr_cfunc_id(r, fn);
         Py_DECREF(fn);
     }
 
     r->gen = ++next_gen;
     r->tls_key = r->gen << 32;
-    r->threads_sweep_at = 64;
-    /* The C functions that start threads (hooks.c, "threads the program
-     * starts"); _thread is imported at interpreter start-up. */
+    r->follow.threads_sweep_at = 64;
+    /* The C functions that start threads (follow.c); _thread is
+     * imported at interpreter start-up. */
     PyObject *thread_name = PyUnicode_FromString("_thread");
     PyObject *thread_mod = thread_name ? PyImport_GetModule(thread_name) : NULL;
     Py_XDECREF(thread_name);
@@ -647,22 +683,20 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_DECREF(thread_mod);
     }
     PyErr_Clear();
-    gr_active = r;
-    gr_crash_install();
-    clock_gettime(CLOCK_MONOTONIC, &r->last);
+    return 0;
+}
 
-    /* The calling thread: its Python stack now.  This C function is not in
-     * the seed: its c_call was not seen, and CPython does not report the
-     * c_return of a call that began while profiling was off. */
-    PyThreadState *me = PyThreadState_Get();
-    gr_thread *t = gr_thread_current(r);
-    if (!t) {
-        gr_active = NULL;
-        goto fail;
-    }
-    if (entry) { /* whole-program mode: the seed ends below the program's frame */
-        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
-        gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0, 0);
+/* The calling thread t (state me) at start: its Python stack now is its
+ * seed, then START (and in whole-program mode the program's first CALL).
+ * This C function is not in the seed: its c_call was not seen, and
+ * CPython does not report the c_return of a call that began while
+ * profiling was off. */
+static void start_this_thread(gr_recorder *r, gr_thread *t, const start_opts *o)
+{
+    if (o->entry) { /* whole-program mode: the seed ends below the program's frame */
+        PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)o->entry);
+        gr_thread_first_sight(r, t, below, o->entry_c && o->entry_c != Py_None ? gr_cfunc_id(r, o->entry_c) : 0,
+                              0);
         Py_XDECREF(below);
     } else {
         gr_thread_first_sight(r, t, PyEval_GetFrame(), 0, 0);
@@ -670,27 +704,34 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
     gr_note_greenlet_callback(r, t, 1);
-    if (entry)
-        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
+    if (o->entry)
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)o->entry)));
+}
 
-    /* Threads that already exist: each is seen at its first event. */
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && profile; ts = PyThreadState_Next(ts)) {
+/* The recorder's profile function into every thread's slot (with
+ * profile=True): threads that already exist are each seen at their first
+ * event; the calling thread t (state me) last, with sys.setprofile
+ * wrapped. */
+static void start_profiling(gr_recorder *r, gr_thread *t, PyThreadState *me, const start_opts *o)
+{
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && o->profile;
+         ts = PyThreadState_Next(ts)) {
         if (ts == me)
             continue;
-        gr_thread *o = gr_thread_new(r, ts);
-        if (o) {
-            o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
-            o->had_events = 1; /* the recorder's function is installed there */
+        gr_thread *other = gr_thread_new(r, ts);
+        if (other) {
+            other->at_start = 1; /* may be inside a greenlet already: ask at first sight */
+            other->had_events = 1; /* the recorder's function is installed there */
             gr_own_change_begin(r);
             if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
             gr_own_change_end(r);
-            Py_DECREF(o);
+            Py_DECREF(other);
         }
     }
-    if (profile) {
+    if (o->profile) {
         wrap_sys_setprofile(r);
-        /* No object: sys.getprofile() keeps returning None (hooks.c finds
+        /* No object: sys.getprofile() keeps returning None (threads.c finds
          * the thread's state itself). */
         gr_own_change_begin(r);
         if (gr_own_set_profile(me, gr_profile, NULL) < 0)
@@ -698,16 +739,65 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_own_change_end(r);
         t->had_events = 1;
     }
-    if (r->reg) {
-        r->sampler = gr_sampler_start(r->reg, &r->nevents, interval_us * 1000u, (uint32_t)keep, ring_bytes,
-                                      ring_max);
-        if (!r->sampler)
-            gr_swallow(r); /* recording goes on without samples */
+}
+
+/* The sampler thread, once everything it reads is in place; recording
+ * goes on without samples if it cannot start. */
+static void start_sampler(gr_recorder *r, const start_opts *o)
+{
+    if (!r->samp.reg)
+        return;
+    r->samp.sampler = gr_sampler_start(r->samp.reg, &r->nevents, o->interval_us * 1000u, (uint32_t)o->keep,
+                                       o->ring_bytes, o->ring_max);
+    if (!r->samp.sampler)
+        gr_swallow(r); /* recording goes on without samples */
+}
+
+static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    start_opts o;
+    if (start_parse(args, kwargs, &o) < 0)
+        return NULL;
+    const char *path = PyBytes_AS_STRING(o.path_obj);
+    gr_recorder *r = start_recorder_new(module, &o);
+    if (!r) {
+        Py_DECREF(o.path_obj);
+        return NULL;
     }
+    if (o.rules && o.rules != Py_None && parse_rules(r, o.rules) < 0)
+        goto fail;
+    r->out.path = strdup(path);
+    if (!r->out.path) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (start_open_files(r, &o, path) < 0)
+        goto fail;
+    Py_CLEAR(o.path_obj);
+    import_greenlet(r, o.entry != NULL);
+    start_emit_meta(r, &o);
+    gr_note_preexisting(r);
+    if (o.mode >= 0 && start_sampler_registry(r, &o) < 0)
+        goto fail;
+    if (start_own_functions(r, module) < 0)
+        goto fail;
+    gr_active = r;
+    gr_crash_install();
+    clock_gettime(CLOCK_MONOTONIC, &r->out.last);
+
+    PyThreadState *me = PyThreadState_Get();
+    gr_thread *t = gr_thread_current(r);
+    if (!t) {
+        gr_active = NULL;
+        goto fail;
+    }
+    start_this_thread(r, t, &o);
+    start_profiling(r, t, me, &o);
+    start_sampler(r, &o);
     Py_RETURN_NONE;
 
 fail:
-    Py_XDECREF(path_obj);
+    Py_XDECREF(o.path_obj);
     recorder_free(r);
     return NULL;
 }
@@ -724,17 +814,17 @@ static PyFrameObject *live_thread_frame(gr_thread *t, int *alive)
 
 /* The top of the stopping thread's stack for its STACK record, and the C
  * function to put on it (our stop).  Inside the recorder's tracing guard
- * (r->quiet: the uncaught exception's stop, hooks.c) the frames above the
+ * (r->own.quiet: the uncaught exception's stop, audit.c) the frames above the
  * guard and the stop were never reported, so the stack ends at the frame
  * the guard was entered from. */
 static PyFrameObject *stop_top(gr_recorder *r)
 {
-    return r->quiet ? r->quiet_top : PyEval_GetFrame();
+    return r->own.quiet ? r->own.quiet_top : PyEval_GetFrame();
 }
 
 static uint32_t stop_c(gr_recorder *r)
 {
-    return r->quiet ? 0 : r->stop_code;
+    return r->own.quiet ? 0 : r->ids.stop_code;
 }
 
 /* One STACK record per live greenlet seen, in gid order; with greenlet
@@ -745,32 +835,141 @@ static int by_gid(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* emit_live_stacks without greenlet: each thread's running stack. */
+static void live_stacks_threads(gr_recorder *r, gr_thread *me, Py_ssize_t nthreads)
+{
+    for (Py_ssize_t i = 0; i < nthreads; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
+        if (!t->tid)
+            continue;
+        int alive = 1;
+        PyFrameObject *top = t == me ? stop_top(r) : NULL;
+        PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
+        if (!alive)
+            continue;
+        uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? stop_c(r) : 0);
+        Py_XDECREF(other);
+    }
+}
+
+/* The greenlet gid (state e) is the main greenlet of a thread that never
+ * used greenlet (passive mode did not ask): its STACK, running on its
+ * thread.  1 if so, else 0 (nothing written). */
+static int live_stack_pending(gr_recorder *r, gr_thread *me, Py_ssize_t nthreads, uint32_t gid, gr_gl *e)
+{
+    gr_thread *pend = NULL;
+    for (Py_ssize_t i = 0; !e->addr && i < nthreads; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
+        if (t->tid && t->gl_pending && t->cur_gid == gid)
+            pend = t;
+    }
+    if (pend) {
+        /* The main greenlet of a thread that never used greenlet
+         * (passive mode did not ask): running on its thread. */
+        int alive = 1;
+        PyFrameObject *other = pend != me ? live_thread_frame(pend, &alive) : NULL;
+        if (alive) {
+            uint64_t f[3] = {pend->tid, gid, GR_STACK_RUNNING};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                          pend == me ? stop_top(r) : other, pend == me ? stop_c(r) : 0);
+        }
+        Py_XDECREF(other);
+        return 1;
+    }
+    return 0;
+}
+
+/* The STACK (or DEAD) of greenlet gid (state e) at stop: running on a
+ * thread, suspended, dead, or abandoned by a thread that ended. */
+static void live_stack_greenlet(gr_recorder *r, gr_thread *me, Py_ssize_t nthreads, uint32_t gid, gr_gl *e)
+{
+    int is_main = (e->state & GR_GLS_MAIN) != 0;
+    uint32_t gtid = e->tid;
+    gr_thread *runner = NULL, *owner = NULL;
+    PyObject *g = e->addr && e->wr ? gr_weakref_get(e->wr) : NULL;
+    for (Py_ssize_t i = 0; i < nthreads; i++) {
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
+        if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
+            runner = t;
+        if (t->tid && t->tid == gtid)
+            owner = t;
+    }
+    int owner_alive = 1;
+    if (owner && owner != me) {
+        PyFrameObject *of = live_thread_frame(owner, &owner_alive);
+        Py_XDECREF(of);
+    }
+    /* A thread that ended before stop may have been dropped from
+     * r->follow.threads (GR_GLS_GONE): its greenlets keep its tid. */
+    int gone = !owner && (e->state & GR_GLS_GONE);
+    if (gone)
+        owner_alive = 0;
+    uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
+    int dead = 1;
+    if (g) {
+        PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
+        dead = d ? PyObject_IsTrue(d) == 1 : 0;
+        Py_XDECREF(d);
+        PyErr_Clear();
+    }
+    if (dead || !g) {
+        /* Died unseen (no event of its own since), or freed.  A main
+         * greenlet ends with its thread: nothing to report.  One whose
+         * thread ended before it finished is abandoned: its frames are
+         * gone with the thread (greenlet kills or drops them). */
+        if (!is_main && owner_alive)
+            gr_emit_dead(r, gid, tid);
+        else if (!is_main && g) {
+            uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+        }
+        Py_XDECREF(g);
+        return;
+    }
+    int alive = 1;
+    PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
+    if (runner && alive) {
+        uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                      runner == me ? stop_top(r) : other, runner == me ? stop_c(r) : 0);
+        Py_XDECREF(other);
+    } else if ((runner || gone) && is_main) {
+        /* The main greenlet of a thread that has ended. */
+    } else if (!owner_alive || runner) {
+        /* Abandoned: its thread ended before stop.  greenlet drops its
+         * frames when it cleans up after that thread, at a moment that
+         * varies from run to run, so none are written (the checker
+         * lists the open ones from the profile events). */
+        uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
+    } else {
+        /* Suspended: its frames from gr_frame, under its own thread. */
+        PyObject *fr = PyObject_GetAttr(g, r->gl_api.str_gr_frame);
+        if (!fr)
+            PyErr_Clear();
+        uint64_t f[3] = {tid, gid, 0};
+        gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
+                      fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
+        Py_XDECREF(fr);
+    }
+    Py_DECREF(g);
+}
+
 static void emit_live_stacks(gr_recorder *r, gr_thread *me)
 {
-    Py_ssize_t nthreads = PyList_GET_SIZE(r->threads);
+    Py_ssize_t nthreads = PyList_GET_SIZE(r->follow.threads);
     if (!r->greenlet_mod) {
-        for (Py_ssize_t i = 0; i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (!t->tid)
-                continue;
-            int alive = 1;
-            PyFrameObject *top = t == me ? stop_top(r) : NULL;
-            PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
-            if (!alive)
-                continue;
-            uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? stop_c(r) : 0);
-            Py_XDECREF(other);
-        }
+        live_stacks_threads(r, me, nthreads);
         return;
     }
     /* The greenlets still tracked (alive, or freed with their end not yet
      * written), in gid order so that the bytes repeat. */
-    uint32_t *gids = PyMem_Malloc(((size_t)r->gl_used + 1) * sizeof *gids);
+    uint32_t *gids = PyMem_Malloc(((size_t)r->gls.gl_used + 1) * sizeof *gids);
     size_t ng = 0;
-    for (uint32_t i = 0; gids && i < r->gl_used; i++)
-        if (gr_ptrmap_get(&r->gl_index, GR_GL_KEY(r->gl[i].gid), 0) == i + 1)
-            gids[ng++] = r->gl[i].gid;
+    for (uint32_t i = 0; gids && i < r->gls.gl_used; i++)
+        if (gr_ptrmap_get(&r->gls.gl_index, GR_GL_KEY(r->gls.gl[i].gid), 0) == i + 1)
+            gids[ng++] = r->gls.gl[i].gid;
     if (gids && ng > 1)
         qsort(gids, ng, sizeof *gids, by_gid);
     for (size_t k = 0; k < ng; k++) {
@@ -778,105 +977,18 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
         gr_gl *e = gr_gl_of(r, gid);
         if (!e || (e->state & GR_GLS_DEAD))
             continue;
-        gr_thread *pend = NULL;
-        for (Py_ssize_t i = 0; !e->addr && i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (t->tid && t->gl_pending && t->cur_gid == gid)
-                pend = t;
-        }
-        if (pend) {
-            /* The main greenlet of a thread that never used greenlet
-             * (passive mode did not ask): running on its thread. */
-            int alive = 1;
-            PyFrameObject *other = pend != me ? live_thread_frame(pend, &alive) : NULL;
-            if (alive) {
-                uint64_t f[3] = {pend->tid, gid, GR_STACK_RUNNING};
-                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                              pend == me ? stop_top(r) : other, pend == me ? stop_c(r) : 0);
-            }
-            Py_XDECREF(other);
-            continue;
-        }
-        int is_main = (e->state & GR_GLS_MAIN) != 0;
-        uint32_t gtid = e->tid;
-        gr_thread *runner = NULL, *owner = NULL;
-        PyObject *g = e->addr && e->wr ? gr_weakref_get(e->wr) : NULL;
-        for (Py_ssize_t i = 0; i < nthreads; i++) {
-            gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
-            if (g && t->tid && t->cur_gid == gid && t->cur_g == g)
-                runner = t;
-            if (t->tid && t->tid == gtid)
-                owner = t;
-        }
-        int owner_alive = 1;
-        if (owner && owner != me) {
-            PyFrameObject *of = live_thread_frame(owner, &owner_alive);
-            Py_XDECREF(of);
-        }
-        /* A thread that ended before stop may have been dropped from
-         * r->threads (GR_GLS_GONE): its greenlets keep its tid. */
-        int gone = !owner && (e->state & GR_GLS_GONE);
-        if (gone)
-            owner_alive = 0;
-        uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
-        int dead = 1;
-        if (g) {
-            PyObject *d = PyObject_GetAttr(g, r->str_dead);
-            dead = d ? PyObject_IsTrue(d) == 1 : 0;
-            Py_XDECREF(d);
-            PyErr_Clear();
-        }
-        if (dead || !g) {
-            /* Died unseen (no event of its own since), or freed.  A main
-             * greenlet ends with its thread: nothing to report.  One whose
-             * thread ended before it finished is abandoned: its frames are
-             * gone with the thread (greenlet kills or drops them). */
-            if (!is_main && owner_alive)
-                gr_emit_dead(r, gid, tid);
-            else if (!is_main && g) {
-                uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
-                gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
-            }
-            Py_XDECREF(g);
-            continue;
-        }
-        int alive = 1;
-        PyFrameObject *other = runner && runner != me ? live_thread_frame(runner, &alive) : NULL;
-        if (runner && alive) {
-            uint64_t f[3] = {runner->tid, gid, GR_STACK_RUNNING};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                          runner == me ? stop_top(r) : other, runner == me ? stop_c(r) : 0);
-            Py_XDECREF(other);
-        } else if ((runner || gone) && is_main) {
-            /* The main greenlet of a thread that has ended. */
-        } else if (!owner_alive || runner) {
-            /* Abandoned: its thread ended before stop.  greenlet drops its
-             * frames when it cleans up after that thread, at a moment that
-             * varies from run to run, so none are written (the checker
-             * lists the open ones from the profile events). */
-            uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
-        } else {
-            /* Suspended: its frames from gr_frame, under its own thread. */
-            PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
-            if (!fr)
-                PyErr_Clear();
-            uint64_t f[3] = {tid, gid, 0};
-            gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
-                          fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
-            Py_XDECREF(fr);
-        }
-        Py_DECREF(g);
+        if (!live_stack_pending(r, me, nthreads, gid, e))
+            live_stack_greenlet(r, me, nthreads, gid, e);
     }
     PyMem_Free(gids);
     /* Freed unfinished after their thread ended (recorder.c): abandoned
      * like those still alive, with no frames written. */
-    for (size_t i = 0; i < r->nfreed_abandoned; i++) {
-        uint64_t f[3] = {r->freed_abandoned[i] >> 32, r->freed_abandoned[i] & 0xffffffffu,
+    for (size_t i = 0; i < r->gls.nfreed_abandoned; i++) {
+        uint64_t f[3] = {r->gls.freed_abandoned[i] >> 32, r->gls.freed_abandoned[i] & 0xffffffffu,
                          GR_STACK_THREAD_ENDED};
         gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
     }
-    r->nfreed_abandoned = 0;
+    r->gls.nfreed_abandoned = 0;
 }
 
 /* Ring mode: write the trace file from memory (a temporary file renamed
@@ -885,17 +997,17 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
  * trailer.  Returns 0 or -1 (errno set). */
 static int write_ring(gr_recorder *r, int reason)
 {
-    size_t n = strlen(r->path);
+    size_t n = strlen(r->out.path);
     char *tmp = malloc(n + 8);
     if (!tmp)
         return -1;
-    snprintf(tmp, n + 8, "%s.tmp", r->path);
+    snprintf(tmp, n + 8, "%s.tmp", r->out.path);
     gr_writer *f = gr_writer_open(tmp, GR_STREAM_CANONICAL, 0);
     if (!f) {
         free(tmp);
         return -1;
     }
-    int rc = gr_writer_copy_chunks(f, r->dw);
+    int rc = gr_writer_copy_chunks(f, r->out.dw);
     uint8_t gap[1 + GR_VARINT_MAX], *q = gap;
     *q++ = GR_GAP;
     q = gr_put_varint(q, r->w->evicted);
@@ -903,11 +1015,11 @@ static int write_ring(gr_recorder *r, int reason)
         rc = gr_writer_append(f, gap, (size_t)(q - gap));
     if (rc == 0)
         rc = gr_writer_copy_chunks(f, r->w);
-    uint64_t trailer[5] = {r->w->held + r->w->records, r->w->dropped + r->dw->dropped, r->errors,
-                           (uint64_t)reason, r->replaced};
-    if (gr_writer_finish(f, trailer, r->replaced ? 5 : 4) < 0)
+    uint64_t trailer[5] = {r->w->held + r->w->records, r->w->dropped + r->out.dw->dropped, r->errors,
+                           (uint64_t)reason, r->out.replaced};
+    if (gr_writer_finish(f, trailer, r->out.replaced ? 5 : 4) < 0)
         rc = -1;
-    if (rc == 0 && rename(tmp, r->path) < 0)
+    if (rc == 0 && rename(tmp, r->out.path) < 0)
         rc = -1;
     if (rc < 0)
         unlink(tmp);
@@ -927,15 +1039,15 @@ static PyObject *mod_flush(PyObject *module, PyObject *unused)
     gr_recorder *r = gr_active;
     if (!r)
         Py_RETURN_NONE;
-    if (r->dw != r->w) {
+    if (r->out.dw != r->w) {
         if (write_ring(r, GR_STOP_SNAPSHOT) < 0)
             r->errors++;
     } else {
         gr_writer_flush(r->w);
         gr_side_drain(r);
-        if (r->ww) {
-            gr_writer_flush(r->ww);
-            gr_writer_flush(r->pw);
+        if (r->samp.ww) {
+            gr_writer_flush(r->samp.ww);
+            gr_writer_flush(r->samp.pw);
         }
         if (r->tw)
             gr_writer_flush(r->tw);
@@ -952,17 +1064,12 @@ PyDoc_STRVAR(stop_doc,
 "exit).  Returns the number of indexed records written, or None when not\n"
 "recording.  Raises OSError if the trace could not be written completely.");
 
-static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
+/* The end of the calling thread's recording at stop(): the sampler
+ * joined, this thread's switch and profile slot as at a mark, STOP, and
+ * the live stacks.  Returns the calling thread's gr_thread, or NULL. */
+static gr_thread *stop_this_thread(gr_recorder *r)
 {
-    static char *kwlist[] = {"reason", NULL};
-    int reason = GR_STOP_CALLED;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:stop", kwlist, &reason))
-        return NULL;
-    gr_recorder *r = gr_active;
-    if (!r)
-        Py_RETURN_NONE;
-    GR_EXC_SAVE(saved);
-    gr_sampler_stop(r->sampler); /* joins; the thread never takes the GIL */
+    gr_sampler_stop(r->samp.sampler); /* joins; the thread never takes the GIL */
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
         gr_thread_first_sight(r, me, stop_top(r), stop_c(r), 1);
@@ -978,10 +1085,15 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);
     }
+    return me;
+}
 
-    /* Uninstall: the program's own profile functions get their slots back,
-     * ours is removed wherever it is. */
-    gr_hooks_stop(r);
+/* Uninstall at stop(): the program's own profile functions get their
+ * slots back, ours is removed wherever it is, and this thread's greenlet
+ * callback (me) is put back. */
+static void stop_uninstall(gr_recorder *r, gr_thread *me)
+{
+    gr_slots_give_back(r);
     unwrap_sys_setprofile();
     PyThreadState *cur = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(cur->interp); ts; ts = PyThreadState_Next(ts)) {
@@ -997,86 +1109,92 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
      * theirs back at their next switch. */
     if (me)
         gr_put_back_callback(me);
-    gr_active = NULL;
-    gr_crash_remove();
-    if (PyErr_Occurred())
-        gr_swallow(r);
-    GR_EXC_RESTORE(saved);
+}
 
-    /* The sampler is joined: every sample left goes to the side channel
-     * now, before the counts below, as the last drain may still thin the
-     * ring's samples of an idle stretch (sampler.h gr_sampler_drain). */
-    if (r->pw)
-        gr_side_drain(r);
-    if (r->reg && r->reg->overflow) {
+/* META records of the sampler's losses (after its last drain). */
+static void stop_meta_sampler(gr_recorder *r)
+{
+    if (r->samp.reg && r->samp.reg->overflow) {
         /* Greenlets that found every registry slot taken (more alive at
          * once than its capacity) were not tracked by the sampler: say so
          * (check --stall warns). */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->reg->overflow);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.reg->overflow);
         emit_meta(r, "sampler_untracked_greenlets", n);
     }
-    if (r->sampler && r->sampler->lost_full) {
+    if (r->samp.sampler && r->samp.sampler->lost_full) {
         /* Sampling times skipped because the sampler's ring and own buffer
          * were full and the own buffer too small to thin (sampler.h
          * gr_sampler_drain).  A count (META records hold
          * no times: where the samples are missing, the 'P' entries' t_ns
          * say); check --stall warns. */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_full);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->lost_full);
         emit_meta(r, "sampler_samples_lost_full", n);
     }
-    if (r->sampler && r->sampler->thinned) {
+    if (r->samp.sampler && r->samp.sampler->thinned) {
         /* Sampling times without a kept sample while the program recorded
          * nothing for longer than the ring and own buffer hold: the own
          * buffer was thinned to stay spread over the whole stretch
          * (sampler.h gr_sampler_drain); check --stall warns. */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->thinned);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->thinned);
         emit_meta(r, "sampler_samples_thinned", n);
     }
-    if (r->sampler && r->sampler->lost_large) {
+    if (r->samp.sampler && r->samp.sampler->lost_large) {
         /* Samples above the ring's greatest entry (half of it: only with
          * a GREENREPLAY_SAMPLER_RING_MAX below two of the largest
          * samples): dropped when taken, counted, never in the trailer's
          * sample count. */
         char n[32];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sampler->lost_large);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->samp.sampler->lost_large);
         emit_meta(r, "sampler_samples_lost_large", n);
     }
-    if (r->verify_continued) {
+}
+
+/* META records of switch detection: the self-check of continued switches
+ * and the switches unseen inside the program's profile function. */
+static void stop_meta_switches(gr_recorder *r)
+{
+    if (r->sw.verify_continued) {
         /* GREENREPLAY_VERIFY_CONTINUED=1: how many continued switches were
          * checked against greenlet, how many it contradicted, and the first
          * of those ("INDEX TID WRITTEN_GID GREENLET_GID"). */
         char n[96];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->cont_verified);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sw.cont_verified);
         emit_meta(r, "continued_verified", n);
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->cont_mismatch);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sw.cont_mismatch);
         emit_meta(r, "continued_mismatch", n);
-        if (r->cont_mismatch) {
-            snprintf(n, sizeof n, "%llu %llu %llu %llu", (unsigned long long)r->cont_first[0],
-                     (unsigned long long)r->cont_first[1], (unsigned long long)r->cont_first[2],
-                     (unsigned long long)r->cont_first[3]);
+        if (r->sw.cont_mismatch) {
+            snprintf(n, sizeof n, "%llu %llu %llu %llu", (unsigned long long)r->sw.cont_first[0],
+                     (unsigned long long)r->sw.cont_first[1], (unsigned long long)r->sw.cont_first[2],
+                     (unsigned long long)r->sw.cont_first[3]);
             emit_meta(r, "continued_mismatch_first", n);
         }
     }
-    if (r->prof_switches) {
+    if (r->sw.prof_switches) {
         /* Passive mode: greenlets ran inside the program's own profile
-         * function, unseen (hooks.c, gr_profile_chain): how many of its
+         * function, unseen (profile.c, gr_profile_chain): how many of its
          * calls, and the first ("INDEX TID GID" of the event it was
          * called for). */
         char n[96];
-        snprintf(n, sizeof n, "%llu", (unsigned long long)r->prof_switches);
+        snprintf(n, sizeof n, "%llu", (unsigned long long)r->sw.prof_switches);
         emit_meta(r, "switches_in_profile_function", n);
-        snprintf(n, sizeof n, "%llu %llu %llu", (unsigned long long)r->prof_switch_first[0],
-                 (unsigned long long)r->prof_switch_first[1], (unsigned long long)r->prof_switch_first[2]);
+        snprintf(n, sizeof n, "%llu %llu %llu", (unsigned long long)r->sw.prof_switch_first[0],
+                 (unsigned long long)r->sw.prof_switch_first[1], (unsigned long long)r->sw.prof_switch_first[2]);
         emit_meta(r, "switches_in_profile_function_first", n);
     }
-    for (size_t i = 0; i < r->nstart_sites; i++) {
+}
+
+/* META records of the threads started while recording and never
+ * reached. */
+static void stop_meta_threads(gr_recorder *r)
+{
+    for (size_t i = 0; i < r->follow.nstart_sites; i++) {
         /* Threads started while recording that the recorder never went
-         * into (hooks.c, "threads the program starts"): per call site,
+         * into (follow.c): per call site,
          * "COUNT CODE LINE VIA" (docs/FORMAT.md section 3, META). */
-        const gr_start_site *s = &r->start_sites[i];
+        const gr_start_site *s = &r->follow.start_sites[i];
         if (s->started <= s->followed || s->handover)
             continue;
         char n[160];
@@ -1084,16 +1202,24 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
                  s->via);
         emit_meta(r, "threads_unreached", n);
     }
-    if (r->pw) { /* drained above (nothing is left), then the last chunks */
+}
+
+/* The side channel's last chunks, the trace's last chunk and trailer
+ * (ring mode: the whole file), then the side channel's trailer.  *nev:
+ * the records in the trace; *werr: the trace writer's error.  Returns 0,
+ * or -1 when a write failed. */
+static int stop_finish_files(gr_recorder *r, int reason, uint64_t *nev_out, int *werr_out)
+{
+    if (r->samp.pw) { /* drained above (nothing is left), then the last chunks */
         /* A failed write is the side channel's error (its writer's, which
          * makes its gr_writer_finish below fail, and stop() raise). */
-        gr_writer_finish(r->ww, NULL, 0);
-        gr_writer_finish(r->pw, NULL, 0);
-        r->ww = r->pw = NULL;
+        gr_writer_finish(r->samp.ww, NULL, 0);
+        gr_writer_finish(r->samp.pw, NULL, 0);
+        r->samp.ww = r->samp.pw = NULL;
     }
     uint64_t nev = atomic_load(&r->nevents);
     int werr = r->w->error, rc;
-    if (r->dw != r->w) {
+    if (r->out.dw != r->w) {
         rc = write_ring(r, reason);
         nev = r->w->held + r->w->records;
     } else {
@@ -1106,16 +1232,50 @@ static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
             reason = GR_STOP_WRITE_ERROR;
         if (r->w->capped || werr) /* the records in the file are fewer */
             nev = r->w->indexed_written;
-        uint64_t trailer[5] = {nev, r->w->dropped, r->errors, (uint64_t)reason, r->replaced};
-        rc = gr_writer_finish(r->w, trailer, r->replaced ? 5 : 4);
-        r->w = r->dw = NULL;
+        uint64_t trailer[5] = {nev, r->w->dropped, r->errors, (uint64_t)reason, r->out.replaced};
+        rc = gr_writer_finish(r->w, trailer, r->out.replaced ? 5 : 4);
+        r->w = r->out.dw = NULL;
     }
     if (r->tw) {
-        uint64_t tt[3] = {nev, r->nswitches, r->sampler ? r->sampler->nsamples : 0};
-        if (gr_writer_finish(r->tw, tt, r->reg ? 3 : 1) < 0)
+        uint64_t tt[3] = {nev, r->samp.nswitches, r->samp.sampler ? r->samp.sampler->nsamples : 0};
+        if (gr_writer_finish(r->tw, tt, r->samp.reg ? 3 : 1) < 0)
             rc = -1;
         r->tw = NULL;
     }
+    *nev_out = nev;
+    *werr_out = werr;
+    return rc;
+}
+
+static PyObject *mod_stop(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"reason", NULL};
+    int reason = GR_STOP_CALLED;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:stop", kwlist, &reason))
+        return NULL;
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_NONE;
+    GR_EXC_SAVE(saved);
+    gr_thread *me = stop_this_thread(r);
+    stop_uninstall(r, me);
+    gr_active = NULL;
+    gr_crash_remove();
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+
+    /* The sampler is joined: every sample left goes to the side channel
+     * now, before the counts below, as the last drain may still thin the
+     * ring's samples of an idle stretch (sampler.h gr_sampler_drain). */
+    if (r->samp.pw)
+        gr_side_drain(r);
+    stop_meta_sampler(r);
+    stop_meta_switches(r);
+    stop_meta_threads(r);
+    uint64_t nev;
+    int werr;
+    int rc = stop_finish_files(r, reason, &nev, &werr);
     uint64_t n = nev;
     recorder_free(r);
     if (rc < 0) {
@@ -1175,7 +1335,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
             if (ut == 0 && ts->c_profilefunc && gr_tstate_tracing(ts) == 0)
                 flags |= GR_MARK_TRACING_OFF;
         }
-        uint64_t f[5] = {t->tid, t->cur_gid, s ? gr_string_id_obj(r, s) : gr_string_id(r, "?"), r->mark_code,
+        uint64_t f[5] = {t->tid, t->cur_gid, s ? gr_string_id_obj(r, s) : gr_string_id(r, "?"), r->ids.mark_code,
                          flags};
         gr_emit_stack(r, GR_MARK, 5, f, 4, GR_MARK_CUT, top, 0);
         Py_XDECREF(s);
@@ -1233,7 +1393,7 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
     gr_active = r;
     /* Hooks first, while gr_active still names the recording: the
      * program's own profile function gets its slot back unchained. */
-    gr_hooks_stop(r);
+    gr_slots_give_back(r);
     unwrap_sys_setprofile();
     PyThreadState *ts = PyThreadState_Get();
     if (ts->c_profilefunc == gr_profile) {
@@ -1243,18 +1403,18 @@ static PyObject *mod_forked(PyObject *module, PyObject *unused)
         gr_own_change_end(r);
     }
     gr_active = NULL;
-    if (r->dw != r->w)
-        gr_writer_discard(r->dw);
+    if (r->out.dw != r->w)
+        gr_writer_discard(r->out.dw);
     gr_writer_discard(r->w);
-    gr_writer_discard(r->ww);
-    gr_writer_discard(r->pw);
+    gr_writer_discard(r->samp.ww);
+    gr_writer_discard(r->samp.pw);
     gr_writer_discard(r->tw);
-    r->w = r->dw = r->tw = r->ww = r->pw = NULL;
+    r->w = r->out.dw = r->tw = r->samp.ww = r->samp.pw = NULL;
     /* The sampler's thread does not exist in the child, and its locks may
      * have been held by it at the fork: joining or destroying them could
      * block forever.  Their memory is left to the child's exit. */
-    r->sampler = NULL;
-    r->reg = NULL;
+    r->samp.sampler = NULL;
+    r->samp.reg = NULL;
     recorder_free(r);
     PyErr_Clear();
     Py_RETURN_NONE;
@@ -1309,8 +1469,8 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
     gr_recorder *r = gr_active;
     if (!r)
         Py_RETURN_NONE;
-    return Py_BuildValue("{s:n,s:I,s:I}", "threads", PyList_GET_SIZE(r->threads),
-                         "greenlet_slots", r->gl_used - r->gl_nfree, "greenlet_slots_allocated", r->gl_cap);
+    return Py_BuildValue("{s:n,s:I,s:I}", "threads", PyList_GET_SIZE(r->follow.threads),
+                         "greenlet_slots", r->gls.gl_used - r->gls.gl_nfree, "greenlet_slots_allocated", r->gls.gl_cap);
 }
 
 /* _sampler_samples(): samples the reference sampler has kept so far in
@@ -1321,10 +1481,10 @@ static PyObject *mod_tracked(PyObject *module, PyObject *unused)
 static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
-    if (!r || !r->sampler)
+    if (!r || !r->samp.sampler)
         Py_RETURN_NONE;
     return PyLong_FromUnsignedLongLong(
-        __atomic_load_n(&r->sampler->nsamples, __ATOMIC_RELAXED));
+        __atomic_load_n(&r->samp.sampler->nsamples, __ATOMIC_RELAXED));
 }
 
 /* _sampler_registry(): the sampler registry's figures while recording
@@ -1351,12 +1511,12 @@ static PyObject *mod_sampler_samples(PyObject *module, PyObject *unused)
 static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
-    if (!r || !r->reg)
+    if (!r || !r->samp.reg)
         Py_RETURN_NONE;
-    gr_registry *g = r->reg;
+    gr_registry *g = r->samp.reg;
     unsigned long long recycled =
-        r->sampler ? __atomic_load_n(&r->sampler->recycled, __ATOMIC_RELAXED) : 0;
-    gr_sampler *s = r->sampler;
+        r->samp.sampler ? __atomic_load_n(&r->samp.sampler->recycled, __ATOMIC_RELAXED) : 0;
+    gr_sampler *s = r->samp.sampler;
     unsigned long long lost = s ? __atomic_load_n(&s->lost_full, __ATOMIC_RELAXED) : 0;
     unsigned long long lost_large = s ? __atomic_load_n(&s->lost_large, __ATOMIC_RELAXED) : 0;
     Py_ssize_t peak = s ? (Py_ssize_t)__atomic_load_n(&s->out_peak, __ATOMIC_RELAXED) : 0;

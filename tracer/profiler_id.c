@@ -193,8 +193,8 @@ static void sweep(gr_profiler_table *pt)
 
 static gr_profiler_table *table(gr_recorder *r)
 {
-    if (r->profilers)
-        return r->profilers;
+    if (r->ids.profilers)
+        return r->ids.profilers;
     gr_profiler_table *pt = PyMem_Calloc(1, sizeof *pt);
     if (!pt)
         return NULL;
@@ -203,7 +203,7 @@ static gr_profiler_table *table(gr_recorder *r)
         PyMem_Free(pt);
         return NULL;
     }
-    r->profilers = pt;
+    r->ids.profilers = pt;
     return pt;
 }
 

@@ -29,7 +29,7 @@ uint32_t gr_profiler_id(struct gr_recorder *r, Py_tracefunc func, PyObject *obj)
 
 /* Code id of the innermost Python frame from top outwards that is not the
  * recorder's own, 0 none: the frame that changed the profile slot (the
- * one running at the change's audit event, hooks.c). */
+ * one running at the change's audit event, footholds.c gr_foothold_take). */
 uint32_t gr_profiler_frame(struct gr_recorder *r, PyFrameObject *top);
 
 /* Release the table (at the end of the recording). */

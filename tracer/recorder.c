@@ -1,6 +1,7 @@
 /* recorder.c - identities (strings, code objects, C functions, greenlets)
  * and the records of one recording (docs/FORMAT.md §3-4). */
 #include "recorder.h"
+#include "threads.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,17 +22,17 @@ void gr_times_entry(gr_recorder *r)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t d = (int64_t)(now.tv_sec - r->last.tv_sec) * 1000000000 + (now.tv_nsec - r->last.tv_nsec);
-    r->last = now;
+    int64_t d = (int64_t)(now.tv_sec - r->out.last.tv_sec) * 1000000000 + (now.tv_nsec - r->out.last.tv_nsec);
+    r->out.last = now;
     gr_writer *tw = r->tw;
-    gr_sampler *s = r->sampler;
+    gr_sampler *s = r->samp.sampler;
     /* The samples too when a 'T' chunk is due, a second has passed since
      * the last look, or a quarter of the ring is used (a run without
      * switches, or with records far apart: the ring must not fill while
      * the program records at all). */
-    if (s && (__builtin_expect(tw->cap - tw->len < GR_VARINT_MAX, 0) || now.tv_sec != r->drain_sec ||
+    if (s && (__builtin_expect(tw->cap - tw->len < GR_VARINT_MAX, 0) || now.tv_sec != r->samp.drain_sec ||
               gr_handoff_used(&s->ho) > s->ho.cap / 4)) {
-        r->drain_sec = now.tv_sec;
+        r->samp.drain_sec = now.tv_sec;
         gr_side_drain(r);
     }
     uint8_t *p = gr_writer_reserve(tw, GR_VARINT_MAX);
@@ -44,7 +45,7 @@ void gr_times_entry(gr_recorder *r)
 
 void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t callback_ns, int contended)
 {
-    gr_writer *w = r->ww;
+    gr_writer *w = r->samp.ww;
     if (w) {
         uint8_t *p = gr_writer_reserve(w, 4 * GR_VARINT_MAX);
         if (p) {
@@ -53,28 +54,28 @@ void gr_note_switch(gr_recorder *r, uint64_t index, uint64_t wait_ns, uint64_t c
             p = gr_put_varint(p, callback_ns);
             p = gr_put_varint(p, (uint64_t)contended);
             gr_writer_commit(w, p);
-            r->nswitches++;
+            r->samp.nswitches++;
         } else {
             gr_writer_drop(w);
         }
     }
-    if (r->sampler && gr_sampler_pending(r->sampler))
+    if (r->samp.sampler && gr_sampler_pending(r->samp.sampler))
         gr_side_drain(r);
 }
 
-/* Room for n bytes in r->scratch; 0 or -1. */
+/* Room for n bytes in r->samp.scratch; 0 or -1. */
 static int scratch_room(gr_recorder *r, size_t n)
 {
-    if (r->scratch_cap >= n)
+    if (r->samp.scratch_cap >= n)
         return 0;
-    size_t cap = r->scratch_cap ? r->scratch_cap : 4096;
+    size_t cap = r->samp.scratch_cap ? r->samp.scratch_cap : 4096;
     while (cap < n)
         cap *= 2;
-    unsigned char *p = PyMem_RawRealloc(r->scratch, cap);
+    unsigned char *p = PyMem_RawRealloc(r->samp.scratch, cap);
     if (!p)
         return -1;
-    r->scratch = p;
-    r->scratch_cap = cap;
+    r->samp.scratch = p;
+    r->samp.scratch_cap = cap;
     return 0;
 }
 
@@ -83,7 +84,7 @@ static int scratch_room(gr_recorder *r, size_t n)
 static void put_sample(void *ctx, const unsigned char *p, size_t n)
 {
     gr_recorder *r = ctx;
-    gr_writer *w = r->pw;
+    gr_writer *w = r->samp.pw;
     const unsigned char *end = p + n;
     uint64_t h[10];
     for (int i = 0; i < 10; i++)
@@ -93,10 +94,10 @@ static void put_sample(void *ctx, const unsigned char *p, size_t n)
      * the re-encoded sample. */
     if (scratch_room(r, 5 * n + 10 * GR_VARINT_MAX) < 0)
         goto bad;
-    unsigned char *o = r->scratch;
+    unsigned char *o = r->samp.scratch;
     for (int i = 0; i < 10; i++)
         o = gr_put_varint(o, h[i]);
-    size_t head_len = (size_t)(o - r->scratch);
+    size_t head_len = (size_t)(o - r->samp.scratch);
     uint64_t codes[GR_SAMPLE_DEPTH];
     for (uint64_t j = 0; j < h[9]; j++) {
         uint64_t gid, depth;
@@ -110,19 +111,19 @@ static void put_sample(void *ctx, const unsigned char *p, size_t n)
         for (uint64_t i = depth; i-- > 0;) /* outermost first */
             o = gr_put_varint(o, gr_ptrmap_get(&r->codes, (uintptr_t)codes[i], 0));
     }
-    size_t len = (size_t)(o - r->scratch);
+    size_t len = (size_t)(o - r->samp.scratch);
     /* A sample the writer refuses (a failed write or the size cap
      * blocked the side channel) is counted in its dropped records, not as
      * an error of the recorder. */
     if (len <= w->cap) { /* whole into one chunk: the current one, or the next */
-        gr_writer_append(w, r->scratch, len);
+        gr_writer_append(w, r->samp.scratch, len);
         return;
     }
     /* Larger than a chunk: the header, then each stack whole (FORMAT §5:
      * the stacks continue in the next 'P' chunk, written right after). */
-    if (gr_writer_append(w, r->scratch, head_len) < 0)
+    if (gr_writer_append(w, r->samp.scratch, head_len) < 0)
         return;
-    const unsigned char *q = r->scratch + head_len, *qe = r->scratch + len;
+    const unsigned char *q = r->samp.scratch + head_len, *qe = r->samp.scratch + len;
     while (q < qe) {
         const unsigned char *st = q;
         uint64_t gid = 0, depth = 0, c;
@@ -140,8 +141,8 @@ bad: /* no memory for the scratch buffer (or a bad encoding: cannot happen) */
 
 void gr_side_drain(gr_recorder *r)
 {
-    if (r->sampler && r->pw)
-        gr_sampler_drain(r->sampler, put_sample, r);
+    if (r->samp.sampler && r->samp.pw)
+        gr_sampler_drain(r->samp.sampler, put_sample, r);
 }
 
 /* ---- records --------------------------------------------------------- */
@@ -149,8 +150,8 @@ void gr_side_drain(gr_recorder *r)
 void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
 {
     if (tag == GR_HOOK || tag == GR_HOOK_PROF) /* a hook changed: no continued switch across it */
-        r->hook_stamp = ++r->stamp;
-    gr_writer *w = tag >= GR_FIRST_INDEXED ? r->w : r->dw;
+        r->sw.hook_stamp = ++r->sw.stamp;
+    gr_writer *w = tag >= GR_FIRST_INDEXED ? r->w : r->out.dw;
     uint8_t *p = gr_writer_reserve(w, 1 + (size_t)n * GR_VARINT_MAX);
     if (!p) {
         gr_writer_drop(w);
@@ -233,35 +234,35 @@ static size_t string_room(const gr_writer *w)
 }
 
 /* Write the STRING definition of `len` bytes at utf8, cut to the writer's
- * room with a marker "...[N bytes cut]" (counted in r->replaced). */
+ * room with a marker "...[N bytes cut]" (counted in r->out.replaced). */
 static void define_string(gr_recorder *r, const char *utf8, size_t len)
 {
     char mark[48];
     size_t keep = len, mlen = 0;
-    size_t room = string_room(r->dw);
+    size_t room = string_room(r->out.dw);
     if (len > room) {
         mlen = (size_t)snprintf(mark, sizeof mark, "...[%zu bytes cut]", len);
         keep = room - mlen;
         while (keep > 0 && ((uint8_t)utf8[keep] & 0xC0) == 0x80)
             keep--; /* cut on a character boundary */
-        r->replaced++;
+        r->out.replaced++;
     }
     size_t need = 1 + GR_VARINT_MAX + keep + mlen;
-    uint8_t *p = gr_writer_reserve(r->dw, need);
+    uint8_t *p = gr_writer_reserve(r->out.dw, need);
     if (!p) {
-        gr_writer_drop(r->dw);
+        gr_writer_drop(r->out.dw);
         return;
     }
     *p++ = GR_STRING;
     p = gr_put_varint(p, (uint64_t)(keep + mlen));
     memcpy(p, utf8, keep);
     memcpy(p + keep, mark, mlen);
-    gr_writer_commit(r->dw, p + keep + mlen);
+    gr_writer_commit(r->out.dw, p + keep + mlen);
 }
 
 static uint32_t string_id_obj(gr_recorder *r, PyObject *s)
 {
-    PyObject *v = PyDict_GetItemWithError(r->strings, s);
+    PyObject *v = PyDict_GetItemWithError(r->ids.strings, s);
     if (v)
         return (uint32_t)PyLong_AsUnsignedLong(v);
     if (PyErr_Occurred())
@@ -283,17 +284,17 @@ static uint32_t string_id_obj(gr_recorder *r, PyObject *s)
             goto fail;
         utf8 = PyBytes_AS_STRING(enc);
         len = PyBytes_GET_SIZE(enc);
-        r->replaced++;
+        r->out.replaced++;
     }
-    uint32_t id = r->nstrings + 1;
+    uint32_t id = r->ids.nstrings + 1;
     PyObject *idobj = PyLong_FromUnsignedLong(id);
-    if (!idobj || PyDict_SetItem(r->strings, s, idobj) < 0) {
+    if (!idobj || PyDict_SetItem(r->ids.strings, s, idobj) < 0) {
         Py_XDECREF(idobj);
         Py_XDECREF(enc);
         goto fail;
     }
     Py_DECREF(idobj);
-    r->nstrings = id;
+    r->ids.nstrings = id;
     define_string(r, utf8, (size_t)len);
     Py_XDECREF(enc);
     return id;
@@ -328,7 +329,7 @@ static uint32_t identity_id(gr_recorder *r, int kind, PyObject *qualname, PyObje
     PyObject *key = Py_BuildValue("(iOOl)", kind, qualname, file, line);
     if (!key)
         goto fail;
-    PyObject *v = PyDict_GetItemWithError(r->identities, key);
+    PyObject *v = PyDict_GetItemWithError(r->ids.identities, key);
     if (v) {
         Py_DECREF(key);
         return (uint32_t)PyLong_AsUnsignedLong(v);
@@ -341,7 +342,7 @@ static uint32_t identity_id(gr_recorder *r, int kind, PyObject *qualname, PyObje
     uint32_t fs = kind == GR_CODE_PY ? string_id_obj(r, file) : 0;
     uint32_t id = r->ncodes + 1;
     PyObject *idobj = PyLong_FromUnsignedLong(id);
-    if (!idobj || PyDict_SetItem(r->identities, key, idobj) < 0) {
+    if (!idobj || PyDict_SetItem(r->ids.identities, key, idobj) < 0) {
         Py_XDECREF(idobj);
         Py_DECREF(key);
         goto fail;
@@ -391,8 +392,8 @@ static PyObject *rewrite_path(gr_recorder *r, PyObject *filename, int *keep_line
     }
     const char *s = PyBytes_AS_STRING(b);
     size_t n = (size_t)PyBytes_GET_SIZE(b);
-    for (size_t i = 0; i < r->nrules; i++) {
-        const gr_path_rule *rule = &r->rules[i];
+    for (size_t i = 0; i < r->out.nrules; i++) {
+        const gr_path_rule *rule = &r->out.rules[i];
         if (n >= rule->prefix_len && memcmp(s, rule->prefix, rule->prefix_len) == 0) {
             *keep_line = rule->keep_line;
             size_t rn = strlen(rule->replacement), tn = n - rule->prefix_len;
@@ -462,11 +463,11 @@ static uint32_t code_id_slow(gr_recorder *r, PyCodeObject *co)
     }
     /* The one rule without line numbers is greenreplay's own package
      * (greenreplay/__init__.py, _path_rules): its code is ours. */
-    if (id && !keep_line && r->hide_ours && mark_ours(r, id) < 0)
+    if (id && !keep_line && r->out.hide_ours && mark_ours(r, id) < 0)
         gr_swallow(r);
     /* Keep the code object alive so its address is not reused by another
      * code object while this recording maps it. */
-    if (id && PyList_Append(r->keep, (PyObject *)co) == 0 &&
+    if (id && PyList_Append(r->ids.keep, (PyObject *)co) == 0 &&
         gr_ptrmap_put(&r->codes, (uintptr_t)co, 0, id) == 0)
         return id;
     if (id)
@@ -538,7 +539,7 @@ static uint32_t cfunc_id_slow(gr_recorder *r, PyObject *fn)
         return 0;
     if (keep && !(((PyTypeObject *)keep)->tp_flags & Py_TPFLAGS_HEAPTYPE))
         keep = NULL; /* static types never die */
-    if ((keep && PyList_Append(r->keep, keep) < 0) || gr_ptrmap_put(&r->codes, a, b, id) < 0)
+    if ((keep && PyList_Append(r->ids.keep, keep) < 0) || gr_ptrmap_put(&r->codes, a, b, id) < 0)
         gr_swallow(r);
     return id;
 }
@@ -557,44 +558,44 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
  * -1 on failure. */
 static int64_t gl_slot(gr_recorder *r)
 {
-    if (r->gl_nfree)
-        return r->gl_free[--r->gl_nfree];
-    if (r->gl_used == r->gl_cap) {
-        uint32_t cap = r->gl_cap ? 2 * r->gl_cap : 64;
-        gr_gl *gl = PyMem_Realloc(r->gl, cap * sizeof *gl);
+    if (r->gls.gl_nfree)
+        return r->gls.gl_free[--r->gls.gl_nfree];
+    if (r->gls.gl_used == r->gls.gl_cap) {
+        uint32_t cap = r->gls.gl_cap ? 2 * r->gls.gl_cap : 64;
+        gr_gl *gl = PyMem_Realloc(r->gls.gl, cap * sizeof *gl);
         if (!gl)
             return -1;
-        r->gl = gl;
-        r->gl_cap = cap;
+        r->gls.gl = gl;
+        r->gls.gl_cap = cap;
     }
-    return r->gl_used++;
+    return r->gls.gl_used++;
 }
 
 /* Give greenlet g the next gid and remember its address until it is
- * freed (the weakref callback r->forget removes it).  0 on failure. */
+ * freed (the weakref callback r->gls.forget removes it).  0 on failure. */
 static uint32_t register_greenlet(gr_recorder *r, PyObject *g)
 {
-    uint32_t gid = r->ngreenlets + 1;
+    uint32_t gid = r->ids.ngreenlets + 1;
     int64_t slot = gl_slot(r);
     if (slot < 0)
         goto fail;
-    PyObject *wr = PyWeakref_NewRef(g, r->forget);
+    PyObject *wr = PyWeakref_NewRef(g, r->gls.forget);
     if (!wr) {
-        r->gl_free[r->gl_nfree++] = (uint32_t)slot; /* room: it came from there or the end */
+        r->gls.gl_free[r->gls.gl_nfree++] = (uint32_t)slot; /* room: it came from there or the end */
         goto fail;
     }
-    if (gr_ptrmap_put(&r->greenlets, (uintptr_t)g, 0, gid) < 0 ||
-        gr_ptrmap_put(&r->weakrefs, (uintptr_t)wr, 0, gid) < 0 ||
-        gr_ptrmap_put(&r->gl_index, GR_GL_KEY(gid), 0, (uint32_t)slot + 1) < 0) {
+    if (gr_ptrmap_put(&r->ids.greenlets, (uintptr_t)g, 0, gid) < 0 ||
+        gr_ptrmap_put(&r->ids.weakrefs, (uintptr_t)wr, 0, gid) < 0 ||
+        gr_ptrmap_put(&r->gls.gl_index, GR_GL_KEY(gid), 0, (uint32_t)slot + 1) < 0) {
         Py_DECREF(wr);
         goto fail;
     }
-    gr_gl *e = &r->gl[slot];
+    gr_gl *e = &r->gls.gl[slot];
     memset(e, 0, sizeof *e);
     e->addr = (uintptr_t)g;
     e->wr = wr;
     e->gid = gid;
-    r->ngreenlets = gid;
+    r->ids.ngreenlets = gid;
     return gid;
 fail:
     gr_swallow(r);
@@ -603,22 +604,22 @@ fail:
 
 void gr_gl_settle(gr_recorder *r, uint32_t gid)
 {
-    uint32_t s = gid ? gr_ptrmap_get(&r->gl_index, GR_GL_KEY(gid), 0) : 0;
+    uint32_t s = gid ? gr_ptrmap_get(&r->gls.gl_index, GR_GL_KEY(gid), 0) : 0;
     if (!s)
         return;
-    gr_gl *e = &r->gl[s - 1];
+    gr_gl *e = &r->gls.gl[s - 1];
     if (e->addr || !(e->state & (GR_GLS_DEAD | GR_GLS_MAIN)))
         return;
-    if (r->gl_nfree == r->gl_free_cap) {
-        uint32_t cap = r->gl_free_cap ? 2 * r->gl_free_cap : 64;
-        uint32_t *f = PyMem_Realloc(r->gl_free, cap * sizeof *f);
+    if (r->gls.gl_nfree == r->gls.gl_free_cap) {
+        uint32_t cap = r->gls.gl_free_cap ? 2 * r->gls.gl_free_cap : 64;
+        uint32_t *f = PyMem_Realloc(r->gls.gl_free, cap * sizeof *f);
         if (!f)
             return; /* the slot stays taken */
-        r->gl_free = f;
-        r->gl_free_cap = cap;
+        r->gls.gl_free = f;
+        r->gls.gl_free_cap = cap;
     }
-    gr_ptrmap_del(&r->gl_index, GR_GL_KEY(gid), 0);
-    r->gl_free[r->gl_nfree++] = s - 1;
+    gr_ptrmap_del(&r->gls.gl_index, GR_GL_KEY(gid), 0);
+    r->gls.gl_free[r->gls.gl_nfree++] = s - 1;
 }
 
 /* Whether thread tid of the recording has ended: its gr_thread was swept
@@ -629,9 +630,9 @@ static int thread_ended(gr_recorder *r, const gr_gl *e)
     if (e->state & GR_GLS_GONE)
         return 1;
     gr_thread *owner = NULL;
-    Py_ssize_t n = PyList_GET_SIZE(r->threads);
+    Py_ssize_t n = PyList_GET_SIZE(r->follow.threads);
     for (Py_ssize_t i = 0; i < n && !owner; i++) {
-        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->threads, i);
+        gr_thread *t = (gr_thread *)PyList_GET_ITEM(r->follow.threads, i);
         if (t->tid == e->tid)
             owner = t;
     }
@@ -642,18 +643,18 @@ static int thread_ended(gr_recorder *r, const gr_gl *e)
 
 void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
 {
-    uint32_t gid = gr_ptrmap_get(&r->weakrefs, (uintptr_t)wr, 0);
+    uint32_t gid = gr_ptrmap_get(&r->ids.weakrefs, (uintptr_t)wr, 0);
     if (!gid)
         return;
-    gr_ptrmap_del(&r->weakrefs, (uintptr_t)wr, 0);
-    r->gl_frees++; /* its address may name another greenlet now */
-    if (r->reg) /* freed: its sampler registry slot is free for another greenlet */
-        gr_registry_release(r->reg, gid);
+    gr_ptrmap_del(&r->ids.weakrefs, (uintptr_t)wr, 0);
+    r->gls.gl_frees++; /* its address may name another greenlet now */
+    if (r->samp.reg) /* freed: its sampler registry slot is free for another greenlet */
+        gr_registry_release(r->samp.reg, gid);
     gr_gl *e = gr_gl_of(r, gid);
     if (!e)
         return;
-    if (gr_ptrmap_get(&r->greenlets, e->addr, 0) == gid)
-        gr_ptrmap_del(&r->greenlets, e->addr, 0);
+    if (gr_ptrmap_get(&r->ids.greenlets, e->addr, 0) == gid)
+        gr_ptrmap_del(&r->ids.greenlets, e->addr, 0);
     /* The thread whose last seen greenlet this was must not take a new
      * object at the same address for it (passive switch detection
      * compares addresses). */
@@ -675,16 +676,16 @@ void gr_greenlet_forget(gr_recorder *r, PyObject *wr)
     if (!(e->state & (GR_GLS_DEAD | GR_GLS_MAIN)) && e->tid && thread_ended(r, e)) {
         e->state |= GR_GLS_DEAD;
         /* 8 bytes kept per such greenlet, for stop()'s STACK record */
-        if (r->nfreed_abandoned == r->cap_freed_abandoned) {
-            size_t cap = r->cap_freed_abandoned ? 2 * r->cap_freed_abandoned : 64;
-            uint64_t *a = PyMem_Realloc(r->freed_abandoned, cap * sizeof *a);
+        if (r->gls.nfreed_abandoned == r->gls.cap_freed_abandoned) {
+            size_t cap = r->gls.cap_freed_abandoned ? 2 * r->gls.cap_freed_abandoned : 64;
+            uint64_t *a = PyMem_Realloc(r->gls.freed_abandoned, cap * sizeof *a);
             if (a) {
-                r->freed_abandoned = a;
-                r->cap_freed_abandoned = cap;
+                r->gls.freed_abandoned = a;
+                r->gls.cap_freed_abandoned = cap;
             }
         }
-        if (r->nfreed_abandoned < r->cap_freed_abandoned)
-            r->freed_abandoned[r->nfreed_abandoned++] = (uint64_t)e->tid << 32 | gid;
+        if (r->gls.nfreed_abandoned < r->gls.cap_freed_abandoned)
+            r->gls.freed_abandoned[r->gls.nfreed_abandoned++] = (uint64_t)e->tid << 32 | gid;
         else
             gr_swallow(r);
     }
@@ -713,7 +714,7 @@ static uint32_t greenlet_name(gr_recorder *r, PyObject *g)
 uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *top,
                             uint32_t extra_c, uint64_t flags)
 {
-    uint32_t gid = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
+    uint32_t gid = gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)g, 0);
     if (!gid && !(gid = register_greenlet(r, g)))
         return 0;
     /* The parent gets its gid now but its GREENLET record after this one,
@@ -725,7 +726,7 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
     if (!parent) {
         gr_swallow(r);
     } else if (parent != Py_None) {
-        pgid = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
+        pgid = gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)parent, 0);
         if (!pgid && (pgid = register_greenlet(r, parent)))
             define_parent = 1;
     }
@@ -738,8 +739,8 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
         e->tid = t->tid;
     uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
     gr_emit_stack(r, GR_GREENLET, 4, f, 3, GR_GL_CUT, top, extra_c);
-    if (r->reg)
-        gr_registry_add(r->reg, gid, pgid, greenlet_name(r, g));
+    if (r->samp.reg)
+        gr_registry_add(r->samp.reg, gid, pgid, greenlet_name(r, g));
     if (define_parent)
         define_suspended(r, t, parent);
     Py_XDECREF(parent);
@@ -751,7 +752,7 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
  * not see.  Returns its gid. */
 static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g)
 {
-    PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
+    PyObject *fr = PyObject_GetAttr(g, r->gl_api.str_gr_frame);
     if (!fr)
         gr_swallow(r);
     PyFrameObject *top = fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL;
@@ -764,7 +765,7 @@ uint32_t gr_greenlet_id(gr_recorder *r, gr_thread *t, PyObject *g)
 {
     if (!g || g == Py_None)
         return 0;
-    uint32_t gid = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
+    uint32_t gid = gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)g, 0);
     return gid ? gid : define_suspended(r, t, g);
 }
 
@@ -774,19 +775,19 @@ uint32_t gr_greenlet_id(gr_recorder *r, gr_thread *t, PyObject *g)
  * ask greenlet for yet (gr_thread_touch binds it to the object later). */
 static uint32_t register_pending_main(gr_recorder *r, gr_thread *t)
 {
-    uint32_t gid = r->ngreenlets + 1;
+    uint32_t gid = r->ids.ngreenlets + 1;
     int64_t slot = gl_slot(r);
-    if (slot < 0 || gr_ptrmap_put(&r->gl_index, GR_GL_KEY(gid), 0, (uint32_t)slot + 1) < 0) {
+    if (slot < 0 || gr_ptrmap_put(&r->gls.gl_index, GR_GL_KEY(gid), 0, (uint32_t)slot + 1) < 0) {
         gr_swallow(r);
         return 0;
     }
-    gr_gl *e = &r->gl[slot];
+    gr_gl *e = &r->gls.gl[slot];
     memset(e, 0, sizeof *e);
     e->gid = gid;
     e->tid = t->tid;
     e->state = GR_GLS_MAIN;
     e->on = t;
-    r->ngreenlets = gid;
+    r->ids.ngreenlets = gid;
     return gid;
 }
 
@@ -798,17 +799,17 @@ void gr_thread_touch(gr_recorder *r, gr_thread *t)
     if (!g)
         return;
     gr_gl *e = gr_gl_of(r, t->cur_gid);
-    PyObject *wr = e && !e->addr ? PyWeakref_NewRef(g, r->forget) : NULL;
-    if (wr && gr_ptrmap_put(&r->greenlets, (uintptr_t)g, 0, t->cur_gid) == 0 &&
-        gr_ptrmap_put(&r->weakrefs, (uintptr_t)wr, 0, t->cur_gid) == 0) {
+    PyObject *wr = e && !e->addr ? PyWeakref_NewRef(g, r->gls.forget) : NULL;
+    if (wr && gr_ptrmap_put(&r->ids.greenlets, (uintptr_t)g, 0, t->cur_gid) == 0 &&
+        gr_ptrmap_put(&r->ids.weakrefs, (uintptr_t)wr, 0, t->cur_gid) == 0) {
         /* Before any greenlet API call the thread runs in its main
          * greenlet: this is the one its placeholder gid stands for. */
         e = gr_gl_of(r, t->cur_gid);
         e->addr = (uintptr_t)g;
         e->wr = wr;
         t->cur_g = g;
-        if (r->reg)
-            gr_registry_add(r->reg, t->cur_gid, 0, gr_string_id(r, "main"));
+        if (r->samp.reg)
+            gr_registry_add(r->samp.reg, t->cur_gid, 0, gr_string_id(r, "main"));
         gr_note_greenlet_callback(r, t, 1);
     } else {
         Py_XDECREF(wr);
@@ -822,12 +823,12 @@ void gr_thread_touch(gr_recorder *r, gr_thread *t)
 void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uint32_t extra_c,
                            int defer)
 {
-    t->tid = ++r->nthreads;
+    t->tid = ++r->ids.nthreads;
     gr_thread_path(r, t);
     uint64_t f[1] = {t->tid};
     gr_emit(r, GR_THREAD, 1, f);
 
-    if (defer && r->greenlet_mod && !r->callback_mode) {
+    if (defer && r->greenlet_mod && !r->sw.callback_mode) {
         /* Passive mode does not ask greenlet about a thread before the
          * thread uses greenlet itself: asking creates greenlet's state for
          * the thread (a main greenlet), which changes what greenlet does
@@ -842,8 +843,8 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
     }
 
     PyObject *cur = NULL;
-    if (r->getcurrent) {
-        cur = PyObject_CallNoArgs(r->getcurrent);
+    if (r->gl_api.getcurrent) {
+        cur = PyObject_CallNoArgs(r->gl_api.getcurrent);
         if (!cur)
             gr_swallow(r);
     }
@@ -863,17 +864,17 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
     }
     /* Callback mode: chain in front of any callback installed before us on
      * this thread.  Passive mode installs none (switches.c). */
-    if (cur && r->settrace && r->callback_mode) {
-        PyObject *prev = PyObject_CallOneArg(r->settrace, (PyObject *)t);
+    if (cur && r->gl_settrace && r->sw.callback_mode) {
+        PyObject *prev = PyObject_CallOneArg(r->gl_settrace, (PyObject *)t);
         if (!prev) {
             gr_swallow(r);
         } else {
             if (prev == Py_None)
                 Py_DECREF(prev);
             else
-                t->prev_trace = prev;
-            Py_INCREF(r->settrace);
-            t->settrace = r->settrace;
+                t->cb.prev = prev;
+            Py_INCREF(r->gl_settrace);
+            t->cb.gl_settrace = r->gl_settrace;
         }
     }
     /* The program's greenlet callback on a thread seen after start() (the
@@ -885,7 +886,7 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
 
 void gr_put_back_callback(gr_thread *t)
 {
-    if (!t->settrace)
+    if (!t->cb.gl_settrace)
         return;
     PyObject *gettrace = PyObject_GetAttrString(gr_active && gr_active->greenlet_mod ?
                                                 gr_active->greenlet_mod : Py_None, "gettrace");
@@ -901,13 +902,13 @@ void gr_put_back_callback(gr_thread *t)
     Py_XDECREF(gettrace);
     if (active == (PyObject *)t) {
         /* Ours is active: put back exactly what the program had. */
-        PyObject *was = PyObject_CallOneArg(t->settrace, t->prev_trace ? t->prev_trace : Py_None);
+        PyObject *was = PyObject_CallOneArg(t->cb.gl_settrace, t->cb.prev ? t->cb.prev : Py_None);
         Py_XDECREF(was);
     }
     /* Otherwise the program replaced ours: leave its callback in place. */
     Py_XDECREF(active);
     PyErr_Clear();
-    Py_CLEAR(t->settrace);
+    Py_CLEAR(t->cb.gl_settrace);
 }
 
 /* The callable a functools.partial object calls (new reference), or NULL
@@ -999,7 +1000,7 @@ void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start)
     uint64_t who = 0;
     PyObject *prog = cb;
     if (cb == (PyObject *)t) {
-        prog = t->prev_trace ? t->prev_trace : Py_None;
+        prog = t->cb.prev ? t->cb.prev : Py_None;
         who = GR_HOOK_CHAINED;
     }
     if (!(at_start && prog == Py_None)) {

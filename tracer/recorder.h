@@ -41,149 +41,168 @@ typedef struct {
  * callback(event, (origin, target)). */
 typedef struct gr_thread {
     PyObject_HEAD
-    uint64_t gen;           /* recording generation it belongs to */
-    uint32_t tid;           /* 0 until the thread is first seen */
-    uint32_t cur_gid;       /* greenlet running on this thread (0: none) */
-    PyThreadState *tstate;  /* borrowed, may be freed once the thread ends:
-                               compare thread_id before use */
-    unsigned long thread_id; /* tstate->thread_id when made */
-    PyObject *prev_trace;   /* owned; greenlet trace callback we replaced */
-    PyObject *settrace;     /* owned greenlet.settrace once ours is
-                               installed on this thread; cleared when the
-                               previous callback has been put back */
-    PyObject *cur_g;        /* address of the greenlet last seen running on
-                               this thread (compared, never dereferenced;
-                               NULL once that greenlet was freed) */
-    uint32_t last_c_call;   /* code id of the last C_CALL recorded here */
-    /* Hooks of the program (hooks.c): */
-    Py_tracefunc chain_func;/* the program's profile function we chain to,
-                               or NULL (its object stays in the slot) */
-    PyObject *chain_obj;    /* owned: that slot's object when we chained */
-    int foothold;           /* our trace function holds the trace slot until
-                               the next event (after a program's change):
-                               1 taken at this thread's own audit event,
-                               2 a foreign foothold: taken while another
-                               thread's audit event announced a change
-                               that may concern this thread's slot (its
-                               function swapped in, gr_own_swap_trace) */
-    Py_tracefunc foot_func; /* the trace slot's function before it */
-    PyObject *foot_obj;     /* owned: and its object */
-    PyFrameObject *foot_frame; /* owned: the frame running at the audit
-                               event, NULL if none or if the thread was
-                               tracing then (no event can come from inside
-                               that dispatch): events of frames above it
-                               while its call is still the one in progress
-                               (foot_lasti) and the profile slot unchanged
-                               (foot_prof, foot_pobj) come from inside the
-                               audit dispatch (a traced audit hook of the
-                               program), before the change.  Held from the
-                               audit event to the foothold's first event
-                               from outside the dispatch (or the program's
-                               sys.settrace, or stop()), so that no other
-                               frame can take its address while it is
-                               compared; released before the frame returns
-                               (its return event is such an event) */
-    int foot_lasti;
-    uint32_t by_tid;        /* resolving a change another thread made
-                               (its tid, HOOK GR_HOOK_BY_OTHER), else 0 */
-    uint32_t by_code;       /* and the C call in progress there */
-    int foot_withheld;      /* PyTrace_CALL or PyTrace_RETURN: the change
-                               was made inside the program's trace function
-                               dispatching that event of a frame (3.11;
-                               3.10: a frame's first CALL; gr_own_dispatch),
-                               with the recorder's function
-                               in the profile slot: the event goes to the
-                               profile slot after the trace function returns,
-                               to what the change left there.  If that is not
-                               the recorder's, the event is written at the
-                               foothold's first event (foot_code); -1: none */
-    uint32_t foot_code;     /* code id of that event's frame */
-    int foot_intrace;       /* the change was made there too, but the
-                               interpreter does not say which event it
-                               handled (not 3.11): the HOOK says so
-                               (GR_HOOK_IN_TRACE) if the slot is not the
-                               recorder's at the foothold's first event */
-    int hook_intrace;       /* set while that HOOK is written */
-    int chain_calls;        /* gr_profile_chain is calling the program's
-                               profile function (a profile dispatch: its
-                               event is recorded already) */
-    Py_tracefunc foot_prof; /* the profile slot at the audit event */
-    PyObject *foot_pobj;    /* (compared only) */
-    int subject;            /* the subject profiler is on this thread */
-    int displaced;          /* the program displaced the subject with its own
-                               profile function (it saw None: the recorder is
-                               invisible) */
-    int cb_pending;         /* callback mode: a greenlet switch callback ran
-                               and its SWITCH/THROW is written */
-    PyObject *cb_target;    /* its target (address only) */
-    int hook_pending;       /* the audit hook saw a profile change coming */
-    int bound;              /* bound to an OS thread (its TLS points here) */
-    int at_start;           /* the thread existed at start() */
-    int gl_pending;         /* passive mode: greenlet not asked about this
-                               thread yet; cur_gid is a placeholder for its
-                               main greenlet (recorder.c) */
+    /* The profile function's event path: */
     int slow_path;          /* !tid || gl_pending || the recording's
                                any_chain, kept so by gr_thread_path: the
                                profile function's fast path does not apply
-                               as it is (hooks.c) */
-    uint64_t cbits;         /* C calls passed on to the program's function
-                               (hooks.c), without greenlet */
-    int ended;              /* its thread has ended (its thread state was
-                               reused by another thread) */
-    uint32_t hook_code;     /* the C call in progress then (its c_return
-                               goes to whatever the program installed) */
-    uint32_t hook_frame;    /* code id of the Python frame running then
-                               (gr_profiler_frame), 0 none */
+                               as it is (profile.c) */
+    uint32_t tid;           /* 0 until the thread is first seen */
+    uint32_t cur_gid;       /* greenlet running on this thread (0: none) */
+    uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
+                               when greenlet was last asked on this thread;
+                               GR_WITNESS_UNKNOWN: ask at the next event */
     int may_have_ended;     /* the last event recorded here was a return
                                (RETURN, C_RETURN, C_EXCEPTION) or none: the
                                greenlet it came from may have finished
                                since (a CALL or C_CALL leaves it inside a
                                call that has not returned: alive) */
-    uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
-                               when greenlet was last asked on this thread;
-                               GR_WITNESS_UNKNOWN: ask at the next event */
-    int had_events;         /* the recorder's profile function delivered
-                               events on this thread */
-    int unannounced;        /* resolving a profile slot changed without the
-                               audit event (gr_profile_slot_at_mark) */
-    int ran_unseen;         /* resolving a profile slot of a thread that
-                               ran with the program's function alone since
-                               the change (HOOK who GR_HOOK_RAN) */
-    /* Passive mode's continued switches (switches.c, "Continued
-     * switches"): */
     PyFrameObject *ccall_frame; /* frame of the last event recorded here if
                                it was a C_CALL (address only), else NULL */
+    uint32_t last_c_call;   /* code id of the last C_CALL recorded here */
+    PyFrameObject *ours_frame; /* the recorder's own Python frame running
+                               here (address only; gr_code_ours), whose C
+                               calls are not recorded, or NULL */
+    PyObject *cur_g;        /* address of the greenlet last seen running on
+                               this thread (compared, never dereferenced;
+                               NULL once that greenlet was freed) */
+    uint32_t cur_slot;      /* gl slot + 1 of cur_gid as of its switch in
+                               (a hint: check its gid before use), or 0 */
+    int gl_pending;         /* passive mode: greenlet not asked about this
+                               thread yet; cur_gid is a placeholder for its
+                               main greenlet (recorder.c) */
     int sw_direct;          /* set while greenlet is asked and the switch
                                written (switches.c; a continued switch
                                needs no flag): the witness moved by
                                exactly one since this thread's previous
                                event */
-    uint64_t break_stamp;   /* r->stamp when continuity last broke here */
-    PyFrameObject *susp_frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
-                               suspensions seen here (first in, first
-                               out): the frame (address only) ... */
-    uint32_t susp_slot[GR_SUSP_KEEP]; /* ... and the gl slot + 1 of the
-                               greenlet suspended in it */
-    unsigned susp_next;     /* where the next one goes */
-    uint32_t cur_slot;      /* gl slot + 1 of cur_gid as of its switch in
-                               (a hint: check its gid before use), or 0 */
-    int starting;           /* in a thread start (its c_call seen): 1
-                               from threading.Thread.start (at its c_return
-                               the recorder goes into the new thread
-                               state), 2 another caller (hooks.c) */
-    int start_nopy;         /* its function is C code (audit event, 3.12+) */
-    int by_hook;            /* reached when it applied threading's profile
-                               hook itself (hooks.c sys_setprofile) */
-    PyThreadState *start_head; /* the interpreter's first thread state at
-                               that c_call (address only) */
-    uint32_t start_site;    /* r->start_sites index + 1 of that start, or 0 */
-    PyFrameObject *ours_frame; /* the recorder's own Python frame running
-                               here (address only; gr_code_ours), whose C
-                               calls are not recorded, or NULL */
+    uint64_t break_stamp;   /* r->sw.stamp when continuity last broke here */
+    uint64_t cbits;         /* C calls passed on to the program's function
+                               (profile.h), without greenlet */
+    /* The thread: */
+    uint64_t gen;           /* recording generation it belongs to */
+    PyThreadState *tstate;  /* borrowed, may be freed once the thread ends:
+                               compare thread_id before use */
+    unsigned long thread_id; /* tstate->thread_id when made */
+    int bound;              /* bound to an OS thread (its TLS points here) */
+    int ended;              /* its thread has ended (its thread state was
+                               reused by another thread) */
+    int at_start;           /* the thread existed at start() */
+    int had_events;         /* the recorder's profile function delivered
+                               events on this thread */
+    /* The program's changes of the profile slot: its profile function
+     * chained behind the recorder's, and the HOOK records that say so
+     * (profile_slot.c, footholds.c): */
+    struct gr_thread_hook {
+        Py_tracefunc chain_func; /* the program's profile function we chain to,
+                                   or NULL (its object stays in the slot) */
+        PyObject *chain_obj;    /* owned: that slot's object when we chained */
+        int chain_calls;        /* gr_profile_chain is calling the program's
+                                   profile function (a profile dispatch: its
+                                   event is recorded already) */
+        int subject;            /* the subject profiler is on this thread */
+        int displaced;          /* the program displaced the subject with its own
+                                   profile function (it saw None: the recorder is
+                                   invisible) */
+        int pending;            /* the audit hook saw a profile change coming */
+        uint32_t code;          /* the C call in progress then (its c_return
+                                   goes to whatever the program installed) */
+        int intrace;            /* set while that HOOK is written */
+        uint32_t frame;         /* code id of the Python frame running then
+                                   (gr_profiler_frame), 0 none */
+        uint32_t by_tid;        /* resolving a change another thread made
+                                   (its tid, HOOK GR_HOOK_BY_OTHER), else 0 */
+        uint32_t by_code;       /* and the C call in progress there */
+        int unannounced;        /* resolving a profile slot changed without the
+                                   audit event (gr_profile_slot_at_mark) */
+        int ran_unseen;         /* resolving a profile slot of a thread that
+                                   ran with the program's function alone since
+                                   the change (HOOK who GR_HOOK_RAN) */
+        int by_hook;            /* reached when it applied threading's profile
+                                   hook itself (profile_slot.c sys_setprofile) */
+    } hook;
+    /* The foothold in the trace slot (footholds.c): */
+    struct gr_thread_foot {
+        int kind;               /* our trace function holds the trace slot until
+                                   the next event (after a program's change):
+                                   1 taken at this thread's own audit event,
+                                   2 a foreign foothold: taken while another
+                                   thread's audit event announced a change
+                                   that may concern this thread's slot (its
+                                   function swapped in, gr_own_swap_trace) */
+        Py_tracefunc func;      /* the trace slot's function before it */
+        PyObject *obj;          /* owned: and its object */
+        PyFrameObject *frame;   /* owned: the frame running at the audit
+                                   event, NULL if none or if the thread was
+                                   tracing then (no event can come from inside
+                                   that dispatch): events of frames above it
+                                   while its call is still the one in progress
+                                   (lasti) and the profile slot unchanged
+                                   (prof, pobj) come from inside the
+                                   audit dispatch (a traced audit hook of the
+                                   program), before the change.  Held from the
+                                   audit event to the foothold's first event
+                                   from outside the dispatch (or the program's
+                                   sys.settrace, or stop()), so that no other
+                                   frame can take its address while it is
+                                   compared; released before the frame returns
+                                   (its return event is such an event) */
+        int lasti;
+        int withheld;           /* PyTrace_CALL or PyTrace_RETURN: the change
+                                   was made inside the program's trace function
+                                   dispatching that event of a frame (3.11;
+                                   3.10: a frame's first CALL; gr_own_dispatch),
+                                   with the recorder's function
+                                   in the profile slot: the event goes to the
+                                   profile slot after the trace function returns,
+                                   to what the change left there.  If that is not
+                                   the recorder's, the event is written at the
+                                   foothold's first event (code); -1: none */
+        uint32_t code;          /* code id of that event's frame */
+        int intrace;            /* the change was made there too, but the
+                                   interpreter does not say which event it
+                                   handled (not 3.11): the HOOK says so
+                                   (GR_HOOK_IN_TRACE) if the slot is not the
+                                   recorder's at the foothold's first event */
+        Py_tracefunc prof;      /* the profile slot at the audit event */
+        PyObject *pobj;         /* (compared only) */
+    } foot;
+    /* Suspensions seen here, for passive mode's continued switches
+     * (switches.c, "Continued switches"): */
+    struct gr_thread_susp {
+        PyFrameObject *frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
+                                   suspensions seen here (first in, first
+                                   out): the frame (address only) ... */
+        uint32_t slot[GR_SUSP_KEEP]; /* ... and the gl slot + 1 of the
+                                   greenlet suspended in it */
+        unsigned next;          /* where the next one goes */
+    } susp;
+    /* Callback mode: this object as the thread's greenlet trace callback
+     * (threads.c): */
+    struct gr_thread_callback {
+        PyObject *prev;         /* owned; greenlet trace callback we replaced */
+        PyObject *gl_settrace;  /* owned: the function greenlet.settrace,
+                                   once ours is installed on this thread;
+                                   cleared when the previous callback has
+                                   been put back */
+        int pending;            /* a greenlet switch callback ran
+                                   and its SWITCH/THROW is written */
+        PyObject *target;       /* its target (address only) */
+    } cb;
+    /* A thread start in progress on this thread (follow.c): */
+    struct gr_thread_start {
+        int call;               /* in a thread start (its c_call seen): 1
+                                   from threading.Thread.start (at its c_return
+                                   the recorder goes into the new thread
+                                   state), 2 another caller (follow.c) */
+        int nopy;               /* its function is C code (audit event, 3.12+) */
+        PyThreadState *head;    /* the interpreter's first thread state at
+                                   that c_call (address only) */
+        uint32_t site;          /* r->follow.start_sites index + 1 of that start, or 0 */
+    } start;
 } gr_thread;
 
 /* Where threads that run Python code were started while recording
- * (hooks.c): the Python code that called _thread.start_new_thread or
+ * (follow.c): the Python code that called _thread.start_new_thread or
  * _thread.start_joinable_thread, how many it started and how many of them
  * the recorder went into.  Written at stop as THREADS_UNREACHED records
  * for the difference (docs/FORMAT.md section 4). */
@@ -206,25 +225,17 @@ typedef struct {
 #define GR_CODE_GENERATOR 2
 
 typedef struct gr_recorder {
+    /* The profile function's event path: */
     uint64_t gen;           /* generation, bumped by every start() */
+    uint64_t tls_key;       /* the per-OS-thread cache (threads.h) is valid
+                               while it holds this value: gen << 32, bumped
+                               by every sweep that drops a thread */
     gr_writer *w;           /* canonical stream's indexed records, owned */
-    gr_writer *dw;          /* its definitions: == w, except in ring mode,
-                               where both are memory writers and dw keeps
-                               every definition; owned when != w */
-    char *path;             /* owned: the trace file (ring mode writes it
-                               at stop and at each flush) */
-    gr_writer *tw;          /* side channel (timestamps), owned, or NULL */
-    struct timespec last;   /* time of the previous indexed record */
-
     _Atomic uint64_t nevents; /* indexed records written; written only with
                                the GIL (relaxed load + store, a plain move),
                                read by the sampler thread */
+    gr_writer *tw;          /* side channel (timestamps), owned, or NULL */
     uint64_t errors;        /* swallowed internal failures */
-    uint64_t replaced;      /* strings written other than they are: too long
-                               for a chunk (cut), or not encodable as UTF-8
-                               (backslashreplace); trailer field 5 */
-
-    uint32_t nthreads, ngreenlets, nstrings, ncodes;
     gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
     PyCodeObject *last_co;  /* one-entry cache in front of `codes` for the
                                profile function's CALL/RETURN: the code
@@ -234,141 +245,165 @@ typedef struct gr_recorder {
     uint32_t last_co_id;    /* ... its code id ... */
     uint32_t last_co_slot;  /* ... and that id's code cache slot (FORMAT
                                §4.1: id % GR_CODE_SLOTS) */
-    unsigned char *ours;    /* PyMem: ours[id] = 1 for the code ids of
-                               greenreplay's own Python code (the package
-                               directory, "<greenreplay>/"), whose frames
-                               are not recorded; NULL until one is seen */
-    uint32_t ours_cap;      /* entries of `ours` */
-    int hide_ours;          /* whole-program recording: greenreplay's own
-                               frames are left out (`ours` filled) */
     PyMethodDef *last_ml;   /* one-entry cache in front of `codes` for
                                C_* events of a builtin function or method:
                                its PyMethodDef ... */
     PyTypeObject *last_self_type; /* ... the type of its `self` (NULL
                                none): with m_ml, what decides its key ... */
     uint32_t last_cf_id, last_cf_slot; /* ... its code id and cache slot */
-    gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
-    gr_ptrmap weakrefs;     /* weakref address -> gid */
-    PyObject *strings;      /* dict str -> id (definitions) */
-    PyObject *identities;   /* dict (kind, qualname, file, line) -> code id */
-    PyObject *keep;         /* list: code objects and types kept alive so
-                               their addresses stay unique while recording */
-    PyObject *thread_start[2]; /* _thread.start_new_thread and
-                               start_joinable_thread (or NULL): their C
-                               calls start threads (hooks.c) */
-    PyThreadState **adopt;  /* PyMem: new thread states the recorder went
-                               into, whose thread has not had an event yet
-                               (hooks.c thread_known) */
-    size_t nadopt, adopt_cap;
-    gr_start_site *start_sites; /* PyMem, nstart_sites of them */
-    size_t nstart_sites, start_sites_cap;
-    struct gr_unfollowed {  /* PyMem: thread states started while recording */
-        PyThreadState *ts;  /* that the recorder did not go into (address */
-        uint32_t site;      /* only), with their start site index + 1, */
-    } *unfollowed;          /* until threading's hook brings the recorder */
-    size_t nunfollowed, unfollowed_cap; /* there (hooks.c sys_setprofile) */
-    PyObject *threads;      /* list of gr_thread: the threads alive, and
-                               ended ones until the next sweep (hooks.c
-                               gr_thread_new), so its length stays within
-                               max(64, 2 x live threads) */
-    Py_ssize_t threads_sweep_at; /* length of threads that triggers a sweep */
-    uint64_t tls_key;       /* the per-OS-thread cache (hooks.c) is valid
-                               while it holds this value: gen << 32, bumped
-                               by every sweep that drops a thread */
-    struct gr_gl *gl;       /* PyMem; per greenlet state, slots reused
-                               once a greenlet is freed and its end
-                               written: memory bounded by the live ones */
-    uint32_t gl_cap;        /* slots allocated */
-    uint32_t *gl_free;      /* PyMem; free slot numbers */
-    uint32_t gl_nfree, gl_free_cap, gl_used;
-    gr_ptrmap gl_index;     /* (gid, 0) -> slot + 1, for live gids */
-    PyObject *forget;       /* weakref callback (module function) */
-
-    gr_path_rule *rules;    /* owned array */
-    size_t nrules;
-
-    PyObject *greenlet_mod;  /* owned, or NULL when greenlet is missing */
-    PyObject *getcurrent;    /* owned greenlet.getcurrent, or NULL */
-    PyObject *settrace;      /* owned greenlet.settrace, or NULL */
-    PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
-
-    uint32_t mark_code, stop_code; /* code ids of our C functions */
-    int quiet;              /* 1 while the recorder's own Python code runs
-                               in a tracing guard (hooks.c uncaught): no
-                               profile event of it was recorded, so stop()
-                               there writes this thread's stack from
-                               quiet_top, without the guarded frames */
-    PyFrameObject *quiet_top; /* borrowed: the thread's frame when the guard
-                               was entered (NULL: none) */
-
-    /* Switch detection (switches.c). */
-    int callback_mode;      /* 1: greenlet trace callback installed (old
-                               mode); 0: passive, the default */
-    PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
-                               or NULL (then r->getcurrent is called) */
-    PyObject *(*gl_parent)(PyObject *); /* greenlet C API
-                               PyGreenlet_GetParent (greenlet 2.0+: entry
-                               11 of the table), or NULL (then the `parent`
-                               attribute is read): gr_greenlet_parent */
-    int witness_ok;         /* greenlet changes gr_switch_witness on every
-                               switch (0.4.15+): an event whose thread's
-                               witness did not change skips asking greenlet
-                               (switches.c); cleared if a mark ever finds
-                               a switch the witness missed */
-    gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
-    int continued_ok;       /* continued switches may be written (passive
-                               mode, no sampler registry, not ring mode:
-                               switches.c) */
-    uint64_t stamp;         /* a counter for the stamps below and in
-                               gr_thread/gr_gl (switches.c) */
-    uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
-                               breaks every thread's continuity */
-    uint64_t *freed_abandoned; /* PyMem: (tid << 32 | gid) of greenlets
-                               freed unfinished after their thread ended
-                               (stop() writes a STACK "thread ended" for
-                               each: the profile events left their frames
-                               open, and nothing else says why) */
-    size_t nfreed_abandoned, cap_freed_abandoned;
-    uint64_t gl_frees;      /* greenlets seen freed so far (an address may
-                               name another greenlet after) */
-    /* GREENREPLAY_VERIFY_CONTINUED=1 (read at start()): at every
-     * continued switch greenlet is asked too (switches.c, verify_continued)
-     * and the answers are written as META records at stop(). */
-    int verify_continued;
-    uint64_t cont_verified;  /* continued switches checked against greenlet */
-    uint64_t cont_mismatch;  /* of them: greenlet named another greenlet */
-    uint64_t cont_first[4];  /* the first mismatch: record index, tid, gid
-                                written, gid greenlet named (0: not one seen) */
-
-    /* Passive mode: calls of the program's own profile function (chained
-     * by gr_profile_chain) during which the thread's switch witness moved:
-     * greenlets ran inside it, where no event is delivered, so none of
-     * their switches could be seen (callback mode writes them: hooks.c,
-     * GR_SEEN_IN_TRACING).  Written as META records at stop(). */
-    uint64_t prof_switches;     /* such calls */
-    uint64_t prof_switch_first[3]; /* the first: index of the event whose
-                                      call it was, tid, gid */
-
-    int own_change;         /* the recorder itself is changing a hook */
-    int wrapping;           /* inside the recorder's sys.setprofile */
-    int any_chain;          /* a program's profile function was chained */
+    unsigned char *ours;    /* PyMem: ours[id] = 1 for the code ids of
+                               greenreplay's own Python code (the package
+                               directory, "<greenreplay>/"), whose frames
+                               are not recorded; NULL until one is seen */
+    uint32_t ours_cap;      /* entries of `ours` */
+    uint32_t ncodes;        /* code ids given so far */
     uint8_t *code_gl;       /* PyMem; per code id: bit 0 code of greenlet,
                                gevent or eventlet; GR_CODE_GENERATOR */
-    int profile_on;         /* profile=True at start */
-
-    /* Sampler (issue: sampling never stalls switches); NULL when off. */
-    gr_registry *reg;       /* owned */
-    gr_sampler *sampler;    /* owned */
-    gr_writer *ww;          /* owned: the side channel's 'W' chunks (a
-                               sub-writer of tw, written during the run) */
-    gr_writer *pw;          /* owned: its 'P' chunks (the same) */
-    unsigned char *scratch; /* PyMem_Raw, owned: one sample re-encoded */
-    size_t scratch_cap;
-    uint64_t nswitches;     /* 'W' entries written */
-    time_t drain_sec;       /* CLOCK_MONOTONIC second of the last look at
-                               the sampler's ring from gr_times_entry */
-    struct gr_profiler_table *profilers; /* owned: the program's profilers
-                               seen (profiler_id.c), or NULL */
+    PyObject *greenlet_mod;  /* owned, or NULL when greenlet is missing */
+    PyObject *gl_settrace;   /* owned: the function greenlet.settrace (to
+                               notice the program calling it), or NULL */
+    PyObject *thread_start[2]; /* _thread.start_new_thread and
+                               start_joinable_thread (or NULL): their C
+                               calls start threads (follow.c) */
+    int any_chain;          /* a program's profile function was chained */
+    /* The trace file and what is written into it (module.c, recorder.c): */
+    struct gr_recorder_out {
+        gr_writer *dw;          /* its definitions: == w, except in ring mode,
+                                   where both are memory writers and dw keeps
+                                   every definition; owned when != w */
+        char *path;             /* owned: the trace file (ring mode writes it
+                                   at stop and at each flush) */
+        struct timespec last;   /* time of the previous indexed record */
+        uint64_t replaced;      /* strings written other than they are: too long
+                                   for a chunk (cut), or not encodable as UTF-8
+                                   (backslashreplace); trailer field 5 */
+        gr_path_rule *rules;    /* owned array */
+        size_t nrules;
+        int hide_ours;          /* whole-program recording: greenreplay's own
+                                   frames are left out (`ours` filled) */
+        int profile_on;         /* profile=True at start */
+    } out;
+    /* Identities: strings, code objects, greenlets (recorder.c): */
+    struct gr_recorder_ids {
+        uint32_t nthreads, ngreenlets, nstrings; /* ids given so far */
+        gr_ptrmap greenlets;    /* greenlet address -> gid, while alive */
+        gr_ptrmap weakrefs;     /* weakref address -> gid */
+        PyObject *strings;      /* dict str -> id (definitions) */
+        PyObject *identities;   /* dict (kind, qualname, file, line) -> code id */
+        PyObject *keep;         /* list: code objects and types kept alive so
+                                   their addresses stay unique while recording */
+        uint32_t mark_code, stop_code; /* code ids of our C functions */
+        struct gr_profiler_table *profilers; /* owned: the program's profilers
+                                   seen (profiler_id.c), or NULL */
+    } ids;
+    /* Threads: the followed ones and the starts of others (threads.c, follow.c): */
+    struct gr_recorder_follow {
+        PyObject *threads;      /* list of gr_thread: the threads alive, and
+                                   ended ones until the next sweep (threads.c
+                                   gr_thread_new), so its length stays within
+                                   max(64, 2 x live threads) */
+        Py_ssize_t threads_sweep_at; /* length of threads that triggers a sweep */
+        PyThreadState **adopt;  /* PyMem: new thread states the recorder went
+                                   into, whose thread has not had an event yet
+                                   (threads.h gr_thread_known) */
+        size_t nadopt, adopt_cap;
+        gr_start_site *start_sites; /* PyMem, nstart_sites of them */
+        size_t nstart_sites, start_sites_cap;
+        struct gr_unfollowed {  /* PyMem: thread states started while recording */
+            PyThreadState *ts;  /* that the recorder did not go into (address */
+            uint32_t site;      /* only), with their start site index + 1, */
+        } *unfollowed;          /* until threading's hook brings the recorder */
+        size_t nunfollowed, unfollowed_cap; /* there (profile_slot.c sys_setprofile) */
+    } follow;
+    /* Per-greenlet state in reusable slots (recorder.c): */
+    struct gr_recorder_gls {
+        struct gr_gl *gl;       /* PyMem; per greenlet state, slots reused
+                                   once a greenlet is freed and its end
+                                   written: memory bounded by the live ones */
+        uint32_t gl_cap;        /* slots allocated */
+        uint32_t *gl_free;      /* PyMem; free slot numbers */
+        uint32_t gl_nfree, gl_free_cap, gl_used;
+        gr_ptrmap gl_index;     /* (gid, 0) -> slot + 1, for live gids */
+        PyObject *forget;       /* weakref callback (module function) */
+        gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
+        uint64_t *freed_abandoned; /* PyMem: (tid << 32 | gid) of greenlets
+                                   freed unfinished after their thread ended
+                                   (stop() writes a STACK "thread ended" for
+                                   each: the profile events left their frames
+                                   open, and nothing else says why) */
+        size_t nfreed_abandoned, cap_freed_abandoned;
+        uint64_t gl_frees;      /* greenlets seen freed so far (an address may
+                                   name another greenlet after) */
+    } gls;
+    /* greenlet's API, looked up at start(): */
+    struct gr_recorder_gl_api {
+        PyObject *getcurrent;   /* owned greenlet.getcurrent, or NULL */
+        PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
+                                   or NULL (then r->gl_api.getcurrent is called) */
+        PyObject *(*gl_parent)(PyObject *); /* greenlet C API
+                                   PyGreenlet_GetParent (greenlet 2.0+: entry
+                                   11 of the table), or NULL (then the `parent`
+                                   attribute is read): gr_greenlet_parent */
+        PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
+    } gl_api;
+    /* Switch detection (switches.c): */
+    struct gr_recorder_sw {
+        int callback_mode;      /* 1: greenlet trace callback installed (old
+                                   mode); 0: passive, the default */
+        int witness_ok;         /* greenlet changes gr_switch_witness on every
+                                   switch (0.4.15+): an event whose thread's
+                                   witness did not change skips asking greenlet
+                                   (switches.c); cleared if a mark ever finds
+                                   a switch the witness missed */
+        int continued_ok;       /* continued switches may be written (passive
+                                   mode, no sampler registry, not ring mode:
+                                   switches.c) */
+        uint64_t stamp;         /* a counter for the stamps below and in
+                                   gr_thread/gr_gl (switches.c) */
+        uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
+                                   breaks every thread's continuity */
+        /* GREENREPLAY_VERIFY_CONTINUED=1 (read at start()): at every
+         * continued switch greenlet is asked too (switches.c, verify_continued)
+         * and the answers are written as META records at stop(). */
+        int verify_continued;
+        uint64_t cont_verified; /* continued switches checked against greenlet */
+        uint64_t cont_mismatch; /* of them: greenlet named another greenlet */
+        uint64_t cont_first[4]; /* the first mismatch: record index, tid, gid
+                                    written, gid greenlet named (0: not one seen) */
+        /* Passive mode: calls of the program's own profile function (chained
+         * by gr_profile_chain) during which the thread's switch witness moved:
+         * greenlets ran inside it, where no event is delivered, so none of
+         * their switches could be seen (callback mode writes them: threads.c,
+         * GR_SEEN_IN_TRACING).  Written as META records at stop(). */
+        uint64_t prof_switches; /* such calls */
+        uint64_t prof_switch_first[3]; /* the first: index of the event whose
+                                          call it was, tid, gid */
+    } sw;
+    /* The recorder's own work, hidden from the program (audit.c, slots.c): */
+    struct gr_recorder_own {
+        int change;             /* the recorder itself is changing a hook */
+        int in_setprofile;      /* inside the recorder's sys.setprofile */
+        int quiet;              /* 1 while the recorder's own Python code runs
+                                   in a tracing guard (audit.c uncaught): no
+                                   profile event of it was recorded, so stop()
+                                   there writes this thread's stack from
+                                   quiet_top, without the guarded frames */
+        PyFrameObject *quiet_top; /* borrowed: the thread's frame when the guard
+                                   was entered (NULL: none) */
+    } own;
+    /* The sampler (sampler.c) and its side-channel chunks; NULL when off: */
+    struct gr_recorder_samp {
+        gr_registry *reg;       /* owned */
+        gr_sampler *sampler;    /* owned */
+        gr_writer *ww;          /* owned: the side channel's 'W' chunks (a
+                                   sub-writer of tw, written during the run) */
+        gr_writer *pw;          /* owned: its 'P' chunks (the same) */
+        unsigned char *scratch; /* PyMem_Raw, owned: one sample re-encoded */
+        size_t scratch_cap;
+        uint64_t nswitches;     /* 'W' entries written */
+        time_t drain_sec;       /* CLOCK_MONOTONIC second of the last look at
+                                   the sampler's ring from gr_times_entry */
+    } samp;
 } gr_recorder;
 
 /* Set t->slow_path (t of recording r) after a change of t->tid,
@@ -397,7 +432,7 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
 }
 
 /* Whether code id `id` is greenreplay's own Python code, in a whole-program
- * recording (r->hide_ours): the start() and stop() the program calls
+ * recording (r->out.hide_ours): the start() and stop() the program calls
  * (no-ops there), the stop at exit, Recording.__exit__, the pytest plugin.
  * The recorder records the program, not itself: those frames, and the C
  * calls they make, are not recorded, nor are they in any stack
@@ -496,7 +531,7 @@ uint32_t gr_string_id(gr_recorder *r, const char *s);
  * sight.  A string that is not encodable as UTF-8 (lone surrogates, e.g.
  * a file name decoded with surrogateescape) is written with
  * backslashreplace, and one too long for a chunk is cut with a marker;
- * both are counted in r->replaced.  0 on failure. */
+ * both are counted in r->out.replaced.  0 on failure. */
 uint32_t gr_string_id_obj(gr_recorder *r, PyObject *s);
 
 /* Fatal signals (crash.c): at start, a handler that writes the buffered
@@ -537,21 +572,21 @@ void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields);
  * event for it, as without the recorder (compat.h, slots section): on
  * 3.9-3.11 no event is raised; on 3.12+ CPython raises sys.setprofile /
  * sys.settrace to the C hooks only, which the recorder's own ignores
- * (own_change).  Where the program's hooks would still run (a
+ * (own.change).  Where the program's hooks would still run (a
  * free-threaded build), they run untraced (the tracing guard, compat.h): a
  * hook the program marked __cantrace__ would otherwise make calls that the
  * recorder records (after STOP, at stop) and the program's profilers
  * count, for an event that exists only because of the recorder. */
 static inline void gr_own_change_begin(gr_recorder *r)
 {
-    r->own_change = 1;
+    r->own.change = 1;
     gr_enter_tracing(PyThreadState_Get());
 }
 
 static inline void gr_own_change_end(gr_recorder *r)
 {
     gr_leave_tracing(PyThreadState_Get());
-    r->own_change = 0;
+    r->own.change = 0;
 }
 
 /* Set the profile function of thread state ts (any thread of the
@@ -571,7 +606,7 @@ int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
  * count of threads with a trace function right, without an audit event and
  * without re-instrumenting code: for a foothold on another thread while the
  * calling thread's own foothold (gr_own_set_trace) keeps trace events on
- * (hooks.c).  GIL held.  Returns 0, or -1 on a free-threaded build
+ * (footholds.c).  GIL held.  Returns 0, or -1 on a free-threaded build
  * (nothing changed). */
 int gr_own_swap_trace(PyThreadState *ts, Py_tracefunc fn);
 /* The event thread state ts (the calling thread's) is dispatching to a
@@ -686,30 +721,30 @@ typedef struct gr_gl {
     PyObject *wr;           /* owned weakref to it; NULL once freed */
     struct gr_thread *on;   /* borrowed: the thread whose cur_g it is */
     uint64_t cbits;         /* C calls passed on to the program's profile
-                               function (hooks.c) */
+                               function (profile.h) */
     uint32_t gid, tid;      /* its gid; the thread it was last seen on */
     uint8_t state;          /* GR_GLS_* */
     uintptr_t susp_frame;   /* passive mode: the frame it was seen suspended
                                in (its last event a C_CALL there, the switch
                                right after), 0 none (switches.c) */
-    uint64_t susp_stamp;    /* r->stamp then */
+    uint64_t susp_stamp;    /* r->sw.stamp then */
     PyObject *par;          /* its parent at its last continued switch
                                (address only) ... */
     uint32_t par_gid;       /* ... that parent's gid ... */
-    uint64_t par_frees;     /* ... and r->gl_frees then */
+    uint64_t par_frees;     /* ... and r->gls.gl_frees then */
 } gr_gl;
 
 /* The state of greenlet gid, or NULL once it was freed and its end
  * written (or it was never seen).  Invalidated by the next greenlet's
  * registration (the table may move). */
-/* Key of gid in gl_index (ptrmap keys must be >= 2; spread like an
+/* Key of gid in gls.gl_index (ptrmap keys must be >= 2; spread like an
  * address). */
 #define GR_GL_KEY(gid) (((uintptr_t)(gid) << 4) | 2)
 
 static inline gr_gl *gr_gl_of(struct gr_recorder *r, uint32_t gid)
 {
-    uint32_t s = gid ? gr_ptrmap_get(&r->gl_index, GR_GL_KEY(gid), 0) : 0;
-    return s ? &r->gl[s - 1] : NULL;
+    uint32_t s = gid ? gr_ptrmap_get(&r->gls.gl_index, GR_GL_KEY(gid), 0) : 0;
+    return s ? &r->gls.gl[s - 1] : NULL;
 }
 
 /* Free the slot of greenlet gid if it was freed and its end is written. */
@@ -719,7 +754,7 @@ void gr_gl_settle(struct gr_recorder *r, uint32_t gid);
 #define GR_GLS_DEAD 0x1u     /* DEAD written */
 #define GR_GLS_MAIN 0x4u     /* main greenlet of its thread */
 #define GR_GLS_GONE 0x8u     /* the thread it was last seen on has ended
-                                and its gr_thread was dropped (hooks.c) */
+                                and its gr_thread was dropped (threads.c) */
 
 /* ---- switches (switches.c) ------------------------------------------- */
 
@@ -753,13 +788,13 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
 {
     PyThreadState *ts = gr_tstate_now();
     uint64_t v = gr_switch_witness(ts);
-    /* Without a trusted witness (witness_ok 0), t->witness stays
+    /* Without a trusted witness (sw.witness_ok 0), t->witness stays
      * GR_WITNESS_UNKNOWN, which no counter value equals: one compare. */
     if (v != t->witness) {
         /* Exactly one switch (or Context enter/exit) since this thread's
          * previous event: no greenlet ran unseen in between. */
         t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
-        t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
+        t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
         gr_switch_check_slow(r, t, frame, what, ts);
         t->sw_direct = 0;
     }
@@ -767,7 +802,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
 
 /* mark()/stop() asked greenlet directly and found greenlet g running where
  * the thread last saw another: if the witness claims no switch happened,
- * it cannot be trusted with this greenlet (witness_ok cleared). */
+ * it cannot be trusted with this greenlet (sw.witness_ok cleared). */
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
 
 /* Where gr_switch_seen is called from (its `seen`). */
@@ -800,56 +835,11 @@ void gr_note_preexisting(gr_recorder *r);
 /* DEAD record of greenlet gid on thread tid, once per greenlet. */
 void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid);
 
-/* ---- hooks (hooks.c) ----------------------------------------------- */
-
-/* Audit hook (installed once, at import): notices the program changing a
- * profile or trace function (events sys.setprofile / sys.settrace, raised
- * before the change, from C too, CPython 3.8+ PEP 578). */
-int gr_audit_hook(const char *event, PyObject *args, void *userdata);
-
-/* Profile function that records and then calls the program's own profile
- * function (t->chain_func with the slot's object). */
-int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
-
-/* The recorder's sys.setprofile (hooks.c), installed in the sys module
- * while recording so that a change made through it is chained at once;
- * the original (owned, set by module.c) is called first.  Its docstring
- * is the original's. */
-extern PyObject *gr_sys_setprofile_orig;
-/* At a mark on thread t (thread state ts, its own): a foreign profile
- * function in the slot that no audit event announced (a C extension that
- * writes tstate->c_profilefunc directly, e.g. yappi's per-thread start;
- * the docstring of yappi's _profile_thread_callback says it changes the
- * thread state's profile function) is chained like an announced one, and
- * its HOOK record carries GR_HOOK_UNANNOUNCED: what ran between the
- * thread's previous record and the mark may be missing from the trace.
- * An empty slot where the recorder's function had delivered events (a
- * direct clear, as yappi's stop) gets the recorder's function back, the
- * same way.  Nothing to do when the slot is ours, empty on a thread the
- * recorder never reached (the unprofiled-thread rule speaks for that), or
- * inside a trace/profile callback.  Also called at stop().  Never
- * raises. */
-void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts);
-
-/* Owned, or NULL: called (no arguments) at sys.excepthook's audit event
- * while recording (hooks.c); set by _greenreplay._on_uncaught. */
-extern PyObject *gr_uncaught_cb;
-extern PyMethodDef gr_sys_setprofile_def;
-
-/* stop(): give every chained profile slot back to the program's function
- * and drop any foothold in the trace slot. */
-void gr_hooks_stop(gr_recorder *r);
-
-/* How many thread states of the interpreter of `me` (the calling thread's
- * state) have the recorder's foothold (hooks.c) in their trace slot, with
- * or without a recording: for tests (none may outlive a recording).  GIL
- * held; never raises. */
-int gr_footholds(PyThreadState *me);
 
 /* Callback mode: put back the greenlet trace callback the thread had
  * before ours, if ours is still the active one; never calls settrace
  * with the callback already active (greenlet issue 332).  Clears
- * t->settrace. */
+ * t->cb.gl_settrace. */
 void gr_put_back_callback(gr_thread *t);
 
 /* The program's greenlet trace callback on thread t (greenlet.gettrace(),
@@ -868,7 +858,7 @@ void gr_note_greenlet_callback(gr_recorder *r, gr_thread *t, int at_start);
 /* Tags after which the greenlet may have finished (bit per tag). */
 #define GR_ENDING_TAGS ((1u << GR_RETURN) | (1u << GR_C_RETURN) | (1u << GR_C_EXCEPTION))
 
-/* The profile function's fast path after its switch check (hooks.c
+/* The profile function's fast path after its switch check (profile.c
  * record_fast, switches.c gr_event_switched): the thread's state after an
  * event of record tag `tag` (GR_CALL..GR_C_EXCEPTION) in `frame` (address
  * only) and of code id `code` (gr_event_state), then its record, with the
@@ -889,14 +879,14 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
 {
     gr_event_state(t, frame, tag, code);
     gr_emit3_slot(r, tag, t->tid, t->cur_gid, code, slot);
-    if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+    if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
         gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
 }
 
 /* A code id and its cache slot in one argument (gr_event_switched). */
 #define GR_CODE_SLOT(code, slot) ((uint64_t)(code) | (uint64_t)(slot) << 32)
 
-/* The profile function's fast path (hooks.c record_fast) at an event of
+/* The profile function's fast path (profile.c record_fast) at an event of
  * thread t of the active recording (gr_active) whose switch witness moved
  * since the thread's previous event: the switch check (gr_switch_check,
  * with a continued switch written straight away), then gr_event_tail.
@@ -907,25 +897,5 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
  * without a switch stays short; six arguments, all in registers. */
 void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
                        uint64_t code_slot);
-
-extern PyTypeObject gr_thread_type;
-
-/* The C profile function installed with PyEval_SetProfile; obj is the
- * thread's gr_thread.  Never raises; returns 0. */
-int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
-
-/* New gr_thread for the calling thread (tstate set), registered in
- * r->threads.  Returns a new reference, or NULL (error swallowed). */
-gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts);
-
-/* Whether thread t is still running: not marked ended, and its thread
- * state, serving the same thread id, is still in the interpreter's list
- * (CPython reuses both once a thread ends).  O(live threads); needs the
- * GIL. */
-int gr_thread_alive(const gr_thread *t);
-
-/* The gr_thread of the calling thread for recording r, creating it (not
- * yet seen) when missing.  Borrowed, or NULL on failure. */
-gr_thread *gr_thread_current(gr_recorder *r);
 
 #endif

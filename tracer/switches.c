@@ -24,16 +24,17 @@
  * target's stack.
  */
 #include "recorder.h"
+#include "profile.h"
 
 #include "instr.h"
 
 PyObject *gr_current_greenlet(gr_recorder *r)
 {
     PyObject *g = NULL;
-    if (r->gl_current)
-        g = r->gl_current();
-    else if (r->getcurrent)
-        g = PyObject_CallNoArgs(r->getcurrent);
+    if (r->gl_api.gl_current)
+        g = r->gl_api.gl_current();
+    else if (r->gl_api.getcurrent)
+        g = PyObject_CallNoArgs(r->gl_api.getcurrent);
     if (!g && PyErr_Occurred())
         PyErr_Clear();
     return g;
@@ -43,9 +44,9 @@ PyObject *gr_current_greenlet(gr_recorder *r)
  * call of its own: about 13 instructions per parent read). */
 static inline PyObject *greenlet_parent(gr_recorder *r, PyObject *g)
 {
-    if (!r->gl_parent)
-        return PyObject_GetAttr(g, r->str_parent);
-    PyObject *p = r->gl_parent(g);
+    if (!r->gl_api.gl_parent)
+        return PyObject_GetAttr(g, r->gl_api.str_parent);
+    PyObject *p = r->gl_api.gl_parent(g);
     if (!p && !PyErr_Occurred())
         p = Py_NewRef(Py_None);
     return p;
@@ -91,7 +92,9 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
  * use_tracing is the value CPython restores when the callback returns. */
 static inline void switch_state(PyThreadState *ts, int at_mark, uint64_t flags, uint64_t *f)
 {
-    if (ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain)
+    /* gr_profile first, the common case (the compiler keeps this order
+     * only when told). */
+    if (__builtin_expect(ts->c_profilefunc == gr_profile, 1) || ts->c_profilefunc == gr_profile_chain)
         flags |= GR_SW_PROFILE_OURS;
     if (ts->c_profilefunc)
         flags |= GR_SW_PROFILE_SET;
@@ -116,12 +119,12 @@ static inline void switch_state(PyThreadState *ts, int at_mark, uint64_t flags, 
  * next switch back is written in full. */
 static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e)
 {
-    unsigned i = t->susp_next;
-    t->susp_next = (i + 1) % GR_SUSP_KEEP;
-    t->susp_frame[i] = t->ccall_frame;
-    t->susp_slot[i] = (uint32_t)(e - r->gl) + 1;
+    unsigned i = t->susp.next;
+    t->susp.next = (i + 1) % GR_SUSP_KEEP;
+    t->susp.frame[i] = t->ccall_frame;
+    t->susp.slot[i] = (uint32_t)(e - r->gls.gl) + 1;
     e->susp_frame = (uintptr_t)t->ccall_frame;
-    e->susp_stamp = ++r->stamp;
+    e->susp_stamp = ++r->sw.stamp;
 }
 
 /* The greenlet of thread t remembered as suspended in `frame` whose
@@ -135,15 +138,15 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
      * switch before.  At most one entry can hold (two greenlets are never
      * suspended in one live frame), so the order changes only the cost. */
     for (unsigned k = 1; k <= GR_SUSP_KEEP; k++) {
-        unsigned i = (t->susp_next + GR_SUSP_KEEP - k) % GR_SUSP_KEEP;
-        if (t->susp_frame[i] != frame)
+        unsigned i = (t->susp.next + GR_SUSP_KEEP - k) % GR_SUSP_KEEP;
+        if (t->susp.frame[i] != frame)
             continue;
-        uint32_t s = t->susp_slot[i];
-        if (!s || s > r->gl_used)
+        uint32_t s = t->susp.slot[i];
+        if (!s || s > r->gls.gl_used)
             continue;
-        gr_gl *e = &r->gl[s - 1];
+        gr_gl *e = &r->gls.gl[s - 1];
         if (e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
-            e->susp_stamp > t->break_stamp && e->susp_stamp > r->hook_stamp) {
+            e->susp_stamp > t->break_stamp && e->susp_stamp > r->sw.hook_stamp) {
             *slot = s;
             return e;
         }
@@ -177,7 +180,7 @@ static inline void switch_hand_over(gr_recorder *r, gr_thread *t, gr_gl *oe, int
     }
     t->cur_g = g;
     t->cur_gid = tg;
-    t->cur_slot = te ? (uint32_t)(te - r->gl) + 1 : 0;
+    t->cur_slot = te ? (uint32_t)(te - r->gls.gl) + 1 : 0;
     if (te) {
         te->tid = t->tid;
         te->on = t;
@@ -198,13 +201,13 @@ static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t
 {
     GR_EXC_SAVE(saved); /* getcurrent() is Python-level before greenlet 2.0 */
     PyObject *real = gr_current_greenlet(r);
-    r->cont_verified++;
+    r->sw.cont_verified++;
     if (real != g) {
-        if (!r->cont_mismatch++) {
-            r->cont_first[0] = atomic_load_explicit(&r->nevents, memory_order_relaxed);
-            r->cont_first[1] = t->tid;
-            r->cont_first[2] = tg;
-            r->cont_first[3] = real ? gr_ptrmap_get(&r->greenlets, (uintptr_t)real, 0) : 0;
+        if (!r->sw.cont_mismatch++) {
+            r->sw.cont_first[0] = atomic_load_explicit(&r->nevents, memory_order_relaxed);
+            r->sw.cont_first[1] = t->tid;
+            r->sw.cont_first[2] = tg;
+            r->sw.cont_first[3] = real ? gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)real, 0) : 0;
         }
     }
     Py_XDECREF(real);
@@ -240,7 +243,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
         pg = 0;
     } else {
         PyObject *parent;
-        if (r->gl_parent) {
+        if (r->gl_api.gl_parent) {
             /* greenlet's C API: no Python code, the pending exception of a
              * C_EXCEPTION untouched. */
             parent = greenlet_parent(r, g);
@@ -259,13 +262,13 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
         if (parent == Py_None) {
             pg = 0;
             e->par = Py_None; /* a main greenlet: not asked again */
-        } else if (parent == e->par && e->par_frees == r->gl_frees) {
+        } else if (parent == e->par && e->par_frees == r->gls.gl_frees) {
             pg = e->par_gid;
         } else {
-            pg = gr_ptrmap_get(&r->greenlets, (uintptr_t)parent, 0);
+            pg = gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)parent, 0);
             e->par = parent;
             e->par_gid = pg;
-            e->par_frees = r->gl_frees;
+            e->par_frees = r->gls.gl_frees;
         }
         int known = parent == Py_None || pg;
         Py_DECREF(parent);
@@ -277,7 +280,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
                        record's field array below: held in registers) */
     switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, st);
     uint64_t state = st[4], tracing = st[5], use_tracing = st[6];
-    if (r->verify_continued)
+    if (r->sw.verify_continued)
         verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
     gr_writer *w = r->w;
@@ -333,23 +336,23 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
      * still holds that gid (gids are never reused). */
     uint32_t os = t->cur_slot;
     gr_gl *oe;
-    if (os && os <= r->gl_used && r->gl[os - 1].gid == og) {
-        oe = &r->gl[os - 1];
+    if (os && os <= r->gls.gl_used && r->gls.gl[os - 1].gid == og) {
+        oe = &r->gls.gl[os - 1];
     } else {
         oe = gr_gl_of(r, og);
-        os = oe ? (uint32_t)(oe - r->gl) + 1 : 0;
+        os = oe ? (uint32_t)(oe - r->gls.gl) + 1 : 0;
     }
     /* switch_hand_over with both slots known (es: e's). */
     if (oe) {
         if (oe->on == t)
             oe->on = NULL;
         if (t->ccall_frame) { /* susp_note */
-            unsigned i = t->susp_next;
-            t->susp_next = (i + 1) % GR_SUSP_KEEP;
-            t->susp_frame[i] = t->ccall_frame;
-            t->susp_slot[i] = os;
+            unsigned i = t->susp.next;
+            t->susp.next = (i + 1) % GR_SUSP_KEEP;
+            t->susp.frame[i] = t->ccall_frame;
+            t->susp.slot[i] = os;
             oe->susp_frame = (uintptr_t)t->ccall_frame;
-            oe->susp_stamp = ++r->stamp;
+            oe->susp_stamp = ++r->sw.stamp;
         }
     }
     t->cur_g = g;
@@ -366,8 +369,8 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
 void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts)
 {
     if (!t->sw_direct)
-        t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
-    else if (r->continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
+        t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
+    else if (r->sw.continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
         if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0))
@@ -410,8 +413,8 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
      * switch (the common case) first. */
     uint64_t v = gr_switch_witness(ts), was = t->witness;
     int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
-    t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
-    if (direct && r->continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
+    t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
+    if (direct && r->sw.continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
         int written = e ? switch_continued(r, t, e, es, tag == GR_C_RETURN ? PyTrace_C_RETURN : PyTrace_C_EXCEPTION,
@@ -419,7 +422,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
                         : 0;
         if (written == 2) {
             gr_event_state(t, frame, tag, code);
-            if (__builtin_expect(tag == GR_C_RETURN && arg == r->settrace, 0))
+            if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
                 gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
             return;
         }
@@ -430,7 +433,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
     }
     t->sw_direct = direct;
     if (!direct)
-        t->break_stamp = ++r->stamp; /* greenlets may have run unseen */
+        t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
     switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
     t->sw_direct = 0;
     gr_event_tail(r, t, frame, tag, arg, code, slot);
@@ -438,13 +441,13 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
 {
-    if (r->witness_ok && t->cur_g && g != t->cur_g &&
+    if (r->sw.witness_ok && t->cur_g && g != t->cur_g &&
         gr_switch_witness(PyThreadState_GET()) == t->witness) {
-        r->witness_ok = 0;
+        r->sw.witness_ok = 0;
         r->errors++;
         /* Every thread asks greenlet at its next event from now on. */
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
-            ((gr_thread *)PyList_GET_ITEM(r->threads, i))->witness = GR_WITNESS_UNKNOWN;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
+            ((gr_thread *)PyList_GET_ITEM(r->follow.threads, i))->witness = GR_WITNESS_UNKNOWN;
     }
 }
 
@@ -457,7 +460,7 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
     PyObject *g = gr_weakref_get(e->wr);
     if (!g)
         return 1;
-    PyObject *d = PyObject_GetAttr(g, r->str_dead);
+    PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
     int dead = d ? PyObject_IsTrue(d) == 1 : 0;
     Py_XDECREF(d);
     Py_DECREF(g);
@@ -468,8 +471,8 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
 
 void gr_emit_dead(gr_recorder *r, uint32_t gid, uint64_t tid)
 {
-    if (r->reg) /* its sampler registry slot is free for another greenlet */
-        gr_registry_release(r->reg, gid);
+    if (r->samp.reg) /* its sampler registry slot is free for another greenlet */
+        gr_registry_release(r->samp.reg, gid);
     gr_gl *e = gr_gl_of(r, gid);
     if (!e || (e->state & GR_GLS_DEAD))
         return; /* written already (its slot may be gone) */
@@ -485,25 +488,25 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     int at_mark = seen == GR_SEEN_AT_MARK, in_tracing = seen == GR_SEEN_IN_TRACING;
     GR_EXC_SAVE(saved);
     PyThreadState *ts = PyThreadState_Get();
-    uint64_t t0 = r->reg ? gr_now_ns() : 0;
+    uint64_t t0 = r->samp.reg ? gr_now_ns() : 0;
     uint32_t og = t->cur_gid;
-    int announced = t->cb_pending && t->cb_target == g;
+    int announced = t->cb.pending && t->cb.target == g;
     /* greenlet reports a "throw" whenever the target resumes with an
      * exception (greenlet.throw, GreenletExit, a child's exception passed
      * to its parent); passively that is a target whose first event is
      * the C_EXCEPTION of the call it was suspended in. */
-    int is_throw = announced ? t->cb_pending == 2 : raising;
-    t->cb_pending = 0;
-    t->cb_target = NULL;
+    int is_throw = announced ? t->cb.pending == 2 : raising;
+    t->cb.pending = 0;
+    t->cb.target = NULL;
 
     uint64_t flags = 0;
-    uint32_t tg = gr_ptrmap_get(&r->greenlets, (uintptr_t)g, 0);
+    uint32_t tg = gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)g, 0);
     if (!tg) {
         /* First sight.  A greenlet alive at start(), or the main greenlet
          * of its thread, had frames before recording began: they are its
          * seed.  A greenlet created while recording starts empty, so
          * every frame it has now should have been reported. */
-        int pre = gr_ptrmap_get(&r->preexisting, (uintptr_t)g, 0) != 0;
+        int pre = gr_ptrmap_get(&r->gls.preexisting, (uintptr_t)g, 0) != 0;
         PyObject *parent = gr_greenlet_parent(r, g);
         int is_main = parent == Py_None;
         if (!parent)
@@ -550,14 +553,14 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
 
     uint64_t wait = 0;
     int contended = 0;
-    if (r->reg) {
+    if (r->samp.reg) {
         /* The sampler's registry: the origin is suspended at its top frame
          * (the address only; the sampler reads it without the GIL). */
         uintptr_t frame = 0;
         gr_gl *oe = og && !dead ? gr_gl_of(r, og) : NULL;
         PyObject *o = oe && oe->wr ? gr_weakref_get(oe->wr) : NULL;
         if (o) {
-            PyObject *fr = PyObject_GetAttr(o, r->str_gr_frame);
+            PyObject *fr = PyObject_GetAttr(o, r->gl_api.str_gr_frame);
             if (fr && PyFrame_Check(fr))
                 frame = (uintptr_t)fr; /* kept alive by the suspended greenlet */
             if (!fr)
@@ -565,7 +568,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
             Py_XDECREF(fr);
             Py_DECREF(o);
         }
-        contended = gr_registry_switch(r->reg, og, frame, dead, tg, pg, &wait);
+        contended = gr_registry_switch(r->samp.reg, og, frame, dead, tg, pg, &wait);
     }
     uint64_t index = atomic_load_explicit(&r->nevents, memory_order_relaxed);
     gr_emit_stack(r, is_throw ? GR_THROW : GR_SWITCH, 7, f, 4, GR_SW_CUT, top, 0);
@@ -573,14 +576,14 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     if (dead)
         gr_emit_dead(r, og, t->tid);
     if (at_mark || in_tracing)
-        t->break_stamp = ++r->stamp; /* the target ran without an event */
+        t->break_stamp = ++r->sw.stamp; /* the target ran without an event */
     /* Continued switches: a direct switch leaves the origin suspended in
      * the C call of its last event (above). */
     gr_gl *oe = og && og != tg ? gr_gl_of(r, og) : NULL;
     switch_hand_over(r, t, oe,
-                     !dead && t->sw_direct && !at_mark && !in_tracing && t->ccall_frame && r->continued_ok,
+                     !dead && t->sw_direct && !at_mark && !in_tracing && t->ccall_frame && r->sw.continued_ok,
                      g, tg, gr_gl_of(r, tg));
-    if (r->reg)
+    if (r->samp.reg)
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
     if (PyErr_Occurred())
         gr_swallow(r);
@@ -609,7 +612,7 @@ void gr_note_preexisting(gr_recorder *r)
              * from before the recording (bool(g) is "active": started and
              * not dead). */
             if (PyObject_TypeCheck(o, (PyTypeObject *)type) && PyObject_IsTrue(o) == 1 &&
-                gr_ptrmap_put(&r->preexisting, (uintptr_t)o, 0, 1) < 0)
+                gr_ptrmap_put(&r->gls.preexisting, (uintptr_t)o, 0, 1) < 0)
                 r->errors++;
         }
     }

@@ -117,8 +117,8 @@ def _register_at_exit():
 
 
 # Threads: the extension follows every thread threading.Thread.start
-# starts, from the C call that creates it (tracer/hooks.c, "threads the
-# program starts"); threading's own hooks stay the program's.
+# starts, from the C call that creates it (tracer/follow.c);
+# threading's own hooks stay the program's.
 
 
 def _on_flush_signal(signum, frame):

@@ -1,0 +1,124 @@
+/* audit.c - the recorder's audit hook: what the program does to the
+ * profile and trace slots, heard before it happens.
+ *
+ * CPython raises an audit event (PEP 578, 3.8+) before a profile or trace
+ * function is set, from Python or C.  The recorder's hook (installed once,
+ * at import) takes a foothold there (footholds.c) to see the change at the
+ * thread's next event; the recorder's own slot changes raise no event the
+ * program's hooks see (slots.c): the recorder stays invisible
+ * (docs/RECORDER.md, invariant 2).  The same hook hears thread starts
+ * (follow.c) and an uncaught exception (whole-program mode stops there).
+ */
+#include "audit.h"
+
+#include "follow.h"
+#include "footholds.h"
+#include "threads.h"
+
+#include <string.h>
+
+PyObject *gr_uncaught_cb;
+
+/* sys.excepthook's audit event (CPython 3.8+, bpo-36842): an uncaught
+ * exception is about to be handed to sys.excepthook.  Whole-program mode
+ * stops recording there, before the traceback is printed (3.13+ prints it
+ * with Python code), without replacing sys.excepthook: the program sees its
+ * own hook.  The callable is greenreplay's (set by _on_uncaught); its
+ * errors are swallowed.  It runs inside a tracing guard: it is the
+ * recorder's work, not the program's, and a profiler the program (or
+ * greenreplay conform) still runs there must not count its calls
+ * (_thread._count, the stop); the recorder does not record them either. */
+static void uncaught(gr_recorder *r)
+{
+    PyObject *cb = gr_uncaught_cb;
+    if (!cb)
+        return;
+    Py_INCREF(cb);
+    GR_EXC_SAVE(saved);
+    PyThreadState *ts = PyThreadState_Get();
+    int was_quiet = r->own.quiet;
+    PyFrameObject *was_top = r->own.quiet_top;
+    if (!was_quiet) {
+        r->own.quiet_top = PyEval_GetFrame();
+        r->own.quiet = 1;
+    }
+    gr_enter_tracing(ts);
+    PyObject *res = PyObject_CallNoArgs(cb);
+    gr_leave_tracing(ts);
+    /* r may have stopped and been freed: only touch it if still active. */
+    if (gr_active == r) {
+        r->own.quiet = was_quiet;
+        r->own.quiet_top = was_top;
+    }
+    Py_XDECREF(res);
+    if (!res)
+        PyErr_Clear();
+    GR_EXC_RESTORE(saved);
+    Py_DECREF(cb);
+}
+
+/* Whether the calling thread's gr_thread (its TLS cache, valid for
+ * recording r) holds a foothold frame. */
+static inline int t_foothold_frame(gr_recorder *r)
+{
+    return gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.frame;
+}
+
+int gr_audit_hook(const char *event, PyObject *args, void *userdata)
+{
+    gr_recorder *r = gr_active;
+    if (r && gr_uncaught_cb && strcmp(event, "sys.excepthook") == 0) {
+        uncaught(r);
+        return 0;
+    }
+    if (r && !r->own.change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.kind == 2 &&
+        strcmp(event, "sys.settrace") == 0) {
+        /* The program changes this thread's trace slot, which holds a
+         * foreign foothold: give the slot back first, so the change
+         * replaces the program's own function and CPython counts it. */
+        gr_drop_foreign(gr_tls.thread, PyThreadState_Get());
+        return 0;
+    }
+    if (r && !r->own.change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.kind == 1 &&
+        strcmp(event, "sys.settrace") == 0) {
+        /* The program takes the trace slot from this thread's own
+         * foothold, after the change it announced (prof.enable();
+         * sys.settrace(f), or both in the program's trace function): the
+         * foothold would get no event, so the change is resolved now,
+         * with its HOOK, and the foothold given up before the slot
+         * changes hands. */
+        gr_thread *t = gr_tls.thread;
+        PyFrameObject *cur = PyEval_GetFrame();
+        if (gr_foothold_overtaken(r, t, PyThreadState_Get(), t->foot.frame && cur == t->foot.frame))
+            return 0;
+    }
+    if (r && !r->own.change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
+        /* The program takes the trace slot from the foothold, which then
+         * decides nothing more: its frame need not be held. */
+        Py_CLEAR(gr_tls.thread->foot.frame);
+        return 0;
+    }
+    if (r && r->out.profile_on && !r->own.change && event[0] == '_' &&
+        (strcmp(event, "_thread.start_new_thread") == 0 || strcmp(event, "_thread.start_joinable_thread") == 0)) {
+        gr_thread_start_announced(r, args);
+        return 0;
+    }
+    if (!r || r->own.change || r->own.in_setprofile || !r->out.profile_on || strcmp(event, "sys.setprofile") != 0)
+        return 0;
+    PyThreadState *ts = PyThreadState_Get();
+    gr_thread *t = gr_thread_known(r);
+    if (!t) {
+        gr_stray_foothold(r, ts);
+        return 0;
+    }
+    if (t->foot.kind == 2)
+        gr_drop_foreign(t, ts); /* this thread's own change: its own foothold */
+    /* Raised inside a profile or trace function (a profiler that
+     * re-installs itself from its own first event: yappi 1.4): the C call
+     * of the first change has ended, its c_return delivered to the
+     * program's function that runs now, so the HOOK still names it. */
+    if (t->foot.kind && !gr_foothold_overtaken(r, t, ts, gr_tstate_tracing(ts) > 0))
+        return 0;
+    gr_foothold_take(r, t, ts);
+    return 0;
+}

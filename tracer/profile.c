@@ -1,0 +1,246 @@
+/* profile.c - the recorder's C profile function: the hot path.
+ *
+ * CPython calls gr_profile at every profile event of a thread the recorder
+ * follows (gr_profile_chain when the program's own profile function is
+ * chained behind it: profile_slot.c).  It runs inside the recorded
+ * program: it never raises into it, never blocks and never releases the
+ * GIL; a failure is counted (gr_recorder.errors) and the event goes on.
+ * A known code object costs one hash lookup and a few bytes of buffer
+ * (docs/RECORDER.md, "One event, start to end").
+ */
+#include "profile.h"
+
+#include "follow.h"
+#include "threads.h"
+
+/* First event on a thread: the frames outside the event are its seed. */
+static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
+{
+    GR_EXC_SAVE(saved);
+    PyFrameObject *top = frame;
+    if (what == PyTrace_CALL)
+        top = frame ? PyFrame_GetBack(frame) : NULL;
+    else
+        Py_XINCREF(top);
+    uint32_t extra = 0;
+    if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+        extra = gr_cfunc_id(r, arg);
+    t->had_events = 1;
+    gr_thread_first_sight(r, t, top, extra, !t->at_start);
+    Py_XDECREF(top);
+    gr_thread_bind(r, t);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
+/* greenreplay's own frames (recorder.h, gr_code_ours): whether the event
+ * is theirs, not to be recorded: the call and return of such a frame, and
+ * the C calls it makes (t->ours_frame, the innermost of them running).
+ * Python functions they call are recorded, as called by the frame below.
+ * Inline: one test per event once such code was seen (r->ours). */
+static inline int is_ours_event(const gr_recorder *r, const gr_thread *t, PyFrameObject *frame, int what,
+                                uint32_t code)
+{
+    /* (Events written later by the foothold may come without a frame.) */
+    return what <= PyTrace_RETURN ? gr_code_ours(r, code) : frame == t->ours_frame && frame;
+}
+
+/* After is_ours_event: the call or return of such a frame moves
+ * t->ours_frame (to the caller when it is ours too). */
+static __attribute__((noinline)) void ours_moved(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+{
+    if (what == PyTrace_CALL) {
+        t->ours_frame = frame;
+    } else if (what == PyTrace_RETURN) {
+        GR_EXC_SAVE(saved);
+        PyFrameObject *back = PyFrame_GetBack(frame); /* may allocate (3.11+) */
+        t->ours_frame = back && gr_code_ours(r, gr_code_id(r, gr_frame_code(back))) ? back : NULL;
+        Py_XDECREF(back);
+        GR_EXC_RESTORE(saved);
+    }
+}
+
+/* Record one profile event of thread t: the general path (first event of
+ * a thread, a thread whose greenlet is not known yet; gr_profile_chain). */
+static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (!t->tid)
+        profile_first_sight(r, t, frame, what, arg);
+    uint32_t code = 0;
+    switch (what) {
+    case PyTrace_CALL:
+    case PyTrace_RETURN:
+        code = gr_code_id(r, gr_frame_code(frame));
+        break;
+    case PyTrace_C_CALL:
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        code = gr_cfunc_id(r, arg);
+        if (arg == r->thread_start[0] || arg == r->thread_start[1])
+            gr_thread_start_event(r, t, what, arg);
+        break;
+    default:
+        break;
+    }
+    if (r->ours && is_ours_event(r, t, frame, what, code)) {
+        ours_moved(r, t, frame, what);
+        return;
+    }
+    if (t->gl_pending && gr_code_is_gl(r, code))
+        gr_thread_touch(r, t);
+    if (r->greenlet_mod && !t->gl_pending)
+        gr_switch_check(r, t, frame, what);
+    t->may_have_ended = what != PyTrace_CALL && what != PyTrace_C_CALL;
+    t->ccall_frame = what == PyTrace_C_CALL ? frame : NULL;
+    switch (what) {
+    case PyTrace_CALL:
+        gr_emit3(r, GR_CALL, t->tid, t->cur_gid, code);
+        break;
+    case PyTrace_RETURN:
+        gr_emit3(r, GR_RETURN, t->tid, t->cur_gid, code);
+        break;
+    case PyTrace_C_CALL:
+        t->last_c_call = code;
+        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, code);
+        break;
+    case PyTrace_C_RETURN:
+        t->last_c_call = 0;
+        gr_emit3(r, GR_C_RETURN, t->tid, t->cur_gid, code);
+        if (arg == r->gl_settrace) /* the program changed its greenlet callback */
+            gr_note_greenlet_callback(r, t, 0);
+        break;
+    case PyTrace_C_EXCEPTION:
+        t->last_c_call = 0;
+        gr_emit3(r, GR_C_EXCEPTION, t->tid, t->cur_gid, code);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Record tag of each profile event kind (PyTrace_*: CALL 0, RETURN 3,
+ * C_CALL 4, C_EXCEPTION 5, C_RETURN 6); 0 for kinds a profile function
+ * is not given. */
+static const uint8_t tag_of_what[8] = {GR_CALL, 0, 0, GR_RETURN, GR_C_CALL, GR_C_EXCEPTION, GR_C_RETURN, 0};
+
+/* The hot path: an event of a thread already seen whose running greenlet
+ * is known, with no program profile function chained anywhere.  The same
+ * records as record_event, with its branches laid out for this case: the
+ * tag from a table, the code id through a one-entry cache, no C-call
+ * bookkeeping, the record inline.  Measured with
+ * tests/bench/instr_cost.sh (docs/PERFORMANCE.md). */
+static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
+                                                              int what, int tag, PyObject *arg)
+{
+    uint32_t code;
+    unsigned slot;
+    if (what <= PyTrace_RETURN) {
+        code = gr_code_id_cached(r, gr_frame_code(frame), &slot);
+    } else {
+        code = gr_cfunc_id_cached(r, arg, &slot);
+        if (__builtin_expect(arg == r->thread_start[0] || arg == r->thread_start[1], 0))
+            gr_thread_start_event(r, t, what, arg);
+    }
+    if (r->ours && __builtin_expect(is_ours_event(r, t, frame, what, code), 0)) {
+        ours_moved(r, t, frame, what);
+        return;
+    }
+    if (r->greenlet_mod) {
+        /* gr_switch_check's test, inline; what follows a moved witness is
+         * out of line (the switch path). */
+        PyThreadState *ts = gr_tstate_now();
+        if (__builtin_expect(gr_switch_witness(ts) != t->witness, 0)) {
+            gr_event_switched(t, frame, tag, arg, ts, GR_CODE_SLOT(code, slot));
+            return;
+        }
+    }
+    gr_event_tail(r, t, frame, tag, arg, code, slot);
+}
+
+int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        return 0;
+    gr_thread *t = gr_thread_known(r);
+    if (!t)
+        return 0;
+    if (__builtin_expect(!t->slow_path, 1)) {
+        /* t->tid && !t->gl_pending, and no program's function chained.
+         * A profile function is only given CALL, RETURN and C_* events. */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (__builtin_expect(tag != 0, 1))
+            record_fast(r, t, frame, what, tag, arg);
+        return 0;
+    }
+    if (t->tid && !t->gl_pending) {
+        /* The same once a program's function was chained somewhere, with
+         * the C-call bookkeeping (as below). */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (tag != 0)
+            record_fast(r, t, frame, what, tag, arg);
+        if (tag >= GR_C_CALL) {
+            if (tag == GR_C_CALL)
+                gr_c_push(r, t, 0);
+            else
+                gr_c_pop(r, t);
+        }
+        return 0;
+    }
+    record_event(r, t, frame, what, arg);
+    /* Before any program function was chained every bit is 0, which
+     * is what an empty stack pops: no bookkeeping needed until then. */
+    if (r->any_chain && what == PyTrace_C_CALL)
+        gr_c_push(r, t, 0);
+    else if (r->any_chain && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION))
+        gr_c_pop(r, t);
+    return 0;
+}
+
+int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    gr_thread *t = r ? gr_thread_known(r) : gr_tls.thread;
+    int pass = 1;
+    if (r && t) {
+        record_event(r, t, frame, what, arg);
+        if (what == PyTrace_C_CALL)
+            gr_c_push(r, t, 1);
+        else if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+            pass = gr_c_pop(r, t);
+    }
+    Py_tracefunc f = t ? t->hook.chain_func : NULL;
+    if (!f || !pass)
+        return 0;
+    if (!r || !t)
+        return f(obj, frame, what, arg);
+    if (!r->greenlet_mod || r->sw.callback_mode) {
+        Py_INCREF(t); /* the program's function may stop the recording */
+        t->hook.chain_calls++;
+        int rc = f(obj, frame, what, arg);
+        t->hook.chain_calls--;
+        Py_DECREF(t);
+        return rc;
+    }
+    /* Passive mode: a switch made inside the program's function delivers
+     * no event (the thread is tracing), so the greenlets that run there
+     * are not seen.  Say so: the witness moved across the call. */
+    PyThreadState *ts = PyThreadState_GET();
+    uint64_t w0 = gr_switch_witness(ts);
+    uint64_t at = atomic_load_explicit(&r->nevents, memory_order_relaxed);
+    uint64_t tid = t->tid, gid = t->cur_gid;
+    Py_INCREF(t);
+    t->hook.chain_calls++;
+    int rc = f(obj, frame, what, arg);
+    t->hook.chain_calls--;
+    Py_DECREF(t);
+    if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
+        if (!r->sw.prof_switches++) {
+            r->sw.prof_switch_first[0] = at - 1; /* the event just written */
+            r->sw.prof_switch_first[1] = tid;
+            r->sw.prof_switch_first[2] = gid;
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,188 @@
+/* profile_slot.c - the profile slot after the program changes it.
+ *
+ * The recorder stays in each followed thread's profile slot.  When the
+ * program installs its own profile function there (sys.setprofile,
+ * cProfile's enable(), a C extension), the recorder chains in front of it
+ * (gr_profile_chain) and writes a HOOK record saying what the program did
+ * and what the subject profiler is now; when the program clears the slot,
+ * the recorder's function goes back in.  The recorder's sys.setprofile
+ * (installed in the sys module while recording) does this at once; the
+ * audit hook and the footholds (footholds.c) for every other way.
+ */
+#include "profile_slot.h"
+
+#include "follow.h"
+#include "profile.h"
+#include "threads.h"
+#include "profiler_id.h"
+
+static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code,
+                      uint32_t prof, uint32_t frame)
+{
+    uint64_t who = (t->hook.subject ? GR_HOOK_SUBJECT_ON : 0) | (t->hook.chain_func ? GR_HOOK_CHAINED : 0) |
+                   (t->hook.unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->hook.ran_unseen ? GR_HOOK_RAN : 0) |
+                   (t->hook.intrace ? GR_HOOK_IN_TRACE : 0);
+    /* Another thread's change names that thread and its C call, unless a C
+     * call of this thread's own ended with the program's function (code:
+     * its c_return went there, foothold()), which `during` names then. */
+    if (t->hook.by_tid && !code) {
+        who |= GR_HOOK_BY_OTHER | (uint64_t)t->hook.by_tid << GR_HOOK_BY_SHIFT;
+        code = t->hook.by_code;
+    }
+    uint64_t f[8] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code, prof, frame};
+    gr_emit(r, slot == GR_HOOK_PROFILE ? GR_HOOK_PROF : GR_HOOK, slot == GR_HOOK_PROFILE ? 8 : 6, f);
+}
+
+/* The profile slot of thread state ts (thread t) after the program may
+ * have changed it: keep observing (take the slot back, or chain in front
+ * of the program's function), and write a HOOK record saying what the
+ * program did and what the subject profiler is now.  standard: the program
+ * gave the thread threading's profile hook, which stands for the subject
+ * (sys_setprofile below): the slot is empty and the subject is back. */
+void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, int standard)
+{
+    Py_tracefunc f = ts->c_profilefunc;
+    PyObject *old_chain = NULL;
+    uint32_t code = t->hook.pending ? t->hook.code : 0;
+    uint32_t frame = t->hook.by_tid ? 0 : t->hook.pending ? t->hook.frame
+                     : ts == PyThreadState_Get() ? gr_profiler_frame(r, PyEval_GetFrame()) : 0;
+    t->hook.pending = 0;
+    int ran = t->hook.ran_unseen;
+    t->hook.ran_unseen = 0;
+    if (f == gr_profile || f == gr_profile_chain)
+        return;
+    t->hook.ran_unseen = ran; /* for emit_hook, below */
+    /* The program's profiler installed, or removed (profiler_id.c). */
+    uint32_t prof = f ? gr_profiler_id(r, f, ts->c_profileobj)
+                      : gr_profiler_id(r, t->hook.chain_func, t->hook.chain_obj);
+    int action;
+    if (!f) {
+        /* Cleared.  While the subject was displaced by the program's own
+         * profiler, clearing puts back what the program saw before it
+         * (None, as the recorder is invisible): the subject returns.
+         * Otherwise the program removed the profiler a standard tool had
+         * installed: the subject is gone from this thread. */
+        if (standard || (!t->hook.subject && t->hook.displaced)) {
+            action = GR_HOOK_RESTORED;
+            t->hook.subject = 1;
+            t->hook.displaced = 0;
+        } else {
+            action = GR_HOOK_CLEARED;
+            t->hook.subject = 0;
+        }
+        t->hook.chain_func = NULL;
+        Py_CLEAR(t->hook.chain_obj);
+        gr_own_change_begin(r);
+        if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
+            gr_swallow(r);
+        gr_own_change_end(r);
+    } else {
+        action = GR_HOOK_SET;
+        if (t->hook.subject) {
+            t->hook.subject = 0;
+            t->hook.displaced = 1;
+        }
+        t->hook.chain_func = f;
+        if (!r->any_chain) {
+            r->any_chain = 1;
+            /* Every thread's events now take the bookkeeping path. */
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
+                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->follow.threads, i));
+        }
+        /* The profile object chained before is released last, once the
+         * slot is whole again: releasing it can run its finalizer, and
+         * _lsprof's clears the slot when the profiler is still enabled
+         * (a cProfile.Profile().enable() held only by the slot, replaced
+         * by another profiler's enable()).  Released between the two
+         * writes, that clear left gr_profile_chain in the slot with no
+         * object, and the next event called the program's function with
+         * a NULL object: a crash.  Released here, the clear empties the
+         * slot whole (its own audit event: a HOOK at the next event). */
+        old_chain = t->hook.chain_obj;
+        t->hook.chain_obj = Py_XNewRef(ts->c_profileobj);
+        gr_swap_profile_func(ts, gr_profile_chain);
+    }
+    if (t->tid)
+        emit_hook(r, t, GR_HOOK_PROFILE, action, code, prof, frame);
+    t->hook.ran_unseen = 0;
+    Py_XDECREF(old_chain);
+}
+
+/* Whether func is what threading.setprofile last set (threading's
+ * _profile_hook, None when the program set none or has no threading):
+ * code that hands it to sys.setprofile gives the thread what threading's
+ * new threads get. */
+static int is_thread_profile_hook(PyObject *func)
+{
+    PyObject *name = PyUnicode_FromString("threading");
+    PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    PyObject *hook = threading ? PyObject_GetAttrString(threading, "_profile_hook") : NULL;
+    Py_XDECREF(threading);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    int same = func == (hook ? hook : Py_None);
+    Py_XDECREF(hook);
+    return same;
+}
+
+/* sys.setprofile while recording (module.c installs it in the sys module
+ * under the same name): the original, then at once what the foothold would
+ * do at the next event.  So the c_return of this very call goes to the
+ * recorder, which passes it on to the program's new function only if that
+ * function saw the c_call: as without the recorder, a function set here
+ * gets no c_return of the call that set it (CPython reports c_return only
+ * when a profile function was set at the c_call).
+ *
+ * The recorder stands for a profiler installed with threading.setprofile
+ * before the program.  Code that reads threading._profile_hook and hands
+ * it to sys.setprofile gives the thread that profiler: gevent 20.12+'s
+ * thread pool does before each task, in workers it starts with
+ * _thread.start_new_thread, and clears the slot after it.  So when the
+ * program set no threading hook, sys.setprofile(None) on a thread the
+ * recorder never reached brings it in as the subject (HOOK restored), and
+ * so again on such a thread after the subject was removed; where the
+ * subject is installed, it removes it, as any clear does.  The program's
+ * own hook (threading.setprofile(prof)) handed to a thread never reached
+ * brings the recorder in too, chained in front of prof as on threading's
+ * threads (HOOK set): the observer sees the tasks either way. */
+static PyObject *sys_setprofile(PyObject *self, PyObject *func)
+{
+    gr_recorder *r = gr_active;
+    PyObject *orig = gr_sys_setprofile_orig;
+    if (!orig) {
+        PyErr_SetString(PyExc_RuntimeError, "sys.setprofile is not available");
+        return NULL;
+    }
+    if (!r)
+        return PyObject_CallOneArg(orig, func);
+    r->own.in_setprofile++;
+    PyObject *res = PyObject_CallOneArg(orig, func);
+    r->own.in_setprofile--;
+    if (res && gr_active == r) {
+        gr_thread *t = gr_thread_known(r);
+        int standard = 0;
+        if (r->out.profile_on && (!t || (func == Py_None && t->hook.by_hook && !t->hook.subject)) &&
+            is_thread_profile_hook(func)) {
+            standard = func == Py_None;
+            if (!t) {
+                gr_unfollowed_reached(r, PyThreadState_Get());
+                t = gr_thread_current(r);
+                if (t)
+                    t->hook.by_hook = 1;
+            }
+        }
+        if (t) {
+            GR_EXC_SAVE(saved);
+            t->hook.pending = 0; /* no C call to pop: its c_return comes to us */
+            gr_resolve_profile_slot(r, t, PyThreadState_Get(), standard);
+            if (PyErr_Occurred())
+                gr_swallow(r);
+            GR_EXC_RESTORE(saved);
+        }
+    }
+    return res;
+}
+
+PyObject *gr_sys_setprofile_orig;
+PyMethodDef gr_sys_setprofile_def = {"setprofile", sys_setprofile, METH_O, NULL};

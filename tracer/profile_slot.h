@@ -1,0 +1,22 @@
+/* profile_slot.h - the profile slot after the program changes it
+ * (profile_slot.c). */
+#ifndef GR_PROFILE_SLOT_H
+#define GR_PROFILE_SLOT_H
+
+#include "recorder.h"
+
+/* The profile slot of thread state ts (thread t) after the program may
+ * have changed it: keep observing (take the slot back, or chain in front
+ * of the program's function), and write a HOOK record saying what the
+ * program did and what the subject profiler is now.  standard: the
+ * program gave the thread threading's profile hook. */
+void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, int standard);
+
+/* The recorder's sys.setprofile (profile_slot.c), installed in the sys module
+ * while recording so that a change made through it is chained at once;
+ * the original (owned, set by module.c) is called first.  Its docstring
+ * is the original's. */
+extern PyObject *gr_sys_setprofile_orig;
+extern PyMethodDef gr_sys_setprofile_def;
+
+#endif
