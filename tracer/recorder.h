@@ -369,6 +369,9 @@ typedef struct gr_recorder {
                                the sampler's ring from gr_times_entry */
     struct gr_profiler_table *profilers; /* owned: the program's profilers
                                seen (profiler_id.c), or NULL */
+    int keep_profilers;     /* keep the program's cProfile/profile objects
+                               alive from now on, to be read back by
+                               `greenreplay conform` (_keep_profilers) */
 } gr_recorder;
 
 /* Set t->slow_path (t of recording r) after a change of t->tid,
