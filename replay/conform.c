@@ -1403,7 +1403,8 @@ static int cmp_setup(struct cmp *s, const gr_conform *c, const gr_trace *t, json
         snprintf(reason, n,
                  "unsupported: the program installs its own profiler at %s (%s, event %llu) on thread %llu, "
                  "displacing the profiler under test there (a thread has one profile function): its counts would "
-                 "differ falsely, so nothing is compared (`greenreplay check` on the trace, -o, lists what "
+                 "differ falsely, so nothing is compared (the cprofile adapter reads back the program's own "
+                 "cProfile objects instead, not other profilers; `greenreplay check` on the trace, -o, lists what "
                  "each of the program's profilers saw: rule attribution)",
                  gr_sb_str(&where_), gr_sb_str(&during), (unsigned long long)c->own_at,
                  (unsigned long long)c->start_tid);

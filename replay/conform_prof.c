@@ -382,9 +382,9 @@ static void line_one(gr_sb *sb, const gr_trace *t, const gr_prof_attr *a, int st
     if (st == ST_WRONG)
         gr_sb_puts(sb, ": counted other than the recording delivered to it (differences in --json)");
     else
-        gr_sb_printf(sb, ": counted what it was given: %" PRIu64 " Python calls of its owner, %" PRIu64
+        gr_sb_printf(sb, ": counted what it was given: %" PRIu64 " Python call%s of its owner, %" PRIu64
                          " of other greenlets; missed %" PRIu64 " of its owner's",
-                     a->own, a->foreign, a->missed);
+                     a->own, a->own == 1 ? "" : "s", a->foreign, a->missed);
 }
 
 /* The folded line of the n profilers alike to a (status st) among `of`
@@ -489,10 +489,11 @@ static int verdict(const int *st, size_t np, char *reason, size_t n, const char 
     if (k[ST_MISATTRIBUTED]) {
         snprintf(reason, n,
                  "%zu of %zu profilers of the program are not their owner's numbers: each counted what it was "
-                 "given, but a thread has one profile function and a greenlet switch does not change it, so a "
-                 "profiler enabled per greenlet counts the calls of whatever greenlet runs while it is "
-                 "installed and misses its own while another is (the program's design, not the profiler: "
-                 "switch profilers with the greenlet, greenlet.settrace, or profile the whole thread once)",
+                 "given, but a thread has one profile function: a profiler enabled while another is takes the "
+                 "thread's events from it, and a greenlet switch does not change it, so a profiler enabled per "
+                 "greenlet counts whatever greenlet runs while it is installed and misses its own while another "
+                 "is (the program's design, not the profiler's fault: switch profilers with the greenlet, "
+                 "greenlet.settrace, or profile the whole thread once)",
                  k[ST_MISATTRIBUTED], np);
         *cause = "program";
         return GR_CONFORM_FAIL;
