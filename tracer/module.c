@@ -1265,7 +1265,7 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gr_active != NULL);
 }
 
-/* _keep_profilers(): from now on, keep every cProfile or profile object
+/* _keep_profilers(): from now on, keep every cProfile object
  * the program installs alive until the recording ends, so that the conform
  * harness can read each one's results back at exit (docs/conform.md, "A
  * program with profilers of its own").  False when not recording.
@@ -1415,7 +1415,7 @@ static PyMethodDef methods[] = {
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
     {"_keep_profilers", mod_keep_profilers, METH_NOARGS,
-     "Keep the program's cProfile/profile objects alive for conform to read back."},
+     "Keep the program's cProfile objects alive for conform to read back."},
     {"_kept_profilers", mod_kept_profilers, METH_NOARGS,
      "The kept profiler objects: a list of (PROFILER id, object)."},
     GR_BOOT_METHODS

@@ -292,7 +292,7 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     Py_DECREF(no);
     id = ++pt->next_id;
     pt->e[pt->n++] = (gr_prof_entry){wr, key ? (void *)key : (void *)func, id};
-    if (r->keep_profilers && key && (kind == GR_PROF_CPROFILE || kind == GR_PROF_PROFILE))
+    if (r->keep_profilers && key && kind == GR_PROF_CPROFILE)
         keep(pt, id, key);
     uint32_t sid = kind == GR_PROF_FUNCTION ? 0 : gr_string_id_obj(r, name);
     uint64_t f[3] = {(uint64_t)kind, sid, code};

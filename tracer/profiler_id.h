@@ -33,7 +33,7 @@ uint32_t gr_profiler_id(struct gr_recorder *r, Py_tracefunc func, PyObject *obj)
 uint32_t gr_profiler_frame(struct gr_recorder *r, PyFrameObject *top);
 
 /* The profiler objects kept alive since r->keep_profilers was set (a new
- * list of (id, object) in id order; only cProfile and profile objects,
+ * list of (id, object) in id order; only cProfile objects,
  * whose counts an adapter of `greenreplay conform` reads back per object,
  * docs/conform.md), or NULL with an exception set. */
 PyObject *gr_profiler_kept(struct gr_recorder *r);

@@ -369,7 +369,7 @@ typedef struct gr_recorder {
                                the sampler's ring from gr_times_entry */
     struct gr_profiler_table *profilers; /* owned: the program's profilers
                                seen (profiler_id.c), or NULL */
-    int keep_profilers;     /* keep the program's cProfile/profile objects
+    int keep_profilers;     /* keep the program's cProfile objects
                                alive from now on, to be read back by
                                `greenreplay conform` (_keep_profilers) */
 } gr_recorder;

@@ -514,6 +514,37 @@ def _finish():
         _fail("results", e)
 
 
+def keep_profilers():
+    """For an adapter's start(): ask the recorder to keep every cProfile
+    object the program installs from now on alive until the
+    recording ends, under the trace's PROFILER id (docs/conform.md, "A
+    program with profilers of its own").  Does nothing when not recording."""
+    try:
+        from greenreplay import _greenreplay
+        _greenreplay._keep_profilers()
+    except (ImportError, AttributeError):
+        pass
+
+
+def program_profilers(own, cls, read):
+    """For an adapter's results(): the kept profiler objects that are
+    instances of cls, other than `own` (the adapter's), each read with
+    read(obj) -> functions: ([{"id": PROFILER id, "functions": [...]}],
+    the id of `own`, 0 when it was not kept)."""
+    try:
+        from greenreplay import _greenreplay
+        kept = _greenreplay._kept_profilers()
+    except (ImportError, AttributeError):
+        return [], 0
+    out, own_id = [], 0
+    for pid, obj in kept:
+        if obj is own:
+            own_id = pid
+        elif isinstance(obj, cls):
+            out.append({"id": pid, "functions": read(obj)})
+    return out, own_id
+
+
 def expectations(path, python):
     """Expected verdicts of fixture `path` on Python version `python`
     ("3.12.1" or "3.12"): {profiler: verdict}.  Header lines among the first

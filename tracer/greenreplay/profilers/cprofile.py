@@ -14,7 +14,7 @@ program's own functions made.
 A program that enables cProfile profilers of its own (per-request
 middleware) displaces this adapter's profiler on 3.9-3.11.  The adapter
 asks the recorder to keep every cProfile object the program installs
-alive (greenreplay._greenreplay._keep_profilers: the same objects, under the same ids,
+alive (greenreplay.conform.keep_profilers: the same objects, under the same ids,
 as the trace's PROFILER definitions) and reads each one's counts back at
 exit ("program_profilers"), without disabling it: conform compares them
 with what the recording delivered to each (docs/conform.md)."""
@@ -34,17 +34,10 @@ def version():
 
 def start():
     global _prof
-    _keep()
+    from greenreplay import conform
+    conform.keep_profilers()
     _prof = cProfile.Profile()
     _prof.enable()
-
-
-def _keep():
-    try:
-        from greenreplay import _greenreplay
-        _greenreplay._keep_profilers()
-    except (ImportError, AttributeError):
-        pass
 
 
 def _entries(obj):
@@ -62,24 +55,6 @@ def _entries(obj):
         fns.append({"file": code.co_filename, "line": code.co_firstlineno, "name": code.co_name,
                     "calls": e.callcount, "primitive": e.callcount - e.reccallcount})
     return fns
-
-
-def program_profilers(own):
-    """Each of the program's cProfile objects the recorder kept (not
-    `own`, this adapter's): [{"id": PROFILER id, "functions": [...]}]."""
-    import _lsprof
-    try:
-        from greenreplay import _greenreplay
-        kept = _greenreplay._kept_profilers()
-    except (ImportError, AttributeError):
-        return [], 0
-    out, own_id = [], 0
-    for pid, obj in kept:
-        if obj is own:
-            own_id = pid
-        elif isinstance(obj, _lsprof.Profiler):
-            out.append({"id": pid, "functions": _entries(obj)})
-    return out, own_id
 
 
 def stop():
@@ -130,7 +105,9 @@ def results():
         elif _c_name(name):
             cfns.append({"name": _c_name(name), "calls": v[1]})
     res = {"functions": fns, "c_functions": cfns, "threads": "starting"}
-    progs, own_id = program_profilers(_prof)
+    import _lsprof
+    from greenreplay import conform
+    progs, own_id = conform.program_profilers(_prof, _lsprof.Profiler, _entries)
     if progs:
         res["program_profilers"] = progs
         res["adapter_profiler"] = own_id
