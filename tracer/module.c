@@ -1266,11 +1266,12 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
 }
 
 /* _keep_profilers(): from now on, keep every cProfile object
- * the program installs alive until the recording ends, so that the conform
+ * the program installs alive until it is handed over, so that the conform
  * harness can read each one's results back at exit (docs/conform.md, "A
  * program with profilers of its own").  False when not recording.
  * _kept_profilers(): those objects, a list of (id, object), the id being
- * the trace's PROFILER id. */
+ * the trace's PROFILER id, handed over: the recorder keeps them (and any
+ * more) no longer, so they are freed in the caller's code. */
 static PyObject *mod_keep_profilers(PyObject *module, PyObject *unused)
 {
     gr_recorder *r = gr_active;
@@ -1417,7 +1418,7 @@ static PyMethodDef methods[] = {
     {"_keep_profilers", mod_keep_profilers, METH_NOARGS,
      "Keep the program's cProfile objects alive for conform to read back."},
     {"_kept_profilers", mod_kept_profilers, METH_NOARGS,
-     "The kept profiler objects: a list of (PROFILER id, object)."},
+     "Hand over the kept profiler objects: a list of (PROFILER id, object)."},
     GR_BOOT_METHODS
     GR_WINDOW_METHODS
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,

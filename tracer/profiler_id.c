@@ -229,9 +229,15 @@ static void keep(gr_profiler_table *pt, uint32_t id, PyObject *obj)
 PyObject *gr_profiler_kept(gr_recorder *r)
 {
     gr_profiler_table *pt = r->profilers;
+    r->keep_profilers = 0;
     if (!pt || !pt->kept)
         return PyList_New(0);
-    return PyList_GetSlice(pt->kept, 0, PyList_GET_SIZE(pt->kept));
+    /* Handed over: the caller's list is the last reference the recorder
+     * added, so the objects are freed in the caller's code, not while
+     * the recorder tears down. */
+    PyObject *out = pt->kept;
+    pt->kept = NULL;
+    return out;
 }
 
 uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)

@@ -516,8 +516,8 @@ def _finish():
 
 def keep_profilers():
     """For an adapter's start(): ask the recorder to keep every cProfile
-    object the program installs from now on alive until the
-    recording ends, under the trace's PROFILER id (docs/conform.md, "A
+    object the program installs from now on alive until
+    program_profilers() reads them, under the trace's PROFILER id (docs/conform.md, "A
     program with profilers of its own").  Does nothing when not recording."""
     try:
         from greenreplay import _greenreplay
@@ -530,7 +530,8 @@ def program_profilers(own, cls, read):
     """For an adapter's results(): the kept profiler objects that are
     instances of cls, other than `own` (the adapter's), each read with
     read(obj) -> functions: ([{"id": PROFILER id, "functions": [...]}],
-    the id of `own`, 0 when it was not kept)."""
+    the id of `own`, 0 when it was not kept).  Call it once: the recorder
+    hands the objects over and keeps them no longer."""
     try:
         from greenreplay import _greenreplay
         kept = _greenreplay._kept_profilers()
