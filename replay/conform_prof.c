@@ -390,7 +390,7 @@ static void line_one(gr_sb *sb, const gr_trace *t, const gr_prof_attr *a, int st
     gr_sb_printf(sb, "%s ", status_name[st]);
     who(sb, t, a);
     if (st == ST_WRONG)
-        gr_sb_puts(sb, ": counted other than the recording delivered to it (differences in --json)");
+        gr_sb_puts(sb, ": counted other than the recording delivered to it");
     else
         gr_sb_printf(sb, ": counted what it was given: %" PRIu64 " Python call%s of its owner, %" PRIu64
                          " of other greenlets; missed %" PRIu64 " of its owner's",
@@ -420,10 +420,31 @@ static void line_group(gr_sb *sb, const gr_trace *t, const gr_prof_attr *a, int 
     gr_sb_printf(sb, " (first P%" PRIu32 ")", a->id);
 }
 
+/* "; first: KIND FUNCTION: counted N, given M" of profiler id's first
+ * fault among diffs. */
+static void first_fault(gr_sb *sb, json_t *diffs, uint32_t id)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(diffs, i, d) {
+        if (json_integer_value(json_object_get(d, "profiler_id")) != (json_int_t)id ||
+            strcmp(json_string_value(json_object_get(d, "cause")), "profiler") != 0)
+            continue;
+        gr_sb_printf(sb, "; first: %s %s (P%" PRIu32 "): counted %lld, given %lld (%lld of its owner, %lld of "
+                         "other greenlets)",
+                     json_string_value(json_object_get(d, "kind")), json_string_value(json_object_get(d, "function")),
+                     id, (long long)json_integer_value(json_object_get(d, "profiler")),
+                     (long long)json_integer_value(json_object_get(d, "truth")),
+                     (long long)json_integer_value(json_object_get(d, "own")),
+                     (long long)json_integer_value(json_object_get(d, "foreign")));
+        return;
+    }
+}
+
 /* A group of profilers as JSON: status, count, of, kind, type,
  * enabled_in, ids, text (its line). */
 static json_t *group_json(const gr_trace *t, const gr_prof_attr **pa, const int *st, size_t np, size_t i,
-                          int fold, size_t of, gr_sb *sb)
+                          int fold, size_t of, json_t *diffs, gr_sb *sb)
 {
     json_t *g = json_object(), *ids = json_array();
     size_t n = 0, nf = 0, nm = 0;
@@ -439,6 +460,8 @@ static json_t *group_json(const gr_trace *t, const gr_prof_attr **pa, const int 
         line_group(sb, t, pa[i], st[i], n, of, nf, nm);
     else
         line_one(sb, t, pa[i], st[i]);
+    if (st[i] == ST_WRONG)
+        first_fault(sb, diffs, pa[i]->id);
     json_object_set_new(g, "text", json_string(gr_sb_str(sb)));
     json_object_set_new(g, "status", json_string(status_name[st[i]]));
     json_object_set_new(g, "count", json_integer((json_int_t)n));
@@ -457,7 +480,7 @@ static json_t *group_json(const gr_trace *t, const gr_prof_attr **pa, const int 
 /* The report (results "profiler_groups"): one entry per profiler, or one
  * per group of more than FOLD_AT alike (kind, type, enabling frame,
  * status), in order of the first of each. */
-static json_t *groups(const gr_trace *t, const gr_prof_attr **pa, const int *st, size_t np)
+static json_t *groups(const gr_trace *t, const gr_prof_attr **pa, const int *st, size_t np, json_t *diffs)
 {
     json_t *out = json_array();
     unsigned char *done = calloc(np ? np : 1, 1);
@@ -472,7 +495,7 @@ static json_t *groups(const gr_trace *t, const gr_prof_attr **pa, const int *st,
             n += j >= i && alike(pa[i], st[i], pa[j], st[j]);
         }
         int fold = n > FOLD_AT;
-        json_array_append_new(out, group_json(t, pa, st, np, i, fold, of, &sb));
+        json_array_append_new(out, group_json(t, pa, st, np, i, fold, of, diffs, &sb));
         for (size_t j = i; j < np; j++)
             if (j == i || (fold && alike(pa[i], st[i], pa[j], st[j])))
                 done[j] = 1;
@@ -491,8 +514,9 @@ static int verdict(const int *st, size_t np, char *reason, size_t n, const char 
     if (k[ST_WRONG]) {
         snprintf(reason, n,
                  "%zu of %zu profilers of the program counted other than the recording delivered to them "
-                 "(the profiler's fault)",
-                 k[ST_WRONG], np);
+                 "(the profiler's fault); %zu more counted what they were given, which is not their owner's "
+                 "work (the program's design)",
+                 k[ST_WRONG], np, k[ST_MISATTRIBUTED]);
         *cause = "profiler";
         return GR_CONFORM_FAIL;
     }
@@ -564,7 +588,7 @@ int gr_conform_compare_programs(const gr_conform *c, const gr_trace *t, json_t *
         json_array_append_new(profs, prof_json(t, a, &tb, st[np], &sb));
         np++;
     }
-    json_object_set_new(results, "profiler_groups", groups(t, pa, st, np));
+    json_object_set_new(results, "profiler_groups", groups(t, pa, st, np, diffs));
     json_object_set_new(results, "profilers", profs);
     json_t *yes = json_array(), *no = json_array();
     gr_sb_reset(&sb);
