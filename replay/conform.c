@@ -38,6 +38,8 @@ struct thr_last {
 struct fn_truth {
     struct gl_count *gl;
     size_t n, cap;
+    int spans; /* a call of it was in progress in a greenlet that switched
+                  out (its frame on the greenlet's stack then) */
 };
 
 /* Calls of callee made by caller (its frame below it in the greenlet's
@@ -178,7 +180,7 @@ static struct gl_info *add_gl(gr_conform *c, uint64_t tid, uint64_t gid)
     return g;
 }
 
-static struct gl_count *count_of(gr_conform *c, uint32_t code, uint64_t tid, uint64_t gid)
+static struct fn_truth *fn_of(gr_conform *c, uint32_t code)
 {
     if (code >= c->nfn) {
         size_t n = c->nfn ? c->nfn : 64;
@@ -188,7 +190,17 @@ static struct gl_count *count_of(gr_conform *c, uint32_t code, uint64_t tid, uin
         memset(c->fn + c->nfn, 0, (n - c->nfn) * sizeof *c->fn);
         c->nfn = n;
     }
-    struct fn_truth *f = &c->fn[code];
+    return &c->fn[code];
+}
+
+int gr_conform_spans(const gr_conform *c, uint32_t code)
+{
+    return code < c->nfn && c->fn[code].spans;
+}
+
+static struct gl_count *count_of(gr_conform *c, uint32_t code, uint64_t tid, uint64_t gid)
+{
+    struct fn_truth *f = fn_of(c, code);
     for (size_t i = 0; i < f->n; i++)
         if (f->gl[i].gid == gid && f->gl[i].tid == tid)
             return &f->gl[i];
@@ -365,6 +377,12 @@ static void note_last(gr_conform *c, const gr_record *r)
     if (i == c->nlast) {
         c->last = gr_xgrow(c->last, &c->caplast, c->nlast + 1, sizeof *c->last);
         c->nlast++;
+    } else if (c->last[i].gid != r->gid) {
+        /* The thread switched greenlets: the calls in progress in the one
+         * it left span a switch (gr_conform_spans). */
+        struct gl_info *g = find_gl(c, r->tid, c->last[i].gid);
+        for (size_t k = 0; g && k < g->nsh; k++)
+            fn_of(c, g->sh[k])->spans = 1;
     }
     c->last[i] = (struct thr_last){.tid = r->tid, .gid = r->gid, .code = r->code, .tag = r->tag};
 }
@@ -1332,8 +1350,12 @@ struct cmp_fn {
     json_t *ce, *body; /* its code entry and body lines (cmp_lines, cmp_hits) */
 };
 
+/* cmp_setup: the program's own profilers are compared instead (reason:
+ * where the program installs its first). */
+#define CMP_PROGRAMS (-1)
+
 /* The results' parts compared, and the cases where nothing can be:
- * GR_CONFORM_ERROR with the reason, else 0. */
+ * GR_CONFORM_ERROR with the reason, CMP_PROGRAMS, else 0. */
 static int cmp_setup(struct cmp *s, const gr_conform *c, const gr_trace *t, json_t *results, char *reason,
                      size_t n)
 {
@@ -1369,10 +1391,20 @@ static int cmp_setup(struct cmp *s, const gr_conform *c, const gr_trace *t, json
             gr_sb_putc(&where_, ')');
         }
         code_name(t, c->own_during, &during);
+        if (json_is_array(json_object_get(results, "program_profilers"))) {
+            /* The adapter read back each of the program's profilers:
+             * compare those instead (conform_prof.c). */
+            snprintf(reason, n, "at %s (%s, event %llu) on thread %llu", gr_sb_str(&where_), gr_sb_str(&during),
+                     (unsigned long long)c->own_at, (unsigned long long)c->start_tid);
+            gr_sb_free(&where_);
+            gr_sb_free(&during);
+            return CMP_PROGRAMS;
+        }
         snprintf(reason, n,
                  "unsupported: the program installs its own profiler at %s (%s, event %llu) on thread %llu, "
                  "displacing the profiler under test there (a thread has one profile function): its counts would "
-                 "differ falsely, so nothing is compared (`greenreplay check` on the trace, -o, lists what "
+                 "differ falsely, so nothing is compared (the cprofile adapter reads back the program's own "
+                 "cProfile objects instead, not other profilers; `greenreplay check` on the trace, -o, lists what "
                  "each of the program's profilers saw: rule attribution)",
                  gr_sb_str(&where_), gr_sb_str(&during), (unsigned long long)c->own_at,
                  (unsigned long long)c->start_tid);
@@ -2041,6 +2073,12 @@ int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, 
     reason[0] = '\0';
     struct cmp st = {0}, *s = &st;
     int rc = cmp_setup(s, c, t, results, reason, n);
+    if (rc == CMP_PROGRAMS) {
+        char where_[1024];
+        snprintf(where_, sizeof where_, "%s", reason);
+        reason[0] = '\0';
+        return gr_conform_compare_programs(c, t, results, where_, *differences, *notes, checked, reason, n);
+    }
     if (rc)
         return rc;
     if (s->stacks_only)

@@ -136,4 +136,26 @@ enum gr_conform_verdict {
 int gr_conform_compare(const gr_conform *c, const gr_trace *t, json_t *results, json_t **differences,
                        json_t **notes, size_t *checked, char *reason, size_t n);
 
+/* Whether a call of code id was in progress in a greenlet when it switched
+ * out (its frame on that greenlet's stack). */
+int gr_conform_spans(const gr_conform *c, uint32_t code);
+
+/* The program installs profilers of its own on the thread of the profiler
+ * under test (which it displaces), and the adapter read back each of
+ * them (results "program_profilers": [{id, functions}], "adapter_profiler":
+ * the id of the adapter's own): compare each profiler's counts per
+ * function under the root with what the rule attribution says the
+ * recording delivered to it (its owner's calls and other greenlets') and
+ * what its owner made (docs/conform.md).  displaced: where the program
+ * installs its first profiler (text).  Differences (appended) are
+ * "blind_spot"/"miscount" (cause "profiler": it counted other than it was
+ * given) or "misattributed" (cause "program": it counted what it was
+ * given, which is not its owner's calls).  Sets results "profilers" (one
+ * object per profiler compared, with its status right, misattributed or
+ * wrong), "profiler_groups" (the report, folded: {text, status, count,
+ * of, profiler, enabled_in, ids}), "cause",
+ * "compared", "not_compared".  Returns the verdict. */
+int gr_conform_compare_programs(const gr_conform *c, const gr_trace *t, json_t *results, const char *displaced, json_t *diffs,
+                                json_t *notes, size_t *checked, char *reason, size_t n);
+
 #endif

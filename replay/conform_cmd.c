@@ -49,7 +49,8 @@ const char gr_conform_usage[] =
     "call (cprofile).  docs/conform.md has the details: kinds of difference\n"
     "(blind_spot, miscount, primitive_calls, caller_calls, missing_lines,\n"
     "extra_lines, no_such_line), how executed lines are compared, notes, and\n"
-    "programs that install their own profiler.\n"
+    "programs that install their own profiler (cprofile: each of the\n"
+    "program's cProfile objects against what the recording gave it).\n"
     "\n"
     "options:\n"
     "  --profiler NAME|PATH.py  a built-in adapter (cprofile, profile, yappi,\n"
@@ -273,6 +274,14 @@ static int finish(struct run *r, const char *verdict, const char *reason, json_t
         json_t *cmp = json_object_get(h, "compared"), *ncmp = json_object_get(h, "not_compared");
         json_object_set_new(o, "compared", json_is_array(cmp) ? json_incref(cmp) : json_array());
         json_object_set_new(o, "not_compared", json_is_array(ncmp) ? json_incref(ncmp) : json_array());
+        /* A program with profilers of its own (docs/conform.md): each one
+         * compared, and whose fault a fail is. */
+        json_t *profs = json_object_get(h, "profilers"), *cause = json_object_get(h, "cause");
+        if (json_is_array(profs)) {
+            json_object_set_new(o, "profilers", json_incref(profs));
+            json_object_set(o, "profiler_groups", json_object_get(h, "profiler_groups"));
+            json_object_set_new(o, "cause", cause ? json_incref(cause) : json_null());
+        }
         json_object_set_new(o, "program_status", program_status < 0 ? json_null() : json_integer(program_status));
         if (r->signal) {
             char name[32];
@@ -988,10 +997,17 @@ static int compare_run(struct run *r, json_t *res, int rc, double t_run, char *r
     gr_trace_free(&t);
 
     size_t i;
-    json_t *d;
-    json_array_foreach(diffs, i, d) {
-        printf("%s %s: %s\n", json_string_value(json_object_get(d, "kind")),
-               json_string_value(json_object_get(d, "function")), json_string_value(json_object_get(d, "message")));
+    json_t *d, *plines = json_object_get(res, "profiler_groups");
+    if (json_is_array(plines)) {
+        /* The program's own profilers: one line each, or per group alike
+         * (every difference is in --json). */
+        json_array_foreach(plines, i, d) printf("%s\n", json_string_value(json_object_get(d, "text")));
+    } else {
+        json_array_foreach(diffs, i, d) {
+            printf("%s %s: %s\n", json_string_value(json_object_get(d, "kind")),
+                   json_string_value(json_object_get(d, "function")),
+                   json_string_value(json_object_get(d, "message")));
+        }
     }
     json_array_foreach(notes, i, d) {
         printf("note: %s %s: %s\n", json_string_value(json_object_get(d, "kind")),
@@ -1019,8 +1035,10 @@ static int compare_run(struct run *r, json_t *res, int rc, double t_run, char *r
         }
         printf("\n");
     }
-    if (v == GR_CONFORM_FAIL)
+    if (v == GR_CONFORM_FAIL && !json_is_array(plines))
         snprintf(reason, n, "%zu difference%s", nd, nd == 1 ? "" : "s");
+    if (v == GR_CONFORM_FAIL && json_is_array(plines))
+        printf("why: %s\n", reason);
     if (crashed) {
         /* Never a pass for a run that failed: the profiler may have raised
          * into the program (the profile module does under greenlets). */

@@ -1425,6 +1425,30 @@ static PyObject *mod_is_recording(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gr_active != NULL);
 }
 
+/* _keep_profilers(): from now on, keep every cProfile object
+ * the program installs alive until it is handed over, so that the conform
+ * harness can read each one's results back at exit (docs/conform.md, "A
+ * program with profilers of its own").  False when not recording.
+ * _kept_profilers(): those objects, a list of (id, object), the id being
+ * the trace's PROFILER id, handed over: the recorder keeps them (and any
+ * more) no longer, so they are freed in the caller's code. */
+static PyObject *mod_keep_profilers(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        Py_RETURN_FALSE;
+    r->ids.keep_profilers = 1;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *mod_kept_profilers(PyObject *module, PyObject *unused)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        return PyList_New(0);
+    return gr_profiler_kept(r);
+}
+
 static PyObject *mod_on_uncaught(PyObject *module, PyObject *cb)
 {
     if (cb != Py_None && !PyCallable_Check(cb)) {
@@ -1551,6 +1575,10 @@ static PyMethodDef methods[] = {
      "child's profile slot gets back the program's own function (or none), the sampler's\n"
      "thread (absent in the child) is neither joined nor freed."},
     {"is_recording", mod_is_recording, METH_NOARGS, "True while a recording is active."},
+    {"_keep_profilers", mod_keep_profilers, METH_NOARGS,
+     "Keep the program's cProfile objects alive for conform to read back."},
+    {"_kept_profilers", mod_kept_profilers, METH_NOARGS,
+     "Hand over the kept profiler objects: a list of (PROFILER id, object)."},
     GR_BOOT_METHODS
     GR_WINDOW_METHODS
     {"_sampler_registry", mod_sampler_registry, METH_NOARGS,

@@ -10,9 +10,10 @@
  * reference to it is alive is the same profiler; once it is gone, another
  * object at the same address is a new one.  An object without weak
  * reference support is known by its address alone (docs/RECORDER.md,
- * "Hooks of the program": a limit).  Nothing here keeps a profiler alive,
- * and no code of the program runs: types are named from their own fields
- * and dicts, never through getattr.
+ * "Hooks of the program": a limit).  Nothing here keeps a profiler alive
+ * (but under `greenreplay conform`, gr_profiler_keep: below), and no code
+ * of the program runs: types are named from their own fields and dicts,
+ * never through getattr.
  */
 #include "profiler_id.h"
 
@@ -32,6 +33,9 @@ struct gr_profiler_table {
     gr_prof_entry *e;     /* PyMem */
     size_t n, cap;
     uint32_t next_id;     /* ids given so far */
+    PyObject *kept;       /* owned list of (id, object), or NULL: the
+                             profiler objects kept alive for conform
+                             (gr_profiler_keep) */
 };
 
 void gr_profiler_table_free(gr_profiler_table *pt)
@@ -42,6 +46,7 @@ void gr_profiler_table_free(gr_profiler_table *pt)
         Py_XDECREF(pt->e[i].wr);
     PyMem_Free(pt->e);
     Py_XDECREF(pt->index);
+    Py_XDECREF(pt->kept);
     PyMem_Free(pt);
 }
 
@@ -207,6 +212,34 @@ static gr_profiler_table *table(gr_recorder *r)
     return pt;
 }
 
+/* Keep profiler object obj (id) alive in pt->kept; a failure is dropped
+ * (the object is then not read back: conform says so). */
+static void keep(gr_profiler_table *pt, uint32_t id, PyObject *obj)
+{
+    if (!pt->kept && !(pt->kept = PyList_New(0))) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *item = Py_BuildValue("(IO)", (unsigned)id, obj);
+    if (!item || PyList_Append(pt->kept, item) < 0)
+        PyErr_Clear();
+    Py_XDECREF(item);
+}
+
+PyObject *gr_profiler_kept(gr_recorder *r)
+{
+    gr_profiler_table *pt = r->ids.profilers;
+    r->ids.keep_profilers = 0;
+    if (!pt || !pt->kept)
+        return PyList_New(0);
+    /* Handed over: the caller's list is the last reference the recorder
+     * added, so the objects are freed in the caller's code, not while
+     * the recorder tears down. */
+    PyObject *out = pt->kept;
+    pt->kept = NULL;
+    return out;
+}
+
 uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
 {
     if (!func)
@@ -265,6 +298,8 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     Py_DECREF(no);
     id = ++pt->next_id;
     pt->e[pt->n++] = (gr_prof_entry){wr, key ? (void *)key : (void *)func, id};
+    if (r->ids.keep_profilers && key && kind == GR_PROF_CPROFILE)
+        keep(pt, id, key);
     uint32_t sid = kind == GR_PROF_FUNCTION ? 0 : gr_string_id_obj(r, name);
     uint64_t f[3] = {(uint64_t)kind, sid, code};
     gr_emit(r, GR_PROFILER, 3, f);

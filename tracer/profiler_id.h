@@ -32,6 +32,13 @@ uint32_t gr_profiler_id(struct gr_recorder *r, Py_tracefunc func, PyObject *obj)
  * one running at the change's audit event, footholds.c gr_foothold_take). */
 uint32_t gr_profiler_frame(struct gr_recorder *r, PyFrameObject *top);
 
+/* The profiler objects kept alive since r->keep_profilers was set (a
+ * list of (id, object) in id order; only cProfile objects, whose counts
+ * an adapter of `greenreplay conform` reads back per object,
+ * docs/conform.md), or NULL with an exception set.  Handed over: the
+ * recorder keeps them no longer, and keeps no more from now on. */
+PyObject *gr_profiler_kept(struct gr_recorder *r);
+
 /* Release the table (at the end of the recording). */
 void gr_profiler_table_free(gr_profiler_table *pt);
 

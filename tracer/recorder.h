@@ -295,6 +295,9 @@ typedef struct gr_recorder {
         uint32_t mark_code, stop_code; /* code ids of our C functions */
         struct gr_profiler_table *profilers; /* owned: the program's profilers
                                    seen (profiler_id.c), or NULL */
+        int keep_profilers;     /* keep the program's cProfile objects
+                                   alive from now on, to be read back by
+                                   `greenreplay conform` (_keep_profilers) */
     } ids;
     /* Threads: the followed ones and the starts of others (threads.c, follow.c): */
     struct gr_recorder_follow {

@@ -653,9 +653,10 @@ static void finish(ck *c)
         a->missed_by_none = p->missed_by_none;
         a->first_missed = p->first_missed;
         a->first_foreign = p->first_foreign;
-        a->own_fn = fn_list(p, 0, GR_PROF_FN_MAX, &a->nown_fn);
-        a->missed_fn = fn_list(p, 1, GR_PROF_FN_MAX, &a->nmissed_fn);
-        a->foreign_fn = fn_list(p, 2, GR_PROF_FN_MAX, &a->nforeign_fn);
+        size_t mx = res->prof_fn_max ? res->prof_fn_max : GR_PROF_FN_MAX;
+        a->own_fn = fn_list(p, 0, mx, &a->nown_fn);
+        a->missed_fn = fn_list(p, 1, mx, &a->nmissed_fn);
+        a->foreign_fn = fn_list(p, 2, mx, &a->nforeign_fn);
     }
     findings(c, s, BY_MISSED);
     findings(c, s, BY_FOREIGN);

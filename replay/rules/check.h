@@ -250,6 +250,9 @@ typedef struct gr_check_result {
     gr_prof_attr *prof;  /* the program's profilers (rule attribution), in
                             id order; none when the program installed none */
     size_t nprof;
+    size_t prof_fn_max;  /* functions listed per profiler and list: 0 is
+                            GR_PROF_FN_MAX; conform sets it (after
+                            gr_checker_new) to list every function */
 } gr_check_result;
 
 /* Check every record of t (a successfully read trace, complete or

@@ -28,7 +28,8 @@
 #    128+N); --json's program_signal is null, SIGTERM, SIGINT;
 #  - a program that runs its own profiler (cProfile, sys.setprofile) where
 #    the adapter's profiler is the profile function gets "unsupported" (2)
-#    naming where, not false differences; other adapters pass;
+#    naming where, not false differences; the cprofile adapter reads the
+#    program's own cProfile back and compares it; other adapters pass;
 #  - a program ended by an uncaught exception gets the same cprofile results
 #    recorded and unrecorded (the recorder's stop there is not counted), on
 #    PY and on CPython 3.12 (GR_PY312; skipped with the reason if missing);
@@ -372,7 +373,9 @@ fi
 
 # A program that runs its own profiler (cProfile, or sys.setprofile) while
 # the adapter's profiler is the thread's profile function displaces it:
-# "unsupported" naming where (exit 2), never false differences (exit 1).
+# "unsupported" naming where (exit 2), never false differences (exit 1);
+# except the cprofile adapter on the program's own cProfile, which it reads
+# back and compares (conform_programs.sh for the gevent middleware).
 # A profiler of another slot is not displaced and passes: coverage and
 # line_profiler (the trace function), cProfile on 3.12+ (sys.monitoring,
 # where the program's own cProfile cannot start: own_profiler.py goes on
@@ -388,15 +391,22 @@ for how in cprofile setprofile; do
         profile | yappi) [ $how = setprofile ] || [ "$old_py" = 1 ] && want=unsupported ;;
         cprofile) [ "$old_py" = 1 ] && want=unsupported ;;
         esac
+        # The cprofile adapter reads the program's own cProfile back and
+        # compares it (docs/conform.md): right, as it saw only its owner.
+        [ $a = cprofile ] && [ $how = cprofile ] && [ "$old_py" = 1 ] && want=programs
         during=sys.setprofile
         [ $how = cprofile ] && during=_lsprof.Profiler.enable
         "$GR_CLI" conform --profiler "$a" --json "$GR_WORK/own.json" -- "$PY" "$ADAPTERS/own_profiler.py" "$how" \
             >"$GR_WORK/own.out" 2>"$GR_WORK/own.err"
         rc=$?
         if [ $want = unsupported ] && [ $rc -eq 2 ] && [ ! -s "$GR_WORK/own.out" ] &&
-            grep -qx "greenreplay: conform: unsupported: the program installs its own profiler at own_profiler.py:<module> ($during, event [0-9]*) on thread 1, displacing the profiler under test there (a thread has one profile function): its counts would differ falsely, so nothing is compared (\`greenreplay check\` on the trace, -o, lists what each of the program's profilers saw: rule attribution)" "$GR_WORK/own.err" &&
+            grep -qx "greenreplay: conform: unsupported: the program installs its own profiler at own_profiler.py:<module> ($during, event [0-9]*) on thread 1, displacing the profiler under test there (a thread has one profile function): its counts would differ falsely, so nothing is compared (the cprofile adapter reads back the program's own cProfile objects instead, not other profilers; \`greenreplay check\` on the trace, -o, lists what each of the program's profilers saw: rule attribution)" "$GR_WORK/own.err" &&
             "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "error" and d["reason"].startswith("unsupported: the program installs its own profiler at ") and d["differences"] == [], d' "$GR_WORK/own.json"; then
             gr_ok "own profiler ($how), $a: unsupported, exit 2, where it was installed"
+        elif [ $want = programs ] && [ $rc -eq 0 ] &&
+            grep -q "^right P2 cprofile (cProfile.Profile) of thread 1 (thread-wide), enabled in <module> (own_profiler.py:1): counted what it was given: 4 Python calls of its owner, 0 of other greenlets; missed 0 of its owner's$" "$GR_WORK/own.out" &&
+            "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["verdict"] == "pass" and [p["status"] for p in d["profilers"]] == ["right"], d' "$GR_WORK/own.json"; then
+            gr_ok "own profiler ($how), $a: the program's cProfile read back and compared, right"
         elif [ $want = pass ] && [ $rc -eq 0 ]; then
             gr_ok "own profiler ($how), $a: pass (the adapter's profiler is not the profile function)"
         else

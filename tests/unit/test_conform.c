@@ -686,6 +686,147 @@ static void test_program_installs_its_own_profiler(void **state)
     assert_non_null(strstr(reason, "(sys.setprofile, event "));
 }
 
+/* ---- the program's own profilers (conform_prof.c) ------------------------ */
+
+/* The adapter's profiler P1 is installed at the start; two request
+ * greenlets g2, g3 each enable a cProfile of their own (P2, P3) in handle
+ * (prog.py:10) and call compute (prog.py:5).  interleave 0: each disables
+ * before the next runs.  interleave 1: both enable first; g3's call of
+ * handle goes to P2 (foreign), g2's compute to P3 (foreign; P2 misses
+ * it), g2's disable clears the slot, g3's compute goes to no profiler (P3
+ * misses it).  results: the read-back counts. */
+static int programs(int interleave, const char *results, fx *f)
+{
+    memset(f, 0, sizeof *f);
+    tb_open(&f->b, 0);
+    uint32_t mod = tb_py(&f->b, "<module>", "prog.py", 1);
+    uint32_t handle = tb_py(&f->b, "handle", "prog.py", 10);
+    uint32_t compute = tb_py(&f->b, "compute", "prog.py", 5);
+    uint32_t en = tb_c(&f->b, "_lsprof.Profiler.enable");
+    uint32_t dis = tb_c(&f->b, "_lsprof.Profiler.disable");
+    uint32_t ty = tb_str(&f->b, "cProfile.Profile");
+    uint32_t prof[3];
+    for (int k = 0; k < 3; k++)
+        prof[k] = tb_profiler(&f->b, GR_PROF_CPROFILE, ty, 0);
+    tb_thread(&f->b, 1);
+    tb_greenlet(&f->b, 1, 1, 0, GR_GL_MAIN, 0);
+    tb_simple(&f->b, GR_START, 1, 1);
+    tb_ev(&f->b, GR_CALL, 1, 1, mod);
+    tb_hook_prof(&f->b, 1, 1, GR_HOOK_SET, GR_HOOK_CHAINED, 0, prof[0], mod); /* the adapter's */
+    uint64_t cur = 1;
+    for (int k = 0; k < 2; k++) {
+        uint64_t g = 2 + (uint64_t)k;
+        tb_greenlet(&f->b, 1, g, 1, 0, 0);
+        tb_switch(&f->b, GR_SWITCH, 1, cur, g, 1, GR_SW_INFERRED | GR_SW_NEW, 0, 0);
+        cur = g;
+        tb_ev(&f->b, GR_CALL, 1, g, handle);
+        tb_ev(&f->b, GR_C_CALL, 1, g, en);
+        tb_hook_prof(&f->b, 1, g, GR_HOOK_SET, GR_HOOK_CHAINED, en, prof[k + 1], handle);
+        tb_ev(&f->b, GR_C_RETURN, 1, g, en);
+        if (!interleave) {
+            tb_ev(&f->b, GR_CALL, 1, g, compute);
+            tb_ev(&f->b, GR_RETURN, 1, g, compute);
+            tb_ev(&f->b, GR_C_CALL, 1, g, dis);
+            tb_hook_prof(&f->b, 1, g, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, dis, prof[k + 1], handle);
+            tb_ev(&f->b, GR_C_RETURN, 1, g, dis);
+            tb_ev(&f->b, GR_RETURN, 1, g, handle);
+        }
+    }
+    for (int k = 0; interleave && k < 2; k++) {
+        uint64_t g = 2 + (uint64_t)k;
+        tb_switch(&f->b, GR_SWITCH, 1, cur, g, 1, GR_SW_INFERRED, 0, 0);
+        cur = g;
+        tb_ev(&f->b, GR_CALL, 1, g, compute);
+        tb_ev(&f->b, GR_RETURN, 1, g, compute);
+        tb_ev(&f->b, GR_C_CALL, 1, g, dis);
+        tb_hook_prof(&f->b, 1, g, k ? GR_HOOK_CLEARED : GR_HOOK_RESTORED, k ? 0 : GR_HOOK_SUBJECT_ON, dis,
+                     k ? 0 : prof[2], handle);
+        tb_ev(&f->b, GR_C_RETURN, 1, g, dis);
+        tb_ev(&f->b, GR_RETURN, 1, g, handle);
+    }
+    tb_switch(&f->b, GR_SWITCH, 1, cur, 1, 0, GR_SW_INFERRED, 0, 0);
+    tb_ev(&f->b, GR_RETURN, 1, 1, mod);
+    tb_finish(&f->b);
+    assert_int_equal(tb_load(&f->b, &f->t), GR_READ_OK);
+    return compare(f, results);
+}
+
+#define PROGRAMS(p2_handle, p2_compute, p3_compute)                                                      \
+    "{\"threads\": \"starting\", \"functions\": [], \"adapter_profiler\": 1, \"program_profilers\": ["    \
+    "{\"id\": 2, \"functions\": [{\"file\": \"prog.py\", \"line\": 10, \"name\": \"handle\", \"calls\": "      \
+    #p2_handle "}, {\"file\": \"prog.py\", \"line\": 5, \"name\": \"compute\", \"calls\": " #p2_compute    \
+    "}]}, {\"id\": 3, \"functions\": [{\"file\": \"prog.py\", \"line\": 5, \"name\": \"compute\", "         \
+    "\"calls\": " #p3_compute "}]}]}"
+
+/* passing: each profiler counted its owner's calls, and only those; the
+ * adapter's own profiler is a note, not compared */
+static void test_program_profilers_right(void **state)
+{
+    (void)state;
+    fx f;
+    assert_int_equal(programs(0, PROGRAMS(0, 1, 1), &f), GR_CONFORM_PASS);
+    assert_int_equal(json_array_size(f.diffs), 0);
+    assert_int_equal(json_array_size(f.notes), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(f.notes, 0), "kind")), "not_compared");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(f.notes, 0), "function")), "P1");
+    end(&f);
+    /* the same counts on the interleaved run are not the owners' */
+    assert_int_equal(programs(1, PROGRAMS(0, 1, 1), &f), GR_CONFORM_FAIL);
+    end(&f);
+}
+
+/* flagged, the program's design: P2 counted g3's handle (foreign) and
+ * missed its compute, P3 counted g2's compute and missed its own; each
+ * counted what it was given: misattributed, cause program */
+static void test_program_profilers_misattributed(void **state)
+{
+    (void)state;
+    fx f;
+    assert_int_equal(programs(1, PROGRAMS(1, 0, 1), &f), GR_CONFORM_FAIL);
+    assert_non_null(strstr(f.reason, "2 of 2 profilers of the program are not their owner's numbers: each "
+                                     "counted what it was given"));
+    size_t i;
+    json_t *d;
+    int compute = 0;
+    json_array_foreach(f.diffs, i, d) {
+        assert_string_equal(json_string_value(json_object_get(d, "cause")), "program");
+        if (strcmp(json_string_value(json_object_get(d, "function")), "prog.py:compute") == 0 &&
+            json_integer_value(json_object_get(d, "profiler_id")) == 3) {
+            compute = 1;
+            assert_string_equal(json_string_value(json_object_get(d, "kind")), "misattributed");
+            assert_int_equal(json_integer_value(json_object_get(d, "foreign")), 1);
+            assert_int_equal(json_integer_value(json_object_get(d, "missed")), 1);
+            assert_int_equal(json_integer_value(json_object_get(d, "own")), 0);
+        }
+    }
+    assert_true(compute);
+    end(&f);
+}
+
+/* flagged, the profiler's fault: P3 counts compute twice, given once
+ * (compute never spans a switch: no mixed stack to explain it) */
+static void test_program_profilers_wrong(void **state)
+{
+    (void)state;
+    fx f;
+    assert_int_equal(programs(1, PROGRAMS(1, 0, 2), &f), GR_CONFORM_FAIL);
+    assert_non_null(strstr(f.reason, "1 of 2 profilers of the program counted other than the recording "
+                                     "delivered to them (the profiler's fault)"));
+    json_t *d = diff_of(&f, "miscount", "prog.py:compute");
+    assert_int_equal(json_integer_value(json_object_get(d, "profiler_id")), 3);
+    assert_int_equal(json_integer_value(json_object_get(d, "truth")), 1);
+    assert_int_equal(json_integer_value(json_object_get(d, "profiler")), 2);
+    assert_string_equal(json_string_value(json_object_get(d, "cause")), "profiler");
+    end(&f);
+    /* handle spans g2's switch and P2 was given g3's events: its count
+     * follows from cProfile's one stack, a mixed_stack, not a fault */
+    assert_int_equal(programs(1, PROGRAMS(0, 0, 1), &f), GR_CONFORM_FAIL);
+    assert_null(strstr(f.reason, "the profiler's fault"));
+    d = diff_of(&f, "mixed_stack", "prog.py:handle");
+    assert_string_equal(json_string_value(json_object_get(d, "cause")), "program");
+    end(&f);
+}
+
 static void test_nothing_to_compare_is_error(void **state)
 {
     (void)state;
@@ -899,6 +1040,9 @@ int main(void)
         cmocka_unit_test(test_calls_while_the_profiler_stops),
         cmocka_unit_test(test_calls_in_limbo_on_another_thread_at_finish),
         cmocka_unit_test(test_program_installs_its_own_profiler),
+        cmocka_unit_test(test_program_profilers_right),
+        cmocka_unit_test(test_program_profilers_misattributed),
+        cmocka_unit_test(test_program_profilers_wrong),
         cmocka_unit_test(test_nothing_to_compare_is_error),
         cmocka_unit_test(test_primitive_and_callers_agree_pass),
         cmocka_unit_test(test_primitive_short_is_primitive_calls),

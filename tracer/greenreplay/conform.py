@@ -51,6 +51,12 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
             outermost frame first: line the running line, "first" the
             function's co_firstlineno when the profiler knows it; count the
             samples (or allocations) with that stack
+        "program_profilers": [{"id", "functions": [...]}]   the counts of
+            each of the program's own profiler objects (id: the trace's
+            PROFILER id; functions as above), read back at exit, and
+            "adapter_profiler": the id of the adapter's own (0 unknown):
+            compared with what the recording delivered to each profiler
+            when the program installs its own (docs/conform.md)
         "unmeasured": [{"file", "line", "name", "reason"}]   functions the
             profiler cannot measure apart (a limitation of the profiler,
             e.g. line_profiler's twins of identical bytecode): not checked;
@@ -269,6 +275,20 @@ def _normalise(raw, paths):
                 fl.append(e)
             out.append({"frames": fl, "count": n})
         res["stacks"] = out
+    if "program_profilers" in raw:
+        progs = []
+        for p in raw["program_profilers"]:
+            fns = {}
+            for fn in p["functions"]:
+                f = paths(fn["file"])
+                if f is not None:
+                    k = (f, int(fn["line"]), str(fn["name"]))
+                    fns[k] = fns.get(k, 0) + int(fn["calls"])
+            progs.append({"id": int(p["id"]),
+                          "functions": [{"file": k[0], "line": k[1], "name": k[2], "calls": n}
+                                        for k, n in sorted(fns.items())]})
+        res["program_profilers"] = sorted(progs, key=lambda d: d["id"])
+        res["adapter_profiler"] = int(raw.get("adapter_profiler") or 0)
     if "unmeasured" in raw:
         um = []
         for fn in raw["unmeasured"]:
@@ -492,6 +512,38 @@ def _finish():
         _write(_state["out"], res)
     except Exception as e:
         _fail("results", e)
+
+
+def keep_profilers():
+    """For an adapter's start(): ask the recorder to keep every cProfile
+    object the program installs from now on alive until
+    program_profilers() reads them, under the trace's PROFILER id (docs/conform.md, "A
+    program with profilers of its own").  Does nothing when not recording."""
+    try:
+        from greenreplay import _greenreplay
+        _greenreplay._keep_profilers()
+    except (ImportError, AttributeError):
+        pass
+
+
+def program_profilers(own, cls, read):
+    """For an adapter's results(): the kept profiler objects that are
+    instances of cls, other than `own` (the adapter's), each read with
+    read(obj) -> functions: ([{"id": PROFILER id, "functions": [...]}],
+    the id of `own`, 0 when it was not kept).  Call it once: the recorder
+    hands the objects over and keeps them no longer."""
+    try:
+        from greenreplay import _greenreplay
+        kept = _greenreplay._kept_profilers()
+    except (ImportError, AttributeError):
+        return [], 0
+    out, own_id = [], 0
+    for pid, obj in kept:
+        if obj is own:
+            own_id = pid
+        elif isinstance(obj, cls):
+            out.append({"id": pid, "functions": read(obj)})
+    return out, own_id
 
 
 def expectations(path, python):

@@ -9,7 +9,15 @@ was already running) and its callers (the calls on each caller->callee
 edge between Python functions).  C functions ("c_functions") are named as the trace names
 them (module.name, Type.name); cProfile counts their calls from anywhere,
 so the comparison only checks that it counts at least the calls the
-program's own functions made."""
+program's own functions made.
+
+A program that enables cProfile profilers of its own (per-request
+middleware) displaces this adapter's profiler on 3.9-3.11.  The adapter
+asks the recorder to keep every cProfile object the program installs
+alive (greenreplay.conform.keep_profilers: the same objects, under the same ids,
+as the trace's PROFILER definitions) and reads each one's counts back at
+exit ("program_profilers"), without disabling it: conform compares them
+with what the recording delivered to each (docs/conform.md)."""
 import cProfile
 
 _prof = None
@@ -26,8 +34,27 @@ def version():
 
 def start():
     global _prof
+    from greenreplay import conform
+    conform.keep_profilers()
     _prof = cProfile.Profile()
     _prof.enable()
+
+
+def _entries(obj):
+    # The counts of one of the program's cProfile objects, read through
+    # _lsprof.Profiler.getstats itself (a subclass's override of the
+    # program's is not called, and nothing is disabled: the program's
+    # profiler stays as the program left it).  getstats() lists the calls
+    # the profiler has counted (at their return, or at disable()).
+    import _lsprof
+    fns = []
+    for e in _lsprof.Profiler.getstats(obj):
+        code = e.code
+        if isinstance(code, str):
+            continue
+        fns.append({"file": code.co_filename, "line": code.co_firstlineno, "name": code.co_name,
+                    "calls": e.callcount, "primitive": e.callcount - e.reccallcount})
+    return fns
 
 
 def stop():
@@ -77,4 +104,11 @@ def results():
                         "callers": _callers(v[4])})
         elif _c_name(name):
             cfns.append({"name": _c_name(name), "calls": v[1]})
-    return {"functions": fns, "c_functions": cfns, "threads": "starting"}
+    res = {"functions": fns, "c_functions": cfns, "threads": "starting"}
+    import _lsprof
+    from greenreplay import conform
+    progs, own_id = conform.program_profilers(_prof, _lsprof.Profiler, _entries)
+    if progs:
+        res["program_profilers"] = progs
+        res["adapter_profiler"] = own_id
+    return res
