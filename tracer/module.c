@@ -1548,8 +1548,8 @@ static PyObject *mod_sampler_registry(PyObject *module, PyObject *unused)
     unsigned long long thinned = s ? __atomic_load_n(&s->thinned, __ATOMIC_RELAXED) : 0;
     unsigned long long stride = s ? __atomic_load_n(&s->stride, __ATOMIC_RELAXED) : 1;
     unsigned long long stride_peak = s ? __atomic_load_n(&s->stride_peak, __ATOMIC_RELAXED) : 1;
-    unsigned long long wakes = s ? __atomic_load_n(&s->wakes, __ATOMIC_RELAXED) : 0;
-    unsigned long long dozed = s ? __atomic_load_n(&s->dozed, __ATOMIC_RELAXED) : 0;
+    unsigned long long wakes = s ? __atomic_load_n(&s->doze.wakes, __ATOMIC_RELAXED) : 0;
+    unsigned long long dozed = s ? __atomic_load_n(&s->doze.dozed, __ATOMIC_RELAXED) : 0;
     unsigned long long start_ns = s ? s->t0 : 0;
     return Py_BuildValue("{s:I,s:I,s:I,s:K,s:K,s:n,s:K,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
                          "capacity", g->cap - 1,

@@ -183,8 +183,8 @@ static void take_sample(gr_sampler *s)
     /* What a doze after this sampling time compares with (sampler_main):
      * the drains so far, read before hand_over finds the ring full, and
      * the records so far. */
-    s->drains_seen = atomic_load_explicit(&s->drains, memory_order_seq_cst);
-    s->events_seen = atomic_load_explicit(s->events, memory_order_relaxed);
+    s->doze.drains_seen = atomic_load_explicit(&s->doze.drains, memory_order_seq_cst);
+    s->doze.events_seen = atomic_load_explicit(s->events, memory_order_relaxed);
     /* Room for the largest sample, or the own buffer is thinned (sampler.h
      * gr_sampler_drain): the samples waiting for the consumer stay within
      * s->out, spread over the whole stretch in which the program records
@@ -285,13 +285,13 @@ static void take_sample(gr_sampler *s)
  * Returns 1 when stopping. */
 static int sleep_until(gr_sampler *s, const struct timespec *next)
 {
-    pthread_mutex_lock(&s->wake_lock);
+    pthread_mutex_lock(&s->doze.wake_lock);
     while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
-        int rc = pthread_cond_timedwait(&s->wake, &s->wake_lock, next);
+        int rc = pthread_cond_timedwait(&s->doze.wake, &s->doze.wake_lock, next);
         if (rc == ETIMEDOUT)
             break;
     }
-    pthread_mutex_unlock(&s->wake_lock);
+    pthread_mutex_unlock(&s->doze.wake_lock);
     return atomic_load_explicit(&s->stop, memory_order_acquire);
 }
 
@@ -316,7 +316,7 @@ static void add_ns(struct timespec *t, uint64_t ns)
 static uint64_t doze_skip(const gr_sampler *s)
 {
     if (s->stride <= 1 || !s->out_len ||
-        atomic_load_explicit(s->events, memory_order_relaxed) != s->events_seen)
+        atomic_load_explicit(s->events, memory_order_relaxed) != s->doze.events_seen)
         return 0;
     uint64_t taken = s->last_kept + s->stride; /* the next sampling time taken */
     if (taken <= s->ticks + 1)
@@ -335,20 +335,20 @@ static int doze(gr_sampler *s, struct timespec *next, uint64_t skip, int *early)
 {
     struct timespec until = *next;
     add_ns(&until, skip * s->interval_ns);
-    pthread_mutex_lock(&s->wake_lock);
+    pthread_mutex_lock(&s->doze.wake_lock);
     /* Dozing first, then the drains: a drain either sees `dozing` (and
      * wakes the thread) or has counted itself before this load (seq_cst,
      * both sides), so that no drain goes unseen. */
-    atomic_store_explicit(&s->dozing, 1, memory_order_seq_cst);
-    int drained = atomic_load_explicit(&s->drains, memory_order_seq_cst) != s->drains_seen;
-    while (!drained && !s->wake_req && !atomic_load_explicit(&s->stop, memory_order_acquire)) {
-        if (pthread_cond_timedwait(&s->wake, &s->wake_lock, &until) == ETIMEDOUT)
+    atomic_store_explicit(&s->doze.dozing, 1, memory_order_seq_cst);
+    int drained = atomic_load_explicit(&s->doze.drains, memory_order_seq_cst) != s->doze.drains_seen;
+    while (!drained && !s->doze.wake_req && !atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        if (pthread_cond_timedwait(&s->doze.wake, &s->doze.wake_lock, &until) == ETIMEDOUT)
             break;
     }
-    *early = drained || s->wake_req;
-    s->wake_req = 0;
-    atomic_store_explicit(&s->dozing, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&s->wake_lock);
+    *early = drained || s->doze.wake_req;
+    s->doze.wake_req = 0;
+    atomic_store_explicit(&s->doze.dozing, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&s->doze.wake_lock);
     int stopping = atomic_load_explicit(&s->stop, memory_order_acquire);
     uint64_t passed = skip;
     if (*early || stopping) { /* the sampling times up to now */
@@ -359,10 +359,10 @@ static int doze(gr_sampler *s, struct timespec *next, uint64_t skip, int *early)
         passed = d < 0 ? 0 : 1 + (uint64_t)d / s->interval_ns;
         passed = passed < skip ? passed : skip;
         if (*early)
-            __atomic_store_n(&s->woken, s->woken + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->doze.woken, s->doze.woken + 1, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&s->ticks, s->ticks + passed, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->dozed, s->dozed + passed, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->doze.dozed, s->doze.dozed + passed, __ATOMIC_RELAXED);
     thinned(s, passed);
     add_ns(next, passed * s->interval_ns);
     return stopping;
@@ -395,7 +395,7 @@ static void *sampler_main(void *arg)
         } else if (sleep_until(s, &next)) {
             break;
         }
-        __atomic_store_n(&s->wakes, s->wakes + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->doze.wakes, s->doze.wakes + 1, __ATOMIC_RELAXED);
         take_sample(s);
     }
     return NULL;
@@ -418,11 +418,11 @@ gr_sampler *gr_sampler_start(gr_registry *reg, const _Atomic uint64_t *events,
     s->keep = keep;
     s->t0 = gr_now_ns();
     s->stride = s->stride_peak = 1;
-    pthread_mutex_init(&s->wake_lock, NULL);
+    pthread_mutex_init(&s->doze.wake_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->wake, &ca);
+    pthread_cond_init(&s->doze.wake, &ca);
     pthread_condattr_destroy(&ca);
     s->snap = calloc(reg->cap, sizeof *s->snap);
     s->codes = calloc((size_t)(keep ? keep : 1) * GR_SAMPLE_DEPTH, sizeof *s->codes);
@@ -466,10 +466,10 @@ void gr_sampler_stop(gr_sampler *s)
 {
     if (!s || !s->running)
         return;
-    pthread_mutex_lock(&s->wake_lock);
+    pthread_mutex_lock(&s->doze.wake_lock);
     atomic_store_explicit(&s->stop, 1, memory_order_release);
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->wake_lock);
+    pthread_cond_signal(&s->doze.wake);
+    pthread_mutex_unlock(&s->doze.wake_lock);
     pthread_join(s->thread, NULL);
     s->running = 0;
 }
@@ -479,8 +479,8 @@ void gr_sampler_free(gr_sampler *s)
     if (!s)
         return;
     gr_sampler_stop(s);
-    pthread_cond_destroy(&s->wake);
-    pthread_mutex_destroy(&s->wake_lock);
+    pthread_cond_destroy(&s->doze.wake);
+    pthread_mutex_destroy(&s->doze.wake_lock);
     free(s->snap);
     free(s->codes);
     free(s->jobs);
@@ -536,12 +536,12 @@ uint64_t gr_sampler_drain(gr_sampler *s, void (*fn)(void *ctx, const unsigned ch
     if (popped && s->running) {
         /* Room in the ring again: a dozing sampler thread wakes (seq_cst:
          * see doze). */
-        atomic_fetch_add_explicit(&s->drains, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&s->dozing, memory_order_seq_cst)) {
-            pthread_mutex_lock(&s->wake_lock);
-            s->wake_req = 1;
-            pthread_cond_signal(&s->wake);
-            pthread_mutex_unlock(&s->wake_lock);
+        atomic_fetch_add_explicit(&s->doze.drains, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&s->doze.dozing, memory_order_seq_cst)) {
+            pthread_mutex_lock(&s->doze.wake_lock);
+            s->doze.wake_req = 1;
+            pthread_cond_signal(&s->doze.wake);
+            pthread_mutex_unlock(&s->doze.wake_lock);
         }
     }
     if (s->running)

@@ -64,27 +64,29 @@ typedef struct {
 
     pthread_t thread;
     _Atomic int stop;
-    pthread_mutex_t wake_lock;  /* with `wake`: lets stop() and a drain cut a
-                                   sleep short */
-    pthread_cond_t wake;
     int running;
     /* Dozing (sampler.c, doze): while the sampler thins, the ring is full
      * and the program writes no record, the thread sleeps until its next
      * sampling time that keeps a sample, not every interval; a drain that
      * takes samples wakes it (drains, dozing, wake_req). */
-    _Atomic uint64_t drains;    /* drains that took samples while running
-                                   (consumer writes) */
-    _Atomic int dozing;         /* the thread is in a doze (it writes) */
-    int wake_req;               /* under wake_lock: a drain took samples
-                                   during the doze */
-    uint64_t drains_seen;       /* sampler thread: `drains` and the record
-                                   count at the last sampling time */
-    uint64_t events_seen;
-    uint64_t wakes;             /* sampling times the thread woke for (a
-                                   doze's are one); atomic stores */
-    uint64_t dozed;             /* sampling times slept through (also in
-                                   `thinned`); atomic stores */
-    uint64_t woken;             /* dozes cut short by a drain; atomic stores */
+    struct {
+        pthread_mutex_t wake_lock;  /* with `wake`: lets stop() and a drain cut a
+                                       sleep short */
+        pthread_cond_t wake;
+        _Atomic uint64_t drains;    /* drains that took samples while running
+                                       (consumer writes) */
+        _Atomic int dozing;         /* the thread is in a doze (it writes) */
+        int wake_req;               /* under wake_lock: a drain took samples
+                                       during the doze */
+        uint64_t drains_seen;       /* sampler thread: `drains` and the record
+                                       count at the last sampling time */
+        uint64_t events_seen;
+        uint64_t wakes;             /* sampling times the thread woke for (a
+                                       doze's are one); atomic stores */
+        uint64_t dozed;             /* sampling times slept through (also in
+                                       `thinned`); atomic stores */
+        uint64_t woken;             /* dozes cut short by a drain; atomic stores */
+    } doze;
 
     /* Owned by the sampler thread until gr_sampler_stop returns. */
     gr_reg_entry *snap;         /* phase-1 copy, reg->cap entries */

@@ -254,14 +254,14 @@ static void idle_in(enum gr_reg_mode mode)
     /* Dozing: 64 sampling times more at a stride of 8 or more, the thread
      * woke for at most a quarter of them (one per stride, and the end of
      * a doze counted late). */
-    uint64_t t0 = ld(&s->ticks), w0 = ld(&s->wakes);
+    uint64_t t0 = ld(&s->ticks), w0 = ld(&s->doze.wakes);
     assert_int_equal(wait_for(s, ticks_at_least, t0 + 64), 0);
-    uint64_t t1 = ld(&s->ticks), w1 = ld(&s->wakes);
+    uint64_t t1 = ld(&s->ticks), w1 = ld(&s->doze.wakes);
     if ((w1 - w0) * 4 > t1 - t0 + 8)
         fail_msg("%llu wakes for %llu sampling times at stride %llu", (unsigned long long)(w1 - w0),
                  (unsigned long long)(t1 - t0), (unsigned long long)ld(&s->stride));
-    assert_true(ld(&s->dozed) > 0);
-    assert_true(ld(&s->wakes) < ld(&s->ticks));
+    assert_true(ld(&s->doze.dozed) > 0);
+    assert_true(ld(&s->doze.wakes) < ld(&s->ticks));
     /* A consumer now: it takes everything, the stretch is over.  The
      * samples of the stretch are those before d.cut.  The first drain
      * passes the ring's samples at the stride reached at least (it can
@@ -443,14 +443,14 @@ static void test_doze_cut_by_drain(void **state)
     int cut = 0;
     for (int attempt = 0; attempt < 5 && !cut; attempt++) {
         assert_int_equal(wait_for(s, stride_at_least, 64), 0);
-        for (int i = 0; i < 20000 && !atomic_load(&s->dozing); i++)
+        for (int i = 0; i < 20000 && !atomic_load(&s->doze.dozing); i++)
             sleep_ms(1);
-        uint64_t w0 = ld(&s->woken);
+        uint64_t w0 = ld(&s->doze.woken);
         assert_true(gr_sampler_drain(s, count_only, &passed) > 0);
         uint64_t t0 = ld(&s->ticks);
-        for (int i = 0; i < 2000 && ld(&s->woken) == w0 && ld(&s->ticks) < t0 + 128; i++)
+        for (int i = 0; i < 2000 && ld(&s->doze.woken) == w0 && ld(&s->ticks) < t0 + 128; i++)
             sleep_ms(1);
-        cut = ld(&s->woken) > w0;
+        cut = ld(&s->doze.woken) > w0;
         for (int i = 0; i < 2000 && ld(&s->stride) != 1; i++) { /* the stretch is over */
             gr_sampler_drain(s, count_only, &passed);
             sleep_ms(2);
