@@ -290,6 +290,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->start_site = 0;
     gr_thread_path(r, t);
     t->at_start = 0;
+    t->kept = 0;
     t->ended = 0;
     t->unannounced = 0;
     t->ran_unseen = 0;
@@ -897,6 +898,17 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
 
 /* ---- the program's own hooks -------------------------------------------- */
 
+/* Every thread's events take the bookkeeping path once a program's
+ * function is chained anywhere (c_push, c_pop). */
+static void chain_seen(gr_recorder *r)
+{
+    if (r->any_chain)
+        return;
+    r->any_chain = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
+        gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
+}
+
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code,
                       uint32_t prof, uint32_t frame)
 {
@@ -964,12 +976,7 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
             t->displaced = 1;
         }
         t->chain_func = f;
-        if (!r->any_chain) {
-            r->any_chain = 1;
-            /* Every thread's events now take the bookkeeping path. */
-            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->threads); i++)
-                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->threads, i));
-        }
+        chain_seen(r);
         /* The profile object chained before is released last, once the
          * slot is whole again: releasing it can run its finalizer, and
          * _lsprof's clears the slot when the profiler is still enabled
@@ -987,6 +994,49 @@ static void resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts
         emit_hook(r, t, GR_HOOK_PROFILE, action, code, prof, frame);
     t->ran_unseen = 0;
     Py_XDECREF(old_chain);
+}
+
+/* start(): the program's own profile function already in the slot of
+ * thread state ts (set before start(): sys.setprofile, cProfile's
+ * enable(), a C profiler's PyEval_SetProfile, threading's hook on a thread
+ * started before) is kept as one the program installs while recording
+ * (resolve_profile_slot): chained, its object left in the slot, so that
+ * sys.getprofile() returns it and it gets every event it would get alone;
+ * gr_hooks_stop gives its function the slot back.  The subject is
+ * displaced, as by an install (a clear puts it back).  The C calls open on
+ * the thread then had their c_call given to that function (CPython gives a
+ * c_return only where it gave the c_call), so their c_return goes there
+ * too: the C-call bits of the thread's greenlets alive then start at 1
+ * (t->kept; recorder.c sets them when it first sees each greenlet). */
+int gr_profile_keep(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    Py_tracefunc f = ts->c_profilefunc;
+    if (!f || f == gr_profile || f == gr_profile_chain)
+        return 0;
+    t->kept = 1;
+    t->subject = 0;
+    t->displaced = 1;
+    t->chain_func = f;
+    Py_XSETREF(t->chain_obj, Py_XNewRef(ts->c_profileobj));
+    t->cbits = ~(uint64_t)0;
+    chain_seen(r);
+    gr_swap_profile_func(ts, gr_profile_chain);
+    return 1;
+}
+
+/* The HOOK of a kept profile function (gr_profile_keep), right after the
+ * thread's first records (the starting thread's: after START): installed,
+ * chained, named, by no frame of the recording (it came before). */
+void gr_profile_kept_hook(gr_recorder *r, gr_thread *t)
+{
+    if (!t->tid || !t->chain_func)
+        return;
+    GR_EXC_SAVE(saved);
+    uint32_t prof = gr_profiler_id(r, t->chain_func, t->chain_obj);
+    emit_hook(r, t, GR_HOOK_PROFILE, GR_HOOK_SET, 0, prof, 0);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
 }
 
 /* Whether thread state ts (thread t, not the calling thread), with a

@@ -660,16 +660,29 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_active = NULL;
         goto fail;
     }
+    /* A profile function the program set before start() is kept
+     * (hooks.c, gr_profile_keep).  It was given this call's c_call, so the
+     * c_return comes (to the recorder, then to it): the call is the top of
+     * the seed. */
+    int kept = profile && gr_profile_keep(r, t, me);
     if (entry) { /* whole-program mode: the seed ends below the program's frame */
         PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
         gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0, 0);
         Py_XDECREF(below);
     } else {
-        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0, 0);
+        uint32_t self = 0;
+        PyObject *fn = kept ? PyObject_GetAttrString(module, "start") : NULL;
+        if (fn)
+            self = gr_cfunc_id(r, fn);
+        Py_XDECREF(fn);
+        PyErr_Clear();
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), self, 0);
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
     gr_note_greenlet_callback(r, t, 1);
+    if (kept)
+        gr_profile_kept_hook(r, t);
     if (entry)
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)entry)));
 
@@ -682,7 +695,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
             o->at_start = 1; /* may be inside a greenlet already: ask at first sight */
             o->had_events = 1; /* the recorder's function is installed there */
             gr_own_change_begin(r);
-            if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
+            if (!gr_profile_keep(r, o, ts) && gr_own_set_profile(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
             gr_own_change_end(r);
             Py_DECREF(o);
@@ -691,9 +704,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (profile) {
         wrap_sys_setprofile(r);
         /* No object: sys.getprofile() keeps returning None (hooks.c finds
-         * the thread's state itself). */
+         * the thread's state itself), or the kept function's. */
         gr_own_change_begin(r);
-        if (gr_own_set_profile(me, gr_profile, NULL) < 0)
+        if (!kept && gr_own_set_profile(me, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
         t->had_events = 1;

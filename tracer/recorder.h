@@ -119,6 +119,10 @@ typedef struct gr_thread {
     int hook_pending;       /* the audit hook saw a profile change coming */
     int bound;              /* bound to an OS thread (its TLS points here) */
     int at_start;           /* the thread existed at start() */
+    int kept;               /* the program's profile function was in its
+                               slot at start(), and is chained: its C calls
+                               open then had their c_call given to it
+                               (hooks.c, gr_profile_keep) */
     int gl_pending;         /* passive mode: greenlet not asked about this
                                thread yet; cur_gid is a placeholder for its
                                main greenlet (recorder.c) */
@@ -913,6 +917,13 @@ extern PyTypeObject gr_thread_type;
 /* The C profile function installed with PyEval_SetProfile; obj is the
  * thread's gr_thread.  Never raises; returns 0. */
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* start(): keep the program's profile function already in thread state
+ * ts's slot (thread t): chained as one installed while recording.  Returns
+ * 1 when kept; 0 for an empty slot, where the caller installs gr_profile.
+ * gr_profile_kept_hook writes its HOOK once the thread has a tid. */
+int gr_profile_keep(gr_recorder *r, gr_thread *t, PyThreadState *ts);
+void gr_profile_kept_hook(gr_recorder *r, gr_thread *t);
 
 /* New gr_thread for the calling thread (tstate set), registered in
  * r->threads.  Returns a new reference, or NULL (error swallowed). */

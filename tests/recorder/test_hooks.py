@@ -123,8 +123,6 @@ def test_chained_profilers_and_getprofile_identity(recorded):
     assert len([r for r in trace.of("CALL") if r.name == "work"]) == 3
 
 
-@pytest.mark.xfail(strict=True, reason="start() displaces a profile function set before it: "
-                   "the program's function gets no event and is gone after stop()")
 def test_profile_function_set_before_start_is_kept(recorded):
     calls = []
 
