@@ -914,7 +914,7 @@ static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32
 {
     uint64_t who = (t->subject ? GR_HOOK_SUBJECT_ON : 0) | (t->chain_func ? GR_HOOK_CHAINED : 0) |
                    (t->unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->ran_unseen ? GR_HOOK_RAN : 0) |
-                   (t->hook_intrace ? GR_HOOK_IN_TRACE : 0);
+                   (t->hook_intrace ? GR_HOOK_IN_TRACE : 0) | (t->kept == 1 ? GR_HOOK_BEFORE : 0);
     /* Another thread's change names that thread and its C call, unless a C
      * call of this thread's own ended with the program's function (code:
      * its c_return went there, foothold()), which `during` names then. */
@@ -1026,7 +1026,8 @@ int gr_profile_keep(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 
 /* The HOOK of a kept profile function (gr_profile_keep), right after the
  * thread's first records (the starting thread's: after START): installed,
- * chained, named, by no frame of the recording (it came before). */
+ * chained, named, `before` (GR_HOOK_BEFORE), by no frame of the recording
+ * and in no C call (it came before). */
 void gr_profile_kept_hook(gr_recorder *r, gr_thread *t)
 {
     if (!t->tid || !t->chain_func)
@@ -1034,6 +1035,7 @@ void gr_profile_kept_hook(gr_recorder *r, gr_thread *t)
     GR_EXC_SAVE(saved);
     uint32_t prof = gr_profiler_id(r, t->chain_func, t->chain_obj);
     emit_hook(r, t, GR_HOOK_PROFILE, GR_HOOK_SET, 0, prof, 0);
+    t->kept = 2; /* written (GR_HOOK_BEFORE): later HOOKs are changes */
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);

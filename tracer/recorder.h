@@ -122,7 +122,8 @@ typedef struct gr_thread {
     int kept;               /* the program's profile function was in its
                                slot at start(), and is chained: its C calls
                                open then had their c_call given to it
-                               (hooks.c, gr_profile_keep) */
+                               (hooks.c, gr_profile_keep); 2 once its HOOK
+                               (GR_HOOK_BEFORE) is written */
     int gl_pending;         /* passive mode: greenlet not asked about this
                                thread yet; cur_gid is a placeholder for its
                                main greenlet (recorder.c) */

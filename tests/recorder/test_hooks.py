@@ -65,7 +65,7 @@ def test_program_profile_function(recorded):
     trace = rec.trace()
     on, off = hooks(trace, "profile")
     assert (on.action, on.fields["subject"]) == ("set", "off")
-    assert "chained" in on.words and "function" in on.words
+    assert "chained" in on.words and "function" in on.words and "before" not in on.words
     assert on.value("code") == "test_program_profile_function.<locals>.prof (test_hooks.py:%d)" \
         % prof.__code__.co_firstlineno
     assert on.value("frame").startswith("test_program_profile_function (test_hooks.py:")
@@ -193,6 +193,7 @@ def test_profile_function_set_before_start_sees_the_same_events(recorded):
     start = trace.of("START")[0]
     assert h.index == start.index + 1 and h.tid == start.tid
     assert (h.action, h.fields["subject"]) == ("set", "off") and "chained" in h.words
+    assert "before" in h.words
     assert "callable" in h.words and "test_hooks.Watch" in h.words
     assert h.value("during") is None and h.value("frame") is None
     # the seed ends with start() itself, whose c_return the recorder gets
@@ -287,7 +288,7 @@ def test_profile_function_set_before_start_on_another_thread(recorded, mode):
     trace = rec.trace()
     (h,) = hooks(trace, "profile")
     (w,) = [r.tid for r in trace.of("CALL") if r.name == "work"]
-    assert h.tid == w != 1 and h.action == "set" and "chained" in h.words
+    assert h.tid == w != 1 and h.action == "set" and "chained" in h.words and "before" in h.words
     status, report = rec.check()
     assert "imbalance            0" in report, report
 

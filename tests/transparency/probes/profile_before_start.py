@@ -1,0 +1,99 @@
+"""Profilers the program set before start(): a Python profile function on
+the main thread, with a greenlet suspended in switch() when recording
+begins, and cProfile on a thread that waits inside a C call.  What each
+counts of the program's own calls (and cProfile of that wait), the C calls
+the Python one saw begin and not end (or end and not begin), and whether
+sys.getprofile() still returns each one's object must be the same recorded
+and unrecorded.
+"""
+# requires: greenlet
+# manual: start
+# trace: clean
+import cProfile
+import sys
+import threading
+
+import greenlet
+
+ME = __file__
+
+
+class Counter:
+    """A profile function: calls of this file's functions, and C calls
+    without their other half."""
+
+    def __init__(self):
+        self.calls = {}
+        self.open_c = []
+        self.unmatched = []
+
+    def __call__(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == ME:
+            self.calls[frame.f_code.co_name] = self.calls.get(frame.f_code.co_name, 0) + 1
+        elif event == "c_call":
+            self.open_c.append(arg)
+        elif event in ("c_return", "c_exception"):
+            if self.open_c and self.open_c[-1] is arg:
+                self.open_c.pop()
+            else:
+                self.unmatched.append(arg.__name__)
+
+
+def work(n):
+    return sum(range(n))
+
+
+def child():
+    main.switch()
+    work(2)
+
+
+# A thread with cProfile (3.9-3.11: its profile slot; 3.12+: through
+# sys.monitoring), waiting in a C call.
+ready, go = threading.Event(), threading.Event()
+in_thread = []
+
+
+def body():
+    cp = cProfile.Profile()
+    cp.enable()
+    ready.set()
+    go.wait()
+    work(3)
+    in_thread.append(sys.getprofile() is (cp if sys.version_info < (3, 12) else None))
+    cp.disable()
+    cp.create_stats()
+    for k, v in sorted(cp.stats.items()):
+        if k[0] == ME or "acquire" in k[2]:
+            in_thread.append("cProfile: %s %d/%d" % (k[2], v[0], v[1]))
+
+
+t = threading.Thread(target=body)
+t.start()
+ready.wait()
+
+# The main thread: a Python profile function, a suspended greenlet.
+prof = Counter()
+sys.setprofile(prof)
+main = greenlet.getcurrent()
+g = greenlet.greenlet(child)
+g.switch()
+
+if "--start" in sys.argv:
+    import greenreplay
+    greenreplay.start()
+go.set()
+t.join()
+g.switch()
+work(4)
+if "--start" in sys.argv:
+    greenreplay.stop()
+kept = sys.getprofile() is prof
+sys.setprofile(None)
+for name in sorted(prof.calls):
+    print("calls: %s %d" % (name, prof.calls[name]))
+print("open C calls:", [a.__name__ for a in prof.open_c])
+print("unmatched C returns:", prof.unmatched)
+print("kept:", kept, in_thread[0])
+for line in in_thread[1:]:
+    print(line)
