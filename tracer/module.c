@@ -392,6 +392,22 @@ static int env_ring_bytes(const char *name, size_t *out)
     return 0;
 }
 
+/* The code id of this C function, start, for the top of the starting
+ * thread's seed when a profile function of the program is kept there
+ * (hooks.c, gr_profile_keep): that function was given its c_call, so its
+ * c_return comes (to the recorder, then to it).  0 inside a profile or
+ * trace function, where neither is reported. */
+static uint32_t start_seen_by_kept(gr_recorder *r, PyObject *module, PyThreadState *me)
+{
+    if (gr_tstate_tracing(me) > 0)
+        return 0;
+    PyObject *fn = PyObject_GetAttrString(module, "start");
+    uint32_t id = fn ? gr_cfunc_id(r, fn) : 0;
+    Py_XDECREF(fn);
+    PyErr_Clear();
+    return id;
+}
+
 static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"path", "rules", "times", "chunk", "sampler", "interval_us", "keep",
@@ -661,22 +677,14 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         goto fail;
     }
     /* A profile function the program set before start() is kept
-     * (hooks.c, gr_profile_keep).  It was given this call's c_call, so the
-     * c_return comes (to the recorder, then to it): the call is the top of
-     * the seed. */
+     * (hooks.c, gr_profile_keep). */
     int kept = profile && gr_profile_keep(r, t, me);
     if (entry) { /* whole-program mode: the seed ends below the program's frame */
         PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)entry);
         gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0, 0);
         Py_XDECREF(below);
     } else {
-        uint32_t self = 0;
-        PyObject *fn = kept ? PyObject_GetAttrString(module, "start") : NULL;
-        if (fn)
-            self = gr_cfunc_id(r, fn);
-        Py_XDECREF(fn);
-        PyErr_Clear();
-        gr_thread_first_sight(r, t, PyEval_GetFrame(), self, 0);
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), kept ? start_seen_by_kept(r, module, me) : 0, 0);
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
