@@ -1027,7 +1027,9 @@ int gr_profile_keep(gr_recorder *r, gr_thread *t, PyThreadState *ts)
 /* The HOOK of a kept profile function (gr_profile_keep), right after the
  * thread's first records (the starting thread's: after START): installed,
  * chained, named, `before` (GR_HOOK_BEFORE), by no frame of the recording
- * and in no C call (it came before). */
+ * and in no C call (it came before).  Also, at a thread's first records,
+ * the function another thread's change chained there before them (no HOOK
+ * could name the thread then). */
 void gr_profile_kept_hook(gr_recorder *r, gr_thread *t)
 {
     if (!t->tid || !t->chain_func)
@@ -1035,7 +1037,8 @@ void gr_profile_kept_hook(gr_recorder *r, gr_thread *t)
     GR_EXC_SAVE(saved);
     uint32_t prof = gr_profiler_id(r, t->chain_func, t->chain_obj);
     emit_hook(r, t, GR_HOOK_PROFILE, GR_HOOK_SET, 0, prof, 0);
-    t->kept = 2; /* written (GR_HOOK_BEFORE): later HOOKs are changes */
+    if (t->kept) /* (else: a change before the thread's first records) */
+        t->kept = 2; /* written (GR_HOOK_BEFORE): later HOOKs are changes */
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
