@@ -299,6 +299,30 @@ def test_profile_function_set_before_start_on_another_thread(recorded, mode):
     assert "imbalance            0" in report, report
 
 
+def test_threading_setprofile_before_start(recorded):
+    # threading's hook set before start(): a thread started while recording
+    # installs it itself (a HOOK, chained), and it sees that thread's work.
+    calls = []
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "work":
+            calls.append(threading.get_ident())
+    threading.setprofile(prof)
+    try:
+        with recorded() as rec:
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+            hook = threading._profile_hook
+    finally:
+        threading.setprofile(None)
+    assert hook is prof and len(calls) == 1
+    trace = rec.trace()
+    (h,) = hooks(trace, "profile")
+    assert h.tid != 1 and h.action == "set" and "chained" in h.words and "before" not in h.words
+    assert rec.check()[0] == 0
+
+
 @pytest.mark.parametrize("mode", ["passive", "callback"])
 def test_profile_function_set_before_start_with_greenlets(recorded, mode):
     # A greenlet suspended in switch() when recording starts: the program's
