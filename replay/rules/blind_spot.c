@@ -528,10 +528,16 @@ static void report(ck *c)
         }
         if (!k->repeats)
             continue;
-        gr_sb_printf(&c->msg,
-                     "displaced: the profile function was %s %" PRIu64
-                     " more time%s for the cause reported at event %" PRIu64,
-                     off_what(k, NULL), k->repeats, k->repeats == 1 ? "" : "s", k->first_index);
+        if (k->before) /* one episode per thread: the others are threads */
+            gr_sb_printf(&c->msg,
+                         "displaced: the profile function of %" PRIu64 " more thread%s was %s, as "
+                         "reported at event %" PRIu64,
+                         k->repeats, k->repeats == 1 ? "" : "s", off_what(k, NULL), k->first_index);
+        else
+            gr_sb_printf(&c->msg,
+                         "displaced: the profile function was %s %" PRIu64
+                         " more time%s for the cause reported at event %" PRIu64,
+                         off_what(k, NULL), k->repeats, k->repeats == 1 ? "" : "s", k->first_index);
         if (k->code) {
             gr_sb_puts(&c->msg, " (during ");
             ck_code_name(c, k->code);

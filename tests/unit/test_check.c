@@ -2100,7 +2100,8 @@ static void test_hook_replaced_profiler_named_once(void **state)
 /* a profile function the program set before start(), kept: its HOOK
  * (GR_HOOK_BEFORE) right after START, and the c_return of start(), which
  * that function saw begin, pops the seed's top (no imbalance); the episode
- * is named as set before start(), in no frame of the recording */
+ * is named as set before start(), in no frame of the recording; another
+ * thread's, after its first records, is counted as one more thread */
 static void test_hook_before_start_named(void **state)
 {
     (void)state;
@@ -2118,13 +2119,26 @@ static void test_hook_before_start_named(void **state)
     tb_ev(&f.b, GR_C_RETURN, 1, 1, f.start);
     tb_ev(&f.b, GR_CALL, 1, 1, f.x);
     tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    /* t2, first seen at the end of the wait its function saw begin */
+    uint32_t lock = tb_c(&f.b, "_thread.lock.acquire");
+    tb_thread(&f.b, 2);                                                    /* 7 */
+    tb_greenlet(&f.b, 2, 2, 0, GR_GL_MAIN, 2, f.mod, lock);                /* 8 */
+    tb_hook(&f.b, 2, 2, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED | GR_HOOK_BEFORE, 0); /* 9 */
+    tb_ev(&f.b, GR_C_RETURN, 2, 2, lock);
+    tb_ev(&f.b, GR_CALL, 2, 2, f.x);
+    tb_ev(&f.b, GR_RETURN, 2, 2, f.x);
     stop_g1(&f);
+    tb_stack(&f.b, 2, 2, GR_STACK_RUNNING, 1, f.mod);
     load_check(&f, 0);
     assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, 3,
            "the profile function of t1 was the program's own profile function, set before start() "
            "(HOOK at event 3): 1 Python call ran unseen by it until STOP (first: x (seed.py:14))");
+    assert_int_equal(f.res.nwarnings, 1);
+    assert_non_null(strstr(f.res.warnings[0], "displaced: the profile function of 1 more thread was "
+                                              "the program's own profile function, set before start(), "
+                                              "as reported at event 3, the last at event 9"));
     end(&f);
 }
 
