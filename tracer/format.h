@@ -184,6 +184,10 @@ enum gr_hook_action {
                                     a call or return it handled went to the
                                     profile slot after it returned, to what
                                     the change left there, not the recorder */
+#define GR_HOOK_BEFORE 0x40u    /* the program's function was in the slot
+                                    before start(): kept, and named at
+                                    start() (or at the thread's first
+                                    records), not installed then */
 
 /* §3 PROFILER kind (format 1.3): what the program's profiler is, where the
  * recorder knows the tool. */

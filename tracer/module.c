@@ -686,33 +686,55 @@ static int start_own_functions(gr_recorder *r, PyObject *module)
     return 0;
 }
 
+/* The code id of this C function, start, for the top of the starting
+ * thread's seed when a profile function of the program is kept there
+ * (profile_slot.c, gr_profile_keep): that function was given its c_call,
+ * so its c_return comes (to the recorder, then to it).  0 inside a
+ * profile or trace function, where neither is reported. */
+static uint32_t start_seen_by_kept(gr_recorder *r, PyObject *module, PyThreadState *me)
+{
+    if (gr_tstate_tracing(me) > 0)
+        return 0;
+    PyObject *fn = PyObject_GetAttrString(module, "start");
+    uint32_t id = fn ? gr_cfunc_id(r, fn) : 0;
+    Py_XDECREF(fn);
+    PyErr_Clear();
+    return id;
+}
+
 /* The calling thread t (state me) at start: its Python stack now is its
  * seed, then START (and in whole-program mode the program's first CALL).
  * This C function is not in the seed: its c_call was not seen, and
  * CPython does not report the c_return of a call that began while
- * profiling was off. */
-static void start_this_thread(gr_recorder *r, gr_thread *t, const start_opts *o)
+ * profiling was off; unless a profile function the program set before
+ * start() is kept (returned: 1), which saw the c_call. */
+static int start_this_thread(gr_recorder *r, gr_thread *t, PyObject *module, PyThreadState *me,
+                             const start_opts *o)
 {
+    int kept = o->profile && gr_profile_keep(r, t, me);
     if (o->entry) { /* whole-program mode: the seed ends below the program's frame */
         PyFrameObject *below = PyFrame_GetBack((PyFrameObject *)o->entry);
         gr_thread_first_sight(r, t, below, o->entry_c && o->entry_c != Py_None ? gr_cfunc_id(r, o->entry_c) : 0,
                               0);
         Py_XDECREF(below);
     } else {
-        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0, 0);
+        gr_thread_first_sight(r, t, PyEval_GetFrame(), kept ? start_seen_by_kept(r, module, me) : 0, 0);
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
     gr_note_greenlet_callback(r, t, 1);
+    if (kept)
+        gr_profile_kept_hook(r, t);
     if (o->entry)
         gr_emit3(r, GR_CALL, t->tid, t->cur_gid, gr_code_id(r, gr_frame_code((PyFrameObject *)o->entry)));
+    return kept;
 }
 
 /* The recorder's profile function into every thread's slot (with
  * profile=True): threads that already exist are each seen at their first
  * event; the calling thread t (state me) last, with sys.setprofile
  * wrapped. */
-static void start_profiling(gr_recorder *r, gr_thread *t, PyThreadState *me, const start_opts *o)
+static void start_profiling(gr_recorder *r, gr_thread *t, PyThreadState *me, const start_opts *o, int kept)
 {
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(me->interp); ts && o->profile;
          ts = PyThreadState_Next(ts)) {
@@ -723,7 +745,7 @@ static void start_profiling(gr_recorder *r, gr_thread *t, PyThreadState *me, con
             other->at_start = 1; /* may be inside a greenlet already: ask at first sight */
             other->had_events = 1; /* the recorder's function is installed there */
             gr_own_change_begin(r);
-            if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
+            if (!gr_profile_keep(r, other, ts) && gr_own_set_profile(ts, gr_profile, NULL) < 0)
                 gr_swallow(r);
             gr_own_change_end(r);
             Py_DECREF(other);
@@ -732,9 +754,9 @@ static void start_profiling(gr_recorder *r, gr_thread *t, PyThreadState *me, con
     if (o->profile) {
         wrap_sys_setprofile(r);
         /* No object: sys.getprofile() keeps returning None (threads.c finds
-         * the thread's state itself). */
+         * the thread's state itself), or the kept function's. */
         gr_own_change_begin(r);
-        if (gr_own_set_profile(me, gr_profile, NULL) < 0)
+        if (!kept && gr_own_set_profile(me, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
         t->had_events = 1;
@@ -791,8 +813,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_active = NULL;
         goto fail;
     }
-    start_this_thread(r, t, &o);
-    start_profiling(r, t, me, &o);
+    int kept = start_this_thread(r, t, module, me, &o);
+    start_profiling(r, t, me, &o, kept);
     start_sampler(r, &o);
     Py_RETURN_NONE;
 

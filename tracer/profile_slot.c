@@ -16,12 +16,23 @@
 #include "threads.h"
 #include "profiler_id.h"
 
+/* Every thread's events take the bookkeeping path once a program's
+ * function is chained anywhere (gr_c_push, gr_c_pop). */
+static void chain_seen(gr_recorder *r)
+{
+    if (r->any_chain)
+        return;
+    r->any_chain = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
+        gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->follow.threads, i));
+}
+
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code,
                       uint32_t prof, uint32_t frame)
 {
     uint64_t who = (t->hook.subject ? GR_HOOK_SUBJECT_ON : 0) | (t->hook.chain_func ? GR_HOOK_CHAINED : 0) |
                    (t->hook.unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->hook.ran_unseen ? GR_HOOK_RAN : 0) |
-                   (t->hook.intrace ? GR_HOOK_IN_TRACE : 0);
+                   (t->hook.intrace ? GR_HOOK_IN_TRACE : 0) | (t->kept == 1 ? GR_HOOK_BEFORE : 0);
     /* Another thread's change names that thread and its C call, unless a C
      * call of this thread's own ended with the program's function (code:
      * its c_return went there, foothold()), which `during` names then. */
@@ -83,12 +94,7 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
             t->hook.displaced = 1;
         }
         t->hook.chain_func = f;
-        if (!r->any_chain) {
-            r->any_chain = 1;
-            /* Every thread's events now take the bookkeeping path. */
-            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
-                gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(r->follow.threads, i));
-        }
+        chain_seen(r);
         /* The profile object chained before is released last, once the
          * slot is whole again: releasing it can run its finalizer, and
          * _lsprof's clears the slot when the profiler is still enabled
@@ -186,3 +192,51 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
 
 PyObject *gr_sys_setprofile_orig;
 PyMethodDef gr_sys_setprofile_def = {"setprofile", sys_setprofile, METH_O, NULL};
+
+/* start(): the program's own profile function already in the slot of
+ * thread state ts (set before start(): sys.setprofile, cProfile's
+ * enable(), a C profiler's PyEval_SetProfile, threading's hook on a thread
+ * started before) is kept as one the program installs while recording
+ * (gr_resolve_profile_slot): chained, its object left in the slot, so that
+ * sys.getprofile() returns it and it gets every event it would get alone;
+ * gr_slots_give_back gives its function the slot back.  The subject is
+ * displaced, as by an install (a clear puts it back).  The C calls open on
+ * the thread then had their c_call given to that function (CPython gives a
+ * c_return only where it gave the c_call), so their c_return goes there
+ * too: the C-call bits of the thread's greenlets alive then start at 1
+ * (t->kept; recorder.c sets them when it first sees each greenlet). */
+int gr_profile_keep(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+    Py_tracefunc f = ts->c_profilefunc;
+    if (!f || f == gr_profile || f == gr_profile_chain)
+        return 0;
+    t->kept = 1;
+    t->hook.subject = 0;
+    t->hook.displaced = 1;
+    t->hook.chain_func = f;
+    Py_XSETREF(t->hook.chain_obj, Py_XNewRef(ts->c_profileobj));
+    t->cbits = ~(uint64_t)0;
+    chain_seen(r);
+    gr_swap_profile_func(ts, gr_profile_chain);
+    return 1;
+}
+
+/* The HOOK of a kept profile function (gr_profile_keep), right after the
+ * thread's first records (the starting thread's: after START): installed,
+ * chained, named, `before` (GR_HOOK_BEFORE), by no frame of the recording
+ * and in no C call (it came before).  Also, at a thread's first records,
+ * the function another thread's change chained there before them (no HOOK
+ * could name the thread then). */
+void gr_profile_kept_hook(gr_recorder *r, gr_thread *t)
+{
+    if (!t->tid || !t->hook.chain_func)
+        return;
+    GR_EXC_SAVE(saved);
+    uint32_t prof = gr_profiler_id(r, t->hook.chain_func, t->hook.chain_obj);
+    emit_hook(r, t, GR_HOOK_PROFILE, GR_HOOK_SET, 0, prof, 0);
+    if (t->kept) /* (else: a change before the thread's first records) */
+        t->kept = 2; /* written (GR_HOOK_BEFORE): later HOOKs are changes */
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}

@@ -2,6 +2,7 @@
  * and the records of one recording (docs/FORMAT.md §3-4). */
 #include "recorder.h"
 #include "threads.h"
+#include "profile_slot.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -715,6 +716,7 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
                             uint32_t extra_c, uint64_t flags)
 {
     uint32_t gid = gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)g, 0);
+    int fresh = !gid;
     if (!gid && !(gid = register_greenlet(r, g)))
         return 0;
     /* The parent gets its gid now but its GREENLET record after this one,
@@ -735,6 +737,8 @@ uint32_t gr_greenlet_define(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameOb
     gr_gl *e = gr_gl_of(r, gid);
     if (e && (flags & GR_GL_MAIN))
         e->state |= GR_GLS_MAIN;
+    if (e && fresh && t && t->kept)
+        e->cbits = ~(uint64_t)0; /* C calls open at start() (profile_slot.c, gr_profile_keep) */
     if (e && t && !e->tid)
         e->tid = t->tid;
     uint64_t f[4] = {t ? t->tid : 0, gid, pgid, flags};
@@ -787,6 +791,7 @@ static uint32_t register_pending_main(gr_recorder *r, gr_thread *t)
     e->tid = t->tid;
     e->state = GR_GLS_MAIN;
     e->on = t;
+    e->cbits = t->kept ? ~(uint64_t)0 : 0; /* profile_slot.c, gr_profile_keep */
     r->ids.ngreenlets = gid;
     return gid;
 }
@@ -839,6 +844,8 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
         gr_thread_path(r, t);
         uint64_t g[4] = {t->tid, t->cur_gid, 0, GR_GL_MAIN};
         gr_emit_stack(r, GR_GREENLET, 4, g, 3, GR_GL_CUT, top, extra_c);
+        if (t->at_start) /* its profile function set before start() */
+            gr_profile_kept_hook(r, t);
         return;
     }
 
@@ -881,6 +888,10 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
      * starting thread, tid 1, writes it after its START record). */
     if (cur && t->tid != 1)
         gr_note_greenlet_callback(r, t, 1);
+    /* Its profile function set before start() (the starting thread's HOOK
+     * follows its START record). */
+    if (t->at_start)
+        gr_profile_kept_hook(r, t);
     Py_XDECREF(cur);
 }
 

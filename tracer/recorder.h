@@ -87,6 +87,11 @@ typedef struct gr_thread {
     int ended;              /* its thread has ended (its thread state was
                                reused by another thread) */
     int at_start;           /* the thread existed at start() */
+    int kept;               /* the program's profile function was in its
+                               slot at start(), and is chained: its C calls
+                               open then had their c_call given to it
+                               (profile_slot.c, gr_profile_keep); 2 once its
+                               HOOK (GR_HOOK_BEFORE) is written */
     int had_events;         /* the recorder's profile function delivered
                                events on this thread */
     /* The program's changes of the profile slot: its profile function

@@ -280,6 +280,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->start.site = 0;
     gr_thread_path(r, t);
     t->at_start = 0;
+    t->kept = 0;
     t->ended = 0;
     t->hook.unannounced = 0;
     t->hook.ran_unseen = 0;

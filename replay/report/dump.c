@@ -355,6 +355,8 @@ static void hook_fields(gr_sb *sb, const gr_trace *t, const gr_record *r, const 
         PUT_LIT(sb, " ran");
     if (r->parent & GR_HOOK_IN_TRACE)
         PUT_LIT(sb, " in-trace");
+    if (r->parent & GR_HOOK_BEFORE)
+        PUT_LIT(sb, " before");
     if (r->parent & GR_HOOK_BY_OTHER)
         PUT_KU(sb, " by=t", r->parent >> GR_HOOK_BY_SHIFT);
     if (r->code) {

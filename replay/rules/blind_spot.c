@@ -40,6 +40,8 @@ typedef struct bthread {
     uint32_t off_frame;     /* innermost Python frame then (0 unknown) */
     uint64_t off_calls;     /* Python calls since, unseen by the subject */
     int off_unannounced;    /* the HOOK came without the audit event */
+    int off_before;         /* the program's function was there before
+                               start() (HOOK GR_HOOK_BEFORE) */
     uint32_t off_first[3];  /* the first of them */
 } bthread;
 
@@ -56,6 +58,7 @@ typedef struct bthread {
 typedef struct bcause {
     uint64_t action;
     uint32_t code, frame;
+    int before;             /* set before start() (GR_HOOK_BEFORE) */
     int reported;           /* the named episode's violation was written */
     uint64_t first_index;   /* the HOOK of the named episode (or candidate) */
     uint64_t first_calls;   /* its unseen calls (while a candidate) */
@@ -166,7 +169,8 @@ static bcause *cause_of(bstate *b, const bthread *bt)
 {
     for (size_t i = 0; i < b->ncauses; i++) {
         bcause *k = &b->causes[i];
-        if (k->action == bt->off_action && k->code == bt->off_code && k->frame == bt->off_frame)
+        if (k->action == bt->off_action && k->code == bt->off_code && k->frame == bt->off_frame &&
+            k->before == bt->off_before)
             return k;
     }
     return NULL;
@@ -191,7 +195,7 @@ static void flush_cause(ck *c, bcause *k)
     for (size_t i = 0; i < b->nth; i++) {
         const bthread *o = &b->th[i];
         if (o->subject_off && o->off_index < k->first_index && o->off_action == k->action &&
-            o->off_code == k->code && o->off_frame == k->frame)
+            o->off_code == k->code && o->off_frame == k->frame && o->off_before == k->before)
             return; /* it may yet run a call unseen: then it is the first */
     }
     k->reported = 1;
@@ -216,14 +220,21 @@ static void flush_causes(ck *c)
         flush_cause(c, &b->causes[i]);
 }
 
+/* What the program did to the subject profiler (cause k's or, k NULL,
+ * bt's): it follows "was". */
+static const char *off_what(const bcause *k, const bthread *bt)
+{
+    if (k ? k->before : bt->off_before)
+        return "the program's own profile function, set before start()";
+    return (k ? k->action : bt->off_action) == GR_HOOK_SET ? "replaced by the program's own profile function"
+                                                           : "removed by the program";
+}
+
 /* The message of bt's ended episode, in c->msg. */
 static void episode_message(ck *c, const ck_thread *th, const bthread *bt, const char *until)
 {
     gr_sb_printf(&c->msg, "the profile function of t%" PRIu64 " was %s (HOOK at event %zu",
-                 th->tid,
-                 bt->off_action == GR_HOOK_SET ? "replaced by the program's own profile function"
-                                               : "removed by the program",
-                 bt->off_index);
+                 th->tid, off_what(NULL, bt), bt->off_index);
     if (bt->off_by)
         gr_sb_printf(&c->msg, ", made by t%" PRIu64, bt->off_by);
     if (bt->off_code) {
@@ -269,6 +280,7 @@ static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *un
         k->action = bt->off_action;
         k->code = bt->off_code;
         k->frame = bt->off_frame;
+        k->before = bt->off_before;
         k->known = known_cause(c, k->action, k->frame);
     } else if (k && (k->reported || bt->off_index > k->first_index)) {
         add_repeat(k, bt->off_index, bt->off_calls);
@@ -325,13 +337,14 @@ static void on_hook(ck *c, const ck_event *e, bthread *bt)
     }
     bt->off_action = r->tracing;
     bt->off_unannounced = (r->parent & GR_HOOK_UNANNOUNCED) != 0;
+    bt->off_before = (r->parent & GR_HOOK_BEFORE) != 0;
     bt->off_gid = r->gid;
     bt->off_code = r->code;
     bt->off_by = (r->parent & GR_HOOK_BY_OTHER) ? r->parent >> GR_HOOK_BY_SHIFT : 0;
     bt->off_frame = 0;
     const ck_shadow *s = &c->sh[e->si];
     size_t k = ck_innermost_py(s);
-    if (k != SIZE_MAX)
+    if (k != SIZE_MAX && !bt->off_before) /* (before: no frame of the recording made it) */
         bt->off_frame = s->e[k].code;
     bt->off_calls = 0;
 }
@@ -515,11 +528,16 @@ static void report(ck *c)
         }
         if (!k->repeats)
             continue;
-        gr_sb_printf(&c->msg,
-                     "displaced: the profile function was %s %" PRIu64
-                     " more time%s for the cause reported at event %" PRIu64,
-                     k->action == GR_HOOK_SET ? "replaced by the program's own" : "removed by the program",
-                     k->repeats, k->repeats == 1 ? "" : "s", k->first_index);
+        if (k->before) /* one episode per thread: the others are threads */
+            gr_sb_printf(&c->msg,
+                         "displaced: the profile function of %" PRIu64 " more thread%s was %s, as "
+                         "reported at event %" PRIu64,
+                         k->repeats, k->repeats == 1 ? "" : "s", off_what(k, NULL), k->first_index);
+        else
+            gr_sb_printf(&c->msg,
+                         "displaced: the profile function was %s %" PRIu64
+                         " more time%s for the cause reported at event %" PRIu64,
+                         off_what(k, NULL), k->repeats, k->repeats == 1 ? "" : "s", k->first_index);
         if (k->code) {
             gr_sb_puts(&c->msg, " (during ");
             ck_code_name(c, k->code);

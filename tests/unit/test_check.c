@@ -2097,6 +2097,51 @@ static void test_hook_replaced_profiler_named_once(void **state)
     end(&f);
 }
 
+/* a profile function the program set before start(), kept: its HOOK
+ * (GR_HOOK_BEFORE) right after START, and the c_return of start(), which
+ * that function saw begin, pops the seed's top (no imbalance); the episode
+ * is named as set before start(), in no frame of the recording; another
+ * thread's, after its first records, is counted as one more thread */
+static void test_hook_before_start_named(void **state)
+{
+    (void)state;
+    fx f;
+    begin_open(&f);
+    f.mod = tb_py(&f.b, "<module>", "seed.py", 1);
+    f.main = tb_py(&f.b, "main", "seed.py", 18);
+    f.x = tb_py(&f.b, "x", "seed.py", 14);
+    f.start = tb_c(&f.b, "greenreplay.start");
+    f.stop = tb_c(&f.b, "greenreplay.stop");
+    tb_thread(&f.b, 1);                                                    /* 0 */
+    tb_greenlet(&f.b, 1, 1, 0, GR_GL_MAIN, 3, f.mod, f.main, f.start);     /* 1 */
+    tb_simple(&f.b, GR_START, 1, 1);                                       /* 2 */
+    tb_hook(&f.b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED | GR_HOOK_BEFORE, 0); /* 3 */
+    tb_ev(&f.b, GR_C_RETURN, 1, 1, f.start);
+    tb_ev(&f.b, GR_CALL, 1, 1, f.x);
+    tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
+    /* t2, first seen at the end of the wait its function saw begin */
+    uint32_t lock = tb_c(&f.b, "_thread.lock.acquire");
+    tb_thread(&f.b, 2);                                                    /* 7 */
+    tb_greenlet(&f.b, 2, 2, 0, GR_GL_MAIN, 2, f.mod, lock);                /* 8 */
+    tb_hook(&f.b, 2, 2, GR_HOOK_PROFILE, GR_HOOK_SET, GR_HOOK_CHAINED | GR_HOOK_BEFORE, 0); /* 9 */
+    tb_ev(&f.b, GR_C_RETURN, 2, 2, lock);
+    tb_ev(&f.b, GR_CALL, 2, 2, f.x);
+    tb_ev(&f.b, GR_RETURN, 2, 2, f.x);
+    stop_g1(&f);
+    tb_stack(&f.b, 2, 2, GR_STACK_RUNNING, 1, f.mod);
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
+    assert_int_equal(f.res.nv, 1);
+    expect(&f, GR_RULE_DISPLACED, 3,
+           "the profile function of t1 was the program's own profile function, set before start() "
+           "(HOOK at event 3): 1 Python call ran unseen by it until STOP (first: x (seed.py:14))");
+    assert_int_equal(f.res.nwarnings, 1);
+    assert_non_null(strstr(f.res.warnings[0], "displaced: the profile function of 1 more thread was "
+                                              "the program's own profile function, set before start(), "
+                                              "as reported at event 3, the last at event 9"));
+    end(&f);
+}
+
 /* the program replaced the profile function of every thread from t1
  * (threading.setprofile_all_threads, 3.12+): t2's HOOK names t1 and its C
  * call (GR_HOOK_BY_OTHER), which is not t2's own: t2's C call in progress
@@ -2903,6 +2948,7 @@ int main(void)
         cmocka_unit_test(test_mark_tracing_off_is_propagation),
         cmocka_unit_test(test_mark_tracing_on_clean),
         cmocka_unit_test(test_hook_replaced_profiler_named_once),
+        cmocka_unit_test(test_hook_before_start_named),
         cmocka_unit_test(test_hook_replaced_from_other_thread),
         cmocka_unit_test(test_hook_in_trace_names_lost_events),
         cmocka_unit_test(test_hook_restored_without_calls_clean),
