@@ -115,6 +115,8 @@ static const char usage_check[] =
     "                      --fail-on attribution\n"
     "\n"
     "words of the report:\n"
+    "  trailer             the trace's last chunk (first line): events written,\n"
+    "                      records dropped, write errors, why recording ended\n"
     "  shadow stack        the stack rebuilt from the profiler's events\n"
     "  ground truth        the real stack: ground-truth points (MARK records, and\n"
     "                      SWITCH/THROW records that carry the target's real stack,\n"
