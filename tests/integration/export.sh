@@ -128,7 +128,7 @@ PY
 )
 if [ "$cmp_out" = ok ] && "$PY" "$val" chrome "$work/lost.m.chrome.json" >"$work/val" 2>&1 &&
    "$PY" "$val" speedscope "$work/lost.speedscope.json" >>"$work/val" 2>&1 &&
-   grep -q " 2 violations," "$work/err.ss" && grep -q " 2 violations," "$work/err.ch" &&
+   grep -q " 2 findings (2 failing)," "$work/err.ss" && grep -q " 2 findings (2 failing)," "$work/err.ch" &&
    grep -q "1 merged profile" "$work/err.m"; then
     ok "merged view: the thread's time summed over its greenlets, the same in Chrome and speedscope; same violation counts"
 else
