@@ -373,6 +373,8 @@ static const struct {
     {"flags=", "the record's flags, named in docs/FORMAT.md (- is none); for a MARK, ours: "
                "the recorder's profile function was installed"},
     {"state_known", "mark() could read CPython's use_tracing for the greenlet (3.9 to 3.11)"},
+    {"tracing_off", "at that mark() the greenlet ran with use_tracing 0 while its thread had a "
+                    "profile function (greenlet issue 256)"},
     {"GREENLET", "the first sight of a greenlet; its stack= is the stack it had then (the "
                  "\"seed\" of what the checker rebuilds)"},
     {"shadow:", "the stack the checker rebuilt from the profiler's events: what the "
