@@ -115,6 +115,8 @@ static const char usage_check[] =
     "                      --fail-on attribution\n"
     "\n"
     "words of the report:\n"
+    "  trailer             the trace's last chunk (first line): events written,\n"
+    "                      records dropped, write errors, why recording ended\n"
     "  shadow stack        the stack rebuilt from the profiler's events\n"
     "  ground truth        the real stack: ground-truth points (MARK records, and\n"
     "                      SWITCH/THROW records that carry the target's real stack,\n"
@@ -394,6 +396,19 @@ static int option_error(const char *usage, int c, char **argv)
  * exit status of unusable input and bad usage). */
 static int refuse_output(const char *cmd, const char *opt, const char *path)
 {
+    /* `check --html a.grt b.grt` would write the report over trace a.grt,
+     * and `check --html -o r.html` to a file named "-o": both refused. */
+    char head[GR_MAGIC_LEN];
+    FILE *f = fopen(path, "rb");
+    int trace = f && fread(head, 1, sizeof head, f) == sizeof head &&
+                memcmp(head, GR_MAGIC, GR_MAGIC_LEN) == 0;
+    if (f)
+        fclose(f);
+    if (trace || (path[0] == '-' && path[1])) {
+        fprintf(stderr, "greenreplay: %s: %s %s: %s (%s takes the output file's name)\n", cmd,
+                opt, path, trace ? "is a trace, not overwritten" : "looks like an option", opt);
+        return 2;
+    }
     int e = gr_outfile_check(path);
     if (!e)
         return 0;

@@ -886,6 +886,8 @@ int gr_export_view(FILE *out, enum gr_export_format fmt, enum gr_export_view vie
         e.st.violations = res ? res->nv : 0; /* the same count as Chrome's */
         speedscope_write(&e, source);
     }
+    for (size_t i = 0; res && i < res->nv; i++)
+        e.st.failing += !res->v[i].allowed && !res->v[i].advisory;
     if (st)
         *st = e.st;
     for (size_t k = 0; k < e.ntracks; k++) {
@@ -952,8 +954,9 @@ const char gr_export_usage[] =
     "\n"
     "A summary goes to stderr: merged profiles and their stack nodes, tracks\n"
     "(speedscope: profiles), slices, switches (switches and throws), marks,\n"
-    "violations, returns without call, frames closed at end, and where the\n"
-    "times came from; and a note when OUT is too big for a browser.\n"
+    "the checker's findings (and how many are failing), returns without call,\n"
+    "frames closed at end, and where the times came from; and a note when OUT\n"
+    "is too big for a browser.\n"
 
     "exit status: 0 written (violations do not change it), 2 missing or\n"
     "corrupt trace or side channel, write error or bad usage.\n"
@@ -990,7 +993,8 @@ static void export_summary(const char *out_name, enum gr_export_format fmt, enum
     int have_times = times_name != NULL;
     fprintf(stderr,
             "greenreplay: export: %s: %zu merged profile%s (%zu stack node%s), %zu %s, %zu "
-            "slice%s, %zu switch%s, %zu mark%s, %zu violation%s, %zu return%s without call, %zu "
+            "slice%s, %zu switch%s, %zu mark%s, %zu finding%s (%zu failing), %zu return%s without "
+            "call, %zu "
             "frame%s closed at end; time: %s\n",
             out_name ? out_name : "stdout", st.merged, st.merged == 1 ? "" : "s", st.nodes,
             st.nodes == 1 ? "" : "s", st.tracks,
@@ -998,7 +1002,7 @@ static void export_summary(const char *out_name, enum gr_export_format fmt, enum
                                     : (st.tracks == 1 ? "profile" : "profiles"),
             st.slices, st.slices == 1 ? "" : "s", st.switches, st.switches == 1 ? "" : "es",
             st.marks, st.marks == 1 ? "" : "s", st.violations, st.violations == 1 ? "" : "s",
-            st.unmatched, st.unmatched == 1 ? "" : "s", st.closed_at_end,
+            st.failing, st.unmatched, st.unmatched == 1 ? "" : "s", st.closed_at_end,
             st.closed_at_end == 1 ? "" : "s",
             have_times ? times_name : "record order (1 us per record)");
     /* A timeline a browser cannot open: say so, and what to do. */

@@ -65,6 +65,7 @@ typedef struct gr_export_stats {
     size_t switches;      /* switches and throws (Chrome: one flow arrow each) */
     size_t marks;         /* MARK records (Chrome instant events) */
     size_t violations;    /* checker violations (Chrome: an instant event each) */
+    size_t failing;       /* of violations, neither allowed nor advisory */
     size_t merged;        /* merged profiles (one per thread with time) */
     size_t nodes;         /* call tree nodes of the merged view */
     int timed;            /* timestamps came from the side channel */

@@ -34,6 +34,7 @@ typedef struct gr_html {
     gr_sb body;        /* sections, one per trace */
     gr_sb toc;         /* the summary table's rows */
     size_t ntraces, nviolations, nunusable;
+    size_t nfailing;      /* of nviolations, neither allowed nor advisory */
 } gr_html;
 
 void gr_html_init(gr_html *h);

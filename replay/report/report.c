@@ -292,7 +292,7 @@ static const char *rule_gist(int rule)
     case GR_RULE_CALLBACK_GUARD: return "greenlet's switch callbacks that the profiler saw";
     case GR_RULE_DISPLACED: return "the program replaced or removed the profiler (not failing)";
     case GR_RULE_UNREACHED: return "threads the profiler was never installed in";
-    case GR_RULE_ATTRIBUTION: return "the program's own profilers that missed their greenlet's calls or counted "
+    case GR_RULE_ATTRIBUTION: return "times the program's own profilers missed their greenlet's calls or counted "
                                      "another's (not failing)";
     case GR_RULE_STALL_WAIT: return "switches that waited too long for the sampler's lock";
     case GR_RULE_STALL_DEPTH: return "samples that read frames while holding the lock";
@@ -358,11 +358,23 @@ static const struct {
     {"continued", "the greenlet resumed exactly where it was last seen, so its stack is the "
                   "one the records before give (none written)"},
     {"origin_dead", "the greenlet switched away from had finished"},
-    {"subject=off", "after this change of the program's the recorder's profile function was "
+    {"HOOK     ", "the program changed a profile or trace function of the thread (set, cleared, "
+             "restored)"},
+    {"subject=off", "after this change by the program, the recorder's profile function was "
                     "no longer called on that thread"},
     {"subject=on", "after this change the recorder's profile function was still called"},
     {"chained", "the program's own profile function runs behind the recorder's"},
     {"in_callback", "mark() ran inside a trace or greenlet callback"},
+    {"during=", "the C call running when the program made the change"},
+    {"profiler=", "which of the program's profilers (P1, P2, ...: the list at the end) was "
+                  "installed or removed, its kind and type"},
+    {"frame=", "the Python function that made the change"},
+    {"parent=", "the parent of the greenlet (at a switch: of the one switched to)"},
+    {"flags=", "the record's flags, named in docs/FORMAT.md (- is none); for a MARK, ours: "
+               "the recorder's profile function was installed"},
+    {"state_known", "mark() could read CPython's use_tracing for the greenlet (3.9 to 3.11)"},
+    {"tracing_off", "at that mark() the greenlet ran with use_tracing 0 while its thread had a "
+                    "profile function (greenlet issue 256)"},
     {"GREENLET", "the first sight of a greenlet; its stack= is the stack it had then (the "
                  "\"seed\" of what the checker rebuilds)"},
     {"shadow:", "the stack the checker rebuilt from the profiler's events: what the "

@@ -224,7 +224,7 @@ fi
 eh=$("$cli" export --help)
 sum=$(printf '%s\n' "$eh" | tr '\n' ' ' | sed -n 's/.*A summary goes to stderr: \(.*\)exit status.*/\1/p')
 terms_ok=1
-for term in tracks slices switches marks violations "returns without call" "frames closed at end"; do
+for term in tracks slices switches marks findings failing "returns without call" "frames closed at end"; do
     printf '%s' "$sum" | grep -q "$term" && grep -q "$term" "$W/e.err" || terms_ok=0
 done
 if [ $terms_ok = 1 ] && ! printf '%s\n' "$eh" | grep -qw flows; then
@@ -551,7 +551,7 @@ printf 'def f():\n    return 1\nf()\n' >"$W/one.py"
 "$cli" record -o "$W/one.grt" -- "$GR_PY" "$W/one.py" >/dev/null 2>&1
 "$cli" export --format chrome -o "$W/one.json" "$W/one.grt" 2>"$W/one.err"
 "$cli" export --format chrome -o "$W/two.json" "$W/good.grt" 2>"$W/two.err"
-if grep -q ': 1 merged profile ([0-9]* stack nodes), 1 track, [0-9]* slices, 0 switches, 0 marks, 0 violations, 0 returns without call' "$W/one.err" &&
+if grep -q ': 1 merged profile ([0-9]* stack nodes), 1 track, [0-9]* slices, 0 switches, 0 marks, 0 findings (0 failing), 0 returns without call' "$W/one.err" &&
    grep -q ', [2-9][0-9]* tracks, ' "$W/two.err" && ! grep -q ' 1 tracks\| 1 slices\| 1 marks\| 1 stack nodes' "$W/one.err" "$W/two.err"; then
     gr_ok "export's summary: 1 track, N tracks (singular and plural)"
 else

@@ -128,7 +128,7 @@ PY
 )
 if [ "$cmp_out" = ok ] && "$PY" "$val" chrome "$work/lost.m.chrome.json" >"$work/val" 2>&1 &&
    "$PY" "$val" speedscope "$work/lost.speedscope.json" >>"$work/val" 2>&1 &&
-   grep -q " 2 violations," "$work/err.ss" && grep -q " 2 violations," "$work/err.ch" &&
+   grep -q " 2 findings (2 failing)," "$work/err.ss" && grep -q " 2 findings (2 failing)," "$work/err.ch" &&
    grep -q "1 merged profile" "$work/err.m"; then
     ok "merged view: the thread's time summed over its greenlets, the same in Chrome and speedscope; same violation counts"
 else
@@ -166,6 +166,16 @@ if [ $rc -eq 1 ] && grep -q 'blind_spot</span> at event' "$work/r.html" &&
     ok "check --html: violations with greenlet links, shadow/real stacks, clean trace, self-contained"
 else
     bad "check --html (exit $rc)"
+fi
+# --html takes the output's name: a trace or an option in its place is refused.
+cp "$work/seed.grt" "$work/keep.grt"
+"$cli" check --html "$work/keep.grt" "$work/seed.grt" >/dev/null 2>"$work/err"; r1=$?
+(cd "$work" && "$cli" check --html -o r2.html seed.grt >/dev/null 2>>"$work/err"); r2=$?
+if [ $r1 -eq 2 ] && [ $r2 -eq 2 ] && cmp -s "$work/seed.grt" "$work/keep.grt" && [ ! -e "$work/-o" ] &&
+   [ "$(wc -l <"$work/err")" -eq 2 ] && grep -q "keep.grt: is a trace, not overwritten" "$work/err"; then
+    ok "check --html TRACE or --html -o: refused, exit 2, one line, the trace unchanged"
+else
+    bad "check --html over a trace or an option (exit $r1/$r2)"; cat "$work/err"
 fi
 out=$("$cli" check --quiet "$work/lost.grt" "$work/seed.grt"); rc=$?
 if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 2 ] &&
