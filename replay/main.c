@@ -6,6 +6,7 @@
 #include "color.h"
 #include "diff.h"
 #include "diff_ignore.h"
+#include "diff_stream.h"
 #include "dump.h"
 #include "edit.h"
 #include "export.h"
@@ -418,6 +419,15 @@ static int load(gr_trace *t, const char *path)
     if (gr_trace_load(t, path) == GR_READ_OK)
         return 0;
     fprintf(stderr, "greenreplay: %s\n", t->err.msg);
+    return 1;
+}
+
+/* gr_diff_scan with load's message on failure. */
+static int scan(gr_diff_info *d, const char *path)
+{
+    if (gr_diff_scan(d, path) == GR_READ_OK)
+        return 0;
+    fprintf(stderr, "greenreplay: %s\n", d->t.err.msg);
     return 1;
 }
 
@@ -1203,15 +1213,20 @@ static int cmd_diff(int argc, char **argv)
         return bad_usage(usage_diff, "%s", "diff needs exactly two traces A and B");
     }
     gr_trace a, b;
+    memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
+    gr_diff_info da, db;
+    memset(&db, 0, sizeof db);
     int rc = 2;
-    if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
+    /* read through once each (diff_stream.h): errors, record counts, and
+     * whether the comparison can stream */
+    if (scan(&da, argv[optind]) || scan(&db, argv[optind + 1]))
         goto done;
     /* A trace without a record (an empty file, a header only, every record
      * dropped) has no structure to compare: not "the same structure". */
     for (int k = 0; k < 2; k++) {
-        const gr_trace *x = k ? &b : &a;
-        if (x->nrecs == 0) {
+        const gr_trace *x = k ? &db.t : &da.t;
+        if ((k ? db.nrecs : da.nrecs) == 0) {
             gr_sb why;
             gr_sb_init(&why);
             if (x->truncated) {
@@ -1230,12 +1245,12 @@ static int cmd_diff(int argc, char **argv)
      * compressed chunks, §2.1) and in what a HOOK says of the program's
      * profiler (§4.2), which diff does not compare: their decoded records
      * compare. */
-    if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 3 && b.minor >= 1 && b.minor <= 3)) {
+    uint16_t ma = da.t.minor, mb = db.t.minor;
+    if (ma != mb && !(ma >= 1 && ma <= 3 && mb >= 1 && mb <= 3)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "
                         "greenreplay)\n",
-                argv[optind], GR_VERSION_MAJOR, a.minor, argv[optind + 1], GR_VERSION_MAJOR,
-                b.minor);
+                argv[optind], GR_VERSION_MAJOR, ma, argv[optind + 1], GR_VERSION_MAJOR, mb);
         goto done;
     }
     if (skipped.len && !quiet) {
@@ -1247,13 +1262,24 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
-                       gr_color_enabled(color_mode, stdout));
+    if (gr_diff_streamable(&da, &db, &o)) {
+        rc = gr_color_diff_stream(stdout, &da, argv[optind], &db, argv[optind + 1], &o, quiet,
+                                  gr_color_enabled(color_mode, stdout));
+    } else {
+        gr_diff_info_free(&da);
+        gr_diff_info_free(&db);
+        if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
+            goto done;
+        rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
+                           gr_color_enabled(color_mode, stdout));
+    }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         rc = 2;
     }
 done:
+    gr_diff_info_free(&da);
+    gr_diff_info_free(&db);
     gr_trace_free(&a);
     gr_trace_free(&b);
     gr_sb_free(&skipped);

@@ -174,13 +174,14 @@ void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int
     free(buf);
 }
 
-int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
-                  const char *nb, const gr_diff_opts *o, int quiet, int color)
+/* Write the report that run writes, as gr_color_diff says. */
+static int color_run(FILE *out, int (*run)(FILE *, void *), void *arg, const char *na,
+                     const char *nb, int quiet, int color)
 {
     char *buf = NULL;
     size_t n = 0;
     FILE *mem = (quiet || color) ? open_memstream(&buf, &n) : NULL;
-    int rc = gr_diff(mem ? mem : out, a, na, b, nb, o);
+    int rc = run(mem ? mem : out, arg);
     if (!mem)
         return rc;
     fclose(mem);
@@ -201,4 +202,37 @@ int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *
         fputc('\n', out);
     free(buf);
     return rc;
+}
+
+typedef struct diff_args {
+    const gr_trace *a, *b;
+    const gr_diff_info *da, *db;
+    const char *na, *nb;
+    const gr_diff_opts *o;
+} diff_args;
+
+static int run_loaded(FILE *out, void *arg)
+{
+    const diff_args *d = arg;
+    return gr_diff(out, d->a, d->na, d->b, d->nb, d->o);
+}
+
+static int run_streamed(FILE *out, void *arg)
+{
+    const diff_args *d = arg;
+    return gr_diff_stream(out, d->da, d->na, d->na, d->db, d->nb, d->nb, d->o);
+}
+
+int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
+                  const char *nb, const gr_diff_opts *o, int quiet, int color)
+{
+    diff_args d = {a, b, NULL, NULL, na, nb, o};
+    return color_run(out, run_loaded, &d, na, nb, quiet, color);
+}
+
+int gr_color_diff_stream(FILE *out, const gr_diff_info *a, const char *na, const gr_diff_info *b,
+                         const char *nb, const gr_diff_opts *o, int quiet, int color)
+{
+    diff_args d = {NULL, NULL, a, b, na, nb, o};
+    return color_run(out, run_streamed, &d, na, nb, quiet, color);
 }

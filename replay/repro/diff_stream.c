@@ -1,0 +1,539 @@
+/* diff_stream.c - `greenreplay diff` one batch of records at a time
+ * (diff_stream.h). */
+#include "diff_stream.h"
+
+#include "diff_int.h"
+#include "dump.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 4096
+
+/* ---- pass 0 -------------------------------------------------------------- */
+
+int gr_diff_scan(gr_diff_info *d, const char *path)
+{
+    memset(d, 0, sizeof *d);
+    int st = gr_trace_open(&d->t, path);
+    if (st != GR_READ_OK)
+        return st;
+    gr_trace_set_batch(&d->t, BATCH);
+    int k;
+    while ((k = gr_trace_next_chunk(&d->t)) > 0) {
+        for (size_t i = 0; i < d->t.nrecs; i++) {
+            const gr_record *r = &d->t.recs[i];
+            if (r->tag == GR_INSTR)
+                d->has_instr = 1;
+            else if (r->tag == GR_SWITCH || r->tag == GR_THROW) {
+                if (r->flags & GR_SW_USE_TRACING_KNOWN)
+                    d->knows_ut = 1;
+                if (r->flags & GR_SW_CONTINUED)
+                    d->has_continued = 1;
+            } else if (r->tag == GR_GREENLET && gr_launch_record_prefix(&d->t, r))
+                d->launch = 1;
+        }
+    }
+    d->nrecs = gr_trace_count(&d->t);
+    return k < 0 ? d->t.err.status : GR_READ_OK;
+}
+
+void gr_diff_info_free(gr_diff_info *d)
+{
+    gr_trace_free(&d->t);
+}
+
+int gr_diff_streamable(const gr_diff_info *a, const gr_diff_info *b, const gr_diff_opts *o)
+{
+    return o->c_names != GR_CNAMES_SCRIPT && !o->ignore && !a->launch && !b->launch;
+}
+
+/* ---- pass 1: tokens ------------------------------------------------------ */
+
+/* One trace's tokens: from its records, or from the window queue. */
+typedef struct tstream {
+    gr_trace t;
+    gr_diff_side s;
+    size_t ci;          /* next record of the batch */
+    int eof;            /* -1 error, 1 end */
+    gr_idmap gslot;     /* (tid, gid) -> slot number, for the cache */
+    size_t nslots;
+    uint64_t last_tid, last_gid; /* the last record's, and its slot */
+    size_t last_slot;
+    gr_idmap cache;     /* (slot, tag << 32 | code) -> token, calls and returns */
+    uint32_t *q;        /* queued tokens q[head..head + n) */
+    size_t head, n, cap;
+} tstream;
+
+static int ts_open(tstream *ts, const char *path, const gr_diff_info *d)
+{
+    memset(ts, 0, sizeof *ts);
+    ts->s.t = &ts->t;
+    ts->s.has_instr = d->has_instr;
+    ts->s.knows_ut = d->knows_ut;
+    ts->s.has_continued = d->has_continued;
+    ts->s.top_seed = ts->s.top_skip = ts->s.top_module = ts->s.exit_at = GR_NONE;
+    ts->last_slot = SIZE_MAX;
+    if (gr_trace_open(&ts->t, path) != GR_READ_OK) {
+        fprintf(stderr, "greenreplay: %s\n", ts->t.err.msg);
+        return -1;
+    }
+    gr_trace_set_batch(&ts->t, BATCH);
+    return 0;
+}
+
+static void ts_free(tstream *ts)
+{
+    gr_diff_side_free(&ts->s);
+    gr_idmap_free(&ts->gslot);
+    gr_idmap_free(&ts->cache);
+    free(ts->q);
+    gr_trace_free(&ts->t);
+}
+
+static size_t slot_of(tstream *ts, uint64_t tid, uint64_t gid)
+{
+    if (ts->last_slot != SIZE_MAX && tid == ts->last_tid && gid == ts->last_gid)
+        return ts->last_slot;
+    size_t k;
+    if (!gr_idmap_get(&ts->gslot, tid, gid, &k)) {
+        k = ts->nslots++;
+        gr_idmap_put(&ts->gslot, tid, gid, k);
+    }
+    ts->last_tid = tid;
+    ts->last_gid = gid;
+    ts->last_slot = k;
+    return k;
+}
+
+/* The token of record r (1), or 0 when it is not compared.  A call or
+ * return's token is fixed by its kind, code and (thread, greenlet): once
+ * made, it is looked up without the text (the ranks it names exist). */
+static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, uint32_t *tok)
+{
+    int fast = r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION;
+    uint64_t slot = 0, key = 0;
+    size_t v;
+    if (fast) {
+        slot = slot_of(ts, r->tid, r->gid);
+        key = (uint64_t)r->tag << 32 | r->code;
+        if (gr_idmap_get(&ts->cache, slot, key, &v)) {
+            *tok = (uint32_t)v;
+            return 1;
+        }
+    }
+    gr_sb_reset(sb);
+    if (!gr_diff_token(c, &ts->s, r, (size_t)r->index, sb))
+        return 0;
+    *tok = gr_intern(&c->in, sb->s, sb->len);
+    if (fast)
+        gr_idmap_put(&ts->cache, slot, key, *tok);
+    return 1;
+}
+
+/* Append the next token of the trace to the queue: 1, or 0 at its end,
+ * -1 on an error (message on stderr). */
+static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
+{
+    for (;;) {
+        if (ts->eof)
+            return ts->eof > 0 ? 0 : -1;
+        if (ts->ci >= ts->t.nrecs) {
+            int k = gr_trace_next_chunk(&ts->t);
+            ts->ci = 0;
+            if (k <= 0) {
+                ts->eof = k < 0 ? -1 : 1;
+                if (k < 0)
+                    fprintf(stderr, "greenreplay: %s\n", ts->t.err.msg);
+                continue;
+            }
+            continue;
+        }
+        const gr_record *r = &ts->t.recs[ts->ci++];
+        uint32_t tok;
+        int got = ts_token(c, ts, r, sb, &tok);
+        if (ts->s.has_continued) /* every record, the ones not compared too */
+            gr_diff_cshadow_apply(&ts->s, r);
+        if (!got)
+            continue;
+        if (ts->head && ts->head + ts->n >= ts->cap) {
+            memmove(ts->q, ts->q + ts->head, ts->n * sizeof *ts->q);
+            ts->head = 0;
+        }
+        ts->q = gr_xgrow(ts->q, &ts->cap, ts->head + ts->n + 1, sizeof *ts->q);
+        ts->q[ts->head + ts->n++] = tok;
+        return 1;
+    }
+}
+
+/* Queue up to want tokens; returns -1 on an error, else 0. */
+static int ts_fill(gr_diff_ctx *c, tstream *ts, size_t want, gr_sb *sb)
+{
+    while (ts->n < want) {
+        int k = ts_pull(c, ts, sb);
+        if (k <= 0)
+            return k;
+    }
+    return 0;
+}
+
+static void ts_drop(tstream *ts, size_t n)
+{
+    ts->head += n;
+    ts->n -= n;
+    if (!ts->n)
+        ts->head = 0;
+}
+
+typedef struct runs {
+    gr_edit *r;
+    size_t n, cap;
+} runs;
+
+static void add_run(runs *rs, char op, size_t a, size_t b, size_t n)
+{
+    if (!n)
+        return;
+    if (rs->n && rs->r[rs->n - 1].op == op) {
+        rs->r[rs->n - 1].n += n;
+        return;
+    }
+    rs->r = gr_xgrow(rs->r, &rs->cap, rs->n + 1, sizeof *rs->r);
+    rs->r[rs->n++] = (gr_edit){op, a, b, n};
+}
+
+/* Align the two windows at a mismatch (positions pa, pb) and take the
+ * runs up to the first GR_DIFF_RESYNC equal tokens (all of them when both
+ * traces end in the windows, or the windows have no such run): appended
+ * to rs, and their tokens dropped from the queues.  *pa, *pb advance. */
+static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *pb,
+                         uint64_t budget, int *exhausted)
+{
+    gr_edit *w = NULL;
+    int ex = 0;
+    size_t nw = gr_align(A->q + A->head, A->n, B->q + B->head, B->n, budget, &w, &ex);
+    *exhausted |= ex;
+    size_t end = nw;
+    if (!(A->eof && B->eof))
+        for (size_t k = 1; k < nw; k++)
+            if (w[k].op == '=' && w[k].n >= GR_DIFF_RESYNC) {
+                end = k;
+                break;
+            }
+    size_t da = end < nw ? w[end].a : A->n, db = end < nw ? w[end].b : B->n;
+    for (size_t k = 0; k < end; k++)
+        add_run(rs, w[k].op, *pa + w[k].a, *pb + w[k].b, w[k].n);
+    ts_drop(A, da);
+    ts_drop(B, db);
+    *pa += da;
+    *pb += db;
+    free(w);
+}
+
+/* Pass 1: the edit script of the two token sequences.  Returns 0, or -1
+ * on a read error. */
+static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhausted)
+{
+    uint64_t budget = c->o->budget ? c->o->budget : GR_DIFF_DEFAULT_BUDGET;
+    size_t pa = 0, pb = 0, eq = 0;
+    gr_sb sb;
+    gr_sb_init(&sb);
+    int rc = 0;
+    for (;;) {
+        int ga = A->n ? 1 : ts_pull(c, A, &sb), gb = B->n ? 1 : ts_pull(c, B, &sb);
+        if (ga < 0 || gb < 0) {
+            rc = -1;
+            break;
+        }
+        if (!ga && !gb)
+            break;
+        if (ga && gb && A->q[A->head] == B->q[B->head]) {
+            ts_drop(A, 1);
+            ts_drop(B, 1);
+            pa++, pb++, eq++;
+            continue;
+        }
+        add_run(rs, '=', pa - eq, pb - eq, eq);
+        eq = 0;
+        if (ts_fill(c, A, GR_DIFF_WINDOW, &sb) < 0 || ts_fill(c, B, GR_DIFF_WINDOW, &sb) < 0) {
+            rc = -1;
+            break;
+        }
+        align_window(A, B, rs, &pa, &pb, budget, exhausted);
+    }
+    add_run(rs, '=', pa - eq, pb - eq, eq);
+    A->s.n = pa;
+    B->s.n = pb;
+    gr_sb_free(&sb);
+    return rc;
+}
+
+/* ---- pass 2: the records the report shows -------------------------------- */
+
+/* A position the report asks for, and what it found there. */
+typedef struct want {
+    size_t pos;
+    uint64_t rec;       /* record index, nrecs when past the end */
+    int first;          /* the hunk header's greenlet and stack asked for */
+    size_t line, hdr;   /* offsets of the dump line and header text in text */
+} want;
+
+typedef struct wants {
+    want *w;
+    size_t n, cap;
+    gr_sb text;         /* NUL-separated texts */
+} wants;
+
+typedef struct resolver {
+    wants side[2];
+    int collecting;
+    uint64_t nrecs[2];
+} resolver;
+
+static void ask(resolver *rv, int k, size_t p, int first)
+{
+    wants *ws = &rv->side[k];
+    ws->w = gr_xgrow(ws->w, &ws->cap, ws->n + 1, sizeof *ws->w);
+    ws->w[ws->n++] = (want){p, rv->nrecs[k], first, 0, 0};
+}
+
+static const want *find(const resolver *rv, int k, size_t p)
+{
+    const wants *ws = &rv->side[k];
+    size_t lo = 0, hi = ws->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ws->w[mid].pos < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ws->n && ws->w[lo].pos == p ? &ws->w[lo] : NULL;
+}
+
+static uint64_t rv_rec_at(void *priv, int k, size_t p)
+{
+    resolver *rv = priv;
+    if (rv->collecting) {
+        ask(rv, k, p, 0);
+        return 0;
+    }
+    const want *w = find(rv, k, p);
+    return w ? w->rec : rv->nrecs[k];
+}
+
+static void rv_line(void *priv, FILE *out, char sign, int k, size_t p)
+{
+    resolver *rv = priv;
+    if (rv->collecting) {
+        ask(rv, k, p, 0);
+        return;
+    }
+    const want *w = find(rv, k, p);
+    if (w && w->rec < rv->nrecs[k])
+        fprintf(out, "%c%s\n", sign, rv->side[k].text.s + w->line);
+}
+
+static void rv_first(void *priv, int k, size_t p, gr_sb *hdr)
+{
+    resolver *rv = priv;
+    if (rv->collecting) {
+        ask(rv, k, p, 1);
+        return;
+    }
+    const want *w = find(rv, k, p);
+    if (w && w->rec < rv->nrecs[k])
+        gr_sb_puts(hdr, rv->side[k].text.s + w->hdr);
+}
+
+static int want_cmp(const void *x, const void *y)
+{
+    const want *a = x, *b = y;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Sort the wants by position, one per position (first if any asked). */
+static void wants_unique(wants *ws)
+{
+    qsort(ws->w, ws->n, sizeof *ws->w, want_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < ws->n; i++) {
+        if (m && ws->w[m - 1].pos == ws->w[i].pos)
+            ws->w[m - 1].first |= ws->w[i].first;
+        else
+            ws->w[m++] = ws->w[i];
+    }
+    ws->n = m;
+}
+
+/* Shadow stacks of shadow_before (diff.c), per (thread, greenlet). */
+typedef struct shadows {
+    gr_idmap map;
+    struct sh { uint32_t *ids; size_t n, cap; } *st;
+    size_t n, cap;
+} shadows;
+
+static struct sh *sh_of(shadows *sh, uint64_t tid, uint64_t gid)
+{
+    size_t k;
+    if (!gr_idmap_get(&sh->map, tid, gid, &k)) {
+        sh->st = gr_xgrow(sh->st, &sh->cap, sh->n + 1, sizeof *sh->st);
+        k = sh->n++;
+        memset(&sh->st[k], 0, sizeof sh->st[k]);
+        gr_idmap_put(&sh->map, tid, gid, k);
+    }
+    return &sh->st[k];
+}
+
+static void sh_push(struct sh *h, uint32_t code)
+{
+    h->ids = gr_xgrow(h->ids, &h->cap, h->n + 1, sizeof *h->ids);
+    h->ids[h->n++] = code;
+}
+
+static void sh_apply(shadows *sh, const gr_trace *t, const gr_record *r)
+{
+    struct sh *h;
+    switch (r->tag) {
+    case GR_GREENLET: {
+        const uint32_t *ids = gr_record_stack(t, r);
+        h = sh_of(sh, r->tid, r->gid);
+        h->n = 0;
+        for (uint32_t k = (uint32_t)gr_launch_record_prefix(t, r); k < r->depth; k++)
+            sh_push(h, ids[k]);
+        break;
+    }
+    case GR_CALL:
+    case GR_C_CALL: sh_push(sh_of(sh, r->tid, r->gid), r->code); break;
+    case GR_RETURN:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION: {
+        h = sh_of(sh, r->tid, r->gid);
+        size_t k = h->n;
+        while (k > 0 && h->ids[k - 1] != r->code)
+            k--;
+        if (k > 0)
+            h->n = k - 1;
+        break;
+    }
+    default: break;
+    }
+}
+
+static void shadows_free(shadows *sh)
+{
+    for (size_t k = 0; k < sh->n; k++)
+        free(sh->st[k].ids);
+    free(sh->st);
+    gr_idmap_free(&sh->map);
+}
+
+/* Fill the wants of side k (sorted) from its trace at path: positions
+ * count the records compared (every one but INSTR when they are not). */
+static int resolve(wants *ws, int k, const char *path, int cmp_instr)
+{
+    if (!ws->n)
+        return 0;
+    gr_trace t;
+    if (gr_trace_open(&t, path) != GR_READ_OK) {
+        fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+        gr_trace_free(&t);
+        return -1;
+    }
+    gr_trace_set_batch(&t, BATCH);
+    shadows sh;
+    memset(&sh, 0, sizeof sh);
+    gr_sb_putc(&ws->text, '\0');
+    size_t pos = 0, wi = 0;
+    int rc;
+    while (wi < ws->n && (rc = gr_trace_next_chunk(&t)) > 0) {
+        for (size_t i = 0; i < t.nrecs && wi < ws->n; i++) {
+            const gr_record *r = &t.recs[i];
+            if (r->tag != GR_INSTR || cmp_instr) {
+                want *w = &ws->w[wi];
+                if (w->pos == pos) {
+                    w->rec = r->index;
+                    w->line = ws->text.len;
+                    gr_dump_record(&ws->text, &t, r);
+                    gr_sb_putc(&ws->text, '\0');
+                    if (w->first) {
+                        w->hdr = ws->text.len;
+                        struct sh *h = sh_of(&sh, r->tid, r->gid);
+                        gr_sb_printf(&ws->text, " t%" PRIu64 " g%" PRIu64 " in %s: ", r->tid,
+                                     r->gid, k ? "B" : "A");
+                        gr_diff_stack_text(&t, h->ids, h->n, &ws->text);
+                        gr_sb_putc(&ws->text, '\0');
+                    }
+                    wi++;
+                }
+                pos++;
+            }
+            sh_apply(&sh, &t, r);
+        }
+    }
+    rc = t.err.status ? -1 : 0;
+    if (rc)
+        fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+    shadows_free(&sh);
+    gr_trace_free(&t);
+    return rc;
+}
+
+/* ---- driver -------------------------------------------------------------- */
+
+int gr_diff_stream(FILE *out, const gr_diff_info *a, const char *path_a, const char *name_a,
+                   const gr_diff_info *b, const char *path_b, const char *name_b,
+                   const gr_diff_opts *o)
+{
+    gr_diff_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.cmp_instr = a->has_instr && b->has_instr;
+    c.cmp_ut = a->knows_ut && b->knows_ut;
+    tstream *ts = gr_xrealloc(NULL, 2 * sizeof *ts);
+    memset(ts, 0, 2 * sizeof *ts);
+    runs rs = {NULL, 0, 0};
+    int exhausted = 0, rc = 2;
+    resolver rv;
+    memset(&rv, 0, sizeof rv);
+    gr_sb_init(&rv.side[0].text);
+    gr_sb_init(&rv.side[1].text);
+    if (ts_open(&ts[0], path_a, a) < 0 || ts_open(&ts[1], path_b, b) < 0)
+        goto done;
+    if (compare(&c, &ts[0], &ts[1], &rs, &exhausted) < 0)
+        goto done;
+    gr_diff_sum sa = {&a->t, name_a, a->nrecs, &ts[0].s}, sb = {&b->t, name_b, b->nrecs, &ts[1].s};
+    rv.nrecs[0] = a->nrecs;
+    rv.nrecs[1] = b->nrecs;
+    gr_diff_src src = {rv_rec_at, rv_line, rv_first, &rv};
+    /* first the positions the report shows, then their records */
+    rv.collecting = 1;
+    FILE *null = fopen("/dev/null", "w");
+    if (!null) {
+        perror("greenreplay: /dev/null");
+        goto done;
+    }
+    gr_edit *copy = gr_xrealloc(NULL, (rs.n + 1) * sizeof *copy);
+    memcpy(copy, rs.r, rs.n * sizeof *copy);
+    gr_diff_report(null, &c, &sa, &sb, copy, rs.n, exhausted, &src);
+    free(copy);
+    fclose(null);
+    rv.collecting = 0;
+    for (int k = 0; k < 2; k++) {
+        wants_unique(&rv.side[k]);
+        if (resolve(&rv.side[k], k, k ? path_b : path_a, c.cmp_instr) < 0)
+            goto done;
+    }
+    rc = gr_diff_report(out, &c, &sa, &sb, rs.r, rs.n, exhausted, &src);
+done:
+    for (int k = 0; k < 2; k++) {
+        free(rv.side[k].w);
+        gr_sb_free(&rv.side[k].text);
+        ts_free(&ts[k]);
+    }
+    free(ts);
+    free(rs.r);
+    gr_interner_free(&c.in);
+    return rc;
+}
