@@ -91,7 +91,18 @@ static uint64_t rank(gr_idmap *m, uint64_t *counter, uint64_t a, uint64_t b)
  * greenlet compares with one that has it; as a parent, 0 is "none". */
 static void put_g(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)
 {
-    gr_sb_printf(sb, "g%" PRIu64, rank(&s->granks, &s->ng, tid, gid));
+    uint64_t g = rank(&s->granks, &s->ng, tid, gid);
+    if (s->placeholders && s->nranks < GR_DIFF_RANKS) { /* diff_int.h */
+        s->ranks[s->nranks++] = g;
+        gr_sb_puts(sb, "g#");
+    } else {
+        gr_sb_printf(sb, "g%" PRIu64, g);
+    }
+}
+
+uint64_t gr_diff_grank(gr_diff_side *s, uint64_t tid, uint64_t gid)
+{
+    return rank(&s->granks, &s->ng, tid, gid);
 }
 
 static void put_parent(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)

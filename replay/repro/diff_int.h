@@ -34,6 +34,8 @@ uint64_t gr_diff_fnv(const char *p, size_t n);
 
 struct cshadow;
 
+#define GR_DIFF_RANKS 3
+
 /* One trace being tokenized. */
 typedef struct gr_diff_side {
     const gr_trace *t;
@@ -72,7 +74,16 @@ typedef struct gr_diff_side {
      * one of the program run as a file, or of its script. */
     gr_launch launch;
     size_t launch_skipped;
+    /* Set by the streamed diff: each greenlet's order of first sight in a
+     * token text is written "g#" and kept in ranks[] instead (at most
+     * GR_DIFF_RANKS of them; a SWITCH names three), so that the text,
+     * interned, stays one per structure and not one per greenlet. */
+    int placeholders, nranks;
+    uint64_t ranks[GR_DIFF_RANKS];
 } gr_diff_side;
+
+/* The order of first sight of greenlet (tid, gid) in s (made if new). */
+uint64_t gr_diff_grank(gr_diff_side *s, uint64_t tid, uint64_t gid);
 
 typedef struct gr_diff_ctx {
     const gr_diff_opts *o;

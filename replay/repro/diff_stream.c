@@ -51,18 +51,31 @@ int gr_diff_streamable(const gr_diff_info *a, const gr_diff_info *b, const gr_di
 
 /* ---- pass 1: tokens ------------------------------------------------------ */
 
+/* A token: the interned text of the record with its greenlets written
+ * "g#" (shape), and their orders of first sight (diff_int.h).  Two records
+ * have the same gr_diff token text exactly when their tok are equal: the
+ * greenlets come before any name, label or stack in a token text. */
+typedef struct tok {
+    uint32_t shape, n;
+    uint64_t r[GR_DIFF_RANKS];
+} tok;
+
+static int tok_eq(const tok *x, const tok *y)
+{
+    return x->shape == y->shape && x->n == y->n && x->r[0] == y->r[0] && x->r[1] == y->r[1] &&
+           x->r[2] == y->r[2];
+}
+
 /* One trace's tokens: from its records, or from the window queue. */
 typedef struct tstream {
     gr_trace t;
     gr_diff_side s;
     size_t ci;          /* next record of the batch */
     int eof;            /* -1 error, 1 end */
-    gr_idmap gslot;     /* (tid, gid) -> slot number, for the cache */
-    size_t nslots;
-    uint64_t last_tid, last_gid; /* the last record's, and its slot */
+    uint64_t last_tid, last_gid; /* the last call's greenlet, and its rank */
     size_t last_slot;
-    gr_idmap cache;     /* (slot, tag << 32 | code) -> token, calls and returns */
-    uint32_t *q;        /* queued tokens q[head..head + n) */
+    gr_idmap cache;     /* (tid, tag << 32 | code) -> shape, calls and returns */
+    tok *q;             /* queued tokens q[head..head + n) */
     size_t head, n, cap;
 } tstream;
 
@@ -73,6 +86,7 @@ static int ts_open(tstream *ts, const char *path, const gr_diff_info *d)
     ts->s.has_instr = d->has_instr;
     ts->s.knows_ut = d->knows_ut;
     ts->s.has_continued = d->has_continued;
+    ts->s.placeholders = 1;
     ts->s.top_seed = ts->s.top_skip = ts->s.top_module = ts->s.exit_at = GR_NONE;
     ts->last_slot = SIZE_MAX;
     if (gr_trace_open(&ts->t, path) != GR_READ_OK) {
@@ -86,49 +100,45 @@ static int ts_open(tstream *ts, const char *path, const gr_diff_info *d)
 static void ts_free(tstream *ts)
 {
     gr_diff_side_free(&ts->s);
-    gr_idmap_free(&ts->gslot);
     gr_idmap_free(&ts->cache);
     free(ts->q);
     gr_trace_free(&ts->t);
 }
 
-static size_t slot_of(tstream *ts, uint64_t tid, uint64_t gid)
+static uint64_t grank_of(tstream *ts, uint64_t tid, uint64_t gid)
 {
     if (ts->last_slot != SIZE_MAX && tid == ts->last_tid && gid == ts->last_gid)
         return ts->last_slot;
-    size_t k;
-    if (!gr_idmap_get(&ts->gslot, tid, gid, &k)) {
-        k = ts->nslots++;
-        gr_idmap_put(&ts->gslot, tid, gid, k);
-    }
     ts->last_tid = tid;
     ts->last_gid = gid;
-    ts->last_slot = k;
-    return k;
+    ts->last_slot = (size_t)gr_diff_grank(&ts->s, tid, gid);
+    return ts->last_slot;
 }
 
 /* The token of record r (1), or 0 when it is not compared.  A call or
- * return's token is fixed by its kind, code and (thread, greenlet): once
- * made, it is looked up without the text (the ranks it names exist). */
-static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, uint32_t *tok)
+ * return's shape is fixed by its kind, code and thread: once made, it is
+ * looked up without the text (the thread's rank exists). */
+static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, tok *t)
 {
     int fast = r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION;
-    uint64_t slot = 0, key = 0;
+    uint64_t key = (uint64_t)r->tag << 32 | r->code;
     size_t v;
-    if (fast) {
-        slot = slot_of(ts, r->tid, r->gid);
-        key = (uint64_t)r->tag << 32 | r->code;
-        if (gr_idmap_get(&ts->cache, slot, key, &v)) {
-            *tok = (uint32_t)v;
-            return 1;
-        }
+    memset(t, 0, sizeof *t);
+    if (fast && gr_idmap_get(&ts->cache, r->tid, key, &v)) {
+        t->shape = (uint32_t)v;
+        t->n = 1;
+        t->r[0] = grank_of(ts, r->tid, r->gid);
+        return 1;
     }
     gr_sb_reset(sb);
+    ts->s.nranks = 0;
     if (!gr_diff_token(c, &ts->s, r, (size_t)r->index, sb))
         return 0;
-    *tok = gr_intern(&c->in, sb->s, sb->len);
+    t->shape = gr_intern(&c->in, sb->s, sb->len);
+    t->n = (uint32_t)ts->s.nranks;
+    memcpy(t->r, ts->s.ranks, ts->s.nranks * sizeof *t->r);
     if (fast)
-        gr_idmap_put(&ts->cache, slot, key, *tok);
+        gr_idmap_put(&ts->cache, r->tid, key, t->shape);
     return 1;
 }
 
@@ -151,8 +161,8 @@ static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
             continue;
         }
         const gr_record *r = &ts->t.recs[ts->ci++];
-        uint32_t tok;
-        int got = ts_token(c, ts, r, sb, &tok);
+        tok tk;
+        int got = ts_token(c, ts, r, sb, &tk);
         if (ts->s.has_continued) /* every record, the ones not compared too */
             gr_diff_cshadow_apply(&ts->s, r);
         if (!got)
@@ -162,7 +172,7 @@ static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
             ts->head = 0;
         }
         ts->q = gr_xgrow(ts->q, &ts->cap, ts->head + ts->n + 1, sizeof *ts->q);
-        ts->q[ts->head + ts->n++] = tok;
+        ts->q[ts->head + ts->n++] = tk;
         return 1;
     }
 }
@@ -203,6 +213,43 @@ static void add_run(runs *rs, char op, size_t a, size_t b, size_t n)
     rs->r[rs->n++] = (gr_edit){op, a, b, n};
 }
 
+static uint64_t tok_hash(const tok *t)
+{
+    uint64_t h = t->shape * 0x9e3779b97f4a7c15ull ^ t->n;
+    for (int k = 0; k < GR_DIFF_RANKS; k++)
+        h = (h ^ t->r[k]) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+/* Number the tokens of the two windows a[0..na) and b[0..nb) by equality
+ * into ia and ib (the aligner's small integers). */
+static void local_ids(const tok *a, size_t na, const tok *b, size_t nb, uint32_t *ia, uint32_t *ib)
+{
+    size_t cap = 16;
+    while (cap < 2 * (na + nb))
+        cap *= 2;
+    uint32_t *tab = gr_xrealloc(NULL, cap * sizeof *tab); /* index + 1 into all, 0 empty */
+    memset(tab, 0, cap * sizeof *tab);
+    for (size_t i = 0; i < na + nb; i++) {
+        const tok *t = i < na ? &a[i] : &b[i - na];
+        uint32_t *id = i < na ? &ia[i] : &ib[i - na];
+        size_t h = (size_t)tok_hash(t) & (cap - 1);
+        for (;; h = (h + 1) & (cap - 1)) {
+            if (!tab[h]) {
+                tab[h] = (uint32_t)i + 1;
+                *id = (uint32_t)i;
+                break;
+            }
+            size_t j = tab[h] - 1;
+            if (tok_eq(t, j < na ? &a[j] : &b[j - na])) {
+                *id = (uint32_t)j;
+                break;
+            }
+        }
+    }
+    free(tab);
+}
+
 /* Align the two windows at a mismatch (positions pa, pb) and take the
  * runs up to the first GR_DIFF_RESYNC equal tokens (all of them when both
  * traces end in the windows, or the windows have no such run): appended
@@ -212,7 +259,10 @@ static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *p
 {
     gr_edit *w = NULL;
     int ex = 0;
-    size_t nw = gr_align(A->q + A->head, A->n, B->q + B->head, B->n, budget, &w, &ex);
+    uint32_t *ia = gr_xrealloc(NULL, (A->n + B->n + 1) * sizeof *ia), *ib = ia + A->n;
+    local_ids(A->q + A->head, A->n, B->q + B->head, B->n, ia, ib);
+    size_t nw = gr_align(ia, A->n, ib, B->n, budget, &w, &ex);
+    free(ia);
     *exhausted |= ex;
     size_t end = nw;
     if (!(A->eof && B->eof))
@@ -248,7 +298,7 @@ static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhaus
         }
         if (!ga && !gb)
             break;
-        if (ga && gb && A->q[A->head] == B->q[B->head]) {
+        if (ga && gb && tok_eq(&A->q[A->head], &B->q[B->head])) {
             ts_drop(A, 1);
             ts_drop(B, 1);
             pa++, pb++, eq++;

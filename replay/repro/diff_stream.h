@@ -33,7 +33,7 @@
 #include <stdio.h>
 
 /* Window (tokens per side) and resynchronization run (equal tokens). */
-#define GR_DIFF_WINDOW (1u << 20)
+#define GR_DIFF_WINDOW (1u << 19)
 #define GR_DIFF_RESYNC 1024
 
 /* What pass 0 learns of a trace.  t stays open (definitions, metas,
