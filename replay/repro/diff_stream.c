@@ -326,7 +326,7 @@ typedef struct want {
     size_t pos;
     uint64_t rec;       /* record index, nrecs when past the end */
     int first;          /* the hunk header's greenlet and stack asked for */
-    size_t line, hdr;   /* offsets of the dump line and header text in text */
+    size_t hdr;         /* offset of the header text in text */
 } want;
 
 typedef struct wants {
@@ -335,17 +335,59 @@ typedef struct wants {
     gr_sb text;         /* NUL-separated texts */
 } wants;
 
+/* A trace read again in print order (each side's positions only grow). */
+typedef struct cursor {
+    gr_trace t;
+    int open, end;
+    size_t ci;          /* next record of the batch */
+    size_t pos;         /* position of that record if compared */
+} cursor;
+
 typedef struct resolver {
     wants side[2];
     int collecting;
     uint64_t nrecs[2];
+    cursor cur[2];
+    const char *path[2];
+    int cmp_instr;
+    gr_sb line;
 } resolver;
+
+/* Position p's record of side k, the cursor moved to it; NULL past the end. */
+static const gr_record *cursor_at(resolver *rv, int k, size_t p)
+{
+    cursor *cu = &rv->cur[k];
+    if (!cu->open) {
+        cu->open = 1;
+        if (gr_trace_open(&cu->t, rv->path[k]) != GR_READ_OK)
+            cu->end = 1;
+        gr_trace_set_batch(&cu->t, BATCH);
+    }
+    while (!cu->end) {
+        if (cu->ci >= cu->t.nrecs) {
+            cu->ci = 0;
+            if (gr_trace_next_chunk(&cu->t) <= 0)
+                cu->end = 1;
+            continue;
+        }
+        const gr_record *r = &cu->t.recs[cu->ci];
+        if (r->tag == GR_INSTR && !rv->cmp_instr) {
+            cu->ci++;
+            continue;
+        }
+        if (cu->pos == p)
+            return r;
+        cu->ci++;
+        cu->pos++;
+    }
+    return NULL;
+}
 
 static void ask(resolver *rv, int k, size_t p, int first)
 {
     wants *ws = &rv->side[k];
     ws->w = gr_xgrow(ws->w, &ws->cap, ws->n + 1, sizeof *ws->w);
-    ws->w[ws->n++] = (want){p, rv->nrecs[k], first, 0, 0};
+    ws->w[ws->n++] = (want){p, rv->nrecs[k], first, 0};
 }
 
 static const want *find(const resolver *rv, int k, size_t p)
@@ -376,13 +418,14 @@ static uint64_t rv_rec_at(void *priv, int k, size_t p)
 static void rv_line(void *priv, FILE *out, char sign, int k, size_t p)
 {
     resolver *rv = priv;
-    if (rv->collecting) {
-        ask(rv, k, p, 0);
+    if (rv->collecting)
         return;
-    }
-    const want *w = find(rv, k, p);
-    if (w && w->rec < rv->nrecs[k])
-        fprintf(out, "%c%s\n", sign, rv->side[k].text.s + w->line);
+    const gr_record *r = cursor_at(rv, k, p);
+    if (!r)
+        return;
+    gr_sb_reset(&rv->line);
+    gr_dump_record(&rv->line, &rv->cur[k].t, r);
+    fprintf(out, "%c%s\n", sign, gr_sb_str(&rv->line));
 }
 
 static void rv_first(void *priv, int k, size_t p, gr_sb *hdr)
@@ -504,9 +547,6 @@ static int resolve(wants *ws, int k, const char *path, int cmp_instr)
                 want *w = &ws->w[wi];
                 if (w->pos == pos) {
                     w->rec = r->index;
-                    w->line = ws->text.len;
-                    gr_dump_record(&ws->text, &t, r);
-                    gr_sb_putc(&ws->text, '\0');
                     if (w->first) {
                         w->hdr = ws->text.len;
                         struct sh *h = sh_of(&sh, r->tid, r->gid);
@@ -549,6 +589,10 @@ int gr_diff_stream(FILE *out, const gr_diff_info *a, const char *path_a, const c
     memset(&rv, 0, sizeof rv);
     gr_sb_init(&rv.side[0].text);
     gr_sb_init(&rv.side[1].text);
+    gr_sb_init(&rv.line);
+    rv.path[0] = path_a;
+    rv.path[1] = path_b;
+    rv.cmp_instr = c.cmp_instr;
     if (ts_open(&ts[0], path_a, a) < 0 || ts_open(&ts[1], path_b, b) < 0)
         goto done;
     if (compare(&c, &ts[0], &ts[1], &rs, &exhausted) < 0)
@@ -580,8 +624,10 @@ done:
     for (int k = 0; k < 2; k++) {
         free(rv.side[k].w);
         gr_sb_free(&rv.side[k].text);
+        gr_trace_free(&rv.cur[k].t);
         ts_free(&ts[k]);
     }
+    gr_sb_free(&rv.line);
     free(ts);
     free(rs.r);
     gr_interner_free(&c.in);
