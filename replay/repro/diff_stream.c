@@ -74,7 +74,11 @@ typedef struct tstream {
     int eof;            /* -1 error, 1 end */
     uint64_t last_tid, last_gid; /* the last call's greenlet, and its rank */
     size_t last_slot;
-    gr_idmap cache;     /* (tid, tag << 32 | code) -> shape, calls and returns */
+    gr_idmap cache;     /* (tid, shape_key) -> shape */
+    struct front {      /* the cache's recent entries, direct-mapped */
+        uint64_t tid, key;
+        uint32_t shape, used;
+    } front[1024];
     tok *q;             /* queued tokens q[head..head + n) */
     size_t head, n, cap;
 } tstream;
@@ -115,20 +119,75 @@ static uint64_t grank_of(tstream *ts, uint64_t tid, uint64_t gid)
     return ts->last_slot;
 }
 
-/* The token of record r (1), or 0 when it is not compared.  A call or
- * return's shape is fixed by its kind, code and thread: once made, it is
- * looked up without the text (the thread's rank exists). */
+/* The key of record r's shape in tstream.cache (second half; the first is
+ * its thread), or 0 when its shape is not looked up but made: calls,
+ * returns, DEAD, START and STOP by kind and code; switches without a
+ * stack in their token by kind, state and whether they have a parent;
+ * INSTR by its counts.  Everything else in the token text is the
+ * greenlets', carried as ranks (ts_ranks). */
+static uint64_t shape_key(const tstream *ts, const gr_record *r)
+{
+    switch (r->tag) {
+    case GR_CALL:
+    case GR_RETURN:
+    case GR_C_CALL:
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION:
+    case GR_DEAD:
+    case GR_START:
+    case GR_STOP: return (uint64_t)r->tag << 32 | r->code;
+    case GR_SWITCH:
+    case GR_THROW:
+        if ((r->flags & GR_SW_REAL_STACK) ||
+            ((r->flags & GR_SW_CONTINUED) && ts->s.has_continued) || r->flags >> 16 ||
+            r->tracing >> 38)
+            return 0;
+        return 1ull << 63 | (uint64_t)(r->tag == GR_THROW) << 56 | r->flags << 40 |
+               (uint64_t)(r->use_tracing != 0) << 39 | (uint64_t)(r->parent == 0) << 38 |
+               r->tracing;
+    case GR_INSTR:
+        if (r->parent >> 31 || r->use_tracing >> 31)
+            return 0;
+        return 1ull << 62 | r->parent << 31 | r->use_tracing;
+    default: return 0;
+    }
+}
+
+
+/* The greenlets of a record of a cached shape, in the order its token
+ * text names them (gr_diff_token: which gives them their ranks). */
+static void ts_ranks(tstream *ts, const gr_record *r, tok *t)
+{
+    t->r[t->n++] = grank_of(ts, r->tid, r->gid);
+    if (r->tag == GR_SWITCH || r->tag == GR_THROW) {
+        t->r[t->n++] = gr_diff_grank(&ts->s, r->tid, r->target);
+        if (r->parent)
+            t->r[t->n++] = gr_diff_grank(&ts->s, r->tid, r->parent);
+    }
+}
+
+/* The token of record r (1), or 0 when it is not compared.  A shape
+ * looked up (shape_key) needs no text: the thread's rank exists. */
 static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, tok *t)
 {
-    int fast = r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION;
-    uint64_t key = (uint64_t)r->tag << 32 | r->code;
-    size_t v;
+    if (r->tag == GR_INSTR && !c->cmp_instr)
+        return 0;
+    uint64_t key = shape_key(ts, r);
     memset(t, 0, sizeof *t);
-    if (fast && gr_idmap_get(&ts->cache, r->tid, key, &v)) {
-        t->shape = (uint32_t)v;
-        t->n = 1;
-        t->r[0] = grank_of(ts, r->tid, r->gid);
-        return 1;
+    if (key) {
+        struct front *f = &ts->front[(r->tid * 31 + key * 0x9e3779b97f4a7c15ull) >> 54];
+        size_t v;
+        if (f->key == key && f->tid == r->tid && f->used) {
+            t->shape = f->shape;
+            ts_ranks(ts, r, t);
+            return 1;
+        }
+        if (gr_idmap_get(&ts->cache, r->tid, key, &v)) {
+            *f = (struct front){r->tid, key, (uint32_t)v, 1};
+            t->shape = (uint32_t)v;
+            ts_ranks(ts, r, t);
+            return 1;
+        }
     }
     gr_sb_reset(sb);
     ts->s.nranks = 0;
@@ -137,7 +196,7 @@ static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, 
     t->shape = gr_intern(&c->in, sb->s, sb->len);
     t->n = (uint32_t)ts->s.nranks;
     memcpy(t->r, ts->s.ranks, ts->s.nranks * sizeof *t->r);
-    if (fast)
+    if (key)
         gr_idmap_put(&ts->cache, r->tid, key, t->shape);
     return 1;
 }
@@ -251,11 +310,11 @@ static void local_ids(const tok *a, size_t na, const tok *b, size_t nb, uint32_t
 }
 
 /* Align the two windows at a mismatch (positions pa, pb) and take the
- * runs up to the first GR_DIFF_RESYNC equal tokens (all of them when both
+ * runs up to the first `resync` equal tokens (all of them when both
  * traces end in the windows, or the windows have no such run): appended
  * to rs, and their tokens dropped from the queues.  *pa, *pb advance. */
 static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *pb,
-                         uint64_t budget, int *exhausted)
+                         uint64_t budget, size_t resync, int *exhausted)
 {
     gr_edit *w = NULL;
     int ex = 0;
@@ -267,7 +326,7 @@ static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *p
     size_t end = nw;
     if (!(A->eof && B->eof))
         for (size_t k = 1; k < nw; k++)
-            if (w[k].op == '=' && w[k].n >= GR_DIFF_RESYNC) {
+            if (w[k].op == '=' && w[k].n >= resync) {
                 end = k;
                 break;
             }
@@ -286,6 +345,8 @@ static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *p
 static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhausted)
 {
     uint64_t budget = c->o->budget ? c->o->budget : GR_DIFF_DEFAULT_BUDGET;
+    size_t window = c->o->window ? c->o->window : GR_DIFF_WINDOW;
+    size_t resync = window / 8 < GR_DIFF_RESYNC ? window / 8 + 1 : GR_DIFF_RESYNC;
     size_t pa = 0, pb = 0, eq = 0;
     gr_sb sb;
     gr_sb_init(&sb);
@@ -306,11 +367,11 @@ static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhaus
         }
         add_run(rs, '=', pa - eq, pb - eq, eq);
         eq = 0;
-        if (ts_fill(c, A, GR_DIFF_WINDOW, &sb) < 0 || ts_fill(c, B, GR_DIFF_WINDOW, &sb) < 0) {
+        if (ts_fill(c, A, window, &sb) < 0 || ts_fill(c, B, window, &sb) < 0) {
             rc = -1;
             break;
         }
-        align_window(A, B, rs, &pa, &pb, budget, exhausted);
+        align_window(A, B, rs, &pa, &pb, budget, resync, exhausted);
     }
     add_run(rs, '=', pa - eq, pb - eq, eq);
     A->s.n = pa;
