@@ -7,8 +7,12 @@
 #   - `check`: peak memory (ru_maxrss, GNU time's %M) and events/s;
 #   - `stats`: peak memory and events/s;
 #   - `dump` (to /dev/null): peak memory and events/s;
+#   - `diff` of the trace with itself, and with its first half (a copy cut
+#     in the middle, cached beside it): peak memory and records of the
+#     trace per second;
 # each printed with its goal (check on a 100 M-event trace under
-# 300 MB and at 30 M events/s or more; dump at 10 M events/s or more).
+# 300 MB and at 30 M events/s or more; dump at 10 M events/s or more;
+# diff under 300 MB and at 10 M records/s or more).
 # events/s is records / wall time; the CPU time (user+sys) is printed
 # beside it, since this machine is shared.  A benchmark: it prints figures
 # and asserts nothing (exit 0 unless a step fails to run).
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
         --events) EVENTS=$2; shift 2 ;;
         --workers) WORKERS=$2; shift 2 ;;
         --cli) CLI=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "replay_cost.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
 done
@@ -86,3 +90,16 @@ read -r w c k < <(measure "$CLI" stats "$trace")
 line stats - - "$w" "$c" "$k"
 read -r w c k < <(measure "$CLI" dump "$trace")
 line dump - 10 "$w" "$c" "$k"
+# diff streams both traces (diff_stream.h): the trace against itself (same
+# structure: the lockstep pass), and against its first half (the second
+# half of A is past B's end: the window pass, and the tail note).  Rates
+# are records of A per second.
+read -r w c k < <(measure "$CLI" diff "$trace" "$trace")
+line diff 300 10 "$w" "$c" "$k"
+half=$cache/$(basename "$trace" .grt)-half.grt
+if [ ! -s "$half" ]; then
+    head -c $((bytes / 2)) "$trace" >"$half.tmp"
+    mv "$half.tmp" "$half"
+fi
+read -r w c k < <(measure "$CLI" diff "$trace" "$half")
+line diff/2 300 10 "$w" "$c" "$k"
