@@ -226,7 +226,7 @@ static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
             gr_diff_cshadow_apply(&ts->s, r);
         if (!got)
             continue;
-        if (ts->head && ts->head + ts->n >= ts->cap) {
+        if (ts->head + ts->n >= ts->cap && ts->head >= ts->cap / 2) { /* amortized */
             memmove(ts->q, ts->q + ts->head, ts->n * sizeof *ts->q);
             ts->head = 0;
         }
@@ -309,28 +309,66 @@ static void local_ids(const tok *a, size_t na, const tok *b, size_t nb, uint32_t
     free(tab);
 }
 
-/* Align the two windows at a mismatch (positions pa, pb) and take the
- * runs up to the first `resync` equal tokens (all of them when both
- * traces end in the windows, or the windows have no such run): appended
- * to rs, and their tokens dropped from the queues.  *pa, *pb advance. */
-static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *pb,
-                         uint64_t budget, size_t resync, int *exhausted)
+/* Align the first na and nb queued tokens; *w receives the runs.  Returns
+ * their number and, in *end, the first run of at least `resync` equal
+ * tokens after the first (nw when none). */
+static size_t align_part(const tstream *A, const tstream *B, size_t na, size_t nb,
+                         uint64_t budget, size_t resync, gr_edit **w, size_t *end,
+                         int *exhausted)
 {
-    gr_edit *w = NULL;
     int ex = 0;
-    uint32_t *ia = gr_xrealloc(NULL, (A->n + B->n + 1) * sizeof *ia), *ib = ia + A->n;
-    local_ids(A->q + A->head, A->n, B->q + B->head, B->n, ia, ib);
-    size_t nw = gr_align(ia, A->n, ib, B->n, budget, &w, &ex);
+    uint32_t *ia = gr_xrealloc(NULL, (na + nb + 1) * sizeof *ia), *ib = ia + na;
+    local_ids(A->q + A->head, na, B->q + B->head, nb, ia, ib);
+    size_t nw = gr_align(ia, na, ib, nb, budget, w, &ex);
     free(ia);
     *exhausted |= ex;
-    size_t end = nw;
-    if (!(A->eof && B->eof))
-        for (size_t k = 1; k < nw; k++)
-            if (w[k].op == '=' && w[k].n >= resync) {
-                end = k;
-                break;
-            }
-    size_t da = end < nw ? w[end].a : A->n, db = end < nw ? w[end].b : B->n;
+    *end = nw;
+    for (size_t k = 1; k < nw; k++)
+        if ((*w)[k].op == '=' && (*w)[k].n >= resync) {
+            *end = k;
+            break;
+        }
+    return nw;
+}
+
+/* The last run of equal tokens after the first run of w[0..nw), nw when
+ * none. */
+static size_t last_equal(const gr_edit *w, size_t nw)
+{
+    for (size_t k = nw; k-- > 1;)
+        if (w[k].op == '=')
+            return k;
+    return nw;
+}
+
+/* At a mismatch (positions pa, pb), with up to a window of tokens of each
+ * trace queued: when both traces end in it, align all of it (the global
+ * alignment of the rest); else align growing prefixes of the queues
+ * (`first` tokens each, doubling) until one has a run of `resync`
+ * equal tokens after its first run, and take the runs before that run
+ * (when the whole queues have none: the runs before their last equal
+ * run, whose end meets the window's; all of them when there is none), so
+ * that a difference costs about its own size, not the window's.  The runs taken are
+ * appended to rs and their tokens dropped; *pa, *pb advance. */
+static void align_window(tstream *A, tstream *B, runs *rs, size_t *pa, size_t *pb,
+                         uint64_t budget, size_t first, size_t resync, int *exhausted)
+{
+    gr_edit *w = NULL;
+    size_t nw, end, na, nb, part = first;
+    for (;; part *= 2) {
+        int all = A->eof && B->eof;
+        na = all || A->n < part ? A->n : part;
+        nb = all || B->n < part ? B->n : part;
+        nw = align_part(A, B, na, nb, budget, resync, &w, &end, exhausted);
+        if (all)
+            end = nw;
+        else if (end == nw && na == A->n && nb == B->n)
+            end = last_equal(w, nw); /* the runs after it meet the window's end */
+        if (end < nw || (na == A->n && nb == B->n))
+            break;
+        free(w);
+    }
+    size_t da = end < nw ? w[end].a : na, db = end < nw ? w[end].b : nb;
     for (size_t k = 0; k < end; k++)
         add_run(rs, w[k].op, *pa + w[k].a, *pb + w[k].b, w[k].n);
     ts_drop(A, da);
@@ -347,6 +385,7 @@ static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhaus
     uint64_t budget = c->o->budget ? c->o->budget : GR_DIFF_DEFAULT_BUDGET;
     size_t window = c->o->window ? c->o->window : GR_DIFF_WINDOW;
     size_t resync = window / 8 < GR_DIFF_RESYNC ? window / 8 + 1 : GR_DIFF_RESYNC;
+    size_t first = window < GR_DIFF_FIRST ? window : GR_DIFF_FIRST;
     size_t pa = 0, pb = 0, eq = 0;
     gr_sb sb;
     gr_sb_init(&sb);
@@ -371,7 +410,7 @@ static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhaus
             rc = -1;
             break;
         }
-        align_window(A, B, rs, &pa, &pb, budget, resync, exhausted);
+        align_window(A, B, rs, &pa, &pb, budget, first, resync, exhausted);
     }
     add_run(rs, '=', pa - eq, pb - eq, eq);
     A->s.n = pa;

@@ -7,22 +7,24 @@
  * continued switches, a `python -m` launch) and its record count.  Pass 1
  * turns the records of both into tokens and compares them in lockstep;
  * at a mismatch it takes a window of up to GR_DIFF_WINDOW tokens of each
- * and aligns them with diff_align.h, then goes on in lockstep from the
- * first run of GR_DIFF_RESYNC equal tokens in that window (or from the
- * window's end when it has none).  When what is left of both traces at
+ * and aligns them with diff_align.h: all of it when both traces end in it,
+ * else growing prefixes of it (GR_DIFF_FIRST tokens, doubling) until one
+ * has a run of GR_DIFF_RESYNC equal tokens; it keeps the alignment before
+ * that run and goes on in lockstep from it.  When what is left of both traces at
  * a mismatch fits in the window, which is every trace under
  * GR_DIFF_WINDOW records, this is exactly gr_diff's global alignment, and
- * the report is the same byte for byte.  Pass 2 reads the traces again
+ * the report is the same byte for byte (past it, a difference among
+ * identical records may be placed at another of them).  Pass 2 reads the traces again
  * for the records the report shows (only when they differ).
  *
  * Memory: one batch of each trace and their definitions, the token
- * interner (one entry per distinct token), per thread and greenlet a few
- * ids (their order of first sight) and, with continued switches, their
- * shadow stacks; the two windows (GR_DIFF_WINDOW tokens each and the
- * aligner's work arrays: about 40 MB), the edit runs (32 bytes per
- * difference) and the lines printed.  Not streamed (gr_diff_streamable 0):
- * --ignore, --c-names script and `python -m` traces, whose normalizations
- * look ahead in the trace; those are loaded whole.
+ * shapes (one per kind of record, code and thread), per greenlet seen its
+ * order of first sight and, with continued switches, a shadow stack per
+ * (thread, greenlet); the two queues (up to GR_DIFF_WINDOW tokens each)
+ * and the aligner's arrays: about 100 MB at most; the edit runs (32 bytes
+ * per difference).  Not streamed (gr_diff_streamable 0): --ignore,
+ * --c-names script and `python -m` traces, whose normalizations look
+ * ahead in the trace; those are loaded whole.
  */
 #ifndef GR_DIFF_STREAM_H
 #define GR_DIFF_STREAM_H
@@ -34,7 +36,9 @@
 
 /* Window (tokens per side) and resynchronization run (equal tokens). */
 #define GR_DIFF_WINDOW (1u << 19)
-#define GR_DIFF_RESYNC 1024
+#define GR_DIFF_RESYNC 64
+/* Tokens of each window aligned first (doubled until a resync run). */
+#define GR_DIFF_FIRST 256
 
 /* What pass 0 learns of a trace.  t stays open (definitions, metas,
  * truncation and trailer, for the report's header). */
