@@ -201,9 +201,9 @@ static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, 
     return 1;
 }
 
-/* Append the next token of the trace to the queue: 1, or 0 at its end,
- * -1 on an error (message on stderr). */
-static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
+/* The next token of the trace's records (not the queue's) into *out: 1,
+ * or 0 at its end, -1 on an error (message on stderr). */
+static int ts_read(gr_diff_ctx *c, tstream *ts, gr_sb *sb, tok *out)
 {
     for (;;) {
         if (ts->eof)
@@ -215,25 +215,40 @@ static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
                 ts->eof = k < 0 ? -1 : 1;
                 if (k < 0)
                     fprintf(stderr, "greenreplay: %s\n", ts->t.err.msg);
-                continue;
             }
             continue;
         }
         const gr_record *r = &ts->t.recs[ts->ci++];
-        tok tk;
-        int got = ts_token(c, ts, r, sb, &tk);
+        int got = ts_token(c, ts, r, sb, out);
         if (ts->s.has_continued) /* every record, the ones not compared too */
             gr_diff_cshadow_apply(&ts->s, r);
-        if (!got)
-            continue;
-        if (ts->head + ts->n >= ts->cap && ts->head >= ts->cap / 2) { /* amortized */
+        if (got)
+            return 1;
+    }
+}
+
+static void ts_push(tstream *ts, const tok *t)
+{
+    if (ts->head + ts->n >= ts->cap) {
+        if (ts->head && ts->head >= ts->cap / 2) { /* amortized */
             memmove(ts->q, ts->q + ts->head, ts->n * sizeof *ts->q);
             ts->head = 0;
+        } else {
+            ts->q = gr_xgrow(ts->q, &ts->cap, ts->head + ts->n + 1, sizeof *ts->q);
         }
-        ts->q = gr_xgrow(ts->q, &ts->cap, ts->head + ts->n + 1, sizeof *ts->q);
-        ts->q[ts->head + ts->n++] = tk;
-        return 1;
     }
+    ts->q[ts->head + ts->n++] = *t;
+}
+
+/* Append the next token of the trace to the queue: 1, or 0 at its end,
+ * -1 on an error. */
+static int ts_pull(gr_diff_ctx *c, tstream *ts, gr_sb *sb)
+{
+    tok t;
+    int k = ts_read(c, ts, sb, &t);
+    if (k > 0)
+        ts_push(ts, &t);
+    return k;
 }
 
 /* Queue up to want tokens; returns -1 on an error, else 0. */
@@ -391,6 +406,18 @@ static int compare(gr_diff_ctx *c, tstream *A, tstream *B, runs *rs, int *exhaus
     gr_sb_init(&sb);
     int rc = 0;
     for (;;) {
+        if (!A->n && !B->n) { /* in lockstep: nothing queued */
+            tok x, y;
+            int ra = ts_read(c, A, &sb, &x), rb = ts_read(c, B, &sb, &y);
+            if (ra > 0 && rb > 0 && tok_eq(&x, &y)) {
+                pa++, pb++, eq++;
+                continue;
+            }
+            if (ra > 0)
+                ts_push(A, &x);
+            if (rb > 0)
+                ts_push(B, &y);
+        }
         int ga = A->n ? 1 : ts_pull(c, A, &sb), gb = B->n ? 1 : ts_pull(c, B, &sb);
         if (ga < 0 || gb < 0) {
             rc = -1;
