@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage_main[] =
@@ -433,6 +434,13 @@ static int load(gr_trace *t, const char *path)
         return 0;
     fprintf(stderr, "greenreplay: %s\n", t->err.msg);
     return 1;
+}
+
+/* Whether path names a regular file (one that can be read again). */
+static int regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* gr_diff_scan with load's message on failure. */
@@ -1229,17 +1237,24 @@ static int cmd_diff(int argc, char **argv)
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     gr_diff_info da, db;
+    memset(&da, 0, sizeof da);
     memset(&db, 0, sizeof db);
     int rc = 2;
-    /* read through once each (diff_stream.h): errors, record counts, and
-     * whether the comparison can stream */
-    if (scan(&da, argv[optind]) || scan(&db, argv[optind + 1]))
+    /* Streamed (diff_stream.h): each trace is read through once first
+     * (errors, record counts, what the comparison depends on), then again;
+     * a pipe cannot be, and --ignore and --c-names script look ahead: those
+     * load both whole. */
+    int stream = o.c_names != GR_CNAMES_SCRIPT && !o.ignore && regular_file(argv[optind]) &&
+                 regular_file(argv[optind + 1]);
+    if (stream ? scan(&da, argv[optind]) || scan(&db, argv[optind + 1])
+               : load(&a, argv[optind]) || load(&b, argv[optind + 1]))
         goto done;
+    const gr_trace *ta = stream ? &da.t : &a, *tb = stream ? &db.t : &b;
     /* A trace without a record (an empty file, a header only, every record
      * dropped) has no structure to compare: not "the same structure". */
     for (int k = 0; k < 2; k++) {
-        const gr_trace *x = k ? &db.t : &da.t;
-        if ((k ? db.nrecs : da.nrecs) == 0) {
+        const gr_trace *x = k ? tb : ta;
+        if ((stream ? (k ? db.nrecs : da.nrecs) : x->nrecs) == 0) {
             gr_sb why;
             gr_sb_init(&why);
             if (x->truncated) {
@@ -1258,7 +1273,7 @@ static int cmd_diff(int argc, char **argv)
      * compressed chunks, §2.1) and in what a HOOK says of the program's
      * profiler (§4.2), which diff does not compare: their decoded records
      * compare. */
-    uint16_t ma = da.t.minor, mb = db.t.minor;
+    uint16_t ma = ta->minor, mb = tb->minor;
     if (ma != mb && !(ma >= 1 && ma <= 3 && mb >= 1 && mb <= 3)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "
@@ -1275,14 +1290,16 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    if (gr_diff_streamable(&da, &db, &o)) {
+    if (stream && gr_diff_streamable(&da, &db, &o)) {
         rc = gr_color_diff_stream(stdout, &da, argv[optind], &db, argv[optind + 1], &o, quiet,
                                   gr_color_enabled(color_mode, stdout));
     } else {
-        gr_diff_info_free(&da);
-        gr_diff_info_free(&db);
-        if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
-            goto done;
+        if (stream) { /* a `python -m` trace: runpy's returns are found ahead */
+            gr_diff_info_free(&da);
+            gr_diff_info_free(&db);
+            if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
+                goto done;
+        }
         rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
                            gr_color_enabled(color_mode, stdout));
     }
