@@ -327,9 +327,9 @@ static const char usage_diff[] =
     "each divergence is aligned locally (from 256 records of each, doubling)\n"
     "and the comparison resumes after 64 equal records: a difference among\n"
     "identical records may be placed at another one of them.\n"
-    "--ignore, --c-names script and traces of `python -m` programs are read\n"
-    "whole instead (their normalizations look ahead): about 120 bytes per\n"
-    "record of each.\n"
+    "With --ignore or --c-names script (their normalizations look ahead), or\n"
+    "a trace that is not a regular file (a pipe), both are read whole\n"
+    "instead: about 120 bytes per record of each.\n"
     "\n"
     "exit status: 0 same structure (or the same as far as a trace cut short\n"
     "goes: the summary says so), 1 different, 2 a trace missing or corrupt\n"
@@ -1244,7 +1244,7 @@ static int cmd_diff(int argc, char **argv)
      * (errors, record counts, what the comparison depends on), then again;
      * a pipe cannot be, and --ignore and --c-names script look ahead: those
      * load both whole. */
-    int stream = o.c_names != GR_CNAMES_SCRIPT && !o.ignore && regular_file(argv[optind]) &&
+    int stream = gr_diff_streamable(&o) && regular_file(argv[optind]) &&
                  regular_file(argv[optind + 1]);
     if (stream ? scan(&da, argv[optind]) || scan(&db, argv[optind + 1])
                : load(&a, argv[optind]) || load(&b, argv[optind + 1]))
@@ -1290,16 +1290,10 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    if (stream && gr_diff_streamable(&da, &db, &o)) {
+    if (stream) {
         rc = gr_color_diff_stream(stdout, &da, argv[optind], &db, argv[optind + 1], &o, quiet,
                                   gr_color_enabled(color_mode, stdout));
     } else {
-        if (stream) { /* a `python -m` trace: runpy's returns are found ahead */
-            gr_diff_info_free(&da);
-            gr_diff_info_free(&db);
-            if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
-                goto done;
-        }
         rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
                            gr_color_enabled(color_mode, stdout));
     }

@@ -20,10 +20,13 @@ int gr_diff_scan(gr_diff_info *d, const char *path)
     if (st != GR_READ_OK)
         return st;
     gr_trace_set_batch(&d->t, BATCH);
+    gr_launch_scan ls;
+    gr_launch_scan_init(&ls);
     int k;
     while ((k = gr_trace_next_chunk(&d->t)) > 0) {
         for (size_t i = 0; i < d->t.nrecs; i++) {
             const gr_record *r = &d->t.recs[i];
+            gr_launch_scan_feed(&ls, &d->t, r, (size_t)r->index);
             if (r->tag == GR_INSTR)
                 d->has_instr = 1;
             else if (r->tag == GR_SWITCH || r->tag == GR_THROW) {
@@ -31,10 +34,10 @@ int gr_diff_scan(gr_diff_info *d, const char *path)
                     d->knows_ut = 1;
                 if (r->flags & GR_SW_CONTINUED)
                     d->has_continued = 1;
-            } else if (r->tag == GR_GREENLET && gr_launch_record_prefix(&d->t, r))
-                d->launch = 1;
+            }
         }
     }
+    d->launch = ls.l;
     d->nrecs = gr_trace_count(&d->t);
     return k < 0 ? d->t.err.status : GR_READ_OK;
 }
@@ -44,12 +47,22 @@ void gr_diff_info_free(gr_diff_info *d)
     gr_trace_free(&d->t);
 }
 
-int gr_diff_streamable(const gr_diff_info *a, const gr_diff_info *b, const gr_diff_opts *o)
+int gr_diff_streamable(const gr_diff_opts *o)
 {
-    return o->c_names != GR_CNAMES_SCRIPT && !o->ignore && !a->launch && !b->launch;
+    return o->c_names != GR_CNAMES_SCRIPT && !o->ignore;
 }
 
 /* ---- pass 1: tokens ------------------------------------------------------ */
+
+/* Whether record r is compared (has a token): not an INSTR when only one
+ * trace has them, not the return of a launch frame (launch.h).  Token
+ * positions count these. */
+static int compared(const gr_launch *l, int cmp_instr, const gr_record *r)
+{
+    if (r->tag == GR_INSTR && !cmp_instr)
+        return 0;
+    return !l->found || !gr_launch_is_return(l, (size_t)r->index);
+}
 
 /* A token: the interned text of the record with its greenlets written
  * "g#" (shape), and their orders of first sight (diff_int.h).  Two records
@@ -91,6 +104,9 @@ static int ts_open(tstream *ts, const char *path, const gr_diff_info *d)
     ts->s.knows_ut = d->knows_ut;
     ts->s.has_continued = d->has_continued;
     ts->s.placeholders = 1;
+    ts->s.launch = d->launch;
+    for (size_t k = 0; k < d->launch.nframes; k++)
+        ts->s.launch_skipped += d->launch.ret_rec[k] != GR_LAUNCH_NONE;
     ts->s.top_seed = ts->s.top_skip = ts->s.top_module = ts->s.exit_at = GR_NONE;
     ts->last_slot = SIZE_MAX;
     if (gr_trace_open(&ts->t, path) != GR_READ_OK) {
@@ -170,7 +186,7 @@ static void ts_ranks(tstream *ts, const gr_record *r, tok *t)
  * looked up (shape_key) needs no text: the thread's rank exists. */
 static int ts_token(gr_diff_ctx *c, tstream *ts, const gr_record *r, gr_sb *sb, tok *t)
 {
-    if (r->tag == GR_INSTR && !c->cmp_instr)
+    if (!compared(&ts->s.launch, c->cmp_instr, r))
         return 0;
     uint64_t key = shape_key(ts, r);
     memset(t, 0, sizeof *t);
@@ -476,6 +492,7 @@ typedef struct resolver {
     uint64_t nrecs[2];
     cursor cur[2];
     const char *path[2];
+    const gr_launch *launch[2];
     int cmp_instr;
     gr_sb line;
 } resolver;
@@ -498,7 +515,7 @@ static const gr_record *cursor_at(resolver *rv, int k, size_t p)
             continue;
         }
         const gr_record *r = &cu->t.recs[cu->ci];
-        if (r->tag == GR_INSTR && !rv->cmp_instr) {
+        if (!compared(rv->launch[k], rv->cmp_instr, r)) {
             cu->ci++;
             continue;
         }
@@ -651,7 +668,7 @@ static void shadows_free(shadows *sh)
 
 /* Fill the wants of side k (sorted) from its trace at path: positions
  * count the records compared (every one but INSTR when they are not). */
-static int resolve(wants *ws, int k, const char *path, int cmp_instr)
+static int resolve(wants *ws, int k, const char *path, int cmp_instr, const gr_launch *launch)
 {
     if (!ws->n)
         return 0;
@@ -670,7 +687,7 @@ static int resolve(wants *ws, int k, const char *path, int cmp_instr)
     while (wi < ws->n && (rc = gr_trace_next_chunk(&t)) > 0) {
         for (size_t i = 0; i < t.nrecs && wi < ws->n; i++) {
             const gr_record *r = &t.recs[i];
-            if (r->tag != GR_INSTR || cmp_instr) {
+            if (compared(launch, cmp_instr, r)) {
                 want *w = &ws->w[wi];
                 if (w->pos == pos) {
                     w->rec = r->index;
@@ -720,6 +737,8 @@ int gr_diff_stream(FILE *out, const gr_diff_info *a, const char *path_a, const c
     rv.path[0] = path_a;
     rv.path[1] = path_b;
     rv.cmp_instr = c.cmp_instr;
+    rv.launch[0] = &a->launch;
+    rv.launch[1] = &b->launch;
     if (ts_open(&ts[0], path_a, a) < 0 || ts_open(&ts[1], path_b, b) < 0)
         goto done;
     if (compare(&c, &ts[0], &ts[1], &rs, &exhausted) < 0)
@@ -743,7 +762,7 @@ int gr_diff_stream(FILE *out, const gr_diff_info *a, const char *path_a, const c
     rv.collecting = 0;
     for (int k = 0; k < 2; k++) {
         wants_unique(&rv.side[k]);
-        if (resolve(&rv.side[k], k, k ? path_b : path_a, c.cmp_instr) < 0)
+        if (resolve(&rv.side[k], k, k ? path_b : path_a, c.cmp_instr, &(k ? b : a)->launch) < 0)
             goto done;
     }
     rc = gr_diff_report(out, &c, &sa, &sb, rs.r, rs.n, exhausted, &src);

@@ -4,7 +4,8 @@
  *
  * Pass 0 (gr_diff_scan) reads each trace once for what the comparison
  * depends on before its first record (INSTR records, use_tracing known,
- * continued switches, a `python -m` launch) and its record count.  Pass 1
+ * continued switches, a `python -m` launch and the records returning from
+ * its frames: launch.h, gr_launch_scan) and its record count.  Pass 1
  * turns the records of both into tokens and compares them in lockstep;
  * at a mismatch it takes a window of up to GR_DIFF_WINDOW tokens of each
  * and aligns them with diff_align.h: all of it when both traces end in it,
@@ -22,14 +23,15 @@
  * order of first sight and, with continued switches, a shadow stack per
  * (thread, greenlet); the two queues (up to GR_DIFF_WINDOW tokens each)
  * and the aligner's arrays: about 100 MB at most; the edit runs (32 bytes
- * per difference).  Not streamed (gr_diff_streamable 0): --ignore,
- * --c-names script and `python -m` traces, whose normalizations look
- * ahead in the trace; those are loaded whole.
+ * per difference).  Not streamed (gr_diff_streamable 0): --ignore and
+ * --c-names script, whose normalizations look ahead in the trace; those
+ * are loaded whole.
  */
 #ifndef GR_DIFF_STREAM_H
 #define GR_DIFF_STREAM_H
 
 #include "diff.h"
+#include "launch.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -45,7 +47,8 @@
 typedef struct gr_diff_info {
     gr_trace t;
     uint64_t nrecs;
-    int has_instr, knows_ut, has_continued, launch;
+    int has_instr, knows_ut, has_continued;
+    gr_launch launch;     /* a `python -m` launch (launch.h) */
 } gr_diff_info;
 
 /* Read the trace at path through to its end into *d (need not be
@@ -54,9 +57,9 @@ typedef struct gr_diff_info {
 int gr_diff_scan(gr_diff_info *d, const char *path);
 void gr_diff_info_free(gr_diff_info *d);
 
-/* Whether gr_diff_stream compares a and b with options o (else load both
- * and use gr_diff). */
-int gr_diff_streamable(const gr_diff_info *a, const gr_diff_info *b, const gr_diff_opts *o);
+/* Whether gr_diff_stream compares traces with options o (else load both
+ * and use gr_diff): not with --ignore or --c-names script. */
+int gr_diff_streamable(const gr_diff_opts *o);
 
 /* gr_diff of the traces at path_a and path_b, scanned into a and b.
  * Returns 0 same structure, 1 different, 2 a trace that could not be read

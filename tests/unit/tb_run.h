@@ -35,7 +35,7 @@ static inline int tb_diff(tb *a, tb *b, const gr_diff_opts *o, char **out)
     gr_diff_info da, db;
     assert_int_equal(gr_diff_scan(&da, a->path), GR_READ_OK);
     assert_int_equal(gr_diff_scan(&db, b->path), GR_READ_OK);
-    if (gr_diff_streamable(&da, &db, o)) {
+    if (gr_diff_streamable(o)) {
         char *sout = NULL;
         size_t slen;
         FILE *g = open_memstream(&sout, &slen);

@@ -656,7 +656,7 @@ static void test_diff_stream_windows(void **state)
         gr_diff_info da, db;
         assert_int_equal(gr_diff_scan(&da, a.path), GR_READ_OK);
         assert_int_equal(gr_diff_scan(&db, b.path), GR_READ_OK);
-        assert_true(gr_diff_streamable(&da, &db, &o));
+        assert_true(gr_diff_streamable(&o));
         for (size_t w = 16; w <= 4096; w *= 4) {
             o.window = w;
             f = open_memstream(&s, &sl);
