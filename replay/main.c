@@ -257,8 +257,8 @@ static const char usage_script[] =
     "  -h, --help      show this help\n"
     "\n"
     "Memory: the trace is read whole and the shape of every greenlet is built\n"
-    "before the program is written: about 230 bytes per record (not one chunk\n"
-    "at a time like check; docs/ARCHITECTURE.md).\n"
+    "before the program is written: 230 to 300 bytes per record (not one\n"
+    "chunk at a time like check; docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
