@@ -266,7 +266,7 @@ static const char usage_script[] =
 static const char usage_diff[] =
     "usage: greenreplay diff A B [--ignore KNOWN_ISSUES_FILE|ID,...] [--context N]\n"
     "                            [--max N] [--c-names exact|script|any] [--files]\n"
-    "                            [--rename] [-q] [--color[=WHEN]]\n"
+    "                            [--rename] [-q] [--color[=WHEN]] [--in-memory]\n"
     "\n"
     "Align traces A and B by structure and print the first divergences in a\n"
     "unified-diff style: `-` records only in A, `+` only in B, with up to N\n"
@@ -307,6 +307,8 @@ static const char usage_diff[] =
     "  --files          also compare code files and first lines\n"
     "  --rename         compare qualnames and mark labels up to a consistent\n"
     "                   renaming (for scripts made with --anonymize)\n"
+    "  --in-memory      read both traces whole and align them globally (the same\n"
+    "                   report where the streamed one is exact, see Memory)\n"
     "  -q, --quiet      print only \"A B: \" and the summary line (same structure, or\n"
     "                   the number of differences)\n"
     "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal,\n"
@@ -1175,13 +1177,14 @@ static int cmd_diff(int argc, char **argv)
         {"c-names", required_argument, NULL, 'n'},
         {"files", no_argument, NULL, 'f'},
         {"rename", no_argument, NULL, 'r'},
+        {"in-memory", no_argument, NULL, 'M'},
         {"quiet", no_argument, NULL, 'q'},
         {"color", optional_argument, NULL, 'L'},
         {"colour", optional_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int quiet = 0;
+    int quiet = 0, in_memory = 0;
     enum gr_color_mode color_mode = GR_COLOR_AUTO;
     gr_diff_opts o;
     gr_diff_defaults(&o);
@@ -1225,6 +1228,7 @@ static int cmd_diff(int argc, char **argv)
             break;
         case 'f': o.files = 1; break;
         case 'r': o.rename = 1; break;
+        case 'M': in_memory = 1; break;
         case 'h': gr_sb_free(&skipped); fputs(usage_diff, stdout); return 0;
         default: gr_sb_free(&skipped); return option_error(usage_diff, c, argv);
         }
@@ -1244,7 +1248,7 @@ static int cmd_diff(int argc, char **argv)
      * (errors, record counts, what the comparison depends on), then again;
      * a pipe cannot be, and --ignore and --c-names script look ahead: those
      * load both whole. */
-    int stream = gr_diff_streamable(&o) && regular_file(argv[optind]) &&
+    int stream = !in_memory && gr_diff_streamable(&o) && regular_file(argv[optind]) &&
                  regular_file(argv[optind + 1]);
     if (stream ? scan(&da, argv[optind]) || scan(&db, argv[optind + 1])
                : load(&a, argv[optind]) || load(&b, argv[optind + 1]))
