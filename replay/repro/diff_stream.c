@@ -667,7 +667,7 @@ static void shadows_free(shadows *sh)
 }
 
 /* Fill the wants of side k (sorted) from its trace at path: positions
- * count the records compared (every one but INSTR when they are not). */
+ * count the records compared (`compared`). */
 static int resolve(wants *ws, int k, const char *path, int cmp_instr, const gr_launch *launch)
 {
     if (!ws->n)
