@@ -19,7 +19,7 @@ _greenreplay_opts() {
         stats)  echo "--format --help" ;;
         edit)   echo "--drop --chunk -o --output --help" ;;
         script) echo "--anonymize -o --output --quiet --help" ;;
-        diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --help" ;;
+        diff)   echo "--ignore --context --max --c-names --files --rename --quiet --color --in-memory --help" ;;
         reduce) echo "--python --rule -o --output --timeout --max-runs --workdir --keep --quiet --help" ;;
         export) echo "--format -o --output --view --times --no-times --no-check --help" ;;
         conform) echo "--profiler --list --python --json -o --output --keep --results --no-record --root --switches --help" ;;

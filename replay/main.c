@@ -6,6 +6,7 @@
 #include "color.h"
 #include "diff.h"
 #include "diff_ignore.h"
+#include "diff_stream.h"
 #include "dump.h"
 #include "edit.h"
 #include "export.h"
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage_main[] =
@@ -257,8 +259,8 @@ static const char usage_script[] =
     "  -h, --help      show this help\n"
     "\n"
     "Memory: the trace is read whole and the shape of every greenlet is built\n"
-    "before the program is written: about 230 bytes per record (not one chunk\n"
-    "at a time like check; docs/ARCHITECTURE.md).\n"
+    "before the program is written: 230 to 300 bytes per record (not one\n"
+    "chunk at a time like check; docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
@@ -266,7 +268,7 @@ static const char usage_script[] =
 static const char usage_diff[] =
     "usage: greenreplay diff A B [--ignore KNOWN_ISSUES_FILE|ID,...] [--context N]\n"
     "                            [--max N] [--c-names exact|script|any] [--files]\n"
-    "                            [--rename] [-q] [--color[=WHEN]]\n"
+    "                            [--rename] [-q] [--color[=WHEN]] [--in-memory]\n"
     "\n"
     "Align traces A and B by structure and print the first divergences in a\n"
     "unified-diff style: `-` records only in A, `+` only in B, with up to N\n"
@@ -307,6 +309,8 @@ static const char usage_diff[] =
     "  --files          also compare code files and first lines\n"
     "  --rename         compare qualnames and mark labels up to a consistent\n"
     "                   renaming (for scripts made with --anonymize)\n"
+    "  --in-memory      read both traces whole and align them globally (the same\n"
+    "                   report where the streamed one is exact, see Memory)\n"
     "  -q, --quiet      print only \"A B: \" and the summary line (same structure, or\n"
     "                   the number of differences)\n"
     "  --color[=WHEN]   colour the report: auto (default: when stdout is a terminal,\n"
@@ -314,9 +318,22 @@ static const char usage_diff[] =
     "                   never\n"
     "  -h, --help       show this help\n"
     "\n"
-    "Memory: both traces are read whole and aligned globally: about 120 bytes\n"
-    "per record of each (not one chunk at a time like check;\n"
-    "docs/ARCHITECTURE.md).\n"
+    "Memory: bounded, not growing with the length of the traces: each is read\n"
+    "one batch of records at a time (three times: a scan, the comparison, the\n"
+    "records shown) and compared in lockstep; at a divergence up to 524,288\n"
+    "records of each are queued and aligned (about 100 MB at most).  Beyond\n"
+    "that it grows with the program's structure (distinct kinds of record per\n"
+    "code and thread, about 100 bytes each), with the greenlets seen (about 50\n"
+    "bytes each: their order of first sight) and with the differences (32\n"
+    "bytes per run): under 100 MB on a 100 M-record trace of 385,000\n"
+    "greenlets.  When the rest of both traces at the first divergence fits in\n"
+    "those 524,288 records, the alignment is the global minimal one; past it,\n"
+    "each divergence is aligned locally (from 256 records of each, doubling)\n"
+    "and the comparison resumes after 64 equal records: a difference among\n"
+    "identical records may be placed at another one of them.\n"
+    "With --ignore or --c-names script (their normalizations look ahead), or\n"
+    "a trace that is not a regular file (a pipe), both are read whole\n"
+    "instead: about 120 bytes per record of each.\n"
     "\n"
     "exit status: 0 same structure (or the same as far as a trace cut short\n"
     "goes: the summary says so), 1 different, 2 a trace missing or corrupt\n"
@@ -433,6 +450,22 @@ static int load(gr_trace *t, const char *path)
     if (gr_trace_load(t, path) == GR_READ_OK)
         return 0;
     fprintf(stderr, "greenreplay: %s\n", t->err.msg);
+    return 1;
+}
+
+/* Whether path names a regular file (one that can be read again). */
+static int regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* gr_diff_scan with load's message on failure. */
+static int scan(gr_diff_info *d, const char *path)
+{
+    if (gr_diff_scan(d, path) == GR_READ_OK)
+        return 0;
+    fprintf(stderr, "greenreplay: %s\n", d->t.err.msg);
     return 1;
 }
 
@@ -1159,13 +1192,14 @@ static int cmd_diff(int argc, char **argv)
         {"c-names", required_argument, NULL, 'n'},
         {"files", no_argument, NULL, 'f'},
         {"rename", no_argument, NULL, 'r'},
+        {"in-memory", no_argument, NULL, 'M'},
         {"quiet", no_argument, NULL, 'q'},
         {"color", optional_argument, NULL, 'L'},
         {"colour", optional_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int quiet = 0;
+    int quiet = 0, in_memory = 0;
     enum gr_color_mode color_mode = GR_COLOR_AUTO;
     gr_diff_opts o;
     gr_diff_defaults(&o);
@@ -1209,6 +1243,7 @@ static int cmd_diff(int argc, char **argv)
             break;
         case 'f': o.files = 1; break;
         case 'r': o.rename = 1; break;
+        case 'M': in_memory = 1; break;
         case 'h': gr_sb_free(&skipped); fputs(usage_diff, stdout); return 0;
         default: gr_sb_free(&skipped); return option_error(usage_diff, c, argv);
         }
@@ -1218,15 +1253,27 @@ static int cmd_diff(int argc, char **argv)
         return bad_usage(usage_diff, "%s", "diff needs exactly two traces A and B");
     }
     gr_trace a, b;
+    memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
+    gr_diff_info da, db;
+    memset(&da, 0, sizeof da);
+    memset(&db, 0, sizeof db);
     int rc = 2;
-    if (load(&a, argv[optind]) || load(&b, argv[optind + 1]))
+    /* Streamed (diff_stream.h): each trace is read through once first
+     * (errors, record counts, what the comparison depends on), then again;
+     * a pipe cannot be, and --ignore and --c-names script look ahead: those
+     * load both whole. */
+    int stream = !in_memory && gr_diff_streamable(&o) && regular_file(argv[optind]) &&
+                 regular_file(argv[optind + 1]);
+    if (stream ? scan(&da, argv[optind]) || scan(&db, argv[optind + 1])
+               : load(&a, argv[optind]) || load(&b, argv[optind + 1]))
         goto done;
+    const gr_trace *ta = stream ? &da.t : &a, *tb = stream ? &db.t : &b;
     /* A trace without a record (an empty file, a header only, every record
      * dropped) has no structure to compare: not "the same structure". */
     for (int k = 0; k < 2; k++) {
-        const gr_trace *x = k ? &b : &a;
-        if (x->nrecs == 0) {
+        const gr_trace *x = k ? tb : ta;
+        if ((stream ? (k ? db.nrecs : da.nrecs) : x->nrecs) == 0) {
             gr_sb why;
             gr_sb_init(&why);
             if (x->truncated) {
@@ -1245,12 +1292,12 @@ static int cmd_diff(int argc, char **argv)
      * compressed chunks, §2.1) and in what a HOOK says of the program's
      * profiler (§4.2), which diff does not compare: their decoded records
      * compare. */
-    if (a.minor != b.minor && !(a.minor >= 1 && a.minor <= 3 && b.minor >= 1 && b.minor <= 3)) {
+    uint16_t ma = ta->minor, mb = tb->minor;
+    if (ma != mb && !(ma >= 1 && ma <= 3 && mb >= 1 && mb <= 3)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "
                         "greenreplay)\n",
-                argv[optind], GR_VERSION_MAJOR, a.minor, argv[optind + 1], GR_VERSION_MAJOR,
-                b.minor);
+                argv[optind], GR_VERSION_MAJOR, ma, argv[optind + 1], GR_VERSION_MAJOR, mb);
         goto done;
     }
     if (skipped.len && !quiet) {
@@ -1262,13 +1309,20 @@ static int cmd_diff(int argc, char **argv)
             p = e + 1;
         }
     }
-    rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
-                       gr_color_enabled(color_mode, stdout));
+    if (stream) {
+        rc = gr_color_diff_stream(stdout, &da, argv[optind], &db, argv[optind + 1], &o, quiet,
+                                  gr_color_enabled(color_mode, stdout));
+    } else {
+        rc = gr_color_diff(stdout, &a, argv[optind], &b, argv[optind + 1], &o, quiet,
+                           gr_color_enabled(color_mode, stdout));
+    }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "greenreplay: writing the report failed\n");
         rc = 2;
     }
 done:
+    gr_diff_info_free(&da);
+    gr_diff_info_free(&db);
     gr_trace_free(&a);
     gr_trace_free(&b);
     gr_sb_free(&skipped);

@@ -1,4 +1,5 @@
 /* color.c - colour and one-line summaries for text reports (color.h). */
+#define _GNU_SOURCE /* fopencookie */
 #include "color.h"
 
 #include "report.h"
@@ -174,31 +175,108 @@ void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int
     free(buf);
 }
 
+/* The report as it is written, a line at a time: coloured and passed on,
+ * or (quiet) only its last line that is not empty kept, so that a report
+ * of millions of lines is not held. */
+typedef struct linef {
+    FILE *out;
+    int quiet, color;
+    gr_sb part, last;
+} linef;
+
+static void linef_line(linef *l)
+{
+    if (!l->quiet) {
+        if (l->color)
+            gr_color_write(l->out, l->part.s, l->part.len, GR_COLOR_DIFF);
+        else
+            fwrite(l->part.s, 1, l->part.len, l->out);
+    } else {
+        size_t n = l->part.len;
+        while (n > 0 && l->part.s[n - 1] == '\n')
+            n--;
+        if (n) {
+            gr_sb_reset(&l->last);
+            gr_sb_put(&l->last, l->part.s, n);
+        }
+    }
+    gr_sb_reset(&l->part);
+}
+
+static ssize_t linef_write(void *cookie, const char *buf, size_t n)
+{
+    linef *l = cookie;
+    size_t i = 0;
+    while (i < n) {
+        const char *nl = memchr(buf + i, '\n', n - i);
+        size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : n - i;
+        gr_sb_put(&l->part, buf + i, len);
+        if (nl)
+            linef_line(l);
+        i += len;
+    }
+    return (ssize_t)n;
+}
+
+/* Write the report that run writes, as gr_color_diff says. */
+static int color_run(FILE *out, int (*run)(FILE *, void *), void *arg, const char *na,
+                     const char *nb, int quiet, int color)
+{
+    if (!quiet && !color)
+        return run(out, arg);
+    linef l = {out, quiet, color, {NULL, 0, 0}, {NULL, 0, 0}};
+    cookie_io_functions_t io = {NULL, linef_write, NULL, NULL};
+    FILE *f = fopencookie(&l, "w", io);
+    if (!f) {
+        perror("greenreplay: diff");
+        return 2;
+    }
+    int rc = run(f, arg);
+    fclose(f);
+    if (l.part.len)
+        linef_line(&l);
+    if (quiet) {
+        fprintf(out, "%s %s: ", na, nb);
+        if (color)
+            gr_color_write(out, l.last.s ? l.last.s : "", l.last.len, GR_COLOR_DIFF);
+        else
+            fwrite(l.last.s ? l.last.s : "", 1, l.last.len, out);
+        fputc('\n', out);
+    }
+    gr_sb_free(&l.part);
+    gr_sb_free(&l.last);
+    return rc;
+}
+
+typedef struct diff_args {
+    const gr_trace *a, *b;
+    const gr_diff_info *da, *db;
+    const char *na, *nb;
+    const gr_diff_opts *o;
+} diff_args;
+
+static int run_loaded(FILE *out, void *arg)
+{
+    const diff_args *d = arg;
+    return gr_diff(out, d->a, d->na, d->b, d->nb, d->o);
+}
+
+static int run_streamed(FILE *out, void *arg)
+{
+    const diff_args *d = arg;
+    return gr_diff_stream(out, d->da, d->na, d->na, d->db, d->nb, d->nb, d->o);
+}
+
 int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
                   const char *nb, const gr_diff_opts *o, int quiet, int color)
 {
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *mem = (quiet || color) ? open_memstream(&buf, &n) : NULL;
-    int rc = gr_diff(mem ? mem : out, a, na, b, nb, o);
-    if (!mem)
-        return rc;
-    fclose(mem);
-    size_t start = 0, end = n;
-    if (quiet) {
-        while (end > 0 && buf[end - 1] == '\n')
-            end--;
-        start = end;
-        while (start > 0 && buf[start - 1] != '\n')
-            start--;
-        fprintf(out, "%s %s: ", na, nb);
-    }
-    if (color)
-        gr_color_write(out, buf + start, end - start, GR_COLOR_DIFF);
-    else
-        fwrite(buf + start, 1, end - start, out);
-    if (quiet)
-        fputc('\n', out);
-    free(buf);
-    return rc;
+    diff_args d = {a, b, NULL, NULL, na, nb, o};
+    return color_run(out, run_loaded, &d, na, nb, quiet, color);
+}
+
+int gr_color_diff_stream(FILE *out, const gr_diff_info *a, const char *na, const gr_diff_info *b,
+                         const char *nb, const gr_diff_opts *o, int quiet, int color)
+{
+    diff_args d = {NULL, NULL, a, b, na, nb, o};
+    return color_run(out, run_streamed, &d, na, nb, quiet, color);
 }

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "diff.h"
+#include "diff_stream.h"
 #include "reader.h"
 
 #include <stddef.h>
@@ -66,5 +67,10 @@ void gr_color_report(FILE *out, const gr_trace *t, const gr_check_result *r, int
  * error). */
 int gr_color_diff(FILE *out, const gr_trace *a, const char *na, const gr_trace *b,
                   const char *nb, const gr_diff_opts *o, int quiet, int color);
+
+/* Same for the traces at paths na and nb, scanned into a and b and
+ * compared with gr_diff_stream (gr_diff_streamable). */
+int gr_color_diff_stream(FILE *out, const gr_diff_info *a, const char *na, const gr_diff_info *b,
+                         const char *nb, const gr_diff_opts *o, int quiet, int color);
 
 #endif

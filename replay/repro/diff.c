@@ -1,8 +1,7 @@
 /* diff.c - structural comparison of two traces (diff.h). */
 #include "diff.h"
 
-#include "diff_align.h"
-#include "diff_ignore.h"
+#include "diff_int.h"
 #include "check.h"
 #include "dump.h"
 #include "idmap.h"
@@ -15,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_BUDGET 200000000ull
 
 void gr_diff_defaults(gr_diff_opts *o)
 {
@@ -26,15 +24,7 @@ void gr_diff_defaults(gr_diff_opts *o)
 
 /* ---- token strings, interned -------------------------------------------- */
 
-typedef struct interner {
-    gr_idmap map;   /* (hash, len) -> first id with that key; chained by next[] */
-    char **str;
-    size_t *len;
-    uint32_t *next; /* next id with the same key + 1, 0 none */
-    size_t n, cap, cap_len, cap_next;
-} interner;
-
-static uint64_t fnv(const char *p, size_t n)
+uint64_t gr_diff_fnv(const char *p, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++) {
@@ -44,9 +34,9 @@ static uint64_t fnv(const char *p, size_t n)
     return h;
 }
 
-static uint32_t intern(interner *in, const char *s, size_t n)
+uint32_t gr_intern(gr_interner *in, const char *s, size_t n)
 {
-    uint64_t h = fnv(s, n);
+    uint64_t h = gr_diff_fnv(s, n);
     size_t id;
     if (gr_idmap_get(&in->map, h, n, &id)) {
         for (;;) {
@@ -72,7 +62,7 @@ static uint32_t intern(interner *in, const char *s, size_t n)
     return (uint32_t)nid;
 }
 
-static void interner_free(interner *in)
+void gr_interner_free(gr_interner *in)
 {
     for (size_t i = 0; i < in->n; i++)
         free(in->str[i]);
@@ -84,51 +74,8 @@ static void interner_free(interner *in)
 
 /* ---- one side ----------------------------------------------------------- */
 
-typedef struct side {
-    const gr_trace *t;
-    uint8_t *keep;     /* [nrecs] record compared */
-    size_t *idx;       /* kept record indices */
-    uint32_t *tok;     /* their tokens */
-    size_t n;
-    size_t ignored[GR_IGNORE_COUNT];
-    gr_shape shape;    /* --c-names script */
-    int has_shape;
-    gr_idmap granks, tranks, qranks, lranks;
-    uint64_t ng, nt, nq, nl;
-    int has_instr, knows_ut;
-    /* Continued switches (cshadow_*): set when the trace has one; the
-     * Python stack per (thread, greenlet) as its records give it, kept
-     * up to the record being tokenized. */
-    int has_continued;
-    gr_idmap cmap;
-    struct cshadow *csh;
-    size_t ncsh, cap_csh;
-    /* --c-names script: where recording started (top_start_of).  top_seed:
-     * the GREENLET record of the greenlet that called start(), whose seed
-     * is compared without greenreplay's own frames; top_skip: the record
-     * not compared (the RETURN of start(), or the CALL of the program's
-     * <module> that a whole-program recording starts with); top_module:
-     * that <module>'s code, compared as the seed's frame.  GR_NONE: n/a. */
-    size_t top_seed, top_skip, top_module;
-    /* --c-names script: the RETURN of the module thread's <module> (exit_of;
-     * GR_NONE: none), and how many records of that thread after it are not
-     * compared (interpreter exit, which a script does not reproduce). */
-    size_t exit_at, exit_skipped;
-    uint64_t exit_tid;
-    /* A program run with -m (launch.h): runpy's launch frames are left out
-     * of every stack, and the records returning from them are not
-     * compared (launch_skipped of them), so that the trace compares with
-     * one of the program run as a file, or of its script. */
-    gr_launch launch;
-    size_t launch_skipped;
-} side;
-
-
-typedef struct ctx {
-    const gr_diff_opts *o;
-    int cmp_instr, cmp_ut;
-    interner in;
-} ctx;
+typedef gr_diff_side side;
+typedef gr_diff_ctx ctx;
 
 static uint64_t rank(gr_idmap *m, uint64_t *counter, uint64_t a, uint64_t b)
 {
@@ -144,7 +91,18 @@ static uint64_t rank(gr_idmap *m, uint64_t *counter, uint64_t a, uint64_t b)
  * greenlet compares with one that has it; as a parent, 0 is "none". */
 static void put_g(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)
 {
-    gr_sb_printf(sb, "g%" PRIu64, rank(&s->granks, &s->ng, tid, gid));
+    uint64_t g = rank(&s->granks, &s->ng, tid, gid);
+    if (s->placeholders && s->nranks < GR_DIFF_RANKS) { /* diff_int.h */
+        s->ranks[s->nranks++] = g;
+        gr_sb_puts(sb, "g#");
+    } else {
+        gr_sb_printf(sb, "g%" PRIu64, g);
+    }
+}
+
+uint64_t gr_diff_grank(gr_diff_side *s, uint64_t tid, uint64_t gid)
+{
+    return rank(&s->granks, &s->ng, tid, gid);
 }
 
 static void put_parent(side *s, gr_sb *sb, uint64_t tid, uint64_t gid)
@@ -180,7 +138,7 @@ static void put_name(ctx *c, side *s, gr_sb *sb, uint32_t code, size_t rec, int 
         return;
     }
     if (c->o->rename && !gr_shape_is_recorder_code(t, code)) {
-        gr_sb_printf(sb, "#%" PRIu64, rank(&s->qranks, &s->nq, fnv((const char *)q, n), n));
+        gr_sb_printf(sb, "#%" PRIu64, rank(&s->qranks, &s->nq, gr_diff_fnv((const char *)q, n), n));
     } else {
         gr_sb_escape(sb, q, n, 0);
     }
@@ -282,9 +240,8 @@ static const char *const kinds[] = {"THREAD", "GREENLET", "CALL",  "RETURN", "C_
 
 /* The token text of record i of side s (appended to sb); 0 if the record
  * is not compared. */
-static int token(ctx *c, side *s, size_t i, gr_sb *sb)
+int gr_diff_token(ctx *c, side *s, const gr_record *r, size_t i, gr_sb *sb)
 {
-    const gr_record *r = &s->t->recs[i];
     if (r->tag == GR_INSTR && !c->cmp_instr)
         return 0;
     if (i == s->top_skip)
@@ -349,7 +306,7 @@ static int token(ctx *c, side *s, size_t i, gr_sb *sb)
         size_t n;
         const uint8_t *l = gr_trace_string(s->t, r->label, &n);
         if (c->o->rename)
-            gr_sb_printf(sb, " L%" PRIu64, rank(&s->lranks, &s->nl, fnv((const char *)l, n), n));
+            gr_sb_printf(sb, " L%" PRIu64, rank(&s->lranks, &s->nl, gr_diff_fnv((const char *)l, n), n));
         else {
             gr_sb_putc(sb, '"');
             gr_sb_escape(sb, l, n, 1);
@@ -428,7 +385,7 @@ static void cshadow_set(cshadow *h, const gr_trace *t, const gr_record *r, int c
 }
 
 /* Record r (of side s, after its token) moves the stacks. */
-static void cshadow_apply(side *s, const gr_record *r)
+void gr_diff_cshadow_apply(side *s, const gr_record *r)
 {
     cshadow *h;
     switch (r->tag) {
@@ -617,19 +574,19 @@ static void side_tokens(ctx *c, side *s)
     for (size_t i = 0; i < t->nrecs; i++) {
         if (s->keep[i]) {
             gr_sb_reset(&sb);
-            if (token(c, s, i, &sb)) {
+            if (gr_diff_token(c, s, &t->recs[i], i, &sb)) {
                 s->idx[s->n] = i;
-                s->tok[s->n] = intern(&c->in, sb.s, sb.len);
+                s->tok[s->n] = gr_intern(&c->in, sb.s, sb.len);
                 s->n++;
             }
         }
         if (s->has_continued) /* every record, the ignored ones too */
-            cshadow_apply(s, &t->recs[i]);
+            gr_diff_cshadow_apply(s, &t->recs[i]);
     }
     gr_sb_free(&sb);
 }
 
-static void side_free(side *s)
+void gr_diff_side_free(side *s)
 {
     free(s->keep);
     free(s->idx);
@@ -689,17 +646,18 @@ static int ends_cut(const gr_trace *t)
     return t->truncated || (t->has_trailer && t->trailer.reason == GR_STOP_SIGNAL);
 }
 
-static void header_line(FILE *out, char sign, const char *name, const gr_trace *t)
+static void header_line(FILE *out, char sign, const gr_diff_sum *sum)
 {
+    const gr_trace *t = sum->t;
     gr_sb sb;
     gr_sb_init(&sb);
     gr_sb_printf(&sb, "%c%c%c ", sign, sign, sign);
-    gr_sb_escape(&sb, name, strlen(name), 0);
+    gr_sb_escape(&sb, sum->name, strlen(sum->name), 0);
     gr_sb_puts(&sb, "  (python ");
     meta_of(t, "python", &sb);
     gr_sb_puts(&sb, ", greenlet ");
     meta_of(t, "greenlet", &sb);
-    gr_sb_printf(&sb, "; %zu records", t->nrecs);
+    gr_sb_printf(&sb, "; %" PRIu64 " records", sum->nrecs);
     if (t->truncated)
         {
         gr_sb_puts(&sb, ", truncated: ");
@@ -752,6 +710,12 @@ static void shadow_before(const gr_trace *t, size_t upto, uint64_t tid, uint64_t
         default: break;
         }
     }
+    gr_diff_stack_text(t, st, n, out);
+    free(st);
+}
+
+void gr_diff_stack_text(const gr_trace *t, const uint32_t *st, size_t n, gr_sb *out)
+{
     if (n == 0)
         gr_sb_putc(out, '-');
     size_t from = n > 6 ? n - 6 : 0;
@@ -768,27 +732,47 @@ static void shadow_before(const gr_trace *t, size_t upto, uint64_t tid, uint64_t
         else
             gr_sb_putc(out, '?');
     }
-    free(st);
 }
 
-static void dump_line(FILE *out, char sign, const gr_trace *t, size_t rec)
+/* ---- records of loaded traces (gr_diff_src) ------------------------------ */
+
+typedef struct loaded {
+    const side *s[2];
+} loaded;
+
+/* Record index of position p of a side (its n when p is past the end). */
+static uint64_t loaded_rec_at(void *priv, int k, size_t p)
 {
+    const side *s = ((loaded *)priv)->s[k];
+    return p < s->n ? s->idx[p] : s->t->nrecs;
+}
+
+static void loaded_line(void *priv, FILE *out, char sign, int k, size_t p)
+{
+    const gr_trace *t = ((loaded *)priv)->s[k]->t;
     gr_sb sb;
     gr_sb_init(&sb);
-    gr_dump_record(&sb, t, &t->recs[rec]);
+    gr_dump_record(&sb, t, &t->recs[loaded_rec_at(priv, k, p)]);
     fprintf(out, "%c%s\n", sign, gr_sb_str(&sb));
     gr_sb_free(&sb);
 }
 
-/* Record index of position p of a side (its n when p is past the end). */
-static size_t rec_at(const side *s, size_t p)
+static void loaded_first(void *priv, int k, size_t p, gr_sb *hdr)
 {
-    return p < s->n ? s->idx[p] : s->t->nrecs;
+    const gr_trace *t = ((loaded *)priv)->s[k]->t;
+    uint64_t frec = loaded_rec_at(priv, k, p);
+    if (frec >= t->nrecs)
+        return;
+    const gr_record *r = &t->recs[frec];
+    gr_sb_printf(hdr, " t%" PRIu64 " g%" PRIu64 " in %s: ", r->tid, r->gid, k ? "B" : "A");
+    shadow_before(t, frec, r->tid, r->gid, hdr);
 }
+
+/* ---- report ------------------------------------------------------------- */
 
 /* Print the hunk of runs[r0..r1) (r0 and r1 - 1 are changes) with up to
  * `context` equal records before and after. */
-static void print_hunk(FILE *out, const side *A, const side *B, const gr_edit *runs, size_t nruns,
+static void print_hunk(FILE *out, const gr_diff_src *src, const gr_edit *runs, size_t nruns,
                        size_t r0, size_t r1, int context)
 {
     size_t nctx = context > 0 ? (size_t)context : 0;
@@ -806,56 +790,44 @@ static void print_hunk(FILE *out, const side *A, const side *B, const gr_edit *r
     }
     /* The first divergent record and its greenlet. */
     const gr_edit *first = &runs[r0];
-    const side *fs = first->op == '+' ? B : A;
-    size_t frec = rec_at(fs, first->op == '+' ? first->b : first->a);
+    int fs = first->op == '+';
     gr_sb hdr;
     gr_sb_init(&hdr);
-    gr_sb_printf(&hdr, "@@ -%zu,%zu +%zu,%zu @@", rec_at(A, a_from), a_n, rec_at(B, b_from), b_n);
-    if (frec < fs->t->nrecs) {
-        const gr_record *r = &fs->t->recs[frec];
-        gr_sb_printf(&hdr, " t%" PRIu64 " g%" PRIu64 " in %s: ", r->tid, r->gid,
-                     fs == A ? "A" : "B");
-        shadow_before(fs->t, frec, r->tid, r->gid, &hdr);
-    }
+    gr_sb_printf(&hdr, "@@ -%" PRIu64 ",%zu +%" PRIu64 ",%zu @@", src->rec_at(src->priv, 0, a_from),
+                 a_n, src->rec_at(src->priv, 1, b_from), b_n);
+    src->first(src->priv, fs, fs ? first->b : first->a, &hdr);
     fprintf(out, "%s\n", gr_sb_str(&hdr));
     gr_sb_free(&hdr);
     for (size_t p = 0; p < pre; p++)
-        dump_line(out, ' ', A->t, rec_at(A, a_from + p));
+        src->line(src->priv, out, ' ', 0, a_from + p);
     for (size_t k = r0; k < r1; k++) {
         const gr_edit *e = &runs[k];
         for (size_t p = 0; p < e->n; p++) {
             if (e->op == '=')
-                dump_line(out, ' ', A->t, rec_at(A, e->a + p));
+                src->line(src->priv, out, ' ', 0, e->a + p);
             else if (e->op == '-')
-                dump_line(out, '-', A->t, rec_at(A, e->a + p));
+                src->line(src->priv, out, '-', 0, e->a + p);
             else
-                dump_line(out, '+', B->t, rec_at(B, e->b + p));
+                src->line(src->priv, out, '+', 1, e->b + p);
         }
     }
     for (size_t p = 0; p < post; p++)
-        dump_line(out, ' ', A->t, rec_at(A, runs[r1].a + p));
+        src->line(src->priv, out, ' ', 0, runs[r1].a + p);
 }
 
-int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
-            const char *name_b, const gr_diff_opts *o)
+/* The lines above the hunks: the two headers, what was compared, what was
+ * not, what was ignored. */
+static void report_head(FILE *out, const gr_diff_ctx *c, const gr_diff_sum *sa,
+                        const gr_diff_sum *sb_)
 {
-    ctx c;
-    memset(&c, 0, sizeof c);
-    c.o = o;
-    side A, B;
-    side_init(&A, a, o);
-    side_init(&B, b, o);
-    c.cmp_instr = A.has_instr && B.has_instr;
-    c.cmp_ut = A.knows_ut && B.knows_ut;
-    side_tokens(&c, &A);
-    side_tokens(&c, &B);
-
-    header_line(out, '-', name_a, a);
-    header_line(out, '+', name_b, b);
+    const gr_diff_opts *o = c->o;
+    const side *A = sa->s, *B = sb_->s;
+    header_line(out, '-', sa);
+    header_line(out, '+', sb_);
     gr_sb sb;
     gr_sb_init(&sb);
-    gr_sb_printf(&sb, "# compared: %zu and %zu records; Python code by %s%s; C functions %s", A.n,
-                 B.n, o->rename ? "qualname up to renaming" : "qualname",
+    gr_sb_printf(&sb, "# compared: %zu and %zu records; Python code by %s%s; C functions %s", A->n,
+                 B->n, o->rename ? "qualname up to renaming" : "qualname",
                  o->files ? ", file and first line" : "",
                  o->c_names == GR_CNAMES_EXACT    ? "by name"
                  : o->c_names == GR_CNAMES_SCRIPT ? "by the names a script reproduces"
@@ -864,39 +836,67 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
         gr_sb_puts(&sb, "; mark labels up to renaming");
     fprintf(out, "%s\n", sb.s);
     gr_sb_reset(&sb);
-    if (!c.cmp_instr && (A.has_instr || B.has_instr))
+    if (!c->cmp_instr && (A->has_instr || B->has_instr))
         gr_sb_printf(&sb, "INSTR records (only %s has them: CPython 3.12+)",
-                     A.has_instr ? "A" : "B");
-    if (!c.cmp_ut && (A.knows_ut || B.knows_ut))
+                     A->has_instr ? "A" : "B");
+    if (!c->cmp_ut && (A->knows_ut || B->knows_ut))
         gr_sb_printf(&sb, "%suse_tracing (only %s knows it: CPython 3.9-3.11)", sb.len ? "; " : "",
-                     A.knows_ut ? "A" : "B");
-    if (A.exit_skipped || B.exit_skipped)
+                     A->knows_ut ? "A" : "B");
+    if (A->exit_skipped || B->exit_skipped)
         gr_sb_printf(&sb, "%s%zu records of A and %zu of B after the program's <module> returned "
                           "(interpreter exit, which a script does not reproduce)",
-                     sb.len ? "; " : "", A.exit_skipped, B.exit_skipped);
-    if (A.launch_skipped || B.launch_skipped)
+                     sb.len ? "; " : "", A->exit_skipped, B->exit_skipped);
+    if (A->launch_skipped || B->launch_skipped)
         gr_sb_printf(&sb, "%s%zu records of A and %zu of B returning from runpy's launch frames "
                           "(python -m; left out of stacks too)",
-                     sb.len ? "; " : "", A.launch_skipped, B.launch_skipped);
+                     sb.len ? "; " : "", A->launch_skipped, B->launch_skipped);
     if (sb.len)
         fprintf(out, "# not compared: %s\n", sb.s);
     for (int i = 0; i < GR_IGNORE_COUNT; i++)
         if (o->ignore & (1u << i))
             fprintf(out, "# ignored (--ignore %s): %zu records of A, %zu of B\n", gr_ignore_name(i),
-                    A.ignored[i], B.ignored[i]);
+                    A->ignored[i], B->ignored[i]);
     gr_sb_free(&sb);
+}
 
-    gr_edit *runs = NULL;
-    int exhausted = 0;
-    size_t nruns = gr_align(A.tok, A.n, B.tok, B.n, o->budget ? o->budget : DEFAULT_BUDGET, &runs,
-                            &exhausted);
+/* The summary line; returns gr_diff's status. */
+static int report_summary(FILE *out, size_t na, size_t nb, size_t nhunks, size_t shown,
+                          size_t only_a, size_t only_b, size_t tail_a, size_t tail_b)
+{
+    if (nhunks == 0 && !tail_a && !tail_b) {
+        fprintf(out, "same structure (%zu records of A, %zu of B compared)\n", na, nb);
+        return 0;
+    }
+    if (nhunks == 0) {
+        /* one is cut short (a crashed recording, or its script's rerun):
+         * the same as far as it goes, which the summary says */
+        fprintf(out, "same structure as far as %s goes (%zu records of A, %zu of B compared), "
+                     "but %s ends early: %zu records of %s not compared\n",
+                tail_a ? "B" : "A", na - tail_a, nb - tail_b, tail_a ? "B" : "A",
+                tail_a ? tail_a : tail_b, tail_a ? "A" : "B");
+        return 0;
+    }
+    fprintf(out, "%zu difference%s: %zu records only in A, %zu only in B", nhunks,
+            nhunks == 1 ? "" : "s", only_a, only_b);
+    if (shown < nhunks)
+        fprintf(out, " (first %zu shown; --max 0 shows all)", shown);
+    fputc('\n', out);
+    return 1;
+}
+
+int gr_diff_report(FILE *out, const gr_diff_ctx *c, const gr_diff_sum *sa, const gr_diff_sum *sb,
+                   gr_edit *runs, size_t nruns, int exhausted, const gr_diff_src *src)
+{
+    const gr_diff_opts *o = c->o;
+    const gr_trace *a = sa->t, *b = sb->t;
+    size_t na = sa->s->n, nb = sb->s->n;
+    report_head(out, c, sa, sb);
     /* A trace cut short: what the other has past its end is not a
      * divergence. */
     size_t tail_a = 0, tail_b = 0;
-    if (nruns && runs[nruns - 1].op == '+' && ends_cut(a) && runs[nruns - 1].a == A.n) {
+    if (nruns && runs[nruns - 1].op == '+' && ends_cut(a) && runs[nruns - 1].a == na) {
         tail_b = runs[--nruns].n;
-    } else if (nruns && runs[nruns - 1].op == '-' && ends_cut(b) &&
-               runs[nruns - 1].b == B.n) {
+    } else if (nruns && runs[nruns - 1].op == '-' && ends_cut(b) && runs[nruns - 1].b == nb) {
         tail_a = runs[--nruns].n;
     }
     size_t only_a = 0, only_b = 0, nhunks = 0;
@@ -916,14 +916,13 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
         }
         size_t j = i + 1;
         while (j < nruns) {
-            if (runs[j].op == '=' &&
-                (j + 1 >= nruns || runs[j].n > 2 * (size_t)o->context))
+            if (runs[j].op == '=' && (j + 1 >= nruns || runs[j].n > 2 * (size_t)o->context))
                 break;
             j++;
         }
         nhunks++;
         if (!o->max_hunks || shown < (size_t)o->max_hunks) {
-            print_hunk(out, &A, &B, runs, nruns, i, j, o->context);
+            print_hunk(out, src, runs, nruns, i, j, o->context);
             shown++;
         }
         i = j;
@@ -935,29 +934,33 @@ int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
     if (exhausted)
         fprintf(out, "# the traces differ too much to align in full: a part is shown as "
                      "replaced as a whole\n");
-    int rc;
-    if (nhunks == 0 && !tail_a && !tail_b) {
-        fprintf(out, "same structure (%zu records of A, %zu of B compared)\n", A.n, B.n);
-        rc = 0;
-    } else if (nhunks == 0) {
-        /* one is cut short (a crashed recording, or its script's rerun):
-         * the same as far as it goes, which the summary says */
-        fprintf(out, "same structure as far as %s goes (%zu records of A, %zu of B compared), "
-                     "but %s ends early: %zu records of %s not compared\n",
-                tail_a ? "B" : "A", A.n - tail_a, B.n - tail_b, tail_a ? "B" : "A",
-                tail_a ? tail_a : tail_b, tail_a ? "A" : "B");
-        rc = 0;
-    } else {
-        fprintf(out, "%zu difference%s: %zu records only in A, %zu only in B", nhunks,
-                nhunks == 1 ? "" : "s", only_a, only_b);
-        if (shown < nhunks)
-            fprintf(out, " (first %zu shown; --max 0 shows all)", shown);
-        fputc('\n', out);
-        rc = 1;
-    }
+    return report_summary(out, na, nb, nhunks, shown, only_a, only_b, tail_a, tail_b);
+}
+
+int gr_diff(FILE *out, const gr_trace *a, const char *name_a, const gr_trace *b,
+            const char *name_b, const gr_diff_opts *o)
+{
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    side A, B;
+    side_init(&A, a, o);
+    side_init(&B, b, o);
+    c.cmp_instr = A.has_instr && B.has_instr;
+    c.cmp_ut = A.knows_ut && B.knows_ut;
+    side_tokens(&c, &A);
+    side_tokens(&c, &B);
+    gr_edit *runs = NULL;
+    int exhausted = 0;
+    size_t nruns = gr_align(A.tok, A.n, B.tok, B.n, o->budget ? o->budget : GR_DIFF_DEFAULT_BUDGET,
+                            &runs, &exhausted);
+    gr_diff_sum sa = {a, name_a, a->nrecs, &A}, sb = {b, name_b, b->nrecs, &B};
+    loaded l = {{&A, &B}};
+    gr_diff_src src = {loaded_rec_at, loaded_line, loaded_first, &l};
+    int rc = gr_diff_report(out, &c, &sa, &sb, runs, nruns, exhausted, &src);
     free(runs);
-    side_free(&A);
-    side_free(&B);
-    interner_free(&c.in);
+    gr_diff_side_free(&A);
+    gr_diff_side_free(&B);
+    gr_interner_free(&c.in);
     return rc;
 }

@@ -47,6 +47,9 @@ typedef struct gr_diff_opts {
                         appearance): for anonymized scripts */
     unsigned ignore; /* diff_ignore.h bits */
     uint64_t budget; /* alignment work limit (diff_align.h), 0: default */
+    size_t window;   /* streamed diff (diff_stream.h): tokens per side
+                        aligned at a mismatch, 0: GR_DIFF_WINDOW (tests
+                        set it small) */
 } gr_diff_opts;
 
 /* Set *o to the defaults. */

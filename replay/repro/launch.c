@@ -59,22 +59,17 @@ size_t gr_launch_record_prefix(const gr_trace *t, const gr_record *r)
     return cut ? 0 : gr_launch_prefix(t, gr_record_stack(t, r), r->depth);
 }
 
-void gr_launch_find(const gr_trace *t, gr_launch *l)
+void gr_launch_scan_init(gr_launch_scan *sc)
 {
-    memset(l, 0, sizeof *l);
+    memset(sc, 0, sizeof *sc);
     for (size_t k = 0; k < GR_LAUNCH_MAX; k++)
-        l->ret_rec[k] = GR_LAUNCH_NONE;
-    size_t i;
-    for (i = 0; i < t->nrecs; i++) {
-        const gr_record *r = &t->recs[i];
-        if (r->tag == GR_GREENLET && (l->nframes = gr_launch_record_prefix(t, r)) > 0)
-            break;
-    }
-    if (i >= t->nrecs) {
-        l->nframes = 0;
-        return;
-    }
-    const gr_record *g = &t->recs[i];
+        sc->l.ret_rec[k] = GR_LAUNCH_NONE;
+}
+
+/* The seed: GREENLET record g (number i) starts with the prefix. */
+static void launch_seed(gr_launch_scan *sc, const gr_trace *t, const gr_record *g, size_t i)
+{
+    gr_launch *l = &sc->l;
     const uint32_t *ids = gr_record_stack(t, g);
     l->found = 1;
     l->tid = g->tid;
@@ -85,36 +80,53 @@ void gr_launch_find(const gr_trace *t, gr_launch *l)
     /* Python frames of the program open above the prefix.  C calls are
      * not counted: a c_return may come without its c_call (CPython issue
      * 122029), Python calls and returns pair up. */
-    size_t above = 0, open = l->nframes;
+    sc->above = 0;
+    sc->open = l->nframes;
     for (uint32_t d = (uint32_t)l->nframes; d < g->depth; d++) {
         const gr_code *c = gr_trace_code(t, ids[d]);
         if (c && c->kind == GR_CODE_PY)
-            above++;
+            sc->above++;
     }
-    for (i++; i < t->nrecs && open > 0; i++) {
-        const gr_record *r = &t->recs[i];
-        if (r->tid != l->tid || r->gid != l->gid)
-            continue;
-        if (r->tag == GR_CALL) {
-            above++;
-        } else if (r->tag == GR_RETURN) {
-            if (above > 0) {
-                above--;
-            } else {
-                /* the innermost open launch frame of that code (an exec
-                 * whose c_return was not seen stays unmatched) */
-                for (size_t k = open; k-- > 0;)
-                    if (r->code == l->code[k]) {
-                        l->ret_rec[k] = i;
-                        open = k;
-                        break;
-                    }
-            }
-        } else if ((r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) && above == 0 &&
-                   r->code == l->code[open - 1] && exec_code(t, (uint32_t)r->code)) {
-            l->ret_rec[--open] = i;
+}
+
+void gr_launch_scan_feed(gr_launch_scan *sc, const gr_trace *t, const gr_record *r, size_t i)
+{
+    gr_launch *l = &sc->l;
+    if (!l->found) {
+        if (r->tag == GR_GREENLET && (l->nframes = gr_launch_record_prefix(t, r)) > 0)
+            launch_seed(sc, t, r, i);
+        return;
+    }
+    if (sc->open == 0 || r->tid != l->tid || r->gid != l->gid)
+        return;
+    if (r->tag == GR_CALL) {
+        sc->above++;
+    } else if (r->tag == GR_RETURN) {
+        if (sc->above > 0) {
+            sc->above--;
+        } else {
+            /* the innermost open launch frame of that code (an exec
+             * whose c_return was not seen stays unmatched) */
+            for (size_t k = sc->open; k-- > 0;)
+                if (r->code == l->code[k]) {
+                    l->ret_rec[k] = i;
+                    sc->open = k;
+                    break;
+                }
         }
+    } else if ((r->tag == GR_C_RETURN || r->tag == GR_C_EXCEPTION) && sc->above == 0 &&
+               r->code == l->code[sc->open - 1] && exec_code(t, (uint32_t)r->code)) {
+        l->ret_rec[--sc->open] = i;
     }
+}
+
+void gr_launch_find(const gr_trace *t, gr_launch *l)
+{
+    gr_launch_scan sc;
+    gr_launch_scan_init(&sc);
+    for (size_t i = 0; i < t->nrecs && !(sc.l.found && sc.open == 0); i++)
+        gr_launch_scan_feed(&sc, t, &t->recs[i], i);
+    *l = sc.l;
 }
 
 int gr_launch_is_return(const gr_launch *l, size_t i)

@@ -83,6 +83,18 @@ typedef struct gr_launch {
  * has no such seed. */
 void gr_launch_find(const gr_trace *t, gr_launch *l);
 
+/* gr_launch_find one record at a time (a streamed trace): init, then
+ * feed every record in order (r, its index i); sc->l is then what
+ * gr_launch_find gives. */
+typedef struct gr_launch_scan {
+    gr_launch l;
+    size_t above, open; /* internal: program frames open above the prefix,
+                           launch frames not returned yet */
+} gr_launch_scan;
+
+void gr_launch_scan_init(gr_launch_scan *sc);
+void gr_launch_scan_feed(gr_launch_scan *sc, const gr_trace *t, const gr_record *r, size_t i);
+
 /* Whether record index i (0-based, into the trace l was filled from) is
  * the return of one of l's launch frames (l->ret_rec): 1 or 0, always 0
  * when l->found is 0.  l is borrowed, filled by gr_launch_find. */

@@ -7,8 +7,14 @@
 #   - `check`: peak memory (ru_maxrss, GNU time's %M) and events/s;
 #   - `stats`: peak memory and events/s;
 #   - `dump` (to /dev/null): peak memory and events/s;
+#   - `diff` of the trace with itself, and with its first half (a copy cut
+#     in the middle, cached beside it): peak memory and records of the
+#     trace per second;
+#   - `script` on a 1 M-event trace (it loads whole): peak memory, bytes
+#     per record scaled to 100 M events, records/s;
 # each printed with its goal (check on a 100 M-event trace under
-# 300 MB and at 30 M events/s or more; dump at 10 M events/s or more).
+# 300 MB and at 30 M events/s or more; dump at 10 M events/s or more;
+# diff under 300 MB and at 10 M records/s or more).
 # events/s is records / wall time; the CPU time (user+sys) is printed
 # beside it, since this machine is shared.  A benchmark: it prints figures
 # and asserts nothing (exit 0 unless a step fails to run).
@@ -27,7 +33,7 @@ while [ $# -gt 0 ]; do
         --events) EVENTS=$2; shift 2 ;;
         --workers) WORKERS=$2; shift 2 ;;
         --cli) CLI=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "replay_cost.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
 done
@@ -86,3 +92,27 @@ read -r w c k < <(measure "$CLI" stats "$trace")
 line stats - - "$w" "$c" "$k"
 read -r w c k < <(measure "$CLI" dump "$trace")
 line dump - 10 "$w" "$c" "$k"
+# diff streams both traces (diff_stream.h): the trace against itself (same
+# structure: the lockstep pass), and against its first half (the second
+# half of A is past B's end: the window pass, and the tail note).  Rates
+# are records of A per second.
+read -r w c k < <(measure "$CLI" diff "$trace" "$trace")
+line diff 300 10 "$w" "$c" "$k"
+half=$cache/$(basename "$trace" .grt)-half.grt
+if [ ! -s "$half" ]; then
+    head -c $((bytes / 2)) "$trace" >"$half.tmp"
+    mv "$half.tmp" "$half"
+fi
+read -r w c k < <(measure "$CLI" diff "$trace" "$half")
+line diff/2 300 10 "$w" "$c" "$k"
+# script still loads the whole trace and builds the program's shape before
+# it writes (docs/ARCHITECTURE.md): measured on a 1 M-event trace of the
+# same generator (a 100 M-event one would not fit), its bytes per record
+# scaled to 100 M events beside the goal.
+small=$cache/synth-1000000-$WORKERS-$src.grt
+[ -s "$small" ] || { "$gen" "$small.tmp" 1000000 "$WORKERS" >/dev/null && mv "$small.tmp" "$small"; }
+srecs=$("$CLI" stats --format json "$small" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
+read -r w c k < <(measure "$CLI" script -o /dev/null "$small")
+printf '  %-6s peak %7.1f MB on %s records (%.0f bytes/record: %.1f GB at 100 M; goal < 300 MB: missed, loads whole)  %.1f M records/s (wall %.2f s; goal >= 10 M/s)\n' \
+    script "$(calc "$k / 1024")" "$srecs" "$(calc "$k * 1024 / $srecs")" \
+    "$(calc "$k * 1024 / $srecs * 100000000 / 1e9")" "$(calc "$srecs / $w / 1000000")" "$w"

@@ -9,6 +9,8 @@
 #     the hold-lock sampler (must be flagged: stall_depth) and the
 #     two-phase sampler (must not be), a few idle greenlets deep, then
 #     `check --stall` both ways: same exit status, JSON, text and HTML;
+#   - `diff` streamed and `diff --in-memory` (each fixture's trace with
+#     itself and with the one before it, every hunk) print the same bytes;
 #   - `dump` and `dump --in-memory` print the same bytes for a trace with
 #     META records written at stop (GREENREPLAY_VERIFY_CONTINUED=1,
 #     programs/meta_at_stop.py), recorded in small chunks (the METAs in a
@@ -59,6 +61,34 @@ for f in "$GR_ROOT"/fixtures/*.py; do
     same "$name" --format json --html "$work/page.html" "$t"
 done
 [ "$n" -gt 0 ] || gr_bad "no fixture recorded (see $work/*.log)"
+
+# same_diff NAME A B ARGS...: `diff` streamed and with --in-memory (both
+# traces loaded, aligned globally) give the same exit status and bytes.
+same_diff() {
+    local name=$1 a=$2 b=$3 rc1 rc2
+    shift 3
+    "$cli" diff "$a" "$b" "$@" >"$work/d1.out" 2>"$work/d1.err"
+    rc1=$?
+    "$cli" diff --in-memory "$a" "$b" "$@" >"$work/d2.out" 2>"$work/d2.err"
+    rc2=$?
+    if [ "$rc1" -ne "$rc2" ] || [ "$rc1" -gt 1 ]; then
+        gr_bad "diff $name: exit $rc1 streamed, $rc2 in memory"; gr_show "$work/d1.err" "$work/d2.err"
+    elif ! cmp -s "$work/d1.out" "$work/d2.out"; then
+        gr_bad "diff $name: the reports differ"; diff "$work/d1.out" "$work/d2.out" | gr_show /dev/stdin
+    else
+        gr_ok "diff $name: same report streamed and in memory (exit $rc1)"
+    fi
+}
+# each recorded fixture against the one before it (different: the hunks,
+# their stacks and lines) and against itself
+prev=
+for t in "$work"/*.grt; do
+    [ -s "$t" ] || continue
+    name=$(basename "$t" .grt)
+    same_diff "$name with itself" "$t" "$t"
+    [ -n "$prev" ] && same_diff "$(basename "$prev" .grt) with $name" "$prev" "$t" --max 0 --context 2
+    prev=$t
+done
 
 export PYTHONPATH=${BUILD:-$GR_ROOT/build}/python${PYTHONPATH:+:$PYTHONPATH}
 for mode in hold-lock two-phase; do

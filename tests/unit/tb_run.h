@@ -7,6 +7,7 @@
 #define GR_TB_RUN_H
 
 #include "diff.h"
+#include "diff_stream.h"
 #include "script.h"
 #include "trace_builder.h"
 
@@ -30,6 +31,23 @@ static inline int tb_diff(tb *a, tb *b, const gr_diff_opts *o, char **out)
     fclose(f);
     gr_trace_free(&ta);
     gr_trace_free(&tb_);
+    /* the streamed comparison (diff_stream.h) writes the same bytes */
+    gr_diff_info da, db;
+    assert_int_equal(gr_diff_scan(&da, a->path), GR_READ_OK);
+    assert_int_equal(gr_diff_scan(&db, b->path), GR_READ_OK);
+    if (gr_diff_streamable(o)) {
+        char *sout = NULL;
+        size_t slen;
+        FILE *g = open_memstream(&sout, &slen);
+        assert_non_null(g);
+        assert_int_equal(gr_diff_stream(g, &da, a->path, "A", &db, b->path, "B", o), rc);
+        fclose(g);
+        if (out)
+            assert_string_equal(sout, *out);
+        free(sout);
+    }
+    gr_diff_info_free(&da);
+    gr_diff_info_free(&db);
     tb_cleanup(a);
     tb_cleanup(b);
     return rc;

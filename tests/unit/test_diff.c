@@ -13,6 +13,7 @@
 #include "diff.h"
 #include "diff_align.h"
 #include "diff_ignore.h"
+#include "diff_stream.h"
 #include "tb_run.h"
 #include "trace_builder.h"
 
@@ -594,6 +595,86 @@ static void test_ignore_parse(void **state)
     gr_sb_free(&skipped);
 }
 
+/* A long trace: n calls of f0..f6 in turn; B leaves out the calls at
+ * `drop` and `drop2` and makes an extra C call after call `extra`. */
+static void build_long(tb *b, size_t n, size_t drop, size_t drop2, size_t extra)
+{
+    tb_open(b, 0);
+    tb_meta(b, "python", "3.11.2");
+    uint32_t mod = tb_py(b, "<module>", "a.py", 1), f[7], c = tb_c(b, "builtins.len");
+    char name[8];
+    for (int k = 0; k < 7; k++) {
+        snprintf(name, sizeof name, "f%d", k);
+        f[k] = tb_py(b, name, "a.py", 10 + (uint64_t)k);
+    }
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 1, mod);
+    tb_simple(b, GR_START, 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i != drop && i != drop2) {
+            tb_ev(b, GR_CALL, 1, 1, f[i % 7]);
+            tb_ev(b, GR_RETURN, 1, 1, f[i % 7]);
+        }
+        if (i == extra) {
+            tb_ev(b, GR_C_CALL, 1, 1, c);
+            tb_ev(b, GR_C_RETURN, 1, 1, c);
+        }
+    }
+    tb_simple(b, GR_STOP, 1, 1);
+    tb_finish(b);
+}
+
+/* The streamed diff with windows much shorter than the traces (resync
+ * after window / 8 + 1 equal tokens) finds the same three differences as
+ * the global alignment, hunks, headers and lines alike; and traces that
+ * differ nowhere stay the same structure. */
+static void test_diff_stream_windows(void **state)
+{
+    (void)state;
+    size_t n = 3000;
+    for (int same = 0; same < 2; same++) {
+        tb a, b;
+        build_long(&a, n, SIZE_MAX, SIZE_MAX, SIZE_MAX);
+        if (same)
+            build_long(&b, n, SIZE_MAX, SIZE_MAX, SIZE_MAX);
+        else
+            build_long(&b, n, 100, 2500, 1200);
+        gr_trace ta, tb_;
+        assert_int_equal(tb_load(&a, &ta), GR_READ_OK);
+        assert_int_equal(tb_load(&b, &tb_), GR_READ_OK);
+        gr_diff_opts o;
+        gr_diff_defaults(&o);
+        o.max_hunks = 0;
+        char *g = NULL, *s = NULL;
+        size_t gl, sl;
+        FILE *f = open_memstream(&g, &gl);
+        int rc = gr_diff(f, &ta, "A", &tb_, "B", &o);
+        fclose(f);
+        assert_int_equal(rc, !same);
+        if (!same)
+            assert_non_null(strstr(g, "3 differences: 4 records only in A, 2 only in B"));
+        gr_diff_info da, db;
+        assert_int_equal(gr_diff_scan(&da, a.path), GR_READ_OK);
+        assert_int_equal(gr_diff_scan(&db, b.path), GR_READ_OK);
+        assert_true(gr_diff_streamable(&o));
+        for (size_t w = 16; w <= 4096; w *= 4) {
+            o.window = w;
+            f = open_memstream(&s, &sl);
+            assert_int_equal(gr_diff_stream(f, &da, a.path, "A", &db, b.path, "B", &o), !same);
+            fclose(f);
+            assert_string_equal(s, g);
+            free(s);
+        }
+        free(g);
+        gr_diff_info_free(&da);
+        gr_diff_info_free(&db);
+        gr_trace_free(&ta);
+        gr_trace_free(&tb_);
+        tb_cleanup(&a);
+        tb_cleanup(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -608,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_ignore_gen_finalized_by_gc_and_greenlet_death),
         cmocka_unit_test(test_ignore_parse),
         cmocka_unit_test(test_diff_continued_switch),
+        cmocka_unit_test(test_diff_stream_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
