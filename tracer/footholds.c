@@ -368,6 +368,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
              * change made inside the C call. */
             t->hook.pending = 1;
             t->hook.code = t->last_c_call;
+            t->hook.frame = 0; /* another thread made the change (§4.2) */
             t->last_c_call = 0;
             t->ccall_frame = NULL;
             t->may_have_ended = 1;

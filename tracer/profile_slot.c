@@ -40,6 +40,14 @@ static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32
         who |= GR_HOOK_BY_OTHER | (uint64_t)t->hook.by_tid << GR_HOOK_BY_SHIFT;
         code = t->hook.by_code;
     }
+    /* Every code id given was defined when it was given (identity_id):
+     * one above them is no code of this recording (a reader rejects the
+     * trace, §4.2), so it is written as none and counted as an error. */
+    if (code > r->ncodes || frame > r->ncodes) {
+        r->errors++;
+        code = code > r->ncodes ? 0 : code;
+        frame = frame > r->ncodes ? 0 : frame;
+    }
     uint64_t f[8] = {t->tid, t->cur_gid, (uint64_t)slot, (uint64_t)action, who, code, prof, frame};
     gr_emit(r, slot == GR_HOOK_PROFILE ? GR_HOOK_PROF : GR_HOOK, slot == GR_HOOK_PROFILE ? 8 : 6, f);
 }

@@ -271,6 +271,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->cb.pending = 0;
     t->cb.target = NULL;
     t->hook.code = 0;
+    t->hook.frame = 0;
     t->hook.pending = 0;
     t->bound = 0;
     t->gl_pending = 0;

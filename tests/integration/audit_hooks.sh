@@ -26,7 +26,10 @@
 # foothold), a HOOK for it, no imbalance on it, and an imbalance elsewhere
 # only with its cause (HOOK ran); the program's own profile function counts
 # the same recorded and unrecorded.  The same with the change made by a
-# thread the recorder does not follow (foreign_change.py stray).
+# thread the recorder does not follow (foreign_change.py stray), and so
+# again after a change the main thread made itself (stray own): a HOOK of a
+# change another thread made (ran, or by=) names no frame (FORMAT.md §4.2),
+# not the frame of this thread's previous change.
 # With each 3.12+ interpreter of that list: threading.setprofile_all_threads
 # with a second thread alive (programs/profile_all_threads.py): prof sees
 # the same calls recorded and not, the return of setprofile_all_threads
@@ -89,7 +92,7 @@ compare() {
 # thread's own foothold still waiting (foothold_instrumentation.py atstop).
 # foreign LABEL OUT: OUT.fplain, OUT.flog, OUT.fgrt of foreign_change.py.
 foreign() {
-    local label=$1 out=$2 leafs hooks bad_imb
+    local label=$1 out=$2 leafs hooks bad_imb framed
     grep -v '^greenreplay\|^envs: ' "$out.flog" >"$out.frec"
     grep -v '^envs: ' "$out.fplain" >"$out.fplainf"
     if grep -q '^skip: ' "$out.fplainf"; then
@@ -102,6 +105,7 @@ foreign() {
     hooks=$(awk '$2 == "HOOK" && $3 == "t1" && $5 == "profile" && $6 == "set" { n++ } END { print n + 0 }' "$out.fdump")
     bad_imb=$(grep -c '^imbalance at event [0-9]* (t1 ' "$out.fcheck")
     bad_imb=$((bad_imb + $(grep '^imbalance at event' "$out.fcheck" | grep -vc 'cause: the recorder lost it')))
+    framed=$(awk '$2 == "HOOK" && $3 == "t1" && / (ran|by=t[0-9]+) / && / frame=/ { n++ } END { print n + 0 }' "$out.fdump")
     if [ "$frc" -ne 0 ]; then
         gr_bad "foreign profile change with $label: record exit $frc"
         gr_show "$out.flog"
@@ -109,8 +113,9 @@ foreign() {
          ! diff -u <(gr_quiet "${py:-}" "$out.fplainf") <(gr_quiet "${py:-}" "$out.frec") >"$out.fdiff"; then
         gr_bad "foreign profile change with $label: the program printed other lines recorded (- unrecorded, + recorded)"
         gr_show "$out.fdiff"
-    elif [ "$leafs" -ne 50 ] || [ "$hooks" -lt 1 ] || [ "$bad_imb" -ne 0 ]; then
-        gr_bad "foreign profile change with $label: $leafs of 50 calls of leaf on t1 recorded, $hooks HOOKs of t1 (want 1+), $bad_imb imbalances on t1 or without their cause"
+    elif [ "$leafs" -ne 50 ] || [ "$hooks" -lt 1 ] || [ "$bad_imb" -ne 0 ] || [ "$framed" -ne 0 ]; then
+        gr_bad "foreign profile change with $label: $leafs of 50 calls of leaf on t1 recorded, $hooks HOOKs of t1 (want 1+), $bad_imb imbalances on t1 or without their cause, $framed HOOKs of another thread's change naming a frame (want 0)"
+        grep '^greenreplay:' "$out.fdump"
         grep ' HOOK ' "$out.fdump" | head -5
         grep '^imbalance' "$out.fcheck" | head -3
     else
@@ -136,8 +141,10 @@ for py in "${pythons[@]}"; do
     (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.grt" -- "$py" "$prog") >"$out.log" 2>&1
     rc=$?
     compare "$ver" "$out"
-    for mode in followed stray; do
+    for mode in followed stray "stray own"; do
+        # shellcheck disable=SC2086 # mode is the program's arguments
         (cd "$GR_ROOT" && "$py" "$fprog" $mode) >"$out.fplain" 2>&1
+        # shellcheck disable=SC2086
         (cd "$GR_ROOT" && "$GR_CLI" record -o "$out.fgrt" -- "$py" "$fprog" $mode) >"$out.flog" 2>&1
         frc=$?
         foreign "$ver ($mode)" "$out"
@@ -228,8 +235,10 @@ print(e["status"], "|", e.get("recorder") or "missing", "|", e.get("reason") or 
     (cd "$GR_ROOT" && ci/envs.sh record "$id" -o "$out.grt" -- "$prog") >"$out.log" 2>&1
     rc=$?
     compare "$id" "$out"
-    for mode in followed stray; do
+    for mode in followed stray "stray own"; do
+        # shellcheck disable=SC2086 # mode is the program's arguments
         (cd "$GR_ROOT" && ci/envs.sh run "$id" -- python "$fprog" $mode) >"$out.fplain" 2>&1
+        # shellcheck disable=SC2086
         (cd "$GR_ROOT" && ci/envs.sh record "$id" -o "$out.fgrt" -- "$fprog" $mode) >"$out.flog" 2>&1
         frc=$?
         foreign "$id ($mode)" "$out"

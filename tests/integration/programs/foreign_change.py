@@ -16,12 +16,16 @@ to the switch interval:
 With "stray", changer is started with _thread.start_new_thread, so the
 recorder never reaches it (threading's hook does not run there): the change
 comes from a thread it does not follow (as yappi's from a new thread whose
-state got yappi's function before threading's hook ran).
+state got yappi's function before threading's hook ran).  With "own" too,
+the main thread first makes a change of its own and undoes it
+(sys._setprofileallthreads(count), then (None)) before changer starts: the
+recorder noted that change's frame, which the HOOK of changer's change must
+not name (another thread made it: no frame, docs/FORMAT.md §4.2).
 
 Prints how many calls of leaf the program's own profile function counted on
 the main thread, the same recorded and unrecorded.  Needs 3.12+
 (sys._setprofileallthreads); prints "skip: ..." before.
-usage: foreign_change.py [stray]
+usage: foreign_change.py [stray [own]]
 """
 import _thread
 import sys
@@ -32,7 +36,8 @@ if not hasattr(sys, "_setprofileallthreads"):
     sys.exit(0)
 
 N = 50
-stray = sys.argv[1:] == ["stray"]
+stray = sys.argv[1:2] == ["stray"]
+own = sys.argv[2:] == ["own"]
 main_ident = threading.get_ident()
 counted = [0]
 
@@ -59,6 +64,9 @@ def changer():
     done.release()
 
 
+if own:
+    sys._setprofileallthreads(count)
+    sys._setprofileallthreads(None)
 if stray:
     _thread.start_new_thread(changer, ())
 else:
