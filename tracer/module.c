@@ -210,14 +210,15 @@ static void forget_new_finders(PyObject *before)
 }
 
 /* Import greenlet if it can be imported; r->greenlet_mod stays NULL if not.
- * forget: whole-program mode, where the program must not find greenlet (or
- * what greenlet's package imports, __future__) in sys.modules unless it
- * imported it itself: the recorder keeps its references, sys.modules
- * forgets them, and the path finders forget what the import listed. */
-static void import_greenlet(gr_recorder *r, int forget)
+ * In both modes the program must not find greenlet (or what greenlet's
+ * package imports, __future__) in sys.modules unless it imported it itself
+ * (a --manual program's start() included): the recorder keeps its
+ * references, sys.modules forgets them, and the path finders forget what
+ * the import listed. */
+static void import_greenlet(gr_recorder *r)
 {
-    PyObject *before = forget ? module_names() : NULL;
-    PyObject *finders = forget ? finder_states() : NULL;
+    PyObject *before = module_names();
+    PyObject *finders = finder_states();
     PyErr_Clear();
     r->greenlet_mod = PyImport_ImportModule("greenlet");
     if (!r->greenlet_mod) {
@@ -548,7 +549,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_DECREF(tp);
     }
     Py_CLEAR(path_obj);
-    import_greenlet(r, entry != NULL);
+    import_greenlet(r);
 
     /* Environment first: META records hold no paths and no times. */
     char version[32];
