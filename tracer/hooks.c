@@ -1584,8 +1584,31 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
          * changes hands. */
         gr_thread *t = tls_thread;
         PyFrameObject *cur = PyEval_GetFrame();
-        if (foothold_overtaken(r, t, PyThreadState_Get(), t->foot_frame && cur == t->foot_frame))
+        PyThreadState *ts = PyThreadState_Get();
+        int same_frame = t->foot_frame && cur == t->foot_frame;
+        if (foothold_overtaken(r, t, ts, same_frame)) {
+            /* sys.settrace's own c_call went to the function the program's
+             * change left in the profile slot, before this resolution put
+             * the recorder back in front of it: its c_return comes to the
+             * recorder, so its C_CALL is written now, after the HOOK
+             * (not inside the program's trace function: no event there). */
+            if (same_frame && r->profile_on && t->tid && gr_tstate_tracing(ts) == 0 &&
+                (ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain)) {
+                PyObject *fn = PySys_GetObject("settrace"); /* borrowed */
+                if (fn && PyCFunction_Check(fn)) {
+                    GR_EXC_SAVE(saved);
+                    uint32_t code = gr_cfunc_id(r, fn);
+                    if (code) {
+                        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, code);
+                        t->ccall_frame = cur;
+                    }
+                    if (PyErr_Occurred())
+                        gr_swallow(r);
+                    GR_EXC_RESTORE(saved);
+                }
+            }
             return 0;
+        }
     }
     if (r && !r->own_change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
         /* The program takes the trace slot from the foothold, which then

@@ -485,7 +485,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     gr_ptrmap_init(&r->preexisting);
     r->callback_mode = callback_mode;
     r->profile_on = profile;
-    r->hide_ours = entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
+    r->hide_ours = 1; /* both modes (recorder.h, gr_code_ours) */
     r->strings = PyDict_New();
     r->identities = PyDict_New();
     r->keep = PyList_New(0);
@@ -652,7 +652,13 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         gr_thread_first_sight(r, t, below, entry_c && entry_c != Py_None ? gr_cfunc_id(r, entry_c) : 0, 0);
         Py_XDECREF(below);
     } else {
-        gr_thread_first_sight(r, t, PyEval_GetFrame(), 0, 0);
+        /* --manual (or the program's own start()): the seed leaves out
+         * greenreplay's start() it was called from (collect_stack), and
+         * the C calls that frame still makes are not recorded either. */
+        PyFrameObject *cur = PyEval_GetFrame(); /* borrowed */
+        gr_thread_first_sight(r, t, cur, 0, 0);
+        if (cur && gr_code_ours(r, gr_code_id(r, gr_frame_code(cur))))
+            t->ours_frame = cur;
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
