@@ -392,14 +392,12 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
     return id ? id : gr_code_id_slow(r, co);
 }
 
-/* Whether code id `id` is greenreplay's own Python code, in a whole-program
- * recording (r->hide_ours): the start() and stop() the program calls
- * (no-ops there), the stop at exit, Recording.__exit__, the pytest plugin.
- * The recorder records the program, not itself: those frames, and the C
- * calls they make, are not recorded, nor are they in any stack
- * (recorder.c, collect_stack).  A --manual recording still shows them: the
- * checker reads the seed of the greenlet that called start() with its
- * start() frame on top. */
+/* Whether code id `id` is greenreplay's own Python code (r->hide_ours, in
+ * every mode): the start() and stop() the program calls, the stop at exit,
+ * Recording.__exit__, the pytest plugin.  The recorder records the
+ * program, not itself: those frames, and the C calls they make, are not
+ * recorded, nor are they in any stack (recorder.c, collect_stack); the
+ * seed of a --manual start() ends in the program's frame that called it. */
 static inline int gr_code_ours(const gr_recorder *r, uint32_t id)
 {
     return id < r->ours_cap && r->ours[id];
