@@ -102,7 +102,12 @@ static inline PyThreadState *gr_tstate_now(void)
  * increments it only when a Context is entered or left (Context.run,
  * PyContext_Enter/Exit).  A 64-bit counter: it never comes back to a value
  * seen before.  Present in PyThreadState from 3.7 to 3.15
- * (cpython/pystate.h). */
+ * (cpython/pystate.h).  A step of exactly one across the call or return of
+ * Context.run is that Context's, not a switch (switches.c, context_step):
+ * asking greenlet there would run greenlet's deferred cleanup of the
+ * thread's greenlets at a moment the program did not choose.  Since 3.14 a
+ * threading.Thread runs its target inside Context.run (CPython gh-128555,
+ * the Thread `context` argument), so every thread's end is such a step. */
 static inline uint64_t gr_switch_witness(PyThreadState *ts)
 {
     return ts->context_ver;

@@ -550,6 +550,15 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     Py_CLEAR(path_obj);
     import_greenlet(r);
+    /* Context.run's method, known by its PyMethodDef (switches.c,
+     * context_step). */
+    PyObject *ctx = PyContext_New();
+    PyObject *run = ctx ? PyObject_GetAttrString(ctx, "run") : NULL;
+    if (run && PyCFunction_Check(run))
+        r->ctx_run = ((PyCFunctionObject *)run)->m_ml;
+    Py_XDECREF(run);
+    Py_XDECREF(ctx);
+    PyErr_Clear();
 
     /* Environment first: META records hold no paths and no times. */
     char version[32];

@@ -313,6 +313,8 @@ typedef struct gr_recorder {
                                witness did not change skips asking greenlet
                                (switches.c); cleared if a mark ever finds
                                a switch the witness missed */
+    PyMethodDef *ctx_run;   /* Context.run's method (switches.c,
+                               context_step), or NULL */
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
     int continued_ok;       /* continued switches may be written (passive
                                mode, no sampler registry, not ring mode:
@@ -734,8 +736,9 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
  * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
  * event's frame.  frame, what: as given to the profile function; ts: the
  * calling thread's state (PyThreadState_GET(), borrowed), read once per
- * event by the caller. */
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts);
+ * event by the caller; code: the event's code id. */
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts,
+                          uint32_t code);
 
 /* Passive detection at a profile event: greenlet is asked only when the
  * thread's switch witness (compat.h) changed since it was last asked, so
@@ -743,7 +746,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
  * makes no greenlet API call (such a call also runs greenlet's deferred
  * cleanup of greenlets of other threads: greenlet's own leak tests see
  * it). */
-static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, uint32_t code)
 {
     PyThreadState *ts = gr_tstate_now();
     uint64_t v = gr_switch_witness(ts);
@@ -754,7 +757,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
          * previous event: no greenlet ran unseen in between. */
         t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
         t->witness = r->witness_ok ? v : GR_WITNESS_UNKNOWN;
-        gr_switch_check_slow(r, t, frame, what, ts);
+        gr_switch_check_slow(r, t, frame, what, ts, code);
         t->sw_direct = 0;
     }
 }
