@@ -10,6 +10,7 @@ PACKAGES=(build-essential pkg-config zlib1g-dev libjansson-dev libcmocka-dev
           python3-venv python3-pytest python3-pytest-xdist
           python3-objgraph python3-psutil    # pip install ., the pytest plugin, python3.11d (make test); make peer
           python3-yappi python3-coverage python3-line-profiler   # greenreplay conform (profilers under test)
+          python3-eventlet                   # make realworld: eventlet's green threads and tpool
           time                               # make bench: peak memory of the replayer
           jq)                                # make test: the merge recipe of check --from/--to
 

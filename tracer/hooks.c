@@ -476,8 +476,11 @@ static uint32_t start_site(gr_recorder *r, PyFrameObject *f, const char *via)
 }
 
 /* Whether the running Python frame (the caller of the C call) is
- * threading's Thread.start: a function named so in the namespace of
- * sys.modules["threading"]. */
+ * threading's Thread.start: 1 a function named so in the namespace of
+ * sys.modules["threading"]; 2 one in the namespace of another module whose
+ * __name__ is "threading" (a copy of it, such as eventlet's
+ * patcher.original("threading"), whose threads threading.setprofile's
+ * hook never reaches); else 0. */
 static int in_thread_start(PyFrameObject *f)
 {
     PyObject *name = gr_frame_code(f)->co_name;
@@ -486,8 +489,14 @@ static int in_thread_start(PyFrameObject *f)
     PyObject *modname = PyUnicode_FromString("threading");
     PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
     Py_XDECREF(modname);
-    int found = threading && PyModule_Check(threading) && PyEval_GetGlobals() == PyModule_GetDict(threading);
+    PyObject *globals = PyEval_GetGlobals(); /* borrowed */
+    int found = threading && PyModule_Check(threading) && globals == PyModule_GetDict(threading);
     Py_XDECREF(threading);
+    if (!found && globals && PyDict_Check(globals)) {
+        PyObject *gname = PyDict_GetItemString(globals, "__name__"); /* borrowed */
+        if (gname && PyUnicode_Check(gname) && PyUnicode_CompareWithASCIIString(gname, "threading") == 0)
+            found = 2;
+    }
     if (PyErr_Occurred())
         PyErr_Clear();
     return found;
@@ -569,11 +578,13 @@ static __attribute__((noinline)) void thread_start_event(gr_recorder *r, gr_thre
     PyThreadState *me = PyThreadState_Get();
     if (what == PyTrace_C_CALL) {
         PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the caller */
-        int via_threading = f && in_thread_start(f);
-        PyFrameObject *site_frame = via_threading ? PyFrame_GetBack(f) : (PyFrameObject *)Py_XNewRef(f);
-        t->start_site = start_site(r, site_frame, via_threading ? "threading.Thread.start" : "_thread.start_new_thread");
+        int via = f ? in_thread_start(f) : 0;
+        PyFrameObject *site_frame = via ? PyFrame_GetBack(f) : (PyFrameObject *)Py_XNewRef(f);
+        t->start_site = start_site(r, site_frame, via == 1 ? "threading.Thread.start"
+                                                  : via == 2 ? "threading.Thread.start(copy)"
+                                                             : "_thread.start_new_thread");
         Py_XDECREF(site_frame);
-        t->starting = via_threading ? 1 : 2;
+        t->starting = via == 1 ? 1 : 2;
         t->start_nopy = 0;
         t->start_head = PyInterpreterState_ThreadHead(me->interp);
         gr_thread_path(r, t);
@@ -698,7 +709,7 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
         code = gr_cfunc_id(r, arg);
-        if (arg == r->thread_start[0] || arg == r->thread_start[1])
+        if (code == r->thread_start_id[0] || code == r->thread_start_id[1])
             thread_start_event(r, t, what, arg);
         break;
     default:
@@ -788,7 +799,7 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
         code = gr_code_id_cached(r, gr_frame_code(frame), &slot);
     } else {
         code = gr_cfunc_id_cached(r, arg, &slot);
-        if (__builtin_expect(arg == r->thread_start[0] || arg == r->thread_start[1], 0))
+        if (__builtin_expect(code == r->thread_start_id[0] || code == r->thread_start_id[1], 0))
             thread_start_event(r, t, what, arg);
     }
     if (r->ours && __builtin_expect(is_ours_event(r, t, frame, what, code), 0)) {

@@ -625,6 +625,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
         Py_DECREF(fn);
     }
 
+    r->thread_start_id[0] = r->thread_start_id[1] = UINT32_MAX;
     r->gen = ++next_gen;
     r->tls_key = r->gen << 32;
     r->threads_sweep_at = 64;

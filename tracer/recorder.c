@@ -547,6 +547,14 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
 {
     GR_EXC_SAVE(saved);
     uint32_t id = cfunc_id_slow(r, fn);
+    /* The thread start functions, by their PyMethodDef: any module object
+     * of _thread shares the id (gr_cfunc_key of a module function). */
+    if (id && PyCFunction_Check(fn)) {
+        for (int i = 0; i < 2; i++)
+            if (r->thread_start[i] && PyCFunction_Check(r->thread_start[i]) &&
+                ((PyCFunctionObject *)r->thread_start[i])->m_ml == ((PyCFunctionObject *)fn)->m_ml)
+                r->thread_start_id[i] = id;
+    }
     GR_EXC_RESTORE(saved);
     return id;
 }

@@ -254,6 +254,12 @@ typedef struct gr_recorder {
     PyObject *thread_start[2]; /* _thread.start_new_thread and
                                start_joinable_thread (or NULL): their C
                                calls start threads (hooks.c) */
+    uint32_t thread_start_id[2]; /* their code ids once defined, else
+                               UINT32_MAX: the profile function compares
+                               the event's code id, so that the functions
+                               of a _thread module imported again (a new
+                               module object: eventlet's patcher.original)
+                               count too (gr_cfunc_id_slow sets them) */
     PyThreadState **adopt;  /* PyMem: new thread states the recorder went
                                into, whose thread has not had an event yet
                                (hooks.c thread_known) */
