@@ -113,6 +113,19 @@ static inline uint64_t gr_switch_witness(PyThreadState *ts)
     return ts->context_ver;
 }
 
+/* Whether the frame chain of a suspended greenlet, read from gr_frame, is
+ * cut after its innermost frame: greenlet 3.0.0 to 3.0.2 on CPython 3.12+
+ * set that frame's f_back to None while the greenlet is suspended (the
+ * workaround of greenlet commit 40646dc for interpreter frames on the C
+ * stack, CPython PR 96319); greenlet 3.0.3 exposes the whole chain again
+ * (greenlet issue 388, PR 393).  The recorder then marks the stacks it
+ * reads there (a suspended greenlet's GREENLET seed, its STACK at stop) as
+ * cut: only their innermost frames are ground truth. */
+static inline int gr_greenlet_chain_cut(int major, int minor, int micro)
+{
+    return PY_VERSION_HEX >= 0x030C0000 && major == 3 && minor == 0 && micro <= 2;
+}
+
 /* Whether passive mode may write continued switches (switches.c): where a
  * greenlet's turn is seen whole or not at all.  3.9-3.11: profile events
  * are gated by one flag (tstate->use_tracing; 3.10/3.11

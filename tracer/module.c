@@ -246,8 +246,10 @@ static void import_greenlet(gr_recorder *r)
     PyObject *ver = PyObject_GetAttrString(r->greenlet_mod, "__version__");
     const char *vs = ver && PyUnicode_Check(ver) ? PyUnicode_AsUTF8(ver) : NULL;
     int a = 0, b = 0, c = 0;
-    if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2)
+    if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2) {
         r->witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
+        r->gl_chain_cut = gr_greenlet_chain_cut(a, b, c);
+    }
     /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
      * entries before). */
     if (api && a >= 2)
@@ -860,11 +862,12 @@ static void emit_live_stacks(gr_recorder *r, gr_thread *me)
             uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
         } else {
-            /* Suspended: its frames from gr_frame, under its own thread. */
+            /* Suspended: its frames from gr_frame, under its own thread
+             * (cut where greenlet cuts that chain). */
             PyObject *fr = PyObject_GetAttr(g, r->str_gr_frame);
             if (!fr)
                 PyErr_Clear();
-            uint64_t f[3] = {tid, gid, 0};
+            uint64_t f[3] = {tid, gid, r->gl_chain_cut && fr && PyFrame_Check(fr) ? GR_STACK_CUT : 0};
             gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                           fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
             Py_XDECREF(fr);

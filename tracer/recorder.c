@@ -763,7 +763,8 @@ static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g)
     if (!fr)
         gr_swallow(r);
     PyFrameObject *top = fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL;
-    uint32_t gid = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
+    uint32_t gid = gr_greenlet_define(r, t, g, top, 0,
+                                      top ? GR_GL_SUSPENDED | (r->gl_chain_cut ? GR_GL_CUT : 0) : 0);
     Py_XDECREF(fr);
     return gid;
 }

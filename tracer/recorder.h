@@ -319,6 +319,8 @@ typedef struct gr_recorder {
                                witness did not change skips asking greenlet
                                (switches.c); cleared if a mark ever finds
                                a switch the witness missed */
+    int gl_chain_cut;       /* a suspended greenlet's gr_frame chain is cut
+                               (compat.h, gr_greenlet_chain_cut) */
     PyMethodDef *ctx_run;   /* Context.run's method (switches.c,
                                context_step), or NULL */
     gr_ptrmap preexisting;  /* greenlets alive at start() (addresses) */
