@@ -34,6 +34,13 @@ A program that imports greenreplay itself (to call start() and stop(),
 which change nothing here) gets it from its own sys.path, or else from the
 finder left last on sys.meta_path, which knows only that name.
 
+`greenreplay record --manual` boots here too, with GREENREPLAY_PROGRAM=manual:
+nothing is armed; the recorder's settings move from the environment into the
+extension (where the start() the program calls finds them), both directories
+leave sys.path and PYTHONPATH, the finder goes last on sys.meta_path, and this
+module leaves sys.modules by raising an ImportError naming sitecustomize,
+which site ignores (docs/recorder-start.md, "--manual").
+
 Nothing here raises into the program: if the recorder cannot start, one
 line goes to stderr and the program runs unrecorded.  Only os and sys are
 used, which site has imported already.
