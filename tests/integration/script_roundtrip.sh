@@ -8,7 +8,9 @@
 #   roundtrip NAME   record it, `greenreplay script` the trace, record the
 #                    script with the same interpreter, and `greenreplay diff
 #                    --c-names script` the two traces: same structure
-#                    (exit 0), every record of both compared.  Qualnames are
+#                    (exit 0), every record of both compared but the
+#                    interpreter's exit, no frame of greenreplay's in the
+#                    trace.  Qualnames are
 #                    compared, not files and lines; C functions by the
 #                    names the script reproduces.
 # Then (all fixtures only, or the NAME mpkg alone):
@@ -66,6 +68,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$GR_PY" ] || usage
+# script_names.py reads traces on this side (zstd, ci/setup.sh), also for
+# the Debian roots, whose interpreters run without zstd.
+NAMES_PY=$GR_PY
 if [ ! -x "$GR_CLI" ]; then
     echo "script_roundtrip.sh: $GR_CLI is missing; build it first (make)" >&2
     exit 2
@@ -135,11 +140,16 @@ roundtrip() {
     rc=$?
     local last
     last=$(tail -n 1 "$out")
-    # Every record compared, none left over on either side: the --manual
-    # recording holds no record of greenreplay's own frames (start(),
-    # stop(), the stop at exit) that a script would not reproduce.
+    # Every record compared, none left over on either side but the
+    # interpreter's exit after <module> returned (a program that never
+    # calls stop(): threading's _shutdown), and no frame of greenreplay's
+    # in the --manual recording (start(), stop(), the stop at exit) that a
+    # script would not reproduce.
     if [ "$rc" -eq 0 ] && [[ $last =~ ^same\ structure\ \(([0-9]+)\ records\ of\ A,\ ([0-9]+)\ of\ B ]] &&
-       { [ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[2]}" ] || grep -q '^# not compared' "$out"; }; then
+       { [ "${BASH_REMATCH[1]}" != "${BASH_REMATCH[2]}" ] ||
+         grep '^# not compared' "$out" |
+             grep -qv "^# not compared: [0-9]* records of A and [0-9]* of B after the program's <module> returned (interpreter exit, which a script does not reproduce)\$" ||
+         "$GR_CLI" dump "$t" | grep -q '<greenreplay>/'; }; then
         fail "roundtrip $name: records left out of the comparison: $last"
         detail 50 <"$out"
     elif [ "$rc" -eq 0 ]; then
@@ -240,7 +250,7 @@ test_module_m() {
     if [ -s "$t" ]; then
         script_and_record "$t" "$anon" --anonymize
         rc=$?
-        if [ "$rc" -eq 0 ] && "$GR_PY" "$ROOT/tests/integration/script_names.py" "$t" "$anon.py" >"$anon.names" 2>&1 &&
+        if [ "$rc" -eq 0 ] && "$NAMES_PY" "$ROOT/tests/integration/script_names.py" "$t" "$anon.py" >"$anon.names" 2>&1 &&
             "$GR_CLI" diff --rename --c-names script "$t" "$anon.grt" >"$anon.diff" 2>&1; then
             pass "$tag mpkg.manual --anonymize: none of the trace's names ($(tail -n 1 "$anon.names")), same structure up to renaming"
         else
@@ -327,7 +337,7 @@ test_anonymize() {
     fi
     local greenlets
     greenlets=$("$GR_CLI" dump "$t" | awk '$2 == "GREENLET"' | wc -l)
-    if "$GR_PY" "$ROOT/tests/integration/script_names.py" "$t" "$base.py" >"$base.names" 2>&1; then
+    if "$NAMES_PY" "$ROOT/tests/integration/script_names.py" "$t" "$base.py" >"$base.names" 2>&1; then
         pass "$name: the anonymized script holds none of the trace's names ($(tail -n 1 "$base.names"); $greenlets greenlets)"
     else
         fail "$name: the anonymized script holds names of the trace"
