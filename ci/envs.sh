@@ -24,12 +24,14 @@ INNER_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 ROOT_PACKAGES=(python3-greenlet python3-gevent gcc make libc6-dev zlib1g-dev libzstd-dev)
 # Packages a root gets where its suite has them: the profilers of the
 # profiler axis (ci/profilers.sh) and greenlet's own test
-# dependencies (`make peer` in a root).  A suite without one is
+# dependencies (`make peer` in a root), and eventlet (tests/realworld).
+# A suite without one is
 # recorded in the root's stamp (lacks=) and the root is still ready; whether
 # a package's extension is built for each of the root's interpreters is
 # what the probe reports (the env's info file: yappi=, coverage=, ...).
 ROOT_OPTIONAL=(python3-yappi python3-coverage python3-line-profiler python3-objgraph python3-psutil
-               python3-pyinstrument python3-memray austin python3-scalene)
+               python3-pyinstrument python3-memray austin python3-scalene
+               python3-eventlet)   # eventlet: make realworld
 # The host environments' profilers (host_packages_for); pyenv interpreters
 # get none (cProfile and profile only: docs/ENVIRONMENTS.md).
 HOST_PROFILERS=(python3-yappi python3-coverage python3-line-profiler austin python3-scalene)

@@ -11,6 +11,7 @@ PACKAGES=(build-essential pkg-config zlib1g-dev libzstd-dev libjansson-dev libcm
           python3-objgraph python3-psutil    # pip install ., the pytest plugin, python3.11d (make test); make peer
           python3-yappi python3-coverage python3-line-profiler   # greenreplay conform (profilers under test)
           austin python3-scalene             # greenreplay conform, greenreplay stall (bookworm's)
+          python3-eventlet                   # make realworld: eventlet's green threads and tpool
           time                               # make bench: peak memory of the replayer
           zstd                               # script_roundtrip.sh: compressed chunks read by script_names.py
           jq)                                # make test: the merge recipe of check --from/--to

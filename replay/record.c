@@ -8,10 +8,12 @@
  * environment, runs the interpreter as a child, forwards signals to it and
  * passes its exit status through; it needs no Python itself.
  *
- * Whole-program mode (no --manual) puts greenreplay/boot first on
- * PYTHONPATH: its sitecustomize starts recording at the call of the
+ * Both modes put greenreplay/boot first on PYTHONPATH.  Whole-program
+ * mode (no --manual): its sitecustomize starts recording at the call of the
  * program's first frame, so that the interpreter runs the program as it
  * would without the recorder (tracer/greenreplay/boot/sitecustomize.py).
+ * --manual: it takes the settings out of the environment and the package
+ * off sys.path before the program runs; `import greenreplay` still works.
  */
 #define _GNU_SOURCE 1 /* sigabbrev_np */
 #include "record.h"
@@ -912,12 +914,13 @@ static int record_environment(struct rec_opts *o, const struct program *prog, co
         free(pythonpath);
         return 2;
     }
-    if (!o->manual) {
-        sprintf(pythonpath, "%s/greenreplay/boot:%s%s%s", pkg, pkg, old && *old ? ":" : "",
-                old && *old ? old : "");
-        setenv("PYTHONPATH", pythonpath, 1);
-        setenv("GREENREPLAY_PROGRAM", "1", 1);
-    }
+    /* Both modes boot through greenreplay/boot (its sitecustomize): with
+     * --manual it only moves the settings below out of the environment and
+     * the package off sys.path, so that the program sees neither until it
+     * imports greenreplay itself (docs/recorder-start.md). */
+    sprintf(pythonpath, "%s/greenreplay/boot:%s%s%s", pkg, pkg, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("PYTHONPATH", pythonpath, 1);
+    setenv("GREENREPLAY_PROGRAM", o->manual ? "manual" : "1", 1);
     free(pythonpath);
     char num[32];
     setenv("GREENREPLAY_OUTPUT", out_abs, 1);

@@ -13,6 +13,7 @@
 
 #include "follow.h"
 #include "footholds.h"
+#include "profile.h"
 #include "threads.h"
 
 #include <string.h>
@@ -64,6 +65,31 @@ static inline int t_foothold_frame(gr_recorder *r)
     return gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.frame;
 }
 
+/* After a foothold overtaken at sys.settrace's audit event: sys.settrace's
+ * own c_call went to the function the program's change left in the profile
+ * slot, before this resolution put the recorder back in front of it; its
+ * c_return comes to the recorder, so its C_CALL is written now, after the
+ * HOOK (not inside the program's trace function: no event there).  cur:
+ * the calling frame, the foothold's. */
+static void settrace_c_call(gr_recorder *r, gr_thread *t, PyThreadState *ts, PyFrameObject *cur)
+{
+    if (!r->out.profile_on || !t->tid || gr_tstate_tracing(ts) != 0 ||
+        (ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain))
+        return;
+    PyObject *fn = PySys_GetObject("settrace"); /* borrowed */
+    if (!fn || !PyCFunction_Check(fn))
+        return;
+    GR_EXC_SAVE(saved);
+    uint32_t code = gr_cfunc_id(r, fn);
+    if (code) {
+        gr_emit3(r, GR_C_CALL, t->tid, t->cur_gid, code);
+        t->ccall_frame = cur;
+    }
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
 int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 {
     gr_recorder *r = gr_active;
@@ -89,8 +115,13 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
          * changes hands. */
         gr_thread *t = gr_tls.thread;
         PyFrameObject *cur = PyEval_GetFrame();
-        if (gr_foothold_overtaken(r, t, PyThreadState_Get(), t->foot.frame && cur == t->foot.frame))
+        PyThreadState *ts = PyThreadState_Get();
+        int same_frame = t->foot.frame && cur == t->foot.frame;
+        if (gr_foothold_overtaken(r, t, ts, same_frame)) {
+            if (same_frame)
+                settrace_c_call(r, t, ts, cur);
             return 0;
+        }
     }
     if (r && !r->own.change && t_foothold_frame(r) && strcmp(event, "sys.settrace") == 0) {
         /* The program takes the trace slot from the foothold, which then

@@ -33,6 +33,12 @@ static int arm_ncalls;
  * program's own start() with no path (or this one) then changes nothing. */
 static PyObject *whole_program_path;
 
+/* `greenreplay record --manual`'s settings (GREENREPLAY_OUTPUT, ...), which
+ * the boot took out of the environment before the program ran: a dict, kept
+ * here for the package the program imports itself (docs/recorder-start.md,
+ * "--manual"). */
+static PyObject *record_settings;
+
 static int is_program_frame(PyFrameObject *frame)
 {
     PyCodeObject *co = gr_frame_code(frame);
@@ -165,4 +171,26 @@ PyObject *gr_mod_atexit_shared(PyObject *module, PyObject *unused)
     (void)module;
     (void)unused;
     return PyBool_FromLong(GR_ATEXIT_SHARED);
+}
+
+const char gr_record_settings_doc[] =
+    "_record_settings([settings]): the settings `greenreplay record --manual` passed (a dict\n"
+    "of its GREENREPLAY_* variables, taken out of the environment by the boot before the\n"
+    "program ran), or None; with an argument (a dict, or None), set them.  Kept in the\n"
+    "extension so that the greenreplay package the program imports itself finds them.";
+
+PyObject *gr_mod_record_settings(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *settings = NULL;
+    if (!PyArg_ParseTuple(args, "|O:_record_settings", &settings))
+        return NULL;
+    if (settings) {
+        if (settings != Py_None && !PyDict_Check(settings)) {
+            PyErr_SetString(PyExc_TypeError, "_record_settings: settings must be a dict or None");
+            return NULL;
+        }
+        Py_XSETREF(record_settings, settings == Py_None ? NULL : Py_NewRef(settings));
+    }
+    return Py_NewRef(record_settings ? record_settings : Py_None);
 }

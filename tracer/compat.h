@@ -114,10 +114,28 @@ static inline int gr_is_finalizing(void)
  * increments it only when a Context is entered or left (Context.run,
  * PyContext_Enter/Exit).  A 64-bit counter: it never comes back to a value
  * seen before.  Present in PyThreadState from 3.7 to 3.15
- * (cpython/pystate.h). */
+ * (cpython/pystate.h).  A step of exactly one across the call or return of
+ * Context.run is that Context's, not a switch (switches.c, context_step):
+ * asking greenlet there would run greenlet's deferred cleanup of the
+ * thread's greenlets at a moment the program did not choose.  Since 3.14 a
+ * threading.Thread runs its target inside Context.run (CPython gh-128555,
+ * the Thread `context` argument), so every thread's end is such a step. */
 static inline uint64_t gr_switch_witness(PyThreadState *ts)
 {
     return ts->context_ver;
+}
+
+/* Whether the frame chain of a suspended greenlet, read from gr_frame, is
+ * cut after its innermost frame: greenlet 3.0.0 to 3.0.2 on CPython 3.12+
+ * set that frame's f_back to None while the greenlet is suspended (the
+ * workaround of greenlet commit 40646dc for interpreter frames on the C
+ * stack, CPython PR 96319); greenlet 3.0.3 exposes the whole chain again
+ * (greenlet issue 388, PR 393).  The recorder then marks the stacks it
+ * reads there (a suspended greenlet's GREENLET seed, its STACK at stop) as
+ * cut: only their innermost frames are ground truth. */
+static inline int gr_greenlet_chain_cut(int major, int minor, int micro)
+{
+    return PY_VERSION_HEX >= 0x030C0000 && major == 3 && minor == 0 && micro <= 2;
 }
 
 /* Whether passive mode may write continued switches (switches.c): where a

@@ -56,8 +56,11 @@ static uint32_t start_site(gr_recorder *r, PyFrameObject *f, const char *via)
 }
 
 /* Whether the running Python frame (the caller of the C call) is
- * threading's Thread.start: a function named so in the namespace of
- * sys.modules["threading"]. */
+ * threading's Thread.start: 1 a function named so in the namespace of
+ * sys.modules["threading"]; 2 one in the namespace of another module whose
+ * __name__ is "threading" (a copy of it, such as eventlet's
+ * patcher.original("threading"), whose threads threading.setprofile's
+ * hook never reaches); else 0. */
 static int in_thread_start(PyFrameObject *f)
 {
     PyObject *name = gr_frame_code(f)->co_name;
@@ -66,8 +69,14 @@ static int in_thread_start(PyFrameObject *f)
     PyObject *modname = PyUnicode_FromString("threading");
     PyObject *threading = modname ? PyImport_GetModule(modname) : NULL;
     Py_XDECREF(modname);
-    int found = threading && PyModule_Check(threading) && PyEval_GetGlobals() == PyModule_GetDict(threading);
+    PyObject *globals = PyEval_GetGlobals(); /* borrowed */
+    int found = threading && PyModule_Check(threading) && globals == PyModule_GetDict(threading);
     Py_XDECREF(threading);
+    if (!found && globals && PyDict_Check(globals)) {
+        PyObject *gname = PyDict_GetItemString(globals, "__name__"); /* borrowed */
+        if (gname && PyUnicode_Check(gname) && PyUnicode_CompareWithASCIIString(gname, "threading") == 0)
+            found = 2;
+    }
     if (PyErr_Occurred())
         PyErr_Clear();
     return found;
@@ -149,11 +158,13 @@ __attribute__((noinline)) void gr_thread_start_event(gr_recorder *r, gr_thread *
     PyThreadState *me = PyThreadState_Get();
     if (what == PyTrace_C_CALL) {
         PyFrameObject *f = PyEval_GetFrame(); /* borrowed: the caller */
-        int via_threading = f && in_thread_start(f);
-        PyFrameObject *site_frame = via_threading ? PyFrame_GetBack(f) : (PyFrameObject *)Py_XNewRef(f);
-        t->start.site = start_site(r, site_frame, via_threading ? "threading.Thread.start" : "_thread.start_new_thread");
+        int via = f ? in_thread_start(f) : 0;
+        PyFrameObject *site_frame = via ? PyFrame_GetBack(f) : (PyFrameObject *)Py_XNewRef(f);
+        t->start.site = start_site(r, site_frame, via == 1 ? "threading.Thread.start"
+                                                  : via == 2 ? "threading.Thread.start(copy)"
+                                                             : "_thread.start_new_thread");
         Py_XDECREF(site_frame);
-        t->start.call = via_threading ? 1 : 2;
+        t->start.call = via == 1 ? 1 : 2;
         t->start.nopy = 0;
         t->start.head = PyInterpreterState_ThreadHead(me->interp);
         gr_thread_path(r, t);

@@ -218,14 +218,15 @@ static void forget_new_finders(PyObject *before)
 }
 
 /* Import greenlet if it can be imported; r->greenlet_mod stays NULL if not.
- * forget: whole-program mode, where the program must not find greenlet (or
- * what greenlet's package imports, __future__) in sys.modules unless it
- * imported it itself: the recorder keeps its references, sys.modules
- * forgets them, and the path finders forget what the import listed. */
-static void import_greenlet(gr_recorder *r, int forget)
+ * In both modes the program must not find greenlet (or what greenlet's
+ * package imports, __future__) in sys.modules unless it imported it itself
+ * (a --manual program's start() included): the recorder keeps its
+ * references, sys.modules forgets them, and the path finders forget what
+ * the import listed. */
+static void import_greenlet(gr_recorder *r)
 {
-    PyObject *before = forget ? module_names() : NULL;
-    PyObject *finders = forget ? finder_states() : NULL;
+    PyObject *before = module_names();
+    PyObject *finders = finder_states();
     PyErr_Clear();
     r->greenlet_mod = PyImport_ImportModule("greenlet");
     if (!r->greenlet_mod) {
@@ -253,8 +254,10 @@ static void import_greenlet(gr_recorder *r, int forget)
     PyObject *ver = PyObject_GetAttrString(r->greenlet_mod, "__version__");
     const char *vs = ver && PyUnicode_Check(ver) ? PyUnicode_AsUTF8(ver) : NULL;
     int a = 0, b = 0, c = 0;
-    if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2)
+    if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2) {
         r->sw.witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
+        r->gl_api.gl_chain_cut = gr_greenlet_chain_cut(a, b, c);
+    }
     /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
      * entries before). */
     if (api && a >= 2)
@@ -511,7 +514,7 @@ static gr_recorder *start_recorder_new(PyObject *module, const start_opts *o)
     gr_ptrmap_init(&r->gls.preexisting);
     r->sw.callback_mode = o->callback_mode;
     r->out.profile_on = o->profile;
-    r->out.hide_ours = o->entry != NULL; /* whole-program mode (recorder.h, gr_code_ours) */
+    r->out.hide_ours = 1; /* both modes (recorder.h, gr_code_ours) */
     r->ids.strings = PyDict_New();
     r->ids.identities = PyDict_New();
     r->ids.keep = PyList_New(0);
@@ -585,6 +588,19 @@ static int start_open_files(gr_recorder *r, start_opts *o, const char *path)
         Py_DECREF(tp);
     }
     return 0;
+}
+
+/* Context.run's method, known by its PyMethodDef (switches.c,
+ * context_step). */
+static void note_context_run(gr_recorder *r)
+{
+    PyObject *ctx = PyContext_New();
+    PyObject *run = ctx ? PyObject_GetAttrString(ctx, "run") : NULL;
+    if (run && PyCFunction_Check(run))
+        r->sw.ctx_run = ((PyCFunctionObject *)run)->m_ml;
+    Py_XDECREF(run);
+    Py_XDECREF(ctx);
+    PyErr_Clear();
 }
 
 /* The META records of the environment and the options (they hold no
@@ -665,6 +681,7 @@ static int start_own_functions(gr_recorder *r, PyObject *module)
         Py_DECREF(fn);
     }
 
+    r->follow.thread_start_id[0] = r->follow.thread_start_id[1] = UINT32_MAX;
     r->gen = ++next_gen;
     r->tls_key = r->gen << 32;
     r->follow.threads_sweep_at = 64;
@@ -718,7 +735,17 @@ static int start_this_thread(gr_recorder *r, gr_thread *t, PyObject *module, PyT
                               0);
         Py_XDECREF(below);
     } else {
-        gr_thread_first_sight(r, t, PyEval_GetFrame(), kept ? start_seen_by_kept(r, module, me) : 0, 0);
+        /* --manual (or the program's own start()): the seed leaves out
+         * greenreplay's start() it was called from (collect_stack), and
+         * the C calls that frame still makes are not recorded either.  A
+         * profile function kept from before start() saw the c_call of this
+         * C function: when the program called it itself, its c_return is
+         * the program's, so the seed ends with it. */
+        PyFrameObject *cur = PyEval_GetFrame(); /* borrowed */
+        int ours = cur && gr_code_ours(r, gr_code_id(r, gr_frame_code(cur)));
+        gr_thread_first_sight(r, t, cur, kept && !ours ? start_seen_by_kept(r, module, me) : 0, 0);
+        if (ours)
+            t->ours_frame = cur;
     }
     uint64_t f[2] = {t->tid, t->cur_gid};
     gr_emit(r, GR_START, 2, f);
@@ -796,7 +823,8 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (start_open_files(r, &o, path) < 0)
         goto fail;
     Py_CLEAR(o.path_obj);
-    import_greenlet(r, o.entry != NULL);
+    import_greenlet(r);
+    note_context_run(r);
     start_emit_meta(r, &o);
     gr_note_preexisting(r);
     if (o.mode >= 0 && start_sampler_registry(r, &o) < 0)
@@ -966,11 +994,12 @@ static void live_stack_greenlet(gr_recorder *r, gr_thread *me, Py_ssize_t nthrea
         uint64_t f[3] = {tid, gid, GR_STACK_THREAD_ENDED};
         gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, NULL, 0);
     } else {
-        /* Suspended: its frames from gr_frame, under its own thread. */
+        /* Suspended: its frames from gr_frame, under its own thread
+         * (cut where greenlet cuts that chain). */
         PyObject *fr = PyObject_GetAttr(g, r->gl_api.str_gr_frame);
         if (!fr)
             PyErr_Clear();
-        uint64_t f[3] = {tid, gid, 0};
+        uint64_t f[3] = {tid, gid, r->gl_api.gl_chain_cut && fr && PyFrame_Check(fr) ? GR_STACK_CUT : 0};
         gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT,
                       fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL, 0);
         Py_XDECREF(fr);

@@ -77,7 +77,7 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
         code = gr_cfunc_id(r, arg);
-        if (arg == r->thread_start[0] || arg == r->thread_start[1])
+        if (code == r->follow.thread_start_id[0] || code == r->follow.thread_start_id[1])
             gr_thread_start_event(r, t, what, arg);
         break;
     default:
@@ -90,7 +90,7 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
     if (t->gl_pending && gr_code_is_gl(r, code))
         gr_thread_touch(r, t);
     if (r->greenlet_mod && !t->gl_pending)
-        gr_switch_check(r, t, frame, what);
+        gr_switch_check(r, t, frame, what, code);
     t->may_have_ended = what != PyTrace_CALL && what != PyTrace_C_CALL;
     t->ccall_frame = what == PyTrace_C_CALL ? frame : NULL;
     switch (what) {
@@ -139,7 +139,7 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
         code = gr_code_id_cached(r, gr_frame_code(frame), &slot);
     } else {
         code = gr_cfunc_id_cached(r, arg, &slot);
-        if (__builtin_expect(arg == r->thread_start[0] || arg == r->thread_start[1], 0))
+        if (__builtin_expect(code == r->follow.thread_start_id[0] || code == r->follow.thread_start_id[1], 0))
             gr_thread_start_event(r, t, what, arg);
     }
     if (r->ours && __builtin_expect(is_ours_event(r, t, frame, what, code), 0)) {

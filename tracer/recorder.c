@@ -549,6 +549,14 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
 {
     GR_EXC_SAVE(saved);
     uint32_t id = cfunc_id_slow(r, fn);
+    /* The thread start functions, by their PyMethodDef: any module object
+     * of _thread shares the id (gr_cfunc_key of a module function). */
+    if (id && PyCFunction_Check(fn)) {
+        for (int i = 0; i < 2; i++)
+            if (r->thread_start[i] && PyCFunction_Check(r->thread_start[i]) &&
+                ((PyCFunctionObject *)r->thread_start[i])->m_ml == ((PyCFunctionObject *)fn)->m_ml)
+                r->follow.thread_start_id[i] = id;
+    }
     GR_EXC_RESTORE(saved);
     return id;
 }
@@ -760,7 +768,8 @@ static uint32_t define_suspended(gr_recorder *r, gr_thread *t, PyObject *g)
     if (!fr)
         gr_swallow(r);
     PyFrameObject *top = fr && PyFrame_Check(fr) ? (PyFrameObject *)fr : NULL;
-    uint32_t gid = gr_greenlet_define(r, t, g, top, 0, top ? GR_GL_SUSPENDED : 0);
+    uint32_t gid = gr_greenlet_define(r, t, g, top, 0,
+                                      top ? GR_GL_SUSPENDED | (r->gl_api.gl_chain_cut ? GR_GL_CUT : 0) : 0);
     Py_XDECREF(fr);
     return gid;
 }

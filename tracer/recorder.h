@@ -284,8 +284,8 @@ typedef struct gr_recorder {
                                    (backslashreplace); trailer field 5 */
         gr_path_rule *rules;    /* owned array */
         size_t nrules;
-        int hide_ours;          /* whole-program recording: greenreplay's own
-                                   frames are left out (`ours` filled) */
+        int hide_ours;          /* greenreplay's own frames are left out
+                                   (`ours` filled), in every mode */
         int profile_on;         /* profile=True at start */
     } out;
     /* Identities: strings, code objects, greenlets (recorder.c): */
@@ -322,6 +322,13 @@ typedef struct gr_recorder {
             uint32_t site;      /* only), with their start site index + 1, */
         } *unfollowed;          /* until threading's hook brings the recorder */
         size_t nunfollowed, unfollowed_cap; /* there (profile_slot.c sys_setprofile) */
+        uint32_t thread_start_id[2]; /* the code ids of r->thread_start once
+                                   defined, else UINT32_MAX: the profile
+                                   function compares the event's code id, so
+                                   that the functions of a _thread module
+                                   imported again (a new module object:
+                                   eventlet's patcher.original) count too
+                                   (recorder.c gr_cfunc_id_slow sets them) */
     } follow;
     /* Per-greenlet state in reusable slots (recorder.c): */
     struct gr_recorder_gls {
@@ -353,6 +360,8 @@ typedef struct gr_recorder {
                                    11 of the table), or NULL (then the `parent`
                                    attribute is read): gr_greenlet_parent */
         PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
+        int gl_chain_cut;       /* a suspended greenlet's gr_frame chain is cut
+                                   (compat.h, gr_greenlet_chain_cut) */
     } gl_api;
     /* Switch detection (switches.c): */
     struct gr_recorder_sw {
@@ -363,6 +372,8 @@ typedef struct gr_recorder {
                                    witness did not change skips asking greenlet
                                    (switches.c); cleared if a mark ever finds
                                    a switch the witness missed */
+        PyMethodDef *ctx_run;   /* Context.run's method (switches.c,
+                                   context_step), or NULL */
         int continued_ok;       /* continued switches may be written (passive
                                    mode, no sampler registry, not ring mode:
                                    switches.c) */
@@ -439,14 +450,12 @@ static inline uint32_t gr_code_id(gr_recorder *r, PyCodeObject *co)
     return id ? id : gr_code_id_slow(r, co);
 }
 
-/* Whether code id `id` is greenreplay's own Python code, in a whole-program
- * recording (r->out.hide_ours): the start() and stop() the program calls
- * (no-ops there), the stop at exit, Recording.__exit__, the pytest plugin.
- * The recorder records the program, not itself: those frames, and the C
- * calls they make, are not recorded, nor are they in any stack
- * (recorder.c, collect_stack).  A --manual recording still shows them: the
- * checker reads the seed of the greenlet that called start() with its
- * start() frame on top. */
+/* Whether code id `id` is greenreplay's own Python code (r->out.hide_ours, in
+ * every mode): the start() and stop() the program calls, the stop at exit,
+ * Recording.__exit__, the pytest plugin.  The recorder records the
+ * program, not itself: those frames, and the C calls they make, are not
+ * recorded, nor are they in any stack (recorder.c, collect_stack); the
+ * seed of a --manual start() ends in the program's frame that called it. */
 static inline int gr_code_ours(const gr_recorder *r, uint32_t id)
 {
     return id < r->ours_cap && r->ours[id];
@@ -783,8 +792,9 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
  * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
  * event's frame.  frame, what: as given to the profile function; ts: the
  * calling thread's state (PyThreadState_GET(), borrowed), read once per
- * event by the caller. */
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts);
+ * event by the caller; code: the event's code id. */
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts,
+                          uint32_t code);
 
 /* Passive detection at a profile event: greenlet is asked only when the
  * thread's switch witness (compat.h) changed since it was last asked, so
@@ -792,7 +802,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
  * makes no greenlet API call (such a call also runs greenlet's deferred
  * cleanup of greenlets of other threads: greenlet's own leak tests see
  * it). */
-static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, uint32_t code)
 {
     PyThreadState *ts = gr_tstate_now();
     uint64_t v = gr_switch_witness(ts);
@@ -803,7 +813,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
          * previous event: no greenlet ran unseen in between. */
         t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
         t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
-        gr_switch_check_slow(r, t, frame, what, ts);
+        gr_switch_check_slow(r, t, frame, what, ts, code);
         t->sw_direct = 0;
     }
 }

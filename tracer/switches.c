@@ -366,8 +366,32 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
 
 static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
 
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts)
+/* Whether the thread's witness, moved by exactly one since its previous
+ * event (t->sw_direct), moved for a contextvars Context entered or left by
+ * Context.run, not for a switch (compat.h, gr_switch_witness): this event
+ * is the CALL right after the C_CALL of Context.run (entered: the callable
+ * it runs), or the C_RETURN/C_EXCEPTION of Context.run (left).  Greenlet is
+ * then not asked: asking runs greenlet's deferred cleanup of the thread's
+ * greenlets (greenlet 3.x, getcurrent), which a thread ending in
+ * Context.run (3.14+) would otherwise always get, and greenlet's own leak
+ * tests see (test_issue251_issue252_*).  what: a profile event. */
+static int context_step(gr_recorder *r, gr_thread *t, int what, uint32_t code)
 {
+    if (!r->sw.ctx_run)
+        return 0;
+    uint32_t id = gr_ptrmap_get(&r->codes, (uintptr_t)r->sw.ctx_run, (uintptr_t)&PyContext_Type);
+    if (!id)
+        return 0;
+    if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+        return code == id;
+    return what == PyTrace_CALL && t->ccall_frame && t->last_c_call == id;
+}
+
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts,
+                          uint32_t code)
+{
+    if (t->sw_direct && context_step(r, t, what, code))
+        return;
     if (!t->sw_direct)
         t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
     else if (r->sw.continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
@@ -414,6 +438,10 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
     uint64_t v = gr_switch_witness(ts), was = t->witness;
     int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
     t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
+    if (direct && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
+        gr_event_tail(r, t, frame, tag, arg, code, slot);
+        return;
+    }
     if (direct && r->sw.continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);

@@ -45,7 +45,10 @@ static void finish(ck *c)
         else
             gr_sb_puts(&c->msg, "code not named in the trace");
         gr_sb_printf(&c->msg, " at line %" PRIu32 " via %s (a profiler installed with threading.setprofile never "
-                     "reaches a thread not started by threading.Thread.start)", line, via);
+                     "reaches a thread not started by threading.Thread.start%s)", line, via,
+                     strcmp(via, "threading.Thread.start(copy)") == 0
+                         ? "; this Thread.start is a copy of the threading module's, not sys.modules[\"threading\"]'s"
+                         : "");
         ck_violate_lines(c, GR_RULE_UNREACHED, c->stop.stopped ? c->stop.stop_index : 0, 0, 0, NULL, 0, NULL, NULL);
         /* known only from the METAs written at stop (split.h) */
         c->res->v[c->res->nv - 1].of_whole = 1;

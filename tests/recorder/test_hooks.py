@@ -202,10 +202,11 @@ def test_profile_function_set_before_start_sees_the_same_events(recorded):
     assert "before" in h.words
     assert "callable" in h.words and "test_hooks.Watch" in h.words
     assert h.value("during") is None and h.value("frame") is None
-    # the seed ends with start() itself, whose c_return the recorder gets
-    (after,) = [r for r in trace.records if r.index == h.index + 1]
-    assert (after.kind, after.name) == ("C_RETURN", "greenreplay._greenreplay.start")
-    assert trace.of("GREENLET")[0].stack[-1] == "greenreplay._greenreplay.start"
+    # greenreplay's own start() is in no record: not in the seed, and the
+    # c_return of the C start() the program's function saw begin is not
+    # recorded (it still reaches that function: the comparison above)
+    assert not any("greenreplay" in name for name in trace.of("GREENLET")[0].stack)
+    assert not any(r.name and "greenreplay._greenreplay.start" in r.name for r in trace.records)
     status, report = rec.check()
     assert status == 0 and "imbalance            0" in report, report
 

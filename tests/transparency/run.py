@@ -176,9 +176,12 @@ def run_env(opts):
         text = f.read()
     out = []
     for line in text.splitlines():
-        if line.startswith("PYTHONPATH="):
-            line = line.replace(pkg + ":", "").replace(pkg, "")
-        elif line.startswith("GREENREPLAY_ENV=") or line.startswith("GREENREPLAY_PYTHON="):
+        # (Its PYTHONPATH line puts the recorder in front of the caller's
+        # PYTHONPATH, "PKG${PYTHONPATH:+:$PYTHONPATH}": without the line the
+        # caller's PYTHONPATH passes through as it is, with no empty entry
+        # that would add the working directory to sys.path.)
+        if line.startswith("PYTHONPATH=") or line.startswith("GREENREPLAY_ENV=") or \
+                line.startswith("GREENREPLAY_PYTHON="):
             continue
         out.append(line)
     bare = os.path.join(opts["out"], "python")

@@ -149,11 +149,17 @@ def _size(text):
 
 
 # `greenreplay record --manual` names the trace and its options in
-# GREENREPLAY_* variables.  The first start() that takes its path from them
-# takes them all out of the environment, so that the program's children do
-# not see them (a child's start() without a path is an error, never a write
-# into this trace), and keeps them here for the next start().
-_record_conf = {}
+# GREENREPLAY_* variables.  Its boot (greenreplay/boot) takes them out of the
+# environment before the program runs and keeps them in the extension
+# (_greenreplay._record_settings), so that neither the program nor its
+# children see them (a child's start() without a path is an error, never a
+# write into this trace).  Where the boot did not run (python -S), the first
+# start() that takes its path from the environment takes them out of it, and
+# keeps them here (in the extension too) for the next start().
+_record_conf = _greenreplay._record_settings()
+if _record_conf is None:
+    _record_conf = {}
+    _greenreplay._record_settings(_record_conf)
 
 
 def _env(key):

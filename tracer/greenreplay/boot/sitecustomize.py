@@ -38,6 +38,13 @@ With `record --start-on SIG` (GREENREPLAY_WINDOW_FD set) nothing is armed:
 the program runs unrecorded, and _window (below) records one window of it,
 opened and closed from record through a pipe (tracer/window.c).
 
+`greenreplay record --manual` boots here too, with GREENREPLAY_PROGRAM=manual:
+nothing is armed; the recorder's settings move from the environment into the
+extension (where the start() the program calls finds them), both directories
+leave sys.path and PYTHONPATH, the finder goes last on sys.meta_path, and this
+module leaves sys.modules by raising an ImportError naming sitecustomize,
+which site ignores (docs/recorder-start.md, "--manual").
+
 Nothing here raises into the program: if the recorder cannot start, one
 line goes to stderr and the program runs unrecorded.  Only os and sys are
 used, which site has imported already.
@@ -155,9 +162,26 @@ class _Finder:
         return sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name, [self.pkg])
 
 
+def _boot_manual(greenreplay, pkg):
+    # `greenreplay record --manual`: the program imports greenreplay and
+    # calls start() itself.  Its settings go from the environment into the
+    # extension, where the package the program imports finds them; the
+    # program finds the package through the finder last on sys.meta_path.
+    # True if the interpreter's own sitecustomize ran in place of this one.
+    settings = {key: os.environ[key] for key in greenreplay._RECORDER_VARIABLES if key in os.environ}
+    greenreplay._greenreplay._record_settings(settings)
+    _strip_environment()
+    own = _run_own_sitecustomize()
+    sys.meta_path.append(_Finder(pkg))
+    return own
+
+
 def _boot():
-    if os.environ.pop("GREENREPLAY_PROGRAM", None) != "1":
-        return
+    """None, or "leave" when this module must leave sys.modules (--manual,
+    with no sitecustomize of the interpreter's own)."""
+    mode = os.environ.pop("GREENREPLAY_PROGRAM", None)
+    if mode not in ("1", "manual"):
+        return None
     here = os.path.dirname(os.path.abspath(__file__))
     pkg = os.path.dirname(os.path.dirname(here))
     before = set(sys.modules)
@@ -170,11 +194,13 @@ def _boot():
         sys.stderr.write("greenreplay: the recorder is not built for %s (Python %d.%d): %s; "
                          "run `make PYTHON=%s`; the program runs unrecorded\n"
                          % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))
-        return
+        return None
     ours = [name for name in sys.modules if name not in before]
     _leave(here, pkg)
     for name in ours:
         sys.modules.pop(name, None)
+    if mode == "manual":
+        return None if _boot_manual(greenreplay, pkg) else "leave"
     own_sitecustomize = _run_own_sitecustomize()
     conform = os.environ.get("GREENREPLAY_CONFORM")
     norecord = os.environ.get("GREENREPLAY_CONFORM_NORECORD") == "1"
@@ -234,4 +260,9 @@ def _boot():
 
 
 _this = sys.modules.get(__name__)
-_boot()
+if _boot() == "leave":
+    # Leave sys.modules as the program has it unrecorded (no
+    # sitecustomize): the import system takes a module whose code raised
+    # out of sys.modules again, and site ignores an ImportError that names
+    # sitecustomize itself (site.execsitecustomize, CPython 3.3+).
+    raise ImportError("greenreplay's --manual boot leaves sys.modules", name=__name__)
