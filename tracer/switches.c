@@ -194,7 +194,7 @@ static inline void switch_hand_over(gr_recorder *r, gr_thread *t, gr_gl *oe, int
  * and count a disagreement, keeping the first (its record index, tid, the
  * gid written and the gid greenlet names, 0 if not one seen).  The counts
  * go to META records at stop() (module.c) and `greenreplay check` reports
- * a mismatch as a switch_consistency violation (docs/FORMAT.md §7).  The
+ * a mismatch as a switch_consistency violation (docs/RULES.md).  The
  * trace is otherwise unchanged: the switch is still written without a
  * stack.  Any pending exception (a C_EXCEPTION's) is kept. */
 static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t tg)

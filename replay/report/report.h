@@ -1,5 +1,5 @@
 /* report.h - output of checker results (`greenreplay check`): text, JSON
- * (jansson) and JUnit XML.  The formats are described in docs/FORMAT.md §7.
+ * (jansson) and JUnit XML.  The formats are described in docs/RULES.md.
  */
 #ifndef GR_REPORT_H
 #define GR_REPORT_H
@@ -41,7 +41,7 @@ const char *gr_check_status_name(enum gr_check_status s);
  * of the trace not listed (...)". */
 void gr_report_folded(gr_sb *sb, const gr_folded *f);
 
-/* Append the coverage section of the text report (docs/FORMAT.md §7):
+/* Append the coverage section of the text report (docs/RULES.md):
  * "coverage:" and one line each for records, threads and greenlets seen,
  * ground truth, blind spots, records lost and what ended the recording. */
 void gr_report_coverage(gr_sb *sb, const gr_trace *t, const gr_coverage *cv);

@@ -25,7 +25,7 @@
  *     a c_return without its c_call for a bound method wrapping a C
  *     function.  Removed: every C_RETURN / C_EXCEPTION that matches no open
  *     C_CALL of its greenlet (except the one expected at the seed level of
- *     a greenlet first seen suspended, docs/FORMAT.md §7).
+ *     a greenlet first seen suspended, docs/RULES.md).
  */
 #ifndef GR_DIFF_IGNORE_H
 #define GR_DIFF_IGNORE_H

@@ -1,4 +1,4 @@
-/* blind_spot.c - the blind_spot rule (docs/FORMAT.md §7): the profiler
+/* blind_spot.c - the blind_spot rule (docs/RULES.md): the profiler
  * missed events, shown by a ground-truth point whose real stack differs
  * from the shadow (a MARK, a SWITCH/THROW carrying the target's real
  * stack), by a MARK not bracketed by the c_call/c_return of `mark`, or by

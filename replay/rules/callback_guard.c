@@ -1,4 +1,4 @@
-/* callback_guard.c - the callback_guard rule (docs/FORMAT.md §7): greenlet
+/* callback_guard.c - the callback_guard rule (docs/RULES.md): greenlet
  * ran the program's greenlet trace callback with the thread's tracing on,
  * so the profile function saw the callback's frames inside a switch.
  *

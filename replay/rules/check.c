@@ -1,7 +1,7 @@
 /* check.c - the checker's engine: one stream of records through the rule
  * table (rule.h, one file per rule in replay/rules/) over the shared
  * shadow stacks (shadow.h); results, coverage, and the step-by-step API
- * (check.h; the rules are specified in docs/FORMAT.md §7). */
+ * (check.h; the rules are specified in docs/RULES.md). */
 #include "check.h"
 
 #include "dump.h"

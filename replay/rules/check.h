@@ -1,7 +1,7 @@
 /* check.h - the checker: replay a decoded trace against a shadow stack per
  * (thread, greenlet) and report violations of the rules imbalance,
  * blind_spot, switch_consistency, propagation and callback_guard
- * (docs/FORMAT.md §7).
+ * (docs/RULES.md).
  *
  * The checker is pure: it reads a gr_trace and fills a gr_check_result;
  * report.h turns results into text, JSON or JUnit XML.  gr_check_run does
@@ -91,7 +91,7 @@ typedef struct gr_note {
     char *frames;        /* owned: the open shadow entries, "a > b" */
 } gr_note;
 
-/* What a check could and could not look at (docs/FORMAT.md §7,
+/* What a check could and could not look at (docs/RULES.md,
  * "Coverage").  Filled by gr_checker_finish / gr_check_run. */
 typedef struct gr_coverage {
     size_t records;         /* indexed records replayed */
@@ -143,7 +143,7 @@ int gr_code_is_own(const gr_trace *t, uint32_t code);
 /* Warnings of one kind counted, not listed: the propagation rule lists
  * the refutations of a greenlet's first GR_PROP_LISTED predictions in full
  * (at most GR_PROP_TRACE_LISTED in the whole trace) and counts the others
- * here (docs/FORMAT.md §7), so that a 3.12+ trace with a prediction at
+ * here (docs/RULES.md), so that a 3.12+ trace with a prediction at
  * every switch does not keep a ~350-byte warning for each: one entry per
  * greenlet for those past its first predictions (for at most
  * GR_PROP_FOLDED_LINES greenlets), and one for the trace (`whole`) for

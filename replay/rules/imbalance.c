@@ -1,4 +1,4 @@
-/* imbalance.c - the imbalance rule (docs/FORMAT.md §7): every return
+/* imbalance.c - the imbalance rule (docs/RULES.md): every return
  * matches the call on top of its shadow stack; a greenlet dies with an
  * empty shadow; at stop() the open shadow frames are the real stack (STACK
  * records).  What is still open at the end is a note, not a violation.

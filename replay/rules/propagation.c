@@ -1,4 +1,4 @@
-/* propagation.c - the propagation rule (docs/FORMAT.md §7): a greenlet that
+/* propagation.c - the propagation rule (docs/RULES.md): a greenlet that
  * runs with tracing off while its thread's profile function is on (the
  * greenlet issue 256 / CPython PR 25276 class), seen directly at a SWITCH
  * or a MARK (3.9-3.11), or predicted from an INSTR record (3.12+: frames

@@ -4,7 +4,7 @@
  * Input: a trace and its side channel with the reference sampler's data
  * (docs/FORMAT.md §5: 'W' per switch, 'P' per sample).  On top of the
  * checker's rules (check.h, whose shadow stacks it reuses) it checks three
- * rules (docs/FORMAT.md §7):
+ * rules (docs/RULES.md):
  *   - stall_wait: the longest wait of a switch for the sampler's registry
  *     lock exceeds a threshold (default GR_STALL_MAX_WAIT_NS);
  *   - stall_depth: a sample read frames while holding the lock
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Default stall_wait threshold: 1 ms (docs/FORMAT.md §7.1 says why). */
+/* Default stall_wait threshold: 1 ms (docs/RULES.md, stall_wait, says why). */
 #define GR_STALL_MAX_WAIT_NS 1000000u
 
 /* The reference sampler's depth cap (tracer/sampler.h GR_SAMPLE_DEPTH): a
@@ -144,7 +144,7 @@ int gr_stall_stream(gr_trace *t, const char *side, uint64_t max_wait_ns, gr_stal
  * (REASON)" when st->stacks_reason is set). */
 void gr_stall_summary(gr_sb *sb, const gr_stall *st);
 
-/* The figures as a JSON object (new reference): see docs/FORMAT.md §7.1. */
+/* The figures as a JSON object (new reference): see docs/RULES.md, "Stall check". */
 json_t *gr_stall_json(const gr_stall *st);
 
 /* Release what *st owns and zero it. */

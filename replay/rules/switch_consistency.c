@@ -1,4 +1,4 @@
-/* switch_consistency.c - the switch_consistency rule (docs/FORMAT.md §7):
+/* switch_consistency.c - the switch_consistency rule (docs/RULES.md):
  * every event comes from the greenlet running on its thread, a switch
  * starts from the running greenlet, a continued switch resumes a greenlet
  * suspended in a C call, and no record concerns a greenlet after its DEAD
