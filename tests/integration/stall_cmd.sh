@@ -45,7 +45,13 @@ fi
 # The workload itself, N=10 idle greenlets 5 frames deep and 20 workers:
 # the recording sees all 31 greenlets and the sampler reads the idle ones'
 # frames (10 x 5 of them at least in a sample).
-PYTHONPATH=$GR_ROOT/build/python "$PY" -m greenreplay.stall --sampler hold-lock --idle 10 --depth 5 \
+# Its package as `greenreplay stall` finds it (record.c, gr_record_package_dir).
+pkg=${GREENREPLAY_PYTHONPATH:-}
+if [ -z "$pkg" ]; then
+    pkg=$(dirname "$GR_CLI")/python
+    [ -d "$pkg" ] || pkg=$(dirname "$GR_CLI")/../lib/greenreplay/python
+fi
+PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} "$PY" -m greenreplay.stall --sampler hold-lock --idle 10 --depth 5 \
     --seconds 0.1 --interval-us 1000 --output "$GR_WORK/w.gr" >"$GR_WORK/w.out" 2>&1
 rc=$?
 "$GR_CLI" check --stall "$GR_WORK/w.gr" >"$GR_WORK/w.check" 2>&1
