@@ -346,6 +346,17 @@ def version_of(doc, env_id, prof):
     return v or "?"
 
 
+def column_skip_reason(cells):
+    """Why every cell of one profiler in one environment is skip: the reason
+    most of them give, the profiler's own (not installed, not built) before a
+    fixture's "# requires:" module, which only some fixtures have."""
+    count = {}
+    for c in cells:
+        r = str(c.get("reason") or "")
+        count[r] = count.get(r, 0) + 1
+    return min(count, key=lambda r: (r.startswith("requires "), -count[r], r))
+
+
 def md_cell(c):
     if c is None:
         return "—"
@@ -392,15 +403,20 @@ def render_md(doc):
         row = []
         for e in doc["envs"]:
             cs = [c for c in doc["cells"] if c["env"] == e["id"] and c["profiler"] == p]
-            if cs and all(c["outcome"] == "skip" for c in cs):
-                row.append("skip (%s)" % short_reason(cs[0]["reason"]))
+            if not cs:
+                v = version_of(doc, e["id"], p)
+                row.append("—" if v == "?" else v)
+            elif all(c["outcome"] == "skip" for c in cs):
+                row.append("skip (%s)" % short_reason(column_skip_reason(cs)))
             else:
                 row.append(version_of(doc, e["id"], p))
         w("| %s | %s | %d | %d | %d | %d |" % (p, " | ".join(row), pp.get("pass", 0), pp.get("known", 0),
                                                 pp.get("fail", 0), pp.get("skip", 0)))
     w("")
     w("Environment cells show the profiler version used (from the suite's Debian package; `stdlib`: "
-      "cProfile and profile come with the interpreter), or why the whole column is skipped.")
+      "cProfile and profile come with the interpreter), or why the whole column is skipped; —: no cell "
+      "of that profiler ran there and the environment's probe names no version of it (a mutant environment "
+      "runs only its lines of ci/profilers-mutants.conf).")
     w("")
     w("### Verdicts: fixtures × environments × profilers")
     w("")

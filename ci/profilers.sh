@@ -50,7 +50,7 @@
 #                               profiler (yappi, coverage, line_profiler), the
 #                               fixtures profilers/direct_then_run and
 #                               profilers/enabled_while_suspended (40 cells,
-#                               about 3 minutes; the full axis about 12)
+#                               about 3 minutes; the full axis, 332 cells, about 5)
 #   --known FILE                known issues (default fixtures/known-issues.ini)
 #   --out DIR                   cells and reports (default build/matrix/profilers;
 #                               the matrix page build/matrix/index.html shows them)
@@ -103,7 +103,7 @@ usage() { sed -n '6,8p' "${BASH_SOURCE[0]}" | sed 's/^# //' >&2; echo "(ci/profi
 
 LIST_ONLY=0
 case "${1:-}" in
-    -h|--help|help) sed -n '2,50p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help|help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
     report) shift; [ $# -ge 1 ] || usage; exec "$HOST_PY" "$REPORT" render "$@" ;;
     list) shift; LIST_ONLY=1 ;;
     run) shift ;;

@@ -140,6 +140,28 @@ if grep -q '^| cprofile | 9.9 | 9.9 | 2 | 1 | 4 | 0 |$' "$md" &&
 else
     bad "Markdown tables"; sed -n '1,40p' "$md"
 fi
+# The summary's environment columns: a profiler with no cell in an
+# environment (a mutant one runs only its own lines) shows the version the
+# environment's probe names, else "—"; one whose every cell there is skip shows the reason most give,
+# the profiler's own before a fixture's "requires" module.
+skipcell() { # ENV FIXTURE PROFILER REASON
+    mkdir -p "$W/out2/cells/$1"
+    printf 'env=%s\nfixture=%s\nprofiler=%s\nexpect=none\nstate=skip\nskip_reason=%s\nduration=0.10\n' \
+        "$1" "$2" "$3" "$4" >"$W/out2/cells/$1/$3--${2//\//__}.cell"
+}
+skipcell old profilers/a austin "requires gevent, not importable by old"
+skipcell old profilers/b austin "austin is not installed"
+skipcell old profilers/c austin "austin is not installed"
+skipcell new profilers/a memray "memray is not importable here"
+skipcell new profilers/a coverage "coverage is not importable here"
+"$PY" "$REPORT" collect --out "$W/out2" --known "$W/known.ini" --envs "$W/envs.json" >"$W/collect2.txt" 2>&1
+if grep -q '^| austin | skip (austin is not installed) | — | 0 | 0 | 0 | 3 |$' "$W/out2/profilers.md" &&
+   grep -q '^| memray | — | skip (memray is not importable here) | 0 | 0 | 0 | 1 |$' "$W/out2/profilers.md" &&
+   grep -q '^| coverage | 5.1 | skip (coverage is not importable here) | 0 | 0 | 0 | 1 |$' "$W/out2/profilers.md"; then
+    ok "Markdown summary: no cell, the probe's version or —; the profiler's own skip reason first"
+else
+    bad "Markdown summary columns"; grep '^| [a-z]* |' "$W/out2/profilers.md" | head -n 4
+fi
 n1=$(grep -c 'profiler-axis:begin' "$W/docs.md")
 "$PY" "$REPORT" render "$W/out/profilers.json" --docs "$W/docs.md" >/dev/null 2>&1
 n2=$(grep -c 'profiler-axis:begin' "$W/docs.md")

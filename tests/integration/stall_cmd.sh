@@ -4,6 +4,10 @@
 # checks those, a benchmark):
 #  - a short run (N=10, 2 repetitions of 0.05 s, seqlock) writes --json
 #    with the baseline and the sampler, their ratios and distributions;
+#  - the workload's greenlets and their frames are the program's, in the
+#    recording and in the reference sampler's reads (not greenreplay's own
+#    code, which the recorder leaves out: the sampler's cost would then
+#    not grow with N);
 #  - an external sampler that exits before the measured phase is an error
 #    (2) naming it;
 #  - usage errors: exit 2, one line.
@@ -36,6 +40,29 @@ for x in s:
 else
     gr_bad "stall: short run: exit $rc"
     gr_show "$GR_WORK/s.out" "$GR_WORK/s.err"
+fi
+
+# The workload itself, N=10 idle greenlets 5 frames deep and 20 workers:
+# the recording sees all 31 greenlets and the sampler reads the idle ones'
+# frames (10 x 5 of them at least in a sample).
+# Its package as `greenreplay stall` finds it (record.c, gr_record_package_dir).
+pkg=${GREENREPLAY_PYTHONPATH:-}
+if [ -z "$pkg" ]; then
+    pkg=$(dirname "$GR_CLI")/python
+    [ -d "$pkg" ] || pkg=$(dirname "$GR_CLI")/../lib/greenreplay/python
+fi
+PYTHONPATH=$pkg${PYTHONPATH:+:$PYTHONPATH} "$PY" -m greenreplay.stall --sampler hold-lock --idle 10 --depth 5 \
+    --seconds 0.1 --interval-us 1000 --output "$GR_WORK/w.gr" >"$GR_WORK/w.out" 2>&1
+rc=$?
+"$GR_CLI" check --stall "$GR_WORK/w.gr" >"$GR_WORK/w.check" 2>&1
+if [ $rc -eq 0 ] && grep -q 'seen  *1 thread, 31 greenlets' "$GR_WORK/w.check" &&
+   grep -Eq '^stall_depth at event [0-9]+: sample [0-9]+ \(taken after event [0-9]+\) read ([5-9][0-9]|[1-9][0-9][0-9]+) of' \
+       "$GR_WORK/w.check"; then
+    gr_ok "stall: the workload's idle greenlets and their frames are in the recording and the samples"
+else
+    gr_bad "stall: workload greenlets: exit $rc"
+    gr_show "$GR_WORK/w.out"
+    grep -E 'seen|stall_depth at|frames read' "$GR_WORK/w.check"
 fi
 
 "$GR_CLI" stall --python "$PY" --attach 'false {pid}' --idle 10 --depth 5 --reps 2 --seconds 0.05 \
