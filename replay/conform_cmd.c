@@ -207,6 +207,9 @@ struct run {
     char trace[PATH_MAX], results[PATH_MAX];
     char reference[PATH_MAX]; /* the reference line tracer's results ("" none) */
     char pkg[PATH_MAX];
+    char **launch;            /* a launcher profiler's words between PYTHON and SCRIPT */
+    int nlaunch;
+    char launch_out[PATH_MAX]; /* the file the launcher profiler writes ("" none) */
 };
 
 static int is_builtin(const char *s)
@@ -349,6 +352,8 @@ static void cleanup(struct run *r)
     }
     if (!r->trace_out)
         unlink(r->trace);
+    if (r->launch_out[0])
+        unlink(r->launch_out);
     if (!r->results_out) {
         unlink(r->results);
         char tmp[PATH_MAX + 8];
@@ -614,6 +619,9 @@ int gr_cmd_conform(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.json_fd = -1;
     int status = conform_main(&r, argc, argv);
+    for (int i = 0; i < r.nlaunch; i++)
+        free(r.launch[i]);
+    free(r.launch);
     if (r.json_fd >= 0) { /* stdout back where it was */
         fflush(stdout);
         dup2(r.json_fd, 1);
@@ -779,6 +787,38 @@ static int check_program(struct run *r, int argc, char **argv)
     return CONFORM_GO_ON;
 }
 
+/* A launcher profiler (scalene): the probe's second line, "launch" and the
+ * words that go between PYTHON and SCRIPT, tab-separated; "{output}" in a
+ * word stands for the file the profiler writes (in the temporary
+ * directory). */
+static void launch_words(struct run *r, char *rest)
+{
+    if (strncmp(rest, "launch\t", 7) != 0)
+        return;
+    char *end = strchr(rest, '\n');
+    if (end)
+        *end = '\0';
+    for (char *w = strtok(rest + 7, "\t"); w; w = strtok(NULL, "\t")) {
+        r->launch = gr_xrealloc(r->launch, (size_t)(r->nlaunch + 1) * sizeof *r->launch);
+        r->launch[r->nlaunch++] = gr_xstrdup(w);
+    }
+    /* A third line, "env" and NAME=VALUE words: the launcher's environment
+     * (scalene starts the program in a new process unless its variables
+     * are set already). */
+    if (!end || strncmp(end + 1, "env\t", 4) != 0)
+        return;
+    char *e2 = strchr(end + 1, '\n');
+    if (e2)
+        *e2 = '\0';
+    for (char *w = strtok(end + 5, "\t"); w; w = strtok(NULL, "\t")) {
+        char *eq = strchr(w, '=');
+        if (eq && eq != w) {
+            *eq = '\0';
+            setenv(w, eq + 1, 1);
+        }
+    }
+}
+
 /* 1. The adapter, as the interpreter sees it: a skip when it is not
  * available there. */
 static int probe_adapter(struct run *r, char *saved_pp)
@@ -796,8 +836,10 @@ static int probe_adapter(struct run *r, char *saved_pp)
     char *line = gr_sb_take(&out);
     char *f1 = strchr(line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
     char *nl = f2 ? strchr(f2 + 1, '\n') : NULL;
-    if (nl)
+    if (nl) {
         *nl = '\0';
+        launch_words(r, nl + 1);
+    }
     if (!f2 || (strncmp(f1 + 1, "no\t", 3) != 0 && strncmp(f1 + 1, "yes\t", 4) != 0)) {
         free(line);
         free(saved_pp);
@@ -863,6 +905,23 @@ static int prepare_paths(struct run *r, char *saved_pp, char *root_abs)
     }
     if (r->root)
         setenv("GREENREPLAY_ROOT", r->root, 1);
+    if (r->nlaunch) {
+        char script[PATH_MAX];
+        snprintf(r->launch_out, sizeof r->launch_out, "%s/profiler-output.json", r->tmpdir);
+        setenv("GREENREPLAY_CONFORM_OUTPUT", r->launch_out, 1);
+        if (absolute_path(r->prog[0], script, sizeof script) == 0)
+            setenv("GREENREPLAY_CONFORM_SCRIPT", script, 1);
+        for (int i = 0; i < r->nlaunch; i++) {
+            char *at = strstr(r->launch[i], "{output}");
+            if (!at)
+                continue;
+            gr_sb sb;
+            gr_sb_init(&sb);
+            gr_sb_printf(&sb, "%.*s%s%s", (int)(at - r->launch[i]), r->launch[i], r->launch_out, at + 8);
+            free(r->launch[i]);
+            r->launch[i] = gr_sb_take(&sb);
+        }
+    }
     return CONFORM_GO_ON;
 }
 
@@ -870,7 +929,7 @@ static int prepare_paths(struct run *r, char *saved_pp, char *root_abs)
  * program's exit status; *killed its signal. */
 static int run_program(struct run *r, const char *saved_pp, int *killed)
 {
-    char **child = gr_xrealloc(NULL, (size_t)(r->nprog + 12) * sizeof *child);
+    char **child = gr_xrealloc(NULL, (size_t)(r->nprog + r->nlaunch + 12) * sizeof *child);
     int k = 0, rc;
     if (r->no_record) {
         /* the boot takes its two directories off the user's PYTHONPATH,
@@ -880,6 +939,8 @@ static int run_program(struct run *r, const char *saved_pp, int *killed)
         else
             setenv("PYTHONPATH", saved_pp, 1);
         child[k++] = (char *)r->python;
+        for (int i = 0; i < r->nlaunch; i++)
+            child[k++] = r->launch[i];
         for (int i = 0; i < r->nprog; i++)
             child[k++] = r->prog[i];
         child[k] = NULL;
@@ -903,6 +964,8 @@ static int run_program(struct run *r, const char *saved_pp, int *killed)
         }
         child[k++] = (char *)"--";
         child[k++] = (char *)r->python;
+        for (int i = 0; i < r->nlaunch; i++)
+            child[k++] = r->launch[i];
         for (int i = 0; i < r->nprog; i++)
             child[k++] = r->prog[i];
         child[k] = NULL;

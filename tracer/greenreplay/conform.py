@@ -28,6 +28,13 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
                                  the profiler itself, "# conform-start:
                                  manual")
     stop()                       disable it
+    launcher(output) -> [words]  optional: a profiler that must start the
+                                 program itself (scalene): the words put
+                                 between PYTHON and SCRIPT ("{output}": the
+                                 file it writes, ctx["output"] in start());
+                                 recording starts at the launcher's first
+                                 frame, and start() only notes ctx
+    launcher_environment() -> {} optional: variables set for that run
     results() -> dict            what it measured, with any of:
         "functions": [{"file", "line", "name", "calls"}]   call counts per
             function: file as the profiler reports it (co_filename),
@@ -363,11 +370,15 @@ def begin(frame):
     spec = os.environ.pop("GREENREPLAY_CONFORM", None)
     out = os.environ.pop("GREENREPLAY_CONFORM_RESULTS", None)
     norecord = os.environ.pop("GREENREPLAY_CONFORM_NORECORD", None) == "1"
+    # A launcher profiler (adapter launcher()): the program's first frame
+    # is the launcher's; the script it runs and the file it writes are here.
+    output = os.environ.pop("GREENREPLAY_CONFORM_OUTPUT", None)
+    script = os.environ.pop("GREENREPLAY_CONFORM_SCRIPT", None) or frame.f_code.co_filename
     if not spec or not out:
         return
-    _state.update(out=out, spec=spec, script=frame.f_code.co_filename)
+    _state.update(out=out, spec=spec, script=script)
     try:
-        root = os.environ.get("GREENREPLAY_ROOT") or os.path.dirname(os.path.abspath(frame.f_code.co_filename))
+        root = os.environ.get("GREENREPLAY_ROOT") or os.path.dirname(os.path.abspath(script))
         _state["paths"] = _Paths(root)
         module = load(spec)
         _state["module"] = module
@@ -375,15 +386,17 @@ def begin(frame):
         if not ok:
             _write(out, dict(_header(module, spec), skip=reason or "not available"))
             return
-        ctx = {"script": os.path.abspath(frame.f_code.co_filename), "root": root,
+        ctx = {"script": os.path.abspath(script), "root": root,
                "main_code": frame.f_code, "frame": frame}
+        if output:
+            ctx["output"] = output
         try:
             takes_ctx = len(inspect.signature(module.start).parameters) > 0
         except (TypeError, ValueError):
             takes_ctx = False
         atexit.register(_finish)
         _state.update(ctx=ctx, takes_ctx=takes_ctx)
-        if _manual(frame.f_code.co_filename):
+        if not output and _manual(script):
             ctx["frame"] = None  # started from the program's code, deeper
             _state["manual"] = True
             _state["manual_mode"] = True
@@ -582,14 +595,29 @@ def _probe_line(spec):
             detail = "version unknown: %s" % e
     else:
         detail = reason or "not available"
-    return "%s\t%s\t%s" % (spec, "yes" if ok else "no", detail.replace("\t", " ").replace("\n", " "))
+    line = "%s\t%s\t%s" % (spec, "yes" if ok else "no", detail.replace("\t", " ").replace("\n", " "))
+    launcher = getattr(module, "launcher", None)
+    if ok and callable(launcher):
+        # A profiler that must start the program itself: the words that go
+        # between PYTHON and SCRIPT ("{output}": the file it writes).
+        words = [str(w) for w in launcher("{output}")]
+        if any(not w or "\t" in w or "\n" in w for w in words):
+            raise ValueError("adapter %s: launcher(): empty words or words with tabs or newlines" % spec)
+        line += "\nlaunch\t" + "\t".join(words)
+        env = getattr(module, "launcher_environment", None)
+        pairs = ["%s=%s" % kv for kv in sorted((env() if callable(env) else {}).items())]
+        if any("\t" in w or "\n" in w or w.startswith("=") for w in pairs):
+            raise ValueError("adapter %s: launcher_environment(): names or values with tabs or newlines" % spec)
+        if pairs:
+            line += "\nenv\t" + "\t".join(pairs)
+    return line
 
 
 def main(argv):
     if argv[:1] == ["--list"]:
         for spec in BUILTINS:
             try:
-                print(_probe_line(spec))
+                print(_probe_line(spec).split("\n")[0])  # the table: no launch lines
             except ValueError as e:
                 print("%s\tno\t%s" % (spec, e))
         return 0
