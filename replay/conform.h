@@ -158,4 +158,11 @@ int gr_conform_spans(const gr_conform *c, uint32_t code);
 int gr_conform_compare_programs(const gr_conform *c, const gr_trace *t, json_t *results, const char *displaced, json_t *diffs,
                                 json_t *notes, size_t *checked, char *reason, size_t n);
 
+/* The trace's code id of a sampled frame under the root (file relative
+ * as in the trace, name the qualname or its last component, line the
+ * running line, first the function's first line or 0): 0 when the trace
+ * has none. */
+uint32_t gr_conform_frame_code(const gr_trace *t, const char *file, const char *name, long long line,
+                               long long first);
+
 #endif

@@ -12,6 +12,7 @@
 #include "conform_cmd.h"
 
 #include "conform.h"
+#include "conform_time.h"
 #include "outfile.h"
 #include "reader.h"
 #include "record.h"
@@ -350,8 +351,12 @@ static void cleanup(struct run *r)
         unlink(r->reference);
         unlink(tmp);
     }
-    if (!r->trace_out)
+    if (!r->trace_out) {
+        char tt[PATH_MAX + 8];
+        snprintf(tt, sizeof tt, "%s.times", r->trace);
         unlink(r->trace);
+        unlink(tt);
+    }
     if (r->launch_out[0])
         unlink(r->launch_out);
     if (!r->results_out) {
@@ -954,6 +959,7 @@ static int run_program(struct run *r, const char *saved_pp, int *killed)
         child[k++] = (char *)"record";
         child[k++] = (char *)"-o";
         child[k++] = r->trace;
+        child[k++] = (char *)"--times"; /* time per function of sampling profilers */
         if (r->root) {
             child[k++] = (char *)"--root";
             child[k++] = (char *)r->root;
@@ -1034,6 +1040,34 @@ static int run_outcome(struct run *r, int rc, int killed, double t_run, char *re
     return CONFORM_GO_ON;
 }
 
+/* A sampling profiler's time per function against the side channel's
+ * clock (conform_time.h): differences are added to diffs; the verdict v,
+ * a pass turned into a fail by them. */
+static int compare_times(const struct run *r, const gr_trace *t, json_t *res, json_t *diffs, int v)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s.times", r->trace);
+    json_t *yes = json_object_get(res, "compared"), *no = json_object_get(res, "not_compared");
+    if (!json_is_array(yes) || !json_is_array(no))
+        return v;
+    if (!json_is_true(json_object_get(res, "time_samples"))) {
+        /* memray samples at allocations; a sampler thread under the GIL
+         * samples where the program lets go of it: not at instants that do
+         * not depend on what runs */
+        json_array_append_new(no, json_string("time per function (the adapter does not take its samples by time)"));
+        return v;
+    }
+    gr_times tm;
+    if (gr_times_load(&tm, path) != GR_READ_OK) {
+        json_array_append_new(no, json_string("time per function (the side channel cannot be read)"));
+        gr_times_free(&tm);
+        return v;
+    }
+    size_t nd = gr_conform_time(t, &tm, res, diffs, yes, no);
+    gr_times_free(&tm);
+    return nd && v == GR_CONFORM_PASS ? GR_CONFORM_FAIL : v;
+}
+
 /* 4. The comparison, its lines and the verdict. */
 static int compare_run(struct run *r, json_t *res, int rc, double t_run, char *reason, size_t n)
 {
@@ -1055,6 +1089,8 @@ static int compare_run(struct run *r, json_t *res, int rc, double t_run, char *r
     json_t *diffs = NULL, *notes = NULL;
     size_t checked = 0;
     int v = gr_conform_compare(truth, &t, res, &diffs, &notes, &checked, reason, n);
+    if (v != GR_CONFORM_ERROR && json_is_array(json_object_get(res, "stacks")))
+        v = compare_times(r, &t, res, diffs, v);
     double t_cmp = now_s() - t1;
     gr_conform_free(truth);
     gr_trace_free(&t);

@@ -58,6 +58,12 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
             outermost frame first: line the running line, "first" the
             function's co_firstlineno when the profiler knows it; count the
             samples (or allocations) with that stack
+        "time_samples": true   the samples are taken by a timer, at
+            instants that do not depend on what runs: their counts are
+            tested against time per function (docs/conform.md)
+        "profiler_files": [part, ...]   parts of the trace's file names of
+            the profiler's own code: time it runs on top of the program's
+            frames (its sampling) is not the program's
         "program_profilers": [{"id", "functions": [...]}]   the counts of
             each of the program's own profiler objects (id: the trace's
             PROFILER id; functions as above), read back at exit, and
@@ -282,6 +288,14 @@ def _normalise(raw, paths):
                 fl.append(e)
             out.append({"frames": fl, "count": n})
         res["stacks"] = out
+    if raw.get("time_samples"):
+        # samples taken at instants that do not depend on what runs (a
+        # timer): their counts are compared with time per function
+        res["time_samples"] = True
+    if "profiler_files" in raw:
+        # parts of the trace's file names of the profiler's own code (its
+        # sampling runs on the program's thread): that time is not the program's
+        res["profiler_files"] = [str(f) for f in raw["profiler_files"]]
     if "program_profilers" in raw:
         progs = []
         for p in raw["program_profilers"]:

@@ -17,6 +17,8 @@ _spec = importlib.util.spec_from_file_location(
 _base = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_base)
 available, start, stop = _base.available, _base.start, _base.stop
+if hasattr(_base, "launcher"):  # scalene starts the program itself
+    launcher, launcher_environment = _base.launcher, _base.launcher_environment
 
 
 def version():

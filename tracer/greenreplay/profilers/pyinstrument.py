@@ -9,6 +9,8 @@ records, outermost frame first, each with the function's first line
 comparison holds it to which functions appear and which frame each is put
 under (results "stacks", docs/conform.md), not to counts or times.
 Interval 100 us (the fixtures are short); async_mode disabled (no coroutine stitching of stacks)."""
+import os
+
 _prof = None
 INTERVAL = 0.0001
 
@@ -71,4 +73,5 @@ def results():
         fl = [parse_identifier(f) for f in frames if "\x00" in f]
         if fl:
             stacks.append({"frames": fl, "count": 1})
-    return {"stacks": stacks, "threads": "starting"}
+    return {"stacks": stacks, "threads": "starting", "time_samples": os.environ.get("GR_TIME_SAMPLES") == "1",
+            "profiler_files": ["<site>/pyinstrument/"]}

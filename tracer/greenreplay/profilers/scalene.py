@@ -20,10 +20,10 @@ of the files scalene profiles (the program's); the results are those
 stacks ("stacks", count = samples), read back from OUT at exit, after
 scalene wrote it.  scalene drops frames outside the program without a
 trace, so each two frames it gives are kept apart by a marker (frames
-outside the root): adjacency is not compared, only which functions ran, and
-time per function (docs/conform.md, "Time per function").  Its per-line CPU percentages are not compared: they carry
+outside the root): adjacency is not compared, only which functions ran.  Its per-line CPU percentages are not compared: they carry
 no sample count, and a line's share is the stacks' innermost frames."""
 import json
+import os
 
 _output = None
 
@@ -114,4 +114,5 @@ def results():
             fl.append(_frame(fr))
         if fl and count > 0:
             stacks.append({"frames": fl, "count": count})
-    return {"stacks": stacks, "threads": "all"}
+    return {"stacks": stacks, "threads": "all", "time_samples": os.environ.get("GR_TIME_SAMPLES") == "1",
+            "profiler_files": ["<site>/scalene/"]}
