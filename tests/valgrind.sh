@@ -110,8 +110,11 @@ fi
 if [ "$ntraces" -gt 0 ]; then
     cfg=$logdir/cfg
     mkdir -p "$cfg/bad"
-    big=$(ls -S "${traces[@]}" | head -n 1)
-    size=$(stat -c %s "$big")
+    big=${traces[0]} size=0
+    for t in "${traces[@]}"; do
+        n=$(stat -c %s "$t")
+        [ "$n" -gt "$size" ] && big=$t size=$n
+    done
     head -c $((size / 2)) "$big" >"$cfg/cut.grt"
     cp "$big" "$cfg/flip.grt"
     printf '\377' | dd of="$cfg/flip.grt" bs=1 seek=$((size * 3 / 4)) conv=notrunc status=none
