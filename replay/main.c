@@ -1129,17 +1129,40 @@ static int cmd_script(int argc, char **argv)
         return bad_usage(usage_script, "%s", "script needs exactly one TRACE");
     if (out && refuse_output("script", "-o", out))
         return 2;
+    /* A regular file is read as a stream, twice (gr_shape_build_path): its
+     * records are never all in memory; anything else (a pipe) is read
+     * whole.  The program goes to OUT as it is made: it is never held
+     * whole either. */
     gr_trace t;
-    if (load(&t, argv[optind])) {
+    gr_shape shape;
+    if (regular_file(argv[optind])) {
+        if (gr_shape_build_path(&shape, &t, argv[optind], o.anonymize) != GR_READ_OK) {
+            fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+            gr_trace_free(&t);
+            return 2;
+        }
+    } else {
+        if (load(&t, argv[optind])) {
+            gr_trace_free(&t);
+            return 2;
+        }
+        gr_shape_build(&shape, &t, o.anonymize);
+    }
+    o.source = argv[optind];
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "greenreplay: script: -o %s: cannot write it: %s\n", out, strerror(errno));
+        gr_shape_free(&shape);
         gr_trace_free(&t);
         return 2;
     }
-    o.source = argv[optind];
-    gr_sb prog, notes;
-    gr_sb_init(&prog);
+    gr_sb notes;
     gr_sb_init(&notes);
-    gr_script_write(&t, &o, &prog, &notes);
+    int rc = gr_script_write_shape(&shape, &o, f, &notes, NULL) < 0 ? 2 : 0;
+    gr_shape_free(&shape);
     gr_trace_free(&t);
+    if (out && fclose(f) != 0)
+        rc = 2;
     if (!quiet && notes.len) {
         const char *p = notes.s;
         while (*p) {
@@ -1149,22 +1172,10 @@ static int cmd_script(int argc, char **argv)
             p += n + (e ? 1 : 0);
         }
     }
-    int rc = 0;
-    FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "greenreplay: script: -o %s: cannot write it: %s\n", out, strerror(errno));
-        rc = 2;
-    } else {
-        if (fwrite(prog.s ? prog.s : "", 1, prog.len, f) != prog.len || fflush(f) != 0)
-            rc = 2;
-        if (out && fclose(f) != 0)
-            rc = 2;
-        if (rc && out)
-            fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
-        else if (rc)
-            fputs("greenreplay: script: stdout: writing the script failed\n", stderr);
-    }
-    gr_sb_free(&prog);
+    if (rc && out)
+        fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
+    else if (rc)
+        fputs("greenreplay: script: stdout: writing the script failed\n", stderr);
     gr_sb_free(&notes);
     return rc;
 }

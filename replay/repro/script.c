@@ -54,7 +54,23 @@ typedef struct render {
     size_t line;      /* lines written so far */
     size_t unit;      /* last unit tag given */
     size_t bad_utf8;  /* invalid bytes replaced in literals */
+    FILE *file;       /* write the program here as it is made, or NULL: all
+                         of it stays in the caller's buffer */
+    int werr;         /* a write to file failed */
 } render;
+
+/* The program is written to R->file in pieces of about this size: the
+ * buffer holds one piece, not the whole program. */
+#define FLUSH_AT (64 * 1024)
+
+static void flush(render *R, gr_sb *out)
+{
+    if (!R->file || !out->len)
+        return;
+    if (!R->werr && fwrite(out->s, 1, out->len, R->file) != out->len)
+        R->werr = 1;
+    gr_sb_reset(out);
+}
 
 /* ---- literals ----------------------------------------------------------- */
 
@@ -616,6 +632,8 @@ static void line(render *R, gr_sb *out, int indent, const char *text, size_t n, 
         gr_sb_printf(out, "  %s", tag);
     gr_sb_putc(out, '\n');
     R->line++;
+    if (out->len >= FLUSH_AT)
+        flush(R, out);
 }
 
 /* Write a statement (lines separated by '\n') as one unit. */
@@ -915,7 +933,8 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
      * comes before line 3. */
     static const char cookie[] = "# -*- coding: utf-8 -*-";
     line(R, out, 0, cookie, sizeof cookie - 1, NULL);
-    gr_sb_printf(&h, "# Made by `greenreplay script` from a trace of %zu records", t->nrecs);
+    gr_sb_printf(&h, "# Made by `greenreplay script` from a trace of %" PRIu64 " records",
+                 gr_trace_count(t));
     const char *py = NULL, *gl = NULL;
     size_t npy = 0, ngl = 0;
     for (size_t i = 0; i < t->nmetas; i++) {
@@ -1198,15 +1217,20 @@ static void write_threads(render *R, gr_sb *out, const gr_sb *entries)
     gr_sb_free(&st);
 }
 
-size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes_out)
+/* The program of a built shape into out, or, when file is not NULL, into
+ * file (out is then only the buffer of the piece being written): 0, or -1
+ * when a write to file failed. */
+static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb *out,
+                        gr_sb *notes_out, size_t *nnotes_out)
 {
-    gr_shape shape;
-    gr_shape_build(&shape, t, o->anonymize);
+    const gr_trace *t = sh->t;
+    const gr_shape shape = *sh; /* read only */
     render R;
     memset(&R, 0, sizeof R);
     R.s = &shape;
     R.t = t;
     R.o = o;
+    R.file = file;
     R.var_of = gr_xrealloc(NULL, (shape.nframes + 1) * sizeof *R.var_of);
     memset(R.var_of, 0, (shape.nframes + 1) * sizeof *R.var_of);
     R.code_line = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.code_line);
@@ -1247,6 +1271,9 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     if (shape.uses_greenlet || entries.len)
         line(&R, out, 0, "", 0, NULL);
     body_units(&R, out, 0, body.s ? body.s : "", body.len);
+    flush(&R, out);
+    if (file && !R.werr && fflush(file) != 0)
+        R.werr = 1;
 
     if (notes_out)
         gr_sb_put(notes_out, notes.s ? notes.s : "", notes.len);
@@ -1259,6 +1286,29 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     free(R.var_of);
     free(R.code_line);
     gr_idmap_free(&R.dedup);
+    *nnotes_out = nnotes;
+    return R.werr ? -1 : 0;
+}
+
+size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes)
+{
+    gr_shape shape;
+    gr_shape_build(&shape, t, o->anonymize);
+    size_t n = 0;
+    (void)script_write(&shape, o, NULL, out, notes, &n);
     gr_shape_free(&shape);
-    return nnotes;
+    return n;
+}
+
+int gr_script_write_shape(const gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
+                          size_t *nnotes)
+{
+    gr_sb buf;
+    gr_sb_init(&buf);
+    size_t n = 0;
+    int rc = script_write(s, o, f, &buf, notes, &n);
+    gr_sb_free(&buf);
+    if (nnotes)
+        *nnotes = n;
+    return rc;
 }

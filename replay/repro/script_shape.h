@@ -198,8 +198,8 @@ typedef struct gr_shape {
     size_t nthreads, cap_threads;
     gr_gen *gens;
     size_t ngens, cap_gens;
-    uint64_t *resume_frames; /* internal: [t->nrecs] or NULL */
-    uint8_t *ckeep;       /* [t->nrecs]: for C_CALL, C_RETURN, C_EXCEPTION
+    uint8_t *ckeep;       /* [t->nrecs] (NULL when built from a streamed trace,
+                             gr_shape_build_path): for C_CALL, C_RETURN, C_EXCEPTION
                              records, 1 when the script reproduces the call by
                              its recorded name, 0 when by the neutral C call */
     uint64_t start_tid, start_gid;
@@ -228,6 +228,16 @@ typedef struct gr_shape {
  * an anonymized script keeps by name (script_builtins.h).  Exits(2) on
  * out of memory.  Returns 0. */
 int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize);
+
+/* The same from the trace file at path, read as a stream twice (a first
+ * pass for what the walk must know ahead of a record, then the walk): the
+ * records are never all in memory, and the shape has no ckeep.  *t (need
+ * not be initialised) is the second reading, left at its end: the
+ * definitions (names) the shape refers to, gr_trace_count(t) records;
+ * the shape borrows it.  Returns GR_READ_OK, or the reader's status with
+ * the message in t->err (the shape then holds nothing).  gr_trace_free(t)
+ * in every case.  Exits(2) on out of memory. */
+int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymize);
 
 /* Release what *s owns and zero it (t is not freed). */
 void gr_shape_free(gr_shape *s);
