@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,6 +288,10 @@ static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid, uint64_t gid)
 
 static size_t new_act(gr_shape *s, int kind, uint64_t rec)
 {
+    if (s->nacts >= UINT32_MAX) { /* gr_frame.acts holds 32-bit indices */
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
     s->acts = gr_xgrow(s->acts, &s->cap_acts, s->nacts + 1, sizeof *s->acts);
     gr_act *a = &s->acts[s->nacts];
     memset(a, 0, sizeof *a);
@@ -298,20 +303,34 @@ static size_t new_act(gr_shape *s, int kind, uint64_t rec)
     return s->nacts++;
 }
 
+/* Room for one more act in f: most frames have one or two, so the list
+ * starts at two (gr_xgrow starts at eight). */
+static void frame_room(gr_frame *f)
+{
+    if (f->nacts < f->cap_acts)
+        return;
+    if (f->cap_acts >= UINT32_MAX / 2) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+    f->cap_acts = f->cap_acts ? 2 * f->cap_acts : 2;
+    f->acts = gr_xrealloc(f->acts, f->cap_acts * sizeof *f->acts);
+}
+
 static void frame_add(gr_shape *s, size_t frame, size_t act)
 {
     gr_frame *f = &s->frames[frame];
-    f->acts = gr_xgrow(f->acts, &f->cap_acts, f->nacts + 1, sizeof *f->acts);
-    f->acts[f->nacts++] = act;
+    frame_room(f);
+    f->acts[f->nacts++] = (uint32_t)act;
 }
 
 /* Insert act before position pos of frame's acts. */
 static void frame_insert(gr_shape *s, size_t frame, size_t pos, size_t act)
 {
     gr_frame *f = &s->frames[frame];
-    f->acts = gr_xgrow(f->acts, &f->cap_acts, f->nacts + 1, sizeof *f->acts);
+    frame_room(f);
     memmove(f->acts + pos + 1, f->acts + pos, (f->nacts - pos) * sizeof *f->acts);
-    f->acts[pos] = act;
+    f->acts[pos] = (uint32_t)act;
     f->nacts++;
 }
 

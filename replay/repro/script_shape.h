@@ -62,7 +62,8 @@ enum gr_frame_end {
     GR_END_EXCEPTION,  /* C_EXCEPTION */
 };
 
-/* One action of a frame. */
+/* One action of a frame (48 bytes: one per action of the trace; the
+ * fields no kind shares overlap). */
 typedef struct gr_act {
     uint8_t kind;        /* enum gr_act_kind */
     uint8_t catch_;      /* SWITCH, THROW, SUSPEND, HANDOVER: resumed by a throw:
@@ -78,13 +79,21 @@ typedef struct gr_act {
     uint8_t unstarted;   /* THROW: the target had not started (the exception
                             kind decides whether it dies normally) */
     size_t frame;        /* CALL, CCALL */
-    size_t arm;          /* CALL: act index of the switch to make inside the
+    union {
+        size_t arm;      /* CALL: act index of the switch to make inside the
                             trace function before the call, GR_NONE */
-    size_t gen;          /* GENLOCAL: index into gr_shape.gens */
-    uint64_t tid, tid2;  /* PARK: tid; HANDOVER: from tid to tid2 */
-    uint64_t gid, gid2;  /* SWITCH/THROW: target; PARENT: gid, new parent gid2;
-                            SUSPEND: target gid2 (0: thread root) */
-    uint64_t label;      /* MARK: string id */
+        size_t gen;      /* GENLOCAL: index into gr_shape.gens */
+    };
+    union {
+        struct {
+            uint64_t tid, tid2; /* PARK, HOOK: tid; HANDOVER: from tid to tid2 */
+        };
+        struct {
+            uint64_t gid, gid2; /* SWITCH/THROW: target; PARENT: gid, new parent
+                                   gid2; SUSPEND: gid (gid2, its target: 0) */
+        };
+        uint64_t label;  /* MARK: string id */
+    };
     uint64_t rec;        /* record it comes from, GR_NONE if synthetic */
 } gr_act;
 
@@ -114,8 +123,8 @@ typedef struct gr_frame {
     uint64_t tid, gid;
     uint64_t call_rec;   /* CALL/C_CALL record, GR_NONE for seed and rebuilt frames */
     uint64_t end_rec;    /* RETURN/C_RETURN/C_EXCEPTION record, GR_NONE */
-    size_t *acts;        /* owned: indices into gr_shape.acts, in order */
-    size_t nacts, cap_acts;
+    uint32_t *acts;      /* owned: indices into gr_shape.acts, in order */
+    uint32_t nacts, cap_acts;
 } gr_frame;
 
 /* One greenlet (or, without greenlet, one thread's only "greenlet", gid 0). */
