@@ -258,9 +258,10 @@ static const char usage_script[] =
     "  -q, --quiet     no notes on stderr\n"
     "  -h, --help      show this help\n"
     "\n"
-    "Memory: the trace is read whole and the shape of every greenlet is built\n"
-    "before the program is written: 230 to 300 bytes per record (not one\n"
-    "chunk at a time like check; docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
+    "Memory: the trace is read as a stream, twice (read whole from a pipe),\n"
+    "and the program is written as it is made, but the shape of every greenlet\n"
+    "(its frames and actions) is built whole before the program is written:\n"
+    "about 120 bytes per record (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
