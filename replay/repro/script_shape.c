@@ -73,6 +73,10 @@ typedef struct shape_maps {
     gr_idmap quals;   /* (hash, len) of a qualname -> number */
     gr_idmap labels;  /* (hash, len) of a label -> number */
     gr_idmap gencode; /* (code, 0) -> 1: code known to run as a generator */
+    uint64_t *frecs;  /* with ckeep: [2 * frame] its CALL/C_CALL record (GR_NONE
+                         for seed and rebuilt frames), [2 * frame + 1] its
+                         RETURN/C_RETURN/C_EXCEPTION record (GR_NONE) */
+    size_t cap_frecs;
     uint64_t nquals, nlabels;
 } shape_maps;
 
@@ -270,7 +274,7 @@ static const char *nm(const gr_shape *s, gr_sb *sb, uint32_t code)
 
 /* ---- building blocks ---------------------------------------------------- */
 
-static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid, uint64_t gid)
+static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid)
 {
     s->frames = gr_xgrow(s->frames, &s->cap_frames, s->nframes + 1, sizeof *s->frames);
     gr_frame *f = &s->frames[s->nframes];
@@ -278,12 +282,21 @@ static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid, uint64_t gid)
     f->code = code;
     f->is_c = (uint8_t)is_c(s->t, code);
     f->tid = tid;
-    f->gid = gid;
-    f->call_rec = GR_NONE;
-    f->end_rec = GR_NONE;
+    if (s->ckeep) {
+        shape_maps *m = maps(s);
+        m->frecs = gr_xgrow(m->frecs, &m->cap_frecs, 2 * (s->nframes + 1), sizeof *m->frecs);
+        m->frecs[2 * s->nframes] = m->frecs[2 * s->nframes + 1] = GR_NONE;
+    }
     f->gen = GR_NONE;
     number_code(s, code);
     return s->nframes++;
+}
+
+/* Frame f's CALL/C_CALL record (end 0) or its end's (end 1), for ckeep. */
+static void frame_rec(gr_shape *s, size_t f, int end, uint64_t rec)
+{
+    if (s->ckeep)
+        maps(s)->frecs[2 * f + (size_t)end] = rec;
 }
 
 static size_t new_act(gr_shape *s, int kind, uint64_t rec)
@@ -447,7 +460,7 @@ static size_t pop(gr_shape *s, gr_green *g, int end, uint64_t rec)
     size_t f = g->stack[--g->depth];
     if (end) {
         s->frames[f].end = (uint8_t)end;
-        s->frames[f].end_rec = rec;
+        frame_rec(s, f, 1, rec);
     }
     return f;
 }
@@ -527,7 +540,7 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
         note(s, rec, "calls the profiler did not see (rebuilt from a mark's real stack): the "
                      "script makes them");
     for (size_t i = common; i < n; i++) {
-        size_t f = new_frame(s, ids[i], g->tid, g->gid);
+        size_t f = new_frame(s, ids[i], g->tid);
         s->frames[f].invisible = 1;
         size_t c = top(g);
         if (c == GR_NONE) {
@@ -632,7 +645,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
                 note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
             continue;
         }
-        size_t f = new_frame(s, ids[k], r->tid, r->gid);
+        size_t f = new_frame(s, ids[k], r->tid);
         gr_frame *fr = &s->frames[f];
         fr->seed = 1;
         fr->external = (uint8_t)(gr_shape_is_recorder_code(s->t, ids[k]) ||
@@ -670,8 +683,8 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t t0 = top(g);
     int ext = gr_shape_is_recorder_code(s->t, r->code) ||
               (t0 != GR_NONE && s->frames[t0].external);
-    size_t f = new_frame(s, r->code, r->tid, r->gid);
-    s->frames[f].call_rec = r->index;
+    size_t f = new_frame(s, r->code, r->tid);
+    frame_rec(s, f, 0, r->index);
     s->frames[f].external = (uint8_t)ext;
     if (ext) {
         push(g, f);
@@ -762,8 +775,8 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
     gr_green *g = running(s, th, r->gid, r->index);
     size_t t0 = top(g);
-    size_t f = new_frame(s, r->code, r->tid, r->gid);
-    s->frames[f].call_rec = r->index;
+    size_t f = new_frame(s, r->code, r->tid);
+    frame_rec(s, f, 0, r->index);
     g->last_returned = GR_NONE;
     if ((t0 != GR_NONE && s->frames[t0].external) ||
         gr_shape_c_named(s->t, r->code, "_greenreplay.stop", 1)) {
@@ -886,10 +899,10 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
     if (bi && bi->kind == GR_BUILTIN_PLAIN && qn > 9 && memcmp(q, "builtins.", 9) == 0 &&
         r->tag == GR_C_RETURN && c0 != GR_NONE && !s->frames[c0].is_c && !s->frames[c0].external &&
         !s->anonymize) {
-        size_t f = new_frame(s, r->code, r->tid, r->gid);
+        size_t f = new_frame(s, r->code, r->tid);
         s->frames[f].bound = 1;
         s->frames[f].end = GR_END_RETURN;
-        s->frames[f].end_rec = r->index;
+        frame_rec(s, f, 1, r->index);
         size_t a = new_act(s, GR_ACT_CCALL, r->index);
         s->acts[a].frame = f;
         frame_add(s, c0, a);
@@ -1555,10 +1568,11 @@ static void shape_keep_c(gr_shape *s)
         if (!f->is_c)
             continue;
         f->keep = (uint8_t)keep_c(s, f);
-        if (f->call_rec != GR_NONE && f->call_rec < n)
-            s->ckeep[f->call_rec] = f->keep;
-        if (f->end_rec != GR_NONE && f->end_rec < n)
-            s->ckeep[f->end_rec] = f->keep;
+        for (int e = 0; e < 2 && s->ckeep; e++) {
+            uint64_t rec = maps(s)->frecs[2 * i + (size_t)e];
+            if (rec != GR_NONE && rec < n)
+                s->ckeep[rec] = f->keep;
+        }
     }
 }
 
@@ -1682,6 +1696,7 @@ void gr_shape_free(gr_shape *s)
         gr_idmap_free(&m->quals);
         gr_idmap_free(&m->labels);
         gr_idmap_free(&m->gencode);
+        free(m->frecs);
         free(m);
     }
     memset(s, 0, sizeof *s);

@@ -120,9 +120,9 @@ typedef struct gr_frame {
                             a bound method object wrapping a builtin): the
                             script calls the builtin through such a method */
     size_t gen;          /* C generator.close kept: index into gens, else GR_NONE */
-    uint64_t tid, gid;
-    uint64_t call_rec;   /* CALL/C_CALL record, GR_NONE for seed and rebuilt frames */
-    uint64_t end_rec;    /* RETURN/C_RETURN/C_EXCEPTION record, GR_NONE */
+    uint64_t tid;        /* its thread (one frame per call: 48 bytes; its
+                            records, for gr_shape.ckeep, are kept beside
+                            only when the shape has one) */
     uint32_t *acts;      /* owned: indices into gr_shape.acts, in order */
     uint32_t nacts, cap_acts;
 } gr_frame;
