@@ -299,7 +299,7 @@ static void frame_rec(gr_shape *s, size_t f, int end, uint64_t rec)
         maps(s)->frecs[2 * f + (size_t)end] = rec;
 }
 
-static size_t new_act(gr_shape *s, int kind, uint64_t rec)
+static size_t new_act(gr_shape *s, int kind)
 {
     if (s->nacts >= UINT32_MAX) { /* gr_frame.acts holds 32-bit indices */
         fputs("greenreplay: out of memory\n", stderr);
@@ -312,7 +312,6 @@ static size_t new_act(gr_shape *s, int kind, uint64_t rec)
     a->frame = GR_NONE;
     a->arm = GR_NONE;
     a->gen = GR_NONE;
-    a->rec = rec;
     return s->nacts++;
 }
 
@@ -547,7 +546,7 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
             if (g->run == GR_NONE)
                 g->run = f;
         } else {
-            size_t a = new_act(s, GR_ACT_CALL, rec);
+            size_t a = new_act(s, GR_ACT_CALL);
             s->acts[a].frame = f;
             frame_add(s, c, a);
         }
@@ -653,7 +652,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
         if (prev == GR_NONE)
             g->run = f;
         else if (!fr->external) {
-            size_t a = new_act(s, GR_ACT_CALL, GR_NONE);
+            size_t a = new_act(s, GR_ACT_CALL);
             s->acts[a].frame = f;
             frame_add(s, prev, a);
         }
@@ -669,7 +668,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
             note(s, r->index, "a greenlet suspended inside greenreplay's own code: not "
                               "reproduced");
         else {
-            size_t a = new_act(s, GR_ACT_SUSPEND, r->index);
+            size_t a = new_act(s, GR_ACT_SUSPEND);
             s->acts[a].gid = r->gid;
             frame_add(s, c, a);
             g->resume_act = a;
@@ -700,7 +699,7 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
         } else if (pair && lr == g->run) {
             /* A generator finalized after the run function returned (its
              * frame held the last reference): hold one in that frame. */
-            size_t a = new_act(s, GR_ACT_GENLOCAL, r->index);
+            size_t a = new_act(s, GR_ACT_GENLOCAL);
             s->acts[a].gen = new_gen(s, r->code);
             frame_add(s, lr, a);
             s->frames[f].finalizer = 1;
@@ -711,12 +710,12 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
         }
     } else if (pair && lr != GR_NONE && genlike && !s->frames[lr].is_c) {
         /* A generator finalized when the frame that held it returned. */
-        size_t a = new_act(s, GR_ACT_GENLOCAL, r->index);
+        size_t a = new_act(s, GR_ACT_GENLOCAL);
         s->acts[a].gen = new_gen(s, r->code);
         frame_add(s, lr, a);
         s->frames[f].finalizer = 1;
     } else {
-        size_t a = new_act(s, GR_ACT_CALL, r->index);
+        size_t a = new_act(s, GR_ACT_CALL);
         s->acts[a].frame = f;
         if (g->pending_arm != GR_NONE) {
             if (s->frames[t0].is_c)
@@ -793,7 +792,7 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
                           "reproduced");
         s->frames[f].external = 1;
     } else {
-        size_t a = new_act(s, GR_ACT_CCALL, r->index);
+        size_t a = new_act(s, GR_ACT_CCALL);
         s->acts[a].frame = f;
         frame_add(s, t0, a);
         if (gr_shape_c_named(s->t, r->code, "sys.settrace", 0))
@@ -903,7 +902,7 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
         s->frames[f].bound = 1;
         s->frames[f].end = GR_END_RETURN;
         frame_rec(s, f, 1, r->index);
-        size_t a = new_act(s, GR_ACT_CCALL, r->index);
+        size_t a = new_act(s, GR_ACT_CCALL);
         s->acts[a].frame = f;
         frame_add(s, c0, a);
         note(s, r->index, "a c_return without its c_call (CPython issue 122029): the builtin is "
@@ -952,7 +951,7 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
             }
         }
         push(g, bracket);
-        size_t a = new_act(s, GR_ACT_MARK, r->index);
+        size_t a = new_act(s, GR_ACT_MARK);
         s->acts[a].label = r->label;
         frame_add(s, bracket, a);
         return;
@@ -960,7 +959,7 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t c = container(s, g, r->index, "a mark");
     if (c == GR_NONE)
         return;
-    size_t a = new_act(s, GR_ACT_MARK, r->index);
+    size_t a = new_act(s, GR_ACT_MARK);
     s->acts[a].label = r->label;
     frame_add(s, c, a);
 }
@@ -1017,7 +1016,7 @@ static void on_stop(gr_shape *s, gr_sthread *th, const gr_record *r)
         note(s, r->index, "stop() called with no frame of the program open: not reproduced");
         return;
     }
-    size_t a = new_act(s, GR_ACT_STOP, r->index);
+    size_t a = new_act(s, GR_ACT_STOP);
     frame_add(s, g->stack[k - 1], a);
 }
 
@@ -1041,14 +1040,14 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
         }
         if (go->run != GR_NONE && !s->frames[go->run].is_c) {
             if (go->parent_now != r->target && r->target) {
-                size_t a = new_act(s, GR_ACT_PARENT, r->index);
+                size_t a = new_act(s, GR_ACT_PARENT);
                 s->acts[a].gid = go->gid;
                 s->acts[a].gid2 = r->target;
                 frame_add(s, go->run, a);
                 go->parent_now = r->target;
             }
             if (throw)
-                frame_add(s, go->run, new_act(s, GR_ACT_RAISE, r->index));
+                frame_add(s, go->run, new_act(s, GR_ACT_RAISE));
         } else if (go->parent_now != r->target) {
             note(s, r->index, "a greenlet that ran no visible code dies into a greenlet other "
                               "than its parent: not reproduced");
@@ -1065,7 +1064,7 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
         if (f < GR_STACK_CAP)
             trim_py(s, go, f, r->index);
         size_t t0 = top(go);
-        size_t a = new_act(s, throw ? GR_ACT_THROW : GR_ACT_SWITCH, r->index);
+        size_t a = new_act(s, throw ? GR_ACT_THROW : GR_ACT_SWITCH);
         s->acts[a].gid = r->target;
         if (t0 == GR_NONE || s->frames[t0].external) {
             note(s, r->index, "a greenlet switches away with no frame of the program open: not "
@@ -1091,7 +1090,7 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
                 }
             }
             if (r->parent && gt->parent_now != r->parent && !gt->root && pc != GR_NONE) {
-                size_t p = new_act(s, GR_ACT_PARENT, r->index);
+                size_t p = new_act(s, GR_ACT_PARENT);
                 s->acts[p].gid = r->target;
                 s->acts[p].gid2 = r->parent;
                 frame_insert(s, pc, ppos, p);
@@ -1156,7 +1155,7 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
     }
     if (from->ended)
         note(s, rec, "a thread has records after its frames all returned: not reproduced");
-    size_t a = new_act(s, GR_ACT_HANDOVER, rec);
+    size_t a = new_act(s, GR_ACT_HANDOVER);
     s->acts[a].tid = from->tid;
     s->acts[a].tid2 = to->tid;
     s->acts[a].block = 1;
@@ -1166,6 +1165,7 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
     }
     frame_add(s, c, a);
     from->last_handover = a;
+    from->last_handover_rec = rec;
 }
 
 /* ---- the C calls the script keeps by name ------------------------------- */
@@ -1379,7 +1379,7 @@ static void on_start(gr_shape *s, gr_sthread *th, const gr_record *r, size_t i)
                        "calls it at its top level");
         s->start_at_top = 1;
     } else {
-        frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
+        frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START));
     }
 }
 
@@ -1486,7 +1486,7 @@ static void shape_ending(gr_shape *s, const gr_trace *t, int stopped, uint64_t l
             while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
                 k--;
             if (k > 0)
-                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_STOP, GR_NONE));
+                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_STOP));
             else
                 s->stop_at_end = 1;
         }
@@ -1520,7 +1520,7 @@ static void shape_first_turns(gr_shape *s)
             /* started at its first turn and runs at once: nothing to wait
              * for, no profile hook to install */
         } else if (fg && fg->seed_top != GR_NONE && !s->frames[fg->seed_top].external) {
-            size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK, GR_NONE);
+            size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK);
             s->acts[a].tid = th->tid;
             frame_insert(s, fg->seed_top, 0, a);
             made = a;
@@ -1553,7 +1553,7 @@ static void shape_threads_ended(gr_shape *s)
         if (th->module || th->alive_at_stop || th->last_handover == GR_NONE)
             continue;
         /* only when the thread has no record after that hand-over */
-        uint64_t from = s->acts[th->last_handover].rec;
+        uint64_t from = th->last_handover_rec;
         if (pre_thread_of(p, i)->last < from)
             s->acts[th->last_handover].block = 0;
     }

@@ -62,7 +62,7 @@ enum gr_frame_end {
     GR_END_EXCEPTION,  /* C_EXCEPTION */
 };
 
-/* One action of a frame (48 bytes: one per action of the trace; the
+/* One action of a frame (40 bytes: one per action of the trace; the
  * fields no kind shares overlap). */
 typedef struct gr_act {
     uint8_t kind;        /* enum gr_act_kind */
@@ -94,7 +94,6 @@ typedef struct gr_act {
         };
         uint64_t label;  /* MARK: string id */
     };
-    uint64_t rec;        /* record it comes from, GR_NONE if synthetic */
 } gr_act;
 
 /* One frame: a Python function invocation or a C call. */
@@ -174,6 +173,7 @@ typedef struct gr_sthread {
                              installing threading's hook */
     uint8_t alive_at_stop; /* has a STACK record after STOP */
     size_t last_handover; /* its last HANDOVER act, GR_NONE */
+    uint64_t last_handover_rec; /* the record that act comes from */
     /* internal */
     uint64_t running;
     size_t last_settrace;
