@@ -1,7 +1,6 @@
 /* script.c - render a trace's shape as a Python program (script.h). */
 #include "script.h"
 
-#include "idmap.h"
 #include "script_builtins.h"
 #include "script_shape.h"
 
@@ -34,20 +33,24 @@ enum {
     U_TYPES = 1u << 14,   /* import types */
 };
 
+/* A distinct function body (16 bytes): its text is in render.bodies. */
 typedef struct variant {
+    uint64_t off;   /* where its statements start in render.bodies */
+    uint32_t len;   /* their length */
     uint32_t code;
-    char *body; /* owned: statements */
-    size_t body_len;
 } variant;
 
 typedef struct render {
     const gr_shape *s;
     const gr_trace *t;
     const gr_script_opts *o;
-    size_t *var_of;   /* [nframes]: variant index + 1, 0 not rendered */
+    uint32_t *var_of; /* [nframes]: variant index + 1, 0 not rendered */
     variant *vars;
     size_t nvars, cap_vars;
-    gr_idmap dedup;   /* (hash, code) -> variant index */
+    gr_sb bodies;     /* every variant's statements, one after another */
+    uint32_t *dedup;  /* [cap_dedup]: open addressing by (code, body), variant
+                         index + 1, 0 empty; at most half full */
+    size_t cap_dedup;
     unsigned need;    /* gr_builtin_need bits */
     unsigned use;     /* U_* bits */
     uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code */
@@ -532,6 +535,41 @@ static uint64_t hash_key(uint32_t code, const char *p, size_t n)
     return h;
 }
 
+static const char *var_body(const render *R, const variant *va)
+{
+    return R->bodies.s ? R->bodies.s + va->off : "";
+}
+
+/* The dedup slot of (code, body p[0..n)): the variant's, or the empty one
+ * where it goes. */
+static uint32_t *dedup_slot(render *R, uint32_t code, const char *p, size_t n)
+{
+    size_t i = (size_t)hash_key(code, p, n) & (R->cap_dedup - 1);
+    for (;; i = (i + 1) & (R->cap_dedup - 1)) {
+        uint32_t *slot = &R->dedup[i];
+        if (!*slot)
+            return slot;
+        const variant *va = &R->vars[*slot - 1];
+        if (va->code == code && va->len == n && memcmp(var_body(R, va), p, n) == 0)
+            return slot;
+    }
+}
+
+/* Room for one more variant in the dedup table (rehashing the bodies). */
+static void dedup_room(render *R)
+{
+    if (2 * (R->nvars + 1) <= R->cap_dedup)
+        return;
+    free(R->dedup);
+    R->cap_dedup = R->cap_dedup ? 2 * R->cap_dedup : 1024;
+    R->dedup = gr_xrealloc(NULL, R->cap_dedup * sizeof *R->dedup);
+    memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+    for (size_t v = 0; v < R->nvars; v++) {
+        const variant *va = &R->vars[v];
+        *dedup_slot(R, va->code, var_body(R, va), va->len) = (uint32_t)(v + 1);
+    }
+}
+
 /* The variant (a Python function) acting out frame: identical bodies of
  * the same code share one.  The frames it calls must have theirs already
  * (variant_of sees to it), so that rendering its body recurses no
@@ -544,27 +582,26 @@ static size_t variant_of_shallow(render *R, size_t frame)
     gr_sb_init(&body);
     body_of(R, frame, &body);
     uint32_t code = R->s->frames[frame].code;
-    uint64_t h = hash_key(code, body.s ? body.s : "", body.len);
-    size_t v;
-    /* Chained on hash collisions: probe (h, code), (h+1, code), ... */
-    for (uint64_t k = h;; k++) {
-        if (!gr_idmap_get(&R->dedup, k, code, &v)) {
-            R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
-            v = R->nvars++;
-            R->vars[v].code = code;
-            R->vars[v].body_len = body.len;
-            R->vars[v].body = gr_sb_take(&body);
-            gr_idmap_put(&R->dedup, k, code, v);
-            break;
-        }
-        if (R->vars[v].body_len == body.len &&
-            memcmp(R->vars[v].body, body.s ? body.s : "", body.len) == 0) {
-            gr_sb_free(&body);
-            break;
-        }
+    if (body.len > UINT32_MAX || R->nvars >= UINT32_MAX - 1) {
+        fputs("greenreplay: script: a function body or the number of them is too large\n",
+              stderr);
+        exit(2);
     }
-    R->var_of[frame] = v + 1;
-    return v;
+    dedup_room(R);
+    const char *p = body.s ? body.s : "";
+    uint32_t *slot = dedup_slot(R, code, p, body.len);
+    if (!*slot) {
+        R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
+        variant *va = &R->vars[R->nvars++];
+        va->off = R->bodies.len;
+        va->len = (uint32_t)body.len;
+        va->code = code;
+        gr_sb_put(&R->bodies, p, body.len);
+        *slot = (uint32_t)R->nvars;
+    }
+    gr_sb_free(&body);
+    R->var_of[frame] = *slot;
+    return *slot - 1;
 }
 
 /* The frame whose variant rendering frame's body asks for through act a
@@ -690,7 +727,7 @@ static void write_defs(render *R, gr_sb *out)
         }
         uint64_t def_line = R->line + 1;
         line(R, out, 0, hdr.s, hdr.len, tag);
-        body_units(R, out, 1, va->body, va->body_len);
+        body_units(R, out, 1, var_body(R, va), va->len);
         line(R, out, 1, "return", 6, NULL);
         if (va->code <= R->t->ncodes && !R->code_line[va->code])
             R->code_line[va->code] = def_line;
@@ -1231,6 +1268,7 @@ static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file,
     R.t = t;
     R.o = o;
     R.file = file;
+    gr_sb_init(&R.bodies);
     R.var_of = gr_xrealloc(NULL, (shape.nframes + 1) * sizeof *R.var_of);
     memset(R.var_of, 0, (shape.nframes + 1) * sizeof *R.var_of);
     R.code_line = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.code_line);
@@ -1280,12 +1318,11 @@ static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file,
     gr_sb_free(&notes);
     gr_sb_free(&entries);
     gr_sb_free(&body);
-    for (size_t i = 0; i < R.nvars; i++)
-        free(R.vars[i].body);
+    gr_sb_free(&R.bodies);
+    free(R.dedup);
     free(R.vars);
     free(R.var_of);
     free(R.code_line);
-    gr_idmap_free(&R.dedup);
     *nnotes_out = nnotes;
     return R.werr ? -1 : 0;
 }
