@@ -275,7 +275,7 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             gr_sb_puts(&st, "sys.setprofile(_P)  # the program installed its own profile function here");
         }
     } else if (f->keep) {
-        const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
+        const gr_act *a0 = f->nacts ? &s->acts[gr_frame_acts(f)[0]] : NULL;
         const gr_code *c = gr_trace_code(R->t, f->code);
         size_t n;
         const uint8_t *q = gr_trace_string(R->t, c->qualname, &n);
@@ -348,7 +348,7 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
         gr_sb_init(&items);
         size_t k = 0;
         for (size_t i = 0; i < f->nacts; i++)
-            k += (size_t)callables(R, f->tid, &s->acts[f->acts[i]], &items);
+            k += (size_t)callables(R, f->tid, &s->acts[gr_frame_acts(f)[i]], &items);
         if (f->end == GR_END_EXCEPTION) {
             gr_sb_puts(&items, "{}.popitem, ");
             k++;
@@ -517,7 +517,7 @@ static void body_of(render *R, size_t frame, gr_sb *body)
     for (size_t i = 0; i < f->nacts; i++) {
         size_t mark = body->len;
         gr_sb_putc(body, STMT);
-        if (!act_stmt(R, frame, &R->s->acts[f->acts[i]], body)) {
+        if (!act_stmt(R, frame, &R->s->acts[gr_frame_acts(f)[i]], body)) {
             body->len = mark;
             if (body->s)
                 body->s[mark] = '\0';
@@ -640,7 +640,7 @@ static size_t variant_of(render *R, size_t frame)
         const gr_frame *f = &R->s->frames[v->frame];
         size_t child = GR_NONE;
         while (v->next < f->nacts && child == GR_NONE) {
-            child = act_child(R, &R->s->acts[f->acts[v->next++]]);
+            child = act_child(R, &R->s->acts[gr_frame_acts(f)[v->next++]]);
             if (child != GR_NONE && !R->s->frames[child].is_c && R->var_of[child])
                 child = GR_NONE; /* done already */
         }

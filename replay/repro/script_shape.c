@@ -315,25 +315,40 @@ static size_t new_act(gr_shape *s, int kind)
     return s->nacts++;
 }
 
-/* Room for one more act in f: most frames have one or two, so the list
- * starts at two (gr_xgrow starts at eight). */
+/* Frame f's acts, to change. */
+static uint32_t *acts_of(gr_frame *f)
+{
+    return f->cap_acts > GR_FRAME_INLINE ? f->acts.heap : f->acts.in;
+}
+
+/* Room for one more act in f: most frames have one or two, held in the
+ * frame itself (GR_FRAME_INLINE); beyond, an allocation that doubles. */
 static void frame_room(gr_frame *f)
 {
+    if (f->cap_acts < GR_FRAME_INLINE)
+        f->cap_acts = GR_FRAME_INLINE;
     if (f->nacts < f->cap_acts)
         return;
     if (f->cap_acts >= UINT32_MAX / 2) {
         fputs("greenreplay: out of memory\n", stderr);
         exit(2);
     }
-    f->cap_acts = f->cap_acts ? 2 * f->cap_acts : 2;
-    f->acts = gr_xrealloc(f->acts, f->cap_acts * sizeof *f->acts);
+    uint32_t cap = 2 * f->cap_acts;
+    if (f->cap_acts == GR_FRAME_INLINE) {
+        uint32_t *heap = gr_xrealloc(NULL, cap * sizeof *heap);
+        memcpy(heap, f->acts.in, f->nacts * sizeof *heap);
+        f->acts.heap = heap;
+    } else {
+        f->acts.heap = gr_xrealloc(f->acts.heap, cap * sizeof *f->acts.heap);
+    }
+    f->cap_acts = cap;
 }
 
 static void frame_add(gr_shape *s, size_t frame, size_t act)
 {
     gr_frame *f = &s->frames[frame];
     frame_room(f);
-    f->acts[f->nacts++] = (uint32_t)act;
+    acts_of(f)[f->nacts++] = (uint32_t)act;
 }
 
 /* Insert act before position pos of frame's acts. */
@@ -341,9 +356,18 @@ static void frame_insert(gr_shape *s, size_t frame, size_t pos, size_t act)
 {
     gr_frame *f = &s->frames[frame];
     frame_room(f);
-    memmove(f->acts + pos + 1, f->acts + pos, (f->nacts - pos) * sizeof *f->acts);
-    f->acts[pos] = (uint32_t)act;
+    uint32_t *acts = acts_of(f);
+    memmove(acts + pos + 1, acts + pos, (f->nacts - pos) * sizeof *acts);
+    acts[pos] = (uint32_t)act;
     f->nacts++;
+}
+
+/* Remove act number i of frame f (the later ones move up). */
+static void frame_remove(gr_frame *f, size_t i)
+{
+    uint32_t *acts = acts_of(f);
+    memmove(acts + i, acts + i + 1, (f->nacts - i - 1) * sizeof *acts);
+    f->nacts--;
 }
 
 static size_t new_gen(gr_shape *s, uint32_t code)
@@ -562,11 +586,10 @@ static void move_c_call(gr_shape *s, gr_green *g, size_t c, size_t from)
     if (from != GR_NONE && now != from) {
         gr_frame *b = &s->frames[from];
         for (size_t i = b->nacts; i-- > 0;) {
-            const gr_act *a = &s->acts[b->acts[i]];
+            size_t ai = gr_frame_acts(b)[i];
+            const gr_act *a = &s->acts[ai];
             if ((a->kind == GR_ACT_CCALL) && a->frame == c) {
-                size_t ai = b->acts[i];
-                memmove(b->acts + i, b->acts + i + 1, (b->nacts - i - 1) * sizeof *b->acts);
-                b->nacts--;
+                frame_remove(b, i);
                 if (now != GR_NONE)
                     frame_add(s, now, ai);
                 break;
@@ -939,11 +962,10 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
             /* Move the C call of mark into the new top frame. */
             gr_frame *b = &s->frames[before];
             for (size_t i = b->nacts; i-- > 0;) {
-                const gr_act *a = &s->acts[b->acts[i]];
+                size_t ai = gr_frame_acts(b)[i];
+                const gr_act *a = &s->acts[ai];
                 if (a->kind == GR_ACT_CCALL && a->frame == bracket) {
-                    size_t ai = b->acts[i];
-                    memmove(b->acts + i, b->acts + i + 1, (b->nacts - i - 1) * sizeof *b->acts);
-                    b->nacts--;
+                    frame_remove(b, i);
                     if (now != GR_NONE)
                         frame_add(s, now, ai);
                     break;
@@ -1083,7 +1105,7 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
                     gr_frame *bf = &s->frames[below];
                     ppos = bf->nacts;
                     for (size_t i = bf->nacts; i-- > 0;)
-                        if (s->acts[bf->acts[i]].frame == t0) {
+                        if (s->acts[gr_frame_acts(bf)[i]].frame == t0) {
                             ppos = i;
                             break;
                         }
@@ -1177,7 +1199,7 @@ static int keep_c(gr_shape *s, gr_frame *f)
     const gr_trace *t = s->t;
     if (f->external || f->bound)
         return 1;
-    const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
+    const gr_act *a0 = f->nacts ? &s->acts[gr_frame_acts(f)[0]] : NULL;
     if (f->nacts == 1 && a0->kind == GR_ACT_MARK && gr_shape_c_named(t, f->code, "mark", 1))
         return 1;
     if (f->nacts == 1 && !a0->armed && a0->kind == GR_ACT_SWITCH &&
@@ -1669,7 +1691,8 @@ void gr_shape_free(gr_shape *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->nframes; i++)
-        free(s->frames[i].acts);
+        if (s->frames[i].cap_acts > GR_FRAME_INLINE)
+            free(s->frames[i].acts.heap);
     free(s->frames);
     free(s->acts);
     for (size_t i = 0; i < s->ngreens; i++)

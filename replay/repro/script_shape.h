@@ -122,9 +122,22 @@ typedef struct gr_frame {
     uint64_t tid;        /* its thread (one frame per call: 48 bytes; its
                             records, for gr_shape.ckeep, are kept beside
                             only when the shape has one) */
-    uint32_t *acts;      /* owned: indices into gr_shape.acts, in order */
+    union {              /* its acts, in order: indices into gr_shape.acts;
+                            read them with gr_frame_acts */
+        uint32_t *heap;  /* owned, when cap_acts > GR_FRAME_INLINE */
+        uint32_t in[2];  /* up to GR_FRAME_INLINE (most frames have 0 to 2) */
+    } acts;
     uint32_t nacts, cap_acts;
 } gr_frame;
+
+/* Acts a frame holds without an allocation of its own. */
+#define GR_FRAME_INLINE 2
+
+/* Frame f's acts (f->nacts of them). */
+static inline const uint32_t *gr_frame_acts(const gr_frame *f)
+{
+    return f->cap_acts > GR_FRAME_INLINE ? f->acts.heap : f->acts.in;
+}
 
 /* One greenlet (or, without greenlet, one thread's only "greenlet", gid 0). */
 typedef struct gr_green {
