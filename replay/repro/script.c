@@ -228,7 +228,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
 {
     switch (a->kind) {
     case GR_ACT_CALL:
-        gr_sb_printf(out, "_v%zu, ", variant_of(R, a->frame));
+        gr_sb_printf(out, "_v%zu, ", variant_of(R, gr_act_frame(a)));
         return 1;
     case GR_ACT_MARK:
         R->use |= U_FUNCTOOLS;
@@ -261,7 +261,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
 static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
 {
     const gr_shape *s = R->s;
-    const gr_frame *f = &s->frames[a->frame];
+    const gr_frame *f = &s->frames[gr_act_frame(a)];
     gr_sb st;
     gr_sb_init(&st);
     if (f->hook) {
@@ -392,9 +392,9 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
     int catch_ = a->catch_;
     switch (a->kind) {
     case GR_ACT_CALL: {
-        size_t v = variant_of(R, a->frame);
-        if (a->arm != GR_NONE) {
-            const gr_act *sw = &s->acts[a->arm];
+        size_t v = variant_of(R, gr_act_frame(a));
+        if (gr_act_arm(a) != GR_NONE) {
+            const gr_act *sw = &s->acts[gr_act_arm(a)];
             R->use |= U_TRACE;
             R->need |= GR_NEED_SYS;
             gr_sb_puts(&st, "_A[0] = ");
@@ -491,7 +491,8 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
         break;
     case GR_ACT_GENLOCAL:
         R->use |= U_GEN;
-        gr_sb_printf(&st, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", a->gen, a->gen, a->gen);
+        gr_sb_printf(&st, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", gr_act_gen(a), gr_act_gen(a),
+                     gr_act_gen(a));
         break;
     case GR_ACT_RAISE:
         R->use |= U_FAIL;
@@ -610,13 +611,14 @@ static size_t variant_of_shallow(render *R, size_t frame)
  * name or changes the profile slot renders none of its acts. */
 static size_t act_child(const render *R, const gr_act *a)
 {
-    if (a->frame == GR_NONE)
+    size_t f = gr_act_frame(a);
+    if (f == GR_NONE)
         return GR_NONE;
     if (a->kind == GR_ACT_CALL)
-        return a->frame;
+        return f;
     if (a->kind == GR_ACT_CCALL) {
-        const gr_frame *c = &R->s->frames[a->frame];
-        return c->hook || c->keep ? GR_NONE : a->frame;
+        const gr_frame *c = &R->s->frames[f];
+        return c->hook || c->keep ? GR_NONE : f;
     }
     return GR_NONE;
 }

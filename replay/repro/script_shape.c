@@ -274,6 +274,18 @@ static const char *nm(const gr_shape *s, gr_sb *sb, uint32_t code)
 
 /* ---- building blocks ---------------------------------------------------- */
 
+/* An index (of a frame, act or gen) for gr_act's 32-bit fields. */
+static uint32_t idx32(size_t i)
+{
+    if (i == GR_NONE)
+        return GR_NONE32;
+    if (i >= GR_NONE32) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+    return (uint32_t)i;
+}
+
 static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid)
 {
     s->frames = gr_xgrow(s->frames, &s->cap_frames, s->nframes + 1, sizeof *s->frames);
@@ -309,9 +321,8 @@ static size_t new_act(gr_shape *s, int kind)
     gr_act *a = &s->acts[s->nacts];
     memset(a, 0, sizeof *a);
     a->kind = (uint8_t)kind;
-    a->frame = GR_NONE;
-    a->arm = GR_NONE;
-    a->gen = GR_NONE;
+    a->frame32 = GR_NONE32;
+    a->arm32 = GR_NONE32; /* and gen32 */
     return s->nacts++;
 }
 
@@ -571,7 +582,7 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
                 g->run = f;
         } else {
             size_t a = new_act(s, GR_ACT_CALL);
-            s->acts[a].frame = f;
+            s->acts[a].frame32 = idx32(f);
             frame_add(s, c, a);
         }
         push(g, f);
@@ -588,7 +599,7 @@ static void move_c_call(gr_shape *s, gr_green *g, size_t c, size_t from)
         for (size_t i = b->nacts; i-- > 0;) {
             size_t ai = gr_frame_acts(b)[i];
             const gr_act *a = &s->acts[ai];
-            if ((a->kind == GR_ACT_CCALL) && a->frame == c) {
+            if ((a->kind == GR_ACT_CCALL) && gr_act_frame(a) == c) {
                 frame_remove(b, i);
                 if (now != GR_NONE)
                     frame_add(s, now, ai);
@@ -676,7 +687,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
             g->run = f;
         else if (!fr->external) {
             size_t a = new_act(s, GR_ACT_CALL);
-            s->acts[a].frame = f;
+            s->acts[a].frame32 = idx32(f);
             frame_add(s, prev, a);
         }
         push(g, f);
@@ -723,7 +734,7 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
             /* A generator finalized after the run function returned (its
              * frame held the last reference): hold one in that frame. */
             size_t a = new_act(s, GR_ACT_GENLOCAL);
-            s->acts[a].gen = new_gen(s, r->code);
+            s->acts[a].gen32 = idx32(new_gen(s, r->code));
             frame_add(s, lr, a);
             s->frames[f].finalizer = 1;
         } else {
@@ -734,18 +745,18 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
     } else if (pair && lr != GR_NONE && genlike && !s->frames[lr].is_c) {
         /* A generator finalized when the frame that held it returned. */
         size_t a = new_act(s, GR_ACT_GENLOCAL);
-        s->acts[a].gen = new_gen(s, r->code);
+        s->acts[a].gen32 = idx32(new_gen(s, r->code));
         frame_add(s, lr, a);
         s->frames[f].finalizer = 1;
     } else {
         size_t a = new_act(s, GR_ACT_CALL);
-        s->acts[a].frame = f;
+        s->acts[a].frame32 = idx32(f);
         if (g->pending_arm != GR_NONE) {
             if (s->frames[t0].is_c)
                 note(s, r->index, "a switch made inside a trace function, followed by a call "
                                   "from C: reproduced without the trace function");
             else {
-                s->acts[a].arm = g->pending_arm;
+                s->acts[a].arm32 = idx32(g->pending_arm);
                 if (th->last_settrace != GR_NONE)
                     s->frames[th->last_settrace].settrace_on = 1;
                 else
@@ -816,7 +827,7 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
         s->frames[f].external = 1;
     } else {
         size_t a = new_act(s, GR_ACT_CCALL);
-        s->acts[a].frame = f;
+        s->acts[a].frame32 = idx32(f);
         frame_add(s, t0, a);
         if (gr_shape_c_named(s->t, r->code, "sys.settrace", 0))
             th->last_settrace = f;
@@ -926,7 +937,7 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
         s->frames[f].end = GR_END_RETURN;
         frame_rec(s, f, 1, r->index);
         size_t a = new_act(s, GR_ACT_CCALL);
-        s->acts[a].frame = f;
+        s->acts[a].frame32 = idx32(f);
         frame_add(s, c0, a);
         note(s, r->index, "a c_return without its c_call (CPython issue 122029): the builtin is "
                           "called through a bound method object, as in the programs that "
@@ -964,7 +975,7 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
             for (size_t i = b->nacts; i-- > 0;) {
                 size_t ai = gr_frame_acts(b)[i];
                 const gr_act *a = &s->acts[ai];
-                if (a->kind == GR_ACT_CCALL && a->frame == bracket) {
+                if (a->kind == GR_ACT_CCALL && gr_act_frame(a) == bracket) {
                     frame_remove(b, i);
                     if (now != GR_NONE)
                         frame_add(s, now, ai);
@@ -1105,7 +1116,7 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
                     gr_frame *bf = &s->frames[below];
                     ppos = bf->nacts;
                     for (size_t i = bf->nacts; i-- > 0;)
-                        if (s->acts[gr_frame_acts(bf)[i]].frame == t0) {
+                        if (gr_act_frame(&s->acts[gr_frame_acts(bf)[i]]) == t0) {
                             ppos = i;
                             break;
                         }
@@ -1214,8 +1225,9 @@ static int keep_c(gr_shape *s, gr_frame *f)
             return 1;
         }
         if (f->nacts == 1 && a0->kind == GR_ACT_CALL) {
-            gr_frame *g = &s->frames[a0->frame];
-            if (g->nacts == 0 && g->end == GR_END_RETURN && !g->invisible && a0->arm == GR_NONE) {
+            gr_frame *g = &s->frames[gr_act_frame(a0)];
+            if (g->nacts == 0 && g->end == GR_END_RETURN && !g->invisible &&
+                gr_act_arm(a0) == GR_NONE) {
                 g->finalizer = 1;
                 f->gen = new_gen(s, g->code);
                 return 1;

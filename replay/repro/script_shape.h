@@ -62,8 +62,9 @@ enum gr_frame_end {
     GR_END_EXCEPTION,  /* C_EXCEPTION */
 };
 
-/* One action of a frame (40 bytes: one per action of the trace; the
- * fields no kind shares overlap). */
+/* One action of a frame (32 bytes: one per action of the trace; the
+ * fields no kind shares overlap, and indices are 32-bit, GR_NONE32 for
+ * none). */
 typedef struct gr_act {
     uint8_t kind;        /* enum gr_act_kind */
     uint8_t catch_;      /* SWITCH, THROW, SUSPEND, HANDOVER: resumed by a throw:
@@ -78,11 +79,11 @@ typedef struct gr_act {
                                without a visible C call (and remove it after) */
     uint8_t unstarted;   /* THROW: the target had not started (the exception
                             kind decides whether it dies normally) */
-    size_t frame;        /* CALL, CCALL */
+    uint32_t frame32;    /* CALL, CCALL: the frame (read with gr_act_frame) */
     union {
-        size_t arm;      /* CALL: act index of the switch to make inside the
-                            trace function before the call, GR_NONE */
-        size_t gen;      /* GENLOCAL: index into gr_shape.gens */
+        uint32_t arm32;  /* CALL: act index of the switch to make inside the
+                            trace function before the call (gr_act_arm) */
+        uint32_t gen32;  /* GENLOCAL: index into gr_shape.gens (gr_act_gen) */
     };
     union {
         struct {
@@ -95,6 +96,20 @@ typedef struct gr_act {
         uint64_t label;  /* MARK: string id */
     };
 } gr_act;
+
+/* "none" in a 32-bit index of gr_act (frames, acts and gens stay below). */
+#define GR_NONE32 UINT32_MAX
+
+static inline size_t gr_none32(uint32_t v)
+{
+    return v == GR_NONE32 ? GR_NONE : (size_t)v;
+}
+
+/* Act a's frame (CALL, CCALL), switch made in the trace function (CALL)
+ * and generator (GENLOCAL): an index, or GR_NONE. */
+static inline size_t gr_act_frame(const gr_act *a) { return gr_none32(a->frame32); }
+static inline size_t gr_act_arm(const gr_act *a) { return gr_none32(a->arm32); }
+static inline size_t gr_act_gen(const gr_act *a) { return gr_none32(a->gen32); }
 
 /* One frame: a Python function invocation or a C call. */
 typedef struct gr_frame {
