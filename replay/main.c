@@ -261,7 +261,7 @@ static const char usage_script[] =
     "Memory: the trace is read as a stream, twice (read whole from a pipe),\n"
     "and the program is written as it is made, but the shape of every greenlet\n"
     "(its frames and actions) is built whole before the program is written:\n"
-    "70 to 90 bytes per record (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
+    "55 to 75 bytes per record (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";

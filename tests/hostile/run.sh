@@ -378,7 +378,7 @@ else
 fi
 
 # Memory: script reads a trace file as a stream and writes the program as
-# it is made, so a 1 M-record trace (about 1.2 M records, 106 MB peak)
+# it is made, so a 1 M-record trace (about 1.2 M records, 88 MB peak)
 # scripts under a 250 MB address-space cap, which the trace loaded whole
 # did not fit in (600 MB needed); the program is the one the loaded path
 # (a pipe) writes, but for the source named in its header.  Not timed.
