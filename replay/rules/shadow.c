@@ -182,7 +182,7 @@ static void seed(ck *c, ck_shadow *s, const gr_record *r)
         push(s, ids[k], ck_code_is_c(c->t, ids[k]));
     for (uint32_t k = 0; k < r->depth; k++) {
         ck_entry *e = &s->e[k];
-        e->seed = 1;
+        e->seed = CK_SEED;
         if (k + 1 == r->depth) /* top: suspended inside a C call (switch) */
             e->gap_ok = (r->flags & GR_GL_SUSPENDED) != 0;
         else /* a C call between this frame and the next is invisible */
@@ -202,7 +202,7 @@ static void reseed(ck *c, ck_shadow *s, const gr_record *r)
         if (!ck_code_is_c(c->t, ids[k]))
             push(s, ids[k], 0);
     for (size_t k = 0; k < s->n; k++) {
-        s->e[k].seed = 1;
+        s->e[k].seed = CK_RESEED;
         s->e[k].gap_ok = 1;
     }
 }

@@ -25,10 +25,15 @@
 typedef struct ck_entry {
     uint32_t code;
     uint8_t is_c;   /* pushed by C_CALL (or a C code id in a seed) */
-    uint8_t seed;   /* came from the GREENLET record's seed */
+    uint8_t seed;   /* came from the GREENLET record's seed (CK_SEED), or
+                       from a real stack after a blind spot (CK_RESEED) */
     uint8_t gap_ok; /* seed entry: one unmatched C_RETURN/C_EXCEPTION is
                        tolerated while it is the top (a C call we never saw) */
 } ck_entry;
+
+#define CK_SEED 1   /* ck_entry.seed: from the GREENLET record */
+#define CK_RESEED 2 /* ck_entry.seed: re-seeded from a real stack; the
+                       profiler saw neither its call nor (yet) its return */
 
 /* Shadow stack of one (thread, greenlet).  72 bytes: its index is scaled
  * at every record (c->sh[si]), so the flags are bytes. */
