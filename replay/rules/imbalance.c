@@ -87,6 +87,9 @@ static void on_dead(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
     const ck_shadow *s = &c->sh[e->si];
+    if (e->th->observer_gap)
+        return; /* the recorder's own events were lost (an unannounced
+                   takeover of the slot): its HOOK names the cause */
     size_t from = 0;
     while (from < s->n && s->e[from].seed == CK_RESEED)
         from++;

@@ -171,6 +171,14 @@ void *ck_slot_grow(void **v, size_t *n, size_t i, size_t size)
     return (char *)*v + i * size;
 }
 
+int ck_unseen_takeover(const ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    return (r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_AT_MARK) &&
+           !(r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0 && e->th->had_events &&
+           !c->profile_off;
+}
+
 /* ------------------------------------------------------------ applying */
 
 /* GREENLET: the shadow becomes the seed. */
@@ -292,6 +300,8 @@ void ck_apply(ck *c, const ck_event *e)
             if (ck_differs(c, na, nb, (r->flags & GR_SW_CUT) != 0, s->base_unknown))
                 reseed(c, s, r);
         }
+        if (ck_unseen_takeover(c, e))
+            th->observer_gap = 1; /* until the next MARK, as after its HOOK */
         th->has_current = 1;
         th->current = r->target;
         break;

@@ -258,6 +258,13 @@ size_t ck_innermost_py(const ck_shadow *s);
 /* Whether code id `code` is a C function's. */
 int ck_code_is_c(const gr_trace *t, uint32_t code);
 
+/* A SWITCH or THROW found at a mark or at stop with the profile slot not
+ * the recorder's, on a thread where the recorder had events: its function
+ * was taken out without the audit event (a C extension writing the thread
+ * state, as yappi 1.0's start does), so it saw nothing since.  The HOOK
+ * with GR_HOOK_UNANNOUNCED written after it names the cause. */
+int ck_unseen_takeover(const ck *c, const ck_event *e);
+
 /* Apply record e->r to the shared state (after every rule looked at it):
  * push, pop and resync shadows, seed and reseed them, the running
  * greenlet, DEAD, STOP. */

@@ -604,6 +604,56 @@ static void test_dead_after_blind_spot_later_loss_flagged(void **state)
     end(&f);
 }
 
+/* A C call of g2 (yappi 1.0's start, which writes the thread state
+ * directly) takes the profile slot over without the audit event; g2 runs
+ * on unseen and dies.  The recorder finds the switch back to g1 at the
+ * next mark, the slot not its own there (no PROFILE_OURS), then the
+ * change: HOOK unannounced.  g2's open frames are the recorder's own
+ * loss, which the HOOK's displaced finding names: no imbalance at DEAD.
+ * With ours_at_switch the recorder was still in the slot at that switch,
+ * so the open frames of g2 at its DEAD are an imbalance again. */
+static void dead_in_unseen_takeover(fx *f, int ours_at_switch, uint64_t *dead, uint64_t *hook)
+{
+    begin(f);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                  /* 4 */
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                     /* 5 */
+    tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_NEW | GR_SW_INFERRED, 0, 1);
+    tb_ev(&f->b, GR_CALL, 1, 2, f->x);                                     /* 7 */
+    tb_ev(&f->b, GR_C_CALL, 1, 2, f->len);                                 /* 8: takes the slot */
+    uint64_t prof = ours_at_switch ? OURS_KNOWN : GR_SW_USE_TRACING_KNOWN;
+    tb_switch_stack(&f->b, GR_SWITCH, 1, 2, 1, 0,
+                    prof | GR_SW_INFERRED | GR_SW_AT_MARK | GR_SW_ORIGIN_DEAD, 0, !ours_at_switch ? 0 : 1,
+                    2, f->mod, f->main);                                   /* 9 */
+    *dead = tb_simple(&f->b, GR_DEAD, 1, 2);                               /* 10 */
+    *hook = ours_at_switch ? 0
+                           : tb_hook(&f->b, 1, 1, GR_HOOK_PROFILE, GR_HOOK_CLEARED,
+                                     GR_HOOK_UNANNOUNCED, 0);              /* 11 */
+    stop_g1(f);
+    load_check(f, 1);
+}
+
+static void test_dead_in_unseen_takeover_is_displaced(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t dead, hook;
+    dead_in_unseen_takeover(&f, 0, &dead, &hook);
+    expect(&f, GR_RULE_DISPLACED, hook, "before that HOOK were unseen by it (how many is not known)");
+    assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
+    assert_int_equal(count(&f, GR_RULE_BLIND_SPOT), 0);
+    end(&f);
+}
+
+static void test_dead_before_takeover_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t dead, hook;
+    dead_in_unseen_takeover(&f, 1, &dead, &hook);
+    expect(&f, GR_RULE_IMBALANCE, dead, "g2 died with 2 open shadow entries: x (seed.py:14)");
+    end(&f);
+}
+
 static void test_dead_clean(void **state)
 {
     (void)state;
@@ -2950,6 +3000,8 @@ int main(void)
         cmocka_unit_test(test_unsuspended_seed_flags_c_return),
         cmocka_unit_test(test_dead_with_open_frames),
         cmocka_unit_test(test_dead_clean),
+        cmocka_unit_test(test_dead_in_unseen_takeover_is_displaced),
+        cmocka_unit_test(test_dead_before_takeover_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_one_finding),
         cmocka_unit_test(test_dead_after_blind_spot_later_loss_flagged),
         cmocka_unit_test(test_open_at_stop_matches),
