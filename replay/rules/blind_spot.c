@@ -530,8 +530,8 @@ static void report(ck *c)
                          kc->what, k->repeats + 1, k->repeats ? "s" : "", k->first_index);
             ck_code_name(c, k->frame);
             gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it; known "
-                                  "behaviour (%s), not a violation (`check --strict-known` "
-                                  "reports it as one)",
+                                  "behaviour (%s), not a violation (`check --strict-known "
+                                  "--fail-on displaced` makes it one)",
                          k->first_calls + k->repeat_calls,
                          k->first_calls + k->repeat_calls == 1 ? "" : "s", kc->source);
             ck_add_info(c);

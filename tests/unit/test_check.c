@@ -2659,6 +2659,10 @@ static void test_displaced_known_cause(void **state)
     assert_int_equal(f.res.ninfos, 1);
     assert_non_null(strstr(f.res.infos[0], "displaced: the profile function was removed by "
                                            "gevent's thread pool"));
+    /* --strict-known alone gives a finding that does not fail: the note
+     * names both options that make it fail */
+    assert_non_null(strstr(f.res.infos[0], "(`check --strict-known --fail-on displaced` makes "
+                                           "it one)"));
     gr_check_result_free(&f.res);
 
     gr_check_known_causes(1);
