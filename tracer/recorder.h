@@ -30,11 +30,6 @@ typedef struct {
     int keep_line;     /* 0: record firstlineno as 0 under this prefix */
 } gr_path_rule;
 
-/* Suspended greenlets a thread remembers for continued switches
- * (switches.c): the most recent ones, since a switch back to the greenlet
- * that switched away last is the common case (a hub and its workers). */
-#define GR_SUSP_KEEP 8
-
 /* Per-thread recording state.  A Python object so that CPython owns it as
  * the profile function's `arg` (c_profileobj) and greenlet owns it as the
  * thread's trace callback: it is callable as greenlet's
@@ -171,16 +166,6 @@ typedef struct gr_thread {
         Py_tracefunc prof;      /* the profile slot at the audit event */
         PyObject *pobj;         /* (compared only) */
     } foot;
-    /* Suspensions seen here, for passive mode's continued switches
-     * (switches.c, "Continued switches"): */
-    struct gr_thread_susp {
-        PyFrameObject *frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
-                                   suspensions seen here (first in, first
-                                   out): the frame (address only) ... */
-        uint32_t slot[GR_SUSP_KEEP]; /* ... and the gl slot + 1 of the
-                                   greenlet suspended in it */
-        unsigned next;          /* where the next one goes */
-    } susp;
     /* Callback mode: this object as the thread's greenlet trace callback
      * (threads.c): */
     struct gr_thread_callback {
@@ -381,6 +366,11 @@ typedef struct gr_recorder {
                                    gr_thread/gr_gl (switches.c) */
         uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
                                    breaks every thread's continuity */
+        gr_keymap susp;         /* suspensions seen, for continued switches:
+                                   frame (address only) -> gl slot + 1 of the
+                                   greenlet suspended in it, every thread's
+                                   (switches.c, susp_note; keep:
+                                   gr_susp_holds) */
         /* GREENREPLAY_VERIFY_CONTINUED=1 (read at start()): at every
          * continued switch greenlet is asked too (switches.c, verify_continued)
          * and the answers are written as META records at stop(). */
@@ -786,6 +776,10 @@ PyObject *gr_current_greenlet(gr_recorder *r);
  * instructions less than the attribute, tests/bench/instr_cost.sh), and
  * the real parent even where a subclass overrides the attribute. */
 PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
+
+/* Whether the entry frame -> slot of r->sw.susp (ctx: r) still holds:
+ * that greenlet is still noted as suspended there (gr_keymap_keep). */
+int gr_susp_holds(void *ctx, uintptr_t frame, uint32_t slot);
 
 /* Passive detection at a profile event of thread t (slow path of
  * gr_switch_check): asks greenlet which greenlet runs and, if it is not
