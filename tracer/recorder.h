@@ -358,7 +358,9 @@ typedef struct gr_recorder {
                                    (switches.c); cleared if a mark ever finds
                                    a switch the witness missed */
         PyMethodDef *ctx_run;   /* Context.run's method (switches.c,
-                                   context_step), or NULL */
+                                   context_step), or NULL ... */
+        uint32_t ctx_run_id;    /* ... and its code id once defined
+                                   (gr_cfunc_id_slow), else 0 */
         int continued_ok;       /* continued switches may be written (passive
                                    mode, no sampler registry, not ring mode:
                                    switches.c) */

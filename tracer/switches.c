@@ -375,9 +375,7 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
  * tests see (test_issue251_issue252_*).  what: a profile event. */
 static int context_step(gr_recorder *r, gr_thread *t, int what, uint32_t code)
 {
-    if (!r->sw.ctx_run)
-        return 0;
-    uint32_t id = gr_ptrmap_get(&r->codes, (uintptr_t)r->sw.ctx_run, (uintptr_t)&PyContext_Type);
+    uint32_t id = r->sw.ctx_run_id;
     if (!id)
         return 0;
     if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
