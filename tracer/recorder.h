@@ -37,10 +37,12 @@ typedef struct {
 typedef struct gr_thread {
     PyObject_HEAD
     /* The profile function's event path: */
-    int slow_path;          /* !tid || gl_pending || the recording's
-                               any_chain, kept so by gr_thread_path: the
-                               profile function's fast path does not apply
-                               as it is (profile.c) */
+    int slow_path;          /* GR_PATH_SLOW if !tid || the recording's
+                               any_chain, else GR_PATH_PENDING if
+                               gl_pending, else 0;
+                               kept so by gr_thread_path: the profile
+                               function's fast path does not apply as it
+                               is (profile.c) */
     uint32_t tid;           /* 0 until the thread is first seen */
     uint32_t cur_gid;       /* greenlet running on this thread (0: none) */
     uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
@@ -229,7 +231,10 @@ typedef struct gr_recorder {
     gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
     PyCodeObject *last_co;  /* one-entry cache in front of `codes` for the
                                profile function's CALL/RETURN: the code
-                               object of the last lookup (kept alive by
+                               object of the last lookup, if not
+                               greenreplay's own (gr_code_ours: the
+                               profile function's leaf path tests that only
+                               when this cache misses; kept alive by
                                `keep`, so its address is not reused while
                                recording) ... */
     uint32_t last_co_id;    /* ... its code id ... */
@@ -417,11 +422,18 @@ typedef struct gr_recorder {
     } samp;
 } gr_recorder;
 
+/* gr_thread.slow_path when the thread only waits for its first use of
+ * greenlet (t->gl_pending, seen, no program's function chained): the
+ * profile function's fast path without a switch check (profile.c); and
+ * when the fast path does not apply (GR_PATH_SLOW). */
+#define GR_PATH_PENDING 1
+#define GR_PATH_SLOW 2
+
 /* Set t->slow_path (t of recording r) after a change of t->tid,
  * t->gl_pending or r->any_chain. */
 static inline void gr_thread_path(const gr_recorder *r, gr_thread *t)
 {
-    t->slow_path = !t->tid || t->gl_pending || r->any_chain;
+    t->slow_path = !t->tid || r->any_chain ? GR_PATH_SLOW : t->gl_pending ? GR_PATH_PENDING : 0;
 }
 
 /* The one active recording, or NULL. */
@@ -464,7 +476,7 @@ static inline uint32_t gr_code_id_cached(gr_recorder *r, PyCodeObject *co, unsig
     }
     uint32_t id = gr_code_id(r, co);
     *slot = id % GR_CODE_SLOTS;
-    if (id) {
+    if (id && !gr_code_ours(r, id)) {
         r->last_co = co;
         r->last_co_id = id;
         r->last_co_slot = *slot;
