@@ -228,8 +228,10 @@ static __attribute__((noinline)) int profile_event(PyObject *obj, PyFrameObject 
 }
 
 /* The leaf path's end (gr_profile, profile_c_event): the thread's switch
- * test, then the record, as gr_event_tail writes it, with room known; 0,
- * or -1 when the event must go to profile_event (nothing written). */
+ * test, then the record, as gr_event_tail writes it, with room known.
+ * Returns 0 (written), 1 when the witness moved (nothing written: the
+ * caller goes to gr_event_switched, as record_fast does), or -1 when the
+ * event must go to profile_event (nothing written). */
 static inline __attribute__((always_inline)) int leaf_record(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
                                                              int tag, uint32_t code, unsigned slot)
 {
@@ -239,7 +241,7 @@ static inline __attribute__((always_inline)) int leaf_record(gr_recorder *r, gr_
         if (__builtin_expect(gr_code_is_gl(r, code), 0))
             return -1;
     } else if (r->greenlet_mod && __builtin_expect(gr_switch_witness(gr_tstate_now()) != t->witness, 0)) {
-        return -1;
+        return 1;
     }
     gr_writer *w = r->w;
     if (__builtin_expect(w->len + 1 + 3 * GR_VARINT_MAX > w->open_cap, 0))
@@ -274,8 +276,12 @@ static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObjec
                              (frame == t->ours_frame && frame) || arg == r->gl_settrace,
                          0))
         return profile_event(obj, frame, what, arg);
-    if (leaf_record(r, t, frame, tag_of_what[(unsigned)what & 7u], code, r->last_cf_slot) < 0)
-        return profile_event(obj, frame, what, arg);
+    int tag = tag_of_what[(unsigned)what & 7u];
+    unsigned slot = r->last_cf_slot;
+    int rc = leaf_record(r, t, frame, tag, code, slot);
+    if (__builtin_expect(rc != 0, 0))
+        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
+                      : profile_event(obj, frame, what, arg);
     return 0;
 }
 
@@ -321,8 +327,11 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         r->last_co_id = code;
         r->last_co_slot = slot;
     }
-    if (leaf_record(r, t, frame, what == PyTrace_CALL ? GR_CALL : GR_RETURN, code, slot) < 0)
-        return profile_event(obj, frame, what, arg);
+    int tag = what == PyTrace_CALL ? GR_CALL : GR_RETURN;
+    int rc = leaf_record(r, t, frame, tag, code, slot);
+    if (__builtin_expect(rc != 0, 0))
+        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
+                      : profile_event(obj, frame, what, arg);
     return 0;
 }
 

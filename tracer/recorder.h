@@ -920,8 +920,9 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
  * tag (GR_CALL..GR_C_EXCEPTION: the profile function's `what`); ts: the
  * calling thread's state (borrowed); code_slot: the event's code id and
  * its cache slot (GR_CODE_SLOT).  Out of line, so that the fast path
- * without a switch stays short; six arguments, all in registers. */
-void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
-                       uint64_t code_slot);
+ * without a switch stays short; six arguments, all in registers; returns
+ * 0 (the profile function's return value: a tail call). */
+int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                      uint64_t code_slot);
 
 #endif

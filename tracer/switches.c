@@ -423,8 +423,8 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
 static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CALL, PyTrace_C_RETURN,
                                       PyTrace_C_EXCEPTION};
 
-void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
-                       uint64_t code_slot)
+int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                      uint64_t code_slot)
 {
     gr_recorder *r = gr_active;
     uint32_t code = (uint32_t)code_slot;
@@ -436,7 +436,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
     t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
     if (direct && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
         gr_event_tail(r, t, frame, tag, arg, code, slot);
-        return;
+        return 0;
     }
     if (direct && r->sw.continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
         uint32_t es;
@@ -448,11 +448,11 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
             gr_event_state(t, frame, tag, code);
             if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
                 gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
-            return;
+            return 0;
         }
         if (written) {
             gr_event_tail(r, t, frame, tag, arg, code, slot);
-            return;
+            return 0;
         }
     }
     t->sw_direct = direct;
@@ -461,6 +461,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
     switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
     t->sw_direct = 0;
     gr_event_tail(r, t, frame, tag, arg, code, slot);
+    return 0;
 }
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
