@@ -23,8 +23,8 @@
 # --toggle-collect: the recorder's own share, independent of where the
 # interpreter's and greenlet's allocations land).  The callgrind files of
 # the larger size are kept in BUILD/bench/instr/WORKLOAD-MODE.out for
-# callgrind_annotate.  Takes about 10 minutes (valgrind runs Python about
-# 50 times slower).  Needs valgrind.
+# callgrind_annotate.  Takes about 10 minutes for profile and switch
+# (valgrind runs Python about 50 times slower), more with the others.  Needs valgrind.
 # Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
 set -euo pipefail
 PY=/usr/bin/python3
