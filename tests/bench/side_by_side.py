@@ -39,8 +39,7 @@ than its instruction ratio says.
 
 Then the goals, each with its figure and verdict.  Prints figures; asserts
 nothing but its own runs' success (exit 1 when a run fails).  The full run
-takes about 35 minutes on a 2-CPU host loaded 8 times over (load average
-16), --quick about 12; both far less on a quiet host.
+takes about 20 minutes on 2 CPUs at load average 16, 4 at load average 3.
 
 usage: python side_by_side.py [--quick] [--rounds N] [--jobs N]
                               [--workloads W,W] [--keep DIR]
