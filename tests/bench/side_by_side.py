@@ -39,7 +39,9 @@ than its instruction ratio says.
 
 Then the goals, each with its figure and verdict.  Prints figures; asserts
 nothing but its own runs' success (exit 1 when a run fails).  The full run
-takes about 20 minutes on 2 CPUs at load average 16, 4 at load average 3.
+takes about 20 minutes on 2 CPUs at load average 16, 4 at load average 3;
+--quick 3.5 at load average 2.5 (Python's start-up under callgrind is much
+of either).
 
 usage: python side_by_side.py [--quick] [--rounds N] [--jobs N]
                               [--workloads W,W] [--keep DIR]
