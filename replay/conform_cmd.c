@@ -395,7 +395,7 @@ static int run_no_record(struct run *r, char **argv, gr_sb *out, int *sig)
     const char *old = getenv("PYTHONPATH");
     gr_sb pp;
     gr_sb_init(&pp);
-    gr_sb_printf(&pp, "%s/greenreplay/boot:%s", r->pkg, r->pkg);
+    gr_sb_printf(&pp, "%s/greenreplay/boot", r->pkg); /* as record sets it */
     set_pythonpath(gr_sb_str(&pp), old);
     gr_sb_free(&pp);
     setenv("GREENREPLAY_PROGRAM", "1", 1);
@@ -937,7 +937,7 @@ static int run_program(struct run *r, const char *saved_pp, int *killed)
     char **child = gr_xrealloc(NULL, (size_t)(r->nprog + r->nlaunch + 12) * sizeof *child);
     int k = 0, rc;
     if (r->no_record) {
-        /* the boot takes its two directories off the user's PYTHONPATH,
+        /* the boot takes its directory off the user's PYTHONPATH,
          * not the one the probe above ran with */
         if (!saved_pp || !*saved_pp)
             unsetenv("PYTHONPATH");

@@ -208,8 +208,10 @@ static const char usage_edit[] =
     "by `dump`; --drop may be repeated).  Definitions are kept; later records\n"
     "are renumbered.  GAP records (the records a --ring recording dropped) are\n"
     "kept, each before the first kept record that followed it: OUT counts the\n"
-    "same loss as IN.  Use it to build test cases, e.g. drop a CALL to check\n"
-    "that `check` reports the blind spot.\n"
+    "same loss as IN.  OUT's records chunks are compressed if IN has any\n"
+    "compressed one (record's default), plain if not (record --no-compress).\n"
+    "Use it to build test cases, e.g. drop a CALL to check that `check`\n"
+    "reports the blind spot.\n"
     "\n"
     "options:\n"
     "  --drop N[,N...]  indices to leave out\n"
@@ -593,6 +595,7 @@ struct check_run {
     gr_html hr;
     int color;
     int streamed;
+    gr_pyproject pp; /* [tool.greenreplay]: allow and fail_on borrow its strings */
 };
 
 /* What a step of cmd_check returns to let the next one run (else the exit
@@ -670,24 +673,22 @@ static int check_options(struct check_run *ck, int argc, char **argv)
 static int check_config(struct check_run *ck)
 {
     /* [tool.greenreplay] of the nearest pyproject.toml, then the options */
-    gr_pyproject pp;
+    const gr_pyproject *pp = &ck->pp;
     char pperr[512];
-    if (gr_pyproject_read(&pp, pperr, sizeof pperr) < 0) {
+    if (gr_pyproject_read(&ck->pp, pperr, sizeof pperr) < 0) {
         fprintf(stderr, "greenreplay: check: %s\n", pperr);
-        free(ck->allow);
-        free(ck->fail_on);
         return 2;
     }
-    for (size_t k = 0; k < pp.nfail_on; k++) {
+    for (size_t k = 0; k < pp->nfail_on; k++) {
         ck->fail_on = gr_xgrow(ck->fail_on, &(size_t){ck->nfail_on}, ck->nfail_on + 1, sizeof *ck->fail_on);
-        ck->fail_on[ck->nfail_on++] = pp.fail_on[k];
+        ck->fail_on[ck->nfail_on++] = pp->fail_on[k];
     }
-    for (size_t k = 0; k < pp.nallow; k++) {
+    for (size_t k = 0; k < pp->nallow; k++) {
         ck->allow = gr_xgrow(ck->allow, &(size_t){ck->nallow}, ck->nallow + 1, sizeof *ck->allow);
-        ck->allow[ck->nallow++] = pp.allow[k];
+        ck->allow[ck->nallow++] = pp->allow[k];
     }
     if (ck->strict_known < 0)
-        ck->strict_known = pp.strict_known > 0;
+        ck->strict_known = pp->strict_known > 0;
     gr_check_known_causes(ck->strict_known);
     {
         /* a name that is no rule, on the command line or in the file */
@@ -695,18 +696,15 @@ static int check_config(struct check_run *ck)
         memset(&probe, 0, sizeof probe);
         long bad = gr_check_fail_on(ck->fail_on, ck->nfail_on);
         const char *opt = "--fail-on", *spec = bad >= 0 ? ck->fail_on[bad] : NULL;
-        int in_file = bad >= 0 && (size_t)bad >= ck->nfail_on - pp.nfail_on;
+        int in_file = bad >= 0 && (size_t)bad >= ck->nfail_on - pp->nfail_on;
         if (bad < 0 && (bad = gr_check_allow(&probe, ck->allow, ck->nallow)) >= 0) {
             opt = "--allow";
             spec = ck->allow[bad];
-            in_file = (size_t)bad >= ck->nallow - pp.nallow;
+            in_file = (size_t)bad >= ck->nallow - pp->nallow;
         }
         if (spec) {
             fprintf(stderr, "greenreplay: check: %s '%s': no such rule%s%s%s\n", opt, spec,
-                    in_file ? " (in " : "", in_file ? pp.path : "", in_file ? ")" : "");
-            free(ck->allow);
-            free(ck->fail_on);
-            gr_pyproject_free(&pp);
+                    in_file ? " (in " : "", in_file ? pp->path : "", in_file ? ")" : "");
             return 2;
         }
     }
@@ -845,6 +843,14 @@ static void check_one(struct check_run *ck, const char *path, int first)
     gr_trace_free(&t);
 }
 
+/* The options' arrays and [tool.greenreplay], whatever step stopped. */
+static void check_release(struct check_run *ck)
+{
+    free(ck->allow);
+    free(ck->fail_on);
+    gr_pyproject_free(&ck->pp);
+}
+
 /* The reports written once every trace is checked; the exit status. */
 static int check_finish(struct check_run *ck)
 {
@@ -886,13 +892,14 @@ static int cmd_check(int argc, char **argv)
     };
     struct check_run *ck = &run;
     int rc = check_options(ck, argc, argv);
-    if (rc != CHECK_GO_ON)
+    if (rc == CHECK_GO_ON && optind >= argc)
+        rc = bad_usage(usage_check, "%s", "check needs at least one trace FILE");
+    if (rc == CHECK_GO_ON)
+        rc = check_config(ck);
+    if (rc != CHECK_GO_ON) {
+        check_release(ck);
         return rc;
-    if (optind >= argc)
-        return bad_usage(usage_check, "%s", "check needs at least one trace FILE");
-    rc = check_config(ck);
-    if (rc != CHECK_GO_ON)
-        return rc;
+    }
     ck->jtraces = ck->json ? json_array() : NULL;
     gr_junit_init(&ck->ju);
     gr_html_init(&ck->hr);
@@ -903,7 +910,9 @@ static int cmd_check(int argc, char **argv)
     ck->streamed = !ck->in_memory;
     for (int i = optind; i < argc; i++)
         check_one(ck, argv[i], i == optind);
-    return check_finish(ck);
+    rc = check_finish(ck);
+    check_release(ck);
+    return rc;
 }
 
 static int cmd_dump(int argc, char **argv)

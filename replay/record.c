@@ -260,6 +260,7 @@ struct program {
     const char *script;   /* SCRIPT, or NULL */
     char kind;            /* 's' script, 'm' module, 'c' code, '-' stdin */
     const char *refused;  /* an interpreter option that keeps the recorder out */
+    int no_site;          /* -S (--manual only): no sitecustomize runs */
 };
 
 /* Parse argv[0..argc-1] = PYTHON ARGS... as CPython's command line does
@@ -306,6 +307,8 @@ static int parse_program(int argc, char **argv, int manual, struct program *p)
                     i++; /* argument is the next word */
                 break;
             }
+            if (*c == 'S')
+                p->no_site = 1;
             if ((*c == 'E' || *c == 'I' || (*c == 'S' && !manual)) && !p->refused)
                 p->refused = *c == 'E' ? "-E" : *c == 'I' ? "-I" : "-S";
         }
@@ -916,9 +919,14 @@ static int record_environment(struct rec_opts *o, const struct program *prog, co
     }
     /* Both modes boot through greenreplay/boot (its sitecustomize): with
      * --manual it only moves the settings below out of the environment and
-     * the package off sys.path, so that the program sees neither until it
-     * imports greenreplay itself (docs/recorder-start.md). */
-    sprintf(pythonpath, "%s/greenreplay/boot:%s%s%s", pkg, pkg, old && *old ? ":" : "", old && *old ? old : "");
+     * the boot directory off sys.path, so that the program sees neither
+     * until it imports greenreplay itself (docs/recorder-start.md).  The
+     * package's directory is not put on PYTHONPATH: the boot imports from
+     * it directly, and a site directory (a pip install's site-packages)
+     * then keeps its own place on sys.path.  Only under -S (--manual),
+     * where no sitecustomize runs, does the program find it there. */
+    sprintf(pythonpath, "%s/greenreplay/boot%s%s%s%s", pkg, prog->no_site ? ":" : "", prog->no_site ? pkg : "",
+            old && *old ? ":" : "", old && *old ? old : "");
     setenv("PYTHONPATH", pythonpath, 1);
     setenv("GREENREPLAY_PROGRAM", o->manual ? "manual" : "1", 1);
     free(pythonpath);

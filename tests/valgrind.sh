@@ -13,6 +13,11 @@
 # documented ones (check 0/1/2, dump 0/2, script 0/2, diff 0/1/2, export
 # 0/2); valgrind
 # errors (status 99), crashes and other statuses fail.
+# Then `check` runs in a directory whose pyproject.toml has a
+# [tool.greenreplay] table, in each report form, on the largest of those
+# traces, on its first half and on a copy with one byte flipped; and with a
+# rule name that does not exist, and beside a pyproject.toml that does not
+# parse (exit 2).
 # Exit status: 0 all clean, 1 something failed, 2 valgrind or the CLI missing.
 set -u
 
@@ -96,6 +101,41 @@ if [ "$ntraces" -gt 0 ]; then
         run "export chrome $t" "0 2" "$cli" export --format chrome -o /dev/null "$t"
         run "export speedscope $t" "0 2" "$cli" export --format speedscope -o /dev/null "$t"
     done
+fi
+
+# check's own memory around the trace: [tool.greenreplay] read from a
+# pyproject.toml (allow, fail_on), one that does not parse, a rule name that
+# does not exist, and traces that cannot be checked whole (the largest trace
+# cut in half, and with a byte of its second half flipped), each report form.
+if [ "$ntraces" -gt 0 ]; then
+    cfg=$logdir/cfg
+    mkdir -p "$cfg/bad"
+    big=${traces[0]} size=0
+    for t in "${traces[@]}"; do
+        n=$(stat -c %s "$t")
+        [ "$n" -gt "$size" ] && big=$t size=$n
+    done
+    head -c $((size / 2)) "$big" >"$cfg/cut.grt"
+    cp "$big" "$cfg/flip.grt"
+    printf '\377' | dd of="$cfg/flip.grt" bs=1 seek=$((size * 3 / 4)) conv=notrunc status=none
+    cp "$big" "$cfg/whole.grt"
+    printf '[tool.greenreplay]\nallow = ["displaced"]\nfail_on = ["attribution"]\nstrict_known = false\n' \
+        >"$cfg/pyproject.toml"
+    printf '[tool.greenreplay]\nallow = ["displaced", 3]\n' >"$cfg/bad/pyproject.toml"
+    abs_cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
+    echo "valgrind.sh: check beside a pyproject.toml, on $big whole, cut and flipped"
+    here=$PWD
+    cd "$cfg" || exit 2 # not a subshell: run counts the failures
+    for t in whole cut flip; do
+        for form in "" "-q" "--format json" "--in-memory" "--from 0 --to 1" "--html /dev/null" "--junit /dev/null"; do
+            # shellcheck disable=SC2086 # form is several words
+            run "check $form $t.grt (pyproject.toml)" "0 1 2" "$abs_cli" check $form "$t.grt"
+        done
+    done
+    run "check --allow nosuch (pyproject.toml)" "2" "$abs_cli" check --allow nosuch whole.grt
+    cd bad || exit 2
+    run "check (pyproject.toml that does not parse)" "2" "$abs_cli" check ../whole.grt
+    cd "$here" || exit 2
 fi
 
 echo "valgrind.sh: $runs runs, ${#failures[@]} failed"

@@ -931,6 +931,7 @@ int gr_trace_next_chunk(gr_trace *t)
                 return t->partial.rd_open = 0, t->done = 1, -1;
             t->partial.rd_zchunk = c.off;
             t->partial.rd_data = 0;
+            t->zchunks++;
         }
         t->partial.rd_p = t->partial.rd_base = c.p;
         t->partial.rd_end = c.p + c.len;

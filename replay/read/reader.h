@@ -164,6 +164,8 @@ typedef struct gr_trace {
     uint32_t *stacks;     /* pool of code ids referenced by records */
     size_t nstacks;
     int has_trailer;      /* a 'Z' chunk was read */
+    uint64_t zchunks;     /* compressed records chunks read (FORMAT §2.1):
+                             edit compresses its output when there are any */
     gr_trailer trailer;
     int truncated;        /* file ends inside a chunk or lacks a trailer */
     uint64_t truncated_at; /* byte offset where the valid part ends */

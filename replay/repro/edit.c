@@ -54,6 +54,15 @@ int gr_edit_write(const gr_trace *t, const uint64_t *drop, size_t ndrop, size_t 
         free(gone);
         return -1;
     }
+    /* Compressed as t was: a recording made without --no-compress stays
+     * compressed (each chunk that zstd does not shrink is written as it is,
+     * as the recorder does), one made with it stays plain. */
+    if (t->zchunks && gr_writer_set_compress(w, 1) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        gr_writer_abandon(w);
+        free(gone);
+        return -1;
+    }
     for (size_t i = 1; i <= t->nstrings; i++)
         gr_emit_string(w, t->strings[i].p, t->strings[i].len);
     for (size_t i = 1; i <= t->ncodes; i++)

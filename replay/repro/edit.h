@@ -26,7 +26,10 @@
  * between them, and the output's GAPs add up to t's (t->gap).  If t
  * has a trailer, the output gets one with the same
  * dropped, errors and reason and events = records written; a truncated t
- * gives an output without trailer (truncated as well).
+ * gives an output without trailer (truncated as well).  The output's
+ * records chunks are compressed (docs/FORMAT.md §2.1, each one that zstd
+ * does not shrink written plain, as the recorder does) when t had a
+ * compressed chunk (t->zchunks), plain otherwise.
  * Returns 0; or -1 with a message in err (errlen bytes) if an index is out
  * of range or the file could not be written. */
 int gr_edit_drop(const gr_trace *t, const uint64_t *drop, size_t ndrop, const char *path,

@@ -86,6 +86,27 @@ if [ "$mods" = "greenreplay greenreplay._greenreplay" ]; then
 else
     gr_bad "import greenreplay imported: $mods"
 fi
+# A stray .pth file (one whose import fails, as a killed test run of
+# coverage.py leaves one) makes site print an error at every start-up.
+# The recorded program prints it as often as unrecorded (once): the boot
+# processes no site directory again.  (A Python launcher, pip's console
+# script or python -m greenreplay, prints its own copy first: docs/USAGE.md.)
+ub=$W/userbase
+site=$(PYTHONUSERBASE=$ub "$GR_PY" -c 'import site; print(site.getusersitepackages())')
+mkdir -p "$site"
+echo 'import gr_stray_pth_module_missing' > "$site/gr_stray.pth"
+(cd "$W" && PYTHONUSERBASE=$ub "$GR_PY" x.py >pth.out 2>pth.plain)
+(cd "$W" && PYTHONUSERBASE=$ub "$cli" record -o pth.grt -- "$GR_PY" x.py >pth.out 2>pth.rec); rc=$?
+n=$(grep -c '^Error processing line 1 of .*gr_stray.pth' "$W/pth.plain")
+if [ "$n" = 1 ] && [ $rc -eq 0 ] && cmp -s "$W/pth.plain" "$W/pth.rec"; then
+    gr_ok "a stray .pth file: the recorded program prints its error once, as unrecorded"
+elif [ "$n" != 1 ]; then
+    skip "a stray .pth file: $GR_PY printed its error $n times unrecorded (no user site?)"
+else
+    gr_bad "a stray .pth file: record exit $rc, stderr differs from the unrecorded run's"
+    diff "$W/pth.plain" "$W/pth.rec" | sed 's/^/    /' | head -n 20
+fi
+rm -rf "$ub"
 
 # ---- 2. the pytest plugin from the project's own files
 if ! "$GR_PY" -c 'import pytest' 2>/dev/null; then

@@ -81,9 +81,11 @@ gr_record() {
 # ---- what a program printed, without the interpreter's start-up noise
 # An interpreter may write lines on stderr before the program runs: a
 # stray .pth file's error, a warning of site.  They are not the program's,
-# and a recorded run may print them more than once (the recorder's boot
-# processes site directories again), so a test that compares what a
-# program printed leaves them out on both sides.
+# and a recorded run prints them once more when a Python launcher started
+# the tool (python -m greenreplay, a pip install's console script: that
+# interpreter starts first; the program's own copy is printed once, as
+# habits.sh checks), so a test that compares what a program printed leaves
+# them out on both sides.
 
 declare -gA _GR_NOISE=()
 

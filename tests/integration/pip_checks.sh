@@ -103,6 +103,22 @@ else
     fail "greenreplay record of x.py"
     detail < record.log
 fi
+# The program's sys.path is the one it has unrecorded: the venv's
+# site-packages, where pip put greenreplay, stays in its place, and a module
+# installed only there imports.
+site=$(clean_env "$V/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo 'NAME = "only in the venv"' > "$site/gr_venv_only.py"
+printf 'import sys, gr_venv_only\nprint(gr_venv_only.NAME)\nprint("\\n".join(sys.path))\n' > path.py
+clean_env "$V/bin/python" path.py > path.plain 2>&1
+clean_env "$V/bin/greenreplay" record -o p.grt -- "$V/bin/python" path.py > path.rec 2>&1
+clean_env "$V/bin/python" -m greenreplay record -o pm.grt -- path.py > path.pym 2>&1
+if grep -q "only in the venv" path.plain && cmp -s path.plain path.rec && cmp -s path.plain path.pym; then
+    pass "record (command and python -m): the program's sys.path is its own, the venv's site-packages in it"
+else
+    fail "record: the program's sys.path differs from its own (plain, command, python -m)"
+    { cat path.plain; diff path.plain path.rec; diff path.plain path.pym; } | detail
+fi
+rm -f "$site/gr_venv_only.py"
 if clean_env "$V/bin/greenreplay" check t.grt > check.log 2>&1 && grep -q "^result: clean" check.log; then
     pass "greenreplay check t.grt: clean"
 else

@@ -132,7 +132,9 @@ else
 fi
 
 # ---- a synthetic trace with violations ---------------------------------------
-if [ -x "$gentrace" ] || make -s -C "$top" "$gentrace" >/dev/null 2>&1; then
+# The target as the Makefile names it ($(BUILD)/bench/gentrace, BUILD from
+# the environment or build): an absolute path matches no rule.
+if [ -x "$gentrace" ] || make -s -C "$top" "${BUILD:-build}/bench/gentrace" >/dev/null 2>&1; then
     "$gentrace" "$work/gen.grt" 200000 50 >/dev/null
     # Drop records of every kind the rules decide on later: the C_RETURN of
     # a MARK's `mark` call (blind_spot waits for it), RETURNs and CALLs

@@ -254,3 +254,27 @@ def test_greenlet_gettrace_while_recording(recorded, mode):
     else:
         assert seen[0] is not None and seen[1] is mine
     assert greenlet.gettrace() is None
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="INSTR records are written on 3.12+ only")
+def test_instr_version_counts_for_the_process(recorded):
+    # docs/FORMAT.md, INSTR: `version` is the interpreter's, counted for
+    # the whole process and not reset by start(): a second recording in
+    # the same process starts higher, a profile function set and cleared
+    # between two recordings raises it further; `stale` means the same.
+    def versions():
+        with recorded() as rec:
+            round_trip()
+        instr = [r.fields for r in rec.trace().of("INSTR")]
+        assert instr
+        assert all(f["stale"] == "0" for f in instr)
+        return [int(f["version"]) for f in instr]
+
+    first = versions()
+    second = versions()
+    sys.setprofile(lambda *a: None)
+    sys.setprofile(None)
+    third = versions()
+    assert len(set(first)) == len(set(second)) == len(set(third)) == 1
+    assert first[0] < second[0] < third[0]
+    assert third[0] - second[0] > second[0] - first[0]

@@ -236,6 +236,83 @@ static void test_gaps_kept(void **state)
     tb_cleanup(&b);
 }
 
+/* The records chunks of the file at path: [0] plain ('E'), [1] compressed
+ * (FORMAT §2.1), counted from its bytes. */
+static void count_chunks(const char *path, size_t count[2])
+{
+    tb f;
+    memset(&f, 0, sizeof f);
+    snprintf(f.path, sizeof f.path, "%s", path);
+    size_t n;
+    uint8_t *d = tb_bytes(&f, &n);
+    count[0] = count[1] = 0;
+    for (size_t off = GR_HEADER_LEN; off + GR_CHUNK_HEADER_LEN <= n;) {
+        if (d[off] == GR_CHUNK_RECORDS)
+            count[0]++;
+        else if (d[off] == (uint8_t)GR_CHUNK_RECORDS_Z)
+            count[1]++;
+        off += GR_CHUNK_HEADER_LEN + gr_get_u32le(d + off + 1);
+    }
+    free(d);
+}
+
+/* A trace of many CALL/RETURN pairs (zstd shrinks its chunks), written
+ * compressed or not. */
+static void pairs_trace(tb *b, int compress)
+{
+    tb_open(b, 512);
+    assert_int_equal(gr_writer_set_compress(b->w, compress), 0);
+    uint32_t f = tb_py(b, "f", "a.py", 3);
+    tb_thread(b, 1);
+    tb_greenlet(b, 1, 1, 0, GR_GL_MAIN, 0);
+    for (int i = 0; i < 400; i++) {
+        tb_ev(b, GR_CALL, 1, 1, f);
+        tb_ev(b, GR_RETURN, 1, 1, f);
+    }
+    tb_finish(b);
+}
+
+/* edit keeps the input's compression: a compressed trace (the recorder's
+ * default) gives compressed chunks, one recorded with --no-compress plain
+ * ones; both hold the same records. */
+static void test_compression_kept(void **state)
+{
+    (void)state;
+    size_t nrecs[2] = {0, 0};
+    for (int z = 0; z <= 1; z++) {
+        tb b;
+        pairs_trace(&b, z);
+        size_t count[2];
+        count_chunks(b.path, count);
+        assert_true(count[z] >= 2); /* the input is what it should be */
+        if (!z)
+            assert_int_equal(count[1], 0);
+        gr_trace in, out;
+        assert_int_equal(tb_load(&b, &in), GR_READ_OK);
+        char path[] = "/tmp/gr-unit-edit-XXXXXX";
+        tmp_path(path);
+        char err[256];
+        uint64_t drop = 2;
+        assert_int_equal(gr_edit_write(&in, &drop, 1, 512, path, err, sizeof err), 0);
+        count_chunks(path, count);
+        if (z)
+            assert_true(count[1] >= 2);
+        else
+            assert_int_equal(count[1], 0);
+        assert_true(count[0] + count[1] >= 2);
+        assert_int_equal(gr_trace_load(&out, path), GR_READ_OK);
+        assert_int_equal(out.nrecs, in.nrecs - 1);
+        for (size_t i = 2; i < out.nrecs; i++)
+            assert_int_equal(out.recs[i].tag, in.recs[i + 1].tag);
+        nrecs[z] = out.nrecs;
+        gr_trace_free(&out);
+        gr_trace_free(&in);
+        unlink(path);
+        tb_cleanup(&b);
+    }
+    assert_int_equal(nrecs[0], nrecs[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_truncated_stays_truncated),
         cmocka_unit_test(test_meta_positions_kept),
         cmocka_unit_test(test_gaps_kept),
+        cmocka_unit_test(test_compression_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

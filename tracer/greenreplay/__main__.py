@@ -90,7 +90,7 @@ def _record_from_environment(args):
                sys.executable, sys.executable))
         sys.exit(2)
     env = dict(os.environ)
-    paths = [os.path.join(pkg, "boot"), os.path.dirname(pkg)]
+    paths = [os.path.join(pkg, "boot")]  # the boot imports the package from beside it
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)

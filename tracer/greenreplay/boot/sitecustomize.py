@@ -1,7 +1,9 @@
 """greenreplay's whole-program boot: `greenreplay record` without --manual.
 
-`greenreplay record` puts this directory and then the package's directory
-first on PYTHONPATH and sets GREENREPLAY_PROGRAM=1, so that the
+`greenreplay record` puts this directory first on PYTHONPATH (not the
+package's directory: this module imports from it directly, so that a site
+directory holding the package keeps its own place on sys.path) and sets
+GREENREPLAY_PROGRAM=1, so that the
 interpreter's `site` imports this file as `sitecustomize` before the program
 runs.  The interpreter then runs the program itself, exactly as without the
 recorder (script, -m MODULE, -c CODE, stdin, interpreter options): no runner
@@ -10,7 +12,7 @@ of greenreplay's sits below it.
 The program must find the interpreter as it would unrecorded
 (docs/recorder-start.md).  Here, while site runs:
   - the C extension is imported (the package's __init__ imports nothing
-    else), then both directories leave sys.path and PYTHONPATH, the
+    else), then this directory leaves sys.path and PYTHONPATH, the
     package leaves sys.modules, and the interpreter's own sitecustomize, if
     any, runs;
   - _greenreplay._arm installs a one-shot C profile function that waits for
@@ -40,8 +42,8 @@ opened and closed from record through a pipe (tracer/window.c).
 
 `greenreplay record --manual` boots here too, with GREENREPLAY_PROGRAM=manual:
 nothing is armed; the recorder's settings move from the environment into the
-extension (where the start() the program calls finds them), both directories
-leave sys.path and PYTHONPATH, the finder goes last on sys.meta_path, and this
+extension (where the start() the program calls finds them), this directory
+leaves sys.path and PYTHONPATH, the finder goes last on sys.meta_path, and this
 module leaves sys.modules by raising an ImportError naming sitecustomize,
 which site ignores (docs/recorder-start.md, "--manual").
 
@@ -72,28 +74,35 @@ def _strip_environment():
         os.environ.pop(key, None)
 
 
-def _leave(here, pkg):
-    # Take our two directories out of sys.path and PYTHONPATH (record put
-    # them first, in this order), as the program would have them: the
-    # package's directory stays on sys.path if the user's own PYTHONPATH
-    # names it too.
+def _leave(here):
+    # Take this directory out of sys.path and PYTHONPATH (record put it
+    # first), as the program would have them.  Nothing else moves: the
+    # package's own directory was never put there (a site-packages holding
+    # it stays where site put it, the user's PYTHONPATH naming it stays).
     parts = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    ours = [os.path.abspath(p) for p in parts[:2] if p] == [here, pkg]
-    user = parts[2:] if ours else parts
-    keep_pkg = pkg in [os.path.abspath(p) for p in user if p]
+    ours = bool(parts[0]) and os.path.abspath(parts[0]) == here
     for i in range(len(sys.path)):
         if sys.path[i] and os.path.abspath(sys.path[i]) == here:
-            end = i + 1
-            if not keep_pkg and end < len(sys.path) and sys.path[end] and \
-                    os.path.abspath(sys.path[end]) == pkg:
-                end += 1
-            del sys.path[i:end]
+            del sys.path[i]
             break
     if ours:
-        if user:
-            os.environ["PYTHONPATH"] = os.pathsep.join(user)
+        if parts[1:]:
+            os.environ["PYTHONPATH"] = os.pathsep.join(parts[1:])
         else:
             os.environ.pop("PYTHONPATH", None)
+
+
+def _import_package(pkg):
+    # The package and its extension, from pkg whatever sys.path holds: pkg
+    # goes first on sys.path for these imports only.
+    sys.path.insert(0, pkg)
+    try:
+        import greenreplay
+        from greenreplay import _greenreplay
+        return greenreplay, _greenreplay
+    finally:
+        if sys.path and sys.path[0] is pkg:
+            del sys.path[0]
 
 
 def _run_own_sitecustomize():
@@ -186,17 +195,16 @@ def _boot():
     pkg = os.path.dirname(os.path.dirname(here))
     before = set(sys.modules)
     try:
-        import greenreplay
-        from greenreplay import _greenreplay
+        greenreplay, _greenreplay = _import_package(pkg)
     except ImportError as e:
-        _leave(here, pkg)
+        _leave(here)
         _strip_environment()
         sys.stderr.write("greenreplay: the recorder is not built for %s (Python %d.%d): %s; "
                          "run `make PYTHON=%s`; the program runs unrecorded\n"
                          % (sys.executable, sys.version_info[0], sys.version_info[1], e, sys.executable))
         return None
     ours = [name for name in sys.modules if name not in before]
-    _leave(here, pkg)
+    _leave(here)
     for name in ours:
         sys.modules.pop(name, None)
     if mode == "manual":
