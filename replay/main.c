@@ -260,9 +260,10 @@ static const char usage_script[] =
     "  -q, --quiet     no notes on stderr\n"
     "  -h, --help      show this help\n"
     "\n"
-    "Memory: the trace is read whole and the shape of every greenlet is built\n"
-    "before the program is written: 230 to 300 bytes per record (not one\n"
-    "chunk at a time like check; docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
+    "Memory: the trace is read as a stream, twice (read whole from a pipe),\n"
+    "and the program is written as it is made, but the shape of every greenlet\n"
+    "(its frames and actions) is built whole before the program is written:\n"
+    "55 to 75 bytes per record (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
@@ -1138,17 +1139,40 @@ static int cmd_script(int argc, char **argv)
         return bad_usage(usage_script, "%s", "script needs exactly one TRACE");
     if (out && refuse_output("script", "-o", out))
         return 2;
+    /* A regular file is read as a stream, twice (gr_shape_build_path): its
+     * records are never all in memory; anything else (a pipe) is read
+     * whole.  The program goes to OUT as it is made: it is never held
+     * whole either. */
     gr_trace t;
-    if (load(&t, argv[optind])) {
+    gr_shape shape;
+    if (regular_file(argv[optind])) {
+        if (gr_shape_build_path(&shape, &t, argv[optind], o.anonymize) != GR_READ_OK) {
+            fprintf(stderr, "greenreplay: %s\n", t.err.msg);
+            gr_trace_free(&t);
+            return 2;
+        }
+    } else {
+        if (load(&t, argv[optind])) {
+            gr_trace_free(&t);
+            return 2;
+        }
+        gr_shape_build(&shape, &t, o.anonymize);
+    }
+    o.source = argv[optind];
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "greenreplay: script: -o %s: cannot write it: %s\n", out, strerror(errno));
+        gr_shape_free(&shape);
         gr_trace_free(&t);
         return 2;
     }
-    o.source = argv[optind];
-    gr_sb prog, notes;
-    gr_sb_init(&prog);
+    gr_sb notes;
     gr_sb_init(&notes);
-    gr_script_write(&t, &o, &prog, &notes);
+    int rc = gr_script_write_shape(&shape, &o, f, &notes, NULL) < 0 ? 2 : 0;
+    gr_shape_free(&shape);
     gr_trace_free(&t);
+    if (out && fclose(f) != 0)
+        rc = 2;
     if (!quiet && notes.len) {
         const char *p = notes.s;
         while (*p) {
@@ -1158,22 +1182,10 @@ static int cmd_script(int argc, char **argv)
             p += n + (e ? 1 : 0);
         }
     }
-    int rc = 0;
-    FILE *f = out ? fopen(out, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "greenreplay: script: -o %s: cannot write it: %s\n", out, strerror(errno));
-        rc = 2;
-    } else {
-        if (fwrite(prog.s ? prog.s : "", 1, prog.len, f) != prog.len || fflush(f) != 0)
-            rc = 2;
-        if (out && fclose(f) != 0)
-            rc = 2;
-        if (rc && out)
-            fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
-        else if (rc)
-            fputs("greenreplay: script: stdout: writing the script failed\n", stderr);
-    }
-    gr_sb_free(&prog);
+    if (rc && out)
+        fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
+    else if (rc)
+        fputs("greenreplay: script: stdout: writing the script failed\n", stderr);
     gr_sb_free(&notes);
     return rc;
 }

@@ -1,7 +1,6 @@
 /* script.c - render a trace's shape as a Python program (script.h). */
 #include "script.h"
 
-#include "idmap.h"
 #include "script_builtins.h"
 #include "script_shape.h"
 
@@ -34,27 +33,47 @@ enum {
     U_TYPES = 1u << 14,   /* import types */
 };
 
+/* A distinct function body (16 bytes): its text is in render.bodies. */
 typedef struct variant {
+    uint64_t off;   /* where its statements start in render.bodies */
+    uint32_t len;   /* their length */
     uint32_t code;
-    char *body; /* owned: statements */
-    size_t body_len;
 } variant;
 
 typedef struct render {
     const gr_shape *s;
     const gr_trace *t;
     const gr_script_opts *o;
-    size_t *var_of;   /* [nframes]: variant index + 1, 0 not rendered */
+    uint32_t *var_of; /* [nframes]: variant index + 1, 0 not rendered */
     variant *vars;
     size_t nvars, cap_vars;
-    gr_idmap dedup;   /* (hash, code) -> variant index */
+    gr_sb bodies;     /* every variant's statements, one after another */
+    uint32_t *dedup;  /* [cap_dedup]: open addressing by (code, body), variant
+                         index + 1, 0 empty; at most half full */
+    size_t cap_dedup;
     unsigned need;    /* gr_builtin_need bits */
     unsigned use;     /* U_* bits */
     uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code */
     size_t line;      /* lines written so far */
     size_t unit;      /* last unit tag given */
     size_t bad_utf8;  /* invalid bytes replaced in literals */
+    FILE *file;       /* write the program here as it is made, or NULL: all
+                         of it stays in the caller's buffer */
+    int werr;         /* a write to file failed */
 } render;
+
+/* The program is written to R->file in pieces of about this size: the
+ * buffer holds one piece, not the whole program. */
+#define FLUSH_AT (64 * 1024)
+
+static void flush(render *R, gr_sb *out)
+{
+    if (!R->file || !out->len)
+        return;
+    if (!R->werr && fwrite(out->s, 1, out->len, R->file) != out->len)
+        R->werr = 1;
+    gr_sb_reset(out);
+}
 
 /* ---- literals ----------------------------------------------------------- */
 
@@ -209,7 +228,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
 {
     switch (a->kind) {
     case GR_ACT_CALL:
-        gr_sb_printf(out, "_v%zu, ", variant_of(R, a->frame));
+        gr_sb_printf(out, "_v%zu, ", variant_of(R, gr_act_frame(a)));
         return 1;
     case GR_ACT_MARK:
         R->use |= U_FUNCTOOLS;
@@ -242,7 +261,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
 static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
 {
     const gr_shape *s = R->s;
-    const gr_frame *f = &s->frames[a->frame];
+    const gr_frame *f = &s->frames[gr_act_frame(a)];
     gr_sb st;
     gr_sb_init(&st);
     if (f->hook) {
@@ -256,7 +275,7 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             gr_sb_puts(&st, "sys.setprofile(_P)  # the program installed its own profile function here");
         }
     } else if (f->keep) {
-        const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
+        const gr_act *a0 = f->nacts ? &s->acts[gr_frame_acts(f)[0]] : NULL;
         const gr_code *c = gr_trace_code(R->t, f->code);
         size_t n;
         const uint8_t *q = gr_trace_string(R->t, c->qualname, &n);
@@ -329,7 +348,7 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
         gr_sb_init(&items);
         size_t k = 0;
         for (size_t i = 0; i < f->nacts; i++)
-            k += (size_t)callables(R, f->tid, &s->acts[f->acts[i]], &items);
+            k += (size_t)callables(R, f->tid, &s->acts[gr_frame_acts(f)[i]], &items);
         if (f->end == GR_END_EXCEPTION) {
             gr_sb_puts(&items, "{}.popitem, ");
             k++;
@@ -373,9 +392,9 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
     int catch_ = a->catch_;
     switch (a->kind) {
     case GR_ACT_CALL: {
-        size_t v = variant_of(R, a->frame);
-        if (a->arm != GR_NONE) {
-            const gr_act *sw = &s->acts[a->arm];
+        size_t v = variant_of(R, gr_act_frame(a));
+        if (gr_act_arm(a) != GR_NONE) {
+            const gr_act *sw = &s->acts[gr_act_arm(a)];
             R->use |= U_TRACE;
             R->need |= GR_NEED_SYS;
             gr_sb_puts(&st, "_A[0] = ");
@@ -472,7 +491,8 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
         break;
     case GR_ACT_GENLOCAL:
         R->use |= U_GEN;
-        gr_sb_printf(&st, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", a->gen, a->gen, a->gen);
+        gr_sb_printf(&st, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", gr_act_gen(a), gr_act_gen(a),
+                     gr_act_gen(a));
         break;
     case GR_ACT_RAISE:
         R->use |= U_FAIL;
@@ -498,7 +518,7 @@ static void body_of(render *R, size_t frame, gr_sb *body)
     for (size_t i = 0; i < f->nacts; i++) {
         size_t mark = body->len;
         gr_sb_putc(body, STMT);
-        if (!act_stmt(R, frame, &R->s->acts[f->acts[i]], body)) {
+        if (!act_stmt(R, frame, &R->s->acts[gr_frame_acts(f)[i]], body)) {
             body->len = mark;
             if (body->s)
                 body->s[mark] = '\0';
@@ -516,6 +536,41 @@ static uint64_t hash_key(uint32_t code, const char *p, size_t n)
     return h;
 }
 
+static const char *var_body(const render *R, const variant *va)
+{
+    return R->bodies.s ? R->bodies.s + va->off : "";
+}
+
+/* The dedup slot of (code, body p[0..n)): the variant's, or the empty one
+ * where it goes. */
+static uint32_t *dedup_slot(render *R, uint32_t code, const char *p, size_t n)
+{
+    size_t i = (size_t)hash_key(code, p, n) & (R->cap_dedup - 1);
+    for (;; i = (i + 1) & (R->cap_dedup - 1)) {
+        uint32_t *slot = &R->dedup[i];
+        if (!*slot)
+            return slot;
+        const variant *va = &R->vars[*slot - 1];
+        if (va->code == code && va->len == n && memcmp(var_body(R, va), p, n) == 0)
+            return slot;
+    }
+}
+
+/* Room for one more variant in the dedup table (rehashing the bodies). */
+static void dedup_room(render *R)
+{
+    if (2 * (R->nvars + 1) <= R->cap_dedup)
+        return;
+    free(R->dedup);
+    R->cap_dedup = R->cap_dedup ? 2 * R->cap_dedup : 1024;
+    R->dedup = gr_xrealloc(NULL, R->cap_dedup * sizeof *R->dedup);
+    memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+    for (size_t v = 0; v < R->nvars; v++) {
+        const variant *va = &R->vars[v];
+        *dedup_slot(R, va->code, var_body(R, va), va->len) = (uint32_t)(v + 1);
+    }
+}
+
 /* The variant (a Python function) acting out frame: identical bodies of
  * the same code share one.  The frames it calls must have theirs already
  * (variant_of sees to it), so that rendering its body recurses no
@@ -528,27 +583,26 @@ static size_t variant_of_shallow(render *R, size_t frame)
     gr_sb_init(&body);
     body_of(R, frame, &body);
     uint32_t code = R->s->frames[frame].code;
-    uint64_t h = hash_key(code, body.s ? body.s : "", body.len);
-    size_t v;
-    /* Chained on hash collisions: probe (h, code), (h+1, code), ... */
-    for (uint64_t k = h;; k++) {
-        if (!gr_idmap_get(&R->dedup, k, code, &v)) {
-            R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
-            v = R->nvars++;
-            R->vars[v].code = code;
-            R->vars[v].body_len = body.len;
-            R->vars[v].body = gr_sb_take(&body);
-            gr_idmap_put(&R->dedup, k, code, v);
-            break;
-        }
-        if (R->vars[v].body_len == body.len &&
-            memcmp(R->vars[v].body, body.s ? body.s : "", body.len) == 0) {
-            gr_sb_free(&body);
-            break;
-        }
+    if (body.len > UINT32_MAX || R->nvars >= UINT32_MAX - 1) {
+        fputs("greenreplay: script: a function body or the number of them is too large\n",
+              stderr);
+        exit(2);
     }
-    R->var_of[frame] = v + 1;
-    return v;
+    dedup_room(R);
+    const char *p = body.s ? body.s : "";
+    uint32_t *slot = dedup_slot(R, code, p, body.len);
+    if (!*slot) {
+        R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
+        variant *va = &R->vars[R->nvars++];
+        va->off = R->bodies.len;
+        va->len = (uint32_t)body.len;
+        va->code = code;
+        gr_sb_put(&R->bodies, p, body.len);
+        *slot = (uint32_t)R->nvars;
+    }
+    gr_sb_free(&body);
+    R->var_of[frame] = *slot;
+    return *slot - 1;
 }
 
 /* The frame whose variant rendering frame's body asks for through act a
@@ -557,13 +611,14 @@ static size_t variant_of_shallow(render *R, size_t frame)
  * name or changes the profile slot renders none of its acts. */
 static size_t act_child(const render *R, const gr_act *a)
 {
-    if (a->frame == GR_NONE)
+    size_t f = gr_act_frame(a);
+    if (f == GR_NONE)
         return GR_NONE;
     if (a->kind == GR_ACT_CALL)
-        return a->frame;
+        return f;
     if (a->kind == GR_ACT_CCALL) {
-        const gr_frame *c = &R->s->frames[a->frame];
-        return c->hook || c->keep ? GR_NONE : a->frame;
+        const gr_frame *c = &R->s->frames[f];
+        return c->hook || c->keep ? GR_NONE : f;
     }
     return GR_NONE;
 }
@@ -587,7 +642,7 @@ static size_t variant_of(render *R, size_t frame)
         const gr_frame *f = &R->s->frames[v->frame];
         size_t child = GR_NONE;
         while (v->next < f->nacts && child == GR_NONE) {
-            child = act_child(R, &R->s->acts[f->acts[v->next++]]);
+            child = act_child(R, &R->s->acts[gr_frame_acts(f)[v->next++]]);
             if (child != GR_NONE && !R->s->frames[child].is_c && R->var_of[child])
                 child = GR_NONE; /* done already */
         }
@@ -616,6 +671,8 @@ static void line(render *R, gr_sb *out, int indent, const char *text, size_t n, 
         gr_sb_printf(out, "  %s", tag);
     gr_sb_putc(out, '\n');
     R->line++;
+    if (out->len >= FLUSH_AT)
+        flush(R, out);
 }
 
 /* Write a statement (lines separated by '\n') as one unit. */
@@ -672,7 +729,7 @@ static void write_defs(render *R, gr_sb *out)
         }
         uint64_t def_line = R->line + 1;
         line(R, out, 0, hdr.s, hdr.len, tag);
-        body_units(R, out, 1, va->body, va->body_len);
+        body_units(R, out, 1, var_body(R, va), va->len);
         line(R, out, 1, "return", 6, NULL);
         if (va->code <= R->t->ncodes && !R->code_line[va->code])
             R->code_line[va->code] = def_line;
@@ -915,7 +972,8 @@ static void write_header(render *R, gr_sb *out, const gr_sb *notes, size_t nnote
      * comes before line 3. */
     static const char cookie[] = "# -*- coding: utf-8 -*-";
     line(R, out, 0, cookie, sizeof cookie - 1, NULL);
-    gr_sb_printf(&h, "# Made by `greenreplay script` from a trace of %zu records", t->nrecs);
+    gr_sb_printf(&h, "# Made by `greenreplay script` from a trace of %" PRIu64 " records",
+                 gr_trace_count(t));
     const char *py = NULL, *gl = NULL;
     size_t npy = 0, ngl = 0;
     for (size_t i = 0; i < t->nmetas; i++) {
@@ -1198,15 +1256,21 @@ static void write_threads(render *R, gr_sb *out, const gr_sb *entries)
     gr_sb_free(&st);
 }
 
-size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes_out)
+/* The program of a built shape into out, or, when file is not NULL, into
+ * file (out is then only the buffer of the piece being written): 0, or -1
+ * when a write to file failed. */
+static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb *out,
+                        gr_sb *notes_out, size_t *nnotes_out)
 {
-    gr_shape shape;
-    gr_shape_build(&shape, t, o->anonymize);
+    const gr_trace *t = sh->t;
+    const gr_shape shape = *sh; /* read only */
     render R;
     memset(&R, 0, sizeof R);
     R.s = &shape;
     R.t = t;
     R.o = o;
+    R.file = file;
+    gr_sb_init(&R.bodies);
     R.var_of = gr_xrealloc(NULL, (shape.nframes + 1) * sizeof *R.var_of);
     memset(R.var_of, 0, (shape.nframes + 1) * sizeof *R.var_of);
     R.code_line = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.code_line);
@@ -1247,18 +1311,43 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     if (shape.uses_greenlet || entries.len)
         line(&R, out, 0, "", 0, NULL);
     body_units(&R, out, 0, body.s ? body.s : "", body.len);
+    flush(&R, out);
+    if (file && !R.werr && fflush(file) != 0)
+        R.werr = 1;
 
     if (notes_out)
         gr_sb_put(notes_out, notes.s ? notes.s : "", notes.len);
     gr_sb_free(&notes);
     gr_sb_free(&entries);
     gr_sb_free(&body);
-    for (size_t i = 0; i < R.nvars; i++)
-        free(R.vars[i].body);
+    gr_sb_free(&R.bodies);
+    free(R.dedup);
     free(R.vars);
     free(R.var_of);
     free(R.code_line);
-    gr_idmap_free(&R.dedup);
+    *nnotes_out = nnotes;
+    return R.werr ? -1 : 0;
+}
+
+size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes)
+{
+    gr_shape shape;
+    gr_shape_build(&shape, t, o->anonymize);
+    size_t n = 0;
+    (void)script_write(&shape, o, NULL, out, notes, &n);
     gr_shape_free(&shape);
-    return nnotes;
+    return n;
+}
+
+int gr_script_write_shape(const gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
+                          size_t *nnotes)
+{
+    gr_sb buf;
+    gr_sb_init(&buf);
+    size_t n = 0;
+    int rc = script_write(s, o, f, &buf, notes, &n);
+    gr_sb_free(&buf);
+    if (nnotes)
+        *nnotes = n;
+    return rc;
 }

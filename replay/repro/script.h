@@ -32,9 +32,11 @@
 #define GR_SCRIPT_H
 
 #include "reader.h"
+#include "script_shape.h"
 #include "text.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Options of gr_script_write. */
 typedef struct gr_script_opts {
@@ -50,6 +52,15 @@ typedef struct gr_script_opts {
  * text as in the program's header.  Returns the number of notes.  Exits(2)
  * on out of memory; never fails otherwise. */
 size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, gr_sb *notes);
+
+/* The program of shape s (gr_shape_build, or gr_shape_build_path for a
+ * trace read as a stream; built with anonymize = o->anonymize) written to
+ * f as it is made, a piece of about 64 KB at a time: the program is never
+ * held whole.  The same notes into notes (may be NULL), their number into
+ * *nnotes (may be NULL).  Returns 0, or -1 when writing to f failed (what
+ * was written stays in f).  f is flushed, not closed. */
+int gr_script_write_shape(const gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
+                          size_t *nnotes);
 
 /* Append s (n bytes, UTF-8 expected) as a Python string literal in single
  * quotes, ASCII only: printable ASCII as is (with \\ and \' escaped), other

@@ -10,17 +10,73 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Per thread (by its index in gr_shape.threads), what the pass over the
+ * records before the walk follows. */
+typedef struct pre_thread {
+    uint64_t last;      /* its last record other than STACK */
+    uint64_t call;      /* its last record, a CALL awaiting its thread's next record */
+    uint64_t call_gid;
+    uint32_t call_code;
+    uint8_t has_call;   /* `call` is set */
+    uint8_t seen;       /* bit 1: a profile event, bit 2: an unprofiled MARK */
+} pre_thread;
+
+/* What the walk needs to know ahead of a record, gathered by one pass over
+ * the records before it (pre_feed), so that the walk reads each record
+ * once, in order: a streamed trace (gr_shape_build_path) holds only one
+ * chunk of records at a time. */
+typedef struct shape_pre {
+    uint64_t nrecs;       /* records of the trace */
+    uint64_t first_tid;   /* thread of the first record */
+    int any;              /* a record was seen */
+    gr_launch_scan launch; /* runpy's launch frames (launch.h) */
+    pre_thread *pt;       /* [cap_pt], by thread index */
+    size_t cap_pt;
+    int prev_thread;      /* the previous record is THREAD of prev_tid */
+    uint64_t prev_tid;
+    uint8_t *pairs;       /* bit per record: a CALL whose thread's next record
+                             is its RETURN (the frame returns at once) */
+    size_t cap_pairs;
+    uint16_t *resume;     /* [nsw] by SWITCH/THROW ordinal: Python frames its
+                             origin has when it is resumed next (the INSTR
+                             after that resume, CPython 3.12+), RESUME_NONE */
+    size_t *waiting;      /* [nsw]: the ordinal waiting before it for the same
+                             greenlet's resume, + 1 (freed after the pass) */
+    size_t nsw, cap_resume, cap_waiting;
+    gr_idmap pending;     /* (tid, gid) -> last ordinal + 1 of the greenlet's
+                             switches away not resumed yet */
+    size_t resolve;       /* ordinals + 1 whose value the next record gives
+                             (a chain through waiting), 0 none */
+    uint64_t resolve_tid, resolve_gid;
+    int stop_seen, after_stop; /* a STOP was seen; the records since are STACK */
+    uint64_t stop_tid, stop_gid;
+    uint64_t stop_flags;  /* the running STACK record after STOP: flags, */
+    size_t stop_n;        /* depth (GR_NONE: none) */
+    uint32_t stop_ids[GR_STACK_CAP]; /* and code ids */
+    size_t walk_sw;       /* walk: ordinal of the next SWITCH/THROW */
+    int stopped;          /* walk: a STOP ended it */
+    uint64_t last_tid;    /* walk: thread of the last record */
+} shape_pre;
+
+#define RESUME_NONE 0xFFFFu /* no INSTR: above GR_STACK_CAP, never trimmed to */
+
 /* Lookup tables (gr_shape.internal). */
 typedef struct shape_maps {
+    shape_pre pre;
     gr_idmap greens;  /* (tid, gid) -> index in greens */
     gr_idmap threads; /* (tid, 0) -> index in threads */
     gr_idmap notes;   /* (hash, len) -> index in notes */
     gr_idmap quals;   /* (hash, len) of a qualname -> number */
     gr_idmap labels;  /* (hash, len) of a label -> number */
     gr_idmap gencode; /* (code, 0) -> 1: code known to run as a generator */
+    uint64_t *frecs;  /* with ckeep: [2 * frame] its CALL/C_CALL record (GR_NONE
+                         for seed and rebuilt frames), [2 * frame + 1] its
+                         RETURN/C_RETURN/C_EXCEPTION record (GR_NONE) */
+    size_t cap_frecs;
     uint64_t nquals, nlabels;
 } shape_maps;
 
@@ -218,7 +274,19 @@ static const char *nm(const gr_shape *s, gr_sb *sb, uint32_t code)
 
 /* ---- building blocks ---------------------------------------------------- */
 
-static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid, uint64_t gid)
+/* An index (of a frame, act or gen) for gr_act's 32-bit fields. */
+static uint32_t idx32(size_t i)
+{
+    if (i == GR_NONE)
+        return GR_NONE32;
+    if (i >= GR_NONE32) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+    return (uint32_t)i;
+}
+
+static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid)
 {
     s->frames = gr_xgrow(s->frames, &s->cap_frames, s->nframes + 1, sizeof *s->frames);
     gr_frame *f = &s->frames[s->nframes];
@@ -226,42 +294,91 @@ static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid, uint64_t gid)
     f->code = code;
     f->is_c = (uint8_t)is_c(s->t, code);
     f->tid = tid;
-    f->gid = gid;
-    f->call_rec = GR_NONE;
-    f->end_rec = GR_NONE;
+    if (s->ckeep) {
+        shape_maps *m = maps(s);
+        m->frecs = gr_xgrow(m->frecs, &m->cap_frecs, 2 * (s->nframes + 1), sizeof *m->frecs);
+        m->frecs[2 * s->nframes] = m->frecs[2 * s->nframes + 1] = GR_NONE;
+    }
     f->gen = GR_NONE;
     number_code(s, code);
     return s->nframes++;
 }
 
-static size_t new_act(gr_shape *s, int kind, uint64_t rec)
+/* Frame f's CALL/C_CALL record (end 0) or its end's (end 1), for ckeep. */
+static void frame_rec(gr_shape *s, size_t f, int end, uint64_t rec)
 {
+    if (s->ckeep)
+        maps(s)->frecs[2 * f + (size_t)end] = rec;
+}
+
+static size_t new_act(gr_shape *s, int kind)
+{
+    if (s->nacts >= UINT32_MAX) { /* gr_frame.acts holds 32-bit indices */
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
     s->acts = gr_xgrow(s->acts, &s->cap_acts, s->nacts + 1, sizeof *s->acts);
     gr_act *a = &s->acts[s->nacts];
     memset(a, 0, sizeof *a);
     a->kind = (uint8_t)kind;
-    a->frame = GR_NONE;
-    a->arm = GR_NONE;
-    a->gen = GR_NONE;
-    a->rec = rec;
+    a->frame32 = GR_NONE32;
+    a->arm32 = GR_NONE32; /* and gen32 */
     return s->nacts++;
+}
+
+/* Frame f's acts, to change. */
+static uint32_t *acts_of(gr_frame *f)
+{
+    return f->cap_acts > GR_FRAME_INLINE ? f->acts.heap : f->acts.in;
+}
+
+/* Room for one more act in f: most frames have one or two, held in the
+ * frame itself (GR_FRAME_INLINE); beyond, an allocation that doubles. */
+static void frame_room(gr_frame *f)
+{
+    if (f->cap_acts < GR_FRAME_INLINE)
+        f->cap_acts = GR_FRAME_INLINE;
+    if (f->nacts < f->cap_acts)
+        return;
+    if (f->cap_acts >= UINT32_MAX / 2) {
+        fputs("greenreplay: out of memory\n", stderr);
+        exit(2);
+    }
+    uint32_t cap = 2 * f->cap_acts;
+    if (f->cap_acts == GR_FRAME_INLINE) {
+        uint32_t *heap = gr_xrealloc(NULL, cap * sizeof *heap);
+        memcpy(heap, f->acts.in, f->nacts * sizeof *heap);
+        f->acts.heap = heap;
+    } else {
+        f->acts.heap = gr_xrealloc(f->acts.heap, cap * sizeof *f->acts.heap);
+    }
+    f->cap_acts = cap;
 }
 
 static void frame_add(gr_shape *s, size_t frame, size_t act)
 {
     gr_frame *f = &s->frames[frame];
-    f->acts = gr_xgrow(f->acts, &f->cap_acts, f->nacts + 1, sizeof *f->acts);
-    f->acts[f->nacts++] = act;
+    frame_room(f);
+    acts_of(f)[f->nacts++] = (uint32_t)act;
 }
 
 /* Insert act before position pos of frame's acts. */
 static void frame_insert(gr_shape *s, size_t frame, size_t pos, size_t act)
 {
     gr_frame *f = &s->frames[frame];
-    f->acts = gr_xgrow(f->acts, &f->cap_acts, f->nacts + 1, sizeof *f->acts);
-    memmove(f->acts + pos + 1, f->acts + pos, (f->nacts - pos) * sizeof *f->acts);
-    f->acts[pos] = act;
+    frame_room(f);
+    uint32_t *acts = acts_of(f);
+    memmove(acts + pos + 1, acts + pos, (f->nacts - pos) * sizeof *acts);
+    acts[pos] = (uint32_t)act;
     f->nacts++;
+}
+
+/* Remove act number i of frame f (the later ones move up). */
+static void frame_remove(gr_frame *f, size_t i)
+{
+    uint32_t *acts = acts_of(f);
+    memmove(acts + i, acts + i + 1, (f->nacts - i - 1) * sizeof *acts);
+    f->nacts--;
 }
 
 static size_t new_gen(gr_shape *s, uint32_t code)
@@ -377,7 +494,7 @@ static size_t pop(gr_shape *s, gr_green *g, int end, uint64_t rec)
     size_t f = g->stack[--g->depth];
     if (end) {
         s->frames[f].end = (uint8_t)end;
-        s->frames[f].end_rec = rec;
+        frame_rec(s, f, 1, rec);
     }
     return f;
 }
@@ -457,15 +574,15 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
         note(s, rec, "calls the profiler did not see (rebuilt from a mark's real stack): the "
                      "script makes them");
     for (size_t i = common; i < n; i++) {
-        size_t f = new_frame(s, ids[i], g->tid, g->gid);
+        size_t f = new_frame(s, ids[i], g->tid);
         s->frames[f].invisible = 1;
         size_t c = top(g);
         if (c == GR_NONE) {
             if (g->run == GR_NONE)
                 g->run = f;
         } else {
-            size_t a = new_act(s, GR_ACT_CALL, rec);
-            s->acts[a].frame = f;
+            size_t a = new_act(s, GR_ACT_CALL);
+            s->acts[a].frame32 = idx32(f);
             frame_add(s, c, a);
         }
         push(g, f);
@@ -480,11 +597,10 @@ static void move_c_call(gr_shape *s, gr_green *g, size_t c, size_t from)
     if (from != GR_NONE && now != from) {
         gr_frame *b = &s->frames[from];
         for (size_t i = b->nacts; i-- > 0;) {
-            const gr_act *a = &s->acts[b->acts[i]];
-            if ((a->kind == GR_ACT_CCALL) && a->frame == c) {
-                size_t ai = b->acts[i];
-                memmove(b->acts + i, b->acts + i + 1, (b->nacts - i - 1) * sizeof *b->acts);
-                b->nacts--;
+            size_t ai = gr_frame_acts(b)[i];
+            const gr_act *a = &s->acts[ai];
+            if ((a->kind == GR_ACT_CCALL) && gr_act_frame(a) == c) {
+                frame_remove(b, i);
                 if (now != GR_NONE)
                     frame_add(s, now, ai);
                 break;
@@ -518,13 +634,12 @@ static void trim_py(gr_shape *s, gr_green *g, uint64_t f, uint64_t rec)
         move_c_call(s, g, c, from);
 }
 
-/* The next record of the same thread after i, or NULL. */
-static const gr_record *next_in_thread(const gr_trace *t, size_t i)
+/* Whether the next record of CALL i's thread is its RETURN (same greenlet
+ * and code): the frame returns at once. */
+static int returns_at_once(const gr_shape *s, uint64_t i)
 {
-    for (size_t j = i + 1; j < t->nrecs; j++)
-        if (t->recs[j].tid == t->recs[i].tid)
-            return &t->recs[j];
-    return NULL;
+    const shape_pre *p = &maps(s)->pre;
+    return i / 8 < p->cap_pairs && (p->pairs[i / 8] >> (i % 8) & 1);
 }
 
 /* ---- record handlers ---------------------------------------------------- */
@@ -563,7 +678,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
                 note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
             continue;
         }
-        size_t f = new_frame(s, ids[k], r->tid, r->gid);
+        size_t f = new_frame(s, ids[k], r->tid);
         gr_frame *fr = &s->frames[f];
         fr->seed = 1;
         fr->external = (uint8_t)(gr_shape_is_recorder_code(s->t, ids[k]) ||
@@ -571,8 +686,8 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
         if (prev == GR_NONE)
             g->run = f;
         else if (!fr->external) {
-            size_t a = new_act(s, GR_ACT_CALL, GR_NONE);
-            s->acts[a].frame = f;
+            size_t a = new_act(s, GR_ACT_CALL);
+            s->acts[a].frame32 = idx32(f);
             frame_add(s, prev, a);
         }
         push(g, f);
@@ -587,7 +702,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
             note(s, r->index, "a greenlet suspended inside greenreplay's own code: not "
                               "reproduced");
         else {
-            size_t a = new_act(s, GR_ACT_SUSPEND, r->index);
+            size_t a = new_act(s, GR_ACT_SUSPEND);
             s->acts[a].gid = r->gid;
             frame_add(s, c, a);
             g->resume_act = a;
@@ -601,15 +716,14 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t t0 = top(g);
     int ext = gr_shape_is_recorder_code(s->t, r->code) ||
               (t0 != GR_NONE && s->frames[t0].external);
-    size_t f = new_frame(s, r->code, r->tid, r->gid);
-    s->frames[f].call_rec = r->index;
+    size_t f = new_frame(s, r->code, r->tid);
+    frame_rec(s, f, 0, r->index);
     s->frames[f].external = (uint8_t)ext;
     if (ext) {
         push(g, f);
         return;
     }
-    const gr_record *nx = next_in_thread(s->t, r->index);
-    int pair = nx && nx->tag == GR_RETURN && nx->gid == r->gid && nx->code == r->code;
+    int pair = returns_at_once(s, r->index);
     size_t lr = g->last_returned;
     size_t dummy;
     int genlike = gr_idmap_get(&maps(s)->gencode, r->code, 0, &dummy);
@@ -619,8 +733,8 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
         } else if (pair && lr == g->run) {
             /* A generator finalized after the run function returned (its
              * frame held the last reference): hold one in that frame. */
-            size_t a = new_act(s, GR_ACT_GENLOCAL, r->index);
-            s->acts[a].gen = new_gen(s, r->code);
+            size_t a = new_act(s, GR_ACT_GENLOCAL);
+            s->acts[a].gen32 = idx32(new_gen(s, r->code));
             frame_add(s, lr, a);
             s->frames[f].finalizer = 1;
         } else {
@@ -630,19 +744,19 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
         }
     } else if (pair && lr != GR_NONE && genlike && !s->frames[lr].is_c) {
         /* A generator finalized when the frame that held it returned. */
-        size_t a = new_act(s, GR_ACT_GENLOCAL, r->index);
-        s->acts[a].gen = new_gen(s, r->code);
+        size_t a = new_act(s, GR_ACT_GENLOCAL);
+        s->acts[a].gen32 = idx32(new_gen(s, r->code));
         frame_add(s, lr, a);
         s->frames[f].finalizer = 1;
     } else {
-        size_t a = new_act(s, GR_ACT_CALL, r->index);
-        s->acts[a].frame = f;
+        size_t a = new_act(s, GR_ACT_CALL);
+        s->acts[a].frame32 = idx32(f);
         if (g->pending_arm != GR_NONE) {
             if (s->frames[t0].is_c)
                 note(s, r->index, "a switch made inside a trace function, followed by a call "
                                   "from C: reproduced without the trace function");
             else {
-                s->acts[a].arm = g->pending_arm;
+                s->acts[a].arm32 = idx32(g->pending_arm);
                 if (th->last_settrace != GR_NONE)
                     s->frames[th->last_settrace].settrace_on = 1;
                 else
@@ -694,8 +808,8 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
     gr_green *g = running(s, th, r->gid, r->index);
     size_t t0 = top(g);
-    size_t f = new_frame(s, r->code, r->tid, r->gid);
-    s->frames[f].call_rec = r->index;
+    size_t f = new_frame(s, r->code, r->tid);
+    frame_rec(s, f, 0, r->index);
     g->last_returned = GR_NONE;
     if ((t0 != GR_NONE && s->frames[t0].external) ||
         gr_shape_c_named(s->t, r->code, "_greenreplay.stop", 1)) {
@@ -712,8 +826,8 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
                           "reproduced");
         s->frames[f].external = 1;
     } else {
-        size_t a = new_act(s, GR_ACT_CCALL, r->index);
-        s->acts[a].frame = f;
+        size_t a = new_act(s, GR_ACT_CCALL);
+        s->acts[a].frame32 = idx32(f);
         frame_add(s, t0, a);
         if (gr_shape_c_named(s->t, r->code, "sys.settrace", 0))
             th->last_settrace = f;
@@ -790,7 +904,8 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
         pop(s, g, end, r->index);
         return;
     }
-    s->ckeep[r->index] = 1;
+    if (s->ckeep)
+        s->ckeep[r->index] = 1;
     if (th->late && g->gid == th->first && gr_shape_c_named(s->t, r->code, "sys.setprofile", 0) &&
         !th->hook_seen) {
         th->hook_seen = 1; /* the c_return of threading's sys.setprofile(hook) */
@@ -817,12 +932,12 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
     if (bi && bi->kind == GR_BUILTIN_PLAIN && qn > 9 && memcmp(q, "builtins.", 9) == 0 &&
         r->tag == GR_C_RETURN && c0 != GR_NONE && !s->frames[c0].is_c && !s->frames[c0].external &&
         !s->anonymize) {
-        size_t f = new_frame(s, r->code, r->tid, r->gid);
+        size_t f = new_frame(s, r->code, r->tid);
         s->frames[f].bound = 1;
         s->frames[f].end = GR_END_RETURN;
-        s->frames[f].end_rec = r->index;
-        size_t a = new_act(s, GR_ACT_CCALL, r->index);
-        s->acts[a].frame = f;
+        frame_rec(s, f, 1, r->index);
+        size_t a = new_act(s, GR_ACT_CCALL);
+        s->acts[a].frame32 = idx32(f);
         frame_add(s, c0, a);
         note(s, r->index, "a c_return without its c_call (CPython issue 122029): the builtin is "
                           "called through a bound method object, as in the programs that "
@@ -858,11 +973,10 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
             /* Move the C call of mark into the new top frame. */
             gr_frame *b = &s->frames[before];
             for (size_t i = b->nacts; i-- > 0;) {
-                const gr_act *a = &s->acts[b->acts[i]];
-                if (a->kind == GR_ACT_CCALL && a->frame == bracket) {
-                    size_t ai = b->acts[i];
-                    memmove(b->acts + i, b->acts + i + 1, (b->nacts - i - 1) * sizeof *b->acts);
-                    b->nacts--;
+                size_t ai = gr_frame_acts(b)[i];
+                const gr_act *a = &s->acts[ai];
+                if (a->kind == GR_ACT_CCALL && gr_act_frame(a) == bracket) {
+                    frame_remove(b, i);
                     if (now != GR_NONE)
                         frame_add(s, now, ai);
                     break;
@@ -870,7 +984,7 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
             }
         }
         push(g, bracket);
-        size_t a = new_act(s, GR_ACT_MARK, r->index);
+        size_t a = new_act(s, GR_ACT_MARK);
         s->acts[a].label = r->label;
         frame_add(s, bracket, a);
         return;
@@ -878,7 +992,7 @@ static void on_mark(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t c = container(s, g, r->index, "a mark");
     if (c == GR_NONE)
         return;
-    size_t a = new_act(s, GR_ACT_MARK, r->index);
+    size_t a = new_act(s, GR_ACT_MARK);
     s->acts[a].label = r->label;
     frame_add(s, c, a);
 }
@@ -905,14 +1019,10 @@ static void on_stop(gr_shape *s, gr_sthread *th, const gr_record *r)
     }
     /* The real stack of the stopping greenlet (its STACK record, running
      * bit) without greenreplay's own frames on top. */
-    for (size_t j = r->index + 1; j < s->t->nrecs; j++) {
-        const gr_record *q = &s->t->recs[j];
-        if (q->tag != GR_STACK)
-            break;
-        if (q->gid != r->gid || q->tid != r->tid || !(q->flags & GR_STACK_RUNNING))
-            continue;
-        const uint32_t *ids = gr_record_stack(s->t, q);
-        size_t n = q->depth;
+    const shape_pre *p = &maps(s)->pre;
+    if (p->stop_n != GR_NONE) {
+        const uint32_t *ids = p->stop_ids;
+        size_t n = p->stop_n;
         while (n > 0 && (is_c(s->t, ids[n - 1]) || gr_shape_is_recorder_code(s->t, ids[n - 1])))
             n--;
         /* Leave the stop wrapper's frames alone while reconciling. */
@@ -927,11 +1037,10 @@ static void on_stop(gr_shape *s, gr_sthread *th, const gr_record *r)
             memcpy(ext, g->stack + keep, next * sizeof *ext);
             g->depth = keep;
         }
-        reconcile(s, g, ids, n, (q->flags & GR_STACK_CUT) != 0, r->index);
+        reconcile(s, g, n ? ids : NULL, n, (p->stop_flags & GR_STACK_CUT) != 0, r->index);
         for (size_t i = 0; i < next; i++)
             push(g, ext[i]);
         free(ext);
-        break;
     }
     size_t k = g->depth;
     while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
@@ -940,7 +1049,7 @@ static void on_stop(gr_shape *s, gr_sthread *th, const gr_record *r)
         note(s, r->index, "stop() called with no frame of the program open: not reproduced");
         return;
     }
-    size_t a = new_act(s, GR_ACT_STOP, r->index);
+    size_t a = new_act(s, GR_ACT_STOP);
     frame_add(s, g->stack[k - 1], a);
 }
 
@@ -964,14 +1073,14 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
         }
         if (go->run != GR_NONE && !s->frames[go->run].is_c) {
             if (go->parent_now != r->target && r->target) {
-                size_t a = new_act(s, GR_ACT_PARENT, r->index);
+                size_t a = new_act(s, GR_ACT_PARENT);
                 s->acts[a].gid = go->gid;
                 s->acts[a].gid2 = r->target;
                 frame_add(s, go->run, a);
                 go->parent_now = r->target;
             }
             if (throw)
-                frame_add(s, go->run, new_act(s, GR_ACT_RAISE, r->index));
+                frame_add(s, go->run, new_act(s, GR_ACT_RAISE));
         } else if (go->parent_now != r->target) {
             note(s, r->index, "a greenlet that ran no visible code dies into a greenlet other "
                               "than its parent: not reproduced");
@@ -980,11 +1089,15 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
         go->dies_throw = (uint8_t)throw;
         go->running = 0;
     } else {
-        uint64_t f = s->resume_frames ? s->resume_frames[r->index] : UINT64_MAX;
+        /* the walk's SWITCH/THROW ordinal of r is walk_sw - 1 */
+        const shape_pre *pre = &maps(s)->pre;
+        size_t ord = pre->walk_sw - 1;
+        uint64_t f = ord < pre->nsw && pre->resume[ord] != RESUME_NONE ? pre->resume[ord]
+                                                                       : UINT64_MAX;
         if (f < GR_STACK_CAP)
             trim_py(s, go, f, r->index);
         size_t t0 = top(go);
-        size_t a = new_act(s, throw ? GR_ACT_THROW : GR_ACT_SWITCH, r->index);
+        size_t a = new_act(s, throw ? GR_ACT_THROW : GR_ACT_SWITCH);
         s->acts[a].gid = r->target;
         if (t0 == GR_NONE || s->frames[t0].external) {
             note(s, r->index, "a greenlet switches away with no frame of the program open: not "
@@ -1003,14 +1116,14 @@ static void on_switch(gr_shape *s, gr_sthread *th, const gr_record *r)
                     gr_frame *bf = &s->frames[below];
                     ppos = bf->nacts;
                     for (size_t i = bf->nacts; i-- > 0;)
-                        if (s->acts[bf->acts[i]].frame == t0) {
+                        if (gr_act_frame(&s->acts[gr_frame_acts(bf)[i]]) == t0) {
                             ppos = i;
                             break;
                         }
                 }
             }
             if (r->parent && gt->parent_now != r->parent && !gt->root && pc != GR_NONE) {
-                size_t p = new_act(s, GR_ACT_PARENT, r->index);
+                size_t p = new_act(s, GR_ACT_PARENT);
                 s->acts[p].gid = r->target;
                 s->acts[p].gid2 = r->parent;
                 frame_insert(s, pc, ppos, p);
@@ -1075,7 +1188,7 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
     }
     if (from->ended)
         note(s, rec, "a thread has records after its frames all returned: not reproduced");
-    size_t a = new_act(s, GR_ACT_HANDOVER, rec);
+    size_t a = new_act(s, GR_ACT_HANDOVER);
     s->acts[a].tid = from->tid;
     s->acts[a].tid2 = to->tid;
     s->acts[a].block = 1;
@@ -1085,6 +1198,7 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
     }
     frame_add(s, c, a);
     from->last_handover = a;
+    from->last_handover_rec = rec;
 }
 
 /* ---- the C calls the script keeps by name ------------------------------- */
@@ -1096,7 +1210,7 @@ static int keep_c(gr_shape *s, gr_frame *f)
     const gr_trace *t = s->t;
     if (f->external || f->bound)
         return 1;
-    const gr_act *a0 = f->nacts ? &s->acts[f->acts[0]] : NULL;
+    const gr_act *a0 = f->nacts ? &s->acts[gr_frame_acts(f)[0]] : NULL;
     if (f->nacts == 1 && a0->kind == GR_ACT_MARK && gr_shape_c_named(t, f->code, "mark", 1))
         return 1;
     if (f->nacts == 1 && !a0->armed && a0->kind == GR_ACT_SWITCH &&
@@ -1111,8 +1225,9 @@ static int keep_c(gr_shape *s, gr_frame *f)
             return 1;
         }
         if (f->nacts == 1 && a0->kind == GR_ACT_CALL) {
-            gr_frame *g = &s->frames[a0->frame];
-            if (g->nacts == 0 && g->end == GR_END_RETURN && !g->invisible && a0->arm == GR_NONE) {
+            gr_frame *g = &s->frames[gr_act_frame(a0)];
+            if (g->nacts == 0 && g->end == GR_END_RETURN && !g->invisible &&
+                gr_act_arm(a0) == GR_NONE) {
                 g->finalizer = 1;
                 f->gen = new_gen(s, g->code);
                 return 1;
@@ -1133,91 +1248,149 @@ static int keep_c(gr_shape *s, gr_frame *f)
 
 /* ---- driver ------------------------------------------------------------- */
 
-/* The threads: the one the script's main thread acts out, those started
- * during the recording by threading, and those the profile function never
- * reached. */
-static void shape_threads(gr_shape *s, const gr_trace *t)
-{
-    /* The thread the script's main thread acts out: the one start() was
-     * called in (its root greenlet's outermost frame is the module). */
-    for (size_t i = 0; i < t->nrecs; i++)
-        if (t->recs[i].tag == GR_START) {
-            s->start_tid = t->recs[i].tid;
-            s->start_gid = t->recs[i].gid;
-            s->has_start = 1;
-            break;
-        }
-    s->module_tid = s->has_start ? s->start_tid : (t->nrecs ? t->recs[0].tid : 1);
+/* The pass before the walk, one record at a time (shape_pre). */
 
-    /* Threads started during the recording by threading (3.12+: the seed
-     * of their first greenlet ends in the C call sys.setprofile(hook)),
-     * known before the first hand-over to them. */
-    for (size_t i = 0; i < t->nrecs; i++)
-        thread_of(s, t->recs[i].tid, 1); /* in order of first sight */
-    for (size_t i = 0; i + 1 < t->nrecs; i++) {
-        const gr_record *r = &t->recs[i], *g = &t->recs[i + 1];
-        if (r->tag != GR_THREAD || r->tid == s->module_tid || g->tag != GR_GREENLET ||
-            g->tid != r->tid || g->depth == 0)
-            continue;
-        if (gr_shape_c_named(t, gr_record_stack(t, g)[g->depth - 1], "sys.setprofile", 0))
-            thread_of(s, r->tid, 0)->late = 1;
+static pre_thread *pre_thread_of(shape_pre *p, size_t k)
+{
+    if (k >= p->cap_pt) {
+        size_t old = p->cap_pt;
+        p->pt = gr_xgrow(p->pt, &p->cap_pt, k + 1, sizeof *p->pt);
+        memset(p->pt + old, 0, (p->cap_pt - old) * sizeof *p->pt);
     }
-    /* Threads the profile function never reached (no profile event; a
-     * MARK that says so) were started after start() without threading's
-     * hook: the script starts them the same way, at their first turn. */
-    if (s->has_start) {
-        /* One pass over the records (not one per thread: 10,000 threads
-         * made this quadratic).  Bit 1: a profile event, bit 2: an
-         * unprofiled MARK. */
-        uint8_t *seen = gr_xrealloc(NULL, s->nthreads + 1);
-        memset(seen, 0, s->nthreads + 1);
-        for (size_t i = 0; i < t->nrecs; i++) {
-            const gr_record *r = &t->recs[i];
-            int bit = r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION ? 1
-                      : r->tag == GR_MARK && !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK))
-                          ? 2
-                          : 0;
-            gr_sthread *th = bit ? thread_of(s, r->tid, 0) : NULL;
-            if (th)
-                seen[th - s->threads] |= (uint8_t)bit;
+    return &p->pt[k];
+}
+
+/* Switches: which resume of a greenlet gives the frames it has (the
+ * INSTR right after a switch into it, 3.12+) to each of its switches
+ * away. */
+static void pre_switch(shape_pre *p, const gr_record *r)
+{
+    if (p->resolve) { /* r is the record after a switch into a waiting greenlet */
+        int in = r->tag == GR_INSTR && r->gid == p->resolve_gid && r->tid == p->resolve_tid;
+        uint16_t v = in ? (r->parent < RESUME_NONE ? (uint16_t)r->parent : RESUME_NONE)
+                        : RESUME_NONE;
+        for (size_t k = p->resolve; k; k = p->waiting[k - 1])
+            p->resume[k - 1] = v;
+        p->resolve = 0;
+    }
+    if (r->tag != GR_SWITCH && r->tag != GR_THROW)
+        return;
+    size_t ord = p->nsw++, head = 0;
+    p->resume = gr_xgrow(p->resume, &p->cap_resume, p->nsw, sizeof *p->resume);
+    p->waiting = gr_xgrow(p->waiting, &p->cap_waiting, p->nsw, sizeof *p->waiting);
+    p->resume[ord] = RESUME_NONE;
+    if (gr_idmap_get(&p->pending, r->tid, r->target, &head) && head) {
+        p->resolve = head;
+        p->resolve_tid = r->tid;
+        p->resolve_gid = r->target;
+        gr_idmap_put(&p->pending, r->tid, r->target, 0);
+    }
+    head = 0;
+    (void)gr_idmap_get(&p->pending, r->tid, r->gid, &head);
+    p->waiting[ord] = head;
+    gr_idmap_put(&p->pending, r->tid, r->gid, ord + 1);
+}
+
+/* One record r of t (index r->index, in order): the threads in order of
+ * first sight, the one start() was called in, those started during the
+ * recording by threading (3.12+: the seed of their first greenlet ends in
+ * the C call sys.setprofile(hook)), what the walk will need to look ahead
+ * for (pairs, switches, the STACK records after STOP), runpy's launch. */
+static void pre_feed(gr_shape *s, const gr_trace *t, const gr_record *r)
+{
+    shape_pre *p = &maps(s)->pre;
+    uint64_t i = r->index;
+    p->nrecs = i + 1;
+    if (!p->any) {
+        p->any = 1;
+        p->first_tid = r->tid;
+    }
+    if (r->tag == GR_START && !s->has_start) {
+        s->start_tid = r->tid;
+        s->start_gid = r->gid;
+        s->has_start = 1;
+    }
+    gr_sthread *th = thread_of(s, r->tid, 1);
+    pre_thread *pt = pre_thread_of(p, (size_t)(th - s->threads));
+    /* a late thread's candidate (not the main thread's: pre_finish) */
+    if (p->prev_thread && r->tag == GR_GREENLET && r->tid == p->prev_tid && r->depth &&
+        gr_shape_c_named(t, gr_record_stack(t, r)[r->depth - 1], "sys.setprofile", 0))
+        th->late = 1;
+    p->prev_thread = r->tag == GR_THREAD;
+    p->prev_tid = r->tid;
+    pt->seen |= (uint8_t)(r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION ? 1
+                          : r->tag == GR_MARK &&
+                                  !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK))
+                              ? 2
+                              : 0);
+    if (pt->has_call) {
+        if (r->tag == GR_RETURN && r->gid == pt->call_gid && r->code == pt->call_code) {
+            if (pt->call / 8 >= p->cap_pairs) {
+                size_t old = p->cap_pairs;
+                p->pairs = gr_xgrow(p->pairs, &p->cap_pairs, pt->call / 8 + 1, 1);
+                memset(p->pairs + old, 0, p->cap_pairs - old);
+            }
+            p->pairs[pt->call / 8] |= (uint8_t)(1u << (pt->call % 8));
         }
+        pt->has_call = 0;
+    }
+    if (r->tag == GR_CALL) {
+        pt->has_call = 1;
+        pt->call = i;
+        pt->call_gid = r->gid;
+        pt->call_code = r->code;
+    }
+    if (r->tag != GR_STACK)
+        pt->last = i;
+    pre_switch(p, r);
+    if (p->after_stop && r->tag != GR_STACK)
+        p->after_stop = 0;
+    if (p->after_stop) {
+        th->alive_at_stop = 1;
+        if (p->stop_n == GR_NONE && r->gid == p->stop_gid && r->tid == p->stop_tid &&
+            (r->flags & GR_STACK_RUNNING)) {
+            p->stop_n = r->depth > GR_STACK_CAP ? GR_STACK_CAP : r->depth;
+            if (p->stop_n)
+                memcpy(p->stop_ids, gr_record_stack(t, r), p->stop_n * sizeof *p->stop_ids);
+            p->stop_flags = r->flags;
+        }
+    }
+    if (r->tag == GR_STOP && !p->stop_seen) {
+        p->stop_seen = p->after_stop = 1;
+        p->stop_tid = r->tid;
+        p->stop_gid = r->gid;
+    }
+    if (!(p->launch.l.found && p->launch.open == 0))
+        gr_launch_scan_feed(&p->launch, t, r, (size_t)i);
+}
+
+/* After the pass: the thread the script's main thread acts out (the one
+ * start() was called in: its root greenlet's outermost frame is the
+ * module), and the threads the profile function never reached (no
+ * profile event; a MARK that says so), started after start() without
+ * threading's hook: the script starts them the same way, at their first
+ * turn. */
+static void pre_finish(gr_shape *s)
+{
+    shape_pre *p = &maps(s)->pre;
+    free(p->waiting);
+    p->waiting = NULL;
+    p->cap_waiting = 0;
+    gr_idmap_free(&p->pending);
+    s->module_tid = s->has_start ? s->start_tid : (p->any ? p->first_tid : 1);
+    gr_sthread *mt = thread_of(s, s->module_tid, 0);
+    if (mt)
+        mt->late = 0;
+    if (s->has_start) {
         for (size_t k = 0; k < s->nthreads; k++) {
             gr_sthread *th = &s->threads[k];
             if (th->tid == s->module_tid || th->late)
                 continue;
-            if (seen[k] == 2) /* no event, an unprofiled mark */
+            if (pre_thread_of(p, k)->seen == 2) /* no event, an unprofiled mark */
                 th->late = th->raw = 1;
         }
-        free(seen);
     }
-}
-
-/* For each SWITCH/THROW, the frames its origin has when it is resumed
- * next (the INSTR after that switch, CPython 3.12+). */
-static void shape_resume_frames(gr_shape *s, const gr_trace *t)
-{
-    gr_idmap next = {0};
-    int any = 0;
-    for (size_t i = t->nrecs; i-- > 0;) {
-        const gr_record *r = &t->recs[i];
-        if (r->tag != GR_SWITCH && r->tag != GR_THROW)
-            continue;
-        if (!any) {
-            s->resume_frames = gr_xrealloc(NULL, t->nrecs * sizeof *s->resume_frames);
-            for (size_t j = 0; j < t->nrecs; j++)
-                s->resume_frames[j] = UINT64_MAX;
-            any = 1;
-        }
-        size_t v;
-        if (gr_idmap_get(&next, r->tid, r->gid, &v))
-            s->resume_frames[i] = v ? (uint64_t)(v - 1) : UINT64_MAX;
-        const gr_record *in = i + 1 < t->nrecs ? &t->recs[i + 1] : NULL;
-        if (in && in->tag == GR_INSTR && in->gid == r->target && in->tid == r->tid)
-            gr_idmap_put(&next, r->tid, r->target, (size_t)in->parent + 1);
-        else
-            gr_idmap_put(&next, r->tid, r->target, 0);
-    }
-    gr_idmap_free(&next);
+    s->launched_m = p->launch.l.found;
 }
 
 /* START: its act in the innermost frame of the program open, or start()
@@ -1240,83 +1413,80 @@ static void on_start(gr_shape *s, gr_sthread *th, const gr_record *r, size_t i)
                        "calls it at its top level");
         s->start_at_top = 1;
     } else {
-        frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START, i));
+        frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_START));
     }
 }
 
-/* The records, one by one, into frames, acts and hand-overs: 1 when a
- * STOP ended them; *last is the thread of the last record. */
-static int shape_walk(gr_shape *s, const gr_trace *t, uint64_t *last)
+/* The records, one by one, into frames, acts and hand-overs, until a STOP
+ * (shape_pre.stopped); shape_pre.last_tid is the thread of the last
+ * record. */
+static void walk_feed(gr_shape *s, const gr_record *r)
 {
+    shape_pre *p = &maps(s)->pre;
+    if (p->stopped)
+        return;
+    size_t i = (size_t)r->index;
+    if (r->tag == GR_SWITCH || r->tag == GR_THROW)
+        p->walk_sw++; /* on_switch reads its resume frames by this ordinal */
     /* A program run with -m: runpy's launch frames are not made (seeds and
      * real stacks drop them, on_greenlet and reconcile) and their returns
      * are skipped, so that the script, run as a file, has the same frames
      * (launch.h). */
-    gr_launch launch;
-    gr_launch_find(t, &launch);
-    s->launched_m = launch.found;
-    int stopped = 0;
-    uint64_t last_tid = 0;
-    for (size_t i = 0; i < t->nrecs && !stopped; i++) {
-        const gr_record *r = &t->recs[i];
-        if (gr_launch_is_return(&launch, i))
-            continue;
-        gr_sthread *th = thread_of(s, r->tid, 1);
-        if (r->tid == s->module_tid)
-            th->module = 1;
-        if (last_tid && r->tid != last_tid && r->tag != GR_STACK) {
-            gr_sthread *from = thread_of(s, last_tid, 0);
-            th = thread_of(s, r->tid, 0);
-            if (!th->shutdown)
-                handover(s, from, th, i);
-        }
-        last_tid = r->tid;
-        if (r->tag != GR_THREAD && r->tag != GR_GREENLET && !th->has_first) {
-            /* No GREENLET record (greenlet not importable: gid 0). */
-            th->has_first = 1;
-            th->first = r->gid;
-            th->running = r->gid;
-            th->expect_first = 0;
-            gr_green *g = green_for(s, r->tid, r->gid, i);
-            g->running = 1;
-            g->based = 1;
-        }
-        if (th->shutdown && r->tag != GR_STOP && r->tag != GR_STACK)
-            continue; /* interpreter exit: the script's own exit makes these */
-        switch (r->tag) {
-        case GR_THREAD:
-            if (th->has_first)
-                note(s, i, "a second THREAD record for thread t%" PRIu64 ": ignored", r->tid);
-            else
-                th->expect_first = 1;
-            break;
-        case GR_GREENLET: on_greenlet(s, th, r); break;
-        case GR_START:
-            on_start(s, th, r, i);
-            break;
-        case GR_CALL: on_call(s, th, r); break;
-        case GR_RETURN: on_return(s, th, r); break;
-        case GR_C_CALL: on_c_call(s, th, r); break;
-        case GR_C_RETURN:
-        case GR_C_EXCEPTION: on_c_return(s, th, r); break;
-        case GR_HOOK: on_hook(s, th, r); break;
-        case GR_MARK: on_mark(s, th, r); break;
-        case GR_SWITCH:
-        case GR_THROW: on_switch(s, th, r); break;
-        case GR_DEAD: {
-            gr_green *g = green_for(s, r->tid, r->gid, i);
-            g->dead = 1;
-            break;
-        }
-        case GR_STOP:
-            on_stop(s, th, r);
-            stopped = 1;
-            break;
-        default: break; /* INSTR, STACK: state, not structure */
-        }
+    if (gr_launch_is_return(&p->launch.l, i))
+        return;
+    gr_sthread *th = thread_of(s, r->tid, 1);
+    if (r->tid == s->module_tid)
+        th->module = 1;
+    if (p->last_tid && r->tid != p->last_tid && r->tag != GR_STACK) {
+        gr_sthread *from = thread_of(s, p->last_tid, 0);
+        th = thread_of(s, r->tid, 0);
+        if (!th->shutdown)
+            handover(s, from, th, i);
     }
-    *last = last_tid;
-    return stopped;
+    p->last_tid = r->tid;
+    if (r->tag != GR_THREAD && r->tag != GR_GREENLET && !th->has_first) {
+        /* No GREENLET record (greenlet not importable: gid 0). */
+        th->has_first = 1;
+        th->first = r->gid;
+        th->running = r->gid;
+        th->expect_first = 0;
+        gr_green *g = green_for(s, r->tid, r->gid, i);
+        g->running = 1;
+        g->based = 1;
+    }
+    if (th->shutdown && r->tag != GR_STOP && r->tag != GR_STACK)
+        return; /* interpreter exit: the script's own exit makes these */
+    switch (r->tag) {
+    case GR_THREAD:
+        if (th->has_first)
+            note(s, i, "a second THREAD record for thread t%" PRIu64 ": ignored", r->tid);
+        else
+            th->expect_first = 1;
+        break;
+    case GR_GREENLET: on_greenlet(s, th, r); break;
+    case GR_START:
+        on_start(s, th, r, i);
+        break;
+    case GR_CALL: on_call(s, th, r); break;
+    case GR_RETURN: on_return(s, th, r); break;
+    case GR_C_CALL: on_c_call(s, th, r); break;
+    case GR_C_RETURN:
+    case GR_C_EXCEPTION: on_c_return(s, th, r); break;
+    case GR_HOOK: on_hook(s, th, r); break;
+    case GR_MARK: on_mark(s, th, r); break;
+    case GR_SWITCH:
+    case GR_THROW: on_switch(s, th, r); break;
+    case GR_DEAD: {
+        gr_green *g = green_for(s, r->tid, r->gid, i);
+        g->dead = 1;
+        break;
+    }
+    case GR_STOP:
+        on_stop(s, th, r);
+        p->stopped = 1;
+        break;
+    default: break; /* INSTR, STACK: state, not structure */
+    }
 }
 
 /* The notes on how the trace ends and on its threads, and where stop() goes
@@ -1350,7 +1520,7 @@ static void shape_ending(gr_shape *s, const gr_trace *t, int stopped, uint64_t l
             while (k > 0 && (s->frames[g->stack[k - 1]].external || s->frames[g->stack[k - 1]].is_c))
                 k--;
             if (k > 0)
-                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_STOP, GR_NONE));
+                frame_add(s, g->stack[k - 1], new_act(s, GR_ACT_STOP));
             else
                 s->stop_at_end = 1;
         }
@@ -1384,7 +1554,7 @@ static void shape_first_turns(gr_shape *s)
             /* started at its first turn and runs at once: nothing to wait
              * for, no profile hook to install */
         } else if (fg && fg->seed_top != GR_NONE && !s->frames[fg->seed_top].external) {
-            size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK, GR_NONE);
+            size_t a = new_act(s, th->late ? GR_ACT_HOOK : GR_ACT_PARK);
             s->acts[a].tid = th->tid;
             frame_insert(s, fg->seed_top, 0, a);
             made = a;
@@ -1408,72 +1578,124 @@ static void shape_first_turns(gr_shape *s)
 /* A thread that is not alive at STOP ends after its last turn: its last
  * hand-over lets the next thread run and goes on (its remaining frames
  * return without events the trace saw). */
-static void shape_threads_ended(gr_shape *s, const gr_trace *t)
+static void shape_threads_ended(gr_shape *s)
 {
-    for (size_t j = 0; j < t->nrecs; j++) {
-        if (t->recs[j].tag != GR_STOP)
-            continue;
-        for (size_t k = j + 1; k < t->nrecs && t->recs[k].tag == GR_STACK; k++) {
-            gr_sthread *th = thread_of(s, t->recs[k].tid, 0);
-            if (th)
-                th->alive_at_stop = 1;
-        }
-        break;
-    }
+    /* alive_at_stop: a STACK record after STOP (pre_feed) */
+    shape_pre *p = &maps(s)->pre;
     for (size_t i = 0; i < s->nthreads; i++) {
         gr_sthread *th = &s->threads[i];
         if (th->module || th->alive_at_stop || th->last_handover == GR_NONE)
             continue;
         /* only when the thread has no record after that hand-over */
-        uint64_t from = s->acts[th->last_handover].rec, last = 0;
-        for (size_t j = 0; j < t->nrecs; j++)
-            if (t->recs[j].tid == th->tid && t->recs[j].tag != GR_STACK)
-                last = j;
-        if (last < from)
+        uint64_t from = th->last_handover_rec;
+        if (pre_thread_of(p, i)->last < from)
             s->acts[th->last_handover].block = 0;
     }
 }
 
 /* Decide the C calls kept by name. */
-static void shape_keep_c(gr_shape *s, const gr_trace *t)
+static void shape_keep_c(gr_shape *s)
 {
+    uint64_t n = s->ckeep ? maps(s)->pre.nrecs : 0;
     for (size_t i = 0; i < s->nframes; i++) {
         gr_frame *f = &s->frames[i];
         if (!f->is_c)
             continue;
         f->keep = (uint8_t)keep_c(s, f);
-        if (f->call_rec != GR_NONE && f->call_rec < t->nrecs)
-            s->ckeep[f->call_rec] = f->keep;
-        if (f->end_rec != GR_NONE && f->end_rec < t->nrecs)
-            s->ckeep[f->end_rec] = f->keep;
+        for (int e = 0; e < 2 && s->ckeep; e++) {
+            uint64_t rec = maps(s)->frecs[2 * i + (size_t)e];
+            if (rec != GR_NONE && rec < n)
+                s->ckeep[rec] = f->keep;
+        }
     }
 }
 
-int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
+/* Start a shape: what it owns, zero; ckeep: allocate gr_shape.ckeep for
+ * nrecs records. */
+static void shape_init(gr_shape *s, const gr_trace *t, int anonymize, int ckeep, size_t nrecs)
 {
     memset(s, 0, sizeof *s);
     s->t = t;
     s->anonymize = anonymize;
     s->internal = gr_xrealloc(NULL, sizeof(shape_maps));
     memset(s->internal, 0, sizeof(shape_maps));
-    s->ckeep = gr_xrealloc(NULL, t->nrecs ? t->nrecs : 1);
-    memset(s->ckeep, 0, t->nrecs ? t->nrecs : 1);
-    s->qual_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->qual_ids);
-    memset(s->qual_ids, 0, (t->nstrings + 1) * sizeof *s->qual_ids);
-    s->label_ids = gr_xrealloc(NULL, (t->nstrings + 1) * sizeof *s->label_ids);
-    memset(s->label_ids, 0, (t->nstrings + 1) * sizeof *s->label_ids);
+    maps(s)->pre.stop_n = GR_NONE;
+    gr_launch_scan_init(&maps(s)->pre.launch);
+    if (ckeep) {
+        s->ckeep = gr_xrealloc(NULL, nrecs ? nrecs : 1);
+        memset(s->ckeep, 0, nrecs ? nrecs : 1);
+    }
+}
 
-    shape_threads(s, t);
-    shape_resume_frames(s, t);
+/* The name tables, once the number of strings is known. */
+static void shape_names(gr_shape *s, size_t nstrings)
+{
+    s->qual_ids = gr_xrealloc(NULL, (nstrings + 1) * sizeof *s->qual_ids);
+    memset(s->qual_ids, 0, (nstrings + 1) * sizeof *s->qual_ids);
+    s->label_ids = gr_xrealloc(NULL, (nstrings + 1) * sizeof *s->label_ids);
+    memset(s->label_ids, 0, (nstrings + 1) * sizeof *s->label_ids);
+}
 
-    uint64_t last_tid = 0;
-    int stopped = shape_walk(s, t, &last_tid);
-    shape_ending(s, t, stopped, last_tid);
+/* After the walk (t: the trace with everything read, for its ending). */
+static void shape_finish(gr_shape *s, const gr_trace *t)
+{
+    shape_pre *p = &maps(s)->pre;
+    shape_ending(s, t, p->stopped, p->last_tid);
     shape_first_turns(s);
-    if (stopped)
-        shape_threads_ended(s, t);
-    shape_keep_c(s, t);
+    if (p->stopped)
+        shape_threads_ended(s);
+    shape_keep_c(s);
+}
+
+int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
+{
+    shape_init(s, t, anonymize, 1, t->nrecs);
+    shape_names(s, t->nstrings);
+    for (size_t i = 0; i < t->nrecs; i++)
+        pre_feed(s, t, &t->recs[i]);
+    pre_finish(s);
+    for (size_t i = 0; i < t->nrecs && !maps(s)->pre.stopped; i++)
+        walk_feed(s, &t->recs[i]);
+    shape_finish(s, t);
     return 0;
+}
+
+int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymize)
+{
+    memset(s, 0, sizeof *s);
+    gr_trace t1;
+    int st = gr_trace_open(&t1, path), k = 0;
+    if (st == GR_READ_OK) {
+        shape_init(s, &t1, anonymize, 0, 0);
+        while ((k = gr_trace_next_chunk(&t1)) > 0)
+            for (size_t i = 0; i < t1.nrecs; i++)
+                pre_feed(s, &t1, &t1.recs[i]);
+        if (k < 0)
+            st = t1.err.status ? t1.err.status : GR_READ_CORRUPT;
+        else
+            shape_names(s, t1.nstrings);
+    }
+    if (st != GR_READ_OK) {
+        if (s->internal)
+            gr_shape_free(s);
+        *t = t1; /* its error */
+        return st;
+    }
+    gr_trace_free(&t1);
+    pre_finish(s);
+    st = gr_trace_open(t, path);
+    s->t = t;
+    while (st == GR_READ_OK && (k = gr_trace_next_chunk(t)) > 0)
+        for (size_t i = 0; i < t->nrecs; i++)
+            walk_feed(s, &t->recs[i]);
+    if (st == GR_READ_OK && k < 0)
+        st = t->err.status ? t->err.status : GR_READ_CORRUPT;
+    if (st != GR_READ_OK) { /* the file changed between the two readings */
+        gr_shape_free(s);
+        return st;
+    }
+    shape_finish(s, t);
+    return GR_READ_OK;
 }
 
 void gr_shape_free(gr_shape *s)
@@ -1481,7 +1703,8 @@ void gr_shape_free(gr_shape *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->nframes; i++)
-        free(s->frames[i].acts);
+        if (s->frames[i].cap_acts > GR_FRAME_INLINE)
+            free(s->frames[i].acts.heap);
     free(s->frames);
     free(s->acts);
     for (size_t i = 0; i < s->ngreens; i++)
@@ -1490,7 +1713,6 @@ void gr_shape_free(gr_shape *s)
     free(s->threads);
     free(s->gens);
     free(s->ckeep);
-    free(s->resume_frames);
     for (size_t i = 0; i < s->nnotes; i++)
         free(s->notes[i].text);
     free(s->notes);
@@ -1498,12 +1720,18 @@ void gr_shape_free(gr_shape *s)
     free(s->label_ids);
     shape_maps *m = maps(s);
     if (m) {
+        free(m->pre.pt);
+        free(m->pre.pairs);
+        free(m->pre.resume);
+        free(m->pre.waiting);
+        gr_idmap_free(&m->pre.pending);
         gr_idmap_free(&m->greens);
         gr_idmap_free(&m->threads);
         gr_idmap_free(&m->notes);
         gr_idmap_free(&m->quals);
         gr_idmap_free(&m->labels);
         gr_idmap_free(&m->gencode);
+        free(m->frecs);
         free(m);
     }
     memset(s, 0, sizeof *s);

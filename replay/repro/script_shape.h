@@ -62,7 +62,9 @@ enum gr_frame_end {
     GR_END_EXCEPTION,  /* C_EXCEPTION */
 };
 
-/* One action of a frame. */
+/* One action of a frame (32 bytes: one per action of the trace; the
+ * fields no kind shares overlap, and indices are 32-bit, GR_NONE32 for
+ * none). */
 typedef struct gr_act {
     uint8_t kind;        /* enum gr_act_kind */
     uint8_t catch_;      /* SWITCH, THROW, SUSPEND, HANDOVER: resumed by a throw:
@@ -77,16 +79,37 @@ typedef struct gr_act {
                                without a visible C call (and remove it after) */
     uint8_t unstarted;   /* THROW: the target had not started (the exception
                             kind decides whether it dies normally) */
-    size_t frame;        /* CALL, CCALL */
-    size_t arm;          /* CALL: act index of the switch to make inside the
-                            trace function before the call, GR_NONE */
-    size_t gen;          /* GENLOCAL: index into gr_shape.gens */
-    uint64_t tid, tid2;  /* PARK: tid; HANDOVER: from tid to tid2 */
-    uint64_t gid, gid2;  /* SWITCH/THROW: target; PARENT: gid, new parent gid2;
-                            SUSPEND: target gid2 (0: thread root) */
-    uint64_t label;      /* MARK: string id */
-    uint64_t rec;        /* record it comes from, GR_NONE if synthetic */
+    uint32_t frame32;    /* CALL, CCALL: the frame (read with gr_act_frame) */
+    union {
+        uint32_t arm32;  /* CALL: act index of the switch to make inside the
+                            trace function before the call (gr_act_arm) */
+        uint32_t gen32;  /* GENLOCAL: index into gr_shape.gens (gr_act_gen) */
+    };
+    union {
+        struct {
+            uint64_t tid, tid2; /* PARK, HOOK: tid; HANDOVER: from tid to tid2 */
+        };
+        struct {
+            uint64_t gid, gid2; /* SWITCH/THROW: target; PARENT: gid, new parent
+                                   gid2; SUSPEND: gid (gid2, its target: 0) */
+        };
+        uint64_t label;  /* MARK: string id */
+    };
 } gr_act;
+
+/* "none" in a 32-bit index of gr_act (frames, acts and gens stay below). */
+#define GR_NONE32 UINT32_MAX
+
+static inline size_t gr_none32(uint32_t v)
+{
+    return v == GR_NONE32 ? GR_NONE : (size_t)v;
+}
+
+/* Act a's frame (CALL, CCALL), switch made in the trace function (CALL)
+ * and generator (GENLOCAL): an index, or GR_NONE. */
+static inline size_t gr_act_frame(const gr_act *a) { return gr_none32(a->frame32); }
+static inline size_t gr_act_arm(const gr_act *a) { return gr_none32(a->arm32); }
+static inline size_t gr_act_gen(const gr_act *a) { return gr_none32(a->gen32); }
 
 /* One frame: a Python function invocation or a C call. */
 typedef struct gr_frame {
@@ -111,12 +134,25 @@ typedef struct gr_frame {
                             a bound method object wrapping a builtin): the
                             script calls the builtin through such a method */
     size_t gen;          /* C generator.close kept: index into gens, else GR_NONE */
-    uint64_t tid, gid;
-    uint64_t call_rec;   /* CALL/C_CALL record, GR_NONE for seed and rebuilt frames */
-    uint64_t end_rec;    /* RETURN/C_RETURN/C_EXCEPTION record, GR_NONE */
-    size_t *acts;        /* owned: indices into gr_shape.acts, in order */
-    size_t nacts, cap_acts;
+    uint64_t tid;        /* its thread (one frame per call: 48 bytes; its
+                            records, for gr_shape.ckeep, are kept beside
+                            only when the shape has one) */
+    union {              /* its acts, in order: indices into gr_shape.acts;
+                            read them with gr_frame_acts */
+        uint32_t *heap;  /* owned, when cap_acts > GR_FRAME_INLINE */
+        uint32_t in[2];  /* up to GR_FRAME_INLINE (most frames have 0 to 2) */
+    } acts;
+    uint32_t nacts, cap_acts;
 } gr_frame;
+
+/* Acts a frame holds without an allocation of its own. */
+#define GR_FRAME_INLINE 2
+
+/* Frame f's acts (f->nacts of them). */
+static inline const uint32_t *gr_frame_acts(const gr_frame *f)
+{
+    return f->cap_acts > GR_FRAME_INLINE ? f->acts.heap : f->acts.in;
+}
 
 /* One greenlet (or, without greenlet, one thread's only "greenlet", gid 0). */
 typedef struct gr_green {
@@ -165,6 +201,7 @@ typedef struct gr_sthread {
                              installing threading's hook */
     uint8_t alive_at_stop; /* has a STACK record after STOP */
     size_t last_handover; /* its last HANDOVER act, GR_NONE */
+    uint64_t last_handover_rec; /* the record that act comes from */
     /* internal */
     uint64_t running;
     size_t last_settrace;
@@ -198,8 +235,8 @@ typedef struct gr_shape {
     size_t nthreads, cap_threads;
     gr_gen *gens;
     size_t ngens, cap_gens;
-    uint64_t *resume_frames; /* internal: [t->nrecs] or NULL */
-    uint8_t *ckeep;       /* [t->nrecs]: for C_CALL, C_RETURN, C_EXCEPTION
+    uint8_t *ckeep;       /* [t->nrecs] (NULL when built from a streamed trace,
+                             gr_shape_build_path): for C_CALL, C_RETURN, C_EXCEPTION
                              records, 1 when the script reproduces the call by
                              its recorded name, 0 when by the neutral C call */
     uint64_t start_tid, start_gid;
@@ -228,6 +265,16 @@ typedef struct gr_shape {
  * an anonymized script keeps by name (script_builtins.h).  Exits(2) on
  * out of memory.  Returns 0. */
 int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize);
+
+/* The same from the trace file at path, read as a stream twice (a first
+ * pass for what the walk must know ahead of a record, then the walk): the
+ * records are never all in memory, and the shape has no ckeep.  *t (need
+ * not be initialised) is the second reading, left at its end: the
+ * definitions (names) the shape refers to, gr_trace_count(t) records;
+ * the shape borrows it.  Returns GR_READ_OK, or the reader's status with
+ * the message in t->err (the shape then holds nothing).  gr_trace_free(t)
+ * in every case.  Exits(2) on out of memory. */
+int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymize);
 
 /* Release what *s owns and zero it (t is not freed). */
 void gr_shape_free(gr_shape *s);

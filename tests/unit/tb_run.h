@@ -56,8 +56,10 @@ static inline int tb_diff(tb *a, tb *b, const gr_diff_opts *o, char **out)
 /* Loads the finished trace of b (one that does not load fails the test)
  * and writes its script with gr_script_write (options anonymize, and
  * source: the trace's name in the header, NULL none); the program and the
- * notes go to *prog and *notes (malloc'd, the caller frees).  b's file
- * stays.  Returns gr_script_write's count. */
+ * notes go to *prog and *notes (malloc'd, the caller frees).  The trace
+ * read as a stream (gr_shape_build_path, gr_script_write_shape, as
+ * `greenreplay script` reads a file) must give the same program, notes
+ * and count.  b's file stays.  Returns gr_script_write's count. */
 static inline size_t tb_script(tb *b, int anonymize, const char *source, char **prog,
                                char **notes)
 {
@@ -71,6 +73,25 @@ static inline size_t tb_script(tb *b, int anonymize, const char *source, char **
     gr_trace_free(&t);
     *prog = gr_sb_take(&p);
     *notes = gr_sb_take(&n);
+    /* streamed: the same bytes */
+    gr_shape s;
+    gr_trace ts;
+    assert_int_equal(gr_shape_build_path(&s, &ts, b->path, anonymize), GR_READ_OK);
+    char *sprog = NULL;
+    size_t slen, sk = 0;
+    gr_sb sn;
+    gr_sb_init(&sn);
+    FILE *f = open_memstream(&sprog, &slen);
+    assert_non_null(f);
+    assert_int_equal(gr_script_write_shape(&s, &o, f, &sn, &sk), 0);
+    fclose(f);
+    assert_string_equal(sprog, *prog);
+    assert_string_equal(gr_sb_str(&sn), *notes);
+    assert_int_equal(sk, k);
+    free(sprog);
+    gr_sb_free(&sn);
+    gr_shape_free(&s);
+    gr_trace_free(&ts);
     return k;
 }
 
