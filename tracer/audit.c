@@ -11,6 +11,7 @@
  */
 #include "audit.h"
 
+#include "beside.h"
 #include "follow.h"
 #include "footholds.h"
 #include "profile.h"
@@ -73,8 +74,7 @@ static inline int t_foothold_frame(gr_recorder *r)
  * the calling frame, the foothold's. */
 static void settrace_c_call(gr_recorder *r, gr_thread *t, PyThreadState *ts, PyFrameObject *cur)
 {
-    if (!r->out.profile_on || !t->tid || gr_tstate_tracing(ts) != 0 ||
-        (ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain))
+    if (!r->out.profile_on || !t->tid || gr_tstate_tracing(ts) != 0 || !gr_slot_observed(r, ts))
         return;
     PyObject *fn = PySys_GetObject("settrace"); /* borrowed */
     if (!fn || !PyCFunction_Check(fn))
@@ -138,6 +138,9 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         return 0;
     PyThreadState *ts = PyThreadState_Get();
     gr_thread *t = gr_thread_known(r);
+    /* 3.12+: the tool that will watch beside the program's function is on
+     * before the event where the change is resolved (beside.c). */
+    (void)gr_beside_on(r);
     if (!t) {
         gr_stray_foothold(r, ts);
         return 0;

@@ -167,6 +167,16 @@ static inline int gr_greenlet_chain_cut(int major, int minor, int micro)
  * (trace_function_entry/exit): it gets it. */
 #define GR_PROFILE_TOOL (PY_VERSION_HEX >= 0x030C0000)
 
+/* Whether the recorder can watch beside a program's profile function
+ * instead of chaining it (tracer/beside.c).  3.12+ (PEP 669, gh-103082):
+ * the profile slot's function is called by the sys.monitoring tool 6
+ * (Python/legacy_tracing.c), and a tool of the recorder's own gets the
+ * same events (PY_START, PY_RESUME, PY_THROW, PY_RETURN, PY_YIELD,
+ * PY_UNWIND, CALL, C_RETURN, C_RAISE) while the program's function stays
+ * in the slot.  3.9-3.11: the eval loop calls the slot's function alone
+ * (call_trace_protected in Python/ceval.c): the recorder chains. */
+#define GR_BESIDE (PY_VERSION_HEX >= 0x030C0000)
+
 /* Whether the version keeps a per-thread (and so, with greenlet, per
  * greenlet) "use_tracing" flag that gates profile events:
  *  - 3.9: tstate->use_tracing;
@@ -443,6 +453,25 @@ static inline void gr_audit_hooks_back(PyInterpreterState *interp, PyObject *hoo
 #endif
 }
 #endif
+/* Call fn(*args) with the program's audit hooks set aside (3.12+, as
+ * for gr_slot_set_profile above): the recorder's own calls of
+ * sys.monitoring functions (tracer/beside.c), whose
+ * sys.monitoring.register_callback audit event the program would not see
+ * without the recorder.  fn must run no Python code (sys.monitoring's
+ * functions are C).  Before 3.12 a plain call (never used there). */
+static inline PyObject *gr_slot_call_quiet(PyObject *fn, PyObject *args)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyInterpreterState *interp = PyThreadState_Get()->interp;
+    PyObject *hooks = gr_audit_hooks_aside(interp);
+    PyObject *res = PyObject_CallObject(fn, args);
+    gr_audit_hooks_back(interp, hooks);
+    return res;
+#else
+    return PyObject_CallObject(fn, args);
+#endif
+}
+
 #if PY_VERSION_HEX < 0x030C0000
 static inline void gr_update_use_tracing(PyThreadState *ts)
 {

@@ -13,6 +13,7 @@
  */
 #include "footholds.h"
 
+#include "beside.h"
 #include "profile.h"
 #include "profile_slot.h"
 #include "threads.h"
@@ -60,7 +61,7 @@ void gr_profile_slot_at_mark(gr_recorder *r, gr_thread *t, PyThreadState *ts)
             gr_resolve_profile_slot(r, t, ts, 0);
         return;
     }
-    if (!r->out.profile_on || !t->tid || f == gr_profile || f == gr_profile_chain ||
+    if (!r->out.profile_on || !t->tid || f == gr_profile || f == gr_profile_chain || gr_beside_holds(t, ts) ||
         t->hook.pending || t->foot.kind || gr_tstate_tracing(ts) > 0)
         return;
     /* An empty slot is a loss only where the recorder's function was
@@ -169,10 +170,11 @@ static void drop_foreign_all(gr_recorder *r, PyThreadState *me)
     }
 }
 
-/* Whether the profile slot of ts holds the recorder's own function. */
+/* Whether the profile slot of ts holds the recorder's own function, or
+ * the program's one it watches beside (beside.c). */
 static inline int slot_is_ours(PyThreadState *ts)
 {
-    return ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
+    return gr_slot_observed(gr_active, ts);
 }
 
 /* Take the event the foothold's change withheld (t->foot.withheld), if the
@@ -346,7 +348,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
     if (r && t) {
         GR_EXC_SAVE(saved);
         int own = t->foot.kind == 1;
-        int ran = t->foot.kind == 2 && ts->c_profilefunc != gr_profile && ts->c_profilefunc != gr_profile_chain;
+        int ran = t->foot.kind == 2 && !gr_slot_observed(r, ts);
         /* the thread whose audit event announced the change */
         gr_thread *by = own ? t : own_foothold_thread(r, ts);
         int withheld = own ? withheld_take(t, ts) : 0;
@@ -554,6 +556,7 @@ void gr_slots_give_back(gr_recorder *r)
             continue;
         if (ts->c_profilefunc == gr_profile_chain && t->hook.chain_func)
             gr_swap_profile_func(ts, t->hook.chain_func);
+        t->hook.beside = 0; /* (its function is in its slot already) */
         if (ts == me) {
             mine = t;
             continue;
@@ -590,6 +593,7 @@ void gr_slots_give_back(gr_recorder *r)
     gr_own_change_end(r);
     if (PyErr_Occurred())
         PyErr_Clear();
+    gr_beside_off(r);
 }
 
 int gr_footholds(PyThreadState *me)

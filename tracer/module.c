@@ -8,6 +8,7 @@
  */
 #include "recorder.h"
 #include "audit.h"
+#include "beside.h"
 #include "footholds.h"
 #include "profile.h"
 #include "profile_slot.h"
@@ -826,6 +827,13 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     import_greenlet(r);
     note_context_run(r);
     start_emit_meta(r, &o);
+    /* 3.12+: the tool that watches beside a program's profile function
+     * (beside.c) is on from the start, like the recorder's own function
+     * (turned on later, it would not reach the frames of greenlets
+     * suspended then), and before the greenlets suspended now are noted
+     * (gr_beside_catch_up). */
+    if (o.profile)
+        (void)gr_beside_on(r);
     gr_note_preexisting(r);
     if (o.mode >= 0 && start_sampler_registry(r, &o) < 0)
         goto fail;
@@ -1373,7 +1381,7 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
         if (!s)
             gr_swallow(r);
         gr_profile_slot_at_mark(r, t, ts);
-        int ours = ts->c_profilefunc == gr_profile || ts->c_profilefunc == gr_profile_chain;
+        int ours = gr_slot_observed(r, ts);
         uint64_t flags = ours && gr_tstate_tracing(ts) == 0 ? GR_MARK_PROFILE_OURS : 0;
         if (gr_tstate_tracing(ts) > 0)
             flags |= GR_MARK_IN_CALLBACK;

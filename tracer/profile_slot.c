@@ -8,9 +8,16 @@
  * the recorder's function goes back in.  The recorder's sys.setprofile
  * (installed in the sys module while recording) does this at once; the
  * audit hook and the footholds (footholds.c) for every other way.
+ *
+ * On 3.12+ the recorder does not chain: the program's function stays in
+ * the slot, as it would without the recorder, and the recorder gets the
+ * thread's events from its own sys.monitoring tool (beside.c,
+ * t->hook.beside); chain_func and chain_obj then name what the program
+ * installed.  Chaining remains for 3.9-3.11 and where no tool id is free.
  */
 #include "profile_slot.h"
 
+#include "beside.h"
 #include "follow.h"
 #include "profile.h"
 #include "threads.h"
@@ -30,7 +37,8 @@ static void chain_seen(gr_recorder *r)
 static void emit_hook(gr_recorder *r, gr_thread *t, int slot, int action, uint32_t code,
                       uint32_t prof, uint32_t frame)
 {
-    uint64_t who = (t->hook.subject ? GR_HOOK_SUBJECT_ON : 0) | (t->hook.chain_func ? GR_HOOK_CHAINED : 0) |
+    uint64_t who = (t->hook.subject ? GR_HOOK_SUBJECT_ON : 0) |
+                   (t->hook.chain_func && !t->hook.beside ? GR_HOOK_CHAINED : 0) |
                    (t->hook.unannounced ? GR_HOOK_UNANNOUNCED : 0) | (t->hook.ran_unseen ? GR_HOOK_RAN : 0) |
                    (t->hook.intrace ? GR_HOOK_IN_TRACE : 0) | (t->kept == 1 ? GR_HOOK_BEFORE : 0);
     /* Another thread's change names that thread and its C call, unless a C
@@ -68,7 +76,7 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
     t->hook.pending = 0;
     int ran = t->hook.ran_unseen;
     t->hook.ran_unseen = 0;
-    if (f == gr_profile || f == gr_profile_chain)
+    if (f == gr_profile || f == gr_profile_chain || gr_beside_holds(t, ts))
         return;
     t->hook.ran_unseen = ran; /* for emit_hook, below */
     /* The program's profiler installed, or removed (profiler_id.c). */
@@ -90,6 +98,7 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
             t->hook.subject = 0;
         }
         t->hook.chain_func = NULL;
+        t->hook.beside = 0;
         Py_CLEAR(t->hook.chain_obj);
         gr_own_change_begin(r);
         if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
@@ -102,7 +111,6 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
             t->hook.displaced = 1;
         }
         t->hook.chain_func = f;
-        chain_seen(r);
         /* The profile object chained before is released last, once the
          * slot is whole again: releasing it can run its finalizer, and
          * _lsprof's clears the slot when the profiler is still enabled
@@ -114,7 +122,11 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
          * slot whole (its own audit event: a HOOK at the next event). */
         old_chain = t->hook.chain_obj;
         t->hook.chain_obj = Py_XNewRef(ts->c_profileobj);
-        gr_swap_profile_func(ts, gr_profile_chain);
+        t->hook.beside = gr_beside_on(r);
+        if (!t->hook.beside) {
+            chain_seen(r);
+            gr_swap_profile_func(ts, gr_profile_chain);
+        }
     }
     if (t->tid)
         emit_hook(r, t, GR_HOOK_PROFILE, action, code, prof, frame);
@@ -223,6 +235,9 @@ int gr_profile_keep(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     t->hook.displaced = 1;
     t->hook.chain_func = f;
     Py_XSETREF(t->hook.chain_obj, Py_XNewRef(ts->c_profileobj));
+    t->hook.beside = gr_beside_on(r);
+    if (t->hook.beside)
+        return 1; /* left in the slot: CPython gives it its c_returns */
     t->cbits = ~(uint64_t)0;
     chain_seen(r);
     gr_swap_profile_func(ts, gr_profile_chain);

@@ -124,6 +124,10 @@ typedef struct gr_thread {
                                    the change (HOOK who GR_HOOK_RAN) */
         int by_hook;            /* reached when it applied threading's profile
                                    hook itself (profile_slot.c sys_setprofile) */
+        int beside;             /* 3.12+: the program's function (chain_func,
+                                   chain_obj) stays in the slot, the recorder
+                                   gets the events from its own sys.monitoring
+                                   tool (beside.c) instead of chaining */
     } hook;
     /* The foothold in the trace slot (footholds.c): */
     struct gr_thread_foot {
@@ -271,6 +275,12 @@ typedef struct gr_recorder {
                                start_joinable_thread (or NULL): their C
                                calls start threads (follow.c) */
     int any_chain;          /* a program's profile function was chained */
+    struct gr_recorder_beside { /* the recorder's sys.monitoring tool (beside.c) */
+        int tool;               /* its id + 1 while held, else 0 */
+        int failed;             /* no tool could be had: chain instead */
+        uint64_t before;        /* the instrumentation version before the tool's
+                                   events were set (gr_beside_catch_up) */
+    } beside;
     /* The trace file and what is written into it (module.c, recorder.c): */
     struct gr_recorder_out {
         gr_writer *dw;          /* its definitions: == w, except in ring mode,
@@ -617,6 +627,12 @@ int gr_own_set_profile(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
 /* The same for the trace function of ts, which must be the calling
  * thread's state (3.12+ can only change that one).  Returns 0. */
 int gr_own_set_trace(PyThreadState *ts, Py_tracefunc fn, PyObject *arg);
+
+/* Call fn(*args) (args a tuple or NULL) as the recorder's own work: no
+ * audit event it raises reaches the program's audit hooks (3.12+; compat.h
+ * gr_slot_call_quiet).  For C functions only (sys.monitoring's).  A new
+ * reference, or NULL with an exception set. */
+PyObject *gr_own_call_quiet(PyObject *fn, PyObject *args);
 
 /* Replace only the function of the trace slot of thread state ts (any
  * thread of the interpreter; its object stays), keeping the interpreter's

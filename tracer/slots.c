@@ -25,3 +25,8 @@ int gr_own_dispatch(PyThreadState *ts, PyFrameObject **frame, int *what)
 {
     return gr_slot_dispatch(ts, frame, what);
 }
+
+PyObject *gr_own_call_quiet(PyObject *fn, PyObject *args)
+{
+    return gr_slot_call_quiet(fn, args);
+}

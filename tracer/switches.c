@@ -25,6 +25,7 @@
  */
 #include "recorder.h"
 #include "profile.h"
+#include "beside.h"
 
 #include "instr.h"
 
@@ -94,7 +95,7 @@ static inline void switch_state(PyThreadState *ts, int at_mark, uint64_t flags, 
 {
     /* gr_profile first, the common case (the compiler keeps this order
      * only when told). */
-    if (__builtin_expect(ts->c_profilefunc == gr_profile, 1) || ts->c_profilefunc == gr_profile_chain)
+    if (__builtin_expect(ts->c_profilefunc == gr_profile, 1) || gr_slot_observed(gr_active, ts))
         flags |= GR_SW_PROFILE_OURS;
     if (ts->c_profilefunc)
         flags |= GR_SW_PROFILE_SET;
@@ -639,9 +640,11 @@ void gr_note_preexisting(gr_recorder *r)
             /* Only started ones: a greenlet not started yet has no frames
              * from before the recording (bool(g) is "active": started and
              * not dead). */
-            if (PyObject_TypeCheck(o, (PyTypeObject *)type) && PyObject_IsTrue(o) == 1 &&
-                gr_ptrmap_put(&r->gls.preexisting, (uintptr_t)o, 0, 1) < 0)
+            if (!PyObject_TypeCheck(o, (PyTypeObject *)type) || PyObject_IsTrue(o) != 1)
+                continue;
+            if (gr_ptrmap_put(&r->gls.preexisting, (uintptr_t)o, 0, 1) < 0)
                 r->errors++;
+            gr_beside_catch_up(r, o);
         }
     }
     Py_XDECREF(all);

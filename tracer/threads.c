@@ -252,6 +252,7 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->last_c_call = 0;
     t->hook.chain_func = NULL;
     t->hook.chain_obj = NULL;
+    t->hook.beside = 0;
     t->foot.kind = 0;
     t->foot.func = NULL;
     t->foot.obj = NULL;
