@@ -251,6 +251,11 @@ static void episode_message(ck *c, const ck_thread *th, const bthread *bt, const
         gr_sb_puts(&c->msg, "; without the audit event sys.setprofile (the thread state was written "
                             "directly): the recorder found it only at the next MARK and what ran "
                             "before that is missing from the trace too");
+    if (!bt->off_calls) { /* unannounced, and no call after its HOOK */
+        gr_sb_puts(&c->msg, "): the calls the thread ran before that HOOK were unseen by it "
+                            "(how many is not known)");
+        return;
+    }
     gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it %s (first: ", bt->off_calls,
                  bt->off_calls == 1 ? "" : "s", until);
     for (uint64_t k = 0; k < bt->off_calls && k < 3; k++) {
@@ -271,8 +276,11 @@ static void subject_back(ck *c, const ck_thread *th, bthread *bt, const char *un
         return;
     bt->subject_off = 0;
     bstate *b = c->rule_state[GR_RULE_BLIND_SPOT];
-    bcause *k = bt->off_calls ? cause_of(b, bt) : NULL;
-    if (bt->off_calls && !k) {
+    /* an unannounced change ran unseen calls by itself: the recorder
+     * found it only after them, and they are in no record */
+    int unseen = bt->off_calls || bt->off_unannounced;
+    bcause *k = unseen ? cause_of(b, bt) : NULL;
+    if (unseen && !k) {
         if (b->ncauses == b->cap_causes)
             b->causes = gr_xgrow(b->causes, &b->cap_causes, b->ncauses + 1, sizeof *b->causes);
         k = &b->causes[b->ncauses++];
@@ -441,6 +449,9 @@ static void switch_stack(ck *c, const ck_event *e)
     if (c->profile_off)
         return; /* start(profile=False): no profile events, no shadow to
                    compare with (shadow.c still reseeds from the stack) */
+    if (e->th->observer_gap || ck_unseen_takeover(c, e))
+        return; /* the recorder's own events are missing before it: the
+                   HOOK with GR_HOOK_UNANNOUNCED names the cause */
     const ck_shadow *s = &c->sh[e->st];
     size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
     gr_sb_printf(&c->msg, "real stack of g%" PRIu64 " at %s differs from the profile events: ",
@@ -519,8 +530,8 @@ static void report(ck *c)
                          kc->what, k->repeats + 1, k->repeats ? "s" : "", k->first_index);
             ck_code_name(c, k->frame);
             gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it; known "
-                                  "behaviour (%s), not a violation (`check --strict-known` "
-                                  "reports it as one)",
+                                  "behaviour (%s), not a violation (`check --strict-known "
+                                  "--fail-on displaced` makes it one)",
                          k->first_calls + k->repeat_calls,
                          k->first_calls + k->repeat_calls == 1 ? "" : "s", kc->source);
             ck_add_info(c);

@@ -78,15 +78,27 @@ static void on_return(ck *c, const ck_event *e, int is_c)
     ck_violate(c, GR_RULE_IMBALANCE, r, e->th, r->gid);
 }
 
+/* DEAD with entries left open.  Entries re-seeded from a real stack after
+ * a blind spot (CK_RESEED, always the bottom of the shadow) are not
+ * counted: the profiler saw neither their call nor their return, which
+ * that blind spot already reported (a greenlet run with tracing off dies
+ * that way, greenlet issue 256).  One cause, one finding. */
 static void on_dead(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
     const ck_shadow *s = &c->sh[e->si];
-    if (!s->n)
+    if (e->th->observer_gap)
+        return; /* the recorder's own events were lost (an unannounced
+                   takeover of the slot): its HOOK names the cause */
+    size_t from = 0;
+    while (from < s->n && s->e[from].seed == CK_RESEED)
+        from++;
+    if (from == s->n)
         return;
-    gr_sb_printf(&c->msg, "g%" PRIu64 " died with %zu open shadow entr%s: ", r->gid, s->n,
-                 s->n == 1 ? "y" : "ies");
-    ck_entries(c, s, 0, s->n);
+    size_t n = s->n - from;
+    gr_sb_printf(&c->msg, "g%" PRIu64 " died with %zu open shadow entr%s: ", r->gid, n,
+                 n == 1 ? "y" : "ies");
+    ck_entries(c, s, from, s->n);
     ck_violate(c, GR_RULE_IMBALANCE, r, e->th, r->gid);
 }
 

@@ -171,6 +171,14 @@ void *ck_slot_grow(void **v, size_t *n, size_t i, size_t size)
     return (char *)*v + i * size;
 }
 
+int ck_unseen_takeover(const ck *c, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    return (r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_AT_MARK) &&
+           !(r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0 && e->th->had_events &&
+           !c->profile_off;
+}
+
 /* ------------------------------------------------------------ applying */
 
 /* GREENLET: the shadow becomes the seed. */
@@ -182,7 +190,7 @@ static void seed(ck *c, ck_shadow *s, const gr_record *r)
         push(s, ids[k], ck_code_is_c(c->t, ids[k]));
     for (uint32_t k = 0; k < r->depth; k++) {
         ck_entry *e = &s->e[k];
-        e->seed = 1;
+        e->seed = CK_SEED;
         if (k + 1 == r->depth) /* top: suspended inside a C call (switch) */
             e->gap_ok = (r->flags & GR_GL_SUSPENDED) != 0;
         else /* a C call between this frame and the next is invisible */
@@ -202,7 +210,7 @@ static void reseed(ck *c, ck_shadow *s, const gr_record *r)
         if (!ck_code_is_c(c->t, ids[k]))
             push(s, ids[k], 0);
     for (size_t k = 0; k < s->n; k++) {
-        s->e[k].seed = 1;
+        s->e[k].seed = CK_RESEED;
         s->e[k].gap_ok = 1;
     }
 }
@@ -292,6 +300,8 @@ void ck_apply(ck *c, const ck_event *e)
             if (ck_differs(c, na, nb, (r->flags & GR_SW_CUT) != 0, s->base_unknown))
                 reseed(c, s, r);
         }
+        if (ck_unseen_takeover(c, e))
+            th->observer_gap = 1; /* until the next MARK, as after its HOOK */
         th->has_current = 1;
         th->current = r->target;
         break;

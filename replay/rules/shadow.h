@@ -25,10 +25,15 @@
 typedef struct ck_entry {
     uint32_t code;
     uint8_t is_c;   /* pushed by C_CALL (or a C code id in a seed) */
-    uint8_t seed;   /* came from the GREENLET record's seed */
+    uint8_t seed;   /* came from the GREENLET record's seed (CK_SEED), or
+                       from a real stack after a blind spot (CK_RESEED) */
     uint8_t gap_ok; /* seed entry: one unmatched C_RETURN/C_EXCEPTION is
                        tolerated while it is the top (a C call we never saw) */
 } ck_entry;
+
+#define CK_SEED 1   /* ck_entry.seed: from the GREENLET record */
+#define CK_RESEED 2 /* ck_entry.seed: re-seeded from a real stack; the
+                       profiler saw neither its call nor (yet) its return */
 
 /* Shadow stack of one (thread, greenlet).  72 bytes: its index is scaled
  * at every record (c->sh[si]), so the flags are bytes. */
@@ -252,6 +257,13 @@ size_t ck_innermost_py(const ck_shadow *s);
 
 /* Whether code id `code` is a C function's. */
 int ck_code_is_c(const gr_trace *t, uint32_t code);
+
+/* A SWITCH or THROW found at a mark or at stop with the profile slot not
+ * the recorder's, on a thread where the recorder had events: its function
+ * was taken out without the audit event (a C extension writing the thread
+ * state, as yappi 1.0's start does), so it saw nothing since.  The HOOK
+ * with GR_HOOK_UNANNOUNCED written after it names the cause. */
+int ck_unseen_takeover(const ck *c, const ck_event *e);
 
 /* Apply record e->r to the shared state (after every rule looked at it):
  * push, pop and resync shadows, seed and reseed them, the running
