@@ -92,17 +92,28 @@ def _leave(here):
             os.environ.pop("PYTHONPATH", None)
 
 
-def _import_package(pkg):
-    # The package and its extension, from pkg whatever sys.path holds: pkg
-    # goes first on sys.path for these imports only.
-    sys.path.insert(0, pkg)
+def _import_package(pkg, here):
+    # The package and its extension, from pkg, which goes on sys.path right
+    # after this directory for these imports only: where record's
+    # PYTHONPATH once put it.  An entry before this directory (a test
+    # environment's own build of the recorder, put first by its wrapper)
+    # still wins, as it did then; a site directory holding pkg keeps its
+    # place once pkg leaves again.
+    at = 0
+    for i, entry in enumerate(sys.path):
+        if entry and os.path.abspath(entry) == here:
+            at = i + 1
+            break
+    sys.path.insert(at, pkg)
     try:
         import greenreplay
         from greenreplay import _greenreplay
         return greenreplay, _greenreplay
     finally:
-        if sys.path and sys.path[0] is pkg:
-            del sys.path[0]
+        for i, entry in enumerate(sys.path):
+            if entry is pkg:
+                del sys.path[i]
+                break
 
 
 def _run_own_sitecustomize():
@@ -195,7 +206,7 @@ def _boot():
     pkg = os.path.dirname(os.path.dirname(here))
     before = set(sys.modules)
     try:
-        greenreplay, _greenreplay = _import_package(pkg)
+        greenreplay, _greenreplay = _import_package(pkg, here)
     except ImportError as e:
         _leave(here)
         _strip_environment()
