@@ -190,6 +190,9 @@ $(BUILD)/tests/test_sampler: $(BUILD)/obj/tracer/sampler.o $(BUILD)/obj/tracer/r
                              $(BUILD)/obj/tracer/handoff.o
 $(BUILD)/tests/test_sampler: LDLIBS += -pthread
 
+# test_keymap: the recorder's suspension map (pure C).
+$(BUILD)/tests/test_keymap: tracer/ptrmap.c tracer/ptrmap.h
+
 # test_registry races the sampler's registry (pure C, two threads).
 $(BUILD)/tests/test_registry: $(BUILD)/obj/tracer/registry.o
 $(BUILD)/tests/test_registry: LDLIBS += -pthread

@@ -37,10 +37,27 @@ static inline PyObject *gr_xnew_ref(PyObject *o)
 
 /* Code object of a frame, borrowed (the frame keeps it alive).
  * 3.11 made PyFrameObject opaque (bpo-46836); PyFrame_GetCode (3.9+,
- * bpo-40421) returns a new reference there. */
+ * bpo-40421) returns a new reference there.  A translation unit with
+ * GR_COMPAT_FRAMES (the profile function's, profile.c) reads what
+ * PyFrame_GetCode reads, without the call and the reference: the frame's
+ * _PyInterpreterFrame (f_frame, 3.11, bpo-44590) and its code object,
+ * f_code (3.11/3.12), f_executable (3.13, gh-117045), a tagged
+ * _PyStackRef f_executable (3.14, gh-118926: the tag bits masked). */
+#if defined(GR_COMPAT_FRAMES) && PY_VERSION_HEX >= 0x030B0000
+#include <internal/pycore_frame.h>
+#if PY_VERSION_HEX >= 0x030E0000
+#include <internal/pycore_interpframe.h> /* (3.14, gh-130931) */
+#endif
+#endif
 static inline PyCodeObject *gr_frame_code(PyFrameObject *f)
 {
-#if PY_VERSION_HEX >= 0x030B0000
+#if defined(GR_COMPAT_FRAMES) && PY_VERSION_HEX >= 0x030E0000
+    return (PyCodeObject *)(f->f_frame->f_executable.bits & ~(uintptr_t)Py_TAG_BITS);
+#elif defined(GR_COMPAT_FRAMES) && PY_VERSION_HEX >= 0x030D0000
+    return (PyCodeObject *)f->f_frame->f_executable;
+#elif defined(GR_COMPAT_FRAMES) && PY_VERSION_HEX >= 0x030B0000
+    return f->f_frame->f_code;
+#elif PY_VERSION_HEX >= 0x030B0000
     PyCodeObject *co = PyFrame_GetCode(f);
     Py_DECREF(co);
     return co;
@@ -80,13 +97,22 @@ static inline int gr_tstate_tracing(PyThreadState *ts)
 
 /* The calling thread's state, for a caller that holds the GIL with a
  * thread state (the profile function): PyThreadState_Get without its test
- * for none (a fatal error), two instructions less per event.  Public as
+ * for none (a fatal error), two instructions less per event.  With
+ * GR_COMPAT_FRAMES up to 3.11, the internal inline reader (no call).  Public as
  * PyThreadState_GetUnchecked from 3.13; _PyThreadState_UncheckedGet
  * before (cpython/pystate.h, 3.5-3.12; an alias of the public one
  * after). */
+#if defined(GR_COMPAT_FRAMES) && PY_VERSION_HEX < 0x030C0000
+#include <internal/pycore_pystate.h>
+#endif
 static inline PyThreadState *gr_tstate_now(void)
 {
-#if PY_VERSION_HEX >= 0x030D0000
+#if defined(GR_COMPAT_FRAMES) && PY_VERSION_HEX < 0x030C0000
+    /* With the internal headers, up to 3.11: an atomic load of
+     * _PyRuntime.gilstate.tstate_current, inline (3.12 made it a
+     * thread-local that a module reaches only through a call, gh-104812). */
+    return _PyThreadState_GET();
+#elif PY_VERSION_HEX >= 0x030D0000
     return PyThreadState_GetUnchecked();
 #else
     return _PyThreadState_UncheckedGet();

@@ -45,6 +45,7 @@ static void recorder_free(gr_recorder *r)
     gr_ptrmap_free(&r->ids.greenlets);
     gr_ptrmap_free(&r->ids.weakrefs);
     gr_ptrmap_free(&r->gls.preexisting);
+    gr_keymap_free(&r->sw.susp);
     for (uint32_t i = 0; i < r->gls.gl_used; i++)
         Py_XDECREF(r->gls.gl[i].wr);
     PyMem_Free(r->gls.gl);
@@ -513,6 +514,8 @@ static gr_recorder *start_recorder_new(PyObject *module, const start_opts *o)
     gr_ptrmap_init(&r->ids.greenlets);
     gr_ptrmap_init(&r->ids.weakrefs);
     gr_ptrmap_init(&r->gls.preexisting);
+    r->sw.susp.keep = gr_susp_holds;
+    r->sw.susp.ctx = r;
     r->sw.callback_mode = o->callback_mode;
     r->out.profile_on = o->profile;
     r->out.hide_ours = 1; /* both modes (recorder.h, gr_code_ours) */

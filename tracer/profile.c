@@ -8,6 +8,9 @@
  * A known code object costs one hash lookup and a few bytes of buffer
  * (docs/RECORDER.md, "One event, start to end").
  */
+/* The frame's code object and the thread state read inline (compat.h,
+ * gr_frame_code, gr_tstate_now): CPython's internal frame layout. */
+#define GR_COMPAT_FRAMES 1
 #include "profile.h"
 
 #include "follow.h"
@@ -61,6 +64,9 @@ static __attribute__((noinline)) void ours_moved(gr_recorder *r, gr_thread *t, P
     }
 }
 
+static void record_rest(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg,
+                        uint32_t code);
+
 /* Record one profile event of thread t: the general path (first event of
  * a thread, a thread whose greenlet is not known yet; gr_profile_chain). */
 static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
@@ -87,6 +93,14 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
         ours_moved(r, t, frame, what);
         return;
     }
+    record_rest(r, t, frame, what, arg, code);
+}
+
+/* record_event after the thread's first sight and its own frames' test:
+ * the switch check and the record (code: the event's code id). */
+static __attribute__((noinline)) void record_rest(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what,
+                                                  PyObject *arg, uint32_t code)
+{
     if (t->gl_pending && gr_code_is_gl(r, code))
         gr_thread_touch(r, t);
     if (r->greenlet_mod && !t->gl_pending)
@@ -128,10 +142,14 @@ static const uint8_t tag_of_what[8] = {GR_CALL, 0, 0, GR_RETURN, GR_C_CALL, GR_C
  * is known, with no program profile function chained anywhere.  The same
  * records as record_event, with its branches laid out for this case: the
  * tag from a table, the code id through a one-entry cache, no C-call
- * bookkeeping, the record inline.  Measured with
- * tests/bench/instr_cost.sh (docs/PERFORMANCE.md). */
+ * bookkeeping, the record inline.  pending (a constant): the thread has
+ * not used greenlet yet (t->gl_pending: a thread pool's worker in a
+ * program that imported greenlet), so there is no switch to look for,
+ * only the thread's first event in greenlet's, gevent's or eventlet's
+ * code, which goes the general way (record_rest asks greenlet).
+ * Measured with tests/bench/instr_cost.sh (docs/PERFORMANCE.md). */
 static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
-                                                              int what, int tag, PyObject *arg)
+                                                              int what, int tag, PyObject *arg, int pending)
 {
     uint32_t code;
     unsigned slot;
@@ -146,7 +164,12 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
         ours_moved(r, t, frame, what);
         return;
     }
-    if (r->greenlet_mod) {
+    if (pending) {
+        if (__builtin_expect(gr_code_is_gl(r, code), 0)) {
+            record_rest(r, t, frame, what, arg, code);
+            return;
+        }
+    } else if (r->greenlet_mod) {
         /* gr_switch_check's test, inline; what follows a moved witness is
          * out of line (the switch path). */
         PyThreadState *ts = gr_tstate_now();
@@ -158,11 +181,10 @@ static inline __attribute__((always_inline)) void record_fast(gr_recorder *r, gr
     gr_event_tail(r, t, frame, tag, arg, code, slot);
 }
 
-int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+/* gr_profile for every event the leaf path leaves (below). */
+static __attribute__((noinline)) int profile_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
-    if (!r)
-        return 0;
     gr_thread *t = gr_thread_known(r);
     if (!t)
         return 0;
@@ -171,7 +193,14 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
          * A profile function is only given CALL, RETURN and C_* events. */
         int tag = tag_of_what[(unsigned)what & 7u];
         if (__builtin_expect(tag != 0, 1))
-            record_fast(r, t, frame, what, tag, arg);
+            record_fast(r, t, frame, what, tag, arg, 0);
+        return 0;
+    }
+    if (t->slow_path == GR_PATH_PENDING) {
+        /* t->tid && t->gl_pending, and no program's function chained. */
+        int tag = tag_of_what[(unsigned)what & 7u];
+        if (tag != 0)
+            record_fast(r, t, frame, what, tag, arg, 1);
         return 0;
     }
     if (t->tid && !t->gl_pending) {
@@ -179,7 +208,7 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
          * the C-call bookkeeping (as below). */
         int tag = tag_of_what[(unsigned)what & 7u];
         if (tag != 0)
-            record_fast(r, t, frame, what, tag, arg);
+            record_fast(r, t, frame, what, tag, arg, 0);
         if (tag >= GR_C_CALL) {
             if (tag == GR_C_CALL)
                 gr_c_push(r, t, 0);
@@ -195,6 +224,114 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         gr_c_push(r, t, 0);
     else if (r->any_chain && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION))
         gr_c_pop(r, t);
+    return 0;
+}
+
+/* The leaf path's end (gr_profile, profile_c_event): the thread's switch
+ * test, then the record, as gr_event_tail writes it, with room known.
+ * Returns 0 (written), 1 when the witness moved (nothing written: the
+ * caller goes to gr_event_switched, as record_fast does), or -1 when the
+ * event must go to profile_event (nothing written). */
+static inline __attribute__((always_inline)) int leaf_record(gr_recorder *r, gr_thread *t, PyFrameObject *frame,
+                                                             int tag, uint32_t code, unsigned slot)
+{
+    if (t->slow_path) {
+        /* GR_PATH_PENDING: no switch to look for; the first event in
+         * greenlet's code goes the general way (record_fast). */
+        if (__builtin_expect(gr_code_is_gl(r, code), 0))
+            return -1;
+    } else if (r->greenlet_mod && __builtin_expect(gr_switch_witness(gr_tstate_now()) != t->witness, 0)) {
+        return 1;
+    }
+    gr_writer *w = r->w;
+    if (__builtin_expect(w->len + 1 + 3 * GR_VARINT_MAX > w->open_cap, 0))
+        return -1;
+    gr_event_state(t, frame, tag, code);
+    gr_writer_commit(w, gr_enc_event_slot(&w->ctx, w->buf + GR_CHUNK_HEADER_LEN + w->len, tag, t->tid, t->cur_gid,
+                                          code, slot));
+    atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    w->indexed++;
+    return 0;
+}
+
+/* The leaf path of C events (gr_profile): the C_* event of the builtin
+ * function or method of the previous C event (gr_cfunc_id_cached's hit),
+ * then record_fast's tests of the thread starts and of the C calls of
+ * greenreplay's own frame (is_ours_event), and gr_event_tail's of
+ * greenlet.settrace.  A function of its own, so that the registers it
+ * needs are not saved at the Python events. */
+static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    gr_thread *t = gr_tls.thread;
+    if (__builtin_expect(!Py_IS_TYPE(arg, &PyCFunction_Type), 0))
+        return profile_event(obj, frame, what, arg);
+    PyCFunctionObject *f = (PyCFunctionObject *)arg;
+    PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
+    if (f->m_ml != r->last_ml || st != r->last_self_type)
+        return profile_event(obj, frame, what, arg);
+    uint32_t code = r->last_cf_id;
+    if (__builtin_expect(code == r->follow.thread_start_id[0] || code == r->follow.thread_start_id[1] ||
+                             (frame == t->ours_frame && frame) || arg == r->gl_settrace,
+                         0))
+        return profile_event(obj, frame, what, arg);
+    int tag = tag_of_what[(unsigned)what & 7u];
+    unsigned slot = r->last_cf_slot;
+    int rc = leaf_record(r, t, frame, tag, code, slot);
+    if (__builtin_expect(rc != 0, 0))
+        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
+                      : profile_event(obj, frame, what, arg);
+    return 0;
+}
+
+/* The leaf path: the commonest events of all, the CALL or RETURN of a
+ * Python function whose code was seen before (and, in profile_c_event,
+ * the C_* events of the builtin of the previous C event), on a thread of
+ * the fast path (t->slow_path 0, or GR_PATH_PENDING outside greenlet's
+ * code) with no switch since its previous event and room in the chunk.
+ * The same record as record_fast writes then, by the same steps, with no
+ * call on the way (compat.h reads the frame's code and the thread state
+ * inline where it can): the compiler then saves almost no register,
+ * which is much of what a function costs at this size.  Anything else (a
+ * code object not seen yet, another C function, greenreplay's own code, a
+ * thread start, a moved witness, a full chunk, the times side channel, a
+ * greenlet.settrace) goes to profile_event before anything is written, as
+ * a tail call. */
+int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    gr_recorder *r = gr_active;
+    if (!r)
+        return 0;
+    gr_thread *t = gr_tls.thread;
+    if (__builtin_expect(gr_tls.gen != r->tls_key || !t || t->slow_path > GR_PATH_PENDING || r->tw, 0))
+        return profile_event(obj, frame, what, arg);
+    if (what > PyTrace_RETURN)
+        return what <= PyTrace_C_RETURN ? profile_c_event(obj, frame, what, arg) : 0;
+    if (__builtin_expect((unsigned)what - PyTrace_EXCEPTION <= PyTrace_LINE - PyTrace_EXCEPTION, 0))
+        return 0; /* (never given to a profile function: tag_of_what's 0) */
+    /* gr_code_id_cached without gr_code_id_slow (its cache never holds
+     * greenreplay's own code). */
+    PyCodeObject *co = gr_frame_code(frame);
+    uint32_t code;
+    unsigned slot;
+    if (co == r->last_co) {
+        code = r->last_co_id;
+        slot = r->last_co_slot;
+    } else {
+        code = gr_ptrmap_get(&r->codes, (uintptr_t)co, 0);
+        if (__builtin_expect(!code, 0) || (r->ours && __builtin_expect(gr_code_ours(r, code), 0)))
+            return profile_event(obj, frame, what, arg);
+        slot = code % GR_CODE_SLOTS;
+        r->last_co = co;
+        r->last_co_id = code;
+        r->last_co_slot = slot;
+    }
+    int tag = what == PyTrace_CALL ? GR_CALL : GR_RETURN;
+    int rc = leaf_record(r, t, frame, tag, code, slot);
+    if (__builtin_expect(rc != 0, 0))
+        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
+                      : profile_event(obj, frame, what, arg);
     return 0;
 }
 

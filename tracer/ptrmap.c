@@ -98,3 +98,41 @@ void gr_ptrmap_del(gr_ptrmap *m, uintptr_t a, uintptr_t b)
             return;
     }
 }
+
+static int keymap_holds(const gr_keymap *m, const gr_keymap_slot *s)
+{
+    return s->key && (!m->keep || m->keep(m->ctx, s->key, s->value));
+}
+
+int gr_keymap_rebuild(gr_keymap *m)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        live += keymap_holds(m, &m->slots[i]);
+    size_t ncap = !m->cap ? 64 : live * 2 >= m->cap ? m->cap * 2 : m->cap;
+    gr_keymap_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        gr_keymap_slot *s = &m->slots[i];
+        if (!keymap_holds(m, s))
+            continue;
+        size_t j = gr_keymap_at(ncap, s->key);
+        while (ns[j].key)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = *s;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    m->used = live;
+    return 0;
+}
+
+void gr_keymap_free(gr_keymap *m)
+{
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = 0;
+    m->used = 0;
+}

@@ -51,4 +51,72 @@ int gr_ptrmap_put(gr_ptrmap *m, uintptr_t a, uintptr_t b, uint32_t value);
 /* Remove (a, b) if present. */
 void gr_ptrmap_del(gr_ptrmap *m, uintptr_t a, uintptr_t b);
 
+/* ---- keymap: one address to a u32, entries dropped lazily ------------
+ *
+ * For keys whose entries go stale without being told (a greenlet's
+ * suspension ends when it runs again): no delete; when the map fills, the
+ * entries the owner's `keep` rejects are dropped instead of growing it,
+ * so its size follows the entries that still hold.  Key 0 is reserved. */
+typedef struct {
+    uintptr_t key;   /* 0: empty */
+    uint32_t value;
+} gr_keymap_slot;
+
+/* keep(ctx, key, value): whether an entry still holds (nonzero) when the
+ * map is rebuilt. */
+typedef int (*gr_keymap_keep)(void *ctx, uintptr_t key, uint32_t value);
+
+typedef struct {
+    gr_keymap_slot *slots; /* owned; `cap` entries, cap a power of two */
+    size_t cap;
+    size_t used;           /* entries */
+    gr_keymap_keep keep;   /* may be NULL: every entry holds */
+    void *ctx;
+} gr_keymap;
+
+static inline size_t gr_keymap_at(size_t cap, uintptr_t key)
+{
+    return (size_t)((key >> 4) ^ (key >> 17)) & (cap - 1);
+}
+
+/* Value stored for key (non-zero), or 0 when absent. */
+static inline uint32_t gr_keymap_get(const gr_keymap *m, uintptr_t key)
+{
+    if (!m->cap)
+        return 0;
+    size_t mask = m->cap - 1;
+    for (size_t i = gr_keymap_at(m->cap, key);; i = (i + 1) & mask) {
+        const gr_keymap_slot *s = &m->slots[i];
+        if (s->key == key)
+            return s->value;
+        if (!s->key)
+            return 0;
+    }
+}
+
+/* Make room for one more entry (gr_keymap_put): drop the entries keep
+ * rejects, grow if those left fill half.  0, or -1 when memory runs out. */
+int gr_keymap_rebuild(gr_keymap *m);
+
+/* Store value (non-zero) for key (non-zero), replacing any previous one.
+ * Returns 0, or -1 when memory runs out (the map is unchanged then). */
+static inline int gr_keymap_put(gr_keymap *m, uintptr_t key, uint32_t value)
+{
+    if ((m->used + 1) * 4 >= m->cap * 3 && gr_keymap_rebuild(m) < 0)
+        return -1;
+    size_t mask = m->cap - 1;
+    for (size_t i = gr_keymap_at(m->cap, key);; i = (i + 1) & mask) {
+        gr_keymap_slot *s = &m->slots[i];
+        if (s->key == key || !s->key) {
+            m->used += !s->key;
+            s->key = key;
+            s->value = value;
+            return 0;
+        }
+    }
+}
+
+/* Free the slots; the map is empty (keep and ctx kept). */
+void gr_keymap_free(gr_keymap *m);
+
 #endif

@@ -557,6 +557,13 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
                 ((PyCFunctionObject *)r->thread_start[i])->m_ml == ((PyCFunctionObject *)fn)->m_ml)
                 r->follow.thread_start_id[i] = id;
     }
+    /* Context.run (switches.c, context_step), by its key. */
+    if (id && r->sw.ctx_run) {
+        uintptr_t a, b;
+        gr_cfunc_key(fn, &a, &b);
+        if (a == (uintptr_t)r->sw.ctx_run && b == (uintptr_t)&PyContext_Type)
+            r->sw.ctx_run_id = id;
+    }
     GR_EXC_RESTORE(saved);
     return id;
 }

@@ -30,11 +30,6 @@ typedef struct {
     int keep_line;     /* 0: record firstlineno as 0 under this prefix */
 } gr_path_rule;
 
-/* Suspended greenlets a thread remembers for continued switches
- * (switches.c): the most recent ones, since a switch back to the greenlet
- * that switched away last is the common case (a hub and its workers). */
-#define GR_SUSP_KEEP 8
-
 /* Per-thread recording state.  A Python object so that CPython owns it as
  * the profile function's `arg` (c_profileobj) and greenlet owns it as the
  * thread's trace callback: it is callable as greenlet's
@@ -42,10 +37,12 @@ typedef struct {
 typedef struct gr_thread {
     PyObject_HEAD
     /* The profile function's event path: */
-    int slow_path;          /* !tid || gl_pending || the recording's
-                               any_chain, kept so by gr_thread_path: the
-                               profile function's fast path does not apply
-                               as it is (profile.c) */
+    int slow_path;          /* GR_PATH_SLOW if !tid || the recording's
+                               any_chain, else GR_PATH_PENDING if
+                               gl_pending, else 0;
+                               kept so by gr_thread_path: the profile
+                               function's fast path does not apply as it
+                               is (profile.c) */
     uint32_t tid;           /* 0 until the thread is first seen */
     uint32_t cur_gid;       /* greenlet running on this thread (0: none) */
     uint64_t witness;       /* passive mode: gr_switch_witness (compat.h)
@@ -175,16 +172,6 @@ typedef struct gr_thread {
         Py_tracefunc prof;      /* the profile slot at the audit event */
         PyObject *pobj;         /* (compared only) */
     } foot;
-    /* Suspensions seen here, for passive mode's continued switches
-     * (switches.c, "Continued switches"): */
-    struct gr_thread_susp {
-        PyFrameObject *frame[GR_SUSP_KEEP]; /* the last GR_SUSP_KEEP
-                                   suspensions seen here (first in, first
-                                   out): the frame (address only) ... */
-        uint32_t slot[GR_SUSP_KEEP]; /* ... and the gl slot + 1 of the
-                                   greenlet suspended in it */
-        unsigned next;          /* where the next one goes */
-    } susp;
     /* Callback mode: this object as the thread's greenlet trace callback
      * (threads.c): */
     struct gr_thread_callback {
@@ -248,7 +235,10 @@ typedef struct gr_recorder {
     gr_ptrmap codes;        /* (code object | PyMethodDef*, type) -> code id */
     PyCodeObject *last_co;  /* one-entry cache in front of `codes` for the
                                profile function's CALL/RETURN: the code
-                               object of the last lookup (kept alive by
+                               object of the last lookup, if not
+                               greenreplay's own (gr_code_ours: the
+                               profile function's leaf path tests that only
+                               when this cache misses; kept alive by
                                `keep`, so its address is not reused while
                                recording) ... */
     uint32_t last_co_id;    /* ... its code id ... */
@@ -383,7 +373,9 @@ typedef struct gr_recorder {
                                    (switches.c); cleared if a mark ever finds
                                    a switch the witness missed */
         PyMethodDef *ctx_run;   /* Context.run's method (switches.c,
-                                   context_step), or NULL */
+                                   context_step), or NULL ... */
+        uint32_t ctx_run_id;    /* ... and its code id once defined
+                                   (gr_cfunc_id_slow), else 0 */
         int continued_ok;       /* continued switches may be written (passive
                                    mode, no sampler registry, not ring mode:
                                    switches.c) */
@@ -391,6 +383,11 @@ typedef struct gr_recorder {
                                    gr_thread/gr_gl (switches.c) */
         uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
                                    breaks every thread's continuity */
+        gr_keymap susp;         /* suspensions seen, for continued switches:
+                                   frame (address only) -> gl slot + 1 of the
+                                   greenlet suspended in it, every thread's
+                                   (switches.c, susp_note; keep:
+                                   gr_susp_holds) */
         /* GREENREPLAY_VERIFY_CONTINUED=1 (read at start()): at every
          * continued switch greenlet is asked too (switches.c, verify_continued)
          * and the answers are written as META records at stop(). */
@@ -435,11 +432,18 @@ typedef struct gr_recorder {
     } samp;
 } gr_recorder;
 
+/* gr_thread.slow_path when the thread only waits for its first use of
+ * greenlet (t->gl_pending, seen, no program's function chained): the
+ * profile function's fast path without a switch check (profile.c); and
+ * when the fast path does not apply (GR_PATH_SLOW). */
+#define GR_PATH_PENDING 1
+#define GR_PATH_SLOW 2
+
 /* Set t->slow_path (t of recording r) after a change of t->tid,
  * t->gl_pending or r->any_chain. */
 static inline void gr_thread_path(const gr_recorder *r, gr_thread *t)
 {
-    t->slow_path = !t->tid || t->gl_pending || r->any_chain;
+    t->slow_path = !t->tid || r->any_chain ? GR_PATH_SLOW : t->gl_pending ? GR_PATH_PENDING : 0;
 }
 
 /* The one active recording, or NULL. */
@@ -482,7 +486,7 @@ static inline uint32_t gr_code_id_cached(gr_recorder *r, PyCodeObject *co, unsig
     }
     uint32_t id = gr_code_id(r, co);
     *slot = id % GR_CODE_SLOTS;
-    if (id) {
+    if (id && !gr_code_ours(r, id)) {
         r->last_co = co;
         r->last_co_id = id;
         r->last_co_slot = *slot;
@@ -803,6 +807,10 @@ PyObject *gr_current_greenlet(gr_recorder *r);
  * the real parent even where a subclass overrides the attribute. */
 PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
 
+/* Whether the entry frame -> slot of r->sw.susp (ctx: r) still holds:
+ * that greenlet is still noted as suspended there (gr_keymap_keep). */
+int gr_susp_holds(void *ctx, uintptr_t frame, uint32_t slot);
+
 /* Passive detection at a profile event of thread t (slow path of
  * gr_switch_check): asks greenlet which greenlet runs and, if it is not
  * t->cur_g, writes the switch (gr_switch_seen) with the stack outside the
@@ -928,8 +936,9 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
  * tag (GR_CALL..GR_C_EXCEPTION: the profile function's `what`); ts: the
  * calling thread's state (borrowed); code_slot: the event's code id and
  * its cache slot (GR_CODE_SLOT).  Out of line, so that the fast path
- * without a switch stays short; six arguments, all in registers. */
-void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
-                       uint64_t code_slot);
+ * without a switch stays short; six arguments, all in registers; returns
+ * 0 (the profile function's return value: a tail call). */
+int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                      uint64_t code_slot);
 
 #endif

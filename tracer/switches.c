@@ -114,43 +114,47 @@ static inline void switch_state(PyThreadState *ts, int at_mark, uint64_t flags, 
     f[6] = (uint64_t)(use_tracing < 0 ? 0 : use_tracing);
 }
 
-/* Greenlet e (the origin of a direct switch on thread t) is suspended in
- * the C call its last event made, in t->ccall_frame.  The oldest of the
- * thread's GR_SUSP_KEEP remembered suspensions makes room: its greenlet's
- * next switch back is written in full. */
-static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e)
+/* Greenlet e (slot es - 1), the origin of a direct switch on thread t, is
+ * suspended in the C call its last event made, in t->ccall_frame.  Kept in
+ * r->sw.susp (frame -> slot + 1) until it runs again or is freed: a hub
+ * switching round-robin over any number of greenlets finds each of them
+ * there.  A failed allocation only loses the note (the switch back is
+ * then written in full). */
+static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e, uint32_t es)
 {
-    unsigned i = t->susp.next;
-    t->susp.next = (i + 1) % GR_SUSP_KEEP;
-    t->susp.frame[i] = t->ccall_frame;
-    t->susp.slot[i] = (uint32_t)(e - r->gls.gl) + 1;
+    if (gr_keymap_put(&r->sw.susp, (uintptr_t)t->ccall_frame, es) < 0)
+        return;
     e->susp_frame = (uintptr_t)t->ccall_frame;
     e->susp_stamp = ++r->sw.stamp;
+}
+
+int gr_susp_holds(void *ctx, uintptr_t frame, uint32_t slot)
+{
+    gr_recorder *r = ctx;
+    return slot <= r->gls.gl_used && r->gls.gl[slot - 1].susp_frame == frame && r->gls.gl[slot - 1].addr;
 }
 
 /* The greenlet of thread t remembered as suspended in `frame` whose
  * suspension still holds (every witness change on t direct since, no
  * hook changed, not freed, not running), or NULL.  A stale entry (its
  * greenlet ran since, or its slot went to another greenlet) fails the
- * checks: entries are never removed, only overwritten. */
+ * checks: entries are dropped only when the map is rebuilt (gr_susp_holds)
+ * or replaced by a later suspension in a frame at the same address.  At
+ * most one greenlet can be suspended in a live frame, and a frame that
+ * runs in greenlet B after greenlet A was noted in it means A's note no
+ * longer holds, so the latest note of a frame is the only candidate:
+ * which switches are continued depends on what the program does, not on
+ * addresses. */
 static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *frame, uint32_t *slot)
 {
-    /* Newest first: in a round trip the target is the origin of the
-     * switch before.  At most one entry can hold (two greenlets are never
-     * suspended in one live frame), so the order changes only the cost. */
-    for (unsigned k = 1; k <= GR_SUSP_KEEP; k++) {
-        unsigned i = (t->susp.next + GR_SUSP_KEEP - k) % GR_SUSP_KEEP;
-        if (t->susp.frame[i] != frame)
-            continue;
-        uint32_t s = t->susp.slot[i];
-        if (!s || s > r->gls.gl_used)
-            continue;
-        gr_gl *e = &r->gls.gl[s - 1];
-        if (e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
-            e->susp_stamp > t->break_stamp && e->susp_stamp > r->sw.hook_stamp) {
-            *slot = s;
-            return e;
-        }
+    uint32_t s = gr_keymap_get(&r->sw.susp, (uintptr_t)frame);
+    if (!s || s > r->gls.gl_used)
+        return NULL;
+    gr_gl *e = &r->gls.gl[s - 1];
+    if (e->susp_frame == (uintptr_t)frame && e->tid == t->tid && e->addr && !e->on &&
+        e->susp_stamp > t->break_stamp && e->susp_stamp > r->sw.hook_stamp) {
+        *slot = s;
+        return e;
     }
     return NULL;
 }
@@ -177,7 +181,7 @@ static inline void switch_hand_over(gr_recorder *r, gr_thread *t, gr_gl *oe, int
         if (oe->on == t)
             oe->on = NULL;
         if (note_origin)
-            susp_note(r, t, oe);
+            susp_note(r, t, oe, (uint32_t)(oe - r->gls.gl) + 1);
     }
     t->cur_g = g;
     t->cur_gid = tg;
@@ -347,14 +351,8 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
     if (oe) {
         if (oe->on == t)
             oe->on = NULL;
-        if (t->ccall_frame) { /* susp_note */
-            unsigned i = t->susp.next;
-            t->susp.next = (i + 1) % GR_SUSP_KEEP;
-            t->susp.frame[i] = t->ccall_frame;
-            t->susp.slot[i] = os;
-            oe->susp_frame = (uintptr_t)t->ccall_frame;
-            oe->susp_stamp = ++r->sw.stamp;
-        }
+        if (t->ccall_frame)
+            susp_note(r, t, oe, os);
     }
     t->cur_g = g;
     t->cur_gid = tg;
@@ -378,9 +376,7 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
  * tests see (test_issue251_issue252_*).  what: a profile event. */
 static int context_step(gr_recorder *r, gr_thread *t, int what, uint32_t code)
 {
-    if (!r->sw.ctx_run)
-        return 0;
-    uint32_t id = gr_ptrmap_get(&r->codes, (uintptr_t)r->sw.ctx_run, (uintptr_t)&PyContext_Type);
+    uint32_t id = r->sw.ctx_run_id;
     if (!id)
         return 0;
     if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
@@ -428,8 +424,8 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
 static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CALL, PyTrace_C_RETURN,
                                       PyTrace_C_EXCEPTION};
 
-void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
-                       uint64_t code_slot)
+int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                      uint64_t code_slot)
 {
     gr_recorder *r = gr_active;
     uint32_t code = (uint32_t)code_slot;
@@ -441,7 +437,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
     t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
     if (direct && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
         gr_event_tail(r, t, frame, tag, arg, code, slot);
-        return;
+        return 0;
     }
     if (direct && r->sw.continued_ok && (tag == GR_C_RETURN || tag == GR_C_EXCEPTION)) {
         uint32_t es;
@@ -453,11 +449,11 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
             gr_event_state(t, frame, tag, code);
             if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
                 gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
-            return;
+            return 0;
         }
         if (written) {
             gr_event_tail(r, t, frame, tag, arg, code, slot);
-            return;
+            return 0;
         }
     }
     t->sw_direct = direct;
@@ -466,6 +462,7 @@ void gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *ar
     switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
     t->sw_direct = 0;
     gr_event_tail(r, t, frame, tag, arg, code, slot);
+    return 0;
 }
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)

@@ -244,9 +244,6 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
     t->ccall_frame = NULL;
     t->sw_direct = 0;
     t->break_stamp = 0;
-    memset(t->susp.frame, 0, sizeof t->susp.frame);
-    memset(t->susp.slot, 0, sizeof t->susp.slot);
-    t->susp.next = 0;
     t->cur_slot = 0;
     t->may_have_ended = 1;
     t->last_c_call = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/bench/instr_cost.sh [--python PY] [--only profile|switch] [--modes "none empty passive plain every callback"]
+# tests/bench/instr_cost.sh [--python PY] [--only "profile pool switch hub10 hub100 hub10000"] [--modes "none empty passive plain every callback"]
 #
 # Instruction counts of the recorder's hot paths, independent of the
 # machine's load: each workload of tests/bench/instr_one.py runs under
@@ -7,31 +7,35 @@
 # process's user-space instructions between them, divided by the difference
 # of work (profile events, or switches), is the cost per unit (start-up,
 # imports, start()/stop() and first sight of each code object cancel out).
+# Workloads: profile (a call-heavy loop), pool (the same loop in a thread
+# pool's worker that never uses greenlet), switch (ping-pong round trips
+# between two greenlets), hubK (a Python-level hub switching round-robin
+# to K greenlets, each switching straight back).
 # Modes: none, empty (the empty C profile function), passive (the default
 # recorder), plain (passive writing uncompressed chunks: compress=False),
 # every (passive, a real stack at every switch: switch_stacks="every"),
 # callback.  With passive and plain, a line after each table gives the
 # chunk compression's own instructions per unit (passive less plain).
-# Prints two tables (instructions per profile event over no profiler, and
-# per switch, each against the empty C profile function) with the goals of
-# issues 8 and 11, and for the empty function and the passive modes the
+# Prints a table per workload (instructions per profile event over no
+# profiler, or per switch, each against the empty C profile function) with
+# its goal, and for the empty function and the passive modes the
 # instructions run inside the profile function itself (callgrind
 # --toggle-collect: the recorder's own share, independent of where the
 # interpreter's and greenlet's allocations land).  The callgrind files of
 # the larger size are kept in BUILD/bench/instr/WORKLOAD-MODE.out for
-# callgrind_annotate.  Takes about 10 minutes (valgrind runs Python about
-# 50 times slower).  Needs valgrind.
+# callgrind_annotate.  Takes about 10 minutes for profile and switch
+# (valgrind runs Python about 50 times slower), more with the others.  Needs valgrind.
 # Prints figures; asserts nothing; exit 0, or 2 on bad arguments.
 set -euo pipefail
 PY=/usr/bin/python3
-only="profile switch"
+only="profile pool switch hub10 hub100 hub10000"
 modes="none empty passive plain every callback"
 while [ $# -gt 0 ]; do
     case "$1" in
         --python) PY=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "instr_cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -50,13 +54,22 @@ export PYTHONPATH="$build/bench:$build/python"
 # docs/PERFORMANCE.md, "Continued switches".)
 export PYTHONHASHSEED=0
 
+# args WORKLOAD: instr_one.py's arguments for a workload (hubK: hub, K).
+args() {
+    case "$1" in
+        hub*) echo "--workload hub --greenlets ${1#hub}" ;;
+        *) echo "--workload $1" ;;
+    esac
+}
+
 # instructions WORKLOAD MODE N [FUNCTION]: total user-space instructions of
 # one run; with FUNCTION, only those executed inside it and what it calls
 # (callgrind --toggle-collect).
 instructions() {
     local f="$out/$1-$2-$3${4:+-own}.out"
+    # shellcheck disable=SC2046
     valgrind --tool=callgrind ${4:+--toggle-collect=$4} --callgrind-out-file="$f" "$PY" "$here/instr_one.py" \
-        --workload "$1" --mode "$2" --n "$3" --out "$out/trace.grt" >"$out/stdout" 2>"$out/stderr" ||
+        $(args "$1") --mode "$2" --n "$3" --out "$out/trace.grt" >"$out/stdout" 2>"$out/stderr" ||
         { echo "instr_cost.sh: callgrind run $1 $2 $3 failed:" >&2; tail -3 "$out/stderr" >&2; exit 1; }
     awk '/^(summary|totals):/ {print $2; exit}' "$f"
 }
@@ -64,14 +77,18 @@ instructions() {
 # table WORKLOAD N1 N2 UNIT: one row per mode.
 table() {
     local w=$1 n1=$2 n2=$3 unit=$4 work
-    if [ "$w" = profile ]; then
+    if [ "$unit" = event ]; then
         # Profile events: counted by the empty C profile function.
-        local e1 e2
-        "$PY" "$here/instr_one.py" --workload profile --mode empty --n "$n1" >"$out/e1"
-        "$PY" "$here/instr_one.py" --workload profile --mode empty --n "$n2" >"$out/e2"
+        # shellcheck disable=SC2046
+        "$PY" "$here/instr_one.py" $(args "$w") --mode empty --n "$n1" >"$out/e1"
+        # shellcheck disable=SC2046
+        "$PY" "$here/instr_one.py" $(args "$w") --mode empty --n "$n2" >"$out/e2"
         work=$(( $(cat "$out/e2") - $(cat "$out/e1") ))
     else
-        work=$(( 2 * (n2 - n1) )) # a round trip is two switches
+        case "$w" in
+            hub*) work=$(( 2 * ${w#hub} * (n2 - n1) )) ;; # a round: 2 switches per worker
+            *) work=$(( 2 * (n2 - n1) )) ;; # a round trip is two switches
+        esac
     fi
     echo "| $w workload, sizes $n1 and $n2 ($work $unit apart) | instructions per $unit | over no profiler | vs empty C profile function | inside the profile function |"
     echo "|---|---:|---:|---:|---:|"
@@ -88,10 +105,10 @@ table() {
         over=""; [ -n "$none" ] && over=$(( per - none ))
         # Events: the cost over no profiler against the empty function's;
         # switches: the whole switch against the empty function's switch.
-        [ "$m" = empty ] && { if [ "$w" = profile ]; then empty=$over; else empty=$per; fi; }
+        [ "$m" = empty ] && { if [ "$unit" = event ]; then empty=$over; else empty=$per; fi; }
         rel=""
         if [ -n "$empty" ] && [ "$m" != none ]; then
-            if [ "$w" = profile ]; then num=$over; else num=$per; fi
+            if [ "$unit" = event ]; then num=$over; else num=$per; fi
             rel=$(awk -v o="$num" -v e="$empty" 'BEGIN {printf "%.2fx", o / e}')
         fi
         # The profile function's own share: what runs inside it (the
@@ -122,8 +139,16 @@ for w in $only; do
         profile) table profile 20 40 event
                  echo "goal: passive <= 1.3x (timed goal), <= 1.15x (stretch goal)" ;;
         switch) table switch 50000 100000 switch
-                echo "goal: passive <= 1.2x of the empty C profile function's switch (timed goal);" \
-                     "the switch figures are per switch with the profile function on (no 'over')" ;;
+                echo "goal: passive <= 1.2x of the empty C profile function's switch (timed goal)," \
+                     "<= 1.15x (stretch goal); the switch figures are per switch with the profile function on (no 'over')" ;;
+        pool) table pool 20 40 event
+              echo "goal: passive <= 1.2x of the empty C profile function on a thread that never uses greenlet" ;;
+        hub10) table hub10 2500 5000 switch
+               echo "goal: passive <= 1.15x of the empty C profile function's switch, a hub over 10 greenlets" ;;
+        hub100) table hub100 250 500 switch
+                echo "goal: passive <= 1.15x of the empty C profile function's switch, a hub over 100 greenlets" ;;
+        hub10000) table hub10000 3 6 switch
+                  echo "goal: passive <= 1.15x of the empty C profile function's switch, a hub over 10,000 greenlets" ;;
         *) echo "instr_cost.sh: unknown workload $w" >&2; exit 2 ;;
     esac
 done
