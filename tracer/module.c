@@ -969,9 +969,7 @@ static void live_stack_greenlet(gr_recorder *r, gr_thread *me, Py_ssize_t nthrea
     uint64_t tid = owner ? owner->tid : gone ? gtid : me->tid;
     int dead = 1;
     if (g) {
-        PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
-        dead = d ? PyObject_IsTrue(d) == 1 : 0;
-        Py_XDECREF(d);
+        dead = gr_greenlet_dead(r, g) == 1;
         PyErr_Clear();
     }
     if (dead || !g) {

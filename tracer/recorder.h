@@ -360,6 +360,11 @@ typedef struct gr_recorder {
                                    11 of the table), or NULL (then the `parent`
                                    attribute is read): gr_greenlet_parent */
         PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
+        PyTypeObject *dead_type; /* the type whose C getter answers `dead`
+                                   (greenlet.greenlet), found at first use
+                                   (gr_greenlet_dead), or NULL */
+        getter dead_get;        /* its getter, and that getter's closure */
+        void *dead_closure;
         int gl_chain_cut;       /* a suspended greenlet's gr_frame chain is cut
                                    (compat.h, gr_greenlet_chain_cut) */
     } gl_api;
@@ -806,6 +811,14 @@ PyObject *gr_current_greenlet(gr_recorder *r);
  * instructions less than the attribute, tests/bench/instr_cost.sh), and
  * the real parent even where a subclass overrides the attribute. */
 PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g);
+
+/* Whether greenlet g (borrowed) is dead: 1, 0, or -1 with an error set.
+ * Asks greenlet's own C getter of `dead` (the greenlet.greenlet type's),
+ * never a subclass's Python property: gevent's Greenlet overrides `dead`,
+ * and the recorder must run no program code inside its profile function
+ * (and a Python property cost about 1,000 instructions at every switch
+ * of a gevent program: tests/bench/side_by_side.py). */
+int gr_greenlet_dead(gr_recorder *r, PyObject *g);
 
 /* Whether the entry frame -> slot of r->sw.susp (ctx: r) still holds:
  * that greenlet is still noted as suspended there (gr_keymap_keep). */

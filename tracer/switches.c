@@ -58,6 +58,48 @@ PyObject *gr_greenlet_parent(gr_recorder *r, PyObject *g)
     return greenlet_parent(r, g);
 }
 
+/* The C getter of `dead` on the most basic type of g's MRO that defines it
+ * as one (greenlet.greenlet): kept in r->gl_api at first use. */
+static void find_dead_getter(gr_recorder *r, PyObject *g)
+{
+    PyObject *mro = Py_TYPE(g)->tp_mro;
+    if (!mro || !PyTuple_Check(mro))
+        return;
+    for (Py_ssize_t i = PyTuple_GET_SIZE(mro) - 1; i >= 0; i--) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!t->tp_dict) /* a core static type on 3.12+: not greenlet's */
+            continue;
+        PyObject *d = PyDict_GetItemWithError(t->tp_dict, r->gl_api.str_dead);
+        if (!d) {
+            if (PyErr_Occurred())
+                return;
+            continue;
+        }
+        if (Py_IS_TYPE(d, &PyGetSetDescr_Type) && ((PyGetSetDescrObject *)d)->d_getset->get) {
+            r->gl_api.dead_type = t;
+            r->gl_api.dead_get = ((PyGetSetDescrObject *)d)->d_getset->get;
+            r->gl_api.dead_closure = ((PyGetSetDescrObject *)d)->d_getset->closure;
+        }
+        return;
+    }
+}
+
+int gr_greenlet_dead(gr_recorder *r, PyObject *g)
+{
+    if (!r->gl_api.dead_type)
+        find_dead_getter(r, g);
+    PyObject *d;
+    if (r->gl_api.dead_type && PyType_IsSubtype(Py_TYPE(g), r->gl_api.dead_type))
+        d = r->gl_api.dead_get(g, r->gl_api.dead_closure);
+    else /* not greenlet's own type (no C getter found): the attribute */
+        d = PyObject_GetAttr(g, r->gl_api.str_dead);
+    if (!d)
+        return -1;
+    int dead = PyObject_IsTrue(d);
+    Py_DECREF(d);
+    return dead;
+}
+
 /* ---- continued switches ------------------------------------------------
  *
  * Asking greenlet which greenlet runs (about 120 instructions) and walking
@@ -477,7 +519,7 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
     }
 }
 
-/* 1 if greenlet gid is dead now (freed, or its `dead` attribute is true). */
+/* 1 if greenlet gid is dead now (freed, or greenlet says so: gr_greenlet_dead). */
 static int greenlet_dead(gr_recorder *r, uint32_t gid)
 {
     gr_gl *e = gr_gl_of(r, gid);
@@ -486,9 +528,7 @@ static int greenlet_dead(gr_recorder *r, uint32_t gid)
     PyObject *g = gr_weakref_get(e->wr);
     if (!g)
         return 1;
-    PyObject *d = PyObject_GetAttr(g, r->gl_api.str_dead);
-    int dead = d ? PyObject_IsTrue(d) == 1 : 0;
-    Py_XDECREF(d);
+    int dead = gr_greenlet_dead(r, g) == 1;
     Py_DECREF(g);
     if (PyErr_Occurred())
         gr_swallow(r);

@@ -186,6 +186,32 @@ def test_new_greenlet_and_its_death(recorded):
     assert [r.gid for r in trace.of("CALL") if r.name == "ping"] == [gid]
 
 
+class PropertyGreenlet(greenlet.greenlet):
+    """A subclass whose `dead` is a Python property, as gevent's Greenlet's
+    is: the recorder must not run it (program code inside its profile
+    function), and must still see the greenlet die."""
+    reads = 0
+
+    @property
+    def dead(self):
+        type(self).reads += 1
+        return greenlet.greenlet.dead.__get__(self)
+
+
+def test_subclass_dead_property_not_run(recorded):
+    PropertyGreenlet.reads = 0
+    with recorded() as rec:
+        g = PropertyGreenlet(ping)
+        g.switch(1)
+        g.switch()
+        greenreplay.mark("after")
+    assert PropertyGreenlet.reads == 0
+    trace = rec.trace()
+    switches = trace.of("SWITCH")
+    assert "origin_dead" in switches[-1].words
+    assert [d.gid for d in trace.of("DEAD")] == [switches[-1].gid]
+
+
 def test_greenlet_parent_is_recorded(recorded):
     with recorded() as rec:
         outer = greenlet.greenlet(lambda: inner.switch())
