@@ -99,7 +99,10 @@ help:
 	@echo "                    test_handoff, test_sampler) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test (test_registry) under valgrind's helgrind"
 	@echo "  make bench        recorder cost per profile event, trace sizes, the writer's cost, the"
-	@echo "                    switch-path and sampler benchmarks (tests/bench/run.sh); the replayer's"
+	@echo "                    switch-path and sampler benchmarks (tests/bench/run.sh); four workloads"
+	@echo "                    under no profiler, the empty C one, greenreplay, cProfile, yappi and"
+	@echo "                    coverage, instructions and wall time, with the goals (callgrind;"
+	@echo "                    tests/bench/side_by_side.py, --quick for a fast look); the replayer's"
 	@echo "                    check/stats/dump peak memory and events/s on a BENCH_EVENTS-record"
 	@echo "                    synthetic trace (default 100000000, cached in ~/.cache/greenreplay/bench;"
 	@echo "                    tests/bench/replay_cost.sh); prints figures"
@@ -335,6 +338,7 @@ $(BUILD)/bench/gentrace: tests/bench/gentrace.c $(REPLAY_OBJ)
 
 bench: all $(BUILD)/bench/gentrace
 	tests/bench/run.sh --python $(PYTHON)
+	BUILD=$(BUILD) $(PYTHON) tests/bench/side_by_side.py
 	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
 
 # The transparency oracle, full set (tests/transparency/run.py --help).
