@@ -19,7 +19,25 @@ issue 820, a trace function's frames on the stack at start; later
 versions keep no pointer to such frames).  So start() holds those frames
 (the ones above the program's first frame, which stay running) until
 stop(), and results() leaves them out of the stacks: a program that
-starts memray from its own code has no such frames."""
+starts memray from its own code has no such frames.
+
+memray turns on its greenlet support when greenlet's extension is loaded
+(its dlopen hook, or dlsym of PyInit__greenlet from 1.20) or when
+"greenlet" is in sys.modules at its start.  Recorded, neither happens:
+the recorder loaded greenlet before the program ran and took it out of
+sys.modules again, and the program's own `import greenlet` then reuses
+the loaded extension without a dlopen.  memray would follow no switch
+(a greenlet's allocations on the switching frames) and keep pointers to
+the frames of greenlets it never saw switch away (a SIGSEGV once they are
+freed).  So, recorded, start() imports greenlet for the time of memray's
+start and then takes what that import added out of sys.modules and
+sys.path_importer_cache: memray's greenlet support starts at its start
+instead of at the program's import of greenlet.  From 1.20 memray installs
+its greenlet trace function during its start; 1.17 does it at its next
+profile call event, which comes after the modules are taken back, and then
+meets the program's half-imported greenlet package without settrace and
+exits (status 1).  So memray before 1.20 is started as it was: its
+greenlet cells fail recorded (docs/conform.md, memray)."""
 import os
 import sys
 import tempfile
@@ -64,7 +82,53 @@ def start(ctx=None):
     os.close(fd)
     os.unlink(_path)  # memray refuses to overwrite a file
     _tracker = memray.Tracker(_path, trace_python_allocators=True)
-    _tracker.__enter__()
+    lent = _lend_greenlet()
+    try:
+        _tracker.__enter__()
+    finally:
+        if lent is not None:
+            _take_back(*lent)
+
+
+def _lend_greenlet():
+    # Recorded only, and only when the program has not imported greenlet
+    # (module docstring): import it now; None when there is nothing to do.
+    try:
+        import greenreplay
+        recording = greenreplay.is_recording()
+    except Exception:
+        recording = False
+    if not recording or "greenlet" in sys.modules or not _installs_at_start():
+        return None
+    modules = set(sys.modules)
+    finders = dict(sys.path_importer_cache)
+    try:
+        import greenlet  # noqa: F401
+    except Exception:
+        pass
+    return modules, finders
+
+
+def _installs_at_start():
+    try:
+        from importlib.metadata import version as dist_version
+        major, minor = (int(x) for x in dist_version("memray").split(".")[:2])
+    except Exception:
+        return False
+    return (major, minor) >= (1, 20)
+
+
+def _take_back(modules, finders):
+    for name in [n for n in sys.modules if n not in modules]:
+        del sys.modules[name]
+    for key in [k for k in sys.path_importer_cache if k not in finders]:
+        del sys.path_importer_cache[key]
+    for key, finder in finders.items():
+        if sys.path_importer_cache.get(key) is finder and finder is not None:
+            try:
+                finder.invalidate_caches()
+            except Exception:
+                pass
 
 
 def stop():
