@@ -32,12 +32,14 @@ the frames of greenlets it never saw switch away (a SIGSEGV once they are
 freed).  So, recorded, start() imports greenlet for the time of memray's
 start and then takes what that import added out of sys.modules and
 sys.path_importer_cache: memray's greenlet support starts at its start
-instead of at the program's import of greenlet.  From 1.20 memray installs
-its greenlet trace function during its start; 1.17 does it at its next
-profile call event, which comes after the modules are taken back, and then
-meets the program's half-imported greenlet package without settrace and
-exits (status 1).  So memray before 1.20 is started as it was: its
-greenlet cells fail recorded (docs/conform.md, memray)."""
+instead of at the program's import of greenlet.  memray 1.20 installs
+its greenlet trace function (greenlet.settrace) during its start; 1.17 at
+its next profile call event, which would come after the modules are taken
+back, and would then meet the program's half-imported greenlet package
+without settrace (memray exits, status 1).  So when memray's function is
+not installed after its start, start() calls a function of its own under
+sys.call_tracing (no profile event reaches memray inside the boot's
+profile function otherwise): that call is the event."""
 import os
 import sys
 import tempfile
@@ -85,9 +87,26 @@ def start(ctx=None):
     lent = _lend_greenlet()
     try:
         _tracker.__enter__()
+        if lent is not None:
+            _greenlet_installed(lent[2])
     finally:
         if lent is not None:
-            _take_back(*lent)
+            _take_back(lent[0], lent[1])
+
+
+def _call_event():
+    pass
+
+
+def _greenlet_installed(greenlet):
+    # memray before 1.20 installs its greenlet trace function at a profile
+    # call event (module docstring).
+    try:
+        from memray import _memray
+        if greenlet.gettrace() is not getattr(_memray, "greenlet_trace_function", None):
+            sys.call_tracing(_call_event, ())
+    except Exception:
+        pass
 
 
 def _lend_greenlet():
@@ -98,24 +117,15 @@ def _lend_greenlet():
         recording = greenreplay.is_recording()
     except Exception:
         recording = False
-    if not recording or "greenlet" in sys.modules or not _installs_at_start():
+    if not recording or "greenlet" in sys.modules:
         return None
     modules = set(sys.modules)
-    finders = dict(sys.path_importer_cache)
+    finders = {k: (f, getattr(f, "_path_mtime", None)) for k, f in sys.path_importer_cache.items()}
     try:
-        import greenlet  # noqa: F401
+        import greenlet
     except Exception:
-        pass
-    return modules, finders
-
-
-def _installs_at_start():
-    try:
-        from importlib.metadata import version as dist_version
-        major, minor = (int(x) for x in dist_version("memray").split(".")[:2])
-    except Exception:
-        return False
-    return (major, minor) >= (1, 20)
+        greenlet = None
+    return modules, finders, greenlet
 
 
 def _take_back(modules, finders):
@@ -123,8 +133,11 @@ def _take_back(modules, finders):
         del sys.modules[name]
     for key in [k for k in sys.path_importer_cache if k not in finders]:
         del sys.path_importer_cache[key]
-    for key, finder in finders.items():
-        if sys.path_importer_cache.get(key) is finder and finder is not None:
+    # A finder that listed its directory since forgets the listing, as the
+    # recorder's own import of greenlet does (tracer/module.c).
+    for key, (finder, mtime) in finders.items():
+        if (finder is not None and sys.path_importer_cache.get(key) is finder
+                and getattr(finder, "_path_mtime", None) != mtime):
             try:
                 finder.invalidate_caches()
             except Exception:
