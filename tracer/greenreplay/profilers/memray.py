@@ -36,7 +36,8 @@ instead of at the program's import of greenlet.  memray 1.20 installs
 its greenlet trace function (greenlet.settrace) during its start; 1.17 at
 its next profile call event, which would come after the modules are taken
 back, and would then meet the program's half-imported greenlet package
-without settrace (memray exits, status 1).  So when memray's function is
+without settrace (memray exits, status 1: memray PR 908 fixes this,
+seen there with greenlet 3.4.0 unrecorded).  So when memray's function is
 not installed after its start, start() calls a function of its own under
 sys.call_tracing (no profile event reaches memray inside the boot's
 profile function otherwise): that call is the event."""
