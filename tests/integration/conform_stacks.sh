@@ -11,6 +11,10 @@
 #  - pyinstrument and austin, where PY has them, pass sampled_switches and
 #    conform/sampled_broken.py (their greenlets' stacks put on the
 #    switching frame) fails with wrong_stack;
+#  - memray, where PY has it, passes sampled_switches and
+#    fixtures/profilers/never_resumed.py: its adapter lets memray see the
+#    greenlet the recorder loaded before the program (without that, memray
+#    follows no switch and both fail with wrong_stack);
 #  - the austin and pyinstrument adapters parse their profilers' formats
 #    (austin 3's FILE:FUNCTION:LINE, austin 1 and 2's FUNCTION (FILE);LN,
 #    pyinstrument's frame identifiers), checked without the profilers.
@@ -97,6 +101,22 @@ assert any(x["kind"] == "wrong_stack" and x["function"] == "sampled_switches.py:
         gr_show "$GR_WORK/$base.out" "$GR_WORK/$base-broken.out"
     fi
 done
+
+if printf '%s\n' "$avail" | grep -qx memray; then
+    bad=""
+    for p in "$prog" "$GR_ROOT/fixtures/profilers/never_resumed.py"; do
+        "$GR_CLI" conform --profiler memray -- "$PY" "$p" >"$GR_WORK/memray.out" 2>&1 || bad="$bad $(basename "$p")"
+        [ -n "$bad" ] && break
+    done
+    if [ -z "$bad" ]; then
+        gr_ok "stacks: memray passes sampled_switches and never_resumed (it follows the switches)"
+    else
+        gr_bad "stacks: memray fails$bad"
+        gr_show "$GR_WORK/memray.out"
+    fi
+else
+    echo "      (memray not available for $PY: its cells are skipped)"
+fi
 
 if "$PY" - "$GR_ROOT/tracer/greenreplay/profilers" <<'PYEOF' >"$GR_WORK/parse.out" 2>&1
 import importlib.util, os, sys
