@@ -231,7 +231,6 @@ int gr_beside_on(gr_recorder *r)
         missing = mon ? PyObject_GetAttrString(mon, "MISSING") : NULL;
     }
     int tool = missing ? claim() : -1;
-    r->beside.before = gr_instr_version_now();
     if (tool >= 0 && (register_all(tool, 1) < 0 || set_events(tool, 1) < 0)) {
         GR_EXC_SAVE(failed);
         (void)register_all(tool, 0);
@@ -268,41 +267,6 @@ void gr_beside_off(gr_recorder *r)
     gr_own_change_end(r);
     if (PyErr_Occurred())
         gr_swallow(r);
-    GR_EXC_RESTORE(saved);
-}
-
-/* Bring code object co up to the current instrumentation: its local
- * events of the tool set and cleared again, each change instrumenting it
- * anew (sys.monitoring.set_local_events). */
-static int catch_up_code(int tool, PyObject *co)
-{
-    int ev = event_id("PY_START");
-    if (ev < 0 || mon_do("set_local_events", Py_BuildValue("(iOi)", tool, co, ev)) < 0)
-        return -1;
-    return mon_do("set_local_events", Py_BuildValue("(iOi)", tool, co, 0));
-}
-
-void gr_beside_catch_up(gr_recorder *r, PyObject *g)
-{
-    if (!r->beside.tool)
-        return;
-    int tool = r->beside.tool - 1;
-    GR_EXC_SAVE(saved);
-    gr_own_change_begin(r);
-    PyObject *f = PyObject_GetAttrString(g, "gr_frame");
-    while (f && PyFrame_Check(f)) {
-        PyObject *co = (PyObject *)PyFrame_GetCode((PyFrameObject *)f);
-        if (gr_instr_code_at(co, r->beside.before) && catch_up_code(tool, co) < 0)
-            gr_swallow(r);
-        Py_DECREF(co);
-        PyObject *back = (PyObject *)PyFrame_GetBack((PyFrameObject *)f);
-        Py_DECREF(f);
-        f = back;
-    }
-    Py_XDECREF(f);
-    gr_own_change_end(r);
-    if (PyErr_Occurred())
-        PyErr_Clear();
     GR_EXC_RESTORE(saved);
 }
 

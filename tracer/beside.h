@@ -11,17 +11,6 @@
  * caller chains the program's function then.  Never raises. */
 int gr_beside_on(gr_recorder *r);
 
-/* At start(), for each greenlet g suspended then (switches.c,
- * gr_note_preexisting), with the tool on: the code objects of its frames
- * that were instrumented up to date before the tool was turned on are
- * brought up to date again, so that they give the tool their events when
- * g resumes (sys.monitoring re-instruments only the code of running
- * frames when events are turned on, and a greenlet resumes its frames
- * without the RESUME instruction that would catch up).  Code that lagged
- * before is left as it is: the program's own tools would see the change.
- * Never raises. */
-void gr_beside_catch_up(gr_recorder *r, PyObject *g);
-
 /* Turn it off and give the tool id back (stop(), the fork child). */
 void gr_beside_off(gr_recorder *r);
 

@@ -41,23 +41,3 @@ int gr_instr_state(uint64_t *version, uint32_t *frames, uint32_t *stale, uint32_
     return -1;
 #endif
 }
-
-uint64_t gr_instr_version_now(void)
-{
-#if GR_HAVE_INSTRUMENTATION
-    return gr_interp_instr_version(PyThreadState_Get()->interp);
-#else
-    return 0;
-#endif
-}
-
-int gr_instr_code_at(PyObject *co, uint64_t v)
-{
-#if GR_HAVE_INSTRUMENTATION
-    return PyCode_Check(co) && gr_code_instr_version((PyCodeObject *)co) == v;
-#else
-    (void)co;
-    (void)v;
-    return 0;
-#endif
-}

@@ -20,11 +20,4 @@ int gr_instr_available(void);
  * the stale ones.  Returns 0, or -1 where not available (< 3.12). */
 int gr_instr_state(uint64_t *version, uint32_t *frames, uint32_t *stale, uint32_t cap);
 
-/* The interpreter's instrumentation version (not the counter above: to
- * compare with gr_instr_code_at), 0 before 3.12. */
-uint64_t gr_instr_version_now(void);
-
-/* Whether code object co is instrumented at version v (0 before 3.12). */
-int gr_instr_code_at(PyObject *co, uint64_t v);
-
 #endif

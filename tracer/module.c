@@ -831,10 +831,9 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     note_context_run(r);
     start_emit_meta(r, &o);
     /* 3.12+: the tool that watches beside a program's profile function
-     * (beside.c) is on from the start, like the recorder's own function
-     * (turned on later, it would not reach the frames of greenlets
-     * suspended then), and before the greenlets suspended now are noted
-     * (gr_beside_catch_up). */
+     * (beside.c) is on from the start, like the recorder's own function:
+     * turned on later, it would not reach the frames of greenlets
+     * suspended then. */
     if (o.profile)
         (void)gr_beside_on(r);
     gr_note_preexisting(r);

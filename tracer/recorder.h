@@ -268,8 +268,6 @@ typedef struct gr_recorder {
     struct gr_recorder_beside { /* the recorder's sys.monitoring tool (beside.c) */
         int tool;               /* its id + 1 while held, else 0 */
         int failed;             /* no tool could be had: chain instead */
-        uint64_t before;        /* the instrumentation version before the tool's
-                                   events were set (gr_beside_catch_up) */
     } beside;
     /* The trace file and what is written into it (module.c, recorder.c): */
     struct gr_recorder_out {

@@ -681,7 +681,6 @@ void gr_note_preexisting(gr_recorder *r)
                 continue;
             if (gr_ptrmap_put(&r->gls.preexisting, (uintptr_t)o, 0, 1) < 0)
                 r->errors++;
-            gr_beside_catch_up(r, o);
         }
     }
     Py_XDECREF(all);
