@@ -673,6 +673,51 @@ static inline int gr_frame_lasti(PyFrameObject *f)
 #endif
 }
 
+/* 1 if frame f (code co, borrowed) stands at a RESUME whose profile `call`
+ * has not been given yet: code that runs there (a signal handler, a
+ * pending call, a finalizer) runs on top of a frame no profile function
+ * has heard of; its call comes when that code returns.  3.13+ only, where
+ * RESUME checks the eval breaker before the monitoring call that gives
+ * PY_START (first instruction) or PY_RESUME (after a yield): RESUME's
+ * rework around RESUME_CHECK, CPython gh-108614.  3.12's INSTRUMENTED_RESUME
+ * (PEP 669, gh-103082) gives PY_START first: 0.  3.11 checks the eval
+ * breaker both before and after the call event (DO_TRACING, then
+ * RESUME_QUICK) at the same instruction, so the frame cannot tell: 0 (kept,
+ * as before).  3.9/3.10 give the call before the first instruction: 0.
+ * The deoptimized code (PyCode_GetCode, cached from 3.12) holds RESUME at
+ * _co_firsttraceable; a resumed generator is at a later RESUME whose oparg
+ * location is 1 (0 start, 2 and 3 after yield from / await, where the eval
+ * breaker is not checked).  Not right inside a sys.monitoring callback of
+ * a tool below the profile's (ids 0-5, called after it): the call was given
+ * there, and a stack taken (a switch made in that callback) loses the
+ * frame.  Never raises. */
+static inline int gr_frame_call_pending(PyFrameObject *f, PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    int at = PyFrame_GetLasti(f);
+    if (at < 0 || at % 2)
+        return 0;
+    int first = co->_co_firsttraceable * 2;
+    if (at == first)
+        return 1;
+    if (at < first || !(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)))
+        return 0;
+    PyObject *code = PyCode_GetCode(co);
+    if (!code) {
+        PyErr_Clear();
+        return 0;
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(code);
+    int yes = PyBytes_GET_SIZE(code) > at + 1 && b[at] == b[first] && (b[at + 1] & 3) == 1;
+    Py_DECREF(code);
+    return yes;
+#else
+    (void)f;
+    (void)co;
+    return 0;
+#endif
+}
+
 /* Current frame of a thread, new reference or NULL.  PyThreadState_GetFrame
  * is public from 3.9 (bpo-39947). */
 static inline PyFrameObject *gr_tstate_frame(PyThreadState *ts)

@@ -167,9 +167,13 @@ void gr_emit(gr_recorder *r, int tag, int n, const uint64_t *fields)
 }
 
 /* Collect up to GR_STACK_CAP code ids from `top` outwards into ids[],
- * innermost first, leaving out greenreplay's own frames (gr_code_ours).
- * Returns the count; *cut = 1 if frames were left out for the cap;
- * *top_ours = 1 if `top` itself is ours. */
+ * innermost first, leaving out greenreplay's own frames (gr_code_ours) and
+ * frames whose call the profile function has not been given yet
+ * (gr_frame_call_pending: a signal handler run at a function's first
+ * instruction, 3.13+; its call event follows once the handler returns, so
+ * the frame is not one the profiler missed).  Returns the count; *cut = 1
+ * if frames were left out for the cap; *top_ours = 1 if `top` itself is
+ * ours. */
 static int collect_stack(gr_recorder *r, PyFrameObject *top, uint32_t *ids, int *cut, int *top_ours)
 {
     int n = 0;
@@ -185,11 +189,14 @@ static int collect_stack(gr_recorder *r, PyFrameObject *top, uint32_t *ids, int 
             Py_DECREF(f);
             break;
         }
-        uint32_t id = gr_code_id(r, gr_frame_code(f));
-        if (!gr_code_ours(r, id))
+        PyCodeObject *co = gr_frame_code(f);
+        uint32_t id = gr_code_id(r, co);
+        if (gr_code_ours(r, id)) {
+            if (f == top)
+                *top_ours = 1;
+        } else if (!gr_frame_call_pending(f, co)) {
             ids[n++] = id;
-        else if (f == top)
-            *top_ours = 1;
+        }
         PyFrameObject *back = PyFrame_GetBack(f);
         Py_DECREF(f);
         f = back;
