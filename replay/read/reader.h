@@ -403,10 +403,11 @@ static inline int gr_times_has_sampler(const gr_times *tm)
     return tm->sampler_chunks > 0 || tm->has_sampler_trailer;
 }
 
-/* The code ids of stack s (s->depth of them, outermost first). */
+/* The code ids of stack s (s->depth of them, outermost first; NULL for
+ * an empty stack when the file holds no code id at all). */
 static inline const uint32_t *gr_sample_codes(const gr_times *tm, const gr_sample_stack *s)
 {
-    return tm->codes + s->codes;
+    return tm->codes ? tm->codes + s->codes : NULL;
 }
 
 /* Read a side-channel file (stream 'S'; 'T', 'W', 'P' chunks; trailer
