@@ -696,8 +696,7 @@ void gr_conform_feed(gr_conform *c, const gr_trace *t, const gr_record *r)
 
 /* ---- comparison ---- */
 
-/* A string id as a NUL-terminated copy in sb (reset first). */
-static const char *str_of(const gr_trace *t, uint64_t id, gr_sb *sb)
+const char *gr_conform_str(const gr_trace *t, uint64_t id, gr_sb *sb)
 {
     size_t n;
     const uint8_t *p = gr_trace_string(t, id, &n);
@@ -1059,10 +1058,10 @@ static size_t compare_callers(const gr_conform *c, const gr_trace *t, uint32_t c
         const gr_code *cd = gr_trace_code(t, sum[k].caller);
         if (!cd)
             continue;
-        const char *cf = str_of(t, cd->file, &file);
+        const char *cf = gr_conform_str(t, cd->file, &file);
         if (exclude && in_list(exclude, cf))
             continue;
-        const char *cq = str_of(t, cd->qualname, &qual);
+        const char *cq = gr_conform_str(t, cd->qualname, &qual);
         json_t *pe = find_entry(callers, cf, (long long)cd->line, cq);
         long long pc = pe ? int_of(pe, "calls") : 0;
         size_t idx;
@@ -1091,7 +1090,7 @@ static size_t compare_callers(const gr_conform *c, const gr_trace *t, uint32_t c
             continue;
         if (c->module_code) {
             const gr_code *m = gr_trace_code(t, c->module_code);
-            if (m && (long long)m->line == cl && strcmp(str_of(t, m->file, &file), cf) == 0)
+            if (m && (long long)m->line == cl && strcmp(gr_conform_str(t, m->file, &file), cf) == 0)
                 continue; /* <module>: not compared */
         }
         (*nedges)++;
@@ -1136,8 +1135,8 @@ static uint32_t frame_code(const gr_trace *t, const char *file, const char *name
         const gr_code *cd = gr_trace_code(t, code);
         if (!cd || cd->kind != GR_CODE_PY || !cd->file)
             continue;
-        if (strcmp(str_of(t, cd->file, a), file) != 0 ||
-            strcmp(base_name(str_of(t, cd->qualname, b)), base_name(name)) != 0)
+        if (strcmp(gr_conform_str(t, cd->file, a), file) != 0 ||
+            strcmp(base_name(gr_conform_str(t, cd->qualname, b)), base_name(name)) != 0)
             continue;
         if (first > 0) {
             if ((long long)cd->line == first)
@@ -1803,14 +1802,14 @@ static void cmp_py_functions(struct cmp *s)
         const gr_code *cd = gr_trace_code(t, code);
         if (!f->n || !cd || cd->kind != GR_CODE_PY || code == c->module_code || !cd->file)
             continue;
-        const char *fl = str_of(t, cd->file, &s->file);
+        const char *fl = gr_conform_str(t, cd->file, &s->file);
         if (!*fl || fl[0] == '<' || fl[0] == '/' || (exclude && in_list(exclude, fl)))
             continue;
         uint64_t truth = 0;
         for (size_t i = 0; i < f->n; i++)
             if (!scope_tid || f->gl[i].tid == scope_tid)
                 truth += gl_truth(&f->gl[i]);
-        const char *qn = str_of(t, cd->qualname, &s->qual);
+        const char *qn = gr_conform_str(t, cd->qualname, &s->qual);
         gr_sb_reset(&s->fname);
         gr_sb_printf(&s->fname, "%s:%s", fl, qn);
         long long line = (long long)cd->line;
@@ -1846,7 +1845,7 @@ static void cmp_c_functions(struct cmp *s)
         const gr_code *cd = gr_trace_code(t, code);
         if (!f->n || !cd || cd->kind != GR_CODE_C)
             continue;
-        const char *qn = str_of(t, cd->qualname, &s->qual);
+        const char *qn = gr_conform_str(t, cd->qualname, &s->qual);
         if (strncmp(qn, "greenreplay.", 12) == 0 || strncmp(qn, "_greenreplay.", 13) == 0)
             continue; /* the recorder's own (mark) */
         uint64_t truth = 0;
@@ -1902,7 +1901,7 @@ static void cmp_unseen_functions(struct cmp *s)
                 continue; /* not measured apart: not checked */
             if (c->module_code) {
                 const gr_code *m = gr_trace_code(t, c->module_code);
-                if (m && (long long)m->line == line && strcmp(str_of(t, m->file, &s->file), fl) == 0)
+                if (m && (long long)m->line == line && strcmp(gr_conform_str(t, m->file, &s->file), fl) == 0)
                     continue;
             }
             s->checked++; s->ntotal++;

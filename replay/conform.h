@@ -51,6 +51,7 @@
 #define GR_CONFORM_H
 
 #include "reader.h"
+#include "text.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -164,5 +165,9 @@ int gr_conform_compare_programs(const gr_conform *c, const gr_trace *t, json_t *
  * has none. */
 uint32_t gr_conform_frame_code(const gr_trace *t, const char *file, const char *name, long long line,
                                long long first);
+
+/* String id of trace t as a NUL-terminated copy in sb (reset first; ""
+ * for an id without a string). */
+const char *gr_conform_str(const gr_trace *t, uint64_t id, gr_sb *sb);
 
 #endif

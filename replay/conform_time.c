@@ -57,15 +57,6 @@ double gr_binom_two_sided(long long k, long long n, double p)
     return sum > 1.0 ? 1.0 : sum;
 }
 
-static const char *tstr(const gr_trace *t, uint64_t id, gr_sb *sb)
-{
-    size_t n;
-    const uint8_t *p = gr_trace_string(t, id, &n);
-    gr_sb_reset(sb);
-    gr_sb_put(sb, p ? (const char *)p : "", p ? n : 0);
-    return gr_sb_str(sb);
-}
-
 static int excluded(json_t *exclude, const char *file)
 {
     size_t i;
@@ -85,7 +76,7 @@ static void canon_codes(struct tstate *s, json_t *exclude)
         const gr_code *cd = gr_trace_code(t, k);
         if (!cd || cd->kind != GR_CODE_PY || !cd->file)
             continue;
-        const char *f = tstr(t, cd->file, &a);
+        const char *f = gr_conform_str(t, cd->file, &a);
         if (!*f || f[0] == '<' || f[0] == '/' || excluded(exclude, f))
             continue;
         s->canon[k] = k;
@@ -111,7 +102,7 @@ static void own_codes(struct tstate *s, json_t *files)
         const gr_code *cd = gr_trace_code(t, k);
         if (!cd || !cd->file)
             continue;
-        const char *f = tstr(t, cd->file, &a);
+        const char *f = gr_conform_str(t, cd->file, &a);
         size_t i;
         json_t *v;
         json_array_foreach(files, i, v) if (json_is_string(v) && *json_string_value(v) &&
@@ -202,7 +193,7 @@ static size_t window_end(struct tstate *s, size_t *first)
     gr_sb_init(&a);
     for (size_t i = 0; i < t->nrecs; i++) {
         const gr_record *r = &t->recs[i];
-        if (r->tag == GR_MARK && strcmp(tstr(t, r->label, &a), GR_CONFORM_MARK_FINISH) == 0) {
+        if (r->tag == GR_MARK && strcmp(gr_conform_str(t, r->label, &a), GR_CONFORM_MARK_FINISH) == 0) {
             fin = i;
             break;
         }
@@ -292,9 +283,9 @@ static void code_label(const gr_trace *t, uint32_t c, gr_sb *out, gr_sb *tmp)
 {
     const gr_code *cd = gr_trace_code(t, c);
     gr_sb_reset(out);
-    gr_sb_puts(out, tstr(t, cd->file, tmp));
+    gr_sb_puts(out, gr_conform_str(t, cd->file, tmp));
     gr_sb_putc(out, ':');
-    gr_sb_puts(out, tstr(t, cd->qualname, tmp));
+    gr_sb_puts(out, gr_conform_str(t, cd->qualname, tmp));
 }
 
 static void add(json_t *diffs, const char *kind, const char *fn, long long line, double truth, long long prof,

@@ -255,6 +255,20 @@ static inline __attribute__((always_inline)) int leaf_record(gr_recorder *r, gr_
     return 0;
 }
 
+/* leaf_record, then where it could not write: the switch that came first
+ * (gr_event_switched) or the general path (profile_event).  Inlined into
+ * both leaf paths. */
+static inline __attribute__((always_inline)) int leaf_event(gr_recorder *r, gr_thread *t, PyObject *obj,
+                                                            PyFrameObject *frame, int what, PyObject *arg,
+                                                            int tag, uint32_t code, unsigned slot)
+{
+    int rc = leaf_record(r, t, frame, tag, code, slot);
+    if (__builtin_expect(rc != 0, 0))
+        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
+                      : profile_event(obj, frame, what, arg);
+    return 0;
+}
+
 /* The leaf path of C events (gr_profile): the C_* event of the builtin
  * function or method of the previous C event (gr_cfunc_id_cached's hit),
  * then record_fast's tests of the thread starts and of the C calls of
@@ -276,13 +290,7 @@ static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObjec
                              (frame == t->ours_frame && frame) || arg == r->gl_settrace,
                          0))
         return profile_event(obj, frame, what, arg);
-    int tag = tag_of_what[(unsigned)what & 7u];
-    unsigned slot = r->last_cf_slot;
-    int rc = leaf_record(r, t, frame, tag, code, slot);
-    if (__builtin_expect(rc != 0, 0))
-        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
-                      : profile_event(obj, frame, what, arg);
-    return 0;
+    return leaf_event(r, t, obj, frame, what, arg, tag_of_what[(unsigned)what & 7u], code, r->last_cf_slot);
 }
 
 /* The leaf path: the commonest events of all, the CALL or RETURN of a
@@ -327,12 +335,7 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         r->last_co_id = code;
         r->last_co_slot = slot;
     }
-    int tag = what == PyTrace_CALL ? GR_CALL : GR_RETURN;
-    int rc = leaf_record(r, t, frame, tag, code, slot);
-    if (__builtin_expect(rc != 0, 0))
-        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
-                      : profile_event(obj, frame, what, arg);
-    return 0;
+    return leaf_event(r, t, obj, frame, what, arg, what == PyTrace_CALL ? GR_CALL : GR_RETURN, code, slot);
 }
 
 int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
