@@ -8,8 +8,10 @@
 #include <cmocka.h>
 
 #include "conform.h"
+#include "conform_time.h"
 #include "trace_builder.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1023,6 +1025,25 @@ static void test_sampled_stacks_real_stack_and_nothing_sampled(void **state)
     end(&f);
 }
 
+/* The binomial test behind time per function (conform_time.c): a count
+ * at its expected value passes, one far from it is flagged at the
+ * per-function level GR_TIME_ALPHA. */
+static void test_binomial_two_sided(void **state)
+{
+    (void)state;
+    assert_true(gr_binom_two_sided(5, 10, 0.5) > 0.999);
+    assert_true(gr_binom_two_sided(50, 100, 0.5) > 0.999);
+    /* all or nothing of 10 fair draws: 2 / 1024 */
+    assert_true(fabs(gr_binom_two_sided(0, 10, 0.5) - 2.0 / 1024) < 1e-9);
+    assert_true(fabs(gr_binom_two_sided(10, 10, 0.5) - 2.0 / 1024) < 1e-9);
+    /* 30 of 100 samples in a function that ran a tenth of the time */
+    assert_true(gr_binom_two_sided(30, 100, 0.1) < GR_TIME_ALPHA);
+    /* 12 of 100 is within what chance gives */
+    assert_true(gr_binom_two_sided(12, 100, 0.1) > 0.05);
+    /* a function that never ran cannot be sampled: any sample is flagged */
+    assert_true(gr_binom_two_sided(1, 100, 0.0) < GR_TIME_ALPHA);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1054,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_sampled_stack_on_the_wrong_caller),
         cmocka_unit_test(test_sampled_function_that_never_ran),
         cmocka_unit_test(test_sampled_stacks_real_stack_and_nothing_sampled),
+        cmocka_unit_test(test_binomial_two_sided),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
