@@ -14,6 +14,7 @@
 #include "beside.h"
 #include "follow.h"
 #include "footholds.h"
+#include "install_return.h"
 #include "profile.h"
 #include "threads.h"
 
@@ -141,10 +142,12 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     /* 3.12+: the tool that will watch beside the program's function is on
      * before the event where the change is resolved (beside.c). */
     (void)gr_beside_on(r);
+    gr_install_return_expect(r, ts);
     if (!t) {
         gr_stray_foothold(r, ts);
         return 0;
     }
+    gr_beside_raised(r, t, ts);
     if (t->foot.kind == 2)
         gr_drop_foreign(t, ts); /* this thread's own change: its own foothold */
     /* Raised inside a profile or trace function (a profiler that

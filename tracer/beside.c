@@ -35,6 +35,7 @@
  * the program's function (6) gets each event before the recorder (4).
  * While the tool is on, every followed thread pays one more callback per
  * event.  Before 3.12, or with no free tool id, the recorder chains. */
+#define GR_COMPAT_MONITORING 1
 #include "beside.h"
 
 #include "instr.h"
@@ -268,6 +269,37 @@ void gr_beside_off(gr_recorder *r)
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
+}
+
+/* CPython's function that calls a Python profile function from the slot
+ * (profile_trampoline, not exported): the one sys.setprofile(callable)
+ * puts there, learned at the program's first such call. */
+static Py_tracefunc trampoline;
+
+void gr_beside_learn_trampoline(Py_tracefunc f)
+{
+    if (f && f != gr_profile && f != gr_profile_chain)
+        trampoline = f;
+}
+
+void gr_beside_raised(gr_recorder *r, gr_thread *t, PyThreadState *ts)
+{
+#if GR_INSTALL_RETURN
+    int unwind;
+    if (!r->beside.tool || !trampoline || ts->c_profilefunc != trampoline || !gr_beside_holds(t, ts) ||
+        gr_tstate_tracing(ts) <= 0)
+        return;
+    int what = gr_dispatching_python_event(ts, &unwind);
+    if (what < 0)
+        return;
+    GR_EXC_SAVE(saved);
+    Py_DECREF(deliver(r, what, unwind ? NULL : Py_None));
+    GR_EXC_RESTORE(saved);
+#else
+    (void)r;
+    (void)t;
+    (void)ts;
+#endif
 }
 
 int gr_slot_observed(gr_recorder *r, PyThreadState *ts)

@@ -22,6 +22,25 @@ static inline int gr_beside_holds(const gr_thread *t, const PyThreadState *ts)
            ts->c_profileobj == t->hook.chain_obj;
 }
 
+/* At the audit event sys.setprofile, not raised by sys.setprofile itself
+ * (the recorder's sys.setprofile sets r->own.in_setprofile): if the
+ * program's Python function, watched beside on thread t (state ts), is in
+ * the slot and the thread is inside a tool callback, the function raised
+ * out of the event being dispatched: CPython's profile_trampoline clears
+ * the slot then.  The recorder's tool will not get that event
+ * (sys.monitoring calls no tool after one that raised, and tool 6 comes
+ * first): give it to the recorder now.  3.12+; never raises.  Example: the
+ * `profile` module's "Bad call" assertion at the call of a function a
+ * greenlet starts in; recorded, that call is still written, as the
+ * chaining recorder of 3.9-3.11 writes it.  Would also take
+ * threading.setprofile_all_threads called from inside a Python profile
+ * function for such a clear (not seen in practice). */
+void gr_beside_raised(gr_recorder *r, gr_thread *t, PyThreadState *ts);
+
+/* The slot's function right after the program's sys.setprofile(callable):
+ * CPython's trampoline for Python functions (gr_beside_raised). */
+void gr_beside_learn_trampoline(Py_tracefunc f);
+
 /* Whether the profile slot of thread state ts gives the recorder its
  * events: the recorder's function is there (gr_profile, gr_profile_chain),
  * or the program's function it watches beside. */

@@ -10,8 +10,11 @@
  * GR_COMPAT_FRAMES first: it needs CPython's internal frame layout, which
  * only Py_BUILD_CORE_MODULE exposes.  The one that writes the recorder's
  * own profile and trace slots (slots.c) defines GR_COMPAT_SLOTS: on 3.9 it
- * needs the interpreter's internal ceval state. */
-#if (defined(GR_COMPAT_FRAMES) || defined(GR_COMPAT_SLOTS)) && !defined(Py_BUILD_CORE_MODULE)
+ * needs the interpreter's internal ceval state.  Those that reach into
+ * sys.monitoring's state (install_return.c, beside.c) define
+ * GR_COMPAT_MONITORING. */
+#if (defined(GR_COMPAT_FRAMES) || defined(GR_COMPAT_SLOTS) || defined(GR_COMPAT_MONITORING)) && \
+    !defined(Py_BUILD_CORE_MODULE)
 #define Py_BUILD_CORE_MODULE
 #endif
 
@@ -660,6 +663,79 @@ static inline int gr_slot_dispatch(PyThreadState *ts, PyFrameObject **frame, int
 }
 #endif
 #endif /* GR_COMPAT_SLOTS */
+
+#ifdef GR_COMPAT_MONITORING
+/* What decides whether the call that installs a program's profile function
+ * gives that function its own c_return (tracer/install_return.c).  3.12+
+ * (PEP 669, gh-103082): a CALL instruction gives C_RETURN only if it was
+ * instrumented when it started (INSTRUMENTED_CALL, Python/bytecodes.c);
+ * the event then goes to every tool with CALL on that instruction when it
+ * ends (get_tools_for_instruction, Python/instrumentation.c), from the
+ * highest id down, tool 6 (the profile slot, Python/legacy_tracing.c)
+ * through interp->monitoring_callables[6][C_RETURN], a handler made once
+ * per interpreter.  3.14 moved struct _is to
+ * internal/pycore_interp_structs.h, still included by
+ * internal/pycore_interp.h.  Not on free-threaded builds, where another
+ * thread could read the handler while it is swapped: GR_INSTALL_RETURN 0
+ * there and before 3.12 (the recorder chains: its own function drops the
+ * event, profile.c). */
+#if PY_VERSION_HEX >= 0x030C0000 && !defined(Py_GIL_DISABLED)
+#define GR_INSTALL_RETURN 1
+#include <internal/pycore_interp.h>
+/* The cell holding tool 6's C_RETURN handler (NULL before any profile
+ * function was ever set in this interpreter). */
+static inline PyObject **gr_profile_c_return_cell(PyInterpreterState *interp)
+{
+    return &interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][PY_MONITORING_EVENT_C_RETURN];
+}
+/* The tools (a bit per id) that have CALL events on code co: set for the
+ * whole interpreter (interp->monitors) or for co alone
+ * (co->_co_monitoring->local_monitors, set_local_events). */
+static inline unsigned gr_call_tools(PyInterpreterState *interp, PyCodeObject *co)
+{
+    unsigned tools = interp->monitors.tools[PY_MONITORING_EVENT_CALL];
+    if (co->_co_monitoring)
+        tools |= co->_co_monitoring->local_monitors.tools[PY_MONITORING_EVENT_CALL];
+    return tools;
+}
+/* The thread's running frame, to compare only (never read): 3.12 keeps
+ * it in tstate->cframe (gh-108035 moved it to tstate->current_frame in
+ * 3.13). */
+static inline const void *gr_tstate_frame_id(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->current_frame;
+#else
+    return ts->cframe ? ts->cframe->current_frame : NULL;
+#endif
+}
+/* The profile event of the sys.monitoring event the thread is
+ * dispatching (tstate->what_event, new in 3.12 with PEP 669), as tool 6
+ * gives it to the slot's function: PyTrace_CALL, PyTrace_RETURN (*unwind
+ * 1 for PY_UNWIND, whose arg is NULL), or -1 for the events of C calls
+ * (their callable is not at hand) and any other. */
+static inline int gr_dispatching_python_event(PyThreadState *ts, int *unwind)
+{
+    *unwind = 0;
+    switch (ts->what_event) {
+    case PY_MONITORING_EVENT_PY_START:
+    case PY_MONITORING_EVENT_PY_RESUME:
+    case PY_MONITORING_EVENT_PY_THROW:
+        return PyTrace_CALL;
+    case PY_MONITORING_EVENT_PY_UNWIND:
+        *unwind = 1;
+        return PyTrace_RETURN;
+    case PY_MONITORING_EVENT_PY_RETURN:
+    case PY_MONITORING_EVENT_PY_YIELD:
+        return PyTrace_RETURN;
+    default:
+        return -1;
+    }
+}
+#else
+#define GR_INSTALL_RETURN 0
+#endif
+#endif /* GR_COMPAT_MONITORING */
 
 /* The last instruction a frame started (its call in progress, while a C
  * function it called runs): PyFrame_GetLasti is public from 3.11; before,

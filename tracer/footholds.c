@@ -14,6 +14,7 @@
 #include "footholds.h"
 
 #include "beside.h"
+#include "install_return.h"
 #include "profile.h"
 #include "profile_slot.h"
 #include "threads.h"
@@ -593,6 +594,7 @@ void gr_slots_give_back(gr_recorder *r)
     gr_own_change_end(r);
     if (PyErr_Occurred())
         PyErr_Clear();
+    gr_install_return_off();
     gr_beside_off(r);
 }
 

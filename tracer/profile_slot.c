@@ -19,6 +19,7 @@
 
 #include "beside.h"
 #include "follow.h"
+#include "install_return.h"
 #include "profile.h"
 #include "threads.h"
 #include "profiler_id.h"
@@ -158,7 +159,9 @@ static int is_thread_profile_hook(PyObject *func)
  * recorder, which passes it on to the program's new function only if that
  * function saw the c_call: as without the recorder, a function set here
  * gets no c_return of the call that set it (CPython reports c_return only
- * when a profile function was set at the c_call).
+ * when a profile function was set at the c_call).  Where the program's
+ * function stays in the slot (3.12+, beside.c), CPython itself would hand
+ * it that c_return: install_return.c keeps it away.
  *
  * The recorder stands for a profiler installed with threading.setprofile
  * before the program.  Code that reads threading._profile_hook and hands
@@ -182,9 +185,12 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
+    gr_install_return_expect(r, PyThreadState_Get());
     r->own.in_setprofile++;
     PyObject *res = PyObject_CallOneArg(orig, func);
     r->own.in_setprofile--;
+    if (res && func != Py_None)
+        gr_beside_learn_trampoline(PyThreadState_Get()->c_profilefunc);
     if (res && gr_active == r) {
         gr_thread *t = gr_thread_known(r);
         int standard = 0;

@@ -704,3 +704,32 @@ def test_chained_profiler_freed_by_its_finalizer(tmp_path, mode):
             if h.action == "set" and h.value("during") == "_lsprof.Profiler.enable"]
     assert len(sets) >= 2
     assert trace.trailer["reason"] == "stop"
+
+
+def test_call_where_the_program_profile_function_raises(recorded):
+    # The program's function raises at the call of the function a new
+    # greenlet starts in, as the profile module's "Bad call" check does.
+    # CPython clears the slot; the call still began and is recorded, with
+    # the clear after it (on 3.12+ the recorder's sys.monitoring tool gets
+    # no event after the program's function raised out of it).
+    def target():
+        return 1
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code is target.__code__:
+            raise AssertionError("bad call")
+
+    outcome = []
+    with recorded() as rec:
+        sys.setprofile(prof)
+        try:
+            greenlet.greenlet(target).switch()
+        except AssertionError as e:
+            outcome.append(str(e))
+        outcome.append(sys.getprofile())
+    assert outcome == ["bad call", None]
+    trace = rec.trace()
+    calls = [r for r in trace.of("CALL") if r.name.endswith(".target")]
+    assert len(calls) == 1
+    cleared = [h for h in hooks(trace, "profile") if h.action == "restored"]
+    assert len(cleared) == 1 and calls[0].index < cleared[0].index

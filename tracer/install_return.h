@@ -1,0 +1,18 @@
+/* install_return.h - the c_return of the call that installs a program's
+ * profile function (install_return.c). */
+#ifndef GR_INSTALL_RETURN_H
+#define GR_INSTALL_RETURN_H
+
+#include "recorder.h"
+
+/* At the audit event sys.setprofile on the calling thread (state ts),
+ * before the change is made: if, without the recorder, the call in
+ * progress would give the function being installed no c_return (3.12+:
+ * its CALL instruction not instrumented), see that it gets none recorded
+ * either.  Never raises. */
+void gr_install_return_expect(gr_recorder *r, PyThreadState *ts);
+
+/* Give up a c_return still expected (stop(), the fork child). */
+void gr_install_return_off(void);
+
+#endif
