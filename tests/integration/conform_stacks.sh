@@ -18,7 +18,9 @@
 #    wrong_stack);
 #  - scalene also passes with its frames claimed adjacent and no stack
 #    moved (GR_SAMPLED_FAULT=none): its broken variant claims that too, so
-#    this shows its failure comes from the move;
+#    this shows its failure comes from the move; and conform/program_args.py
+#    gets its arguments "--cpu -h --outfile x plain" under scalene (else it
+#    exits with status 3: conform's scalene adapter puts them after "---");
 #  - the austin and pyinstrument adapters parse their profilers' formats
 #    (austin 3's FILE:FUNCTION:LINE, austin 1 and 2's FUNCTION (FILE);LN,
 #    pyinstrument's frame identifiers), checked without the profilers.
@@ -107,11 +109,22 @@ for base in pyinstrument austin memray scalene; do
         GR_SAMPLED_FAULT=none GR_SAMPLED_BASE=$base "$GR_CLI" conform --profiler "$ADAPTERS/sampled_broken.py" \
             -- "$PY" "$prog" >"$GR_WORK/$base.out" 2>&1 || bad=" sampled_switches.py (frames claimed adjacent)"
     fi
+    if [ "$base" = scalene ] && [ -z "$bad" ]; then
+        # the program's arguments reach it, scalene's own options among them
+        # (the adapter puts them after "---"); in a directory of its own,
+        # where "--outfile x" taken by scalene would leave a file x
+        mkdir -p "$GR_WORK/args"
+        (cd "$GR_WORK/args" && "$GR_CLI" conform --profiler scalene -- "$PY" "$ADAPTERS/program_args.py" \
+            --cpu -h --outfile x plain) >"$GR_WORK/$base.out" 2>&1 || bad=" program_args.py --cpu -h --outfile x plain"
+        [ -e "$GR_WORK/args/x" ] && bad="$bad (scalene wrote x)"
+    fi
     GR_SAMPLED_BASE=$base "$GR_CLI" conform --profiler "$ADAPTERS/sampled_broken.py" --json "$GR_WORK/$base.json" \
         -- "$PY" "$prog" >"$GR_WORK/$base-broken.out" 2>&1
     rc2=$?
     if [ -z "$bad" ] && [ $rc2 -eq 1 ] && "$PY" -c "$wrong_worker" "$GR_WORK/$base.json"; then
-        gr_ok "stacks: $base passes ${right//$GR_ROOT\//}, its broken variant fails with wrong_stack"
+        extra=""
+        [ "$base" = scalene ] && extra=" (and program_args.py with its arguments)"
+        gr_ok "stacks: $base passes ${right//$GR_ROOT\//}$extra, its broken variant fails with wrong_stack"
     else
         gr_bad "stacks: $base: the right runs failed on:${bad:- none}; the broken variant exited $rc2"
         gr_show "$GR_WORK/$base.out" "$GR_WORK/$base-broken.out"

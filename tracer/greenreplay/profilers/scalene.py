@@ -9,7 +9,7 @@ interpreter and the script, and the recorded program is
 
     python -m scalene --cli --json --outfile OUT --cpu --stacks
                       --cpu-sampling-rate 0.0002 --cpu-percent-threshold 0
-                      --allocation-sampling-window N SCRIPT
+                      --allocation-sampling-window N SCRIPT --- ARGS
 
 recorded whole-program (the recording starts at scalene's own __main__;
 its frames are outside the root).  CPU only: memory profiling preloads
@@ -75,9 +75,12 @@ WINDOW = "10485767"  # scalene's default allocation sampling window, given expli
 
 
 def launcher(output):
+    # "{script}" then "---": scalene gives the program only the arguments
+    # after "---"; before it, one that looks like its own option is its
+    # (the program's --cpu, -h or --outfile X)
     return ["-m", "scalene", "--cli", "--json", "--outfile", output, "--cpu", "--stacks",
             "--cpu-sampling-rate", INTERVAL, "--cpu-percent-threshold", "0",
-            "--allocation-sampling-window", WINDOW]
+            "--allocation-sampling-window", WINDOW, "{script}", "---"]
 
 
 def launcher_environment():
