@@ -21,6 +21,10 @@
 #    this shows its failure comes from the move; and conform/program_args.py
 #    gets its arguments "--cpu -h --outfile x plain" under scalene (else it
 #    exits with status 3: conform's scalene adapter puts them after "---");
+#  - a launcher adapter's word "{script}" places the script before the
+#    words after it (conform/launch_args.py wants "---" there, as scalene
+#    does: program_args.py gets its arguments), and without it the
+#    launcher refuses its words: error;
 #  - the austin and pyinstrument adapters parse their profilers' formats
 #    (austin 3's FILE:FUNCTION:LINE, austin 1 and 2's FUNCTION (FILE);LN,
 #    pyinstrument's frame identifiers), checked without the profilers.
@@ -81,6 +85,25 @@ assert all(":never_called:" in x["function"] for x in d["differences"]), d["diff
 else
     gr_bad "stacks: fault ghost: exit $rc"
     gr_show "$GR_WORK/ghost.out"
+fi
+
+# Launcher words: "{script}" places the script, the words after it come
+# before the script's arguments (conform/launch_args.py runs the program
+# itself, as scalene does, and wants "---" there); without them the
+# launcher refuses the words and conform gives an error.
+"$GR_CLI" conform --profiler "$ADAPTERS/launch_args.py" --json "$GR_WORK/launch.json" \
+    -- "$PY" "$ADAPTERS/program_args.py" --cpu -h --outfile x plain >"$GR_WORK/launch.out" 2>&1
+rc1=$?
+GR_LAUNCH_WORDS=plain "$GR_CLI" conform --profiler "$ADAPTERS/launch_args.py" \
+    -- "$PY" "$ADAPTERS/program_args.py" --cpu -h --outfile x plain >"$GR_WORK/launch-plain.out" 2>&1
+rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 2 ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["functions_checked"] == 2, d' "$GR_WORK/launch.json"; then
+    gr_ok "stacks: a launcher's {script} word: the program gets its arguments after ---"
+else
+    gr_bad "stacks: launcher words: exit $rc1 (want 0), without {script} and --- exit $rc2 (want 2)"
+    gr_show "$GR_WORK/launch.out" "$GR_WORK/launch-plain.out"
 fi
 
 # The sampling profilers themselves, where PY has them: right on
