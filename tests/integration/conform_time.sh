@@ -9,7 +9,8 @@
 #    in 20 runs with fresh draws: at most 1 false alarm (the test's
 #    family-wise rate is 0.001 per run; 2 or more in 20 would be a bias, not
 #    chance: probability about 2e-4).  The count is printed.  Measured: 0 of
-#    20 on the host's 3.11.2, trixie's 3.13.5, sid's 3.14.10 and 3.15.2;
+#    20 on bullseye's 3.9.2, the host's 3.11.2, trixie's 3.13.5, sid's
+#    3.14.10 and 3.15.2;
 #  - GR_TIME_FAULT=share (half the samples of the worker greenlets put on
 #    the switching frame): time_share naming worker;
 #  - GR_TIME_FAULT=unsampled (all of them): time_unsampled naming worker;
