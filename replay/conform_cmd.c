@@ -795,7 +795,7 @@ static int check_program(struct run *r, int argc, char **argv)
 /* A launcher profiler (scalene): the probe's second line, "launch" and the
  * words that go between PYTHON and SCRIPT, tab-separated; "{output}" in a
  * word stands for the file the profiler writes (in the temporary
- * directory). */
+ * directory), a word "{script}" for the script (program_words). */
 static void launch_words(struct run *r, char *rest)
 {
     if (strncmp(rest, "launch\t", 7) != 0)
@@ -930,6 +930,27 @@ static int prepare_paths(struct run *r, char *saved_pp, char *root_abs)
     return CONFORM_GO_ON;
 }
 
+/* The words after PYTHON: a launcher profiler's words, then the script
+ * and its arguments.  A launcher word "{script}" stands for the script:
+ * the words after it go between the script and its arguments (scalene
+ * takes the program's arguments after "---" only; without it, those that
+ * look like its own options are its). */
+static int program_words(const struct run *r, char **child, int k)
+{
+    int placed = 0;
+    for (int i = 0; i < r->nlaunch; i++) {
+        if (!placed && strcmp(r->launch[i], "{script}") == 0) {
+            child[k++] = r->prog[0];
+            placed = 1;
+        } else {
+            child[k++] = r->launch[i];
+        }
+    }
+    for (int i = placed; i < r->nprog; i++)
+        child[k++] = r->prog[i];
+    return k;
+}
+
 /* 3. The run: recorded (record's own code), or not (--no-record).  The
  * program's exit status; *killed its signal. */
 static int run_program(struct run *r, const char *saved_pp, int *killed)
@@ -944,10 +965,7 @@ static int run_program(struct run *r, const char *saved_pp, int *killed)
         else
             setenv("PYTHONPATH", saved_pp, 1);
         child[k++] = (char *)r->python;
-        for (int i = 0; i < r->nlaunch; i++)
-            child[k++] = r->launch[i];
-        for (int i = 0; i < r->nprog; i++)
-            child[k++] = r->prog[i];
+        k = program_words(r, child, k);
         child[k] = NULL;
         rc = run_no_record(r, child, NULL, killed);
     } else {
@@ -970,10 +988,7 @@ static int run_program(struct run *r, const char *saved_pp, int *killed)
         }
         child[k++] = (char *)"--";
         child[k++] = (char *)r->python;
-        for (int i = 0; i < r->nlaunch; i++)
-            child[k++] = r->launch[i];
-        for (int i = 0; i < r->nprog; i++)
-            child[k++] = r->prog[i];
+        k = program_words(r, child, k);
         child[k] = NULL;
         /* record's line about a trace cut short (os._exit) must not name
          * a file that cleanup() deletes. */

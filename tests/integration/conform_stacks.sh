@@ -8,13 +8,23 @@
 #  - sampled inside greenlets but put on the switching frame (fault
 #    parent): fail, wrong_stack naming the greenlet's function;
 #  - a sampled function that never ran (fault ghost): fail, never_ran;
-#  - pyinstrument and austin, where PY has them, pass sampled_switches and
-#    conform/sampled_broken.py (their greenlets' stacks put on the
-#    switching frame) fails with wrong_stack;
-#  - memray, where PY has it, passes sampled_switches and
-#    fixtures/profilers/never_resumed.py: its adapter lets memray see the
-#    greenlet the recorder loaded before the program (without that, memray
-#    follows no switch and both fail with wrong_stack);
+#  - pyinstrument, austin, memray and scalene, where PY has them, pass
+#    sampled_switches and conform/sampled_broken.py over each (its
+#    greenlets' stacks put on the switching frame) fails with wrong_stack;
+#    where PY lacks one, the reason is printed and its cells skipped;
+#  - memray also passes fixtures/profilers/never_resumed.py: its adapter
+#    lets memray see the greenlet the recorder loaded before the program
+#    (without that, memray follows no switch and both fail with
+#    wrong_stack);
+#  - scalene also passes with its frames claimed adjacent and no stack
+#    moved (GR_SAMPLED_FAULT=none): its broken variant claims that too, so
+#    this shows its failure comes from the move; and conform/program_args.py
+#    gets its arguments "--cpu -h --outfile x plain" under scalene (else it
+#    exits with status 3: conform's scalene adapter puts them after "---");
+#  - a launcher adapter's word "{script}" places the script before the
+#    words after it (conform/launch_args.py wants "---" there, as scalene
+#    does: program_args.py gets its arguments), and without it the
+#    launcher refuses its words: error;
 #  - the austin and pyinstrument adapters parse their profilers' formats
 #    (austin 3's FILE:FUNCTION:LINE, austin 1 and 2's FUNCTION (FILE);LN,
 #    pyinstrument's frame identifiers), checked without the profilers.
@@ -77,46 +87,72 @@ else
     gr_show "$GR_WORK/ghost.out"
 fi
 
+# Launcher words: "{script}" places the script, the words after it come
+# before the script's arguments (conform/launch_args.py runs the program
+# itself, as scalene does, and wants "---" there); without them the
+# launcher refuses the words and conform gives an error.
+"$GR_CLI" conform --profiler "$ADAPTERS/launch_args.py" --json "$GR_WORK/launch.json" \
+    -- "$PY" "$ADAPTERS/program_args.py" --cpu -h --outfile x plain >"$GR_WORK/launch.out" 2>&1
+rc1=$?
+GR_LAUNCH_WORDS=plain "$GR_CLI" conform --profiler "$ADAPTERS/launch_args.py" \
+    -- "$PY" "$ADAPTERS/program_args.py" --cpu -h --outfile x plain >"$GR_WORK/launch-plain.out" 2>&1
+rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 2 ] && "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["functions_checked"] == 2, d' "$GR_WORK/launch.json"; then
+    gr_ok "stacks: a launcher's {script} word: the program gets its arguments after ---"
+else
+    gr_bad "stacks: launcher words: exit $rc1 (want 0), without {script} and --- exit $rc2 (want 2)"
+    gr_show "$GR_WORK/launch.out" "$GR_WORK/launch-plain.out"
+fi
+
 # The sampling profilers themselves, where PY has them: right on
-# sampled_switches, and failed by conform/sampled_broken.py (their stacks
-# from a greenlet put on the switching frame).
-avail=$("$GR_CLI" conform --list --python "$PY" 2>/dev/null | awk -F'\t' '$2 == "yes" { print $1 }')
-for base in pyinstrument austin; do
-    if ! printf '%s\n' "$avail" | grep -qx "$base"; then
-        echo "      ($base not available for $PY: its cells are skipped)"
+# sampled_switches (memray also on never_resumed), and failed by
+# conform/sampled_broken.py (their stacks from a greenlet put on the
+# switching frame); where PY lacks one, the reason conform --list gives.
+list=$("$GR_CLI" conform --list --python "$PY" 2>/dev/null)
+wrong_worker='import json, sys
+d = json.load(open(sys.argv[1]))
+assert any(x["kind"] == "wrong_stack" and x["function"] == "sampled_switches.py:worker" for x in d["differences"]), d'
+for base in pyinstrument austin memray scalene; do
+    if ! printf '%s\n' "$list" | awk -F'\t' -v b="$base" '$1 == b && $2 == "yes" { f = 1 } END { exit !f }'; then
+        why=$(printf '%s\n' "$list" | awk -F'\t' -v b="$base" '$1 == b { print $3 }')
+        echo "      ($base not available for $PY: ${why:-not listed}: its cells are skipped)"
         continue
     fi
-    "$GR_CLI" conform --profiler "$base" -- "$PY" "$prog" >"$GR_WORK/$base.out" 2>&1
-    rc1=$?
+    right="$prog"
+    [ "$base" = memray ] && right="$prog $GR_ROOT/fixtures/profilers/never_resumed.py"
+    bad=""
+    for p in $right; do
+        "$GR_CLI" conform --profiler "$base" -- "$PY" "$p" >"$GR_WORK/$base.out" 2>&1 || bad="$bad $(basename "$p")"
+        [ -n "$bad" ] && break
+    done
+    if [ "$base" = scalene ] && [ -z "$bad" ]; then
+        # the control: frames claimed adjacent, nothing moved (sampled_broken.py)
+        GR_SAMPLED_FAULT=none GR_SAMPLED_BASE=$base "$GR_CLI" conform --profiler "$ADAPTERS/sampled_broken.py" \
+            -- "$PY" "$prog" >"$GR_WORK/$base.out" 2>&1 || bad=" sampled_switches.py (frames claimed adjacent)"
+    fi
+    if [ "$base" = scalene ] && [ -z "$bad" ]; then
+        # the program's arguments reach it, scalene's own options among them
+        # (the adapter puts them after "---"); in a directory of its own,
+        # where "--outfile x" taken by scalene would leave a file x
+        mkdir -p "$GR_WORK/args"
+        (cd "$GR_WORK/args" && "$GR_CLI" conform --profiler scalene -- "$PY" "$ADAPTERS/program_args.py" \
+            --cpu -h --outfile x plain) >"$GR_WORK/$base.out" 2>&1 || bad=" program_args.py --cpu -h --outfile x plain"
+        [ -e "$GR_WORK/args/x" ] && bad="$bad (scalene wrote x)"
+    fi
     GR_SAMPLED_BASE=$base "$GR_CLI" conform --profiler "$ADAPTERS/sampled_broken.py" --json "$GR_WORK/$base.json" \
         -- "$PY" "$prog" >"$GR_WORK/$base-broken.out" 2>&1
     rc2=$?
-    if [ $rc1 -eq 0 ] && [ $rc2 -eq 1 ] && "$PY" -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-assert any(x["kind"] == "wrong_stack" and x["function"] == "sampled_switches.py:worker" for x in d["differences"]), d' \
-        "$GR_WORK/$base.json"; then
-        gr_ok "stacks: $base passes sampled_switches, its broken variant fails with wrong_stack"
+    if [ -z "$bad" ] && [ $rc2 -eq 1 ] && "$PY" -c "$wrong_worker" "$GR_WORK/$base.json"; then
+        extra=""
+        [ "$base" = scalene ] && extra=" (and program_args.py with its arguments)"
+        gr_ok "stacks: $base passes ${right//$GR_ROOT\//}$extra, its broken variant fails with wrong_stack"
     else
-        gr_bad "stacks: $base: exit $rc1, broken variant exit $rc2"
+        gr_bad "stacks: $base: the right runs failed on:${bad:- none}; the broken variant exited $rc2"
         gr_show "$GR_WORK/$base.out" "$GR_WORK/$base-broken.out"
     fi
 done
-
-if printf '%s\n' "$avail" | grep -qx memray; then
-    bad=""
-    for p in "$prog" "$GR_ROOT/fixtures/profilers/never_resumed.py"; do
-        "$GR_CLI" conform --profiler memray -- "$PY" "$p" >"$GR_WORK/memray.out" 2>&1 || bad="$bad $(basename "$p")"
-        [ -n "$bad" ] && break
-    done
-    if [ -z "$bad" ]; then
-        gr_ok "stacks: memray passes sampled_switches and never_resumed (it follows the switches)"
-    else
-        gr_bad "stacks: memray fails$bad"
-        gr_show "$GR_WORK/memray.out"
-    fi
-else
-    echo "      (memray not available for $PY: its cells are skipped)"
-fi
 
 if "$PY" - "$GR_ROOT/tracer/greenreplay/profilers" <<'PYEOF' >"$GR_WORK/parse.out" 2>&1
 import importlib.util, os, sys

@@ -8,7 +8,8 @@ a launcher adapter: launcher() gives the words conform puts between the
 interpreter and the script, and the recorded program is
 
     python -m scalene --cli --json --outfile OUT --cpu --stacks
-                      --cpu-sampling-rate 0.001 --cpu-percent-threshold 0 SCRIPT
+                      --cpu-sampling-rate 0.0002 --cpu-percent-threshold 0
+                      --allocation-sampling-window N SCRIPT --- ARGS
 
 recorded whole-program (the recording starts at scalene's own __main__;
 its frames are outside the root).  CPU only: memory profiling preloads
@@ -44,6 +45,20 @@ def available():
         # --stacks (stack samples with counts) came in scalene 1.5.2x; before,
         # only per-line percentages, with no sample count to test
         return False, "%s has no --stacks option (no sampled stacks to compare)" % version()
+    # scalene's start imports its C extensions (get_line_atomic from
+    # scalene_mapfile, pywhere).  A package built for other Pythons than
+    # this one (Debian sid's 1.5.54: 3.14 only) imports, its launcher then
+    # fails with ImportError before the program runs and writes no output.
+    import importlib.util
+    import sys
+    for ext in ("get_line_atomic", "pywhere"):
+        try:
+            found = importlib.util.find_spec("scalene." + ext) is not None
+        except Exception:
+            found = False
+        if not found:
+            return False, "%s has no %s extension built for Python %d.%d (its launcher cannot start)" % (
+                version(), ext, sys.version_info[0], sys.version_info[1])
     return True, ""
 
 
@@ -60,9 +75,12 @@ WINDOW = "10485767"  # scalene's default allocation sampling window, given expli
 
 
 def launcher(output):
+    # "{script}" then "---": scalene gives the program only the arguments
+    # after "---"; before it, one that looks like its own option is its
+    # (the program's --cpu, -h or --outfile X)
     return ["-m", "scalene", "--cli", "--json", "--outfile", output, "--cpu", "--stacks",
             "--cpu-sampling-rate", INTERVAL, "--cpu-percent-threshold", "0",
-            "--allocation-sampling-window", WINDOW]
+            "--allocation-sampling-window", WINDOW, "{script}", "---"]
 
 
 def launcher_environment():
