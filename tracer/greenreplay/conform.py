@@ -31,9 +31,13 @@ Adapter interface (a module: a built-in in greenreplay/profilers/, or any
     launcher(output) -> [words]  optional: a profiler that must start the
                                  program itself (scalene): the words put
                                  between PYTHON and SCRIPT ("{output}": the
-                                 file it writes, ctx["output"] in start());
-                                 recording starts at the launcher's first
-                                 frame, and start() only notes ctx
+                                 file it writes, ctx["output"] in start();
+                                 "{script}": the script goes there instead,
+                                 so words after it come before the
+                                 program's arguments, e.g. scalene's
+                                 "{script} ---"); recording starts at the
+                                 launcher's first frame, and start() only
+                                 notes ctx
     launcher_environment() -> {} optional: variables set for that run
     results() -> dict            what it measured, with any of:
         "functions": [{"file", "line", "name", "calls"}]   call counts per
