@@ -167,11 +167,19 @@ int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
            r->tracing == 0;
 }
 
+static int code_own_slow(ck *c, uint32_t code);
+
 /* gr_code_is_own of code, cached by code id. */
-static int code_own(ck *c, uint32_t code)
+static inline int code_own(ck *c, uint32_t code)
 {
     if (code < c->code.nown && c->code.own[code])
         return c->code.own[code] == 2;
+    return code_own_slow(c, code);
+}
+
+/* code_own of a code not cached yet. */
+static __attribute__((noinline)) int code_own_slow(ck *c, uint32_t code)
+{
     int own = gr_code_is_own(c->t, code);
     if (code < (uint32_t)c->t->ncodes + 1) {
         size_t n = c->code.nown;
@@ -530,22 +538,30 @@ void gr_check_sort(gr_check_result *res)
 /* ------------------------------------------------------- step by step */
 
 /* The rule of bit `bit` (c->kind_rules) looks at the kinds in `kinds`
- * (GR_KIND bits, 0 every kind). */
-static void set_kinds(ck *c, uint32_t bit, uint64_t kinds)
+ * (GR_KIND bits, 0 every kind), and at their plain records unless
+ * `skips` has their bit (rule.h). */
+static void set_kinds(ck *c, uint32_t bit, uint64_t kinds, uint64_t skips)
 {
     for (unsigned tag = 0; tag < 256; tag++) {
         unsigned b = tag - GR_FIRST_INDEXED;
-        if (!kinds || (tag >= GR_FIRST_INDEXED && b < 64 && ((kinds >> b) & 1)))
+        int in = tag >= GR_FIRST_INDEXED && b < 64;
+        if (!kinds || (in && ((kinds >> b) & 1)))
             c->kind_rules[tag] |= bit;
         else
             c->kind_rules[tag] &= ~bit;
+        if ((c->kind_rules[tag] & bit) && !(in && ((skips >> b) & 1)))
+            c->plain_rules[tag] |= bit;
+        else
+            c->plain_rules[tag] &= ~bit;
     }
 }
 
 void ck_rule_kinds(ck *c, enum gr_rule id, uint64_t kinds)
 {
     if ((int)id >= 0 && id < GR_NRULES && c->rule_bit[id])
-        set_kinds(c, c->rule_bit[id], kinds);
+        for (size_t k = 0; k < gr_rule_count; k++)
+            if (gr_rule_table[k]->id == id)
+                set_kinds(c, c->rule_bit[id], kinds, gr_rule_table[k]->skips_plain);
 }
 
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
@@ -562,15 +578,19 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->cache.shcache = calloc(CK_SHCACHE, sizeof *c->cache.shcache);
     if (!c->cache.shcache)
         c->cache.shcache = gr_xrealloc(NULL, CK_SHCACHE * sizeof *c->cache.shcache); /* exits */
-    /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]). */
-    for (size_t k = 0; k < gr_rule_count && k < 32; k++) {
+    /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]),
+     * and at its plain records. */
+    for (unsigned tag = 0; tag < 256; tag++)
+        if (tag < GR_CALL || tag > GR_C_EXCEPTION)
+            c->plain_rules[tag] = CK_NEVER_PLAIN;
+    for (size_t k = 0; k < gr_rule_count && k < 31; k++) {
         const gr_rule_ops *o = gr_rule_table[k];
         if (!o->on_record)
             continue;
         uint32_t bit = UINT32_C(1) << k;
         if ((int)o->id >= 0 && o->id < GR_NRULES)
             c->rule_bit[o->id] = bit;
-        set_kinds(c, bit, o->kinds);
+        set_kinds(c, bit, o->kinds, o->skips_plain);
     }
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->init)
@@ -603,6 +623,56 @@ static void see_metas(ck *c)
     }
 }
 
+/* The thread ring after a run of k records r[0..k) of th (remember). */
+static void remember_run(ck_thread *th, const gr_record *r, size_t k)
+{
+    th->nseen += k;
+    for (size_t j = 0; j < k && j < CK_RING; j++) {
+        ck_ringent *e = &th->ring[(th->nseen - 1 - j) % CK_RING];
+        e->idx = (size_t)r[k - 1 - j].index;
+        e->own = 0;
+    }
+}
+
+/* Replay the run of plain records (shadow.h, ck_plain_state) at r[0..n)
+ * that no rule wants, on the thread and greenlet of the record before
+ * them (their caches), with no HOOK made in the program's trace function
+ * pending on the thread (ck_thread.intrace): what one_record would do with
+ * each, without a ck_event and the rule table.  Returns how many were
+ * replayed (0: r is not one). */
+static size_t plain_run(ck *c, const gr_record *r, size_t n)
+{
+    if (c->plain_rules[r->tag] || c->cache.last_th >= c->nth)
+        return 0;
+    ck_thread *th = &c->th[c->cache.last_th];
+    uint64_t tid = r->tid, gid = r->gid;
+    if (th->tid != tid || th->last_gid != gid || th->last_si == SIZE_MAX || th->want_next ||
+        th->intrace)
+        return 0;
+    ck_shadow *s = &c->sh[th->last_si];
+    if (!ck_plain_state(th, s, gid))
+        return 0;
+    const uint32_t *plain = c->plain_rules;
+    size_t k = 0, own = 0;
+    for (; k < n; k++) {
+        const gr_record *q = &r[k];
+        if (q->tid != tid || q->gid != gid || plain[q->tag] || !ck_plain_takes(s, q))
+            break;
+        if (q->tag == GR_CALL || q->tag == GR_C_CALL)
+            ck_push(s, q->code, q->tag == GR_C_CALL);
+        else
+            s->n--;
+        own += code_own(c, q->code);
+    }
+    if (k) {
+        th->had_events = 1;
+        c->cov.program_events += k - own;
+        remember_run(th, r, k);
+        c->cmp_index = r[k - 1].index;
+    }
+    return k;
+}
+
 void gr_checker_advance(gr_checker *c, size_t end)
 {
     const gr_trace *t = c->t;
@@ -612,8 +682,29 @@ void gr_checker_advance(gr_checker *c, size_t end)
         see_metas(c);
     if (c->pos < t->first) /* records already dropped: cannot happen when used as documented */
         c->pos = end > t->first ? (size_t)t->first : end;
-    while (c->pos < end)
-        one_record(c, &t->recs[c->pos++ - t->first]);
+    const gr_record *recs = t->recs;
+    size_t first = (size_t)t->first, pos = c->pos;
+    while (pos < end) {
+        const gr_record *r = &recs[pos - first];
+        /* (split.h: before a range every record goes to the rules) */
+        size_t k = c->split.prefix ? 0 : plain_run(c, r, end - pos);
+        if (k) {
+            pos += k;
+            continue;
+        }
+        c->pos = ++pos;
+        one_record(c, r);
+    }
+    c->pos = pos;
+}
+
+void gr_checker_plain(gr_checker *c, int on)
+{
+    for (unsigned tag = GR_CALL; tag <= GR_C_EXCEPTION; tag++) {
+        c->plain_rules[tag] &= ~CK_NEVER_PLAIN;
+        if (!on)
+            c->plain_rules[tag] |= CK_NEVER_PLAIN;
+    }
 }
 
 void gr_checker_keep_dead(gr_checker *c, int keep)
@@ -739,6 +830,8 @@ size_t gr_checker_finish(gr_checker *c)
     for (size_t i = 0; i < c->nsh; i++)
         free(c->sh[i].e);
     free(c->sh);
+    for (size_t i = 0; i < c->cache.nspare; i++)
+        free(c->cache.spare[i].e);
     free(c->code.gen);
     for (size_t i = 0; i < c->nth; i++)
         for (int k = 0; k < CK_RING; k++)

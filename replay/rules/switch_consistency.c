@@ -177,6 +177,8 @@ const gr_rule_ops gr_rule_switch_consistency = {
     .kinds = GR_KINDS_EVENTS | GR_KIND(GR_MARK) | GR_KIND(GR_GREENLET) | GR_KIND(GR_DEAD) |
              GR_KIND(GR_START) | GR_KIND(GR_STOP) | GR_KIND(GR_STACK) | GR_KIND(GR_SWITCH) |
              GR_KIND(GR_THROW),
+    /* a plain event comes from the running greenlet, which is alive */
+    .skips_plain = GR_KINDS_EVENTS,
     .on_record = on_record,
     .finish = finish,
     .report = report,
