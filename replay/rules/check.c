@@ -172,26 +172,24 @@ static int code_own_slow(ck *c, uint32_t code);
 /* gr_code_is_own of code, cached by code id. */
 static inline int code_own(ck *c, uint32_t code)
 {
-    if (code < c->code.nown && c->code.own[code])
-        return c->code.own[code] == 2;
+    if (code < c->code.nown)
+        return c->code.own[code];
     return code_own_slow(c, code);
 }
 
-/* code_own of a code not cached yet. */
+/* code_own of a code past the cache: every code defined so far is added
+ * to it (one byte each). */
 static __attribute__((noinline)) int code_own_slow(ck *c, uint32_t code)
 {
-    int own = gr_code_is_own(c->t, code);
-    if (code < (uint32_t)c->t->ncodes + 1) {
-        size_t n = c->code.nown;
-        if (code >= n) {
-            size_t cap = n;
-            c->code.own = gr_xgrow(c->code.own, &cap, (size_t)code + 1, 1);
-            memset(c->code.own + n, 0, cap - n);
-            c->code.nown = cap;
-        }
-        c->code.own[code] = own ? 2 : 1;
+    size_t n = c->code.nown, want = c->t->ncodes + 1;
+    if (want > n) {
+        size_t cap = n;
+        c->code.own = gr_xgrow(c->code.own, &cap, want, 1);
+        for (size_t k = n; k < want; k++)
+            c->code.own[k] = (uint8_t)gr_code_is_own(c->t, (uint32_t)k);
+        c->code.nown = want;
     }
-    return own;
+    return code < c->code.nown ? c->code.own[code] : gr_code_is_own(c->t, code);
 }
 
 /* Coverage counts of record r (gr_coverage). */
@@ -652,18 +650,38 @@ static size_t plain_run(ck *c, const gr_record *r, size_t n)
     ck_shadow *s = &c->sh[th->last_si];
     if (!ck_plain_state(th, s, gid))
         return 0;
+    /* In locals: the compiler cannot tell that the stores to the stack
+     * leave c and s alone. */
     const uint32_t *plain = c->plain_rules;
-    size_t k = 0, own = 0;
+    const uint8_t *owns = c->code.own;
+    size_t nowns = c->code.nown, k = 0, own = 0, depth = s->n;
+    ck_entry *e = s->e;
     for (; k < n; k++) {
         const gr_record *q = &r[k];
-        if (q->tid != tid || q->gid != gid || plain[q->tag] || !ck_plain_takes(s, q))
+        uint32_t code = q->code;
+        if (q->tid != tid || q->gid != gid || plain[q->tag] || !ck_plain_takes(e, depth, q))
             break;
-        if (q->tag == GR_CALL || q->tag == GR_C_CALL)
-            ck_push(s, q->code, q->tag == GR_C_CALL);
-        else
-            s->n--;
-        own += code_own(c, q->code);
+        if (code < nowns) {
+            own += owns[code];
+        } else {
+            own += code_own_slow(c, code);
+            owns = c->code.own; /* (grown) */
+            nowns = c->code.nown;
+        }
+        if (q->tag == GR_CALL || q->tag == GR_C_CALL) {
+            if (depth == s->cap) {
+                s->n = depth;
+                ck_push(s, code, q->tag == GR_C_CALL);
+                e = s->e;
+                depth = s->n;
+            } else {
+                e[depth++] = (ck_entry){.code = code, .is_c = q->tag == GR_C_CALL};
+            }
+        } else {
+            depth--;
+        }
     }
+    s->n = depth;
     if (k) {
         th->had_events = 1;
         c->cov.program_events += k - own;

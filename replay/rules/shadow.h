@@ -185,8 +185,8 @@ struct gr_checker {
         uint8_t *gen;       /* 1 a generator's or coroutine's code (META
                                generator) */
         size_t ngen;
-        uint8_t *own;       /* 0 not known yet, 1 the program's, 2
-                               greenreplay's own (gr_code_is_own) */
+        uint8_t *own;       /* by code id below nown: 1 greenreplay's own
+                               (gr_code_is_own), 0 the program's */
         size_t nown;
     } code;
     struct {                /* what notes report rather than violations */
@@ -318,8 +318,9 @@ static inline int ck_plain_state(const ck_thread *th, const ck_shadow *s, uint64
     return th->has_current && th->current == gid && !s->dead && !th->skip_mark_return;
 }
 
-/* The second part: r (of s's greenlet) is pushed or pops the top. */
-static inline int ck_plain_takes(const ck_shadow *s, const gr_record *r)
+/* The second part: r (of the greenlet whose shadow holds e[0..n)) is
+ * pushed or pops the top. */
+static inline int ck_plain_takes(const ck_entry *e, size_t n, const gr_record *r)
 {
     switch (r->tag) {
     case GR_CALL:
@@ -328,8 +329,7 @@ static inline int ck_plain_takes(const ck_shadow *s, const gr_record *r)
     case GR_RETURN:
     case GR_C_RETURN:
     case GR_C_EXCEPTION:
-        return s->n && s->e[s->n - 1].code == r->code &&
-               s->e[s->n - 1].is_c == (r->tag != GR_RETURN);
+        return n && e[n - 1].code == r->code && e[n - 1].is_c == (r->tag != GR_RETURN);
     default:
         return 0;
     }
