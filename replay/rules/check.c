@@ -657,28 +657,32 @@ static size_t plain_run(ck *c, const gr_record *r, size_t n)
     size_t nowns = c->code.nown, k = 0, own = 0, depth = s->n;
     ck_entry *e = s->e;
     for (; k < n; k++) {
+        /* plain (shadow.h): plain[tag] 0 is an event kind */
         const gr_record *q = &r[k];
         uint32_t code = q->code;
-        if (q->tid != tid || q->gid != gid || plain[q->tag] || !ck_plain_takes(e, depth, q))
+        unsigned tag = q->tag;
+        if (q->tid != tid || q->gid != gid || plain[tag])
             break;
+        if (ck_plain_pushes(tag)) {
+            if (depth == s->cap) {
+                s->n = depth;
+                ck_push(s, code, tag == GR_C_CALL);
+                e = s->e;
+                depth = s->n;
+            } else {
+                e[depth++] = (ck_entry){.code = code, .is_c = tag == GR_C_CALL};
+            }
+        } else if (depth && e[depth - 1].code == code && e[depth - 1].is_c == (tag != GR_RETURN)) {
+            depth--;
+        } else {
+            break;
+        }
         if (code < nowns) {
             own += owns[code];
         } else {
             own += code_own_slow(c, code);
             owns = c->code.own; /* (grown) */
             nowns = c->code.nown;
-        }
-        if (q->tag == GR_CALL || q->tag == GR_C_CALL) {
-            if (depth == s->cap) {
-                s->n = depth;
-                ck_push(s, code, q->tag == GR_C_CALL);
-                e = s->e;
-                depth = s->n;
-            } else {
-                e[depth++] = (ck_entry){.code = code, .is_c = q->tag == GR_C_CALL};
-            }
-        } else {
-            depth--;
         }
     }
     s->n = depth;

@@ -304,35 +304,24 @@ static inline void ck_push(ck_shadow *s, uint32_t code, int is_c)
     s->e[s->n++] = (ck_entry){.code = code, .is_c = (uint8_t)is_c};
 }
 
-/* Whether record r of thread th, attributed to shadow s, is plain (rule.h,
- * skips_plain): a profile event of the greenlet running on th, whose
- * shadow is alive, that the shadow takes as it is: a CALL or C_CALL
- * (pushed), or a RETURN, C_RETURN or C_EXCEPTION of the entry on top (the
- * same code and kind: popped), and not a C_RETURN that an unbracketed MARK
- * left to skip.  Most records of a trace are plain; ck_apply does nothing
- * else with one than the push or pop and th->had_events.  In two parts:
- * what th and s must be (the same for every record of a run on one
- * greenlet), and what r must be. */
+/* A record of thread th, attributed to shadow s, is plain (rule.h,
+ * skips_plain) when it is a profile event of the greenlet running on th,
+ * whose shadow is alive (ck_plain_state), that the shadow takes as it is:
+ * a CALL or C_CALL (pushed: ck_plain_pushes), or a RETURN, C_RETURN or
+ * C_EXCEPTION of the entry on top (the same code and kind: popped), and
+ * not a C_RETURN that an unbracketed MARK left to skip.  Most records of
+ * a trace are plain; ck_apply does nothing else with one than the push or
+ * pop and th->had_events.  (check.c, plain_run, tests it record by
+ * record.) */
 static inline int ck_plain_state(const ck_thread *th, const ck_shadow *s, uint64_t gid)
 {
     return th->has_current && th->current == gid && !s->dead && !th->skip_mark_return;
 }
 
-/* The second part: r (of the greenlet whose shadow holds e[0..n)) is
- * pushed or pops the top. */
-static inline int ck_plain_takes(const ck_entry *e, size_t n, const gr_record *r)
+/* Whether a plain record of kind tag pushes (else it pops). */
+static inline int ck_plain_pushes(unsigned tag)
 {
-    switch (r->tag) {
-    case GR_CALL:
-    case GR_C_CALL:
-        return 1;
-    case GR_RETURN:
-    case GR_C_RETURN:
-    case GR_C_EXCEPTION:
-        return n && e[n - 1].code == r->code && e[n - 1].is_c == (r->tag != GR_RETURN);
-    default:
-        return 0;
-    }
+    return tag == GR_CALL || tag == GR_C_CALL;
 }
 
 /* ---- per-rule storage ------------------------------------------------- */
