@@ -655,6 +655,14 @@ static int common_ends(const uint32_t *a, size_t na, const uint32_t *b, size_t n
     return 1;
 }
 
+int ck_same(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+{
+    const uint32_t *a, *b;
+    window(c, &na, &nb, real_cut, base_unknown, &a, &b);
+    size_t p, s;
+    return !common_ends(a, na, b, nb, &p, &s);
+}
+
 int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
 {
     const uint32_t *a, *b;

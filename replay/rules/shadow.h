@@ -396,7 +396,12 @@ int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
  * generator METAs; 0 in older traces). */
 int ck_code_is_generator(const ck *c, uint32_t code);
 
-/* Same answer, nothing appended. */
+/* ck_compare's answer, nothing appended. */
 int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
+
+/* Whether the compared windows are equal (ck_compare then finds nothing,
+ * notes nothing and appends nothing): a cheap test before a message is
+ * begun. */
+int ck_same(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
 
 #endif
