@@ -646,19 +646,86 @@ static int indexed(struct dec *d, uint8_t tag, gr_record *r)
     }
 }
 
+/* The fast path of read_records (format 1.2): the events of the chunk's
+ * context from d->p on, the bulk of a trace (FORMAT §4.1) - a one-byte
+ * cached event, or a context event whose code id is a one-byte varint -
+ * until another record, the end of the payload, or `stop` records.  Each
+ * record is written whole with one store of every field (no clearing
+ * first, no per-field calls); the cursor, the counts and the context are
+ * kept in locals (a store to a record could be to any of them, for all the
+ * compiler knows).  A record that would be an error here (an empty cache
+ * slot, code id 0 or undefined, the payload ending inside it) is left to
+ * the general decoder, which decodes it again from its tag and reports the
+ * error with its offset.  Returns 0, or a status (out of memory). */
+static int fast_events(gr_trace *t, struct dec *d, size_t stop)
+{
+    const uint8_t *p = d->p, *end = d->end;
+    const uint64_t tid = d->ctx.tid, gid = d->ctx.gid, first = t->first;
+    const uint8_t *base = d->base;
+    const size_t data = d->chunk_data;
+    const size_t ncodes = t->ncodes;
+    uint32_t *slots = d->ctx.code;
+    size_t nrecs = t->nrecs, cap = t->cap.recs;
+    gr_record *recs = t->recs;
+    while (p < end && nrecs < stop) {
+        uint8_t tag0 = *p;
+        const uint8_t *q = p + 1;
+        unsigned kind;
+        uint32_t code;
+        if (tag0 < GR_CACHED_BASE || tag0 >= GR_CTX_SWITCH)
+            break;
+        if (tag0 <= GR_CACHED_LAST) {
+            unsigned v = (unsigned)(tag0 - GR_CACHED_BASE);
+            kind = v / GR_CODE_SLOTS;
+            code = slots[v % GR_CODE_SLOTS];
+            if (!code)
+                break;
+        } else {
+            kind = (unsigned)(tag0 - GR_CTX_EVENT);
+            if (q >= end || *q >= 0x80 || *q == 0 || *q > ncodes)
+                break;
+            code = *q++;
+            slots[code % GR_CODE_SLOTS] = code;
+        }
+        if (nrecs == cap) {
+            t->nrecs = nrecs;
+            if (grow((void **)&t->recs, &t->cap.recs, nrecs + 1, sizeof *t->recs) < 0)
+                return no_memory(&t->err, t->name);
+            recs = t->recs;
+            cap = t->cap.recs;
+        }
+        /* (a struct literal is a `rep stos` of the whole record: a third
+         * of the time) */
+        gr_record *r = &recs[nrecs];
+        r->index = first + nrecs;
+        r->offset = data + (size_t)(p - base);
+        r->tid = tid;
+        r->gid = gid;
+        r->target = 0;
+        r->parent = 0;
+        r->flags = 0;
+        r->tracing = 0;
+        r->use_tracing = 0;
+        r->code = code;
+        r->label = 0;
+        r->depth = 0;
+        r->len = (uint32_t)(q - p);
+        r->stack = 0;
+        r->tag = (uint8_t)(GR_CALL + kind);
+        nrecs++;
+        p = q;
+    }
+    t->nrecs = nrecs;
+    d->p = p;
+    return 0;
+}
+
 /* Decode the records of the 'E' chunk payload being read (t->rd_*) from
  * its cursor on, until its end or until `limit` more indexed records
  * (a batch, gr_trace_set_batch); the cursor and the encoding state are
- * saved for the next call.
- *
- * Fast path (format 1.2): an event of the chunk's context, the bulk of a
- * trace (FORMAT §4.1) - a one-byte cached event, or a context event whose
- * code id is a one-byte varint - is decoded in the loop itself: its record
- * is written whole with one store of every field (no clearing first, no
- * per-field calls).  Anything else, and any fast-path record that would be
- * an error (no context yet, empty cache slot, code id 0 or undefined, the
- * chunk ending inside it), goes through the general decoder below, which
- * decodes it again from its tag and reports the error with its offset. */
+ * saved for the next call.  The events of the chunk's context go through
+ * fast_events; anything else, and those before the chunk has a context,
+ * through the general decoder below. */
 static int read_records(gr_trace *t, size_t limit)
 {
     struct dec d = {
@@ -668,51 +735,12 @@ static int read_records(gr_trace *t, size_t limit)
     const int compact_ok = t->minor >= 2;
     size_t stop = limit < SIZE_MAX - t->nrecs ? t->nrecs + limit : SIZE_MAX;
     while (d.p < d.end && t->nrecs < stop) {
-        const uint8_t *start = d.p;
-        uint8_t tag0 = *start;
-        if (compact_ok && tag0 >= GR_CACHED_BASE && tag0 < GR_CTX_SWITCH && d.ctx.tid) {
-            const uint8_t *q = start + 1;
-            unsigned kind;
-            uint32_t code;
-            if (tag0 <= GR_CACHED_LAST) {
-                unsigned v = (unsigned)(tag0 - GR_CACHED_BASE);
-                kind = v / GR_CODE_SLOTS;
-                code = d.ctx.code[v % GR_CODE_SLOTS];
-                if (!code)
-                    goto general;
-            } else {
-                kind = (unsigned)(tag0 - GR_CTX_EVENT);
-                if (q >= d.end || *q >= 0x80 || *q == 0 || *q > t->ncodes)
-                    goto general;
-                code = *q++;
-                d.ctx.code[code % GR_CODE_SLOTS] = code;
-            }
-            if (t->nrecs == t->cap.recs &&
-                grow((void **)&t->recs, &t->cap.recs, t->nrecs + 1, sizeof *t->recs) < 0)
-                return no_memory(&t->err, t->name);
-            /* Every field stored, none cleared first (a struct literal
-             * is a `rep stos` of the whole record: a third of the time). */
-            gr_record *r = &t->recs[t->nrecs];
-            r->index = t->first + t->nrecs;
-            r->offset = d.chunk_data + (size_t)(start - d.base);
-            r->tid = d.ctx.tid;
-            r->gid = d.ctx.gid;
-            r->target = 0;
-            r->parent = 0;
-            r->flags = 0;
-            r->tracing = 0;
-            r->use_tracing = 0;
-            r->code = code;
-            r->label = 0;
-            r->depth = 0;
-            r->len = (uint32_t)(q - start);
-            r->stack = 0;
-            r->tag = (uint8_t)(GR_CALL + kind);
-            t->nrecs++;
-            d.p = q;
-            continue;
+        if (compact_ok && d.ctx.tid) {
+            TRY(fast_events(t, &d, stop));
+            if (d.p == d.end || t->nrecs == stop)
+                break;
         }
-    general:
+        const uint8_t *start = d.p;
         d.roff = d.chunk_data + (size_t)(start - d.base);
         uint8_t tag = *d.p++;
         if (tag == GR_STRING)

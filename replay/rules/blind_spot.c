@@ -454,6 +454,8 @@ static void switch_stack(ck *c, const ck_event *e)
                    HOOK with GR_HOOK_UNANNOUNCED names the cause */
     const ck_shadow *s = &c->sh[e->st];
     size_t na = ck_shadow_py(c, s), nb = ck_record_py(c, r);
+    if (ck_same(c, na, nb, (r->flags & GR_SW_CUT) != 0, s->base_unknown))
+        return; /* (the common case: no message begun) */
     gr_sb_printf(&c->msg, "real stack of g%" PRIu64 " at %s differs from the profile events: ",
                  r->target, ck_kind_name(r));
     if (ck_compare(c, na, nb, (r->flags & GR_SW_CUT) != 0, s->base_unknown))

@@ -167,23 +167,29 @@ int gr_check_ground_truth(const gr_trace *t, const gr_record *r)
            r->tracing == 0;
 }
 
+static int code_own_slow(ck *c, uint32_t code);
+
 /* gr_code_is_own of code, cached by code id. */
-static int code_own(ck *c, uint32_t code)
+static inline int code_own(ck *c, uint32_t code)
 {
-    if (code < c->code.nown && c->code.own[code])
-        return c->code.own[code] == 2;
-    int own = gr_code_is_own(c->t, code);
-    if (code < (uint32_t)c->t->ncodes + 1) {
-        size_t n = c->code.nown;
-        if (code >= n) {
-            size_t cap = n;
-            c->code.own = gr_xgrow(c->code.own, &cap, (size_t)code + 1, 1);
-            memset(c->code.own + n, 0, cap - n);
-            c->code.nown = cap;
-        }
-        c->code.own[code] = own ? 2 : 1;
+    if (code < c->code.nown)
+        return c->code.own[code];
+    return code_own_slow(c, code);
+}
+
+/* code_own of a code past the cache: every code defined so far is added
+ * to it (one byte each). */
+static __attribute__((noinline)) int code_own_slow(ck *c, uint32_t code)
+{
+    size_t n = c->code.nown, want = c->t->ncodes + 1;
+    if (want > n) {
+        size_t cap = n;
+        c->code.own = gr_xgrow(c->code.own, &cap, want, 1);
+        for (size_t k = n; k < want; k++)
+            c->code.own[k] = (uint8_t)gr_code_is_own(c->t, (uint32_t)k);
+        c->code.nown = want;
     }
-    return own;
+    return code < c->code.nown ? c->code.own[code] : gr_code_is_own(c->t, code);
 }
 
 /* Coverage counts of record r (gr_coverage). */
@@ -530,22 +536,30 @@ void gr_check_sort(gr_check_result *res)
 /* ------------------------------------------------------- step by step */
 
 /* The rule of bit `bit` (c->kind_rules) looks at the kinds in `kinds`
- * (GR_KIND bits, 0 every kind). */
-static void set_kinds(ck *c, uint32_t bit, uint64_t kinds)
+ * (GR_KIND bits, 0 every kind), and at their plain records unless
+ * `skips` has their bit (rule.h). */
+static void set_kinds(ck *c, uint32_t bit, uint64_t kinds, uint64_t skips)
 {
     for (unsigned tag = 0; tag < 256; tag++) {
         unsigned b = tag - GR_FIRST_INDEXED;
-        if (!kinds || (tag >= GR_FIRST_INDEXED && b < 64 && ((kinds >> b) & 1)))
+        int in = tag >= GR_FIRST_INDEXED && b < 64;
+        if (!kinds || (in && ((kinds >> b) & 1)))
             c->kind_rules[tag] |= bit;
         else
             c->kind_rules[tag] &= ~bit;
+        if ((c->kind_rules[tag] & bit) && !(in && ((skips >> b) & 1)))
+            c->plain_rules[tag] |= bit;
+        else
+            c->plain_rules[tag] &= ~bit;
     }
 }
 
 void ck_rule_kinds(ck *c, enum gr_rule id, uint64_t kinds)
 {
     if ((int)id >= 0 && id < GR_NRULES && c->rule_bit[id])
-        set_kinds(c, c->rule_bit[id], kinds);
+        for (size_t k = 0; k < gr_rule_count; k++)
+            if (gr_rule_table[k]->id == id)
+                set_kinds(c, c->rule_bit[id], kinds, gr_rule_table[k]->skips_plain);
 }
 
 gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
@@ -562,15 +576,19 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res)
     c->cache.shcache = calloc(CK_SHCACHE, sizeof *c->cache.shcache);
     if (!c->cache.shcache)
         c->cache.shcache = gr_xrealloc(NULL, CK_SHCACHE * sizeof *c->cache.shcache); /* exits */
-    /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]). */
-    for (size_t k = 0; k < gr_rule_count && k < 32; k++) {
+    /* Per record kind, the rules that look at it (bit k: gr_rule_table[k]),
+     * and at its plain records. */
+    for (unsigned tag = 0; tag < 256; tag++)
+        if (tag < GR_CALL || tag > GR_C_EXCEPTION)
+            c->plain_rules[tag] = CK_NEVER_PLAIN;
+    for (size_t k = 0; k < gr_rule_count && k < 31; k++) {
         const gr_rule_ops *o = gr_rule_table[k];
         if (!o->on_record)
             continue;
         uint32_t bit = UINT32_C(1) << k;
         if ((int)o->id >= 0 && o->id < GR_NRULES)
             c->rule_bit[o->id] = bit;
-        set_kinds(c, bit, o->kinds);
+        set_kinds(c, bit, o->kinds, o->skips_plain);
     }
     for (size_t k = 0; k < gr_rule_count; k++)
         if (gr_rule_table[k]->init)
@@ -603,6 +621,80 @@ static void see_metas(ck *c)
     }
 }
 
+/* The thread ring after a run of k records r[0..k) of th (remember). */
+static void remember_run(ck_thread *th, const gr_record *r, size_t k)
+{
+    th->nseen += k;
+    for (size_t j = 0; j < k && j < CK_RING; j++) {
+        ck_ringent *e = &th->ring[(th->nseen - 1 - j) % CK_RING];
+        e->idx = (size_t)r[k - 1 - j].index;
+        e->own = 0;
+    }
+}
+
+/* Replay the run of plain records (shadow.h, ck_plain_state) at r[0..n)
+ * that no rule wants, on the thread and greenlet of the record before
+ * them (their caches), with no HOOK made in the program's trace function
+ * pending on the thread (ck_thread.intrace): what one_record would do with
+ * each, without a ck_event and the rule table.  Returns how many were
+ * replayed (0: r is not one). */
+static size_t plain_run(ck *c, const gr_record *r, size_t n)
+{
+    if (c->plain_rules[r->tag] || c->cache.last_th >= c->nth)
+        return 0;
+    ck_thread *th = &c->th[c->cache.last_th];
+    uint64_t tid = r->tid, gid = r->gid;
+    if (th->tid != tid || th->last_gid != gid || th->last_si == SIZE_MAX || th->want_next ||
+        th->intrace)
+        return 0;
+    ck_shadow *s = &c->sh[th->last_si];
+    if (!ck_plain_state(th, s, gid))
+        return 0;
+    /* In locals: the compiler cannot tell that the stores to the stack
+     * leave c and s alone. */
+    const uint32_t *plain = c->plain_rules;
+    const uint8_t *owns = c->code.own;
+    size_t nowns = c->code.nown, k = 0, own = 0, depth = s->n;
+    ck_entry *e = s->e;
+    for (; k < n; k++) {
+        /* plain (shadow.h): plain[tag] 0 is an event kind */
+        const gr_record *q = &r[k];
+        uint32_t code = q->code;
+        unsigned tag = q->tag;
+        if (q->tid != tid || q->gid != gid || plain[tag])
+            break;
+        if (ck_plain_pushes(tag)) {
+            if (depth == s->cap) {
+                s->n = depth;
+                ck_push(s, code, tag == GR_C_CALL);
+                e = s->e;
+                depth = s->n;
+            } else {
+                e[depth++] = (ck_entry){.code = code, .is_c = tag == GR_C_CALL};
+            }
+        } else if (depth && e[depth - 1].code == code && e[depth - 1].is_c == (tag != GR_RETURN)) {
+            depth--;
+        } else {
+            break;
+        }
+        if (code < nowns) {
+            own += owns[code];
+        } else {
+            own += code_own_slow(c, code);
+            owns = c->code.own; /* (grown) */
+            nowns = c->code.nown;
+        }
+    }
+    s->n = depth;
+    if (k) {
+        th->had_events = 1;
+        c->cov.program_events += k - own;
+        remember_run(th, r, k);
+        c->cmp_index = r[k - 1].index;
+    }
+    return k;
+}
+
 void gr_checker_advance(gr_checker *c, size_t end)
 {
     const gr_trace *t = c->t;
@@ -612,8 +704,29 @@ void gr_checker_advance(gr_checker *c, size_t end)
         see_metas(c);
     if (c->pos < t->first) /* records already dropped: cannot happen when used as documented */
         c->pos = end > t->first ? (size_t)t->first : end;
-    while (c->pos < end)
-        one_record(c, &t->recs[c->pos++ - t->first]);
+    const gr_record *recs = t->recs;
+    size_t first = (size_t)t->first, pos = c->pos;
+    while (pos < end) {
+        const gr_record *r = &recs[pos - first];
+        /* (split.h: before a range every record goes to the rules) */
+        size_t k = c->split.prefix ? 0 : plain_run(c, r, end - pos);
+        if (k) {
+            pos += k;
+            continue;
+        }
+        c->pos = ++pos;
+        one_record(c, r);
+    }
+    c->pos = pos;
+}
+
+void gr_checker_plain(gr_checker *c, int on)
+{
+    for (unsigned tag = GR_CALL; tag <= GR_C_EXCEPTION; tag++) {
+        c->plain_rules[tag] &= ~CK_NEVER_PLAIN;
+        if (!on)
+            c->plain_rules[tag] |= CK_NEVER_PLAIN;
+    }
 }
 
 void gr_checker_keep_dead(gr_checker *c, int keep)
@@ -739,6 +852,8 @@ size_t gr_checker_finish(gr_checker *c)
     for (size_t i = 0; i < c->nsh; i++)
         free(c->sh[i].e);
     free(c->sh);
+    for (size_t i = 0; i < c->cache.nspare; i++)
+        free(c->cache.spare[i].e);
     free(c->code.gen);
     for (size_t i = 0; i < c->nth; i++)
         for (int k = 0; k < CK_RING; k++)

@@ -290,6 +290,13 @@ gr_checker *gr_checker_new(const gr_trace *t, gr_check_result *res);
  * fuzz target compare the two.  Call before the first record. */
 void gr_checker_keep_dead(gr_checker *c, int keep);
 
+/* on 0: replay every record through the rules of its kind, one by one;
+ * 1, the default: replay a plain record (a profile event that the running
+ * greenlet's shadow takes as it is, rule.h) that no rule wants without
+ * them.  The verdicts, notes and coverage are the same either way: tests
+ * and the fuzz target compare the two.  Call before the first record. */
+void gr_checker_plain(gr_checker *c, int on);
+
 /* Replay the records from the current position up to, not including,
  * index `end` (clamped to the number of records read, gr_trace_count); a
  * smaller `end` does nothing.  Afterwards the shadows reflect records

@@ -200,6 +200,8 @@ const gr_rule_ops gr_rule_imbalance = {
     .id = GR_RULE_IMBALANCE,
     .kinds = GR_KIND(GR_RETURN) | GR_KIND(GR_C_RETURN) | GR_KIND(GR_C_EXCEPTION) |
              GR_KIND(GR_DEAD) | GR_KIND(GR_STACK),
+    /* a plain return matches the shadow top */
+    .skips_plain = GR_KIND(GR_RETURN) | GR_KIND(GR_C_RETURN) | GR_KIND(GR_C_EXCEPTION),
     .on_record = on_record,
     .finish = finish,
     .stateless = 1, /* reads the shadows only */

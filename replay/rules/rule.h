@@ -36,7 +36,14 @@
  *              (may be NULL: never).
  * `kinds` is the set of record kinds the rule looks at (GR_KIND(tag) bits;
  * 0: every kind): the engine calls a rule only for those, which keeps the
- * per-record cost to the rules that have something to check.  A rule that
+ * per-record cost to the rules that have something to check.  Of those,
+ * `skips_plain` are the profile event kinds whose plain records (shadow.h,
+ * ck_plain: an event of the running, live greenlet that its shadow takes
+ * as it is) the rule finds nothing in: the engine does not call it for
+ * them, and replays a plain record no rule wants without building its
+ * ck_event (check.c).  A rule may say so only when on_record adds nothing
+ * and keeps nothing for such a record; the unit tests and the fuzz target
+ * compare every report with one made without this (gr_checker_plain).  A rule that
  * must see a thread's very next record whatever its kind (a MARK waiting
  * for its C_RETURN) asks for it with ck_want_next (shadow.h).
  * Violations are added with ck_violate / ck_violate_lines under the rule's
@@ -63,6 +70,8 @@
 typedef struct gr_rule_ops {
     enum gr_rule id;
     uint64_t kinds;     /* record kinds on_record wants (GR_KIND bits), 0 all */
+    uint64_t skips_plain; /* of the profile event kinds, those whose plain
+                             records on_record need not see */
     void (*init)(ck *c);
     void (*on_record)(ck *c, const ck_event *e);
     void (*finish)(ck *c);

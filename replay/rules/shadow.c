@@ -35,6 +35,11 @@ static size_t new_shadow(ck *c, uint64_t tid, uint64_t gid)
         i = c->nsh++;
     }
     memset(&c->sh[i], 0, sizeof c->sh[i]);
+    if (c->cache.nspare) {
+        const ck_spare *sp = &c->cache.spare[--c->cache.nspare];
+        c->sh[i].e = sp->e;
+        c->sh[i].cap = sp->cap;
+    }
     c->sh[i].tid = tid;
     c->sh[i].gid = gid;
     c->sh[i].base_unknown = 1;
@@ -79,6 +84,19 @@ size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid)
         ck_tomb_set_multi(&c->tomb, gid);
     }
     return i;
+}
+
+void ck_drop_stack(ck *c, ck_shadow *s)
+{
+    if (s->e && s->cap <= CK_SPARE_CAP && c->cache.nspare < CK_SPARE) {
+        c->cache.spare[c->cache.nspare].e = s->e;
+        c->cache.spare[c->cache.nspare++].cap = s->cap;
+    } else {
+        free(s->e);
+    }
+    s->e = NULL;
+    s->cap = 0;
+    s->n = 0;
 }
 
 void ck_bury(ck *c, size_t si, size_t th_slot)
@@ -139,13 +157,6 @@ int ck_find_shadow(const ck *c, uint64_t tid, uint64_t gid, size_t *si)
     return gr_idmap_get(&c->shmap, tid, gid, si);
 }
 
-static inline void push(ck_shadow *s, uint32_t code, int is_c)
-{
-    if (s->n == s->cap)
-        s->e = gr_xgrow(s->e, &s->cap, s->n + 1, sizeof *s->e);
-    s->e[s->n++] = (ck_entry){.code = code, .is_c = (uint8_t)is_c};
-}
-
 size_t ck_innermost_py(const ck_shadow *s)
 {
     for (size_t k = s->n; k > 0; k--)
@@ -187,7 +198,7 @@ static void seed(ck *c, ck_shadow *s, const gr_record *r)
     const uint32_t *ids = gr_record_stack(c->t, r);
     s->n = 0;
     for (uint32_t k = 0; k < r->depth; k++)
-        push(s, ids[k], ck_code_is_c(c->t, ids[k]));
+        ck_push(s, ids[k], ck_code_is_c(c->t, ids[k]));
     for (uint32_t k = 0; k < r->depth; k++) {
         ck_entry *e = &s->e[k];
         e->seed = CK_SEED;
@@ -208,7 +219,7 @@ static void reseed(ck *c, ck_shadow *s, const gr_record *r)
     s->n = 0;
     for (uint32_t k = 0; k < r->depth; k++)
         if (!ck_code_is_c(c->t, ids[k]))
-            push(s, ids[k], 0);
+            ck_push(s, ids[k], 0);
     for (size_t k = 0; k < s->n; k++) {
         s->e[k].seed = CK_RESEED;
         s->e[k].gap_ok = 1;
@@ -277,7 +288,7 @@ void ck_apply(ck *c, const ck_event *e)
         th->had_events = 1;
         running(th, r);
         undead(c, e->si);
-        push(&c->sh[e->si], r->code, r->tag == GR_C_CALL);
+        ck_push(&c->sh[e->si], r->code, r->tag == GR_C_CALL);
         break;
     case GR_RETURN:
     case GR_C_RETURN:
@@ -332,10 +343,7 @@ void ck_apply(ck *c, const ck_event *e)
         ck_shadow *s = &c->sh[e->si];
         /* A dead greenlet keeps only its small record (for a record after
          * its DEAD, and coverage): its stack's memory goes back. */
-        free(s->e);
-        s->e = NULL;
-        s->cap = 0;
-        s->n = 0;
+        ck_drop_stack(c, s);
         s->dead = 1;
         s->dead_index = r->index;
         break;
@@ -645,6 +653,14 @@ static int common_ends(const uint32_t *a, size_t na, const uint32_t *b, size_t n
     *pp = p;
     *ps = s;
     return 1;
+}
+
+int ck_same(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown)
+{
+    const uint32_t *a, *b;
+    window(c, &na, &nb, real_cut, base_unknown, &a, &b);
+    size_t p, s;
+    return !common_ends(a, na, b, nb, &p, &s);
 }
 
 int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown)

@@ -139,6 +139,18 @@ typedef struct ck_shcache {
 } ck_shcache;
 #define CK_SHCACHE 4096 /* entries, a power of two: 96 KB */
 
+/* A dead greenlet's stack memory, kept for a new shadow: a trace with a
+ * greenlet per task makes a new shadow about every hundred records, and
+ * its stack would otherwise grow from nothing (8, 16, 32 ... entries)
+ * each time.  At most CK_SPARE of them, of at most CK_SPARE_CAP entries:
+ * 512 KB. */
+typedef struct ck_spare {
+    ck_entry *e;
+    size_t cap;
+} ck_spare;
+#define CK_SPARE 64
+#define CK_SPARE_CAP 1024
+
 struct gr_checker {
     const gr_trace *t;
     gr_check_result *res;
@@ -173,8 +185,8 @@ struct gr_checker {
         uint8_t *gen;       /* 1 a generator's or coroutine's code (META
                                generator) */
         size_t ngen;
-        uint8_t *own;       /* 0 not known yet, 1 the program's, 2
-                               greenreplay's own (gr_code_is_own) */
+        uint8_t *own;       /* by code id below nown: 1 greenreplay's own
+                               (gr_code_is_own), 0 the program's */
         size_t nown;
     } code;
     struct {                /* what notes report rather than violations */
@@ -205,6 +217,10 @@ struct gr_checker {
     } split;
     uint32_t kind_rules[256]; /* by record tag: the rules (bit k: gr_rule_table[k])
                                  whose on_record wants that kind (rule.h) */
+    uint32_t plain_rules[256]; /* by record tag: those of kind_rules that want
+                                 its plain records too (rule.h, skips_plain);
+                                 CK_NEVER_PLAIN for a tag that is no profile
+                                 event, or with plain replay off */
     uint32_t rule_bit[GR_NRULES]; /* by rule id: its bit in kind_rules, 0 none */
     ck_tomb tomb;           /* what is kept of freed dead greenlets, and
                                which gids were seen (tomb.h) */
@@ -215,8 +231,14 @@ struct gr_checker {
         size_t *free_si;    /* indices of freed shadows, for reuse */
         size_t nfree, cap_free;
         uint64_t nseq;      /* shadows created (ck_shadow.seq) */
+        ck_spare spare[CK_SPARE]; /* stacks of dead greenlets, for new
+                               shadows (ck_get_shadow) */
+        size_t nspare;
     } cache;
 };
+
+/* plain_rules bit of a tag whose records are never plain. */
+#define CK_NEVER_PLAIN (UINT32_C(1) << 31)
 
 /* Whether rule `id` sees the next record of thread th whatever its kind
  * (on: 1), or only the kinds it declared (on: 0), rule.h. */
@@ -239,6 +261,10 @@ ck_thread *ck_get_thread(ck *c, uint64_t tid);
  * (ck_bury; still dead: the record that names it is reported).  Indices
  * stay valid while the shadow lives; pointers only until the next call. */
 size_t ck_get_shadow(ck *c, uint64_t tid, uint64_t gid);
+
+/* Release the stack of shadow s (its greenlet died): kept as a spare, or
+ * freed. */
+void ck_drop_stack(ck *c, ck_shadow *s);
 
 /* Free shadow si (dead; its gid not 0, never on two threads) of thread
  * slot th_slot: its facts go to the tomb (tomb.h), its index to the free
@@ -269,6 +295,34 @@ int ck_unseen_takeover(const ck *c, const ck_event *e);
  * push, pop and resync shadows, seed and reseed them, the running
  * greenlet, DEAD, STOP. */
 void ck_apply(ck *c, const ck_event *e);
+
+/* Push an entry on shadow s. */
+static inline void ck_push(ck_shadow *s, uint32_t code, int is_c)
+{
+    if (s->n == s->cap)
+        s->e = gr_xgrow(s->e, &s->cap, s->n + 1, sizeof *s->e);
+    s->e[s->n++] = (ck_entry){.code = code, .is_c = (uint8_t)is_c};
+}
+
+/* A record of thread th, attributed to shadow s, is plain (rule.h,
+ * skips_plain) when it is a profile event of the greenlet running on th,
+ * whose shadow is alive (ck_plain_state), that the shadow takes as it is:
+ * a CALL or C_CALL (pushed: ck_plain_pushes), or a RETURN, C_RETURN or
+ * C_EXCEPTION of the entry on top (the same code and kind: popped), and
+ * not a C_RETURN that an unbracketed MARK left to skip.  Most records of
+ * a trace are plain; ck_apply does nothing else with one than the push or
+ * pop and th->had_events.  (check.c, plain_run, tests it record by
+ * record.) */
+static inline int ck_plain_state(const ck_thread *th, const ck_shadow *s, uint64_t gid)
+{
+    return th->has_current && th->current == gid && !s->dead && !th->skip_mark_return;
+}
+
+/* Whether a plain record of kind tag pushes (else it pops). */
+static inline int ck_plain_pushes(unsigned tag)
+{
+    return tag == GR_CALL || tag == GR_C_CALL;
+}
 
 /* ---- per-rule storage ------------------------------------------------- */
 
@@ -342,7 +396,12 @@ int ck_compare(ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
  * generator METAs; 0 in older traces). */
 int ck_code_is_generator(const ck *c, uint32_t code);
 
-/* Same answer, nothing appended. */
+/* ck_compare's answer, nothing appended. */
 int ck_differs(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
+
+/* Whether the compared windows are equal (ck_compare then finds nothing,
+ * notes nothing and appends nothing): a cheap test before a message is
+ * begun. */
+int ck_same(const ck *c, size_t na, size_t nb, int real_cut, int base_unknown);
 
 #endif

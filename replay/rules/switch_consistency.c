@@ -62,10 +62,9 @@ static void on_record(ck *c, const ck_event *e)
         break;
     case GR_SWITCH:
     case GR_THROW: {
-        const char *k = ck_kind_name(r);
         if (th->has_current && th->current != r->gid) {
             gr_sb_printf(&c->msg, "%s from g%" PRIu64 " but g%" PRIu64 " is running on t%" PRIu64,
-                         k, r->gid, th->current, r->tid);
+                         ck_kind_name(r), r->gid, th->current, r->tid);
             ck_violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->gid);
         }
         /* A continued switch (FORMAT §4, state bit 9) claims the target
@@ -73,7 +72,7 @@ static void on_record(ck *c, const ck_event *e)
         const ck_shadow *ts = &c->sh[e->st];
         if ((r->flags & GR_SW_CONTINUED) && (!ts->n || !ts->e[ts->n - 1].is_c)) {
             gr_sb_printf(&c->msg, "continued %s to g%" PRIu64 ", which was not suspended in a C call "
-                                  "(its shadow top: ", k, r->target);
+                                  "(its shadow top: ", ck_kind_name(r), r->target);
             if (ts->n)
                 ck_code_name(c, ts->e[ts->n - 1].code);
             else
@@ -85,8 +84,8 @@ static void on_record(ck *c, const ck_event *e)
         check_alive(c, r, th, e->si, r->gid);
         /* (a switch to itself: the origin's report covers the target) */
         if (c->sh[e->st].dead && !(e->st == e->si && origin_dead)) {
-            gr_sb_printf(&c->msg, "%s to g%" PRIu64 " after its DEAD at event %" PRIu64, k,
-                         r->target, c->sh[e->st].dead_index);
+            gr_sb_printf(&c->msg, "%s to g%" PRIu64 " after its DEAD at event %" PRIu64,
+                         ck_kind_name(r), r->target, c->sh[e->st].dead_index);
             ck_violate(c, GR_RULE_SWITCH_CONSISTENCY, r, th, r->target);
         }
         break;
@@ -177,6 +176,8 @@ const gr_rule_ops gr_rule_switch_consistency = {
     .kinds = GR_KINDS_EVENTS | GR_KIND(GR_MARK) | GR_KIND(GR_GREENLET) | GR_KIND(GR_DEAD) |
              GR_KIND(GR_START) | GR_KIND(GR_STOP) | GR_KIND(GR_STACK) | GR_KIND(GR_SWITCH) |
              GR_KIND(GR_THROW),
+    /* a plain event comes from the running greenlet, which is alive */
+    .skips_plain = GR_KINDS_EVENTS,
     .on_record = on_record,
     .finish = finish,
     .report = report,

@@ -13,11 +13,13 @@
 #   - `script` on a 1 M-event trace (it holds the program's shape whole):
 #     peak memory, bytes per record scaled to 100 M events, records/s;
 # each printed with its goal (check on a 100 M-event trace under
-# 300 MB and at 30 M events/s or more; dump at 10 M events/s or more;
-# diff under 300 MB and at 10 M records/s or more).
+# 300 MB and at 100 M events/s or more, single-threaded; dump at 10 M
+# events/s or more; diff under 300 MB and at 10 M records/s or more),
+# and whether it was met.
 # events/s is records / wall time; the CPU time (user+sys) is printed
-# beside it, since this machine is shared.  A benchmark: it prints figures
-# and asserts nothing (exit 0 unless a step fails to run).
+# beside it, since this machine is shared: a rate goal missed in wall time
+# but met in CPU time says so, with the load average.  A benchmark: it
+# prints figures and asserts nothing (exit 0 unless a step fails to run).
 #
 # The trace is cached in ~/.cache/greenreplay/bench/synth-EVENTS-WORKERS-HASH.grt
 # (made once, never committed; remove the directory to free the space).
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
         --events) EVENTS=$2; shift 2 ;;
         --workers) WORKERS=$2; shift 2 ;;
         --cli) CLI=$2; shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "replay_cost.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
 done
@@ -75,19 +77,27 @@ verdict=$("$CLI" check -q "$trace" 2>&1 | head -1 || true)
 calc() { awk "BEGIN { print $1 }"; }
 printf 'replay: %s records, %s bytes (%.2f bytes/record), %s\n' "$records" "$bytes" \
     "$(calc "$bytes / $records")" "$verdict"
-printf 'machine: %s, %s CPUs; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"
+load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
+printf 'machine: %s, %s CPUs, load average %s; %s\n' "$(uname -m)" "$(nproc)" "$(load)" \
+    "$(date -u +%Y-%m-%d)"
 line() { # NAME GOAL_MB GOAL_MEVS wall cpu kb
     local name=$1 goal_mb=$2 goal_rate=$3 wall=$4 cpu=$5 kb=$6
-    local mb rate crate
+    local mb rate crate mem_goal rate_goal
     mb=$(calc "$kb / 1024")
     rate=$(calc "$records / $wall / 1000000")
     crate=$(calc "$records / ($cpu > 0 ? $cpu : 0.001) / 1000000")
+    mem_goal=""
+    [ "$goal_mb" = - ] ||
+        mem_goal=" (goal < $goal_mb MB: $(awk "BEGIN { print ($mb < $goal_mb ? \"met\" : \"missed\") }"))"
+    rate_goal=""
+    [ "$goal_rate" = - ] ||
+        rate_goal=" (goal >= $goal_rate M/s: $(awk "BEGIN { w = $rate >= $goal_rate; c = $crate >= $goal_rate;
+            print (w ? \"met\" : c ? \"missed in wall time, met in CPU time (load average $(load))\" : \"missed\") }"))"
     printf '  %-6s peak %7.1f MB%s  %6.1f M events/s (wall %.2f s; %.1f M/s of CPU, %.2f s)%s\n' \
-        "$name" "$mb" "$( [ "$goal_mb" = - ] && echo "" || echo " (goal < $goal_mb MB)")" \
-        "$rate" "$wall" "$crate" "$cpu" "$( [ "$goal_rate" = - ] && echo "" || echo " (goal >= $goal_rate M/s)")"
+        "$name" "$mb" "$mem_goal" "$rate" "$wall" "$crate" "$cpu" "$rate_goal"
 }
 read -r w c k < <(measure "$CLI" check "$trace")
-line check 300 30 "$w" "$c" "$k"
+line check 300 100 "$w" "$c" "$k"
 read -r w c k < <(measure "$CLI" stats "$trace")
 line stats - - "$w" "$c" "$k"
 read -r w c k < <(measure "$CLI" dump "$trace")
