@@ -17,6 +17,7 @@
 
 #include "threads.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,79 @@ static void read_version(gr_recorder *r, PyObject *pkg, PyObject *cmod)
     const char *s = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
     PyErr_Clear();
     snprintf(r->gl_api.version, sizeof r->gl_api.version, "%s", s ? s : "unknown");
+}
+
+/* The version in greenlet package's __init__.py (path), read as text:
+ * its line `__version__ = '3.1.1'`.  1 if found (into out), else 0. */
+static int version_in_source(const char *path, char *out, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "__version__", 11) != 0)
+            continue;
+        char *q = strpbrk(line, "'\"");
+        char *e = q ? strchr(q + 1, *q) : NULL;
+        if (e && e - q - 1 > 0 && (size_t)(e - q - 1) < n) {
+            snprintf(out, n, "%.*s", (int)(e - q - 1), q + 1);
+            found = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* The version in the name of greenlet's metadata directory in dir
+ * (greenlet-0.4.17.egg-info, greenlet-3.1.1.dist-info,
+ * greenlet-1.1.2-py3.9.egg-info).  1 if found (into out), else 0. */
+static int version_in_dir(const char *dir, char *out, size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int found = 0;
+    while (d && !found && (de = readdir(d))) {
+        const char *v = de->d_name;
+        if (strncmp(v, "greenlet-", 9) != 0 || !(strstr(v, ".egg-info") || strstr(v, ".dist-info")))
+            continue;
+        v += 9;
+        size_t len = strcspn(v, "-");
+        const char *suffix = strstr(v, ".egg-info") ? strstr(v, ".egg-info") : strstr(v, ".dist-info");
+        if ((size_t)(suffix - v) < len)
+            len = (size_t)(suffix - v);
+        if (len > 0 && len < n) {
+            snprintf(out, n, "%.*s", (int)len, v);
+            found = 1;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+void gr_greenlet_spec_version(gr_recorder *r, PyObject *spec)
+{
+    char *v = r->gl_api.version;
+    size_t n = sizeof r->gl_api.version;
+    snprintf(v, n, "unknown");
+    PyObject *origin = spec ? PyObject_GetAttrString(spec, "origin") : NULL;
+    const char *o = origin && PyUnicode_Check(origin) ? PyUnicode_AsUTF8(origin) : NULL;
+    size_t len = o ? strlen(o) : 0;
+    if (o && len < 4096) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", o);
+        char *slash = strrchr(dir, '/');
+        int pkg = slash && strcmp(slash + 1, "__init__.py") == 0;
+        if (!(pkg && version_in_source(o, v, n)) && slash) {
+            *slash = '\0';                /* the module's directory ... */
+            if (pkg && (slash = strrchr(dir, '/')))
+                *slash = '\0';            /* ... or the package's */
+            (void)version_in_dir(dir, v, n);
+        }
+    }
+    Py_XDECREF(origin);
+    PyErr_Clear();
 }
 
 int gr_greenlet_resolve(gr_recorder *r)
@@ -113,11 +187,16 @@ void gr_greenlet_import_event(gr_recorder *r, PyObject *args)
 void gr_greenlet_watch(gr_recorder *r, gr_thread *t)
 {
     GR_EXC_SAVE(saved);
+    char before[sizeof r->gl_api.version];
+    memcpy(before, r->gl_api.version, sizeof before);
     if (gr_greenlet_resolve(r)) {
         r->gl_api.lazy = 0;
         r->gl_api.watch = 0;
-        uint64_t f[2] = {gr_string_id(r, "greenlet"), gr_string_id(r, r->gl_api.version)};
-        gr_emit(r, GR_META, 2, f);
+        if (strcmp(before, r->gl_api.version) != 0) {
+            /* Not the greenlet its files named at start(). */
+            uint64_t f[2] = {gr_string_id(r, "greenlet"), gr_string_id(r, r->gl_api.version)};
+            gr_emit(r, GR_META, 2, f);
+        }
         /* Callback mode: every thread that waits installs its callback at
          * its next event (gr_thread_path sends it the general way). */
         PyObject *threads = r->follow.threads;

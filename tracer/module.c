@@ -249,8 +249,9 @@ static void import_greenlet(gr_recorder *r)
 
 /* Whether greenlet can be imported: its spec asked of the import system's
  * finders (importlib's own _find_spec: no audit event, no module loaded),
- * and the path finders put back as before. */
-static int greenlet_findable(void)
+ * and the path finders put back as before.  Its version, read from its
+ * files, goes into r->gl_api.version. */
+static int greenlet_findable(gr_recorder *r)
 {
     PyObject *finders = finder_states();
     PyErr_Clear();
@@ -259,6 +260,8 @@ static int greenlet_findable(void)
     Py_XDECREF(name);
     PyObject *spec = boot ? PyObject_CallMethod(boot, "_find_spec", "sO", "greenlet", Py_None) : NULL;
     int found = spec && spec != Py_None;
+    if (found)
+        gr_greenlet_spec_version(r, spec);
     Py_XDECREF(spec);
     Py_XDECREF(boot);
     PyErr_Clear();
@@ -279,7 +282,7 @@ static void start_greenlet(gr_recorder *r, int profile)
     if (!profile)
         import_greenlet(r);
     else
-        r->gl_api.lazy = greenlet_findable();
+        r->gl_api.lazy = greenlet_findable(r);
 }
 
 /* ---- sys.setprofile while recording (profile_slot.c) ---------------------- */
@@ -622,10 +625,8 @@ static void start_emit_meta(gr_recorder *r, const start_opts *o)
     version[strcspn(version, " ")] = '\0';
     emit_meta(r, "python", version);
     emit_meta(r, "implementation", "cpython");
-    /* Waiting for the program's import of greenlet: written then
-     * (gl_load.c), or as "none" at stop. */
-    if (!r->gl_api.lazy)
-        emit_meta(r, "greenlet", r->greenlet_mod ? r->gl_api.version : "none");
+    /* Loaded, or waited for (the version its files name, gl_load.c). */
+    emit_meta(r, "greenlet", r->greenlet_mod || r->gl_api.lazy ? r->gl_api.version : "none");
     if (!o->profile)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", o->callback_mode ? "callback" : "passive");
@@ -1131,8 +1132,6 @@ static gr_thread *stop_this_thread(gr_recorder *r)
         gr_thread_first_sight(r, me, stop_top(r), stop_c(r), 1);
     if (r->gl_api.watch)
         gr_greenlet_watch(r, me);
-    if (r->gl_api.lazy)
-        emit_meta(r, "greenlet", "none"); /* the program never imported it */
     if (me && r->greenlet_mod && !me->gl_pending) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != me->cur_g)
