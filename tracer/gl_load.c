@@ -15,14 +15,13 @@
  */
 #include "gl_load.h"
 
-#include "threads.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
 /* Give up a watch after this many events without greenlet's C module (an
- * import of greenlet that failed): its thread goes back to its fast path. */
+ * import of greenlet that failed): the threads go back to their fast path. */
 #define GR_WATCH_EVENTS 100000
 
 /* The loaded module `name` from sys.modules (borrowed), or NULL. */
@@ -167,6 +166,14 @@ int gr_greenlet_resolve(gr_recorder *r)
     return 1;
 }
 
+/* gr_thread_path for every thread of recording r. */
+static void all_paths(gr_recorder *r)
+{
+    PyObject *threads = r->follow.threads;
+    for (Py_ssize_t i = 0; threads && i < PyList_GET_SIZE(threads); i++)
+        gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(threads, i));
+}
+
 void gr_greenlet_import_event(gr_recorder *r, PyObject *args)
 {
     PyObject *name = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
@@ -179,9 +186,7 @@ void gr_greenlet_import_event(gr_recorder *r, PyObject *args)
         return;
     r->gl_api.watch = 1;
     r->gl_api.watch_events = 0;
-    /* The importing thread's events go the general way, which looks. */
-    if (gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->tid)
-        gr_tls.thread->slow_path = GR_PATH_SLOW;
+    all_paths(r); /* every thread's events go the general way, which looks */
 }
 
 void gr_greenlet_watch(gr_recorder *r, gr_thread *t)
@@ -199,15 +204,12 @@ void gr_greenlet_watch(gr_recorder *r, gr_thread *t)
         }
         /* Callback mode: every thread that waits installs its callback at
          * its next event (gr_thread_path sends it the general way). */
-        PyObject *threads = r->follow.threads;
-        for (Py_ssize_t i = 0; threads && i < PyList_GET_SIZE(threads); i++)
-            gr_thread_path(r, (gr_thread *)PyList_GET_ITEM(threads, i));
+        all_paths(r);
         if (t && t->tid && t->gl_pending)
             gr_thread_touch(r, t); /* the thread that imported greenlet */
     } else if (++r->gl_api.watch_events > GR_WATCH_EVENTS) {
         r->gl_api.watch = 0;
-        if (t)
-            gr_thread_path(r, t);
+        all_paths(r);
     }
     if (PyErr_Occurred())
         gr_swallow(r);

@@ -450,13 +450,14 @@ typedef struct gr_recorder {
 #define GR_PATH_SLOW 2
 
 /* Set t->slow_path (t of recording r) after a change of t->tid,
- * t->gl_pending or r->any_chain. */
+ * t->gl_pending, r->any_chain or r->gl_api.watch. */
 static inline void gr_thread_path(const gr_recorder *r, gr_thread *t)
 {
-    /* Callback mode: a thread that waited for the program's import of
-     * greenlet (gl_load.c) installs its callback at its next event. */
+    /* While greenlet's import is watched for, every event looks for it;
+     * callback mode: a thread that waited for the program's import of
+     * greenlet installs its callback at its next event (gl_load.c). */
     int wait = r->sw.callback_mode && r->greenlet_mod ? GR_PATH_SLOW : GR_PATH_PENDING;
-    t->slow_path = !t->tid || r->any_chain ? GR_PATH_SLOW : t->gl_pending ? wait : 0;
+    t->slow_path = !t->tid || r->any_chain || r->gl_api.watch ? GR_PATH_SLOW : t->gl_pending ? wait : 0;
 }
 
 /* The one active recording, or NULL. */
