@@ -15,7 +15,6 @@
  */
 #include "gl_load.h"
 
-
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>

@@ -24,9 +24,10 @@ void gr_greenlet_import_event(gr_recorder *r, PyObject *args);
 
 /* The watch (r->gl_api.watch), at an event of thread t (may be NULL):
  * once greenlet's C module is loaded, its API is resolved (a META
- * greenlet record written if its version is not the one start() wrote),
- * and the threads that wait move on (t, the
- * importing thread, asks greenlet now).  Never raises. */
+ * greenlet record written if its version is not the one start() wrote)
+ * and the threads that wait move on: t asks greenlet now, the others at
+ * their first event in greenlet's code (passive mode) or at their next
+ * event (callback mode).  Never raises. */
 void gr_greenlet_watch(gr_recorder *r, gr_thread *t);
 
 #endif
