@@ -7,13 +7,15 @@
  * thread's next event; the recorder's own slot changes raise no event the
  * program's hooks see (slots.c): the recorder stays invisible
  * (docs/RECORDER.md, invariant 2).  The same hook hears thread starts
- * (follow.c) and an uncaught exception (whole-program mode stops there).
+ * (follow.c), an uncaught exception (whole-program mode stops there) and
+ * the program's import of greenlet (gl_load.c).
  */
 #include "audit.h"
 
 #include "beside.h"
 #include "follow.h"
 #include "footholds.h"
+#include "gl_load.h"
 #include "install_return.h"
 #include "profile.h"
 #include "threads.h"
@@ -96,6 +98,11 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     gr_recorder *r = gr_active;
     if (r && gr_uncaught_cb && strcmp(event, "sys.excepthook") == 0) {
         uncaught(r);
+        return 0;
+    }
+    if (r && r->gl_api.lazy && strcmp(event, "import") == 0) {
+        /* The program imports greenlet: the recorder waits for it (gl_load.c). */
+        gr_greenlet_import_event(r, args);
         return 0;
     }
     if (r && !r->own.change && gr_tls.gen == r->tls_key && gr_tls.thread && gr_tls.thread->foot.kind == 2 &&

@@ -10,6 +10,7 @@
 #include "audit.h"
 #include "beside.h"
 #include "footholds.h"
+#include "gl_load.h"
 #include "profile.h"
 #include "profile_slot.h"
 #include "threads.h"
@@ -219,52 +220,22 @@ static void forget_new_finders(PyObject *before)
     PyErr_Clear();
 }
 
-/* Import greenlet if it can be imported; r->greenlet_mod stays NULL if not.
- * In both modes the program must not find greenlet (or what greenlet's
- * package imports, __future__) in sys.modules unless it imported it itself
- * (a --manual program's start() included): the recorder keeps its
- * references, sys.modules forgets them, and the path finders forget what
- * the import listed. */
+/* Import greenlet if it can be imported (start(profile=False): no profile
+ * event could notice the program's own import later); r->greenlet_mod
+ * stays NULL if not.  The program must not find greenlet (or what
+ * greenlet's package imports, __future__) in sys.modules unless it
+ * imported it itself (a --manual program's start() included): the
+ * recorder keeps its references, sys.modules forgets them, and the path
+ * finders forget what the import listed. */
 static void import_greenlet(gr_recorder *r)
 {
     PyObject *before = module_names();
     PyObject *finders = finder_states();
     PyErr_Clear();
-    r->greenlet_mod = PyImport_ImportModule("greenlet");
-    if (!r->greenlet_mod) {
-        PyErr_Clear();
-        Py_XDECREF(before);
-        Py_XDECREF(finders);
-        return;
-    }
-    r->gl_api.getcurrent = PyObject_GetAttrString(r->greenlet_mod, "getcurrent");
-    r->gl_settrace = PyObject_GetAttrString(r->greenlet_mod, "settrace");
-    if (!r->gl_api.getcurrent || !r->gl_settrace) {
-        PyErr_Clear();
-        Py_CLEAR(r->gl_api.getcurrent);
-        Py_CLEAR(r->gl_settrace);
-    }
-    /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
-     * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
-    void **api = PyCapsule_Import("greenlet._C_API", 0);
-    if (api)
-        r->gl_api.gl_current = (PyObject * (*)(void)) api[4];
-    else
-        PyErr_Clear();
-    /* greenlet 0.4.15+ changes the switch witness on every switch
-     * (compat.h, gr_switch_witness); older ones are asked at every event. */
-    PyObject *ver = PyObject_GetAttrString(r->greenlet_mod, "__version__");
-    const char *vs = ver && PyUnicode_Check(ver) ? PyUnicode_AsUTF8(ver) : NULL;
-    int a = 0, b = 0, c = 0;
-    if (vs && sscanf(vs, "%d.%d.%d", &a, &b, &c) >= 2) {
-        r->sw.witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
-        r->gl_api.gl_chain_cut = gr_greenlet_chain_cut(a, b, c);
-    }
-    /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
-     * entries before). */
-    if (api && a >= 2)
-        r->gl_api.gl_parent = (PyObject * (*)(PyObject *)) api[11];
-    Py_XDECREF(ver);
+    PyObject *mod = PyImport_ImportModule("greenlet");
+    if (mod)
+        (void)gr_greenlet_resolve(r);
+    Py_XDECREF(mod);
     PyErr_Clear();
     if (before) {
         forget_new_modules(before);
@@ -274,6 +245,44 @@ static void import_greenlet(gr_recorder *r)
         forget_new_finders(finders);
         Py_DECREF(finders);
     }
+}
+
+/* Whether greenlet can be imported: its spec asked of the import system's
+ * finders (importlib's own _find_spec: no audit event, no module loaded),
+ * and the path finders put back as before.  Its version, read from its
+ * files, goes into r->gl_api.version. */
+static int greenlet_findable(gr_recorder *r)
+{
+    PyObject *finders = finder_states();
+    PyErr_Clear();
+    PyObject *name = PyUnicode_FromString("_frozen_importlib");
+    PyObject *boot = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    PyObject *spec = boot ? PyObject_CallMethod(boot, "_find_spec", "sO", "greenlet", Py_None) : NULL;
+    int found = spec && spec != Py_None;
+    if (found)
+        gr_greenlet_spec_version(r, spec);
+    Py_XDECREF(spec);
+    Py_XDECREF(boot);
+    PyErr_Clear();
+    if (finders) {
+        forget_new_finders(finders);
+        Py_DECREF(finders);
+    }
+    return found;
+}
+
+/* greenlet at start(): read from sys.modules if the program imported it;
+ * else, with the profile function, waited for (gl_load.c) when it can be
+ * imported; else imported now (import_greenlet). */
+static void start_greenlet(gr_recorder *r, int profile)
+{
+    if (gr_greenlet_resolve(r))
+        return;
+    if (!profile)
+        import_greenlet(r);
+    else
+        r->gl_api.lazy = greenlet_findable(r);
 }
 
 /* ---- sys.setprofile while recording (profile_slot.c) ---------------------- */
@@ -616,19 +625,8 @@ static void start_emit_meta(gr_recorder *r, const start_opts *o)
     version[strcspn(version, " ")] = '\0';
     emit_meta(r, "python", version);
     emit_meta(r, "implementation", "cpython");
-    const char *glv = "none";
-    PyObject *glv_obj = NULL;
-    if (r->greenlet_mod) {
-        glv_obj = PyObject_GetAttrString(r->greenlet_mod, "__version__");
-        glv = glv_obj && PyUnicode_Check(glv_obj) ? PyUnicode_AsUTF8(glv_obj) : "unknown";
-        if (!glv) {
-            PyErr_Clear();
-            glv = "unknown";
-        }
-        PyErr_Clear();
-    }
-    emit_meta(r, "greenlet", glv);
-    Py_XDECREF(glv_obj);
+    /* Loaded, or waited for (the version its files name, gl_load.c). */
+    emit_meta(r, "greenlet", r->greenlet_mod || r->gl_api.lazy ? r->gl_api.version : "none");
     if (!o->profile)
         emit_meta(r, "profile", "off");
     emit_meta(r, "switches", o->callback_mode ? "callback" : "passive");
@@ -827,7 +825,7 @@ static PyObject *mod_start(PyObject *module, PyObject *args, PyObject *kwargs)
     if (start_open_files(r, &o, path) < 0)
         goto fail;
     Py_CLEAR(o.path_obj);
-    import_greenlet(r);
+    start_greenlet(r, o.profile);
     note_context_run(r);
     start_emit_meta(r, &o);
     /* 3.12+: the tool that watches beside a program's profile function
@@ -907,7 +905,7 @@ static void live_stacks_threads(gr_recorder *r, gr_thread *me, Py_ssize_t nthrea
         PyFrameObject *other = t == me ? NULL : live_thread_frame(t, &alive);
         if (!alive)
             continue;
-        uint64_t f[3] = {t->tid, 0, GR_STACK_RUNNING};
+        uint64_t f[3] = {t->tid, t->cur_gid, GR_STACK_RUNNING}; /* 0, or a main greenlet that waited */
         gr_emit_stack(r, GR_STACK, 3, f, 2, GR_STACK_CUT, top ? top : other, t == me ? stop_c(r) : 0);
         Py_XDECREF(other);
     }
@@ -1132,6 +1130,8 @@ static gr_thread *stop_this_thread(gr_recorder *r)
     gr_thread *me = gr_thread_current(r);
     if (me && !me->tid) /* stop() on a thread never seen */
         gr_thread_first_sight(r, me, stop_top(r), stop_c(r), 1);
+    if (r->gl_api.watch)
+        gr_greenlet_watch(r, me);
     if (me && r->greenlet_mod && !me->gl_pending) {
         PyObject *g = gr_current_greenlet(r);
         if (g && g != me->cur_g)
@@ -1365,6 +1365,8 @@ static PyObject *mod_mark(PyObject *module, PyObject *label)
         PyFrameObject *top = PyEval_GetFrame();
         if (!t->tid)
             gr_thread_first_sight(r, t, top, 0, 0);
+        if (r->gl_api.watch)
+            gr_greenlet_watch(r, t);
         if (t->gl_pending)
             gr_thread_touch(r, t); /* ground truth needs the greenlet */
         if (r->greenlet_mod) {

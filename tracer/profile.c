@@ -14,6 +14,7 @@
 #include "profile.h"
 
 #include "follow.h"
+#include "gl_load.h"
 #include "threads.h"
 
 /* First event on a thread: the frames outside the event are its seed. */
@@ -101,7 +102,9 @@ static __attribute__((noinline)) void record_event(gr_recorder *r, gr_thread *t,
 static __attribute__((noinline)) void record_rest(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what,
                                                   PyObject *arg, uint32_t code)
 {
-    if (t->gl_pending && gr_code_is_gl(r, code))
+    /* A thread that waits asks greenlet at its first event in greenlet's
+     * code; in callback mode at its first event once greenlet is loaded. */
+    if (t->gl_pending && r->greenlet_mod && (r->sw.callback_mode || gr_code_is_gl(r, code)))
         gr_thread_touch(r, t);
     if (r->greenlet_mod && !t->gl_pending)
         gr_switch_check(r, t, frame, what, code);
@@ -188,6 +191,8 @@ static __attribute__((noinline)) int profile_event(PyObject *obj, PyFrameObject 
     gr_thread *t = gr_thread_known(r);
     if (!t)
         return 0;
+    if (__builtin_expect(r->gl_api.watch, 0))
+        gr_greenlet_watch(r, t); /* the program imports greenlet (gl_load.c) */
     if (__builtin_expect(!t->slow_path, 1)) {
         /* t->tid && !t->gl_pending, and no program's function chained.
          * A profile function is only given CALL, RETURN and C_* events. */
@@ -344,6 +349,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     gr_thread *t = r ? gr_thread_known(r) : gr_tls.thread;
     int pass = 1;
     if (r && t) {
+        if (__builtin_expect(r->gl_api.watch, 0))
+            gr_greenlet_watch(r, t);
         record_event(r, t, frame, what, arg);
         if (what == PyTrace_C_CALL)
             gr_c_push(r, t, 1);

@@ -819,8 +819,30 @@ static uint32_t register_pending_main(gr_recorder *r, gr_thread *t)
     return gid;
 }
 
+/* Callback mode: chain in front of any callback installed before us on
+ * thread t (the calling thread), whose greenlet is known.  Passive mode
+ * installs none (switches.c). */
+static void install_callback(gr_recorder *r, gr_thread *t)
+{
+    if (!r->gl_settrace || !r->sw.callback_mode || t->cb.gl_settrace)
+        return;
+    PyObject *prev = PyObject_CallOneArg(r->gl_settrace, (PyObject *)t);
+    if (!prev) {
+        gr_swallow(r);
+        return;
+    }
+    if (prev == Py_None)
+        Py_DECREF(prev);
+    else
+        t->cb.prev = prev;
+    Py_INCREF(r->gl_settrace);
+    t->cb.gl_settrace = r->gl_settrace;
+}
+
 void gr_thread_touch(gr_recorder *r, gr_thread *t)
 {
+    if (!r->greenlet_mod)
+        return; /* greenlet not loaded yet (gl_load.c): no greenlet to ask */
     t->gl_pending = 0;
     gr_thread_path(r, t);
     PyObject *g = gr_current_greenlet(r);
@@ -838,6 +860,7 @@ void gr_thread_touch(gr_recorder *r, gr_thread *t)
         t->cur_g = g;
         if (r->samp.reg)
             gr_registry_add(r->samp.reg, t->cur_gid, 0, gr_string_id(r, "main"));
+        install_callback(r, t);
         gr_note_greenlet_callback(r, t, 1);
     } else {
         Py_XDECREF(wr);
@@ -856,11 +879,13 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
     uint64_t f[1] = {t->tid};
     gr_emit(r, GR_THREAD, 1, f);
 
-    if (defer && r->greenlet_mod && !r->sw.callback_mode) {
+    if ((defer && r->greenlet_mod && !r->sw.callback_mode) || r->gl_api.lazy) {
         /* Passive mode does not ask greenlet about a thread before the
          * thread uses greenlet itself: asking creates greenlet's state for
          * the thread (a main greenlet), which changes what greenlet does
-         * when the thread ends (greenlet's own leak tests see it). */
+         * when the thread ends (greenlet's own leak tests see it).  Both
+         * modes wait while the program has not imported greenlet
+         * (gl_load.c). */
         t->cur_gid = register_pending_main(r, t);
         t->cur_g = NULL;
         t->gl_pending = t->cur_gid != 0;
@@ -892,21 +917,8 @@ void gr_thread_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *top, uin
         if (e)
             e->on = t;
     }
-    /* Callback mode: chain in front of any callback installed before us on
-     * this thread.  Passive mode installs none (switches.c). */
-    if (cur && r->gl_settrace && r->sw.callback_mode) {
-        PyObject *prev = PyObject_CallOneArg(r->gl_settrace, (PyObject *)t);
-        if (!prev) {
-            gr_swallow(r);
-        } else {
-            if (prev == Py_None)
-                Py_DECREF(prev);
-            else
-                t->cb.prev = prev;
-            Py_INCREF(r->gl_settrace);
-            t->cb.gl_settrace = r->gl_settrace;
-        }
-    }
+    if (cur)
+        install_callback(r, t);
     /* The program's greenlet callback on a thread seen after start() (the
      * starting thread, tid 1, writes it after its START record). */
     if (cur && t->tid != 1)

@@ -348,7 +348,7 @@ typedef struct gr_recorder {
         uint64_t gl_frees;      /* greenlets seen freed so far (an address may
                                    name another greenlet after) */
     } gls;
-    /* greenlet's API, looked up at start(): */
+    /* greenlet's API, looked up where the program loaded it (gl_load.c): */
     struct gr_recorder_gl_api {
         PyObject *getcurrent;   /* owned greenlet.getcurrent, or NULL */
         PyObject *(*gl_current)(void); /* greenlet C API PyGreenlet_GetCurrent,
@@ -365,6 +365,13 @@ typedef struct gr_recorder {
         void *dead_closure;
         int gl_chain_cut;       /* a suspended greenlet's gr_frame chain is cut
                                    (compat.h, gr_greenlet_chain_cut) */
+        int lazy;               /* greenlet can be imported and the program
+                                   has not imported it yet: threads wait
+                                   (gl_load.c) */
+        int watch;              /* an import of greenlet began: the next
+                                   events look for its C module (gl_load.c) */
+        uint32_t watch_events;  /* events of the watch so far */
+        char version[32];       /* greenlet's __version__ once resolved */
     } gl_api;
     /* Switch detection (switches.c): */
     struct gr_recorder_sw {
@@ -443,10 +450,14 @@ typedef struct gr_recorder {
 #define GR_PATH_SLOW 2
 
 /* Set t->slow_path (t of recording r) after a change of t->tid,
- * t->gl_pending or r->any_chain. */
+ * t->gl_pending, r->any_chain or r->gl_api.watch. */
 static inline void gr_thread_path(const gr_recorder *r, gr_thread *t)
 {
-    t->slow_path = !t->tid || r->any_chain ? GR_PATH_SLOW : t->gl_pending ? GR_PATH_PENDING : 0;
+    /* While greenlet's import is watched for, every event looks for it;
+     * callback mode: a thread that waited for the program's import of
+     * greenlet installs its callback at its next event (gl_load.c). */
+    int wait = r->sw.callback_mode && r->greenlet_mod ? GR_PATH_SLOW : GR_PATH_PENDING;
+    t->slow_path = !t->tid || r->any_chain || r->gl_api.watch ? GR_PATH_SLOW : t->gl_pending ? wait : 0;
 }
 
 /* The one active recording, or NULL. */

@@ -26,6 +26,10 @@
 #               threading only are clean (fixtures/threading_threads_only.py).
 #               With gevent: its thread pool's workers are reported, naming
 #               gevent/threadpool.py (SKIP without gevent).
+#   greenlet-late  a thread started before the program imports greenlet
+#               switches after the import (the recorder waits for that
+#               import, tracer/gl_load.c): clean, its switches recorded, in
+#               callback mode by the callback (none inferred).
 # One line per test (PASS/FAIL/SKIP), then "N passed, N failed, N skipped".
 # Exit status: 0 all passed or skipped, 1 a test failed, 2 bad usage.
 set -u
@@ -169,6 +173,30 @@ if "$PY" -c "import gevent" 2>/dev/null; then
     fi
 else
     skipped "gevent-pool: gevent not importable by $PY"
+fi
+
+# ---- greenlet imported late ------------------------------------------------
+if "$PY" -c "import greenlet" 2>/dev/null; then
+    for mode in passive callback; do
+        rec "late-$mode" --switches "$mode" -- "$PY" "$progs/greenlet_late_thread.py"
+        verdict "late-$mode"
+        rc=$?
+        # The thread seen before the import (t2) asks greenlet once it
+        # runs greenlet's code; in callback mode its callback is installed
+        # at its next event, so its switches come from the callback (not
+        # inferred).
+        t2=$("$cli" dump "$work/late-$mode.grt" | grep -c ' SWITCH  *t2 ')
+        inferred=$("$cli" dump "$work/late-$mode.grt" | grep ' SWITCH  *t2 ' | grep -c ' inferred')
+        want=0
+        [ "$mode" = passive ] && want=$t2
+        if [ $rc -eq 0 ] && grep -qx '\[2\] 7' "$work/late-$mode.log" && [ "$t2" -ge 3 ] && [ "$inferred" -eq "$want" ]; then
+            ok "greenlet-late ($mode): a thread seen before greenlet's import switches: $t2 switches on it, $inferred inferred, clean"
+        else
+            bad "greenlet-late ($mode): check exit $rc, $t2 switches on t2 ($inferred inferred, want $want): $(tail -n 2 "$work/late-$mode.log" | tr '\n' ' ')"
+        fi
+    done
+else
+    skipped "greenlet-late: greenlet not importable by $PY"
 fi
 
 echo "$pass passed, $fail failed, $skip skipped"

@@ -183,8 +183,8 @@ def _forget_imports(before):
     # Modules starting imported for itself that may leave sys.modules again
     # (their state is the interpreter's, not the module object's): atexit,
     # where its callbacks are the interpreter's, and gc (the extension's
-    # start takes its own gc out itself; in whole-program mode it takes
-    # greenlet out too, whose state is C state: docs/recorder-start.md).
+    # start takes its own gc out itself, and with profile=False the
+    # greenlet it imports, whose state is C state: docs/recorder-start.md).
     for name in ("gc", "atexit"):
         if name not in before and name in sys.modules and \
                 (name == "gc" or _greenreplay._atexit_shared()):

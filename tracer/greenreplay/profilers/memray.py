@@ -23,24 +23,9 @@ starts memray from its own code has no such frames.
 
 memray turns on its greenlet support when greenlet's extension is loaded
 (its dlopen hook, or dlsym of PyInit__greenlet from 1.20) or when
-"greenlet" is in sys.modules at its start.  Recorded, neither happens:
-the recorder loaded greenlet before the program ran and took it out of
-sys.modules again, and the program's own `import greenlet` then reuses
-the loaded extension without a dlopen.  memray would follow no switch
-(a greenlet's allocations on the switching frames) and keep pointers to
-the frames of greenlets it never saw switch away (a SIGSEGV once they are
-freed).  So, recorded, start() imports greenlet for the time of memray's
-start and then takes what that import added out of sys.modules and
-sys.path_importer_cache: memray's greenlet support starts at its start
-instead of at the program's import of greenlet.  memray 1.20 installs
-its greenlet trace function (greenlet.settrace) during its start; 1.17 at
-its next profile call event, which would come after the modules are taken
-back, and would then meet the program's half-imported greenlet package
-without settrace (memray exits, status 1: memray PR 908 fixes this,
-seen there with greenlet 3.4.0 unrecorded).  So when memray's function is
-not installed after its start, start() calls a function of its own under
-sys.call_tracing (no profile event reaches memray inside the boot's
-profile function otherwise): that call is the event."""
+"greenlet" is in sys.modules at its start.  The recorder does not load
+greenlet (docs/recorder-start.md), so recorded, as unrecorded, the
+program's own `import greenlet` is where memray's hook sees it load."""
 import os
 import sys
 import tempfile
@@ -85,64 +70,7 @@ def start(ctx=None):
     os.close(fd)
     os.unlink(_path)  # memray refuses to overwrite a file
     _tracker = memray.Tracker(_path, trace_python_allocators=True)
-    lent = _lend_greenlet()
-    try:
-        _tracker.__enter__()
-        if lent is not None:
-            _greenlet_installed(lent[2])
-    finally:
-        if lent is not None:
-            _take_back(lent[0], lent[1])
-
-
-def _call_event():
-    pass
-
-
-def _greenlet_installed(greenlet):
-    # memray before 1.20 installs its greenlet trace function at a profile
-    # call event (module docstring).
-    try:
-        from memray import _memray
-        if greenlet.gettrace() is not getattr(_memray, "greenlet_trace_function", None):
-            sys.call_tracing(_call_event, ())
-    except Exception:
-        pass
-
-
-def _lend_greenlet():
-    # Recorded only, and only when the program has not imported greenlet
-    # (module docstring): import it now; None when there is nothing to do.
-    try:
-        import greenreplay
-        recording = greenreplay.is_recording()
-    except Exception:
-        recording = False
-    if not recording or "greenlet" in sys.modules:
-        return None
-    modules = set(sys.modules)
-    finders = {k: (f, getattr(f, "_path_mtime", None)) for k, f in sys.path_importer_cache.items()}
-    try:
-        import greenlet
-    except Exception:
-        greenlet = None
-    return modules, finders, greenlet
-
-
-def _take_back(modules, finders):
-    for name in [n for n in sys.modules if n not in modules]:
-        del sys.modules[name]
-    for key in [k for k in sys.path_importer_cache if k not in finders]:
-        del sys.path_importer_cache[key]
-    # A finder that listed its directory since forgets the listing, as the
-    # recorder's own import of greenlet does (tracer/module.c).
-    for key, (finder, mtime) in finders.items():
-        if (finder is not None and sys.path_importer_cache.get(key) is finder
-                and getattr(finder, "_path_mtime", None) != mtime):
-            try:
-                finder.invalidate_caches()
-            except Exception:
-                pass
+    _tracker.__enter__()
 
 
 def stop():
