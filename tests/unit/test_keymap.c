@@ -72,12 +72,57 @@ static void test_live_entries_grow(void **state)
     gr_keymap_free(&m);
 }
 
+/* gr_keymap_put_at: a hint that still names the key's slot is used, one
+ * that does not (a rebuild moved the key, or another key took the slot)
+ * falls back to the full store; either way the map says the same. */
+static void test_put_at_hint(void **state)
+{
+    (void)state;
+    uint32_t floor = 1;
+    gr_keymap m = {0};
+    m.keep = holds_from;
+    m.ctx = &floor;
+    uint32_t at = UINT32_MAX, at2 = UINT32_MAX;
+    assert_int_equal(gr_keymap_put_at(&m, KEY(1), 1, &at), 0);
+    assert_true(at < m.cap);
+    assert_int_equal(m.slots[at].key, KEY(1));
+    uint32_t was = at;
+    assert_int_equal(gr_keymap_put_at(&m, KEY(1), 5, &at), 0); /* through the hint */
+    assert_int_equal(at, was);
+    assert_int_equal(gr_keymap_get(&m, KEY(1)), 5);
+    assert_int_equal(m.used, 1);
+    /* A hint naming another key's slot: the full store. */
+    assert_int_equal(gr_keymap_put_at(&m, KEY(2), 2, &at), 0);
+    assert_int_equal(gr_keymap_get(&m, KEY(1)), 5);
+    assert_int_equal(gr_keymap_get(&m, KEY(2)), 2);
+    assert_int_equal(m.slots[at].key, KEY(2));
+    assert_int_equal(m.used, 2);
+    /* Rebuilds that drop KEY(1) and KEY(2) (values below the floor),
+     * then KEY(1) stored again through its old hint. */
+    assert_int_equal(gr_keymap_put_at(&m, KEY(1), 6, &at2), 0);
+    floor = 1000;
+    for (uint32_t i = 3; i <= 500; i++)
+        assert_int_equal(gr_keymap_put(&m, KEY(i), 1000 + i), 0);
+    assert_int_equal(gr_keymap_put_at(&m, KEY(1), 1001, &at2), 0);
+    assert_int_equal(gr_keymap_get(&m, KEY(1)), 1001);
+    assert_int_equal(m.slots[at2].key, KEY(1));
+    for (uint32_t i = 3; i <= 500; i++)
+        assert_int_equal(gr_keymap_get(&m, KEY(i)), 1000 + i);
+    /* An out-of-range hint. */
+    uint32_t far = (uint32_t)m.cap + 5;
+    assert_int_equal(gr_keymap_put_at(&m, KEY(501), 1501, &far), 0);
+    assert_true(far < m.cap);
+    assert_int_equal(gr_keymap_get(&m, KEY(501)), 1501);
+    gr_keymap_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_get_replace),
         cmocka_unit_test(test_stale_entries_dropped),
         cmocka_unit_test(test_live_entries_grow),
+        cmocka_unit_test(test_put_at_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
