@@ -276,7 +276,7 @@ static inline __attribute__((always_inline)) int leaf_event(gr_recorder *r, gr_t
  * greenreplay's own frame (is_ours_event), and gr_event_tail's of
  * greenlet.settrace.  A function of its own, so that the registers it
  * needs are not saved at the Python events. */
-static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static __attribute__((noipa)) int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
@@ -315,7 +315,7 @@ static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObjec
  * thread start, a moved witness, a full chunk, the times side channel, a
  * greenlet.settrace) goes to profile_event before anything is written, as
  * a tail call. */
-static __attribute__((noinline)) int profile_py_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static __attribute__((noipa)) int profile_py_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
