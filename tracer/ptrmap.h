@@ -74,9 +74,15 @@ typedef struct {
     void *ctx;
 } gr_keymap;
 
+/* A key's first slot: the top bits of the key times 2^64 / phi (Fibonacci
+ * hashing), which depend on every bit of the key.  Frames are the keys:
+ * the frames greenlets suspend in sit at one offset of each greenlet's
+ * own frame stack chunk, so their addresses differ by multiples of the
+ * chunk size; a hash of a few shifted copies of the key put 10,000 of
+ * them into long runs of taken slots. */
 static inline size_t gr_keymap_at(size_t cap, uintptr_t key)
 {
-    return (size_t)((key >> 4) ^ (key >> 17)) & (cap - 1);
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll((uint64_t)cap)));
 }
 
 /* Value stored for key (non-zero), or 0 when absent. */

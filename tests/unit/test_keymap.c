@@ -1,6 +1,8 @@
-/* test_keymap.c - the lazily pruned address map of tracer/ptrmap.h
- * (gr_keymap, the recorder's suspensions): lookups, replacement, and a
- * size that follows the entries `keep` still accepts. */
+/* test_keymap.c - the address maps of tracer/ptrmap.h: the lazily pruned
+ * one (gr_keymap, the recorder's suspensions): lookups, replacement, and a
+ * size that follows the entries `keep` still accepts; and the pair map
+ * (gr_ptrmap): deletion against a reference, and no tombstones left once
+ * every key is gone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +118,54 @@ static void test_put_at_hint(void **state)
     gr_keymap_free(&m);
 }
 
+/* gr_ptrmap: puts and deletes in a fixed pseudo-random order, checked
+ * against a plain array after every step. */
+static void test_ptrmap_against_reference(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static uint32_t ref[N];
+    gr_ptrmap m;
+    gr_ptrmap_init(&m);
+    uint64_t x = 88172645463325252ull;
+    for (int step = 0; step < 40000; step++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint32_t k = (uint32_t)(x % N);
+        if ((x >> 20) % 3) {
+            ref[k] = (uint32_t)step + 1;
+            assert_int_equal(gr_ptrmap_put(&m, KEY(k), k & 1, ref[k]), 0);
+        } else {
+            ref[k] = 0;
+            gr_ptrmap_del(&m, KEY(k), k & 1);
+        }
+        if (step % 997 == 0)
+            for (uint32_t j = 0; j < N; j++)
+                assert_int_equal(gr_ptrmap_get(&m, KEY(j), j & 1), ref[j]);
+    }
+    for (uint32_t j = 0; j < N; j++)
+        assert_int_equal(gr_ptrmap_get(&m, KEY(j), j & 1), ref[j]);
+    gr_ptrmap_free(&m);
+}
+
+/* Keys put in a row and deleted in the same order (the greenlets of a hub
+ * dropped before stop()): the map ends empty, not full of tombstones that
+ * every later lookup of an absent key would walk through. */
+static void test_ptrmap_deleted_run_is_empty(void **state)
+{
+    (void)state;
+    gr_ptrmap m;
+    gr_ptrmap_init(&m);
+    for (uint32_t i = 1; i <= 10000; i++)
+        assert_int_equal(gr_ptrmap_put(&m, ((uintptr_t)i << 4) | 2, 0, i), 0);
+    for (uint32_t i = 1; i <= 10000; i++)
+        gr_ptrmap_del(&m, ((uintptr_t)i << 4) | 2, 0);
+    assert_int_equal(m.used, 0);
+    for (size_t i = 0; i < m.cap; i++)
+        assert_int_equal(m.slots[i].a, 0);
+    assert_int_equal(gr_ptrmap_get(&m, ((uintptr_t)5 << 4) | 2, 0), 0);
+    gr_ptrmap_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +173,8 @@ int main(void)
         cmocka_unit_test(test_stale_entries_dropped),
         cmocka_unit_test(test_live_entries_grow),
         cmocka_unit_test(test_put_at_hint),
+        cmocka_unit_test(test_ptrmap_against_reference),
+        cmocka_unit_test(test_ptrmap_deleted_run_is_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
