@@ -16,6 +16,16 @@
 #include "follow.h"
 #include "threads.h"
 
+/* The two leaf paths, reached from gr_profile by a jump: GCC's noipa
+ * keeps their signature gr_profile's (with noinline alone it gives each a
+ * clone without the unused argument, and gr_profile moves the other three
+ * before the jump).  clang makes no such clone and knows no noipa. */
+#if defined(__clang__)
+#define GR_LEAF_PATH __attribute__((noinline))
+#else
+#define GR_LEAF_PATH __attribute__((noipa))
+#endif
+
 /* First event on a thread: the frames outside the event are its seed. */
 static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -276,7 +286,7 @@ static inline __attribute__((always_inline)) int leaf_event(gr_recorder *r, gr_t
  * greenreplay's own frame (is_ours_event), and gr_event_tail's of
  * greenlet.settrace.  A function of its own, so that the registers it
  * needs are not saved at the Python events. */
-static __attribute__((noipa)) int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static GR_LEAF_PATH int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
@@ -315,7 +325,7 @@ static __attribute__((noipa)) int profile_c_event(PyObject *obj, PyFrameObject *
  * thread start, a moved witness, a full chunk, the times side channel, a
  * greenlet.settrace) goes to profile_event before anything is written, as
  * a tail call. */
-static __attribute__((noipa)) int profile_py_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static GR_LEAF_PATH int profile_py_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
