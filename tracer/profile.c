@@ -17,6 +17,16 @@
 #include "gl_load.h"
 #include "threads.h"
 
+/* The two leaf paths, reached from gr_profile by a jump: GCC's noipa
+ * keeps their signature gr_profile's (with noinline alone it gives each a
+ * clone without the unused argument, and gr_profile moves the other three
+ * before the jump).  clang makes no such clone and knows no noipa. */
+#if defined(__clang__)
+#define GR_LEAF_PATH __attribute__((noinline))
+#else
+#define GR_LEAF_PATH __attribute__((noipa))
+#endif
+
 /* First event on a thread: the frames outside the event are its seed. */
 static void profile_first_sight(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -274,33 +284,42 @@ static inline __attribute__((always_inline)) int leaf_event(gr_recorder *r, gr_t
     return 0;
 }
 
-/* The leaf path of C events (gr_profile): the C_* event of the builtin
- * function or method of the previous C event (gr_cfunc_id_cached's hit),
+/* The leaf path of C events (gr_profile): the C_* event of a builtin
+ * function or method in the recorder's caches (gr_cfunc_id_cached's hit:
+ * the previous C event's, or the last one of its way),
  * then record_fast's tests of the thread starts and of the C calls of
  * greenreplay's own frame (is_ours_event), and gr_event_tail's of
  * greenlet.settrace.  A function of its own, so that the registers it
  * needs are not saved at the Python events. */
-static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static GR_LEAF_PATH int profile_c_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
+    if (!r)
+        return 0;
     gr_thread *t = gr_tls.thread;
-    if (__builtin_expect(!Py_IS_TYPE(arg, &PyCFunction_Type), 0))
+    if (__builtin_expect(gr_tls.gen != r->tls_key || !t || t->slow_path > GR_PATH_PENDING || r->tw ||
+                             !Py_IS_TYPE(arg, &PyCFunction_Type),
+                         0))
         return profile_event(obj, frame, what, arg);
     PyCFunctionObject *f = (PyCFunctionObject *)arg;
     PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
-    if (f->m_ml != r->last_ml || st != r->last_self_type)
-        return profile_event(obj, frame, what, arg);
-    uint32_t code = r->last_cf_id;
+    const gr_cf_entry *e = &r->cf[0];
+    if (f->m_ml != e->ml || st != e->self_type) {
+        e = &r->cf[1 + GR_CF_WAY(f->m_ml)];
+        if (f->m_ml != e->ml || st != e->self_type)
+            return profile_event(obj, frame, what, arg);
+    }
+    uint32_t code = e->id;
     if (__builtin_expect(code == r->follow.thread_start_id[0] || code == r->follow.thread_start_id[1] ||
                              (frame == t->ours_frame && frame) || arg == r->gl_settrace,
                          0))
         return profile_event(obj, frame, what, arg);
-    return leaf_event(r, t, obj, frame, what, arg, tag_of_what[(unsigned)what & 7u], code, r->last_cf_slot);
+    return leaf_event(r, t, obj, frame, what, arg, tag_of_what[(unsigned)what & 7u], code, e->slot);
 }
 
 /* The leaf path: the commonest events of all, the CALL or RETURN of a
- * Python function whose code was seen before (and, in profile_c_event,
- * the C_* events of the builtin of the previous C event), on a thread of
+ * Python function whose code was seen before (here; and, in
+ * profile_c_event, the C_* events of a builtin in the caches), on a thread of
  * the fast path (t->slow_path 0, or GR_PATH_PENDING outside greenlet's
  * code) with no switch since its previous event and room in the chunk.
  * The same record as record_fast writes then, by the same steps, with no
@@ -311,7 +330,7 @@ static __attribute__((noinline)) int profile_c_event(PyObject *obj, PyFrameObjec
  * thread start, a moved witness, a full chunk, the times side channel, a
  * greenlet.settrace) goes to profile_event before anything is written, as
  * a tail call. */
-int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static GR_LEAF_PATH int profile_py_event(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
     if (!r)
@@ -319,10 +338,6 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     gr_thread *t = gr_tls.thread;
     if (__builtin_expect(gr_tls.gen != r->tls_key || !t || t->slow_path > GR_PATH_PENDING || r->tw, 0))
         return profile_event(obj, frame, what, arg);
-    if (what > PyTrace_RETURN)
-        return what <= PyTrace_C_RETURN ? profile_c_event(obj, frame, what, arg) : 0;
-    if (__builtin_expect((unsigned)what - PyTrace_EXCEPTION <= PyTrace_LINE - PyTrace_EXCEPTION, 0))
-        return 0; /* (never given to a profile function: tag_of_what's 0) */
     /* gr_code_id_cached without gr_code_id_slow (its cache never holds
      * greenreplay's own code). */
     PyCodeObject *co = gr_frame_code(frame);
@@ -341,6 +356,19 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         r->last_co_slot = slot;
     }
     return leaf_event(r, t, obj, frame, what, arg, what == PyTrace_CALL ? GR_CALL : GR_RETURN, code, slot);
+}
+
+/* The profile function: the event's kind decides the leaf path to take,
+ * with nothing loaded or saved before (profile_c_event and
+ * profile_py_event are tail calls, each saving only the registers it
+ * needs). */
+int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (what > PyTrace_RETURN)
+        return what <= PyTrace_C_RETURN ? profile_c_event(obj, frame, what, arg) : 0;
+    if (__builtin_expect((unsigned)what - PyTrace_EXCEPTION <= PyTrace_LINE - PyTrace_EXCEPTION, 0))
+        return 0; /* (never given to a profile function: tag_of_what's 0) */
+    return profile_py_event(obj, frame, what, arg);
 }
 
 int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)

@@ -89,9 +89,24 @@ void gr_ptrmap_del(gr_ptrmap *m, uintptr_t a, uintptr_t b)
     for (;; i = (i + 1) & mask) {
         gr_ptrmap_slot *s = &m->slots[i];
         if (s->a == a && s->b == b) {
-            s->a = TOMB;
             s->b = 0;
             s->value = 0;
+            if (m->slots[(i + 1) & mask].a != 0) {
+                s->a = TOMB;
+                return;
+            }
+            /* The end of a run: no probe goes past this slot, nor past
+             * the tombstones right before it, so they are all empty now.
+             * (Else a map whose keys were all deleted, as the greenlets'
+             * when the program drops them before stop(), is tombstones
+             * through and through, and every lookup of a key not there
+             * walks them all.) */
+            s->a = 0;
+            m->used--;
+            for (size_t j = (i - 1) & mask; m->slots[j].a == TOMB; j = (j - 1) & mask) {
+                m->slots[j].a = 0;
+                m->used--;
+            }
             return;
         }
         if (s->a == 0)

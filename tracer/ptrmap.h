@@ -74,9 +74,15 @@ typedef struct {
     void *ctx;
 } gr_keymap;
 
+/* A key's first slot: the top bits of the key times 2^64 / phi (Fibonacci
+ * hashing), which depend on every bit of the key.  Frames are the keys:
+ * the frames greenlets suspend in sit at one offset of each greenlet's
+ * own frame stack chunk, so their addresses differ by multiples of the
+ * chunk size; a hash of a few shifted copies of the key put 10,000 of
+ * them into long runs of taken slots. */
 static inline size_t gr_keymap_at(size_t cap, uintptr_t key)
 {
-    return (size_t)((key >> 4) ^ (key >> 17)) & (cap - 1);
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll((uint64_t)cap)));
 }
 
 /* Value stored for key (non-zero), or 0 when absent. */
@@ -99,9 +105,18 @@ static inline uint32_t gr_keymap_get(const gr_keymap *m, uintptr_t key)
 int gr_keymap_rebuild(gr_keymap *m);
 
 /* Store value (non-zero) for key (non-zero), replacing any previous one.
- * Returns 0, or -1 when memory runs out (the map is unchanged then). */
-static inline int gr_keymap_put(gr_keymap *m, uintptr_t key, uint32_t value)
+ * Returns 0, or -1 when memory runs out (the map is unchanged then).
+ * *at: where the caller's last store of this key went, a hint that is
+ * checked (any value will do).  A key keeps its slot until the map is
+ * rebuilt, so storing again under a key it holds (a greenlet suspending
+ * again in the frame it suspended in before) skips the hash and the
+ * probe; otherwise the full store, which leaves the slot in *at. */
+static inline int gr_keymap_put_at(gr_keymap *m, uintptr_t key, uint32_t value, uint32_t *at)
 {
+    if (*at < m->cap && m->slots[*at].key == key) {
+        m->slots[*at].value = value;
+        return 0;
+    }
     if ((m->used + 1) * 4 >= m->cap * 3 && gr_keymap_rebuild(m) < 0)
         return -1;
     size_t mask = m->cap - 1;
@@ -111,9 +126,17 @@ static inline int gr_keymap_put(gr_keymap *m, uintptr_t key, uint32_t value)
             m->used += !s->key;
             s->key = key;
             s->value = value;
+            *at = (uint32_t)i;
             return 0;
         }
     }
+}
+
+/* gr_keymap_put_at without a hint. */
+static inline int gr_keymap_put(gr_keymap *m, uintptr_t key, uint32_t value)
+{
+    uint32_t at = UINT32_MAX; /* no hint */
+    return gr_keymap_put_at(m, key, value, &at);
 }
 
 /* Free the slots; the map is empty (keep and ctx kept). */

@@ -220,6 +220,21 @@ typedef struct {
 /* code_gl bit: a generator's or coroutine's code, said by META generator. */
 #define GR_CODE_GENERATOR 2
 
+/* One builtin function or method in the recorder's caches of code ids
+ * (gr_recorder.cf): its PyMethodDef and the type of its `self` (NULL
+ * none), which decide its key in `codes`, and its code id and that id's
+ * code cache slot; ml NULL: empty. */
+typedef struct {
+    PyMethodDef *ml;
+    PyTypeObject *self_type;
+    uint32_t id, slot;
+} gr_cf_entry;
+
+/* The direct-mapped part of gr_recorder.cf: ways, and the way of a
+ * PyMethodDef (32 bytes each, in arrays: neighbours get their own way). */
+#define GR_CF_WAYS 16
+#define GR_CF_WAY(ml) ((unsigned)((uintptr_t)(ml) >> 5) & (GR_CF_WAYS - 1))
+
 typedef struct gr_recorder {
     /* The profile function's event path: */
     uint64_t gen;           /* generation, bumped by every start() */
@@ -244,12 +259,14 @@ typedef struct gr_recorder {
     uint32_t last_co_id;    /* ... its code id ... */
     uint32_t last_co_slot;  /* ... and that id's code cache slot (FORMAT
                                §4.1: id % GR_CODE_SLOTS) */
-    PyMethodDef *last_ml;   /* one-entry cache in front of `codes` for
-                               C_* events of a builtin function or method:
-                               its PyMethodDef ... */
-    PyTypeObject *last_self_type; /* ... the type of its `self` (NULL
-                               none): with m_ml, what decides its key ... */
-    uint32_t last_cf_id, last_cf_slot; /* ... its code id and cache slot */
+    gr_cf_entry cf[1 + GR_CF_WAYS]; /* caches in front of `codes` for C_*
+                               events of a builtin function or method
+                               (gr_cfunc_id_cached): cf[0] the last one
+                               looked up, tested first (a C_RETURN after
+                               its C_CALL); cf[1 + GR_CF_WAY(ml)] the last
+                               one of each way (builtins called in turn:
+                               a gevent worker's len() and
+                               loop.run_callback) */
     unsigned char *ours;    /* PyMem: ours[id] = 1 for the code ids of
                                greenreplay's own Python code (the package
                                directory, "<greenreplay>/"), whose frames
@@ -537,9 +554,10 @@ static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
     return id ? id : gr_cfunc_id_slow(r, fn);
 }
 
-/* gr_cfunc_id through a one-entry cache (the profile function's hot path;
+/* gr_cfunc_id through the caches r->cf (the profile function's hot path;
  * the c_call and c_return of one call, or a loop calling one builtin, look
- * up the same function in a row).  A builtin function's key in r->codes
+ * up the same function in a row: cf[0]; builtins called in turn each find
+ * their way's entry).  A builtin function's key in r->codes
  * (gr_cfunc_key) is decided by its PyMethodDef and the type of its self,
  * so those two are compared, without the module test of gr_cfunc_key (a
  * subtype check for every self that is not a module).  *slot: the id's
@@ -550,17 +568,23 @@ static inline uint32_t gr_cfunc_id_cached(gr_recorder *r, PyObject *fn, unsigned
     if (Py_IS_TYPE(fn, &PyCFunction_Type)) {
         PyCFunctionObject *f = (PyCFunctionObject *)fn;
         PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
-        if (f->m_ml == r->last_ml && st == r->last_self_type) {
-            *slot = r->last_cf_slot;
-            return r->last_cf_id;
+        if (f->m_ml == r->cf[0].ml && st == r->cf[0].self_type) {
+            *slot = r->cf[0].slot;
+            return r->cf[0].id;
+        }
+        gr_cf_entry *e = &r->cf[1 + GR_CF_WAY(f->m_ml)];
+        if (f->m_ml == e->ml && st == e->self_type) {
+            *slot = e->slot;
+            return e->id;
         }
         id = gr_cfunc_id(r, fn);
         *slot = id % GR_CODE_SLOTS;
         if (id) {
-            r->last_ml = f->m_ml;
-            r->last_self_type = st;
-            r->last_cf_id = id;
-            r->last_cf_slot = *slot;
+            e->ml = f->m_ml;
+            e->self_type = st;
+            e->id = id;
+            e->slot = *slot;
+            r->cf[0] = *e;
         }
         return id;
     }
@@ -779,6 +803,8 @@ typedef struct gr_gl {
                                in (its last event a C_CALL there, the switch
                                right after), 0 none (switches.c) */
     uint64_t susp_stamp;    /* r->sw.stamp then */
+    uint32_t susp_at;       /* the r->sw.susp slot of its last note (a
+                               hint: gr_keymap_put_at checks it) */
     PyObject *par;          /* its parent at its last continued switch
                                (address only) ... */
     uint32_t par_gid;       /* ... that parent's gid ... */

@@ -164,7 +164,7 @@ static inline void switch_state(PyThreadState *ts, int at_mark, uint64_t flags, 
  * then written in full). */
 static inline void susp_note(gr_recorder *r, gr_thread *t, gr_gl *e, uint32_t es)
 {
-    if (gr_keymap_put(&r->sw.susp, (uintptr_t)t->ccall_frame, es) < 0)
+    if (gr_keymap_put_at(&r->sw.susp, (uintptr_t)t->ccall_frame, es, &e->susp_at) < 0)
         return;
     e->susp_frame = (uintptr_t)t->ccall_frame;
     e->susp_stamp = ++r->sw.stamp;
@@ -199,6 +199,19 @@ static inline gr_gl *susp_find(gr_recorder *r, gr_thread *t, PyFrameObject *fram
         return e;
     }
     return NULL;
+}
+
+/* The state of greenlet og, the one running on thread t until now: the
+ * slot remembered at its switch in (t->cur_slot) when it still holds that
+ * gid (gids are never reused), else the gid's lookup.  A slot freed
+ * since (gr_gl_settle) still holds its gid: its greenlet was freed
+ * (addr 0), which every use of it below reads as such. */
+static inline gr_gl *origin_gl(gr_recorder *r, const gr_thread *t, uint32_t og)
+{
+    uint32_t os = t->cur_slot;
+    if (os && os <= r->gls.gl_used && r->gls.gl[os - 1].gid == og)
+        return &r->gls.gl[os - 1];
+    return gr_gl_of(r, og);
 }
 
 /* 3.12+: the INSTR record after a switch to tg on thread t (whether the
@@ -379,22 +392,13 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
         gr_writer_drop(w);
     }
     switch_instr(r, t, tg);
-    /* The origin's slot: the one remembered at its switch in, if it
-     * still holds that gid (gids are never reused). */
-    uint32_t os = t->cur_slot;
-    gr_gl *oe;
-    if (os && os <= r->gls.gl_used && r->gls.gl[os - 1].gid == og) {
-        oe = &r->gls.gl[os - 1];
-    } else {
-        oe = gr_gl_of(r, og);
-        os = oe ? (uint32_t)(oe - r->gls.gl) + 1 : 0;
-    }
     /* switch_hand_over with both slots known (es: e's). */
+    gr_gl *oe = origin_gl(r, t, og);
     if (oe) {
         if (oe->on == t)
             oe->on = NULL;
         if (t->ccall_frame)
-            susp_note(r, t, oe, os);
+            susp_note(r, t, oe, (uint32_t)(oe - r->gls.gl) + 1);
     }
     t->cur_g = g;
     t->cur_gid = tg;
@@ -519,10 +523,10 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
     }
 }
 
-/* 1 if greenlet gid is dead now (freed, or greenlet says so: gr_greenlet_dead). */
-static int greenlet_dead(gr_recorder *r, uint32_t gid)
+/* 1 if the greenlet of state e (NULL: not known) is dead now (freed, or
+ * greenlet says so: gr_greenlet_dead). */
+static int greenlet_dead(gr_recorder *r, const gr_gl *e)
 {
-    gr_gl *e = gr_gl_of(r, gid);
     if (!e || !e->addr || !e->wr)
         return 1; /* freed */
     PyObject *g = gr_weakref_get(e->wr);
@@ -589,14 +593,30 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         GR_EXC_RESTORE(saved);
         return;
     }
+    /* Its parent's gid: as last time when it is the same object and no
+     * greenlet was freed since (switch_continued's cache); else looked up,
+     * which may define it (and move the greenlet table). */
     PyObject *parent = gr_greenlet_parent(r, g);
     uint32_t pg = 0;
+    gr_gl *te = gr_gl_of(r, tg);
     if (parent) {
-        pg = gr_greenlet_id(r, t, parent);
+        if (te && parent == te->par && parent != Py_None && te->par_frees == r->gls.gl_frees) {
+            pg = te->par_gid;
+        } else {
+            pg = gr_greenlet_id(r, t, parent);
+            te = gr_gl_of(r, tg);
+            if (te && (pg || parent == Py_None)) {
+                te->par = parent;
+                te->par_gid = pg;
+                te->par_frees = r->gls.gl_frees;
+            }
+        }
         Py_DECREF(parent);
     } else {
         gr_swallow(r);
     }
+    /* No greenlet is defined from here on: te and oe stay valid. */
+    gr_gl *oe = og && og != tg ? origin_gl(r, t, og) : NULL;
     /* The origin can have finished only if its last event was a return
      * (a finished greenlet's run returned: a RETURN, or C_RETURN /
      * C_EXCEPTION when nothing of Python ran last); one whose last event
@@ -604,7 +624,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
      * inside that call.  Asking greenlet costs a weakref and an
      * attribute lookup per switch.  A death missed here (events lost
      * while the origin ran) is written when it is freed or at stop(). */
-    int dead = og && og != tg && (at_mark || in_tracing || t->may_have_ended) && greenlet_dead(r, og);
+    int dead = og && og != tg && (at_mark || in_tracing || t->may_have_ended) && greenlet_dead(r, oe);
 
     if (!announced)
         flags |= GR_SW_INFERRED;
@@ -623,8 +643,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         /* The sampler's registry: the origin is suspended at its top frame
          * (the address only; the sampler reads it without the GIL). */
         uintptr_t frame = 0;
-        gr_gl *oe = og && !dead ? gr_gl_of(r, og) : NULL;
-        PyObject *o = oe && oe->wr ? gr_weakref_get(oe->wr) : NULL;
+        PyObject *o = oe && !dead && oe->wr ? gr_weakref_get(oe->wr) : NULL;
         if (o) {
             PyObject *fr = PyObject_GetAttr(o, r->gl_api.str_gr_frame);
             if (fr && PyFrame_Check(fr))
@@ -645,10 +664,9 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         t->break_stamp = ++r->sw.stamp; /* the target ran without an event */
     /* Continued switches: a direct switch leaves the origin suspended in
      * the C call of its last event (above). */
-    gr_gl *oe = og && og != tg ? gr_gl_of(r, og) : NULL;
     switch_hand_over(r, t, oe,
                      !dead && t->sw_direct && !at_mark && !in_tracing && t->ccall_frame && r->sw.continued_ok,
-                     g, tg, gr_gl_of(r, tg));
+                     g, tg, te);
     if (r->samp.reg)
         gr_note_switch(r, index, wait, gr_now_ns() - t0, contended);
     if (PyErr_Occurred())
