@@ -135,7 +135,9 @@ static const char usage_check[] =
     "  --format text|json  the report (default text; json: one document)\n"
     "  -q, --quiet         one line per trace: \"FILE: clean, N records\", \"FILE: N\n"
     "                      violations (RULE N, ...), N records\", \"FILE: nothing\n"
-    "                      checked (WHY), N records\" or \"FILE: unusable: CAUSE\"\n"
+    "                      checked (WHY), N records\" or \"FILE: unusable: CAUSE\";\n"
+    "                      then \"; allowed by SOURCE: RULE N\" and \"; not\n"
+    "                      failing: RULE N\" as on the report's result line\n"
     "  --allow RULE[:FUNCTION]  listed and counted, marked allowed, not failing\n"
     "                      (also `allow = [...]` under [tool.greenreplay] in the\n"
     "                      nearest pyproject.toml); repeatable\n"
@@ -590,7 +592,8 @@ struct check_run {
     uint64_t max_wait;
     const char *junit, *html;
     int status; /* exit status: the highest of the files' */
-    size_t total;
+    size_t total;    /* violations: findings that fail (gr_check_failing) */
+    size_t findings; /* every finding, failing or not */
     json_t *jtraces;
     gr_junit ju;
     gr_html hr;
@@ -742,12 +745,27 @@ static void check_unusable(struct check_run *ck, gr_trace *t, const char *path)
     ck->status = gr_check_exit_code(GR_CHECK_UNUSABLE);
 }
 
+/* Findings of res allowed and not yet attributed: allowed by `by`. */
+static void mark_allowed_by(gr_check_result *res, const char *by)
+{
+    for (size_t i = 0; i < res->nv; i++)
+        if (res->v[i].allowed && !res->v[i].allowed_by)
+            res->v[i].allowed_by = by;
+}
+
 /* One trace's result: the exit status, and its part of each report. */
 static void check_report(struct check_run *ck, const gr_trace *t, gr_check_result *res, const gr_stall *st,
                          size_t nv, const char *path, int first)
 {
-    ck->total += nv;
-    gr_check_allow(res, ck->allow, ck->nallow);
+    /* the command line's allows, then pyproject.toml's (check_config put
+       them last), each finding marked with where its allow came from */
+    size_t ncli = ck->nallow - ck->pp.nallow;
+    gr_check_allow(res, ck->allow, ncli);
+    mark_allowed_by(res, "--allow");
+    gr_check_allow(res, ck->allow + ncli, ck->pp.nallow);
+    mark_allowed_by(res, ck->pp.path);
+    ck->total += gr_check_failing(res);
+    ck->findings += nv;
     int code = gr_check_exit_code(gr_check_status_of(res));
     if (code > ck->status)
         ck->status = code;
@@ -859,6 +877,7 @@ static int check_finish(struct check_run *ck)
         json_t *doc = json_object();
         json_object_set_new(doc, "traces", ck->jtraces);
         json_object_set_new(doc, "violations", gr_json_u64(ck->total));
+        json_object_set_new(doc, "findings", gr_json_u64(ck->findings));
         json_object_set_new(doc, "exit_code", json_integer(ck->status));
         json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         fputc('\n', stdout);

@@ -419,6 +419,15 @@ static void html_head(gr_sb *sb, hctx *c, const gr_trace *t, enum gr_check_statu
         gr_sb_puts(sb, "; no trailer: truncated: ");
         gr_report_cut_where(sb, t);
     }
+    gr_sb_puts(sb, "</p>\n<p class=\"tally\">result: ");
+    {
+        gr_sb tally; /* the words of the text report's result line */
+        gr_sb_init(&tally);
+        gr_report_tally_head(&tally, r);
+        gr_report_tally_rest(&tally, r);
+        esc(sb, gr_sb_str(&tally));
+        gr_sb_free(&tally);
+    }
     gr_sb_puts(sb, "</p>\n");
     for (size_t i = 0; i < r->nwarnings; i++) {
         gr_sb_puts(sb, "<p class=\"warn\">warning: ");

@@ -127,6 +127,89 @@ static const char *plural(size_t n, const char *one, const char *many)
     return n == 1 ? one : many;
 }
 
+/* Kinds of finding a tally counts apart. */
+enum { TALLY_FAILING, TALLY_ALLOWED, TALLY_NOT_FAILING };
+
+static int tally_kind(const gr_violation *v)
+{
+    return v->advisory ? TALLY_NOT_FAILING : v->allowed ? TALLY_ALLOWED : TALLY_FAILING;
+}
+
+/* Where an allowed finding's allow came from, as the tally names it. */
+static const char *allow_source(const gr_violation *v)
+{
+    return v->allowed_by ? v->allowed_by : "--allow";
+}
+
+/* "RULE N, RULE N" of the findings of kind `kind` (and, for allowed ones,
+ * of allow source `src`); returns how many there are. */
+static size_t tally_rules(gr_sb *sb, const gr_check_result *r, int kind, const char *src)
+{
+    size_t total = 0;
+    for (int k = 0; k < GR_NRULES; k++) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->nv; i++) {
+            const gr_violation *v = &r->v[i];
+            n += (int)v->rule == k && tally_kind(v) == kind &&
+                 (!src || strcmp(allow_source(v), src) == 0);
+        }
+        if (n)
+            gr_sb_printf(sb, "%s%s %zu", total ? ", " : "", gr_rule_name((enum gr_rule)k), n);
+        total += n;
+    }
+    return total;
+}
+
+size_t gr_report_failing_of(const gr_check_result *r, int rule)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nv; i++)
+        n += (int)r->v[i].rule == rule && tally_kind(&r->v[i]) == TALLY_FAILING;
+    return n;
+}
+
+void gr_report_tally_head(gr_sb *sb, const gr_check_result *r)
+{
+    size_t failing = gr_check_failing(r);
+    if (failing) {
+        gr_sb_printf(sb, "%zu violation%s (", failing, failing == 1 ? "" : "s");
+        tally_rules(sb, r, TALLY_FAILING, NULL);
+        gr_sb_putc(sb, ')');
+    } else if (!r->nv && r->coverage.nothing) {
+        gr_sb_printf(sb, "nothing checked (%s)", r->coverage.nothing);
+    } else {
+        gr_sb_puts(sb, "clean");
+    }
+}
+
+void gr_report_tally_rest(gr_sb *sb, const gr_check_result *r)
+{
+    /* each source of allows once, in the order of its first finding
+       (check knows two: --allow and pyproject.toml) */
+    const char *srcs[4];
+    size_t nsrc = 0;
+    for (size_t i = 0; i < r->nv && nsrc < 4; i++) {
+        if (tally_kind(&r->v[i]) != TALLY_ALLOWED)
+            continue;
+        const char *src = allow_source(&r->v[i]);
+        size_t j = 0;
+        while (j < nsrc && strcmp(srcs[j], src) != 0)
+            j++;
+        if (j == nsrc)
+            srcs[nsrc++] = src;
+    }
+    for (size_t j = 0; j < nsrc; j++) {
+        gr_sb_puts(sb, "; allowed by ");
+        gr_sb_escape(sb, srcs[j], strlen(srcs[j]), 0);
+        gr_sb_puts(sb, ": ");
+        tally_rules(sb, r, TALLY_ALLOWED, srcs[j]);
+    }
+    if (r->nadvisory) {
+        gr_sb_puts(sb, "; not failing: ");
+        tally_rules(sb, r, TALLY_NOT_FAILING, NULL);
+    }
+}
+
 /* What ended the recording, for the coverage section. */
 static void ended_by(gr_sb *sb, const gr_trace *t)
 {
@@ -562,24 +645,11 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
                      gr_check_rule_fails(GR_RULE_DISPLACED)
                          ? ", failing: --fail-on displaced"
                          : "; not failing, `check --fail-on displaced` makes them violations");
-    /* the advisory findings (not failing) are not violations here */
-    size_t nv = r->nv - r->nadvisory, nallowed = 0;
-    for (size_t i = 0; i < r->nv; i++)
-        nallowed += r->v[i].allowed && !r->v[i].advisory;
-    if (nv && nallowed == nv)
-        gr_sb_printf(&sb, "\nresult: clean, %zu allowed violation%s (--allow)\n", nv,
-                     nv == 1 ? "" : "s");
-    else if (nallowed)
-        gr_sb_printf(&sb, "\nresult: %zu violation%s, %zu of them allowed (--allow)\n", nv,
-                     nv == 1 ? "" : "s", nallowed);
-    else if (nv)
-        gr_sb_printf(&sb, "\nresult: %zu violation%s\n", nv, nv == 1 ? "" : "s");
-    else if (r->nv)
-        gr_sb_puts(&sb, "\nresult: clean\n");
-    else if (r->coverage.nothing)
-        gr_sb_printf(&sb, "\nresult: nothing checked (%s)\n", r->coverage.nothing);
-    else
-        gr_sb_puts(&sb, "\nresult: clean\n");
+    /* the same tally as -q, JUnit and HTML (gr_report_tally_head) */
+    gr_sb_puts(&sb, "\nresult: ");
+    gr_report_tally_head(&sb, r);
+    gr_report_tally_rest(&sb, r);
+    gr_sb_putc(&sb, '\n');
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);
 }
@@ -778,6 +848,22 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
     for (int k = 0; k < rules_of(r); k++)
         json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));
     json_object_set_new(o, "counts", counts);
+    {
+        /* the counts of the -q line and the result line: violations
+           (failing), allowed and not failing findings add up to counts */
+        json_t *jt = json_object();
+        size_t by[3] = {0, 0, 0};
+        for (size_t i = 0; i < r->nv; i++)
+            by[tally_kind(&r->v[i])]++;
+        json_object_set_new(jt, "violations", gr_json_u64(by[TALLY_FAILING]));
+        json_object_set_new(jt, "allowed", gr_json_u64(by[TALLY_ALLOWED]));
+        json_object_set_new(jt, "not_failing", gr_json_u64(by[TALLY_NOT_FAILING]));
+        gr_report_tally_head(&sb, r);
+        gr_report_tally_rest(&sb, r);
+        json_object_set_new(jt, "text", gr_json_str(gr_sb_str(&sb)));
+        gr_sb_reset(&sb);
+        json_object_set_new(o, "tally", jt);
+    }
     json_object_set_new(o, "profilers", gr_report_profilers_json(t, r));
     json_t *vs = json_array();
     for (size_t i = 0; i < r->nv; i++) {
@@ -789,6 +875,8 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_object_set_new(jv, "gid", gr_json_u64(v->gid));
         json_object_set_new(jv, "message", gr_json_str(v->message));
         json_object_set_new(jv, "allowed", json_boolean(v->allowed));
+        json_object_set_new(jv, "allowed_by", v->allowed && !v->advisory
+                                                  ? gr_json_str(allow_source(v)) : json_null());
         /* a finding of a rule that does not fail by default (displaced) */
         json_object_set_new(jv, "advisory", json_boolean(v->advisory));
         json_t *ctx = json_array();
@@ -875,7 +963,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     size_t failing = 0;
     int nrules = rules_of(r);
     for (int k = 0; k < nrules; k++)
-        failing += r->counts[k] != 0 && gr_check_rule_fails((enum gr_rule)k);
+        failing += gr_report_failing_of(r, k) != 0;
     const char *nothing = r->nv ? NULL : r->coverage.nothing;
     gr_sb_puts(b, "  <testsuite");
     attr(b, "name", t->name);
@@ -924,13 +1012,19 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
             gr_sb_puts(b, "/>\n");
             continue;
         }
-        gr_sb_printf(b, ">\n      <failure type=\"%s\" message=\"%zu violation%s\">", rule,
-                     r->counts[k], r->counts[k] == 1 ? "" : "s");
+        size_t nfail = r->counts[k] - allowed;
+        gr_sb_printf(b, ">\n      <failure type=\"%s\" message=\"%zu violation%s", rule, nfail,
+                     nfail == 1 ? "" : "s");
+        if (allowed)
+            gr_sb_printf(b, ", %zu allowed", allowed);
+        gr_sb_puts(b, "\">");
         for (size_t i = 0; i < r->nv; i++) {
             const gr_violation *v = &r->v[i];
             if ((int)v->rule != k)
                 continue;
             gr_sb_reset(&tmp);
+            if (v->allowed || v->advisory)
+                gr_sb_printf(&tmp, "%s: ", v->allowed ? "allowed" : "not failing");
             gr_sb_printf(&tmp, "event %" PRIu64, v->index);
             where(&tmp, v);
             gr_sb_printf(&tmp, ": %s\n", v->message);
@@ -964,6 +1058,10 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
     gr_report_coverage(&tmp, t, &r->coverage);
     gr_report_profilers(&tmp, t, r, 1000); /* JSON lists every one */
+    gr_sb_puts(&tmp, "result: ");
+    gr_report_tally_head(&tmp, r);
+    gr_report_tally_rest(&tmp, r);
+    gr_sb_putc(&tmp, '\n');
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));

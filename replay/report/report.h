@@ -34,6 +34,23 @@ int gr_check_exit_code(enum gr_check_status s);
 /* "clean", "violations", "unusable" or "nothing_checked" (JSON status). */
 const char *gr_check_status_name(enum gr_check_status s);
 
+/* The tally of r's findings, in the same words in every report (the -q
+ * line, the text report's result line, JUnit, HTML, and JSON's `tally`).
+ * A violation is a finding that fails the check; the findings of rules
+ * that do not fail by default (displaced, attribution) and the allowed
+ * ones are counted apart, so each count is the sum of its parts.
+ * gr_report_tally_head appends "clean", "N violation(s) (RULE N, ...)"
+ * (violations only) or "nothing checked (WHY)"; gr_report_tally_rest
+ * appends "; allowed by SOURCE: RULE N, ..." per source of allows
+ * (gr_violation.allowed_by: "--allow" or a pyproject.toml) and "; not
+ * failing: RULE N, ...", or nothing.  No newline. */
+void gr_report_tally_head(gr_sb *sb, const gr_check_result *r);
+void gr_report_tally_rest(gr_sb *sb, const gr_check_result *r);
+
+/* Findings of rule in r that fail the check (neither allowed nor
+ * advisory). */
+size_t gr_report_failing_of(const gr_check_result *r, int rule);
+
 /* Append the line (no "warning: ", no newline) of warnings counted, not
  * listed (gr_check_result.folded): "propagation: N more refuted predicted
  * blind spots of gG (tT) not listed (...)", or for the trace's count past
