@@ -373,7 +373,7 @@ static const char *rule_gist(int rule)
     case GR_RULE_SWITCH_CONSISTENCY: return "events of a greenlet that was not the one running";
     case GR_RULE_PROPAGATION: return "greenlets resumed with profiling off for them";
     case GR_RULE_CALLBACK_GUARD: return "greenlet's switch callbacks that the profiler saw";
-    case GR_RULE_DISPLACED: return "the program replaced or removed the profiler (not failing)";
+    case GR_RULE_DISPLACED: return "the program replaced or removed greenreplay's reference profiler (not failing)";
     case GR_RULE_UNREACHED: return "threads the profiler was never installed in";
     case GR_RULE_ATTRIBUTION: return "times the program's own profilers missed their greenlet's calls or counted "
                                      "another's (not failing)";
@@ -406,8 +406,11 @@ static const char *rule_meaning(int rule)
         return "greenlet's switch callback ran with profiling on: profilers count its calls "
                "as the program's";
     case GR_RULE_DISPLACED:
-        return "the program itself replaced or removed the profile function; what ran after "
-               "went unseen by the profiler it displaced (not failing: --fail-on displaced)";
+        return "the program replaced or removed greenreplay's reference profiler (the profile "
+               "function it installs as a standard tool would, whose view the rules check); what "
+               "ran after went unseen by that reference profiler, not necessarily by the "
+               "program's own profiler, which rule attribution judges (not failing: --fail-on "
+               "displaced)";
     case GR_RULE_UNREACHED:
         return "threads ran with no profile function at all: their calls are in no profile";
     case GR_RULE_ATTRIBUTION:

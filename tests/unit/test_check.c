@@ -638,7 +638,7 @@ static void test_dead_in_unseen_takeover_is_displaced(void **state)
     fx f;
     uint64_t dead, hook;
     dead_in_unseen_takeover(&f, 0, &dead, &hook);
-    expect(&f, GR_RULE_DISPLACED, hook, "before that HOOK were unseen by it (how many is not known)");
+    expect(&f, GR_RULE_DISPLACED, hook, "before that HOOK were unseen by the reference profiler (how many is not known)");
     assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
     assert_int_equal(count(&f, GR_RULE_BLIND_SPOT), 0);
     end(&f);
@@ -2192,7 +2192,13 @@ static void test_hook_replaced_profiler_named_once(void **state)
     tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
     load_check(&f, 0);
     assert_int_equal(f.res.nv, 1);
-    expect(&f, GR_RULE_DISPLACED, 5, "2 Python calls ran unseen by it until event 11");
+    expect(&f, GR_RULE_DISPLACED, 5, "greenreplay's reference profiler on t1 was replaced by the "
+                                      "program's own profile function");
+    expect(&f, GR_RULE_DISPLACED, 5, "2 Python calls ran unseen by the reference profiler until "
+                                      "event 11");
+    /* the program's profiler saw them: the finding says it is judged apart */
+    expect(&f, GR_RULE_DISPLACED, 5, "; what the program's own profiler saw is judged apart, by "
+                                      "rule attribution");
     end(&f);
 }
 
@@ -2232,11 +2238,12 @@ static void test_hook_before_start_named(void **state)
     assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, 3,
-           "the profile function of t1 was the program's own profile function, set before start() "
-           "(HOOK at event 3): 1 Python call ran unseen by it until STOP (first: x (seed.py:14))");
+           "greenreplay's reference profiler on t1 was displaced by the program's own profile function, set before start() "
+           "(HOOK at event 3): 1 Python call ran unseen by the reference profiler until STOP (first: x (seed.py:14))");
     assert_int_equal(f.res.nwarnings, 1);
-    assert_non_null(strstr(f.res.warnings[0], "displaced: the profile function of 1 more thread was "
-                                              "the program's own profile function, set before start(), "
+    assert_non_null(strstr(f.res.warnings[0], "displaced: greenreplay's reference profiler of 1 more "
+                                              "thread was displaced by the program's own profile "
+                                              "function, set before start(), "
                                               "as reported at event 3, the last at event 9"));
     end(&f);
 }
@@ -2272,7 +2279,7 @@ static void test_hook_replaced_from_other_thread(void **state)
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, 8,
            "(HOOK at event 8, made by t1, during sys._setprofileallthreads; t2 was in y (seed.py:30)): "
-           "1 Python call ran unseen by it until event 14");
+           "1 Python call ran unseen by the reference profiler until event 14");
     end(&f);
 }
 
@@ -2346,7 +2353,7 @@ static void test_hook_repeated_cause_reported_once(void **state)
     uint64_t diff = removed_episode(&f, other, 1);
     load_check(&f, 0);
     assert_int_equal(f.res.nv, 2);
-    expect(&f, GR_RULE_DISPLACED, first, "2 Python calls ran unseen by it");
+    expect(&f, GR_RULE_DISPLACED, first, "2 Python calls ran unseen by the reference profiler");
     expect(&f, GR_RULE_DISPLACED, diff, "during threading.setprofile");
     assert_int_equal(f.res.nwarnings, 1);
     char want[160];
@@ -2399,9 +2406,11 @@ static void test_hook_overlapping_names_first_begun(void **state)
     overlapping_episodes(&f, 2, &h2, &h3, &end3);
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, h2,
-           "the profile function of t2 was removed by the program (HOOK at event");
-    expect(&f, GR_RULE_DISPLACED, h2, "2 Python calls ran unseen by it until the end of the trace "
-                                       "(first: y (seed.py:30), y (seed.py:30))");
+           "greenreplay's reference profiler on t2 was removed by the program (HOOK at event");
+    expect(&f, GR_RULE_DISPLACED, h2, "2 Python calls ran unseen by the reference profiler until "
+                                       "the end of the trace (first: y (seed.py:30), y (seed.py:30))");
+    /* removed, not replaced: no program profiler to judge */
+    assert_null(strstr(f.res.v[0].message, "rule attribution"));
     assert_int_equal(f.res.v[0].tid, 2);
     assert_int_equal(f.res.nwarnings, 1);
     char want[160];
@@ -2424,7 +2433,7 @@ static void test_hook_overlapping_first_without_calls(void **state)
     overlapping_episodes(&f, 0, &h2, &h3, &end3);
     assert_int_equal(f.res.nv, 1);
     char want[96];
-    snprintf(want, sizeof want, "1 Python call ran unseen by it until event %" PRIu64, end3);
+    snprintf(want, sizeof want, "1 Python call ran unseen by the reference profiler until event %" PRIu64, end3);
     expect(&f, GR_RULE_DISPLACED, h3, want);
     assert_int_equal(f.res.v[0].tid, 3);
     assert_int_equal(f.res.nwarnings, 0);
@@ -2657,7 +2666,7 @@ static void test_displaced_known_cause(void **state)
     load_check(&f, 0);
     expect_clean(&f);
     assert_int_equal(f.res.ninfos, 1);
-    assert_non_null(strstr(f.res.infos[0], "displaced: the profile function was removed by "
+    assert_non_null(strstr(f.res.infos[0], "displaced: greenreplay's reference profiler was removed by "
                                            "gevent's thread pool"));
     /* --strict-known alone gives a finding that does not fail: the note
      * names both options that make it fail */
