@@ -86,7 +86,7 @@ static const char usage_main[] =
     "  python3 -m greenreplay --help                      # the same tool\n";
 
 static const char usage_check[] =
-    "usage: greenreplay check FILE... [--format text|json] [-q] [--allow RULE]\n"
+    "usage: greenreplay check FILE... [--format text|json] [-q|-v] [--allow RULE]\n"
     "                         [--fail-on RULE] [--strict-known] [--junit OUT.xml]\n"
     "                         [--html OUT.html] [--color[=WHEN]] [--in-memory]\n"
     "                         [--stall [--max-wait-us N]] [--from A [--to B]]\n"
@@ -147,6 +147,8 @@ static const char usage_check[] =
     "                      `fail_on`)\n"
     "  --strict-known      a known-benign cause (gevent's thread pool removing\n"
     "                      the profiler) is a displaced finding, not a note\n"
+    "  -v, --verbose       list each refuted predicted blind spot (3.12+) on a\n"
+    "                      \"detail:\" line; without it they are only counted\n"
     "  --junit OUT         also write JUnit XML: a testsuite per trace\n"
     "  --html OUT          also write a self-contained HTML report\n"
     "  --color[=WHEN]      auto (default: a terminal, NO_COLOR unset or empty,\n"
@@ -626,12 +628,14 @@ static int check_options(struct check_run *ck, int argc, char **argv)
         {"allow", required_argument, NULL, 'a'},
         {"strict-known", no_argument, NULL, 'k'},
         {"fail-on", required_argument, NULL, 'O'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hqv", opts, NULL)) != -1) {
         switch (c) {
+        case 'v': gr_report_verbose(1); break;
         case 'H': ck->html = optarg; break;
         case 'q': ck->quiet = 1; break;
         case 'M': ck->in_memory = 1; break;

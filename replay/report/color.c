@@ -124,9 +124,11 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
     gr_report_tally_rest(&sb, r);
     if (t->truncated)
         gr_sb_puts(&sb, " [truncated]");
-    if (r->nwarnings + r->nfolded) /* a line of counted warnings is one */
-        gr_sb_printf(&sb, " [%zu warning%s]", r->nwarnings + r->nfolded,
-                     r->nwarnings + r->nfolded == 1 ? "" : "s");
+    size_t nw = 0; /* a refuted prediction is no warning (gr_report_refuted) */
+    for (size_t i = 0; i < r->nwarnings; i++)
+        nw += !gr_report_refuted(r->warnings[i]);
+    if (nw)
+        gr_sb_printf(&sb, " [%zu warning%s]", nw, nw == 1 ? "" : "s");
     gr_sb_putc(&sb, '\n');
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);

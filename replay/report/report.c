@@ -31,6 +31,65 @@ static const char *note_key(enum gr_note_kind k)
     }
 }
 
+/* check -v (gr_report_verbose). */
+static int verbose;
+
+void gr_report_verbose(int on)
+{
+    verbose = on;
+}
+
+int gr_report_verbose_on(void)
+{
+    return verbose;
+}
+
+int gr_report_refuted(const char *w)
+{
+    static const char lead[] = "predicted blind spot: ";
+    return strncmp(w, lead, sizeof lead - 1) == 0;
+}
+
+uint64_t gr_report_nrefuted(const gr_check_result *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->nwarnings; i++)
+        n += gr_report_refuted(r->warnings[i]) != 0;
+    for (size_t i = 0; i < r->nfolded; i++) /* only propagation folds */
+        n += r->folded[i].count;
+    return n;
+}
+
+/* The warnings of r to out_sb, each "warning: W\n" (a refuted prediction:
+ * "detail: W\n" with -v, else nothing), then the folded counts (with -v). */
+static void put_warnings(gr_sb *sb, const gr_check_result *r)
+{
+    for (size_t i = 0; i < r->nwarnings; i++) {
+        int refuted = gr_report_refuted(r->warnings[i]);
+        if (!refuted || verbose)
+            gr_sb_printf(sb, "%s: %s\n", refuted ? "detail" : "warning", r->warnings[i]);
+    }
+}
+
+static void put_folded(gr_sb *sb, const gr_check_result *r)
+{
+    for (size_t i = 0; verbose && i < r->nfolded; i++) {
+        gr_sb_puts(sb, "detail: ");
+        gr_report_folded(sb, &r->folded[i]);
+        gr_sb_putc(sb, '\n');
+    }
+}
+
+/* Documented in report.h. */
+void gr_report_refuted_line(gr_sb *sb, const gr_check_result *r)
+{
+    uint64_t n = gr_report_nrefuted(r);
+    if (n)
+        gr_sb_printf(sb, "  %-20s %" PRIu64 " predicted blind spot%s (3.12+) disproved by the "
+                         "resumed frame's own events: no finding%s\n", "refuted predictions", n,
+                     n == 1 ? "" : "s", verbose ? "" : " (check -v lists them)");
+}
+
 /* Lines of the profiler list in the text report before it is cut. */
 #define PROFILERS_LISTED 20
 
@@ -564,15 +623,10 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         truncation_line(&sb, t);
         gr_sb_putc(&sb, '\n');
     }
-    for (size_t i = 0; i < r->nwarnings; i++)
-        gr_sb_printf(&sb, "warning: %s\n", r->warnings[i]);
+    put_warnings(&sb, r);
     for (size_t i = 0; i < r->ninfos; i++)
         gr_sb_printf(&sb, "note: %s\n", r->infos[i]);
-    for (size_t i = 0; i < r->nfolded; i++) {
-        gr_sb_puts(&sb, "warning: ");
-        gr_report_folded(&sb, &r->folded[i]);
-        gr_sb_putc(&sb, '\n');
-    }
+    put_folded(&sb, r);
     if (r->summary)
         gr_sb_puts(&sb, r->summary);
     for (int k = 0; k < rules_of(r); k++)
@@ -638,6 +692,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         gr_sb_printf(&sb, "  (%zu frame%s of greenreplay's own left out)\n", own, plural(own, "", "s"));
     gr_sb_putc(&sb, '\n');
     gr_report_coverage(&sb, t, &r->coverage);
+    gr_report_refuted_line(&sb, r);
     if (r->nprof) {
         gr_sb_putc(&sb, '\n');
         gr_report_profilers(&sb, t, r, PROFILERS_LISTED);
@@ -1047,19 +1102,15 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     }
     if (r->summary)
         gr_sb_puts(&tmp, r->summary);
-    for (size_t i = 0; i < r->nwarnings; i++)
-        gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
+    put_warnings(&tmp, r);
     for (size_t i = 0; i < r->ninfos; i++)
         gr_sb_printf(&tmp, "note: %s\n", r->infos[i]);
-    for (size_t i = 0; i < r->nfolded; i++) {
-        gr_sb_puts(&tmp, "warning: ");
-        gr_report_folded(&tmp, &r->folded[i]);
-        gr_sb_putc(&tmp, '\n');
-    }
+    put_folded(&tmp, r);
     for (size_t i = 0; i < r->nnotes; i++)
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
     gr_report_coverage(&tmp, t, &r->coverage);
+    gr_report_refuted_line(&tmp, r);
     gr_report_profilers(&tmp, t, r, 1000); /* JSON lists every one */
     gr_sb_puts(&tmp, "result: ");
     gr_report_tally_head(&tmp, r);

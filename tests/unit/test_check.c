@@ -1511,8 +1511,10 @@ static void test_predicted_refutations_folded(void **state)
     assert_true(f.res.folded[0].rule == GR_RULE_PROPAGATION && f.res.folded[0].tid == 1 &&
                 f.res.folded[0].gid == 10);
     assert_int_equal(f.res.folded[0].count, 4);
+    gr_report_verbose(1); /* check -v: the refuted ones are listed */
     char *s = report_of(&f.t, &f.res);
-    assert_non_null(strstr(s, "\nwarning: propagation: 4 more refuted predicted blind spots of g10 (t1) "
+    gr_report_verbose(0);
+    assert_non_null(strstr(s, "\ndetail: propagation: 4 more refuted predicted blind spots of g10 (t1) "
                               "not listed (a greenlet's refuted predictions are listed for its first 3 "
                               "predictions only)\n"));
     free(s);
@@ -1655,15 +1657,17 @@ static void test_predicted_refutations_capped(void **state)
         k++;
     }
     assert_int_equal(nwhole, 1);
+    gr_report_verbose(1); /* check -v: the refuted ones are listed */
     char *s = report_of(&f.t, &f.res), want[512];
+    gr_report_verbose(0);
     snprintf(want, sizeof want,
-             "\nwarning: propagation: %llu more refuted predicted blind spots of the trace not "
+             "\ndetail: propagation: %llu more refuted predicted blind spots of the trace not "
              "listed (a trace lists the refutations of its first %d predictions that are among "
              "their greenlet's first %d, and counts the later ones per greenlet for its first %d "
              "greenlets with more)\n",
              (unsigned long long)whole, GR_PROP_TRACE_LISTED, GR_PROP_LISTED, GR_PROP_FOLDED_LINES);
     assert_non_null(strstr(s, want));
-    assert_non_null(strstr(s, "\nwarning: propagation: 1 more refuted predicted blind spot of g10 (t1) "
+    assert_non_null(strstr(s, "\ndetail: propagation: 1 more refuted predicted blind spot of g10 (t1) "
                               "not listed"));
     assert_null(strstr(s, "blind spot of g1011 (t1)"));
     free(s);

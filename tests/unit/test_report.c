@@ -350,6 +350,51 @@ static void test_tally(void **state)
     tb_cleanup(&b);
 }
 
+/* A refuted predicted blind spot is no warning: without -v the text
+ * report, -q and JUnit only count it ("refuted predictions" under what was
+ * checked); with -v it is a "detail:" line.  Other warnings stay. */
+static void test_refuted_not_a_warning(void **state)
+{
+    (void)state;
+    tb b;
+    build(&b, 0);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_check_result r;
+    gr_check_run(&t, &r); /* one warning: the trailer's dropped record */
+    gr_check_add_warning(&r, strdup("predicted blind spot: profiling is on for t1 but 1 of the 2 "
+                                    "frames of g1 are not instrumented; refuted by the RETURN "
+                                    "at event 5, the return of the resumed frame itself"));
+    char *s = text_of(&t, &r);
+    assert_null(strstr(s, "predicted blind spot: profiling"));
+    assert_non_null(strstr(s, "warning: trailer reports 1 dropped record"));
+    assert_non_null(strstr(s, "\n  refuted predictions  1 predicted blind spot (3.12+) disproved "
+                              "by the resumed frame's own events: no finding (check -v lists "
+                              "them)\n"));
+    free(s);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gr_color_check_summary(f, &t, &r, 0);
+    fclose(f);
+    assert_non_null(strstr(buf, " [1 warning]\n"));
+    free(buf);
+    gr_junit j;
+    gr_junit_init(&j);
+    gr_junit_add_trace(&j, &t, &r);
+    assert_null(strstr(j.body.s, "predicted blind spot: profiling"));
+    gr_junit_free(&j);
+    gr_report_verbose(1);
+    s = text_of(&t, &r);
+    gr_report_verbose(0);
+    assert_non_null(strstr(s, "\ndetail: predicted blind spot: profiling is on for t1"));
+    assert_null(strstr(s, "warning: predicted blind spot"));
+    free(s);
+    gr_check_result_free(&r);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
 static void test_xml_escape(void **state)
 {
     (void)state;
@@ -586,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_junit),
         cmocka_unit_test(test_tally),
+        cmocka_unit_test(test_refuted_not_a_warning),
         cmocka_unit_test(test_xml_escape),
         cmocka_unit_test(test_nothing_checked),
         cmocka_unit_test(test_coverage),
