@@ -269,12 +269,35 @@ void gr_report_tally_rest(gr_sb *sb, const gr_check_result *r)
     }
 }
 
+/* The value of t's first META `key` (*len bytes, not NUL-terminated), or
+ * NULL. */
+static const uint8_t *meta_value(const gr_trace *t, const char *key, size_t *len)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t n = 0;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &n);
+        if (k && n == kl && memcmp(k, key, kl) == 0)
+            return gr_trace_string(t, t->metas[i].value, len);
+    }
+    return NULL;
+}
+
 /* What ended the recording, for the coverage section. */
 static void ended_by(gr_sb *sb, const gr_trace *t)
 {
     if (!t->has_trailer) {
         gr_sb_puts(sb, "cut short (no trailer): ");
         gr_report_cut_where(sb, t);
+        return;
+    }
+    size_t ul = 0;
+    /* META uncaught: the recorder stopped at sys.excepthook's audit event */
+    const uint8_t *uncaught = meta_value(t, "uncaught", &ul);
+    if (uncaught && t->trailer.reason == GR_STOP_EXIT) {
+        gr_sb_puts(sb, "the program's uncaught exception (");
+        gr_sb_escape(sb, uncaught, ul, 0);
+        gr_sb_puts(sb, "), then interpreter exit (reason exit)");
         return;
     }
     switch (t->trailer.reason) {
@@ -420,6 +443,14 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
         json_object_set_new(o, "reason", json_null());
     else
         json_object_set_new(o, "reason", why ? json_string(why) : gr_json_u64(t->trailer.reason));
+    size_t ul = 0;
+    const uint8_t *uncaught = meta_value(t, "uncaught", &ul);
+    gr_sb sb;
+    gr_sb_init(&sb);
+    if (uncaught)
+        gr_sb_escape(&sb, uncaught, ul, 0);
+    json_object_set_new(o, "uncaught", uncaught ? gr_json_str(gr_sb_str(&sb)) : json_null());
+    gr_sb_free(&sb);
     return o;
 }
 

@@ -41,6 +41,8 @@
 #     a program ended by an uncaught exception round-trips too (what follows
 #     its <module>'s return is not compared, and diff says so; the original
 #     has no such record: the recorder's stop there is not recorded)
+#   check of a program ended by an uncaught exception says so in its
+#     "ended by" line (the exception's type, META uncaught), not a plain exit
 #   script's header names PYTHON, the Python that ran the original with the
 #     version of the trace's META python, never a bare python3; same bytes
 #     twice
@@ -557,6 +559,21 @@ EOF
     else
         gr_bad "round trip of a program ending by an uncaught exception: record exit $rc0 (want 1), diff exit $rc (want 0)"
         gr_show "$W/boom.log" "$W/rtb.diff"
+    fi
+    # check says how it ended: the exception (META uncaught, written at
+    # sys.excepthook's audit event), not a plain exit; the script, which
+    # ends normally, says interpreter exit
+    "$cli" check "$W/boom.grt" >"$W/boom.check" 2>&1
+    "$cli" check --format json "$W/boom.grt" >"$W/boom.json" 2>&1
+    "$cli" check "$W/rtb.grt" >"$W/rtb.check" 2>&1
+    if grep -q '^  ended by  *the program.s uncaught exception (ValueError), then interpreter exit (reason exit)$' "$W/boom.check" &&
+       grep -q '"uncaught": "ValueError"' "$W/boom.json" &&
+       "$cli" dump "$W/boom.grt" | grep -qx '# uncaught: ValueError' &&
+       grep -q '^  ended by  *\(interpreter exit (reason exit)\|stop() (reason stop)\)$' "$W/rtb.check"; then
+        gr_ok "check of a program ended by an uncaught exception: 'ended by the program's uncaught exception (ValueError)' (META uncaught), JSON coverage.uncaught"
+    else
+        gr_bad "check of a program ended by an uncaught exception does not say so"
+        gr_show "$W/boom.check" "$W/rtb.check"
     fi
 else
     skip "whole-program round trip: greenlet is not importable by $GR_PY"
