@@ -46,8 +46,8 @@ int gr_report_verbose_on(void)
 
 int gr_report_refuted(const char *w)
 {
-    static const char lead[] = "predicted blind spot: ";
-    return strncmp(w, lead, sizeof lead - 1) == 0;
+    static const char head[] = "predicted blind spot: ";
+    return strncmp(w, head, sizeof head - 1) == 0;
 }
 
 uint64_t gr_report_nrefuted(const gr_check_result *r)
