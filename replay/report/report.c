@@ -933,6 +933,9 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_array_append_new(fw, jf);
     }
     json_object_set_new(o, "folded_warnings", fw);
+    /* of warnings and folded_warnings: the refuted predictions (no
+       warnings in the text report, gr_report_refuted) */
+    json_object_set_new(o, "refuted_predictions", gr_json_u64(gr_report_nrefuted(r)));
     json_t *counts = json_object();
     for (int k = 0; k < rules_of(r); k++)
         json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));

@@ -384,6 +384,10 @@ static void test_refuted_not_a_warning(void **state)
     gr_junit_add_trace(&j, &t, &r);
     assert_null(strstr(j.body.s, "predicted blind spot: profiling"));
     gr_junit_free(&j);
+    json_t *o = gr_report_json_trace(&t, &r); /* JSON: listed, and counted */
+    assert_int_equal(json_array_size(json_object_get(o, "warnings")), 2);
+    assert_int_equal(json_integer_value(json_object_get(o, "refuted_predictions")), 1);
+    json_decref(o);
     gr_report_verbose(1);
     s = text_of(&t, &r);
     gr_report_verbose(0);
