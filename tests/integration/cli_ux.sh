@@ -251,8 +251,9 @@ print(n["violations"] + n["allowed"] + n["not_failing"] == sum(t["counts"].value
     if sums_up "$q" && sums_up "$res" && ! printf '%s' "$head" | grep -q displaced &&
        printf '%s' "$q" | grep -q '; not failing: displaced 1' &&
        [ "$res" = "result: ${jt#True }" ] && [ "${res#result: }" = "$head$rest" ] &&
-       grep -qF "${res}" "$W/tally/j.xml" && grep -qF "${res}" "$W/tally/h.html"; then
-        gr_ok "check: 'N violations (RULE n, ...)' sums to N, displaced apart ('not failing'), the same tally in -q, text, JSON, JUnit, HTML"
+       grep -qF "${res}" "$W/tally/j.xml" && grep -qF "${res}" "$W/tally/h.html" &&
+       [ "$(PYTHONPATH="$(dirname "$cli")/python" "$GR_PY" -c 'import sys, greenreplay; print(greenreplay.check(sys.argv[1]).summary())' "$tg")" = "${res#result: }" ]; then
+        gr_ok "check: 'N violations (RULE n, ...)' sums to N, displaced apart ('not failing'), the same tally in -q, text, JSON, JUnit, HTML and the API's summary()"
     else
         gr_bad "check: counts that do not add up or differ between outputs: -q '$q', text '$res', json '$jt'"
     fi

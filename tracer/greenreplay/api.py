@@ -94,7 +94,9 @@ class CheckResult:
         see truncated_at and warnings; findings that do not fail, such as
         displaced ones, may be listed).
     violations: list of Violation, in trace order.
-    counts: {rule: number of violations} for every rule, zeros included.
+    counts: {rule: number of findings} for every rule, zeros included:
+        the failing, allowed and not failing ones alike (summary() and
+        raw["tally"] count them apart).
     records: number of records checked.
     warnings: the checker's warnings (list of str), e.g. a trace cut short.
     truncated_at: byte offset where a truncated trace ends, else None.
