@@ -517,8 +517,8 @@ static const char *rule_meaning(int rule)
 static const struct {
     const char *word, *meaning;
 } legend[] = {
-    {"prof=ours", "at that switch the thread's profile function was the recorder's (the "
-                  "profiler under test)"},
+    {"prof=ours", "at that switch the thread's profile function was the recorder's "
+                  "(greenreplay's reference profiler)"},
     {"prof=other", "at that switch the program's own profile function had replaced it"},
     {"prof=none", "at that switch the thread had no profile function"},
     {"use_tracing=0", "CPython had profiling off for the greenlet switched to: no profiler "
@@ -536,9 +536,9 @@ static const struct {
     {"origin_dead", "the greenlet switched away from had finished"},
     {"HOOK     ", "the program changed a profile or trace function of the thread (set, cleared, "
              "restored)"},
-    {"subject=off", "after this change by the program, the recorder's profile function was "
+    {"subject=off", "after this change by the program, greenreplay's reference profiler was "
                     "no longer called on that thread"},
-    {"subject=on", "after this change the recorder's profile function was still called"},
+    {"subject=on", "after this change greenreplay's reference profiler was still called"},
     {"chained", "the program's own profile function runs behind the recorder's"},
     {"in_callback", "mark() ran inside a trace or greenlet callback"},
     {"during=", "the C call running when the program made the change"},
