@@ -113,7 +113,7 @@ done
 printf '%-8s %-*s %8s %6s %4s  %-44s %s\n' "" "$W" fixture records glets thr outcome expectation
 
 n_ok=0 n_bad=0 n_skip=0 n_crash=0 n_known=0 n_issue=0
-declare -A rule_total
+declare -A rule_total note_total
 unexpected=()
 i=0
 for f in "${fixtures[@]}"; do
@@ -158,7 +158,7 @@ for f in "${fixtures[@]}"; do
     nglet=$(awk '$2 == "GREENLET" && $4 != "g0"' "$dump" | wc -l)
     nthr=$(awk '$2 == "THREAD"' "$dump" | wc -l)
 
-    crashed=0 problem="" rules="" summary="" cut=""
+    crashed=0 problem="" rules="" summary="" not_failing="" cut=""
     if [ "$rc" -eq 124 ]; then
         problem="timed out"
     elif [ "$rc" -ge 128 ]; then
@@ -181,10 +181,15 @@ for f in "${fixtures[@]}"; do
         else
             rules=$(gr_json_rules "$json")
             summary=$(gr_json_summary "$json")
+            not_failing=$(gr_json_not_failing "$json")
             cut=$(gr_json_truncated "$json")
             for kv in $summary; do
                 r=${kv%%=*}
                 rule_total[$r]=$(( ${rule_total[$r]:-0} + ${kv#*=} ))
+            done
+            for kv in $not_failing; do
+                r=${kv%%=*}
+                note_total[$r]=$(( ${note_total[$r]:-0} + ${kv#*=} ))
             done
         fi
     fi
@@ -202,6 +207,8 @@ for f in "${fixtures[@]}"; do
         elif [ "$crashed" = 0 ]; then
             outcome="clean"
         fi
+        # findings that do not fail (displaced): apart, as check's result line
+        [ -n "$not_failing" ] && outcome="$outcome; not failing: $not_failing"
         [ -n "$cut" ] && outcome="$outcome, cut at byte $cut"
     fi
     known_ids=""
@@ -241,6 +248,11 @@ line="summary: $N fixtures, $n_ok as expected"
 line="$line, $n_bad unexpected, $n_skip skipped, $n_crash crashed"
 echo "$line"
 echo "violations found in all traces:${totals:- none}"
+notes=""
+for r in displaced attribution; do
+    [ -n "${note_total[$r]:-}" ] && notes="$notes $r=${note_total[$r]}"
+done
+[ -n "$notes" ] && echo "findings that do not fail (not violations):$notes"
 if [ "$n_bad" -gt 0 ]; then
     echo "unexpected:"
     printf '  %s\n' "${unexpected[@]}"

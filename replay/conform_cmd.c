@@ -39,7 +39,7 @@ const char gr_conform_usage[] =
     "                           -- PYTHON SCRIPT [ARGS...]\n"
     "       greenreplay conform --profiler NAME|PATH.py --python PY [...]\n"
     "                           -- SCRIPT [ARGS...]\n"
-    "       greenreplay conform --list [--python PY]\n"
+    "       greenreplay conform --list [--python PY | -- PY]\n"
     "\n"
     "Test a profiler against the recording: run SCRIPT recorded (as `greenreplay\n"
     "record` does) with the profiler under test enabled inside it by an adapter,\n"
@@ -60,6 +60,8 @@ const char gr_conform_usage[] =
     "                    scalene) or your own adapter file\n"
     "  --list            print the built-in adapters: NAME, yes or no, and the\n"
     "                    profiler's version or why it is not available for PY\n"
+    "                    (--list -- PY or --python PY; default python3 from\n"
+    "                    PATH); stderr first names the interpreter asked\n"
     "  --python PY       the interpreter (--list: default python3); with it, the\n"
     "                    words after -- are SCRIPT [ARGS] without PYTHON\n"
     "  --json FILE       write the verdict as JSON (-: standard output alone):\n"
@@ -90,7 +92,7 @@ const char gr_conform_usage[] =
     "  greenreplay conform --profiler cprofile -- python3 app.py\n"
     "  greenreplay conform --profiler yappi --json verdict.json -- python3 app.py\n"
     "  greenreplay conform --profiler ./my_adapter.py --python python3 -- app.py\n"
-    "  greenreplay conform --list\n";
+    "  greenreplay conform --list -- /usr/bin/python3\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -705,12 +707,14 @@ static int conform_options(struct run *r, int argc, char **argv, int *list)
     return CONFORM_GO_ON;
 }
 
-/* --list: the adapters' table, never a verdict (--json was refused). */
+/* --list [--python PY | -- PY]: the adapters' table, never a verdict
+ * (--json was refused). */
 static int list_adapters(struct run *r, int argc, const char *old_pp)
 {
-    if (optind < argc || r->spec)
-        return usage_error("%s", "--list takes no program and no --profiler");
-    const char *py = r->python ? r->python : "python3";
+    if (r->spec || argc - optind > 1 || (r->python && optind < argc))
+        return usage_error("%s", "--list takes no --profiler and one interpreter at most "
+                                 "(--list --python PY, or --list -- PY)");
+    const char *py = r->python ? r->python : optind < argc ? r->args[0] : "python3";
     if (gr_record_find_program(py) != 0) {
         char why[PATH_MAX + 200];
         no_interpreter(py, 1, why, sizeof why);
@@ -719,9 +723,8 @@ static int list_adapters(struct run *r, int argc, const char *old_pp)
     }
     set_pythonpath(r->pkg, old_pp);
     /* stdout is the adapters' table (machine-read); which interpreter
-     * answered goes to stderr */
-    fprintf(stderr, "greenreplay: conform: adapters as %s sees them (--python PY for another)\n",
-            py);
+     * answered (its sys.executable and version) goes to stderr first, from
+     * the interpreter itself (conform.py's --list) */
     gr_sb out;
     gr_sb_init(&out);
     int rc = probe(py, NULL, &out);
@@ -1133,10 +1136,36 @@ static int compare_run(struct run *r, json_t *res, int rc, double t_run, char *r
     size_t nd = json_array_size(diffs);
     int crashed = v == GR_CONFORM_PASS && rc != 0;
     const char *verdict = v == GR_CONFORM_PASS && !crashed ? "pass" : v == GR_CONFORM_FAIL ? "fail" : "error";
-    if (v != GR_CONFORM_ERROR)
-        printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s\n", r->spec,
+    if (v != GR_CONFORM_ERROR) {
+        printf("conform: %s %s on Python %s, greenlet %s: %s, %zu function%s checked, %zu difference%s", r->spec,
                pv ? pv : "?", py ? py : "?", gl ? gl : "?", verdict, checked, checked == 1 ? "" : "s", nd,
                nd == 1 ? "" : "s");
+        if (nd && json_is_array(plines)) {
+            /* the lines above are one per profiler (or group of alike
+               ones), not one per difference: say what the count is */
+            size_t nprof = 0, top = 0;
+            json_array_foreach(diffs, i, d) {
+                json_int_t id = json_integer_value(json_object_get(d, "profiler_id"));
+                if (id > 0 && (size_t)id > top)
+                    top = (size_t)id;
+            }
+            /* PROFILER ids count up from 1; a crafted trace's are bounded */
+            unsigned char *seen = top < ((size_t)1 << 24) ? calloc(top + 1, 1) : NULL;
+            json_array_foreach(diffs, i, d) {
+                json_int_t id = json_integer_value(json_object_get(d, "profiler_id"));
+                if (seen && id > 0 && !seen[id]++)
+                    nprof++;
+            }
+            free(seen);
+            if (nprof)
+                printf(": functions miscounted by %zu profiler%s of the program (their lines "
+                       "above; --json lists each function)", nprof, nprof == 1 ? "" : "s");
+            else
+                printf(": functions miscounted by the program's profilers (their lines above; "
+                       "--json lists each function)");
+        }
+        printf("\n");
+    }
     if (v != GR_CONFORM_ERROR) {
         /* What the verdict rests on, and what it does not. */
         const char *heads[] = {"compared", "not compared"}, *keys[] = {"compared", "not_compared"};
@@ -1185,13 +1214,8 @@ static int conform_main(struct run *r, int argc, char **argv)
     if (stat(r->pkg, &st) != 0 || !S_ISDIR(st.st_mode))
         return fail(r, 0, "recorder package not found at %s (run `make`)", r->pkg);
     const char *old_pp = getenv("PYTHONPATH");
-    if (list) {
-        /* --list prints the adapters' table, never a verdict (--json was
-         * refused above) */
-        if (optind < argc || r->spec)
-            return usage_error("%s", "--list takes no program and no --profiler");
+    if (list) /* the adapters' table, never a verdict (--json was refused above) */
         return list_adapters(r, argc, old_pp);
-    }
     status = check_program(r, argc, argv);
     if (status != CONFORM_GO_ON)
         return status;

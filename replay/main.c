@@ -86,7 +86,7 @@ static const char usage_main[] =
     "  python3 -m greenreplay --help                      # the same tool\n";
 
 static const char usage_check[] =
-    "usage: greenreplay check FILE... [--format text|json] [-q] [--allow RULE]\n"
+    "usage: greenreplay check FILE... [--format text|json] [-q|-v] [--allow RULE]\n"
     "                         [--fail-on RULE] [--strict-known] [--junit OUT.xml]\n"
     "                         [--html OUT.html] [--color[=WHEN]] [--in-memory]\n"
     "                         [--stall [--max-wait-us N]] [--from A [--to B]]\n"
@@ -106,15 +106,13 @@ static const char usage_check[] =
     "  switch_consistency  events of a greenlet that was not the one running\n"
     "  propagation         a greenlet resumed with profiling off for it\n"
     "  callback_guard      greenlet's switch callback was seen by the profiler\n"
-    "  displaced           the program replaced or removed the profiler itself\n"
-    "                      (sys.setprofile(None), cProfile's enable()/disable()):\n"
-    "                      listed, not failing unless --fail-on displaced\n"
+    "  displaced           the program replaced or removed greenreplay's reference\n"
+    "                      profiler: what that one missed (the program's own:\n"
+    "                      attribution); not failing unless --fail-on displaced\n"
     "  unreached           a thread the profiler was never installed in\n"
     "  attribution         the program's own profilers (a cProfile.Profile per\n"
-    "                      request, a sys.setprofile function) missed their own\n"
-    "                      greenlet's calls or counted another's; every one is\n"
-    "                      listed with its counts; not failing unless\n"
-    "                      --fail-on attribution\n"
+    "                      request) missed their greenlet's calls or counted\n"
+    "                      another's; each listed; not failing unless --fail-on\n"
     "\n"
     "words of the report:\n"
     "  trailer             the trace's last chunk (first line): events written,\n"
@@ -134,8 +132,8 @@ static const char usage_check[] =
     "options:\n"
     "  --format text|json  the report (default text; json: one document)\n"
     "  -q, --quiet         one line per trace: \"FILE: clean, N records\", \"FILE: N\n"
-    "                      violations (RULE N, ...), N records\", \"FILE: nothing\n"
-    "                      checked (WHY), N records\" or \"FILE: unusable: CAUSE\"\n"
+    "                      violations (RULE N, ...), N records; not failing: ...\",\n"
+    "                      \"FILE: nothing checked (WHY)\" or \"FILE: unusable: CAUSE\"\n"
     "  --allow RULE[:FUNCTION]  listed and counted, marked allowed, not failing\n"
     "                      (also `allow = [...]` under [tool.greenreplay] in the\n"
     "                      nearest pyproject.toml); repeatable\n"
@@ -143,6 +141,8 @@ static const char usage_check[] =
     "                      `fail_on`)\n"
     "  --strict-known      a known-benign cause (gevent's thread pool removing\n"
     "                      the profiler) is a displaced finding, not a note\n"
+    "  -v, --verbose       list each refuted predicted blind spot (3.12+) on a\n"
+    "                      \"detail:\" line; without it they are only counted\n"
     "  --junit OUT         also write JUnit XML: a testsuite per trace\n"
     "  --html OUT          also write a self-contained HTML report\n"
     "  --color[=WHEN]      auto (default: a terminal, NO_COLOR unset or empty,\n"
@@ -590,7 +590,8 @@ struct check_run {
     uint64_t max_wait;
     const char *junit, *html;
     int status; /* exit status: the highest of the files' */
-    size_t total;
+    size_t total;    /* violations: findings that fail (gr_check_failing) */
+    size_t findings; /* every finding, failing or not */
     json_t *jtraces;
     gr_junit ju;
     gr_html hr;
@@ -621,12 +622,14 @@ static int check_options(struct check_run *ck, int argc, char **argv)
         {"allow", required_argument, NULL, 'a'},
         {"strict-known", no_argument, NULL, 'k'},
         {"fail-on", required_argument, NULL, 'O'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hqv", opts, NULL)) != -1) {
         switch (c) {
+        case 'v': gr_report_verbose(1); break;
         case 'H': ck->html = optarg; break;
         case 'q': ck->quiet = 1; break;
         case 'M': ck->in_memory = 1; break;
@@ -742,12 +745,27 @@ static void check_unusable(struct check_run *ck, gr_trace *t, const char *path)
     ck->status = gr_check_exit_code(GR_CHECK_UNUSABLE);
 }
 
+/* Findings of res allowed and not yet attributed: allowed by `by`. */
+static void mark_allowed_by(gr_check_result *res, const char *by)
+{
+    for (size_t i = 0; i < res->nv; i++)
+        if (res->v[i].allowed && !res->v[i].allowed_by)
+            res->v[i].allowed_by = by;
+}
+
 /* One trace's result: the exit status, and its part of each report. */
 static void check_report(struct check_run *ck, const gr_trace *t, gr_check_result *res, const gr_stall *st,
                          size_t nv, const char *path, int first)
 {
-    ck->total += nv;
-    gr_check_allow(res, ck->allow, ck->nallow);
+    /* the command line's allows, then pyproject.toml's (check_config put
+       them last), each finding marked with where its allow came from */
+    size_t ncli = ck->nallow - ck->pp.nallow;
+    gr_check_allow(res, ck->allow, ncli);
+    mark_allowed_by(res, "--allow");
+    gr_check_allow(res, ck->allow + ncli, ck->pp.nallow);
+    mark_allowed_by(res, ck->pp.path);
+    ck->total += gr_check_failing(res);
+    ck->findings += nv;
     int code = gr_check_exit_code(gr_check_status_of(res));
     if (code > ck->status)
         ck->status = code;
@@ -859,6 +877,7 @@ static int check_finish(struct check_run *ck)
         json_t *doc = json_object();
         json_object_set_new(doc, "traces", ck->jtraces);
         json_object_set_new(doc, "violations", gr_json_u64(ck->total));
+        json_object_set_new(doc, "findings", gr_json_u64(ck->findings));
         json_object_set_new(doc, "exit_code", json_integer(ck->status));
         json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         fputc('\n', stdout);

@@ -32,14 +32,27 @@ PyObject *gr_uncaught_cb;
  * errors are swallowed.  It runs inside a tracing guard: it is the
  * recorder's work, not the program's, and a profiler the program (or
  * greenreplay conform) still runs there must not count its calls
- * (_thread._count, the stop); the recorder does not record them either. */
-static void uncaught(gr_recorder *r)
+ * (_thread._count, the stop); the recorder does not record them either.
+ * Before the stop, a META `uncaught` names the exception's type (args: the
+ * audit event's (hook, type, value, traceback)): the trailer's reason is
+ * `exit` either way, and `check` says what ended the program. */
+static void uncaught(gr_recorder *r, PyObject *args)
 {
     PyObject *cb = gr_uncaught_cb;
     if (!cb)
         return;
     Py_INCREF(cb);
     GR_EXC_SAVE(saved);
+    PyObject *ty = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 1
+                       ? PyTuple_GET_ITEM(args, 1) : NULL; /* borrowed */
+    const char *name = ty && PyType_Check(ty) ? ((PyTypeObject *)ty)->tp_name : NULL;
+    if (name) { /* tp_name: C, no code of the program runs */
+        uint64_t f[2] = {gr_string_id(r, "uncaught"), gr_string_id(r, name)};
+        if (f[0] && f[1])
+            gr_emit(r, GR_META, 2, f);
+        if (PyErr_Occurred())
+            gr_swallow(r);
+    }
     PyThreadState *ts = PyThreadState_Get();
     int was_quiet = r->own.quiet;
     PyFrameObject *was_top = r->own.quiet_top;
@@ -97,7 +110,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
 {
     gr_recorder *r = gr_active;
     if (r && gr_uncaught_cb && strcmp(event, "sys.excepthook") == 0) {
-        uncaught(r);
+        uncaught(r, args);
         return 0;
     }
     if (r && r->gl_api.lazy && strcmp(event, "import") == 0) {

@@ -117,31 +117,18 @@ void gr_color_check_summary(FILE *out, const gr_trace *t, const gr_check_result 
     size_t failing = gr_check_failing(r);
     if (color)
         gr_sb_puts(&sb, failing || nothing ? RED : GREEN);
-    if (failing) {
-        gr_sb_printf(&sb, "%zu violation%s", failing, failing == 1 ? "" : "s");
-    } else if (nothing) {
-        gr_sb_printf(&sb, "nothing checked (%s)", nothing);
-    } else {
-        gr_sb_puts(&sb, "clean");
-    }
+    gr_report_tally_head(&sb, r); /* the words of the text report's result line */
     if (color)
         gr_sb_puts(&sb, RESET);
-    if (r->nv) {
-        const char *sep = " (";
-        for (int k = 0; k < GR_NRULES; k++) {
-            if (!r->counts[k])
-                continue;
-            gr_sb_printf(&sb, "%s%s %zu", sep, gr_rule_name((enum gr_rule)k), r->counts[k]);
-            sep = ", ";
-        }
-        gr_sb_puts(&sb, ")");
-    }
     gr_sb_printf(&sb, ", %" PRIu64 " records", gr_trace_count(t));
+    gr_report_tally_rest(&sb, r);
     if (t->truncated)
         gr_sb_puts(&sb, " [truncated]");
-    if (r->nwarnings + r->nfolded) /* a line of counted warnings is one */
-        gr_sb_printf(&sb, " [%zu warning%s]", r->nwarnings + r->nfolded,
-                     r->nwarnings + r->nfolded == 1 ? "" : "s");
+    size_t nw = 0; /* a refuted prediction is no warning (gr_report_refuted) */
+    for (size_t i = 0; i < r->nwarnings; i++)
+        nw += !gr_report_refuted(r->warnings[i]);
+    if (nw)
+        gr_sb_printf(&sb, " [%zu warning%s]", nw, nw == 1 ? "" : "s");
     gr_sb_putc(&sb, '\n');
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);

@@ -419,18 +419,31 @@ static void html_head(gr_sb *sb, hctx *c, const gr_trace *t, enum gr_check_statu
         gr_sb_puts(sb, "; no trailer: truncated: ");
         gr_report_cut_where(sb, t);
     }
+    gr_sb_puts(sb, "</p>\n<p class=\"tally\">result: ");
+    {
+        gr_sb tally; /* the words of the text report's result line */
+        gr_sb_init(&tally);
+        gr_report_tally_head(&tally, r);
+        gr_report_tally_rest(&tally, r);
+        esc(sb, gr_sb_str(&tally));
+        gr_sb_free(&tally);
+    }
     gr_sb_puts(sb, "</p>\n");
+    int verbose = gr_report_verbose_on(); /* refuted predictions: no warnings */
     for (size_t i = 0; i < r->nwarnings; i++) {
-        gr_sb_puts(sb, "<p class=\"warn\">warning: ");
+        int refuted = gr_report_refuted(r->warnings[i]);
+        if (refuted && !verbose)
+            continue;
+        gr_sb_puts(sb, refuted ? "<p>detail: " : "<p class=\"warn\">warning: ");
         esc(sb, r->warnings[i]);
         gr_sb_puts(sb, "</p>\n");
     }
     gr_sb fline;
     gr_sb_init(&fline);
-    for (size_t i = 0; i < r->nfolded; i++) {
+    for (size_t i = 0; verbose && i < r->nfolded; i++) {
         gr_sb_reset(&fline);
         gr_report_folded(&fline, &r->folded[i]);
-        gr_sb_puts(sb, "<p class=\"warn\">warning: ");
+        gr_sb_puts(sb, "<p>detail: ");
         esc(sb, gr_sb_str(&fline));
         gr_sb_puts(sb, "</p>\n");
     }
@@ -446,6 +459,7 @@ static void html_head(gr_sb *sb, hctx *c, const gr_trace *t, enum gr_check_statu
         if (status == GR_CHECK_NOTHING)
             gr_sb_printf(&cov, "nothing checked: %s\n", r->coverage.nothing);
         gr_report_coverage(&cov, t, &r->coverage);
+        gr_report_refuted_line(&cov, r);
         gr_report_profilers(&cov, t, r, 1000); /* JSON lists every one */
         gr_sb_printf(sb, "<pre class=\"coverage\">");
         esc(sb, gr_sb_str(&cov));

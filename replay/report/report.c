@@ -31,6 +31,65 @@ static const char *note_key(enum gr_note_kind k)
     }
 }
 
+/* check -v (gr_report_verbose). */
+static int verbose;
+
+void gr_report_verbose(int on)
+{
+    verbose = on;
+}
+
+int gr_report_verbose_on(void)
+{
+    return verbose;
+}
+
+int gr_report_refuted(const char *w)
+{
+    static const char head[] = "predicted blind spot: ";
+    return strncmp(w, head, sizeof head - 1) == 0;
+}
+
+uint64_t gr_report_nrefuted(const gr_check_result *r)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < r->nwarnings; i++)
+        n += gr_report_refuted(r->warnings[i]) != 0;
+    for (size_t i = 0; i < r->nfolded; i++) /* only propagation folds */
+        n += r->folded[i].count;
+    return n;
+}
+
+/* The warnings of r to out_sb, each "warning: W\n" (a refuted prediction:
+ * "detail: W\n" with -v, else nothing), then the folded counts (with -v). */
+static void put_warnings(gr_sb *sb, const gr_check_result *r)
+{
+    for (size_t i = 0; i < r->nwarnings; i++) {
+        int refuted = gr_report_refuted(r->warnings[i]);
+        if (!refuted || verbose)
+            gr_sb_printf(sb, "%s: %s\n", refuted ? "detail" : "warning", r->warnings[i]);
+    }
+}
+
+static void put_folded(gr_sb *sb, const gr_check_result *r)
+{
+    for (size_t i = 0; verbose && i < r->nfolded; i++) {
+        gr_sb_puts(sb, "detail: ");
+        gr_report_folded(sb, &r->folded[i]);
+        gr_sb_putc(sb, '\n');
+    }
+}
+
+/* Documented in report.h. */
+void gr_report_refuted_line(gr_sb *sb, const gr_check_result *r)
+{
+    uint64_t n = gr_report_nrefuted(r);
+    if (n)
+        gr_sb_printf(sb, "  %-20s %" PRIu64 " predicted blind spot%s (3.12+) disproved by the "
+                         "resumed frame's own events: no finding%s\n", "refuted predictions", n,
+                     n == 1 ? "" : "s", verbose ? "" : " (check -v lists them)");
+}
+
 /* Lines of the profiler list in the text report before it is cut. */
 #define PROFILERS_LISTED 20
 
@@ -127,12 +186,118 @@ static const char *plural(size_t n, const char *one, const char *many)
     return n == 1 ? one : many;
 }
 
+/* Kinds of finding a tally counts apart. */
+enum { TALLY_FAILING, TALLY_ALLOWED, TALLY_NOT_FAILING };
+
+static int tally_kind(const gr_violation *v)
+{
+    return v->advisory ? TALLY_NOT_FAILING : v->allowed ? TALLY_ALLOWED : TALLY_FAILING;
+}
+
+/* Where an allowed finding's allow came from, as the tally names it. */
+static const char *allow_source(const gr_violation *v)
+{
+    return v->allowed_by ? v->allowed_by : "--allow";
+}
+
+/* "RULE N, RULE N" of the findings of kind `kind` (and, for allowed ones,
+ * of allow source `src`); returns how many there are. */
+static size_t tally_rules(gr_sb *sb, const gr_check_result *r, int kind, const char *src)
+{
+    size_t total = 0;
+    for (int k = 0; k < GR_NRULES; k++) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->nv; i++) {
+            const gr_violation *v = &r->v[i];
+            n += (int)v->rule == k && tally_kind(v) == kind &&
+                 (!src || strcmp(allow_source(v), src) == 0);
+        }
+        if (n)
+            gr_sb_printf(sb, "%s%s %zu", total ? ", " : "", gr_rule_name((enum gr_rule)k), n);
+        total += n;
+    }
+    return total;
+}
+
+size_t gr_report_failing_of(const gr_check_result *r, int rule)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nv; i++)
+        n += (int)r->v[i].rule == rule && tally_kind(&r->v[i]) == TALLY_FAILING;
+    return n;
+}
+
+void gr_report_tally_head(gr_sb *sb, const gr_check_result *r)
+{
+    size_t failing = gr_check_failing(r);
+    if (failing) {
+        gr_sb_printf(sb, "%zu violation%s (", failing, failing == 1 ? "" : "s");
+        tally_rules(sb, r, TALLY_FAILING, NULL);
+        gr_sb_putc(sb, ')');
+    } else if (!r->nv && r->coverage.nothing) {
+        gr_sb_printf(sb, "nothing checked (%s)", r->coverage.nothing);
+    } else {
+        gr_sb_puts(sb, "clean");
+    }
+}
+
+void gr_report_tally_rest(gr_sb *sb, const gr_check_result *r)
+{
+    /* each source of allows once, in the order of its first finding
+       (check knows two: --allow and pyproject.toml) */
+    const char *srcs[4];
+    size_t nsrc = 0;
+    for (size_t i = 0; i < r->nv && nsrc < 4; i++) {
+        if (tally_kind(&r->v[i]) != TALLY_ALLOWED)
+            continue;
+        const char *src = allow_source(&r->v[i]);
+        size_t j = 0;
+        while (j < nsrc && strcmp(srcs[j], src) != 0)
+            j++;
+        if (j == nsrc)
+            srcs[nsrc++] = src;
+    }
+    for (size_t j = 0; j < nsrc; j++) {
+        gr_sb_puts(sb, "; allowed by ");
+        gr_sb_escape(sb, srcs[j], strlen(srcs[j]), 0);
+        gr_sb_puts(sb, ": ");
+        tally_rules(sb, r, TALLY_ALLOWED, srcs[j]);
+    }
+    if (r->nadvisory) {
+        gr_sb_puts(sb, "; not failing: ");
+        tally_rules(sb, r, TALLY_NOT_FAILING, NULL);
+    }
+}
+
+/* The value of t's first META `key` (*len bytes, not NUL-terminated), or
+ * NULL. */
+static const uint8_t *meta_value(const gr_trace *t, const char *key, size_t *len)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t n = 0;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &n);
+        if (k && n == kl && memcmp(k, key, kl) == 0)
+            return gr_trace_string(t, t->metas[i].value, len);
+    }
+    return NULL;
+}
+
 /* What ended the recording, for the coverage section. */
 static void ended_by(gr_sb *sb, const gr_trace *t)
 {
     if (!t->has_trailer) {
         gr_sb_puts(sb, "cut short (no trailer): ");
         gr_report_cut_where(sb, t);
+        return;
+    }
+    size_t ul = 0;
+    /* META uncaught: the recorder stopped at sys.excepthook's audit event */
+    const uint8_t *uncaught = meta_value(t, "uncaught", &ul);
+    if (uncaught && t->trailer.reason == GR_STOP_EXIT) {
+        gr_sb_puts(sb, "the program's uncaught exception (");
+        gr_sb_escape(sb, uncaught, ul, 0);
+        gr_sb_puts(sb, "), then interpreter exit (reason exit)");
         return;
     }
     switch (t->trailer.reason) {
@@ -278,6 +443,14 @@ static json_t *coverage_json(const gr_trace *t, const gr_coverage *cv)
         json_object_set_new(o, "reason", json_null());
     else
         json_object_set_new(o, "reason", why ? json_string(why) : gr_json_u64(t->trailer.reason));
+    size_t ul = 0;
+    const uint8_t *uncaught = meta_value(t, "uncaught", &ul);
+    gr_sb sb;
+    gr_sb_init(&sb);
+    if (uncaught)
+        gr_sb_escape(&sb, uncaught, ul, 0);
+    json_object_set_new(o, "uncaught", uncaught ? gr_json_str(gr_sb_str(&sb)) : json_null());
+    gr_sb_free(&sb);
     return o;
 }
 
@@ -290,7 +463,7 @@ static const char *rule_gist(int rule)
     case GR_RULE_SWITCH_CONSISTENCY: return "events of a greenlet that was not the one running";
     case GR_RULE_PROPAGATION: return "greenlets resumed with profiling off for them";
     case GR_RULE_CALLBACK_GUARD: return "greenlet's switch callbacks that the profiler saw";
-    case GR_RULE_DISPLACED: return "the program replaced or removed the profiler (not failing)";
+    case GR_RULE_DISPLACED: return "the program replaced or removed greenreplay's reference profiler (not failing)";
     case GR_RULE_UNREACHED: return "threads the profiler was never installed in";
     case GR_RULE_ATTRIBUTION: return "times the program's own profilers missed their greenlet's calls or counted "
                                      "another's (not failing)";
@@ -323,8 +496,11 @@ static const char *rule_meaning(int rule)
         return "greenlet's switch callback ran with profiling on: profilers count its calls "
                "as the program's";
     case GR_RULE_DISPLACED:
-        return "the program itself replaced or removed the profile function; what ran after "
-               "went unseen by the profiler it displaced (not failing: --fail-on displaced)";
+        return "the program replaced or removed greenreplay's reference profiler (the profile "
+               "function it installs as a standard tool would, whose view the rules check); what "
+               "ran after went unseen by that reference profiler, not necessarily by the "
+               "program's own profiler, which rule attribution judges (not failing: --fail-on "
+               "displaced)";
     case GR_RULE_UNREACHED:
         return "threads ran with no profile function at all: their calls are in no profile";
     case GR_RULE_ATTRIBUTION:
@@ -341,8 +517,8 @@ static const char *rule_meaning(int rule)
 static const struct {
     const char *word, *meaning;
 } legend[] = {
-    {"prof=ours", "at that switch the thread's profile function was the recorder's (the "
-                  "profiler under test)"},
+    {"prof=ours", "at that switch the thread's profile function was the recorder's "
+                  "(greenreplay's reference profiler)"},
     {"prof=other", "at that switch the program's own profile function had replaced it"},
     {"prof=none", "at that switch the thread had no profile function"},
     {"use_tracing=0", "CPython had profiling off for the greenlet switched to: no profiler "
@@ -360,9 +536,9 @@ static const struct {
     {"origin_dead", "the greenlet switched away from had finished"},
     {"HOOK     ", "the program changed a profile or trace function of the thread (set, cleared, "
              "restored)"},
-    {"subject=off", "after this change by the program, the recorder's profile function was "
+    {"subject=off", "after this change by the program, greenreplay's reference profiler was "
                     "no longer called on that thread"},
-    {"subject=on", "after this change the recorder's profile function was still called"},
+    {"subject=on", "after this change greenreplay's reference profiler was still called"},
     {"chained", "the program's own profile function runs behind the recorder's"},
     {"in_callback", "mark() ran inside a trace or greenlet callback"},
     {"during=", "the C call running when the program made the change"},
@@ -478,15 +654,10 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         truncation_line(&sb, t);
         gr_sb_putc(&sb, '\n');
     }
-    for (size_t i = 0; i < r->nwarnings; i++)
-        gr_sb_printf(&sb, "warning: %s\n", r->warnings[i]);
+    put_warnings(&sb, r);
     for (size_t i = 0; i < r->ninfos; i++)
         gr_sb_printf(&sb, "note: %s\n", r->infos[i]);
-    for (size_t i = 0; i < r->nfolded; i++) {
-        gr_sb_puts(&sb, "warning: ");
-        gr_report_folded(&sb, &r->folded[i]);
-        gr_sb_putc(&sb, '\n');
-    }
+    put_folded(&sb, r);
     if (r->summary)
         gr_sb_puts(&sb, r->summary);
     for (int k = 0; k < rules_of(r); k++)
@@ -552,6 +723,7 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
         gr_sb_printf(&sb, "  (%zu frame%s of greenreplay's own left out)\n", own, plural(own, "", "s"));
     gr_sb_putc(&sb, '\n');
     gr_report_coverage(&sb, t, &r->coverage);
+    gr_report_refuted_line(&sb, r);
     if (r->nprof) {
         gr_sb_putc(&sb, '\n');
         gr_report_profilers(&sb, t, r, PROFILERS_LISTED);
@@ -562,24 +734,11 @@ void gr_report_text(FILE *out, const gr_trace *t, const gr_check_result *r)
                      gr_check_rule_fails(GR_RULE_DISPLACED)
                          ? ", failing: --fail-on displaced"
                          : "; not failing, `check --fail-on displaced` makes them violations");
-    /* the advisory findings (not failing) are not violations here */
-    size_t nv = r->nv - r->nadvisory, nallowed = 0;
-    for (size_t i = 0; i < r->nv; i++)
-        nallowed += r->v[i].allowed && !r->v[i].advisory;
-    if (nv && nallowed == nv)
-        gr_sb_printf(&sb, "\nresult: clean, %zu allowed violation%s (--allow)\n", nv,
-                     nv == 1 ? "" : "s");
-    else if (nallowed)
-        gr_sb_printf(&sb, "\nresult: %zu violation%s, %zu of them allowed (--allow)\n", nv,
-                     nv == 1 ? "" : "s", nallowed);
-    else if (nv)
-        gr_sb_printf(&sb, "\nresult: %zu violation%s\n", nv, nv == 1 ? "" : "s");
-    else if (r->nv)
-        gr_sb_puts(&sb, "\nresult: clean\n");
-    else if (r->coverage.nothing)
-        gr_sb_printf(&sb, "\nresult: nothing checked (%s)\n", r->coverage.nothing);
-    else
-        gr_sb_puts(&sb, "\nresult: clean\n");
+    /* the same tally as -q, JUnit and HTML (gr_report_tally_head) */
+    gr_sb_puts(&sb, "\nresult: ");
+    gr_report_tally_head(&sb, r);
+    gr_report_tally_rest(&sb, r);
+    gr_sb_putc(&sb, '\n');
     fwrite(sb.s, 1, sb.len, out);
     gr_sb_free(&sb);
 }
@@ -774,10 +933,29 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_array_append_new(fw, jf);
     }
     json_object_set_new(o, "folded_warnings", fw);
+    /* of warnings and folded_warnings: the refuted predictions (no
+       warnings in the text report, gr_report_refuted) */
+    json_object_set_new(o, "refuted_predictions", gr_json_u64(gr_report_nrefuted(r)));
     json_t *counts = json_object();
     for (int k = 0; k < rules_of(r); k++)
         json_object_set_new(counts, gr_rule_name((enum gr_rule)k), gr_json_u64(r->counts[k]));
     json_object_set_new(o, "counts", counts);
+    {
+        /* the counts of the -q line and the result line: violations
+           (failing), allowed and not failing findings add up to counts */
+        json_t *jt = json_object();
+        size_t by[3] = {0, 0, 0};
+        for (size_t i = 0; i < r->nv; i++)
+            by[tally_kind(&r->v[i])]++;
+        json_object_set_new(jt, "violations", gr_json_u64(by[TALLY_FAILING]));
+        json_object_set_new(jt, "allowed", gr_json_u64(by[TALLY_ALLOWED]));
+        json_object_set_new(jt, "not_failing", gr_json_u64(by[TALLY_NOT_FAILING]));
+        gr_report_tally_head(&sb, r);
+        gr_report_tally_rest(&sb, r);
+        json_object_set_new(jt, "text", gr_json_str(gr_sb_str(&sb)));
+        gr_sb_reset(&sb);
+        json_object_set_new(o, "tally", jt);
+    }
     json_object_set_new(o, "profilers", gr_report_profilers_json(t, r));
     json_t *vs = json_array();
     for (size_t i = 0; i < r->nv; i++) {
@@ -789,6 +967,8 @@ json_t *gr_report_json_trace(const gr_trace *t, const gr_check_result *r)
         json_object_set_new(jv, "gid", gr_json_u64(v->gid));
         json_object_set_new(jv, "message", gr_json_str(v->message));
         json_object_set_new(jv, "allowed", json_boolean(v->allowed));
+        json_object_set_new(jv, "allowed_by", v->allowed && !v->advisory
+                                                  ? gr_json_str(allow_source(v)) : json_null());
         /* a finding of a rule that does not fail by default (displaced) */
         json_object_set_new(jv, "advisory", json_boolean(v->advisory));
         json_t *ctx = json_array();
@@ -875,7 +1055,7 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     size_t failing = 0;
     int nrules = rules_of(r);
     for (int k = 0; k < nrules; k++)
-        failing += r->counts[k] != 0 && gr_check_rule_fails((enum gr_rule)k);
+        failing += gr_report_failing_of(r, k) != 0;
     const char *nothing = r->nv ? NULL : r->coverage.nothing;
     gr_sb_puts(b, "  <testsuite");
     attr(b, "name", t->name);
@@ -924,13 +1104,19 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
             gr_sb_puts(b, "/>\n");
             continue;
         }
-        gr_sb_printf(b, ">\n      <failure type=\"%s\" message=\"%zu violation%s\">", rule,
-                     r->counts[k], r->counts[k] == 1 ? "" : "s");
+        size_t nfail = r->counts[k] - allowed;
+        gr_sb_printf(b, ">\n      <failure type=\"%s\" message=\"%zu violation%s", rule, nfail,
+                     nfail == 1 ? "" : "s");
+        if (allowed)
+            gr_sb_printf(b, ", %zu allowed", allowed);
+        gr_sb_puts(b, "\">");
         for (size_t i = 0; i < r->nv; i++) {
             const gr_violation *v = &r->v[i];
             if ((int)v->rule != k)
                 continue;
             gr_sb_reset(&tmp);
+            if (v->allowed || v->advisory)
+                gr_sb_printf(&tmp, "%s: ", v->allowed ? "allowed" : "not failing");
             gr_sb_printf(&tmp, "event %" PRIu64, v->index);
             where(&tmp, v);
             gr_sb_printf(&tmp, ": %s\n", v->message);
@@ -950,20 +1136,20 @@ void gr_junit_add_trace(gr_junit *j, const gr_trace *t, const gr_check_result *r
     }
     if (r->summary)
         gr_sb_puts(&tmp, r->summary);
-    for (size_t i = 0; i < r->nwarnings; i++)
-        gr_sb_printf(&tmp, "warning: %s\n", r->warnings[i]);
+    put_warnings(&tmp, r);
     for (size_t i = 0; i < r->ninfos; i++)
         gr_sb_printf(&tmp, "note: %s\n", r->infos[i]);
-    for (size_t i = 0; i < r->nfolded; i++) {
-        gr_sb_puts(&tmp, "warning: ");
-        gr_report_folded(&tmp, &r->folded[i]);
-        gr_sb_putc(&tmp, '\n');
-    }
+    put_folded(&tmp, r);
     for (size_t i = 0; i < r->nnotes; i++)
         gr_sb_printf(&tmp, "%s: t%" PRIu64 " g%" PRIu64 ": %s\n", note_title(r->notes[i].kind),
                      r->notes[i].tid, r->notes[i].gid, r->notes[i].frames);
     gr_report_coverage(&tmp, t, &r->coverage);
+    gr_report_refuted_line(&tmp, r);
     gr_report_profilers(&tmp, t, r, 1000); /* JSON lists every one */
+    gr_sb_puts(&tmp, "result: ");
+    gr_report_tally_head(&tmp, r);
+    gr_report_tally_rest(&tmp, r);
+    gr_sb_putc(&tmp, '\n');
     if (tmp.len) {
         gr_sb_puts(b, "    <system-out>");
         gr_xml_escape(b, gr_sb_str(&tmp));

@@ -34,6 +34,46 @@ int gr_check_exit_code(enum gr_check_status s);
 /* "clean", "violations", "unusable" or "nothing_checked" (JSON status). */
 const char *gr_check_status_name(enum gr_check_status s);
 
+/* The tally of r's findings, in the same words in every report (the -q
+ * line, the text report's result line, JUnit, HTML, and JSON's `tally`).
+ * A violation is a finding that fails the check; the findings of rules
+ * that do not fail by default (displaced, attribution) and the allowed
+ * ones are counted apart, so each count is the sum of its parts.
+ * gr_report_tally_head appends "clean", "N violation(s) (RULE N, ...)"
+ * (violations only) or "nothing checked (WHY)"; gr_report_tally_rest
+ * appends "; allowed by SOURCE: RULE N, ..." per source of allows
+ * (gr_violation.allowed_by: "--allow" or a pyproject.toml) and "; not
+ * failing: RULE N, ...", or nothing.  No newline. */
+void gr_report_tally_head(gr_sb *sb, const gr_check_result *r);
+void gr_report_tally_rest(gr_sb *sb, const gr_check_result *r);
+
+/* Findings of rule in r that fail the check (neither allowed nor
+ * advisory). */
+size_t gr_report_failing_of(const gr_check_result *r, int rule);
+
+/* on 1 (`check -v`): the text, JUnit and HTML reports list the refuted
+ * predicted blind spots (gr_report_refuted), each on a "detail: " line;
+ * 0, the default: they only count them, on one line of "what was
+ * checked".  A refuted prediction limits nothing and finds nothing: it is
+ * no warning.  JSON always lists them (`warnings`, `folded_warnings`). */
+void gr_report_verbose(int on);
+int gr_report_verbose_on(void);
+
+/* Whether warning line w (gr_check_result.warnings) is a refuted
+ * predicted blind spot: propagation.c's only warning, "predicted blind
+ * spot: ...; refuted by ..." (its confirmed ones are violations, its
+ * undecided ones a note). */
+int gr_report_refuted(const char *w);
+
+/* Refuted predicted blind spots of r: the listed ones and those counted
+ * (gr_check_result.folded). */
+uint64_t gr_report_nrefuted(const gr_check_result *r);
+
+/* The line of "what was checked" that counts r's refuted predictions
+ * ("  refuted predictions  N predicted blind spots (3.12+) disproved by
+ * ...", newline included); nothing when there are none. */
+void gr_report_refuted_line(gr_sb *sb, const gr_check_result *r);
+
 /* Append the line (no "warning: ", no newline) of warnings counted, not
  * listed (gr_check_result.folded): "propagation: N more refuted predicted
  * blind spots of gG (tT) not listed (...)", or for the trace's count past

@@ -225,15 +225,18 @@ static void flush_causes(ck *c)
 static const char *off_what(const bcause *k, const bthread *bt)
 {
     if (k ? k->before : bt->off_before)
-        return "the program's own profile function, set before start()";
+        return "displaced by the program's own profile function, set before start()";
     return (k ? k->action : bt->off_action) == GR_HOOK_SET ? "replaced by the program's own profile function"
                                                            : "removed by the program";
 }
 
-/* The message of bt's ended episode, in c->msg. */
+/* The message of bt's ended episode, in c->msg.  It names the subject
+ * "greenreplay's reference profiler": a reader who set a profiler of
+ * their own must not read the unseen calls as that profiler's (rule
+ * attribution judges it). */
 static void episode_message(ck *c, const ck_thread *th, const bthread *bt, const char *until)
 {
-    gr_sb_printf(&c->msg, "the profile function of t%" PRIu64 " was %s (HOOK at event %zu",
+    gr_sb_printf(&c->msg, "greenreplay's reference profiler on t%" PRIu64 " was %s (HOOK at event %zu",
                  th->tid, off_what(NULL, bt), bt->off_index);
     if (bt->off_by)
         gr_sb_printf(&c->msg, ", made by t%" PRIu64, bt->off_by);
@@ -252,18 +255,21 @@ static void episode_message(ck *c, const ck_thread *th, const bthread *bt, const
                             "directly): the recorder found it only at the next MARK and what ran "
                             "before that is missing from the trace too");
     if (!bt->off_calls) { /* unannounced, and no call after its HOOK */
-        gr_sb_puts(&c->msg, "): the calls the thread ran before that HOOK were unseen by it "
-                            "(how many is not known)");
+        gr_sb_puts(&c->msg, "): the calls the thread ran before that HOOK were unseen by the "
+                            "reference profiler (how many is not known)");
         return;
     }
-    gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by it %s (first: ", bt->off_calls,
-                 bt->off_calls == 1 ? "" : "s", until);
+    gr_sb_printf(&c->msg, "): %" PRIu64 " Python call%s ran unseen by the reference profiler %s "
+                          "(first: ", bt->off_calls, bt->off_calls == 1 ? "" : "s", until);
     for (uint64_t k = 0; k < bt->off_calls && k < 3; k++) {
         if (k)
             gr_sb_puts(&c->msg, ", ");
         ck_code_name(c, bt->off_first[k]);
     }
     gr_sb_puts(&c->msg, ")");
+    if (bt->off_before || bt->off_action == GR_HOOK_SET)
+        gr_sb_puts(&c->msg, "; what the program's own profiler saw is judged apart, by rule "
+                            "attribution");
 }
 
 /* The end of an episode in which the subject profiler was off on th: with
@@ -527,7 +533,7 @@ static void report(ck *c)
         if (k->known && k->reported) {
             const struct known_cause *kc = &known_causes[k->known - 1];
             gr_sb_printf(&c->msg,
-                         "displaced: the profile function was removed by %s %" PRIu64
+                         "displaced: greenreplay's reference profiler was removed by %s %" PRIu64
                          " time%s (the first at the HOOK at event %" PRIu64 ", in ",
                          kc->what, k->repeats + 1, k->repeats ? "s" : "", k->first_index);
             ck_code_name(c, k->frame);
@@ -543,12 +549,13 @@ static void report(ck *c)
             continue;
         if (k->before) /* one episode per thread: the others are threads */
             gr_sb_printf(&c->msg,
-                         "displaced: the profile function of %" PRIu64 " more thread%s was %s, as "
+                         "displaced: greenreplay's reference profiler of %" PRIu64
+                         " more thread%s was %s, as "
                          "reported at event %" PRIu64,
                          k->repeats, k->repeats == 1 ? "" : "s", off_what(k, NULL), k->first_index);
         else
             gr_sb_printf(&c->msg,
-                         "displaced: the profile function was %s %" PRIu64
+                         "displaced: greenreplay's reference profiler was %s %" PRIu64
                          " more time%s for the cause reported at event %" PRIu64,
                          off_what(k, NULL), k->repeats, k->repeats == 1 ? "" : "s", k->first_index);
         if (k->code) {

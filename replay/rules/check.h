@@ -64,6 +64,9 @@ typedef struct gr_violation {
     size_t seq;          /* order of detection (internal, for stable sort) */
     int allowed;         /* the user allowed it (gr_check_allow): still
                             listed and counted, not in the exit status */
+    const char *allowed_by; /* borrowed, or NULL: where the allow came
+                            from ("--allow", a pyproject.toml's path), as
+                            the reports name it (set by the caller) */
     int advisory;        /* a finding of a rule that does not fail by
                             default (displaced, gr_check_fail_on): listed
                             and counted, not in the exit status */

@@ -6,6 +6,12 @@
 #     line naming the option, the path and the cause, exit 2, nothing written
 #   check -q: one stdout line per trace, also "FILE: unusable: CAUSE" for a
 #     missing or corrupt one (its stderr line stays, exit status unchanged)
+#   counts that add up: on a program with violations and a displaced finding
+#     (a switch inside its own profile function), -q's "N violations (RULE
+#     N, ...)" sums to N and holds no finding that does not fail ("not
+#     failing: displaced 1" apart), the same words on the result line, in
+#     JSON's tally, JUnit and HTML; an allow from pyproject.toml is named as
+#     such, never as --allow, by -q and the full report alike
 #   greenreplay.recording() that raises on entry leaves no temporary directory
 #   help texts: no line of greenreplay --help or any command's --help is
 #     over 80 columns; check's ground truth counts SWITCH stacks; export's
@@ -35,6 +41,8 @@
 #     a program ended by an uncaught exception round-trips too (what follows
 #     its <module>'s return is not compared, and diff says so; the original
 #     has no such record: the recorder's stop there is not recorded)
+#   check of a program ended by an uncaught exception says so in its
+#     "ended by" line (the exception's type, META uncaught), not a plain exit
 #   script's header names PYTHON, the Python that ran the original with the
 #     version of the trace's META python, never a bare python3; same bytes
 #     twice
@@ -175,6 +183,94 @@ if "$cli" check --help | grep -q 'FILE: unusable:' && grep -q 'unusable: ' "$GR_
     gr_ok "check --help and the man page describe -q's unusable line"
 else
     gr_bad "check --help or docs/greenreplay.1 lacks -q's 'FILE: unusable: CAUSE'"
+fi
+
+
+# ---- 2b. counts that add up: violations, allowed, not failing
+# sums_up LINE: "N violation(s) (RULE n, ...)" in LINE, N the sum of the n.
+sums_up() {
+    printf '%s\n' "$1" | "$GR_PY" -c '
+import re, sys
+m = re.search(r"(\d+) violations? \(([^)]*)\)", sys.stdin.read())
+sys.exit(0 if m and int(m.group(1)) == sum(int(p.split()[1]) for p in m.group(2).split(", ")) else 1)'
+}
+if "$GR_PY" -c 'import greenlet' 2>/dev/null; then
+    mkdir -p "$W/tally"
+    cat >"$W/tally/hookswitch.py" <<'PY'
+import sys
+
+import greenlet
+import greenreplay
+
+
+def report():
+    while True:
+        greenreplay.mark("reporter")
+        send()
+        greenlet.getcurrent().parent.switch()
+
+
+def send():
+    pass
+
+
+reporter = greenlet.greenlet(report)
+calls = [0]
+
+
+def hook(frame, event, arg):
+    if event == "call":
+        calls[0] += 1
+        if calls[0] >= 3 and greenlet.getcurrent() is not reporter:
+            reporter.switch()  # a switch inside the profile function
+
+
+def work(i):
+    return i * 2
+
+
+sys.setprofile(hook)
+for i in range(4):
+    work(i)
+sys.setprofile(None)
+PY
+    tg=$W/tally/h.grt
+    "$cli" record -o "$tg" -- "$GR_PY" "$W/tally/hookswitch.py" >"$W/tally/rec.log" 2>&1
+    q=$("$cli" check -q "$tg" 2>/dev/null)
+    res=$("$cli" check "$tg" 2>/dev/null | grep '^result: ')
+    "$cli" check --format json --junit "$W/tally/j.xml" --html "$W/tally/h.html" "$tg" \
+        >"$W/tally/j.json" 2>/dev/null
+    jt=$("$GR_PY" -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+n = t["tally"]
+print(n["violations"] + n["allowed"] + n["not_failing"] == sum(t["counts"].values()), n["text"])' \
+        "$W/tally/j.json")
+    head=${q#*: }; head=${head%%, [0-9]* records*}
+    rest=${q#*records}; rest=${rest%% \[*}
+    if sums_up "$q" && sums_up "$res" && ! printf '%s' "$head" | grep -q displaced &&
+       printf '%s' "$q" | grep -q '; not failing: displaced 1' &&
+       [ "$res" = "result: ${jt#True }" ] && [ "${res#result: }" = "$head$rest" ] &&
+       grep -qF "${res}" "$W/tally/j.xml" && grep -qF "${res}" "$W/tally/h.html" &&
+       [ "$(PYTHONPATH="$(dirname "$cli")/python" "$GR_PY" -c 'import sys, greenreplay; print(greenreplay.check(sys.argv[1]).summary())' "$tg")" = "${res#result: }" ]; then
+        gr_ok "check: 'N violations (RULE n, ...)' sums to N, displaced apart ('not failing'), the same tally in -q, text, JSON, JUnit, HTML and the API's summary()"
+    else
+        gr_bad "check: counts that do not add up or differ between outputs: -q '$q', text '$res', json '$jt'"
+    fi
+    printf '[tool.greenreplay]\nallow = ["blind_spot"]\n' >"$W/tally/pyproject.toml"
+    q=$(cd "$W/tally" && "$cli" check -q h.grt 2>/dev/null)
+    full=$(cd "$W/tally" && "$cli" check h.grt 2>/dev/null)
+    res=$(printf '%s\n' "$full" | grep '^result: ')
+    if printf '%s' "$q" | grep -q "; allowed by $W/tally/pyproject.toml: blind_spot [0-9]" &&
+       printf '%s' "$res" | grep -q "; allowed by $W/tally/pyproject.toml: blind_spot [0-9]" &&
+       ! printf '%s\n%s' "$q" "$full" | grep -q -- '--allow' && sums_up "$q" && sums_up "$res"; then
+        gr_ok "check: an allow from pyproject.toml is named by its file in -q and the report, never as --allow"
+    else
+        gr_bad "check: allow from pyproject.toml: -q '$q', result '$res'"
+    fi
+    rm -f "$W/tally/pyproject.toml"
+else
+    skip "counts that add up: greenlet is not importable by $GR_PY"
 fi
 
 # ---- 3. recording() that raises on entry leaves no temporary directory
@@ -464,6 +560,21 @@ EOF
     else
         gr_bad "round trip of a program ending by an uncaught exception: record exit $rc0 (want 1), diff exit $rc (want 0)"
         gr_show "$W/boom.log" "$W/rtb.diff"
+    fi
+    # check says how it ended: the exception (META uncaught, written at
+    # sys.excepthook's audit event), not a plain exit; the script, which
+    # ends normally, says interpreter exit
+    "$cli" check "$W/boom.grt" >"$W/boom.check" 2>&1
+    "$cli" check --format json "$W/boom.grt" >"$W/boom.json" 2>&1
+    "$cli" check "$W/rtb.grt" >"$W/rtb.check" 2>&1
+    if grep -q '^  ended by  *the program.s uncaught exception (ValueError), then interpreter exit (reason exit)$' "$W/boom.check" &&
+       grep -q '"uncaught": "ValueError"' "$W/boom.json" &&
+       "$cli" dump "$W/boom.grt" | grep -qx '# uncaught: ValueError' &&
+       grep -q '^  ended by  *\(interpreter exit (reason exit)\|stop() (reason stop)\)$' "$W/rtb.check"; then
+        gr_ok "check of a program ended by an uncaught exception: 'ended by the program's uncaught exception (ValueError)' (META uncaught), JSON coverage.uncaught"
+    else
+        gr_bad "check of a program ended by an uncaught exception does not say so"
+        gr_show "$W/boom.check" "$W/rtb.check"
     fi
 else
     skip "whole-program round trip: greenlet is not importable by $GR_PY"

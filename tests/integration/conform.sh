@@ -64,6 +64,20 @@ else
     gr_bad "list"
     gr_show "$GR_WORK/list" "$GR_WORK/list.err"
 fi
+# the interpreter after -- is the one asked, as --python's; the first
+# stderr line names it (sys.executable, version), whatever was on PATH
+exe=$("$PY" -c 'import sys; print(sys.executable)')
+ver=$("$PY" -c 'import sys; print(sys.version.split()[0])')
+"$GR_CLI" conform --list -- "$PY" >"$GR_WORK/list2" 2>"$GR_WORK/list2.err"
+rc=$?
+if [ $rc -eq 0 ] && cmp -s "$GR_WORK/list" "$GR_WORK/list2" &&
+   [ "$(head -n 1 "$GR_WORK/list2.err")" = "greenreplay: conform: adapters as $exe (Python $ver) sees them; another interpreter: conform --list -- PY" ] &&
+   [ "$(head -n 1 "$GR_WORK/list.err")" = "$(head -n 1 "$GR_WORK/list2.err")" ]; then
+    gr_ok "list -- PY: the same table as --python PY; stderr's first line names the interpreter asked"
+else
+    gr_bad "list -- PY (exit $rc)"
+    gr_show "$GR_WORK/list2" "$GR_WORK/list2.err"
+fi
 available=$(awk -F'\t' '$2 == "yes" { print $1 }' "$GR_WORK/list")
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
@@ -570,6 +584,7 @@ check_status 2 "script where the interpreter goes" "$GR_CLI" conform --profiler 
 grep -q "$prog is not an interpreter: .*\`-- python3 $prog\`" "$GR_WORK/s.err" &&
     gr_ok "script where the interpreter goes: the line shows -- python3 SCRIPT" ||
     gr_bad "script where the interpreter goes: no hint"
+check_status 2 "--list with two interpreters" "$GR_CLI" conform --list --python "$PY" -- "$PY"
 check_status 2 "--list with a missing --python" "$GR_CLI" conform --list --python "$GR_WORK/no-python"
 grep -q "(--python names the interpreter" "$GR_WORK/s.err" && gr_ok "--list with a missing --python: the hint" ||
     gr_bad "--list with a missing --python: no hint"

@@ -8,6 +8,8 @@
 #    clients x 5 requests, interleaving (tests/integration/programs/
 #    profiler_middleware.py): exit 1, cause "program"; the profilers not
 #    "right" are exactly those check finds missed or foreign calls for;
+#    the summary's count of differences says they are functions of N
+#    profilers whose lines are above (not one line each);
 #    each profiler's count of compute() is check's own+foreign and the
 #    request's own pstats count; no profiler "wrong"; folded text;
 #  - the same without interleaving: pass, 40 profilers right;
@@ -94,6 +96,16 @@ if [ "$(cat "$work/mw.rc")" = 1 ] && [ "${got%% *}" = ok ] && [ "$n" -ge 1 ] &&
 else
     gr_bad "middleware, interleaving: exit $(cat "$work/mw.rc"), agreement: $got"
     gr_show "$work/mw.out" "$work/mw.err"
+fi
+# its summary counts differences (one per profiler and function, as in
+# --json) while the lines above are one per profiler or group: it says so
+nd=$(field mw 'len(d["differences"])')
+np=$(field mw 'len({x["profiler_id"] for x in d["differences"]})')
+if grep -q "^conform: .*: fail, [0-9]* functions checked, $nd differences: functions miscounted by $np profilers of the program (their lines above; --json lists each function)$" "$work/mw.out"; then
+    gr_ok "middleware, interleaving: the summary's $nd differences are said to be functions of $np profilers, whose lines are above"
+else
+    gr_bad "middleware, interleaving: the summary does not say what its $nd differences are ($np profilers)"
+    gr_show "$work/mw.out"
 fi
 
 conf seq cprofile profiler_middleware sequential

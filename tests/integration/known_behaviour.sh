@@ -79,7 +79,7 @@ if [ -f "$t" ]; then
         "$cli" check --fail-on displaced "$t"
     expect_rc "--fail-on, --allow RULE:FUNCTION" 0 "^(allowed) displaced at event" \
         "$cli" check --fail-on displaced --allow displaced:main "$t"
-    expect_rc "--fail-on, --allow of another function" 1 "^result: 1 violation$" \
+    expect_rc "--fail-on, --allow of another function" 1 "^result: 1 violation (displaced 1)$" \
         "$cli" check --fail-on displaced --allow displaced:Other.func "$t"
     expect_rc "--allow of no rule" 2 "no such rule" "$cli" check --allow nosuch "$t"
     expect_rc "--fail-on of no rule" 2 "--fail-on 'nosuch': no such rule" \
@@ -95,7 +95,7 @@ allow = [
     "displaced:main",  # ... except this one, allowed by name
 ]
 TOML
-    expect_rc "pyproject.toml fail_on, allow (from a subdirectory)" 0 "^result: clean, 1 allowed violation" \
+    expect_rc "pyproject.toml fail_on, allow (from a subdirectory)" 0 "^result: clean; allowed by .*/proj/pyproject.toml: displaced 1$" \
         sh -c 'cd "$1/proj/sub" && "$2" check "$3"' sh "$work" "$cli" "$t"
     printf '[tool.greenreplay]\nfail_on = [\n  "displaced",\n]\n' >"$work/proj/pyproject.toml"
     expect_rc "pyproject.toml fail_on" 1 "^displaced at event" \

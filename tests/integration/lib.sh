@@ -145,10 +145,11 @@ elif mode == "indices":
 elif mode == "truncated":
     ends = [t.get("truncated_at") for t in doc.get("traces", []) if isinstance(t, dict)]
     print(",".join(str(e) for e in ends if e is not None))
-elif mode == "summary":
+elif mode in ("summary", "not_failing"):
     counts = {}
     for v in found:
-        counts[v["rule"]] = counts.get(v["rule"], 0) + 1
+        if (v.get("advisory") is True) == (mode == "not_failing"):
+            counts[v["rule"]] = counts.get(v["rule"], 0) + 1
     print(" ".join("%s=%d" % kv for kv in sorted(counts.items())))
 ' "$@"
 }
@@ -167,8 +168,11 @@ gr_json_indices() { _gr_json indices "$1" "$2"; }
 # ("" when the trace is complete).
 gr_json_truncated() { _gr_json truncated "$1"; }
 
-# gr_json_summary JSONFILE: "rule=count ..." ("" when clean).
+# gr_json_summary JSONFILE: "rule=count ..." of the findings that fail
+# ("" when clean); gr_json_not_failing: of those that do not (displaced and
+# attribution without --fail-on), counted apart as check's result line does.
 gr_json_summary() { _gr_json summary "$1"; }
+gr_json_not_failing() { _gr_json not_failing "$1"; }
 
 # gr_normalize_expect TEXT: "crash" and rule names, sorted, comma-separated;
 # "clean" contributes nothing.  E.g. "blind_spot, crash" -> "blind_spot,crash".

@@ -244,7 +244,7 @@ if [ "$has_dispatch" = 1 ]; then
         want="HOOK profile set;HOOK profile restored;CALL called_toggled;RETURN called_toggled;CALL returned_toggled;HOOK profile set;HOOK profile restored;RETURN returned_toggled;HOOK profile set;CALL called_enabled;RETURN called_enabled;CALL inner;RETURN inner;"
         verdict=$(sed -n 's/^\((not failing) \)\{0,1\}\([a-z_]*\) at event .*/\2/p' "$tr.check" | tr '\n' ' ')
         if [ "$(cat "$tr.rc")" = 0 ] && [ "$seq" = "$want" ] && [ "$verdict" = "displaced " ] &&
-           grep -q 'replaced by the program.s own profile function.*2 Python calls ran unseen by it .*first: called_enabled' "$tr.check" &&
+           grep -q 'replaced by the program.s own profile function.*2 Python calls ran unseen by the reference profiler .*first: called_enabled' "$tr.check" &&
            diff -q <(gr_quiet "$PY" "$work/withheld.plain") <(gr_quiet "$PY" "$tr.out" | grep -v '^greenreplay') >/dev/null; then
             gr_ok "events withheld by a change in the trace function ($mode): written after its HOOKs, verdict the displaced subject only"
         else

@@ -656,7 +656,7 @@ static void test_dead_in_unseen_takeover_is_displaced(void **state)
     fx f;
     uint64_t dead, hook;
     dead_in_unseen_takeover(&f, 0, &dead, &hook);
-    expect(&f, GR_RULE_DISPLACED, hook, "before that HOOK were unseen by it (how many is not known)");
+    expect(&f, GR_RULE_DISPLACED, hook, "before that HOOK were unseen by the reference profiler (how many is not known)");
     assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
     assert_int_equal(count(&f, GR_RULE_BLIND_SPOT), 0);
     end(&f);
@@ -1529,8 +1529,10 @@ static void test_predicted_refutations_folded(void **state)
     assert_true(f.res.folded[0].rule == GR_RULE_PROPAGATION && f.res.folded[0].tid == 1 &&
                 f.res.folded[0].gid == 10);
     assert_int_equal(f.res.folded[0].count, 4);
+    gr_report_verbose(1); /* check -v: the refuted ones are listed */
     char *s = report_of(&f.t, &f.res);
-    assert_non_null(strstr(s, "\nwarning: propagation: 4 more refuted predicted blind spots of g10 (t1) "
+    gr_report_verbose(0);
+    assert_non_null(strstr(s, "\ndetail: propagation: 4 more refuted predicted blind spots of g10 (t1) "
                               "not listed (a greenlet's refuted predictions are listed for its first 3 "
                               "predictions only)\n"));
     free(s);
@@ -1673,15 +1675,17 @@ static void test_predicted_refutations_capped(void **state)
         k++;
     }
     assert_int_equal(nwhole, 1);
+    gr_report_verbose(1); /* check -v: the refuted ones are listed */
     char *s = report_of(&f.t, &f.res), want[512];
+    gr_report_verbose(0);
     snprintf(want, sizeof want,
-             "\nwarning: propagation: %llu more refuted predicted blind spots of the trace not "
+             "\ndetail: propagation: %llu more refuted predicted blind spots of the trace not "
              "listed (a trace lists the refutations of its first %d predictions that are among "
              "their greenlet's first %d, and counts the later ones per greenlet for its first %d "
              "greenlets with more)\n",
              (unsigned long long)whole, GR_PROP_TRACE_LISTED, GR_PROP_LISTED, GR_PROP_FOLDED_LINES);
     assert_non_null(strstr(s, want));
-    assert_non_null(strstr(s, "\nwarning: propagation: 1 more refuted predicted blind spot of g10 (t1) "
+    assert_non_null(strstr(s, "\ndetail: propagation: 1 more refuted predicted blind spot of g10 (t1) "
                               "not listed"));
     assert_null(strstr(s, "blind spot of g1011 (t1)"));
     free(s);
@@ -2210,7 +2214,13 @@ static void test_hook_replaced_profiler_named_once(void **state)
     tb_ev(&f.b, GR_RETURN, 1, 1, f.x);
     load_check(&f, 0);
     assert_int_equal(f.res.nv, 1);
-    expect(&f, GR_RULE_DISPLACED, 5, "2 Python calls ran unseen by it until event 11");
+    expect(&f, GR_RULE_DISPLACED, 5, "greenreplay's reference profiler on t1 was replaced by the "
+                                      "program's own profile function");
+    expect(&f, GR_RULE_DISPLACED, 5, "2 Python calls ran unseen by the reference profiler until "
+                                      "event 11");
+    /* the program's profiler saw them: the finding says it is judged apart */
+    expect(&f, GR_RULE_DISPLACED, 5, "; what the program's own profiler saw is judged apart, by "
+                                      "rule attribution");
     end(&f);
 }
 
@@ -2250,11 +2260,12 @@ static void test_hook_before_start_named(void **state)
     assert_int_equal(count(&f, GR_RULE_IMBALANCE), 0);
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, 3,
-           "the profile function of t1 was the program's own profile function, set before start() "
-           "(HOOK at event 3): 1 Python call ran unseen by it until STOP (first: x (seed.py:14))");
+           "greenreplay's reference profiler on t1 was displaced by the program's own profile function, set before start() "
+           "(HOOK at event 3): 1 Python call ran unseen by the reference profiler until STOP (first: x (seed.py:14))");
     assert_int_equal(f.res.nwarnings, 1);
-    assert_non_null(strstr(f.res.warnings[0], "displaced: the profile function of 1 more thread was "
-                                              "the program's own profile function, set before start(), "
+    assert_non_null(strstr(f.res.warnings[0], "displaced: greenreplay's reference profiler of 1 more "
+                                              "thread was displaced by the program's own profile "
+                                              "function, set before start(), "
                                               "as reported at event 3, the last at event 9"));
     end(&f);
 }
@@ -2290,7 +2301,7 @@ static void test_hook_replaced_from_other_thread(void **state)
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, 8,
            "(HOOK at event 8, made by t1, during sys._setprofileallthreads; t2 was in y (seed.py:30)): "
-           "1 Python call ran unseen by it until event 14");
+           "1 Python call ran unseen by the reference profiler until event 14");
     end(&f);
 }
 
@@ -2364,7 +2375,7 @@ static void test_hook_repeated_cause_reported_once(void **state)
     uint64_t diff = removed_episode(&f, other, 1);
     load_check(&f, 0);
     assert_int_equal(f.res.nv, 2);
-    expect(&f, GR_RULE_DISPLACED, first, "2 Python calls ran unseen by it");
+    expect(&f, GR_RULE_DISPLACED, first, "2 Python calls ran unseen by the reference profiler");
     expect(&f, GR_RULE_DISPLACED, diff, "during threading.setprofile");
     assert_int_equal(f.res.nwarnings, 1);
     char want[160];
@@ -2417,9 +2428,11 @@ static void test_hook_overlapping_names_first_begun(void **state)
     overlapping_episodes(&f, 2, &h2, &h3, &end3);
     assert_int_equal(f.res.nv, 1);
     expect(&f, GR_RULE_DISPLACED, h2,
-           "the profile function of t2 was removed by the program (HOOK at event");
-    expect(&f, GR_RULE_DISPLACED, h2, "2 Python calls ran unseen by it until the end of the trace "
-                                       "(first: y (seed.py:30), y (seed.py:30))");
+           "greenreplay's reference profiler on t2 was removed by the program (HOOK at event");
+    expect(&f, GR_RULE_DISPLACED, h2, "2 Python calls ran unseen by the reference profiler until "
+                                       "the end of the trace (first: y (seed.py:30), y (seed.py:30))");
+    /* removed, not replaced: no program profiler to judge */
+    assert_null(strstr(f.res.v[0].message, "rule attribution"));
     assert_int_equal(f.res.v[0].tid, 2);
     assert_int_equal(f.res.nwarnings, 1);
     char want[160];
@@ -2442,7 +2455,7 @@ static void test_hook_overlapping_first_without_calls(void **state)
     overlapping_episodes(&f, 0, &h2, &h3, &end3);
     assert_int_equal(f.res.nv, 1);
     char want[96];
-    snprintf(want, sizeof want, "1 Python call ran unseen by it until event %" PRIu64, end3);
+    snprintf(want, sizeof want, "1 Python call ran unseen by the reference profiler until event %" PRIu64, end3);
     expect(&f, GR_RULE_DISPLACED, h3, want);
     assert_int_equal(f.res.v[0].tid, 3);
     assert_int_equal(f.res.nwarnings, 0);
@@ -2675,7 +2688,7 @@ static void test_displaced_known_cause(void **state)
     load_check(&f, 0);
     expect_clean(&f);
     assert_int_equal(f.res.ninfos, 1);
-    assert_non_null(strstr(f.res.infos[0], "displaced: the profile function was removed by "
+    assert_non_null(strstr(f.res.infos[0], "displaced: greenreplay's reference profiler was removed by "
                                            "gevent's thread pool"));
     /* --strict-known alone gives a finding that does not fail: the note
      * names both options that make it fail */

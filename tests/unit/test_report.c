@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "color.h"
 #include "report.h"
 #include "trace_builder.h"
 
@@ -74,7 +75,7 @@ static void test_text(void **state)
                               "  >      5 C_RETURN    t1 g1 builtins.len\n"));
     assert_non_null(strstr(s, "open at end of trace (no STOP record) (informational, not "
                               "violations):\n  t1 g1: <module> (a&b.py:1) > <lambda> (a&b.py:2)"));
-    assert_non_null(strstr(s, "\nresult: 1 violation\n"));
+    assert_non_null(strstr(s, "\nresult: 1 violation (imbalance 1)\n"));
     free(s);
     gr_check_result_free(&r);
     gr_trace_free(&t);
@@ -280,6 +281,119 @@ static void test_junit(void **state)
                               "chunk checksum mismatch\"/>"));
     assert_non_null(strstr(x, "<system-out>warning: trailer reports 1 dropped record"));
     free(x);
+    gr_check_result_free(&r);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* The tally: the -q line, the text report's result line, JSON's `tally`,
+ * JUnit and the API read the same counts, each the sum of its parts.
+ * One imbalance (failing), one blind_spot allowed by a pyproject.toml and
+ * one displaced finding (not failing by default). */
+static void test_tally(void **state)
+{
+    (void)state;
+    tb b;
+    build(&b, 0);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_check_result r;
+    gr_check_run(&t, &r);
+    size_t ctx[1] = {5};
+    gr_check_add_violation(&r, GR_RULE_BLIND_SPOT, 5, 1, 1, strdup("missed f"), ctx, 1);
+    gr_check_add_violation(&r, GR_RULE_DISPLACED, 5, 1, 1, strdup("removed"), ctx, 1);
+    const char *spec = "blind_spot";
+    assert_int_equal(gr_check_allow(&r, &spec, 1), -1);
+    for (size_t i = 0; i < r.nv; i++)
+        if (r.v[i].allowed)
+            r.v[i].allowed_by = "proj/pyproject.toml";
+    const char *want = "1 violation (imbalance 1); allowed by proj/pyproject.toml: "
+                       "blind_spot 1; not failing: displaced 1";
+    /* the text report's result line */
+    char *s = text_of(&t, &r);
+    char line[256];
+    snprintf(line, sizeof line, "\nresult: %s\n", want);
+    assert_non_null(strstr(s, line));
+    assert_null(strstr(s, "--allow")); /* no option that was not given */
+    free(s);
+    /* -q: the head, the records, the rest */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gr_color_check_summary(f, &t, &r, 0);
+    fclose(f);
+    assert_non_null(strstr(buf, ": 1 violation (imbalance 1), 6 records; allowed by "
+                                "proj/pyproject.toml: blind_spot 1; not failing: displaced 1"));
+    free(buf);
+    /* JSON */
+    json_t *o = gr_report_json_trace(&t, &r);
+    json_t *jt = json_object_get(o, "tally");
+    assert_int_equal(json_integer_value(json_object_get(jt, "violations")), 1);
+    assert_int_equal(json_integer_value(json_object_get(jt, "allowed")), 1);
+    assert_int_equal(json_integer_value(json_object_get(jt, "not_failing")), 1);
+    assert_string_equal(json_string_value(json_object_get(jt, "text")), want);
+    json_t *v1 = json_array_get(json_object_get(o, "violations"), 1);
+    assert_string_equal(json_string_value(json_object_get(v1, "allowed_by")),
+                        "proj/pyproject.toml");
+    json_decref(o);
+    /* JUnit: one failing rule; the allowed and the advisory ones pass */
+    gr_junit j;
+    gr_junit_init(&j);
+    gr_junit_add_trace(&j, &t, &r);
+    assert_int_equal(j.failures, 1);
+    assert_non_null(strstr(j.body.s, "failures=\"1\""));
+    snprintf(line, sizeof line, "result: %s\n", want);
+    assert_non_null(strstr(j.body.s, line));
+    gr_junit_free(&j);
+    gr_check_result_free(&r);
+    gr_trace_free(&t);
+    tb_cleanup(&b);
+}
+
+/* A refuted predicted blind spot is no warning: without -v the text
+ * report, -q and JUnit only count it ("refuted predictions" under what was
+ * checked); with -v it is a "detail:" line.  Other warnings stay. */
+static void test_refuted_not_a_warning(void **state)
+{
+    (void)state;
+    tb b;
+    build(&b, 0);
+    gr_trace t;
+    assert_int_equal(tb_load(&b, &t), GR_READ_OK);
+    gr_check_result r;
+    gr_check_run(&t, &r); /* one warning: the trailer's dropped record */
+    gr_check_add_warning(&r, strdup("predicted blind spot: profiling is on for t1 but 1 of the 2 "
+                                    "frames of g1 are not instrumented; refuted by the RETURN "
+                                    "at event 5, the return of the resumed frame itself"));
+    char *s = text_of(&t, &r);
+    assert_null(strstr(s, "predicted blind spot: profiling"));
+    assert_non_null(strstr(s, "warning: trailer reports 1 dropped record"));
+    assert_non_null(strstr(s, "\n  refuted predictions  1 predicted blind spot (3.12+) disproved "
+                              "by the resumed frame's own events: no finding (check -v lists "
+                              "them)\n"));
+    free(s);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gr_color_check_summary(f, &t, &r, 0);
+    fclose(f);
+    assert_non_null(strstr(buf, " [1 warning]\n"));
+    free(buf);
+    gr_junit j;
+    gr_junit_init(&j);
+    gr_junit_add_trace(&j, &t, &r);
+    assert_null(strstr(j.body.s, "predicted blind spot: profiling"));
+    gr_junit_free(&j);
+    json_t *o = gr_report_json_trace(&t, &r); /* JSON: listed, and counted */
+    assert_int_equal(json_array_size(json_object_get(o, "warnings")), 2);
+    assert_int_equal(json_integer_value(json_object_get(o, "refuted_predictions")), 1);
+    json_decref(o);
+    gr_report_verbose(1);
+    s = text_of(&t, &r);
+    gr_report_verbose(0);
+    assert_non_null(strstr(s, "\ndetail: predicted blind spot: profiling is on for t1"));
+    assert_null(strstr(s, "warning: predicted blind spot"));
+    free(s);
     gr_check_result_free(&r);
     gr_trace_free(&t);
     tb_cleanup(&b);
@@ -520,6 +634,8 @@ int main(void)
         cmocka_unit_test(test_cut_where),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_junit),
+        cmocka_unit_test(test_tally),
+        cmocka_unit_test(test_refuted_not_a_warning),
         cmocka_unit_test(test_xml_escape),
         cmocka_unit_test(test_nothing_checked),
         cmocka_unit_test(test_coverage),

@@ -94,7 +94,9 @@ class CheckResult:
         see truncated_at and warnings; findings that do not fail, such as
         displaced ones, may be listed).
     violations: list of Violation, in trace order.
-    counts: {rule: number of violations} for every rule, zeros included.
+    counts: {rule: number of findings} for every rule, zeros included:
+        the failing, allowed and not failing ones alike (summary() and
+        raw["tally"] count them apart).
     records: number of records checked.
     warnings: the checker's warnings (list of str), e.g. a trace cut short.
     truncated_at: byte offset where a truncated trace ends, else None.
@@ -137,11 +139,23 @@ class CheckResult:
         return {v.rule for v in self.violations}
 
     def summary(self):
-        """One line: "clean" or "2 violations (blind_spot=1 imbalance=1)"."""
-        if self.clean:
-            return "clean"
-        counts = " ".join("%s=%d" % (r, n) for r, n in sorted(self.counts.items()) if n)
-        return "%d violation%s (%s)" % (len(self.violations), "" if len(self.violations) == 1 else "s", counts)
+        """One line, the words of `check -q` and of the report's result line:
+        "clean", "2 violations (imbalance 1, blind_spot 1)", then
+        "; allowed by SOURCE: RULE N" and "; not failing: displaced 1" when
+        there are such findings.  A violation is a finding that fails the
+        check: the parts in each group add up to its count."""
+        tally = self.raw.get("tally") or {}
+        if tally.get("text"):
+            return tally["text"]
+        failing = [v for v in self.violations if not v.allowed and not v.advisory]
+        head = "clean"
+        if failing:
+            by = {}
+            for v in failing:
+                by[v.rule] = by.get(v.rule, 0) + 1
+            head = "%d violation%s (%s)" % (len(failing), "" if len(failing) == 1 else "s",
+                                            ", ".join("%s %d" % kv for kv in by.items()))
+        return head
 
     def report(self):
         """The checker's text report of this trace (what `greenreplay check

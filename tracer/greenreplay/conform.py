@@ -633,6 +633,11 @@ def _probe_line(spec):
 
 def main(argv):
     if argv[:1] == ["--list"]:
+        # which interpreter answers, first: the table below is its view
+        sys.stderr.write("greenreplay: conform: adapters as %s (Python %s) sees them; another "
+                         "interpreter: conform --list -- PY\n"
+                         % (sys.executable, sys.version.split()[0]))
+        sys.stderr.flush()
         for spec in BUILTINS:
             try:
                 print(_probe_line(spec).split("\n")[0])  # the table: no launch lines

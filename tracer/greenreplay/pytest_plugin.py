@@ -239,7 +239,8 @@ class _Plugin:
         unexpected = [v for v in result.violations
                       if v.rule not in expect | allow and not v.allowed and not v.advisory]
         missing = sorted(expect - found)
-        v = {"trace": path, "counts": result.counts, "expected": sorted(expect),
+        v = {"trace": path, "counts": result.counts, "tally": result.summary(),
+             "expected": sorted(expect),
              "found": sorted(found), "missing": missing,
              "unexpected": [str(x) for x in unexpected]}
         if unexpected or missing:
@@ -381,6 +382,8 @@ def write_junit(path, verdicts):
         out.append('    <testcase classname=%s name=%s time="%.3f">'
                    % (_xml_attr(classname), _xml_attr(name or nodeid), duration or 0.0))
         props = [("greenreplay.status", v["status"]), ("test.outcome", outcome)]
+        if v.get("tally"):  # check's result line: violations, allowed, not failing
+            props.append(("greenreplay.result", v["tally"]))
         if v.get("trace"):
             props.append(("greenreplay.trace", v["trace"]))
         for rule, n in sorted((v.get("counts") or {}).items()):
