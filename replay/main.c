@@ -267,9 +267,9 @@ static const char usage_script[] =
     "never returns (a hub's loop) holds what it did: about 116 bytes per\n"
     "switch() it made.  Identical function bodies share a def among the last\n"
     "million distinct ones (32 MB of text) at most; past that a long trace gets\n"
-    "a longer program that does the same.  The temporary files (the program's\n"
-    "defs, the dead greenlets) go when script ends (docs/ARCHITECTURE.md,\n"
-    "docs/PERFORMANCE.md).\n"
+    "a longer program that does the same.  The temporary files (in $TMPDIR,\n"
+    "else /tmp: the program's defs, the dead greenlets; unlinked at once) go\n"
+    "when script ends (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";

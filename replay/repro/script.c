@@ -1,6 +1,7 @@
 /* script.c - render a trace's shape as a Python program (script.h). */
 #include "script.h"
 
+#include "outfile.h"
 #include "script_builtins.h"
 #include "script_shape.h"
 
@@ -1447,7 +1448,7 @@ static int script_write(gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb
     gr_sb_init(&R.bodies);
     gr_sb_init(&R.dbuf);
     if (file)
-        R.defs = tmpfile(); /* NULL: the defs stay in dbuf */
+        R.defs = gr_tmpfile(); /* NULL: the defs stay in dbuf */
     R.cap_var_of = sh->nframes + 1;
     R.var_of = gr_xrealloc(NULL, R.cap_var_of * sizeof *R.var_of);
     memset(R.var_of, 0, R.cap_var_of * sizeof *R.var_of);

@@ -5,6 +5,7 @@
 #include "dump.h"
 #include "idmap.h"
 #include "launch.h"
+#include "outfile.h"
 #include "script_builtins.h"
 #include "text.h"
 
@@ -100,8 +101,8 @@ typedef struct shape_maps {
     uint64_t nquals, nlabels;
     green_spill *gsp;     /* [cap_gsp] by green index */
     size_t cap_gsp;
-    FILE *spill;          /* the spill file (tmpfile(): gone when closed or at
-                             exit), NULL before the first spill */
+    FILE *spill;          /* the spill file (gr_tmpfile(): gone when closed or
+                             at exit), NULL before the first spill */
     uint64_t spill_end;   /* bytes written to it */
     int spill_on;         /* spill dead greenlets (a streamed walk) */
     gr_idmap touch;       /* (tid, gid) -> index + 1 of the last record that
@@ -1490,7 +1491,7 @@ static void try_spill(gr_shape *s, size_t gi)
     gr_sb b;
     gr_sb_init(&b);
     if (!m->spill)
-        m->spill = tmpfile();
+        m->spill = gr_tmpfile();
     size_t nkg = m->nkg;
     int ok = m->spill && spill_encode(s, gi, &b) == 0 &&
              fwrite(b.s, 1, b.len, m->spill) == b.len;
