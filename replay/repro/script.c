@@ -52,9 +52,10 @@ typedef struct variant {
  * header and prelude are written: unit tags and line numbers relative to
  * the first def, each between these bytes (no rendered text holds a
  * control character), made absolute when the defs are copied out. */
-#define REL_UNIT '\x02'
-#define REL_LINE '\x04'
-#define REL_END(c) ((char)((c) + 1))
+#define REL '\x02'     /* then REL_UNIT or REL_LINE, the digits, REL_END */
+#define REL_UNIT 'u'
+#define REL_LINE 'l'
+#define REL_END '\x03'
 
 typedef struct render {
     const gr_shape *s;
@@ -549,14 +550,22 @@ static void body_of(render *R, size_t frame, gr_sb *body)
     }
 }
 
+/* The dedup hash of (code, body): eight bytes at a time (bodies are most
+ * of what script hashes; the table compares the bodies themselves). */
 static uint64_t hash_key(uint32_t code, const char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ull ^ code;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)p[i];
-        h *= 1099511628211ull;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ code ^ ((uint64_t)n << 32);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
     }
-    return h;
+    uint64_t w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
 }
 
 static const char *var_body(const render *R, const variant *va)
@@ -769,7 +778,7 @@ static void dline(render *R, int indent, const char *text, size_t n, const char 
     if (tag)
         gr_sb_printf(&R->dbuf, "  %s", tag);
     else if (unit)
-        gr_sb_printf(&R->dbuf, "  #@%c%zu%c", REL_UNIT, R->dunits, REL_END(REL_UNIT));
+        gr_sb_printf(&R->dbuf, "  #@%c%c%zu%c", REL, REL_UNIT, R->dunits, REL_END);
     gr_sb_putc(&R->dbuf, '\n');
     R->dlines++;
 }
@@ -822,7 +831,7 @@ static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_
     (void)gr_script_pystr(&hdr, name.s ? name.s : "", name.len);
     gr_sb_free(&name);
     if (code <= R->t->ncodes)
-        gr_sb_printf(&hdr, ", %c%" PRIu64 "%c)", REL_LINE, R->code_line[code], REL_END(REL_LINE));
+        gr_sb_printf(&hdr, ", %c%c%" PRIu64 "%c)", REL, REL_LINE, R->code_line[code], REL_END);
     else
         gr_sb_puts(&hdr, ", 0)");
     dline(R, 0, hdr.s, hdr.len, tag, 0);
@@ -831,31 +840,36 @@ static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_
 }
 
 /* Append p[0..n) of the defs to out with relative numbers made absolute
- * (*st, *num: a number being read across calls). */
+ * (*st: 0, REL (a kind comes next) or the kind whose digits are being
+ * read into *num; both carried across calls). */
 static void patch_put(render *R, gr_sb *out, const char *p, size_t n, int *st, uint64_t *num,
                       uint64_t lbase, uint64_t ubase)
 {
-    size_t i = 0, run = 0;
+    size_t i = 0;
     while (i < n) {
+        if (*st == REL) {
+            *st = p[i++];
+            *num = 0;
+            continue;
+        }
         if (*st) {
             char c = p[i++];
-            if (c >= '0' && c <= '9') {
+            if (c != REL_END) {
                 *num = *num * 10 + (uint64_t)(c - '0');
                 continue;
             }
             gr_sb_printf(out, "%" PRIu64, *num + (*st == REL_UNIT ? ubase : lbase));
             *st = 0;
-            run = i;
             continue;
         }
-        while (i < n && p[i] != REL_UNIT && p[i] != REL_LINE)
+        const char *e = memchr(p + i, REL, n - i);
+        size_t k = e ? (size_t)(e - (p + i)) : n - i;
+        gr_sb_put(out, p + i, k);
+        i += k;
+        if (e) {
+            *st = REL;
             i++;
-        gr_sb_put(out, p + run, i - run);
-        if (i < n) {
-            *st = p[i++];
-            *num = 0;
         }
-        run = i;
         if (out->len >= FLUSH_AT)
             flush(R, out);
     }

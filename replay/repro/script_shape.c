@@ -24,6 +24,10 @@ typedef struct pre_thread {
     uint32_t call_code;
     uint8_t has_call;   /* `call` is set */
     uint8_t seen;       /* bit 1: a profile event, bit 2: an unprofiled MARK */
+    uint8_t has_run;    /* run_gid is set */
+    uint64_t run_gid;   /* the greenlet its latest records name, */
+    uint64_t run_last;  /* and the last of them: put in shape_maps.touch when
+                           another greenlet's record comes (spilling) */
 } pre_thread;
 
 /* What the walk needs to know ahead of a record, gathered by one pass over
@@ -1512,6 +1516,9 @@ static void try_spill(gr_shape *s, size_t gi)
     sp->fl = NULL;
     sp->nfl = sp->capfl = 0;
     sp->spilled = 1;
+    free(g->stack); /* empty: it is dead */
+    g->stack = NULL;
+    g->cap = 0;
     g->run = g->seed_top = GR_NONE;
     g->resume_act = g->resume_cframe = g->pending_arm = g->last_returned = GR_NONE;
 }
@@ -1758,7 +1765,11 @@ static void pre_feed(gr_shape *s, const gr_trace *t, const gr_record *r)
     if (r->tag != GR_STACK)
         pt->last = i;
     if (maps(s)->spill_on) { /* the last record naming each greenlet */
-        gr_idmap_put(&maps(s)->touch, r->tid, r->gid, (size_t)i + 1);
+        if (pt->has_run && pt->run_gid != r->gid)
+            gr_idmap_put(&maps(s)->touch, r->tid, pt->run_gid, (size_t)pt->run_last + 1);
+        pt->has_run = 1;
+        pt->run_gid = r->gid;
+        pt->run_last = i;
         if (r->tag == GR_SWITCH || r->tag == GR_THROW)
             gr_idmap_put(&maps(s)->touch, r->tid, r->target, (size_t)i + 1);
     }
@@ -1793,6 +1804,10 @@ static void pre_feed(gr_shape *s, const gr_trace *t, const gr_record *r)
 static void pre_finish(gr_shape *s)
 {
     shape_pre *p = &maps(s)->pre;
+    for (size_t k = 0; k < s->nthreads && k < p->cap_pt; k++)
+        if (p->pt[k].has_run) /* the last run of records of each thread */
+            gr_idmap_put(&maps(s)->touch, s->threads[k].tid, p->pt[k].run_gid,
+                         (size_t)p->pt[k].run_last + 1);
     free(p->waiting);
     p->waiting = NULL;
     p->cap_waiting = 0;
@@ -2075,12 +2090,23 @@ static void shape_names(gr_shape *s, size_t nstrings)
 /* After the walk (t: the trace with everything read, for its ending). */
 static void shape_finish(gr_shape *s, const gr_trace *t)
 {
-    shape_pre *p = &maps(s)->pre;
+    shape_maps *m = maps(s);
+    shape_pre *p = &m->pre;
     shape_ending(s, t, p->stopped, p->last_tid);
     shape_first_turns(s);
     if (p->stopped)
         shape_threads_ended(s);
     shape_keep_c(s);
+    /* What only the walk needed: freed before the script is rendered. */
+    free(p->pairs);
+    free(p->resume);
+    p->pairs = NULL;
+    p->resume = NULL;
+    p->cap_pairs = p->cap_resume = p->nsw = 0;
+    gr_idmap_free(&m->touch);
+    free(m->late);
+    m->late = NULL;
+    m->nlate = m->cap_late = 0;
 }
 
 int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
