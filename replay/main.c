@@ -264,7 +264,7 @@ static const char usage_script[] =
     "the program is written as it is made.  A greenlet's frames and actions are\n"
     "held while it lives: once it is dead and no later record names it, they\n"
     "wait in a temporary file until the program is written.  A frame that never\n"
-    "returns (a hub's loop) holds what it did: about 116 bytes per switch() it\n"
+    "returns (a hub's loop) holds what it did: about 36 bytes per switch() it\n"
     "made; each greenlet ever seen keeps about 250 bytes.  Identical function\n"
     "bodies share a def among the last million distinct ones (32 MB of text) at\n"
     "most; past that a long trace gets a longer program that does the same.  The\n"

@@ -445,6 +445,9 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
         lit_label(R, &st, a->label);
         gr_sb_putc(&st, ')');
         break;
+    case GR_ACT_CSWITCH: /* a switch() call kept by name, as one act (script_shape.h) */
+        gr_sb_printf(&st, "G[%" PRIu64 "].switch()", a->gid);
+        break;
     case GR_ACT_SWITCH:
         if (a->armed) {
             gr_sb_free(&st);

@@ -967,6 +967,44 @@ static void on_hook(gr_shape *s, gr_sthread *th, const gr_record *r)
     }
 }
 
+static void free_frame(gr_shape *s, size_t f, int acts);
+
+/* C frame f of greenlet g (running, f just returned) is a switch() call
+ * that made one switch and returned: when spilling (a streamed walk), its
+ * CCALL act in the frame below becomes one CSWITCH act, which the script
+ * writes as the kept call would be (G[gid].switch()), and f and its
+ * SWITCH act are freed.  Nothing refers to them any more: the greenlet
+ * runs (no resume point), f is its last frame and the last act below. */
+static void shrink_switch_call(gr_shape *s, const gr_sthread *th, gr_green *g, size_t f)
+{
+    shape_maps *m = maps(s);
+    const gr_frame *fr = &s->frames[f];
+    size_t below = top(g);
+    green_spill *sp = &m->gsp[(size_t)(g - s->greens)];
+    if (!m->spill_on || !fr->is_c || fr->end != GR_END_RETURN || fr->hook || fr->external ||
+        fr->bound || fr->nacts != 1 || fr->gen != GR_NONE || below == GR_NONE ||
+        s->frames[below].is_c || !s->frames[below].nacts || !sp->nfl ||
+        sp->fl[sp->nfl - 1] != f || th->last_settrace == f || g->resume_cframe == f ||
+        !is_greenlet_method(s->t, fr->code, "switch"))
+        return;
+    size_t ai = gr_frame_acts(fr)[0];
+    const gr_act *a0 = &s->acts[ai];
+    gr_frame *bf = &s->frames[below];
+    gr_act *cc = &s->acts[gr_frame_acts(bf)[bf->nacts - 1]];
+    if (a0->kind != GR_ACT_SWITCH || a0->armed || a0->catch_ || ai == g->resume_act ||
+        ai == g->pending_arm || ai == th->last_handover || cc->kind != GR_ACT_CCALL ||
+        gr_act_frame(cc) != f)
+        return;
+    uint64_t gid = a0->gid;
+    memset(cc, 0, sizeof *cc);
+    cc->kind = GR_ACT_CSWITCH;
+    cc->frame32 = GR_NONE32;
+    cc->arm32 = GR_NONE32;
+    cc->gid = gid;
+    sp->nfl--;
+    free_frame(s, f, 1);
+}
+
 static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
     gr_green *g = green_for(s, th->tid, r->gid, r->index);
@@ -987,7 +1025,7 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
     int end = r->tag == GR_C_EXCEPTION ? GR_END_EXCEPTION : GR_END_RETURN;
     if (k > 0) {
         pop_lost(s, g, k, r->index);
-        pop(s, g, end, r->index);
+        shrink_switch_call(s, th, g, pop(s, g, end, r->index));
         return;
     }
     if (s->ckeep)

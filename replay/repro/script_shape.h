@@ -53,6 +53,11 @@ enum gr_act_kind {
     GR_ACT_HOOK,     /* a late thread installs threading's profile hook
                         (sys.setprofile), as threading does when a thread
                         starts during the recording */
+    GR_ACT_CSWITCH,  /* a visible switch() call to greenlet gid that
+                        returned: what a CCALL of greenlet.switch holding
+                        one SWITCH gives, in one act (gr_shape_build_path
+                        makes it, so that a hub's loop that never returns
+                        holds one act per switch, not a frame and two) */
 };
 
 /* How a frame ended (gr_frame.end). */
