@@ -260,10 +260,17 @@ static const char usage_script[] =
     "  -q, --quiet     no notes on stderr\n"
     "  -h, --help      show this help\n"
     "\n"
-    "Memory: the trace is read as a stream, twice (read whole from a pipe),\n"
-    "and the program is written as it is made, but the shape of every greenlet\n"
-    "(its frames and actions) is built whole before the program is written:\n"
-    "55 to 75 bytes per record (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
+    "Memory: the trace is read as a stream, twice (read whole from a pipe), and\n"
+    "the program is written as it is made.  A greenlet's frames and actions are\n"
+    "held while it lives: once it is dead and no later record names it, they\n"
+    "wait in a temporary file until the program is written.  A frame that never\n"
+    "returns (a hub's loop) holds what it did: about 36 bytes per switch() it\n"
+    "made; each greenlet ever seen keeps about 250 bytes.  Identical function\n"
+    "bodies share a def among the last million distinct ones (32 MB of text) at\n"
+    "most; past that a long trace gets a longer program that does the same.  The\n"
+    "temporary files (in $TMPDIR, else /tmp: the program's defs, the dead\n"
+    "greenlets, together about twice the program's size; unlinked at once) go\n"
+    "when script ends (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
@@ -1158,6 +1165,9 @@ static int cmd_script(int argc, char **argv)
         return bad_usage(usage_script, "%s", "script needs exactly one TRACE");
     if (out && refuse_output("script", "-o", out))
         return 2;
+    const char *cache = getenv("GREENREPLAY_SCRIPT_CACHE"); /* tests: fewer bodies shared */
+    if (cache && *cache >= '0' && *cache <= '9')
+        o.cache = (size_t)strtoull(cache, NULL, 10);
     /* A regular file is read as a stream, twice (gr_shape_build_path): its
      * records are never all in memory; anything else (a pipe) is read
      * whole.  The program goes to OUT as it is made: it is never held

@@ -1,6 +1,7 @@
 /* script.c - render a trace's shape as a Python program (script.h). */
 #include "script.h"
 
+#include "outfile.h"
 #include "script_builtins.h"
 #include "script_shape.h"
 
@@ -33,27 +34,50 @@ enum {
     U_TYPES = 1u << 14,   /* import types */
 };
 
-/* A distinct function body (16 bytes): its text is in render.bodies. */
+/* A distinct function body (16 bytes): its text is in render.bodies.  The
+ * bodies kept to share defs are a cache of at most VAR_CACHE variants and
+ * BODY_CACHE bytes of text: when it is full it starts over (the variants
+ * made since share defs; a body like one made before gets a def again), so
+ * that scripting a long trace holds a bounded part of its program. */
 typedef struct variant {
     uint64_t off;   /* where its statements start in render.bodies */
     uint32_t len;   /* their length */
     uint32_t code;
 } variant;
 
+#define VAR_CACHE ((size_t)1 << 20)
+#define BODY_CACHE ((size_t)32 << 20)
+
+/* In the defs as they are made (render.dbuf, render.defs), before the
+ * header and prelude are written: unit tags and line numbers relative to
+ * the first def, each between these bytes (no rendered text holds a
+ * control character), made absolute when the defs are copied out. */
+#define REL '\x02'     /* then REL_UNIT or REL_LINE, the digits, REL_END */
+#define REL_UNIT 'u'
+#define REL_LINE 'l'
+#define REL_END '\x03'
+
 typedef struct render {
     const gr_shape *s;
+    gr_shape *ms;     /* the same, to bring spilled greenlets back */
+    size_t cap_var_of; /* entries of var_of */
+    uint32_t *run_var; /* [ngreens]: a spilled greenlet's run variant + 1 */
     const gr_trace *t;
     const gr_script_opts *o;
     uint32_t *var_of; /* [nframes]: variant index + 1, 0 not rendered */
-    variant *vars;
-    size_t nvars, cap_vars;
+    variant *vars;    /* the cache's variants: number vbase + index */
+    size_t nvars, cap_vars, vbase;
+    gr_sb dbuf;       /* the defs written so far (relative numbers) */
+    FILE *defs;       /* streamed: dbuf goes to this temporary file */
+    size_t dlines, dunits; /* lines and units of the defs */
     gr_sb bodies;     /* every variant's statements, one after another */
     uint32_t *dedup;  /* [cap_dedup]: open addressing by (code, body), variant
                          index + 1, 0 empty; at most half full */
     size_t cap_dedup;
     unsigned need;    /* gr_builtin_need bits */
     unsigned use;     /* U_* bits */
-    uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code */
+    uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code
+                            (relative to the defs until they are copied out) */
     size_t line;      /* lines written so far */
     size_t unit;      /* last unit tag given */
     size_t bad_utf8;  /* invalid bytes replaced in literals */
@@ -421,6 +445,9 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
         lit_label(R, &st, a->label);
         gr_sb_putc(&st, ')');
         break;
+    case GR_ACT_CSWITCH: /* a switch() call kept by name, as one act (script_shape.h) */
+        gr_sb_printf(&st, "G[%" PRIu64 "].switch()", a->gid);
+        break;
     case GR_ACT_SWITCH:
         if (a->armed) {
             gr_sb_free(&st);
@@ -526,14 +553,22 @@ static void body_of(render *R, size_t frame, gr_sb *body)
     }
 }
 
+/* The dedup hash of (code, body): eight bytes at a time (bodies are most
+ * of what script hashes; the table compares the bodies themselves). */
 static uint64_t hash_key(uint32_t code, const char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ull ^ code;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)p[i];
-        h *= 1099511628211ull;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ code ^ ((uint64_t)n << 32);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
     }
-    return h;
+    uint64_t w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
 }
 
 static const char *var_body(const render *R, const variant *va)
@@ -571,10 +606,26 @@ static void dedup_room(render *R)
     }
 }
 
+static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_t n);
+
+/* Room in the cache of bodies for one of n bytes: it starts over when
+ * full. */
+static void cache_room(render *R, size_t n)
+{
+    size_t max = R->o->cache ? R->o->cache : VAR_CACHE;
+    if (R->nvars < max && R->bodies.len + n <= BODY_CACHE)
+        return;
+    R->vbase += R->nvars;
+    R->nvars = 0;
+    gr_sb_reset(&R->bodies);
+    if (R->dedup)
+        memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+}
+
 /* The variant (a Python function) acting out frame: identical bodies of
- * the same code share one.  The frames it calls must have theirs already
- * (variant_of sees to it), so that rendering its body recurses no
- * deeper. */
+ * the same code share one (among the cache's).  The frames it calls must
+ * have theirs already (variant_of sees to it), so that rendering its body
+ * recurses no deeper.  A new variant's def is written at once. */
 static size_t variant_of_shallow(render *R, size_t frame)
 {
     if (R->var_of[frame])
@@ -583,11 +634,12 @@ static size_t variant_of_shallow(render *R, size_t frame)
     gr_sb_init(&body);
     body_of(R, frame, &body);
     uint32_t code = R->s->frames[frame].code;
-    if (body.len > UINT32_MAX || R->nvars >= UINT32_MAX - 1) {
+    if (body.len > UINT32_MAX || R->vbase + R->nvars >= UINT32_MAX - 1) {
         fputs("greenreplay: script: a function body or the number of them is too large\n",
               stderr);
         exit(2);
     }
+    cache_room(R, body.len);
     dedup_room(R);
     const char *p = body.s ? body.s : "";
     uint32_t *slot = dedup_slot(R, code, p, body.len);
@@ -599,10 +651,12 @@ static size_t variant_of_shallow(render *R, size_t frame)
         va->code = code;
         gr_sb_put(&R->bodies, p, body.len);
         *slot = (uint32_t)R->nvars;
+        emit_def(R, R->vbase + R->nvars - 1, code, p, body.len);
     }
     gr_sb_free(&body);
-    R->var_of[frame] = *slot;
-    return *slot - 1;
+    size_t v = R->vbase + *slot - 1;
+    R->var_of[frame] = (uint32_t)(v + 1);
+    return v;
 }
 
 /* The frame whose variant rendering frame's body asks for through act a
@@ -708,44 +762,157 @@ static void body_units(render *R, gr_sb *out, int indent, const char *body, size
     }
 }
 
+/* The defs' buffer to their temporary file (streamed), if it is big. */
+static void dflush(render *R, int force)
+{
+    if (!R->defs || !R->dbuf.len || (!force && R->dbuf.len < FLUSH_AT))
+        return;
+    if (!R->werr && fwrite(R->dbuf.s, 1, R->dbuf.len, R->defs) != R->dbuf.len)
+        R->werr = 1;
+    gr_sb_reset(&R->dbuf);
+}
+
+/* A line of the defs; tag: a def's tag, or NULL; unit: a new unit tag. */
+static void dline(render *R, int indent, const char *text, size_t n, const char *tag, int unit)
+{
+    for (int i = 0; i < indent; i++)
+        gr_sb_puts(&R->dbuf, "    ");
+    gr_sb_put(&R->dbuf, text, n);
+    if (tag)
+        gr_sb_printf(&R->dbuf, "  %s", tag);
+    else if (unit)
+        gr_sb_printf(&R->dbuf, "  #@%c%c%zu%c", REL, REL_UNIT, R->dunits, REL_END);
+    gr_sb_putc(&R->dbuf, '\n');
+    R->dlines++;
+}
+
+/* Write variant v's def (code, body n bytes) after the defs so far. */
+static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_t n)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "#@d%zu", v);
+    gr_sb hdr;
+    gr_sb_init(&hdr);
+    gr_sb_printf(&hdr, "def _v%zu():", v);
+    if (!R->o->anonymize) {
+        gr_sb esc, nm;
+        gr_sb_init(&esc);
+        gr_sb_init(&nm);
+        gr_shape_name(R->s, &nm, code);
+        gr_sb_escape(&esc, nm.s ? nm.s : "", nm.len, 0);
+        gr_sb_printf(&hdr, "  # %s", gr_sb_str(&esc));
+        gr_sb_free(&esc);
+        gr_sb_free(&nm);
+    }
+    uint64_t def_line = R->dlines + 1;
+    dline(R, 0, hdr.s, hdr.len, tag, 0);
+    const char *p = body, *end = body + n;
+    while (p < end) { /* each statement a unit */
+        if (*p == STMT)
+            p++;
+        const char *e = memchr(p, STMT, (size_t)(end - p));
+        size_t k = e ? (size_t)(e - p) : (size_t)(end - p);
+        R->dunits++;
+        for (const char *q = p, *qe = p + k; q < qe;) {
+            const char *nl = memchr(q, '\n', (size_t)(qe - q));
+            size_t m = nl ? (size_t)(nl - q) : (size_t)(qe - q);
+            dline(R, 1, q, m, NULL, 1);
+            q += m + (nl ? 1 : 0);
+        }
+        p += k;
+    }
+    dline(R, 1, "return", 6, NULL, 0);
+    if (code <= R->t->ncodes && !R->code_line[code])
+        R->code_line[code] = def_line;
+    gr_sb_reset(&hdr);
+    gr_sb_printf(&hdr, "_fn(_v%zu, ", v);
+    gr_sb name;
+    gr_sb_init(&name);
+    gr_shape_name(R->s, &name, code);
+    /* not counted in the notes' invalid bytes: the defs were written after
+     * the notes were made (the same count as ever) */
+    (void)gr_script_pystr(&hdr, name.s ? name.s : "", name.len);
+    gr_sb_free(&name);
+    if (code <= R->t->ncodes)
+        gr_sb_printf(&hdr, ", %c%c%" PRIu64 "%c)", REL, REL_LINE, R->code_line[code], REL_END);
+    else
+        gr_sb_puts(&hdr, ", 0)");
+    dline(R, 0, hdr.s, hdr.len, tag, 0);
+    gr_sb_free(&hdr);
+    dflush(R, 0);
+}
+
+/* Append p[0..n) of the defs to out with relative numbers made absolute
+ * (*st: 0, REL (a kind comes next) or the kind whose digits are being
+ * read into *num; both carried across calls). */
+static void patch_put(render *R, gr_sb *out, const char *p, size_t n, int *st, uint64_t *num,
+                      uint64_t lbase, uint64_t ubase)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (*st == REL) {
+            *st = p[i++];
+            *num = 0;
+            continue;
+        }
+        if (*st) {
+            char c = p[i++];
+            if (c != REL_END) {
+                *num = *num * 10 + (uint64_t)(c - '0');
+                continue;
+            }
+            gr_sb_printf(out, "%" PRIu64, *num + (*st == REL_UNIT ? ubase : lbase));
+            *st = 0;
+            continue;
+        }
+        const char *e = memchr(p + i, REL, n - i);
+        size_t k = e ? (size_t)(e - (p + i)) : n - i;
+        gr_sb_put(out, p + i, k);
+        i += k;
+        if (e) {
+            *st = REL;
+            i++;
+        }
+        if (out->len >= FLUSH_AT)
+            flush(R, out);
+    }
+}
+
+/* The defs, after the lines and units written so far. */
 static void write_defs(render *R, gr_sb *out)
 {
-    for (size_t v = 0; v < R->nvars; v++) {
-        const variant *va = &R->vars[v];
-        char tag[32];
-        snprintf(tag, sizeof tag, "#@d%zu", v);
-        gr_sb hdr;
-        gr_sb_init(&hdr);
-        gr_sb_printf(&hdr, "def _v%zu():", v);
-        if (!R->o->anonymize) {
-            gr_sb esc, nm;
-            gr_sb_init(&esc);
-            gr_sb_init(&nm);
-            gr_shape_name(R->s, &nm, va->code);
-            gr_sb_escape(&esc, nm.s ? nm.s : "", nm.len, 0);
-            gr_sb_printf(&hdr, "  # %s", gr_sb_str(&esc));
-            gr_sb_free(&esc);
-            gr_sb_free(&nm);
-        }
-        uint64_t def_line = R->line + 1;
-        line(R, out, 0, hdr.s, hdr.len, tag);
-        body_units(R, out, 1, var_body(R, va), va->len);
-        line(R, out, 1, "return", 6, NULL);
-        if (va->code <= R->t->ncodes && !R->code_line[va->code])
-            R->code_line[va->code] = def_line;
-        gr_sb_reset(&hdr);
-        gr_sb_printf(&hdr, "_fn(_v%zu, ", v);
-        lit_code(R, &hdr, va->code);
-        gr_sb_printf(&hdr, ", %" PRIu64 ")", va->code <= R->t->ncodes ? R->code_line[va->code] : 0);
-        line(R, out, 0, hdr.s, hdr.len, tag);
-        gr_sb_free(&hdr);
+    uint64_t lbase = R->line, ubase = R->unit;
+    int st = 0;
+    uint64_t num = 0;
+    if (R->defs) {
+        dflush(R, 1);
+        char buf[FLUSH_AT];
+        size_t n;
+        if (fflush(R->defs) != 0 || fseeko(R->defs, 0, SEEK_SET) != 0)
+            R->werr = 1;
+        while (!R->werr && (n = fread(buf, 1, sizeof buf, R->defs)) > 0)
+            patch_put(R, out, buf, n, &st, &num, lbase, ubase);
+        if (ferror(R->defs))
+            R->werr = 1;
     }
+    patch_put(R, out, R->dbuf.s ? R->dbuf.s : "", R->dbuf.len, &st, &num, lbase, ubase);
+    R->line += R->dlines;
+    R->unit += R->dunits;
+    for (size_t c = 0; c <= R->t->ncodes; c++)
+        if (R->code_line[c])
+            R->code_line[c] += lbase;
+    if (out->len >= FLUSH_AT)
+        flush(R, out);
 }
 
 /* The Python expression of greenlet g's run function. */
 static void run_expr(render *R, const gr_green *g, gr_sb *out)
 {
-    if (g->run != GR_NONE && !R->s->frames[g->run].external)
+    size_t gi = (size_t)(g - R->s->greens);
+    int ext = 0;
+    if (gr_shape_spilled(R->s, gi, &ext) && !ext)
+        gr_sb_printf(out, "_v%zu", (size_t)R->run_var[gi] - 1);
+    else if (g->run != GR_NONE && !R->s->frames[g->run].external)
         gr_sb_printf(out, "_v%zu", variant_of(R, g->run));
     else if (g->dies_throw)
         gr_sb_puts(out, "{}.popitem");
@@ -1135,6 +1302,26 @@ static void render_thread_entries(render *R, gr_sb *entries)
     }
 }
 
+/* The variant of spilled greenlet gi's run: its frames are brought back,
+ * rendered, and freed again (their slots, and var_of entries, are reused
+ * by the next one). */
+static size_t render_spilled(render *R, size_t gi)
+{
+    size_t run = gr_shape_reload(R->ms, gi);
+    if (R->ms->nframes + 1 > R->cap_var_of) {
+        size_t old = R->cap_var_of;
+        R->var_of = gr_xgrow(R->var_of, &R->cap_var_of, R->ms->nframes + 1, sizeof *R->var_of);
+        memset(R->var_of + old, 0, (R->cap_var_of - old) * sizeof *R->var_of);
+    }
+    size_t v = variant_of(R, run);
+    size_t n = 0;
+    const uint32_t *fl = gr_shape_green_frames(R->s, gi, &n);
+    for (size_t k = 0; k < n; k++)
+        R->var_of[fl[k]] = 0;
+    gr_shape_unload(R->ms, gi);
+    return v;
+}
+
 /* Greenlet run functions (render their variants now), and what the
  * prelude must define for them. */
 static void render_runs(render *R, const gr_sthread *mt, size_t module_frame)
@@ -1142,8 +1329,13 @@ static void render_runs(render *R, const gr_sthread *mt, size_t module_frame)
     const gr_shape *s = R->s;
     for (size_t i = 0; i < s->ngreens; i++) {
         const gr_green *g = &s->greens[i];
-        if (g->run != GR_NONE && !s->frames[g->run].external && g->run != module_frame)
+        int ext = 0;
+        if (gr_shape_spilled(s, i, &ext)) {
+            if (!ext)
+                R->run_var[i] = (uint32_t)(render_spilled(R, i) + 1);
+        } else if (g->run != GR_NONE && !s->frames[g->run].external && g->run != module_frame) {
             (void)variant_of(R, g->run);
+        }
     }
     if (s->nthreads > 1 || (mt && !mt->module))
         R->use |= U_THREADS;
@@ -1259,20 +1451,26 @@ static void write_threads(render *R, gr_sb *out, const gr_sb *entries)
 /* The program of a built shape into out, or, when file is not NULL, into
  * file (out is then only the buffer of the piece being written): 0, or -1
  * when a write to file failed. */
-static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb *out,
+static int script_write(gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb *out,
                         gr_sb *notes_out, size_t *nnotes_out)
 {
     const gr_trace *t = sh->t;
-    const gr_shape shape = *sh; /* read only */
     render R;
     memset(&R, 0, sizeof R);
-    R.s = &shape;
+    R.s = sh;
+    R.ms = sh;
     R.t = t;
     R.o = o;
     R.file = file;
     gr_sb_init(&R.bodies);
-    R.var_of = gr_xrealloc(NULL, (shape.nframes + 1) * sizeof *R.var_of);
-    memset(R.var_of, 0, (shape.nframes + 1) * sizeof *R.var_of);
+    gr_sb_init(&R.dbuf);
+    if (file)
+        R.defs = gr_tmpfile(); /* NULL: the defs stay in dbuf */
+    R.cap_var_of = sh->nframes + 1;
+    R.var_of = gr_xrealloc(NULL, R.cap_var_of * sizeof *R.var_of);
+    memset(R.var_of, 0, R.cap_var_of * sizeof *R.var_of);
+    R.run_var = gr_xrealloc(NULL, (sh->ngreens + 1) * sizeof *R.run_var);
+    memset(R.run_var, 0, (sh->ngreens + 1) * sizeof *R.run_var);
     R.code_line = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.code_line);
     memset(R.code_line, 0, (t->ncodes + 1) * sizeof *R.code_line);
 
@@ -1281,7 +1479,7 @@ static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file,
      * order: header, prelude, defs, setup, body.  Line numbers of defs are
      * only known while writing, so the parts are rendered into separate
      * buffers and concatenated. */
-    const gr_sthread *mt = thread(&R, shape.module_tid);
+    const gr_sthread *mt = thread(&R, sh->module_tid);
     gr_sb body;
     gr_sb_init(&body);
     size_t module_frame = module_body(&R, mt, &body);
@@ -1301,14 +1499,14 @@ static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file,
     line(&R, out, 0, "", 0, NULL);
     write_defs(&R, out);
     line(&R, out, 0, "", 0, NULL);
-    if (shape.ngens)
+    if (sh->ngens)
         write_generators(&R, out);
-    if (shape.uses_greenlet && mt)
+    if (sh->uses_greenlet && mt)
         create_greenlets(&R, out, 0, mt->tid);
     /* Other threads: each created now, waits for its first turn. */
     if (entries.len)
         write_threads(&R, out, &entries);
-    if (shape.uses_greenlet || entries.len)
+    if (sh->uses_greenlet || entries.len)
         line(&R, out, 0, "", 0, NULL);
     body_units(&R, out, 0, body.s ? body.s : "", body.len);
     flush(&R, out);
@@ -1321,9 +1519,13 @@ static int script_write(const gr_shape *sh, const gr_script_opts *o, FILE *file,
     gr_sb_free(&entries);
     gr_sb_free(&body);
     gr_sb_free(&R.bodies);
+    gr_sb_free(&R.dbuf);
+    if (R.defs)
+        fclose(R.defs);
     free(R.dedup);
     free(R.vars);
     free(R.var_of);
+    free(R.run_var);
     free(R.code_line);
     *nnotes_out = nnotes;
     return R.werr ? -1 : 0;
@@ -1339,7 +1541,7 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
     return n;
 }
 
-int gr_script_write_shape(const gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
+int gr_script_write_shape(gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
                           size_t *nnotes)
 {
     gr_sb buf;

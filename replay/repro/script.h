@@ -44,6 +44,9 @@ typedef struct gr_script_opts {
                              original strings, no C function names */
     const char *source;   /* trace file name for the header comment, or NULL
                              (never printed when anonymizing) */
+    size_t cache;         /* distinct bodies kept to share defs before the
+                             cache starts over; 0: about a million (tests
+                             set fewer: GREENREPLAY_SCRIPT_CACHE) */
 } gr_script_opts;
 
 /* Write the Python program for trace t (read successfully; complete or
@@ -58,8 +61,10 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
  * f as it is made, a piece of about 64 KB at a time: the program is never
  * held whole.  The same notes into notes (may be NULL), their number into
  * *nnotes (may be NULL).  Returns 0, or -1 when writing to f failed (what
- * was written stays in f).  f is flushed, not closed. */
-int gr_script_write_shape(const gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
+ * was written stays in f).  f is flushed, not closed.  Spilled greenlets
+ * (gr_shape_build_path) are brought back one at a time while rendering,
+ * so s changes (its contents, not what it says). */
+int gr_script_write_shape(gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,
                           size_t *nnotes);
 
 /* Append s (n bytes, UTF-8 expected) as a Python string literal in single

@@ -5,6 +5,7 @@
 #include "dump.h"
 #include "idmap.h"
 #include "launch.h"
+#include "outfile.h"
 #include "script_builtins.h"
 #include "text.h"
 
@@ -23,6 +24,10 @@ typedef struct pre_thread {
     uint32_t call_code;
     uint8_t has_call;   /* `call` is set */
     uint8_t seen;       /* bit 1: a profile event, bit 2: an unprofiled MARK */
+    uint8_t has_run;    /* run_gid is set */
+    uint64_t run_gid;   /* the greenlet its latest records name, */
+    uint64_t run_last;  /* and the last of them: put in shape_maps.touch when
+                           another greenlet's record comes (spilling) */
 } pre_thread;
 
 /* What the walk needs to know ahead of a record, gathered by one pass over
@@ -64,6 +69,26 @@ typedef struct shape_pre {
 
 #define RESUME_NONE 0xFFFFu /* no INSTR: above GR_STACK_CAP, never trimmed to */
 
+/* Per greenlet (by its index in gr_shape.greens): the frames made in it,
+ * and where they went once spilled (gr_shape_build_path: a dead greenlet
+ * that no record touches any more is written to a temporary file and read
+ * back only while the script renders it). */
+typedef struct green_spill {
+    uint32_t *fl;         /* its frames, in the order they were made */
+    size_t nfl, capfl;
+    uint64_t off, len;    /* spilled: its bytes in the spill file */
+    uint8_t spilled;
+    uint8_t run_external; /* spilled: its outermost frame is external */
+} green_spill;
+
+/* A generator.close call kept by name (keep_c): its generator is made in
+ * the order such calls were made, after the walk's own generators. */
+typedef struct keep_gen {
+    uint64_t ord;         /* ordinal of the call among generator.close frames */
+    uint32_t code;        /* the generator's code, 0 unknown */
+    size_t gen;           /* its index in gr_shape.gens, after the walk */
+} keep_gen;
+
 /* Lookup tables (gr_shape.internal). */
 typedef struct shape_maps {
     shape_pre pre;
@@ -78,7 +103,30 @@ typedef struct shape_maps {
                          RETURN/C_RETURN/C_EXCEPTION record (GR_NONE) */
     size_t cap_frecs;
     uint64_t nquals, nlabels;
+    green_spill *gsp;     /* [cap_gsp] by green index */
+    size_t cap_gsp;
+    FILE *spill;          /* the spill file (gr_tmpfile(): gone when closed or
+                             at exit), NULL before the first spill */
+    uint64_t spill_end;   /* bytes written to it */
+    int spill_on;         /* spill dead greenlets (a streamed walk) */
+    gr_idmap touch;       /* (tid, gid) -> index + 1 of the last record that
+                             names the greenlet (its own or a switch's target) */
+    uint32_t *free_frames, *free_acts; /* slots to reuse */
+    size_t nfree_frames, cap_free_frames, nfree_acts, cap_free_acts;
+    struct late_spill {
+        uint64_t at;      /* index + 1 of its last record */
+        size_t gi;
+    } *late;              /* dead greenlets named by later records: a
+                             min-heap on `at` */
+    size_t nlate, cap_late;
+    keep_gen *kg;         /* generator.close calls kept by name */
+    size_t nkg, cap_kg;
+    uint64_t nclose;      /* generator.close frames made so far */
 } shape_maps;
+
+/* gr_frame.gen of a generator.close frame until keep_c decides: this bit
+ * and the ordinal of the call (keep_gen.ord). */
+#define KG_TAG (SIZE_MAX / 2 + 1)
 
 static shape_maps *maps(const gr_shape *s) { return (shape_maps *)s->internal; }
 
@@ -286,22 +334,44 @@ static uint32_t idx32(size_t i)
     return (uint32_t)i;
 }
 
-static size_t new_frame(gr_shape *s, uint32_t code, uint64_t tid)
+/* A free frame slot (a spilled greenlet's), or a new one. */
+static size_t frame_slot(gr_shape *s)
 {
+    shape_maps *m = maps(s);
+    if (m->nfree_frames)
+        return m->free_frames[--m->nfree_frames];
     s->frames = gr_xgrow(s->frames, &s->cap_frames, s->nframes + 1, sizeof *s->frames);
-    gr_frame *f = &s->frames[s->nframes];
+    return s->nframes++;
+}
+
+/* Add frame f to greenlet gi's frames. */
+static void green_frame(gr_shape *s, size_t gi, size_t f)
+{
+    green_spill *sp = &maps(s)->gsp[gi];
+    sp->fl = gr_xgrow(sp->fl, &sp->capfl, sp->nfl + 1, sizeof *sp->fl);
+    sp->fl[sp->nfl++] = idx32(f);
+}
+
+/* A new frame of greenlet g (thread tid) running code. */
+static size_t new_frame(gr_shape *s, const gr_green *g, uint32_t code, uint64_t tid)
+{
+    size_t i = frame_slot(s);
+    gr_frame *f = &s->frames[i];
     memset(f, 0, sizeof *f);
     f->code = code;
     f->is_c = (uint8_t)is_c(s->t, code);
     f->tid = tid;
     if (s->ckeep) {
         shape_maps *m = maps(s);
-        m->frecs = gr_xgrow(m->frecs, &m->cap_frecs, 2 * (s->nframes + 1), sizeof *m->frecs);
-        m->frecs[2 * s->nframes] = m->frecs[2 * s->nframes + 1] = GR_NONE;
+        m->frecs = gr_xgrow(m->frecs, &m->cap_frecs, 2 * (i + 1), sizeof *m->frecs);
+        m->frecs[2 * i] = m->frecs[2 * i + 1] = GR_NONE;
     }
     f->gen = GR_NONE;
+    if (f->is_c && gr_shape_c_named(s->t, code, "generator.close", 0))
+        f->gen = KG_TAG | (size_t)maps(s)->nclose++; /* keep_c decides */
     number_code(s, code);
-    return s->nframes++;
+    green_frame(s, (size_t)(g - s->greens), i);
+    return i;
 }
 
 /* Frame f's CALL/C_CALL record (end 0) or its end's (end 1), for ckeep. */
@@ -311,19 +381,29 @@ static void frame_rec(gr_shape *s, size_t f, int end, uint64_t rec)
         maps(s)->frecs[2 * f + (size_t)end] = rec;
 }
 
-static size_t new_act(gr_shape *s, int kind)
+/* A free act slot (a spilled greenlet's), or a new one. */
+static size_t act_slot(gr_shape *s)
 {
+    shape_maps *m = maps(s);
+    if (m->nfree_acts)
+        return m->free_acts[--m->nfree_acts];
     if (s->nacts >= UINT32_MAX) { /* gr_frame.acts holds 32-bit indices */
         fputs("greenreplay: out of memory\n", stderr);
         exit(2);
     }
     s->acts = gr_xgrow(s->acts, &s->cap_acts, s->nacts + 1, sizeof *s->acts);
-    gr_act *a = &s->acts[s->nacts];
+    return s->nacts++;
+}
+
+static size_t new_act(gr_shape *s, int kind)
+{
+    size_t i = act_slot(s);
+    gr_act *a = &s->acts[i];
     memset(a, 0, sizeof *a);
     a->kind = (uint8_t)kind;
     a->frame32 = GR_NONE32;
     a->arm32 = GR_NONE32; /* and gen32 */
-    return s->nacts++;
+    return i;
 }
 
 /* Frame f's acts, to change. */
@@ -432,6 +512,12 @@ static gr_green *new_green(gr_shape *s, uint64_t tid, uint64_t gid, uint64_t rec
     size_t i = s->ngreens++;
     gr_green *g = &s->greens[i];
     memset(g, 0, sizeof *g);
+    shape_maps *m = maps(s);
+    if (i >= m->cap_gsp) {
+        size_t old = m->cap_gsp;
+        m->gsp = gr_xgrow(m->gsp, &m->cap_gsp, i + 1, sizeof *m->gsp);
+        memset(m->gsp + old, 0, (m->cap_gsp - old) * sizeof *m->gsp);
+    }
     g->tid = tid;
     g->gid = gid;
     g->first_rec = rec;
@@ -574,7 +660,7 @@ static void reconcile(gr_shape *s, gr_green *g, const uint32_t *ids_in, size_t n
         note(s, rec, "calls the profiler did not see (rebuilt from a mark's real stack): the "
                      "script makes them");
     for (size_t i = common; i < n; i++) {
-        size_t f = new_frame(s, ids[i], g->tid);
+        size_t f = new_frame(s, g, ids[i], g->tid);
         s->frames[f].invisible = 1;
         size_t c = top(g);
         if (c == GR_NONE) {
@@ -678,7 +764,7 @@ static void on_greenlet(gr_shape *s, gr_sthread *th, const gr_record *r)
                 note(s, r->index, "a C function in a greenlet's seed stack: not reproduced");
             continue;
         }
-        size_t f = new_frame(s, ids[k], r->tid);
+        size_t f = new_frame(s, g, ids[k], r->tid);
         gr_frame *fr = &s->frames[f];
         fr->seed = 1;
         fr->external = (uint8_t)(gr_shape_is_recorder_code(s->t, ids[k]) ||
@@ -716,7 +802,7 @@ static void on_call(gr_shape *s, gr_sthread *th, const gr_record *r)
     size_t t0 = top(g);
     int ext = gr_shape_is_recorder_code(s->t, r->code) ||
               (t0 != GR_NONE && s->frames[t0].external);
-    size_t f = new_frame(s, r->code, r->tid);
+    size_t f = new_frame(s, g, r->code, r->tid);
     frame_rec(s, f, 0, r->index);
     s->frames[f].external = (uint8_t)ext;
     if (ext) {
@@ -808,7 +894,7 @@ static void on_c_call(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
     gr_green *g = running(s, th, r->gid, r->index);
     size_t t0 = top(g);
-    size_t f = new_frame(s, r->code, r->tid);
+    size_t f = new_frame(s, g, r->code, r->tid);
     frame_rec(s, f, 0, r->index);
     g->last_returned = GR_NONE;
     if ((t0 != GR_NONE && s->frames[t0].external) ||
@@ -881,6 +967,44 @@ static void on_hook(gr_shape *s, gr_sthread *th, const gr_record *r)
     }
 }
 
+static void free_frame(gr_shape *s, size_t f, int acts);
+
+/* C frame f of greenlet g (running, f just returned) is a switch() call
+ * that made one switch and returned: when spilling (a streamed walk), its
+ * CCALL act in the frame below becomes one CSWITCH act, which the script
+ * writes as the kept call would be (G[gid].switch()), and f and its
+ * SWITCH act are freed.  Nothing refers to them any more: the greenlet
+ * runs (no resume point), f is its last frame and the last act below. */
+static void shrink_switch_call(gr_shape *s, const gr_sthread *th, gr_green *g, size_t f)
+{
+    shape_maps *m = maps(s);
+    const gr_frame *fr = &s->frames[f];
+    size_t below = top(g);
+    green_spill *sp = &m->gsp[(size_t)(g - s->greens)];
+    if (!m->spill_on || !fr->is_c || fr->end != GR_END_RETURN || fr->hook || fr->external ||
+        fr->bound || fr->nacts != 1 || fr->gen != GR_NONE || below == GR_NONE ||
+        s->frames[below].is_c || !s->frames[below].nacts || !sp->nfl ||
+        sp->fl[sp->nfl - 1] != f || th->last_settrace == f || g->resume_cframe == f ||
+        !is_greenlet_method(s->t, fr->code, "switch"))
+        return;
+    size_t ai = gr_frame_acts(fr)[0];
+    const gr_act *a0 = &s->acts[ai];
+    gr_frame *bf = &s->frames[below];
+    gr_act *cc = &s->acts[gr_frame_acts(bf)[bf->nacts - 1]];
+    if (a0->kind != GR_ACT_SWITCH || a0->armed || a0->catch_ || ai == g->resume_act ||
+        ai == g->pending_arm || ai == th->last_handover || cc->kind != GR_ACT_CCALL ||
+        gr_act_frame(cc) != f)
+        return;
+    uint64_t gid = a0->gid;
+    memset(cc, 0, sizeof *cc);
+    cc->kind = GR_ACT_CSWITCH;
+    cc->frame32 = GR_NONE32;
+    cc->arm32 = GR_NONE32;
+    cc->gid = gid;
+    sp->nfl--;
+    free_frame(s, f, 1);
+}
+
 static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
 {
     gr_green *g = green_for(s, th->tid, r->gid, r->index);
@@ -901,7 +1025,7 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
     int end = r->tag == GR_C_EXCEPTION ? GR_END_EXCEPTION : GR_END_RETURN;
     if (k > 0) {
         pop_lost(s, g, k, r->index);
-        pop(s, g, end, r->index);
+        shrink_switch_call(s, th, g, pop(s, g, end, r->index));
         return;
     }
     if (s->ckeep)
@@ -932,7 +1056,7 @@ static void on_c_return(gr_shape *s, gr_sthread *th, const gr_record *r)
     if (bi && bi->kind == GR_BUILTIN_PLAIN && qn > 9 && memcmp(q, "builtins.", 9) == 0 &&
         r->tag == GR_C_RETURN && c0 != GR_NONE && !s->frames[c0].is_c && !s->frames[c0].external &&
         !s->anonymize) {
-        size_t f = new_frame(s, r->code, r->tid);
+        size_t f = new_frame(s, g, r->code, r->tid);
         s->frames[f].bound = 1;
         s->frames[f].end = GR_END_RETURN;
         frame_rec(s, f, 1, r->index);
@@ -1203,8 +1327,22 @@ static void handover(gr_shape *s, gr_sthread *from, gr_sthread *to, uint64_t rec
 
 /* ---- the C calls the script keeps by name ------------------------------- */
 
+/* f (a generator.close call, ordinal ord) is kept by name and finalizes
+ * a generator of code (0 unknown): its generator is made after the walk,
+ * in the order of the calls (shape_gens). */
+static void keep_gen_of(gr_shape *s, gr_frame *f, size_t ord, uint32_t code)
+{
+    shape_maps *m = maps(s);
+    m->kg = gr_xgrow(m->kg, &m->cap_kg, m->nkg + 1, sizeof *m->kg);
+    m->kg[m->nkg++] = (keep_gen){.ord = ord, .code = code, .gen = GR_NONE};
+    f->gen = KG_TAG | ord;
+}
+
 static int keep_c(gr_shape *s, gr_frame *f)
 {
+    size_t ord = f->gen != GR_NONE && (f->gen & KG_TAG) ? f->gen & ~KG_TAG : GR_NONE;
+    if (ord != GR_NONE)
+        f->gen = GR_NONE; /* unless kept below */
     if (f->hook)
         return 0; /* acted out as sys.setprofile whatever it was (HOOK) */
     const gr_trace *t = s->t;
@@ -1221,7 +1359,7 @@ static int keep_c(gr_shape *s, gr_frame *f)
         return 1;
     if (gr_shape_c_named(t, f->code, "generator.close", 0) && f->end != GR_END_EXCEPTION) {
         if (f->nacts == 0) {
-            f->gen = new_gen(s, 0);
+            keep_gen_of(s, f, ord, 0);
             return 1;
         }
         if (f->nacts == 1 && a0->kind == GR_ACT_CALL) {
@@ -1229,7 +1367,7 @@ static int keep_c(gr_shape *s, gr_frame *f)
             if (g->nacts == 0 && g->end == GR_END_RETURN && !g->invisible &&
                 gr_act_arm(a0) == GR_NONE) {
                 g->finalizer = 1;
-                f->gen = new_gen(s, g->code);
+                keep_gen_of(s, f, ord, g->code);
                 return 1;
             }
         }
@@ -1244,6 +1382,328 @@ static int keep_c(gr_shape *s, gr_frame *f)
     if (!b)
         return 0;
     return !s->anonymize || gr_builtin_keep_anonymized(b);
+}
+
+static int keep_gen_cmp(const void *a, const void *b)
+{
+    const keep_gen *x = a, *y = b;
+    return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/* The generator of a kept generator.close call (f->gen with KG_TAG), or
+ * GR_NONE: a search of the sorted keep_gen list. */
+static size_t keep_gen_final(const gr_shape *s, size_t gen)
+{
+    if (gen == GR_NONE || !(gen & KG_TAG))
+        return gen;
+    const shape_maps *m = maps(s);
+    size_t ord = gen & ~KG_TAG, lo = 0, hi = m->nkg;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->kg[mid].ord < ord)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->nkg && m->kg[lo].ord == ord ? m->kg[lo].gen : GR_NONE;
+}
+
+/* ---- spilling dead greenlets -------------------------------------------- */
+
+/* A spilled greenlet in the spill file: this header, its frames (gr_frame,
+ * with acts.heap unset), each frame's act indices (uint32_t, local), its
+ * acts (gr_act, frame and arm indices local). */
+typedef struct spill_head {
+    uint64_t nframes, nacts, run; /* run: local index of its outermost frame */
+} spill_head;
+
+/* Free frame slot f and its acts (their slots too, when acts). */
+static void free_frame(gr_shape *s, size_t f, int acts)
+{
+    shape_maps *m = maps(s);
+    gr_frame *fr = &s->frames[f];
+    const uint32_t *ai = gr_frame_acts(fr);
+    for (uint32_t k = 0; acts && k < fr->nacts; k++) {
+        memset(&s->acts[ai[k]], 0, sizeof s->acts[ai[k]]);
+        m->free_acts = gr_xgrow(m->free_acts, &m->cap_free_acts, m->nfree_acts + 1,
+                                sizeof *m->free_acts);
+        m->free_acts[m->nfree_acts++] = ai[k];
+    }
+    if (fr->cap_acts > GR_FRAME_INLINE)
+        free(fr->acts.heap);
+    memset(fr, 0, sizeof *fr);
+    m->free_frames = gr_xgrow(m->free_frames, &m->cap_free_frames, m->nfree_frames + 1,
+                              sizeof *m->free_frames);
+    m->free_frames[m->nfree_frames++] = idx32(f);
+}
+
+/* Whether greenlet g (index gi) can be spilled: dead, no frame open, not a
+ * thread's root or first greenlet (the script's roots and the post-walk
+ * changes reach those), and no thread's last sys.settrace call or last
+ * hand-over in its frames (both changed later). */
+static int spillable(gr_shape *s, const gr_green *g, size_t gi)
+{
+    shape_maps *m = maps(s);
+    if (!m->spill_on || !g->dead || g->depth || g->root || !g->gid || g->run == GR_NONE ||
+        m->gsp[gi].spilled)
+        return 0;
+    const gr_sthread *th = gr_shape_thread(s, g->tid);
+    if (!th || (th->has_first && th->first == g->gid))
+        return 0;
+    const green_spill *sp = &m->gsp[gi];
+    for (size_t k = 0; k < sp->nfl; k++) {
+        const gr_frame *f = &s->frames[sp->fl[k]];
+        if (sp->fl[k] == th->last_settrace)
+            return 0;
+        for (uint32_t j = 0; j < f->nacts; j++)
+            if (gr_frame_acts(f)[j] == th->last_handover)
+                return 0;
+    }
+    return 1;
+}
+
+/* Greenlet gi's frames and acts, serialized (spill_head first) into b;
+ * 0, or -1 when an act refers outside the greenlet (then not spilled). */
+static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
+{
+    const green_spill *sp = &maps(s)->gsp[gi];
+    const gr_green *g = &s->greens[gi];
+    gr_idmap fmap, amap;
+    memset(&fmap, 0, sizeof fmap);
+    memset(&amap, 0, sizeof amap);
+    spill_head h = {.nframes = sp->nfl, .nacts = 0, .run = GR_NONE};
+    for (size_t k = 0; k < sp->nfl; k++) {
+        gr_idmap_put(&fmap, sp->fl[k], 0, k);
+        if (sp->fl[k] == g->run)
+            h.run = k;
+        const gr_frame *f = &s->frames[sp->fl[k]];
+        for (uint32_t j = 0; j < f->nacts; j++)
+            gr_idmap_put(&amap, gr_frame_acts(f)[j], 0, (size_t)h.nacts++);
+    }
+    int rc = h.run == GR_NONE ? -1 : 0;
+    gr_sb_put(b, (const char *)&h, sizeof h);
+    for (size_t k = 0; k < sp->nfl; k++) {
+        gr_frame f = s->frames[sp->fl[k]];
+        if (f.is_c) /* decided now (on the copy): nothing changes the frame any more */
+            f.keep = (uint8_t)keep_c(s, &f);
+        f.acts.heap = NULL;
+        gr_sb_put(b, (const char *)&f, sizeof f);
+    }
+    for (size_t k = 0; k < sp->nfl; k++) {
+        const gr_frame *f = &s->frames[sp->fl[k]];
+        for (uint32_t j = 0; j < f->nacts; j++) {
+            size_t v = 0;
+            (void)gr_idmap_get(&amap, gr_frame_acts(f)[j], 0, &v);
+            uint32_t l = (uint32_t)v;
+            gr_sb_put(b, (const char *)&l, sizeof l);
+        }
+    }
+    for (size_t k = 0; k < sp->nfl && rc == 0; k++) {
+        const gr_frame *f = &s->frames[sp->fl[k]];
+        for (uint32_t j = 0; j < f->nacts && rc == 0; j++) {
+            gr_act a = s->acts[gr_frame_acts(f)[j]];
+            size_t v;
+            if (a.frame32 != GR_NONE32) {
+                if (!gr_idmap_get(&fmap, a.frame32, 0, &v))
+                    rc = -1;
+                a.frame32 = (uint32_t)v;
+            }
+            if (a.kind == GR_ACT_CALL && a.arm32 != GR_NONE32) {
+                if (!gr_idmap_get(&amap, a.arm32, 0, &v))
+                    rc = -1;
+                a.arm32 = (uint32_t)v;
+            }
+            gr_sb_put(b, (const char *)&a, sizeof a);
+        }
+    }
+    gr_idmap_free(&fmap);
+    gr_idmap_free(&amap);
+    return rc;
+}
+
+/* Spill greenlet gi when it can be: its frames go to the spill file, their
+ * slots are reused.  A greenlet that cannot be written stays in memory. */
+static void try_spill(gr_shape *s, size_t gi)
+{
+    shape_maps *m = maps(s);
+    gr_green *g = &s->greens[gi];
+    if (!spillable(s, g, gi))
+        return;
+    green_spill *sp = &m->gsp[gi];
+    gr_sb b;
+    gr_sb_init(&b);
+    if (!m->spill)
+        m->spill = gr_tmpfile();
+    size_t nkg = m->nkg;
+    int ok = m->spill && spill_encode(s, gi, &b) == 0 &&
+             fwrite(b.s, 1, b.len, m->spill) == b.len;
+    if (!ok) {
+        m->nkg = nkg;     /* its generator.close calls are decided at the end */
+        m->spill_on = 0;  /* keep everything in memory from now on */
+        gr_sb_free(&b);
+        return;
+    }
+    sp->off = m->spill_end;
+    sp->len = b.len;
+    m->spill_end += b.len;
+    gr_sb_free(&b);
+    sp->run_external = s->frames[g->run].external;
+    for (size_t k = 0; k < sp->nfl; k++)
+        free_frame(s, sp->fl[k], 1);
+    free(sp->fl);
+    sp->fl = NULL;
+    sp->nfl = sp->capfl = 0;
+    sp->spilled = 1;
+    free(g->stack); /* empty: it is dead */
+    g->stack = NULL;
+    g->cap = 0;
+    g->run = g->seed_top = GR_NONE;
+    g->resume_act = g->resume_cframe = g->pending_arm = g->last_returned = GR_NONE;
+}
+
+static void late_push(shape_maps *m, uint64_t at, size_t gi)
+{
+    m->late = gr_xgrow(m->late, &m->cap_late, m->nlate + 1, sizeof *m->late);
+    size_t i = m->nlate++;
+    while (i > 0 && m->late[(i - 1) / 2].at > at) {
+        m->late[i] = m->late[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->late[i] = (struct late_spill){at, gi};
+}
+
+static size_t late_pop(shape_maps *m)
+{
+    size_t gi = m->late[0].gi;
+    struct late_spill last = m->late[--m->nlate];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m->nlate)
+            break;
+        if (c + 1 < m->nlate && m->late[c + 1].at < m->late[c].at)
+            c++;
+        if (m->late[c].at >= last.at)
+            break;
+        m->late[i] = m->late[c];
+        i = c;
+    }
+    if (m->nlate)
+        m->late[i] = last;
+    return gi;
+}
+
+/* After walk record r: spill the greenlet that died at r if no later
+ * record names it, else once the walk is past the last one that does. */
+static void spill_after(gr_shape *s, const gr_record *r)
+{
+    shape_maps *m = maps(s);
+    if (!m->spill_on)
+        return;
+    uint64_t now = r->index + 1;
+    int death = r->tag == GR_DEAD ||
+                ((r->tag == GR_SWITCH || r->tag == GR_THROW) && (r->flags & GR_SW_ORIGIN_DEAD));
+    size_t last = 0, gi;
+    if (death && gr_idmap_get(&m->touch, r->tid, r->gid, &last) &&
+        gr_idmap_get(&m->greens, r->tid, r->gid, &gi)) {
+        if (last <= now)
+            try_spill(s, gi);
+        else
+            late_push(m, last, gi);
+    }
+    while (m->nlate && m->late[0].at <= now && m->spill_on)
+        try_spill(s, late_pop(m));
+}
+
+int gr_shape_spilled(const gr_shape *s, size_t green, int *run_external)
+{
+    const shape_maps *m = maps(s);
+    if (green >= m->cap_gsp || !m->gsp[green].spilled)
+        return 0;
+    if (run_external)
+        *run_external = m->gsp[green].run_external;
+    return 1;
+}
+
+static void spill_read_fail(void)
+{
+    fputs("greenreplay: script: reading back a temporary file failed\n", stderr);
+    exit(2);
+}
+
+size_t gr_shape_reload(gr_shape *s, size_t green)
+{
+    shape_maps *m = maps(s);
+    green_spill *sp = &m->gsp[green];
+    uint8_t *buf = gr_xrealloc(NULL, sp->len ? sp->len : 1);
+    if (fflush(m->spill) != 0 || fseeko(m->spill, (off_t)sp->off, SEEK_SET) != 0 ||
+        fread(buf, 1, sp->len, m->spill) != sp->len || sp->len < sizeof(spill_head))
+        spill_read_fail();
+    spill_head h;
+    memcpy(&h, buf, sizeof h);
+    const uint8_t *p = buf + sizeof h;
+    size_t *fidx = gr_xrealloc(NULL, (h.nframes + 1) * sizeof *fidx);
+    size_t *aidx = gr_xrealloc(NULL, (h.nacts + 1) * sizeof *aidx);
+    for (size_t k = 0; k < h.nframes; k++)
+        fidx[k] = frame_slot(s);
+    for (size_t k = 0; k < h.nacts; k++)
+        aidx[k] = act_slot(s);
+    sp->fl = gr_xrealloc(NULL, (h.nframes + 1) * sizeof *sp->fl);
+    sp->nfl = sp->capfl = h.nframes;
+    for (size_t k = 0; k < h.nframes; k++, p += sizeof(gr_frame)) {
+        gr_frame *f = &s->frames[fidx[k]];
+        memcpy(f, p, sizeof *f);
+        uint32_t n = f->nacts;
+        f->nacts = 0;
+        f->cap_acts = 0;
+        f->acts.heap = NULL;
+        while (f->nacts < n) {
+            frame_room(f);
+            f->nacts++;
+        }
+        f->nacts = n;
+        f->gen = keep_gen_final(s, f->gen);
+        sp->fl[k] = idx32(fidx[k]);
+    }
+    for (size_t k = 0; k < h.nframes; k++) {
+        gr_frame *f = &s->frames[fidx[k]];
+        uint32_t *acts = acts_of(f);
+        for (uint32_t j = 0; j < f->nacts; j++, p += sizeof(uint32_t)) {
+            uint32_t l;
+            memcpy(&l, p, sizeof l);
+            acts[j] = idx32(aidx[l]);
+        }
+    }
+    for (size_t k = 0; k < h.nacts; k++, p += sizeof(gr_act)) {
+        gr_act *a = &s->acts[aidx[k]];
+        memcpy(a, p, sizeof *a);
+        if (a->frame32 != GR_NONE32)
+            a->frame32 = idx32(fidx[a->frame32]);
+        if (a->kind == GR_ACT_CALL && a->arm32 != GR_NONE32)
+            a->arm32 = idx32(aidx[a->arm32]);
+    }
+    size_t run = fidx[h.run];
+    free(fidx);
+    free(aidx);
+    free(buf);
+    return run;
+}
+
+const uint32_t *gr_shape_green_frames(const gr_shape *s, size_t green, size_t *n)
+{
+    const green_spill *sp = &maps(s)->gsp[green];
+    *n = sp->nfl;
+    return sp->fl;
+}
+
+void gr_shape_unload(gr_shape *s, size_t green)
+{
+    green_spill *sp = &maps(s)->gsp[green];
+    for (size_t k = 0; k < sp->nfl; k++)
+        free_frame(s, sp->fl[k], 1);
+    free(sp->fl);
+    sp->fl = NULL;
+    sp->nfl = sp->capfl = 0;
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -1342,6 +1802,15 @@ static void pre_feed(gr_shape *s, const gr_trace *t, const gr_record *r)
     }
     if (r->tag != GR_STACK)
         pt->last = i;
+    if (maps(s)->spill_on) { /* the last record naming each greenlet */
+        if (pt->has_run && pt->run_gid != r->gid)
+            gr_idmap_put(&maps(s)->touch, r->tid, pt->run_gid, (size_t)pt->run_last + 1);
+        pt->has_run = 1;
+        pt->run_gid = r->gid;
+        pt->run_last = i;
+        if (r->tag == GR_SWITCH || r->tag == GR_THROW)
+            gr_idmap_put(&maps(s)->touch, r->tid, r->target, (size_t)i + 1);
+    }
     pre_switch(p, r);
     if (p->after_stop && r->tag != GR_STACK)
         p->after_stop = 0;
@@ -1373,6 +1842,10 @@ static void pre_feed(gr_shape *s, const gr_trace *t, const gr_record *r)
 static void pre_finish(gr_shape *s)
 {
     shape_pre *p = &maps(s)->pre;
+    for (size_t k = 0; k < s->nthreads && k < p->cap_pt; k++)
+        if (p->pt[k].has_run) /* the last run of records of each thread */
+            gr_idmap_put(&maps(s)->touch, s->threads[k].tid, p->pt[k].run_gid,
+                         (size_t)p->pt[k].run_last + 1);
     free(p->waiting);
     p->waiting = NULL;
     p->cap_waiting = 0;
@@ -1420,7 +1893,7 @@ static void on_start(gr_shape *s, gr_sthread *th, const gr_record *r, size_t i)
 /* The records, one by one, into frames, acts and hand-overs, until a STOP
  * (shape_pre.stopped); shape_pre.last_tid is the thread of the last
  * record. */
-static void walk_feed(gr_shape *s, const gr_record *r)
+static void walk_record(gr_shape *s, const gr_record *r)
 {
     shape_pre *p = &maps(s)->pre;
     if (p->stopped)
@@ -1487,6 +1960,12 @@ static void walk_feed(gr_shape *s, const gr_record *r)
         break;
     default: break; /* INSTR, STACK: state, not structure */
     }
+}
+
+static void walk_feed(gr_shape *s, const gr_record *r)
+{
+    walk_record(s, r);
+    spill_after(s, r);
 }
 
 /* The notes on how the trace ends and on its threads, and where stop() goes
@@ -1593,21 +2072,31 @@ static void shape_threads_ended(gr_shape *s)
     }
 }
 
-/* Decide the C calls kept by name. */
+/* Decide the C calls kept by name (those of spilled greenlets were decided
+ * when they were spilled), then make the generators of the kept
+ * generator.close calls, in the order of the calls. */
 static void shape_keep_c(gr_shape *s)
 {
-    uint64_t n = s->ckeep ? maps(s)->pre.nrecs : 0;
+    shape_maps *m = maps(s);
+    uint64_t n = s->ckeep ? m->pre.nrecs : 0;
     for (size_t i = 0; i < s->nframes; i++) {
         gr_frame *f = &s->frames[i];
         if (!f->is_c)
             continue;
         f->keep = (uint8_t)keep_c(s, f);
         for (int e = 0; e < 2 && s->ckeep; e++) {
-            uint64_t rec = maps(s)->frecs[2 * i + (size_t)e];
+            uint64_t rec = m->frecs[2 * i + (size_t)e];
             if (rec != GR_NONE && rec < n)
                 s->ckeep[rec] = f->keep;
         }
     }
+    if (m->nkg)
+        qsort(m->kg, m->nkg, sizeof *m->kg, keep_gen_cmp);
+    for (size_t k = 0; k < m->nkg; k++)
+        m->kg[k].gen = new_gen(s, m->kg[k].code);
+    for (size_t i = 0; i < s->nframes; i++)
+        if (s->frames[i].is_c)
+            s->frames[i].gen = keep_gen_final(s, s->frames[i].gen);
 }
 
 /* Start a shape: what it owns, zero; ckeep: allocate gr_shape.ckeep for
@@ -1639,12 +2128,23 @@ static void shape_names(gr_shape *s, size_t nstrings)
 /* After the walk (t: the trace with everything read, for its ending). */
 static void shape_finish(gr_shape *s, const gr_trace *t)
 {
-    shape_pre *p = &maps(s)->pre;
+    shape_maps *m = maps(s);
+    shape_pre *p = &m->pre;
     shape_ending(s, t, p->stopped, p->last_tid);
     shape_first_turns(s);
     if (p->stopped)
         shape_threads_ended(s);
     shape_keep_c(s);
+    /* What only the walk needed: freed before the script is rendered. */
+    free(p->pairs);
+    free(p->resume);
+    p->pairs = NULL;
+    p->resume = NULL;
+    p->cap_pairs = p->cap_resume = p->nsw = 0;
+    gr_idmap_free(&m->touch);
+    free(m->late);
+    m->late = NULL;
+    m->nlate = m->cap_late = 0;
 }
 
 int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize)
@@ -1667,6 +2167,7 @@ int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymiz
     int st = gr_trace_open(&t1, path), k = 0;
     if (st == GR_READ_OK) {
         shape_init(s, &t1, anonymize, 0, 0);
+        maps(s)->spill_on = 1;
         while ((k = gr_trace_next_chunk(&t1)) > 0)
             for (size_t i = 0; i < t1.nrecs; i++)
                 pre_feed(s, &t1, &t1.recs[i]);
@@ -1732,6 +2233,16 @@ void gr_shape_free(gr_shape *s)
         gr_idmap_free(&m->labels);
         gr_idmap_free(&m->gencode);
         free(m->frecs);
+        for (size_t i = 0; i < m->cap_gsp; i++)
+            free(m->gsp[i].fl);
+        free(m->gsp);
+        if (m->spill)
+            fclose(m->spill);
+        gr_idmap_free(&m->touch);
+        free(m->late);
+        free(m->free_frames);
+        free(m->free_acts);
+        free(m->kg);
         free(m);
     }
     memset(s, 0, sizeof *s);

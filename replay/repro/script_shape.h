@@ -53,6 +53,11 @@ enum gr_act_kind {
     GR_ACT_HOOK,     /* a late thread installs threading's profile hook
                         (sys.setprofile), as threading does when a thread
                         starts during the recording */
+    GR_ACT_CSWITCH,  /* a visible switch() call to greenlet gid that
+                        returned: what a CCALL of greenlet.switch holding
+                        one SWITCH gives, in one act (gr_shape_build_path
+                        makes it, so that a hub's loop that never returns
+                        holds one act per switch, not a frame and two) */
 };
 
 /* How a frame ended (gr_frame.end). */
@@ -275,6 +280,22 @@ int gr_shape_build(gr_shape *s, const gr_trace *t, int anonymize);
  * the message in t->err (the shape then holds nothing).  gr_trace_free(t)
  * in every case.  Exits(2) on out of memory. */
 int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymize);
+
+/* Greenlets spilled by gr_shape_build_path.  A dead greenlet that no later
+ * record names (not a thread's root or first greenlet) is written, frames
+ * and acts, to a temporary file once the walk passes its last record (its
+ * C calls kept by name decided then), and its slots are reused: the shape
+ * in memory holds the frames of the greenlets still alive or named later,
+ * not the whole trace's.  A spilled greenlet's run is GR_NONE in
+ * gr_green: gr_shape_spilled says so (and whether its outermost frame is
+ * external); gr_shape_reload brings its frames back (new indices, returns
+ * its outermost frame), gr_shape_green_frames lists them, and
+ * gr_shape_unload frees them again.  Exits(2) if the file cannot be read
+ * back. */
+int gr_shape_spilled(const gr_shape *s, size_t green, int *run_external);
+size_t gr_shape_reload(gr_shape *s, size_t green);
+const uint32_t *gr_shape_green_frames(const gr_shape *s, size_t green, size_t *n);
+void gr_shape_unload(gr_shape *s, size_t green);
 
 /* Release what *s owns and zero it (t is not freed). */
 void gr_shape_free(gr_shape *s);

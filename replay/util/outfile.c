@@ -2,6 +2,9 @@
 #include "outfile.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,4 +49,22 @@ int gr_outfile_check(const char *path)
     int e = probe(path);
     errno = saved;
     return e;
+}
+
+FILE *gr_tmpfile(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (dir && *dir && strlen(dir) < 4000) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/greenreplay-XXXXXX", dir);
+        int fd = mkstemp(path);
+        if (fd >= 0) {
+            unlink(path);
+            FILE *f = fdopen(fd, "w+b");
+            if (f)
+                return f;
+            close(fd);
+        }
+    }
+    return tmpfile();
 }

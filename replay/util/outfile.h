@@ -16,4 +16,12 @@
  * EINVAL for a NULL or empty path).  errno itself is left unchanged. */
 int gr_outfile_check(const char *path);
 
+#include <stdio.h>
+
+/* A temporary file open for reading and writing, already unlinked (gone
+ * once closed or when the process ends): in $TMPDIR when it is set and
+ * can hold one, else where tmpfile() puts it.  NULL when neither can be
+ * made. */
+FILE *gr_tmpfile(void);
+
 #endif

@@ -30,6 +30,10 @@
 #                    none of the trace's qualnames, file names or labels
 #                    (tests/integration/script_names.py), and its recording
 #                    has the same structure up to renaming (diff --rename)
+#   cache            gevent_spawn: the script of the file (dead greenlets
+#                    spilled to a temporary file) is the one a pipe gives;
+#                    with a cache of 2 bodies (GREENREPLAY_SCRIPT_CACHE=2)
+#                    it has more defs and its recording the same structure
 #   notes            script says what it cannot reproduce: a trace without
 #                    the SWITCH into a greenlet, and a two-thread trace
 #   diff             finds a dropped CALL (exit 1, a `-` line), rejects
@@ -62,7 +66,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --python) [ $# -ge 2 ] || usage; GR_PY=$2; shift 2 ;;
         --python=*) GR_PY=${1#--python=}; shift ;;
-        -h|--help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,49p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "script_roundtrip.sh: unknown option $1" >&2; usage ;;
         *) ONLY+=("$1"); shift ;;
     esac
@@ -356,6 +360,50 @@ test_anonymize() {
     fi
 }
 
+# ---------------------------------------------------------------- cache
+
+# script spills each dead greenlet's frames to a temporary file and reads
+# them back to render them: the program is the one the loaded path (a
+# pipe) writes, but for the source named in its header.  Its cache of
+# bodies (identical bodies share one def) starts over when full: with a
+# cache of 2 the script has more defs, and its recording has the same
+# structure all the same.
+test_cache() {
+    local name="cache gevent_spawn" reason
+    if ! reason=$(gr_missing_requirement "$GR_PY" "$ROOT/fixtures/gevent_spawn.py"); then
+        skip "$name: $reason"
+        return
+    fi
+    local t=$WORK/gevent_spawn.grt
+    [ -s "$t" ] || gr_record "$GR_PY" fixtures/gevent_spawn.py "$t" "$WORK/gevent_spawn.log"
+    local base=$WORK/gevent_cache rc full
+    "$GR_CLI" script -q -o "$base.full.py" "$t" 2>"$base.notes"
+    "$GR_CLI" script -q /dev/stdin <"$t" >"$base.pipe.py" 2>>"$base.notes"
+    if [ -s "$base.full.py" ] && cmp -s <(sed 3d "$base.full.py") <(sed 3d "$base.pipe.py"); then
+        pass "$name: the script of the file (greenlets spilled) is the one a pipe gives"
+    else
+        fail "$name: the script of the file differs from the one a pipe gives"
+        diff <(sed 3d "$base.full.py") <(sed 3d "$base.pipe.py") | detail
+    fi
+    GREENREPLAY_SCRIPT_CACHE=2 script_and_record "$t" "$base" -q
+    rc=$?
+    full=$(grep -c '^def ' "$base.full.py")
+    local small
+    small=$(grep -c '^def ' "$base.py" 2>/dev/null)
+    if [ "$rc" -ne 0 ]; then
+        fail "$name: with a cache of 2 bodies, script or recording it exited $rc"
+        tail -n 15 "$base.log" 2>/dev/null | detail
+        return
+    fi
+    if [ "${small:-0}" -gt "$full" ] &&
+        "$GR_CLI" diff --c-names script "$t" "$base.grt" >"$base.diff" 2>&1; then
+        pass "$name: with a cache of 2 bodies, $small defs (against $full), the same structure recorded"
+    else
+        fail "$name: with a cache of 2 bodies, $small defs (against $full), or diff found differences"
+        detail 50 <"$base.diff"
+    fi
+}
+
 # ---------------------------------------------------------------- notes
 
 test_notes() {
@@ -581,6 +629,7 @@ test_reduce() {
 
 test_module_m_envs
 test_anonymize
+test_cache
 test_notes
 test_diff
 test_ignore_file
