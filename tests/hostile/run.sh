@@ -384,8 +384,9 @@ fi
 # which the shape held whole did not fit in (245 MB peak); the program is
 # the one the loaded path (a pipe) writes, but for the source named in its
 # header.  Not timed.
-gentrace=${BUILD:-$GR_ROOT/build}/bench/gentrace
-if [ -x "$gentrace" ] || make -s -C "$GR_ROOT" "$gentrace" >/dev/null 2>&1; then
+gen_build=$(realpath -m "${BUILD:-$GR_ROOT/build}")
+gentrace=$gen_build/bench/gentrace
+if [ -x "$gentrace" ] || make -s -C "$GR_ROOT" BUILD="$gen_build" "$gentrace" >/dev/null 2>&1; then
     "$gentrace" "$W/big.grt" 4000000 >/dev/null
     (ulimit -v 150000 && timeout 300 "$G" script -q "$W/big.grt") >"$W/big.py" 2>"$W/big.err"
     rc=$?
