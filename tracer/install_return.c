@@ -175,6 +175,11 @@ void gr_install_return_expect(gr_recorder *r, PyThreadState *ts)
 void gr_install_return_off(void)
 {
 #if GR_INSTALL_RETURN
-    disarm();
+    /* The calling thread's calls go on after the recording (stop() made
+     * by the program's audit hook during the install, or fork() there: the
+     * child goes on with the call), and they were instrumented by it: the
+     * handler stays until they end.  It reads nothing of the recording. */
+    if (expect.ts != PyThreadState_Get())
+        disarm();
 #endif
 }
