@@ -290,7 +290,7 @@ void gr_beside_raised(gr_recorder *r, gr_thread *t, PyThreadState *ts)
         gr_tstate_tracing(ts) <= 0)
         return;
     int what = gr_dispatching_python_event(ts, &unwind);
-    if (what < 0)
+    if (what < 0 || (what == PyTrace_RETURN && !unwind))
         return;
     GR_EXC_SAVE(saved);
     Py_DECREF(deliver(r, what, unwind ? NULL : Py_None));

@@ -32,7 +32,12 @@ static inline int gr_beside_holds(const gr_thread *t, const PyThreadState *ts)
  * first): give it to the recorder now.  3.12+; never raises.  Example: the
  * `profile` module's "Bad call" assertion at the call of a function a
  * greenlet starts in; recorded, that call is still written, as the
- * chaining recorder of 3.9-3.11 writes it.  Would also take
+ * chaining recorder of 3.9-3.11 writes it.  Not a return (PY_RETURN,
+ * PY_YIELD): the exception is raised in that frame then, and unwinds it
+ * (PY_UNWIND, which the recorder's function, back in the slot, records)
+ * or is caught there, and the frame goes on: written at the raise, the
+ * return was written twice (tests/integration/programs/
+ * profile_raises_return.py).  Would also take
  * threading.setprofile_all_threads called from inside a Python profile
  * function for such a clear (not seen in practice). */
 void gr_beside_raised(gr_recorder *r, gr_thread *t, PyThreadState *ts);

@@ -709,6 +709,56 @@ static inline const void *gr_tstate_frame_id(PyThreadState *ts)
     return ts->cframe ? ts->cframe->current_frame : NULL;
 #endif
 }
+/* The C calls in progress on thread ts's stack, innermost first, as
+ * sys.monitoring names their C_RETURN: the frame (its id, as
+ * gr_tstate_frame_id), the code object and the offset of the CALL.  The
+ * running frame is in the C call that reached the caller; a frame below
+ * it is in a C call when the frame above it is an entry frame of the C
+ * stack (owner FRAME_OWNED_BY_CSTACK: the entry_frame that
+ * _PyEval_EvalFrameDefault pushes from 3.12 on, where a C function calls
+ * back into the interpreter); else in a Python call, which gives no
+ * C_RETURN: left out.  3.14 put FRAME_OWNED_BY_INTERPRETER before CSTACK
+ * (internal/pycore_interpframe_structs.h) and moved the frame helpers into
+ * internal/pycore_interpframe.h (gh-130931); 3.12 has no _PyFrame_GetCode
+ * (f_code, as gr_frame_code).  At most max; returns how many. */
+#if PY_VERSION_HEX >= 0x030E0000
+#include <internal/pycore_interpframe.h>
+#define GR_FRAME_SHIM(f) ((f)->owner >= FRAME_OWNED_BY_INTERPRETER)
+#define GR_IFRAME_CODE(f) _PyFrame_GetCode(f)
+#elif PY_VERSION_HEX >= 0x030D0000
+#include <internal/pycore_frame.h>
+#define GR_FRAME_SHIM(f) ((f)->owner == FRAME_OWNED_BY_CSTACK)
+#define GR_IFRAME_CODE(f) _PyFrame_GetCode(f)
+#else
+#include <internal/pycore_frame.h>
+#define GR_FRAME_SHIM(f) ((f)->owner == FRAME_OWNED_BY_CSTACK)
+#define GR_IFRAME_CODE(f) ((f)->f_code)
+#endif
+typedef struct {
+    const void *frame;
+    PyObject *code; /* compared, never read */
+    long offset;
+} gr_call_at;
+static inline int gr_c_calls_in_progress(PyThreadState *ts, gr_call_at *out, int max)
+{
+    _PyInterpreterFrame *f = (_PyInterpreterFrame *)gr_tstate_frame_id(ts);
+    int n = 0, in_c = 1;
+    for (; f && n < max; f = f->previous) {
+        if (GR_FRAME_SHIM(f)) {
+            in_c = 1;
+            continue;
+        }
+        int lasti = _PyInterpreterFrame_LASTI(f);
+        if (in_c && lasti >= 0) {
+            out[n].frame = f;
+            out[n].code = (PyObject *)GR_IFRAME_CODE(f);
+            out[n].offset = (long)lasti * (long)sizeof(_Py_CODEUNIT);
+            n++;
+        }
+        in_c = 0;
+    }
+    return n;
+}
 /* The profile event of the sys.monitoring event the thread is
  * dispatching (tstate->what_event, new in 3.12 with PEP 669), as tool 6
  * gives it to the slot's function: PyTrace_CALL, PyTrace_RETURN (*unwind

@@ -20,19 +20,32 @@
  * nothing, and the event reaches tool 6's handler, which hands it to the
  * slot's function: by then the program's.
  *
- * So at the audit event (before the change) the recorder notes the call
- * in progress (thread, frame, code object, offset) when nothing but the
- * recorder instrumented it, and puts its own handler in tool 6's C_RETURN
- * cell for as long as that call is in progress.  The handler forwards
- * every event to CPython's handler except that call's own C_RETURN, and
- * puts CPython's handler back at the first C_RETURN of that frame.  The
- * recorder still records the c_return (its tool gets the event after).
+ * The same holds for the C calls the frames below are in: a
+ * contextmanager's generator that installs f runs inside next(), called
+ * by __enter__; a script run by exec() inside exec.  Unrecorded none of
+ * them gives f a c_return; recorded each did.
+ *
+ * So at the audit event (before the change) the recorder notes the C
+ * calls in progress on the thread (frame, code object, offset of each:
+ * gr_c_calls_in_progress), when no other thread has a program's profile
+ * function, leaving out frames whose code a program's tool has CALL
+ * events on, and puts its own handler in tool 6's C_RETURN cell for as
+ * long as one of them is noted.  The handler forwards every event to
+ * CPython's handler except those calls' own C_RETURNs; a frame's note goes
+ * at its first C_RETURN (a frame in a C call gets its next C_RETURN from
+ * that call), and CPython's handler goes back with the last note.  Frames
+ * in a Python call are not noted: one such frame may return with no C
+ * call, and a later frame at the same address, same code and offset
+ * (dispatch(install, f), then dispatch(len, x)) must keep its c_return.
+ * The recorder still records the c_return (its tool gets the event after).
  * The cell is out of the program's reach: sys.monitoring refuses tool 6.
  *
  * Not covered (docs/RECORDER.md): another thread inside a C call when
  * PyEval_SetProfileAllThreads installs a function there (its c_return
- * reaches the new function recorded only), and a program's
- * sys.monitoring tool given the C_RETURN of the call that set its events.
+ * reaches the new function recorded only), the C call a suspended
+ * greenlet of the thread is in (its switch()), calls below the 32
+ * innermost noted, and a program's sys.monitoring tool given the
+ * C_RETURN of the call that set its events.
  * Before 3.12 the recorder chains the program's function
  * (gr_profile_chain), which drops the event itself.
  */
@@ -41,14 +54,19 @@
 
 #include "profile.h"
 
+#include <string.h>
+
 #if GR_INSTALL_RETURN
+/* The C calls in progress when the program's function was installed,
+ * innermost first: the installing call, and those of frames below it
+ * (a contextmanager's __enter__ in next(), a script run by exec()). */
+#define GR_EXPECT_MAX 32
 static struct {
     PyObject *handler; /* ours (owned, made once) */
     PyObject *cpython; /* CPython's, set aside while armed (owned) */
-    PyThreadState *ts; /* the call in progress: compared, never read */
-    const void *frame;
-    PyObject *code;
-    long offset;
+    PyThreadState *ts; /* the calls' thread: compared, never read */
+    int n;
+    gr_call_at at[GR_EXPECT_MAX];
 } expect;
 
 static void disarm(void)
@@ -65,8 +83,24 @@ static void disarm(void)
     }
     expect.cpython = NULL;
     expect.ts = NULL;
-    expect.frame = NULL;
-    expect.code = NULL;
+    expect.n = 0;
+}
+
+/* Whether the C_RETURN of (code, offset) in the running frame of thread
+ * ts is one of the calls expected; the frame's entry goes either way (a
+ * frame's next C_RETURN ends the C call it was in, or a later one). */
+static int expected(PyThreadState *ts, PyObject *const *args, Py_ssize_t n)
+{
+    const void *frame = gr_tstate_frame_id(ts);
+    for (int i = 0; i < expect.n; i++) {
+        if (expect.at[i].frame != frame)
+            continue;
+        int same = n >= 2 && args[0] == expect.at[i].code && PyLong_Check(args[1]) &&
+                   PyLong_AsLong(args[1]) == expect.at[i].offset;
+        expect.at[i] = expect.at[--expect.n];
+        return same;
+    }
+    return 0;
 }
 
 /* Tool 6's C_RETURN handler while armed: (code, offset, callable, arg0). */
@@ -76,10 +110,10 @@ static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *cpython = Py_NewRef(expect.cpython);
     PyThreadState *ts = PyThreadState_Get();
     int drop = 0;
-    if (ts == expect.ts && gr_tstate_frame_id(ts) == expect.frame) {
-        drop = n >= 2 && args[0] == expect.code && PyLong_Check(args[1]) &&
-               PyLong_AsLong(args[1]) == expect.offset && ts->c_profilefunc != gr_profile;
-        disarm();
+    if (ts == expect.ts) {
+        drop = expected(ts, args, n) && ts->c_profilefunc != gr_profile;
+        if (!expect.n)
+            disarm();
     }
     PyObject *res = drop ? Py_NewRef(Py_None) : PyObject_Vectorcall(cpython, args, (size_t)n, NULL);
     Py_DECREF(cpython);
@@ -89,15 +123,17 @@ static PyObject *on_c_return(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyMethodDef handler_def = {"greenreplay_c_return", (PyCFunction)(void (*)(void))on_c_return,
                                   METH_FASTCALL, NULL};
 
-/* Whether, without the recorder, the call in progress in frame f (code
- * co) of thread ts would be instrumented for CALL: a tool of the program
- * has CALL there, or another thread has a profile function of the
- * program (tool 6's events are the whole interpreter's). */
-static int instrumented_without_us(gr_recorder *r, PyThreadState *ts, PyCodeObject *co)
+/* The recorder's own tool (a bit per id). */
+static unsigned ours(gr_recorder *r)
 {
-    unsigned ours = r->beside.tool ? 1u << (r->beside.tool - 1) : 0;
-    if (gr_call_tools(ts->interp, co) & 0x3Fu & ~ours) /* tools 0-5 */
-        return 1;
+    return r->beside.tool ? 1u << (r->beside.tool - 1) : 0;
+}
+
+/* Whether, without the recorder, every C call in progress on thread ts
+ * would be instrumented for CALL: another thread has a profile function
+ * of the program (tool 6's events are the whole interpreter's). */
+static int instrumented_without_us(PyThreadState *ts)
+{
     for (PyThreadState *o = PyInterpreterState_ThreadHead(ts->interp); o; o = PyThreadState_Next(o))
         if (o != ts && o->c_profilefunc && o->c_profilefunc != gr_profile)
             return 1;
@@ -111,23 +147,25 @@ void gr_install_return_expect(gr_recorder *r, PyThreadState *ts)
     if (ts->c_profilefunc != gr_profile || gr_tstate_tracing(ts) > 0)
         return;
     PyObject **cell = gr_profile_c_return_cell(ts->interp);
-    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-    if (!*cell || !f)
+    if (!*cell || instrumented_without_us(ts))
         return;
-    PyCodeObject *co = gr_frame_code(f);
-    if (instrumented_without_us(r, ts, co))
+    gr_call_at at[GR_EXPECT_MAX];
+    int n = gr_c_calls_in_progress(ts, at, GR_EXPECT_MAX), kept = 0;
+    for (int i = 0; i < n; i++) /* (a program's tool with CALL there: its own) */
+        if (!(gr_call_tools(ts->interp, (PyCodeObject *)at[i].code) & 0x3Fu & ~ours(r)))
+            at[kept++] = at[i];
+    if (!kept)
         return;
     if (!expect.handler && !(expect.handler = PyCFunction_New(&handler_def, NULL))) {
         gr_swallow(r);
         return;
     }
-    disarm(); /* an earlier call's, never ended */
+    disarm(); /* an earlier install's, not all ended */
     expect.cpython = *cell; /* the cell's reference, now ours */
     *cell = Py_NewRef(expect.handler);
     expect.ts = ts;
-    expect.frame = gr_tstate_frame_id(ts);
-    expect.code = (PyObject *)co;
-    expect.offset = gr_frame_lasti(f);
+    expect.n = kept;
+    memcpy(expect.at, at, sizeof at[0] * (size_t)kept);
 #else
     (void)r;
     (void)ts;
@@ -137,6 +175,11 @@ void gr_install_return_expect(gr_recorder *r, PyThreadState *ts)
 void gr_install_return_off(void)
 {
 #if GR_INSTALL_RETURN
-    disarm();
+    /* The calling thread's calls go on after the recording (stop() made
+     * by the program's audit hook during the install, or fork() there: the
+     * child goes on with the call), and they were instrumented by it: the
+     * handler stays until they end.  It reads nothing of the recording. */
+    if (expect.ts != PyThreadState_Get())
+        disarm();
 #endif
 }

@@ -12,7 +12,9 @@
  * either.  Never raises. */
 void gr_install_return_expect(gr_recorder *r, PyThreadState *ts);
 
-/* Give up a c_return still expected (stop(), the fork child). */
+/* At stop() and in the fork child: give up the c_returns still expected
+ * on other threads; the calling thread's are still dropped, as they would
+ * be unrecorded (its calls were instrumented for the recording). */
 void gr_install_return_off(void);
 
 #endif

@@ -51,6 +51,9 @@
 #    new greenlet, before the HOOK of the slot CPython clears; on 3.12+ the
 #    recorder's sys.monitoring tool gets no event after the raise, so the
 #    recorder takes it at the clear's audit event.
+#  - the same function raising at a return and at a yield
+#    (programs/profile_raises_return.py): each return written once, check
+#    clean.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -102,6 +105,25 @@ for mode in passive callback; do
     else
         gr_bad "profile function raising ($mode): records '$got' (want 'CALL g2;HOOK g2;RETURN g2;')"
         gr_show "$tr.out" "$tr.dump"
+    fi
+done
+
+# Raising at a return and at a yield (programs/profile_raises_return.py):
+# the frame's return is written once (3.12+: not at the raise and again at
+# the unwind that follows), and check finds no imbalance.
+(cd "$progs" && "$PY" profile_raises_return.py) >"$work/raises_return.plain" 2>&1
+for mode in passive callback; do
+    rec "$mode" profile_raises_return
+    tr=$work/profile_raises_return.$mode
+    n() { grep -cE "^ *[0-9]+ $1 .* $2 \(" "$tr.dump"; }
+    got="$(n CALL leave)/$(n RETURN leave) $(n CALL gen)/$(n RETURN gen)"
+    if [ "$(cat "$tr.crc")" = 0 ] && [ "$(n CALL leave)" = "$(n RETURN leave)" ] &&
+       [ "$(n CALL gen)" = "$(n RETURN gen)" ] && [ "$(n CALL leave)" -ge 1 ] &&
+       diff -q "$work/raises_return.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
+        gr_ok "profile function raising at a return and a yield ($mode): each return written once ($got)"
+    else
+        gr_bad "profile function raising at a return and a yield ($mode): check exit $(cat "$tr.crc"), calls/returns $got"
+        gr_show "$tr.out" "$tr.check"
     fi
 done
 
