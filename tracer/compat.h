@@ -272,15 +272,30 @@ static inline int gr_use_tracing_now(PyThreadState *ts)
  * alone sets it: gr_unarm_below(ts), called at that frame's call event,
  * puts them back to that.  3.9 keeps one flag per thread
  * (tstate->use_tracing, recomputed by the next setprofile) and 3.12+ none
- * (PEP 669): nothing to do there. */
+ * (PEP 669): nothing to do there.
+ * The same at the first event of a thread that threading started while
+ * recording (threads.h, gr_thread_known): the recorder set its profile
+ * function into the fresh thread state, whose running CFrame was then the
+ * root one, so the root CFrame says 1.  threading.setprofile's function
+ * is set inside _bootstrap_inner and leaves the root CFrame at 0 (as long
+ * as the thread runs): with greenlet 1.1.0, new greenlets there start
+ * with profiling off. */
 static inline void gr_unarm_below(PyThreadState *ts)
 {
+    /* The walk ends at the root CFrame: 3.10's new_threadstate takes the
+     * state from PyMem_RawMalloc and never sets root_cframe.previous. */
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
-    for (_PyCFrame *c = ts->cframe ? ts->cframe->previous : NULL; c; c = c->previous)
-        c->use_tracing = ts->c_tracefunc ? 255 : 0;
+    for (_PyCFrame *c = ts->cframe; c && c != &ts->root_cframe;) {
+        c = c->previous;
+        if (c)
+            c->use_tracing = ts->c_tracefunc ? 255 : 0;
+    }
 #elif PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030B0000
-    for (CFrame *c = ts->cframe ? ts->cframe->previous : NULL; c; c = c->previous)
-        c->use_tracing = ts->c_tracefunc != NULL;
+    for (CFrame *c = ts->cframe; c && c != &ts->root_cframe;) {
+        c = c->previous;
+        if (c)
+            c->use_tracing = ts->c_tracefunc != NULL;
+    }
 #else
     (void)ts;
 #endif

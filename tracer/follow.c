@@ -16,7 +16,11 @@
  * its first event (gr_thread_known, r->follow.adopt).  A program's
  * threading.setprofile(f) is then the program's sys.setprofile(f) inside
  * the thread (threading's _bootstrap_inner makes it): chained, with a HOOK,
- * as any other.
+ * as any other.  On 3.10/3.11 the fresh thread state's running CFrame is
+ * its root one, which the install sets to 1; the thread's first event puts
+ * it back to 0 (threads.h, gr_thread_known; compat.h, gr_unarm_below), as
+ * threading.setprofile leaves it: greenlet 1.1.0 starts new greenlets
+ * there (greenlet issue 256).
  * Threads started otherwise (_thread.start_new_thread called directly, a
  * private copy of threading as eventlet's) are not followed, exactly as
  * threading.setprofile would not reach them; their starts are counted per

@@ -232,6 +232,14 @@ gr_thread *gr_thread_new(gr_recorder *r, PyThreadState *ts)
         gr_swallow(r);
         return NULL;
     }
+    /* PyObject_New leaves the fields as the memory's last owner left
+     * them: every field starts at 0 here, then what is not 0 is set.
+     * Before, ours_frame and hook.by_hook kept old bytes.  Example, on
+     * 3.14: ours_frame held the address of an ended thread's frame of
+     * worker(), the next thread's worker() frame got the same address,
+     * and its C calls were taken for the recorder's own and dropped
+     * (tests/realworld/suspended_in_ended_thread.py). */
+    memset((char *)t + sizeof(PyObject), 0, sizeof *t - sizeof(PyObject));
     t->gen = r->gen;
     t->tid = 0;
     t->cur_gid = 0;

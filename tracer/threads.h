@@ -82,8 +82,13 @@ static inline gr_thread *gr_thread_known(gr_recorder *r)
     t = gr_thread_unbound(r, ts);
     if (t)
         gr_thread_bind(r, t);
-    else if (r->follow.nadopt && gr_adopt_take(r, ts))
+    else if (r->follow.nadopt && gr_adopt_take(r, ts)) {
+        /* Its first event, in the thread's first frame: the CFrames
+         * below it as threading.setprofile would leave them (compat.h,
+         * gr_unarm_below). */
+        gr_unarm_below(ts);
         t = gr_thread_current(r);
+    }
     return t;
 }
 

@@ -26,6 +26,11 @@
 #               threading only are clean (fixtures/threading_threads_only.py).
 #               With gevent: its thread pool's workers are reported, naming
 #               gevent/threadpool.py (SKIP without gevent).
+#   fresh-thread  a thread's recording state starts with every field set:
+#               a followed thread that clears its profile function twice
+#               keeps the subject removed (two HOOKs cleared, one
+#               displaced), under PYTHONMALLOC=debug (new memory filled with
+#               0xCD) and the default allocator.
 #   greenlet-late  a thread started before the program imports greenlet
 #               switches after the import (the recorder waits for that
 #               import, tracer/gl_load.c): clean, its switches recorded, in
@@ -174,6 +179,34 @@ if "$PY" -c "import gevent" 2>/dev/null; then
 else
     skipped "gevent-pool: gevent not importable by $PY"
 fi
+
+# ---- fresh thread state ------------------------------------------------------
+# PYTHONMALLOC=debug fills new memory with 0xCD: a field of the thread's
+# state that the recorder never set reads non-zero there (before the fix,
+# hook.by_hook made the second clear a restore).
+for alloc in debug default; do
+    name=fresh-$alloc
+    if [ $alloc = debug ]; then
+        PYTHONMALLOC=debug rec "$name" --manual -- "$PY" "$progs/thread_clear_twice.py"
+    else
+        rec "$name" --manual -- "$PY" "$progs/thread_clear_twice.py"
+    fi
+    rc=$?
+    verdict "$name"
+    crc=$?
+    cleared=$("$cli" dump "$work/$name.grt" 2>/dev/null | grep -c ' HOOK  *t2 .* profile cleared subject=off')
+    restored=$("$cli" dump "$work/$name.grt" 2>/dev/null | grep -c ' HOOK .* restored')
+    if [ $rc -ne 0 ]; then
+        bad "$name: record exit $rc: $(tail -n 2 "$work/$name.log")"
+    elif [ "$cleared" -ne 2 ] || [ "$restored" -ne 0 ]; then
+        bad "$name: $cleared HOOKs cleared on t2 (want 2), $restored restored (want 0)"
+    elif [ $crc -ne 0 ] || ! grep -q '^(not failing) displaced at .*task' "$work/$name.check" ||
+         [ "$(grep -c ' at event ' "$work/$name.check")" -ne 1 ]; then
+        bad "$name: check exit $crc, want 0 with one displaced naming task: $(grep -E '^(.*displaced|blind_spot|imbalance|result)' "$work/$name.check" | head -n 3 | tr '\n' ' ')"
+    else
+        ok "$name: a thread clearing its profile function twice keeps the subject removed: two HOOKs cleared, one displaced"
+    fi
+done
 
 # ---- greenlet imported late ------------------------------------------------
 if "$PY" -c "import greenlet" 2>/dev/null; then
