@@ -180,16 +180,16 @@ for m in swap announced; do
     rc=$?
     "$GR_CLI" check --format json "$out.grt" >"$out.json" 2>/dev/null
     rules=$(gr_json_rules "$out.json" 2>/dev/null)
-    nviol=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["violations"])' "$out.json" 2>/dev/null)
+    nviol=$("$PY" -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["findings"], d["violations"])' "$out.json" 2>/dev/null)
     leafs=$("$GR_CLI" dump "$out.grt" | grep -c 'CALL .* leaf ')
     hook=$("$GR_CLI" dump "$out.grt" | grep -c 'HOOK .* unannounced\( \|$\)')
     if [ $m = swap ]; then want_leafs=2 want_hook=1 want_text="without the audit event"
     else want_leafs=5 want_hook=0 want_text="replaced by the program"; fi
-    if [ "$rc" -eq 0 ] && [ "$rules" = displaced ] && [ "$nviol" = 1 ] && [ "$leafs" -eq $want_leafs ] &&
+    if [ "$rc" -eq 0 ] && [ "$rules" = displaced ] && [ "$nviol" = "1 0" ] && [ "$leafs" -eq $want_leafs ] &&
        [ "$hook" -eq $want_hook ] && grep -q "$want_text" "$out.json"; then
-        ok "profile slot taken over ($m): $hook unannounced HOOK, $leafs calls of leaf recorded, one violation naming the cause"
+        ok "profile slot taken over ($m): $hook unannounced HOOK, $leafs calls of leaf recorded, one finding naming the cause (displaced: not failing)"
     else
-        bad "profile slot taken over ($m): record exit $rc, rules '$rules', $nviol violations, $leafs calls of leaf (want $want_leafs), $hook unannounced HOOK (want $want_hook)"
+        bad "profile slot taken over ($m): record exit $rc, rules '$rules', findings and violations $nviol (want 1 0), $leafs calls of leaf (want $want_leafs), $hook unannounced HOOK (want $want_hook)"
     fi
 done
 
@@ -205,15 +205,15 @@ out=$work/pool
 rc=$?
 "$GR_CLI" check --format json "$out.grt" >"$out.json" 2>/dev/null
 rules=$(gr_json_rules "$out.json" 2>/dev/null)
-nviol=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["violations"])' "$out.json" 2>/dev/null)
+nviol=$("$PY" -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["findings"], d["violations"])' "$out.json" 2>/dev/null)
 nwarn=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["traces"][0]["warnings"]))' "$out.json" 2>/dev/null)
 calls=$("$GR_CLI" dump "$out.grt" | grep -c 'CALL .* task ')
-if [ "$rc" -eq 0 ] && cmp -s <(gr_quiet "$PY" "$out.plain") <(gr_quiet "$PY" "$out.log") && [ "$rules" = displaced ] && [ "$nviol" = 1 ] &&
+if [ "$rc" -eq 0 ] && cmp -s <(gr_quiet "$PY" "$out.plain") <(gr_quiet "$PY" "$out.log") && [ "$rules" = displaced ] && [ "$nviol" = "1 0" ] &&
    [ "$nwarn" = 1 ] && grep -q '19 more times' "$out.json" && [ "$calls" -eq 20 ] &&
    ! grep -q 'no profiler saw' "$out.json"; then
     ok "thread pool giving each task threading._profile_hook: $calls calls of task recorded once each, one displaced finding, one warning for the other 19 removals, the worker not reported unreached"
 else
-    bad "thread pool giving each task threading._profile_hook: record exit $rc, rules '$rules', $nviol violations, $nwarn warnings, $calls calls of task (want 20)"
+    bad "thread pool giving each task threading._profile_hook: record exit $rc, rules '$rules', findings and violations $nviol (want 1 0), $nwarn warnings, $calls calls of task (want 20)"
     diff <(gr_quiet "$PY" "$out.plain") <(gr_quiet "$PY" "$out.log") | head -5
     grep -o '"message": "[^"]*' "$out.json" | head -3
 fi
