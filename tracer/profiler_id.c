@@ -26,6 +26,7 @@ typedef struct {
     PyObject *wr; /* owned: weak reference to the identity object, or NULL */
     void *addr;   /* its address (the index key; compared only) */
     uint32_t id;
+    int gone;     /* the object is gone: its weak reference let go (forget) */
 } gr_prof_entry;
 
 struct gr_profiler_table {
@@ -157,6 +158,31 @@ static PyObject *describe(gr_recorder *r, Py_tracefunc func, PyObject *obj, int 
     return type_name(Py_TYPE(obj));
 }
 
+/* The weak reference's callback: the profiler object is gone.  The
+ * reference is let go at once, so no dead weak reference of the recorder
+ * stays among the program's objects (greenlet's leak checks count them
+ * around each test); the entry is marked, and sweep() removes it.  Only
+ * the entry changes here: the callback may come in the middle of the
+ * recorder's own work (a collection). */
+static PyObject *forget(PyObject *self, PyObject *wr)
+{
+    (void)self;
+    gr_recorder *r = gr_active;
+    gr_profiler_table *pt = r ? r->ids.profilers : NULL;
+    for (size_t i = 0; pt && i < pt->n; i++) {
+        if (pt->e[i].wr == wr) {
+            pt->e[i].gone = 1;
+            pt->e[i].wr = NULL;
+            Py_DECREF(wr); /* the table's: last use of wr */
+            break;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef forget_def = {"greenreplay_profiler_gone", forget, METH_O, NULL};
+static PyObject *forget_cb; /* owned, made once */
+
 /* Forget the profilers whose object is gone (a service making one per
  * request would otherwise keep an entry for each until stop): their
  * index entries go, the others move down.  Their ids are not reused. */
@@ -166,7 +192,7 @@ static void sweep(gr_profiler_table *pt)
     for (size_t i = 0; i < pt->n; i++) {
         gr_prof_entry *e = &pt->e[i];
         PyObject *o = e->wr ? gr_weakref_get(e->wr) : NULL;
-        int dead = e->wr && !o;
+        int dead = e->gone || (e->wr && !o);
         Py_XDECREF(o);
         PyObject *addr = PyLong_FromVoidPtr(e->addr);
         if (!addr) {
@@ -262,7 +288,7 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     if (at) {
         gr_prof_entry *e = &pt->e[PyLong_AsSsize_t(at)];
         PyObject *o = e->wr ? gr_weakref_get(e->wr) : NULL;
-        int same = !e->wr || o == key;
+        int same = !e->gone && (!e->wr || o == key);
         Py_XDECREF(o);
         if (same) {
             id = e->id;
@@ -285,7 +311,9 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     }
     PyObject *wr = NULL;
     if (key) {
-        wr = PyWeakref_NewRef(key, NULL);
+        if (!forget_cb && !(forget_cb = PyCFunction_New(&forget_def, NULL)))
+            goto fail;
+        wr = PyWeakref_NewRef(key, forget_cb);
         if (!wr)
             PyErr_Clear(); /* no weak references: known by address alone */
     }
@@ -297,7 +325,7 @@ uint32_t gr_profiler_id(gr_recorder *r, Py_tracefunc func, PyObject *obj)
     }
     Py_DECREF(no);
     id = ++pt->next_id;
-    pt->e[pt->n++] = (gr_prof_entry){wr, key ? (void *)key : (void *)func, id};
+    pt->e[pt->n++] = (gr_prof_entry){wr, key ? (void *)key : (void *)func, id, 0};
     if (r->ids.keep_profilers && key && kind == GR_PROF_CPROFILE)
         keep(pt, id, key);
     uint32_t sid = kind == GR_PROF_FUNCTION ? 0 : gr_string_id_obj(r, name);

@@ -733,3 +733,34 @@ def test_call_where_the_program_profile_function_raises(recorded):
     assert len(calls) == 1
     cleared = [h for h in hooks(trace, "profile") if h.action == "restored"]
     assert len(cleared) == 1 and calls[0].index < cleared[0].index
+
+
+def test_program_profilers_leave_no_weak_reference(recorded):
+    # The recorder knows each profiler of the program by a weak reference
+    # to its object.  Once the object is gone, that reference must go too:
+    # greenlet's own leak checks count the weak references alive around
+    # each test that sets a profiler (test_tracing), and saw one more.
+    import gc
+    import weakref
+
+    class Tracer:
+        def __call__(self, frame, event, arg):
+            pass
+
+    def install_one():
+        t = Tracer()
+        sys.setprofile(t)
+        work()
+        sys.setprofile(None)
+
+    def weak_references():
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is weakref.ReferenceType)
+
+    with recorded():
+        install_one()
+        before = weak_references()
+        for _ in range(3):
+            install_one()
+        after = weak_references()
+    assert after == before
