@@ -175,6 +175,23 @@ static char *text_of(const gr_trace *t, const gr_check_result *r, int what)
  * merged as docs/ARCHITECTURE.md does (in range order, then sorted by
  * index, stably), and the first one, which stops early, finds the same end
  * of the trace by chunk headers (seek.h) as the reader. */
+/* lt checked again by a checker set up otherwise (keep_dead: dead
+ * greenlets' shadows kept; plain: plain records replayed apart) gives
+ * the report lr. */
+static void same_report_checked_as(const gr_trace *lt, const gr_check_result *lr, int keep_dead, int plain)
+{
+    gr_check_result kr;
+    gr_checker *kc = gr_checker_new(lt, &kr);
+    gr_checker_keep_dead(kc, keep_dead);
+    gr_checker_plain(kc, plain);
+    gr_checker_finish(kc);
+    char *a = text_of(lt, lr, 0), *b = text_of(lt, &kr, 0);
+    MUST(strcmp(a, b) == 0);
+    free(a);
+    free(b);
+    gr_check_result_free(&kr);
+}
+
 static void split_two(const char *path, const gr_trace *lt, const gr_check_result *lr)
 {
     gr_check_result m;
@@ -258,27 +275,10 @@ static void streamed(const char *path, const gr_trace *lt, int lrc, size_t batch
     free(b);
     /* dead greenlets' shadows kept for the whole run: the same report as
      * with them freed at their DEAD (tomb.h) */
-    gr_check_result kr;
-    gr_checker *kc = gr_checker_new(lt, &kr);
-    gr_checker_keep_dead(kc, 1);
-    gr_checker_finish(kc);
-    a = text_of(lt, &lr, 0);
-    b = text_of(lt, &kr, 0);
-    MUST(strcmp(a, b) == 0);
-    free(a);
-    free(b);
-    gr_check_result_free(&kr);
+    same_report_checked_as(lt, &lr, 1, 1);
     /* every record through the rules of its kind (no plain replay,
      * rule.h): the same report */
-    kc = gr_checker_new(lt, &kr);
-    gr_checker_plain(kc, 0);
-    gr_checker_finish(kc);
-    a = text_of(lt, &lr, 0);
-    b = text_of(lt, &kr, 0);
-    MUST(strcmp(a, b) == 0);
-    free(a);
-    free(b);
-    gr_check_result_free(&kr);
+    same_report_checked_as(lt, &lr, 0, 0);
     split_two(path, lt, &lr);
     gr_check_result_free(&lr);
     gr_check_result_free(&r);
