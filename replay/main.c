@@ -1338,12 +1338,12 @@ static int cmd_diff(int argc, char **argv)
             goto done;
         }
     }
-    /* 1.1, 1.2 and 1.3 differ in encoding (compact records, FORMAT §4.1;
-     * compressed chunks, §2.1) and in what a HOOK says of the program's
-     * profiler (§4.2), which diff does not compare: their decoded records
-     * compare. */
+    /* 1.1 to 1.4 differ in encoding (compact records, FORMAT §4.1, and
+     * their relative switch targets; compressed chunks, §2.1) and in what
+     * a HOOK says of the program's profiler (§4.2), which diff does not
+     * compare: their decoded records compare. */
     uint16_t ma = ta->minor, mb = tb->minor;
-    if (ma != mb && !(ma >= 1 && ma <= 3 && mb >= 1 && mb <= 3)) {
+    if (ma != mb && !(ma >= 1 && ma <= 4 && mb >= 1 && mb <= 4)) {
         fprintf(stderr, "greenreplay: diff: %s is trace format %d.%u and %s is %d.%u: traces of "
                         "different format versions are not compared (record both with the same "
                         "greenreplay)\n",

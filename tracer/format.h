@@ -15,11 +15,13 @@
 #define GR_MAGIC_LEN 8
 #define GR_HEADER_LEN 16
 #define GR_VERSION_MAJOR 1
-#define GR_VERSION_MINOR 3 /* 1.1: SWITCH/THROW carry a stack; HOOK.
+#define GR_VERSION_MINOR 4 /* 1.1: SWITCH/THROW carry a stack; HOOK.
                               1.2: compact records (§4.1).
                               1.3: PROFILER definitions, HOOK naming the
                               program's profiler (§4.2); compressed
-                              records chunks (§2.1) */
+                              records chunks (§2.1).
+                              1.4: the target of a SWITCH_SAME/THROW_SAME
+                              relative to the last switch's origin (§4.1) */
 /* The side channel's minor (its header; a trace file keeps
  * GR_VERSION_MINOR): 1.3: 'W' and 'P' chunks are written during the run
  * and interleave with 'T' chunks (§5); a 1.2 side channel has them in the
@@ -93,7 +95,8 @@ enum gr_tag {
 #define GR_CTX_SWITCH 0xE5      /* target parent state tracing use_tracing stack */
 #define GR_CTX_THROW 0xE6
 #define GR_CTX_SWITCH_SAME 0xE7 /* target parent stack: state, tracing, use_tracing
-                                   as the chunk's last SWITCH/THROW */
+                                   as the chunk's last SWITCH/THROW; 1.4: the
+                                   target as gr_zigzag(target, sw_origin) */
 #define GR_CTX_THROW_SAME 0xE8
 #define GR_CTX_LAST 0xE8
 /* §4.2 (format 1.3): a HOOK of the profile slot naming the program's
@@ -111,6 +114,7 @@ typedef struct gr_chunk_ctx {
     uint64_t tid, gid;       /* context: the thread and running greenlet of the
                                 last event or switch (its target); tid 0 none */
     uint64_t sw_state, sw_tracing, sw_use_tracing; /* of the last SWITCH/THROW */
+    uint64_t sw_origin;      /* the origin of the last SWITCH/THROW (1.4) */
     int sw_known;            /* a SWITCH/THROW was seen in this chunk */
     uint32_t code[GR_CODE_SLOTS]; /* code cache: last code id of each slot, 0 none */
 } gr_chunk_ctx;
@@ -262,6 +266,22 @@ static inline int gr_get_varint(const uint8_t **p, const uint8_t *end, uint64_t 
     return -2;
 }
 
+/* A SWITCH_SAME/THROW_SAME's target (format 1.4), relative to the origin
+ * of the chunk's last switch (base): the signed difference, zigzag coded
+ * (0, -1, 1, -2 ... as 0, 1, 2, 3 ...).  A hub switching round-robin to
+ * its greenlets in the order they were first seen writes 1 for each switch
+ * to the next one and 0 for each switch back, whatever their ids, so its
+ * records repeat with the period of one round trip (docs/FORMAT.md §4.1). */
+static inline uint64_t gr_zigzag(uint64_t target, uint64_t base)
+{
+    uint64_t d = target - base;
+    return (d << 1) ^ (uint64_t)-(int64_t)(d >> 63);
+}
+static inline uint64_t gr_unzigzag(uint64_t z, uint64_t base)
+{
+    return base + ((z >> 1) ^ (uint64_t)-(int64_t)(z & 1));
+}
+
 /* Encode the event record tag (GR_CALL..GR_C_EXCEPTION) of thread tid,
  * greenlet gid, code id `code` at p in its shortest form for context c,
  * and update c.  Writes at most 1 + 3 * GR_VARINT_MAX bytes, never more
@@ -308,7 +328,7 @@ static inline uint8_t *gr_enc_switch_head(gr_chunk_ctx *c, uint8_t *p, int tag, 
                    f[6] == c->sw_use_tracing;
         *p++ = (uint8_t)(same ? (thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME)
                               : (thr ? GR_CTX_THROW : GR_CTX_SWITCH));
-        p = gr_put_varint(p, f[2]);
+        p = gr_put_varint(p, same ? gr_zigzag(f[2], c->sw_origin) : f[2]);
         p = gr_put_varint(p, f[3]);
         if (!same)
             for (int i = 4; i < 7; i++)
@@ -320,6 +340,7 @@ static inline uint8_t *gr_enc_switch_head(gr_chunk_ctx *c, uint8_t *p, int tag, 
     }
     c->tid = f[0];
     c->gid = f[2];
+    c->sw_origin = f[1];
     c->sw_state = f[4];
     c->sw_tracing = f[5];
     c->sw_use_tracing = f[6];

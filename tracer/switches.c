@@ -355,7 +355,8 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
              * is the chunk's last switch's), without its field array. */
             c->gid = tg;
             *p++ = (uint8_t)(thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME);
-            p = gr_put_varint(p, tg);
+            p = gr_put_varint(p, gr_zigzag(tg, c->sw_origin));
+            c->sw_origin = og;
             p = gr_put_varint(p, pg);
         } else {
             uint64_t f[7] = {tid, og, tg, pg, state, tracing, use_tracing};

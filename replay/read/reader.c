@@ -522,6 +522,7 @@ static int switch_rest(struct dec *d, gr_record *r, int same)
     }
     d->ctx.tid = r->tid;
     d->ctx.gid = r->target;
+    d->ctx.sw_origin = r->gid;
     d->ctx.sw_state = r->flags;
     d->ctx.sw_tracing = r->tracing;
     d->ctx.sw_use_tracing = r->use_tracing;
@@ -549,9 +550,12 @@ static int compact(struct dec *d, uint8_t tag, gr_record *r)
     }
     int thr = tag == GR_CTX_THROW || tag == GR_CTX_THROW_SAME;
     r->tag = thr ? GR_THROW : GR_SWITCH;
+    int same = tag >= GR_CTX_SWITCH_SAME;
     TRY(get(d, &r->target));
+    if (same && d->t->minor >= 4) /* 1.4: relative to the last switch's origin */
+        r->target = gr_unzigzag(r->target, d->ctx.sw_origin);
     TRY(get(d, &r->parent));
-    return switch_rest(d, r, tag >= GR_CTX_SWITCH_SAME);
+    return switch_rest(d, r, same);
 }
 
 /* Whether tag is an indexed record, full (§4) or compact (§4.1, 1.2). */

@@ -468,15 +468,15 @@ test_diff() {
         detail <"$out.same"
     fi
     # Another format version: minor (offset 10) and major (offset 8).  1.1
-    # to 1.3 differ in encoding and HOOK details only and are compared; a
+    # to 1.4 differ in encoding and HOOK details only and are compared; a
     # later minor not.
     local v=$WORK/seed-minor.grt err=$WORK/version.err
     cp "$seed" "$v"
-    printf '\004' | dd of="$v" bs=1 seek=10 count=1 conv=notrunc 2>/dev/null
+    printf '\005' | dd of="$v" bs=1 seek=10 count=1 conv=notrunc 2>/dev/null
     "$GR_CLI" diff "$seed" "$v" >/dev/null 2>"$err"
     rc=$?
     if [ "$rc" -eq 2 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "different format versions" "$err"; then
-        pass "diff: traces of format 1.3 and 1.4: exit 2, $(cut -c1-80 "$err")..."
+        pass "diff: traces of format 1.4 and 1.5: exit 2, $(cut -c1-80 "$err")..."
     else
         fail "diff: traces of different minor versions: exit $rc"
         detail <"$err"

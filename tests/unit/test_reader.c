@@ -466,7 +466,9 @@ static void test_compact_records(void **state)
         GR_CTX_SWITCH, 7, 0, 0x05, 0, 0x01, 1, 1, /* 5: SWITCH t1 g5->g7, state 5, stack x */
         GR_CACHED_BASE + 1,        /* 6: CALL t1 g7 code 1 */
         GR_CTX_EVENT + 4, 2,       /* 7: C_EXCEPTION t1 g7 code 2 */
-        GR_CTX_THROW_SAME, 5, 0, 0, /* 8: THROW t1 g7->g5, state as before */
+        GR_CTX_THROW_SAME, 1, 0, 0, /* 8: THROW t1 g7->g4, state as before; the
+                                       target (1.4) 1: -1 from the last switch's
+                                       origin g5 (zigzag); 1.3 reads it as g1 */
         GR_CALL, 2, 9, 2,          /* 9: full form: another thread: context t2 g9 */
         GR_CACHED_BASE + 48 + 2,   /* 10: RETURN t2 g9 code 2 */
     };
@@ -492,10 +494,18 @@ static void test_compact_records(void **state)
     assert_int_equal(t.recs[5].flags, 5);
     assert_int_equal(t.recs[5].use_tracing, 1);
     assert_int_equal(t.recs[5].depth, 1);
-    assert_int_equal(t.recs[8].target, 5);
+    assert_int_equal(t.recs[8].target, 4);
     assert_int_equal(t.recs[8].flags, 5);
     assert_int_equal(t.recs[8].use_tracing, 1);
     assert_int_equal(t.recs[8].depth, 0);
+    gr_trace_free(&t);
+    /* A trace of format 1.3 (minor at offset 10, outside every CRC): the
+     * same bytes, the target as written. */
+    d[10] = 3;
+    assert_int_equal(gr_trace_parse(&t, "compact13.grt", d, n), GR_READ_OK);
+    assert_int_equal(t.nrecs, 11);
+    assert_int_equal(t.recs[5].target, 7);
+    assert_int_equal(t.recs[8].target, 1);
     gr_trace_free(&t);
     free(d);
 
