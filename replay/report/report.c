@@ -531,6 +531,8 @@ static const struct {
                  "not announced by greenlet"},
     {"at_mark", "found at a mark() call"},
     {" new", "the first time that greenlet ran"},
+    {"unseen", "that greenlet ran without a single profile event; found when the call that "
+               "switched to it returned"},
     {"continued", "the greenlet resumed exactly where it was last seen, so its stack is the "
                   "one the records before give (none written)"},
     {"origin_dead", "the greenlet switched away from had finished"},

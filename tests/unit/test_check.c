@@ -622,6 +622,98 @@ static void test_dead_after_blind_spot_later_loss_flagged(void **state)
     end(&f);
 }
 
+/* The mut256 class where g2 delivers no event at all: g1's C_RETURN of
+ * switch() finds g2 (never seen) suspended in x.  The recorder writes a
+ * SWITCH into g2 flagged unseen with its real stack, then the SWITCH back
+ * to g1.  With python_frames, g2 ran x unseen: propagation, once (no
+ * blind_spot of the same loss).  Without, g2 is suspended in C code only
+ * (greenlet.greenlet(run=a C function)): nothing of Python ran, clean. */
+static void unseen_run_records(fx *f, int python_frames, uint64_t *sw_in)
+{
+    begin(f);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                  /* 4 */
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                     /* 5 */
+    const uint64_t fl = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET | GR_SW_INFERRED | GR_SW_NEW | GR_SW_UNSEEN;
+    if (python_frames)
+        *sw_in = tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, fl, 0, 0, 1, f->x); /* 6 */
+    else
+        *sw_in = tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, fl, 0, 0, 0);
+    tb_switch_stack(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED, 0, 1, 2, f->mod, f->main);
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+}
+
+static void unseen_run(fx *f, int python_frames, uint64_t *sw_in)
+{
+    unseen_run_records(f, python_frames, sw_in);
+    load_check(f, 0);
+}
+
+/* After the unseen run, g2 ends unseen and is freed: STOP has no STACK
+ * record for it.  x, re-seeded from the unseen switch, is that
+ * propagation finding's loss, no imbalance.  With later_call, g2 ran
+ * again with events: the call of y is open at STOP, an imbalance. */
+static uint64_t unseen_run_stop(fx *f, int later_call)
+{
+    uint64_t sw_in;
+    unseen_run_records(f, 1, &sw_in);
+    if (later_call) {
+        tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
+        tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED, 0, 1, 1, f->x);
+        tb_ev(&f->b, GR_C_RETURN, 1, 2, f->sw);
+        tb_ev(&f->b, GR_CALL, 1, 2, f->y);
+        tb_ev(&f->b, GR_C_CALL, 1, 2, f->sw);
+        tb_switch_stack(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED, 0, 1, 2, f->mod, f->main);
+        tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    }
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->stop);
+    uint64_t stop = tb_simple(&f->b, GR_STOP, 1, 1);
+    tb_stack(&f->b, 1, 1, GR_STACK_RUNNING, 2, f->mod, f->main);
+    load_check(f, 1);
+    return stop;
+}
+
+static void test_unseen_run_ended_unseen_one_finding(void **state)
+{
+    (void)state;
+    fx f;
+    unseen_run_stop(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_unseen_run_later_call_open_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t stop = unseen_run_stop(&f, 1);
+    expect(&f, GR_RULE_IMBALANCE, stop, "g2 on t1 has 2 open shadow entries at STOP but no STACK record: y (seed.py:30) > greenlet.switch");
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    end(&f);
+}
+
+static void test_unseen_run_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t sw_in;
+    unseen_run(&f, 1, &sw_in);
+    expect(&f, GR_RULE_PROPAGATION, sw_in, "g2 ran Python code with no profile event at all");
+    expect(&f, GR_RULE_PROPAGATION, sw_in, "suspended in x (seed.py:14)");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_unseen_run_in_c_only_clean(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t sw_in;
+    unseen_run(&f, 0, &sw_in);
+    expect_clean(&f);
+    end(&f);
+}
+
 /* A C call of g2 (yappi 1.0's start, which writes the thread state
  * directly) takes the profile slot over without the audit event; g2 runs
  * on unseen and dies.  The recorder finds the switch back to g1 at the
@@ -3038,6 +3130,10 @@ int main(void)
         cmocka_unit_test(test_dead_in_unseen_takeover_is_displaced),
         cmocka_unit_test(test_dead_before_takeover_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_one_finding),
+        cmocka_unit_test(test_unseen_run_flagged),
+        cmocka_unit_test(test_unseen_run_in_c_only_clean),
+        cmocka_unit_test(test_unseen_run_ended_unseen_one_finding),
+        cmocka_unit_test(test_unseen_run_later_call_open_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_later_loss_flagged),
         cmocka_unit_test(test_open_at_stop_matches),
         cmocka_unit_test(test_open_at_stop_differs),
