@@ -2630,6 +2630,77 @@ static uint64_t requests(fx *f, int n, int interleave, uint32_t *prof)
     return first;
 }
 
+/* An APM-style profile function P1 (thread-wide: installed in g1) that
+ * switches to greenlet g2 from inside its own call at the CALL of x.
+ * how 0: the switch is an ordinary one, after P1's call (tracing 0): P1
+ * sees g2's call of y.  how 1: callback mode wrote the switches made
+ * inside P1's function (tracing 1).  how 2: passive mode saw none of them
+ * and wrote META switches_in_profile_function at stop.  Returns the CALL
+ * of x. */
+static uint64_t apm_switch(fx *f, int how)
+{
+    uint32_t sp = tb_c(&f->b, "sys.setprofile");
+    uint32_t pf = tb_py(&f->b, "apm", "seed.py", 40);
+    uint32_t p1 = tb_profiler(&f->b, GR_PROF_FUNCTION, 0, pf);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, sp);
+    tb_hook_prof(&f->b, 1, 1, GR_HOOK_SET, GR_HOOK_CHAINED, sp, p1, f->main);
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, sp);
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);
+    uint64_t call = tb_ev(&f->b, GR_CALL, 1, 1, f->x);
+    if (how == 1) {
+        tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_NEW, 1, 1);
+        tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 1, 1);
+        tb_simple(&f->b, GR_DEAD, 1, 2);
+    }
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->x);
+    if (how == 0) {
+        tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
+        tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_NEW, 0, 1);
+        tb_ev(&f->b, GR_CALL, 1, 2, f->y);
+        tb_ev(&f->b, GR_RETURN, 1, 2, f->y);
+        tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+        tb_simple(&f->b, GR_DEAD, 1, 2);
+        tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    }
+    if (how == 2) {
+        char first[64];
+        snprintf(first, sizeof first, "%llu 1 1", (unsigned long long)call);
+        tb_meta(&f->b, "switches_in_profile_function", "1");
+        tb_meta(&f->b, "switches_in_profile_function_first", first);
+    }
+    load_check(f, 0);
+    return call;
+}
+
+static void test_attribution_switch_after_call_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    apm_switch(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 0);
+    assert_int_equal(f.res.nprof, 1);
+    assert_int_equal(f.res.prof[0].inside, 0);
+    assert_int_equal(f.res.prof[0].missed, 0);
+    end(&f);
+}
+
+static void test_attribution_switch_inside_flagged(void **state)
+{
+    (void)state;
+    for (int how = 1; how <= 2; how++) {
+        fx f;
+        begin(&f);
+        uint64_t call = apm_switch(&f, how);
+        assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 1);
+        expect(&f, GR_RULE_ATTRIBUTION, how == 1 ? call + 1 : call,
+               "ran greenlets inside its own function in 1 of its calls");
+        assert_int_equal(f.res.nprof, 1);
+        assert_int_equal(f.res.prof[0].inside, 1);
+        end(&f);
+    }
+}
+
 /* passing: each request's profiler enabled and disabled around its own
  * work, nothing switching in between: no finding, and every profiler is
  * listed with what it saw */
@@ -3132,6 +3203,8 @@ int main(void)
         cmocka_unit_test(test_dead_after_blind_spot_one_finding),
         cmocka_unit_test(test_unseen_run_flagged),
         cmocka_unit_test(test_unseen_run_in_c_only_clean),
+        cmocka_unit_test(test_attribution_switch_after_call_clean),
+        cmocka_unit_test(test_attribution_switch_inside_flagged),
         cmocka_unit_test(test_unseen_run_ended_unseen_one_finding),
         cmocka_unit_test(test_unseen_run_later_call_open_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_later_loss_flagged),
