@@ -24,10 +24,13 @@
 # not).  Otherwise it is run a third time, unrecorded under a profile
 # function that does nothing (run_suite.py --empty-profile, installed on
 # every thread as a standard profiler is): when that run gives the
-# recorded outcome, the difference comes from CPython's profiling itself
-# (any profiler changes that test, see docs/PERFORMANCE.md) and is
-# reported as PROFILER, listed but not counted; else it is the recorder's
-# and reported as DIFFERS.
+# recorded outcome with the same failure (exception type and the first
+# line of its message, tests/peer/classify.py), the difference comes from
+# CPython's profiling itself (any profiler changes that test, see
+# docs/PERFORMANCE.md) and is reported as PROFILER, listed but not
+# counted; the same outcome with another failure is the recorder's
+# (RECORDER: it failed the test its own way), and so is any other
+# outcome (DIFFERS).
 #
 # MODULE: greenlet.tests.test_x (default: all of them).
 # Options:
@@ -61,6 +64,7 @@ BUILD=$(realpath -m "${BUILD:-$ROOT/build}")   # as make's BUILD: the CLI and th
 CLI=${GREENREPLAY_CLI:-$BUILD/greenreplay}
 CACHE=$(realpath -m "${GREENREPLAY_CACHE:-$HOME/.cache/greenreplay}")
 RUNNER=$ROOT/tests/peer/run_suite.py
+CLASSIFY=$ROOT/tests/peer/classify.py
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'peer: %s\n' "$2" >&2; exit "$1"; }
@@ -217,10 +221,17 @@ while IFS= read -r line; do
     else
         run rerun-profiled "$PY" "$RUNNER" --empty-profile "$OUT/rerun-profiled.tsv" "$tid"
         c=$(cut -f2 "$OUT/rerun-profiled.tsv" 2>/dev/null | head -n 1)
-        if [ -n "$b" ] && [ "$c" = "$b" ]; then
+        # The same outcome is not enough: the failure itself (its type and
+        # the first line of its message) must be the same too.
+        class=$(/usr/bin/python3 "$CLASSIFY" "$OUT/rerun-recorded.tsv" "$OUT/rerun-profiled.tsv")
+        if [ "$class" = PROFILER ]; then
             printf 'PROFILER %s (alone: %s unrecorded, %s recorded, %s under an empty profile function without the recorder: %s)\n' \
                 "$line" "${a:-nothing}" "$b" "$c" "$(cut -f3 "$OUT/rerun-profiled.tsv" 2>/dev/null | head -n 1)" >>"$OUT/verdicts.txt"
             prof=$((prof + 1))
+        elif [ -n "$b" ] && [ "$c" = "$b" ]; then
+            printf 'RECORDER %s (alone: %s unrecorded, %s recorded and under an empty profile function, but %s)\n' \
+                "$line" "${a:-nothing}" "$b" "${class#RECORDER }" >>"$OUT/verdicts.txt"
+            real=$((real + 1))
         else
             printf 'DIFFERS  %s (alone: %s unrecorded, %s recorded: %s; %s under an empty profile function)\n' "$line" "${a:-nothing}" "${b:-nothing}" \
                 "$(cut -f3 "$OUT/rerun-recorded.tsv" 2>/dev/null | head -n 1)" "${c:-nothing}" >>"$OUT/verdicts.txt"
