@@ -111,7 +111,8 @@ typedef struct {
     prof *p;             /* by profiler id */
     size_t np;
     thr *th;
-    size_t nth;
+    size_t nth;          /* capacity of th (ck_slot) */
+    size_t nthr;         /* threads in thmap */
     gr_idmap thmap;      /* (tid, 0) -> th index */
     gr_idmap mainmap;    /* (gid, 0) -> 1: a main greenlet */
     open_ent *open;
@@ -147,10 +148,19 @@ static thr *thr_of(st *s, uint64_t tid)
 {
     size_t i;
     if (!gr_idmap_get(&s->thmap, tid, 0, &i)) {
-        i = s->nth;
+        /* the next index: s->nth is the array's capacity (ck_slot), not
+         * the count, and taking it doubled the array at each new thread */
+        i = s->nthr++;
         gr_idmap_put(&s->thmap, tid, 0, i);
     }
     return ck_slot((void **)&s->th, &s->nth, i, sizeof *s->th);
+}
+
+/* Thread tid's state if it has one already, else NULL. */
+static thr *thr_known(st *s, uint64_t tid)
+{
+    size_t i;
+    return gr_idmap_get(&s->thmap, tid, 0, &i) ? &s->th[i] : NULL;
 }
 
 static fnstat *fn_of(prof *p, uint32_t code)
@@ -387,8 +397,8 @@ static void on_call(ck *c, st *s, const ck_event *e)
 static void on_switch_inside(ck *c, st *s, const ck_event *e)
 {
     const gr_record *r = e->r;
-    thr *h = thr_of(s, r->tid);
-    if (!r->tracing || !h->installed || h->in_fn)
+    thr *h = r->tracing ? thr_known(s, r->tid) : NULL;
+    if (!h || !h->installed || h->in_fn)
         return;
     h->in_fn = 1;
     prof *p = prof_of(s, h->installed);
@@ -432,8 +442,11 @@ static void on_record(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
     st *s = state(c);
-    if (r->tag == GR_CALL || r->tag == GR_C_CALL)
-        thr_of(s, r->tid)->in_fn = 0;
+    if (r->tag == GR_CALL || r->tag == GR_C_CALL) {
+        thr *h = thr_known(s, r->tid);
+        if (h)
+            h->in_fn = 0;
+    }
     switch (r->tag) {
     case GR_SWITCH:
     case GR_THROW:

@@ -2701,6 +2701,42 @@ static void test_attribution_switch_inside_flagged(void **state)
     }
 }
 
+/* 200 threads, each installing and removing its own profile function
+ * around a call: every profiler listed, each with its call, no finding.
+ * (The rule's per-thread table once took its capacity for the next
+ * thread's index and doubled at each new thread: this ran out of
+ * memory.) */
+static void test_attribution_many_threads(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t sp = tb_c(&f.b, "sys.setprofile");
+    uint32_t pf = tb_py(&f.b, "prof", "seed.py", 40);
+    uint32_t p[200];
+    for (int k = 0; k < 200; k++)
+        p[k] = tb_profiler(&f.b, GR_PROF_FUNCTION, 0, pf);
+    for (int k = 0; k < 200; k++) {
+        uint64_t tid = 2 + (uint64_t)k, gid = 2 + (uint64_t)k;
+        tb_thread(&f.b, tid);
+        tb_greenlet(&f.b, tid, gid, 0, GR_GL_MAIN, 0);
+        tb_ev(&f.b, GR_C_CALL, tid, gid, sp);
+        tb_hook_prof(&f.b, tid, gid, GR_HOOK_SET, GR_HOOK_CHAINED, sp, p[k], f.main);
+        tb_ev(&f.b, GR_C_RETURN, tid, gid, sp);
+        tb_ev(&f.b, GR_CALL, tid, gid, f.x);
+        tb_ev(&f.b, GR_RETURN, tid, gid, f.x);
+        tb_ev(&f.b, GR_C_CALL, tid, gid, sp);
+        tb_hook_prof(&f.b, tid, gid, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, sp, p[k], f.main);
+        tb_ev(&f.b, GR_C_RETURN, tid, gid, sp);
+    }
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 0);
+    assert_int_equal(f.res.nprof, 200);
+    for (int k = 0; k < 200; k++)
+        assert_int_equal(f.res.prof[k].own, 1);
+    end(&f);
+}
+
 /* passing: each request's profiler enabled and disabled around its own
  * work, nothing switching in between: no finding, and every profiler is
  * listed with what it saw */
@@ -3205,6 +3241,7 @@ int main(void)
         cmocka_unit_test(test_unseen_run_in_c_only_clean),
         cmocka_unit_test(test_attribution_switch_after_call_clean),
         cmocka_unit_test(test_attribution_switch_inside_flagged),
+        cmocka_unit_test(test_attribution_many_threads),
         cmocka_unit_test(test_unseen_run_ended_unseen_one_finding),
         cmocka_unit_test(test_unseen_run_later_call_open_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_later_loss_flagged),
