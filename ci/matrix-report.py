@@ -26,6 +26,11 @@ library only).  Subcommands:
       OUT.json, copy their cell files beside it, then render
   known [FILE]
       parse and list the known issues (exit 1 when the file is invalid)
+  verdict CHECK.json --known FILE --fixture NAME --python V [--greenlet V]
+          [--debug] [--want RULES] [--want-crash] [--crashed] [--rc N]
+          [--check-rc N]
+      classify one recording outside the matrix (tests/integration/run.sh)
+      as `cell` does; prints "OUTCOME<TAB>KNOWN IDS<TAB>TEXT"
 
 Exit status of collect, render and merge: 0 no cell is `fail`, 1 some cell
 is `fail`, 3 no `fail` but some environment could not run (status
@@ -424,7 +429,7 @@ def classify(cell, env, known, base_dir):
     problem = cell.get("problem", "")
     got_rules = set()
     if not problem:
-        rep, error = check_violations(os.path.join(base_dir, stem + ".check.json"))
+        rep, error = check_violations(cell.get("check_json") or os.path.join(base_dir, stem + ".check.json"))
         if error:
             problem = error
         else:
@@ -586,6 +591,36 @@ def cmd_cell(args):
     if res["outcome"] == "skip":
         text = res["reason"]
     print("%s\t%s" % (res["outcome"], text))
+
+
+def cmd_verdict(args):
+    """One recording's check outcome against its "# expect:" line and the
+    known issues, outside the matrix (tests/integration/run.sh)."""
+    opts = {"known": None, "python": None, "greenlet": None, "fixture": None, "want": "",
+            "rc": "0", "check-rc": None}
+    flags = {"debug": False, "want-crash": False, "crashed": False}
+    check = None
+    while args:
+        a = args.pop(0)
+        if a.startswith("--") and a[2:] in opts:
+            opts[a[2:]] = args.pop(0)
+        elif a.startswith("--") and a[2:] in flags:
+            flags[a[2:]] = True
+        elif not a.startswith("--") and check is None:
+            check = a
+        else:
+            die("verdict: unknown argument %s" % a)
+    if not check or not opts["fixture"] or not opts["python"]:
+        die("verdict: needs CHECK.json, --fixture and --python")
+    known = load_known(opts["known"] or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                     "fixtures", "known-issues.ini"))
+    cell = {"env": "-", "fixture": opts["fixture"], "state": "ran", "want_rules": opts["want"],
+            "want_crash": "1" if flags["want-crash"] else "0", "crashed": "1" if flags["crashed"] else "0",
+            "rc": opts["rc"], "check_rc": opts["check-rc"], "check_json": check}
+    env = {"python_version": opts["python"], "greenlet": opts["greenlet"] or "none",
+           "debug": flags["debug"]}
+    res = classify(cell, env, known, os.path.dirname(os.path.abspath(check)))
+    print("%s\t%s\t%s" % (res["outcome"], ",".join(res["known"]), res["reason"]))
 
 
 # ------------------------------------------------------------- environments
@@ -1622,6 +1657,9 @@ def main(argv):
             return cmd_merge(args)
         if cmd == "known":
             return cmd_known(args)
+        if cmd == "verdict":
+            cmd_verdict(args)
+            return 0
     except IndexError:
         die("%s: an option is missing its value" % cmd)
     die("unknown command %s (help lists them)" % cmd)

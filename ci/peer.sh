@@ -24,10 +24,13 @@
 # not).  Otherwise it is run a third time, unrecorded under a profile
 # function that does nothing (run_suite.py --empty-profile, installed on
 # every thread as a standard profiler is): when that run gives the
-# recorded outcome, the difference comes from CPython's profiling itself
-# (any profiler changes that test, see docs/PERFORMANCE.md) and is
-# reported as PROFILER, listed but not counted; else it is the recorder's
-# and reported as DIFFERS.
+# recorded outcome with the same failure (exception type and the first
+# line of its message, tests/peer/classify.py), the difference comes from
+# CPython's profiling itself (any profiler changes that test, see
+# docs/PERFORMANCE.md) and is reported as PROFILER, listed but not
+# counted; the same outcome with another failure is the recorder's
+# (RECORDER: it failed the test its own way), and so is any other
+# outcome (DIFFERS).
 #
 # MODULE: greenlet.tests.test_x (default: all of them).
 # Options:
@@ -50,10 +53,16 @@
 #   --timeout SEC   limit per run (default 900)
 #   --reruns N      rerun at most N differing tests on their own (default 20)
 # Environment: BUILD (as make's; default build/), GREENREPLAY_CLI.
+# Prints how many events of the program the trace's check checked: in
+# ring mode the recorder keeps the program's last records in the ring
+# ahead of the STOP and STACK records it writes at exit; a trace with none
+# (its check checked nothing) fails the run.
 # Exit status: 0 both runs give every test the same outcome (but for the
-# flaky and PROFILER ones, listed); 1 some test differs because of the
-# recorder, or a run failed to produce its results; 2 bad usage; 3 the
-# environment or the suite's dependencies are unavailable.
+# flaky and PROFILER ones, listed) and the trace's check checked events of
+# the program; 1 some test differs because of the recorder, a run failed
+# to produce its results, or the trace holds no event of the program; 2
+# bad usage; 3 the environment or the suite's dependencies are
+# unavailable.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -61,6 +70,7 @@ BUILD=$(realpath -m "${BUILD:-$ROOT/build}")   # as make's BUILD: the CLI and th
 CLI=${GREENREPLAY_CLI:-$BUILD/greenreplay}
 CACHE=$(realpath -m "${GREENREPLAY_CACHE:-$HOME/.cache/greenreplay}")
 RUNNER=$ROOT/tests/peer/run_suite.py
+CLASSIFY=$ROOT/tests/peer/classify.py
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'peer: %s\n' "$2" >&2; exit "$1"; }
@@ -161,6 +171,19 @@ if [ -n "$earlier" ] && [ -n "$kept" ] && [ "$kept" -gt 0 ]; then
 fi
 say "  slowdown:   $(awk -v a="$PLAIN_S" -v b="$REC_S" 'BEGIN { if (a > 0) printf "%.1fx", b / a; else print "?" }')"
 say "  trace:      $bytes bytes ($(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1048576 }')); ${summary:-unreadable}"
+# What the trace's check checked: events of the program (a ring whose
+# records were all the recorder's own checks nothing; the recorder keeps
+# the program's last records in the ring before the STACKs of stop).
+"$CLI" check --format json "$OUT/peer.grt" >"$OUT/check.json" 2>/dev/null
+progev=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["traces"][0]["coverage"]["program_events"])' \
+    "$OUT/check.json" 2>/dev/null)
+CHECKED_NOTHING=0
+if [ "${progev:-0}" -gt 0 ] 2>/dev/null; then
+    say "  checked:    $progev events of the program"
+else
+    say "  checked:    no event of the program: the trace's check checked nothing (${progev:-no JSON report})"
+    CHECKED_NOTHING=1
+fi
 
 # ------------------------------------------------------------- compare
 for f in plain recorded; do
@@ -194,7 +217,8 @@ EOF
 ndiff=$(grep -c . "$OUT/differences.txt")
 if [ "$ndiff" -eq 0 ]; then
     say "peer: every test has the same outcome recorded and unrecorded"
-    exit 0
+    [ "$CHECKED_NOTHING" = 0 ] || say "peer: but the trace holds no event of the program to check"
+    exit "$CHECKED_NOTHING"
 fi
 # Rerun each differing test on its own (TEST_ID is module.Class.method,
 # which unittest loads by name), both ways.
@@ -217,10 +241,17 @@ while IFS= read -r line; do
     else
         run rerun-profiled "$PY" "$RUNNER" --empty-profile "$OUT/rerun-profiled.tsv" "$tid"
         c=$(cut -f2 "$OUT/rerun-profiled.tsv" 2>/dev/null | head -n 1)
-        if [ -n "$b" ] && [ "$c" = "$b" ]; then
+        # The same outcome is not enough: the failure itself (its type and
+        # the first line of its message) must be the same too.
+        class=$(/usr/bin/python3 "$CLASSIFY" "$OUT/rerun-recorded.tsv" "$OUT/rerun-profiled.tsv")
+        if [ "$class" = PROFILER ]; then
             printf 'PROFILER %s (alone: %s unrecorded, %s recorded, %s under an empty profile function without the recorder: %s)\n' \
                 "$line" "${a:-nothing}" "$b" "$c" "$(cut -f3 "$OUT/rerun-profiled.tsv" 2>/dev/null | head -n 1)" >>"$OUT/verdicts.txt"
             prof=$((prof + 1))
+        elif [ -n "$b" ] && [ "$c" = "$b" ]; then
+            printf 'RECORDER %s (alone: %s unrecorded, %s recorded and under an empty profile function, but %s)\n' \
+                "$line" "${a:-nothing}" "$b" "${class#RECORDER }" >>"$OUT/verdicts.txt"
+            real=$((real + 1))
         else
             printf 'DIFFERS  %s (alone: %s unrecorded, %s recorded: %s; %s under an empty profile function)\n' "$line" "${a:-nothing}" "${b:-nothing}" \
                 "$(cut -f3 "$OUT/rerun-recorded.tsv" 2>/dev/null | head -n 1)" "${c:-nothing}" >>"$OUT/verdicts.txt"
@@ -235,4 +266,5 @@ if [ "$real" -gt 0 ]; then
     exit 1
 fi
 say "peer: same outcomes recorded and unrecorded, but for $flaky flaky test(s) that agreed when rerun alone and $prof that an empty profile function without the recorder changes the same way (PROFILER)"
-exit 0
+[ "$CHECKED_NOTHING" = 0 ] || say "peer: but the trace holds no event of the program to check"
+exit "$CHECKED_NOTHING"

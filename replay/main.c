@@ -245,6 +245,8 @@ static const char usage_script[] =
     "blocking call, C code the profiler does not see, frames that existed before\n"
     "start() below a greenlet's seed, ...) is listed in its header comment and\n"
     "on stderr (`greenreplay: script: note: ...`); the rest is produced.\n"
+    "A trace of greenlets run inside the program's own profile function (no\n"
+    "record says what they ran) is refused: exit 2, the reason, nothing written.\n"
     "A program recorded as `python -m MODULE`: runpy's launch frames below its\n"
     "<module> are left out (diff leaves them out too), the program runs as a\n"
     "file, and its header says the original was run with -m.\n"
@@ -1139,6 +1141,41 @@ static int cmd_edit(int argc, char **argv)
     return rc < 0 ? 2 : 0;
 }
 
+/* A trace whose greenlets ran inside the program's own profile function:
+ * CPython runs that function with tracing on, so what they ran there is
+ * in no record (passive mode: META switches_in_profile_function; callback
+ * mode: the SWITCH/THROW records made there, with no stack).  A script
+ * cannot act it out and would not reproduce the trace: refused with the
+ * reason on stderr (1), before anything is written. */
+static int script_refused(const gr_trace *t, const gr_shape *shape, const char *path)
+{
+    char count[32], first[128];
+    if (gr_trace_meta(t, "switches_in_profile_function", count, sizeof count)) {
+        uint64_t index = 0, tid = 0, gid = 0;
+        if (!gr_trace_meta(t, "switches_in_profile_function_first", first, sizeof first) ||
+            sscanf(first, "%" SCNu64 " %" SCNu64 " %" SCNu64, &index, &tid, &gid) != 3)
+            index = tid = gid = 0;
+        fprintf(stderr,
+                "greenreplay: script: %s: greenlets ran inside the program's own profile "
+                "function, in %s of its calls (META switches_in_profile_function; the first at "
+                "event %" PRIu64 " on t%" PRIu64 " g%" PRIu64 "): CPython runs that function with "
+                "tracing on, so no record says which greenlets ran there or what they called, and "
+                "a script cannot act it out; nothing written\n",
+                path, count, index, tid, gid);
+        return 1;
+    }
+    if (shape->in_profile) {
+        fprintf(stderr,
+                "greenreplay: script: %s: a greenlet switch was made inside the program's own "
+                "profile function (record %" PRIu64 ", tracing above 0): CPython runs that function "
+                "with tracing on, so what the greenlets ran there is in no record, and a script "
+                "cannot act it out; nothing written\n",
+                path, shape->in_profile - 1);
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_script(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -1188,6 +1225,11 @@ static int cmd_script(int argc, char **argv)
         gr_shape_build(&shape, &t, o.anonymize);
     }
     o.source = argv[optind];
+    if (script_refused(&t, &shape, argv[optind])) {
+        gr_shape_free(&shape);
+        gr_trace_free(&t);
+        return 2;
+    }
     FILE *f = out ? fopen(out, "w") : stdout;
     if (!f) {
         fprintf(stderr, "greenreplay: script: -o %s: cannot write it: %s\n", out, strerror(errno));

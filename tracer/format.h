@@ -143,6 +143,11 @@ typedef struct gr_chunk_ctx {
                                   unseen on its thread since: its stack is the
                                   one its records give (depth 0, no ground
                                   truth needed; FORMAT.md §4) */
+#define GR_SW_UNSEEN 0x400u    /* passive mode: the target ran with no event at
+                                  all, found from the origin's C_RETURN or
+                                  C_EXCEPTION of its switch()/throw(): its
+                                  stack is where it is suspended now, and a
+                                  SWITCH back to the origin follows */
 #define GR_SW_NEW 0x80u        /* the target is a greenlet created while recording,
                                   first seen now: every frame of it should have
                                   been reported */

@@ -148,8 +148,10 @@ int gr_greenlet_resolve(gr_recorder *r)
     /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
      * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
     void **api = PyCapsule_GetPointer(cap, "greenlet._C_API");
-    if (api)
+    if (api) {
         r->gl_api.gl_current = (PyObject * (*)(void)) api[4];
+        r->gl_api.type = (PyTypeObject *)api[0]; /* PyGreenlet_Type */
+    }
     /* greenlet 0.4.15+ changes the switch witness on every switch
      * (compat.h, gr_switch_witness); older ones are asked at every event. */
     int a = 0, b = 0, c = 0;

@@ -349,7 +349,8 @@ PyDoc_STRVAR(start_doc,
 "size in bytes (0: 64 KiB).  `max_size` caps the trace file in bytes: the\n"
 "records past it are dropped and counted (trailer reason 4).  `ring` keeps\n"
 "only the last `ring` records (at least; whole chunks) in memory and writes\n"
-"the file at stop() and flush(), with a GAP record counting the others.\n"
+"the file at stop() and flush(), with a GAP record counting the others;\n"
+"the STOP and STACK records of stop() come after them, not in their place.\n"
 "`compress` (default true) writes each records chunk as one zstd frame\n"
 "(docs/FORMAT.md section 2.1); false writes them uncompressed.\n\n"
 "`sampler` ('two-phase', 'hold-lock' or 'seqlock') also runs the reference\n"
@@ -1140,6 +1141,13 @@ static gr_thread *stop_this_thread(gr_recorder *r)
     }
     if (me) {
         gr_profile_slot_at_mark(r, me, PyThreadState_Get());
+        /* Ring mode: the ring stops dropping here, so that STOP and a
+         * STACK per live greenlet (greenlet's own tests leave over 100,000
+         * of them) are written after the program's last records instead
+         * of pushing every one of them out of the ring.  Their memory is
+         * that of the greenlets the recorder tracks already. */
+        if (r->w != r->out.dw)
+            r->w->keep = 0;
         uint64_t f[2] = {me->tid, me->cur_gid};
         gr_emit(r, GR_STOP, 2, f);
         emit_live_stacks(r, me);

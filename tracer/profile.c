@@ -117,7 +117,7 @@ static __attribute__((noinline)) void record_rest(gr_recorder *r, gr_thread *t, 
     if (t->gl_pending && r->greenlet_mod && (r->sw.callback_mode || gr_code_is_gl(r, code)))
         gr_thread_touch(r, t);
     if (r->greenlet_mod && !t->gl_pending)
-        gr_switch_check(r, t, frame, what, code);
+        gr_switch_check(r, t, frame, what, arg, code);
     t->may_have_ended = what != PyTrace_CALL && what != PyTrace_C_CALL;
     t->ccall_frame = what == PyTrace_C_CALL ? frame : NULL;
     switch (what) {

@@ -374,6 +374,7 @@ typedef struct gr_recorder {
                                    PyGreenlet_GetParent (greenlet 2.0+: entry
                                    11 of the table), or NULL (then the `parent`
                                    attribute is read): gr_greenlet_parent */
+        PyTypeObject *type;     /* greenlet.greenlet (entry 0 of the C API), or NULL */
         PyObject *str_parent, *str_dead, *str_gr_frame, *str_switch, *str_throw;
         PyTypeObject *dead_type; /* the type whose C getter answers `dead`
                                    (greenlet.greenlet), found at first use
@@ -865,8 +866,8 @@ int gr_susp_holds(void *ctx, uintptr_t frame, uint32_t slot);
  * event's frame.  frame, what: as given to the profile function; ts: the
  * calling thread's state (PyThreadState_GET(), borrowed), read once per
  * event by the caller; code: the event's code id. */
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts,
-                          uint32_t code);
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg,
+                          PyThreadState *ts, uint32_t code);
 
 /* Passive detection at a profile event: greenlet is asked only when the
  * thread's switch witness (compat.h) changed since it was last asked, so
@@ -874,7 +875,8 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
  * makes no greenlet API call (such a call also runs greenlet's deferred
  * cleanup of greenlets of other threads: greenlet's own leak tests see
  * it). */
-static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, uint32_t code)
+static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg,
+                                   uint32_t code)
 {
     PyThreadState *ts = gr_tstate_now();
     uint64_t v = gr_switch_witness(ts);
@@ -885,7 +887,7 @@ static inline void gr_switch_check(gr_recorder *r, gr_thread *t, PyFrameObject *
          * previous event: no greenlet ran unseen in between. */
         t->sw_direct = t->witness != GR_WITNESS_UNKNOWN && v == t->witness + 1;
         t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
-        gr_switch_check_slow(r, t, frame, what, ts, code);
+        gr_switch_check_slow(r, t, frame, what, arg, ts, code);
         t->sw_direct = 0;
     }
 }
@@ -898,6 +900,9 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g);
 /* Where gr_switch_seen is called from (its `seen`). */
 #define GR_SEEN_AT_EVENT 0   /* inside the profile callback, at the target's first event */
 #define GR_SEEN_AT_MARK 1    /* mark() or stop(): the tracing state is read directly */
+#define GR_SEEN_UNSEEN 3     /* passive mode, at the origin's C_RETURN/C_EXCEPTION of the
+                              * target's switch()/throw(): the target ran with no event
+                              * (state bit GR_SW_UNSEEN, its tracing state not known) */
 #define GR_SEEN_IN_TRACING 2 /* callback mode, in greenlet's callback for a switch made
                               * while the thread was inside a profile or trace function
                               * (tracing on before greenlet's guard): the target delivers

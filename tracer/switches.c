@@ -410,7 +410,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
     return written;
 }
 
-static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what);
+static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg);
 
 /* Whether the thread's witness, moved by exactly one since its previous
  * event (t->sw_direct), moved for a contextvars Context entered or left by
@@ -431,8 +431,8 @@ static int context_step(gr_recorder *r, gr_thread *t, int what, uint32_t code)
     return what == PyTrace_CALL && t->ccall_frame && t->last_c_call == id;
 }
 
-void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyThreadState *ts,
-                          uint32_t code)
+void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg,
+                          PyThreadState *ts, uint32_t code)
 {
     if (t->sw_direct && context_step(r, t, what, code))
         return;
@@ -444,14 +444,56 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
         if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0))
             return;
     }
-    switch_asked(r, t, frame, what);
+    switch_asked(r, t, frame, what, arg);
+}
+
+/* The greenlet issue 256 class where nothing at all is seen: a greenlet
+ * created while recording runs with tracing off, so not one event of it
+ * reaches the recorder, and passive mode never learns it ran.  What the
+ * origin sees: the C_RETURN (or C_EXCEPTION) of g.switch() or g.throw(),
+ * with the witness moved by more than one (something ran) and greenlet
+ * saying the origin still runs.  If g was never seen and is now suspended
+ * in a Python frame, Python code ran in it with no event: its frame
+ * (owned) is returned, else NULL.  Example: on the mut256 mutant,
+ * `greenlet.greenlet(child).switch()` where child switches back to its
+ * parent.  Only reads g (gr_frame, parent): nothing is installed. */
+static PyFrameObject *unseen_target(gr_recorder *r, gr_thread *t, PyObject *arg)
+{
+    if (!arg || !r->gl_api.type || !PyCFunction_Check(arg))
+        return NULL;
+    PyObject *g = PyCFunction_GET_SELF(arg);
+    if (!g || g == t->cur_g || !PyObject_TypeCheck(g, r->gl_api.type))
+        return NULL;
+    const char *name = ((PyCFunctionObject *)arg)->m_ml->ml_name;
+    if (!name || (strcmp(name, "switch") != 0 && strcmp(name, "throw") != 0))
+        return NULL;
+    if (gr_ptrmap_get(&r->ids.greenlets, (uintptr_t)g, 0) || gr_ptrmap_get(&r->gls.preexisting, (uintptr_t)g, 0))
+        return NULL; /* seen, or it had frames before the recording */
+    PyObject *parent = greenlet_parent(r, g);
+    PyObject *fr = parent && parent != Py_None ? PyObject_GetAttr(g, r->gl_api.str_gr_frame) : NULL;
+    Py_XDECREF(parent);
+    if (fr && !PyFrame_Check(fr))
+        Py_CLEAR(fr); /* None: not started, dead, or suspended in C code only */
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    return (PyFrameObject *)fr;
 }
 
 /* gr_switch_check_slow after the continued switch: ask greenlet which
- * greenlet runs on thread t and write the switch if it is not t->cur_g. */
-static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what)
+ * greenlet runs on thread t and write the switch if it is not t->cur_g
+ * (arg: the event's C function, for unseen_target). */
+static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
 {
     PyObject *g = gr_current_greenlet(r);
+    if (g && g == t->cur_g && !t->sw_direct && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION) &&
+        !r->sw.callback_mode) {
+        GR_EXC_SAVE(saved);
+        PyFrameObject *fr = unseen_target(r, t, arg);
+        if (fr) /* into it, then (below) back to g */
+            gr_switch_seen(r, t, PyCFunction_GET_SELF(arg), fr, GR_SEEN_UNSEEN, 0);
+        Py_XDECREF(fr);
+        GR_EXC_RESTORE(saved);
+    }
     if (g && g != t->cur_g) {
         GR_EXC_SAVE(saved); /* PyFrame_GetBack may allocate (3.11+) */
         PyFrameObject *top = frame;
@@ -506,7 +548,7 @@ int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg
     t->sw_direct = direct;
     if (!direct)
         t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
-    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
+    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL], arg);
     t->sw_direct = 0;
     gr_event_tail(r, t, frame, tag, arg, code, slot);
     return 0;
@@ -557,6 +599,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
                     int raising)
 {
     int at_mark = seen == GR_SEEN_AT_MARK, in_tracing = seen == GR_SEEN_IN_TRACING;
+    int unseen = seen == GR_SEEN_UNSEEN;
     GR_EXC_SAVE(saved);
     PyThreadState *ts = PyThreadState_Get();
     uint64_t t0 = r->samp.reg ? gr_now_ns() : 0;
@@ -637,6 +680,10 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
         flags |= GR_SW_REAL_STACK;
     uint64_t f[7] = {t->tid, og, tg, pg};
     switch_state(ts, at_mark, flags, f);
+    if (unseen) { /* the target's own tracing state is not known */
+        f[4] = (f[4] & ~(uint64_t)GR_SW_USE_TRACING_KNOWN) | GR_SW_UNSEEN;
+        f[5] = f[6] = 0;
+    }
 
     uint64_t wait = 0;
     int contended = 0;
@@ -661,7 +708,7 @@ void gr_switch_seen(gr_recorder *r, gr_thread *t, PyObject *g, PyFrameObject *to
     switch_instr(r, t, tg);
     if (dead)
         gr_emit_dead(r, og, t->tid);
-    if (at_mark || in_tracing)
+    if (at_mark || in_tracing || unseen)
         t->break_stamp = ++r->sw.stamp; /* the target ran without an event */
     /* Continued switches: a direct switch leaves the origin suspended in
      * the C call of its last event (above). */

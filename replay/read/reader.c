@@ -1520,3 +1520,21 @@ void gr_times_free(gr_times *tm)
     free(tm->codes);
     memset(tm, 0, sizeof *tm);
 }
+
+const char *gr_trace_meta(const gr_trace *t, const char *key, char *buf, size_t n)
+{
+    size_t kn = strlen(key);
+    for (size_t i = 0; i < t->nmetas; i++) {
+        size_t kl, vl;
+        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kl);
+        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vl);
+        if (!k || !v || kl != kn || memcmp(k, key, kn) != 0)
+            continue;
+        if (vl >= n)
+            vl = n - 1;
+        memcpy(buf, v, vl);
+        buf[vl] = '\0';
+        return buf;
+    }
+    return NULL;
+}

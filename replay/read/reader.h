@@ -291,6 +291,10 @@ static inline const uint32_t *gr_record_stack(const gr_trace *t, const gr_record
 /* String id -> bytes and length; NULL (and *len = 0) for an id out of range. */
 const uint8_t *gr_trace_string(const gr_trace *t, uint64_t id, size_t *len);
 
+/* The value of the first META `key` as a NUL-terminated copy in buf (at
+ * most n - 1 bytes kept), or NULL without one. */
+const char *gr_trace_meta(const gr_trace *t, const char *key, char *buf, size_t n);
+
 /* Code id -> definition; NULL for an id out of range. */
 const gr_code *gr_trace_code(const gr_trace *t, uint64_t id);
 

@@ -310,7 +310,9 @@ static void switch_fields(gr_sb *sb, const gr_trace *t, const gr_record *r, cons
         PUT_LIT(sb, " cut");
     if (r->flags & GR_SW_CONTINUED)
         PUT_LIT(sb, " continued");
-    uint64_t rest = r->flags & ~UINT64_C(0x3ff);
+    if (r->flags & GR_SW_UNSEEN)
+        PUT_LIT(sb, " unseen");
+    uint64_t rest = r->flags & ~UINT64_C(0x7ff);
     if (rest) {
         PUT_LIT(sb, " flags=0x");
         put_hex(sb, rest);

@@ -531,6 +531,8 @@ static const struct {
                  "not announced by greenlet"},
     {"at_mark", "found at a mark() call"},
     {" new", "the first time that greenlet ran"},
+    {"unseen", "that greenlet ran without a single profile event; found when the call that "
+               "switched to it returned"},
     {"continued", "the greenlet resumed exactly where it was last seen, so its stack is the "
                   "one the records before give (none written)"},
     {"origin_dead", "the greenlet switched away from had finished"},
@@ -767,7 +769,7 @@ void gr_report_profilers(gr_sb *sb, const gr_trace *t, const gr_check_result *r,
         return;
     size_t missed = 0, foreign = 0;
     for (size_t i = 0; i < r->nprof; i++) {
-        missed += r->prof[i].missed != 0;
+        missed += r->prof[i].missed != 0 || r->prof[i].inside != 0;
         foreign += r->prof[i].foreign != 0;
     }
     gr_sb_printf(sb, "program profilers (attribution): %zu; %zu missed calls of their owner, "
@@ -787,9 +789,13 @@ void gr_report_profilers(gr_sb *sb, const gr_trace *t, const gr_check_result *r,
         if (a->chains)
             gr_sb_printf(sb, " chains P%" PRIu32, a->chains);
         gr_sb_printf(sb, ": installed %" PRIu64 "x, seen %" PRIu64 " (own %" PRIu64
-                         ", foreign %" PRIu64 "), missed %" PRIu64 "%s\n",
-                     a->intervals, a->seen, a->own, a->foreign, a->missed,
-                     a->missed || a->foreign ? "" : ": clean");
+                         ", foreign %" PRIu64 "), missed %" PRIu64,
+                     a->intervals, a->seen, a->own, a->foreign, a->missed);
+        if (a->inside) /* greenlets ran inside its own function: not counted */
+            gr_sb_printf(sb, " and more not known (greenlets ran inside its own function in "
+                             "%" PRIu64 " of its calls)",
+                         a->inside);
+        gr_sb_puts(sb, a->missed || a->foreign || a->inside ? "\n" : ": clean\n");
     }
     if (max && r->nprof > max)
         gr_sb_printf(sb, "  ... %zu more (--format json lists every one)\n", r->nprof - max);
@@ -850,6 +856,7 @@ json_t *gr_report_profilers_json(const gr_trace *t, const gr_check_result *r)
         json_object_set_new(o, "foreign", gr_json_u64(a->foreign));
         json_object_set_new(o, "missed", gr_json_u64(a->missed));
         json_object_set_new(o, "missed_uninstalled", gr_json_u64(a->missed_by_none));
+        json_object_set_new(o, "ran_greenlets_inside", gr_json_u64(a->inside));
         json_object_set_new(o, "own_functions", prof_fns_json(t, a->own_fn, a->nown_fn, NULL));
         json_object_set_new(o, "missed_functions",
                             prof_fns_json(t, a->missed_fn, a->nmissed_fn, "got_by"));

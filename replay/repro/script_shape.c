@@ -28,6 +28,8 @@ typedef struct pre_thread {
     uint64_t run_gid;   /* the greenlet its latest records name, */
     uint64_t run_last;  /* and the last of them: put in shape_maps.touch when
                            another greenlet's record comes (spilling) */
+    uint8_t prof_set;   /* the program's own profile function is installed
+                           (HOOK slot 1 set, until cleared) */
 } pre_thread;
 
 /* What the walk needs to know ahead of a record, gathered by one pass over
@@ -1778,6 +1780,12 @@ static void pre_feed(gr_shape *s, const gr_trace *t, const gr_record *r)
         th->late = 1;
     p->prev_thread = r->tag == GR_THREAD;
     p->prev_tid = r->tid;
+    /* A switch made inside the program's own profile function (callback
+     * mode: `tracing` 1 or more while it is installed): gr_shape.in_profile. */
+    if (r->tag == GR_HOOK && r->flags == GR_HOOK_PROFILE)
+        pt->prof_set = r->tracing == GR_HOOK_SET;
+    if ((r->tag == GR_SWITCH || r->tag == GR_THROW) && r->tracing && pt->prof_set && !s->in_profile)
+        s->in_profile = i + 1;
     pt->seen |= (uint8_t)(r->tag >= GR_CALL && r->tag <= GR_C_EXCEPTION ? 1
                           : r->tag == GR_MARK &&
                                   !(r->flags & (GR_MARK_PROFILE_OURS | GR_MARK_IN_CALLBACK))

@@ -256,6 +256,8 @@ typedef struct gr_shape {
                              launch frames below its <module> are left out
                              (launch.h), the script runs as a file */
     int uses_greenlet;    /* some gid is non-zero */
+    uint64_t in_profile;  /* 1 + index of the first SWITCH/THROW made inside the
+                             program's own profile function (callback mode), 0 none */
     gr_snote *notes;      /* in order of first occurrence */
     size_t nnotes, cap_notes;
     /* name numbering (anonymize) */

@@ -26,7 +26,15 @@
  *            greenlet before it installed itself: an APM-style chain);
  *            `own` of them by an owner, `foreign` by other greenlets;
  *   missed   Python calls of an owner while it was enabled but not
- *            delivered to it, and which profiler got them instead.
+ *            delivered to it, and which profiler got them instead;
+ *   inside   calls of its own function in which greenlets ran: CPython
+ *            runs a profile function with tracing on, so what a greenlet
+ *            switched to there runs unseen by every profile function, and
+ *            how many calls it missed there is not known (callback mode:
+ *            SWITCH/THROW records with `tracing` 1 or more while it was
+ *            installed, one per run of its function; passive mode: META
+ *            switches_in_profile_function, given to the profiler
+ *            installed at the first of them).
  *
  * One finding per profiler that missed calls and one per profiler that
  * saw foreign calls, folded into one when more than FOLD_AT profilers of
@@ -40,6 +48,7 @@
 #include "rule.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,11 +73,13 @@ typedef struct {
     uint32_t chains;
     uint64_t intervals, seen, own, foreign, missed, missed_by_none;
     uint64_t first_missed, fm_tid, fm_gid;
+    uint64_t inside, first_inside, fi_tid, fi_gid; /* see the top */
     uint64_t first_foreign, ff_tid, ff_gid;
-    size_t ctx[2][GR_CONTEXT_MAX]; /* context of the first missed and
-                            the first foreign call */
-    int nctx[2];
-    char *text[2][GR_CONTEXT_MAX]; /* their lines (streamed; owned) */
+    size_t ctx[3][GR_CONTEXT_MAX]; /* context of the first missed and
+                            the first foreign call, and of the first
+                            switch inside its function */
+    int nctx[3];
+    char *text[3][GR_CONTEXT_MAX]; /* their lines (streamed; owned) */
     fnstat *fn;
     size_t nfn, cap_fn;
     gr_idmap fnmap;      /* (code, 0) -> fn index */
@@ -82,7 +93,14 @@ typedef struct {
     int gp_valid;        /* the last sys.getprofile() C call here ... */
     uint64_t gp_gid;     /* ... its greenlet ... */
     uint32_t gp_prof;    /* ... and what was installed then */
+    int in_fn;           /* a switch made inside the installed profiler's
+                            function was counted, no CALL/C_CALL since */
 } thr;
+
+typedef struct {
+    uint64_t tid, index;
+    uint32_t installed;  /* after this HOOK */
+} hook_ent;
 
 typedef struct {
     uint32_t id;
@@ -93,7 +111,8 @@ typedef struct {
     prof *p;             /* by profiler id */
     size_t np;
     thr *th;
-    size_t nth;
+    size_t nth;          /* capacity of th (ck_slot) */
+    size_t nthr;         /* threads in thmap */
     gr_idmap thmap;      /* (tid, 0) -> th index */
     gr_idmap mainmap;    /* (gid, 0) -> 1: a main greenlet */
     open_ent *open;
@@ -103,6 +122,9 @@ typedef struct {
                             1 the program's, 2 greenreplay's own */
     size_t ngetprof;
     int widened;
+    hook_ent *hooks;     /* every change of a profile slot, in order: the
+                            profiler installed at a META's index */
+    size_t nhooks, cap_hooks;
 } st;
 
 static void *zalloc(size_t n)
@@ -126,10 +148,19 @@ static thr *thr_of(st *s, uint64_t tid)
 {
     size_t i;
     if (!gr_idmap_get(&s->thmap, tid, 0, &i)) {
-        i = s->nth;
+        /* the next index: s->nth is the array's capacity (ck_slot), not
+         * the count, and taking it doubled the array at each new thread */
+        i = s->nthr++;
         gr_idmap_put(&s->thmap, tid, 0, i);
     }
     return ck_slot((void **)&s->th, &s->nth, i, sizeof *s->th);
+}
+
+/* Thread tid's state if it has one already, else NULL. */
+static thr *thr_known(st *s, uint64_t tid)
+{
+    size_t i;
+    return gr_idmap_get(&s->thmap, tid, 0, &i) ? &s->th[i] : NULL;
 }
 
 static fnstat *fn_of(prof *p, uint32_t code)
@@ -220,6 +251,8 @@ static void on_hook(ck *c, st *s, const gr_record *r)
     int gp_valid = h->gp_valid;
     h->gp_valid = 0;
     uint32_t pid = r->target <= c->t->nprofilers ? (uint32_t)r->target : 0;
+    s->hooks = gr_xgrow(s->hooks, &s->cap_hooks, s->nhooks + 1, sizeof *s->hooks);
+    s->hooks[s->nhooks++] = (hook_ent){r->tid, r->index, r->tracing == GR_HOOK_SET ? pid : 0};
     if (r->tracing == GR_HOOK_SET) {
         uint32_t before = h->installed;
         h->installed = pid;
@@ -357,11 +390,68 @@ static void on_call(ck *c, st *s, const ck_event *e)
     }
 }
 
+/* Callback mode: a SWITCH/THROW made inside a profile or trace function
+ * (`tracing` 1 or more) while the program's profiler is installed on the
+ * thread; the first of a run of them (no CALL/C_CALL since) counts one
+ * call of its function. */
+static void on_switch_inside(ck *c, st *s, const ck_event *e)
+{
+    const gr_record *r = e->r;
+    thr *h = r->tracing ? thr_known(s, r->tid) : NULL;
+    if (!h || !h->installed || h->in_fn)
+        return;
+    h->in_fn = 1;
+    prof *p = prof_of(s, h->installed);
+    if (!p->inside) {
+        keep_ctx(c, p, 2, e);
+        p->first_inside = r->index + 1;
+        p->fi_tid = r->tid;
+        p->fi_gid = r->gid;
+    }
+    p->inside++;
+}
+
+/* Passive mode: META switches_in_profile_function ("N") and _first
+ * ("INDEX TID GID"), given to the profiler installed on that thread at
+ * INDEX. */
+static void inside_from_meta(ck *c, st *s)
+{
+    char count[32], first[128];
+    uint64_t n = 0, index = 0, tid = 0, gid = 0;
+    if (!ck_meta_value(c, "switches_in_profile_function", count, sizeof count) ||
+        sscanf(count, "%" SCNu64, &n) != 1 || !n ||
+        !ck_meta_value(c, "switches_in_profile_function_first", first, sizeof first) ||
+        sscanf(first, "%" SCNu64 " %" SCNu64 " %" SCNu64, &index, &tid, &gid) != 3)
+        return;
+    uint32_t pid = 0;
+    for (size_t k = 0; k < s->nhooks && s->hooks[k].index <= index; k++)
+        if (s->hooks[k].tid == tid)
+            pid = s->hooks[k].installed;
+    if (!pid || pid >= s->np || !s->p[pid].known || index >= gr_trace_count(c->t))
+        return;
+    prof *p = &s->p[pid];
+    if (!p->inside || index + 1 < p->first_inside) {
+        p->first_inside = index + 1;
+        p->fi_tid = tid;
+        p->fi_gid = gid;
+    }
+    p->inside += n;
+}
+
 static void on_record(ck *c, const ck_event *e)
 {
     const gr_record *r = e->r;
     st *s = state(c);
+    if (r->tag == GR_CALL || r->tag == GR_C_CALL) {
+        thr *h = thr_known(s, r->tid);
+        if (h)
+            h->in_fn = 0;
+    }
     switch (r->tag) {
+    case GR_SWITCH:
+    case GR_THROW:
+        on_switch_inside(c, s, e);
+        break;
     case GR_GREENLET:
         if (r->flags & GR_GL_MAIN)
             gr_idmap_put(&s->mainmap, r->gid, 0, 1);
@@ -620,11 +710,50 @@ static void findings(ck *c, st *s, int by)
     gr_idmap_free(&gmap);
 }
 
+/* One finding per profiler whose own function ran greenlets. */
+static void findings_inside(ck *c, st *s)
+{
+    for (uint32_t i = 1; i < s->np; i++) {
+        prof *p = &s->p[i];
+        if (!p->known || !p->inside)
+            continue;
+        gr_sb_printf(&c->msg, "P%" PRIu32 ", a ", i);
+        put_what(c, i, 0);
+        put_where(c, p);
+        gr_sb_printf(&c->msg, ", ran greenlets inside its own function in %" PRIu64 " of its calls: "
+                     "CPython runs a profile function with tracing on, so the Python calls ",
+                     p->inside);
+        put_owner(c, p);
+        gr_sb_puts(&c->msg, " made there reached no profile function; how many it missed is not known");
+        int from_meta = !p->nctx[2];
+        if (from_meta) { /* the event itself (the META is read at the end) */
+            p->ctx[2][0] = p->first_inside - 1;
+            p->nctx[2] = 1;
+        }
+        ck_violate_lines(c, GR_RULE_ATTRIBUTION, p->first_inside - 1, p->fi_tid, p->fi_gid, p->ctx[2],
+                         p->nctx[2], NULL, c->lines && !from_meta ? p->text[2] : NULL);
+        if (from_meta) {
+            /* Named the same way whether the trace is streamed or loaded
+             * (the report prints a context line given before the record). */
+            gr_violation *v = &c->res->v[c->res->nv - 1];
+            gr_sb sb;
+            gr_sb_init(&sb);
+            gr_sb_printf(&sb, "%6" PRIu64 " (the event the program's profile function ran for: "
+                              "META switches_in_profile_function_first)",
+                         p->first_inside - 1);
+            free(v->ctx_line[0]);
+            v->ctx_line[0] = gr_sb_take(&sb);
+        }
+        c->res->v[c->res->nv - 1].of_whole = 1; /* decided by the whole trace (split.h) */
+    }
+}
+
 static void finish(ck *c)
 {
     st *s = c->rule_state[GR_RULE_ATTRIBUTION];
     if (!s || c->split.no_end)
         return;
+    inside_from_meta(c, s);
     gr_check_result *res = c->res;
     for (uint32_t i = 1; i < s->np; i++) {
         const prof *p = &s->p[i];
@@ -651,6 +780,7 @@ static void finish(ck *c)
         a->foreign = p->foreign;
         a->missed = p->missed;
         a->missed_by_none = p->missed_by_none;
+        a->inside = p->inside;
         a->first_missed = p->first_missed;
         a->first_foreign = p->first_foreign;
         size_t mx = res->prof_fn_max ? res->prof_fn_max : GR_PROF_FN_MAX;
@@ -660,6 +790,7 @@ static void finish(ck *c)
     }
     findings(c, s, BY_MISSED);
     findings(c, s, BY_FOREIGN);
+    findings_inside(c, s);
 }
 
 static void release(ck *c)
@@ -670,6 +801,7 @@ static void release(ck *c)
     for (size_t i = 0; i < s->np; i++) {
         ck_free_lines(s->p[i].text[0]);
         ck_free_lines(s->p[i].text[1]);
+        ck_free_lines(s->p[i].text[2]);
         free(s->p[i].fn);
         gr_idmap_free(&s->p[i].fnmap);
     }
@@ -679,13 +811,14 @@ static void release(ck *c)
     gr_idmap_free(&s->mainmap);
     free(s->open);
     free(s->getprof);
+    free(s->hooks);
     free(s);
     c->rule_state[GR_RULE_ATTRIBUTION] = NULL;
 }
 
 const gr_rule_ops gr_rule_attribution = {
     .id = GR_RULE_ATTRIBUTION,
-    .kinds = GR_KIND(GR_HOOK) | GR_KIND(GR_GREENLET),
+    .kinds = GR_KIND(GR_HOOK) | GR_KIND(GR_GREENLET) | GR_KIND(GR_SWITCH) | GR_KIND(GR_THROW),
     .on_record = on_record,
     .finish = finish,
     .release = release,

@@ -452,6 +452,9 @@ static void switch_stack(ck *c, const ck_event *e)
     const gr_record *r = e->r;
     if (!(r->flags & GR_SW_REAL_STACK) || r->tracing != 0)
         return; /* no stack, or seen inside a callback */
+    if (r->flags & GR_SW_UNSEEN)
+        return; /* the target ran with no event at all: the propagation
+                   rule reports it, once */
     if (c->profile_off)
         return; /* start(profile=False): no profile events, no shadow to
                    compare with (shadow.c still reseeds from the stack) */

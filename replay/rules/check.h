@@ -217,6 +217,8 @@ typedef struct gr_prof_attr {
     uint64_t seen, own, foreign, missed; /* Python calls */
     uint64_t missed_by_none; /* of missed: while no program profiler was
                             installed */
+    uint64_t inside;     /* calls of its own function in which greenlets
+                            ran: what they missed there is not counted */
     uint64_t first_missed, first_foreign; /* record index + 1, 0 none */
     gr_prof_fn *own_fn, *missed_fn, *foreign_fn; /* owned, by count */
     size_t nown_fn, nmissed_fn, nforeign_fn;

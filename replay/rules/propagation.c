@@ -464,6 +464,20 @@ static void on_switch(ck *c, const gr_record *r, const ck_event *e, pthread *pt)
                      (r->flags & GR_SW_AT_MARK) ? "produces" : "will produce");
         ck_violate(c, GR_RULE_PROPAGATION, r, e->th, r->target);
         pt->prop_reported = 1;
+    } else if ((r->flags & GR_SW_UNSEEN) && (r->flags & GR_SW_PROFILE_OURS) && r->tracing == 0 &&
+               (r->flags & GR_SW_REAL_STACK) && r->depth > 0) {
+        /* Found from the origin's C_RETURN of switch()/throw(): the target
+         * ran Python code (it is suspended in a Python frame) and not one
+         * event of it was delivered. */
+        gr_sb_printf(&c->msg,
+                     "profiling is on for t%" PRIu64 " but g%" PRIu64 " ran Python code with no profile "
+                     "event at all: it was found suspended in ",
+                     r->tid, r->target);
+        ck_code_name(c, gr_record_stack(c->t, r)[r->depth - 1]);
+        gr_sb_printf(&c->msg, " when g%" PRIu64 "'s call that switched to it returned (greenlet issue 256 / "
+                              "CPython PR 25276 class)",
+                     r->gid);
+        ck_violate(c, GR_RULE_PROPAGATION, r, e->th, r->target);
     }
     if (st(c)->npred) {
         /* The origin left while its resumed frame, still innermost, had

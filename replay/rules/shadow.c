@@ -512,6 +512,12 @@ const char *ck_kind_name(const gr_record *r)
     return k ? k : "?";
 }
 
+/* gr_trace_meta of the trace checked (shadow.h). */
+const char *ck_meta_value(const ck *c, const char *key, char *buf, size_t n)
+{
+    return gr_trace_meta(c->t, key, buf, n);
+}
+
 void ck_code_name(ck *c, uint32_t code)
 {
     gr_dump_code(&c->msg, c->t, code);

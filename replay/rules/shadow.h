@@ -372,6 +372,10 @@ const char *ck_kind_name(const gr_record *r);
 /* Append code's name to c->msg. */
 void ck_code_name(ck *c, uint32_t code);
 
+/* The value of the first META `key` as a NUL-terminated copy in buf (at
+ * most n - 1 bytes kept), or NULL without one. */
+const char *ck_meta_value(const ck *c, const char *key, char *buf, size_t n);
+
 /* Append code ids (outermost first) as "a > b", eliding the middle of long
  * stacks; "-" when n == 0. */
 void ck_codes(ck *c, const uint32_t *ids, size_t n);

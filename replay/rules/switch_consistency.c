@@ -95,27 +95,6 @@ static void on_record(ck *c, const ck_event *e)
     }
 }
 
-/* The value of the first META `key` as a NUL-terminated copy in buf (at
- * most n - 1 bytes kept), or NULL without one. */
-static const char *meta_value(const ck *c, const char *key, char *buf, size_t n)
-{
-    const gr_trace *t = c->t;
-    size_t kn = strlen(key);
-    for (size_t i = 0; i < t->nmetas; i++) {
-        size_t kl, vl;
-        const uint8_t *k = gr_trace_string(t, t->metas[i].key, &kl);
-        const uint8_t *v = gr_trace_string(t, t->metas[i].value, &vl);
-        if (!k || !v || kl != kn || memcmp(k, key, kn) != 0)
-            continue;
-        if (vl >= n)
-            vl = n - 1;
-        memcpy(buf, v, vl);
-        buf[vl] = '\0';
-        return buf;
-    }
-    return NULL;
-}
-
 /* The self-check GREENREPLAY_VERIFY_CONTINUED=1 (docs/FORMAT.md §4): the
  * recorder asked greenlet at every continued switch and wrote at stop how
  * many it checked (META continued_verified), how many greenlet contradicted
@@ -126,12 +105,12 @@ static const char *meta_value(const ck *c, const char *key, char *buf, size_t n)
 static void finish(ck *c)
 {
     char count[32], verified[32], first[128];
-    if (!meta_value(c, "continued_mismatch", count, sizeof count) || strcmp(count, "0") == 0)
+    if (!ck_meta_value(c, "continued_mismatch", count, sizeof count) || strcmp(count, "0") == 0)
         return;
-    if (!meta_value(c, "continued_verified", verified, sizeof verified))
+    if (!ck_meta_value(c, "continued_verified", verified, sizeof verified))
         strcpy(verified, "?");
     uint64_t index = 0, tid = 0, wrote = 0, real = 0;
-    if (!meta_value(c, "continued_mismatch_first", first, sizeof first) ||
+    if (!ck_meta_value(c, "continued_mismatch_first", first, sizeof first) ||
         sscanf(first, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &index, &tid, &wrote, &real) != 4)
         index = tid = wrote = real = 0;
     gr_sb_printf(&c->msg,
@@ -155,10 +134,10 @@ static void finish(ck *c)
 static void report(ck *c)
 {
     char count[32], first[128];
-    if (c->split.no_end || !meta_value(c, "switches_in_profile_function", count, sizeof count))
+    if (c->split.no_end || !ck_meta_value(c, "switches_in_profile_function", count, sizeof count))
         return;
     uint64_t index = 0, tid = 0, gid = 0;
-    if (!meta_value(c, "switches_in_profile_function_first", first, sizeof first) ||
+    if (!ck_meta_value(c, "switches_in_profile_function_first", first, sizeof first) ||
         sscanf(first, "%" SCNu64 " %" SCNu64 " %" SCNu64, &index, &tid, &gid) != 3)
         index = tid = gid = 0;
     gr_sb_printf(&c->msg,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/record_modes.sh --python PY: `greenreplay record` on real
-# programs: -m module, a size cap, ring mode (and edit of a ring trace: its
-# GAP is kept), the flush signal.  One line per
+# programs: -m module, a size cap, ring mode (its program records survive
+# the STACK records written at exit; edit of a ring trace keeps its GAP),
+# the flush signal.  One line per
 # test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 PY=/usr/bin/python3
@@ -88,6 +89,28 @@ if [ "$n" -ge 1000 ] && [ "$n" -le 3000 ] && "$cli" dump "$work/ring.grt" | grep
 else
     bad "record --ring 1000: $n records, check exit $rc"; head -8 "$work/ring.check"
 fi
+
+# A ring smaller than the STACK records written at exit (3001 live
+# greenlets, --ring 1000): the program's last records stay in the ring
+# after them, so its check still checks events of the program (JSON
+# coverage program_events), and finds them clean.
+"$cli" record --ring 1000 -o "$work/ringp.grt" -- "$PY" "$here/programs/ring_many_parked.py" >/dev/null 2>&1
+"$cli" check --format json "$work/ringp.grt" >"$work/ringp.json" 2>/dev/null
+rc=$?
+got=$("$PY" - "$work/ringp.json" <<'PYEOF' 2>/dev/null
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+c = t["coverage"]
+print(c["program_events"], c["stacks_at_stop"], t["status"])
+PYEOF
+)
+set -- $got
+if [ $rc -eq 0 ] && [ "${1:-0}" -gt 0 ] && [ "${2:-0}" -ge 3001 ]; then
+    ok "record --ring 1000 with 3001 live greenlets at exit: $1 program events kept and checked, $2 STACK records"
+else
+    bad "record --ring 1000 with 3001 live greenlets at exit: check exit $rc, program events/STACKs/status '$got' (the ring holds no program record)"
+fi
+set --
 
 # edit keeps the ring's GAP: the ring trace without its first record (and
 # one more) counts the same records lost, in check's line and dump's.

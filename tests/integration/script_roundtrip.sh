@@ -36,6 +36,10 @@
 #                    it has more defs and its recording the same structure
 #   notes            script says what it cannot reproduce: a trace without
 #                    the SWITCH into a greenlet, and a two-thread trace
+#   refuse           a trace of greenlets run inside the program's own
+#                    profile function (programs/switch_in_profile.py),
+#                    passive and callback: script exits 2, names why, and
+#                    writes nothing
 #   diff             finds a dropped CALL (exit 1, a `-` line), rejects
 #                    traces of different format versions and corrupt ones
 #                    (exit 2, one line with file and offset); script too
@@ -442,6 +446,42 @@ test_notes() {
     fi
 }
 
+# --------------------------------------------------------------- refuse
+
+# Greenlets run inside the program's own profile function: no record says
+# what they ran (CPython runs it with tracing on), so script refuses with
+# the reason and writes nothing, in both switch modes (passive: META
+# switches_in_profile_function on 3.9-3.11, where the program's function
+# is chained; callback: the SWITCH records made there).  The same program
+# without that switch inside is scripted (the fixtures' roundtrips).
+test_refuse() {
+    local prog=tests/integration/programs/switch_in_profile.py reason mode
+    if ! reason=$(gr_missing_requirement "$GR_PY" "$ROOT/$prog"); then
+        skip "refuse: $reason"
+        return
+    fi
+    for mode in passive callback; do
+        local base=$WORK/sip-$mode want="switch was made inside the program's own profile function"
+        [ "$mode" = passive ] && want="greenlets ran inside the program's own profile function"
+        (cd "$ROOT" && timeout 300 "$GR_CLI" record --switches "$mode" --root "$ROOT" -o "$base.grt" -- \
+            "$GR_PY" "$prog") >"$base.log" 2>&1
+        if [ "$mode" = passive ] && ! "$GR_CLI" dump "$base.grt" | grep -q '^# switches_in_profile_function: '; then
+            skip "refuse ($mode): no META switches_in_profile_function here (3.12+: not counted)"
+            continue
+        fi
+        rm -f "$base.py"
+        "$GR_CLI" script -o "$base.py" "$base.grt" 2>"$base.err"
+        local rc=$?
+        if [ "$rc" -eq 2 ] && [ ! -e "$base.py" ] && grep -q "$want" "$base.err" &&
+            grep -q "nothing written" "$base.err"; then
+            pass "refuse ($mode): script exits 2, writes nothing, says why ($(cut -c1-100 "$base.err")...)"
+        else
+            fail "refuse ($mode): script exited $rc$([ -e "$base.py" ] && echo ', wrote a script')"
+            detail <"$base.err"
+        fi
+    done
+}
+
 # ---------------------------------------------------------------- diff
 
 test_diff() {
@@ -631,6 +671,7 @@ test_module_m_envs
 test_anonymize
 test_cache
 test_notes
+test_refuse
 test_diff
 test_ignore_file
 test_ignore

@@ -4,8 +4,9 @@ python3-greenlet ships) and write one line per test to a file:
     TEST_ID <TAB> OUTCOME <TAB> DETAIL
 
 OUTCOME is ok, fail, error, skip, xfail (expected failure) or xpass
-(unexpected success); DETAIL is the last line of the failure's traceback
-or the skip reason.  The full tracebacks go to OUT.details.  Used by
+(unexpected success); DETAIL is, for fail and error, the exception's type
+and the first line of its message ("AssertionError: 0 != 1"), which
+ci/peer.sh compares (tests/peer/classify.py), or the skip reason.  The full tracebacks go to OUT.details.  Used by
 ci/peer.sh, which runs it once unrecorded and once under
 `greenreplay record` and compares the two files (`make peer`).
 
@@ -32,7 +33,18 @@ class Recording(unittest.TextTestResult):
 
     def _row(self, test, outcome, detail=""):
         detail = (detail or "").strip().splitlines()
-        self.rows.append((test.id(), outcome, detail[-1] if detail else ""))
+        self.rows.append((test.id(), outcome, detail[0] if detail else ""))
+
+    @staticmethod
+    def _failure(err):
+        """The exception's type and the first line of its message."""
+        etype, value = err[0], err[1]
+        name = getattr(etype, "__qualname__", None) or getattr(etype, "__name__", "?")
+        try:
+            msg = str(value).strip().splitlines()
+        except Exception:  # a message that cannot be made: its type alone
+            msg = []
+        return "%s: %s" % (name, msg[0]) if msg else name
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -40,11 +52,11 @@ class Recording(unittest.TextTestResult):
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
-        self._row(test, "fail", self.failures[-1][1])
+        self._row(test, "fail", self._failure(err))
 
     def addError(self, test, err):
         super().addError(test, err)
-        self._row(test, "error", self.errors[-1][1])
+        self._row(test, "error", self._failure(err))
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)

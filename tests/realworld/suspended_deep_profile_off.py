@@ -9,10 +9,15 @@
 #   everything after it run unseen by any profiler. The program removed the
 #   profiler (displaced); the parked greenlet's frames, whatever greenlet
 #   reports of its chain, add no finding of their own.
+#   On the mutant mut256 (greenlet 1.1.0's issue-256 bug, passive mode) the
+#   new greenlet starts with tracing off, so the calls of level1 and level2
+#   run unseen while the profiler is still installed: a blind spot before
+#   the program removes it; a greenlet trace callback heals it.
 # modes: whole manual
 # needs: greenlet
 # quick: yes
 # expect: displaced
+# expect mutant=mut256 switches=passive: blind_spot displaced
 import sys
 
 import greenlet

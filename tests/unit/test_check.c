@@ -622,6 +622,98 @@ static void test_dead_after_blind_spot_later_loss_flagged(void **state)
     end(&f);
 }
 
+/* The mut256 class where g2 delivers no event at all: g1's C_RETURN of
+ * switch() finds g2 (never seen) suspended in x.  The recorder writes a
+ * SWITCH into g2 flagged unseen with its real stack, then the SWITCH back
+ * to g1.  With python_frames, g2 ran x unseen: propagation, once (no
+ * blind_spot of the same loss).  Without, g2 is suspended in C code only
+ * (greenlet.greenlet(run=a C function)): nothing of Python ran, clean. */
+static void unseen_run_records(fx *f, int python_frames, uint64_t *sw_in)
+{
+    begin(f);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);                                  /* 4 */
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);                                     /* 5 */
+    const uint64_t fl = GR_SW_PROFILE_OURS | GR_SW_PROFILE_SET | GR_SW_INFERRED | GR_SW_NEW | GR_SW_UNSEEN;
+    if (python_frames)
+        *sw_in = tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, fl, 0, 0, 1, f->x); /* 6 */
+    else
+        *sw_in = tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, fl, 0, 0, 0);
+    tb_switch_stack(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED, 0, 1, 2, f->mod, f->main);
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+}
+
+static void unseen_run(fx *f, int python_frames, uint64_t *sw_in)
+{
+    unseen_run_records(f, python_frames, sw_in);
+    load_check(f, 0);
+}
+
+/* After the unseen run, g2 ends unseen and is freed: STOP has no STACK
+ * record for it.  x, re-seeded from the unseen switch, is that
+ * propagation finding's loss, no imbalance.  With later_call, g2 ran
+ * again with events: the call of y is open at STOP, an imbalance. */
+static uint64_t unseen_run_stop(fx *f, int later_call)
+{
+    uint64_t sw_in;
+    unseen_run_records(f, 1, &sw_in);
+    if (later_call) {
+        tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
+        tb_switch_stack(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_INFERRED, 0, 1, 1, f->x);
+        tb_ev(&f->b, GR_C_RETURN, 1, 2, f->sw);
+        tb_ev(&f->b, GR_CALL, 1, 2, f->y);
+        tb_ev(&f->b, GR_C_CALL, 1, 2, f->sw);
+        tb_switch_stack(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_INFERRED, 0, 1, 2, f->mod, f->main);
+        tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    }
+    tb_ev(&f->b, GR_C_CALL, 1, 1, f->stop);
+    uint64_t stop = tb_simple(&f->b, GR_STOP, 1, 1);
+    tb_stack(&f->b, 1, 1, GR_STACK_RUNNING, 2, f->mod, f->main);
+    load_check(f, 1);
+    return stop;
+}
+
+static void test_unseen_run_ended_unseen_one_finding(void **state)
+{
+    (void)state;
+    fx f;
+    unseen_run_stop(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_unseen_run_later_call_open_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t stop = unseen_run_stop(&f, 1);
+    expect(&f, GR_RULE_IMBALANCE, stop, "g2 on t1 has 2 open shadow entries at STOP but no STACK record: y (seed.py:30) > greenlet.switch");
+    assert_int_equal(count(&f, GR_RULE_PROPAGATION), 1);
+    end(&f);
+}
+
+static void test_unseen_run_flagged(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t sw_in;
+    unseen_run(&f, 1, &sw_in);
+    expect(&f, GR_RULE_PROPAGATION, sw_in, "g2 ran Python code with no profile event at all");
+    expect(&f, GR_RULE_PROPAGATION, sw_in, "suspended in x (seed.py:14)");
+    assert_int_equal(f.res.nv, 1);
+    end(&f);
+}
+
+static void test_unseen_run_in_c_only_clean(void **state)
+{
+    (void)state;
+    fx f;
+    uint64_t sw_in;
+    unseen_run(&f, 0, &sw_in);
+    expect_clean(&f);
+    end(&f);
+}
+
 /* A C call of g2 (yappi 1.0's start, which writes the thread state
  * directly) takes the profile slot over without the audit event; g2 runs
  * on unseen and dies.  The recorder finds the switch back to g1 at the
@@ -2538,6 +2630,113 @@ static uint64_t requests(fx *f, int n, int interleave, uint32_t *prof)
     return first;
 }
 
+/* An APM-style profile function P1 (thread-wide: installed in g1) that
+ * switches to greenlet g2 from inside its own call at the CALL of x.
+ * how 0: the switch is an ordinary one, after P1's call (tracing 0): P1
+ * sees g2's call of y.  how 1: callback mode wrote the switches made
+ * inside P1's function (tracing 1).  how 2: passive mode saw none of them
+ * and wrote META switches_in_profile_function at stop.  Returns the CALL
+ * of x. */
+static uint64_t apm_switch(fx *f, int how)
+{
+    uint32_t sp = tb_c(&f->b, "sys.setprofile");
+    uint32_t pf = tb_py(&f->b, "apm", "seed.py", 40);
+    uint32_t p1 = tb_profiler(&f->b, GR_PROF_FUNCTION, 0, pf);
+    tb_ev(&f->b, GR_C_CALL, 1, 1, sp);
+    tb_hook_prof(&f->b, 1, 1, GR_HOOK_SET, GR_HOOK_CHAINED, sp, p1, f->main);
+    tb_ev(&f->b, GR_C_RETURN, 1, 1, sp);
+    tb_greenlet(&f->b, 1, 2, 1, 0, 0);
+    uint64_t call = tb_ev(&f->b, GR_CALL, 1, 1, f->x);
+    if (how == 1) {
+        tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_NEW, 1, 1);
+        tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 1, 1);
+        tb_simple(&f->b, GR_DEAD, 1, 2);
+    }
+    tb_ev(&f->b, GR_RETURN, 1, 1, f->x);
+    if (how == 0) {
+        tb_ev(&f->b, GR_C_CALL, 1, 1, f->sw);
+        tb_switch(&f->b, GR_SWITCH, 1, 1, 2, 1, OURS_KNOWN | GR_SW_NEW, 0, 1);
+        tb_ev(&f->b, GR_CALL, 1, 2, f->y);
+        tb_ev(&f->b, GR_RETURN, 1, 2, f->y);
+        tb_switch(&f->b, GR_SWITCH, 1, 2, 1, 0, OURS_KNOWN | GR_SW_ORIGIN_DEAD, 0, 1);
+        tb_simple(&f->b, GR_DEAD, 1, 2);
+        tb_ev(&f->b, GR_C_RETURN, 1, 1, f->sw);
+    }
+    if (how == 2) {
+        char first[64];
+        snprintf(first, sizeof first, "%llu 1 1", (unsigned long long)call);
+        tb_meta(&f->b, "switches_in_profile_function", "1");
+        tb_meta(&f->b, "switches_in_profile_function_first", first);
+    }
+    load_check(f, 0);
+    return call;
+}
+
+static void test_attribution_switch_after_call_clean(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    apm_switch(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 0);
+    assert_int_equal(f.res.nprof, 1);
+    assert_int_equal(f.res.prof[0].inside, 0);
+    assert_int_equal(f.res.prof[0].missed, 0);
+    end(&f);
+}
+
+static void test_attribution_switch_inside_flagged(void **state)
+{
+    (void)state;
+    for (int how = 1; how <= 2; how++) {
+        fx f;
+        begin(&f);
+        uint64_t call = apm_switch(&f, how);
+        assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 1);
+        expect(&f, GR_RULE_ATTRIBUTION, how == 1 ? call + 1 : call,
+               "ran greenlets inside its own function in 1 of its calls");
+        assert_int_equal(f.res.nprof, 1);
+        assert_int_equal(f.res.prof[0].inside, 1);
+        end(&f);
+    }
+}
+
+/* 200 threads, each installing and removing its own profile function
+ * around a call: every profiler listed, each with its call, no finding.
+ * (The rule's per-thread table once took its capacity for the next
+ * thread's index and doubled at each new thread: this ran out of
+ * memory.) */
+static void test_attribution_many_threads(void **state)
+{
+    (void)state;
+    fx f;
+    begin(&f);
+    uint32_t sp = tb_c(&f.b, "sys.setprofile");
+    uint32_t pf = tb_py(&f.b, "prof", "seed.py", 40);
+    uint32_t p[200];
+    for (int k = 0; k < 200; k++)
+        p[k] = tb_profiler(&f.b, GR_PROF_FUNCTION, 0, pf);
+    for (int k = 0; k < 200; k++) {
+        uint64_t tid = 2 + (uint64_t)k, gid = 2 + (uint64_t)k;
+        tb_thread(&f.b, tid);
+        tb_greenlet(&f.b, tid, gid, 0, GR_GL_MAIN, 0);
+        tb_ev(&f.b, GR_C_CALL, tid, gid, sp);
+        tb_hook_prof(&f.b, tid, gid, GR_HOOK_SET, GR_HOOK_CHAINED, sp, p[k], f.main);
+        tb_ev(&f.b, GR_C_RETURN, tid, gid, sp);
+        tb_ev(&f.b, GR_CALL, tid, gid, f.x);
+        tb_ev(&f.b, GR_RETURN, tid, gid, f.x);
+        tb_ev(&f.b, GR_C_CALL, tid, gid, sp);
+        tb_hook_prof(&f.b, tid, gid, GR_HOOK_RESTORED, GR_HOOK_SUBJECT_ON, sp, p[k], f.main);
+        tb_ev(&f.b, GR_C_RETURN, tid, gid, sp);
+    }
+    load_check(&f, 0);
+    assert_int_equal(count(&f, GR_RULE_ATTRIBUTION), 0);
+    assert_int_equal(f.res.nprof, 200);
+    for (int k = 0; k < 200; k++)
+        assert_int_equal(f.res.prof[k].own, 1);
+    end(&f);
+}
+
 /* passing: each request's profiler enabled and disabled around its own
  * work, nothing switching in between: no finding, and every profiler is
  * listed with what it saw */
@@ -3038,6 +3237,13 @@ int main(void)
         cmocka_unit_test(test_dead_in_unseen_takeover_is_displaced),
         cmocka_unit_test(test_dead_before_takeover_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_one_finding),
+        cmocka_unit_test(test_unseen_run_flagged),
+        cmocka_unit_test(test_unseen_run_in_c_only_clean),
+        cmocka_unit_test(test_attribution_switch_after_call_clean),
+        cmocka_unit_test(test_attribution_switch_inside_flagged),
+        cmocka_unit_test(test_attribution_many_threads),
+        cmocka_unit_test(test_unseen_run_ended_unseen_one_finding),
+        cmocka_unit_test(test_unseen_run_later_call_open_flagged),
         cmocka_unit_test(test_dead_after_blind_spot_later_loss_flagged),
         cmocka_unit_test(test_open_at_stop_matches),
         cmocka_unit_test(test_open_at_stop_differs),

@@ -47,7 +47,7 @@ static void build(tb *b)
     tb_ev(b, GR_C_EXCEPTION, 1, 2, mk);
     tb_ev(b, GR_RETURN, 1, 2, x);
     tb_switch(b, GR_THROW, 1, 2, 1, 0, GR_SW_PROFILE_SET | GR_SW_ORIGIN_DEAD, 1, 0);
-    tb_switch(b, GR_SWITCH, 1, 1, 3, 0, 0x400, 0, 0);
+    tb_switch(b, GR_SWITCH, 1, 1, 3, 0, 0x800, 0, 0);
     tb_simple(b, GR_DEAD, 1, 2);
     tb_simple(b, GR_STOP, 1, 1);
     tb_stack(b, 1, 1, GR_STACK_RUNNING, 2, mod, x);
@@ -74,7 +74,7 @@ static const char golden[] =
     "     9 C_EXCEPTION t1 g2 greenreplay.mark\n"
     "    10 RETURN      t1 g2 x (seed.py:14)\n"
     "    11 THROW       t1 g2->g1 parent=none prof=other tracing=1 use_tracing=n/a origin_dead\n"
-    "    12 SWITCH      t1 g1->g3 parent=none prof=none tracing=0 use_tracing=n/a flags=0x400\n"
+    "    12 SWITCH      t1 g1->g3 parent=none prof=none tracing=0 use_tracing=n/a flags=0x800\n"
     "    13 DEAD        t1 g2\n"
     "    14 STOP        t1 g1\n"
     "    15 STACK       t1 g1 flags=running depth=2 stack=<module> (seed.py:1) > x (seed.py:14)\n"

@@ -227,7 +227,8 @@ def start(path=None, *, root=None, times=None, chunk=0, sampler=None,
         (reason size-cap).  Default GREENREPLAY_MAX_SIZE, else no cap.
     ring: keep only the last `ring` records in memory (at least that many:
         whole chunks are kept) and write the file at stop() and flush(), for
-        long-running services.  Default GREENREPLAY_RING, else off.
+        long-running services; the records of stop() (a STACK per live
+        greenlet) come after them.  Default GREENREPLAY_RING, else off.
     flush_signal: a signal ("USR1", "SIGUSR2" or a number) on which the trace
         is flushed without stopping (in ring mode: written from memory).  The
         program's own handler for it, if any, still runs after.  Main thread
