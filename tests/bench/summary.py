@@ -68,6 +68,7 @@ GOALS = [
     (5, "diff/2-rate", "the same, records per second", "replay"),
     (5, "script-mem", "`script` peak memory, under a 1 GB address-space cap", "replay"),
     (5, "script-rate", "`script` records per second", "replay"),
+    (5, "dump-rate", "`dump` to /dev/null, records per second", "replay"),
     (6, "peer-size", "greenlet's own test suite recorded whole-program in file mode, trace size",
         "peer"),
 ]
@@ -82,9 +83,11 @@ def read_run(logdir):
             for line in f:
                 k, _, v = line.rstrip("\n").partition("\t")
                 meta[k] = v
-    for fn in sorted(os.listdir(logdir)):
-        if not fn.endswith(".log"):
-            continue
+    def started(fn):  # the parts in the order they ran: PART.cmd is written first
+        cmd = os.path.join(logdir, fn[:-4] + ".cmd")
+        return (os.path.getmtime(cmd) if os.path.exists(cmd) else 0, fn)
+
+    for fn in sorted((f for f in os.listdir(logdir) if f.endswith(".log")), key=started):
         part = fn[:-4]
         p = {"goals": []}
         for key in ("cmd", "rc", "sec"):
