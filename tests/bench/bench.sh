@@ -59,7 +59,8 @@ t0=$(date +%s)
     else
         printf 'mode\tfull run\n'
     fi
-    printf 'command\t%s\n' "make bench${quick:+ BENCH_QUICK=1} (tests/bench/bench.sh --python $PY --events $EVENTS${quick:+ --quick})"
+    printf 'command\t%s\n' "make bench${quick:+ BENCH_QUICK=1}"
+    printf 'script\t%s\n' "tests/bench/bench.sh --python $PY --events $EVENTS${quick:+ --quick}"
     printf 'load_start\t%s\n' "$(loadavg)"
     printf 'cpu\t%s\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)"
     printf 'cpus\t%s\n' "$(nproc)"

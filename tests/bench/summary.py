@@ -125,7 +125,8 @@ def render(meta, parts, bad):
         meta.get("commit", "?"), meta.get("date", "?"), meta.get("mode", "?"), meta.get("total", "?")))
     out.append("Host: %s, %s CPUs; load average (1, 5, 15 min) %s at the start, %s at the end." % (
         meta.get("cpu", "?"), meta.get("cpus", "?"), meta.get("load_start", "?"), meta.get("load_end", "?")))
-    out.append("%s. Command: `%s`." % (meta.get("versions", "?"), meta.get("command", "make bench")))
+    out.append("%s. Command: `%s` (`%s`)." % (meta.get("versions", "?"), meta.get("command", "make bench"),
+                                               meta.get("script", "tests/bench/bench.sh")))
     out.append("")
     out.append("| # | goal | figure | target | verdict | note | command |")
     out.append("|---|---|---|---|---|---|---|")
