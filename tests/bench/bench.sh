@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
         --python) PY=$2; shift 2 ;;
         --events) EVENTS=$2; shift 2 ;;
         --quick) quick=1; shift ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
     esac
 done
