@@ -45,7 +45,7 @@ DEBUG_PYTHON ?= /usr/bin/python3.11d
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all cli ext deps setup check sizes demo test unit recorder-test integration integration-debug valgrind tsan helgrind bench stall clean help \
+.PHONY: all cli ext deps setup check sizes demo test unit recorder-test integration integration-debug valgrind tsan helgrind bench bench-doc stall clean help \
         install uninstall \
         matrix matrix-golden matrix-screenshot browser-test mutants peer fuzz fuzz-build asan profilers scale \
         transparency peer-full realworld
@@ -98,14 +98,17 @@ help:
 	@echo "  make tsan         the registry, sample-ring and sampler race tests (test_registry,"
 	@echo "                    test_handoff, test_sampler) under ThreadSanitizer"
 	@echo "  make helgrind     the registry race test (test_registry) under valgrind's helgrind"
-	@echo "  make bench        recorder cost per profile event, trace sizes, the writer's cost, the"
-	@echo "                    switch-path and sampler benchmarks (tests/bench/run.sh); four workloads"
-	@echo "                    under no profiler, the empty C one, greenreplay, cProfile, yappi and"
-	@echo "                    coverage, instructions and wall time, with the goals (callgrind;"
-	@echo "                    tests/bench/side_by_side.py, --quick for a fast look); the replayer's"
-	@echo "                    check/stats/dump peak memory and events/s on a BENCH_EVENTS-record"
+	@echo "  make bench        every performance goal from one run (tests/bench/bench.sh): recorder"
+	@echo "                    cost per profile event, trace sizes, the writer's cost, the switch-path"
+	@echo "                    and sampler benchmarks (tests/bench/run.sh); four workloads under no"
+	@echo "                    profiler, the empty C one, greenreplay, cProfile, yappi and coverage"
+	@echo "                    (tests/bench/side_by_side.py); instructions per event and per switch"
+	@echo "                    (tests/bench/instr_cost.sh); the replayer on a BENCH_EVENTS-record"
 	@echo "                    synthetic trace (default 100000000, cached in ~/.cache/greenreplay/bench;"
-	@echo "                    tests/bench/replay_cost.sh); prints figures"
+	@echo "                    tests/bench/replay_cost.sh); greenlet's suite recorded (peer_size.sh);"
+	@echo "                    then the goals' table in build/bench/summary.md (25 min on 2 CPUs"
+	@echo "                    at load average 5 to 9; BENCH_QUICK=1 for a smaller look)"
+	@echo "  make bench-doc    paste build/bench/summary.md into docs/PERFORMANCE.md between its markers"
 	@echo "  make stall        sampler stall benchmark: every mode, N=0/2000, 5 runs x 200 samples,"
 	@echo "                    check --stall verdicts, paired ratios (ci/stall.sh; ~9 min loaded);"
 	@echo "                    then greenreplay stall's black-box verdicts (about 1 min)"
@@ -149,7 +152,7 @@ help:
 	@echo "  PEER_ARGS='...' options of ci/peer.sh (e.g. --env trixie-3.13, --full),"
 	@echo "  PROFILERS_ARGS='...' options of ci/profilers.sh (e.g. --quick, --profilers yappi),"
 	@echo "  SCALE_ARGS='...' options of ci/scale.sh, FUZZ_SECONDS=N (make fuzz),"
-	@echo "  BENCH_EVENTS=N (make bench), CHECK_JOBS=N (make check), PREFIX=dir and DESTDIR=dir"
+	@echo "  BENCH_EVENTS=N and BENCH_QUICK=1 (make bench), CHECK_JOBS=N (make check), PREFIX=dir and DESTDIR=dir"
 	@echo "  (make install)"
 	@echo "  REALWORLD_ARGS='...' options of tests/realworld/run.py (--quick, --only NAME, --host-only)"
 
@@ -267,6 +270,7 @@ demo: deps
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	python3 tests/bench/summary.py --self-test
 
 # The recorder's behaviour in pytest (tests/recorder/, Debian's
 # python3-pytest): each test records in process through
@@ -336,10 +340,15 @@ $(BUILD)/bench/gentrace: tests/bench/gentrace.c $(REPLAY_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LDLIBS)
 
+# make bench: every part's figures, then the goals from that one run in
+# $(BUILD)/bench/summary.md (tests/bench/bench.sh --help); make bench-doc
+# pastes that table into docs/PERFORMANCE.md.
+BENCH_QUICK ?=
 bench: all $(BUILD)/bench/gentrace
-	tests/bench/run.sh --python $(PYTHON)
-	BUILD=$(BUILD) $(PYTHON) tests/bench/side_by_side.py
-	tests/bench/replay_cost.sh --events $(BENCH_EVENTS)
+	BUILD=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) tests/bench/bench.sh --python $(PYTHON) --events $(BENCH_EVENTS)
+
+bench-doc:
+	python3 tests/bench/summary.py --paste $(BUILD)/bench/summary.md docs/PERFORMANCE.md
 
 # The transparency oracle, full set (tests/transparency/run.py --help).
 TRANSPARENCY_ARGS ?=

@@ -124,12 +124,26 @@ table() {
             case "$m" in passive) zown="${zown}+$((b - a))" ;; plain) zown="${zown}-$((b - a))" ;; esac
         fi
         echo "| $m | $per | $over | $rel | $own |"
+        [ "$m" != passive ] || [ -z "$rel" ] || goal_line "$w" "$unit" "$num" "$empty" "$own"
     done
     case "$zdiff" in
         *+*-*|*-*+*)
             awk -v d="$(( zdiff ))" -v o="$(( zown ))" -v n="$work" -v u="$unit" 'BEGIN {
                 printf "chunk compression (zstd level 1), passive less plain: %.2f instructions per %s in the whole process, %.2f inside the profile function (goal: measured and printed)\n", d / n, u, o / n }' ;;
     esac
+}
+
+# goal_line WORKLOAD UNIT PASSIVE EMPTY OWN: the GOAL line of the passive
+# recorder against the empty function (tests/bench/goal.py): per event
+# over no profiler, or the whole switch; kept in $goals, printed at the end.
+goals=""
+goal_line() {
+    local limit=1.15
+    [ "$1" = pool ] && limit=1.20
+    goals+=$(awk -v w="$1" -v u="$2" -v p="$3" -v e="$4" -v o="$5" -v l="$limit" 'BEGIN {
+        printf "GOAL\t%s-instr\t%.2fx\t<= %.2fx\t%s\t%d against %d instructions per %s%s; %s inside the profile function\n",
+            (w == "profile" ? "call-heavy" : w == "switch" ? "ping-pong" : w), p / e, l,
+            (p / e <= l ? "met" : "missed"), p, e, u, (u == "event" ? " over no profiler" : ""), o }')$'\n'
 }
 
 echo "instruction counts: $("$PY" -c 'import sys, platform; print("Python", platform.python_version(), sys.executable)'), callgrind"
@@ -153,3 +167,4 @@ for w in $only; do
     esac
 done
 rm -f "$out/trace.grt" "$out/trace.grt.times" "$out/e1" "$out/e2"
+[ -z "$goals" ] || printf '\n%s' "$goals"

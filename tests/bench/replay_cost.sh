@@ -95,6 +95,18 @@ line() { # NAME GOAL_MB GOAL_MEVS wall cpu kb
             print (w ? \"met\" : c ? \"missed in wall time, met in CPU time (load average $(load))\" : \"missed\") }"))"
     printf '  %-6s peak %7.1f MB%s  %6.1f M events/s (wall %.2f s; %.1f M/s of CPU, %.2f s)%s\n' \
         "$name" "$mb" "$mem_goal" "$rate" "$wall" "$crate" "$cpu" "$rate_goal"
+    goal_lines "$name" "$mb" "$goal_mb" "$rate" "$crate" "$goal_rate"
+}
+# goal_lines NAME MB GOAL_MB RATE CPU_RATE GOAL_RATE: the GOAL lines of
+# tests/bench/goal.py, kept in $goals and printed at the end; a rate is
+# judged in wall time.
+goals=""
+goal_lines() {
+    [ "$3" = - ] || goals+=$(awk -v n="$1" -v m="$2" -v g="$3" -v r="$records" 'BEGIN {
+        printf "GOAL\t%s-mem\t%.1f MB\t< %d MB\t%s\tpeak RSS, %d records\n", n, m, g, (m < g ? "met" : "missed"), r }')$'\n'
+    [ "$6" = - ] || goals+=$(awk -v n="$1" -v w="$4" -v c="$5" -v g="$6" -v l="$(load)" 'BEGIN {
+        printf "GOAL\t%s-rate\t%.1f M records/s\t>= %d M/s\t%s\twall time; %.1f M/s of CPU time%s; load average %s\n",
+            n, w, g, (w >= g ? "met" : "missed"), c, (w < g && c >= g ? " (met in CPU time)" : ""), l }')$'\n'
 }
 read -r w c k < <(measure "$CLI" check "$trace")
 line check 300 100 "$w" "$c" "$k"
@@ -125,7 +137,17 @@ read -r w c k < <(measure bash -c 'ulimit -v 1000000 && exec "$0" script -q -o /
     "$CLI" "$trace" || echo "- - -")
 if [ "$w" = - ]; then
     echo "  script did not complete under a 1 GB address-space cap (goal: it does): missed"
+    goals+=$(printf 'GOAL\tscript-mem\tdid not complete\t< 300 MB, under a 1 GB cap\tmissed\t')$'\n'
 else
     line script 300 10 "$w" "$c" "$k"
     echo "  script completed under a 1 GB address-space cap (goal: it does): met"
 fi
+# stats is bounded by the live greenlets when its peak memory stays flat
+# from the first half of the trace (about half the greenlets ever seen,
+# the same live ones) to the whole (goal: at most 1.25x).
+read -r w c k2 < <(measure "$CLI" stats "$half")
+read -r w c k < <(measure "$CLI" stats "$trace")
+awk -v a="$k2" -v b="$k" 'BEGIN {
+    printf "  stats  peak %.1f MB on the whole trace, %.1f MB on its first half: %.2fx (goal: bounded by the live greenlets, <= 1.25x)\n", b / 1024, a / 1024, b / a
+    printf "GOAL\tstats-bounded\t%.2fx (%.1f against %.1f MB)\t<= 1.25x\t%s\twhole trace against its first half: the same live greenlets, twice those ever seen\n", b / a, b / 1024, a / 1024, (b <= 1.25 * a ? "met" : "missed") }'
+printf '\n%s' "$goals"

@@ -43,8 +43,9 @@ echo
 ${CC:-cc} -O2 -I"$top/tracer" -I"$top/replay/read" -I"$top/replay/util" -o "$out/encode_cost" "$here/encode_cost.c" \
     "$top/replay/read/reader.c" "$top/replay/util/text.c" "$top/tracer/format.c" "$top/tracer/writer.c" \
     -lz -lzstd
-for t in "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"; do
-    [ -f "$t" ] && "$out/encode_cost" "$t" && echo
+# NAME: the GOAL line's (tests/bench/goal.py).
+for t in "call-heavy:$out/bench-profile-cost.grt" "switch-heavy:$out/bench-switch-heavy.grt"; do
+    [ -f "${t#*:}" ] && "$out/encode_cost" "${t#*:}" 20 "${t%%:*}" && echo
 done
 rm -f "$out/bench-profile-cost.grt" "$out/bench-switch-heavy.grt"
 if "$PY" -c 'import greenlet' 2>/dev/null; then

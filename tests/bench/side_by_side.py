@@ -63,6 +63,8 @@ import sysconfig
 import tempfile
 import time
 
+from goal import goal
+
 here = os.path.dirname(os.path.abspath(__file__))
 top = os.path.dirname(os.path.dirname(here))
 sys.path.insert(0, here)
@@ -339,6 +341,13 @@ def verdict(ok):
     return "**met**" if ok else "**missed**"
 
 
+def load_note(loads):
+    """The load averages of the wall rounds, for a GOAL line's note."""
+    return "%s host, load average %s on %d CPUs" % ("loaded" if max(loads) > 1 else "quiet",
+                                                    "-".join("%.1f" % x for x in (min(loads), max(loads))),
+                                                    os.cpu_count() or 0)
+
+
 def report(workloads, instr, units, wall, loads, sizes, rounds):
     def ratio(w, p):
         return instr[(w, p)]["Ir"] / instr[(w, "none")]["Ir"]
@@ -379,6 +388,11 @@ def report(workloads, instr, units, wall, loads, sizes, rounds):
             print("- call-heavy, greenreplay's instructions per event over no profiler against the empty "
                   "function's: %.2fx (%.0f against %.0f); goal <= 1.3x: %s; stretch goal <= 1.15x: %s"
                   % (r, gr - no, em - no, verdict(r <= 1.3), verdict(r <= 1.15)))
+            gw, ew = wall[(w, "greenreplay")][0], wall[(w, "empty")][0]
+            rw = (gw - 1) / (ew - 1) if ew > 1 else float("inf")
+            goal("call-heavy-wall", "%.2fx" % rw, "<= 1.15x", rw <= 1.15,
+                 "wall over no profiler %.2fx against the empty function's %.2fx; best of %d rounds; %s"
+                 % (gw, ew, rounds, load_note(loads)))
         elif w == "ping-pong":
             r = gr / em
             print("- ping-pong, greenreplay's whole switch against the empty function's, in instructions: "
@@ -390,10 +404,16 @@ def report(workloads, instr, units, wall, loads, sizes, rounds):
                   "(%s host); %s. In instructions: %.2fx against %.2fx: %s"
                   % (w, gw, cw, "loaded" if max(loads) > 1 else "quiet", verdict(gw <= cw),
                      gr / no, cp / no, verdict(gr <= cp)))
+            goal("%s-wall" % w, "%.2fx against cProfile's %.2fx" % (gw, cw), "<= cProfile's", gw <= cw,
+                 "wall over no profiler, best of %d rounds; %s; in instructions %.2fx against %.2fx"
+                 % (rounds, load_note(loads), gr / no, cp / no))
             gm, em1 = instr[(w, "greenreplay")]["I1mr"], instr[(w, "empty")]["I1mr"]
             print("- %s, L1 instruction-cache misses per event, greenreplay against the empty function: "
                   "%.2fx (%.3f against %.3f; no profiler %.3f); goal <= 2x: %s"
                   % (w, gm / em1, gm, em1, instr[(w, "none")]["I1mr"], verdict(gm <= 2 * em1)))
+            goal("%s-i1" % w, "%.2fx (%.1f against %.1f per event)" % (gm / em1, gm, em1), "<= 2x",
+                 gm <= 2 * em1, "L1 instruction-cache misses per event (callgrind --cache-sim=yes); "
+                 "no profiler %.1f, cProfile %.1f" % (instr[(w, "none")]["I1mr"], instr[(w, "cProfile")]["I1mr"]))
 
 
 def main():

@@ -28,6 +28,7 @@ import time
 import greenlet
 
 import greenreplay
+from goal import goal as goal_line
 
 MODES = ["two-phase", "hold-lock", "seqlock"]
 
@@ -144,7 +145,15 @@ def main():
         med = statistics.median(x / e for x, e in zip(times[kind], times["empty"])) if base else None
         print("| %s | %.0f | %s | %s | %s |" % (label, v, "%.2f" % (v / base) if base else "n/a",
                                               "%.2f" % med if med else "n/a", goal))
+        if kind == "passive" and base:  # its GOAL line after the table
+            ping_pong = ("ping-pong-timed", "%.2fx" % (v / base), "<= 1.15x", v / base <= 1.15,
+                         "%.0f against %.0f ns per switch (bare switch %.0f); median of the rounds' ratios %.2f; "
+                         "the thread's %s time, best of %d rounds" % (v, base, bare, med, "CPU" if a.clock == "cpu"
+                                                                      else "wall", a.rounds))
     print()
+    if base:
+        goal_line(*ping_pong)
+        print()
 
     configs = [("no tracer", None),
                ("C switch callback (recording switches)", dict(profile=False)),

@@ -31,6 +31,8 @@ import tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 
+from goal import goal as goal_line  # noqa: E402
+
 GOAL = 0.1  # bytes per event, compressed chunks
 
 
@@ -113,6 +115,7 @@ def main():
           "smaller by | compressed reruns |")
     print("|---|---:|---:|---:|---|---:|---|")
     small = None
+    reruns, goals = [], []  # the GOAL lines go after the table
     for w, size, needs in work:
         label = names[w] % size
         if needs and not available(needs):
@@ -130,6 +133,8 @@ def main():
         per = z1 / max(n, 1)
         if w != "many-greenlets":
             goal = "<= %.1f: **%s**" % (GOAL, "met" if per <= GOAL else "missed")
+            goals.append(("size-" + w, "%.4f bytes per event" % per, "<= %.1f" % GOAL, per <= GOAL,
+                          "%d events; uncompressed %.3f" % (n, plain / max(m, 1))))
         elif small is None:
             goal = "bounded as ids grow: the next row"
             small = per
@@ -138,11 +143,23 @@ def main():
             # before compression; bounded means at most 1.5x the bytes.
             goal = "bounded (<= 1.5x the row above): **%s**, %.2fx" % (
                 "met" if per <= 1.5 * small else "missed", per / small)
+            goals.append(("size-ids", "%.2fx (%.3f against %.3f bytes per event)" % (per / small, per, small),
+                          "<= 1.5x at 10x the greenlets", per <= 1.5 * small,
+                          "%d and %d greenlets made, each run once; compressed" % (max(size // 10, 1), size)))
         print("| %s | %d | %.3f | %.4f | %s | %.0fx | %s |"
               % (label, n, plain / max(m, 1), per, goal, plain / max(z1, 1),
                  "byte-identical" if same and n == m else "DIFFER (%d and %d bytes)" % (z1, z2)))
+        reruns.append((w if w != "many-greenlets" else "%d greenlets" % size, same and n == m))
         for suffix in ("-z1.grt", "-z2.grt", "-plain.grt"):
             os.unlink(base + suffix)
+    print()
+    for g in goals:
+        goal_line(*g)
+    if reruns:
+        differ = [w for w, same in reruns if not same]
+        goal_line("size-reruns", "%d of %d byte-identical" % (len(reruns) - len(differ), len(reruns)),
+                  "byte-identical", not differ,
+                  "differ: " + ", ".join(differ) if differ else ", ".join(w for w, _ in reruns))
 
 
 if __name__ == "__main__":
