@@ -92,6 +92,17 @@ void gr_sb_putc(gr_sb *sb, char c)
     sb->s[sb->len] = '\0';
 }
 
+void gr_sb_putu(gr_sb *sb, uint64_t v)
+{
+    char d[20];
+    size_t n = 0;
+    do {
+        d[sizeof d - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    gr_sb_put(sb, d + sizeof d - n, n);
+}
+
 void gr_sb_vprintf(gr_sb *sb, const char *fmt, va_list ap)
 {
     va_list ap2;
