@@ -89,6 +89,17 @@ typedef struct keep_gen {
     size_t gen;           /* its index in gr_shape.gens, after the walk */
 } keep_gen;
 
+/* Where each frame or act slot of a greenlet being spilled goes in the
+ * spill file: by slot, its index there; the entry is the greenlet's only
+ * when the index leads back to the slot (slot[index] == slot), so that
+ * nothing needs clearing between greenlets. */
+typedef struct spill_local {
+    uint32_t *at;         /* [cap]: by slot, local index */
+    size_t cap;
+    uint32_t *slot;       /* [cap_slot]: by local index, the slot */
+    size_t n, cap_slot;
+} spill_local;
+
 /* Lookup tables (gr_shape.internal). */
 typedef struct shape_maps {
     shape_pre pre;
@@ -122,6 +133,10 @@ typedef struct shape_maps {
     keep_gen *kg;         /* generator.close calls kept by name */
     size_t nkg, cap_kg;
     uint64_t nclose;      /* generator.close frames made so far */
+    spill_local lf, la;   /* spill_encode: frames and acts of the greenlet */
+    size_t thread_hint, green_hint; /* index + 1 of the last thread and
+                                       greenlet looked up (most records are
+                                       of the same ones as the one before) */
 } shape_maps;
 
 /* gr_frame.gen of a generator.close frame until keep_c decides: this bit
@@ -470,9 +485,13 @@ static size_t new_gen(gr_shape *s, uint32_t code)
 
 static gr_sthread *thread_of(gr_shape *s, uint64_t tid, int create)
 {
-    size_t i;
-    if (gr_idmap_get(&maps(s)->threads, tid, 0, &i))
+    size_t i, *hint = &maps(s)->thread_hint;
+    if (*hint && s->threads[*hint - 1].tid == tid)
+        return &s->threads[*hint - 1];
+    if (gr_idmap_get(&maps(s)->threads, tid, 0, &i)) {
+        *hint = i + 1;
         return &s->threads[i];
+    }
     if (!create)
         return NULL;
     s->threads = gr_xgrow(s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
@@ -500,9 +519,13 @@ const gr_green *gr_shape_green(const gr_shape *s, uint64_t tid, uint64_t gid)
 
 static gr_green *green_of(gr_shape *s, uint64_t tid, uint64_t gid)
 {
-    size_t i;
-    if (gr_idmap_get(&maps(s)->greens, tid, gid, &i))
+    size_t i, *hint = &maps(s)->green_hint;
+    if (*hint && s->greens[*hint - 1].gid == gid && s->greens[*hint - 1].tid == tid)
+        return &s->greens[*hint - 1];
+    if (gr_idmap_get(&maps(s)->greens, tid, gid, &i)) {
+        *hint = i + 1;
         return &s->greens[i];
+    }
     return NULL;
 }
 
@@ -1462,23 +1485,45 @@ static int spillable(gr_shape *s, const gr_green *g, size_t gi)
     return 1;
 }
 
+/* Slot gets the next local index. */
+static void local_add(spill_local *l, size_t slot)
+{
+    if (slot >= l->cap) {
+        size_t old = l->cap;
+        l->at = gr_xgrow(l->at, &l->cap, slot + 1, sizeof *l->at);
+        memset(l->at + old, 0, (l->cap - old) * sizeof *l->at);
+    }
+    l->slot = gr_xgrow(l->slot, &l->cap_slot, l->n + 1, sizeof *l->slot);
+    l->slot[l->n] = (uint32_t)slot;
+    l->at[slot] = (uint32_t)l->n++;
+}
+
+/* The local index of slot (1), or 0: not the greenlet's. */
+static int local_get(const spill_local *l, size_t slot, size_t *k)
+{
+    if (slot >= l->cap || l->at[slot] >= l->n || l->slot[l->at[slot]] != slot)
+        return 0;
+    *k = l->at[slot];
+    return 1;
+}
+
 /* Greenlet gi's frames and acts, serialized (spill_head first) into b;
  * 0, or -1 when an act refers outside the greenlet (then not spilled). */
 static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
 {
-    const green_spill *sp = &maps(s)->gsp[gi];
+    shape_maps *m = maps(s);
+    const green_spill *sp = &m->gsp[gi];
     const gr_green *g = &s->greens[gi];
-    gr_idmap fmap, amap;
-    memset(&fmap, 0, sizeof fmap);
-    memset(&amap, 0, sizeof amap);
+    spill_local *fmap = &m->lf, *amap = &m->la;
+    fmap->n = amap->n = 0;
     spill_head h = {.nframes = sp->nfl, .nacts = 0, .run = GR_NONE};
     for (size_t k = 0; k < sp->nfl; k++) {
-        gr_idmap_put(&fmap, sp->fl[k], 0, k);
+        local_add(fmap, sp->fl[k]);
         if (sp->fl[k] == g->run)
             h.run = k;
         const gr_frame *f = &s->frames[sp->fl[k]];
-        for (uint32_t j = 0; j < f->nacts; j++)
-            gr_idmap_put(&amap, gr_frame_acts(f)[j], 0, (size_t)h.nacts++);
+        for (uint32_t j = 0; j < f->nacts; j++, h.nacts++)
+            local_add(amap, gr_frame_acts(f)[j]);
     }
     int rc = h.run == GR_NONE ? -1 : 0;
     gr_sb_put(b, (const char *)&h, sizeof h);
@@ -1493,7 +1538,7 @@ static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
         const gr_frame *f = &s->frames[sp->fl[k]];
         for (uint32_t j = 0; j < f->nacts; j++) {
             size_t v = 0;
-            (void)gr_idmap_get(&amap, gr_frame_acts(f)[j], 0, &v);
+            (void)local_get(amap, gr_frame_acts(f)[j], &v);
             uint32_t l = (uint32_t)v;
             gr_sb_put(b, (const char *)&l, sizeof l);
         }
@@ -1502,22 +1547,20 @@ static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
         const gr_frame *f = &s->frames[sp->fl[k]];
         for (uint32_t j = 0; j < f->nacts && rc == 0; j++) {
             gr_act a = s->acts[gr_frame_acts(f)[j]];
-            size_t v;
+            size_t v = 0;
             if (a.frame32 != GR_NONE32) {
-                if (!gr_idmap_get(&fmap, a.frame32, 0, &v))
+                if (!local_get(fmap, a.frame32, &v))
                     rc = -1;
                 a.frame32 = (uint32_t)v;
             }
             if (a.kind == GR_ACT_CALL && a.arm32 != GR_NONE32) {
-                if (!gr_idmap_get(&amap, a.arm32, 0, &v))
+                if (!local_get(amap, a.arm32, &v))
                     rc = -1;
                 a.arm32 = (uint32_t)v;
             }
             gr_sb_put(b, (const char *)&a, sizeof a);
         }
     }
-    gr_idmap_free(&fmap);
-    gr_idmap_free(&amap);
     return rc;
 }
 
@@ -2228,6 +2271,10 @@ void gr_shape_free(gr_shape *s)
         gr_idmap_free(&m->pre.pending);
         gr_idmap_free(&m->greens);
         gr_idmap_free(&m->threads);
+        free(m->lf.at);
+        free(m->la.at);
+        free(m->lf.slot);
+        free(m->la.slot);
         gr_idmap_free(&m->notes);
         gr_idmap_free(&m->quals);
         gr_idmap_free(&m->labels);
