@@ -34,16 +34,30 @@ enum {
     U_TYPES = 1u << 14,   /* import types */
 };
 
-/* A distinct function body (16 bytes): its text is in render.bodies.  The
+/* A distinct function body (24 bytes): its text is in render.bodies.  The
  * bodies kept to share defs are a cache of at most VAR_CACHE variants and
  * BODY_CACHE bytes of text: when it is full it starts over (the variants
  * made since share defs; a body like one made before gets a def again), so
- * that scripting a long trace holds a bounded part of its program. */
+ * that scripting a long trace holds a bounded part of its program.
+ *
+ * A body is looked for among the callers of the variant it calls last
+ * (the last "_vN" in its text, when N is in the cache): callers are made
+ * right after what they call (children first), so that variant is most
+ * often the one just made, in the processor's cache, where a hash table
+ * of a million bodies costs a miss of main memory per lookup.  A variant
+ * keeps at most KIDS_MAX callers so; the others, and the bodies that call
+ * none of the cache's, go to the hash table (render.dedup). */
 typedef struct variant {
     uint64_t off;   /* where its statements start in render.bodies */
     uint32_t len;   /* their length */
     uint32_t code;
+    uint32_t kids;  /* the last made of its callers kept so (index + 1), 0 */
+    uint32_t next;  /* the caller made before it of the same variant (index
+                       + 1), 0; IN_TABLE: it is in the hash table instead */
 } variant;
+
+#define KIDS_MAX 4
+#define IN_TABLE UINT32_MAX
 
 #define VAR_CACHE ((size_t)1 << 20)
 #define BODY_CACHE ((size_t)32 << 20)
@@ -71,9 +85,11 @@ typedef struct render {
     FILE *defs;       /* streamed: dbuf goes to this temporary file */
     size_t dlines, dunits; /* lines and units of the defs */
     gr_sb bodies;     /* every variant's statements, one after another */
-    uint32_t *dedup;  /* [cap_dedup]: open addressing by (code, body), variant
-                         index + 1, 0 empty; at most half full */
-    size_t cap_dedup;
+    struct {
+        uint32_t *slot; /* [cap]: open addressing by (code, body), variant
+                           index + 1, 0 empty; at most half full */
+        size_t cap, n;
+    } dedup;
     unsigned need;    /* gr_builtin_need bits */
     unsigned use;     /* U_* bits */
     uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code
@@ -626,9 +642,9 @@ static const char *var_body(const render *R, const variant *va)
  * where it goes. */
 static uint32_t *dedup_slot(render *R, uint64_t h, uint32_t code, const char *p, size_t n)
 {
-    size_t i = (size_t)h & (R->cap_dedup - 1);
-    for (;; i = (i + 1) & (R->cap_dedup - 1)) {
-        uint32_t *slot = &R->dedup[i];
+    size_t i = (size_t)h & (R->dedup.cap - 1);
+    for (;; i = (i + 1) & (R->dedup.cap - 1)) {
+        uint32_t *slot = &R->dedup.slot[i];
         if (!*slot)
             return slot;
         const variant *va = &R->vars[*slot - 1];
@@ -641,14 +657,16 @@ static uint32_t *dedup_slot(render *R, uint64_t h, uint32_t code, const char *p,
 /* Room for one more variant in the dedup table (rehashing the bodies). */
 static void dedup_room(render *R)
 {
-    if (2 * (R->nvars + 1) <= R->cap_dedup)
+    if (2 * (R->dedup.n + 1) <= R->dedup.cap)
         return;
-    free(R->dedup);
-    R->cap_dedup = R->cap_dedup ? 2 * R->cap_dedup : 1024;
-    R->dedup = gr_xrealloc(NULL, R->cap_dedup * sizeof *R->dedup);
-    memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+    free(R->dedup.slot);
+    R->dedup.cap = R->dedup.cap ? 2 * R->dedup.cap : 1024;
+    R->dedup.slot = gr_xrealloc(NULL, R->dedup.cap * sizeof *R->dedup.slot);
+    memset(R->dedup.slot, 0, R->dedup.cap * sizeof *R->dedup.slot);
     for (size_t v = 0; v < R->nvars; v++) {
         const variant *va = &R->vars[v];
+        if (va->next != IN_TABLE)
+            continue;
         uint64_t h = hash_key(va->code, var_body(R, va), va->len);
         *dedup_slot(R, h, va->code, var_body(R, va), va->len) = (uint32_t)(v + 1);
     }
@@ -666,8 +684,54 @@ static void cache_room(render *R, size_t n)
     R->vbase += R->nvars;
     R->nvars = 0;
     gr_sb_reset(&R->bodies);
-    if (R->dedup)
-        memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+    if (R->dedup.slot)
+        memset(R->dedup.slot, 0, R->dedup.cap * sizeof *R->dedup.slot);
+    R->dedup.n = 0;
+}
+
+/* The index of the cache's variant that body p (n bytes) calls last (the
+ * last "_vN" in its text, N one of the cache's), or SIZE_MAX.  Any text
+ * will do: this only says where the body is looked for, and it is the
+ * same for the same text. */
+static size_t last_callee(const render *R, const char *p, size_t n)
+{
+    for (size_t i = n; i-- > 1;) {
+        if (p[i] != 'v' || p[i - 1] != '_')
+            continue;
+        uint64_t v = 0;
+        size_t k = i + 1;
+        while (k < n && k - i <= 10 && p[k] >= '0' && p[k] <= '9')
+            v = v * 10 + (uint64_t)(p[k++] - '0');
+        if (k == i + 1)
+            continue;
+        return v >= R->vbase && v - R->vbase < R->nvars ? (size_t)(v - R->vbase) : SIZE_MAX;
+    }
+    return SIZE_MAX;
+}
+
+/* The variant (index + 1) of (code, body p[0..n)) among the cache's, or 0
+ * with where a new one goes: *callee (a variant index) when it is to be
+ * kept among that variant's callers, else *slot in the dedup table. */
+static uint32_t dedup_find(render *R, uint32_t code, const char *p, size_t n, size_t *callee,
+                           uint32_t **slot)
+{
+    size_t c = last_callee(R, p, n), nkids = 0;
+    *callee = SIZE_MAX;
+    *slot = NULL;
+    if (c != SIZE_MAX) {
+        for (uint32_t k = R->vars[c].kids; k; k = R->vars[k - 1].next, nkids++) {
+            const variant *va = &R->vars[k - 1];
+            if (va->code == code && va->len == n && memcmp(var_body(R, va), p, n) == 0)
+                return k;
+        }
+        if (nkids < KIDS_MAX) {
+            *callee = c;
+            return 0;
+        }
+    }
+    dedup_room(R);
+    *slot = dedup_slot(R, hash_key(code, p, n), code, p, n);
+    return *slot ? **slot : 0;
 }
 
 /* The variant (a Python function) acting out frame: identical bodies of
@@ -695,25 +759,33 @@ static size_t variant_of_shallow(render *R, size_t frame)
         exit(2);
     }
     cache_room(R, body.len);
-    dedup_room(R);
     const char *p = body.s ? body.s : "";
-    uint64_t h = hash_key(code, p, body.len);
-    uint32_t *slot = dedup_slot(R, h, code, p, body.len);
-    if (!*slot) {
+    size_t callee;
+    uint32_t *slot, found = dedup_find(R, code, p, body.len, &callee, &slot);
+    if (!found) {
         R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
         variant *va = &R->vars[R->nvars++];
+        found = (uint32_t)R->nvars;
         va->off = R->bodies.len;
         va->len = (uint32_t)body.len;
         va->code = code;
+        va->kids = 0;
+        if (slot) {
+            *slot = found;
+            va->next = IN_TABLE;
+            R->dedup.n++;
+        } else {
+            va->next = R->vars[callee].kids;
+            R->vars[callee].kids = found;
+        }
         gr_sb_put(&R->bodies, p, body.len);
-        *slot = (uint32_t)R->nvars;
         emit_def(R, R->vbase + R->nvars - 1, code, p, body.len);
     }
     if (bp == &own)
         gr_sb_free(&own);
     else
         R->scratch.busy = 0;
-    size_t v = R->vbase + *slot - 1;
+    size_t v = R->vbase + found - 1;
     R->var_of[frame] = (uint32_t)(v + 1);
     return v;
 }
@@ -856,7 +928,6 @@ static void dline(render *R, int indent, const char *text, size_t n, const char 
     R->dlines++;
 }
 
-/* Write variant v's def (code, body n bytes) after the defs so far. */
 /* The name of code as a def shows it: "  # NAME" (escaped, for the def
  * line; *ncom bytes) followed by 'NAME' (a literal, *nlit bytes), made
  * once per code in R->names.  Valid until names grows. */
@@ -935,7 +1006,7 @@ static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_
     gr_sb_put(b, tag, ntag);
     gr_sb_putc(b, '\n');
     R->dlines++;
-    if (code > R->t->ncodes) {
+    if (code > R->t->ncodes || !R->name_of[code].at) { /* not kept (name_forms) */
         R->names.len = keep;
         if (R->names.s)
             R->names.s[keep] = '\0';
@@ -1626,7 +1697,7 @@ static int script_write(gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb
     gr_sb_free(&R.dbuf);
     if (R.defs)
         fclose(R.defs);
-    free(R.dedup);
+    free(R.dedup.slot);
     free(R.vars);
     free(R.var_of);
     free(R.run_var);
