@@ -1197,7 +1197,8 @@ static int cmd_script(int argc, char **argv)
     }
     gr_sb notes;
     gr_sb_init(&notes);
-    int rc = gr_script_write_shape(&shape, &o, f, &notes, NULL) < 0 ? 2 : 0;
+    int wr = gr_script_write_shape(&shape, &o, f, &notes, NULL), terr = errno;
+    int rc = wr < 0 ? 2 : 0;
     gr_shape_free(&shape);
     gr_trace_free(&t);
     if (out && fclose(f) != 0)
@@ -1211,7 +1212,12 @@ static int cmd_script(int argc, char **argv)
             p += n + (e ? 1 : 0);
         }
     }
-    if (rc && out)
+    if (wr == -2) /* not the output's fault: say where */
+        fprintf(stderr,
+                "greenreplay: script: writing a temporary file ($TMPDIR, else /tmp) failed: "
+                "%s; the program written lacks its defs\n",
+                strerror(terr));
+    else if (rc && out)
         fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
     else if (rc)
         fputs("greenreplay: script: stdout: writing the script failed\n", stderr);

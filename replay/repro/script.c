@@ -5,6 +5,7 @@
 #include "script_builtins.h"
 #include "script_shape.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,14 +63,12 @@ typedef struct variant {
 #define VAR_CACHE ((size_t)1 << 20)
 #define BODY_CACHE ((size_t)32 << 20)
 
-/* In the defs as they are made (render.dbuf, render.defs), before the
- * header and prelude are written: unit tags and line numbers relative to
- * the first def, each between these bytes (no rendered text holds a
- * control character), made absolute when the defs are copied out. */
-#define REL '\x02'     /* then REL_UNIT or REL_LINE, the digits, REL_END */
-#define REL_UNIT 'u'
-#define REL_LINE 'l'
-#define REL_END '\x03'
+/* The defs as they are made (render.dbuf, then render.defs), before the
+ * header and prelude above them are written: a record per def, in the
+ * order of their numbers (_v0, _v1, ...), its code and the length of its
+ * body (varints) then the body.  Their text, with unit tags and line
+ * numbers counted from the first def, is made once those of the lines
+ * above are known (write_defs): the records are about a sixth of it. */
 
 typedef struct render {
     const gr_shape *s;
@@ -100,6 +99,8 @@ typedef struct render {
     FILE *file;       /* write the program here as it is made, or NULL: all
                          of it stays in the caller's buffer */
     int werr;         /* a write to file failed */
+    int terr;         /* errno of a failed write or read of the defs'
+                         temporary file (the program misses them), 0 */
     gr_sb names;      /* per code, once: "  # NAME" (escaped) then 'NAME' */
     struct name_form {
         uint64_t at;  /* where code's two forms start in names, + 1 (0: not
@@ -900,32 +901,64 @@ static void dflush(render *R, int force)
 {
     if (!R->defs || !R->dbuf.len || (!force && R->dbuf.len < FLUSH_AT))
         return;
-    if (!R->werr && fwrite(R->dbuf.s, 1, R->dbuf.len, R->defs) != R->dbuf.len)
-        R->werr = 1;
+    if (!R->terr && fwrite(R->dbuf.s, 1, R->dbuf.len, R->defs) != R->dbuf.len)
+        R->terr = errno ? errno : EIO;
     gr_sb_reset(&R->dbuf);
 }
 
-/* A line of the defs; tag: a def's tag, or NULL; unit: a new unit tag. */
-static void dline(render *R, int indent, const char *text, size_t n, const char *tag, int unit)
+static void put_varint(gr_sb *b, uint64_t v)
 {
-    gr_sb *b = &R->dbuf;
-    for (int i = 0; i < indent; i++)
-        gr_sb_put(b, "    ", 4);
-    gr_sb_put(b, text, n);
-    if (tag) {
-        gr_sb_put(b, "  ", 2);
-        gr_sb_puts(b, tag);
-    } else if (unit) {
-        static const char pre[] = {' ', ' ', '#', '@', REL, REL_UNIT};
-        static const char end[] = {REL_END, '\n'};
-        gr_sb_put(b, pre, sizeof pre);
-        gr_sb_putu(b, R->dunits);
-        gr_sb_put(b, end, sizeof end);
-        R->dlines++;
-        return;
+    char d[10];
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        d[n++] = (char)(0x80 | (v & 0x7F));
+    d[n++] = (char)v;
+    gr_sb_put(b, d, n);
+}
+
+/* The varint at p[*i..n): 1 and *i past it, or 0 when p ends first. */
+static int get_varint(const char *p, size_t n, size_t *i, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (size_t k = *i, sh = 0; k < n && sh < 64; k++, sh += 7) {
+        x |= (uint64_t)((uint8_t)p[k] & 0x7F) << sh;
+        if (!((uint8_t)p[k] & 0x80)) {
+            *i = k + 1;
+            *v = x;
+            return 1;
+        }
     }
-    gr_sb_putc(b, '\n');
-    R->dlines++;
+    return 0;
+}
+
+/* The statements of a def's body, one a unit, each line of them into out
+ * (indented, with its unit tag, unit numbers from *unit + 1 on) when out
+ * is not NULL; the lines counted into *lines. */
+static void def_body(render *R, gr_sb *out, const char *body, size_t n, uint64_t *unit,
+                     uint64_t *lines)
+{
+    const char *p = body, *end = body + n;
+    while (p < end) {
+        if (*p == STMT)
+            p++;
+        const char *e = memchr(p, STMT, (size_t)(end - p));
+        size_t k = e ? (size_t)(e - p) : (size_t)(end - p);
+        ++*unit;
+        for (const char *q = p, *qe = p + k; q < qe;) {
+            const char *nl = memchr(q, '\n', (size_t)(qe - q));
+            size_t m = nl ? (size_t)(nl - q) : (size_t)(qe - q);
+            ++*lines;
+            if (out) {
+                gr_sb_put(out, "    ", 4);
+                gr_sb_put(out, q, m);
+                gr_sb_put(out, "  #@", 4);
+                gr_sb_putu(out, *unit);
+                gr_sb_putc(out, '\n');
+            }
+            q += m + (nl ? 1 : 0);
+        }
+        p += k;
+    }
 }
 
 /* The name of code as a def shows it: "  # NAME" (escaped, for the def
@@ -959,115 +992,99 @@ static const char *name_forms(render *R, uint32_t code, size_t *ncom, size_t *nl
     return R->names.s + nf->at - 1;
 }
 
-/* Write variant v's def (code, body n bytes) after the defs so far. */
+/* Write variant v's def (code, body n bytes) after the defs so far: its
+ * record, its lines counted. */
 static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_t n)
 {
-    char tag[32];
-    size_t ntag = tag_of(tag, "  #@d", v);
-    size_t keep = R->names.len, ncom, nlit;
-    const char *nm = name_forms(R, code, &ncom, &nlit);
-    gr_sb *b = &R->dbuf;
-    uint64_t def_line = R->dlines + 1;
-    put_num(b, "def _v", v, "():");
-    if (!R->o->anonymize)
-        gr_sb_put(b, nm, ncom);
-    gr_sb_put(b, tag, ntag);
-    gr_sb_putc(b, '\n');
-    R->dlines++;
-    const char *p = body, *end = body + n;
-    while (p < end) { /* each statement a unit */
-        if (*p == STMT)
-            p++;
-        const char *e = memchr(p, STMT, (size_t)(end - p));
-        size_t k = e ? (size_t)(e - p) : (size_t)(end - p);
-        R->dunits++;
-        for (const char *q = p, *qe = p + k; q < qe;) {
-            const char *nl = memchr(q, '\n', (size_t)(qe - q));
-            size_t m = nl ? (size_t)(nl - q) : (size_t)(qe - q);
-            dline(R, 1, q, m, NULL, 1);
-            q += m + (nl ? 1 : 0);
-        }
-        p += k;
-    }
-    dline(R, 1, "return", 6, NULL, 0);
+    (void)v; /* the defs are numbered in order */
+    uint64_t def_line = R->dlines + 1, units = R->dunits, lines = R->dlines + 1;
+    def_body(R, NULL, body, n, &units, &lines);
+    R->dunits = (size_t)units;
+    R->dlines = (size_t)lines + 2; /* return, _fn(...) */
     if (code <= R->t->ncodes && !R->code_line[code])
         R->code_line[code] = def_line;
-    put_num(b, "_fn(_v", v, ", ");
-    gr_sb_put(b, nm + ncom, nlit);
-    if (code <= R->t->ncodes) {
-        static const char pre[] = {',', ' ', REL, REL_LINE};
-        static const char post[] = {REL_END, ')'};
-        gr_sb_put(b, pre, sizeof pre);
-        gr_sb_putu(b, R->code_line[code]);
-        gr_sb_put(b, post, sizeof post);
-    } else {
-        gr_sb_puts(b, ", 0)");
-    }
-    gr_sb_put(b, tag, ntag);
-    gr_sb_putc(b, '\n');
-    R->dlines++;
+    put_varint(&R->dbuf, code);
+    put_varint(&R->dbuf, n);
+    gr_sb_put(&R->dbuf, body, n);
+    dflush(R, 0);
+}
+
+/* The text of def v (code, body n bytes) into out; *unit: units of the
+ * defs before it (and after it, on return); lbase: lines above the first
+ * def. */
+static void def_text(render *R, gr_sb *out, uint64_t v, uint32_t code, const char *body,
+                     size_t n, uint64_t *unit, uint64_t lbase)
+{
+    char tag[32];
+    size_t ntag = tag_of(tag, "  #@d", v), keep = R->names.len, ncom, nlit;
+    const char *nm = name_forms(R, code, &ncom, &nlit);
+    uint64_t lines = 0;
+    put_num(out, "def _v", v, "():");
+    if (!R->o->anonymize)
+        gr_sb_put(out, nm, ncom);
+    gr_sb_put(out, tag, ntag);
+    gr_sb_putc(out, '\n');
+    def_body(R, out, body, n, unit, &lines);
+    gr_sb_put(out, "    return\n", 11);
+    put_num(out, "_fn(_v", v, ", ");
+    gr_sb_put(out, nm + ncom, nlit);
+    if (code <= R->t->ncodes)
+        put_num(out, ", ", lbase + R->code_line[code], ")");
+    else
+        gr_sb_puts(out, ", 0)");
+    gr_sb_put(out, tag, ntag);
+    gr_sb_putc(out, '\n');
     if (code > R->t->ncodes || !R->name_of[code].at) { /* not kept (name_forms) */
         R->names.len = keep;
         if (R->names.s)
             R->names.s[keep] = '\0';
     }
-    dflush(R, 0);
+    if (out->len >= FLUSH_AT)
+        flush(R, out);
 }
 
-/* Append p[0..n) of the defs to out with relative numbers made absolute
- * (*st: 0, REL (a kind comes next) or the kind whose digits are being
- * read into *num; both carried across calls). */
-static void patch_put(render *R, gr_sb *out, const char *p, size_t n, int *st, uint64_t *num,
-                      uint64_t lbase, uint64_t ubase)
+/* The text of the whole records in p[*i..n) into out (*i: past them). */
+static void defs_text(render *R, gr_sb *out, const char *p, size_t n, size_t *i, uint64_t *v,
+                      uint64_t *unit, uint64_t lbase)
 {
-    size_t i = 0;
-    while (i < n) {
-        if (*st == REL) {
-            *st = p[i++];
-            *num = 0;
-            continue;
-        }
-        if (*st) {
-            char c = p[i++];
-            if (c != REL_END) {
-                *num = *num * 10 + (uint64_t)(c - '0');
-                continue;
-            }
-            gr_sb_putu(out, *num + (*st == REL_UNIT ? ubase : lbase));
-            *st = 0;
-            continue;
-        }
-        const char *e = memchr(p + i, REL, n - i);
-        size_t k = e ? (size_t)(e - (p + i)) : n - i;
-        gr_sb_put(out, p + i, k);
-        i += k;
-        if (e) {
-            *st = REL;
-            i++;
-        }
-        if (out->len >= FLUSH_AT)
-            flush(R, out);
+    for (;;) {
+        size_t k = *i;
+        uint64_t code, len;
+        if (!get_varint(p, n, &k, &code) || !get_varint(p, n, &k, &len) || len > n - k)
+            return;
+        def_text(R, out, (*v)++, (uint32_t)code, p + k, (size_t)len, unit, lbase);
+        *i = k + (size_t)len;
     }
 }
 
 /* The defs, after the lines and units written so far. */
 static void write_defs(render *R, gr_sb *out)
 {
-    uint64_t lbase = R->line, ubase = R->unit;
-    int st = 0;
-    uint64_t num = 0;
+    uint64_t lbase = R->line, unit = R->unit, v = 0;
+    size_t i = 0;
     if (R->defs) {
         dflush(R, 1);
-        char buf[FLUSH_AT];
-        size_t n;
-        if (fflush(R->defs) != 0 || fseeko(R->defs, 0, SEEK_SET) != 0)
-            R->werr = 1;
-        while (!R->werr && (n = fread(buf, 1, sizeof buf, R->defs)) > 0)
-            patch_put(R, out, buf, n, &st, &num, lbase, ubase);
-        if (ferror(R->defs))
-            R->werr = 1;
+        gr_sb buf; /* what was read and not made text yet (a record at most) */
+        gr_sb_init(&buf);
+        if (!R->terr && (fflush(R->defs) != 0 || fseeko(R->defs, 0, SEEK_SET) != 0))
+            R->terr = errno ? errno : EIO;
+        while (!R->terr) {
+            char chunk[FLUSH_AT];
+            size_t n = fread(chunk, 1, sizeof chunk, R->defs);
+            if (n == 0)
+                break;
+            gr_sb_put(&buf, chunk, n);
+            i = 0;
+            defs_text(R, out, buf.s, buf.len, &i, &v, &unit, lbase);
+            memmove(buf.s, buf.s + i, buf.len - i);
+            buf.len -= i;
+        }
+        if (!R->terr && (ferror(R->defs) || buf.len))
+            R->terr = errno ? errno : EIO;
+        gr_sb_free(&buf);
     }
-    patch_put(R, out, R->dbuf.s ? R->dbuf.s : "", R->dbuf.len, &st, &num, lbase, ubase);
+    i = 0;
+    defs_text(R, out, R->dbuf.s ? R->dbuf.s : "", R->dbuf.len, &i, &v, &unit, lbase);
     R->line += R->dlines;
     R->unit += R->dunits;
     for (size_t c = 0; c <= R->t->ncodes; c++)
@@ -1706,6 +1723,10 @@ static int script_write(gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb
     gr_sb_free(&R.names);
     gr_sb_free(&R.scratch.sb);
     *nnotes_out = nnotes;
+    if (R.terr) {
+        errno = R.terr;
+        return -2;
+    }
     return R.werr ? -1 : 0;
 }
 

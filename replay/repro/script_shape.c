@@ -9,6 +9,7 @@
 #include "script_builtins.h"
 #include "text.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1670,7 +1671,11 @@ int gr_shape_spilled(const gr_shape *s, size_t green, int *run_external)
 
 static void spill_read_fail(void)
 {
-    fputs("greenreplay: script: reading back a temporary file failed\n", stderr);
+    /* a full disk shows here: the writes went to the stream's buffer */
+    fprintf(stderr,
+            "greenreplay: script: writing or reading back a temporary file ($TMPDIR, else "
+            "/tmp) failed: %s\n",
+            errno ? strerror(errno) : "short read");
     exit(2);
 }
 
