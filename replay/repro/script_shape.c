@@ -1434,12 +1434,103 @@ static size_t keep_gen_final(const gr_shape *s, size_t gen)
 
 /* ---- spilling dead greenlets -------------------------------------------- */
 
-/* A spilled greenlet in the spill file: this header, its frames (gr_frame,
- * with acts.heap unset), each frame's act indices (uint32_t, local), its
- * acts (gr_act, frame and arm indices local). */
+/* A spilled greenlet in the spill file: this header, its frames, each
+ * frame's act indices (local), its acts (frame and arm indices local),
+ * each field of a frame and an act a byte or a varint (sp_frame, sp_act:
+ * a third of the structs' size). */
 typedef struct spill_head {
     uint64_t nframes, nacts, run; /* run: local index of its outermost frame */
 } spill_head;
+
+_Static_assert(sizeof(gr_frame) == 48 && sizeof(gr_act) == 32,
+               "a new field of gr_frame or gr_act goes through sp_frame and sp_act too");
+
+static void sp_u(gr_sb *b, uint64_t v)
+{
+    uint8_t d[10];
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        d[n++] = (uint8_t)(0x80 | (v & 0x7F));
+    d[n++] = (uint8_t)v;
+    gr_sb_put(b, (const char *)d, n);
+}
+
+static void sp_frame(gr_sb *b, const gr_frame *f)
+{
+    const uint8_t by[] = {f->is_c, f->seed, f->external, f->invisible, f->finalizer, f->end,
+                          f->keep, f->settrace_on, f->hook, f->setprofile_clear, f->bound};
+    gr_sb_put(b, (const char *)by, sizeof by);
+    sp_u(b, f->code);
+    sp_u(b, (uint64_t)f->gen + 1); /* GR_NONE: 0 */
+    sp_u(b, f->tid);
+    sp_u(b, f->nacts);
+}
+
+static void sp_act(gr_sb *b, const gr_act *a)
+{
+    const uint8_t by[] = {a->kind, a->catch_, a->visible, a->armed,
+                          a->block, a->start, a->hidden_install, a->unstarted};
+    gr_sb_put(b, (const char *)by, sizeof by);
+    sp_u(b, (uint64_t)a->frame32 + 1); /* GR_NONE32: 2^32 */
+    sp_u(b, (uint64_t)a->arm32 + 1);   /* gen32 too (the same bytes) */
+    sp_u(b, a->tid);                   /* gid, label: the same bytes */
+    sp_u(b, a->tid2);                  /* gid2 */
+}
+
+/* Reading a spilled greenlet back: *p up to end. */
+typedef struct sp_in {
+    const uint8_t *p, *end;
+} sp_in;
+
+static void spill_read_fail(void);
+
+static uint64_t sp_get(sp_in *in)
+{
+    uint64_t v = 0;
+    for (unsigned sh = 0; in->p < in->end && sh < 64; sh += 7) {
+        uint8_t c = *in->p++;
+        v |= (uint64_t)(c & 0x7F) << sh;
+        if (!(c & 0x80))
+            return v;
+    }
+    spill_read_fail();
+    return 0;
+}
+
+static void sp_bytes(sp_in *in, uint8_t *d, size_t n)
+{
+    if ((size_t)(in->end - in->p) < n)
+        spill_read_fail();
+    memcpy(d, in->p, n);
+    in->p += n;
+}
+
+static void sp_get_frame(sp_in *in, gr_frame *f)
+{
+    uint8_t by[11];
+    sp_bytes(in, by, sizeof by);
+    memset(f, 0, sizeof *f);
+    f->is_c = by[0], f->seed = by[1], f->external = by[2], f->invisible = by[3];
+    f->finalizer = by[4], f->end = by[5], f->keep = by[6], f->settrace_on = by[7];
+    f->hook = by[8], f->setprofile_clear = by[9], f->bound = by[10];
+    f->code = (uint32_t)sp_get(in);
+    f->gen = (size_t)(sp_get(in) - 1);
+    f->tid = sp_get(in);
+    f->nacts = (uint32_t)sp_get(in);
+}
+
+static void sp_get_act(sp_in *in, gr_act *a)
+{
+    uint8_t by[8];
+    sp_bytes(in, by, sizeof by);
+    memset(a, 0, sizeof *a);
+    a->kind = by[0], a->catch_ = by[1], a->visible = by[2], a->armed = by[3];
+    a->block = by[4], a->start = by[5], a->hidden_install = by[6], a->unstarted = by[7];
+    a->frame32 = (uint32_t)(sp_get(in) - 1);
+    a->arm32 = (uint32_t)(sp_get(in) - 1);
+    a->tid = sp_get(in);
+    a->tid2 = sp_get(in);
+}
 
 /* Free frame slot f and its acts (their slots too, when acts). */
 static void free_frame(gr_shape *s, size_t f, int acts)
@@ -1532,16 +1623,14 @@ static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
         gr_frame f = s->frames[sp->fl[k]];
         if (f.is_c) /* decided now (on the copy): nothing changes the frame any more */
             f.keep = (uint8_t)keep_c(s, &f);
-        f.acts.heap = NULL;
-        gr_sb_put(b, (const char *)&f, sizeof f);
+        sp_frame(b, &f);
     }
     for (size_t k = 0; k < sp->nfl; k++) {
         const gr_frame *f = &s->frames[sp->fl[k]];
         for (uint32_t j = 0; j < f->nacts; j++) {
             size_t v = 0;
             (void)local_get(amap, gr_frame_acts(f)[j], &v);
-            uint32_t l = (uint32_t)v;
-            gr_sb_put(b, (const char *)&l, sizeof l);
+            sp_u(b, v);
         }
     }
     for (size_t k = 0; k < sp->nfl && rc == 0; k++) {
@@ -1559,7 +1648,7 @@ static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
                     rc = -1;
                 a.arm32 = (uint32_t)v;
             }
-            gr_sb_put(b, (const char *)&a, sizeof a);
+            sp_act(b, &a);
         }
     }
     return rc;
@@ -1689,7 +1778,9 @@ size_t gr_shape_reload(gr_shape *s, size_t green)
         spill_read_fail();
     spill_head h;
     memcpy(&h, buf, sizeof h);
-    const uint8_t *p = buf + sizeof h;
+    sp_in in = {buf + sizeof h, buf + sp->len};
+    if (h.run >= h.nframes)
+        spill_read_fail();
     size_t *fidx = gr_xrealloc(NULL, (h.nframes + 1) * sizeof *fidx);
     size_t *aidx = gr_xrealloc(NULL, (h.nacts + 1) * sizeof *aidx);
     for (size_t k = 0; k < h.nframes; k++)
@@ -1698,13 +1789,11 @@ size_t gr_shape_reload(gr_shape *s, size_t green)
         aidx[k] = act_slot(s);
     sp->fl = gr_xrealloc(NULL, (h.nframes + 1) * sizeof *sp->fl);
     sp->nfl = sp->capfl = h.nframes;
-    for (size_t k = 0; k < h.nframes; k++, p += sizeof(gr_frame)) {
+    for (size_t k = 0; k < h.nframes; k++) {
         gr_frame *f = &s->frames[fidx[k]];
-        memcpy(f, p, sizeof *f);
+        sp_get_frame(&in, f);
         uint32_t n = f->nacts;
         f->nacts = 0;
-        f->cap_acts = 0;
-        f->acts.heap = NULL;
         while (f->nacts < n) {
             frame_room(f);
             f->nacts++;
@@ -1716,19 +1805,26 @@ size_t gr_shape_reload(gr_shape *s, size_t green)
     for (size_t k = 0; k < h.nframes; k++) {
         gr_frame *f = &s->frames[fidx[k]];
         uint32_t *acts = acts_of(f);
-        for (uint32_t j = 0; j < f->nacts; j++, p += sizeof(uint32_t)) {
-            uint32_t l;
-            memcpy(&l, p, sizeof l);
+        for (uint32_t j = 0; j < f->nacts; j++) {
+            uint64_t l = sp_get(&in);
+            if (l >= h.nacts)
+                spill_read_fail();
             acts[j] = idx32(aidx[l]);
         }
     }
-    for (size_t k = 0; k < h.nacts; k++, p += sizeof(gr_act)) {
+    for (size_t k = 0; k < h.nacts; k++) {
         gr_act *a = &s->acts[aidx[k]];
-        memcpy(a, p, sizeof *a);
-        if (a->frame32 != GR_NONE32)
+        sp_get_act(&in, a);
+        if (a->frame32 != GR_NONE32) {
+            if (a->frame32 >= h.nframes)
+                spill_read_fail();
             a->frame32 = idx32(fidx[a->frame32]);
-        if (a->kind == GR_ACT_CALL && a->arm32 != GR_NONE32)
+        }
+        if (a->kind == GR_ACT_CALL && a->arm32 != GR_NONE32) {
+            if (a->arm32 >= h.nacts)
+                spill_read_fail();
             a->arm32 = idx32(aidx[a->arm32]);
+        }
     }
     size_t run = fidx[h.run];
     free(fidx);
