@@ -1566,7 +1566,12 @@ static int spillable(gr_shape *s, const gr_green *g, size_t gi)
     if (!th || (th->has_first && th->first == g->gid))
         return 0;
     const green_spill *sp = &m->gsp[gi];
+    /* the frames' slots are scattered (reused): ask for a few ahead */
+    for (size_t k = 0; k < sp->nfl && k < 8; k++)
+        __builtin_prefetch(&s->frames[sp->fl[k]]);
     for (size_t k = 0; k < sp->nfl; k++) {
+        if (k + 8 < sp->nfl)
+            __builtin_prefetch(&s->frames[sp->fl[k + 8]]);
         const gr_frame *f = &s->frames[sp->fl[k]];
         if (sp->fl[k] == th->last_settrace)
             return 0;
@@ -1614,8 +1619,10 @@ static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
         if (sp->fl[k] == g->run)
             h.run = k;
         const gr_frame *f = &s->frames[sp->fl[k]];
-        for (uint32_t j = 0; j < f->nacts; j++, h.nacts++)
+        for (uint32_t j = 0; j < f->nacts; j++, h.nacts++) {
+            __builtin_prefetch(&s->acts[gr_frame_acts(f)[j]]); /* read below */
             local_add(amap, gr_frame_acts(f)[j]);
+        }
     }
     int rc = h.run == GR_NONE ? -1 : 0;
     gr_sb_put(b, (const char *)&h, sizeof h);
