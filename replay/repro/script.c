@@ -35,7 +35,7 @@ enum {
     U_TYPES = 1u << 14,   /* import types */
 };
 
-/* A distinct function body (24 bytes): its text is in render.bodies.  The
+/* A distinct function body (20 bytes): its text is in render.bodies.  The
  * bodies kept to share defs are a cache of at most VAR_CACHE variants and
  * BODY_CACHE bytes of text: when it is full it starts over (the variants
  * made since share defs; a body like one made before gets a def again), so
@@ -49,7 +49,8 @@ enum {
  * keeps at most KIDS_MAX callers so; the others, and the bodies that call
  * none of the cache's, go to the hash table (render.dedup). */
 typedef struct variant {
-    uint64_t off;   /* where its statements start in render.bodies */
+    uint32_t off;   /* where its statements start in render.bodies (below
+                       BODY_CACHE: cache_room) */
     uint32_t len;   /* their length */
     uint32_t code;
     uint32_t kids;  /* the last made of its callers kept so (index + 1), 0 */
@@ -767,7 +768,7 @@ static size_t variant_of_shallow(render *R, size_t frame)
         R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
         variant *va = &R->vars[R->nvars++];
         found = (uint32_t)R->nvars;
-        va->off = R->bodies.len;
+        va->off = (uint32_t)R->bodies.len;
         va->len = (uint32_t)body.len;
         va->code = code;
         va->kids = 0;

@@ -2347,6 +2347,14 @@ int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymiz
         return st;
     }
     shape_finish(s, t);
+    /* what spilling needed: not while rendering (grows again if used) */
+    shape_maps *m = maps(s);
+    free(m->lf.at);
+    free(m->la.at);
+    free(m->lf.slot);
+    free(m->la.slot);
+    memset(&m->lf, 0, sizeof m->lf);
+    memset(&m->la, 0, sizeof m->la);
     return GR_READ_OK;
 }
 
