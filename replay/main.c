@@ -269,8 +269,9 @@ static const char usage_script[] =
     "bodies share a def among the last million distinct ones (32 MB of text) at\n"
     "most; past that a long trace gets a longer program that does the same.  The\n"
     "temporary files (in $TMPDIR, else /tmp: the program's defs, the dead\n"
-    "greenlets, together about twice the program's size; unlinked at once) go\n"
-    "when script ends (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
+    "greenlets, together about half the program's size; unlinked at once) go\n"
+    "when script ends (docs/ARCHITECTURE.md, docs/PERFORMANCE.md); one that\n"
+    "cannot be written is named in the error.\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
