@@ -391,12 +391,12 @@ test_cache() {
     # limit, as on a full disk; the program goes to a pipe, which the limit
     # does not cover) is named, not blamed on the output.
     local err
-    err=$( (trap '' XFSZ; ulimit -f 16; "$GR_CLI" script -q "$t" 2>&1 >/dev/null; echo "exit $?") )
+    err=$( (trap '' XFSZ; ulimit -f 1; "$GR_CLI" script -q "$t" 2>&1 >/dev/null; echo "exit $?") )
     if printf '%s\n' "$err" | grep -q 'temporary file (\$TMPDIR, else /tmp).* failed' &&
         printf '%s\n' "$err" | grep -qx 'exit 2' && ! printf '%s\n' "$err" | grep -q 'writing the script'; then
-        pass "$name: a temporary file over a 16 KB file size limit: exit 2, the message names it"
+        pass "$name: a temporary file over a 1 KB file size limit: exit 2, the message names it"
     else
-        fail "$name: a temporary file over a 16 KB file size limit: not said so"
+        fail "$name: a temporary file over a 1 KB file size limit: not said so"
         printf '%s\n' "$err" | detail
     fi
     GREENREPLAY_SCRIPT_CACHE=2 script_and_record "$t" "$base" -q
