@@ -271,8 +271,9 @@ static const char usage_script[] =
     "bodies share a def among the last million distinct ones (32 MB of text) at\n"
     "most; past that a long trace gets a longer program that does the same.  The\n"
     "temporary files (in $TMPDIR, else /tmp: the program's defs, the dead\n"
-    "greenlets, together about twice the program's size; unlinked at once) go\n"
-    "when script ends (docs/ARCHITECTURE.md, docs/PERFORMANCE.md).\n"
+    "greenlets, together about half the program's size; unlinked at once) go\n"
+    "when script ends (docs/ARCHITECTURE.md, docs/PERFORMANCE.md); one that\n"
+    "cannot be written is named in the error.\n"
     "\n"
     "exit status: 0 written (notes or not), 2 missing or corrupt trace, write\n"
     "error or bad usage.\n";
@@ -1239,7 +1240,8 @@ static int cmd_script(int argc, char **argv)
     }
     gr_sb notes;
     gr_sb_init(&notes);
-    int rc = gr_script_write_shape(&shape, &o, f, &notes, NULL) < 0 ? 2 : 0;
+    int wr = gr_script_write_shape(&shape, &o, f, &notes, NULL), terr = errno;
+    int rc = wr < 0 ? 2 : 0;
     gr_shape_free(&shape);
     gr_trace_free(&t);
     if (out && fclose(f) != 0)
@@ -1253,7 +1255,12 @@ static int cmd_script(int argc, char **argv)
             p += n + (e ? 1 : 0);
         }
     }
-    if (rc && out)
+    if (wr == -2) /* not the output's fault: say where */
+        fprintf(stderr,
+                "greenreplay: script: writing a temporary file ($TMPDIR, else /tmp) failed: "
+                "%s; the program written lacks its defs\n",
+                strerror(terr));
+    else if (rc && out)
         fprintf(stderr, "greenreplay: script: -o %s: writing the script failed\n", out);
     else if (rc)
         fputs("greenreplay: script: stdout: writing the script failed\n", stderr);

@@ -5,6 +5,7 @@
 #include "script_builtins.h"
 #include "script_shape.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,28 +35,41 @@ enum {
     U_TYPES = 1u << 14,   /* import types */
 };
 
-/* A distinct function body (16 bytes): its text is in render.bodies.  The
+/* A distinct function body (20 bytes): its text is in render.bodies.  The
  * bodies kept to share defs are a cache of at most VAR_CACHE variants and
  * BODY_CACHE bytes of text: when it is full it starts over (the variants
  * made since share defs; a body like one made before gets a def again), so
- * that scripting a long trace holds a bounded part of its program. */
+ * that scripting a long trace holds a bounded part of its program.
+ *
+ * A body is looked for among the callers of the variant it calls last
+ * (the last "_vN" in its text, when N is in the cache): callers are made
+ * right after what they call (children first), so that variant is most
+ * often the one just made, in the processor's cache, where a hash table
+ * of a million bodies costs a miss of main memory per lookup.  A variant
+ * keeps at most KIDS_MAX callers so; the others, and the bodies that call
+ * none of the cache's, go to the hash table (render.dedup). */
 typedef struct variant {
-    uint64_t off;   /* where its statements start in render.bodies */
+    uint32_t off;   /* where its statements start in render.bodies (below
+                       BODY_CACHE: cache_room) */
     uint32_t len;   /* their length */
     uint32_t code;
+    uint32_t kids;  /* the last made of its callers kept so (index + 1), 0 */
+    uint32_t next;  /* the caller made before it of the same variant (index
+                       + 1), 0; IN_TABLE: it is in the hash table instead */
 } variant;
+
+#define KIDS_MAX 4
+#define IN_TABLE UINT32_MAX
 
 #define VAR_CACHE ((size_t)1 << 20)
 #define BODY_CACHE ((size_t)32 << 20)
 
-/* In the defs as they are made (render.dbuf, render.defs), before the
- * header and prelude are written: unit tags and line numbers relative to
- * the first def, each between these bytes (no rendered text holds a
- * control character), made absolute when the defs are copied out. */
-#define REL '\x02'     /* then REL_UNIT or REL_LINE, the digits, REL_END */
-#define REL_UNIT 'u'
-#define REL_LINE 'l'
-#define REL_END '\x03'
+/* The defs as they are made (render.dbuf, then render.defs), before the
+ * header and prelude above them are written: a record per def, in the
+ * order of their numbers (_v0, _v1, ...), its code and the length of its
+ * body (varints) then the body.  Their text, with unit tags and line
+ * numbers counted from the first def, is made once those of the lines
+ * above are known (write_defs): the records are about a sixth of it. */
 
 typedef struct render {
     const gr_shape *s;
@@ -71,9 +85,11 @@ typedef struct render {
     FILE *defs;       /* streamed: dbuf goes to this temporary file */
     size_t dlines, dunits; /* lines and units of the defs */
     gr_sb bodies;     /* every variant's statements, one after another */
-    uint32_t *dedup;  /* [cap_dedup]: open addressing by (code, body), variant
-                         index + 1, 0 empty; at most half full */
-    size_t cap_dedup;
+    struct {
+        uint32_t *slot; /* [cap]: open addressing by (code, body), variant
+                           index + 1, 0 empty; at most half full */
+        size_t cap, n;
+    } dedup;
     unsigned need;    /* gr_builtin_need bits */
     unsigned use;     /* U_* bits */
     uint64_t *code_line; /* [ncodes + 1]: line of the first def with that code
@@ -84,11 +100,55 @@ typedef struct render {
     FILE *file;       /* write the program here as it is made, or NULL: all
                          of it stays in the caller's buffer */
     int werr;         /* a write to file failed */
+    int terr;         /* errno of a failed write or read of the defs'
+                         temporary file (the program misses them), 0 */
+    gr_sb names;      /* per code, once: "  # NAME" (escaped) then 'NAME' */
+    struct name_form {
+        uint64_t at;  /* where code's two forms start in names, + 1 (0: not
+                         made yet) */
+        uint32_t ncom, nlit; /* their lengths */
+    } *name_of;       /* [ncodes + 1] */
+    struct {
+        gr_sb sb;     /* the body being made, kept for the next one */
+        int busy;     /* in use (a body made while making another: its own) */
+    } scratch;
 } render;
 
 /* The program is written to R->file in pieces of about this size: the
  * buffer holds one piece, not the whole program. */
 #define FLUSH_AT (64 * 1024)
+
+/* v in decimal at the end of buf[20]: where it starts (the digits run to
+ * buf + 20). */
+static char *utoa(char buf[20], uint64_t v)
+{
+    char *p = buf + 20;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return p;
+}
+
+/* A tag (prefix and number) into buf; its length. */
+static size_t tag_of(char buf[32], const char *prefix, uint64_t v)
+{
+    char d[20];
+    const char *p = utoa(d, v);
+    size_t k = strlen(prefix), n = (size_t)(d + 20 - p);
+    memcpy(buf, prefix, k);
+    memcpy(buf + k, p, n);
+    buf[k + n] = '\0';
+    return k + n;
+}
+
+/* Append prefix, v in decimal, then suffix. */
+static void put_num(gr_sb *sb, const char *prefix, uint64_t v, const char *suffix)
+{
+    gr_sb_puts(sb, prefix);
+    gr_sb_putu(sb, v);
+    gr_sb_puts(sb, suffix);
+}
 
 static void flush(render *R, gr_sb *out)
 {
@@ -217,6 +277,22 @@ static void wrap_try(gr_sb *out, const char *stmt)
     gr_sb_puts(out, "except BaseException:\n    pass");
 }
 
+/* Wrap what out holds from mark on (a statement) in try/except
+ * BaseException. */
+static void wrap_from(gr_sb *out, size_t mark)
+{
+    size_t n = out->len - mark;
+    char *stmt = gr_xrealloc(NULL, n + 1);
+    if (n)
+        memcpy(stmt, out->s + mark, n);
+    stmt[n] = '\0';
+    out->len = mark;
+    if (out->s)
+        out->s[mark] = '\0';
+    wrap_try(out, stmt);
+    free(stmt);
+}
+
 /* The callables of a HANDOVER act (each followed by ", "): let thread tid2
  * run (start it, for a late thread), then wait for this thread's turn.
  * Returns how many. */
@@ -230,17 +306,17 @@ static size_t handover_items(render *R, const gr_act *a, gr_sb *out)
         R->need |= GR_NEED_THREAD;
         gr_sb items;
         gr_sb_init(&items);
-        gr_sb_printf(&items, "_s%" PRIu64 ", ", a->tid2);
+        put_num(&items, "_s", a->tid2, ", ");
         size_t n = 1 + thread_entry(R, th, &items);
         gr_sb_puts(out, "functools.partial(_thread.start_new_thread, _X, (map(_Q, ");
         tuple_of(out, items.s, items.len, n);
         gr_sb_puts(out, "), 0)), ");
         gr_sb_free(&items);
     } else {
-        gr_sb_printf(out, "_L[%" PRIu64 "].release, ", a->tid2);
+        put_num(out, "_L[", a->tid2, "].release, ");
     }
     if (a->block) {
-        gr_sb_printf(out, "_L[%" PRIu64 "].acquire, ", a->tid);
+        put_num(out, "_L[", a->tid, "].acquire, ");
         k++;
     }
     return k;
@@ -252,7 +328,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
 {
     switch (a->kind) {
     case GR_ACT_CALL:
-        gr_sb_printf(out, "_v%zu, ", variant_of(R, gr_act_frame(a)));
+        put_num(out, "_v", variant_of(R, gr_act_frame(a)), ", ");
         return 1;
     case GR_ACT_MARK:
         R->use |= U_FUNCTOOLS;
@@ -262,7 +338,7 @@ static int callables(render *R, uint64_t tid, const gr_act *a, gr_sb *out)
         gr_sb_puts(out, "), ");
         return 1;
     case GR_ACT_SWITCH:
-        gr_sb_printf(out, "G[%" PRIu64 "].switch, ", a->gid);
+        put_num(out, "G[", a->gid, "].switch, ");
         return 1;
     case GR_ACT_THROW:
         R->use |= U_FUNCTOOLS;
@@ -286,17 +362,16 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
 {
     const gr_shape *s = R->s;
     const gr_frame *f = &s->frames[gr_act_frame(a)];
-    gr_sb st;
-    gr_sb_init(&st);
+    size_t mark = out->len;
     if (f->hook) {
         /* The program changed the profile slot during this C call (HOOK):
          * the script does the same with sys.setprofile. */
         R->need |= GR_NEED_SYS;
         if (f->setprofile_clear) {
-            gr_sb_puts(&st, "sys.setprofile(None)  # the program cleared the profile slot here");
+            gr_sb_puts(out, "sys.setprofile(None)  # the program cleared the profile slot here");
         } else {
             R->use |= U_PROF;
-            gr_sb_puts(&st, "sys.setprofile(_P)  # the program installed its own profile function here");
+            gr_sb_puts(out, "sys.setprofile(_P)  # the program installed its own profile function here");
         }
     } else if (f->keep) {
         const gr_act *a0 = f->nacts ? &s->acts[gr_frame_acts(f)[0]] : NULL;
@@ -319,51 +394,51 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             }
             R->use |= U_TYPES;
             R->need |= b->need;
-            gr_sb_puts(&st, "types.MethodType(");
-            gr_sb_put(&st, e, (size_t)(open - e));
-            gr_sb_puts(&st, ", ");
+            gr_sb_puts(out, "types.MethodType(");
+            gr_sb_put(out, e, (size_t)(open - e));
+            gr_sb_puts(out, ", ");
             const char *first_end = split ? split : p;
-            gr_sb_put(&st, open + 1, (size_t)(first_end - open - 1));
-            gr_sb_puts(&st, ")(");
+            gr_sb_put(out, open + 1, (size_t)(first_end - open - 1));
+            gr_sb_puts(out, ")(");
             if (split) {
                 const char *rest = split + 1;
                 while (*rest == ' ')
                     rest++;
-                gr_sb_put(&st, rest, (size_t)(p - rest));
+                gr_sb_put(out, rest, (size_t)(p - rest));
             }
-            gr_sb_puts(&st, ")  # a bound method object wrapping a builtin");
+            gr_sb_puts(out, ")  # a bound method object wrapping a builtin");
         } else if (a0 && a0->kind == GR_ACT_MARK) {
             R->need |= GR_NEED_GREENREPLAY;
-            gr_sb_puts(&st, "greenreplay.mark(");
-            lit_label(R, &st, a0->label);
-            gr_sb_putc(&st, ')');
+            gr_sb_puts(out, "greenreplay.mark(");
+            lit_label(R, out, a0->label);
+            gr_sb_putc(out, ')');
         } else if (a0 && a0->kind == GR_ACT_SWITCH) {
-            gr_sb_printf(&st, "G[%" PRIu64 "].switch()", a0->gid);
+            put_num(out, "G[", a0->gid, "].switch()");
         } else if (a0 && a0->kind == GR_ACT_THROW) {
-            gr_sb_printf(&st, "G[%" PRIu64 "].throw(%s)", a0->gid, throw_exc(R, f->tid, a0->gid));
+            gr_sb_printf(out, "G[%" PRIu64 "].throw(%s)", a0->gid, throw_exc(R, f->tid, a0->gid));
         } else if (f->gen != GR_NONE) {
             R->use |= U_GEN;
-            gr_sb_printf(&st, "_GZ[%zu].close()", f->gen);
+            put_num(out, "_GZ[", f->gen, "].close()");
         } else if (b && b->kind == GR_BUILTIN_SETTRACE) {
             R->need |= GR_NEED_SYS;
             if (f->settrace_on) {
                 R->use |= U_TRACE;
-                gr_sb_puts(&st, "sys.settrace(_T)");
+                gr_sb_puts(out, "sys.settrace(_T)");
             } else {
-                gr_sb_puts(&st, "sys.settrace(None)");
+                gr_sb_puts(out, "sys.settrace(None)");
             }
         } else if (b && b->kind == GR_BUILTIN_SETPROFILE && f->setprofile_clear) {
             R->need |= GR_NEED_SYS;
-            gr_sb_puts(&st, "sys.setprofile(None)");
+            gr_sb_puts(out, "sys.setprofile(None)");
         } else if (b && b->kind == GR_BUILTIN_SETPROFILE) {
             R->need |= GR_NEED_SYS;
             R->use |= U_PROF;
-            gr_sb_puts(&st, "sys.setprofile(_P)");
+            gr_sb_puts(out, "sys.setprofile(_P)");
         } else if (b) {
             R->need |= b->need;
-            gr_sb_puts(&st, b->expr);
+            gr_sb_puts(out, b->expr);
         } else {
-            gr_sb_puts(&st, "_D.extend(())");
+            gr_sb_puts(out, "_D.extend(())");
             R->use |= U_D;
         }
     } else {
@@ -378,20 +453,17 @@ static void c_call_stmt(render *R, const gr_act *a, gr_sb *out)
             k++;
         }
         if (k == 0) {
-            gr_sb_puts(&st, "_D.extend(())");
+            gr_sb_puts(out, "_D.extend(())");
         } else {
             R->use |= U_Q;
-            gr_sb_puts(&st, "_D.extend(map(_Q, ");
-            tuple_of(&st, items.s, items.len, k);
-            gr_sb_puts(&st, "))");
+            gr_sb_puts(out, "_D.extend(map(_Q, ");
+            tuple_of(out, items.s, items.len, k);
+            gr_sb_puts(out, "))");
         }
         gr_sb_free(&items);
     }
     if (f->end == GR_END_EXCEPTION)
-        wrap_try(out, gr_sb_str(&st));
-    else
-        gr_sb_puts(out, gr_sb_str(&st));
-    gr_sb_free(&st);
+        wrap_from(out, mark);
 }
 
 /* Target of a SUSPEND act of greenlet (tid, gid). */
@@ -400,9 +472,9 @@ static void suspend_target(render *R, const gr_act *a, uint64_t tid, gr_sb *out)
     const gr_green *g = green(R, tid, a->gid);
     const gr_sthread *th = thread(R, tid);
     if (g && g->root && th && th->has_first && th->first != g->gid)
-        gr_sb_printf(out, "G[%" PRIu64 "]", th->first);
+        put_num(out, "G[", th->first, "]");
     else
-        gr_sb_printf(out, "_R[%" PRIu64 "]", tid);
+        put_num(out, "_R[", tid, "]");
 }
 
 /* Statement for act a of Python frame `frame`, appended to out (without the
@@ -411,8 +483,7 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
 {
     const gr_shape *s = R->s;
     uint64_t tid = s->frames[frame].tid;
-    gr_sb st;
-    gr_sb_init(&st);
+    size_t mark = out->len;
     int catch_ = a->catch_;
     switch (a->kind) {
     case GR_ACT_CALL: {
@@ -421,80 +492,77 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
             const gr_act *sw = &s->acts[gr_act_arm(a)];
             R->use |= U_TRACE;
             R->need |= GR_NEED_SYS;
-            gr_sb_puts(&st, "_A[0] = ");
+            gr_sb_puts(out, "_A[0] = ");
             if (sw->kind == GR_ACT_THROW) {
                 R->use |= U_FUNCTOOLS;
-                gr_sb_printf(&st, "functools.partial(G[%" PRIu64 "].throw, %s)", sw->gid,
+                gr_sb_printf(out, "functools.partial(G[%" PRIu64 "].throw, %s)", sw->gid,
                              throw_exc(R, tid, sw->gid));
             } else {
-                gr_sb_printf(&st, "G[%" PRIu64 "].switch", sw->gid);
+                put_num(out, "G[", sw->gid, "].switch");
             }
-            gr_sb_puts(&st, "  # made inside the trace function at the next call\n");
+            gr_sb_puts(out, "  # made inside the trace function at the next call\n");
             if (a->hidden_install) {
                 R->use |= U_X;
-                gr_sb_puts(&st, "_A[1] = 1\n_X(map(sys.settrace, (_T,)), 0)\n");
+                gr_sb_puts(out, "_A[1] = 1\n_X(map(sys.settrace, (_T,)), 0)\n");
             }
         }
-        gr_sb_printf(&st, "_v%zu()", v);
+        put_num(out, "_v", v, "()");
         break;
     }
-    case GR_ACT_CCALL: c_call_stmt(R, a, &st); break;
+    case GR_ACT_CCALL: c_call_stmt(R, a, out); break;
     case GR_ACT_MARK:
         R->need |= GR_NEED_GREENREPLAY;
-        gr_sb_puts(&st, "greenreplay.mark(");
-        lit_label(R, &st, a->label);
-        gr_sb_putc(&st, ')');
+        gr_sb_puts(out, "greenreplay.mark(");
+        lit_label(R, out, a->label);
+        gr_sb_putc(out, ')');
         break;
     case GR_ACT_CSWITCH: /* a switch() call kept by name, as one act (script_shape.h) */
-        gr_sb_printf(&st, "G[%" PRIu64 "].switch()", a->gid);
+        put_num(out, "G[", a->gid, "].switch()");
         break;
     case GR_ACT_SWITCH:
         if (a->armed) {
-            gr_sb_free(&st);
             return 0;
         }
         R->use |= U_X | U_SW;
-        gr_sb_printf(&st, "_X(map(_SW, (G[%" PRIu64 "],)), 0)", a->gid);
+        put_num(out, "_X(map(_SW, (G[", a->gid, "],)), 0)");
         break;
     case GR_ACT_THROW:
         if (a->armed) {
-            gr_sb_free(&st);
             return 0;
         }
         R->use |= U_X | U_TH;
-        gr_sb_printf(&st, "_X(map(_TH, (G[%" PRIu64 "],), (%s,)), 0)", a->gid,
+        gr_sb_printf(out, "_X(map(_TH, (G[%" PRIu64 "],), (%s,)), 0)", a->gid,
                      throw_exc(R, tid, a->gid));
         break;
     case GR_ACT_PARENT:
         if (!a->gid2) {
-            gr_sb_free(&st);
             return 0;
         }
-        gr_sb_printf(&st, "G[%" PRIu64 "].parent = G[%" PRIu64 "]", a->gid, a->gid2);
+        gr_sb_printf(out, "G[%" PRIu64 "].parent = G[%" PRIu64 "]", a->gid, a->gid2);
         break;
     case GR_ACT_START:
         R->need |= GR_NEED_GREENREPLAY;
-        gr_sb_puts(&st, "greenreplay.start()");
+        gr_sb_puts(out, "greenreplay.start()");
         break;
     case GR_ACT_STOP:
         R->need |= GR_NEED_GREENREPLAY;
         R->use |= U_OS;
-        gr_sb_puts(&st, "greenreplay.stop()\nos._exit(0)");
+        gr_sb_puts(out, "greenreplay.stop()\nos._exit(0)");
         break;
     case GR_ACT_SUSPEND:
         if (a->visible) {
-            suspend_target(R, a, tid, &st);
-            gr_sb_puts(&st, ".switch()");
+            suspend_target(R, a, tid, out);
+            gr_sb_puts(out, ".switch()");
         } else {
             R->use |= U_X | U_SW;
-            gr_sb_puts(&st, "_X(map(_SW, (");
-            suspend_target(R, a, tid, &st);
-            gr_sb_puts(&st, ",)), 0)");
+            gr_sb_puts(out, "_X(map(_SW, (");
+            suspend_target(R, a, tid, out);
+            gr_sb_puts(out, ",)), 0)");
         }
         break;
     case GR_ACT_PARK:
         R->use |= U_X | U_Q | U_THREADS;
-        gr_sb_printf(&st, "_X(map(_Q, (_PK[%" PRIu64 "].release, _L[%" PRIu64 "].acquire)), 0)",
+        gr_sb_printf(out, "_X(map(_Q, (_PK[%" PRIu64 "].release, _L[%" PRIu64 "].acquire)), 0)",
                      a->tid, a->tid);
         break;
     case GR_ACT_HANDOVER: {
@@ -502,39 +570,35 @@ static int act_stmt(render *R, size_t frame, const gr_act *a, gr_sb *out)
         gr_sb items;
         gr_sb_init(&items);
         size_t k = handover_items(R, a, &items);
-        gr_sb_puts(&st, "_X(map(_Q, ");
-        tuple_of(&st, items.s, items.len, k);
-        gr_sb_puts(&st, "), 0)");
+        gr_sb_puts(out, "_X(map(_Q, ");
+        tuple_of(out, items.s, items.len, k);
+        gr_sb_puts(out, "), 0)");
         if (a->start)
-            gr_sb_printf(&st, "  # start thread t%" PRIu64, a->tid2);
+            gr_sb_printf(out, "  # start thread t%" PRIu64, a->tid2);
         gr_sb_free(&items);
         break;
     }
     case GR_ACT_HOOK:
         R->use |= U_THREADING;
         R->need |= GR_NEED_SYS;
-        gr_sb_puts(&st, "sys.setprofile(threading._profile_hook)  # as threading does in a new "
+        gr_sb_puts(out, "sys.setprofile(threading._profile_hook)  # as threading does in a new "
                         "thread");
         break;
     case GR_ACT_GENLOCAL:
         R->use |= U_GEN;
-        gr_sb_printf(&st, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", gr_act_gen(a), gr_act_gen(a),
+        gr_sb_printf(out, "_z%zu = _GZ[%zu]\n_GZ[%zu] = None", gr_act_gen(a), gr_act_gen(a),
                      gr_act_gen(a));
         break;
     case GR_ACT_RAISE:
         R->use |= U_FAIL;
-        gr_sb_puts(&st, "raise _Fail()");
+        gr_sb_puts(out, "raise _Fail()");
         catch_ = 0;
         break;
     default:
-        gr_sb_free(&st);
         return 0;
     }
     if (catch_ && a->kind != GR_ACT_CCALL)
-        wrap_try(out, gr_sb_str(&st));
-    else
-        gr_sb_puts(out, gr_sb_str(&st));
-    gr_sb_free(&st);
+        wrap_from(out, mark);
     return 1;
 }
 
@@ -578,11 +642,11 @@ static const char *var_body(const render *R, const variant *va)
 
 /* The dedup slot of (code, body p[0..n)): the variant's, or the empty one
  * where it goes. */
-static uint32_t *dedup_slot(render *R, uint32_t code, const char *p, size_t n)
+static uint32_t *dedup_slot(render *R, uint64_t h, uint32_t code, const char *p, size_t n)
 {
-    size_t i = (size_t)hash_key(code, p, n) & (R->cap_dedup - 1);
-    for (;; i = (i + 1) & (R->cap_dedup - 1)) {
-        uint32_t *slot = &R->dedup[i];
+    size_t i = (size_t)h & (R->dedup.cap - 1);
+    for (;; i = (i + 1) & (R->dedup.cap - 1)) {
+        uint32_t *slot = &R->dedup.slot[i];
         if (!*slot)
             return slot;
         const variant *va = &R->vars[*slot - 1];
@@ -591,18 +655,22 @@ static uint32_t *dedup_slot(render *R, uint32_t code, const char *p, size_t n)
     }
 }
 
+
 /* Room for one more variant in the dedup table (rehashing the bodies). */
 static void dedup_room(render *R)
 {
-    if (2 * (R->nvars + 1) <= R->cap_dedup)
+    if (2 * (R->dedup.n + 1) <= R->dedup.cap)
         return;
-    free(R->dedup);
-    R->cap_dedup = R->cap_dedup ? 2 * R->cap_dedup : 1024;
-    R->dedup = gr_xrealloc(NULL, R->cap_dedup * sizeof *R->dedup);
-    memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+    free(R->dedup.slot);
+    R->dedup.cap = R->dedup.cap ? 2 * R->dedup.cap : 1024;
+    R->dedup.slot = gr_xrealloc(NULL, R->dedup.cap * sizeof *R->dedup.slot);
+    memset(R->dedup.slot, 0, R->dedup.cap * sizeof *R->dedup.slot);
     for (size_t v = 0; v < R->nvars; v++) {
         const variant *va = &R->vars[v];
-        *dedup_slot(R, va->code, var_body(R, va), va->len) = (uint32_t)(v + 1);
+        if (va->next != IN_TABLE)
+            continue;
+        uint64_t h = hash_key(va->code, var_body(R, va), va->len);
+        *dedup_slot(R, h, va->code, var_body(R, va), va->len) = (uint32_t)(v + 1);
     }
 }
 
@@ -618,8 +686,54 @@ static void cache_room(render *R, size_t n)
     R->vbase += R->nvars;
     R->nvars = 0;
     gr_sb_reset(&R->bodies);
-    if (R->dedup)
-        memset(R->dedup, 0, R->cap_dedup * sizeof *R->dedup);
+    if (R->dedup.slot)
+        memset(R->dedup.slot, 0, R->dedup.cap * sizeof *R->dedup.slot);
+    R->dedup.n = 0;
+}
+
+/* The index of the cache's variant that body p (n bytes) calls last (the
+ * last "_vN" in its text, N one of the cache's), or SIZE_MAX.  Any text
+ * will do: this only says where the body is looked for, and it is the
+ * same for the same text. */
+static size_t last_callee(const render *R, const char *p, size_t n)
+{
+    for (size_t i = n; i-- > 1;) {
+        if (p[i] != 'v' || p[i - 1] != '_')
+            continue;
+        uint64_t v = 0;
+        size_t k = i + 1;
+        while (k < n && k - i <= 10 && p[k] >= '0' && p[k] <= '9')
+            v = v * 10 + (uint64_t)(p[k++] - '0');
+        if (k == i + 1)
+            continue;
+        return v >= R->vbase && v - R->vbase < R->nvars ? (size_t)(v - R->vbase) : SIZE_MAX;
+    }
+    return SIZE_MAX;
+}
+
+/* The variant (index + 1) of (code, body p[0..n)) among the cache's, or 0
+ * with where a new one goes: *callee (a variant index) when it is to be
+ * kept among that variant's callers, else *slot in the dedup table. */
+static uint32_t dedup_find(render *R, uint32_t code, const char *p, size_t n, size_t *callee,
+                           uint32_t **slot)
+{
+    size_t c = last_callee(R, p, n), nkids = 0;
+    *callee = SIZE_MAX;
+    *slot = NULL;
+    if (c != SIZE_MAX) {
+        for (uint32_t k = R->vars[c].kids; k; k = R->vars[k - 1].next, nkids++) {
+            const variant *va = &R->vars[k - 1];
+            if (va->code == code && va->len == n && memcmp(var_body(R, va), p, n) == 0)
+                return k;
+        }
+        if (nkids < KIDS_MAX) {
+            *callee = c;
+            return 0;
+        }
+    }
+    dedup_room(R);
+    *slot = dedup_slot(R, hash_key(code, p, n), code, p, n);
+    return *slot ? **slot : 0;
 }
 
 /* The variant (a Python function) acting out frame: identical bodies of
@@ -630,9 +744,16 @@ static size_t variant_of_shallow(render *R, size_t frame)
 {
     if (R->var_of[frame])
         return R->var_of[frame] - 1;
-    gr_sb body;
-    gr_sb_init(&body);
-    body_of(R, frame, &body);
+    /* the scratch buffer, unless a body being made asked for this one */
+    gr_sb own, *bp = &own;
+    gr_sb_init(&own);
+    if (!R->scratch.busy) {
+        bp = &R->scratch.sb;
+        R->scratch.busy = 1;
+        gr_sb_reset(bp);
+    }
+    body_of(R, frame, bp);
+    gr_sb body = *bp;
     uint32_t code = R->s->frames[frame].code;
     if (body.len > UINT32_MAX || R->vbase + R->nvars >= UINT32_MAX - 1) {
         fputs("greenreplay: script: a function body or the number of them is too large\n",
@@ -640,21 +761,33 @@ static size_t variant_of_shallow(render *R, size_t frame)
         exit(2);
     }
     cache_room(R, body.len);
-    dedup_room(R);
     const char *p = body.s ? body.s : "";
-    uint32_t *slot = dedup_slot(R, code, p, body.len);
-    if (!*slot) {
+    size_t callee;
+    uint32_t *slot, found = dedup_find(R, code, p, body.len, &callee, &slot);
+    if (!found) {
         R->vars = gr_xgrow(R->vars, &R->cap_vars, R->nvars + 1, sizeof *R->vars);
         variant *va = &R->vars[R->nvars++];
-        va->off = R->bodies.len;
+        found = (uint32_t)R->nvars;
+        va->off = (uint32_t)R->bodies.len;
         va->len = (uint32_t)body.len;
         va->code = code;
+        va->kids = 0;
+        if (slot) {
+            *slot = found;
+            va->next = IN_TABLE;
+            R->dedup.n++;
+        } else {
+            va->next = R->vars[callee].kids;
+            R->vars[callee].kids = found;
+        }
         gr_sb_put(&R->bodies, p, body.len);
-        *slot = (uint32_t)R->nvars;
         emit_def(R, R->vbase + R->nvars - 1, code, p, body.len);
     }
-    gr_sb_free(&body);
-    size_t v = R->vbase + *slot - 1;
+    if (bp == &own)
+        gr_sb_free(&own);
+    else
+        R->scratch.busy = 0;
+    size_t v = R->vbase + found - 1;
     R->var_of[frame] = (uint32_t)(v + 1);
     return v;
 }
@@ -719,10 +852,12 @@ static size_t variant_of(render *R, size_t frame)
 static void line(render *R, gr_sb *out, int indent, const char *text, size_t n, const char *tag)
 {
     for (int i = 0; i < indent; i++)
-        gr_sb_puts(out, "    ");
+        gr_sb_put(out, "    ", 4);
     gr_sb_put(out, text, n);
-    if (tag)
-        gr_sb_printf(out, "  %s", tag);
+    if (tag) {
+        gr_sb_put(out, "  ", 2);
+        gr_sb_puts(out, tag);
+    }
     gr_sb_putc(out, '\n');
     R->line++;
     if (out->len >= FLUSH_AT)
@@ -733,7 +868,7 @@ static void line(render *R, gr_sb *out, int indent, const char *text, size_t n, 
 static void unit(render *R, gr_sb *out, int indent, const char *stmt, size_t n)
 {
     char tag[32];
-    snprintf(tag, sizeof tag, "#@%zu", ++R->unit);
+    (void)tag_of(tag, "#@", ++R->unit);
     const char *p = stmt, *end = stmt + n;
     while (p < end) {
         const char *e = memchr(p, '\n', (size_t)(end - p));
@@ -767,135 +902,190 @@ static void dflush(render *R, int force)
 {
     if (!R->defs || !R->dbuf.len || (!force && R->dbuf.len < FLUSH_AT))
         return;
-    if (!R->werr && fwrite(R->dbuf.s, 1, R->dbuf.len, R->defs) != R->dbuf.len)
-        R->werr = 1;
+    if (!R->terr && fwrite(R->dbuf.s, 1, R->dbuf.len, R->defs) != R->dbuf.len)
+        R->terr = errno ? errno : EIO;
     gr_sb_reset(&R->dbuf);
 }
 
-/* A line of the defs; tag: a def's tag, or NULL; unit: a new unit tag. */
-static void dline(render *R, int indent, const char *text, size_t n, const char *tag, int unit)
+static void put_varint(gr_sb *b, uint64_t v)
 {
-    for (int i = 0; i < indent; i++)
-        gr_sb_puts(&R->dbuf, "    ");
-    gr_sb_put(&R->dbuf, text, n);
-    if (tag)
-        gr_sb_printf(&R->dbuf, "  %s", tag);
-    else if (unit)
-        gr_sb_printf(&R->dbuf, "  #@%c%c%zu%c", REL, REL_UNIT, R->dunits, REL_END);
-    gr_sb_putc(&R->dbuf, '\n');
-    R->dlines++;
+    char d[10];
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        d[n++] = (char)(0x80 | (v & 0x7F));
+    d[n++] = (char)v;
+    gr_sb_put(b, d, n);
 }
 
-/* Write variant v's def (code, body n bytes) after the defs so far. */
-static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_t n)
+/* The varint at p[*i..n): 1 and *i past it, or 0 when p ends first. */
+static int get_varint(const char *p, size_t n, size_t *i, uint64_t *v)
 {
-    char tag[32];
-    snprintf(tag, sizeof tag, "#@d%zu", v);
-    gr_sb hdr;
-    gr_sb_init(&hdr);
-    gr_sb_printf(&hdr, "def _v%zu():", v);
-    if (!R->o->anonymize) {
-        gr_sb esc, nm;
-        gr_sb_init(&esc);
-        gr_sb_init(&nm);
-        gr_shape_name(R->s, &nm, code);
-        gr_sb_escape(&esc, nm.s ? nm.s : "", nm.len, 0);
-        gr_sb_printf(&hdr, "  # %s", gr_sb_str(&esc));
-        gr_sb_free(&esc);
-        gr_sb_free(&nm);
+    uint64_t x = 0;
+    for (size_t k = *i, sh = 0; k < n && sh < 64; k++, sh += 7) {
+        x |= (uint64_t)((uint8_t)p[k] & 0x7F) << sh;
+        if (!((uint8_t)p[k] & 0x80)) {
+            *i = k + 1;
+            *v = x;
+            return 1;
+        }
     }
-    uint64_t def_line = R->dlines + 1;
-    dline(R, 0, hdr.s, hdr.len, tag, 0);
+    return 0;
+}
+
+/* The statements of a def's body, one a unit, each line of them into out
+ * (indented, with its unit tag, unit numbers from *unit + 1 on) when out
+ * is not NULL; the lines counted into *lines. */
+static void def_body(render *R, gr_sb *out, const char *body, size_t n, uint64_t *unit,
+                     uint64_t *lines)
+{
     const char *p = body, *end = body + n;
-    while (p < end) { /* each statement a unit */
+    while (p < end) {
         if (*p == STMT)
             p++;
         const char *e = memchr(p, STMT, (size_t)(end - p));
         size_t k = e ? (size_t)(e - p) : (size_t)(end - p);
-        R->dunits++;
+        ++*unit;
         for (const char *q = p, *qe = p + k; q < qe;) {
             const char *nl = memchr(q, '\n', (size_t)(qe - q));
             size_t m = nl ? (size_t)(nl - q) : (size_t)(qe - q);
-            dline(R, 1, q, m, NULL, 1);
+            ++*lines;
+            if (out) {
+                gr_sb_put(out, "    ", 4);
+                gr_sb_put(out, q, m);
+                gr_sb_put(out, "  #@", 4);
+                gr_sb_putu(out, *unit);
+                gr_sb_putc(out, '\n');
+            }
             q += m + (nl ? 1 : 0);
         }
         p += k;
     }
-    dline(R, 1, "return", 6, NULL, 0);
+}
+
+/* The name of code as a def shows it: "  # NAME" (escaped, for the def
+ * line; *ncom bytes) followed by 'NAME' (a literal, *nlit bytes), made
+ * once per code in R->names.  Valid until names grows. */
+static const char *name_forms(render *R, uint32_t code, size_t *ncom, size_t *nlit)
+{
+    int cached = code <= R->t->ncodes;
+    struct name_form *nf = cached ? &R->name_of[code] : NULL;
+    if (!nf || !nf->at) {
+        gr_sb nm;
+        gr_sb_init(&nm);
+        gr_shape_name(R->s, &nm, code);
+        size_t at = R->names.len;
+        gr_sb_put(&R->names, "  # ", 4);
+        gr_sb_escape(&R->names, nm.s ? nm.s : "", nm.len, 0);
+        size_t mid = R->names.len;
+        /* not counted in the notes' invalid bytes: the defs were written
+         * after the notes were made (the same count as ever) */
+        (void)gr_script_pystr(&R->names, nm.s ? nm.s : "", nm.len);
+        gr_sb_free(&nm);
+        if (!nf || R->names.len - at > UINT32_MAX) { /* uncached: the caller drops it */
+            *ncom = mid - at;
+            *nlit = R->names.len - mid;
+            return R->names.s + at;
+        }
+        *nf = (struct name_form){at + 1, (uint32_t)(mid - at), (uint32_t)(R->names.len - mid)};
+    }
+    *ncom = nf->ncom;
+    *nlit = nf->nlit;
+    return R->names.s + nf->at - 1;
+}
+
+/* Write variant v's def (code, body n bytes) after the defs so far: its
+ * record, its lines counted. */
+static void emit_def(render *R, size_t v, uint32_t code, const char *body, size_t n)
+{
+    (void)v; /* the defs are numbered in order */
+    uint64_t def_line = R->dlines + 1, units = R->dunits, lines = R->dlines + 1;
+    def_body(R, NULL, body, n, &units, &lines);
+    R->dunits = (size_t)units;
+    R->dlines = (size_t)lines + 2; /* return, _fn(...) */
     if (code <= R->t->ncodes && !R->code_line[code])
         R->code_line[code] = def_line;
-    gr_sb_reset(&hdr);
-    gr_sb_printf(&hdr, "_fn(_v%zu, ", v);
-    gr_sb name;
-    gr_sb_init(&name);
-    gr_shape_name(R->s, &name, code);
-    /* not counted in the notes' invalid bytes: the defs were written after
-     * the notes were made (the same count as ever) */
-    (void)gr_script_pystr(&hdr, name.s ? name.s : "", name.len);
-    gr_sb_free(&name);
-    if (code <= R->t->ncodes)
-        gr_sb_printf(&hdr, ", %c%c%" PRIu64 "%c)", REL, REL_LINE, R->code_line[code], REL_END);
-    else
-        gr_sb_puts(&hdr, ", 0)");
-    dline(R, 0, hdr.s, hdr.len, tag, 0);
-    gr_sb_free(&hdr);
+    put_varint(&R->dbuf, code);
+    put_varint(&R->dbuf, n);
+    gr_sb_put(&R->dbuf, body, n);
     dflush(R, 0);
 }
 
-/* Append p[0..n) of the defs to out with relative numbers made absolute
- * (*st: 0, REL (a kind comes next) or the kind whose digits are being
- * read into *num; both carried across calls). */
-static void patch_put(render *R, gr_sb *out, const char *p, size_t n, int *st, uint64_t *num,
-                      uint64_t lbase, uint64_t ubase)
+/* The text of def v (code, body n bytes) into out; *unit: units of the
+ * defs before it (and after it, on return); lbase: lines above the first
+ * def. */
+static void def_text(render *R, gr_sb *out, uint64_t v, uint32_t code, const char *body,
+                     size_t n, uint64_t *unit, uint64_t lbase)
 {
-    size_t i = 0;
-    while (i < n) {
-        if (*st == REL) {
-            *st = p[i++];
-            *num = 0;
-            continue;
-        }
-        if (*st) {
-            char c = p[i++];
-            if (c != REL_END) {
-                *num = *num * 10 + (uint64_t)(c - '0');
-                continue;
-            }
-            gr_sb_printf(out, "%" PRIu64, *num + (*st == REL_UNIT ? ubase : lbase));
-            *st = 0;
-            continue;
-        }
-        const char *e = memchr(p + i, REL, n - i);
-        size_t k = e ? (size_t)(e - (p + i)) : n - i;
-        gr_sb_put(out, p + i, k);
-        i += k;
-        if (e) {
-            *st = REL;
-            i++;
-        }
-        if (out->len >= FLUSH_AT)
-            flush(R, out);
+    char tag[32];
+    size_t ntag = tag_of(tag, "  #@d", v), keep = R->names.len, ncom, nlit;
+    const char *nm = name_forms(R, code, &ncom, &nlit);
+    uint64_t lines = 0;
+    put_num(out, "def _v", v, "():");
+    if (!R->o->anonymize)
+        gr_sb_put(out, nm, ncom);
+    gr_sb_put(out, tag, ntag);
+    gr_sb_putc(out, '\n');
+    def_body(R, out, body, n, unit, &lines);
+    gr_sb_put(out, "    return\n", 11);
+    put_num(out, "_fn(_v", v, ", ");
+    gr_sb_put(out, nm + ncom, nlit);
+    if (code <= R->t->ncodes)
+        put_num(out, ", ", lbase + R->code_line[code], ")");
+    else
+        gr_sb_puts(out, ", 0)");
+    gr_sb_put(out, tag, ntag);
+    gr_sb_putc(out, '\n');
+    if (code > R->t->ncodes || !R->name_of[code].at) { /* not kept (name_forms) */
+        R->names.len = keep;
+        if (R->names.s)
+            R->names.s[keep] = '\0';
+    }
+    if (out->len >= FLUSH_AT)
+        flush(R, out);
+}
+
+/* The text of the whole records in p[*i..n) into out (*i: past them). */
+static void defs_text(render *R, gr_sb *out, const char *p, size_t n, size_t *i, uint64_t *v,
+                      uint64_t *unit, uint64_t lbase)
+{
+    for (;;) {
+        size_t k = *i;
+        uint64_t code, len;
+        if (!get_varint(p, n, &k, &code) || !get_varint(p, n, &k, &len) || len > n - k)
+            return;
+        def_text(R, out, (*v)++, (uint32_t)code, p + k, (size_t)len, unit, lbase);
+        *i = k + (size_t)len;
     }
 }
 
 /* The defs, after the lines and units written so far. */
 static void write_defs(render *R, gr_sb *out)
 {
-    uint64_t lbase = R->line, ubase = R->unit;
-    int st = 0;
-    uint64_t num = 0;
+    uint64_t lbase = R->line, unit = R->unit, v = 0;
+    size_t i = 0;
     if (R->defs) {
         dflush(R, 1);
-        char buf[FLUSH_AT];
-        size_t n;
-        if (fflush(R->defs) != 0 || fseeko(R->defs, 0, SEEK_SET) != 0)
-            R->werr = 1;
-        while (!R->werr && (n = fread(buf, 1, sizeof buf, R->defs)) > 0)
-            patch_put(R, out, buf, n, &st, &num, lbase, ubase);
-        if (ferror(R->defs))
-            R->werr = 1;
+        gr_sb buf; /* what was read and not made text yet (a record at most) */
+        gr_sb_init(&buf);
+        if (!R->terr && (fflush(R->defs) != 0 || fseeko(R->defs, 0, SEEK_SET) != 0))
+            R->terr = errno ? errno : EIO;
+        while (!R->terr) {
+            char chunk[FLUSH_AT];
+            size_t n = fread(chunk, 1, sizeof chunk, R->defs);
+            if (n == 0)
+                break;
+            gr_sb_put(&buf, chunk, n);
+            i = 0;
+            defs_text(R, out, buf.s, buf.len, &i, &v, &unit, lbase);
+            memmove(buf.s, buf.s + i, buf.len - i);
+            buf.len -= i;
+        }
+        if (!R->terr && (ferror(R->defs) || buf.len))
+            R->terr = errno ? errno : EIO;
+        gr_sb_free(&buf);
     }
-    patch_put(R, out, R->dbuf.s ? R->dbuf.s : "", R->dbuf.len, &st, &num, lbase, ubase);
+    i = 0;
+    defs_text(R, out, R->dbuf.s ? R->dbuf.s : "", R->dbuf.len, &i, &v, &unit, lbase);
     R->line += R->dlines;
     R->unit += R->dunits;
     for (size_t c = 0; c <= R->t->ncodes; c++)
@@ -911,9 +1101,9 @@ static void run_expr(render *R, const gr_green *g, gr_sb *out)
     size_t gi = (size_t)(g - R->s->greens);
     int ext = 0;
     if (gr_shape_spilled(R->s, gi, &ext) && !ext)
-        gr_sb_printf(out, "_v%zu", (size_t)R->run_var[gi] - 1);
+        put_num(out, "_v", (size_t)R->run_var[gi] - 1, "");
     else if (g->run != GR_NONE && !R->s->frames[g->run].external)
-        gr_sb_printf(out, "_v%zu", variant_of(R, g->run));
+        put_num(out, "_v", variant_of(R, g->run), "");
     else if (g->dies_throw)
         gr_sb_puts(out, "{}.popitem");
     else
@@ -928,7 +1118,7 @@ static void create_greenlets(render *R, gr_sb *out, int indent, uint64_t tid)
     const gr_sthread *th = thread(R, tid);
     gr_sb st;
     gr_sb_init(&st);
-    gr_sb_printf(&st, "_R[%" PRIu64 "] = greenlet.getcurrent()", tid);
+    put_num(&st, "_R[", tid, "] = greenlet.getcurrent()");
     unit_str(R, out, indent, gr_sb_str(&st));
     if (th && th->root) {
         gr_sb_reset(&st);
@@ -943,7 +1133,7 @@ static void create_greenlets(render *R, gr_sb *out, int indent, uint64_t tid)
         if (g->tid != tid || g->root || !g->gid)
             continue;
         gr_sb_reset(&st);
-        gr_sb_printf(&st, "G[%" PRIu64 "] = greenlet.greenlet(", g->gid);
+        put_num(&st, "G[", g->gid, "] = greenlet.greenlet(");
         run_expr(R, g, &st);
         gr_sb_putc(&st, ')');
         unit_str(R, out, indent, gr_sb_str(&st));
@@ -984,7 +1174,7 @@ static void create_greenlets(render *R, gr_sb *out, int indent, uint64_t tid)
             continue;
         R->use |= U_X | U_SW;
         gr_sb_reset(&st);
-        gr_sb_printf(&st, "_X(map(_SW, (G[%" PRIu64 "],)), 0)", g->gid);
+        put_num(&st, "_X(map(_SW, (G[", g->gid, "],)), 0)");
         unit_str(R, out, indent, gr_sb_str(&st));
     }
     gr_sb_free(&st);
@@ -1003,17 +1193,17 @@ static size_t thread_entry(render *R, const gr_sthread *th, gr_sb *out)
         k += 2;
     }
     if (root && root->run != GR_NONE && !R->s->frames[root->run].external) {
-        gr_sb_printf(out, "_v%zu, ", variant_of(R, root->run));
+        put_num(out, "_v", variant_of(R, root->run), ", ");
         k++;
     } else if (first && first != root && first->gid) {
-        gr_sb_printf(out, "G[%" PRIu64 "].switch, ", first->gid);
+        put_num(out, "G[", first->gid, "].switch, ");
         k++;
     } else if (first && first->run != GR_NONE && !R->s->frames[first->run].external) {
-        gr_sb_printf(out, "_v%zu, ", variant_of(R, first->run));
+        put_num(out, "_v", variant_of(R, first->run), ", ");
         k++;
     }
     if (th->next_tid) {
-        gr_sb_printf(out, "_L[%" PRIu64 "].release, ", th->next_tid);
+        put_num(out, "_L[", th->next_tid, "].release, ");
         k++;
     }
     return k;
@@ -1354,9 +1544,9 @@ static size_t render_notes(render *R, gr_sb *notes)
     for (size_t i = 0; i < s->nnotes; i++) {
         gr_sb_puts(notes, s->notes[i].text);
         if (s->notes[i].count > 1)
-            gr_sb_printf(notes, " (%zu times)", s->notes[i].count);
+            put_num(notes, " (", s->notes[i].count, " times)");
         if (s->notes[i].first_rec != GR_NONE && !o->anonymize)
-            gr_sb_printf(notes, " [record %" PRIu64 "]", s->notes[i].first_rec);
+            put_num(notes, " [record ", s->notes[i].first_rec, "]");
         gr_sb_putc(notes, '\n');
     }
     size_t nnotes = s->nnotes;
@@ -1386,7 +1576,7 @@ static void write_generators(render *R, gr_sb *out)
             lit_code(R, &st, c);
         else
             gr_sb_puts(&st, "'_g'");
-        gr_sb_printf(&st, ", %" PRIu64 ")", c && c <= t->ncodes ? R->code_line[c] : 0);
+        put_num(&st, ", ", c && c <= t->ncodes ? R->code_line[c] : 0, ")");
     }
     gr_sb_puts(&st, "]  # generators the trace finalizes");
     unit_str(R, out, 0, gr_sb_str(&st));
@@ -1436,7 +1626,7 @@ static void write_threads(render *R, gr_sb *out, const gr_sb *entries)
                      tid, tid);
         gr_sb items;
         gr_sb_init(&items);
-        gr_sb_printf(&items, "_s%" PRIu64 ", ", tid);
+        put_num(&items, "_s", tid, ", ");
         gr_sb_put(&items, calls, ncalls);
         tuple_of(&st, items.s, items.len, k);
         gr_sb_free(&items);
@@ -1473,6 +1663,9 @@ static int script_write(gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb
     memset(R.run_var, 0, (sh->ngreens + 1) * sizeof *R.run_var);
     R.code_line = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.code_line);
     memset(R.code_line, 0, (t->ncodes + 1) * sizeof *R.code_line);
+    R.name_of = gr_xrealloc(NULL, (t->ncodes + 1) * sizeof *R.name_of);
+    memset(R.name_of, 0, (t->ncodes + 1) * sizeof *R.name_of);
+    gr_sb_init(&R.names);
 
     /* Render the module-level body and the setup first (into `main`), so
      * that every variant they need exists; then write everything in
@@ -1522,12 +1715,19 @@ static int script_write(gr_shape *sh, const gr_script_opts *o, FILE *file, gr_sb
     gr_sb_free(&R.dbuf);
     if (R.defs)
         fclose(R.defs);
-    free(R.dedup);
+    free(R.dedup.slot);
     free(R.vars);
     free(R.var_of);
     free(R.run_var);
     free(R.code_line);
+    free(R.name_of);
+    gr_sb_free(&R.names);
+    gr_sb_free(&R.scratch.sb);
     *nnotes_out = nnotes;
+    if (R.terr) {
+        errno = R.terr;
+        return -2;
+    }
     return R.werr ? -1 : 0;
 }
 

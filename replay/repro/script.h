@@ -60,8 +60,11 @@ size_t gr_script_write(const gr_trace *t, const gr_script_opts *o, gr_sb *out, g
  * trace read as a stream; built with anonymize = o->anonymize) written to
  * f as it is made, a piece of about 64 KB at a time: the program is never
  * held whole.  The same notes into notes (may be NULL), their number into
- * *nnotes (may be NULL).  Returns 0, or -1 when writing to f failed (what
- * was written stays in f).  f is flushed, not closed.  Spilled greenlets
+ * *nnotes (may be NULL).  Returns 0; -1 when writing to f failed (what
+ * was written stays in f); -2 when the temporary file that holds the
+ * defs until the header before them is written could not be written or
+ * read back (errno says why; f then lacks the defs).  f is flushed, not
+ * closed.  Spilled greenlets
  * (gr_shape_build_path) are brought back one at a time while rendering,
  * so s changes (its contents, not what it says). */
 int gr_script_write_shape(gr_shape *s, const gr_script_opts *o, FILE *f, gr_sb *notes,

@@ -9,6 +9,7 @@
 #include "script_builtins.h"
 #include "text.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,6 +92,17 @@ typedef struct keep_gen {
     size_t gen;           /* its index in gr_shape.gens, after the walk */
 } keep_gen;
 
+/* Where each frame or act slot of a greenlet being spilled goes in the
+ * spill file: by slot, its index there; the entry is the greenlet's only
+ * when the index leads back to the slot (slot[index] == slot), so that
+ * nothing needs clearing between greenlets. */
+typedef struct spill_local {
+    uint32_t *at;         /* [cap]: by slot, local index */
+    size_t cap;
+    uint32_t *slot;       /* [cap_slot]: by local index, the slot */
+    size_t n, cap_slot;
+} spill_local;
+
 /* Lookup tables (gr_shape.internal). */
 typedef struct shape_maps {
     shape_pre pre;
@@ -124,6 +136,10 @@ typedef struct shape_maps {
     keep_gen *kg;         /* generator.close calls kept by name */
     size_t nkg, cap_kg;
     uint64_t nclose;      /* generator.close frames made so far */
+    spill_local lf, la;   /* spill_encode: frames and acts of the greenlet */
+    size_t thread_hint, green_hint; /* index + 1 of the last thread and
+                                       greenlet looked up (most records are
+                                       of the same ones as the one before) */
 } shape_maps;
 
 /* gr_frame.gen of a generator.close frame until keep_c decides: this bit
@@ -472,9 +488,13 @@ static size_t new_gen(gr_shape *s, uint32_t code)
 
 static gr_sthread *thread_of(gr_shape *s, uint64_t tid, int create)
 {
-    size_t i;
-    if (gr_idmap_get(&maps(s)->threads, tid, 0, &i))
+    size_t i, *hint = &maps(s)->thread_hint;
+    if (*hint && s->threads[*hint - 1].tid == tid)
+        return &s->threads[*hint - 1];
+    if (gr_idmap_get(&maps(s)->threads, tid, 0, &i)) {
+        *hint = i + 1;
         return &s->threads[i];
+    }
     if (!create)
         return NULL;
     s->threads = gr_xgrow(s->threads, &s->cap_threads, s->nthreads + 1, sizeof *s->threads);
@@ -502,9 +522,13 @@ const gr_green *gr_shape_green(const gr_shape *s, uint64_t tid, uint64_t gid)
 
 static gr_green *green_of(gr_shape *s, uint64_t tid, uint64_t gid)
 {
-    size_t i;
-    if (gr_idmap_get(&maps(s)->greens, tid, gid, &i))
+    size_t i, *hint = &maps(s)->green_hint;
+    if (*hint && s->greens[*hint - 1].gid == gid && s->greens[*hint - 1].tid == tid)
+        return &s->greens[*hint - 1];
+    if (gr_idmap_get(&maps(s)->greens, tid, gid, &i)) {
+        *hint = i + 1;
         return &s->greens[i];
+    }
     return NULL;
 }
 
@@ -1412,12 +1436,103 @@ static size_t keep_gen_final(const gr_shape *s, size_t gen)
 
 /* ---- spilling dead greenlets -------------------------------------------- */
 
-/* A spilled greenlet in the spill file: this header, its frames (gr_frame,
- * with acts.heap unset), each frame's act indices (uint32_t, local), its
- * acts (gr_act, frame and arm indices local). */
+/* A spilled greenlet in the spill file: this header, its frames, each
+ * frame's act indices (local), its acts (frame and arm indices local),
+ * each field of a frame and an act a byte or a varint (sp_frame, sp_act:
+ * a third of the structs' size). */
 typedef struct spill_head {
     uint64_t nframes, nacts, run; /* run: local index of its outermost frame */
 } spill_head;
+
+_Static_assert(sizeof(gr_frame) == 48 && sizeof(gr_act) == 32,
+               "a new field of gr_frame or gr_act goes through sp_frame and sp_act too");
+
+static void sp_u(gr_sb *b, uint64_t v)
+{
+    uint8_t d[10];
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        d[n++] = (uint8_t)(0x80 | (v & 0x7F));
+    d[n++] = (uint8_t)v;
+    gr_sb_put(b, (const char *)d, n);
+}
+
+static void sp_frame(gr_sb *b, const gr_frame *f)
+{
+    const uint8_t by[] = {f->is_c, f->seed, f->external, f->invisible, f->finalizer, f->end,
+                          f->keep, f->settrace_on, f->hook, f->setprofile_clear, f->bound};
+    gr_sb_put(b, (const char *)by, sizeof by);
+    sp_u(b, f->code);
+    sp_u(b, (uint64_t)f->gen + 1); /* GR_NONE: 0 */
+    sp_u(b, f->tid);
+    sp_u(b, f->nacts);
+}
+
+static void sp_act(gr_sb *b, const gr_act *a)
+{
+    const uint8_t by[] = {a->kind, a->catch_, a->visible, a->armed,
+                          a->block, a->start, a->hidden_install, a->unstarted};
+    gr_sb_put(b, (const char *)by, sizeof by);
+    sp_u(b, (uint64_t)a->frame32 + 1); /* GR_NONE32: 2^32 */
+    sp_u(b, (uint64_t)a->arm32 + 1);   /* gen32 too (the same bytes) */
+    sp_u(b, a->tid);                   /* gid, label: the same bytes */
+    sp_u(b, a->tid2);                  /* gid2 */
+}
+
+/* Reading a spilled greenlet back: *p up to end. */
+typedef struct sp_in {
+    const uint8_t *p, *end;
+} sp_in;
+
+static void spill_read_fail(void);
+
+static uint64_t sp_get(sp_in *in)
+{
+    uint64_t v = 0;
+    for (unsigned sh = 0; in->p < in->end && sh < 64; sh += 7) {
+        uint8_t c = *in->p++;
+        v |= (uint64_t)(c & 0x7F) << sh;
+        if (!(c & 0x80))
+            return v;
+    }
+    spill_read_fail();
+    return 0;
+}
+
+static void sp_bytes(sp_in *in, uint8_t *d, size_t n)
+{
+    if ((size_t)(in->end - in->p) < n)
+        spill_read_fail();
+    memcpy(d, in->p, n);
+    in->p += n;
+}
+
+static void sp_get_frame(sp_in *in, gr_frame *f)
+{
+    uint8_t by[11];
+    sp_bytes(in, by, sizeof by);
+    memset(f, 0, sizeof *f);
+    f->is_c = by[0], f->seed = by[1], f->external = by[2], f->invisible = by[3];
+    f->finalizer = by[4], f->end = by[5], f->keep = by[6], f->settrace_on = by[7];
+    f->hook = by[8], f->setprofile_clear = by[9], f->bound = by[10];
+    f->code = (uint32_t)sp_get(in);
+    f->gen = (size_t)(sp_get(in) - 1);
+    f->tid = sp_get(in);
+    f->nacts = (uint32_t)sp_get(in);
+}
+
+static void sp_get_act(sp_in *in, gr_act *a)
+{
+    uint8_t by[8];
+    sp_bytes(in, by, sizeof by);
+    memset(a, 0, sizeof *a);
+    a->kind = by[0], a->catch_ = by[1], a->visible = by[2], a->armed = by[3];
+    a->block = by[4], a->start = by[5], a->hidden_install = by[6], a->unstarted = by[7];
+    a->frame32 = (uint32_t)(sp_get(in) - 1);
+    a->arm32 = (uint32_t)(sp_get(in) - 1);
+    a->tid = sp_get(in);
+    a->tid2 = sp_get(in);
+}
 
 /* Free frame slot f and its acts (their slots too, when acts). */
 static void free_frame(gr_shape *s, size_t f, int acts)
@@ -1453,7 +1568,12 @@ static int spillable(gr_shape *s, const gr_green *g, size_t gi)
     if (!th || (th->has_first && th->first == g->gid))
         return 0;
     const green_spill *sp = &m->gsp[gi];
+    /* the frames' slots are scattered (reused): ask for a few ahead */
+    for (size_t k = 0; k < sp->nfl && k < 8; k++)
+        __builtin_prefetch(&s->frames[sp->fl[k]]);
     for (size_t k = 0; k < sp->nfl; k++) {
+        if (k + 8 < sp->nfl)
+            __builtin_prefetch(&s->frames[sp->fl[k + 8]]);
         const gr_frame *f = &s->frames[sp->fl[k]];
         if (sp->fl[k] == th->last_settrace)
             return 0;
@@ -1464,23 +1584,47 @@ static int spillable(gr_shape *s, const gr_green *g, size_t gi)
     return 1;
 }
 
+/* Slot gets the next local index. */
+static void local_add(spill_local *l, size_t slot)
+{
+    if (slot >= l->cap) {
+        size_t old = l->cap;
+        l->at = gr_xgrow(l->at, &l->cap, slot + 1, sizeof *l->at);
+        memset(l->at + old, 0, (l->cap - old) * sizeof *l->at);
+    }
+    l->slot = gr_xgrow(l->slot, &l->cap_slot, l->n + 1, sizeof *l->slot);
+    l->slot[l->n] = (uint32_t)slot;
+    l->at[slot] = (uint32_t)l->n++;
+}
+
+/* The local index of slot (1), or 0: not the greenlet's. */
+static int local_get(const spill_local *l, size_t slot, size_t *k)
+{
+    if (slot >= l->cap || l->at[slot] >= l->n || l->slot[l->at[slot]] != slot)
+        return 0;
+    *k = l->at[slot];
+    return 1;
+}
+
 /* Greenlet gi's frames and acts, serialized (spill_head first) into b;
  * 0, or -1 when an act refers outside the greenlet (then not spilled). */
 static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
 {
-    const green_spill *sp = &maps(s)->gsp[gi];
+    shape_maps *m = maps(s);
+    const green_spill *sp = &m->gsp[gi];
     const gr_green *g = &s->greens[gi];
-    gr_idmap fmap, amap;
-    memset(&fmap, 0, sizeof fmap);
-    memset(&amap, 0, sizeof amap);
+    spill_local *fmap = &m->lf, *amap = &m->la;
+    fmap->n = amap->n = 0;
     spill_head h = {.nframes = sp->nfl, .nacts = 0, .run = GR_NONE};
     for (size_t k = 0; k < sp->nfl; k++) {
-        gr_idmap_put(&fmap, sp->fl[k], 0, k);
+        local_add(fmap, sp->fl[k]);
         if (sp->fl[k] == g->run)
             h.run = k;
         const gr_frame *f = &s->frames[sp->fl[k]];
-        for (uint32_t j = 0; j < f->nacts; j++)
-            gr_idmap_put(&amap, gr_frame_acts(f)[j], 0, (size_t)h.nacts++);
+        for (uint32_t j = 0; j < f->nacts; j++, h.nacts++) {
+            __builtin_prefetch(&s->acts[gr_frame_acts(f)[j]]); /* read below */
+            local_add(amap, gr_frame_acts(f)[j]);
+        }
     }
     int rc = h.run == GR_NONE ? -1 : 0;
     gr_sb_put(b, (const char *)&h, sizeof h);
@@ -1488,38 +1632,34 @@ static int spill_encode(gr_shape *s, size_t gi, gr_sb *b)
         gr_frame f = s->frames[sp->fl[k]];
         if (f.is_c) /* decided now (on the copy): nothing changes the frame any more */
             f.keep = (uint8_t)keep_c(s, &f);
-        f.acts.heap = NULL;
-        gr_sb_put(b, (const char *)&f, sizeof f);
+        sp_frame(b, &f);
     }
     for (size_t k = 0; k < sp->nfl; k++) {
         const gr_frame *f = &s->frames[sp->fl[k]];
         for (uint32_t j = 0; j < f->nacts; j++) {
             size_t v = 0;
-            (void)gr_idmap_get(&amap, gr_frame_acts(f)[j], 0, &v);
-            uint32_t l = (uint32_t)v;
-            gr_sb_put(b, (const char *)&l, sizeof l);
+            (void)local_get(amap, gr_frame_acts(f)[j], &v);
+            sp_u(b, v);
         }
     }
     for (size_t k = 0; k < sp->nfl && rc == 0; k++) {
         const gr_frame *f = &s->frames[sp->fl[k]];
         for (uint32_t j = 0; j < f->nacts && rc == 0; j++) {
             gr_act a = s->acts[gr_frame_acts(f)[j]];
-            size_t v;
+            size_t v = 0;
             if (a.frame32 != GR_NONE32) {
-                if (!gr_idmap_get(&fmap, a.frame32, 0, &v))
+                if (!local_get(fmap, a.frame32, &v))
                     rc = -1;
                 a.frame32 = (uint32_t)v;
             }
             if (a.kind == GR_ACT_CALL && a.arm32 != GR_NONE32) {
-                if (!gr_idmap_get(&amap, a.arm32, 0, &v))
+                if (!local_get(amap, a.arm32, &v))
                     rc = -1;
                 a.arm32 = (uint32_t)v;
             }
-            gr_sb_put(b, (const char *)&a, sizeof a);
+            sp_act(b, &a);
         }
     }
-    gr_idmap_free(&fmap);
-    gr_idmap_free(&amap);
     return rc;
 }
 
@@ -1629,7 +1769,11 @@ int gr_shape_spilled(const gr_shape *s, size_t green, int *run_external)
 
 static void spill_read_fail(void)
 {
-    fputs("greenreplay: script: reading back a temporary file failed\n", stderr);
+    /* a full disk shows here: the writes went to the stream's buffer */
+    fprintf(stderr,
+            "greenreplay: script: writing or reading back a temporary file ($TMPDIR, else "
+            "/tmp) failed: %s\n",
+            errno ? strerror(errno) : "short read");
     exit(2);
 }
 
@@ -1643,7 +1787,9 @@ size_t gr_shape_reload(gr_shape *s, size_t green)
         spill_read_fail();
     spill_head h;
     memcpy(&h, buf, sizeof h);
-    const uint8_t *p = buf + sizeof h;
+    sp_in in = {buf + sizeof h, buf + sp->len};
+    if (h.run >= h.nframes)
+        spill_read_fail();
     size_t *fidx = gr_xrealloc(NULL, (h.nframes + 1) * sizeof *fidx);
     size_t *aidx = gr_xrealloc(NULL, (h.nacts + 1) * sizeof *aidx);
     for (size_t k = 0; k < h.nframes; k++)
@@ -1652,13 +1798,11 @@ size_t gr_shape_reload(gr_shape *s, size_t green)
         aidx[k] = act_slot(s);
     sp->fl = gr_xrealloc(NULL, (h.nframes + 1) * sizeof *sp->fl);
     sp->nfl = sp->capfl = h.nframes;
-    for (size_t k = 0; k < h.nframes; k++, p += sizeof(gr_frame)) {
+    for (size_t k = 0; k < h.nframes; k++) {
         gr_frame *f = &s->frames[fidx[k]];
-        memcpy(f, p, sizeof *f);
+        sp_get_frame(&in, f);
         uint32_t n = f->nacts;
         f->nacts = 0;
-        f->cap_acts = 0;
-        f->acts.heap = NULL;
         while (f->nacts < n) {
             frame_room(f);
             f->nacts++;
@@ -1670,19 +1814,26 @@ size_t gr_shape_reload(gr_shape *s, size_t green)
     for (size_t k = 0; k < h.nframes; k++) {
         gr_frame *f = &s->frames[fidx[k]];
         uint32_t *acts = acts_of(f);
-        for (uint32_t j = 0; j < f->nacts; j++, p += sizeof(uint32_t)) {
-            uint32_t l;
-            memcpy(&l, p, sizeof l);
+        for (uint32_t j = 0; j < f->nacts; j++) {
+            uint64_t l = sp_get(&in);
+            if (l >= h.nacts)
+                spill_read_fail();
             acts[j] = idx32(aidx[l]);
         }
     }
-    for (size_t k = 0; k < h.nacts; k++, p += sizeof(gr_act)) {
+    for (size_t k = 0; k < h.nacts; k++) {
         gr_act *a = &s->acts[aidx[k]];
-        memcpy(a, p, sizeof *a);
-        if (a->frame32 != GR_NONE32)
+        sp_get_act(&in, a);
+        if (a->frame32 != GR_NONE32) {
+            if (a->frame32 >= h.nframes)
+                spill_read_fail();
             a->frame32 = idx32(fidx[a->frame32]);
-        if (a->kind == GR_ACT_CALL && a->arm32 != GR_NONE32)
+        }
+        if (a->kind == GR_ACT_CALL && a->arm32 != GR_NONE32) {
+            if (a->arm32 >= h.nacts)
+                spill_read_fail();
             a->arm32 = idx32(aidx[a->arm32]);
+        }
     }
     size_t run = fidx[h.run];
     free(fidx);
@@ -2204,6 +2355,14 @@ int gr_shape_build_path(gr_shape *s, gr_trace *t, const char *path, int anonymiz
         return st;
     }
     shape_finish(s, t);
+    /* what spilling needed: not while rendering (grows again if used) */
+    shape_maps *m = maps(s);
+    free(m->lf.at);
+    free(m->la.at);
+    free(m->lf.slot);
+    free(m->la.slot);
+    memset(&m->lf, 0, sizeof m->lf);
+    memset(&m->la, 0, sizeof m->la);
     return GR_READ_OK;
 }
 
@@ -2236,6 +2395,10 @@ void gr_shape_free(gr_shape *s)
         gr_idmap_free(&m->pre.pending);
         gr_idmap_free(&m->greens);
         gr_idmap_free(&m->threads);
+        free(m->lf.at);
+        free(m->la.at);
+        free(m->lf.slot);
+        free(m->la.slot);
         gr_idmap_free(&m->notes);
         gr_idmap_free(&m->quals);
         gr_idmap_free(&m->labels);

@@ -66,6 +66,8 @@ void gr_sb_reset(gr_sb *sb)
 /* Make room for n more bytes plus the NUL. */
 static void reserve(gr_sb *sb, size_t n)
 {
+    if (sb->s && n < sb->cap - sb->len) /* room already (the common case) */
+        return;
     if (n > SIZE_MAX - sb->len - 1)
         out_of_memory();
     sb->s = gr_xgrow(sb->s, &sb->cap, sb->len + n + 1, 1);
@@ -90,6 +92,27 @@ void gr_sb_putc(gr_sb *sb, char c)
     reserve(sb, 1);
     sb->s[sb->len++] = c;
     sb->s[sb->len] = '\0';
+}
+
+void gr_sb_putu(gr_sb *sb, uint64_t v)
+{
+    static const char two[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
+    char d[20], *p = d + sizeof d;
+    while (v >= 100) { /* two digits at a time */
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = two[k + 1];
+        *--p = two[k];
+    }
+    if (v >= 10) {
+        *--p = two[v * 2 + 1];
+        *--p = two[v * 2];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    gr_sb_put(sb, p, (size_t)(d + sizeof d - p));
 }
 
 void gr_sb_vprintf(gr_sb *sb, const char *fmt, va_list ap)

@@ -50,6 +50,10 @@ void gr_sb_puts(gr_sb *sb, const char *s);
 /* Append one byte. */
 void gr_sb_putc(gr_sb *sb, char c);
 
+/* Append v in decimal (what "%" PRIu64 prints, without printf's cost:
+ * renderers that write millions of numbers use it). */
+void gr_sb_putu(gr_sb *sb, uint64_t v);
+
 /* Append printf-formatted text. */
 void gr_sb_printf(gr_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

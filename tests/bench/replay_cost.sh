@@ -129,8 +129,8 @@ read -r w c k < <(measure "$CLI" diff "$trace" "$half")
 line diff/2 300 10 "$w" "$c" "$k"
 # script on the same trace, under a 1 GB address-space cap: it spills
 # dead greenlets and its defs to two temporary files (in $TMPDIR, else
-# /tmp: together about twice the program's size, some 77 bytes per record
-# of this trace, 7.7 GB at 100 M) and writes the program (here to
+# /tmp: together about half the program's size, some 20 bytes per record
+# of this trace, 2 GB at 100 M) and writes the program (here to
 # /dev/null) at the end.
 # Goals: completes under the cap, peak under 300 MB, >= 10 M records/s.
 read -r w c k < <(measure bash -c 'ulimit -v 1000000 && exec "$0" script -q -o /dev/null "$1"' \

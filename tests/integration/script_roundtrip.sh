@@ -33,7 +33,9 @@
 #   cache            gevent_spawn: the script of the file (dead greenlets
 #                    spilled to a temporary file) is the one a pipe gives;
 #                    with a cache of 2 bodies (GREENREPLAY_SCRIPT_CACHE=2)
-#                    it has more defs and its recording the same structure
+#                    it has more defs and its recording the same structure;
+#                    a temporary file that cannot be written (a file size
+#                    limit) makes exit 2 with a message naming it
 #   notes            script says what it cannot reproduce: a trace without
 #                    the SWITCH into a greenlet, and a two-thread trace
 #   refuse           a trace of greenlets run inside the program's own
@@ -388,6 +390,18 @@ test_cache() {
     else
         fail "$name: the script of the file differs from the one a pipe gives"
         diff <(sed 3d "$base.full.py") <(sed 3d "$base.pipe.py") | detail
+    fi
+    # A temporary file that cannot be written (here over a file size
+    # limit, as on a full disk; the program goes to a pipe, which the limit
+    # does not cover) is named, not blamed on the output.
+    local err
+    err=$( (trap '' XFSZ; ulimit -f 1; "$GR_CLI" script -q "$t" 2>&1 >/dev/null; echo "exit $?") )
+    if printf '%s\n' "$err" | grep -q 'temporary file (\$TMPDIR, else /tmp).* failed' &&
+        printf '%s\n' "$err" | grep -qx 'exit 2' && ! printf '%s\n' "$err" | grep -q 'writing the script'; then
+        pass "$name: a temporary file over a 1 KB file size limit: exit 2, the message names it"
+    else
+        fail "$name: a temporary file over a 1 KB file size limit: not said so"
+        printf '%s\n' "$err" | detail
     fi
     GREENREPLAY_SCRIPT_CACHE=2 script_and_record "$t" "$base" -q
     rc=$?
