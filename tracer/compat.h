@@ -774,6 +774,30 @@ static inline int gr_c_calls_in_progress(PyThreadState *ts, gr_call_at *out, int
     }
     return n;
 }
+/* What a program's profile function gets of code CPython instruments
+ * lazily (tracer/lazy.c).  3.12+ (PEP 669, gh-103082): turning tool 6's
+ * events on bumps the interpreter's instrumentation version and
+ * instruments the code of each thread's executing frames only
+ * (instrument_all_executing_code_objects, Python/instrumentation.c);
+ * other code is brought up to date at its next RESUME (Python/bytecodes.c),
+ * which a greenlet's suspended frame does not run when it resumes.  The
+ * tools of an instruction of code behind the interpreter's version are
+ * those of its last instrumentation (get_tools_for_instruction), and a
+ * debug build asserts there that the code is up to date
+ * (debug_check_sanity, 3.13+; 3.12 asserts the same facts one by one).
+ * Tool 6's handler of event ev, as gr_profile_c_return_cell. */
+static inline PyObject **gr_profile_cell(PyInterpreterState *interp, int ev)
+{
+    return &interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][ev];
+}
+/* fn(code, ctx) for the code object of each executing frame of thread ts,
+ * the frames instrument_all_executing_code_objects instruments. */
+static inline void gr_executing_codes(PyThreadState *ts, void (*fn)(PyObject *, void *), void *ctx)
+{
+    for (_PyInterpreterFrame *f = (_PyInterpreterFrame *)gr_tstate_frame_id(ts); f; f = f->previous)
+        if (!GR_FRAME_SHIM(f))
+            fn((PyObject *)GR_IFRAME_CODE(f), ctx);
+}
 /* The profile event of the sys.monitoring event the thread is
  * dispatching (tstate->what_event, new in 3.12 with PEP 669), as tool 6
  * gives it to the slot's function: PyTrace_CALL, PyTrace_RETURN (*unwind

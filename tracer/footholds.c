@@ -15,6 +15,7 @@
 
 #include "beside.h"
 #include "install_return.h"
+#include "lazy.h"
 #include "profile.h"
 #include "profile_slot.h"
 #include "threads.h"
@@ -594,6 +595,7 @@ void gr_slots_give_back(gr_recorder *r)
     gr_own_change_end(r);
     if (PyErr_Occurred())
         PyErr_Clear();
+    gr_lazy_disarm();
     gr_install_return_off();
     gr_beside_off(r);
 }

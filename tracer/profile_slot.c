@@ -20,6 +20,7 @@
 #include "beside.h"
 #include "follow.h"
 #include "install_return.h"
+#include "lazy.h"
 #include "profile.h"
 #include "threads.h"
 #include "profiler_id.h"
@@ -105,6 +106,7 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
         if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
+        gr_lazy_cleared(ts);
     } else {
         action = GR_HOOK_SET;
         if (t->hook.subject) {
@@ -185,6 +187,8 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
+    if (func != Py_None)
+        gr_lazy_arm(r, PyThreadState_Get());
     gr_install_return_expect(r, PyThreadState_Get());
     r->own.in_setprofile++;
     PyObject *res = PyObject_CallOneArg(orig, func);
