@@ -398,6 +398,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         if (own) {
             drop_foreign_all(r, ts);
             drop_foothold(r, t, ts);
+            gr_lazy_catch_up(r, 1);
         }
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)

@@ -222,6 +222,37 @@ void gr_lazy_disarm(void)
 #endif
 }
 
+void gr_lazy_catch_up(gr_recorder *r, int all)
+{
+#if GR_INSTALL_RETURN
+    if (!GR_CATCH_UP || !r->gl_api.str_gr_frame || (!all && !lz.armed))
+        return;
+    GR_EXC_SAVE(saved);
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    for (uint32_t i = 0; i < r->gls.gl_used; i++) {
+        PyObject *g = r->gls.gl[i].wr ? gr_weakref_get(r->gls.gl[i].wr) : NULL;
+        PyObject *f = g ? PyObject_GetAttr(g, r->gl_api.str_gr_frame) : NULL; /* None: running */
+        Py_XDECREF(g);
+        while (f && PyFrame_Check(f)) {
+            PyCodeObject *co = PyFrame_GetCode((PyFrameObject *)f);
+            if (all || !live((PyObject *)co))
+                (void)gr_code_catch_up(interp, co);
+            Py_DECREF(co);
+            PyObject *back = (PyObject *)PyFrame_GetBack((PyFrameObject *)f);
+            Py_DECREF(f);
+            f = back;
+        }
+        Py_XDECREF(f);
+        if (PyErr_Occurred())
+            PyErr_Clear();
+    }
+    GR_EXC_RESTORE(saved);
+#else
+    (void)r;
+    (void)all;
+#endif
+}
+
 void gr_lazy_cleared(PyThreadState *ts)
 {
 #if GR_INSTALL_RETURN

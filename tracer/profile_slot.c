@@ -106,6 +106,7 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
         if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
+        gr_lazy_catch_up(r, 0);
         gr_lazy_cleared(ts);
     } else {
         action = GR_HOOK_SET;

@@ -5,7 +5,8 @@ unrecorded.  On 3.12+ CPython instruments code for a new profile function
 only on the frames running then and at the next entry (RESUME) of other
 code, so unrecorded the resumed frame gives none of its own events (its C
 calls, its return) until its code is entered again.  Here with
-sys.setprofile (suspended_install_c: functions installed from C).
+sys.setprofile, then with the function cleared before the greenlet
+resumes (suspended_install_c: functions installed from C).
 """
 # requires: greenlet
 # manual: start
@@ -72,5 +73,17 @@ def scenario(install, clear, name):
 
 
 scenario(sys.setprofile, sys.setprofile, "sys.setprofile")
+
+# Installed and cleared while a greenlet stays suspended, resumed after:
+# its code was never instrumented for the function (debug builds check
+# the code's instrumentation when it resumes).
+del log[:]
+g = greenlet.greenlet(worker)
+g.switch(2)
+sys.setprofile(prof)
+len("c")
+sys.setprofile(None)
+g.switch()
+print("cleared:", g.switch(), log)
 if "--start" in sys.argv:
     greenreplay.stop()
