@@ -398,8 +398,8 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         if (own) {
             drop_foreign_all(r, ts);
             drop_foothold(r, t, ts);
-            gr_lazy_catch_up(r, 1);
         }
+        gr_lazy_after_change(r, ts);
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
             gr_profile(NULL, frame, what, arg);

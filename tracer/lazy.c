@@ -222,10 +222,13 @@ void gr_lazy_disarm(void)
 #endif
 }
 
-void gr_lazy_catch_up(gr_recorder *r, int all)
-{
 #if GR_INSTALL_RETURN
-    if (!GR_CATCH_UP || !r->gl_api.str_gr_frame || (!all && !lz.armed))
+/* Bring the code of every suspended greenlet's frames up to date where
+ * that changes nothing else (compat.h gr_code_catch_up); all 0: only code
+ * that is not live. */
+static void catch_up(gr_recorder *r, int all)
+{
+    if (!GR_CATCH_UP || !r->gl_api.str_gr_frame)
         return;
     GR_EXC_SAVE(saved);
     PyInterpreterState *interp = PyInterpreterState_Get();
@@ -247,18 +250,20 @@ void gr_lazy_catch_up(gr_recorder *r, int all)
             PyErr_Clear();
     }
     GR_EXC_RESTORE(saved);
-#else
-    (void)r;
-    (void)all;
-#endif
 }
+#endif
 
-void gr_lazy_cleared(PyThreadState *ts)
+void gr_lazy_after_change(gr_recorder *r, PyThreadState *ts)
 {
 #if GR_INSTALL_RETURN
-    if (lz.armed && !program_function_anywhere(ts->interp))
+    if (!lz.armed)
+        return; /* which code has tool 6 unrecorded is not known */
+    int cleared = !program_function_anywhere(ts->interp);
+    catch_up(r, !cleared);
+    if (cleared)
         gr_lazy_disarm();
 #else
+    (void)r;
     (void)ts;
 #endif
 }

@@ -14,25 +14,26 @@
  * Never raises. */
 void gr_lazy_arm(gr_recorder *r, PyThreadState *ts);
 
-/* After the recorder's own trace function (a foothold, footholds.c) left
- * the trace slot (all 1): tool 7's events went on and off, and the code
- * of every suspended greenlet's frames is behind the interpreter's
- * version, its instructions still instrumented for the same tools.  Or
- * after the recorder's function went back into a slot the program
- * cleared (all 0): tool 6's events went off and on; only code that is
- * not live then (unrecorded it has no instrumented instruction; live
- * code has tool 6's, and unrecorded a debug build aborts there too,
- * greenlet issue 368).  Bring each such code object up to date where that
- * changes nothing else (compat.h gr_code_catch_up): a debug build asserts
- * it when the greenlet resumes (debug_check_sanity).  Debug builds only
- * (GR_CATCH_UP).  Never raises. */
-void gr_lazy_catch_up(gr_recorder *r, int all);
+/* After the program's change of a profile slot is resolved and the
+ * recorder's own changes for it are done (its function back in a slot the
+ * program cleared, calling thread ts; a foothold out of the trace slot,
+ * footholds.c).  Each turned tool 6's or tool 7's events off and on: the
+ * code of every suspended greenlet's frames is behind the interpreter's
+ * version, its instructions still instrumented for the same tools, and a
+ * debug build asserts it is up to date when the greenlet resumes
+ * (debug_check_sanity), which unrecorded it never does where that code has
+ * no instrumented instruction.  So on debug builds (GR_CATCH_UP) each
+ * such code object is brought up to date where that changes nothing else
+ * (compat.h gr_code_catch_up): every one after an install or a clear that
+ * leaves a program's function somewhere (unrecorded, such code is up to
+ * date or has no instrumented instruction); after the clear of the last one only code that is not live (live code
+ * has tool 6's instructions unrecorded too, and aborts there as well:
+ * greenlet issue 368).  Then, with no program function left, tool 6's
+ * handlers go back to CPython.  Only while armed: otherwise which code
+ * has tool 6 unrecorded is not known.  Never raises. */
+void gr_lazy_after_change(gr_recorder *r, PyThreadState *ts);
 
-/* After a clear of a slot: give tool 6's handlers back to CPython when no
- * thread has a program's function any more. */
-void gr_lazy_cleared(PyThreadState *ts);
-
-/* Give them back now (stop(), the fork child). */
+/* Give tool 6's handlers back now (stop(), the fork child). */
 void gr_lazy_disarm(void);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "beside.h"
 #include "follow.h"
+#include "footholds.h"
 #include "install_return.h"
 #include "lazy.h"
 #include "profile.h"
@@ -106,8 +107,9 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
         if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
-        gr_lazy_catch_up(r, 0);
-        gr_lazy_cleared(ts);
+        /* (a foothold still in a trace slot: after it goes, footholds.c) */
+        if (!gr_footholds(PyThreadState_Get()))
+            gr_lazy_after_change(r, ts);
     } else {
         action = GR_HOOK_SET;
         if (t->hook.subject) {
