@@ -17,6 +17,7 @@
 #include "footholds.h"
 #include "gl_load.h"
 #include "install_return.h"
+#include "lazy.h"
 #include "profile.h"
 #include "threads.h"
 
@@ -162,6 +163,7 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
     /* 3.12+: the tool that will watch beside the program's function is on
      * before the event where the change is resolved (beside.c). */
     (void)gr_beside_on(r);
+    gr_lazy_arm(r, ts);
     gr_install_return_expect(r, ts);
     if (!t) {
         gr_stray_foothold(r, ts);

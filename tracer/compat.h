@@ -774,6 +774,66 @@ static inline int gr_c_calls_in_progress(PyThreadState *ts, gr_call_at *out, int
     }
     return n;
 }
+/* What a program's profile function gets of code CPython instruments
+ * lazily (tracer/lazy.c).  3.12+ (PEP 669, gh-103082): turning tool 6's
+ * events on bumps the interpreter's instrumentation version and
+ * instruments the code of each thread's executing frames only
+ * (instrument_all_executing_code_objects, Python/instrumentation.c);
+ * other code is brought up to date at its next RESUME (Python/bytecodes.c),
+ * which a greenlet's suspended frame does not run when it resumes.  The
+ * tools of an instruction of code behind the interpreter's version are
+ * those of its last instrumentation (get_tools_for_instruction), and a
+ * debug build asserts there that the code is up to date
+ * (debug_check_sanity, 3.13+; 3.12 asserts the same facts one by one).
+ * Tool 6's handler of event ev, as gr_profile_c_return_cell. */
+static inline PyObject **gr_profile_cell(PyInterpreterState *interp, int ev)
+{
+    return &interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][ev];
+}
+/* fn(code, ctx) for the code object of each executing frame of thread ts,
+ * the frames instrument_all_executing_code_objects instruments. */
+static inline void gr_executing_codes(PyThreadState *ts, void (*fn)(PyObject *, void *), void *ctx)
+{
+    for (_PyInterpreterFrame *f = (_PyInterpreterFrame *)gr_tstate_frame_id(ts); f; f = f->previous)
+        if (!GR_FRAME_SHIM(f))
+            fn((PyObject *)GR_IFRAME_CODE(f), ctx);
+}
+/* Bring code co up to date where CPython's own catch-up (_Py_Instrument,
+ * at the next RESUME) would change nothing but its version: the tools it
+ * was instrumented for are those of the interpreter and its own local
+ * events now (instrumentation_cross_checks), and no restart_events came
+ * since.  Its instructions stay as they are; a debug build's check
+ * (debug_check_sanity, compat.h gr_profile_cell) then passes.  The code's
+ * version is what _Py_Instrument writes: 3.12 monitoring_version; 3.13+
+ * the interpreter's ceval.instrumentation_version as a 32-bit number
+ * (global_version, gh-116098).  Compared over the events a code object
+ * keeps (_Py_LocalMonitors: every ungrouped event on 3.12 and 3.15, the
+ * local ones on 3.13 and 3.14, gh-111963). */
+/* Only debug builds check it: elsewhere a code object behind the version
+ * with the same tools behaves as one up to date, and the catch-up, which
+ * walks every suspended greenlet's frames, is not done. */
+#ifdef Py_DEBUG
+#define GR_CATCH_UP 1
+#else
+#define GR_CATCH_UP 0
+#endif
+static inline int gr_code_catch_up(PyInterpreterState *interp, PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    uint32_t now = (uint32_t)interp->ceval.instrumentation_version;
+#else
+    uint64_t now = interp->monitoring_version;
+#endif
+    if (!co->_co_monitoring || co->_co_instrumentation_version == now ||
+        interp->last_restart_version > co->_co_instrumentation_version)
+        return 0;
+    for (size_t e = 0; e < sizeof co->_co_monitoring->active_monitors.tools; e++)
+        if (co->_co_monitoring->active_monitors.tools[e] !=
+            (interp->monitors.tools[e] | co->_co_monitoring->local_monitors.tools[e]))
+            return 0;
+    co->_co_instrumentation_version = now;
+    return 1;
+}
 /* The profile event of the sys.monitoring event the thread is
  * dispatching (tstate->what_event, new in 3.12 with PEP 669), as tool 6
  * gives it to the slot's function: PyTrace_CALL, PyTrace_RETURN (*unwind

@@ -15,6 +15,7 @@
 
 #include "beside.h"
 #include "install_return.h"
+#include "lazy.h"
 #include "profile.h"
 #include "profile_slot.h"
 #include "threads.h"
@@ -398,6 +399,7 @@ static int foothold(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
             drop_foreign_all(r, ts);
             drop_foothold(r, t, ts);
         }
+        gr_lazy_after_change(r, ts);
         withheld_write(r, t, withheld);
         if (tool_off && ts->c_profilefunc == gr_profile && gr_active == r)
             gr_profile(NULL, frame, what, arg);
@@ -594,6 +596,7 @@ void gr_slots_give_back(gr_recorder *r)
     gr_own_change_end(r);
     if (PyErr_Occurred())
         PyErr_Clear();
+    gr_lazy_disarm();
     gr_install_return_off();
     gr_beside_off(r);
 }

@@ -172,6 +172,27 @@ void gr_install_return_expect(gr_recorder *r, PyThreadState *ts)
 #endif
 }
 
+int gr_install_return_unwrap(PyObject *inner, PyObject *real)
+{
+#if GR_INSTALL_RETURN
+    if (!expect.cpython || expect.cpython != inner)
+        return 0;
+    expect.cpython = real;
+    return 1;
+#else
+    (void)inner;
+    (void)real;
+    return 0;
+#endif
+}
+
+void gr_install_return_cancel(void)
+{
+#if GR_INSTALL_RETURN
+    disarm();
+#endif
+}
+
 void gr_install_return_off(void)
 {
 #if GR_INSTALL_RETURN

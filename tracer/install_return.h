@@ -17,4 +17,13 @@ void gr_install_return_expect(gr_recorder *r, PyThreadState *ts);
  * be unrecorded (its calls were instrumented for the recording). */
 void gr_install_return_off(void);
 
+/* Give up every c_return expected (lazy.c, before it stands in front of
+ * the cell). */
+void gr_install_return_cancel(void);
+
+/* If the handler set aside is `inner` (lazy.c's, going away), set `real`
+ * aside instead (the reference moves to it) and return 1; else 0: the
+ * caller keeps both references. */
+int gr_install_return_unwrap(PyObject *inner, PyObject *real);
+
 #endif

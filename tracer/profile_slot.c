@@ -19,7 +19,9 @@
 
 #include "beside.h"
 #include "follow.h"
+#include "footholds.h"
 #include "install_return.h"
+#include "lazy.h"
 #include "profile.h"
 #include "threads.h"
 #include "profiler_id.h"
@@ -105,6 +107,9 @@ void gr_resolve_profile_slot(gr_recorder *r, gr_thread *t, PyThreadState *ts, in
         if (gr_own_set_profile(ts, gr_profile, NULL) < 0)
             gr_swallow(r);
         gr_own_change_end(r);
+        /* (a foothold still in a trace slot: after it goes, footholds.c) */
+        if (!gr_footholds(PyThreadState_Get()))
+            gr_lazy_after_change(r, ts);
     } else {
         action = GR_HOOK_SET;
         if (t->hook.subject) {
@@ -185,6 +190,8 @@ static PyObject *sys_setprofile(PyObject *self, PyObject *func)
     }
     if (!r)
         return PyObject_CallOneArg(orig, func);
+    if (func != Py_None)
+        gr_lazy_arm(r, PyThreadState_Get());
     gr_install_return_expect(r, PyThreadState_Get());
     r->own.in_setprofile++;
     PyObject *res = PyObject_CallOneArg(orig, func);
