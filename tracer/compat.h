@@ -331,7 +331,9 @@ static inline const char *gr_jit_state(void)
  * than to the module object (3.10, bpo-42639): from then on a module that
  * imported atexit only to register may take it out of sys.modules again,
  * and a later `import atexit` still runs the same callbacks.  Before, a
- * second atexit module replaced the first one's callbacks. */
+ * second atexit module replaced the first one's callbacks, and the
+ * interpreter held the latest one by a borrowed pointer: boot.c keeps the
+ * recorder's alive, and gives it back at the program's own import. */
 #define GR_ATEXIT_SHARED (PY_VERSION_HEX >= 0x030A0000)
 
 /* For tests of the whole-program start: the use_tracing flags that gate
