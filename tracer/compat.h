@@ -799,6 +799,20 @@ static inline int gr_dispatching_python_event(PyThreadState *ts, int *unwind)
         return -1;
     }
 }
+
+/* The same for the end of a C call: PyTrace_C_RETURN (C_RETURN),
+ * PyTrace_C_EXCEPTION (C_RAISE), else -1. */
+static inline int gr_dispatching_c_end(PyThreadState *ts)
+{
+    switch (ts->what_event) {
+    case PY_MONITORING_EVENT_C_RETURN:
+        return PyTrace_C_RETURN;
+    case PY_MONITORING_EVENT_C_RAISE:
+        return PyTrace_C_EXCEPTION;
+    default:
+        return -1;
+    }
+}
 #else
 #define GR_INSTALL_RETURN 0
 #endif

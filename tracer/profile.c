@@ -146,6 +146,19 @@ static __attribute__((noinline)) void record_rest(gr_recorder *r, gr_thread *t, 
     }
 }
 
+void gr_profile_c_end(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, uint32_t code)
+{
+    if (!t->tid || !code)
+        return;
+    GR_EXC_SAVE(saved);
+    record_rest(r, t, frame, what, NULL, code);
+    if (r->any_chain)
+        (void)gr_c_pop(r, t);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
 /* Record tag of each profile event kind (PyTrace_*: CALL 0, RETURN 3,
  * C_CALL 4, C_EXCEPTION 5, C_RETURN 6); 0 for kinds a profile function
  * is not given. */
@@ -371,6 +384,27 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return profile_py_event(obj, frame, what, arg);
 }
 
+/* 3.9-3.11: the program's function, chained, raised out of a c_call
+ * (CPython's profile_trampoline then cleared its slot).  CPython does not
+ * make that call, and gives no c_return or c_exception for it (the C_TRACE
+ * macro of ceval.c), but its C_CALL is written already: its end is written
+ * now, as a C_EXCEPTION (the exception comes out of the call), so that the
+ * trace stays balanced.  Example: a profile function that raises at the
+ * c_call of len(); tests/integration/programs/profile_raises_c.py.  3.12+
+ * gives the recorder's tool no CALL event after the program's raised:
+ * nothing is written there.  Never raises. */
+static void c_call_refused(gr_recorder *r, gr_thread *t, PyFrameObject *frame, PyObject *arg)
+{
+    if (gr_active != r || !t->tid || t->ccall_frame != frame || !frame)
+        return; /* recording stopped in there, or no C_CALL written last */
+    GR_EXC_SAVE(saved);
+    record_event(r, t, frame, PyTrace_C_EXCEPTION, arg);
+    (void)gr_c_pop(r, t);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
 int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
@@ -395,6 +429,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
         t->hook.chain_calls++;
         int rc = f(obj, frame, what, arg);
         t->hook.chain_calls--;
+        if (rc && what == PyTrace_C_CALL)
+            c_call_refused(r, t, frame, arg);
         Py_DECREF(t);
         return rc;
     }
@@ -409,6 +445,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     t->hook.chain_calls++;
     int rc = f(obj, frame, what, arg);
     t->hook.chain_calls--;
+    if (rc && what == PyTrace_C_CALL)
+        c_call_refused(r, t, frame, arg);
     Py_DECREF(t);
     if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
         if (!r->sw.prof_switches++) {
