@@ -327,6 +327,14 @@ static inline const char *gr_jit_state(void)
 #endif
 }
 
+/* Whether a frame whose call event the profile function raised out of
+ * gets no return event: 3.9 and 3.10's _PyEval_EvalFrameDefault jumps to
+ * exit_eval_frame then, past the return's call_trace_protected.  3.11's
+ * eval loop traces the call at the frame's start (TRACE_FUNCTION_ENTRY,
+ * `goto error`) and the frame unwinds through TRACE_FUNCTION_UNWIND,
+ * which gives the return (profile.c, event_refused). */
+#define GR_CALL_REFUSED_NO_RETURN (PY_VERSION_HEX < 0x030B0000)
+
 /* Whether the atexit module's callbacks belong to the interpreter rather
  * than to the module object (3.10, bpo-42639): from then on a module that
  * imported atexit only to register may take it out of sys.modules again,

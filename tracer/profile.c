@@ -384,22 +384,31 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return profile_py_event(obj, frame, what, arg);
 }
 
-/* 3.9-3.11: the program's function, chained, raised out of a c_call
- * (CPython's profile_trampoline then cleared its slot).  CPython does not
- * make that call, and gives no c_return or c_exception for it (the C_TRACE
- * macro of ceval.c), but its C_CALL is written already: its end is written
- * now, as a C_EXCEPTION (the exception comes out of the call), so that the
- * trace stays balanced.  Example: a profile function that raises at the
- * c_call of len(); tests/integration/programs/profile_raises_c.py.  3.12+
- * gives the recorder's tool no CALL event after the program's raised:
+/* 3.9-3.11: the program's function, chained, raised out of a call or a
+ * c_call (CPython's profile_trampoline then cleared its slot); its CALL or
+ * C_CALL is written already.  A C call: CPython does not make it, and
+ * gives no c_return or c_exception (the C_TRACE macro of ceval.c): its end
+ * is written now, as a C_EXCEPTION (the exception comes out of the call).
+ * A frame's call: 3.9 and 3.10 give no return either (compat.h,
+ * GR_CALL_REFUSED_NO_RETURN): its RETURN is written now.  So the trace
+ * stays balanced.  Examples: a profile function that raises at the c_call
+ * of len(), or at the call of a function (the `profile` module's "Bad
+ * call"); tests/integration/programs/profile_raises_c.py.
+ * 3.12+ gives the recorder's tool no event after the program's raised:
  * nothing is written there.  Never raises. */
-static void c_call_refused(gr_recorder *r, gr_thread *t, PyFrameObject *frame, PyObject *arg)
+static void event_refused(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
 {
-    if (gr_active != r || !t->tid || t->ccall_frame != frame || !frame)
-        return; /* recording stopped in there, or no C_CALL written last */
+    if (gr_active != r || !t->tid || !frame)
+        return; /* recording stopped in there */
+    if (what == PyTrace_C_CALL ? t->ccall_frame != frame : !GR_CALL_REFUSED_NO_RETURN || what != PyTrace_CALL)
+        return; /* no C_CALL written last; a return that comes */
     GR_EXC_SAVE(saved);
-    record_event(r, t, frame, PyTrace_C_EXCEPTION, arg);
-    (void)gr_c_pop(r, t);
+    if (what == PyTrace_C_CALL) {
+        record_event(r, t, frame, PyTrace_C_EXCEPTION, arg);
+        (void)gr_c_pop(r, t);
+    } else {
+        record_event(r, t, frame, PyTrace_RETURN, Py_None);
+    }
     if (PyErr_Occurred())
         gr_swallow(r);
     GR_EXC_RESTORE(saved);
@@ -429,8 +438,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
         t->hook.chain_calls++;
         int rc = f(obj, frame, what, arg);
         t->hook.chain_calls--;
-        if (rc && what == PyTrace_C_CALL)
-            c_call_refused(r, t, frame, arg);
+        if (rc)
+            event_refused(r, t, frame, what, arg);
         Py_DECREF(t);
         return rc;
     }
@@ -445,8 +454,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     t->hook.chain_calls++;
     int rc = f(obj, frame, what, arg);
     t->hook.chain_calls--;
-    if (rc && what == PyTrace_C_CALL)
-        c_call_refused(r, t, frame, arg);
+    if (rc)
+        event_refused(r, t, frame, what, arg);
     Py_DECREF(t);
     if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
         if (!r->sw.prof_switches++) {
