@@ -713,6 +713,17 @@ static inline PyObject **gr_profile_c_return_cell(PyInterpreterState *interp)
 {
     return &interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][PY_MONITORING_EVENT_C_RETURN];
 }
+/* The cell holding tool 6's handler of the call event the thread is
+ * dispatching (PY_START, PY_RESUME, PY_THROW: tstate->what_event, PEP 669),
+ * or NULL for any other event. */
+static inline PyObject **gr_profile_call_cell(PyThreadState *ts)
+{
+    int ev = ts->what_event;
+    if (ev != PY_MONITORING_EVENT_PY_START && ev != PY_MONITORING_EVENT_PY_RESUME &&
+        ev != PY_MONITORING_EVENT_PY_THROW)
+        return NULL;
+    return &ts->interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][ev];
+}
 /* The tools (a bit per id) that have CALL events on code co: set for the
  * whole interpreter (interp->monitors) or for co alone
  * (co->_co_monitoring->local_monitors, set_local_events). */
@@ -783,6 +794,20 @@ static inline int gr_c_calls_in_progress(PyThreadState *ts, gr_call_at *out, int
         in_c = 0;
     }
     return n;
+}
+/* The frame whose event the thread is dispatching to a Python callback
+ * (the program's trace function, running now with any Python frames it
+ * called): the first frame below the innermost C entry (shim), and its
+ * code (*code); NULL when there is none.  Only compared, never read. */
+static inline const void *gr_dispatched_frame_id(PyThreadState *ts, PyObject **code)
+{
+    _PyInterpreterFrame *f = (_PyInterpreterFrame *)gr_tstate_frame_id(ts);
+    while (f && !GR_FRAME_SHIM(f))
+        f = f->previous;
+    while (f && GR_FRAME_SHIM(f))
+        f = f->previous;
+    *code = f ? (PyObject *)GR_IFRAME_CODE(f) : NULL;
+    return f;
 }
 /* The profile event of the sys.monitoring event the thread is
  * dispatching (tstate->what_event, new in 3.12 with PEP 669), as tool 6
