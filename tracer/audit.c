@@ -13,6 +13,7 @@
 #include "audit.h"
 
 #include "beside.h"
+#include "boot.h"
 #include "follow.h"
 #include "footholds.h"
 #include "gl_load.h"
@@ -114,6 +115,8 @@ int gr_audit_hook(const char *event, PyObject *args, void *userdata)
         uncaught(r, args);
         return 0;
     }
+    if (event[0] == 'i' && strcmp(event, "import") == 0)
+        gr_atexit_import_event(args); /* recording or not (boot.c) */
     if (r && r->gl_api.lazy && strcmp(event, "import") == 0) {
         /* The program imports greenlet: the recorder waits for it (gl_load.c). */
         gr_greenlet_import_event(r, args);

@@ -91,25 +91,57 @@ static PyObject *on_unwind(PyObject *self, PyObject *const *args, Py_ssize_t n)
     return beside_thread(r) ? deliver(r, PyTrace_RETURN, NULL) : Py_NewRef(Py_None);
 }
 
+/* The slot in t->open_c of frame f's open C call, or -1. */
+static int open_c_find(const gr_thread *t, PyFrameObject *f)
+{
+    for (int i = 0; f && i < GR_OPEN_C; i++)
+        if (t->open_c.frame[i] == f)
+            return i;
+    return -1;
+}
+
+/* After the C event `what` of frame f was delivered: a C_CALL written
+ * there is kept as f's open C call; any other C event ends f's. */
+static void open_c_note(gr_thread *t, PyFrameObject *f, int what)
+{
+    int i = open_c_find(t, f);
+    if (what != PyTrace_C_CALL || t->ccall_frame != f || !f || !t->last_c_call) {
+        if (i >= 0)
+            t->open_c.frame[i] = NULL;
+        return;
+    }
+    if (i < 0) {
+        i = (int)(t->open_c.next % GR_OPEN_C);
+        t->open_c.next = (unsigned)i + 1;
+    }
+    t->open_c.frame[i] = f;
+    t->open_c.code[i] = t->last_c_call;
+}
+
 /* CALL, C_RETURN, C_RAISE (code, offset, callable, arg0): only builtin
  * functions, and method descriptors bound to their self. */
 static PyObject *c_event(int what, PyObject *const *args, Py_ssize_t n)
 {
     gr_recorder *r = gr_active;
-    if (n < 4 || !beside_thread(r))
+    gr_thread *t = n < 4 ? NULL : beside_thread(r);
+    if (!t)
         Py_RETURN_NONE;
-    PyObject *callable = args[2];
-    if (PyCFunction_Check(callable))
-        return deliver(r, what, callable);
-    if (Py_TYPE(callable) != &PyMethodDescr_Type || args[3] == missing)
-        Py_RETURN_NONE;
-    PyObject *meth = Py_TYPE(callable)->tp_descr_get(callable, args[3], (PyObject *)Py_TYPE(args[3]));
-    if (!meth) {
-        gr_swallow(r);
-        Py_RETURN_NONE;
+    PyObject *callable = args[2], *res;
+    if (PyCFunction_Check(callable)) {
+        res = deliver(r, what, callable);
+    } else {
+        if (Py_TYPE(callable) != &PyMethodDescr_Type || args[3] == missing)
+            Py_RETURN_NONE;
+        PyObject *meth = Py_TYPE(callable)->tp_descr_get(callable, args[3], (PyObject *)Py_TYPE(args[3]));
+        if (!meth) {
+            gr_swallow(r);
+            Py_RETURN_NONE;
+        }
+        res = deliver(r, what, meth);
+        Py_DECREF(meth);
     }
-    PyObject *res = deliver(r, what, meth);
-    Py_DECREF(meth);
+    if (gr_active == r && gr_tls.gen == r->tls_key && gr_tls.thread == t)
+        open_c_note(t, PyEval_GetFrame(), what);
     return res;
 }
 
@@ -289,6 +321,18 @@ void gr_beside_raised(gr_recorder *r, gr_thread *t, PyThreadState *ts)
     if (!r->beside.tool || !trampoline || ts->c_profilefunc != trampoline || !gr_beside_holds(t, ts) ||
         gr_tstate_tracing(ts) <= 0)
         return;
+    int c_end = gr_dispatching_c_end(ts);
+    if (c_end >= 0) {
+        /* The end of a C call (c_return, c_exception): the tool's C_CALL
+         * of the running frame, if it wrote one, ends now. */
+        PyFrameObject *f = PyEval_GetFrame();
+        int i = open_c_find(t, f);
+        if (i >= 0) {
+            t->open_c.frame[i] = NULL;
+            gr_profile_c_end(r, t, f, c_end, t->open_c.code[i]);
+        }
+        return;
+    }
     int what = gr_dispatching_python_event(ts, &unwind);
     if (what < 0 || (what == PyTrace_RETURN && !unwind))
         return;

@@ -37,7 +37,10 @@ static inline int gr_beside_holds(const gr_thread *t, const PyThreadState *ts)
  * (PY_UNWIND, which the recorder's function, back in the slot, records)
  * or is caught there, and the frame goes on: written at the raise, the
  * return was written twice (tests/integration/programs/
- * profile_raises_return.py).  Would also take
+ * profile_raises_return.py).  The end of a C call (c_return,
+ * c_exception) is written for the C_CALL the tool wrote in the running
+ * frame (t->open_c): CPython's event names the callable, the thread state
+ * does not (tests/integration/programs/profile_raises_c.py).  Would also take
  * threading.setprofile_all_threads called from inside a Python profile
  * function for such a clear (not seen in practice). */
 void gr_beside_raised(gr_recorder *r, gr_thread *t, PyThreadState *ts);

@@ -162,15 +162,50 @@ PyObject *gr_mod_whole_program(PyObject *module, PyObject *args)
     return Py_NewRef(whole_program_path ? whole_program_path : Py_None);
 }
 
-const char gr_atexit_shared_doc[] =
-    "_atexit_shared(): True where atexit's callbacks are the interpreter's (3.10+), so that\n"
-    "the boot may take an atexit it imported out of sys.modules again.";
+const char gr_atexit_leave_doc[] =
+    "_atexit_leave(module): the atexit module start() imported and registered in leaves\n"
+    "sys.modules.  Before 3.10 it is kept here, and goes back into sys.modules at the\n"
+    "program's own `import atexit` (its audit event), so that the program gets it.";
 
-PyObject *gr_mod_atexit_shared(PyObject *module, PyObject *unused)
+/* Before 3.10 (compat.h, GR_ATEXIT_SHARED) the atexit module that start()
+ * imported holds the recorder's callback, and the interpreter keeps only a
+ * borrowed pointer to it: it is kept alive here for good.  `pending`: it is
+ * out of sys.modules, waiting for the program's own import. */
+static PyObject *atexit_kept;
+static int atexit_pending;
+
+PyObject *gr_mod_atexit_leave(PyObject *module, PyObject *atexit_module)
 {
     (void)module;
-    (void)unused;
-    return PyBool_FromLong(GR_ATEXIT_SHARED);
+    PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+    if (!GR_ATEXIT_SHARED && !atexit_kept) { /* the first start() imports it */
+        atexit_kept = Py_NewRef(atexit_module);
+        atexit_pending = 1;
+    }
+    if (PyDict_GetItemString(modules, "atexit") == atexit_module && PyDict_DelItemString(modules, "atexit") < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The audit hook's "import" event (args: the module's name first), raised
+ * before a module not in sys.modules is looked for (the import statement,
+ * __import__, PyImport_ImportModule).  Before 3.10 a second atexit module
+ * would replace the first one's callbacks (the recorder's stop at exit):
+ * the kept one goes back first, and the import returns it.  An import that
+ * raises no event (importlib.import_module) still gets a new module, whose
+ * callbacks then replace the recorder's: recording is not stopped at exit.
+ * Never raises. */
+void gr_atexit_import_event(PyObject *args)
+{
+    if (!atexit_pending || !args || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1)
+        return;
+    PyObject *name = PyTuple_GET_ITEM(args, 0); /* borrowed */
+    if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "atexit") != 0)
+        return;
+    atexit_pending = 0;
+    PyObject *modules = PyImport_GetModuleDict(); /* borrowed */
+    if (!PyDict_GetItemString(modules, "atexit") && PyDict_SetItemString(modules, "atexit", atexit_kept) < 0)
+        PyErr_Clear();
 }
 
 const char gr_record_settings_doc[] =

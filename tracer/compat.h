@@ -327,11 +327,21 @@ static inline const char *gr_jit_state(void)
 #endif
 }
 
+/* Whether a frame whose call event the profile function raised out of
+ * gets no return event: 3.9 and 3.10's _PyEval_EvalFrameDefault jumps to
+ * exit_eval_frame then, past the return's call_trace_protected.  3.11's
+ * eval loop traces the call at the frame's start (TRACE_FUNCTION_ENTRY,
+ * `goto error`) and the frame unwinds through TRACE_FUNCTION_UNWIND,
+ * which gives the return (profile.c, event_refused). */
+#define GR_CALL_REFUSED_NO_RETURN (PY_VERSION_HEX < 0x030B0000)
+
 /* Whether the atexit module's callbacks belong to the interpreter rather
  * than to the module object (3.10, bpo-42639): from then on a module that
  * imported atexit only to register may take it out of sys.modules again,
  * and a later `import atexit` still runs the same callbacks.  Before, a
- * second atexit module replaced the first one's callbacks. */
+ * second atexit module replaced the first one's callbacks, and the
+ * interpreter held the latest one by a borrowed pointer: boot.c keeps the
+ * recorder's alive, and gives it back at the program's own import. */
 #define GR_ATEXIT_SHARED (PY_VERSION_HEX >= 0x030A0000)
 
 /* For tests of the whole-program start: the use_tracing flags that gate
@@ -703,6 +713,17 @@ static inline PyObject **gr_profile_c_return_cell(PyInterpreterState *interp)
 {
     return &interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][PY_MONITORING_EVENT_C_RETURN];
 }
+/* The cell holding tool 6's handler of the call event the thread is
+ * dispatching (PY_START, PY_RESUME, PY_THROW: tstate->what_event, PEP 669),
+ * or NULL for any other event. */
+static inline PyObject **gr_profile_call_cell(PyThreadState *ts)
+{
+    int ev = ts->what_event;
+    if (ev != PY_MONITORING_EVENT_PY_START && ev != PY_MONITORING_EVENT_PY_RESUME &&
+        ev != PY_MONITORING_EVENT_PY_THROW)
+        return NULL;
+    return &ts->interp->monitoring_callables[PY_MONITORING_SYS_PROFILE_ID][ev];
+}
 /* The tools (a bit per id) that have CALL events on code co: set for the
  * whole interpreter (interp->monitors) or for co alone
  * (co->_co_monitoring->local_monitors, set_local_events). */
@@ -834,6 +855,20 @@ static inline int gr_code_catch_up(PyInterpreterState *interp, PyCodeObject *co)
     co->_co_instrumentation_version = now;
     return 1;
 }
+/* The frame whose event the thread is dispatching to a Python callback
+ * (the program's trace function, running now with any Python frames it
+ * called): the first frame below the innermost C entry (shim), and its
+ * code (*code); NULL when there is none.  Only compared, never read. */
+static inline const void *gr_dispatched_frame_id(PyThreadState *ts, PyObject **code)
+{
+    _PyInterpreterFrame *f = (_PyInterpreterFrame *)gr_tstate_frame_id(ts);
+    while (f && !GR_FRAME_SHIM(f))
+        f = f->previous;
+    while (f && GR_FRAME_SHIM(f))
+        f = f->previous;
+    *code = f ? (PyObject *)GR_IFRAME_CODE(f) : NULL;
+    return f;
+}
 /* The profile event of the sys.monitoring event the thread is
  * dispatching (tstate->what_event, new in 3.12 with PEP 669), as tool 6
  * gives it to the slot's function: PyTrace_CALL, PyTrace_RETURN (*unwind
@@ -853,6 +888,20 @@ static inline int gr_dispatching_python_event(PyThreadState *ts, int *unwind)
     case PY_MONITORING_EVENT_PY_RETURN:
     case PY_MONITORING_EVENT_PY_YIELD:
         return PyTrace_RETURN;
+    default:
+        return -1;
+    }
+}
+
+/* The same for the end of a C call: PyTrace_C_RETURN (C_RETURN),
+ * PyTrace_C_EXCEPTION (C_RAISE), else -1. */
+static inline int gr_dispatching_c_end(PyThreadState *ts)
+{
+    switch (ts->what_event) {
+    case PY_MONITORING_EVENT_C_RETURN:
+        return PyTrace_C_RETURN;
+    case PY_MONITORING_EVENT_C_RAISE:
+        return PyTrace_C_EXCEPTION;
     default:
         return -1;
     }

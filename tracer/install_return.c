@@ -40,6 +40,13 @@
  * The recorder still records the c_return (its tool gets the event after).
  * The cell is out of the program's reach: sys.monitoring refuses tool 6.
  *
+ * The same for the call event of a frame whose dispatch makes the install
+ * (the program's trace function installs f at a frame's `call`): the
+ * recorder's handler holds tool 6's cell of that event until the thread's
+ * next call event, and drops that frame's (start_expect_arm).  The frame
+ * is the first below the innermost C entry: an install made through a C
+ * function that called Python code inside the trace function is missed.
+ *
  * Not covered (docs/RECORDER.md): another thread inside a C call when
  * PyEval_SetProfileAllThreads installs a function there (its c_return
  * reaches the new function recorded only), the C call a suspended
@@ -139,11 +146,85 @@ static int instrumented_without_us(PyThreadState *ts)
             return 1;
     return 0;
 }
+
+/* The call event of a frame whose dispatch installed the program's
+ * function: the program's trace function (tool 7, called first) made the
+ * install at the frame's PY_START (or PY_RESUME, PY_THROW).  Unrecorded
+ * tool 6 had no events there, and the function just installed gets no
+ * `call` for that frame; recorded, the recorder's function had them, and
+ * tool 6's handler, called next, handed the event to the function now in
+ * the slot.  So its cell holds a handler of the recorder's until the
+ * thread's next call event, which drops that frame's. */
+static struct {
+    PyObject *handler; /* ours (owned, made once) */
+    PyObject *cpython; /* CPython's, set aside while armed (owned) */
+    PyObject **cell;
+    PyThreadState *ts; /* compared, never read */
+    const void *frame;
+    PyObject *code;    /* compared, never read */
+} start_expect;
+
+static void start_disarm(void)
+{
+    PyObject *cpython = start_expect.cpython;
+    if (!cpython)
+        return;
+    if (*start_expect.cell == start_expect.handler) {
+        *start_expect.cell = cpython;
+        Py_DECREF(start_expect.handler);
+    } else {
+        Py_DECREF(cpython);
+    }
+    start_expect.cpython = NULL;
+    start_expect.ts = NULL;
+}
+
+/* Tool 6's call-event handler while armed: (code, offset). */
+static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    (void)self;
+    PyObject *cpython = Py_NewRef(start_expect.cpython);
+    PyThreadState *ts = PyThreadState_Get();
+    int drop = 0;
+    if (ts == start_expect.ts) {
+        drop = gr_tstate_frame_id(ts) == start_expect.frame && n >= 1 && args[0] == start_expect.code &&
+               ts->c_profilefunc != gr_profile;
+        start_disarm();
+    }
+    PyObject *res = drop ? Py_NewRef(Py_None) : PyObject_Vectorcall(cpython, args, (size_t)n, NULL);
+    Py_DECREF(cpython);
+    return res;
+}
+
+static PyMethodDef start_def = {"greenreplay_start", (PyCFunction)(void (*)(void))on_start, METH_FASTCALL, NULL};
+
+/* At the install, inside a dispatch (tracing): arm when that dispatch is
+ * a frame's call event and tool 6's events are the recorder's alone. */
+static void start_expect_arm(gr_recorder *r, PyThreadState *ts)
+{
+    PyObject **cell = gr_profile_call_cell(ts), *code = NULL;
+    const void *frame = cell && *cell && ts->c_tracefunc ? gr_dispatched_frame_id(ts, &code) : NULL;
+    if (!frame || instrumented_without_us(ts))
+        return;
+    if (!start_expect.handler && !(start_expect.handler = PyCFunction_New(&start_def, NULL))) {
+        gr_swallow(r);
+        return;
+    }
+    start_disarm();
+    start_expect.code = code;
+    start_expect.cpython = *cell; /* the cell's reference, now ours */
+    *cell = Py_NewRef(start_expect.handler);
+    start_expect.cell = cell;
+    start_expect.ts = ts;
+    start_expect.frame = frame;
+}
 #endif
 
 void gr_install_return_expect(gr_recorder *r, PyThreadState *ts)
 {
 #if GR_INSTALL_RETURN
+    if (ts->c_profilefunc == gr_profile && gr_tstate_tracing(ts) > 0)
+        start_expect_arm(r, ts);
     if (ts->c_profilefunc != gr_profile || gr_tstate_tracing(ts) > 0)
         return;
     PyObject **cell = gr_profile_c_return_cell(ts->interp);
@@ -202,5 +283,7 @@ void gr_install_return_off(void)
      * handler stays until they end.  It reads nothing of the recording. */
     if (expect.ts != PyThreadState_Get())
         disarm();
+    if (start_expect.ts != PyThreadState_Get())
+        start_disarm();
 #endif
 }

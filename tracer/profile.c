@@ -146,6 +146,19 @@ static __attribute__((noinline)) void record_rest(gr_recorder *r, gr_thread *t, 
     }
 }
 
+void gr_profile_c_end(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, uint32_t code)
+{
+    if (!t->tid || !code)
+        return;
+    GR_EXC_SAVE(saved);
+    record_rest(r, t, frame, what, NULL, code);
+    if (r->any_chain)
+        (void)gr_c_pop(r, t);
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
 /* Record tag of each profile event kind (PyTrace_*: CALL 0, RETURN 3,
  * C_CALL 4, C_EXCEPTION 5, C_RETURN 6); 0 for kinds a profile function
  * is not given. */
@@ -371,6 +384,36 @@ int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return profile_py_event(obj, frame, what, arg);
 }
 
+/* 3.9-3.11: the program's function, chained, raised out of a call or a
+ * c_call (CPython's profile_trampoline then cleared its slot); its CALL or
+ * C_CALL is written already.  A C call: CPython does not make it, and
+ * gives no c_return or c_exception (the C_TRACE macro of ceval.c): its end
+ * is written now, as a C_EXCEPTION (the exception comes out of the call).
+ * A frame's call: 3.9 and 3.10 give no return either (compat.h,
+ * GR_CALL_REFUSED_NO_RETURN): its RETURN is written now.  So the trace
+ * stays balanced.  Examples: a profile function that raises at the c_call
+ * of len(), or at the call of a function (the `profile` module's "Bad
+ * call"); tests/integration/programs/profile_raises_c.py.
+ * 3.12+ gives the recorder's tool no event after the program's raised:
+ * nothing is written there.  Never raises. */
+static void event_refused(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (gr_active != r || !t->tid || !frame)
+        return; /* recording stopped in there */
+    if (what == PyTrace_C_CALL ? t->ccall_frame != frame : !GR_CALL_REFUSED_NO_RETURN || what != PyTrace_CALL)
+        return; /* no C_CALL written last; a return that comes */
+    GR_EXC_SAVE(saved);
+    if (what == PyTrace_C_CALL) {
+        record_event(r, t, frame, PyTrace_C_EXCEPTION, arg);
+        (void)gr_c_pop(r, t);
+    } else {
+        record_event(r, t, frame, PyTrace_RETURN, Py_None);
+    }
+    if (PyErr_Occurred())
+        gr_swallow(r);
+    GR_EXC_RESTORE(saved);
+}
+
 int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     gr_recorder *r = gr_active;
@@ -395,6 +438,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
         t->hook.chain_calls++;
         int rc = f(obj, frame, what, arg);
         t->hook.chain_calls--;
+        if (rc)
+            event_refused(r, t, frame, what, arg);
         Py_DECREF(t);
         return rc;
     }
@@ -409,6 +454,8 @@ int gr_profile_chain(PyObject *obj, PyFrameObject *frame, int what, PyObject *ar
     t->hook.chain_calls++;
     int rc = f(obj, frame, what, arg);
     t->hook.chain_calls--;
+    if (rc)
+        event_refused(r, t, frame, what, arg);
     Py_DECREF(t);
     if (gr_active == r && gr_switch_witness(ts) != w0 && at) {
         if (!r->sw.prof_switches++) {

@@ -32,6 +32,12 @@ static inline int gr_c_pop(gr_recorder *r, gr_thread *t)
     return passed;
 }
 
+/* The end (what: PyTrace_C_RETURN or PyTrace_C_EXCEPTION) of the C call
+ * whose C_CALL thread t wrote in frame (code: its code id), written with
+ * the switch check as the profile function writes it, when the C function
+ * is no longer at hand (beside.c, gr_beside_raised).  Never raises. */
+void gr_profile_c_end(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int what, uint32_t code);
+
 /* The C profile function installed with PyEval_SetProfile; obj is the
  * thread's gr_thread.  Never raises; returns 0. */
 int gr_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);

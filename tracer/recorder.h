@@ -30,6 +30,10 @@ typedef struct {
     int keep_line;     /* 0: record firstlineno as 0 under this prefix */
 } gr_path_rule;
 
+/* Open C calls kept per thread beside the program's function (3.12+,
+ * gr_thread.open_c): a greenlet suspended in switch() holds one. */
+#define GR_OPEN_C 16
+
 /* Per-thread recording state.  A Python object so that CPython owns it as
  * the profile function's `arg` (c_profileobj) and greenlet owns it as the
  * thread's trace callback: it is callable as greenlet's
@@ -184,6 +188,16 @@ typedef struct gr_thread {
                                    and its SWITCH/THROW is written */
         PyObject *target;       /* its target (address only) */
     } cb;
+    /* 3.12+, watched beside the program's function (beside.c): the C
+     * calls whose C_CALL the recorder's tool wrote and whose end it has not
+     * seen, by the frame that made each (one open C call per frame;
+     * addresses only, the oldest replaced), for an end the program's
+     * function raised out of (gr_beside_raised). */
+    struct gr_thread_open_c {
+        PyFrameObject *frame[GR_OPEN_C];
+        uint32_t code[GR_OPEN_C];
+        unsigned next;          /* the slot to replace next */
+    } open_c;
     /* A thread start in progress on this thread (follow.c): */
     struct gr_thread_start {
         int call;               /* in a thread start (its c_call seen): 1

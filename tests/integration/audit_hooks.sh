@@ -37,7 +37,9 @@
 # empty CPython's profile tool is off for it: the recorder writes it), and
 # the one verdict per thread is the displaced subject's blind spot, on the
 # calling thread naming sys._setprofileallthreads, on the other naming the
-# calling thread too (HOOK by=t1; no imbalance).
+# calling thread too (HOOK by=t1; no imbalance).  Each thread's greenlet is
+# g0 where greenlet cannot be imported, else the placeholder of its main
+# greenlet (g1, g2: gl_load.c).
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 # shellcheck source=lib.sh
@@ -163,12 +165,12 @@ all_threads() {
     rc=$?
     "$GR_CLI" check "$out.grt" >"$out.check" 2>&1
     "$GR_CLI" dump "$out.grt" >"$out.dump" 2>&1
-    verdicts=$(sed -n 's/^\((not failing) \)\{0,1\}\([a-z_]*\) at event [0-9]* (\(t[0-9]*\) g0).*/\2 \3/p' "$out.check" | sort | tr '\n' ';')
-    ret=$(grep -A1 ' HOOK  *t1 g0 profile restored subject=on during=sys._setprofileallthreads\( \|$\)' "$out.dump" |
-          sed -n 's/^ *[0-9]* RETURN  *t1 g0 \(setprofile_all_threads\) .*/\1/p')
+    verdicts=$(sed -n 's/^\((not failing) \)\{0,1\}\([a-z_]*\) at event [0-9]* (\(t[0-9]*\) g[0-9]*).*/\2 \3/p' "$out.check" | sort | tr '\n' ';')
+    ret=$(grep -A1 ' HOOK  *t1 g[0-9]* profile restored subject=on during=sys._setprofileallthreads\( \|$\)' "$out.dump" |
+          sed -n 's/^ *[0-9]* RETURN  *t1 g[0-9]* \(setprofile_all_threads\) .*/\1/p')
     if [ $rc -eq 0 ] && [ "$verdicts" = "displaced t1;displaced t2;" ] && [ "$ret" = setprofile_all_threads ] &&
-       grep -q "^(not failing) displaced at event [0-9]* (t1 g0): .*during sys._setprofileallthreads in setprofile_all_threads" "$out.check" &&
-       grep -q "^(not failing) displaced at event [0-9]* (t2 g0): .*, made by t1, during sys._setprofileallthreads; t2 was in " "$out.check" &&
+       grep -q "^(not failing) displaced at event [0-9]* (t1 g[0-9]*): .*during sys._setprofileallthreads in setprofile_all_threads" "$out.check" &&
+       grep -q "^(not failing) displaced at event [0-9]* (t2 g[0-9]*): .*, made by t1, during sys._setprofileallthreads; t2 was in " "$out.check" &&
        grep -qx "prof saw: \['work', 'work'\]" "$out.plain" &&
        diff -q <(gr_quiet "${py:-}" "$out.plain") <(gr_quiet "${py:-}" "$out.log" | grep -v '^greenreplay') >/dev/null; then
         gr_ok "setprofile_all_threads with $ver: its return recorded after the subject is back, verdicts '$verdicts'"

@@ -73,7 +73,7 @@ for name in profile_save_restore cprofile_midway; do
         skip "output $name: $reason"
         continue
     fi
-    (cd "$GR_ROOT" && "$PY" "$f") >"$work/$name.plain" 2>&1
+    gr_plain "$PY" "$f" "$work/$name.plain"
     if diff -u <(gr_quiet "$PY" "$work/$name.plain") <(gr_quiet "$PY" "$work/$name.passive.log" | grep -v '^greenreplay') >"$work/$name.odiff"; then
         ok "output $name: the same lines recorded and unrecorded ($(tr '\n' ' ' <"$work/$name.plain" | cut -c1-90))"
     else

@@ -55,6 +55,9 @@
 #  - the same function raising at a return and at a yield
 #    (programs/profile_raises_return.py): each return written once, check
 #    clean.
+#  - the same function raising at a c_call, a c_return and a c_exception
+#    (programs/profile_raises_c.py): each C call written is ended, check
+#    clean.
 # One line per test, then "N passed, N failed".  Exit 1 if any failed.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -124,6 +127,25 @@ for mode in passive callback; do
         gr_ok "profile function raising at a return and a yield ($mode): each return written once ($got)"
     else
         gr_bad "profile function raising at a return and a yield ($mode): check exit $(cat "$tr.crc"), calls/returns $got"
+        gr_show "$tr.out" "$tr.check"
+    fi
+done
+
+# Raising at a c_call, a c_return and a c_exception
+# (programs/profile_raises_c.py): each C call written is ended in the
+# trace (3.9-3.11: a C_EXCEPTION after the refused c_call; 3.12+: the end
+# the recorder's tool did not get), and check finds no imbalance.
+(cd "$progs" && "$PY" profile_raises_c.py) >"$work/raises_c.plain" 2>&1
+for mode in passive callback; do
+    rec "$mode" profile_raises_c
+    tr=$work/profile_raises_c.$mode
+    calls=$(grep -cE '^ *[0-9]+ C_CALL ' "$tr.dump")
+    ends=$(grep -cE '^ *[0-9]+ C_(RETURN|EXCEPTION) ' "$tr.dump")
+    if [ "$(cat "$tr.crc")" = 0 ] && [ "$calls" = "$ends" ] && grep -q 'switch c_return raised' "$work/raises_c.plain" &&
+       diff -q "$work/raises_c.plain" <(grep -v '^greenreplay' "$tr.out") >/dev/null; then
+        gr_ok "profile function raising at C events ($mode): every C call ended ($calls C_CALL), check clean"
+    else
+        gr_bad "profile function raising at C events ($mode): check exit $(cat "$tr.crc"), $calls C_CALL, $ends ends"
         gr_show "$tr.out" "$tr.check"
     fi
 done

@@ -180,15 +180,17 @@ _RECORDER_VARIABLES = (
 
 
 def _forget_imports(before):
-    # Modules starting imported for itself that may leave sys.modules again
-    # (their state is the interpreter's, not the module object's): atexit,
-    # where its callbacks are the interpreter's, and gc (the extension's
-    # start takes its own gc out itself, and with profile=False the
-    # greenlet it imports, whose state is C state: docs/recorder-start.md).
-    for name in ("gc", "atexit"):
-        if name not in before and name in sys.modules and \
-                (name == "gc" or _greenreplay._atexit_shared()):
-            del sys.modules[name]
+    # Modules starting imported for itself that leave sys.modules again
+    # (their state is the interpreter's or the extension's, not the module
+    # object's): gc (the extension's start takes its own gc out itself, and
+    # with profile=False the greenlet it imports, whose state is C state:
+    # docs/recorder-start.md), and atexit, which before 3.10 holds the
+    # callbacks: the extension keeps it and gives it back at the program's
+    # own `import atexit` (tracer/boot.c).
+    if "gc" not in before and "gc" in sys.modules:
+        del sys.modules["gc"]
+    if "atexit" not in before and "atexit" in sys.modules:
+        _greenreplay._atexit_leave(sys.modules["atexit"])
 
 
 def start(path=None, *, root=None, times=None, chunk=0, sampler=None,

@@ -4,11 +4,15 @@ begins, and cProfile on a thread that waits inside a C call.  What each
 counts of the program's own calls (and cProfile of that wait), the C calls
 the Python one saw begin and not end (or end and not begin), and whether
 sys.getprofile() still returns each one's object must be the same recorded
-and unrecorded.
+and unrecorded.  On 3.12+ the greenlet's frame suspended at start()
+resumes in code not instrumented for the recorder (docs/RECORDER.md):
+check reports that blind spot (propagation) and the return of child() it
+hides (imbalance), as a profiler started there would miss them.
 """
 # requires: greenlet
 # manual: start
 # trace: clean
+# allow: 3.12+ propagation imbalance:child
 import cProfile
 import sys
 import threading
