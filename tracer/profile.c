@@ -278,10 +278,13 @@ static inline __attribute__((always_inline)) int leaf_event(gr_recorder *r, gr_t
                                                             int tag, uint32_t code, unsigned slot)
 {
     int rc = leaf_record(r, t, frame, tag, code, slot);
-    if (__builtin_expect(rc != 0, 0))
-        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
-                      : profile_event(obj, frame, what, arg);
-    return 0;
+    if (__builtin_expect(rc == 0, 1))
+        return 0;
+    if (rc < 0)
+        return profile_event(obj, frame, what, arg);
+    if (tag == GR_C_RETURN)
+        return gr_event_switched_c_return(t, frame, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot));
+    return gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot));
 }
 
 /* The leaf path of C events (gr_profile): the C_* event of a builtin

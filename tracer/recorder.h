@@ -989,4 +989,10 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
 int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
                       uint64_t code_slot);
 
+/* gr_event_switched of a C_RETURN from the profile function's leaf path
+ * (profile.c, profile_c_event), whose tests it need not make again: the
+ * times side channel off (r->tw), arg not greenlet.settrace. */
+int gr_event_switched_c_return(gr_thread *t, PyFrameObject *frame, PyObject *arg, PyThreadState *ts,
+                               uint64_t code_slot);
+
 #endif

@@ -323,10 +323,12 @@ static inline __attribute__((always_inline)) uint8_t *cont_event(gr_chunk_ctx *c
  * ended (its death is asked there), or the target's parent is not a
  * greenlet seen yet.  ev_tag (0: none): the event's record tag, its code
  * id ev_code and cache slot ev_slot: 2 when that record was written too,
- * right after the SWITCH (gr_event_state is then the caller's). */
+ * right after the SWITCH (gr_event_state is then the caller's).  plain:
+ * the times side channel is known to be off (r->tw NULL). */
 static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e,
                                                                    uint32_t es, int what, PyThreadState *ts,
-                                                                   int ev_tag, uint32_t ev_code, unsigned ev_slot)
+                                                                   int ev_tag, uint32_t ev_code, unsigned ev_slot,
+                                                                   int plain)
 {
     int written = 1;
     if (t->may_have_ended)
@@ -396,7 +398,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
     int thr = what == PyTrace_C_EXCEPTION;
     gr_chunk_ctx *c = &w->ctx;
     uint8_t *base = w->buf + GR_CHUNK_HEADER_LEN;
-    if (ev_tag && !r->tw && w->len + 3 + 10 * GR_VARINT_MAX <= w->open_cap) {
+    if (ev_tag && (plain || !r->tw) && w->len + 3 + 10 * GR_VARINT_MAX <= w->open_cap) {
         uint8_t *p = base + w->len;
         p = cont_head(c, p, thr, tid, og, tg, pg, state, tracing, use_tracing);
         p = cont_event(c, p, ev_tag, ev_code, ev_slot);
@@ -484,7 +486,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
     else if (r->sw.continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
-        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0))
+        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0, 0))
             return;
     }
     switch_asked(r, t, frame, what);
@@ -514,8 +516,27 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
 static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CALL, PyTrace_C_RETURN,
                                       PyTrace_C_EXCEPTION};
 
-int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
-                      uint64_t code_slot)
+/* gr_event_switched after the continued switch was tried: ask greenlet
+ * (direct: the witness moved by exactly one). */
+static __attribute__((noinline)) int event_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int tag,
+                                                 PyObject *arg, int direct, uint64_t code_slot)
+{
+    t->sw_direct = direct;
+    if (!direct)
+        t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
+    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
+    t->sw_direct = 0;
+    gr_event_tail(r, t, frame, tag, arg, (uint32_t)code_slot, (unsigned)(code_slot >> 32));
+    return 0;
+}
+
+/* gr_event_switched, inline in its two entries.  plain: a C_RETURN of
+ * the profile function's leaf path (profile_c_event: the times side
+ * channel off, arg not greenlet.settrace), whose tests of those two are
+ * left out. */
+static inline __attribute__((always_inline)) int event_switched(gr_thread *t, PyFrameObject *frame, int tag,
+                                                                PyObject *arg, PyThreadState *ts,
+                                                                uint64_t code_slot, int plain)
 {
     gr_recorder *r = gr_active;
     uint32_t code = (uint32_t)code_slot;
@@ -533,11 +554,11 @@ int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
         int written = e ? switch_continued(r, t, e, es, tag == GR_C_RETURN ? PyTrace_C_RETURN : PyTrace_C_EXCEPTION,
-                                           ts, tag, code, slot)
+                                           ts, tag, code, slot, plain)
                         : 0;
         if (written == 2) {
             gr_event_state(t, frame, tag, code);
-            if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
+            if (!plain && __builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
                 gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
             return 0;
         }
@@ -546,13 +567,19 @@ int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg
             return 0;
         }
     }
-    t->sw_direct = direct;
-    if (!direct)
-        t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
-    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL]);
-    t->sw_direct = 0;
-    gr_event_tail(r, t, frame, tag, arg, code, slot);
-    return 0;
+    return event_asked(r, t, frame, tag, arg, direct, code_slot);
+}
+
+int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                      uint64_t code_slot)
+{
+    return event_switched(t, frame, tag, arg, ts, code_slot, 0);
+}
+
+int gr_event_switched_c_return(gr_thread *t, PyFrameObject *frame, PyObject *arg, PyThreadState *ts,
+                               uint64_t code_slot)
+{
+    return event_switched(t, frame, GR_C_RETURN, arg, ts, code_slot, 1);
 }
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
