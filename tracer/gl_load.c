@@ -144,6 +144,7 @@ int gr_greenlet_resolve(gr_recorder *r)
     r->gl_api.getcurrent = Py_NewRef(getcurrent);
     PyObject *settrace = module_value(cmod, "settrace");
     r->gl_settrace = settrace ? Py_NewRef(settrace) : NULL;
+    gr_cf_forget(r); /* settrace's entry, if any, goes the general path */
     read_version(r, pkg, cmod);
     /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
      * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */

@@ -307,16 +307,14 @@ static GR_LEAF_PATH int profile_c_event(PyObject *obj, PyFrameObject *frame, int
     PyCFunctionObject *f = (PyCFunctionObject *)arg;
     PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
     const gr_cf_entry *e = &r->cf[0];
-    if (f->m_ml != e->ml || st != e->self_type) {
+    if (__builtin_expect(f->m_ml != e->ml || st != e->self_type, 0)) {
         e = &r->cf[1 + GR_CF_WAY(f->m_ml)];
         if (f->m_ml != e->ml || st != e->self_type)
             return profile_event(obj, frame, what, arg);
     }
-    uint32_t code = e->id;
-    if (__builtin_expect(code == r->follow.thread_start_id[0] || code == r->follow.thread_start_id[1] ||
-                             (frame == t->ours_frame && frame) || arg == r->gl_settrace,
-                         0))
+    if (__builtin_expect(e->general || (frame == t->ours_frame && frame), 0))
         return profile_event(obj, frame, what, arg);
+    uint32_t code = e->id;
     return leaf_event(r, t, obj, frame, what, arg, tag_of_what[(unsigned)what & 7u], code, e->slot);
 }
 

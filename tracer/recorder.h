@@ -223,11 +223,15 @@ typedef struct {
 /* One builtin function or method in the recorder's caches of code ids
  * (gr_recorder.cf): its PyMethodDef and the type of its `self` (NULL
  * none), which decide its key in `codes`, and its code id and that id's
- * code cache slot; ml NULL: empty. */
+ * code cache slot; ml NULL: empty.  general: its events go the profile
+ * function's general path (a thread start, or greenlet.settrace's
+ * PyMethodDef), said when the entry is filled; the caches are emptied
+ * when either becomes known (gr_cf_forget). */
 typedef struct {
     PyMethodDef *ml;
     PyTypeObject *self_type;
-    uint32_t id, slot;
+    uint32_t id;
+    uint16_t slot, general;
 } gr_cf_entry;
 
 /* The direct-mapped part of gr_recorder.cf: ways, and the way of a
@@ -554,6 +558,12 @@ static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
     return id ? id : gr_cfunc_id_slow(r, fn);
 }
 
+/* Empty the caches r->cf (an entry's `general` may have changed). */
+static inline void gr_cf_forget(gr_recorder *r)
+{
+    memset(r->cf, 0, sizeof r->cf);
+}
+
 /* gr_cfunc_id through the caches r->cf (the profile function's hot path;
  * the c_call and c_return of one call, or a loop calling one builtin, look
  * up the same function in a row: cf[0]; builtins called in turn each find
@@ -580,10 +590,13 @@ static inline uint32_t gr_cfunc_id_cached(gr_recorder *r, PyObject *fn, unsigned
         id = gr_cfunc_id(r, fn);
         *slot = id % GR_CODE_SLOTS;
         if (id) {
+            PyObject *set = r->gl_settrace;
             e->ml = f->m_ml;
             e->self_type = st;
             e->id = id;
-            e->slot = *slot;
+            e->slot = (uint16_t)*slot;
+            e->general = id == r->follow.thread_start_id[0] || id == r->follow.thread_start_id[1] ||
+                         (set && PyCFunction_Check(set) && ((PyCFunctionObject *)set)->m_ml == f->m_ml);
             r->cf[0] = *e;
         }
         return id;
