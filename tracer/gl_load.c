@@ -158,6 +158,7 @@ int gr_greenlet_resolve(gr_recorder *r)
         r->sw.witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
         r->gl_api.gl_chain_cut = gr_greenlet_chain_cut(a, b, c);
     }
+    gr_sw_refresh(r);
     /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
      * entries before). */
     if (api && a >= 2)

@@ -571,7 +571,10 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
         uintptr_t a, b;
         gr_cfunc_key(fn, &a, &b);
         if (a == (uintptr_t)r->sw.ctx_run && b == (uintptr_t)&PyContext_Type)
+        {
             r->sw.ctx_run_id = id;
+            gr_sw_refresh(r);
+        }
     }
     GR_EXC_RESTORE(saved);
     return id;

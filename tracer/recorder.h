@@ -410,6 +410,10 @@ typedef struct gr_recorder {
         int continued_ok;       /* continued switches may be written (passive
                                    mode, no sampler registry, not ring mode:
                                    switches.c) */
+        int cont_fast;          /* continued_ok and witness_ok, no Context.run
+                                   id and no verify_continued: the continued
+                                   switch's four mode tests in one (kept by
+                                   gr_sw_refresh) */
         uint64_t stamp;         /* a counter for the stamps below and in
                                    gr_thread/gr_gl (switches.c) */
         uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
@@ -556,6 +560,12 @@ static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
     gr_cfunc_key(fn, &a, &b);
     uint32_t id = gr_ptrmap_get(&r->codes, a, b);
     return id ? id : gr_cfunc_id_slow(r, fn);
+}
+
+/* Recompute r->sw.cont_fast after any of the four it stands for changed. */
+static inline void gr_sw_refresh(gr_recorder *r)
+{
+    r->sw.cont_fast = r->sw.continued_ok && r->sw.witness_ok && !r->sw.ctx_run_id && !r->sw.verify_continued;
 }
 
 /* Empty the caches r->cf (an entry's `general` may have changed). */

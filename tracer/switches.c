@@ -328,7 +328,7 @@ static inline __attribute__((always_inline)) uint8_t *cont_event(gr_chunk_ctx *c
 static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e,
                                                                    uint32_t es, int what, PyThreadState *ts,
                                                                    int ev_tag, uint32_t ev_code, unsigned ev_slot,
-                                                                   int plain)
+                                                                   int plain, int fast)
 {
     int written = 1;
     if (t->may_have_ended)
@@ -383,7 +383,7 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
                        record's field array below: held in registers) */
     switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, st);
     uint64_t state = st[4], tracing = st[5], use_tracing = st[6];
-    if (r->sw.verify_continued)
+    if (!fast && r->sw.verify_continued)
         verify_continued(r, t, g, tg);
     /* gr_emit_stack without a stack, inline: the compact head, depth 0,
      * and (ev_tag) the event's own record (C_RETURN or C_EXCEPTION, code
@@ -486,7 +486,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
     else if (r->sw.continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
-        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0, 0))
+        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0, 0, 0))
             return;
     }
     switch_asked(r, t, frame, what);
@@ -545,6 +545,25 @@ static inline __attribute__((always_inline)) int event_switched(gr_thread *t, Py
      * switch (the common case) first. */
     uint64_t v = gr_switch_witness(ts), was = t->witness;
     int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
+    if (plain && r->sw.cont_fast) {
+        /* The same with the mode tests made once (cont_fast): a C_RETURN
+         * is never Context.run's step when its id is not known. */
+        t->witness = v;
+        if (direct) {
+            uint32_t es;
+            gr_gl *e = susp_find(r, t, frame, &es);
+            int written = e ? switch_continued(r, t, e, es, PyTrace_C_RETURN, ts, tag, code, slot, 1, 1) : 0;
+            if (written == 2) {
+                gr_event_state(t, frame, tag, code);
+                return 0;
+            }
+            if (written) {
+                gr_event_tail(r, t, frame, tag, arg, code, slot);
+                return 0;
+            }
+        }
+        return event_asked(r, t, frame, tag, arg, direct, code_slot);
+    }
     t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
     if (direct && r->sw.ctx_run_id && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
         gr_event_tail(r, t, frame, tag, arg, code, slot);
@@ -554,7 +573,7 @@ static inline __attribute__((always_inline)) int event_switched(gr_thread *t, Py
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
         int written = e ? switch_continued(r, t, e, es, tag == GR_C_RETURN ? PyTrace_C_RETURN : PyTrace_C_EXCEPTION,
-                                           ts, tag, code, slot, plain)
+                                           ts, tag, code, slot, plain, 0)
                         : 0;
         if (written == 2) {
             gr_event_state(t, frame, tag, code);
@@ -587,6 +606,7 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
     if (r->sw.witness_ok && t->cur_g && g != t->cur_g &&
         gr_switch_witness(PyThreadState_GET()) == t->witness) {
         r->sw.witness_ok = 0;
+        gr_sw_refresh(r);
         r->errors++;
         /* Every thread asks greenlet at its next event from now on. */
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
