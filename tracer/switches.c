@@ -518,9 +518,10 @@ static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CA
 
 /* gr_event_switched after the continued switch was tried: ask greenlet
  * (direct: the witness moved by exactly one). */
-static __attribute__((noinline)) int event_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int tag,
-                                                 PyObject *arg, int direct, uint64_t code_slot)
+static inline __attribute__((always_inline)) int event_asked_in(gr_thread *t, PyFrameObject *frame, int tag,
+                                                                PyObject *arg, int direct, uint64_t code_slot)
 {
+    gr_recorder *r = gr_active;
     t->sw_direct = direct;
     if (!direct)
         t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
@@ -528,6 +529,14 @@ static __attribute__((noinline)) int event_asked(gr_recorder *r, gr_thread *t, P
     t->sw_direct = 0;
     gr_event_tail(r, t, frame, tag, arg, (uint32_t)code_slot, (unsigned)(code_slot >> 32));
     return 0;
+}
+
+/* event_asked_in out of line (six arguments: the C_RETURN entry jumps
+ * here, its registers kept for the continued switch). */
+static __attribute__((noinline)) int event_asked(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg,
+                                                 int direct, uint64_t code_slot)
+{
+    return event_asked_in(t, frame, tag, arg, direct, code_slot);
 }
 
 /* gr_event_switched, inline in its two entries.  plain: a C_RETURN of
@@ -562,7 +571,7 @@ static inline __attribute__((always_inline)) int event_switched(gr_thread *t, Py
                 return 0;
             }
         }
-        return event_asked(r, t, frame, tag, arg, direct, code_slot);
+        return event_asked(t, frame, tag, arg, direct, code_slot);
     }
     t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
     if (direct && r->sw.ctx_run_id && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
@@ -586,7 +595,8 @@ static inline __attribute__((always_inline)) int event_switched(gr_thread *t, Py
             return 0;
         }
     }
-    return event_asked(r, t, frame, tag, arg, direct, code_slot);
+    return plain ? event_asked(t, frame, tag, arg, direct, code_slot)
+                 : event_asked_in(t, frame, tag, arg, direct, code_slot);
 }
 
 int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
