@@ -144,6 +144,7 @@ int gr_greenlet_resolve(gr_recorder *r)
     r->gl_api.getcurrent = Py_NewRef(getcurrent);
     PyObject *settrace = module_value(cmod, "settrace");
     r->gl_settrace = settrace ? Py_NewRef(settrace) : NULL;
+    gr_cf_forget(r); /* settrace's entry, if any, goes the general path */
     read_version(r, pkg, cmod);
     /* greenlet's C API (greenlet.h, the same table from 0.4 to 3.x): entry
      * 4 is PyGreenlet_GetCurrent, a cheap way to ask which greenlet runs. */
@@ -159,6 +160,7 @@ int gr_greenlet_resolve(gr_recorder *r)
         r->sw.witness_ok = a > 0 || (b == 4 && c >= 15) || b > 4;
         r->gl_api.gl_chain_cut = gr_greenlet_chain_cut(a, b, c);
     }
+    gr_sw_refresh(r);
     /* greenlet 2.0 added PyGreenlet_GetParent (entry 11; the table had 8
      * entries before). */
     if (api && a >= 2)

@@ -644,6 +644,7 @@ static void start_emit_meta(gr_recorder *r, const start_opts *o)
         const char *v = getenv("GREENREPLAY_VERIFY_CONTINUED");
         r->sw.verify_continued = v && strcmp(v, "1") == 0;
     }
+    gr_sw_refresh(r);
     if (o->every_stack)
         emit_meta(r, "switch_stacks", "every");
 }

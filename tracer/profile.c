@@ -291,10 +291,13 @@ static inline __attribute__((always_inline)) int leaf_event(gr_recorder *r, gr_t
                                                             int tag, uint32_t code, unsigned slot)
 {
     int rc = leaf_record(r, t, frame, tag, code, slot);
-    if (__builtin_expect(rc != 0, 0))
-        return rc > 0 ? gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot))
-                      : profile_event(obj, frame, what, arg);
-    return 0;
+    if (__builtin_expect(rc == 0, 1))
+        return 0;
+    if (rc < 0)
+        return profile_event(obj, frame, what, arg);
+    if (tag == GR_C_RETURN)
+        return gr_event_switched_c_return(t, frame, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot));
+    return gr_event_switched(t, frame, tag, arg, gr_tstate_now(), GR_CODE_SLOT(code, slot));
 }
 
 /* The leaf path of C events (gr_profile): the C_* event of a builtin
@@ -317,16 +320,14 @@ static GR_LEAF_PATH int profile_c_event(PyObject *obj, PyFrameObject *frame, int
     PyCFunctionObject *f = (PyCFunctionObject *)arg;
     PyTypeObject *st = f->m_self ? Py_TYPE(f->m_self) : NULL;
     const gr_cf_entry *e = &r->cf[0];
-    if (f->m_ml != e->ml || st != e->self_type) {
+    if (__builtin_expect(f->m_ml != e->ml || st != e->self_type, 0)) {
         e = &r->cf[1 + GR_CF_WAY(f->m_ml)];
         if (f->m_ml != e->ml || st != e->self_type)
             return profile_event(obj, frame, what, arg);
     }
-    uint32_t code = e->id;
-    if (__builtin_expect(code == r->follow.thread_start_id[0] || code == r->follow.thread_start_id[1] ||
-                             (frame == t->ours_frame && frame) || arg == r->gl_settrace,
-                         0))
+    if (__builtin_expect(e->general || (frame == t->ours_frame && frame), 0))
         return profile_event(obj, frame, what, arg);
+    uint32_t code = e->id;
     return leaf_event(r, t, obj, frame, what, arg, tag_of_what[(unsigned)what & 7u], code, e->slot);
 }
 

@@ -128,11 +128,12 @@ int gr_keymap_rebuild(gr_keymap *m)
     gr_keymap_slot *ns = calloc(ncap, sizeof *ns);
     if (!ns)
         return -1;
+    unsigned shift = 64 - (unsigned)__builtin_ctzll((uint64_t)ncap);
     for (size_t i = 0; i < m->cap; i++) {
         gr_keymap_slot *s = &m->slots[i];
         if (!keymap_holds(m, s))
             continue;
-        size_t j = gr_keymap_at(ncap, s->key);
+        size_t j = gr_keymap_at(shift, s->key);
         while (ns[j].key)
             j = (j + 1) & (ncap - 1);
         ns[j] = *s;
@@ -140,6 +141,7 @@ int gr_keymap_rebuild(gr_keymap *m)
     free(m->slots);
     m->slots = ns;
     m->cap = ncap;
+    m->shift = shift;
     m->used = live;
     return 0;
 }

@@ -70,6 +70,8 @@ typedef struct {
     gr_keymap_slot *slots; /* owned; `cap` entries, cap a power of two */
     size_t cap;
     size_t used;           /* entries */
+    unsigned shift;        /* 64 - log2(cap): gr_keymap_at's (kept with
+                              cap, not counted at every lookup) */
     gr_keymap_keep keep;   /* may be NULL: every entry holds */
     void *ctx;
 } gr_keymap;
@@ -80,9 +82,9 @@ typedef struct {
  * own frame stack chunk, so their addresses differ by multiples of the
  * chunk size; a hash of a few shifted copies of the key put 10,000 of
  * them into long runs of taken slots. */
-static inline size_t gr_keymap_at(size_t cap, uintptr_t key)
+static inline size_t gr_keymap_at(unsigned shift, uintptr_t key)
 {
-    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll((uint64_t)cap)));
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
 /* Value stored for key (non-zero), or 0 when absent. */
@@ -91,7 +93,7 @@ static inline uint32_t gr_keymap_get(const gr_keymap *m, uintptr_t key)
     if (!m->cap)
         return 0;
     size_t mask = m->cap - 1;
-    for (size_t i = gr_keymap_at(m->cap, key);; i = (i + 1) & mask) {
+    for (size_t i = gr_keymap_at(m->shift, key);; i = (i + 1) & mask) {
         const gr_keymap_slot *s = &m->slots[i];
         if (s->key == key)
             return s->value;
@@ -120,7 +122,7 @@ static inline int gr_keymap_put_at(gr_keymap *m, uintptr_t key, uint32_t value, 
     if ((m->used + 1) * 4 >= m->cap * 3 && gr_keymap_rebuild(m) < 0)
         return -1;
     size_t mask = m->cap - 1;
-    for (size_t i = gr_keymap_at(m->cap, key);; i = (i + 1) & mask) {
+    for (size_t i = gr_keymap_at(m->shift, key);; i = (i + 1) & mask) {
         gr_keymap_slot *s = &m->slots[i];
         if (s->key == key || !s->key) {
             m->used += !s->key;

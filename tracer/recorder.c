@@ -561,15 +561,20 @@ uint32_t gr_cfunc_id_slow(gr_recorder *r, PyObject *fn)
     if (id && PyCFunction_Check(fn)) {
         for (int i = 0; i < 2; i++)
             if (r->thread_start[i] && PyCFunction_Check(r->thread_start[i]) &&
-                ((PyCFunctionObject *)r->thread_start[i])->m_ml == ((PyCFunctionObject *)fn)->m_ml)
+                ((PyCFunctionObject *)r->thread_start[i])->m_ml == ((PyCFunctionObject *)fn)->m_ml) {
                 r->follow.thread_start_id[i] = id;
+                gr_cf_forget(r);
+            }
     }
     /* Context.run (switches.c, context_step), by its key. */
     if (id && r->sw.ctx_run) {
         uintptr_t a, b;
         gr_cfunc_key(fn, &a, &b);
         if (a == (uintptr_t)r->sw.ctx_run && b == (uintptr_t)&PyContext_Type)
+        {
             r->sw.ctx_run_id = id;
+            gr_sw_refresh(r);
+        }
     }
     GR_EXC_RESTORE(saved);
     return id;

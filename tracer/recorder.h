@@ -237,11 +237,15 @@ typedef struct {
 /* One builtin function or method in the recorder's caches of code ids
  * (gr_recorder.cf): its PyMethodDef and the type of its `self` (NULL
  * none), which decide its key in `codes`, and its code id and that id's
- * code cache slot; ml NULL: empty. */
+ * code cache slot; ml NULL: empty.  general: its events go the profile
+ * function's general path (a thread start, or greenlet.settrace's
+ * PyMethodDef), said when the entry is filled; the caches are emptied
+ * when either becomes known (gr_cf_forget). */
 typedef struct {
     PyMethodDef *ml;
     PyTypeObject *self_type;
-    uint32_t id, slot;
+    uint32_t id;
+    uint16_t slot, general;
 } gr_cf_entry;
 
 /* The direct-mapped part of gr_recorder.cf: ways, and the way of a
@@ -421,6 +425,10 @@ typedef struct gr_recorder {
         int continued_ok;       /* continued switches may be written (passive
                                    mode, no sampler registry, not ring mode:
                                    switches.c) */
+        int cont_fast;          /* continued_ok and witness_ok, no Context.run
+                                   id and no verify_continued: the continued
+                                   switch's four mode tests in one (kept by
+                                   gr_sw_refresh) */
         uint64_t stamp;         /* a counter for the stamps below and in
                                    gr_thread/gr_gl (switches.c) */
         uint64_t hook_stamp;    /* stamp of the last HOOK record: a hook change
@@ -569,6 +577,18 @@ static inline uint32_t gr_cfunc_id(gr_recorder *r, PyObject *fn)
     return id ? id : gr_cfunc_id_slow(r, fn);
 }
 
+/* Recompute r->sw.cont_fast after any of the four it stands for changed. */
+static inline void gr_sw_refresh(gr_recorder *r)
+{
+    r->sw.cont_fast = r->sw.continued_ok && r->sw.witness_ok && !r->sw.ctx_run_id && !r->sw.verify_continued;
+}
+
+/* Empty the caches r->cf (an entry's `general` may have changed). */
+static inline void gr_cf_forget(gr_recorder *r)
+{
+    memset(r->cf, 0, sizeof r->cf);
+}
+
 /* gr_cfunc_id through the caches r->cf (the profile function's hot path;
  * the c_call and c_return of one call, or a loop calling one builtin, look
  * up the same function in a row: cf[0]; builtins called in turn each find
@@ -595,10 +615,13 @@ static inline uint32_t gr_cfunc_id_cached(gr_recorder *r, PyObject *fn, unsigned
         id = gr_cfunc_id(r, fn);
         *slot = id % GR_CODE_SLOTS;
         if (id) {
+            PyObject *set = r->gl_settrace;
             e->ml = f->m_ml;
             e->self_type = st;
             e->id = id;
-            e->slot = *slot;
+            e->slot = (uint16_t)*slot;
+            e->general = id == r->follow.thread_start_id[0] || id == r->follow.thread_start_id[1] ||
+                         (set && PyCFunction_Check(set) && ((PyCFunctionObject *)set)->m_ml == f->m_ml);
             r->cf[0] = *e;
         }
         return id;
@@ -1007,5 +1030,11 @@ static inline __attribute__((always_inline)) void gr_event_tail(gr_recorder *r, 
  * 0 (the profile function's return value: a tail call). */
 int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
                       uint64_t code_slot);
+
+/* gr_event_switched of a C_RETURN from the profile function's leaf path
+ * (profile.c, profile_c_event), whose tests it need not make again: the
+ * times side channel off (r->tw), arg not greenlet.settrace. */
+int gr_event_switched_c_return(gr_thread *t, PyFrameObject *frame, PyObject *arg, PyThreadState *ts,
+                               uint64_t code_slot);
 
 #endif

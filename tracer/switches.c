@@ -276,16 +276,59 @@ static void verify_continued(gr_recorder *r, gr_thread *t, PyObject *g, uint32_t
     GR_EXC_RESTORE(saved);
 }
 
+/* switch_continued's SWITCH/THROW record (thr) at p, no stack: the
+ * shortest form of gr_enc_switch_head (the usual one: the origin's
+ * C_CALL was the chunk's last record, and the state is the chunk's last
+ * switch's) without its field array, else gr_enc_switch_head.  Room:
+ * 2 + 7 * GR_VARINT_MAX bytes.  Returns the end. */
+static inline __attribute__((always_inline)) uint8_t *cont_head(gr_chunk_ctx *c, uint8_t *p, int thr, uint32_t tid,
+                                                                uint32_t og, uint32_t tg, uint32_t pg,
+                                                                uint64_t state, uint64_t tracing,
+                                                                uint64_t use_tracing)
+{
+    if (tid == c->tid && og == c->gid && c->sw_known && state == c->sw_state && tracing == c->sw_tracing &&
+        use_tracing == c->sw_use_tracing) {
+        c->gid = tg;
+        *p++ = (uint8_t)(thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME);
+        p = gr_put_varint(p, gr_zigzag(tg, c->sw_origin));
+        c->sw_origin = og;
+        p = gr_put_varint(p, pg);
+    } else {
+        uint64_t f[7] = {tid, og, tg, pg, state, tracing, use_tracing};
+        p = gr_enc_switch_head(c, p, thr ? GR_THROW : GR_SWITCH, f);
+    }
+    *p++ = 0;
+    return p;
+}
+
+/* The event record (ev_tag, code id ev_code, cache slot ev_slot) after
+ * cont_head, in the context it left.  Room: 1 + 3 * GR_VARINT_MAX bytes. */
+static inline __attribute__((always_inline)) uint8_t *cont_event(gr_chunk_ctx *c, uint8_t *p, int ev_tag,
+                                                                 uint32_t ev_code, unsigned ev_slot)
+{
+    unsigned k = (unsigned)(ev_tag - GR_CALL);
+    if (c->code[ev_slot] == ev_code && k < 4 && ev_code) {
+        *p++ = (uint8_t)(GR_CACHED_BASE + k * GR_CODE_SLOTS + ev_slot);
+    } else {
+        *p++ = (uint8_t)(GR_CTX_EVENT + k);
+        c->code[ev_slot] = ev_code;
+        p = gr_put_varint(p, ev_code);
+    }
+    return p;
+}
+
 /* A continued switch to greenlet e (slot es - 1) at an event (C_RETURN or
  * C_EXCEPTION, `what`) on thread t (thread state ts): written and 1; 0
  * (nothing written) when the full path must write it: the origin may have
  * ended (its death is asked there), or the target's parent is not a
  * greenlet seen yet.  ev_tag (0: none): the event's record tag, its code
  * id ev_code and cache slot ev_slot: 2 when that record was written too,
- * right after the SWITCH (gr_event_state is then the caller's). */
+ * right after the SWITCH (gr_event_state is then the caller's).  plain:
+ * the times side channel is known to be off (r->tw NULL). */
 static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r, gr_thread *t, gr_gl *e,
                                                                    uint32_t es, int what, PyThreadState *ts,
-                                                                   int ev_tag, uint32_t ev_code, unsigned ev_slot)
+                                                                   int ev_tag, uint32_t ev_code, unsigned ev_slot,
+                                                                   int plain, int fast)
 {
     int written = 1;
     if (t->may_have_ended)
@@ -340,72 +383,74 @@ static inline __attribute__((always_inline)) int switch_continued(gr_recorder *r
                        record's field array below: held in registers) */
     switch_state(ts, 0, GR_SW_INFERRED | GR_SW_CONTINUED, st);
     uint64_t state = st[4], tracing = st[5], use_tracing = st[6];
-    if (r->sw.verify_continued)
+    if (!fast && r->sw.verify_continued)
         verify_continued(r, t, g, tg);
-    /* gr_emit_stack without a stack, inline: the compact head, depth 0. */
+    /* gr_emit_stack without a stack, inline: the compact head, depth 0,
+     * and (ev_tag) the event's own record (C_RETURN or C_EXCEPTION, code
+     * id ev_code) right after it, where gr_writer_event would put it (its
+     * room in this chunk: no flush between the two), in the context the
+     * SWITCH left (tid, tg): gr_enc_event_slot's short forms.  Both
+     * counted at once (no side channel: its entries go record by
+     * record).  The room for both is tested once (open_cap is 0 when the
+     * writer is blocked); when the chunk has less, the general write
+     * below fills it as far as it goes. */
     gr_writer *w = r->w;
-    uint8_t *p = gr_writer_reserve(w, 2 + 7 * GR_VARINT_MAX);
-    if (p) {
-        int thr = what == PyTrace_C_EXCEPTION;
-        gr_chunk_ctx *c = &w->ctx;
-        if (tid == c->tid && og == c->gid && c->sw_known && state == c->sw_state && tracing == c->sw_tracing &&
-            use_tracing == c->sw_use_tracing) {
-            /* gr_enc_switch_head's shortest form (the usual one: the
-             * origin's C_CALL was the chunk's last record, and the state
-             * is the chunk's last switch's), without its field array. */
-            c->gid = tg;
-            *p++ = (uint8_t)(thr ? GR_CTX_THROW_SAME : GR_CTX_SWITCH_SAME);
-            p = gr_put_varint(p, gr_zigzag(tg, c->sw_origin));
-            c->sw_origin = og;
-            p = gr_put_varint(p, pg);
-        } else {
-            uint64_t f[7] = {tid, og, tg, pg, state, tracing, use_tracing};
-            p = gr_enc_switch_head(c, p, thr ? GR_THROW : GR_SWITCH, f);
-        }
-        *p++ = 0;
-        uint8_t *base = w->buf + GR_CHUNK_HEADER_LEN;
-        if (ev_tag && !r->tw && (size_t)(p - base) + 1 + 3 * GR_VARINT_MAX <= w->cap) {
-            /* The event's own record (C_RETURN or C_EXCEPTION, code id
-             * ev_code) right after it, where gr_writer_event would put it
-             * (its room in this chunk: no flush between the two), in the
-             * context the SWITCH left (tid, tg): gr_enc_event_slot's
-             * short forms.  Both counted at once (no side channel: its
-             * entries go record by record). */
-            unsigned k = (unsigned)(ev_tag - GR_CALL);
-            if (c->code[ev_slot] == ev_code && k < 4 && ev_code) {
-                *p++ = (uint8_t)(GR_CACHED_BASE + k * GR_CODE_SLOTS + ev_slot);
-            } else {
-                *p++ = (uint8_t)(GR_CTX_EVENT + k);
-                c->code[ev_slot] = ev_code;
-                p = gr_put_varint(p, ev_code);
-            }
-            w->len = (size_t)(p - base);
-            w->records += 2;
-            w->indexed += 2;
-            atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 2,
-                                  memory_order_relaxed);
-            written = 2;
-        } else {
-            gr_writer_commit(w, p);
-            gr_count_record(r);
-        }
+    int thr = what == PyTrace_C_EXCEPTION;
+    gr_chunk_ctx *c = &w->ctx;
+    uint8_t *base = w->buf + GR_CHUNK_HEADER_LEN;
+    if (ev_tag && (plain || !r->tw) && w->len + 3 + 10 * GR_VARINT_MAX <= w->open_cap) {
+        uint8_t *p = base + w->len;
+        p = cont_head(c, p, thr, tid, og, tg, pg, state, tracing, use_tracing);
+        p = cont_event(c, p, ev_tag, ev_code, ev_slot);
+        w->len = (size_t)(p - base);
+        w->records += 2;
+        w->indexed += 2;
+        atomic_store_explicit(&r->nevents, atomic_load_explicit(&r->nevents, memory_order_relaxed) + 2,
+                              memory_order_relaxed);
+        written = 2;
     } else {
-        gr_writer_drop(w);
+        uint8_t *p = gr_writer_reserve(w, 2 + 7 * GR_VARINT_MAX);
+        if (p) {
+            p = cont_head(c, p, thr, tid, og, tg, pg, state, tracing, use_tracing);
+            base = w->buf + GR_CHUNK_HEADER_LEN;
+            if (ev_tag && !r->tw && (size_t)(p - base) + 1 + 3 * GR_VARINT_MAX <= w->cap) {
+                p = cont_event(c, p, ev_tag, ev_code, ev_slot);
+                w->len = (size_t)(p - base);
+                w->records += 2;
+                w->indexed += 2;
+                atomic_store_explicit(&r->nevents,
+                                      atomic_load_explicit(&r->nevents, memory_order_relaxed) + 2,
+                                      memory_order_relaxed);
+                written = 2;
+            } else {
+                gr_writer_commit(w, p);
+                gr_count_record(r);
+            }
+        } else {
+            gr_writer_drop(w);
+        }
     }
     switch_instr(r, t, tg);
-    /* switch_hand_over with both slots known (es: e's). */
-    gr_gl *oe = origin_gl(r, t, og);
+    /* switch_hand_over with both slots known (es: e's; the origin's from
+     * t->cur_slot when it holds og, as origin_gl finds it). */
+    uint32_t os = t->cur_slot;
+    gr_gl *oe;
+    if (os && os <= r->gls.gl_used && r->gls.gl[os - 1].gid == og) {
+        oe = &r->gls.gl[os - 1];
+    } else {
+        oe = gr_gl_of(r, og);
+        os = oe ? (uint32_t)(oe - r->gls.gl) + 1 : 0;
+    }
     if (oe) {
         if (oe->on == t)
             oe->on = NULL;
         if (t->ccall_frame)
-            susp_note(r, t, oe, (uint32_t)(oe - r->gls.gl) + 1);
+            susp_note(r, t, oe, os);
     }
     t->cur_g = g;
     t->cur_gid = tg;
     t->cur_slot = es;
-    e->tid = tid;
-    e->on = t;
+    e->on = t; /* (e->tid is tid: susp_find) */
     e->susp_frame = 0; /* it runs: its suspension is over */
     return written;
 }
@@ -441,7 +486,7 @@ void gr_switch_check_slow(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
     else if (r->sw.continued_ok && (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)) {
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
-        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0))
+        if (e && switch_continued(r, t, e, es, what, ts, 0, 0, 0, 0, 0))
             return;
     }
     switch_asked(r, t, frame, what, arg);
@@ -513,8 +558,36 @@ static void switch_asked(gr_recorder *r, gr_thread *t, PyFrameObject *frame, int
 static const int8_t what_of_tag[5] = {PyTrace_CALL, PyTrace_RETURN, PyTrace_C_CALL, PyTrace_C_RETURN,
                                       PyTrace_C_EXCEPTION};
 
-int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
-                      uint64_t code_slot)
+/* gr_event_switched after the continued switch was tried: ask greenlet
+ * (direct: the witness moved by exactly one). */
+static inline __attribute__((always_inline)) int event_asked_in(gr_thread *t, PyFrameObject *frame, int tag,
+                                                                PyObject *arg, int direct, uint64_t code_slot)
+{
+    gr_recorder *r = gr_active;
+    t->sw_direct = direct;
+    if (!direct)
+        t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
+    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL], arg);
+    t->sw_direct = 0;
+    gr_event_tail(r, t, frame, tag, arg, (uint32_t)code_slot, (unsigned)(code_slot >> 32));
+    return 0;
+}
+
+/* event_asked_in out of line (six arguments: the C_RETURN entry jumps
+ * here, its registers kept for the continued switch). */
+static __attribute__((noinline)) int event_asked(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg,
+                                                 int direct, uint64_t code_slot)
+{
+    return event_asked_in(t, frame, tag, arg, direct, code_slot);
+}
+
+/* gr_event_switched, inline in its two entries.  plain: a C_RETURN of
+ * the profile function's leaf path (profile_c_event: the times side
+ * channel off, arg not greenlet.settrace), whose tests of those two are
+ * left out. */
+static inline __attribute__((always_inline)) int event_switched(gr_thread *t, PyFrameObject *frame, int tag,
+                                                                PyObject *arg, PyThreadState *ts,
+                                                                uint64_t code_slot, int plain)
 {
     gr_recorder *r = gr_active;
     uint32_t code = (uint32_t)code_slot;
@@ -523,8 +596,27 @@ int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg
      * switch (the common case) first. */
     uint64_t v = gr_switch_witness(ts), was = t->witness;
     int direct = was != GR_WITNESS_UNKNOWN && v == was + 1;
+    if (plain && r->sw.cont_fast) {
+        /* The same with the mode tests made once (cont_fast): a C_RETURN
+         * is never Context.run's step when its id is not known. */
+        t->witness = v;
+        if (direct) {
+            uint32_t es;
+            gr_gl *e = susp_find(r, t, frame, &es);
+            int written = e ? switch_continued(r, t, e, es, PyTrace_C_RETURN, ts, tag, code, slot, 1, 1) : 0;
+            if (written == 2) {
+                gr_event_state(t, frame, tag, code);
+                return 0;
+            }
+            if (written) {
+                gr_event_tail(r, t, frame, tag, arg, code, slot);
+                return 0;
+            }
+        }
+        return event_asked(t, frame, tag, arg, direct, code_slot);
+    }
     t->witness = r->sw.witness_ok ? v : GR_WITNESS_UNKNOWN;
-    if (direct && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
+    if (direct && r->sw.ctx_run_id && context_step(r, t, what_of_tag[tag - GR_CALL], code)) {
         gr_event_tail(r, t, frame, tag, arg, code, slot);
         return 0;
     }
@@ -532,11 +624,11 @@ int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg
         uint32_t es;
         gr_gl *e = susp_find(r, t, frame, &es);
         int written = e ? switch_continued(r, t, e, es, tag == GR_C_RETURN ? PyTrace_C_RETURN : PyTrace_C_EXCEPTION,
-                                           ts, tag, code, slot)
+                                           ts, tag, code, slot, plain, 0)
                         : 0;
         if (written == 2) {
             gr_event_state(t, frame, tag, code);
-            if (__builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
+            if (!plain && __builtin_expect(tag == GR_C_RETURN && arg == r->gl_settrace, 0))
                 gr_note_greenlet_callback(r, t, 0); /* the program changed its greenlet callback */
             return 0;
         }
@@ -545,13 +637,20 @@ int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg
             return 0;
         }
     }
-    t->sw_direct = direct;
-    if (!direct)
-        t->break_stamp = ++r->sw.stamp; /* greenlets may have run unseen */
-    switch_asked(r, t, frame, what_of_tag[tag - GR_CALL], arg);
-    t->sw_direct = 0;
-    gr_event_tail(r, t, frame, tag, arg, code, slot);
-    return 0;
+    return plain ? event_asked(t, frame, tag, arg, direct, code_slot)
+                 : event_asked_in(t, frame, tag, arg, direct, code_slot);
+}
+
+int gr_event_switched(gr_thread *t, PyFrameObject *frame, int tag, PyObject *arg, PyThreadState *ts,
+                      uint64_t code_slot)
+{
+    return event_switched(t, frame, tag, arg, ts, code_slot, 0);
+}
+
+int gr_event_switched_c_return(gr_thread *t, PyFrameObject *frame, PyObject *arg, PyThreadState *ts,
+                               uint64_t code_slot)
+{
+    return event_switched(t, frame, GR_C_RETURN, arg, ts, code_slot, 1);
 }
 
 void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
@@ -559,6 +658,7 @@ void gr_witness_verify(gr_recorder *r, gr_thread *t, PyObject *g)
     if (r->sw.witness_ok && t->cur_g && g != t->cur_g &&
         gr_switch_witness(PyThreadState_GET()) == t->witness) {
         r->sw.witness_ok = 0;
+        gr_sw_refresh(r);
         r->errors++;
         /* Every thread asks greenlet at its next event from now on. */
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r->follow.threads); i++)
