@@ -42,7 +42,8 @@ static void view_push(PyFrameObject *frame)
         return;
     }
     PyCodeObject *code = PyFrame_GetCode(frame);
-    names[depth++] = Py_NewRef(code->co_name);
+    Py_INCREF(code->co_name);
+    names[depth++] = code->co_name;
     Py_DECREF(code);
 }
 
@@ -144,8 +145,10 @@ static PyObject *view(PyObject *m, PyObject *unused)
         view_clear();
     }
     PyObject *l = PyList_New(depth);
-    for (int i = 0; l && i < depth; i++)
-        PyList_SET_ITEM(l, i, Py_NewRef(names[i]));
+    for (int i = 0; l && i < depth; i++) {
+        Py_INCREF(names[i]);
+        PyList_SET_ITEM(l, i, names[i]);
+    }
     return l;
 }
 
