@@ -31,8 +31,10 @@ static int active;
 
 static void view_clear(void)
 {
-    while (depth > 0)
-        Py_CLEAR(names[--depth]);
+    while (depth > 0) {
+        depth--;
+        Py_CLEAR(names[depth]); /* Py_CLEAR names its argument twice */
+    }
 }
 
 static void view_push(PyFrameObject *frame)
@@ -81,8 +83,10 @@ static int real_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject 
     }
     if (what == PyTrace_CALL)
         view_push(frame);
-    else if (what == PyTrace_RETURN && depth > 0)
-        Py_CLEAR(names[--depth]);
+    else if (what == PyTrace_RETURN && depth > 0) {
+        depth--;
+        Py_CLEAR(names[depth]);
+    }
     return 0;
 }
 
