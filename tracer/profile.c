@@ -14,6 +14,7 @@
 #include "profile.h"
 
 #include "follow.h"
+#include "footholds.h"
 #include "gl_load.h"
 #include "threads.h"
 
@@ -408,6 +409,11 @@ static void event_refused(gr_recorder *r, gr_thread *t, PyFrameObject *frame, in
         record_event(r, t, frame, PyTrace_C_EXCEPTION, arg);
         (void)gr_c_pop(r, t);
     } else {
+        /* CPython cleared the slot before the frame ends: the HOOK of
+         * that change comes first, as on 3.11, where the unwind's return
+         * reaches the foothold after the clear. */
+        if (t->foot.kind == 1)
+            (void)gr_foothold_overtaken(r, t, PyThreadState_GET(), 0);
         record_event(r, t, frame, PyTrace_RETURN, Py_None);
     }
     if (PyErr_Occurred())

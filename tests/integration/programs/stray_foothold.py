@@ -28,7 +28,8 @@ done.acquire()
 def worker():
     # Three C calls with no Python event between them: the change, then
     # (still no event) the thread says it is there, then it blocks.
-    list(map(operator.call, [prof.enable, ready.release, blocker.acquire]))
+    # (methodcaller, not operator.call: that is new in 3.11.)
+    list(map(operator.methodcaller("__call__"), [prof.enable, ready.release, blocker.acquire]))
     prof.disable()
     for _ in range(3):
         pass

@@ -31,8 +31,10 @@ static int active;
 
 static void view_clear(void)
 {
-    while (depth > 0)
-        Py_CLEAR(names[--depth]);
+    while (depth > 0) {
+        depth--;
+        Py_CLEAR(names[depth]); /* Py_CLEAR names its argument twice */
+    }
 }
 
 static void view_push(PyFrameObject *frame)
@@ -42,7 +44,8 @@ static void view_push(PyFrameObject *frame)
         return;
     }
     PyCodeObject *code = PyFrame_GetCode(frame);
-    names[depth++] = Py_NewRef(code->co_name);
+    Py_INCREF(code->co_name);
+    names[depth++] = code->co_name;
     Py_DECREF(code);
 }
 
@@ -80,8 +83,10 @@ static int real_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject 
     }
     if (what == PyTrace_CALL)
         view_push(frame);
-    else if (what == PyTrace_RETURN && depth > 0)
-        Py_CLEAR(names[--depth]);
+    else if (what == PyTrace_RETURN && depth > 0) {
+        depth--;
+        Py_CLEAR(names[depth]);
+    }
     return 0;
 }
 
@@ -144,8 +149,10 @@ static PyObject *view(PyObject *m, PyObject *unused)
         view_clear();
     }
     PyObject *l = PyList_New(depth);
-    for (int i = 0; l && i < depth; i++)
-        PyList_SET_ITEM(l, i, Py_NewRef(names[i]));
+    for (int i = 0; l && i < depth; i++) {
+        Py_INCREF(names[i]);
+        PyList_SET_ITEM(l, i, names[i]);
+    }
     return l;
 }
 
