@@ -100,6 +100,7 @@ def main():
     if a.one:
         one(a.one, a.trace, a.compress == "1", a.size)
         return
+    os.makedirs(a.out, exist_ok=True)
     work = [("call-heavy", a.scale, None), ("ping-pong", a.round_trips, "greenlet"),
             ("switch-heavy", a.rounds, "gevent"),
             ("many-greenlets", max(a.greenlets // 10, 1), "greenlet"),
